@@ -1,0 +1,314 @@
+/*
+ * oncegate.h — the public C API of oncegate. Anything not declared here is
+ * not API.
+ *
+ * oncegate admits a signed single-use grant at most once across every
+ * instance, retry and restart: ONE atomic conditional write in a shared,
+ * durable store claims the grant key (issuer, grant_id) and records the
+ * operation intent in the same statement. See docs/design.md for the
+ * guarantee and its boundaries.
+ *
+ * Conventions (see STYLE.md):
+ *  - Functions return 0 (or a documented non-negative outcome) on success and
+ *    a negative OG_E* code on error. og_strerror() and og_err_name() describe
+ *    a code; both are generated from the one list OG_ERRNO_MAP.
+ *  - An expected outcome (admitted, already admitted, refused) is a value the
+ *    caller must handle, never an error.
+ *  - Out-parameters are written only on success.
+ *  - og_x_free(NULL) is a no-op.
+ *  - Every string the API takes is borrowed for the duration of the call;
+ *    every record it returns is a plain struct with fixed-size buffers the
+ *    caller owns.
+ */
+#ifndef ONCEGATE_H
+#define ONCEGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define OG_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define OG_MUST_CHECK
+#endif
+
+#define OG_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------------------
+ * Errors. X(NAME, stable_code, message). Codes are OG_E<NAME> = -(index+1).
+ * The stable code string is part of the API: logs, CLIs and HTTP bodies use
+ * it, and it never changes meaning.
+ * ------------------------------------------------------------------------- */
+#define OG_ERRNO_MAP(X)                                                        \
+    X(NOMEM, "out_of_memory", "out of memory")                                 \
+    X(INVAL, "invalid_argument", "invalid argument")                           \
+    X(STORE_UNAVAILABLE, "store_unavailable",                                  \
+      "store unavailable, timed out, cancelled or commit unconfirmed: the "    \
+      "write may or may not have happened; retry with the same operation id")  \
+    X(INTERNAL, "internal_error",                                              \
+      "internal error: the store reported an unexpected failure")              \
+    X(SCHEMA, "schema_mismatch",                                               \
+      "store schema version does not match this build; run oncegate migrate")  \
+    X(BAD_URL, "store_url_invalid",                                            \
+      "store URL not understood (use sqlite:PATH or postgres://...)")          \
+    X(ISSUER, "input.issuer_invalid",                                          \
+      "issuer must be 1-128 printable ASCII characters without spaces")        \
+    X(GRANT_ID, "input.grant_id_invalid",                                      \
+      "grant id must be 1-128 printable ASCII characters without spaces")      \
+    X(OPERATION_ID, "input.operation_id_invalid",                              \
+      "operation id must be a non-nil UUID (8-4-4-4-12 hex)")                  \
+    X(CALLER, "input.caller_invalid",                                          \
+      "caller id must be 1-128 printable ASCII characters without spaces")     \
+    X(ACCOUNT, "input.account_invalid",                                        \
+      "account id must be 1-128 printable ASCII characters without spaces")    \
+    X(AMOUNT, "input.amount_invalid",                                          \
+      "amount must be a positive decimal (digits, optional '.' and up to 18 "  \
+      "fraction digits, at most 38 significant digits), no sign or exponent")  \
+    X(CURRENCY, "input.currency_invalid",                                      \
+      "currency must be an ISO 4217 code: three upper-case letters")           \
+    X(EXPIRES_AT, "input.expires_at_invalid",                                  \
+      "expires_at must be an RFC 3339 timestamp with a time zone, "            \
+      "between 1970 and 9999")                                                 \
+    X(TIMINGS, "config.timings_invalid",                                       \
+      "timing values violate a required relation")
+
+enum {
+#define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
+    OG_ERRNO_MAP(OG__ERR_ENUM)
+#undef OG__ERR_ENUM
+    OG__ERR_COUNT
+};
+#define OG__ERR_DEFINE(name, code, msg) OG_E##name = -(OG__ERR_IDX_##name + 1),
+enum og_errno { OG_ERRNO_MAP(OG__ERR_DEFINE) };
+#undef OG__ERR_DEFINE
+
+/* A human-readable message for err (an OG_E* code); "unknown error" else. */
+const char *og_strerror(int err);
+/* The stable code string for err, e.g. "store_unavailable". */
+const char *og_err_name(int err);
+
+/* ---------------------------------------------------------------------------
+ * Limits, checked before anything reaches the store.
+ * ------------------------------------------------------------------------- */
+#define OG_ID_MAX 128          /* issuer, grant id, caller id, account id */
+#define OG_UUID_LEN 36         /* canonical lower-case 8-4-4-4-12 */
+#define OG_AMOUNT_MAX 40       /* canonical decimal text (38 digits + '.') */
+#define OG_AMOUNT_DIGITS 38    /* significant digits */
+#define OG_AMOUNT_SCALE 18     /* fraction digits */
+#define OG_CURRENCY_LEN 3
+
+/* ---------------------------------------------------------------------------
+ * Timing values. One object; relations are checked by og_timings_check().
+ * All durations are in microseconds.
+ * ------------------------------------------------------------------------- */
+typedef struct og_timings {
+    int64_t admission_leeway_us;  /* clock tolerance on the admission deadline;
+                                     the ONE value validation, admission and
+                                     retention use */
+    int64_t execution_lease_us;   /* the admitting handler's ownership */
+    int64_t submission_window_us; /* admission -> submit_by */
+    int64_t store_timeout_us;     /* longest a store call may take, client
+                                     side and (PostgreSQL) statement_timeout */
+} og_timings;
+
+/* Fills *t with the defaults (leeway 30 s, lease 60 s, window 1 h,
+ * store timeout 5 s). */
+void og_timings_default(og_timings *t);
+
+/* Checks every relation between the values. Returns 0, or OG_ETIMINGS and,
+ * when why is non-NULL, a static sentence naming the relation that failed. */
+OG_MUST_CHECK int og_timings_check(const og_timings *t, const char **why);
+
+/* ---------------------------------------------------------------------------
+ * Store.
+ * ------------------------------------------------------------------------- */
+typedef struct og_store og_store;
+
+#define OG_DEFAULT_STORE_URL "sqlite:./oncegate.db"
+
+typedef struct og_store_options {
+    og_timings timings;
+    int pool_size;    /* max connections held by this store object (>=1);
+                         concurrent callers beyond it wait for one */
+} og_store_options;
+
+/* Fills *o with defaults: og_timings_default() and a pool of 16. */
+void og_store_options_default(og_store_options *o);
+
+/* Opens a store from a URL:
+ *   sqlite:PATH                 embedded SQLite (the default)
+ *   postgres://..., postgresql://...  a libpq URI, including multi-host
+ *                               URIs with target_session_attrs=read-write
+ *   "host=... dbname=..."       a libpq key=value connection string
+ * opts may be NULL for defaults. Connects once and checks that the schema
+ * version equals OG_SCHEMA_VERSION (OG_ESCHEMA otherwise: run migrations).
+ * On success *out owns the store; free it with og_store_free().
+ * Errors: OG_EBAD_URL, OG_ETIMINGS, OG_ESCHEMA, OG_ESTORE_UNAVAILABLE,
+ * OG_ENOMEM, OG_EINTERNAL. */
+OG_MUST_CHECK int og_store_open(const char *url, const og_store_options *opts,
+                                og_store **out);
+
+/* Closes every connection and frees the store. NULL is a no-op. */
+void og_store_free(og_store *s);
+
+/* The backend's name: "sqlite" or "postgres". */
+const char *og_store_backend(const og_store *s);
+
+/* The schema version this build needs. */
+#define OG_SCHEMA_VERSION 1
+
+/* Applies every migration the store at url lacks, each in its own
+ * transaction, serialized against concurrent migrators. On success writes the
+ * version found before and after to *from / *to (either may be NULL).
+ * Errors as og_store_open, plus OG_ESCHEMA when the store is newer than this
+ * build. */
+OG_MUST_CHECK int og_store_migrate(const char *url,
+                                   const og_store_options *opts, int *from,
+                                   int *to);
+
+/* ---------------------------------------------------------------------------
+ * Admission.
+ * ------------------------------------------------------------------------- */
+
+/* A grant as token validation produced it: every field comes from the
+ * verified grant, never from request fields. */
+typedef struct og_grant {
+    const char *issuer;
+    const char *grant_id;
+    int64_t expires_at_us; /* microseconds since the Unix epoch, UTC */
+} og_grant;
+
+/* One immutable intended operation; admission binds it to the grant. */
+typedef struct og_intent {
+    const char *operation_id; /* UUID; any case, normalized to lower case */
+    const char *caller_id;    /* the authenticated caller */
+    const char *account_id;
+    const char *amount;       /* decimal text; compared canonically */
+    const char *currency;     /* ISO 4217 */
+} og_intent;
+
+#define OG_OP_STATUS_MAP(X)                                                    \
+    X(ADMITTED, "Admitted")                                                    \
+    X(SUCCEEDED, "Succeeded")                                                  \
+    X(FAILED, "Failed")                                                        \
+    X(UNKNOWN, "Unknown")                                                      \
+    X(NEEDS_RECONCILIATION, "NeedsReconciliation")
+
+typedef enum og_op_status {
+#define OG__ST_ENUM(name, text) OG_OP_##name,
+    OG_OP_STATUS_MAP(OG__ST_ENUM)
+#undef OG__ST_ENUM
+} og_op_status;
+
+/* The stored text of a status ("Admitted", ...); "?" for a bad value. */
+const char *og_op_status_name(og_op_status st);
+
+/* An operation record as stored. Timestamps are store-clock microseconds
+ * since the Unix epoch. */
+typedef struct og_operation {
+    char operation_id[OG_UUID_LEN + 1];
+    char issuer[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];
+    char caller_id[OG_ID_MAX + 1];
+    char account_id[OG_ID_MAX + 1];
+    char amount[OG_AMOUNT_MAX + 1]; /* canonical decimal */
+    char currency[OG_CURRENCY_LEN + 1];
+    og_op_status status;
+    int64_t owner_version;
+    int64_t lease_until_us;
+    int64_t submit_by_us;
+    int64_t created_at_us;
+} og_operation;
+
+#define OG_OUTCOME_MAP(X)                                                      \
+    X(ADMITTED, "admitted")                                                    \
+    X(ALREADY_ADMITTED, "already_admitted")                                    \
+    X(REFUSED, "refused")
+
+typedef enum og_outcome {
+#define OG__OC_ENUM(name, text) OG_OUTCOME_##name,
+    OG_OUTCOME_MAP(OG__OC_ENUM)
+#undef OG__OC_ENUM
+} og_outcome;
+
+/* Why a refusal happened. For logs only: nothing returned to a caller may
+ * reveal another operation, so callers see just "refused". */
+#define OG_REFUSAL_MAP(X)                                                      \
+    X(NONE, "none")                                                            \
+    X(GRANT_SPENT, "grant_spent_by_other_operation")                           \
+    X(GRANT_REVOKED, "grant_revoked")                                          \
+    X(OPERATION_MISMATCH, "operation_id_reused_with_other_details")            \
+    X(OPERATION_ID_TAKEN, "operation_id_bound_to_other_grant")                 \
+    X(DEADLINE_PASSED, "admission_deadline_passed")
+
+typedef enum og_refusal {
+#define OG__RF_ENUM(name, text) OG_REFUSAL_##name,
+    OG_REFUSAL_MAP(OG__RF_ENUM)
+#undef OG__RF_ENUM
+} og_refusal;
+
+const char *og_outcome_name(og_outcome o);
+const char *og_refusal_name(og_refusal r);
+
+typedef struct og_admission {
+    og_outcome outcome;
+    og_refusal refusal;     /* OG_REFUSAL_NONE unless outcome is REFUSED */
+    og_operation operation; /* valid for ADMITTED and ALREADY_ADMITTED;
+                               zeroed for REFUSED */
+} og_admission;
+
+/* Admits grant for intent with ONE atomic write: claims (issuer, grant_id)
+ * and records the operation (status Admitted, owner version 1, lease_until
+ * and submit_by from the store's clock) together, checking the deadline
+ * expires_at + leeway against the store's clock in the same statement.
+ *
+ * Returns 0 and fills *result with exactly one outcome:
+ *   ADMITTED          this call claimed the grant; result->operation is the
+ *                     new record;
+ *   ALREADY_ADMITTED  this operation id claimed it earlier with the same
+ *                     caller, account, amount and currency; the stored
+ *                     record comes back;
+ *   REFUSED           anything else (result->refusal says why, for logs).
+ * Errors (nothing in *result): OG_E{ISSUER,GRANT_ID,OPERATION_ID,CALLER,
+ * ACCOUNT,AMOUNT,CURRENCY,EXPIRES_AT} for bad input, checked before the store;
+ * OG_ESTORE_UNAVAILABLE when the store is unreachable, timed out, cancelled
+ * the statement or could not confirm the commit — the admission may or may
+ * not have happened, a retry with the same operation id finds out, and
+ * og_admit never retries by itself; OG_EINTERNAL for any other store failure.
+ * Thread-safe: any number of threads may call it on one store. */
+OG_MUST_CHECK int og_admit(og_store *s, const og_grant *grant,
+                           const og_intent *intent, og_admission *result);
+
+/* Reads the operation with this id. Returns 1 and fills *out when it exists,
+ * 0 when it does not, or a negative error (OG_EOPERATION_ID,
+ * OG_ESTORE_UNAVAILABLE, OG_EINTERNAL). This is the store's view: the caller
+ * authorizes who may see it. */
+OG_MUST_CHECK int og_operation_get(og_store *s, const char *operation_id,
+                                   og_operation *out);
+
+/* ---------------------------------------------------------------------------
+ * Small pure helpers the CLI and tests share.
+ * ------------------------------------------------------------------------- */
+
+/* Parses an RFC 3339 timestamp ("2026-11-29T10:45:00Z", offsets and
+ * fractional seconds up to microseconds allowed) into microseconds since the
+ * epoch. Returns 0 or OG_EEXPIRES_AT. */
+OG_MUST_CHECK int og_time_parse_rfc3339(const char *s, int64_t *out_us);
+
+/* Formats us as "YYYY-MM-DDTHH:MM:SS.ffffffZ" into buf (at least 28 bytes).
+ * Returns buf. */
+char *og_time_format_rfc3339(int64_t us, char *buf, size_t len);
+
+/* Canonicalizes a decimal amount ("250.00" -> "250", "0250.50" -> "250.5")
+ * into out (at least OG_AMOUNT_MAX + 1 bytes). Returns 0 or OG_EAMOUNT. */
+OG_MUST_CHECK int og_amount_canonical(const char *in, char *out,
+                                      size_t outlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ONCEGATE_H */

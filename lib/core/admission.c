@@ -1,0 +1,84 @@
+/*
+ * admission.c — what an admission that claimed nothing means. Pure.
+ *
+ * The claim decides; this file only reports. When the atomic write returns no
+ * row, a backend reads the consumption row for the grant key and the
+ * operation row for the request's operation id (a fresh read: it describes
+ * the state after the attempt) and asks og__classify_unclaimed() which answer
+ * to give. Invariants it protects:
+ *
+ *   C1  ALREADY_ADMITTED only when the key is held by THIS operation id and
+ *       the stored operation carries exactly the request's binding (issuer,
+ *       grant id, caller, account, canonical amount, currency). An operation
+ *       id is not a credential: matching the id alone reveals nothing.
+ *   C2  Everything else is REFUSED, and the refusal copies no stored field
+ *       into the result, so nothing returned to a caller reveals another
+ *       operation. The reason is for logs.
+ *   C3  A key held by a revocation (no operation id) is refused even when an
+ *       operation with the request's id exists elsewhere.
+ */
+#include <string.h>
+
+#include "og_internal.h"
+
+bool og__operation_matches(const og__admit_req *req, const og_operation *op)
+{
+    return strcmp(op->operation_id, req->operation_id) == 0 &&
+           strcmp(op->issuer, req->issuer) == 0 &&
+           strcmp(op->grant_id, req->grant_id) == 0 &&
+           strcmp(op->caller_id, req->caller_id) == 0 &&
+           strcmp(op->account_id, req->account_id) == 0 &&
+           strcmp(op->amount, req->amount) == 0 && /* both canonical */
+           strcmp(op->currency, req->currency) == 0;
+}
+
+static void og__refuse(og_admission *out, og_refusal why)
+{
+    memset(out, 0, sizeof *out);
+    out->outcome = OG_OUTCOME_REFUSED;
+    out->refusal = why;
+}
+
+void og__classify_unclaimed(const og__admit_req *req,
+                            const og__consumption *c, const og_operation *op,
+                            og_admission *out)
+{
+    if (c->present) {
+        if (!c->has_operation) {
+            og__refuse(out, OG_REFUSAL_GRANT_REVOKED); /* C3 */
+            return;
+        }
+        if (strcmp(c->operation_id, req->operation_id) != 0) {
+            og__refuse(out, OG_REFUSAL_GRANT_SPENT);
+            return;
+        }
+        if (op && og__operation_matches(req, op)) {
+            memset(out, 0, sizeof *out);
+            out->outcome = OG_OUTCOME_ALREADY_ADMITTED; /* C1 */
+            out->refusal = OG_REFUSAL_NONE;
+            out->operation = *op;
+            return;
+        }
+        og__refuse(out, OG_REFUSAL_OPERATION_MISMATCH);
+        return;
+    }
+
+    /* No consumption row: the deadline check in the claim failed, or the row
+     * was cleaned up after its retention. An operation row is only ever
+     * written by the admission statement together with its claim, so one that
+     * carries exactly this binding is this operation's own admission. */
+    if (op) {
+        if (og__operation_matches(req, op)) {
+            memset(out, 0, sizeof *out);
+            out->outcome = OG_OUTCOME_ALREADY_ADMITTED;
+            out->operation = *op;
+            return;
+        }
+        og__refuse(out, strcmp(op->issuer, req->issuer) == 0 &&
+                                strcmp(op->grant_id, req->grant_id) == 0
+                            ? OG_REFUSAL_OPERATION_MISMATCH
+                            : OG_REFUSAL_OPERATION_ID_TAKEN);
+        return;
+    }
+    og__refuse(out, OG_REFUSAL_DEADLINE_PASSED);
+}

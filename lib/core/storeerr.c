@@ -1,0 +1,82 @@
+/*
+ * storeerr.c — what a store failure means for an admission. Pure.
+ *
+ * The distinction carries the guarantee: "unavailable" tells the caller that
+ * the write may or may not have happened and that a retry with the same
+ * operation id finds out; "internal" is a defect that must surface. A
+ * failure is never reported as a refusal, except the two unique keys that
+ * ARE the refusal (operation id taken; grant already bound to an operation).
+ *
+ * Invariants:
+ *   E1  Only a unique violation on operations_pkey or operations_grant_key
+ *       refuses; any other constraint failure is internal.
+ *   E2  Lost connections, cancellations, timeouts, shutdowns, exhausted
+ *       resources, serialization failures, I/O errors and a read-only target
+ *       (a standby after failover) are unavailable: retryable, outcome
+ *       unknown.
+ *   E3  Anything unrecognised is internal, never unavailable, so a defect is
+ *       not silently retried forever.
+ */
+#include <sqlite3.h>
+#include <string.h>
+
+#include "og_internal.h"
+
+/* SQLSTATE classes (first two characters) and codes that mean "retry". */
+static const char *const og__pg_unavailable_classes[] = {
+    "08", /* connection exception */
+    "40", /* transaction rollback: serialization, deadlock, completion unknown */
+    "53", /* insufficient resources: disk full, out of memory, too many conns */
+    "57", /* operator intervention: query_canceled (statement_timeout or
+             cancel), admin/crash shutdown, cannot connect now */
+    "58", /* system error: I/O error */
+};
+
+static const char *const og__pg_unavailable_codes[] = {
+    "25006", /* read_only_sql_transaction: connected to a standby */
+    "25P03", /* idle_in_transaction_session_timeout */
+    "25P04", /* transaction_timeout (PostgreSQL 17+) */
+    "55P03", /* lock_not_available (lock_timeout) */
+};
+
+int og__pg_classify(const char *sqlstate, const char *constraint)
+{
+    size_t i;
+
+    /* No SQLSTATE: libpq's own failure (connection lost, protocol). */
+    if (!sqlstate || strlen(sqlstate) != 5)
+        return OG_ESTORE_UNAVAILABLE;
+    if (strcmp(sqlstate, "23505") == 0) {
+        if (constraint && (strcmp(constraint, "operations_pkey") == 0 ||
+                           strcmp(constraint, "operations_grant_key") == 0))
+            return OG__PG_REFUSE; /* E1 */
+        return OG_EINTERNAL;
+    }
+    for (i = 0; i < sizeof og__pg_unavailable_codes / sizeof og__pg_unavailable_codes[0]; i++)
+        if (strcmp(sqlstate, og__pg_unavailable_codes[i]) == 0)
+            return OG_ESTORE_UNAVAILABLE;
+    for (i = 0; i < sizeof og__pg_unavailable_classes / sizeof og__pg_unavailable_classes[0]; i++)
+        if (strncmp(sqlstate, og__pg_unavailable_classes[i], 2) == 0)
+            return OG_ESTORE_UNAVAILABLE;
+    return OG_EINTERNAL; /* E3 */
+}
+
+int og__sqlite_classify(int extended_rc)
+{
+    switch (extended_rc & 0xff) {
+    case SQLITE_BUSY:      /* busy_timeout elapsed */
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:     /* includes a failed fsync at commit */
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+    case SQLITE_INTERRUPT: /* cancelled */
+    case SQLITE_READONLY:
+    case SQLITE_SCHEMA:
+        return OG_ESTORE_UNAVAILABLE;
+    case SQLITE_NOMEM:
+        return OG_ENOMEM;
+    default:               /* CONSTRAINT, CORRUPT, NOTADB, ERROR, MISUSE... */
+        return OG_EINTERNAL;
+    }
+}

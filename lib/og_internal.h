@@ -1,0 +1,174 @@
+/*
+ * og_internal.h — interfaces shared between oncegate's own files. Not API.
+ *
+ * Map:
+ *   lib/core/    pure code, no I/O: errors, input validation, the admission
+ *                classification both backends share, store-error
+ *                classification, timings.
+ *   lib/store/   store.c dispatches through one og__store_methods table per
+ *                backend: sqlite.c, postgres.c. pool.c is the connection pool
+ *                both use. Each backend keeps its SQL beside the code that
+ *                runs it — the admission statement is og__pg_admit_sql in
+ *                postgres.c and the BEGIN IMMEDIATE block in sqlite.c.
+ */
+#ifndef OG_INTERNAL_H
+#define OG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "oncegate/oncegate.h"
+
+/* Admission writes the operation at this owner version. One constant, so the
+ * statement and every later ownership check cannot drift apart. */
+#define OG__INITIAL_OWNER_VERSION 1
+
+/* ===========================================================================
+ * Core: input validation (lib/core/validate.c). Pure.
+ * ========================================================================= */
+
+/* 0 when s is 1..OG_ID_MAX bytes of printable ASCII 0x21..0x7e; else -1. */
+int og__id_check(const char *s);
+
+/* Validates a UUID in any case and writes the canonical lower-case form to
+ * out (OG_UUID_LEN + 1 bytes). The nil UUID is refused. 0 or -1. */
+int og__uuid_normalize(const char *in, char out[OG_UUID_LEN + 1]);
+
+/* 0 when s is exactly three upper-case ASCII letters; else -1. */
+int og__currency_check(const char *s);
+
+/* Expires-at bounds: 1970-01-01 .. 9999-12-31T23:59:59.999999Z. */
+#define OG__TIME_MIN_US INT64_C(0)
+#define OG__TIME_MAX_US INT64_C(253402300799999999)
+
+/* A validated, canonical admission request: everything the backends write.
+ * Built only by og__admit_req_build(), so a backend never sees raw input. */
+typedef struct og__admit_req {
+    char issuer[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];
+    int64_t expires_at_us;
+    char operation_id[OG_UUID_LEN + 1];
+    char caller_id[OG_ID_MAX + 1];
+    char account_id[OG_ID_MAX + 1];
+    char amount[OG_AMOUNT_MAX + 1]; /* canonical */
+    char currency[OG_CURRENCY_LEN + 1];
+} og__admit_req;
+
+/* Checks every field and fills *req. Returns 0 or the OG_E* input code of the
+ * first bad field (issuer, grant id, expires_at, operation id, caller,
+ * account, amount, currency — in that order). */
+int og__admit_req_build(const og_grant *g, const og_intent *in,
+                        og__admit_req *req);
+
+/* ===========================================================================
+ * Core: what a zero-row admission means (lib/core/admission.c). Pure.
+ *
+ * The claim already decided; this only reports. Both backends read the
+ * consumption row for the grant key and the operation row for the operation
+ * id after a claim that returned nothing, and hand them here.
+ * ========================================================================= */
+typedef struct og__consumption {
+    bool present;
+    bool has_operation;                  /* false: a revocation holds the key */
+    char operation_id[OG_UUID_LEN + 1];  /* when has_operation */
+} og__consumption;
+
+/* Classifies a claim that admitted nothing. op may be NULL (no operation row
+ * with the request's id). Fills *out: ALREADY_ADMITTED with op copied into
+ * out->operation only when the key is held by this operation id and the
+ * stored issuer, grant id, caller, account, amount and currency all equal
+ * the request's; otherwise REFUSED with the reason. */
+void og__classify_unclaimed(const og__admit_req *req,
+                            const og__consumption *c, const og_operation *op,
+                            og_admission *out);
+
+/* True when the stored operation carries exactly the request's binding. */
+bool og__operation_matches(const og__admit_req *req, const og_operation *op);
+
+/* ===========================================================================
+ * Core: what a store failure means (lib/core/storeerr.c). Pure.
+ * ========================================================================= */
+
+/* Maps a PostgreSQL SQLSTATE (5 chars) and, for unique violations, the
+ * violated constraint's name to an outcome of the admission:
+ *   OG__PG_REFUSE   a unique violation on operations_pkey or
+ *                   operations_grant_key: the admission is refused;
+ *   otherwise a negative OG_E* code — OG_ESTORE_UNAVAILABLE for connection
+ *   loss, cancellation, timeouts, shutdown, resource exhaustion,
+ *   serialization failures and read-only (standby) targets; OG_EINTERNAL for
+ *   everything else, including any other constraint failure. */
+#define OG__PG_REFUSE 1
+int og__pg_classify(const char *sqlstate, const char *constraint);
+
+/* Maps an SQLite extended result code to OG_ESTORE_UNAVAILABLE (busy,
+ * locked, I/O, full, cantopen, interrupt, protocol...) or OG_EINTERNAL. */
+int og__sqlite_classify(int extended_rc);
+
+/* The SQLite extended codes for the two unique keys that mean "refused":
+ * SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE on operations. */
+
+/* ===========================================================================
+ * Connection pool (lib/store/pool.c). Thread-safe. Connections are created
+ * lazily up to max; a caller beyond max waits for one to be put back.
+ * ========================================================================= */
+typedef struct og__pool og__pool;
+
+typedef struct og__pool_ops {
+    /* Opens a connection into *conn. 0 or a negative OG_E* code. */
+    int (*connect)(void *ctx, void **conn);
+    /* Closes conn. */
+    void (*disconnect)(void *ctx, void *conn);
+} og__pool_ops;
+
+/* Creates a pool of at most max connections. NULL on out of memory. */
+og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max);
+/* Closes every idle connection and frees the pool. All connections must have
+ * been put back. NULL is a no-op. */
+void og__pool_free(og__pool *p);
+/* Takes a connection, connecting a new one if none is idle and fewer than
+ * max exist. 0 and *conn, or the connect error. */
+int og__pool_get(og__pool *p, void **conn);
+/* Returns conn. broken=true closes it instead of keeping it (connection lost,
+ * state unknown), so the next caller gets a fresh one. */
+void og__pool_put(og__pool *p, void *conn, bool broken);
+
+/* ===========================================================================
+ * Backends. One const table each; store.c calls through it. A method that
+ * fails writes nothing to its out-parameters.
+ * ========================================================================= */
+typedef struct og__store_methods {
+    const char *name; /* "sqlite", "postgres" */
+
+    /* Opens the backend for target (the URL without "sqlite:" for SQLite, the
+     * whole libpq string for PostgreSQL). Does not check the schema. */
+    int (*open)(const char *target, const og_store_options *opts, void **impl);
+    void (*close)(void *impl);
+
+    /* Current schema version into *version: 0 when the store has no
+     * migrations table. */
+    int (*schema_version)(void *impl, int *version);
+
+    /* Applies migrations up to OG_SCHEMA_VERSION; *from / *to as in
+     * og_store_migrate (neither NULL here). */
+    int (*migrate)(void *impl, int *from, int *to);
+
+    /* The admission: claim + operation insert as one atomic write, then on
+     * zero rows the follow-up read and og__classify_unclaimed(). */
+    int (*admit)(void *impl, const og__admit_req *req, og_admission *out);
+
+    /* Operation by canonical id: 1 found, 0 not, negative error. */
+    int (*operation_get)(void *impl, const char *operation_id,
+                         og_operation *out);
+} og__store_methods;
+
+extern const og__store_methods og__sqlite_methods;
+extern const og__store_methods og__postgres_methods;
+
+/* Status text <-> enum for the backends: -1 when text is not a status. */
+int og__op_status_parse(const char *text);
+
+/* Copies src into a fixed buffer of size n; -1 (and dst untouched) when it
+ * does not fit. */
+int og__copy(char *dst, size_t n, const char *src);
+
+#endif /* OG_INTERNAL_H */
