@@ -1,0 +1,395 @@
+/*
+ * main.c — the oncegate command: a thin edge over the C API.
+ *
+ *   oncegate migrate [--store URL]
+ *   oncegate admit --store URL --issuer I --grant-id G --expires-at T
+ *                  --operation-id UUID --caller C --account A
+ *                  --amount 250.00 --currency USD
+ *   oncegate demo [--store URL]
+ *
+ * Output is JSON on stdout; diagnostics go to stderr and carry identifiers
+ * only — never secrets (there are none in these commands yet; the rule
+ * stands for the token-bearing commands to come).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char og_usage[] =
+    "usage: oncegate <command> [options]\n"
+    "\n"
+    "Admits each single-use grant at most once, across instances and restarts.\n"
+    "\n"
+    "commands:\n"
+    "  migrate   create or upgrade a store's schema\n"
+    "  admit     admit a grant for one operation (one atomic write)\n"
+    "  demo      replay the two incidents of seed 000 on the embedded store\n"
+    "  help CMD  help for one command\n"
+    "\n"
+    "Stores: sqlite:PATH (default " OG_DEFAULT_STORE_URL "), or a libpq URI\n"
+    "(postgres://..., postgresql://..., multi-host with\n"
+    "target_session_attrs=read-write) or key=value connection string.\n"
+    "See docs/design.md for what is guaranteed.\n";
+
+static const char og_usage_migrate[] =
+    "usage: oncegate migrate [--store URL]\n"
+    "\n"
+    "Applies every schema migration the store lacks, each in its own\n"
+    "transaction; concurrent migrators serialize. Creates an SQLite file if\n"
+    "needed. Prints {\"from\":N,\"to\":M}.\n"
+    "\n"
+    "exit: 0 done, 75 store unavailable, 78 store newer than this build or bad\n"
+    "URL, 70 internal error.\n";
+
+static const char og_usage_admit[] =
+    "usage: oncegate admit [--store URL] --issuer I --grant-id G\n"
+    "                      --expires-at RFC3339 --operation-id UUID\n"
+    "                      --caller C --account A --amount DECIMAL\n"
+    "                      --currency CUR [--leeway-seconds N]\n"
+    "                      [--store-timeout-ms N]\n"
+    "\n"
+    "Claims grant (I, G) for the operation and records the operation in ONE\n"
+    "atomic write. The deadline (expires-at + leeway) is checked by the store\n"
+    "on its own clock. Prints one JSON object:\n"
+    "  {\"outcome\":\"admitted\"|\"already_admitted\", \"operation\":{...}}\n"
+    "  {\"outcome\":\"refused\"}           (the reason goes to stderr only)\n"
+    "  {\"outcome\":\"store_unavailable\"} (may or may not have happened:\n"
+    "                                  retry with the same operation id)\n"
+    "  {\"error\":CODE, \"message\":TEXT}  (bad input; nothing written)\n"
+    "\n"
+    "Identifiers: 1-128 printable ASCII characters, no spaces. Amount: a\n"
+    "positive decimal, compared canonically (250.0 = 250.00). Currency: ISO\n"
+    "4217 (USD). Operation id: a UUID.\n"
+    "\n"
+    "exit: 0 admitted or already admitted, 1 refused, 75 store unavailable,\n"
+    "2 bad input, 78 schema mismatch or bad URL, 70 internal error.\n";
+
+static const char og_usage_demo[] =
+    "usage: oncegate demo [--store URL]\n"
+    "\n"
+    "Replays the two incidents of seed 000 on the embedded store with two\n"
+    "separate OS processes, instance A and instance B, sharing one store:\n"
+    "grant g-41c9 admitted on A and its retry refused on B; grant g-52d0\n"
+    "admitted on A, A restarted, the stale resubmission refused; and a\n"
+    "same-operation retry answered with the operation's status.\n"
+    "Grant ids carry a per-run suffix so the demo can run again on the same\n"
+    "store. Exit 0 only if every replay was refused.\n";
+
+/* ===========================================================================
+ * Shared helpers
+ * ========================================================================= */
+int og_cli_exit_for_error(int err)
+{
+    switch (err) {
+    case OG_ESTORE_UNAVAILABLE:
+        return OG_EXIT_UNAVAILABLE;
+    case OG_ESCHEMA:
+    case OG_EBAD_URL:
+    case OG_ETIMINGS:
+        return OG_EXIT_CONFIG;
+    case OG_EINTERNAL:
+    case OG_ENOMEM:
+        return OG_EXIT_INTERNAL;
+    default:
+        return OG_EXIT_USAGE;
+    }
+}
+
+void og_cli_print_json(json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        free(s);
+    }
+    fflush(stdout);
+}
+
+json_t *og_cli_operation_json(const og_operation *op)
+{
+    char lease[40], submit[40], created[40];
+
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
+        "operation_id", op->operation_id, "issuer", op->issuer, "grant_id",
+        op->grant_id, "caller_id", op->caller_id, "account_id", op->account_id,
+        "amount", op->amount, "currency", op->currency, "status",
+        og_op_status_name(op->status), "owner_version",
+        (json_int_t)op->owner_version, "lease_until",
+        og_time_format_rfc3339(op->lease_until_us, lease, sizeof lease),
+        "submit_by",
+        og_time_format_rfc3339(op->submit_by_us, submit, sizeof submit),
+        "created_at",
+        og_time_format_rfc3339(op->created_at_us, created, sizeof created));
+}
+
+static json_t *og_cli_error_json(int err)
+{
+    return json_pack("{s:s, s:s}", "error", og_err_name(err), "message",
+                     og_strerror(err));
+}
+
+int og_cli_admit(og_store *s, const og_grant *g, const og_intent *in,
+                 json_t **answer)
+{
+    og_admission res;
+    json_t *out = NULL;
+    int rc = og_admit(s, g, in, &res);
+
+    if (rc == OG_ESTORE_UNAVAILABLE) {
+        fprintf(stderr,
+                "oncegate: admit store_unavailable operation=%s issuer=%s "
+                "grant=%s: outcome unknown, retry with the same operation id\n",
+                in->operation_id, g->issuer, g->grant_id);
+        *answer = json_pack("{s:s}", "outcome", "store_unavailable");
+        return OG_EXIT_UNAVAILABLE;
+    }
+    if (rc < 0) {
+        /* Bad input is echoed by field name only, never by value. */
+        fprintf(stderr, "oncegate: admit error %s: %s\n", og_err_name(rc),
+                og_strerror(rc));
+        *answer = og_cli_error_json(rc);
+        return og_cli_exit_for_error(rc);
+    }
+    switch (res.outcome) {
+    case OG_OUTCOME_ADMITTED:
+    case OG_OUTCOME_ALREADY_ADMITTED:
+        out = json_pack("{s:s, s:o}", "outcome", og_outcome_name(res.outcome),
+                        "operation", og_cli_operation_json(&res.operation));
+        *answer = out;
+        return OG_EXIT_OK;
+    case OG_OUTCOME_REFUSED:
+    default:
+        /* The reason is for logs only: the answer reveals no other
+         * operation. */
+        fprintf(stderr,
+                "oncegate: admit refused operation=%s issuer=%s grant=%s "
+                "reason=%s\n",
+                in->operation_id, g->issuer, g->grant_id,
+                og_refusal_name(res.refusal));
+        *answer = json_pack("{s:s}", "outcome", "refused");
+        return OG_EXIT_REFUSED;
+    }
+}
+
+/* ===========================================================================
+ * migrate
+ * ========================================================================= */
+static int og_cmd_migrate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *url = OG_DEFAULT_STORE_URL;
+    int from = 0, to = 0, rc, c;
+    json_t *out;
+
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            url = optarg;
+            break;
+        case 'h':
+            fputs(og_usage_migrate, stdout);
+            return OG_EXIT_OK;
+        default:
+            fputs(og_usage_migrate, stderr);
+            return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fputs(og_usage_migrate, stderr);
+        return OG_EXIT_USAGE;
+    }
+    rc = og_store_migrate(url, NULL, &from, &to);
+    if (rc < 0) {
+        fprintf(stderr, "oncegate: migrate: %s: %s\n", og_err_name(rc),
+                og_strerror(rc));
+        out = og_cli_error_json(rc);
+        og_cli_print_json(out);
+        json_decref(out);
+        return og_cli_exit_for_error(rc);
+    }
+    out = json_pack("{s:i, s:i}", "from", from, "to", to);
+    og_cli_print_json(out);
+    json_decref(out);
+    return OG_EXIT_OK;
+}
+
+/* ===========================================================================
+ * admit
+ * ========================================================================= */
+
+/* Parses a non-negative integer option; -1 when it is not one. */
+static long long og_parse_nonneg(const char *s, long long max)
+{
+    char *end;
+    long long v;
+
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    v = strtoll(s, &end, 10);
+    if (*end || v < 0 || v > max)
+        return -1;
+    return v;
+}
+
+static int og_cmd_admit(int argc, char **argv)
+{
+    enum { O_STORE = 256, O_ISSUER, O_GRANT, O_EXPIRES, O_OP, O_CALLER,
+           O_ACCOUNT, O_AMOUNT, O_CURRENCY, O_LEEWAY, O_TIMEOUT };
+    static const struct option longopts[] = {
+        {"store", required_argument, NULL, O_STORE},
+        {"issuer", required_argument, NULL, O_ISSUER},
+        {"grant-id", required_argument, NULL, O_GRANT},
+        {"expires-at", required_argument, NULL, O_EXPIRES},
+        {"operation-id", required_argument, NULL, O_OP},
+        {"caller", required_argument, NULL, O_CALLER},
+        {"account", required_argument, NULL, O_ACCOUNT},
+        {"amount", required_argument, NULL, O_AMOUNT},
+        {"currency", required_argument, NULL, O_CURRENCY},
+        {"leeway-seconds", required_argument, NULL, O_LEEWAY},
+        {"store-timeout-ms", required_argument, NULL, O_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *url = OG_DEFAULT_STORE_URL, *expires = NULL;
+    og_grant g = {0};
+    og_intent in = {0};
+    og_store_options opts;
+    og_store *s = NULL;
+    json_t *answer = NULL;
+    long long v;
+    int c, rc;
+
+    og_store_options_default(&opts);
+    opts.pool_size = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_STORE: url = optarg; break;
+        case O_ISSUER: g.issuer = optarg; break;
+        case O_GRANT: g.grant_id = optarg; break;
+        case O_EXPIRES: expires = optarg; break;
+        case O_OP: in.operation_id = optarg; break;
+        case O_CALLER: in.caller_id = optarg; break;
+        case O_ACCOUNT: in.account_id = optarg; break;
+        case O_AMOUNT: in.amount = optarg; break;
+        case O_CURRENCY: in.currency = optarg; break;
+        case O_LEEWAY:
+            if ((v = og_parse_nonneg(optarg, 3600)) < 0) {
+                fprintf(stderr, "oncegate: admit: --leeway-seconds must be 0..3600\n");
+                return OG_EXIT_USAGE;
+            }
+            opts.timings.admission_leeway_us = v * 1000000;
+            break;
+        case O_TIMEOUT:
+            if ((v = og_parse_nonneg(optarg, 600000)) < 1) {
+                fprintf(stderr, "oncegate: admit: --store-timeout-ms must be 1..600000\n");
+                return OG_EXIT_USAGE;
+            }
+            opts.timings.store_timeout_us = v * 1000;
+            if (opts.timings.execution_lease_us <= 2 * opts.timings.store_timeout_us)
+                opts.timings.execution_lease_us = 3 * opts.timings.store_timeout_us;
+            if (opts.timings.submission_window_us <= opts.timings.execution_lease_us)
+                opts.timings.submission_window_us = 2 * opts.timings.execution_lease_us;
+            break;
+        case 'h':
+            fputs(og_usage_admit, stdout);
+            return OG_EXIT_OK;
+        default:
+            fputs(og_usage_admit, stderr);
+            return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc || !g.issuer || !g.grant_id || !expires ||
+        !in.operation_id || !in.caller_id || !in.account_id || !in.amount ||
+        !in.currency) {
+        fprintf(stderr, "oncegate: admit: every option but --store is required\n");
+        fputs(og_usage_admit, stderr);
+        return OG_EXIT_USAGE;
+    }
+    if ((rc = og_time_parse_rfc3339(expires, &g.expires_at_us)) < 0) {
+        answer = og_cli_error_json(rc);
+        og_cli_print_json(answer);
+        json_decref(answer);
+        fprintf(stderr, "oncegate: admit error %s: %s\n", og_err_name(rc),
+                og_strerror(rc));
+        return OG_EXIT_USAGE;
+    }
+
+    if ((rc = og_store_open(url, &opts, &s)) < 0) {
+        fprintf(stderr, "oncegate: admit: cannot open store: %s: %s\n",
+                og_err_name(rc), og_strerror(rc));
+        answer = rc == OG_ESTORE_UNAVAILABLE
+                     ? json_pack("{s:s}", "outcome", "store_unavailable")
+                     : og_cli_error_json(rc);
+        og_cli_print_json(answer);
+        json_decref(answer);
+        return og_cli_exit_for_error(rc);
+    }
+    rc = og_cli_admit(s, &g, &in, &answer);
+    og_cli_print_json(answer);
+    json_decref(answer);
+    og_store_free(s);
+    return rc;
+}
+
+/* ===========================================================================
+ * dispatch
+ * ========================================================================= */
+typedef struct og_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage; /* NULL: hidden */
+} og_command;
+
+static const og_command og_commands[] = {
+    {"migrate", og_cmd_migrate, og_usage_migrate},
+    {"admit", og_cmd_admit, og_usage_admit},
+    {"demo", og_cli_demo, og_usage_demo},
+    {"instance", og_cli_instance, NULL}, /* the demo's instance process */
+};
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    if (argc < 2) {
+        fputs(og_usage, stderr);
+        return OG_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(og_usage, stdout);
+        return OG_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("oncegate %s (schema %d)\n", OG_VERSION, OG_SCHEMA_VERSION);
+        return OG_EXIT_OK;
+    }
+    if (strcmp(argv[1], "help") == 0) {
+        if (argc == 2) {
+            fputs(og_usage, stdout);
+            return OG_EXIT_OK;
+        }
+        for (i = 0; i < sizeof og_commands / sizeof og_commands[0]; i++)
+            if (og_commands[i].usage && strcmp(argv[2], og_commands[i].name) == 0) {
+                fputs(og_commands[i].usage, stdout);
+                return OG_EXIT_OK;
+            }
+        fprintf(stderr, "oncegate: no such command: %s\n", argv[2]);
+        return OG_EXIT_USAGE;
+    }
+    for (i = 0; i < sizeof og_commands / sizeof og_commands[0]; i++)
+        if (strcmp(argv[1], og_commands[i].name) == 0)
+            return og_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "oncegate: no such command: %s\n\n", argv[1]);
+    fputs(og_usage, stderr);
+    return OG_EXIT_USAGE;
+}
