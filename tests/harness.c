@@ -1,0 +1,236 @@
+/*
+ * harness.c — backend selection, raw engine access and ids for the store
+ * tests. Raw access uses the engines' own client libraries (libpq, sqlite3),
+ * never oncegate, so a test can hold a lock or read a row behind the store's
+ * back.
+ */
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+t_backend t_kind;
+char t_url[4096];
+static char t_tmpdir[256];
+
+int64_t t_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void t_uuid(char out[OG_UUID_LEN + 1])
+{
+    unsigned char b[16];
+    int fd = open("/dev/urandom", O_RDONLY);
+
+    if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b)
+        abort();
+    close(fd);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, OG_UUID_LEN + 1,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+             b[11], b[12], b[13], b[14], b[15]);
+}
+
+void t_grant_id(char *out, size_t n)
+{
+    static unsigned counter;
+    char u[OG_UUID_LEN + 1];
+
+    t_uuid(u);
+    snprintf(out, n, "t-%ld-%u-%.8s", (long)getpid(),
+             __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED), u);
+}
+
+const char *t_oncegate_bin(void)
+{
+    const char *p = getenv("OG_TEST_ONCEGATE");
+    return p && *p ? p : "oncegate";
+}
+
+int t_setup_backend(const char *name)
+{
+    int rc;
+
+    if (name && strcmp(name, "sqlite") == 0) {
+        snprintf(t_tmpdir, sizeof t_tmpdir, "/tmp/og-test-XXXXXX");
+        if (!mkdtemp(t_tmpdir))
+            return 1;
+        t_kind = T_SQLITE;
+        snprintf(t_url, sizeof t_url, "sqlite:%s/store.db", t_tmpdir);
+    } else if (name && strcmp(name, "postgres") == 0) {
+        const char *url = getenv("OG_TEST_PG_URL");
+        const char *req = getenv("OG_TEST_REQUIRE_PG");
+        if (!url || !*url) {
+            if (req && strcmp(req, "1") == 0) {
+                fprintf(stderr, "OG_TEST_PG_URL unset but OG_TEST_REQUIRE_PG=1\n");
+                return 1;
+            }
+            fprintf(stderr, "skipping: OG_TEST_PG_URL unset (run scripts/test)\n");
+            return 77;
+        }
+        t_kind = T_POSTGRES;
+        snprintf(t_url, sizeof t_url, "%s", url);
+    } else {
+        fprintf(stderr, "usage: TEST sqlite|postgres [group]\n");
+        return 1;
+    }
+    if ((rc = og_store_migrate(t_url, NULL, NULL, NULL)) < 0) {
+        fprintf(stderr, "migrate %s failed: %s\n", t_url, og_err_name(rc));
+        return 1;
+    }
+    return 0;
+}
+
+void t_teardown_backend(void)
+{
+    char cmd[512];
+
+    if (t_kind == T_SQLITE && t_tmpdir[0]) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", t_tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", t_tmpdir);
+    }
+}
+
+og_store *t_store_url(const char *url, int pool, int timeout_ms)
+{
+    og_store_options o;
+    og_store *s = NULL;
+    int rc;
+
+    og_store_options_default(&o);
+    if (pool > 0)
+        o.pool_size = pool;
+    if (timeout_ms > 0) {
+        o.timings.store_timeout_us = (int64_t)timeout_ms * 1000;
+        if (o.timings.execution_lease_us <= 2 * o.timings.store_timeout_us)
+            o.timings.execution_lease_us = 3 * o.timings.store_timeout_us;
+        if (o.timings.submission_window_us <= o.timings.execution_lease_us)
+            o.timings.submission_window_us = 2 * o.timings.execution_lease_us;
+    }
+    rc = og_store_open(url, &o, &s);
+    if (rc < 0) {
+        fprintf(stderr, "og_store_open(%s): %s\n", url, og_err_name(rc));
+        abort();
+    }
+    return s;
+}
+
+og_store *t_store(int pool, int timeout_ms)
+{
+    return t_store_url(t_url, pool, timeout_ms);
+}
+
+/* ===========================================================================
+ * Raw engine access
+ * ========================================================================= */
+struct t_raw {
+    PGconn *pg;
+    sqlite3 *db;
+};
+
+t_raw *t_raw_open(void)
+{
+    return t_raw_open_url(t_url);
+}
+
+t_raw *t_raw_open_url(const char *url)
+{
+    t_raw *r = calloc(1, sizeof *r);
+
+    if (!r)
+        abort();
+    if (t_kind == T_POSTGRES) {
+        r->pg = PQconnectdb(url);
+        if (PQstatus(r->pg) != CONNECTION_OK) {
+            fprintf(stderr, "raw connect: %s", PQerrorMessage(r->pg));
+            abort();
+        }
+    } else {
+        if (sqlite3_open_v2(url + 7, &r->db, SQLITE_OPEN_READWRITE, NULL) !=
+            SQLITE_OK)
+            abort();
+        sqlite3_busy_timeout(r->db, 10000);
+    }
+    return r;
+}
+
+void t_raw_close(t_raw *r)
+{
+    if (!r)
+        return;
+    if (r->pg)
+        PQfinish(r->pg);
+    if (r->db)
+        sqlite3_close(r->db);
+    free(r);
+}
+
+int t_raw_exec(t_raw *r, const char *sql)
+{
+    if (r->pg) {
+        PGresult *res = PQexec(r->pg, sql);
+        ExecStatusType st = PQresultStatus(res);
+        int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+        if (!ok)
+            fprintf(stderr, "raw exec: %s", PQerrorMessage(r->pg));
+        PQclear(res);
+        return ok ? 0 : -1;
+    }
+    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "raw exec: %s\n", sqlite3_errmsg(r->db));
+        return -1;
+    }
+    return 0;
+}
+
+int64_t t_raw_int(t_raw *r, const char *fmt, ...)
+{
+    char sql[2048];
+    int64_t v = INT64_MIN;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    if (r->pg) {
+        PGresult *res = PQexec(r->pg, sql);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0 &&
+            !PQgetisnull(res, 0, 0))
+            v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        else if (PQresultStatus(res) != PGRES_TUPLES_OK)
+            fprintf(stderr, "raw int: %s", PQerrorMessage(r->pg));
+        PQclear(res);
+    } else {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW &&
+                sqlite3_column_type(st, 0) != SQLITE_NULL)
+                v = sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        } else {
+            fprintf(stderr, "raw int: %s\n", sqlite3_errmsg(r->db));
+        }
+    }
+    return v;
+}
+
+int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id)
+{
+    /* Test ids are plain ASCII without quotes (validated by the callers). */
+    return t_raw_int(r,
+                     "SELECT count(*) FROM grant_consumptions"
+                     " WHERE issuer = '%s' AND grant_id = '%s'",
+                     issuer, grant_id);
+}

@@ -1,0 +1,61 @@
+/*
+ * harness.h — what the store tests share: the backend under test, raw access
+ * to the real engine (to hold locks, inspect rows, terminate backends), ids,
+ * and asserts that never compile out.
+ */
+#ifndef OG_TEST_HARNESS_H
+#define OG_TEST_HARNESS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "oncegate/oncegate.h"
+
+typedef enum { T_SQLITE, T_POSTGRES } t_backend;
+
+/* The backend under test and its store URL (set by t_setup_backend). */
+extern t_backend t_kind;
+extern char t_url[4096];
+
+/* Chooses the backend from argv ("sqlite" or "postgres"). SQLite gets a
+ * fresh temp file; PostgreSQL reads OG_TEST_PG_URL. Returns 0, or 77 (skip)
+ * when PostgreSQL is not configured and OG_TEST_REQUIRE_PG is not 1, or 1 on
+ * a setup failure. Migrates the store. */
+int t_setup_backend(const char *name);
+/* Removes temp files. */
+void t_teardown_backend(void);
+
+/* A fresh store object on t_url with its own connections. Aborts on failure.
+ * timeout_ms 0 keeps the default; pool 0 keeps the default. */
+og_store *t_store(int pool, int timeout_ms);
+og_store *t_store_url(const char *url, int pool, int timeout_ms);
+
+/* A fresh v4 UUID. */
+void t_uuid(char out[OG_UUID_LEN + 1]);
+/* A grant id unique to this process and call: "t-<pid>-<n>-<rand>". */
+void t_grant_id(char *out, size_t n);
+/* Microseconds since the epoch on this host's clock. */
+int64_t t_now_us(void);
+
+/* Raw access to the engine behind t_url, outside oncegate. */
+typedef struct t_raw t_raw;
+t_raw *t_raw_open(void);
+/* The same for another store URL of the backend under test. */
+t_raw *t_raw_open_url(const char *url);
+void t_raw_close(t_raw *r);
+/* Runs SQL (no result rows needed); returns 0 or -1. */
+int t_raw_exec(t_raw *r, const char *sql);
+/* Runs a query returning one integer in row 0 col 0; INT64_MIN on error or
+ * no row. */
+int64_t t_raw_int(t_raw *r, const char *fmt, ...);
+/* Counts rows holding (issuer, grant_id) in grant_consumptions. */
+int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id);
+
+/* Path of the oncegate binary (OG_TEST_ONCEGATE). */
+const char *t_oncegate_bin(void);
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * test_core.c — table-driven tests of the pure core: what a zero-row
+ * admission means, what a store failure means, the timing relations, and
+ * the generated names.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "og_internal.h"
+
+#define OP "6f1c2a8e-3b4d-4c5e-8f90-123456789abc"
+#define OP2 "0a1b2c3d-4e5f-4a6b-9c7d-8e9fa0b1c2d3"
+
+static og__admit_req t_req(void)
+{
+    og__admit_req r;
+    memset(&r, 0, sizeof r);
+    strcpy(r.issuer, "support-approvals");
+    strcpy(r.grant_id, "g-41c9");
+    r.expires_at_us = 1;
+    strcpy(r.operation_id, OP);
+    strcpy(r.caller_id, "agent-17");
+    strcpy(r.account_id, "A-1187");
+    strcpy(r.amount, "250");
+    strcpy(r.currency, "USD");
+    return r;
+}
+
+static og_operation t_op_for(const og__admit_req *r)
+{
+    og_operation op;
+    memset(&op, 0, sizeof op);
+    strcpy(op.operation_id, r->operation_id);
+    strcpy(op.issuer, r->issuer);
+    strcpy(op.grant_id, r->grant_id);
+    strcpy(op.caller_id, r->caller_id);
+    strcpy(op.account_id, r->account_id);
+    strcpy(op.amount, r->amount);
+    strcpy(op.currency, r->currency);
+    op.status = OG_OP_SUCCEEDED;
+    op.owner_version = 3;
+    return op;
+}
+
+static void classify_unclaimed_table(void **state)
+{
+    enum { NO_OP, SAME_OP, OP_OTHER_CALLER, OP_OTHER_GRANT, OP_OTHER_AMOUNT };
+    static const struct {
+        const char *name;
+        bool present, has_operation;
+        const char *holder;
+        int op;
+        og_outcome want;
+        og_refusal why;
+    } cases[] = {
+        {"held by this operation, same binding", true, true, OP, SAME_OP,
+         OG_OUTCOME_ALREADY_ADMITTED, OG_REFUSAL_NONE},
+        {"held by this operation, other caller", true, true, OP, OP_OTHER_CALLER,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
+        {"held by this operation, other amount", true, true, OP, OP_OTHER_AMOUNT,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
+        {"held by this operation id, row missing", true, true, OP, NO_OP,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
+        {"held by another operation", true, true, OP2, NO_OP,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_GRANT_SPENT},
+        {"held by another op; our id names another grant", true, true, OP2,
+         OP_OTHER_GRANT, OG_OUTCOME_REFUSED, OG_REFUSAL_GRANT_SPENT},
+        {"held by a revocation", true, false, NULL, NO_OP, OG_OUTCOME_REFUSED,
+         OG_REFUSAL_GRANT_REVOKED},
+        {"held by a revocation, our op exists", true, false, NULL, SAME_OP,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_GRANT_REVOKED},
+        {"not held, nothing: deadline", false, false, NULL, NO_OP,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_DEADLINE_PASSED},
+        {"not held, our id bound to another grant", false, false, NULL,
+         OP_OTHER_GRANT, OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_ID_TAKEN},
+        {"not held (cleaned up), our own operation", false, false, NULL, SAME_OP,
+         OG_OUTCOME_ALREADY_ADMITTED, OG_REFUSAL_NONE},
+        {"not held, our id, other caller", false, false, NULL, OP_OTHER_CALLER,
+         OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og__admit_req r = t_req();
+        og__consumption c = {cases[i].present, cases[i].has_operation, ""};
+        og_operation op = t_op_for(&r);
+        og_admission out;
+
+        if (cases[i].holder)
+            strcpy(c.operation_id, cases[i].holder);
+        switch (cases[i].op) {
+        case OP_OTHER_CALLER: strcpy(op.caller_id, "agent-99"); break;
+        case OP_OTHER_GRANT: strcpy(op.grant_id, "g-other"); break;
+        case OP_OTHER_AMOUNT: strcpy(op.amount, "250.01"); break;
+        default: break;
+        }
+        memset(&out, 0x5a, sizeof out);
+        og__classify_unclaimed(&r, &c, cases[i].op == NO_OP ? NULL : &op, &out);
+        if (out.outcome != cases[i].want || out.refusal != cases[i].why)
+            print_error("case '%s': got %s/%s\n", cases[i].name,
+                        og_outcome_name(out.outcome), og_refusal_name(out.refusal));
+        assert_int_equal(out.outcome, cases[i].want);
+        assert_int_equal(out.refusal, cases[i].why);
+        if (out.outcome == OG_OUTCOME_ALREADY_ADMITTED) {
+            assert_memory_equal(&out.operation, &op, sizeof op);
+        } else {
+            /* A refusal carries nothing of any stored operation. */
+            og_operation zero;
+            memset(&zero, 0, sizeof zero);
+            assert_memory_equal(&out.operation, &zero, sizeof zero);
+        }
+    }
+}
+
+static void pg_classify_table(void **state)
+{
+    static const struct {
+        const char *sqlstate, *constraint;
+        int want;
+    } cases[] = {
+        {"23505", "operations_pkey", OG__PG_REFUSE},
+        {"23505", "operations_grant_key", OG__PG_REFUSE},
+        {"23505", "grant_consumptions_pkey", OG_EINTERNAL},
+        {"23505", NULL, OG_EINTERNAL},
+        {"23514", "operations_amount_check", OG_EINTERNAL},
+        {"23502", NULL, OG_EINTERNAL},
+        {"08006", NULL, OG_ESTORE_UNAVAILABLE},
+        {"08001", NULL, OG_ESTORE_UNAVAILABLE},
+        {"57014", NULL, OG_ESTORE_UNAVAILABLE}, /* statement_timeout, cancel */
+        {"57P01", NULL, OG_ESTORE_UNAVAILABLE}, /* terminated */
+        {"57P03", NULL, OG_ESTORE_UNAVAILABLE},
+        {"53300", NULL, OG_ESTORE_UNAVAILABLE},
+        {"53100", NULL, OG_ESTORE_UNAVAILABLE},
+        {"40001", NULL, OG_ESTORE_UNAVAILABLE},
+        {"40P01", NULL, OG_ESTORE_UNAVAILABLE},
+        {"25006", NULL, OG_ESTORE_UNAVAILABLE}, /* a standby */
+        {"25P04", NULL, OG_ESTORE_UNAVAILABLE},
+        {"55P03", NULL, OG_ESTORE_UNAVAILABLE},
+        {"58030", NULL, OG_ESTORE_UNAVAILABLE},
+        {"42P01", NULL, OG_EINTERNAL}, /* undefined table */
+        {"42601", NULL, OG_EINTERNAL},
+        {"22P02", NULL, OG_EINTERNAL},
+        {"XX000", NULL, OG_EINTERNAL},
+        {NULL, NULL, OG_ESTORE_UNAVAILABLE}, /* libpq's own failure */
+        {"", NULL, OG_ESTORE_UNAVAILABLE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(og__pg_classify(cases[i].sqlstate, cases[i].constraint),
+                         cases[i].want);
+}
+
+static void sqlite_classify_table(void **state)
+{
+    static const struct {
+        int rc, want;
+    } cases[] = {
+        {SQLITE_BUSY, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_BUSY_SNAPSHOT, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_LOCKED, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_IOERR_FSYNC, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_FULL, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_CANTOPEN, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_INTERRUPT, OG_ESTORE_UNAVAILABLE},
+        {SQLITE_NOMEM, OG_ENOMEM},
+        {SQLITE_CONSTRAINT_CHECK, OG_EINTERNAL},
+        {SQLITE_CONSTRAINT_PRIMARYKEY, OG_EINTERNAL}, /* the caller handles its two */
+        {SQLITE_CORRUPT, OG_EINTERNAL},
+        {SQLITE_ERROR, OG_EINTERNAL},
+        {SQLITE_MISUSE, OG_EINTERNAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(og__sqlite_classify(cases[i].rc), cases[i].want);
+}
+
+static void timings_relations_are_checked(void **state)
+{
+    og_timings t;
+    const char *why = NULL;
+
+    og_timings_default(&t);
+    assert_int_equal(og_timings_check(&t, &why), 0);
+
+    t.admission_leeway_us = -1;
+    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
+    assert_non_null(strstr(why, "T1"));
+
+    og_timings_default(&t);
+    t.store_timeout_us = 0;
+    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
+    assert_non_null(strstr(why, "T2"));
+
+    og_timings_default(&t);
+    t.execution_lease_us = 2 * t.store_timeout_us;
+    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
+    assert_non_null(strstr(why, "T3"));
+
+    og_timings_default(&t);
+    t.submission_window_us = t.execution_lease_us;
+    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
+    assert_non_null(strstr(why, "T4"));
+    assert_int_equal(og_timings_check(NULL, NULL), OG_ETIMINGS);
+}
+
+static void names_are_generated_and_stable(void **state)
+{
+    assert_string_equal(og_err_name(OG_ESTORE_UNAVAILABLE), "store_unavailable");
+    assert_string_equal(og_err_name(OG_EAMOUNT), "input.amount_invalid");
+    assert_string_equal(og_err_name(0), "unknown_error");
+    assert_string_equal(og_err_name(-1000), "unknown_error");
+    assert_string_equal(og_strerror(1), "unknown error");
+    for (int e = -1; e >= -OG__ERR_COUNT; e--) {
+        assert_true(strlen(og_err_name(e)) > 0);
+        assert_true(strcmp(og_strerror(e), "unknown error") != 0);
+    }
+    assert_string_equal(og_outcome_name(OG_OUTCOME_ALREADY_ADMITTED),
+                        "already_admitted");
+    assert_string_equal(og_refusal_name(OG_REFUSAL_GRANT_SPENT),
+                        "grant_spent_by_other_operation");
+    assert_string_equal(og_op_status_name(OG_OP_NEEDS_RECONCILIATION),
+                        "NeedsReconciliation");
+    assert_string_equal(og_op_status_name((og_op_status)99), "?");
+    assert_int_equal(og__op_status_parse("Admitted"), OG_OP_ADMITTED);
+    assert_int_equal(og__op_status_parse("admitted"), -1);
+    assert_int_equal(og__op_status_parse(NULL), -1);
+}
+
+static void copy_refuses_what_does_not_fit(void **state)
+{
+    char buf[4] = "abc";
+
+    assert_int_equal(og__copy(buf, sizeof buf, "xyz"), 0);
+    assert_string_equal(buf, "xyz");
+    assert_int_equal(og__copy(buf, sizeof buf, "wxyz"), -1);
+    assert_string_equal(buf, "xyz"); /* untouched */
+    assert_int_equal(og__copy(buf, sizeof buf, NULL), -1);
+}
+
+int main(void)
+{
+    static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(classify_unclaimed_table),
+        cmocka_unit_test(pg_classify_table),
+        cmocka_unit_test(sqlite_classify_table),
+        cmocka_unit_test(timings_relations_are_checked),
+        cmocka_unit_test(names_are_generated_and_stable),
+        cmocka_unit_test(copy_refuses_what_does_not_fit),
+    };
+    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}
