@@ -1,0 +1,594 @@
+/*
+ * bench/admit.c — og-bench-admit: admissions per second through the C API,
+ * and the SQLite engine's own floor to compare them with.
+ *
+ *   og-bench-admit --store URL --callers N --seconds S [--mode MODE]
+ *
+ *   --mode api           (default) migrates the store, opens ONE og_store with
+ *                        pool_size = N and runs N threads, each admitting
+ *                        fresh grants in a loop for S seconds. Prints
+ *                          api backend=B callers=N seconds=S admitted=K rate=R/s errors=E
+ *   --mode sqlite-floor  the cheapest durable write SQLite can do: N threads,
+ *                        one connection each to the file of URL (sqlite:PATH;
+ *                        WAL, synchronous=FULL, busy_timeout 5000), each
+ *                        transaction BEGIN IMMEDIATE; one INSERT; COMMIT.
+ *                        Prints
+ *                          floor backend=sqlite callers=N seconds=S committed=K rate=R/s errors=E
+ *   --mode migrate       only applies the migrations to URL (used by
+ *                        bench/admit before the pgbench floor runs).
+ *
+ * Every admission must come back ADMITTED (grant ids are unique per run,
+ * thread and iteration; operation ids are fresh random UUIDs): anything else
+ * — an error or another outcome — is counted in errors, stops that thread,
+ * and makes the program exit 1. The figures are for humans; speed is not
+ * judged here.
+ *
+ * Timing: every thread does one untimed warm-up write first (the pool
+ * connects lazily; connection setup is not what we measure), then all start
+ * together at a start gate. The rate is writes finished / wall time from the
+ * gate to the last thread's exit, so the write in flight at the deadline
+ * counts on both sides of the division.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "oncegate/oncegate.h"
+
+#define BENCH_MAX_CALLERS 1024
+#define BENCH_EXPIRES_IN_US (INT64_C(15) * 60 * 1000000)
+
+#define BENCH_ISSUER "bench-issuer"
+#define BENCH_CALLER "bench-caller"
+#define BENCH_ACCOUNT "acct-0001"
+#define BENCH_AMOUNT "250.00"
+#define BENCH_CURRENCY "EUR"
+
+typedef enum bench_mode { MODE_API, MODE_SQLITE_FLOOR, MODE_MIGRATE } bench_mode;
+
+/* ===========================================================================
+ * Shared run state
+ * ========================================================================= */
+typedef struct bench_run {
+    const char *url;
+    int callers;
+    char run_id[17];           /* hex; makes grant ids unique across runs */
+    og_store *store;           /* api mode */
+    const char *sqlite_path;   /* sqlite-floor mode */
+    /* The start gate: each thread reports warm-up done (ready++) and waits
+     * for go; main waits for every started thread, then opens it. A gate
+     * rather than a barrier, because the number of threads that really
+     * started is only known after pthread_create. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready;
+    bool go;
+    atomic_bool stop;
+} bench_run;
+
+typedef struct bench_thread {
+    bench_run *run;
+    int index;
+    pthread_t tid;
+    uint64_t rng;
+    uint64_t done;             /* timed writes that succeeded */
+    uint64_t errors;
+    bool reported_ready;
+} bench_thread;
+
+static double now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t now_wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* 8 bytes from /dev/urandom; falls back to time and pid (the ids must only
+ * be unique within one run, which the run id and counters already ensure). */
+static uint64_t urandom64(void)
+{
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, &v, sizeof v);
+        close(fd);
+        if (n == (ssize_t)sizeof v && v != 0)
+            return v;
+    }
+    v = (uint64_t)now_wall_us() ^ ((uint64_t)getpid() << 32);
+    return v ? v : UINT64_C(0x9e3779b97f4a7c15);
+}
+
+/* xorshift64*: fast, per thread, good enough for ids that need only be
+ * distinct. */
+static uint64_t xorshift64s(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * UINT64_C(0x2545F4914F6CDD1D);
+}
+
+/* A random version-4 UUID in canonical lower-case form. */
+static void uuid_v4(uint64_t *rng, char out[OG_UUID_LEN + 1])
+{
+    unsigned char b[16];
+    uint64_t hi = xorshift64s(rng), lo = xorshift64s(rng);
+    for (int i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(hi >> (8 * i));
+        b[8 + i] = (unsigned char)(lo >> (8 * i));
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 0x0f];
+    }
+    out[o] = '\0';
+}
+
+/* Reports warm-up done and waits for the start, exactly once, also on the
+ * error path, so main never waits for a thread that failed its warm-up. */
+static void thread_ready(bench_thread *t)
+{
+    bench_run *r = t->run;
+    if (t->reported_ready)
+        return;
+    t->reported_ready = true;
+    pthread_mutex_lock(&r->mu);
+    r->ready++;
+    pthread_cond_broadcast(&r->cv);
+    while (!r->go)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Main: waits for every started thread's warm-up, then opens the gate. */
+static void start_gate_open(bench_run *r, int started)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->ready < started)
+        pthread_cond_wait(&r->cv, &r->mu);
+    r->go = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void thread_fail(bench_thread *t)
+{
+    t->errors++;
+    /* One failure makes the run a failure; stop everyone rather than spin
+     * on a dead store. */
+    atomic_store(&t->run->stop, true);
+}
+
+/* ===========================================================================
+ * api mode
+ * ========================================================================= */
+
+/* One admission with a fresh grant id and operation id. 0 when ADMITTED. */
+static int api_admit_one(bench_thread *t, uint64_t i)
+{
+    bench_run *r = t->run;
+    char grant_id[OG_ID_MAX + 1];
+    char op_id[OG_UUID_LEN + 1];
+    snprintf(grant_id, sizeof grant_id, "b-%s-%d-%" PRIu64, r->run_id,
+             t->index, i);
+    uuid_v4(&t->rng, op_id);
+
+    og_grant g = {
+        .issuer = BENCH_ISSUER,
+        .grant_id = grant_id,
+        .expires_at_us = now_wall_us() + BENCH_EXPIRES_IN_US,
+    };
+    og_intent in = {
+        .operation_id = op_id,
+        .caller_id = BENCH_CALLER,
+        .account_id = BENCH_ACCOUNT,
+        .amount = BENCH_AMOUNT,
+        .currency = BENCH_CURRENCY,
+    };
+    og_admission res;
+    int rc = og_admit(r->store, &g, &in, &res);
+    if (rc < 0) {
+        if (t->errors == 0)
+            fprintf(stderr, "og-bench-admit: thread %d: og_admit: %s (%s)\n",
+                    t->index, og_err_name(rc), og_strerror(rc));
+        return -1;
+    }
+    if (res.outcome != OG_OUTCOME_ADMITTED) {
+        if (t->errors == 0)
+            fprintf(stderr,
+                    "og-bench-admit: thread %d: grant %s: outcome %s (%s), "
+                    "expected admitted\n",
+                    t->index, grant_id, og_outcome_name(res.outcome),
+                    og_refusal_name(res.refusal));
+        return -1;
+    }
+    return 0;
+}
+
+static void *api_thread(void *arg)
+{
+    bench_thread *t = arg;
+    uint64_t i = 0;
+
+    if (api_admit_one(t, i++) != 0) {
+        thread_fail(t);
+        thread_ready(t);
+        return NULL;
+    }
+    thread_ready(t);
+    while (!atomic_load_explicit(&t->run->stop, memory_order_relaxed)) {
+        if (api_admit_one(t, i++) != 0) {
+            thread_fail(t);
+            break;
+        }
+        t->done++;
+    }
+    return NULL;
+}
+
+/* ===========================================================================
+ * sqlite-floor mode
+ * ========================================================================= */
+typedef struct floor_conn {
+    sqlite3 *db;
+    sqlite3_stmt *begin, *insert, *commit, *rollback;
+} floor_conn;
+
+static void floor_close(floor_conn *c)
+{
+    sqlite3_finalize(c->begin);
+    sqlite3_finalize(c->insert);
+    sqlite3_finalize(c->commit);
+    sqlite3_finalize(c->rollback);
+    sqlite3_close(c->db);
+    memset(c, 0, sizeof *c);
+}
+
+static int floor_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "og-bench-admit: %s: %s\n", sql,
+                msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Opens a connection configured like a durable store would be. */
+static int floor_open(const char *path, floor_conn *c)
+{
+    memset(c, 0, sizeof *c);
+    int rc = sqlite3_open_v2(path, &c->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "og-bench-admit: open %s: %s\n", path,
+                c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_busy_timeout(c->db, 5000);
+    if (floor_exec(c->db, "PRAGMA journal_mode=WAL") != 0 ||
+        floor_exec(c->db, "PRAGMA synchronous=FULL") != 0 ||
+        floor_exec(c->db, "CREATE TABLE IF NOT EXISTS floor("
+                          "k TEXT PRIMARY KEY, v INTEGER)") != 0)
+        goto fail;
+    if (sqlite3_prepare_v2(c->db, "BEGIN IMMEDIATE", -1, &c->begin, NULL) ||
+        sqlite3_prepare_v2(c->db, "INSERT INTO floor(k, v) VALUES(?1, ?2)",
+                           -1, &c->insert, NULL) ||
+        sqlite3_prepare_v2(c->db, "COMMIT", -1, &c->commit, NULL) ||
+        sqlite3_prepare_v2(c->db, "ROLLBACK", -1, &c->rollback, NULL)) {
+        fprintf(stderr, "og-bench-admit: prepare: %s\n",
+                sqlite3_errmsg(c->db));
+        goto fail;
+    }
+    return 0;
+fail:
+    floor_close(c);
+    return -1;
+}
+
+static int floor_step(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : rc;
+}
+
+/* One transaction holding one single-row insert. 0 on commit. */
+static int floor_write_one(bench_thread *t, floor_conn *c, uint64_t i)
+{
+    char key[96];
+    int rc;
+    snprintf(key, sizeof key, "f-%s-%d-%" PRIu64, t->run->run_id, t->index,
+             i);
+    if ((rc = floor_step(c->begin)) != 0)
+        goto fail;
+    sqlite3_bind_text(c->insert, 1, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(c->insert, 2, (sqlite3_int64)i);
+    rc = floor_step(c->insert);
+    sqlite3_clear_bindings(c->insert);
+    if (rc != 0) {
+        floor_step(c->rollback);
+        goto fail;
+    }
+    if ((rc = floor_step(c->commit)) != 0) {
+        if (!sqlite3_get_autocommit(c->db))
+            floor_step(c->rollback);
+        goto fail;
+    }
+    return 0;
+fail:
+    if (t->errors == 0)
+        fprintf(stderr, "og-bench-admit: thread %d: %s\n", t->index,
+                sqlite3_errstr(rc));
+    return -1;
+}
+
+static void *floor_thread(void *arg)
+{
+    bench_thread *t = arg;
+    floor_conn c;
+    uint64_t i = 0;
+
+    if (floor_open(t->run->sqlite_path, &c) != 0) {
+        thread_fail(t);
+        thread_ready(t);
+        return NULL;
+    }
+    if (floor_write_one(t, &c, i++) != 0) {
+        thread_fail(t);
+        thread_ready(t);
+        goto out;
+    }
+    thread_ready(t);
+    while (!atomic_load_explicit(&t->run->stop, memory_order_relaxed)) {
+        if (floor_write_one(t, &c, i++) != 0) {
+            thread_fail(t);
+            break;
+        }
+        t->done++;
+    }
+out:
+    floor_close(&c);
+    return NULL;
+}
+
+/* ===========================================================================
+ * main
+ * ========================================================================= */
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: og-bench-admit --store URL --callers N --seconds S\n"
+            "                      [--mode api|sqlite-floor|migrate]\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int do_migrate(const char *url, const og_store_options *opts)
+{
+    int from = 0, to = 0;
+    int rc = og_store_migrate(url, opts, &from, &to);
+    if (rc < 0) {
+        fprintf(stderr, "og-bench-admit: migrate %s: %s (%s)\n", url,
+                og_err_name(rc), og_strerror(rc));
+        return -1;
+    }
+    if (from != to)
+        fprintf(stderr, "og-bench-admit: migrated schema %d -> %d\n", from,
+                to);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"store", required_argument, NULL, 'u'},
+        {"callers", required_argument, NULL, 'c'},
+        {"seconds", required_argument, NULL, 's'},
+        {"mode", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bench_run run;
+    memset(&run, 0, sizeof run);
+    bench_thread *threads = NULL;
+    bench_mode mode = MODE_API;
+    const char *url = NULL;
+    int callers = 0, seconds = 0, opt, status = 1, started = 0;
+    bool sync_init = false;
+
+    while ((opt = getopt_long(argc, argv, "u:c:s:m:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'u':
+            url = optarg;
+            break;
+        case 'c':
+            if (parse_int(optarg, 1, BENCH_MAX_CALLERS, &callers) != 0) {
+                fprintf(stderr, "og-bench-admit: --callers: 1..%d\n",
+                        BENCH_MAX_CALLERS);
+                return 2;
+            }
+            break;
+        case 's':
+            if (parse_int(optarg, 1, 86400, &seconds) != 0) {
+                fprintf(stderr, "og-bench-admit: --seconds: 1..86400\n");
+                return 2;
+            }
+            break;
+        case 'm':
+            if (strcmp(optarg, "api") == 0)
+                mode = MODE_API;
+            else if (strcmp(optarg, "sqlite-floor") == 0)
+                mode = MODE_SQLITE_FLOOR;
+            else if (strcmp(optarg, "migrate") == 0)
+                mode = MODE_MIGRATE;
+            else {
+                usage(stderr);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!url || optind != argc ||
+        (mode != MODE_MIGRATE && (callers == 0 || seconds == 0))) {
+        usage(stderr);
+        return 2;
+    }
+
+    og_store_options opts;
+    og_store_options_default(&opts);
+    if (callers > 0)
+        opts.pool_size = callers;
+
+    if (mode == MODE_MIGRATE)
+        return do_migrate(url, &opts) == 0 ? 0 : 1;
+
+    run.url = url;
+    run.callers = callers;
+    snprintf(run.run_id, sizeof run.run_id, "%016" PRIx64, urandom64());
+    atomic_init(&run.stop, false);
+
+    if (mode == MODE_API) {
+        if (do_migrate(url, &opts) != 0)
+            return 1;
+        int rc = og_store_open(url, &opts, &run.store);
+        if (rc < 0) {
+            fprintf(stderr, "og-bench-admit: open %s: %s (%s)\n", url,
+                    og_err_name(rc), og_strerror(rc));
+            return 1;
+        }
+    } else {
+        if (strncmp(url, "sqlite:", 7) != 0 || url[7] == '\0') {
+            fprintf(stderr, "og-bench-admit: sqlite-floor needs "
+                            "--store sqlite:PATH\n");
+            return 2;
+        }
+        run.sqlite_path = url + 7;
+    }
+
+    threads = calloc((size_t)callers, sizeof *threads);
+    if (!threads) {
+        fprintf(stderr, "og-bench-admit: out of memory\n");
+        goto out;
+    }
+    if (pthread_mutex_init(&run.mu, NULL) != 0)
+        goto out;
+    if (pthread_cond_init(&run.cv, NULL) != 0) {
+        pthread_mutex_destroy(&run.mu);
+        goto out;
+    }
+    sync_init = true;
+
+    uint64_t seed = urandom64();
+    for (int i = 0; i < callers; i++) {
+        bench_thread *t = &threads[i];
+        t->run = &run;
+        t->index = i;
+        /* Distinct nonzero streams per thread from one urandom seed. */
+        t->rng = seed ^ (UINT64_C(0x9e3779b97f4a7c15) * (uint64_t)(i + 1));
+        if (t->rng == 0)
+            t->rng = 1;
+        int rc = pthread_create(&t->tid, NULL,
+                                mode == MODE_API ? api_thread : floor_thread,
+                                t);
+        if (rc != 0) {
+            fprintf(stderr, "og-bench-admit: pthread_create: %s\n",
+                    strerror(rc));
+            atomic_store(&run.stop, true);
+            break;
+        }
+        started++;
+    }
+
+    start_gate_open(&run, started);
+    double t0 = now_mono();
+    if (started == callers && !atomic_load(&run.stop)) {
+        /* Sleep in short steps so a failing thread ends the run early. */
+        double deadline = t0 + seconds;
+        while (!atomic_load(&run.stop) && now_mono() < deadline) {
+            struct timespec step = {0, 20 * 1000 * 1000};
+            nanosleep(&step, NULL);
+        }
+    }
+    atomic_store(&run.stop, true);
+
+    uint64_t done = 0, errors = 0;
+    for (int i = 0; i < started; i++) {
+        pthread_join(threads[i].tid, NULL);
+        done += threads[i].done;
+        errors += threads[i].errors;
+    }
+    double elapsed = now_mono() - t0;
+    if (started != callers)
+        errors++;
+    double rate = elapsed > 0 ? (double)done / elapsed : 0.0;
+
+    if (mode == MODE_API)
+        printf("api backend=%s callers=%d seconds=%d admitted=%" PRIu64
+               " rate=%.1f/s errors=%" PRIu64 "\n",
+               og_store_backend(run.store), callers, seconds, done, rate,
+               errors);
+    else
+        printf("floor backend=sqlite callers=%d seconds=%d committed=%" PRIu64
+               " rate=%.1f/s errors=%" PRIu64 "\n",
+               callers, seconds, done, rate, errors);
+    fflush(stdout);
+    status = errors == 0 ? 0 : 1;
+
+out:
+    if (sync_init) {
+        pthread_cond_destroy(&run.cv);
+        pthread_mutex_destroy(&run.mu);
+    }
+    free(threads);
+    og_store_free(run.store);
+    return status;
+}
