@@ -28,29 +28,6 @@ extern char **environ;
 #define ISSUER "support-approvals"
 #define SEC INT64_C(1000000)
 
-typedef struct t_case {
-    char grant_id[64];
-    char op[OG_UUID_LEN + 1];
-    og_grant g;
-    og_intent in;
-} t_case;
-
-/* A valid grant and a matching intent with fresh ids. */
-static void t_case_new(t_case *c)
-{
-    memset(c, 0, sizeof *c);
-    t_grant_id(c->grant_id, sizeof c->grant_id);
-    t_uuid(c->op);
-    c->g.issuer = ISSUER;
-    c->g.grant_id = c->grant_id;
-    c->g.expires_at_us = t_now_us() + 15 * 60 * SEC;
-    c->in.operation_id = c->op;
-    c->in.caller_id = "agent-17";
-    c->in.account_id = "A-1187";
-    c->in.amount = "250.00";
-    c->in.currency = "USD";
-}
-
 static og_admission t_admit_ok(og_store *s, const og_grant *g,
                                const og_intent *in)
 {
@@ -671,6 +648,19 @@ static void bad_store_urls_are_rejected(void **state)
  * Schema versions and migrations
  * ========================================================================= */
 
+/* Removes a store made by t_empty_store_url(). */
+static void t_empty_store_drop(const char *url, const char *dbname, t_raw *raw)
+{
+    char sql[128];
+
+    if (t_kind == T_POSTGRES) {
+        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", dbname);
+        assert_int_equal(t_raw_exec(raw, sql), 0);
+    } else {
+        unlink(url + 7);
+    }
+}
+
 /* A URL for a brand-new, empty store of the backend under test. */
 static void t_empty_store_url(char *out, size_t n, t_raw *raw, char *dbname)
 {
@@ -697,7 +687,7 @@ static void t_empty_store_url(char *out, size_t n, t_raw *raw, char *dbname)
 static void schema_version_is_checked_when_a_store_is_opened(void **state)
 {
     t_raw *raw = t_raw_open();
-    char url[4200], dbname[64], sql[256];
+    char url[4200], dbname[64];
     og_store *s = NULL;
     int from = -1, to = -1;
 
@@ -732,12 +722,7 @@ static void schema_version_is_checked_when_a_store_is_opened(void **state)
         assert_int_equal(og_store_open(url, &o, &s), OG_ESCHEMA);
         assert_int_equal(og_store_migrate(url, &o, &from, &to), OG_ESCHEMA);
     }
-    if (t_kind == T_POSTGRES) {
-        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", dbname);
-        assert_int_equal(t_raw_exec(raw, sql), 0);
-    } else {
-        unlink(url + 7);
-    }
+    t_empty_store_drop(url, dbname, raw);
     t_raw_close(raw);
 }
 
@@ -757,7 +742,7 @@ static void *migrator_main(void *arg)
 static void concurrent_migrations_serialize(void **state)
 {
     t_raw *raw = t_raw_open();
-    char url[4200], dbname[64], sql[128];
+    char url[4200], dbname[64];
     pthread_t th[MIGRATORS];
     migrator m[MIGRATORS];
     int fresh = 0;
@@ -775,12 +760,7 @@ static void concurrent_migrations_serialize(void **state)
     }
     assert_int_equal(fresh, 1); /* exactly one migrator applied it */
     og_store_free(t_store_url(url, 1, 0));
-    if (t_kind == T_POSTGRES) {
-        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", dbname);
-        assert_int_equal(t_raw_exec(raw, sql), 0);
-    } else {
-        unlink(url + 7);
-    }
+    t_empty_store_drop(url, dbname, raw);
     t_raw_close(raw);
 }
 

@@ -29,22 +29,6 @@ static void f_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-typedef struct f_case {
-    char grant_id[64];
-    char op[OG_UUID_LEN + 1];
-    og_grant g;
-    og_intent in;
-} f_case;
-
-static void f_case_new(f_case *c)
-{
-    memset(c, 0, sizeof *c);
-    t_grant_id(c->grant_id, sizeof c->grant_id);
-    t_uuid(c->op);
-    c->g = (og_grant){ISSUER, c->grant_id, t_now_us() + 15 * 60 * SEC};
-    c->in = (og_intent){c->op, "agent-17", "A-1187", "250.00", "USD"};
-}
-
 /* t_url with an application_name, so a test can find the store's backend in
  * pg_stat_activity. */
 static void f_pg_url_named(char *out, size_t n, const char *app)
@@ -73,7 +57,7 @@ static long f_pg_wait_for_backend(t_raw *raw, const char *app,
 
 typedef struct f_bg {
     og_store *s;
-    f_case *c;
+    t_case *c;
     int rc;
     og_admission a;
 } f_bg;
@@ -87,7 +71,7 @@ static void *f_bg_admit(void *arg)
 
 /* Holds the grant key in an uncommitted transaction on a raw connection:
  * a conflicting claim that is not yet decided. */
-static void f_hold_key(t_raw *holder, const f_case *c)
+static void f_hold_key(t_raw *holder, const t_case *c)
 {
     char sql[512];
 
@@ -103,6 +87,49 @@ static void f_hold_key(t_raw *holder, const f_case *c)
     assert_int_equal(t_raw_exec(holder, sql), 0);
 }
 
+/* Forks a process that opens its own raw connection, runs hold() on it to
+ * take a lock (and maybe write inside a transaction), says so, and waits to
+ * be killed mid-transaction. Returns its pid once it holds the lock. */
+static pid_t f_spawn_holder(void (*hold)(t_raw *, const t_case *),
+                            const t_case *c)
+{
+    int p[2];
+    char ready;
+    pid_t kid;
+
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        t_raw *holder = t_raw_open();
+        hold(holder, c);
+        if (write(p[1], "r", 1) != 1)
+            _exit(2);
+        pause();
+        _exit(0);
+    }
+    assert_int_equal(read(p[0], &ready, 1), 1);
+    close(p[0]);
+    close(p[1]);
+    return kid;
+}
+
+static void f_kill(pid_t kid)
+{
+    int st;
+
+    kill(kid, SIGKILL);
+    assert_int_equal(waitpid(kid, &st, 0), kid);
+}
+
+/* The whole database, exclusively (SQLite). */
+static void f_hold_database(t_raw *holder, const t_case *c)
+{
+    if (t_raw_exec(holder, "BEGIN EXCLUSIVE") != 0)
+        _exit(2);
+}
+
 /* ===========================================================================
  * failures group
  * ========================================================================= */
@@ -115,10 +142,10 @@ static void admission_waiting_past_the_store_timeout_is_unavailable(void **state
 {
     og_store *s = t_store(1, 400);
     t_raw *holder = t_raw_open();
-    f_case c;
+    t_case c;
     og_admission a;
 
-    f_case_new(&c);
+    t_case_new(&c);
     f_hold_key(holder, &c);
     assert_int_equal(og_admit(s, &c.g, &c.in, &a), OG_ESTORE_UNAVAILABLE);
     assert_int_equal(t_raw_exec(holder, "ROLLBACK"), 0);
@@ -136,10 +163,10 @@ static void admission_waiting_past_the_store_timeout_is_unavailable(void **state
 static void backend_terminated_mid_admission_is_unavailable(void **state)
 {
     t_raw *raw = t_raw_open();
-    f_case c;
+    t_case c;
     og_admission a;
 
-    f_case_new(&c);
+    t_case_new(&c);
     if (t_kind == T_POSTGRES) {
         for (int committed = 0; committed <= 1; committed++) {
             char url[4200], app[64];
@@ -149,7 +176,7 @@ static void backend_terminated_mid_admission_is_unavailable(void **state)
             long pid;
             og_store *s;
 
-            f_case_new(&c);
+            t_case_new(&c);
             snprintf(app, sizeof app, "og-term-%.8s", c.op);
             f_pg_url_named(url, sizeof url, app);
             s = t_store_url(url, 1, 20000);
@@ -176,28 +203,9 @@ static void backend_terminated_mid_admission_is_unavailable(void **state)
             t_raw_close(holder);
         }
     } else {
-        int p[2], st;
-        char ready;
-        pid_t kid;
         og_store *s;
 
-        assert_int_equal(pipe(p), 0);
-        fflush(NULL);
-        kid = fork();
-        assert_true(kid >= 0);
-        if (kid == 0) {
-            t_raw *holder = t_raw_open();
-            f_hold_key(holder, &c);
-            if (write(p[1], "r", 1) != 1)
-                _exit(2);
-            pause(); /* killed here, mid-transaction */
-            _exit(0);
-        }
-        assert_int_equal(read(p[0], &ready, 1), 1);
-        kill(kid, SIGKILL);
-        assert_int_equal(waitpid(kid, &st, 0), kid);
-        close(p[0]);
-        close(p[1]);
+        f_kill(f_spawn_holder(f_hold_key, &c)); /* killed mid-transaction */
         /* The killed writer's claim never committed. */
         assert_int_equal(t_raw_consumptions(raw, ISSUER, c.grant_id), 0);
         s = t_store(1, 0);
@@ -212,11 +220,11 @@ static void backend_terminated_mid_admission_is_unavailable(void **state)
  * another process for longer than busy_timeout. */
 static void unreachable_store_is_unavailable(void **state)
 {
-    f_case c;
+    t_case c;
     og_admission a;
     og_store *s = NULL;
 
-    f_case_new(&c);
+    t_case_new(&c);
     if (t_kind == T_POSTGRES) {
         /* Port 1 on loopback: connection refused. */
         assert_int_equal(og_store_open("postgresql://postgres@127.0.0.1:1/oncegate"
@@ -229,31 +237,12 @@ static void unreachable_store_is_unavailable(void **state)
                                           NULL, NULL, NULL),
                          OG_ESTORE_UNAVAILABLE);
     } else {
-        int p[2], st;
-        char ready;
-        pid_t kid;
+        pid_t kid = f_spawn_holder(f_hold_database, &c);
         t_raw *raw;
 
-        assert_int_equal(pipe(p), 0);
-        fflush(NULL);
-        kid = fork();
-        assert_true(kid >= 0);
-        if (kid == 0) {
-            t_raw *holder = t_raw_open();
-            if (t_raw_exec(holder, "BEGIN EXCLUSIVE") != 0)
-                _exit(2);
-            if (write(p[1], "r", 1) != 1)
-                _exit(2);
-            sleep(30);
-            _exit(0);
-        }
-        assert_int_equal(read(p[0], &ready, 1), 1);
         s = t_store(1, 300);
         assert_int_equal(og_admit(s, &c.g, &c.in, &a), OG_ESTORE_UNAVAILABLE);
-        kill(kid, SIGKILL);
-        assert_int_equal(waitpid(kid, &st, 0), kid);
-        close(p[0]);
-        close(p[1]);
+        f_kill(kid);
         raw = t_raw_open();
         assert_int_equal(t_raw_consumptions(raw, ISSUER, c.grant_id), 0);
         t_raw_close(raw);
@@ -263,7 +252,34 @@ static void unreachable_store_is_unavailable(void **state)
     }
 }
 
+/* PostgreSQL: a multi-host URI whose first host is down, with
+ * target_session_attrs=read-write, reaches the writable primary and admits.
+ * SQLite has no hosts: the test is PostgreSQL's alone. */
+static void multi_host_url_reaches_the_writable_primary(void **state)
+{
+    const char *port = getenv("OG_TEST_PG_PORT");
+    char url[512];
+    og_store *s;
+    t_case c;
+    og_admission a;
+
+    if (t_kind != T_POSTGRES || !port) {
+        skip();
+        return;
+    }
+    snprintf(url, sizeof url,
+             "postgresql://postgres@127.0.0.1:1,127.0.0.1:%s/oncegate"
+             "?target_session_attrs=read-write&connect_timeout=2",
+             port);
+    s = t_store_url(url, 2, 0);
+    t_case_new(&c);
+    assert_int_equal(og_admit(s, &c.g, &c.in, &a), 0);
+    assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+    og_store_free(s);
+}
+
 const struct CMUnitTest t_failure_tests[] = {
+    cmocka_unit_test(multi_host_url_reaches_the_writable_primary),
     cmocka_unit_test(admission_waiting_past_the_store_timeout_is_unavailable),
     cmocka_unit_test(backend_terminated_mid_admission_is_unavailable),
     cmocka_unit_test(unreachable_store_is_unavailable),
@@ -293,7 +309,7 @@ static int f_pg_cluster(const char *verb)
 static void stopped_postgres_is_unavailable(void **state)
 {
     og_store *s, *s2 = NULL;
-    f_case c;
+    t_case c;
     og_admission a;
 
     if (t_kind != T_POSTGRES) {
@@ -304,11 +320,11 @@ static void stopped_postgres_is_unavailable(void **state)
         fprintf(stderr, "OG_TEST_PG_CTL unset: cannot stop the server\n");
         fail();
     }
-    f_case_new(&c);
+    t_case_new(&c);
     s = t_store(2, 2000);
     {
-        f_case warm;
-        f_case_new(&warm);
+        t_case warm;
+        t_case_new(&warm);
         assert_int_equal(og_admit(s, &warm.g, &warm.in, &a), 0);
     }
     assert_int_equal(f_pg_cluster("pause"), 0);
@@ -332,7 +348,7 @@ static void cancelled_synchronous_replication_wait_is_unavailable(void **state)
     og_store *s;
     char url[4200], app[64];
     pthread_t th;
-    f_case c;
+    t_case c;
     f_bg bg;
     long pid;
     og_admission a;
@@ -349,7 +365,7 @@ static void cancelled_synchronous_replication_wait_is_unavailable(void **state)
     assert_int_equal(t_raw_exec(raw, "SELECT pg_reload_conf()"), 0);
     f_sleep_ms(300);
 
-    f_case_new(&c);
+    t_case_new(&c);
     snprintf(app, sizeof app, "og-syncrep-%.8s", c.op);
     f_pg_url_named(url, sizeof url, app);
     s = t_store_url(url, 1, 20000);

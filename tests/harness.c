@@ -52,6 +52,16 @@ void t_grant_id(char *out, size_t n)
              __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED), u);
 }
 
+void t_case_new(t_case *c)
+{
+    memset(c, 0, sizeof *c);
+    t_grant_id(c->grant_id, sizeof c->grant_id);
+    t_uuid(c->op);
+    c->g = (og_grant){"support-approvals", c->grant_id,
+                      t_now_us() + 15 * 60 * INT64_C(1000000)};
+    c->in = (og_intent){c->op, "agent-17", "A-1187", "250.00", "USD"};
+}
+
 const char *t_oncegate_bin(void)
 {
     const char *p = getenv("OG_TEST_ONCEGATE");

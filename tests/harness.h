@@ -41,6 +41,16 @@ void t_grant_id(char *out, size_t n);
 /* Microseconds since the epoch on this host's clock. */
 int64_t t_now_us(void);
 
+/* A valid grant and a matching intent with fresh ids (issuer
+ * "support-approvals", expiry in 15 minutes, 250.00 USD to A-1187). */
+typedef struct t_case {
+    char grant_id[64];
+    char op[OG_UUID_LEN + 1];
+    og_grant g;
+    og_intent in;
+} t_case;
+void t_case_new(t_case *c);
+
 /* Raw access to the engine behind t_url, outside oncegate. */
 typedef struct t_raw t_raw;
 t_raw *t_raw_open(void);
