@@ -18,10 +18,12 @@
  *                        bench/admit before the pgbench floor runs).
  *
  * Every admission must come back ADMITTED (grant ids are unique per run,
- * thread and iteration; operation ids are fresh random UUIDs): anything else
- * — an error or another outcome — is counted in errors, stops that thread,
- * and makes the program exit 1. The figures are for humans; speed is not
- * judged here.
+ * thread and iteration; operation ids are fresh random UUIDs). Anything else
+ * — an error such as store_unavailable, or another outcome — is counted in
+ * errors (the first few are described on stderr), the thread goes on with
+ * the next grant, and the program exits 1. After BENCH_MAX_ERRORS errors the
+ * run stops early: the store is down, and spinning on it measures nothing.
+ * The figures are for humans; speed is not judged here.
  *
  * Timing: every thread does one untimed warm-up write first (the pool
  * connects lazily; connection setup is not what we measure), then all start
@@ -48,6 +50,8 @@
 #include "oncegate/oncegate.h"
 
 #define BENCH_MAX_CALLERS 1024
+#define BENCH_MAX_ERRORS 1000  /* in one run, over all threads */
+#define BENCH_ERRORS_SHOWN 5   /* described on stderr; the rest only counted */
 #define BENCH_EXPIRES_IN_US (INT64_C(15) * 60 * 1000000)
 
 #define BENCH_ISSUER "bench-issuer"
@@ -76,6 +80,7 @@ typedef struct bench_run {
     int ready;
     bool go;
     atomic_bool stop;
+    atomic_int errors;         /* over all threads, for the cap and stderr */
 } bench_run;
 
 typedef struct bench_thread {
@@ -179,12 +184,15 @@ static void start_gate_open(bench_run *r, int started)
     pthread_mutex_unlock(&r->mu);
 }
 
-static void thread_fail(bench_thread *t)
+/* Counts one failed write. Returns true when this error is among the first
+ * BENCH_ERRORS_SHOWN of the run, i.e. the caller should describe it. */
+static bool thread_fail(bench_thread *t)
 {
     t->errors++;
-    /* One failure makes the run a failure; stop everyone rather than spin
-     * on a dead store. */
-    atomic_store(&t->run->stop, true);
+    int n = atomic_fetch_add(&t->run->errors, 1) + 1;
+    if (n >= BENCH_MAX_ERRORS)
+        atomic_store(&t->run->stop, true);
+    return n <= BENCH_ERRORS_SHOWN;
 }
 
 /* ===========================================================================
@@ -216,13 +224,13 @@ static int api_admit_one(bench_thread *t, uint64_t i)
     og_admission res;
     int rc = og_admit(r->store, &g, &in, &res);
     if (rc < 0) {
-        if (t->errors == 0)
+        if (thread_fail(t))
             fprintf(stderr, "og-bench-admit: thread %d: og_admit: %s (%s)\n",
                     t->index, og_err_name(rc), og_strerror(rc));
         return -1;
     }
     if (res.outcome != OG_OUTCOME_ADMITTED) {
-        if (t->errors == 0)
+        if (thread_fail(t))
             fprintf(stderr,
                     "og-bench-admit: thread %d: grant %s: outcome %s (%s), "
                     "expected admitted\n",
@@ -238,18 +246,11 @@ static void *api_thread(void *arg)
     bench_thread *t = arg;
     uint64_t i = 0;
 
-    if (api_admit_one(t, i++) != 0) {
-        thread_fail(t);
-        thread_ready(t);
-        return NULL;
-    }
+    (void)api_admit_one(t, i++); /* warm-up: connects; failures count */
     thread_ready(t);
     while (!atomic_load_explicit(&t->run->stop, memory_order_relaxed)) {
-        if (api_admit_one(t, i++) != 0) {
-            thread_fail(t);
-            break;
-        }
-        t->done++;
+        if (api_admit_one(t, i++) == 0)
+            t->done++;
     }
     return NULL;
 }
@@ -350,7 +351,7 @@ static int floor_write_one(bench_thread *t, floor_conn *c, uint64_t i)
     }
     return 0;
 fail:
-    if (t->errors == 0)
+    if (thread_fail(t))
         fprintf(stderr, "og-bench-admit: thread %d: %s\n", t->index,
                 sqlite3_errstr(rc));
     return -1;
@@ -363,24 +364,18 @@ static void *floor_thread(void *arg)
     uint64_t i = 0;
 
     if (floor_open(t->run->sqlite_path, &c) != 0) {
-        thread_fail(t);
+        /* Nothing to measure with: fail the run. */
+        (void)thread_fail(t);
+        atomic_store(&t->run->stop, true);
         thread_ready(t);
         return NULL;
     }
-    if (floor_write_one(t, &c, i++) != 0) {
-        thread_fail(t);
-        thread_ready(t);
-        goto out;
-    }
+    (void)floor_write_one(t, &c, i++); /* warm-up, like the api's */
     thread_ready(t);
     while (!atomic_load_explicit(&t->run->stop, memory_order_relaxed)) {
-        if (floor_write_one(t, &c, i++) != 0) {
-            thread_fail(t);
-            break;
-        }
-        t->done++;
+        if (floor_write_one(t, &c, i++) == 0)
+            t->done++;
     }
-out:
     floor_close(&c);
     return NULL;
 }
@@ -495,6 +490,7 @@ int main(int argc, char **argv)
     run.callers = callers;
     snprintf(run.run_id, sizeof run.run_id, "%016" PRIx64, urandom64());
     atomic_init(&run.stop, false);
+    atomic_init(&run.errors, 0);
 
     if (mode == MODE_API) {
         if (do_migrate(url, &opts) != 0)
@@ -567,6 +563,12 @@ int main(int argc, char **argv)
         errors += threads[i].errors;
     }
     double elapsed = now_mono() - t0;
+    if (errors > BENCH_ERRORS_SHOWN)
+        fprintf(stderr, "og-bench-admit: ... and %" PRIu64 " more errors\n",
+                errors - BENCH_ERRORS_SHOWN);
+    if (atomic_load(&run.errors) >= BENCH_MAX_ERRORS)
+        fprintf(stderr, "og-bench-admit: stopped early after %d errors\n",
+                BENCH_MAX_ERRORS);
     if (started != callers)
         errors++;
     double rate = elapsed > 0 ? (double)done / elapsed : 0.0;

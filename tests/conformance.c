@@ -62,6 +62,10 @@ static void t_assert_same_operation(const og_operation *a,
  * ========================================================================= */
 #define RACE_CALLERS 50
 #define RACE_ROUNDS 200
+/* The claim under test is atomicity, not latency: 50 callers queue on one
+ * key (SQLite: on one write lock), so give the queue room on a loaded
+ * 2-core CI machine rather than report a slow store as unavailable. */
+#define RACE_TIMEOUT_MS 30000
 
 typedef struct race {
     og_store *stores[2];
@@ -118,8 +122,8 @@ static void separate_store_instances_cannot_both_admit(void **state)
 
     memset(&r, 0, sizeof r);
     r.rounds = RACE_ROUNDS;
-    r.stores[0] = t_store(RACE_CALLERS / 2, 0);
-    r.stores[1] = t_store(RACE_CALLERS / 2, 0);
+    r.stores[0] = t_store(RACE_CALLERS / 2, RACE_TIMEOUT_MS);
+    r.stores[1] = t_store(RACE_CALLERS / 2, RACE_TIMEOUT_MS);
     pthread_mutex_init(&r.mu, NULL);
     pthread_barrier_init(&r.start, NULL, RACE_CALLERS + 1);
     pthread_barrier_init(&r.done, NULL, RACE_CALLERS + 1);
@@ -208,7 +212,7 @@ static void *proc_racer_main(void *arg)
 
 static void proc_child(proc_shared *sh)
 {
-    og_store *s = t_store(PROC_THREADS, 0); /* this process's own store */
+    og_store *s = t_store(PROC_THREADS, RACE_TIMEOUT_MS); /* this process's own store */
     pthread_t th[PROC_THREADS];
     proc_racer me = {sh, s};
 
