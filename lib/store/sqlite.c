@@ -24,13 +24,22 @@
  *   Q5  Amounts are canonical decimal TEXT — never REAL — so equality is exact.
  *   Q6  A connection whose transaction state is unknown (ROLLBACK failed) is
  *       closed, never reused.
+ *   Q7  Every wait is bounded by the store timeout, measured from the start
+ *       of the call: the writers of one store object queue on a mutex (a
+ *       blocked thread is woken when the lock frees, rather than polling it),
+ *       and the cross-process wait for SQLite's write lock polls with short
+ *       jittered sleeps (sq_busy) until the same deadline. SQLite's default
+ *       handler sleeps up to 100 ms between polls, which starved waiters past
+ *       their timeout under 16+ concurrent callers.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
  */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "og_internal.h"
@@ -144,12 +153,54 @@ typedef struct sq_store {
     char *path;
     og_store_options opts;
     og__pool *pool;
+    pthread_mutex_t write_mu; /* one writer per store object at a time (Q7) */
 } sq_store;
 
 typedef struct sq_conn {
     sqlite3 *db;
     sqlite3_stmt *st[SQ_N];
+    int64_t deadline_us; /* CLOCK_MONOTONIC; the busy handler gives up here */
+    uint32_t jitter;     /* xorshift state for the busy handler's sleeps */
 } sq_conn;
+
+static int64_t sq_mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* SQLite's busy handler: 0 gives up (SQLITE_BUSY, i.e. unavailable), 1 asks
+ * SQLite to try again. Sleeps 50 us .. ~2 ms, growing with the attempt count,
+ * jittered so that processes polling the same lock do not move in step (Q7). */
+static int sq_busy(void *arg, int count)
+{
+    sq_conn *c = arg;
+    int64_t left = c->deadline_us - sq_mono_us();
+    int64_t cap = count < 5 ? INT64_C(50) << count : 2000;
+    struct timespec ts;
+    int64_t us;
+
+    if (left <= 0)
+        return 0;
+    c->jitter ^= c->jitter << 13;
+    c->jitter ^= c->jitter >> 17;
+    c->jitter ^= c->jitter << 5;
+    us = cap / 2 + (int64_t)(c->jitter % (uint32_t)(cap / 2 + 1));
+    if (us > left)
+        us = left;
+    ts.tv_sec = (time_t)(us / 1000000);
+    ts.tv_nsec = (long)(us % 1000000) * 1000;
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+/* Arms the deadline for one store call on c. */
+static void sq_arm(sq_conn *c, int64_t deadline_us)
+{
+    c->deadline_us = deadline_us;
+}
 
 /* ===========================================================================
  * Connections
@@ -204,6 +255,11 @@ static int sq_connect(void *ctx, void **conn)
         free(c);
         return rc;
     }
+    /* Replaces sq_configure's busy_timeout: the deadline is per call. */
+    c->jitter = ((uint32_t)(uintptr_t)c ^ (uint32_t)getpid() ^
+                 (uint32_t)sq_mono_us()) | 1u;
+    c->deadline_us = sq_mono_us() + ((sq_store *)ctx)->opts.timings.store_timeout_us;
+    sqlite3_busy_handler(c->db, sq_busy, c);
     *conn = c;
     return 0;
 }
@@ -446,19 +502,48 @@ static int sq_admit_on(sq_store *s, sq_conn *c, const og__admit_req *req,
     return 0;
 }
 
+/* Locks the store's writer mutex, waiting until deadline at the latest.
+ * 0, or OG_ESTORE_UNAVAILABLE when the deadline passed first (Q7). */
+static int sq_writer_lock(sq_store *s, int64_t deadline_us)
+{
+    int64_t left = deadline_us - sq_mono_us();
+    struct timespec abs;
+    int rc;
+
+    if (left <= 0)
+        return OG_ESTORE_UNAVAILABLE;
+    clock_gettime(CLOCK_REALTIME, &abs); /* timedlock takes CLOCK_REALTIME */
+    abs.tv_sec += (time_t)(left / 1000000);
+    abs.tv_nsec += (long)(left % 1000000) * 1000;
+    if (abs.tv_nsec >= 1000000000L) {
+        abs.tv_sec++;
+        abs.tv_nsec -= 1000000000L;
+    }
+    rc = pthread_mutex_timedlock(&s->write_mu, &abs);
+    if (rc == 0)
+        return 0;
+    return rc == ETIMEDOUT ? OG_ESTORE_UNAVAILABLE : OG_EINTERNAL;
+}
+
 static int sq_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
     sq_store *s = impl;
+    int64_t deadline = sq_mono_us() + s->opts.timings.store_timeout_us;
     void *conn;
     bool ok = true;
     int rc;
 
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+    if ((rc = sq_writer_lock(s, deadline)) < 0)
         return rc;
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        goto out;
+    sq_arm(conn, deadline);
     rc = sq_admit_on(s, conn, req, out);
     if (rc < 0)
         ok = sq_rollback(conn);
     og__pool_put(s->pool, conn, !ok);
+out:
+    pthread_mutex_unlock(&s->write_mu);
     return rc;
 }
 
@@ -470,6 +555,7 @@ static int sq_operation_get(void *impl, const char *id, og_operation *out)
 
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
     rc = sq_read_op_by_id(conn, id, out);
     og__pool_put(s->pool, conn, false);
     return rc;
@@ -519,6 +605,7 @@ static int sq_schema_version(void *impl, int *version)
     }
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
     rc = sq_version_on(((sq_conn *)conn)->db, version);
     og__pool_put(s->pool, conn, rc < 0);
     return rc;
@@ -605,6 +692,7 @@ static int sq_open(const char *target, const og_store_options *opts,
         free(s);
         return OG_ENOMEM;
     }
+    pthread_mutex_init(&s->write_mu, NULL);
     *impl = s;
     return 0;
 }
@@ -614,6 +702,7 @@ static void sq_close(void *impl)
     sq_store *s = impl;
 
     og__pool_free(s->pool);
+    pthread_mutex_destroy(&s->write_mu);
     free(s->path);
     free(s);
 }
