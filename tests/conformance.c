@@ -161,6 +161,81 @@ static void separate_store_instances_cannot_both_admit(void **state)
 }
 
 /* ===========================================================================
+ * One operation id raced across many grants: at most one grant is bound to
+ * it, and every refused attempt's claim was undone with it (no grant is left
+ * spent without an operation). With SQLite's group commit these attempts
+ * share one transaction, each in its own savepoint.
+ * ========================================================================= */
+#define SAME_OP_CALLERS 16
+#define SAME_OP_ROUNDS 20
+
+typedef struct same_op_race {
+    og_store *s;
+    pthread_barrier_t start;
+    t_case cases[SAME_OP_CALLERS];
+    int rc[SAME_OP_CALLERS];
+    og_admission a[SAME_OP_CALLERS];
+} same_op_race;
+
+typedef struct same_op_racer {
+    same_op_race *r;
+    int i;
+} same_op_racer;
+
+static void *same_op_main(void *arg)
+{
+    same_op_racer *me = arg;
+    same_op_race *r = me->r;
+
+    pthread_barrier_wait(&r->start);
+    r->rc[me->i] = og_admit(r->s, &r->cases[me->i].g, &r->cases[me->i].in,
+                            &r->a[me->i]);
+    return NULL;
+}
+
+static void one_operation_id_raced_across_grants_binds_one(void **state)
+{
+    t_raw *raw = t_raw_open();
+
+    for (int round = 0; round < SAME_OP_ROUNDS; round++) {
+        same_op_race r;
+        same_op_racer rs[SAME_OP_CALLERS];
+        pthread_t th[SAME_OP_CALLERS];
+        int admitted = 0, claimed = 0;
+
+        memset(&r, 0, sizeof r);
+        r.s = t_store(SAME_OP_CALLERS, RACE_TIMEOUT_MS);
+        pthread_barrier_init(&r.start, NULL, SAME_OP_CALLERS);
+        for (int i = 0; i < SAME_OP_CALLERS; i++) {
+            t_case_new(&r.cases[i]);
+            if (i > 0) { /* everyone presents the first caller's id */
+                memcpy(r.cases[i].op, r.cases[0].op, sizeof r.cases[i].op);
+            }
+        }
+        for (int i = 0; i < SAME_OP_CALLERS; i++) {
+            rs[i] = (same_op_racer){&r, i};
+            assert_int_equal(pthread_create(&th[i], NULL, same_op_main, &rs[i]), 0);
+        }
+        for (int i = 0; i < SAME_OP_CALLERS; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 0; i < SAME_OP_CALLERS; i++) {
+            assert_int_equal(r.rc[i], 0);
+            if (r.a[i].outcome == OG_OUTCOME_ADMITTED)
+                admitted++;
+            else
+                assert_int_equal(r.a[i].refusal, OG_REFUSAL_OPERATION_ID_TAKEN);
+            claimed += (int)t_raw_consumptions(raw, "support-approvals",
+                                               r.cases[i].grant_id);
+        }
+        assert_int_equal(admitted, 1);
+        assert_int_equal(claimed, 1); /* the refused claims were undone */
+        pthread_barrier_destroy(&r.start);
+        og_store_free(r.s);
+    }
+    t_raw_close(raw);
+}
+
+/* ===========================================================================
  * Separate OS processes cannot both admit: two forked processes, each with
  * its own store object and 25 threads, race on one grant per round.
  * ========================================================================= */
@@ -791,6 +866,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(concurrent_migrations_serialize),
         cmocka_unit_test(separate_store_instances_cannot_both_admit),
         cmocka_unit_test(separate_processes_cannot_both_admit),
+        cmocka_unit_test(one_operation_id_raced_across_grants_binds_one),
         cmocka_unit_test(cli_processes_launched_concurrently_admit_once),
     };
     const char *group = argc > 2 ? argv[2] : "main";

@@ -240,8 +240,24 @@ static void unreachable_store_is_unavailable(void **state)
         pid_t kid = f_spawn_holder(f_hold_database, &c);
         t_raw *raw;
 
-        s = t_store(1, 300);
+        s = t_store(4, 300);
         assert_int_equal(og_admit(s, &c.g, &c.in, &a), OG_ESTORE_UNAVAILABLE);
+        {
+            /* Eight callers queued together on the locked store: each gives
+             * up at its own deadline, none is admitted. */
+            pthread_t th[8];
+            t_case cs[8];
+            f_bg bgs[8];
+            for (int i = 0; i < 8; i++) {
+                t_case_new(&cs[i]);
+                bgs[i] = (f_bg){s, &cs[i], 1, {0}};
+                assert_int_equal(pthread_create(&th[i], NULL, f_bg_admit, &bgs[i]), 0);
+            }
+            for (int i = 0; i < 8; i++) {
+                pthread_join(th[i], NULL);
+                assert_int_equal(bgs[i].rc, OG_ESTORE_UNAVAILABLE);
+            }
+        }
         f_kill(kid);
         raw = t_raw_open();
         assert_int_equal(t_raw_consumptions(raw, ISSUER, c.grant_id), 0);

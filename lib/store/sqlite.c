@@ -25,17 +25,16 @@
  *   Q6  A connection whose transaction state is unknown (ROLLBACK failed) is
  *       closed, never reused.
  *   Q7  Every wait is bounded by the store timeout, measured from the start
- *       of the call: the writers of one store object queue on a mutex (a
- *       blocked thread is woken when the lock frees, rather than polling it),
- *       and the cross-process wait for SQLite's write lock polls with short
- *       jittered sleeps (sq_busy) until the same deadline. SQLite's default
+ *       of the call: the admissions of one store object queue for group
+ *       commit (see "Group commit"; a waiting thread is woken, it does not
+ *       poll), and the cross-process wait for SQLite's write lock polls with
+ *       short jittered sleeps (sq_busy) until the same deadline. SQLite's default
  *       handler sleeps up to 100 ms between polls, which starved waiters past
  *       their timeout under 16+ concurrent callers.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
  */
-#include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +109,9 @@ static const sq_migration sq_migrations[] = {
     X(BEGIN, "BEGIN IMMEDIATE")                                                \
     X(COMMIT, "COMMIT")                                                        \
     X(ROLLBACK, "ROLLBACK")                                                    \
+    X(SAVEPOINT, "SAVEPOINT og_admit")                                         \
+    X(RELEASE, "RELEASE og_admit")                                             \
+    X(ROLLBACK_TO, "ROLLBACK TO og_admit")                                     \
     /* The claim: ?1 issuer, ?2 grant id, ?3 operation id, ?4 expires_at,     \
      * ?5 leeway. Returns a row only when this statement took the key. */     \
     X(CLAIM,                                                                   \
@@ -153,7 +155,12 @@ typedef struct sq_store {
     char *path;
     og_store_options opts;
     og__pool *pool;
-    pthread_mutex_t write_mu; /* one writer per store object at a time (Q7) */
+    /* Group commit (see "Group commit" below): the queue of admissions
+     * waiting for a leader, and whether one is running a batch. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    struct sq_waiter *head, *tail;
+    bool leading;
 } sq_store;
 
 typedef struct sq_conn {
@@ -413,10 +420,12 @@ static int sq_followup(sq_conn *c, const og__admit_req *req, og_admission *out)
     return 0;
 }
 
-/* Claim + operation insert in one BEGIN IMMEDIATE transaction (Q1, Q2).
- * Returns 0 with *out set only after the transaction ended cleanly. */
-static int sq_admit_on(sq_store *s, sq_conn *c, const og__admit_req *req,
-                       og_admission *out)
+/* One admission inside the batch's write transaction, in its own savepoint:
+ * the claim, then the operation insert (Q1, Q2). Returns 0 with *out, or a
+ * negative error. *keep says whether the savepoint holds a write to keep
+ * (ADMITTED); every other answer rolls the savepoint back. */
+static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
+                        og_admission *out, bool *keep)
 {
     const og_timings *t = &s->opts.timings;
     og_admission res;
@@ -424,9 +433,7 @@ static int sq_admit_on(sq_store *s, sq_conn *c, const og__admit_req *req,
     bool claimed;
     int rc, step;
 
-    if ((rc = sq_exec(c, SQ_BEGIN)) < 0) /* busy past busy_timeout: Q4 */
-        return rc;
-
+    *keep = false;
     /* 1. The claim: the key and the deadline, on SQLite's clock (Q3). */
     if (!(st = sq_stmt(c, SQ_CLAIM)))
         return sq_err(c);
@@ -442,16 +449,8 @@ static int sq_admit_on(sq_store *s, sq_conn *c, const og__admit_req *req,
     sqlite3_reset(st);
     if (step != SQLITE_DONE)
         return sq_err(c);
-
-    if (!claimed) {
-        /* Nothing claimed: report what holds the key. Nothing was written. */
-        if ((rc = sq_followup(c, req, &res)) < 0)
-            return rc;
-        if ((rc = sq_exec(c, SQ_COMMIT)) < 0)
-            return rc;
-        *out = res;
-        return 0;
-    }
+    if (!claimed)
+        return sq_followup(c, req, out); /* nothing written; report */
 
     /* 2. The operation, bound to the grant, in the same transaction. */
     if (!(st = sq_stmt(c, SQ_INSERT_OP)))
@@ -467,24 +466,13 @@ static int sq_admit_on(sq_store *s, sq_conn *c, const og__admit_req *req,
     sqlite3_bind_int64(st, 9, t->execution_lease_us);
     sqlite3_bind_int64(st, 10, t->submission_window_us);
     step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
-        memset(&res, 0, sizeof res);
-        res.outcome = OG_OUTCOME_ADMITTED;
-        rc = sq_read_op(st, &res.operation);
-        step = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc < 0)
-            return rc;
-        if (step != SQLITE_DONE)
-            return sq_err(c);
-    } else {
+    if (step != SQLITE_ROW) {
         int ext = sqlite3_extended_errcode(c->db);
         sqlite3_reset(st);
         /* Q2: a taken operation id or a grant already bound to an operation
-         * refuses the whole admission; the caller rolls the claim back. */
+         * refuses the whole admission; rolling back the savepoint undoes the
+         * claim. */
         if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE) {
-            if (!sq_rollback(c))
-                return OG_ESTORE_UNAVAILABLE;
             memset(out, 0, sizeof *out);
             out->outcome = OG_OUTCOME_REFUSED;
             out->refusal = ext == SQLITE_CONSTRAINT_PRIMARYKEY
@@ -494,57 +482,212 @@ static int sq_admit_on(sq_store *s, sq_conn *c, const og__admit_req *req,
         }
         return og__sqlite_classify(ext);
     }
-
-    /* 3. Durable before ADMITTED (Q4). */
-    if ((rc = sq_exec(c, SQ_COMMIT)) < 0)
+    memset(&res, 0, sizeof res);
+    res.outcome = OG_OUTCOME_ADMITTED;
+    rc = sq_read_op(st, &res.operation);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc < 0)
         return rc;
+    if (step != SQLITE_DONE)
+        return sq_err(c);
     *out = res;
+    *keep = true;
     return 0;
 }
 
-/* Locks the store's writer mutex, waiting until deadline at the latest.
- * 0, or OG_ESTORE_UNAVAILABLE when the deadline passed first (Q7). */
-static int sq_writer_lock(sq_store *s, int64_t deadline_us)
-{
-    int64_t left = deadline_us - sq_mono_us();
-    struct timespec abs;
-    int rc;
+/* ===========================================================================
+ * Group commit
+ *
+ * SQLite has one writer at a time and every commit fsyncs the WAL (Q4), so
+ * the obvious design — one transaction per admission — spends one fsync per
+ * admission and makes concurrent callers poll for the lock. Instead, callers
+ * of one store object queue; one of them, the leader, takes every queued
+ * admission (up to SQ_BATCH_MAX), runs them in ONE BEGIN IMMEDIATE
+ * transaction, each in its own SAVEPOINT, and commits once. Invariants:
+ *
+ *   G1  Each admission is still atomic on its own: its claim and its
+ *       operation insert are one savepoint, released together or rolled
+ *       back together.
+ *   G2  No answer before the commit: every caller in a batch learns its
+ *       outcome only after COMMIT returned SQLITE_OK. An admission refused
+ *       because of a batch-mate's claim is therefore refused on committed
+ *       state. A failed commit answers OG_ESTORE_UNAVAILABLE to every caller
+ *       in the batch — true, since none of their writes is confirmed.
+ *   G3  A caller whose deadline passes while it is still queued leaves the
+ *       queue with OG_ESTORE_UNAVAILABLE; nothing of it has run. A caller
+ *       taken into a batch waits for the batch, which is bounded by the
+ *       earliest deadline in it.
+ *   G4  An error confined to one admission (a defect such as a CHECK
+ *       failure) rolls back that admission's savepoint only; an error that
+ *       ends the transaction (I/O, full disk) fails the whole batch.
+ * ========================================================================= */
+#define SQ_BATCH_MAX 128
 
-    if (left <= 0)
-        return OG_ESTORE_UNAVAILABLE;
-    clock_gettime(CLOCK_REALTIME, &abs); /* timedlock takes CLOCK_REALTIME */
-    abs.tv_sec += (time_t)(left / 1000000);
-    abs.tv_nsec += (long)(left % 1000000) * 1000;
-    if (abs.tv_nsec >= 1000000000L) {
-        abs.tv_sec++;
-        abs.tv_nsec -= 1000000000L;
+typedef struct sq_waiter {
+    const og__admit_req *req;
+    og_admission res;
+    int rc;
+    int64_t deadline_us;
+    bool taken; /* in a batch: its result is coming */
+    bool done;
+    struct sq_waiter *next;
+} sq_waiter;
+
+/* Runs a savepoint statement; false when the transaction is gone. */
+static bool sq_savepoint(sq_conn *c, int which)
+{
+    return sq_exec(c, which) == 0 && !sqlite3_get_autocommit(c->db);
+}
+
+/* Runs batch[0..n) in one write transaction on c; fills each rc/res. */
+static void sq_run_batch(sq_store *s, sq_conn *c, sq_waiter **batch, int n)
+{
+    int64_t deadline = batch[0]->deadline_us;
+    int rc, i;
+
+    for (i = 1; i < n; i++)
+        if (batch[i]->deadline_us < deadline)
+            deadline = batch[i]->deadline_us;
+    sq_arm(c, deadline);
+
+    if ((rc = sq_exec(c, SQ_BEGIN)) < 0) /* lock wait past the deadline */
+        goto fail_all;
+    for (i = 0; i < n; i++) {
+        bool keep = false;
+
+        if (!sq_savepoint(c, SQ_SAVEPOINT)) {
+            rc = sq_err(c);
+            goto fail_all;
+        }
+        batch[i]->rc = sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
+        if (sqlite3_get_autocommit(c->db)) { /* G4: SQLite ended the txn */
+            rc = batch[i]->rc < 0 ? batch[i]->rc : OG_ESTORE_UNAVAILABLE;
+            goto fail_all;
+        }
+        for (int k = 0; k < SQ_N; k++) /* no statement may stay active */
+            if (c->st[k])
+                sqlite3_reset(c->st[k]);
+        if (batch[i]->rc < 0 || !keep) {
+            if (!sq_savepoint(c, SQ_ROLLBACK_TO)) { /* G1 */
+                rc = OG_ESTORE_UNAVAILABLE;
+                goto fail_all;
+            }
+        }
+        if (sq_exec(c, SQ_RELEASE) < 0) {
+            rc = sq_err(c);
+            goto fail_all;
+        }
     }
-    rc = pthread_mutex_timedlock(&s->write_mu, &abs);
-    if (rc == 0)
-        return 0;
-    return rc == ETIMEDOUT ? OG_ESTORE_UNAVAILABLE : OG_EINTERNAL;
+    if ((rc = sq_exec(c, SQ_COMMIT)) < 0) /* G2 */
+        goto fail_all;
+    return;
+
+fail_all:
+    if (rc >= 0)
+        rc = OG_ESTORE_UNAVAILABLE;
+    /* Not committed, or not confirmed: every caller in the batch gets the
+     * error that ended the transaction, never an outcome (G2). */
+    for (i = 0; i < n; i++)
+        batch[i]->rc = rc;
+}
+
+/* Takes up to SQ_BATCH_MAX waiters off the queue (FIFO). Called with mu. */
+static int sq_take_batch(sq_store *s, sq_waiter **batch)
+{
+    int n = 0;
+
+    while (s->head && n < SQ_BATCH_MAX) {
+        sq_waiter *w = s->head;
+        s->head = w->next;
+        if (!s->head)
+            s->tail = NULL;
+        w->taken = true;
+        batch[n++] = w;
+    }
+    return n;
+}
+
+/* Removes w from the queue (it gave up before being taken). With mu. */
+static void sq_unqueue(sq_store *s, sq_waiter *w)
+{
+    sq_waiter **pp = &s->head, *prev = NULL;
+
+    while (*pp && *pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp) {
+        *pp = w->next;
+        if (s->tail == w)
+            s->tail = prev;
+    }
+}
+
+static struct timespec sq_abs_mono(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    return ts;
 }
 
 static int sq_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
     sq_store *s = impl;
-    int64_t deadline = sq_mono_us() + s->opts.timings.store_timeout_us;
-    void *conn;
-    bool ok = true;
-    int rc;
+    sq_waiter w = {.req = req, .rc = 0,
+                   .deadline_us = sq_mono_us() + s->opts.timings.store_timeout_us};
+    sq_waiter *batch[SQ_BATCH_MAX];
 
-    if ((rc = sq_writer_lock(s, deadline)) < 0)
-        return rc;
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
-        goto out;
-    sq_arm(conn, deadline);
-    rc = sq_admit_on(s, conn, req, out);
-    if (rc < 0)
-        ok = sq_rollback(conn);
-    og__pool_put(s->pool, conn, !ok);
-out:
-    pthread_mutex_unlock(&s->write_mu);
-    return rc;
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = &w;
+    else
+        s->head = &w;
+    s->tail = &w;
+
+    while (!w.done) {
+        if (!s->leading) {
+            /* Lead: run everything queued, then hand over. */
+            void *conn = NULL;
+            bool broken = false;
+            int n, rc;
+
+            s->leading = true;
+            n = sq_take_batch(s, batch);
+            pthread_mutex_unlock(&s->mu);
+
+            rc = og__pool_get(s->pool, &conn);
+            if (rc < 0) {
+                for (int i = 0; i < n; i++)
+                    batch[i]->rc = rc;
+            } else {
+                sq_run_batch(s, conn, batch, n);
+                broken = !sq_rollback(conn); /* no-op after a commit */
+                og__pool_put(s->pool, conn, broken);
+            }
+
+            pthread_mutex_lock(&s->mu);
+            for (int i = 0; i < n; i++)
+                batch[i]->done = true;
+            s->leading = false;
+            pthread_cond_broadcast(&s->cv);
+            continue;
+        }
+        if (!w.taken && sq_mono_us() >= w.deadline_us) {
+            sq_unqueue(s, &w); /* G3: never ran */
+            w.rc = OG_ESTORE_UNAVAILABLE;
+            break;
+        }
+        if (w.taken) {
+            pthread_cond_wait(&s->cv, &s->mu);
+        } else {
+            struct timespec until = sq_abs_mono(w.deadline_us);
+            pthread_cond_timedwait(&s->cv, &s->mu, &until);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (w.rc == 0)
+        *out = w.res;
+    return w.rc;
 }
 
 static int sq_operation_get(void *impl, const char *id, og_operation *out)
@@ -692,7 +835,14 @@ static int sq_open(const char *target, const og_store_options *opts,
         free(s);
         return OG_ENOMEM;
     }
-    pthread_mutex_init(&s->write_mu, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    pthread_mutex_init(&s->mu, NULL);
     *impl = s;
     return 0;
 }
@@ -702,7 +852,8 @@ static void sq_close(void *impl)
     sq_store *s = impl;
 
     og__pool_free(s->pool);
-    pthread_mutex_destroy(&s->write_mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
     free(s->path);
     free(s);
 }
