@@ -300,6 +300,8 @@ static int floor_open(const char *path, floor_conn *c)
         goto fail;
     }
     sqlite3_busy_timeout(c->db, 5000);
+    /* journal_mode=WAL is a no-op once the file is in WAL (the setup open
+     * in main() did it); synchronous is per connection. */
     if (floor_exec(c->db, "PRAGMA journal_mode=WAL") != 0 ||
         floor_exec(c->db, "PRAGMA synchronous=FULL") != 0 ||
         floor_exec(c->db, "CREATE TABLE IF NOT EXISTS floor("
@@ -508,6 +510,13 @@ int main(int argc, char **argv)
             return 2;
         }
         run.sqlite_path = url + 7;
+        /* Create the table and switch to WAL once, before the callers
+         * start: those two need the database to themselves, and N threads
+         * doing them at once would measure lock trouble, not the floor. */
+        floor_conn setup;
+        if (floor_open(run.sqlite_path, &setup) != 0)
+            return 1;
+        floor_close(&setup);
     }
 
     threads = calloc((size_t)callers, sizeof *threads);
