@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli.sh — the oncegate command as a user runs it: help, JSON answers,
-# documented exit codes, and the demo. Usage: tests/cli.sh PATH/TO/oncegate
+# documented exit codes, the demo and keygen. Usage: tests/cli.sh PATH/TO/oncegate
 set -uo pipefail
 OG=${1:?usage: cli.sh PATH/TO/oncegate}
 T=$(mktemp -d /tmp/og-cli-XXXXXX)
@@ -66,6 +66,39 @@ expect_out "unavailable JSON" '^\{"outcome":"store_unavailable"\}$'
 check "demo" 0 "$OG" demo --store "sqlite:$T/demo.db"
 expect_out "demo refuses every replay" '2 of 2 replays refused'
 check "demo again on the same store" 0 "$OG" demo --store "sqlite:$T/demo.db"
+
+# keygen: files, modes, JSON with paths and never key material, refusals.
+K="$T/keys"; mkdir -p "$K"
+check "help keygen" 0 "$OG" help keygen;  expect_out "keygen help names its exit codes" "73 a key file already exists"
+check "keygen" 0 "$OG" keygen --issuer support-approvals --out "$K"
+expect_out "keygen JSON" '^\{"issuer":"support-approvals","kid":"[A-Za-z0-9_-]{43}","private_key":"[^"]+\.private\.jwk","public_key":"[^"]+\.public\.jwk"\}$'
+KID=$(sed -E 's/.*"kid":"([^"]+)".*/\1/' "$T/out")
+PRIV="$K/support-approvals.$KID.private.jwk"; PUB="$K/support-approvals.$KID.public.jwk"
+if [ -f "$PRIV" ] && [ -f "$PUB" ]; then pass=$((pass+1)); echo "ok   keygen files exist";
+else fail=$((fail+1)); echo "FAIL keygen files exist"; ls -l "$K"; fi
+if [ "$(stat -c %a "$PRIV")" = 600 ]; then pass=$((pass+1)); echo "ok   private key mode 0600";
+else fail=$((fail+1)); echo "FAIL private key mode: $(stat -c %a "$PRIV")"; fi
+D=$(sed -nE 's/.*"d": "([^"]+)".*/\1/p' "$PRIV")
+if [ -n "$D" ] && ! grep -q "\"d\"" "$PUB" && ! grep -qF -- "$D" "$T/out" "$T/err"; then
+    pass=$((pass+1)); echo "ok   private part only in the private file";
+else fail=$((fail+1)); echo "FAIL private part leaked or missing"; fi
+if grep -q '"kty": "OKP"' "$PUB" && grep -q '"crv": "Ed25519"' "$PUB" && grep -q "\"kid\": \"$KID\"" "$PUB"; then
+    pass=$((pass+1)); echo "ok   public key is an OKP JWK with its kid";
+else fail=$((fail+1)); echo "FAIL public JWK form"; cat "$PUB"; fi
+SUMS=$(sha256sum "$PRIV" "$PUB")
+check "keygen again: a second key (rotation)" 0 "$OG" keygen --issuer support-approvals --out "$K"
+if [ "$(ls "$K" | wc -l)" -eq 4 ] && [ "$(sha256sum "$PRIV" "$PUB")" = "$SUMS" ]; then
+    pass=$((pass+1)); echo "ok   existing key files untouched";
+else fail=$((fail+1)); echo "FAIL existing key files changed"; ls -l "$K"; fi
+# A second keygen cannot be made to pick an existing name from here (the
+# kid is a fresh key's thumbprint); the O_EXCL refusal of an existing name
+# or a planted symlink is keygen_never_overwrites in tests/test_grant.c.
+check "keygen without --out" 2 "$OG" keygen --issuer support-approvals
+check "keygen bad issuer" 2 "$OG" keygen --issuer "../up" --out "$K"
+expect_out "bad issuer code" '"error":"input.issuer_invalid"'
+check "keygen into a missing directory" 74 "$OG" keygen --issuer i --out "$T/nope"
+expect_out "missing directory code" '"error":"key.io_error"'
+check "keygen into a file" 74 "$OG" keygen --issuer i --out "$PRIV"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

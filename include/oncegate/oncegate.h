@@ -74,7 +74,47 @@ extern "C" {
       "expires_at must be an RFC 3339 timestamp with a time zone, "            \
       "between 1970 and 9999")                                                 \
     X(TIMINGS, "config.timings_invalid",                                       \
-      "timing values violate a required relation")
+      "timing values violate a required relation")                             \
+    X(GRANT_MALFORMED, "grant.malformed",                                      \
+      "grant token malformed: not a compact JWS of the accepted form, a "      \
+      "header member or claim missing, unknown, duplicated or of the wrong "   \
+      "type, or base64url that is not canonical")                              \
+    X(GRANT_TOO_LARGE, "grant.too_large",                                      \
+      "grant token longer than OG_TOKEN_MAX bytes")                            \
+    X(GRANT_UNSUPPORTED_ALG, "grant.unsupported_alg",                          \
+      "grant token alg is not EdDSA; none, HMAC and every other algorithm "    \
+      "are refused")                                                           \
+    X(GRANT_UNKNOWN_ISSUER, "grant.unknown_issuer",                            \
+      "no verification key is configured for the grant's issuer")              \
+    X(GRANT_UNKNOWN_KEY, "grant.unknown_key",                                  \
+      "the grant's kid is not a configured key of its issuer")                 \
+    X(GRANT_BAD_SIGNATURE, "grant.bad_signature",                              \
+      "grant signature does not verify")                                       \
+    X(GRANT_WRONG_AUDIENCE, "grant.wrong_audience",                            \
+      "grant is addressed to another service (aud)")                           \
+    X(GRANT_NOT_YET_VALID, "grant.not_yet_valid",                              \
+      "grant not valid yet: nbf is later than now plus the admission leeway")  \
+    X(GRANT_EXPIRED, "grant.expired",                                          \
+      "grant expired: exp plus the admission leeway has passed")               \
+    X(GRANT_LIFETIME_EXCEEDED, "grant.lifetime_exceeded",                      \
+      "grant lifetime (exp - iat) exceeds the configured maximum")             \
+    X(GRANT_ISSUED_IN_FUTURE, "grant.issued_in_future",                        \
+      "grant iat is ahead of this clock by more than the allowed skew")        \
+    X(GRANT_SUBJECT_MISMATCH, "grant.subject_mismatch",                        \
+      "grant names another principal: sub is not the authenticated caller")    \
+    X(GRANT_ACTION_MISMATCH, "grant.action_mismatch",                          \
+      "grant is for another operation (act)")                                  \
+    X(GRANT_BINDING_MISMATCH, "grant.binding_mismatch",                        \
+      "request account, amount or currency differs from the grant's bound "    \
+      "parameters")                                                            \
+    X(KEY_INVALID, "key.invalid",                                              \
+      "key is not an Ed25519 OKP JWK (RFC 8037) of the accepted form")         \
+    X(KEY_DUPLICATE, "key.duplicate",                                          \
+      "a key with this kid is already configured for this issuer")             \
+    X(KEY_EXISTS, "key.exists",                                                \
+      "a key file of that name already exists; keys are never overwritten")    \
+    X(KEY_IO, "key.io_error",                                                  \
+      "a key file or directory could not be read or written")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -311,4 +351,8 @@ OG_MUST_CHECK int og_amount_canonical(const char *in, char *out,
 #ifdef __cplusplus
 }
 #endif
+
+/* Keys, grant tokens and the validator that produces og_grant/og_intent. */
+#include "oncegate/grant.h"
+
 #endif /* ONCEGATE_H */

@@ -14,6 +14,8 @@ enum {
     OG_EXIT_REFUSED = 1,      /* refused */
     OG_EXIT_USAGE = 2,        /* bad input or usage */
     OG_EXIT_INTERNAL = 70,    /* internal error */
+    OG_EXIT_CANTCREAT = 73,   /* keygen: a key file already exists */
+    OG_EXIT_IOERR = 74,       /* keygen: directory missing, write failed */
     OG_EXIT_UNAVAILABLE = 75, /* store unavailable: retry, same operation id */
     OG_EXIT_CONFIG = 78,      /* schema mismatch, bad store URL, bad timings */
 };

@@ -6,10 +6,11 @@
  *                  --operation-id UUID --caller C --account A
  *                  --amount 250.00 --currency USD
  *   oncegate demo [--store URL]
+ *   oncegate keygen --issuer NAME --out DIR
  *
  * Output is JSON on stdout; diagnostics go to stderr and carry identifiers
- * only — never secrets (there are none in these commands yet; the rule
- * stands for the token-bearing commands to come).
+ * only — never secrets: keygen prints file paths and the kid, never key
+ * material.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ static const char og_usage[] =
     "  migrate   create or upgrade a store's schema\n"
     "  admit     admit a grant for one operation (one atomic write)\n"
     "  demo      replay the two incidents of seed 000 on the embedded store\n"
+    "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
     "  help CMD  help for one command\n"
     "\n"
     "Stores: sqlite:PATH (default " OG_DEFAULT_STORE_URL "), or a libpq URI\n"
@@ -78,6 +80,23 @@ static const char og_usage_demo[] =
     "Grant ids carry a per-run suffix so the demo can run again on the same\n"
     "store. Exit 0 only if every replay was refused.\n";
 
+static const char og_usage_keygen[] =
+    "usage: oncegate keygen --issuer NAME --out DIR\n"
+    "\n"
+    "Generates an Ed25519 key pair for grant issuer NAME and writes, into the\n"
+    "existing directory DIR:\n"
+    "  NAME.KID.private.jwk  mode 0600, the signing key (OKP JWK with \"d\")\n"
+    "  NAME.KID.public.jwk   the verification key (RFC 8037 OKP JWK)\n"
+    "KID is the key's RFC 7638 thumbprint. Existing files are never\n"
+    "overwritten. An issuer may have several public keys (rotation): verifiers\n"
+    "load every NAME.*.public.jwk in their key directory. NAME: 1-128 of\n"
+    "[A-Za-z0-9._~-], not starting with '.'. Prints\n"
+    "  {\"issuer\":…, \"kid\":…, \"private_key\":PATH, \"public_key\":PATH}\n"
+    "(paths only, never key material).\n"
+    "\n"
+    "exit: 0 written, 2 bad usage or issuer, 73 a key file already exists,\n"
+    "74 DIR missing or not writable, 70 internal error.\n";
+
 /* ===========================================================================
  * Shared helpers
  * ========================================================================= */
@@ -93,6 +112,10 @@ int og_cli_exit_for_error(int err)
     case OG_EINTERNAL:
     case OG_ENOMEM:
         return OG_EXIT_INTERNAL;
+    case OG_EKEY_EXISTS:
+        return OG_EXIT_CANTCREAT;
+    case OG_EKEY_IO:
+        return OG_EXIT_IOERR;
     default:
         return OG_EXIT_USAGE;
     }
@@ -342,6 +365,63 @@ static int og_cmd_admit(int argc, char **argv)
 }
 
 /* ===========================================================================
+ * keygen
+ * ========================================================================= */
+static int og_cmd_keygen(int argc, char **argv)
+{
+    enum { O_ISSUER = 256, O_OUT };
+    static const struct option longopts[] = {
+        {"issuer", required_argument, NULL, O_ISSUER},
+        {"out", required_argument, NULL, O_OUT},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *issuer = NULL, *dir = NULL;
+    og_keygen_result r;
+    json_t *out;
+    int c, rc;
+
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_ISSUER: issuer = optarg; break;
+        case O_OUT: dir = optarg; break;
+        case 'h':
+            fputs(og_usage_keygen, stdout);
+            return OG_EXIT_OK;
+        default:
+            fputs(og_usage_keygen, stderr);
+            return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc || !issuer || !dir) {
+        fprintf(stderr, "oncegate: keygen: --issuer and --out are required\n");
+        fputs(og_usage_keygen, stderr);
+        return OG_EXIT_USAGE;
+    }
+    rc = og_keygen(issuer, dir, &r);
+    if (rc < 0) {
+        fprintf(stderr, "oncegate: keygen: %s: %s\n", og_err_name(rc),
+                og_strerror(rc));
+        out = og_cli_error_json(rc);
+        og_cli_print_json(out);
+        json_decref(out);
+        return og_cli_exit_for_error(rc);
+    }
+    out = json_pack("{s:s, s:s, s:s, s:s}", "issuer", issuer, "kid", r.kid,
+                    "private_key", r.private_path, "public_key",
+                    r.public_path);
+    if (out == NULL) {
+        /* The files exist; say so even when the JSON cannot be built. */
+        fprintf(stderr, "oncegate: keygen: wrote %s and %s\n", r.private_path,
+                r.public_path);
+        return OG_EXIT_INTERNAL;
+    }
+    og_cli_print_json(out);
+    json_decref(out);
+    return OG_EXIT_OK;
+}
+
+/* ===========================================================================
  * dispatch
  * ========================================================================= */
 typedef struct og_command {
@@ -354,6 +434,7 @@ static const og_command og_commands[] = {
     {"migrate", og_cmd_migrate, og_usage_migrate},
     {"admit", og_cmd_admit, og_usage_admit},
     {"demo", og_cli_demo, og_usage_demo},
+    {"keygen", og_cmd_keygen, og_usage_keygen},
     {"instance", og_cli_instance, NULL}, /* the demo's instance process */
 };
 
