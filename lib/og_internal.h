@@ -126,13 +126,16 @@ typedef struct og__pool_ops {
     void (*disconnect)(void *ctx, void *conn);
 } og__pool_ops;
 
-/* Creates a pool of at most max connections. NULL on out of memory. */
-og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max);
+/* Creates a pool of at most max connections; a caller waits at most wait_us
+ * for one when all are in use. NULL on out of memory. */
+og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
+                       int64_t wait_us);
 /* Closes every idle connection and frees the pool. All connections must have
  * been put back. NULL is a no-op. */
 void og__pool_free(og__pool *p);
 /* Takes a connection, connecting a new one if none is idle and fewer than
- * max exist. 0 and *conn, or the connect error. */
+ * max exist. 0 and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when
+ * none came free within the pool's wait. */
 int og__pool_get(og__pool *p, void **conn);
 /* Returns conn. broken=true closes it instead of keeping it (connection lost,
  * state unknown), so the next caller gets a fresh one. */

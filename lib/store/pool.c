@@ -9,8 +9,11 @@
  *       (in a transaction? mid-statement?) is unknown.
  *   P4  Connecting happens outside the mutex, so a slow or unreachable store
  *       does not serialize callers that could use an idle connection.
+ *   P5  Waiting for a connection is bounded (the store timeout): a caller
+ *       never waits unboundedly behind others, it reports "unavailable".
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "og_internal.h"
 
@@ -20,13 +23,16 @@ struct og__pool {
     const og__pool_ops *ops;
     void *ctx;
     int max;
+    int64_t wait_us;
     int open_count; /* idle + held + being connected */
     int idle_count;
     void **idle;
 };
 
-og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max)
+og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
+                       int64_t wait_us)
 {
+    pthread_condattr_t ca;
     og__pool *p;
 
     if (max < 1)
@@ -40,10 +46,14 @@ og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max)
         return NULL;
     }
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
     p->ops = ops;
     p->ctx = ctx;
     p->max = max;
+    p->wait_us = wait_us;
     return p;
 }
 
@@ -64,9 +74,23 @@ int og__pool_get(og__pool *p, void **conn)
     void *c = NULL;
     int rc;
 
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(p->wait_us / 1000000);
+    until.tv_nsec += (long)(p->wait_us % 1000000) * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&p->mu);
-    while (p->idle_count == 0 && p->open_count >= p->max) /* P2 */
-        pthread_cond_wait(&p->cv, &p->mu);
+    while (p->idle_count == 0 && p->open_count >= p->max) { /* P2 */
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &until) != 0 &&
+            p->idle_count == 0 && p->open_count >= p->max) {
+            pthread_mutex_unlock(&p->mu); /* P5 */
+            return OG_ESTORE_UNAVAILABLE;
+        }
+    }
     if (p->idle_count > 0) {
         /* LIFO: the most recently used connection is the likeliest alive. */
         c = p->idle[--p->idle_count];

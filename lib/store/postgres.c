@@ -788,7 +788,8 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg->values[PG_KW_DBNAME] = pg->target;
     pg->values[PG_KW_COUNT] = NULL;
 
-    pg->pool = og__pool_new(&pg_pool_ops, pg, opts->pool_size);
+    pg->pool = og__pool_new(&pg_pool_ops, pg, opts->pool_size,
+                            opts->timings.store_timeout_us);
     if (pg->pool == NULL) {
         rc = OG_ENOMEM;
         goto out;

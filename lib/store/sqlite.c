@@ -828,7 +828,8 @@ static int sq_open(const char *target, const og_store_options *opts,
         return OG_ENOMEM;
     s->path = strdup(target);
     s->opts = *opts;
-    s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size);
+    s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
+                           opts->timings.store_timeout_us);
     if (!s->path || !s->pool) {
         og__pool_free(s->pool);
         free(s->path);
