@@ -202,7 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* expires_at: the parsed value when field 2 is a timestamp, else the raw
      * int64, so out-of-range expiries reach the builder too. */
-    og_grant g = {f[0], f[1], raw};
+    og_grant g = {f[0], f[1], raw, NULL, OG_FORM_TOKEN};
     int64_t us;
     if (f[2] != NULL && og_time_parse_rfc3339(f[2], &us) == 0)
         g.expires_at_us = us;

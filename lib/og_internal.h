@@ -58,7 +58,13 @@ typedef struct og__admit_req {
     char account_id[OG_ID_MAX + 1];
     char amount[OG_AMOUNT_MAX + 1]; /* canonical */
     char currency[OG_CURRENCY_LEN + 1];
+    char family[OG_ID_MAX + 1];     /* "" when the grant has none */
+    og_grant_form form;
 } og__admit_req;
+
+/* Builds the grant part only (issuer, grant id, expires_at, family, form),
+ * for og_consume. Returns 0 or the OG_E* input code. */
+int og__grant_req_build(const og_grant *g, og__admit_req *req);
 
 /* Checks every field and fills *req. Returns 0 or the OG_E* input code of the
  * first bad field (issuer, grant id, expires_at, operation id, caller,
@@ -73,10 +79,23 @@ int og__admit_req_build(const og_grant *g, const og_intent *in,
  * consumption row for the grant key and the operation row for the operation
  * id after a claim that returned nothing, and hand them here.
  * ========================================================================= */
+typedef enum og__claim_kind {
+    OG__CLAIM_ADMISSION = 0, /* operation_id set */
+    OG__CLAIM_REVOCATION,    /* no operation */
+    OG__CLAIM_CONSUME,       /* the consume verdict; no operation */
+} og__claim_kind;
+
+/* What holds a grant after a claim that took nothing. Row form maps its
+ * grants row onto the same shape: consumed by an operation = ADMISSION,
+ * revoked_at set = REVOCATION, consumed with no operation = CONSUME. */
 typedef struct og__consumption {
     bool present;
-    bool has_operation;                  /* false: a revocation holds the key */
+    bool has_operation;                  /* kind == ADMISSION */
+    og__claim_kind kind;
     char operation_id[OG_UUID_LEN + 1];  /* when has_operation */
+    bool family_blocked;  /* the grant names a family whose row is missing
+                             or revoked: the claim could not happen */
+    bool not_issued;      /* row form: no grants row for the key */
 } og__consumption;
 
 /* Classifies a claim that admitted nothing. op may be NULL (no operation row
@@ -87,6 +106,9 @@ typedef struct og__consumption {
 void og__classify_unclaimed(const og__admit_req *req,
                             const og__consumption *c, const og_operation *op,
                             og_admission *out);
+
+/* The refusal reason for a consume verdict that claimed nothing. */
+og_refusal og__classify_consume(const og__consumption *c);
 
 /* True when the stored operation carries exactly the request's binding. */
 bool og__operation_matches(const og__admit_req *req, const og_operation *op);
@@ -142,6 +164,31 @@ int og__pool_get(og__pool *p, void **conn);
 void og__pool_put(og__pool *p, void *conn, bool broken);
 
 /* ===========================================================================
+ * Validated requests for the grant-lifecycle methods (store.c builds them).
+ * ========================================================================= */
+typedef struct og__issuance_req {
+    char issuer[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];
+    char family[OG_ID_MAX + 1];   /* "" when none */
+    char subject[OG_ID_MAX + 1];
+    char action[OG_ID_MAX + 1];
+    char params_digest[65];
+    int64_t issued_at_us;
+    int64_t expires_at_us;        /* 0: no trusted expiry recorded */
+    og_grant_form form;
+} og__issuance_req;
+
+typedef struct og__revoke_req {
+    char issuer[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];
+    int64_t trusted_expires_at_us; /* 0: prove issuance from the log */
+    og_grant_form form;
+} og__revoke_req;
+
+/* Appends a copy of id to sv. 0 or OG_ENOMEM. */
+int og__strv_push(og_strv *sv, const char *id);
+
+/* ===========================================================================
  * Backends. One const table each; store.c calls through it. A method that
  * fails writes nothing to its out-parameters.
  * ========================================================================= */
@@ -168,6 +215,31 @@ typedef struct og__store_methods {
     /* Operation by canonical id: 1 found, 0 not, negative error. */
     int (*operation_get)(void *impl, const char *operation_id,
                          og_operation *out);
+
+    /* ---- grants: issuance, revocation, families, consume, tickets ----
+     * Each is ONE statement in PostgreSQL and ONE transaction in SQLite.
+     * Inputs are validated and canonical (store.c). */
+
+    /* Issuance log entry (+ the grants row in row form) in a live family. */
+    int (*issuance_record)(void *impl, const og__issuance_req *req,
+                           og_issue_outcome *out);
+    /* One grant's revocation, proof of issuance checked by the store. */
+    int (*revoke)(void *impl, const og__revoke_req *req,
+                  og_revoke_outcome *out);
+    /* Family revocation; *out lists the grants revoked by this call. */
+    int (*family_revoke)(void *impl, const char *issuer, const char *family,
+                         og_strv *out);
+    /* The consume verdict for req's grant (operation fields unused). */
+    int (*consume)(void *impl, const og__admit_req *req,
+                   og_consume_result *out);
+    /* A ticket (stored by hash) in a live family. */
+    int (*ticket_create)(void *impl, const char *issuer, const char *family,
+                         const char *hash, og_ticket_outcome *out);
+    /* Rotation old_hash -> new_hash; on reuse the backend also revokes the
+     * family. Fills issuer/family (OG_ID_MAX + 1 each) when known. */
+    int (*ticket_rotate)(void *impl, const char *old_hash,
+                         const char *new_hash, og_ticket_outcome *out,
+                         char *issuer, char *family);
 } og__store_methods;
 
 extern const og__store_methods og__sqlite_methods;

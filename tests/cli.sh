@@ -36,8 +36,8 @@ check "unknown command" 2 "$OG" frobnicate
 check "no command" 2 "$OG"
 check "admit on a store never migrated" 78 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "schema mismatch is a JSON error" '"error":"schema_mismatch"'
-check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" '"from":0,"to":1'
-check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" '"from":1,"to":1'
+check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" "\"from\":0,\"to\":2"
+check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" "\"from\":2,\"to\":2"
 check "admit" 0 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "admitted JSON" '^\{"outcome":"admitted","operation":\{"operation_id":"'$OP1'"'
 expect_out "admitted with owner version 1" '"status":"Admitted","owner_version":1'
@@ -99,6 +99,26 @@ expect_out "bad issuer code" '"error":"input.issuer_invalid"'
 check "keygen into a missing directory" 74 "$OG" keygen --issuer i --out "$T/nope"
 expect_out "missing directory code" '"error":"key.io_error"'
 check "keygen into a file" 74 "$OG" keygen --issuer i --out "$PRIV"
+
+# grant issue + consume: sign and record, then the consume verdict once.
+gissue() { "$OG" grant issue --store "$S" --key "$PRIV" --issuer support-approvals \
+           --subject agent-17 --audience billing --action credit.apply \
+           --account A-1187 --amount 250.00 --currency USD "$@"; }
+check "grant issue" 0 gissue --family fam-cli
+expect_out "grant issue JSON" '^\{"grant_id":"[A-Za-z0-9_-]{22}","issuer":"support-approvals","token":"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+","expires_at":"[0-9T:.Z-]+","family":"fam-cli"\}$'
+GID=$(sed -n 's/.*"grant_id":"\([^"]*\)".*/\1/p' "$T/out")
+GEXP=$(sed -n 's/.*"expires_at":"\([^"]*\)".*/\1/p' "$T/out")
+if ! grep -q '"token"' "$T/err"; then pass=$((pass+1)); echo "ok   the token never reaches stderr";
+else fail=$((fail+1)); echo "FAIL token on stderr"; fi
+check "consume" 0 "$OG" consume --store "$S" --issuer support-approvals --grant-id "$GID" --expires-at "$GEXP" --family fam-cli
+expect_out "consumed JSON" '^\{"consumed":true,"family":"fam-cli"\}$'
+check "consume again" 1 "$OG" consume --store "$S" --issuer support-approvals --grant-id "$GID" --expires-at "$GEXP" --family fam-cli
+expect_out "already consumed JSON" '^\{"consumed":false,"error":"already_consumed"\}$'
+check "grant issue row form" 0 gissue --form row
+check "grant issue bad amount" 2 gissue --amount 1e5
+check "grant issue missing key file" 74 "$OG" grant issue --store "$S" --key "$T/none.jwk" --issuer i \
+      --subject s --audience a --action x --account a --amount 1 --currency USD
+check "consume bad grant id" 2 "$OG" consume --store "$S" --issuer i --grant-id "a b" --expires-at "$GEXP"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

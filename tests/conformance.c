@@ -264,7 +264,8 @@ static void *proc_racer_main(void *arg)
 
     for (int round = 0; round < PROC_ROUNDS; round++) {
         char op[OG_UUID_LEN + 1];
-        og_grant g = {ISSUER, sh->grant_id[round], sh->expires_at_us};
+        og_grant g = {ISSUER, sh->grant_id[round], sh->expires_at_us, NULL,
+                      t_form};
         og_intent in = {op, "agent-17", "A-1187", "250.00", "USD"};
         og_admission a;
         int rc;
@@ -315,8 +316,13 @@ static void separate_processes_cannot_both_admit(void **state)
     pthread_barrier_init(&sh->start, &ba, 2 * PROC_THREADS + 1);
     pthread_barrier_init(&sh->done, &ba, 2 * PROC_THREADS + 1);
     sh->expires_at_us = t_now_us() + 15 * 60 * SEC;
-    for (int i = 0; i < PROC_ROUNDS; i++)
+    for (int i = 0; i < PROC_ROUNDS; i++) {
+        og_grant g = {ISSUER, sh->grant_id[i], sh->expires_at_us, NULL, t_form};
+        og_intent in = {"6f1c2a8e-3b4d-4c5e-8f90-123456789abc", "agent-17",
+                        "A-1187", "250.00", "USD"};
         t_grant_id(sh->grant_id[i], sizeof sh->grant_id[i]);
+        t_issue(&g, &in);
+    }
 
     fflush(NULL);
     for (int k = 0; k < 2; k++) {
@@ -358,6 +364,10 @@ static void cli_processes_launched_concurrently_admit_once(void **state)
 {
     char expires[40];
 
+    if (t_form == OG_FORM_ROW) { /* `oncegate admit` admits token-form grants */
+        skip();
+        return;
+    }
     og_time_format_rfc3339(t_now_us() + 15 * 60 * SEC, expires, sizeof expires);
     for (int round = 0; round < CLI_ROUNDS; round++) {
         char grant[64], ops[CLI_PROCS][OG_UUID_LEN + 1];
@@ -587,26 +597,24 @@ static void another_operation_for_a_spent_grant_is_refused(void **state)
 
 static void grant_key_held_by_a_revocation_is_refused(void **state)
 {
+    static const char *const revokers[] = {"supervisor-3"};
+    og_revoke_policy policy = {revokers, 1};
     og_store *s = t_store(0, 0);
-    t_raw *raw = t_raw_open();
+    og_revoke_outcome ro;
+    og_revocation rv;
     t_case c;
     og_admission a;
-    char sql[512];
 
-    /* A revocation claims the key with no operation (seed 000, "Revocation
-     * contends for the same key"); revocation itself is a later issue, so
-     * the row is written here directly. */
+    /* A revocation claims the key (token form) or marks the row (row form)
+     * with no operation: admission is refused, never reveals anything. */
     t_case_new(&c);
-    snprintf(sql, sizeof sql,
-             t_kind == T_POSTGRES
-                 ? "INSERT INTO grant_consumptions VALUES ('%s', '%s', NULL, now(), now() + interval '1 hour')"
-                 : "INSERT INTO grant_consumptions VALUES ('%s', '%s', NULL, 0, 0)",
-             ISSUER, c.grant_id);
-    assert_int_equal(t_raw_exec(raw, sql), 0);
+    rv = (og_revocation){ISSUER, c.grant_id, "supervisor-3", c.g.expires_at_us,
+                         t_form};
+    assert_int_equal(og_revoke(s, &policy, &rv, &ro), 0);
+    assert_int_equal(ro, OG_REVOKE_REVOKED);
     a = t_admit_ok(s, &c.g, &c.in);
     assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
     assert_int_equal(a.refusal, OG_REFUSAL_GRANT_REVOKED);
-    t_raw_close(raw);
     og_store_free(s);
 }
 
@@ -625,8 +633,7 @@ static void store_enforces_the_admission_deadline(void **state)
     int64_t app_now = t_now_us() - 3600 * SEC;
 
     og_store_options_default(&o);
-    t_case_new(&c);
-    c.g.expires_at_us = t_now_us() - o.timings.admission_leeway_us - 5 * SEC;
+    t_case_new_exp(&c, t_now_us() - o.timings.admission_leeway_us - 5 * SEC);
     assert_true(c.g.expires_at_us + o.timings.admission_leeway_us > app_now);
     a = t_admit_ok(s, &c.g, &c.in);
     assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
@@ -638,8 +645,7 @@ static void store_enforces_the_admission_deadline(void **state)
     }
 
     /* Past expires_at but inside the leeway: still admitted. */
-    t_case_new(&c);
-    c.g.expires_at_us = t_now_us() - o.timings.admission_leeway_us + 10 * SEC;
+    t_case_new_exp(&c, t_now_us() - o.timings.admission_leeway_us + 10 * SEC);
     a = t_admit_ok(s, &c.g, &c.in);
     assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
     t_raw_close(raw);
@@ -668,13 +674,13 @@ static void bad_input_gets_a_clear_error_and_writes_nothing(void **state)
         og_intent in;
         int want;
     } bad[] = {
-        {"oversize issuer", {big, c.grant_id, c.g.expires_at_us}, c.in, OG_EISSUER},
-        {"empty issuer", {"", c.grant_id, c.g.expires_at_us}, c.in, OG_EISSUER},
-        {"oversize grant id", {ISSUER, big, c.g.expires_at_us}, c.in, OG_EGRANT_ID},
-        {"grant id with space", {ISSUER, "g 1", c.g.expires_at_us}, c.in, OG_EGRANT_ID},
-        {"grant id with newline", {ISSUER, "g\n1", c.g.expires_at_us}, c.in, OG_EGRANT_ID},
-        {"expiry past 9999", {ISSUER, c.grant_id, INT64_MAX}, c.in, OG_EEXPIRES_AT},
-        {"negative expiry", {ISSUER, c.grant_id, -1}, c.in, OG_EEXPIRES_AT},
+        {"oversize issuer", {big, c.grant_id, c.g.expires_at_us, NULL, t_form}, c.in, OG_EISSUER},
+        {"empty issuer", {"", c.grant_id, c.g.expires_at_us, NULL, t_form}, c.in, OG_EISSUER},
+        {"oversize grant id", {ISSUER, big, c.g.expires_at_us, NULL, t_form}, c.in, OG_EGRANT_ID},
+        {"grant id with space", {ISSUER, "g 1", c.g.expires_at_us, NULL, t_form}, c.in, OG_EGRANT_ID},
+        {"grant id with newline", {ISSUER, "g\n1", c.g.expires_at_us, NULL, t_form}, c.in, OG_EGRANT_ID},
+        {"expiry past 9999", {ISSUER, c.grant_id, INT64_MAX, NULL, t_form}, c.in, OG_EEXPIRES_AT},
+        {"negative expiry", {ISSUER, c.grant_id, -1, NULL, t_form}, c.in, OG_EEXPIRES_AT},
         {"operation id not a uuid", c.g, {"not-a-uuid", "agent-17", "A-1187", "250.00", "USD"}, OG_EOPERATION_ID},
         {"nil operation id", c.g, {"00000000-0000-0000-0000-000000000000", "agent-17", "A-1187", "250.00", "USD"}, OG_EOPERATION_ID},
         {"oversize caller", c.g, {c.op, big, "A-1187", "250.00", "USD"}, OG_ECALLER},
@@ -848,6 +854,9 @@ extern const struct CMUnitTest t_failure_tests[];
 extern const size_t t_failure_tests_count;
 extern const struct CMUnitTest t_outage_tests[];
 extern const size_t t_outage_tests_count;
+/* Issuance, revocation, families, consume, tickets: lifecycle.c. */
+extern const struct CMUnitTest t_lifecycle_tests[];
+extern const size_t t_lifecycle_tests_count;
 
 int main(int argc, char **argv)
 {
@@ -872,12 +881,21 @@ int main(int argc, char **argv)
     const char *group = argc > 2 ? argv[2] : "main";
     int rc = t_setup_backend(argc > 1 ? argv[1] : NULL);
 
+    if (argc > 3 && strcmp(argv[3], "row") == 0)
+        t_form = OG_FORM_ROW;
+    else if (argc > 3 && strcmp(argv[3], "token") != 0)
+        return 1;
+
     if (rc != 0)
         return rc;
     if (strcmp(group, "main") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "conformance-sqlite" : "conformance-postgres",
             tests, sizeof tests / sizeof tests[0], NULL, NULL);
+    else if (strcmp(group, "lifecycle") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "lifecycle-sqlite" : "lifecycle-postgres",
+            t_lifecycle_tests, t_lifecycle_tests_count, NULL, NULL);
     else if (strcmp(group, "failures") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "failures-sqlite" : "failures-postgres",

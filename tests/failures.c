@@ -80,9 +80,13 @@ static void f_hold_key(t_raw *holder, const t_case *c)
                      0);
     snprintf(sql, sizeof sql,
              t_kind == T_POSTGRES
-                 ? "INSERT INTO grant_consumptions VALUES ('%s', '%s', NULL,"
-                   " now(), now() + interval '1 hour')"
-                 : "INSERT INTO grant_consumptions VALUES ('%s', '%s', NULL, 0, 0)",
+                 ? "INSERT INTO grant_consumptions (issuer, grant_id,"
+                   " operation_id, consumed_at, retain_until, kind) VALUES"
+                   " ('%s', '%s', NULL, now(), now() + interval '1 hour',"
+                   " 'revocation')"
+                 : "INSERT INTO grant_consumptions (issuer, grant_id,"
+                   " operation_id, consumed_at, retain_until, kind) VALUES"
+                   " ('%s', '%s', NULL, 0, 0, 'revocation')",
              ISSUER, c->grant_id);
     assert_int_equal(t_raw_exec(holder, sql), 0);
 }

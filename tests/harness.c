@@ -17,6 +17,8 @@
 
 t_backend t_kind;
 char t_url[4096];
+og_grant_form t_form = OG_FORM_TOKEN;
+static og_store *t_issuer_store;
 static char t_tmpdir[256];
 
 int64_t t_now_us(void)
@@ -52,14 +54,44 @@ void t_grant_id(char *out, size_t n)
              __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED), u);
 }
 
-void t_case_new(t_case *c)
+void t_issue(const og_grant *g, const og_intent *in)
+{
+    char digest[65];
+    og_issue_outcome o;
+    og_issuance iss;
+    int rc;
+
+    if (t_form != OG_FORM_ROW)
+        return;
+    if (!t_issuer_store)
+        t_issuer_store = t_store(2, 0);
+    if (og_params_digest(in->account_id, in->amount, in->currency, digest) != 0)
+        abort();
+    iss = (og_issuance){g->issuer, g->grant_id, g->family, in->caller_id,
+                        "credit.apply", digest,
+                        g->expires_at_us - 60 * INT64_C(1000000),
+                        g->expires_at_us, OG_FORM_ROW};
+    rc = og_issuance_record(t_issuer_store, &iss, &o);
+    if (rc != 0 || o != OG_ISSUE_RECORDED) {
+        fprintf(stderr, "t_issue: %s / outcome %d\n", og_err_name(rc), (int)o);
+        abort();
+    }
+}
+
+void t_case_new_exp(t_case *c, int64_t expires_at_us)
 {
     memset(c, 0, sizeof *c);
     t_grant_id(c->grant_id, sizeof c->grant_id);
     t_uuid(c->op);
-    c->g = (og_grant){"support-approvals", c->grant_id,
-                      t_now_us() + 15 * 60 * INT64_C(1000000)};
+    c->g = (og_grant){"support-approvals", c->grant_id, expires_at_us, NULL,
+                      t_form};
     c->in = (og_intent){c->op, "agent-17", "A-1187", "250.00", "USD"};
+    t_issue(&c->g, &c->in);
+}
+
+void t_case_new(t_case *c)
+{
+    t_case_new_exp(c, t_now_us() + 15 * 60 * INT64_C(1000000));
 }
 
 const char *t_oncegate_bin(void)
@@ -106,6 +138,8 @@ void t_teardown_backend(void)
 {
     char cmd[512];
 
+    og_store_free(t_issuer_store);
+    t_issuer_store = NULL;
     if (t_kind == T_SQLITE && t_tmpdir[0]) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", t_tmpdir);
         if (system(cmd) != 0)
@@ -239,6 +273,12 @@ int64_t t_raw_int(t_raw *r, const char *fmt, ...)
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id)
 {
     /* Test ids are plain ASCII without quotes (validated by the callers). */
+    if (t_form == OG_FORM_ROW)
+        return t_raw_int(r,
+                         "SELECT count(*) FROM grants WHERE issuer = '%s'"
+                         " AND grant_id = '%s' AND (consumed_at IS NOT NULL"
+                         " OR revoked_at IS NOT NULL)",
+                         issuer, grant_id);
     return t_raw_int(r,
                      "SELECT count(*) FROM grant_consumptions"
                      " WHERE issuer = '%s' AND grant_id = '%s'",

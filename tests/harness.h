@@ -17,9 +17,12 @@
 
 typedef enum { T_SQLITE, T_POSTGRES } t_backend;
 
-/* The backend under test and its store URL (set by t_setup_backend). */
+/* The backend under test and its store URL (set by t_setup_backend), and
+ * the grant form the suite runs in (argv[3]: "token", the default, or
+ * "row": every test case's grant is then issued as a row first). */
 extern t_backend t_kind;
 extern char t_url[4096];
+extern og_grant_form t_form;
 
 /* Chooses the backend from argv ("sqlite" or "postgres"). SQLite gets a
  * fresh temp file; PostgreSQL reads OG_TEST_PG_URL. Returns 0, or 77 (skip)
@@ -50,6 +53,12 @@ typedef struct t_case {
     og_intent in;
 } t_case;
 void t_case_new(t_case *c);
+/* The same with a chosen expiry (the row form's row carries it). */
+void t_case_new_exp(t_case *c, int64_t expires_at_us);
+
+/* Records the issuance of (g, in's caller and parameters) in t_form (row
+ * form: the grant's row), through a harness store; aborts on failure. */
+void t_issue(const og_grant *g, const og_intent *in);
 
 /* Raw access to the engine behind t_url, outside oncegate. */
 typedef struct t_raw t_raw;
@@ -62,7 +71,8 @@ int t_raw_exec(t_raw *r, const char *sql);
 /* Runs a query returning one integer in row 0 col 0; INT64_MIN on error or
  * no row. */
 int64_t t_raw_int(t_raw *r, const char *fmt, ...);
-/* Counts rows holding (issuer, grant_id) in grant_consumptions. */
+/* Counts claims of (issuer, grant_id): token form, its grant_consumptions
+ * row; row form, its grants row once consumed or revoked. */
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id);
 
 /* Path of the oncegate binary (OG_TEST_ONCEGATE). */

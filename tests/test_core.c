@@ -83,9 +83,54 @@ static void classify_unclaimed_table(void **state)
         {"not held, our id, other caller", false, false, NULL, OP_OTHER_CALLER,
          OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
     };
+    /* Kinds, family and row-form flags (C3, C4). */
+    static const struct {
+        const char *name;
+        og__consumption c;
+        og_outcome want;
+        og_refusal why;
+    } more[] = {
+        {"held by the consume verdict", {true, false, OG__CLAIM_CONSUME, "", false, false},
+         OG_OUTCOME_REFUSED, OG_REFUSAL_GRANT_CONSUMED},
+        {"held by a revocation, family also blocked",
+         {true, false, OG__CLAIM_REVOCATION, "", true, false},
+         OG_OUTCOME_REFUSED, OG_REFUSAL_GRANT_REVOKED},
+        {"family blocked the claim", {false, false, OG__CLAIM_ADMISSION, "", true, false},
+         OG_OUTCOME_REFUSED, OG_REFUSAL_FAMILY_REVOKED},
+        {"row form: never issued", {false, false, OG__CLAIM_ADMISSION, "", false, true},
+         OG_OUTCOME_REFUSED, OG_REFUSAL_NOT_ISSUED},
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        og__admit_req r = t_req();
+        og_admission out;
+        og__classify_unclaimed(&r, &more[i].c, NULL, &out);
+        if (out.outcome != more[i].want || out.refusal != more[i].why)
+            print_error("case '%s': got %s/%s\n", more[i].name,
+                        og_outcome_name(out.outcome), og_refusal_name(out.refusal));
+        assert_int_equal(out.outcome, more[i].want);
+        assert_int_equal(out.refusal, more[i].why);
+    }
+    /* The consume verdict's reasons. */
+    {
+        og__consumption c = {true, true, OG__CLAIM_ADMISSION, OP, false, false};
+        assert_int_equal(og__classify_consume(&c), OG_REFUSAL_GRANT_SPENT);
+        c = (og__consumption){true, false, OG__CLAIM_CONSUME, "", false, false};
+        assert_int_equal(og__classify_consume(&c), OG_REFUSAL_GRANT_CONSUMED);
+        c = (og__consumption){true, false, OG__CLAIM_REVOCATION, "", false, false};
+        assert_int_equal(og__classify_consume(&c), OG_REFUSAL_GRANT_REVOKED);
+        c = (og__consumption){false, false, OG__CLAIM_ADMISSION, "", true, false};
+        assert_int_equal(og__classify_consume(&c), OG_REFUSAL_FAMILY_REVOKED);
+        c = (og__consumption){false, false, OG__CLAIM_ADMISSION, "", false, true};
+        assert_int_equal(og__classify_consume(&c), OG_REFUSAL_NOT_ISSUED);
+        c = (og__consumption){false, false, OG__CLAIM_ADMISSION, "", false, false};
+        assert_int_equal(og__classify_consume(&c), OG_REFUSAL_DEADLINE_PASSED);
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         og__admit_req r = t_req();
-        og__consumption c = {cases[i].present, cases[i].has_operation, ""};
+        og__consumption c = {cases[i].present, cases[i].has_operation,
+                             cases[i].has_operation ? OG__CLAIM_ADMISSION
+                                                    : OG__CLAIM_REVOCATION,
+                             "", false, false};
         og_operation op = t_op_for(&r);
         og_admission out;
 

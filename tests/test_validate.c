@@ -560,7 +560,7 @@ static void test_time_every_day(void **state)
 
 static og_grant good_grant(void)
 {
-    og_grant g = {"issuer.example", "grant-1", S(1795949100)};
+    og_grant g = {"issuer.example", "grant-1", S(1795949100), NULL, OG_FORM_TOKEN};
     return g;
 }
 
@@ -607,7 +607,7 @@ static void test_req_build_ok(void **state)
  * order must report each next field in turn. */
 static void test_req_build_order(void **state)
 {
-    og_grant g = {"bad issuer", "", -1};
+    og_grant g = {"bad issuer", "", -1, NULL, OG_FORM_TOKEN};
     og_intent in = {"00000000-0000-0000-0000-000000000000", "bad caller",
                     "", "0", "eur"};
     const og_grant gg = good_grant();

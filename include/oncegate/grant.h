@@ -184,6 +184,18 @@ OG_MUST_CHECK int og_grant_token_sign(const og_signer *s,
                                       const og_grant_claims *claims,
                                       char **token);
 
+/* Issues a grant: signs claims and records the issuance (the proof of
+ * issuance and the trusted expiry revocation needs) in the store, in the
+ * issuer's form (OG_FORM_ROW also creates the grant's row). Returns 0 and
+ * *out; *token (malloc'd, the caller frees it) only when *out is
+ * OG_ISSUE_RECORDED, else NULL — a grant into a revoked family is refused,
+ * ordered against the family's revocation by the store. Errors as
+ * og_grant_token_sign and og_issuance_record. */
+OG_MUST_CHECK int og_grant_issue(og_store *s, const og_signer *signer,
+                                 const og_grant_claims *claims,
+                                 og_grant_form form, char **token,
+                                 og_issue_outcome *out);
+
 /* ---------------------------------------------------------------------------
  * The validator.
  * ------------------------------------------------------------------------- */
@@ -199,7 +211,7 @@ typedef struct og_grant_policy {
 } og_grant_policy;
 
 /* Fills *p: audience, the leeway of t (og_timings_default()'s when t is
- * NULL), a maximum lifetime of 1 h and an issue-time skew of 30 s.
+ * NULL), and the maximum lifetime and issue-time skew from t (defaults 1 h, 30 s).
  * Shortening either limit while grants issued under it are outstanding
  * breaks revocation retention (docs/design.md). */
 void og_grant_policy_init(og_grant_policy *p, const char *audience,

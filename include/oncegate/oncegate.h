@@ -23,6 +23,7 @@
 #ifndef ONCEGATE_H
 #define ONCEGATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -114,7 +115,20 @@ extern "C" {
     X(KEY_EXISTS, "key.exists",                                                \
       "a key file of that name already exists; keys are never overwritten")    \
     X(KEY_IO, "key.io_error",                                                  \
-      "a key file or directory could not be read or written")
+      "a key file or directory could not be read or written")                  \
+    X(FAMILY, "input.family_invalid",                                          \
+      "family must be 1-128 printable ASCII characters without spaces")        \
+    X(SUBJECT, "input.subject_invalid",                                        \
+      "subject must be 1-128 printable ASCII characters without spaces")       \
+    X(ACTION, "input.action_invalid",                                          \
+      "action must be 1-128 printable ASCII characters without spaces")        \
+    X(DIGEST, "input.params_digest_invalid",                                   \
+      "params digest must be 64 lower-case hex characters (SHA-256)")          \
+    X(REVOKER, "input.revoker_invalid",                                        \
+      "revoker must be 1-128 printable ASCII characters without spaces")       \
+    X(TICKET, "input.ticket_invalid",                                          \
+      "ticket must be 43 base64url characters")                                \
+    X(FORM, "input.form_invalid", "grant form must be token or row")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -153,10 +167,14 @@ typedef struct og_timings {
     int64_t submission_window_us; /* admission -> submit_by */
     int64_t store_timeout_us;     /* longest a store call may take, client
                                      side and (PostgreSQL) statement_timeout */
+    int64_t max_grant_lifetime_us;/* validators refuse exp - iat above it;
+                                     fallback revocation retention */
+    int64_t issue_time_skew_us;   /* validators refuse iat ahead of now by
+                                     more; fallback revocation retention */
 } og_timings;
 
 /* Fills *t with the defaults (leeway 30 s, lease 60 s, window 1 h,
- * store timeout 5 s). */
+ * store timeout 5 s, max grant lifetime 1 h, issue-time skew 30 s). */
 void og_timings_default(og_timings *t);
 
 /* Checks every relation between the values. Returns 0, or OG_ETIMINGS and,
@@ -199,7 +217,7 @@ void og_store_free(og_store *s);
 const char *og_store_backend(const og_store *s);
 
 /* The schema version this build needs. */
-#define OG_SCHEMA_VERSION 1
+#define OG_SCHEMA_VERSION 2
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -216,10 +234,23 @@ OG_MUST_CHECK int og_store_migrate(const char *url,
 
 /* A grant as token validation produced it: every field comes from the
  * verified grant, never from request fields. */
+/* How an issuer's grants are stored (its configuration decides):
+ *   OG_FORM_TOKEN  self-contained signed tokens; admission claims the key
+ *                  (issuer, grant_id) in grant_consumptions;
+ *   OG_FORM_ROW    issued grants are rows in `grants`; admission is the
+ *                  conditional UPDATE of that row (consumed_at IS NULL AND
+ *                  revoked_at IS NULL AND deadline), and the row's own
+ *                  expires_at is the trusted deadline.
+ * Both forms give the same results for the same history. */
+typedef enum og_grant_form { OG_FORM_TOKEN = 0, OG_FORM_ROW = 1 } og_grant_form;
+
 typedef struct og_grant {
     const char *issuer;
     const char *grant_id;
     int64_t expires_at_us; /* microseconds since the Unix epoch, UTC */
+    const char *family;    /* NULL: none. Admission of a family's grant is
+                              ordered against the family's revocation */
+    og_grant_form form;
 } og_grant;
 
 /* One immutable intended operation; admission binds it to the grant. */
@@ -283,7 +314,10 @@ typedef enum og_outcome {
     X(GRANT_REVOKED, "grant_revoked")                                          \
     X(OPERATION_MISMATCH, "operation_id_reused_with_other_details")            \
     X(OPERATION_ID_TAKEN, "operation_id_bound_to_other_grant")                 \
-    X(DEADLINE_PASSED, "admission_deadline_passed")
+    X(DEADLINE_PASSED, "admission_deadline_passed")                            \
+    X(FAMILY_REVOKED, "family_revoked")                                        \
+    X(GRANT_CONSUMED, "grant_consumed_by_verdict")                             \
+    X(NOT_ISSUED, "grant_not_issued")
 
 typedef enum og_refusal {
 #define OG__RF_ENUM(name, text) OG_REFUSAL_##name,
@@ -351,6 +385,141 @@ OG_MUST_CHECK int og_amount_canonical(const char *in, char *out,
 #ifdef __cplusplus
 }
 #endif
+
+/* ---------------------------------------------------------------------------
+ * Issuance, revocation, families, the consume verdict, tickets.
+ * Each is ONE conditional write (one statement in PostgreSQL, one
+ * transaction in SQLite) that the store orders against the others: a
+ * revocation and an admission of one grant contend for the same key or row;
+ * a family's revocation and the admission or issuance of its grants contend
+ * for the family's row.
+ * ------------------------------------------------------------------------- */
+
+/* An issuance-log entry: the proof that a grant was issued and its trusted
+ * expiry, which revocation needs. */
+typedef struct og_issuance {
+    const char *issuer;
+    const char *grant_id;
+    const char *family;       /* NULL: none */
+    const char *subject;      /* the one principal allowed to present it */
+    const char *action;       /* the operation name */
+    const char *params_digest;/* 64 lower-case hex: SHA-256 of the bound
+                                 parameters (og_params_digest) */
+    int64_t issued_at_us;
+    int64_t expires_at_us;    /* 0: the issuer records no expiry (revocation
+                                 then uses the fallback retention) */
+    og_grant_form form;       /* OG_FORM_ROW also creates the grant's row */
+} og_issuance;
+
+typedef enum og_issue_outcome {
+    OG_ISSUE_RECORDED = 0,
+    OG_ISSUE_FAMILY_REVOKED, /* refused: ordered after the family's revocation */
+    OG_ISSUE_DUPLICATE_ID,   /* refused: (issuer, grant_id) was issued before */
+} og_issue_outcome;
+
+/* Records an issued grant in the issuance log; creates its family's row on
+ * first use. Returns 0 and *out, or an input/store error. */
+OG_MUST_CHECK int og_issuance_record(og_store *s, const og_issuance *iss,
+                                     og_issue_outcome *out);
+
+/* Who may revoke an issuer's grants, and the fallback retention inputs. */
+typedef struct og_revoke_policy {
+    const char *const *revokers; /* principals allowed to revoke */
+    size_t n_revokers;
+} og_revoke_policy;
+
+typedef struct og_revocation {
+    const char *issuer;
+    const char *grant_id;
+    const char *revoker;          /* the authenticated principal */
+    int64_t trusted_expires_at_us;/* from a VERIFIED token; 0: prove issuance
+                                     from the issuance log instead */
+    og_grant_form form;
+} og_revocation;
+
+typedef enum og_revoke_outcome {
+    OG_REVOKE_REVOKED = 0,
+    OG_REVOKE_ALREADY_USED_OR_REVOKED, /* changes nothing; an operation
+                                          admitted earlier stays reachable */
+    OG_REVOKE_NOT_ISSUED,              /* no proof of issuance: refused */
+    OG_REVOKE_NOT_PERMITTED,           /* revoker not in the policy */
+} og_revoke_outcome;
+
+/* Revokes one grant. Token form: claims the grant's key with no operation,
+ * retained until the trusted expiry + leeway (from the verified token or the
+ * issuance log), or else clock_timestamp() + max lifetime + issue skew +
+ * leeway. Row form: updates the grant's row. Returns 0 and *out, or an
+ * input/store error. */
+OG_MUST_CHECK int og_revoke(og_store *s, const og_revoke_policy *policy,
+                            const og_revocation *r, og_revoke_outcome *out);
+
+/* A list of grant ids returned by the store; free with og_strv_free. */
+typedef struct og_strv {
+    char **v;
+    size_t n;
+} og_strv;
+void og_strv_free(og_strv *sv);
+
+/* Revokes a family: marks it revoked and revokes every live grant issued
+ * into it (both forms) in ONE statement; admissions, consumes and issuance
+ * of its grants are ordered against it by the family's row. Returns 0 and
+ * *outcome: REVOKED with *revoked listing the grants this call revoked
+ * (empty when the family was already revoked or had none; a family never
+ * seen is created revoked, so nothing can be issued into it), or
+ * NOT_PERMITTED (nothing changed, *revoked empty). Or an input/store error.
+ * Free *revoked with og_strv_free. */
+OG_MUST_CHECK int og_family_revoke(og_store *s, const og_revoke_policy *policy,
+                                   const char *issuer, const char *family,
+                                   const char *revoker,
+                                   og_revoke_outcome *outcome,
+                                   og_strv *revoked);
+
+/* The digest an issuance records for the bound parameters: SHA-256 over
+ * the length-prefixed account, canonical amount and currency, as 64
+ * lower-case hex characters into out. Returns 0 or an input error. */
+OG_MUST_CHECK int og_params_digest(const char *account, const char *amount,
+                                   const char *currency, char out[65]);
+
+/* The consume verdict (seed 001) for enforcement points that run the effect
+ * themselves: ONE conditional write. consumed=true means this call spent the
+ * grant; false is a denial, without exception. */
+typedef struct og_consume_result {
+    bool consumed;
+    og_refusal refusal;           /* for logs, when !consumed */
+    char family[OG_ID_MAX + 1];   /* the grant's family ("" if none) */
+} og_consume_result;
+
+OG_MUST_CHECK int og_consume(og_store *s, const og_grant *grant,
+                             og_consume_result *out);
+
+/* Tickets (seed 001): a held approval request, bound to a family, stored
+ * hashed. The ticket text is a secret: 256 random bits, base64url. */
+#define OG_TICKET_LEN 43
+
+typedef enum og_ticket_outcome {
+    OG_TICKET_ISSUED = 0,        /* create: a new ticket; rotate: rotated */
+    OG_TICKET_NOT_FOUND,         /* unknown ticket: refused */
+    OG_TICKET_REUSED,            /* already rotated: refused, family revoked */
+    OG_TICKET_FAMILY_REVOKED,    /* the family is revoked: refused */
+} og_ticket_outcome;
+
+typedef struct og_ticket_result {
+    og_ticket_outcome outcome;
+    char ticket[OG_TICKET_LEN + 1];  /* the new ticket when ISSUED */
+    char issuer[OG_ID_MAX + 1];
+    char family[OG_ID_MAX + 1];
+} og_ticket_result;
+
+/* Creates a ticket in a live family. Returns 0 and *out, or an error. */
+OG_MUST_CHECK int og_ticket_create(og_store *s, const char *issuer,
+                                   const char *family, og_ticket_result *out);
+
+/* Presents a ticket: in ONE statement the old ticket is marked rotated and a
+ * new one is created in its family; a concurrent replay gets NOT_FOUND or
+ * REUSED. Presenting an already-rotated ticket is reuse: refused, and the
+ * family is revoked (as OAuth refresh-token rotation does). */
+OG_MUST_CHECK int og_ticket_rotate(og_store *s, const char *ticket,
+                                   og_ticket_result *out);
 
 /* Keys, grant tokens and the validator that produces og_grant/og_intent. */
 #include "oncegate/grant.h"

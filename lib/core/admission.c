@@ -14,8 +14,13 @@
  *   C2  Everything else is REFUSED, and the refusal copies no stored field
  *       into the result, so nothing returned to a caller reveals another
  *       operation. The reason is for logs.
- *   C3  A key held by a revocation (no operation id) is refused even when an
- *       operation with the request's id exists elsewhere.
+ *   C3  A key held by a revocation or by the consume verdict (no operation
+ *       id) is refused even when an operation with the request's id exists
+ *       elsewhere.
+ *   C4  A claim blocked by its family (row missing or revoked) or, in row
+ *       form, by a grant that was never issued is refused with that reason;
+ *       a present key takes precedence, since it says what actually holds
+ *       the grant.
  */
 #include <string.h>
 
@@ -39,13 +44,38 @@ static void og__refuse(og_admission *out, og_refusal why)
     out->refusal = why;
 }
 
+/* What holds a key that is present, when it is not this operation. */
+static og_refusal og__held_by(const og__consumption *c)
+{
+    switch (c->kind) {
+    case OG__CLAIM_REVOCATION:
+        return OG_REFUSAL_GRANT_REVOKED;
+    case OG__CLAIM_CONSUME:
+        return OG_REFUSAL_GRANT_CONSUMED;
+    case OG__CLAIM_ADMISSION:
+    default:
+        return OG_REFUSAL_GRANT_SPENT;
+    }
+}
+
+og_refusal og__classify_consume(const og__consumption *c)
+{
+    if (c->present)
+        return og__held_by(c);
+    if (c->not_issued)
+        return OG_REFUSAL_NOT_ISSUED;
+    if (c->family_blocked)
+        return OG_REFUSAL_FAMILY_REVOKED;
+    return OG_REFUSAL_DEADLINE_PASSED;
+}
+
 void og__classify_unclaimed(const og__admit_req *req,
                             const og__consumption *c, const og_operation *op,
                             og_admission *out)
 {
     if (c->present) {
         if (!c->has_operation) {
-            og__refuse(out, OG_REFUSAL_GRANT_REVOKED); /* C3 */
+            og__refuse(out, og__held_by(c)); /* C3 */
             return;
         }
         if (strcmp(c->operation_id, req->operation_id) != 0) {
@@ -60,6 +90,16 @@ void og__classify_unclaimed(const og__admit_req *req,
             return;
         }
         og__refuse(out, OG_REFUSAL_OPERATION_MISMATCH);
+        return;
+    }
+
+    /* Nothing to claim (row form), or the family blocked the claim (C4). */
+    if (c->not_issued) {
+        og__refuse(out, OG_REFUSAL_NOT_ISSUED);
+        return;
+    }
+    if (c->family_blocked) {
+        og__refuse(out, OG_REFUSAL_FAMILY_REVOKED);
         return;
     }
 

@@ -203,8 +203,9 @@ void og_grant_policy_init(og_grant_policy *p, const char *audience,
     }
     p->audience = audience;
     p->admission_leeway_us = t->admission_leeway_us;
-    p->max_lifetime_us = HOUR_US;
-    p->issue_skew_us = 30 * US_PER_SEC;
+    /* The same values bound the fallback revocation retention: one place. */
+    p->max_lifetime_us = t->max_grant_lifetime_us;
+    p->issue_skew_us = t->issue_time_skew_us;
 }
 
 static int policy_check(const og_grant_policy *p)
@@ -320,6 +321,10 @@ int og_validated_grant_admission(const og_validated_grant *v,
     g->issuer = v->issuer;
     g->grant_id = v->grant_id;
     g->expires_at_us = v->expires_at_us;
+    /* The family orders this admission against the family's revocation. */
+    g->family = v->family[0] ? v->family : NULL;
+    g->form = OG_FORM_TOKEN; /* a verified token; the issuer's config may
+                                switch the caller to OG_FORM_ROW */
     in->operation_id = operation_id;
     in->caller_id = v->subject;
     in->account_id = v->account;

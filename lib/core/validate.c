@@ -432,14 +432,49 @@ int og__admit_req_build(const og_grant *g, const og_intent *in,
         return OG_EAMOUNT;
     if (og__currency_check(in->currency) != 0)
         return OG_ECURRENCY;
+    if (g->family != NULL && og__id_check(g->family) != 0)
+        return OG_EFAMILY;
+    if (g->form != OG_FORM_TOKEN && g->form != OG_FORM_ROW)
+        return OG_EFORM;
 
     copy_checked(r.issuer, g->issuer);
     copy_checked(r.grant_id, g->grant_id);
     r.expires_at_us = g->expires_at_us;
+    if (g->family != NULL)
+        copy_checked(r.family, g->family);
+    r.form = g->form;
     copy_checked(r.caller_id, in->caller_id);
     copy_checked(r.account_id, in->account_id);
     memcpy(r.currency, in->currency, OG_CURRENCY_LEN + 1);
 
     memcpy(req, &r, sizeof r); /* padding included: zeroed, never stale */
+    return 0;
+}
+
+int og__grant_req_build(const og_grant *g, og__admit_req *req)
+{
+    og__admit_req r;
+
+    if (g == NULL || req == NULL)
+        return OG_EINVAL;
+    memset(&r, 0, sizeof r);
+    if (og__id_check(g->issuer) != 0)
+        return OG_EISSUER;
+    if (og__id_check(g->grant_id) != 0)
+        return OG_EGRANT_ID;
+    if (g->expires_at_us < OG__TIME_MIN_US ||
+        g->expires_at_us > OG__TIME_MAX_US)
+        return OG_EEXPIRES_AT;
+    if (g->family != NULL && og__id_check(g->family) != 0)
+        return OG_EFAMILY;
+    if (g->form != OG_FORM_TOKEN && g->form != OG_FORM_ROW)
+        return OG_EFORM;
+    copy_checked(r.issuer, g->issuer);
+    copy_checked(r.grant_id, g->grant_id);
+    r.expires_at_us = g->expires_at_us;
+    if (g->family != NULL)
+        copy_checked(r.family, g->family);
+    r.form = g->form;
+    memcpy(req, &r, sizeof r);
     return 0;
 }

@@ -1,20 +1,25 @@
 /*
  * postgres.c — the PostgreSQL backend (libpq 15).
  *
- * Invariants this file protects. Comments below cite them as (I1)...(I7).
+ * Invariants this file protects. Comments below cite them as (I1)...(I11).
  *
- *  I1  One statement admits. The claim on grant_consumptions and the insert
- *      into operations are ONE statement, og__pg_admit_sql, run alone in its
- *      own implicit Read Committed transaction. Both rows commit together or
- *      neither does, and the unique key (issuer, grant_id) lets at most one
- *      statement ever claim a grant.
+ *  I1  One statement admits. The claim and the insert into operations are
+ *      ONE statement, run alone in its own implicit Read Committed
+ *      transaction: og__pg_admit_sql (token form: the claim is an insert on
+ *      grant_consumptions) or og__pg_admit_row_sql (row form: the claim is
+ *      the conditional UPDATE of the grant's row in grants). Both rows commit
+ *      together or neither does; the unique key (issuer, grant_id), resp. the
+ *      row lock on the grant's row with its consumed_at/revoked_at
+ *      conditions re-checked after any wait, lets at most one statement ever
+ *      claim a grant.
  *  I2  A commit is confirmed only at ReadyForQuery. With the extended
  *      protocol the server sends the RETURNING rows and CommandComplete
  *      BEFORE the implicit transaction commits at Sync, so an ErrorResponse
  *      (a failed commit, a terminated backend) can still follow the rows.
  *      A statement succeeds only when PQgetResult() returned NULL, no error
  *      result came at all, PQstatus() is CONNECTION_OK and
- *      PQtransactionStatus() is the expected one (PQTRANS_IDLE for admission).
+ *      PQtransactionStatus() is the expected one (PQTRANS_IDLE for every
+ *      statement outside a migration).
  *  I3  A timeout, a cancellation or a lost connection is
  *      OG_ESTORE_UNAVAILABLE — never a refusal and never "unused": the write
  *      may have committed. The client deadline is store_timeout_us per
@@ -22,16 +27,39 @@
  *      connection discarded, since its state is unknown.
  *  I4  A WARNING "canceling (the) wait for synchronous replication" means the
  *      commit happened locally but is not known to be on the standby: the
- *      statement reports OG_ESTORE_UNAVAILABLE, never ADMITTED.
+ *      statement reports OG_ESTORE_UNAVAILABLE, never a success.
  *  I5  Only a unique violation on operations_pkey or operations_grant_key
- *      refuses (og__pg_classify() decides). Every other constraint failure is
- *      a defect and surfaces as OG_EINTERNAL, never as REFUSED and never as
- *      UNAVAILABLE (which would invite a retry of a statement that can only
- *      fail again).
- *  I6  The deadline (expires_at + leeway) is compared with the store's
- *      statement_timestamp() inside the claiming statement, and every
+ *      refuses, and only in the admission (og__pg_classify() decides). Every
+ *      other constraint failure, in every statement, is a defect and
+ *      surfaces as OG_EINTERNAL, never as a refusal and never as UNAVAILABLE
+ *      (which would invite a retry of a statement that can only fail again).
+ *  I6  Every deadline (expires_at + leeway) is compared with the store's
+ *      statement_timestamp() inside the statement that claims, and every
  *      microsecond value crosses the wire as an exact bigint.
  *  I7  This file logs nothing; statement parameters go to the server only.
+ *  I8  A family orders its grants. Admission and the consume verdict of a
+ *      grant that names a family claim only while they hold a FOR SHARE lock
+ *      on the family's row with revoked_at IS NULL; issuance and ticket
+ *      creation lock it with ON CONFLICT DO UPDATE ... WHERE revoked_at IS
+ *      NULL; family revocation UPDATEs it. Under Read Committed the later
+ *      locker waits for the earlier one to commit and then re-checks the
+ *      row's newest version, so whichever commits first wins: no claim and
+ *      no issuance commits after the family's revocation, and a revocation
+ *      that waited for an admission finds that grant's key or row taken and
+ *      does not list it.
+ *  I9  Revocation never outlives its proof. A token-form revocation holds
+ *      the grant's key until the trusted expiry + leeway (the verified
+ *      token's exp, or the issuance log's), or, when the log records no
+ *      expiry, clock_timestamp() + max grant lifetime + issue-time skew +
+ *      leeway — past any admission a validator would still accept. Without
+ *      either proof nothing is written (NOT_ISSUED).
+ *  I10 Each lifecycle method is ONE conditional write (issuance, revocation,
+ *      family revocation, consume, ticket creation, ticket rotation); a read
+ *      after a write that changed nothing only reports why and never turns
+ *      into a write — except ticket reuse, which then revokes the family with
+ *      the family revocation statement (a second, separate write).
+ *  I11 A ticket is stored as its hash only, and a rotated ticket is kept:
+ *      presenting it again is recognised as reuse.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -96,6 +124,55 @@ static const char pg_migration_1_sql[] =
     "  CONSTRAINT operations_grant_key UNIQUE (issuer, grant_id));   -- defense in depth: one operation per grant\n"
     "CREATE INDEX operations_recovery_idx ON operations (lease_until) WHERE status IN ('Admitted','Unknown');\n";
 
+/* Migration 2: claim kinds, families, the issuance log, row-form grants and
+ * tickets. The kind column names what holds a claimed key; its second CHECK
+ * keeps "an admission is exactly a claim with an operation" true for every
+ * row, old and new. A family's row is what admissions, consumes, issuance,
+ * ticket creation and the family's revocation contend for (I8). */
+static const char pg_migration_2_sql[] =
+    "ALTER TABLE grant_consumptions ADD COLUMN kind text NOT NULL DEFAULT 'admission'\n"
+    "    CHECK (kind IN ('admission', 'revocation', 'consume'));\n"
+    "UPDATE grant_consumptions SET kind = 'revocation' WHERE operation_id IS NULL;\n"
+    "ALTER TABLE grant_consumptions ADD CONSTRAINT grant_consumptions_kind_check2\n"
+    "    CHECK ((kind = 'admission') = (operation_id IS NOT NULL));\n"
+    "CREATE TABLE families (\n"
+    "  issuer     text        NOT NULL,\n"
+    "  family     text        NOT NULL,\n"
+    "  created_at timestamptz NOT NULL,\n"
+    "  revoked_at timestamptz,\n"
+    "  PRIMARY KEY (issuer, family));\n"
+    "CREATE TABLE grant_issuance (\n"
+    "  issuer        text        NOT NULL,\n"
+    "  grant_id      text        NOT NULL,\n"
+    "  family        text,\n"
+    "  subject       text        NOT NULL,\n"
+    "  action        text        NOT NULL,\n"
+    "  params_digest text        NOT NULL CHECK (params_digest ~ '^[0-9a-f]{64}$'),\n"
+    "  issued_at     timestamptz NOT NULL,\n"
+    "  expires_at    timestamptz,            -- NULL: the issuer records no expiry (fallback retention)\n"
+    "  form          text        NOT NULL CHECK (form IN ('token', 'row')),\n"
+    "  recorded_at   timestamptz NOT NULL,   -- store clock\n"
+    "  PRIMARY KEY (issuer, grant_id),\n"
+    "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family));\n"
+    "CREATE INDEX grant_issuance_family_idx ON grant_issuance (issuer, family) WHERE family IS NOT NULL;\n"
+    "CREATE TABLE grants (\n"
+    "  issuer                text        NOT NULL,\n"
+    "  grant_id              text        NOT NULL,\n"
+    "  family                text,\n"
+    "  expires_at            timestamptz NOT NULL,\n"
+    "  revoked_at            timestamptz,\n"
+    "  consumed_at           timestamptz,\n"
+    "  consumed_by_operation uuid,        -- NULL with consumed_at set: consumed by the verdict\n"
+    "  PRIMARY KEY (issuer, grant_id));\n"
+    "CREATE INDEX grants_family_idx ON grants (issuer, family) WHERE family IS NOT NULL;\n"
+    "CREATE TABLE tickets (\n"
+    "  ticket_hash text        PRIMARY KEY CHECK (ticket_hash ~ '^[0-9a-f]{64}$'),\n"
+    "  issuer      text        NOT NULL,\n"
+    "  family      text        NOT NULL,\n"
+    "  created_at  timestamptz NOT NULL,\n"
+    "  rotated_at  timestamptz,\n"
+    "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family));\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -104,6 +181,8 @@ typedef struct pg_migration {
 
 static const pg_migration pg_migrations[] = {
     {1, "grant consumptions and operations", pg_migration_1_sql},
+    {2, "claim kinds, families, issuance log, grant rows, tickets",
+     pg_migration_2_sql},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -112,44 +191,20 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
                "one migration per schema version, numbered 1..N");
 
 /* ===========================================================================
- * The admission statement (I1, I2, I6).
+ * Exact microseconds (I6).
  *
- * Parameters (text format; every time value is bigint microseconds):
- *   $1 issuer   $2 grant_id   $3 operation_id   $4 expires_at (since epoch)
- *   $5 caller   $6 account    $7 amount (canonical decimal)   $8 currency
- *   $9 admission leeway   $10 execution lease   $11 submission window
- *   $12 initial owner version (OG__INITIAL_OWNER_VERSION)
- *
- * Why each part carries the guarantee:
- *  - claim: INSERT ... ON CONFLICT (issuer, grant_id) DO NOTHING. The primary
- *    key is the atomic check. Under Read Committed a competing insert of the
- *    same key waits for the holder to commit or abort; if it commits, the
- *    waiter DOES NOTHING and returns no row. Exactly one statement can claim
- *    a key, and a revocation claims the very same key, so whichever commits
- *    first wins.
- *  - WHERE admit_until > statement_timestamp(): the deadline is decided in
- *    the claiming statement against the store's clock (I6), and
- *    statement_timestamp() stays fixed however long the statement waits on a
- *    lock. Past the deadline nothing is claimed and nothing is recorded.
- *  - The operation insert reads only `claim`. Data-modifying CTEs share one
- *    snapshot and RETURNING is the only way the claim's row reaches the outer
- *    INSERT: no claim, no operation.
- *  - operations_pkey / operations_grant_key: if the operation id is already
- *    taken, or an operation already holds this grant, the unique violation
- *    aborts the WHOLE statement, claim included; og__pg_classify() maps
- *    exactly those two constraint names to a refusal (I5).
- *  - clock_timestamp() for lease_until, submit_by and created_at, evaluated
- *    once in a LATERAL subquery (a volatile target list is never flattened,
- *    so all three share one instant): a lock wait must not eat the lease.
- *  - Microseconds become timestamps exactly: bigint * interval goes through
- *    float8, which is exact only below 2^53 µs (year 2255). Splitting into
- *    whole seconds (1e6 * s stays below 2^53 up to year ~20000) and a
- *    sub-second remainder keeps every step an exact integer; an interval
- *    without day or month parts adds without any time-zone dependence.
- *  - It is ONE statement in an implicit transaction, so nothing can run
- *    between the claim and the insert, and the commit happens at Sync: the
- *    caller learns ADMITTED only after ReadyForQuery (I2).
+ * PG_US(p) is the interval of p microseconds, PG_TS(p) the timestamp p
+ * microseconds after the epoch; p is a bigint parameter, and SQL NULL stays
+ * NULL. bigint * interval goes through float8, which is exact only below
+ * 2^53 µs (year 2255). Splitting into whole seconds (1e6 * s stays exact up
+ * to year ~20000) and a sub-second remainder keeps every step an exact
+ * integer; an interval without day or month parts adds without any time-zone
+ * dependence.
  * ========================================================================= */
+#define PG_US(p)                                                               \
+    "((" p "::bigint / 1000000) * interval '1 second'"                         \
+    " + (" p "::bigint % 1000000) * interval '1 microsecond')"
+#define PG_TS(p) "('epoch'::timestamptz + " PG_US(p) ")"
 
 /* The operation columns, in the order pg_op_parse() reads them. Timestamps
  * come back as exact bigint microseconds (extract() is numeric since 14). */
@@ -162,47 +217,344 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "(extract(epoch FROM " t "submit_by) * 1000000)::bigint, "                 \
     "(extract(epoch FROM " t "created_at) * 1000000)::bigint"
 
+/* The family lock of an admission or a consume (I8): the family's row, live,
+ * under FOR SHARE, which a concurrent revocation's UPDATE of that row waits
+ * for (and which waits for it: Read Committed then re-checks revoked_at on
+ * the row's newest version and the row drops out). Many admissions of one
+ * family share the lock; only the revocation is exclusive. f is the family
+ * parameter, SQL NULL when the grant has none. The claim's WHERE carries
+ * PG_FAMILY_LIVE(f), so without the locked live row nothing is claimed. It
+ * is not a snapshot NOT EXISTS on a revocation: a snapshot taken before a
+ * revocation committed would still say "live" after it. */
+#define PG_FAMILY_CTE(f)                                                       \
+    "fam AS (\n"                                                               \
+    "  SELECT 1 FROM families\n"                                               \
+    "  WHERE issuer = $1::text AND family = " f "::text AND revoked_at IS NULL\n" \
+    "  FOR SHARE)"
+#define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
+
+/* The operation insert both admission statements end with. It reads only
+ * `claim`: data-modifying CTEs share one snapshot and RETURNING is the only
+ * way the claim's row reaches it — no claim, no operation (I1).
+ * clock_timestamp() for lease_until, submit_by and created_at is evaluated
+ * once in a LATERAL subquery (a volatile target list is never flattened, so
+ * all three share one instant): a lock wait must not eat the lease.
+ * Parameters $3 and $5..$12 as in og__pg_admit_sql. */
+#define PG_ADMIT_OPERATION_INSERT                                              \
+    "INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
+    "                        status, owner_version, lease_until, submit_by, created_at)\n" \
+    "SELECT $3::uuid, c.issuer, c.grant_id, $5::text, $6::text, $7::numeric, $8::text,\n" \
+    "       'Admitted', $12::bigint, t.now + " PG_US("$10") ", t.now + " PG_US("$11") ", t.now\n" \
+    "FROM claim c CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t\n"    \
+    "RETURNING " PG_OP_COLUMNS("")
+
+/* ===========================================================================
+ * The admission statements (I1, I2, I5, I6, I8).
+ *
+ * Token form, og__pg_admit_sql. Parameters (text format; every time value
+ * is bigint microseconds):
+ *   $1 issuer   $2 grant_id   $3 operation_id   $4 expires_at (since epoch)
+ *   $5 caller   $6 account    $7 amount (canonical decimal)   $8 currency
+ *   $9 admission leeway   $10 execution lease   $11 submission window
+ *   $12 initial owner version (OG__INITIAL_OWNER_VERSION)
+ *   $13 family (NULL: none)
+ *
+ * Why each part carries the guarantee:
+ *  - claim: INSERT ... ON CONFLICT (issuer, grant_id) DO NOTHING. The primary
+ *    key is the atomic check. Under Read Committed a competing insert of the
+ *    same key waits for the holder to commit or abort; if it commits, the
+ *    waiter DOES NOTHING and returns no row. Exactly one statement can claim
+ *    a key, and a revocation and the consume verdict claim the very same
+ *    key, so whichever commits first wins. kind = 'admission' names the
+ *    holder (the table's CHECK ties it to operation_id being set).
+ *  - WHERE admit_until > statement_timestamp(): the deadline is decided in
+ *    the claiming statement against the store's clock (I6), and
+ *    statement_timestamp() stays fixed however long the statement waits on a
+ *    lock. Past the deadline nothing is claimed and nothing is recorded.
+ *  - AND PG_FAMILY_LIVE: the family's row locked live, or no claim (I8).
+ *  - operations_pkey / operations_grant_key: if the operation id is already
+ *    taken, or an operation already holds this grant, the unique violation
+ *    aborts the WHOLE statement, claim included; og__pg_classify() maps
+ *    exactly those two constraint names to a refusal (I5).
+ *  - It is ONE statement in an implicit transaction, so nothing can run
+ *    between the claim and the insert, and the commit happens at Sync: the
+ *    caller learns ADMITTED only after ReadyForQuery (I2).
+ * ========================================================================= */
 static const char og__pg_admit_sql[] =
-    "WITH claim AS (\n"
-    "  INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until)\n"
-    "  SELECT $1::text, $2::text, $3::uuid, statement_timestamp(), d.admit_until\n"
-    "  FROM (SELECT 'epoch'::timestamptz\n"
-    "               + ($4::bigint / 1000000) * interval '1 second'\n"
-    "               + ($4::bigint % 1000000) * interval '1 microsecond'\n"
-    "               + ($9::bigint / 1000000) * interval '1 second'\n"
-    "               + ($9::bigint % 1000000) * interval '1 microsecond' AS admit_until) d\n"
+    "WITH " PG_FAMILY_CTE("$13") ",\n"
+    "claim AS (\n"
+    "  INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
+    "  SELECT $1::text, $2::text, $3::uuid, statement_timestamp(), d.admit_until, 'admission'\n"
+    "  FROM (SELECT " PG_TS("$4") " + " PG_US("$9") " AS admit_until) d\n"
     "  WHERE d.admit_until > statement_timestamp()\n"
+    "    AND " PG_FAMILY_LIVE("$13") "\n"
     "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
     "  RETURNING issuer, grant_id)\n"
-    "INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n"
-    "                        status, owner_version, lease_until, submit_by, created_at)\n"
-    "SELECT $3::uuid, c.issuer, c.grant_id, $5::text, $6::text, $7::numeric, $8::text,\n"
-    "       'Admitted', $12::bigint,\n"
-    "       t.now + ($10::bigint / 1000000) * interval '1 second'\n"
-    "             + ($10::bigint % 1000000) * interval '1 microsecond',\n"
-    "       t.now + ($11::bigint / 1000000) * interval '1 second'\n"
-    "             + ($11::bigint % 1000000) * interval '1 microsecond',\n"
-    "       t.now\n"
-    "FROM claim c CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t\n"
-    "RETURNING " PG_OP_COLUMNS("");
+    PG_ADMIT_OPERATION_INSERT;
 
-/* After a claim that returned nothing: the consumption row for the key and
- * the operation row for the id, in one statement with a fresh snapshot. Only
- * for reporting — the claim already decided, so nothing read here can turn
- * a refusal into an admission. Always exactly one row. */
+/* Row form, og__pg_admit_row_sql. Parameters as og__pg_admit_sql, except
+ * $4 is the family (NULL: none) and there is no $13: the request's
+ * expires_at is not used, the grant's row carries the trusted one.
+ *  - claim: the conditional UPDATE of the grant's row. It row-locks the
+ *    grant; a concurrent admission, consume or revocation of the same grant
+ *    waits for this statement's transaction and then, under Read Committed,
+ *    re-evaluates consumed_at IS NULL AND revoked_at IS NULL on the newest
+ *    version and finds the grant taken. At most one claim per row (I1).
+ *  - expires_at + leeway > statement_timestamp(): the row's deadline,
+ *    decided against the store's clock in the claiming statement (I6).
+ *  - consumed_by_operation = $3 names the holder; the follow-up read maps it
+ *    to an admission.
+ *  - AND PG_FAMILY_LIVE and the operation insert as in the token form (I8,
+ *    I1, I5): a unique violation on operations aborts the UPDATE too. */
+static const char og__pg_admit_row_sql[] =
+    "WITH " PG_FAMILY_CTE("$4") ",\n"
+    "claim AS (\n"
+    "  UPDATE grants SET consumed_at = statement_timestamp(), consumed_by_operation = $3::uuid\n"
+    "  WHERE issuer = $1::text AND grant_id = $2::text\n"
+    "    AND consumed_at IS NULL AND revoked_at IS NULL\n"
+    "    AND expires_at + " PG_US("$9") " > statement_timestamp()\n"
+    "    AND " PG_FAMILY_LIVE("$4") "\n"
+    "  RETURNING issuer, grant_id)\n"
+    PG_ADMIT_OPERATION_INSERT;
+
+/* After an admission or a consume that claimed nothing: what holds the key
+ * (token form: the consumption row; row form: the grant's row), whether the
+ * family blocked the claim, and the operation row for the id, in one
+ * statement with a fresh snapshot. Only for reporting — the claim already
+ * decided, so nothing read here can turn a refusal into a claim. Always
+ * exactly one row.
+ *   $1 issuer   $2 grant_id   $3 operation_id (NULL: consume)
+ *   $4 family (NULL: none) */
+#define PG_UNCLAIMED_NCOLS 9
 static const char pg_unclaimed_sql[] =
-    "SELECT c.issuer IS NOT NULL, c.operation_id::text,\n"
+    "SELECT c.issuer IS NOT NULL, c.kind, c.operation_id::text,\n"
+    "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n"
+    "       g.revoked_at IS NOT NULL,\n"
+    "       $4::text IS NOT NULL AND (f.issuer IS NULL OR f.revoked_at IS NOT NULL),\n"
     "       o.operation_id IS NOT NULL, " PG_OP_COLUMNS("o.") "\n"
     "FROM (VALUES (1)) AS v (one)\n"
     "LEFT JOIN grant_consumptions c ON c.issuer = $1::text AND c.grant_id = $2::text\n"
+    "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"
+    "LEFT JOIN families f ON f.issuer = $1::text AND f.family = $4::text\n"
     "LEFT JOIN operations o ON o.operation_id = $3::uuid";
 
 static const char pg_operation_get_sql[] =
     "SELECT " PG_OP_COLUMNS("") " FROM operations WHERE operation_id = $1::uuid";
 
+/* ===========================================================================
+ * The consume verdict (seed 001): the admission's claim without an
+ * operation (I1, I6, I8, I10). A returned row is the only "consumed".
+ *
+ * Token form: $1 issuer $2 grant_id $3 expires_at $4 leeway $5 family.
+ * The same key, deadline and family conditions as og__pg_admit_sql; kind
+ * 'consume' with operation_id NULL names the holder.
+ * ========================================================================= */
+static const char pg_consume_sql[] =
+    "WITH " PG_FAMILY_CTE("$5") "\n"
+    "INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
+    "SELECT $1::text, $2::text, NULL, statement_timestamp(), d.admit_until, 'consume'\n"
+    "FROM (SELECT " PG_TS("$3") " + " PG_US("$4") " AS admit_until) d\n"
+    "WHERE d.admit_until > statement_timestamp()\n"
+    "  AND " PG_FAMILY_LIVE("$5") "\n"
+    "ON CONFLICT (issuer, grant_id) DO NOTHING\n"
+    "RETURNING grant_id";
+
+/* Row form: $1 issuer $2 grant_id $3 leeway $4 family. The same row
+ * conditions as og__pg_admit_row_sql; consumed_at set with no operation is
+ * the verdict's mark. Returns the row's family, the trusted one. */
+static const char pg_consume_row_sql[] =
+    "WITH " PG_FAMILY_CTE("$4") "\n"
+    "UPDATE grants SET consumed_at = statement_timestamp()\n"
+    "WHERE issuer = $1::text AND grant_id = $2::text\n"
+    "  AND consumed_at IS NULL AND revoked_at IS NULL\n"
+    "  AND expires_at + " PG_US("$3") " > statement_timestamp()\n"
+    "  AND " PG_FAMILY_LIVE("$4") "\n"
+    "RETURNING coalesce(family, '')";
+
+/* ===========================================================================
+ * Issuance (I8, I10).
+ *   $1 issuer  $2 grant_id  $3 family (NULL: none)  $4 subject  $5 action
+ *   $6 params digest  $7 issued_at  $8 expires_at (NULL: none recorded)
+ *   $9 form ('token' | 'row')
+ *  - fam: the family's row, created on first use, or locked by a no-op
+ *    update while live. ON CONFLICT DO UPDATE takes the row lock a family
+ *    revocation also takes, and its WHERE is re-checked on the newest
+ *    version: a revoked family yields nothing (I8).
+ *  - iss: the log entry, only when fam yielded (or there is no family).
+ *    The primary key (issuer, grant_id) makes a second issuance of an id a
+ *    no-op: DUPLICATE_ID.
+ *  - grow: the row-form grant's row, from iss's RETURNING only, so it exists
+ *    exactly when this call recorded the issuance.
+ * One row: (recorded, family live).
+ * ========================================================================= */
+static const char pg_issuance_sql[] =
+    "WITH fam AS (\n"
+    "  INSERT INTO families (issuer, family, created_at)\n"
+    "  SELECT $1::text, $3::text, clock_timestamp() WHERE $3::text IS NOT NULL\n"
+    "  ON CONFLICT (issuer, family) DO UPDATE SET created_at = families.created_at\n"
+    "     WHERE families.revoked_at IS NULL\n"
+    "  RETURNING 1),\n"
+    "iss AS (\n"
+    "  INSERT INTO grant_issuance (issuer, grant_id, family, subject, action, params_digest,\n"
+    "                              issued_at, expires_at, form, recorded_at)\n"
+    "  SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text,\n"
+    "         " PG_TS("$7") ", " PG_TS("$8") ", $9::text, clock_timestamp()\n"
+    "  WHERE $3::text IS NULL OR EXISTS (SELECT 1 FROM fam)\n"
+    "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
+    "  RETURNING issuer, grant_id, family, expires_at, form),\n"
+    "grow AS (\n"
+    "  INSERT INTO grants (issuer, grant_id, family, expires_at)\n"
+    "  SELECT issuer, grant_id, family, expires_at FROM iss WHERE form = 'row'\n"
+    "  RETURNING 1)\n"
+    "SELECT EXISTS (SELECT 1 FROM iss), $3::text IS NULL OR EXISTS (SELECT 1 FROM fam)";
+
+/* ===========================================================================
+ * Revocation of one grant (I1, I9, I10).
+ *
+ * Token form: $1 issuer $2 grant_id $3 trusted expires_at (NULL: prove
+ * issuance from the log) $4 leeway $5 fallback retention (max grant lifetime
+ * + issue-time skew + leeway).
+ *  - It claims the grant's own key, with no operation: an admission of the
+ *    same grant contends for the same primary key, whichever commits first
+ *    wins; ON CONFLICT DO NOTHING leaves an earlier admission untouched.
+ *  - retain: the trusted expiry + leeway (a verified token is the proof);
+ *    else the issuance log's, or clock_timestamp() + fallback when the log
+ *    records no expiry (clock_timestamp so a lock wait does not shorten it);
+ *    NULL without a log row, and then nothing is inserted (I9).
+ * ========================================================================= */
+static const char pg_revoke_sql[] =
+    "INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
+    "SELECT $1::text, $2::text, NULL, statement_timestamp(), r.retain, 'revocation'\n"
+    "FROM (SELECT CASE WHEN $3::bigint IS NOT NULL THEN " PG_TS("$3") " + " PG_US("$4") "\n"
+    "                  ELSE (SELECT coalesce(gi.expires_at + " PG_US("$4") ",\n"
+    "                                        clock_timestamp() + " PG_US("$5") ")\n"
+    "                        FROM grant_issuance gi\n"
+    "                        WHERE gi.issuer = $1::text AND gi.grant_id = $2::text)\n"
+    "             END AS retain) r\n"
+    "WHERE r.retain IS NOT NULL\n"
+    "ON CONFLICT (issuer, grant_id) DO NOTHING\n"
+    "RETURNING grant_id";
+
+/* Row form: $1 issuer $2 grant_id. The grant's row, live and unconsumed,
+ * row-locked like the admission's UPDATE of it: whichever commits first
+ * wins, the other re-checks the newest version and changes nothing. */
+static const char pg_revoke_row_sql[] =
+    "UPDATE grants SET revoked_at = statement_timestamp()\n"
+    "WHERE issuer = $1::text AND grant_id = $2::text\n"
+    "  AND consumed_at IS NULL AND revoked_at IS NULL\n"
+    "RETURNING grant_id";
+
+/* After a revocation that changed nothing: is the key held (token form), is
+ * there a row (row form)? Reporting only. $1 issuer $2 grant_id. */
+static const char pg_revoke_check_sql[] =
+    "SELECT EXISTS (SELECT 1 FROM grant_consumptions WHERE issuer = $1::text AND grant_id = $2::text),\n"
+    "       EXISTS (SELECT 1 FROM grants WHERE issuer = $1::text AND grant_id = $2::text)";
+
+/* ===========================================================================
+ * Family revocation (I8, I9, I10): ONE statement.
+ *   $1 issuer $2 family $3 leeway $4 fallback retention
+ *  - f: the family's row marked revoked — inserted revoked when never seen
+ *    (nothing can be issued into it later), updated when live, nothing when
+ *    already revoked (then tok and rows revoke nothing: an empty list). The
+ *    UPDATE waits for every admission holding the row FOR SHARE and blocks
+ *    every later one until this commits (I8).
+ *  - tok: every token-form grant the log records in the family, still
+ *    admissible (no expiry, or expiry + leeway ahead), gets its key claimed
+ *    by a revocation, retained as og_revoke retains it (I9). ON CONFLICT DO
+ *    NOTHING checks the newest committed keys, not the snapshot: a grant an
+ *    admission claimed while this waited for the family row is left alone
+ *    and not listed.
+ *  - rows: every live row-form grant in the family is marked revoked; a row
+ *    an admission took meanwhile is re-checked and skipped.
+ *  - tok and rows read only f's RETURNING, so they write only after f holds
+ *    the family's row.
+ * ========================================================================= */
+static const char pg_family_revoke_sql[] =
+    "WITH f AS (\n"
+    "  INSERT INTO families (issuer, family, created_at, revoked_at)\n"
+    "  VALUES ($1::text, $2::text, clock_timestamp(), statement_timestamp())\n"
+    "  ON CONFLICT (issuer, family) DO UPDATE SET revoked_at = statement_timestamp()\n"
+    "     WHERE families.revoked_at IS NULL\n"
+    "  RETURNING issuer, family),\n"
+    "tok AS (\n"
+    "  INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
+    "  SELECT gi.issuer, gi.grant_id, NULL, statement_timestamp(),\n"
+    "         coalesce(gi.expires_at + " PG_US("$3") ", clock_timestamp() + " PG_US("$4") "),\n"
+    "         'revocation'\n"
+    "  FROM grant_issuance gi JOIN f ON gi.issuer = f.issuer AND gi.family = f.family\n"
+    "  WHERE gi.form = 'token'\n"
+    "    AND (gi.expires_at IS NULL OR gi.expires_at + " PG_US("$3") " > statement_timestamp())\n"
+    "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
+    "  RETURNING grant_id),\n"
+    "rows AS (\n"
+    "  UPDATE grants g SET revoked_at = statement_timestamp() FROM f\n"
+    "  WHERE g.issuer = f.issuer AND g.family = f.family\n"
+    "    AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
+    "  RETURNING g.grant_id)\n"
+    "SELECT grant_id FROM (SELECT grant_id FROM tok UNION ALL\n"
+    "                      SELECT grant_id FROM rows) u\n"
+    "ORDER BY grant_id COLLATE \"C\"";
+
+/* ===========================================================================
+ * Tickets (I8, I10, I11). Hashes only; store.c hashes the text.
+ *
+ * Creation: $1 issuer $2 family $3 ticket hash. fam locks (or creates) the
+ * family's row while live, as issuance does (I8); revoked: no row.
+ * ========================================================================= */
+static const char pg_ticket_create_sql[] =
+    "WITH fam AS (\n"
+    "  INSERT INTO families (issuer, family, created_at)\n"
+    "  VALUES ($1::text, $2::text, clock_timestamp())\n"
+    "  ON CONFLICT (issuer, family) DO UPDATE SET created_at = families.created_at\n"
+    "     WHERE families.revoked_at IS NULL\n"
+    "  RETURNING issuer, family)\n"
+    "INSERT INTO tickets (ticket_hash, issuer, family, created_at)\n"
+    "SELECT $3::text, issuer, family, clock_timestamp() FROM fam\n"
+    "RETURNING 1";
+
+/* Rotation: $1 old hash $2 new hash. The old ticket's row is the unit: the
+ * UPDATE row-locks it, so of two presentations of one ticket exactly one
+ * rotates it; the other re-checks rotated_at IS NULL on the newest version,
+ * rotates nothing, and the follow-up read sees it rotated (reuse). The new
+ * ticket is created from old's RETURNING only, in the same statement. */
+static const char pg_ticket_rotate_sql[] =
+    "WITH old AS (\n"
+    "  UPDATE tickets t SET rotated_at = statement_timestamp()\n"
+    "  WHERE t.ticket_hash = $1::text AND t.rotated_at IS NULL\n"
+    "    AND EXISTS (SELECT 1 FROM families f WHERE f.issuer = t.issuer AND f.family = t.family\n"
+    "                AND f.revoked_at IS NULL)\n"
+    "  RETURNING t.issuer, t.family)\n"
+    "INSERT INTO tickets (ticket_hash, issuer, family, created_at)\n"
+    "SELECT $2::text, issuer, family, clock_timestamp() FROM old\n"
+    "RETURNING issuer, family";
+
+/* After a rotation that rotated nothing: the old ticket's state. Reporting
+ * only. $1 old hash. */
+static const char pg_ticket_state_sql[] =
+    "SELECT t.rotated_at IS NOT NULL, t.issuer, t.family,\n"
+    "       f.issuer IS NULL OR f.revoked_at IS NOT NULL\n"
+    "FROM tickets t LEFT JOIN families f ON f.issuer = t.issuer AND f.family = t.family\n"
+    "WHERE t.ticket_hash = $1::text";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol). */
-enum { PG_STMT_ADMIT, PG_STMT_UNCLAIMED, PG_STMT_OPERATION_GET, PG_STMT_COUNT };
+enum {
+    PG_STMT_ADMIT,
+    PG_STMT_ADMIT_ROW,
+    PG_STMT_UNCLAIMED,
+    PG_STMT_OPERATION_GET,
+    PG_STMT_CONSUME,
+    PG_STMT_CONSUME_ROW,
+    PG_STMT_ISSUANCE,
+    PG_STMT_REVOKE,
+    PG_STMT_REVOKE_ROW,
+    PG_STMT_REVOKE_CHECK,
+    PG_STMT_FAMILY_REVOKE,
+    PG_STMT_TICKET_CREATE,
+    PG_STMT_TICKET_ROTATE,
+    PG_STMT_TICKET_STATE,
+    PG_STMT_COUNT
+};
 
 typedef struct pg_stmt {
     const char *name;
@@ -211,10 +563,22 @@ typedef struct pg_stmt {
 } pg_stmt;
 
 static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
-    [PG_STMT_ADMIT] = {"og_admit", og__pg_admit_sql, 12},
-    [PG_STMT_UNCLAIMED] = {"og_unclaimed", pg_unclaimed_sql, 3},
+    [PG_STMT_ADMIT] = {"og_admit", og__pg_admit_sql, 13},
+    [PG_STMT_ADMIT_ROW] = {"og_admit_row", og__pg_admit_row_sql, 12},
+    [PG_STMT_UNCLAIMED] = {"og_unclaimed", pg_unclaimed_sql, 4},
     [PG_STMT_OPERATION_GET] = {"og_operation_get", pg_operation_get_sql, 1},
+    [PG_STMT_CONSUME] = {"og_consume", pg_consume_sql, 5},
+    [PG_STMT_CONSUME_ROW] = {"og_consume_row", pg_consume_row_sql, 4},
+    [PG_STMT_ISSUANCE] = {"og_issuance", pg_issuance_sql, 9},
+    [PG_STMT_REVOKE] = {"og_revoke", pg_revoke_sql, 5},
+    [PG_STMT_REVOKE_ROW] = {"og_revoke_row", pg_revoke_row_sql, 2},
+    [PG_STMT_REVOKE_CHECK] = {"og_revoke_check", pg_revoke_check_sql, 2},
+    [PG_STMT_FAMILY_REVOKE] = {"og_family_revoke", pg_family_revoke_sql, 4},
+    [PG_STMT_TICKET_CREATE] = {"og_ticket_create", pg_ticket_create_sql, 3},
+    [PG_STMT_TICKET_ROTATE] = {"og_ticket_rotate", pg_ticket_rotate_sql, 2},
+    [PG_STMT_TICKET_STATE] = {"og_ticket_state", pg_ticket_state_sql, 1},
 };
+_Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
 /* ===========================================================================
  * Store and connection state.
@@ -250,6 +614,9 @@ typedef struct og_pg {
     char tcp_user_timeout[24];             /* milliseconds */
     char statement_timeout[32];            /* "Nms", server side */
     char leeway[24], lease[24], window[24]; /* microseconds, admission params */
+    char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
+                          + leeway, the retention of a revocation whose
+                          issuance records no expiry (I9) */
 } og_pg;
 
 typedef struct pg_conn {
@@ -664,10 +1031,13 @@ static int pg_connect(void *ctx, void **conn)
         goto out;
     for (i = 0; i < PG_STMT_COUNT; i++) {
         rc = pg_prepare(pg, c, i);
-        /* An unmigrated database has no tables yet (undefined_table): the
-         * connection is still good for schema_version and migrate, and every
-         * statement is prepared on first use instead. */
-        if (rc != 0 && strcmp(c->sqlstate, "42P01") == 0 && !c->broken) {
+        /* An unmigrated or partly migrated database lacks tables or columns
+         * (undefined_table, undefined_column): the connection is still good
+         * for schema_version and migrate, and every statement not yet
+         * prepared is prepared on first use instead. */
+        if (rc != 0 && !c->broken &&
+            (strcmp(c->sqlstate, "42P01") == 0 ||
+             strcmp(c->sqlstate, "42703") == 0)) {
             rc = 0;
             break;
         }
@@ -780,6 +1150,12 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg_fmt_i64(pg->lease, sizeof pg->lease, opts->timings.execution_lease_us);
     pg_fmt_i64(pg->window, sizeof pg->window,
                opts->timings.submission_window_us);
+    /* Bounded by og_timings_check() (T5, T6 and the leeway's own bound), so
+     * the sum cannot overflow for a checked configuration. */
+    pg_fmt_i64(pg->fallback, sizeof pg->fallback,
+               opts->timings.max_grant_lifetime_us +
+                   opts->timings.issue_time_skew_us +
+                   opts->timings.admission_leeway_us);
 
     pg->values[PG_KW_APPNAME] = "oncegate";
     pg->values[PG_KW_CONNECT_TIMEOUT] = pg->connect_timeout;
@@ -1025,51 +1401,128 @@ static bool pg_get_bool(const PGresult *r, int row, int col)
 }
 
 /* ===========================================================================
- * Admission.
+ * Running a statement whose failures are never an outcome.
  * ========================================================================= */
 
-/* The claim returned nothing: read what holds the key and the id, then let
- * the shared core say what that means. */
-static int pg_unclaimed(og_pg *pg, pg_conn *c, const og__admit_req *req,
-                        og_admission *out)
+/* Runs prepared statement i on c. Only the admission turns a unique
+ * violation into a refusal (I5); here every failure is an error. */
+static int pg_run(og_pg *pg, pg_conn *c, int i, const char *const *params,
+                  PGresult **res)
 {
-    const char *params[3] = {req->issuer, req->grant_id, req->operation_id};
+    int rc = pg_exec_prepared(pg, c, i, params, res, NULL, 0);
+
+    return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
+}
+
+/* A result of exactly `cols` columns and at most `maxrows` rows, or
+ * OG_EINTERNAL: a statement this file wrote returned something else. */
+static int pg_shape(const PGresult *res, int cols, int maxrows)
+{
+    return PQnfields(res) == cols && PQntuples(res) <= maxrows ? 0
+                                                              : OG_EINTERNAL;
+}
+
+/* ===========================================================================
+ * Admission and the consume verdict: what holds a grant after a claim that
+ * took nothing.
+ * ========================================================================= */
+
+/* Reads, in one fresh statement, what holds req's grant, whether its family
+ * blocked the claim and (with_op) the operation row for req's operation id,
+ * into the shape og__classify_unclaimed() / og__classify_consume() read.
+ * Token form: the consumption row and its kind. Row form: the grant's row —
+ * missing is not_issued, consumed_by_operation set an admission, consumed
+ * with no operation the consume verdict, revoked_at a revocation, a live row
+ * nothing (the deadline or the family refused). */
+static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
+                               bool with_op, og__consumption *cons,
+                               og_operation *op, bool *have_op)
+{
+    const char *params[4] = {req->issuer, req->grant_id,
+                             with_op ? req->operation_id : NULL,
+                             req->family[0] ? req->family : NULL};
     PGresult *res = NULL;
-    og__consumption cons;
-    og_operation op;
-    bool have_op;
+    og__consumption cn;
+    og_operation o;
+    const char *kind, *holder = NULL;
+    bool hop = false;
     int rc;
 
-    memset(&cons, 0, sizeof cons);
-    memset(&op, 0, sizeof op);
-    rc = pg_exec_prepared(pg, c, PG_STMT_UNCLAIMED, params, &res, NULL, 0);
-    if (rc == OG__PG_REFUSE)
-        rc = OG_EINTERNAL;
+    memset(&cn, 0, sizeof cn);
+    memset(&o, 0, sizeof o);
+    rc = pg_run(pg, c, PG_STMT_UNCLAIMED, params, &res);
     if (rc != 0)
         goto out;
-    if (PQntuples(res) != 1 || PQnfields(res) != 3 + PG_OP_NCOLS) {
+    if (PQntuples(res) != 1 ||
+        pg_shape(res, PG_UNCLAIMED_NCOLS + PG_OP_NCOLS, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    cons.present = pg_get_bool(res, 0, 0);
-    cons.has_operation = cons.present && !PQgetisnull(res, 0, 1);
-    if (cons.has_operation &&
-        og__copy(cons.operation_id, sizeof cons.operation_id,
-                 PQgetvalue(res, 0, 1)) != 0) {
-        rc = OG_EINTERNAL;
-        goto out;
+    if (req->form == OG_FORM_ROW) {
+        if (!pg_get_bool(res, 0, 3)) {
+            cn.not_issued = true;
+        } else if (!PQgetisnull(res, 0, 5)) {
+            cn.present = true;
+            cn.kind = OG__CLAIM_ADMISSION;
+            holder = PQgetvalue(res, 0, 5);
+        } else if (pg_get_bool(res, 0, 4)) {
+            cn.present = true;
+            cn.kind = OG__CLAIM_CONSUME;
+        } else if (pg_get_bool(res, 0, 6)) {
+            cn.present = true;
+            cn.kind = OG__CLAIM_REVOCATION;
+        }
+    } else if (pg_get_bool(res, 0, 0)) {
+        cn.present = true;
+        kind = PQgetisnull(res, 0, 1) ? "" : PQgetvalue(res, 0, 1);
+        if (strcmp(kind, "admission") == 0)
+            cn.kind = OG__CLAIM_ADMISSION;
+        else if (strcmp(kind, "revocation") == 0)
+            cn.kind = OG__CLAIM_REVOCATION;
+        else if (strcmp(kind, "consume") == 0)
+            cn.kind = OG__CLAIM_CONSUME;
+        else {
+            rc = OG_EINTERNAL;
+            goto out;
+        }
+        if (cn.kind == OG__CLAIM_ADMISSION) {
+            /* grant_consumptions_kind_check2: an admission has an id. */
+            if (PQgetisnull(res, 0, 2)) {
+                rc = OG_EINTERNAL;
+                goto out;
+            }
+            holder = PQgetvalue(res, 0, 2);
+        }
     }
-    have_op = pg_get_bool(res, 0, 2);
-    if (have_op) {
-        rc = pg_op_parse(res, 0, 3, &op);
+    if (holder != NULL) {
+        cn.has_operation = true;
+        if (og__copy(cn.operation_id, sizeof cn.operation_id, holder) != 0) {
+            rc = OG_EINTERNAL;
+            goto out;
+        }
+    }
+    cn.family_blocked = pg_get_bool(res, 0, 7);
+    hop = pg_get_bool(res, 0, 8);
+    if (hop) {
+        rc = pg_op_parse(res, 0, PG_UNCLAIMED_NCOLS, &o);
         if (rc != 0)
             goto out;
     }
-    og__classify_unclaimed(req, &cons, have_op ? &op : NULL, out);
 out:
     PQclear(res);
+    if (rc == 0) {
+        *cons = cn;
+        if (op != NULL)
+            *op = o;
+        if (have_op != NULL)
+            *have_op = hop;
+    }
     return rc;
 }
+
+/* ===========================================================================
+ * Admission.
+ * ========================================================================= */
 
 static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
@@ -1077,8 +1530,13 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     pg_conn *c = NULL;
     PGresult *res = NULL;
     og_admission result;
+    og__consumption cons;
+    og_operation op;
+    bool have_op = false;
     char expires[24], owner[24], constraint[64];
-    const char *params[12];
+    const char *family = req->family[0] ? req->family : NULL;
+    const char *params[13];
+    int stmt;
     int rc;
 
     memset(&result, 0, sizeof result);
@@ -1088,7 +1546,6 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     params[0] = req->issuer;
     params[1] = req->grant_id;
     params[2] = req->operation_id;
-    params[3] = expires;
     params[4] = req->caller_id;
     params[5] = req->account_id;
     params[6] = req->amount;
@@ -1097,11 +1554,21 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     params[9] = pg->lease;
     params[10] = pg->window;
     params[11] = owner;
+    if (req->form == OG_FORM_ROW) {
+        /* The row's expires_at is the trusted deadline; $4 is the family. */
+        stmt = PG_STMT_ADMIT_ROW;
+        params[3] = family;
+        params[12] = NULL; /* not sent: the row statement takes 12 */
+    } else {
+        stmt = PG_STMT_ADMIT;
+        params[3] = expires;
+        params[12] = family;
+    }
 
     rc = pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_exec_prepared(pg, c, PG_STMT_ADMIT, params, &res, constraint,
+    rc = pg_exec_prepared(pg, c, stmt, params, &res, constraint,
                           sizeof constraint);
     if (rc == OG__PG_REFUSE) {
         /* The statement aborted whole (I1, I5): nothing was claimed. */
@@ -1131,7 +1598,9 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
         goto out;
     }
     /* Zero rows: this call did not admit. A fresh statement says why. */
-    rc = pg_unclaimed(pg, c, req, &result);
+    rc = pg_consumption_read(pg, c, req, true, &cons, &op, &have_op);
+    if (rc == 0)
+        og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
 out:
     PQclear(res);
     if (c != NULL)
@@ -1154,10 +1623,7 @@ static int pg_operation_get(void *impl, const char *operation_id,
     rc = pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_exec_prepared(pg, c, PG_STMT_OPERATION_GET, params, &res, NULL,
-                          0);
-    if (rc == OG__PG_REFUSE)
-        rc = OG_EINTERNAL;
+    rc = pg_run(pg, c, PG_STMT_OPERATION_GET, params, &res);
     if (rc != 0)
         goto out;
     if (PQntuples(res) == 0) {
@@ -1180,6 +1646,352 @@ out:
 }
 
 /* ===========================================================================
+ * The consume verdict.
+ * ========================================================================= */
+
+static int pg_consume(void *impl, const og__admit_req *req,
+                      og_consume_result *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_consume_result result;
+    og__consumption cons;
+    char expires[24];
+    const char *family = req->family[0] ? req->family : NULL;
+    const char *params[5];
+    int rc;
+
+    memset(&result, 0, sizeof result);
+    params[0] = req->issuer;
+    params[1] = req->grant_id;
+    if (req->form == OG_FORM_ROW) {
+        params[2] = pg->leeway;
+        params[3] = family;
+        params[4] = NULL; /* not sent */
+    } else {
+        pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
+        params[2] = expires;
+        params[3] = pg->leeway;
+        params[4] = family;
+    }
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c,
+                req->form == OG_FORM_ROW ? PG_STMT_CONSUME_ROW
+                                         : PG_STMT_CONSUME,
+                params, &res);
+    if (rc != 0)
+        goto out;
+    if (pg_shape(res, 1, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (PQntuples(res) == 1) {
+        /* This call spent the grant; confirmed at ReadyForQuery (I2). The
+         * family reported is the trusted one: the row's in row form. */
+        result.consumed = true;
+        result.refusal = OG_REFUSAL_NONE;
+        if (req->form == OG_FORM_ROW)
+            rc = pg_get_text(res, 0, 0, result.family, sizeof result.family);
+        else
+            rc = og__copy(result.family, sizeof result.family, req->family) == 0
+                     ? 0
+                     : OG_EINTERNAL;
+        goto out;
+    }
+    /* Zero rows: a denial, without exception. The read only says why. */
+    rc = pg_consumption_read(pg, c, req, false, &cons, NULL, NULL);
+    if (rc == 0) {
+        result.consumed = false;
+        result.refusal = og__classify_consume(&cons);
+    }
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = result;
+    return rc;
+}
+
+/* ===========================================================================
+ * Issuance.
+ * ========================================================================= */
+
+static int pg_issuance_record(void *impl, const og__issuance_req *req,
+                              og_issue_outcome *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char issued[24], expires[24];
+    const char *params[9];
+    og_issue_outcome outcome = OG_ISSUE_RECORDED;
+    int rc;
+
+    pg_fmt_i64(issued, sizeof issued, req->issued_at_us);
+    pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
+    params[0] = req->issuer;
+    params[1] = req->grant_id;
+    params[2] = req->family[0] ? req->family : NULL;
+    params[3] = req->subject;
+    params[4] = req->action;
+    params[5] = req->params_digest;
+    params[6] = issued;
+    params[7] = req->expires_at_us != 0 ? expires : NULL; /* fallback (I9) */
+    params[8] = req->form == OG_FORM_ROW ? "row" : "token";
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_ISSUANCE, params, &res);
+    if (rc != 0)
+        goto out;
+    if (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0 ||
+        PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1)) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (pg_get_bool(res, 0, 0))
+        outcome = OG_ISSUE_RECORDED;
+    else if (!pg_get_bool(res, 0, 1))
+        outcome = OG_ISSUE_FAMILY_REVOKED; /* ordered after its revocation */
+    else
+        outcome = OG_ISSUE_DUPLICATE_ID;
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = outcome;
+    return rc;
+}
+
+/* ===========================================================================
+ * Revocation of one grant.
+ * ========================================================================= */
+
+static int pg_revoke(void *impl, const og__revoke_req *req,
+                     og_revoke_outcome *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char trusted[24];
+    const char *params[5];
+    og_revoke_outcome outcome = OG_REVOKE_REVOKED;
+    bool row = req->form == OG_FORM_ROW;
+    int rc;
+
+    pg_fmt_i64(trusted, sizeof trusted, req->trusted_expires_at_us);
+    params[0] = req->issuer;
+    params[1] = req->grant_id;
+    params[2] = req->trusted_expires_at_us > 0 ? trusted : NULL;
+    params[3] = pg->leeway;
+    params[4] = pg->fallback;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, row ? PG_STMT_REVOKE_ROW : PG_STMT_REVOKE, params,
+                &res);
+    if (rc != 0)
+        goto out;
+    if (pg_shape(res, 1, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (PQntuples(res) == 1) {
+        outcome = OG_REVOKE_REVOKED;
+        goto out;
+    }
+    /* Nothing written: held already, or no proof of issuance. */
+    PQclear(res);
+    res = NULL;
+    rc = pg_run(pg, c, PG_STMT_REVOKE_CHECK, params, &res);
+    if (rc != 0)
+        goto out;
+    if (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    outcome = pg_get_bool(res, 0, row ? 1 : 0)
+                  ? OG_REVOKE_ALREADY_USED_OR_REVOKED
+                  : OG_REVOKE_NOT_ISSUED;
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = outcome;
+    return rc;
+}
+
+/* ===========================================================================
+ * Family revocation.
+ * ========================================================================= */
+
+/* Runs the family revocation on c and appends what it revoked to *out
+ * (which the caller owns and frees, on failure too). */
+static int pg_family_revoke_on(og_pg *pg, pg_conn *c, const char *issuer,
+                               const char *family, og_strv *out)
+{
+    const char *params[4] = {issuer, family, pg->leeway, pg->fallback};
+    PGresult *res = NULL;
+    int rc, i;
+
+    rc = pg_run(pg, c, PG_STMT_FAMILY_REVOKE, params, &res);
+    if (rc != 0)
+        goto out;
+    if (PQnfields(res) != 1) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    for (i = 0; i < PQntuples(res) && rc == 0; i++) {
+        if (PQgetisnull(res, i, 0))
+            rc = OG_EINTERNAL;
+        else
+            rc = og__strv_push(out, PQgetvalue(res, i, 0));
+    }
+out:
+    PQclear(res);
+    return rc;
+}
+
+static int pg_family_revoke(void *impl, const char *issuer,
+                            const char *family, og_strv *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    og_strv list = {NULL, 0};
+    int rc;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_family_revoke_on(pg, c, issuer, family, &list);
+    pg_release(pg, c);
+    if (rc != 0) {
+        og_strv_free(&list);
+        return rc;
+    }
+    *out = list;
+    return 0;
+}
+
+/* ===========================================================================
+ * Tickets.
+ * ========================================================================= */
+
+static int pg_ticket_create(void *impl, const char *issuer,
+                            const char *family, const char *hash,
+                            og_ticket_outcome *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[3] = {issuer, family, hash};
+    og_ticket_outcome outcome = OG_TICKET_ISSUED;
+    int rc;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_TICKET_CREATE, params, &res);
+    if (rc != 0)
+        goto out;
+    if (pg_shape(res, 1, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    outcome = PQntuples(res) == 1 ? OG_TICKET_ISSUED
+                                  : OG_TICKET_FAMILY_REVOKED;
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = outcome;
+    return rc;
+}
+
+static int pg_ticket_rotate(void *impl, const char *old_hash,
+                            const char *new_hash, og_ticket_outcome *out,
+                            char *issuer, char *family)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[2] = {old_hash, new_hash};
+    og_ticket_outcome outcome = OG_TICKET_NOT_FOUND;
+    og_strv discarded = {NULL, 0};
+    char iss[OG_ID_MAX + 1] = "", fam[OG_ID_MAX + 1] = "";
+    int rc;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_TICKET_ROTATE, params, &res);
+    if (rc != 0)
+        goto out;
+    if (pg_shape(res, 2, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (PQntuples(res) == 1) {
+        outcome = OG_TICKET_ISSUED;
+        if (pg_get_text(res, 0, 0, iss, sizeof iss) != 0 ||
+            pg_get_text(res, 0, 1, fam, sizeof fam) != 0)
+            rc = OG_EINTERNAL;
+        goto out;
+    }
+    /* Rotated nothing: unknown, already rotated, or its family revoked. */
+    PQclear(res);
+    res = NULL;
+    rc = pg_run(pg, c, PG_STMT_TICKET_STATE, params, &res);
+    if (rc != 0)
+        goto out;
+    if (pg_shape(res, 4, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (PQntuples(res) == 0) {
+        outcome = OG_TICKET_NOT_FOUND;
+        goto out;
+    }
+    if (pg_get_text(res, 0, 1, iss, sizeof iss) != 0 ||
+        pg_get_text(res, 0, 2, fam, sizeof fam) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (pg_get_bool(res, 0, 0)) {
+        /* Reuse of a rotated ticket — a replay, or a concurrent duplicate
+         * that lost the race — is treated as theft: the family goes, in a
+         * second statement (I10). If it fails, the call fails and a retry
+         * finds the ticket rotated again and revokes again. */
+        outcome = OG_TICKET_REUSED;
+        rc = pg_family_revoke_on(pg, c, iss, fam, &discarded);
+        og_strv_free(&discarded);
+    } else if (pg_get_bool(res, 0, 3)) {
+        outcome = OG_TICKET_FAMILY_REVOKED;
+    } else {
+        /* Not rotated, family live, yet the rotation's conditions failed:
+         * both only ever move one way, so this cannot be. */
+        rc = OG_EINTERNAL;
+    }
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0) {
+        *out = outcome;
+        if (issuer != NULL)
+            memcpy(issuer, iss, sizeof iss);
+        if (family != NULL)
+            memcpy(family, fam, sizeof fam);
+    }
+    return rc;
+}
+
+/* ===========================================================================
  * The method table.
  * ========================================================================= */
 const og__store_methods og__postgres_methods = {
@@ -1190,4 +2002,10 @@ const og__store_methods og__postgres_methods = {
     .migrate = pg_migrate,
     .admit = pg_admit,
     .operation_get = pg_operation_get,
+    .issuance_record = pg_issuance_record,
+    .revoke = pg_revoke,
+    .family_revoke = pg_family_revoke,
+    .consume = pg_consume,
+    .ticket_create = pg_ticket_create,
+    .ticket_rotate = pg_ticket_rotate,
 };

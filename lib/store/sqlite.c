@@ -4,7 +4,10 @@
  *
  * SQLite has no data-modifying CTEs, so the admission is ONE write
  * transaction (BEGIN IMMEDIATE … COMMIT) holding the claim and the operation
- * insert — see sq_admit(). Invariants this file protects:
+ * insert — see sq_admit() — and so is every grant-lifecycle call (Q8). The
+ * claim is the insert into grant_consumptions (token form) or the
+ * conditional UPDATE of the grant's row (row form). Invariants this file
+ * protects:
  *
  *   Q1  One writer at a time: BEGIN IMMEDIATE takes the database's write lock
  *       before the claim reads anything, so two connections — in one process
@@ -31,6 +34,31 @@
  *       short jittered sleeps (sq_busy) until the same deadline. SQLite's default
  *       handler sleeps up to 100 ms between polls, which starved waiters past
  *       their timeout under 16+ concurrent callers.
+ *   Q8  Every grant-lifecycle call — issuance, revocation, family
+ *       revocation, the consume verdict, ticket creation and rotation — is
+ *       ONE BEGIN IMMEDIATE transaction on a pool connection holding all its
+ *       statements (sq_begin/sq_end), with the admission's deadline (Q7).
+ *       What it reads and what it writes are one state: no other writer runs
+ *       in between (Q1). An outcome that wrote nothing rolls back; any other
+ *       is answered only after COMMIT returned SQLITE_OK.
+ *   Q9  Family ordering. An admission, consume, issuance, ticket creation or
+ *       rotation in a family reads the family's row inside its write
+ *       transaction and claims or writes only when the row exists with
+ *       revoked_at NULL; a family revocation marks that row and revokes the
+ *       family's live grants in its own write transaction. The write lock
+ *       orders them: an admission committed first holds its key and is not
+ *       in the revocation's list; one that runs after is refused
+ *       (family_blocked). PostgreSQL gets the same order from FOR SHARE on
+ *       the family's row.
+ *   Q10 kind = 'admission' exactly when operation_id is set. SQLite cannot add
+ *       migration 2's table CHECK to an existing table, so two triggers abort
+ *       any write that breaks it (a defect: OG_EINTERNAL).
+ *   Q11 Presenting a rotated ticket is theft: the family is revoked in the
+ *       same transaction that saw the reuse, before the reuse is answered.
+ *   Q12 The fallback revocation retention (now + max grant lifetime + issue
+ *       skew + leeway) is computed by a statement that runs after the write
+ *       lock was taken, so a lock wait never shortens it (PostgreSQL's
+ *       clock_timestamp()).
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -100,7 +128,94 @@ static const sq_migration sq_migrations[] = {
      ") STRICT, WITHOUT ROWID;"
      "CREATE INDEX operations_recovery_idx ON operations (lease_until)"
      "  WHERE status IN ('Admitted', 'Unknown');"},
+    {2, "claim kinds, families, issuance log, grant rows, tickets",
+     /* What holds a claimed key: an admission (operation_id set), a
+      * revocation, or the consume verdict. */
+     "ALTER TABLE grant_consumptions ADD COLUMN kind TEXT NOT NULL"
+     "  DEFAULT 'admission'"
+     "  CHECK (kind IN ('admission', 'revocation', 'consume'));"
+     "UPDATE grant_consumptions SET kind = 'revocation'"
+     "  WHERE operation_id IS NULL;"
+     /* Q10: PostgreSQL's grant_consumptions_kind_check2, as triggers. */
+     "CREATE TRIGGER grant_consumptions_kind_check2_insert"
+     "  BEFORE INSERT ON grant_consumptions"
+     "  WHEN (NEW.kind = 'admission') <> (NEW.operation_id IS NOT NULL)"
+     "  BEGIN SELECT RAISE(ABORT, 'grant_consumptions_kind_check2'); END;"
+     "CREATE TRIGGER grant_consumptions_kind_check2_update"
+     "  BEFORE UPDATE OF kind, operation_id ON grant_consumptions"
+     "  WHEN (NEW.kind = 'admission') <> (NEW.operation_id IS NOT NULL)"
+     "  BEGIN SELECT RAISE(ABORT, 'grant_consumptions_kind_check2'); END;"
+     /* One row per (issuer, family): what admissions, consumes, issuance and
+      * tickets read and family revocation updates (Q9). */
+     "CREATE TABLE families ("
+     "  issuer     TEXT    NOT NULL"
+     "             CHECK (length(CAST(issuer AS BLOB)) BETWEEN 1 AND 128),"
+     "  family     TEXT    NOT NULL"
+     "             CHECK (length(CAST(family AS BLOB)) BETWEEN 1 AND 128),"
+     "  created_at INTEGER NOT NULL,"
+     "  revoked_at INTEGER,"
+     "  PRIMARY KEY (issuer, family)"
+     ") STRICT, WITHOUT ROWID;"
+     /* The issuance log: proof of issuance and the trusted expiry that
+      * revocation needs. */
+     "CREATE TABLE grant_issuance ("
+     "  issuer        TEXT    NOT NULL"
+     "                CHECK (length(CAST(issuer AS BLOB)) BETWEEN 1 AND 128),"
+     "  grant_id      TEXT    NOT NULL"
+     "                CHECK (length(CAST(grant_id AS BLOB)) BETWEEN 1 AND 128),"
+     "  family        TEXT    CHECK (family IS NULL OR"
+     "                  length(CAST(family AS BLOB)) BETWEEN 1 AND 128),"
+     "  subject       TEXT    NOT NULL"
+     "                CHECK (length(CAST(subject AS BLOB)) BETWEEN 1 AND 128),"
+     "  action        TEXT    NOT NULL"
+     "                CHECK (length(CAST(action AS BLOB)) BETWEEN 1 AND 128),"
+     "  params_digest TEXT    NOT NULL  /* SHA-256, 64 lower-case hex */"
+     "                CHECK (length(params_digest) = 64 AND"
+     "                       params_digest NOT GLOB '*[^0-9a-f]*'),"
+     "  issued_at     INTEGER NOT NULL,"
+     "  expires_at    INTEGER,          /* NULL: fallback retention */"
+     "  form          TEXT    NOT NULL CHECK (form IN ('token', 'row')),"
+     "  recorded_at   INTEGER NOT NULL, /* store clock */"
+     "  PRIMARY KEY (issuer, grant_id),"
+     "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
+     ") STRICT, WITHOUT ROWID;"
+     "CREATE INDEX grant_issuance_family_idx ON grant_issuance (issuer, family)"
+     "  WHERE family IS NOT NULL;"
+     /* Row form: issued grants as rows; the row's expires_at is trusted. */
+     "CREATE TABLE grants ("
+     "  issuer                TEXT    NOT NULL"
+     "                        CHECK (length(CAST(issuer AS BLOB)) BETWEEN 1 AND 128),"
+     "  grant_id              TEXT    NOT NULL"
+     "                        CHECK (length(CAST(grant_id AS BLOB)) BETWEEN 1 AND 128),"
+     "  family                TEXT    CHECK (family IS NULL OR"
+     "                          length(CAST(family AS BLOB)) BETWEEN 1 AND 128),"
+     "  expires_at            INTEGER NOT NULL,"
+     "  revoked_at            INTEGER,"
+     "  consumed_at           INTEGER,"
+     "  consumed_by_operation TEXT    /* NULL with consumed_at: the verdict */"
+     "                        CHECK (consumed_by_operation IS NULL OR"
+     "                          (length(consumed_by_operation) = 36 AND"
+     "                           consumed_at IS NOT NULL)),"
+     "  PRIMARY KEY (issuer, grant_id)"
+     ") STRICT, WITHOUT ROWID;"
+     "CREATE INDEX grants_family_idx ON grants (issuer, family)"
+     "  WHERE family IS NOT NULL;"
+     /* Tickets by SHA-256 of their text, never the text. A rotated ticket
+      * stays, so that presenting it again is recognised as reuse (Q11). */
+     "CREATE TABLE tickets ("
+     "  ticket_hash TEXT    NOT NULL PRIMARY KEY"
+     "              CHECK (length(ticket_hash) = 64 AND"
+     "                     ticket_hash NOT GLOB '*[^0-9a-f]*'),"
+     "  issuer      TEXT    NOT NULL,"
+     "  family      TEXT    NOT NULL,"
+     "  created_at  INTEGER NOT NULL,"
+     "  rotated_at  INTEGER,"
+     "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
+     ") STRICT, WITHOUT ROWID;"},
 };
+_Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
+                   OG_SCHEMA_VERSION,
+               "one SQLite migration per schema version");
 
 /* ===========================================================================
  * Statements, prepared once per connection on first use.
@@ -112,15 +227,24 @@ static const sq_migration sq_migrations[] = {
     X(SAVEPOINT, "SAVEPOINT og_admit")                                         \
     X(RELEASE, "RELEASE og_admit")                                             \
     X(ROLLBACK_TO, "ROLLBACK TO og_admit")                                     \
-    /* The claim: ?1 issuer, ?2 grant id, ?3 operation id, ?4 expires_at,     \
-     * ?5 leeway. Returns a row only when this statement took the key. */     \
+    /* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL \
+     * for the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a \
+     * row only when this statement took the key. */                          \
     X(CLAIM,                                                                   \
       "INSERT INTO grant_consumptions"                                         \
-      " (issuer, grant_id, operation_id, consumed_at, retain_until)"           \
-      " SELECT ?1, ?2, ?3, " SQ_NOW ", ?4 + ?5"                                \
+      " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
+      " SELECT ?1, ?2, ?3, " SQ_NOW ", ?4 + ?5, ?6"                            \
       " WHERE ?4 + ?5 > " SQ_NOW                                               \
       " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
       " RETURNING grant_id")                                                   \
+    /* The claim, row form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for \
+     * the verdict), ?4 leeway. The row's expires_at is the trusted deadline; \
+     * the request's is ignored. Returns the row's family when it took it. */ \
+    X(ROW_CLAIM,                                                               \
+      "UPDATE grants SET consumed_at = " SQ_NOW ", consumed_by_operation = ?3" \
+      " WHERE issuer = ?1 AND grant_id = ?2 AND consumed_at IS NULL"           \
+      "   AND revoked_at IS NULL AND expires_at + ?4 > " SQ_NOW                \
+      " RETURNING family")                                                     \
     /* The operation, in the same transaction: ?1..?7 the binding,            \
      * ?8 owner version, ?9 execution lease, ?10 submission window. */        \
     X(INSERT_OP,                                                               \
@@ -130,8 +254,100 @@ static const sq_migration sq_migrations[] = {
       " FROM (SELECT " SQ_NOW " AS now) t"                                     \
       " RETURNING " SQ_OP_COLS)                                                \
     X(READ_CONSUMPTION,                                                        \
-      "SELECT operation_id FROM grant_consumptions"                            \
+      "SELECT operation_id, kind FROM grant_consumptions"                      \
       " WHERE issuer = ?1 AND grant_id = ?2")                                  \
+    X(READ_GRANT,                                                              \
+      "SELECT consumed_at IS NOT NULL, consumed_by_operation,"                 \
+      "       revoked_at IS NOT NULL"                                          \
+      " FROM grants WHERE issuer = ?1 AND grant_id = ?2")                      \
+    /* Families (Q9): ?1 issuer, ?2 family. */                                 \
+    X(FAMILY_STATE,                                                            \
+      "SELECT revoked_at IS NULL FROM families"                                \
+      " WHERE issuer = ?1 AND family = ?2")                                    \
+    X(FAMILY_CREATE,                                                           \
+      "INSERT INTO families (issuer, family, created_at)"                      \
+      " VALUES (?1, ?2, " SQ_NOW ")")                                          \
+    /* Marks the family revoked, creating it revoked when never seen; a row   \
+     * only when this call revoked it. */                                      \
+    X(FAMILY_REVOKE,                                                           \
+      "INSERT INTO families (issuer, family, created_at, revoked_at)"          \
+      " VALUES (?1, ?2, " SQ_NOW ", " SQ_NOW ")"                               \
+      " ON CONFLICT (issuer, family) DO UPDATE"                                \
+      "   SET revoked_at = excluded.revoked_at"                                \
+      "   WHERE families.revoked_at IS NULL"                                   \
+      " RETURNING 1")                                                          \
+    /* The family's live token-form grants: ?1 issuer, ?2 family, ?3 leeway,  \
+     * ?4 max lifetime + issue skew + leeway (the fallback, Q12). INDEXED BY: \
+     * without ANALYZE statistics the planner prefers the issuer's whole      \
+     * primary-key range, a scan of all its grants under the write lock. */   \
+    X(FAMILY_REVOKE_TOKENS,                                                    \
+      "INSERT INTO grant_consumptions"                                         \
+      " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
+      " SELECT gi.issuer, gi.grant_id, NULL, t.now,"                           \
+      "        coalesce(gi.expires_at + ?3, t.now + ?4), 'revocation'"         \
+      " FROM grant_issuance gi INDEXED BY grant_issuance_family_idx,"          \
+      "      (SELECT " SQ_NOW " AS now) t"                                     \
+      " WHERE gi.issuer = ?1 AND gi.family = ?2 AND gi.form = 'token'"         \
+      "   AND (gi.expires_at IS NULL OR gi.expires_at + ?3 > t.now)"           \
+      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
+      " RETURNING grant_id")                                                   \
+    X(FAMILY_REVOKE_ROWS,                                                      \
+      "UPDATE grants INDEXED BY grants_family_idx"                             \
+      " SET revoked_at = " SQ_NOW                                              \
+      " WHERE issuer = ?1 AND family = ?2"                                     \
+      "   AND consumed_at IS NULL AND revoked_at IS NULL"                      \
+      " RETURNING grant_id")                                                   \
+    /* Issuance: ?1 issuer, ?2 grant id, ?3 family or NULL, ?4 subject,       \
+     * ?5 action, ?6 params digest, ?7 issued_at, ?8 expires_at or NULL,      \
+     * ?9 form. A row only when the key was new. */                            \
+    X(ISSUANCE_INSERT,                                                         \
+      "INSERT INTO grant_issuance (issuer, grant_id, family, subject, action," \
+      "   params_digest, issued_at, expires_at, form, recorded_at)"            \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " SQ_NOW ")"               \
+      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
+      " RETURNING grant_id")                                                   \
+    X(GRANT_INSERT,                                                            \
+      "INSERT INTO grants (issuer, grant_id, family, expires_at)"              \
+      " VALUES (?1, ?2, ?3, ?4)")                                              \
+    /* One grant's revocation, token form: ?1 issuer, ?2 grant id,            \
+     * ?3 trusted expires_at (0: none), ?4 leeway, ?5 max lifetime + issue    \
+     * skew + leeway. Retained until the trusted expiry + leeway, else the    \
+     * issuance log's, else the fallback (Q12); nothing without proof of      \
+     * issuance. */                                                            \
+    X(REVOKE_TOKEN,                                                            \
+      "INSERT INTO grant_consumptions"                                         \
+      " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
+      " SELECT ?1, ?2, NULL, r.now, r.retain, 'revocation'"                    \
+      " FROM (SELECT t.now, CASE WHEN ?3 > 0 THEN ?3 + ?4 ELSE"                \
+      "         (SELECT coalesce(gi.expires_at + ?4, t.now + ?5)"              \
+      "          FROM grant_issuance gi"                                       \
+      "          WHERE gi.issuer = ?1 AND gi.grant_id = ?2) END AS retain"     \
+      "       FROM (SELECT " SQ_NOW " AS now) t) r"                            \
+      " WHERE r.retain IS NOT NULL"                                            \
+      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
+      " RETURNING grant_id")                                                   \
+    X(REVOKE_ROW,                                                              \
+      "UPDATE grants SET revoked_at = " SQ_NOW                                 \
+      " WHERE issuer = ?1 AND grant_id = ?2"                                   \
+      "   AND consumed_at IS NULL AND revoked_at IS NULL"                      \
+      " RETURNING grant_id")                                                   \
+    /* Tickets: ?1 hash, ?2 issuer, ?3 family. */                              \
+    X(TICKET_INSERT,                                                           \
+      "INSERT INTO tickets (ticket_hash, issuer, family, created_at)"          \
+      " VALUES (?1, ?2, ?3, " SQ_NOW ")")                                      \
+    /* Rotation's first half: ?1 the presented ticket's hash. */              \
+    X(TICKET_ROTATE,                                                           \
+      "UPDATE tickets SET rotated_at = " SQ_NOW                                \
+      " WHERE ticket_hash = ?1 AND rotated_at IS NULL"                         \
+      "   AND EXISTS (SELECT 1 FROM families f WHERE f.issuer = tickets.issuer" \
+      "               AND f.family = tickets.family AND f.revoked_at IS NULL)" \
+      " RETURNING issuer, family")                                             \
+    X(TICKET_READ,                                                             \
+      "SELECT t.rotated_at IS NOT NULL, t.issuer, t.family,"                   \
+      "       coalesce(f.revoked_at IS NOT NULL, 1)"                           \
+      " FROM tickets t LEFT JOIN families f"                                   \
+      "   ON f.issuer = t.issuer AND f.family = t.family"                      \
+      " WHERE t.ticket_hash = ?1")                                             \
     X(READ_OP, "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1") \
     X(SCHEMA_TABLE,                                                            \
       "SELECT count(*) FROM sqlite_schema"                                     \
@@ -213,14 +429,17 @@ static void sq_arm(sq_conn *c, int64_t deadline_us)
  * Connections
  * ========================================================================= */
 
-/* Applies the per-connection settings every admission relies on (Q4). */
+/* Applies the per-connection settings every store call relies on (Q4). */
 static int sq_configure(sqlite3 *db, const og_store_options *o)
 {
     int ms = (int)(o->timings.store_timeout_us / 1000);
     int rc;
 
     sqlite3_busy_timeout(db, ms > 0 ? ms : 1);
-    rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+    /* foreign_keys: the schema's references hold here as in PostgreSQL. */
+    rc = sqlite3_exec(db,
+                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                      " PRAGMA foreign_keys=ON;",
                       NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return og__sqlite_classify(sqlite3_extended_errcode(db));
@@ -381,38 +600,225 @@ static int sq_read_op_by_id(sq_conn *c, const char *id, og_operation *op)
     return rc;
 }
 
+/* Steps st once: 1 when it yields a row (its columns readable until the next
+ * step or reset), 0 when it is done, or the error. */
+static int sq_step(sq_conn *c, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : sq_err(c);
+}
+
+/* Runs st to completion — from its start, or after a row sq_step() returned,
+ * never after it returned 0 (stepping a finished statement runs it again) —
+ * and resets it. 0 or the error. */
+static int sq_done(sq_conn *c, sqlite3_stmt *st)
+{
+    int rc;
+
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        ;
+    rc = rc == SQLITE_DONE ? 0 : sq_err(c);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Binds text, or NULL for NULL or "" (no family, no operation). */
+static void sq_bind_opt(sqlite3_stmt *st, int i, const char *text)
+{
+    if (text && text[0])
+        sqlite3_bind_text(st, i, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* Copies a column that may be NULL ("" then) into a fixed buffer. */
+static int sq_text_opt(sqlite3_stmt *st, int col, char *dst, size_t n)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
+        dst[0] = '\0';
+        return 0;
+    }
+    return sq_text(st, col, dst, n);
+}
+
+/* ===========================================================================
+ * Families (Q9)
+ * ========================================================================= */
+typedef enum sq_family {
+    SQ_FAM_UNNAMED = 0, /* the grant names no family: nothing to order */
+    SQ_FAM_LIVE,
+    SQ_FAM_MISSING,     /* never created: nothing was issued into it */
+    SQ_FAM_REVOKED,
+} sq_family;
+
+/* The family's row, read inside the caller's write transaction. */
+static int sq_family_state(sq_conn *c, const char *issuer, const char *family,
+                           sq_family *state)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!family[0]) {
+        *state = SQ_FAM_UNNAMED;
+        return 0;
+    }
+    if (!(st = sq_stmt(c, SQ_FAMILY_STATE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1)
+        *state = sqlite3_column_int(st, 0) ? SQ_FAM_LIVE : SQ_FAM_REVOKED;
+    else if (rc == 0)
+        *state = SQ_FAM_MISSING;
+    sqlite3_reset(st);
+    return rc < 0 ? rc : 0;
+}
+
+/* A live family for issuance and tickets: creates a missing one. 1 live
+ * (now), 0 revoked, or the error. */
+static int sq_family_ensure(sq_conn *c, const char *issuer, const char *family)
+{
+    sq_family fam;
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = sq_family_state(c, issuer, family, &fam)) < 0)
+        return rc;
+    if (fam == SQ_FAM_REVOKED)
+        return 0;
+    if (fam == SQ_FAM_LIVE || fam == SQ_FAM_UNNAMED)
+        return 1;
+    if (!(st = sq_stmt(c, SQ_FAMILY_CREATE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+    return (rc = sq_done(c, st)) < 0 ? rc : 1;
+}
+
 /* ===========================================================================
  * The admission
  * ========================================================================= */
 
-/* After a claim that took nothing, inside the same transaction: read what
- * holds the key and what the operation id names, and classify. */
-static int sq_followup(sq_conn *c, const og__admit_req *req, og_admission *out)
+/* The claim for req in its form, on SQLite's clock (Q3): by op_id, or by the
+ * consume verdict when op_id is NULL. 1 when this statement took the grant
+ * (row form: the row's family copied into row_family, "" for none), 0 when
+ * it took nothing, or the error. The caller has checked the family (Q9). */
+static int sq_claim(sq_store *s, sq_conn *c, const og__admit_req *req,
+                    const char *op_id, char row_family[OG_ID_MAX + 1])
 {
-    og__consumption cons = {0};
-    og_operation op;
-    sqlite3_stmt *st = sq_stmt(c, SQ_READ_CONSUMPTION);
-    int rc;
+    const og_timings *t = &s->opts.timings;
+    sqlite3_stmt *st;
+    int rc, claimed;
 
-    if (!st)
-        return sq_err(c);
+    if (req->form == OG_FORM_ROW) {
+        if (!(st = sq_stmt(c, SQ_ROW_CLAIM)))
+            return sq_err(c);
+        sq_bind_opt(st, 3, op_id);
+        sqlite3_bind_int64(st, 4, t->admission_leeway_us);
+    } else {
+        if (!(st = sq_stmt(c, SQ_CLAIM)))
+            return sq_err(c);
+        sq_bind_opt(st, 3, op_id);
+        sqlite3_bind_int64(st, 4, req->expires_at_us);
+        sqlite3_bind_int64(st, 5, t->admission_leeway_us);
+        sqlite3_bind_text(st, 6, op_id ? "admission" : "consume", -1,
+                          SQLITE_STATIC);
+    }
     sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        cons.present = true;
-        if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-            cons.has_operation = true;
-            if (sq_text(st, 0, cons.operation_id, sizeof cons.operation_id) < 0)
-                rc = OG_EINTERNAL;
+    /* RETURNING: a row only if this statement took the grant. */
+    if ((claimed = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return claimed;
+    }
+    if (req->form == OG_FORM_ROW && row_family &&
+        sq_text_opt(st, 0, row_family, OG_ID_MAX + 1) < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    return 1;
+}
+
+static int sq_kind_parse(const char *text, og__claim_kind *kind)
+{
+    if (!text)
+        return OG_EINTERNAL;
+    if (strcmp(text, "admission") == 0)
+        *kind = OG__CLAIM_ADMISSION;
+    else if (strcmp(text, "revocation") == 0)
+        *kind = OG__CLAIM_REVOCATION;
+    else if (strcmp(text, "consume") == 0)
+        *kind = OG__CLAIM_CONSUME;
+    else
+        return OG_EINTERNAL;
+    return 0;
+}
+
+/* After a claim that took nothing, inside the same transaction: what holds
+ * req's grant, in the shape both forms share, and whether its family
+ * blocked the claim (fam: sq_family_state() of the same transaction). */
+static int sq_consumption(sq_conn *c, const og__admit_req *req, sq_family fam,
+                          og__consumption *cons)
+{
+    og__consumption r = {0};
+    sqlite3_stmt *st;
+    int rc;
+
+    if (req->form == OG_FORM_ROW) {
+        if (!(st = sq_stmt(c, SQ_READ_GRANT)))
+            return sq_err(c);
+    } else if (!(st = sq_stmt(c, SQ_READ_CONSUMPTION))) {
+        return sq_err(c);
+    }
+    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
+    rc = sq_step(c, st);
+    if (rc == 0 && req->form == OG_FORM_ROW) {
+        r.not_issued = true; /* no row: nothing was issued under the key */
+    } else if (rc == 1 && req->form == OG_FORM_ROW) {
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+            r.present = r.has_operation = true;
+            r.kind = OG__CLAIM_ADMISSION;
+            rc = sq_text(st, 1, r.operation_id, sizeof r.operation_id);
+        } else if (sqlite3_column_int(st, 0)) {
+            r.present = true;
+            r.kind = OG__CLAIM_CONSUME;
+        } else if (sqlite3_column_int(st, 2)) {
+            r.present = true;
+            r.kind = OG__CLAIM_REVOCATION;
+        } /* else a live row: the deadline or the family refused it */
+    } else if (rc == 1) {
+        r.present = true;
+        rc = sq_kind_parse((const char *)sqlite3_column_text(st, 1), &r.kind);
+        if (rc == 0 && r.kind == OG__CLAIM_ADMISSION) {
+            r.has_operation = true;
+            rc = sq_text(st, 0, r.operation_id, sizeof r.operation_id);
         }
-    } else if (rc != SQLITE_DONE) {
-        rc = sq_err(c);
     }
     sqlite3_reset(st);
     if (rc < 0)
         return rc;
+    r.family_blocked = fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED;
+    *cons = r;
+    return 0;
+}
 
+/* After a claim that took nothing, inside the same transaction: read what
+ * holds the key and what the operation id names, and classify. */
+static int sq_followup(sq_conn *c, const og__admit_req *req, sq_family fam,
+                       og_admission *out)
+{
+    og__consumption cons;
+    og_operation op;
+    int rc;
+
+    if ((rc = sq_consumption(c, req, fam, &cons)) < 0)
+        return rc;
     rc = sq_read_op_by_id(c, req->operation_id, &op);
     if (rc < 0)
         return rc;
@@ -421,38 +827,36 @@ static int sq_followup(sq_conn *c, const og__admit_req *req, og_admission *out)
 }
 
 /* One admission inside the batch's write transaction, in its own savepoint:
- * the claim, then the operation insert (Q1, Q2). Returns 0 with *out, or a
- * negative error. *keep says whether the savepoint holds a write to keep
- * (ADMITTED); every other answer rolls the savepoint back. */
+ * the family's row (Q9), the claim, then the operation insert (Q1, Q2).
+ * Returns 0 with *out, or a negative error. *keep says whether the savepoint
+ * holds a write to keep (ADMITTED); every other answer rolls the savepoint
+ * back. */
 static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
                         og_admission *out, bool *keep)
 {
     const og_timings *t = &s->opts.timings;
     og_admission res;
     sqlite3_stmt *st;
-    bool claimed;
+    sq_family fam;
     int rc, step;
 
     *keep = false;
-    /* 1. The claim: the key and the deadline, on SQLite's clock (Q3). */
-    if (!(st = sq_stmt(c, SQ_CLAIM)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, req->operation_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, req->expires_at_us);
-    sqlite3_bind_int64(st, 5, t->admission_leeway_us);
-    step = sqlite3_step(st);
-    claimed = step == SQLITE_ROW; /* RETURNING: a row only if we took the key */
-    if (claimed)
-        step = sqlite3_step(st); /* run to completion */
-    sqlite3_reset(st);
-    if (step != SQLITE_DONE)
-        return sq_err(c);
-    if (!claimed)
-        return sq_followup(c, req, out); /* nothing written; report */
+    /* 1. The family, read under the write lock: a revocation committed
+     * before this transaction is seen, one after it waits for it (Q9). */
+    if ((rc = sq_family_state(c, req->issuer, req->family, &fam)) < 0)
+        return rc;
+    if (fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED)
+        return sq_followup(c, req, fam, out); /* no claim; report */
 
-    /* 2. The operation, bound to the grant, in the same transaction. */
+    /* 2. The claim: the key (token form) or the row (row form) and the
+     * deadline, on SQLite's clock (Q3). */
+    if ((rc = sq_claim(s, c, req, req->operation_id, NULL)) < 0)
+        return rc;
+    if (rc == 0)
+        return sq_followup(c, req, fam, out); /* nothing written; report */
+
+    /* 3. The operation, bound to the grant, in the same transaction (row
+     * form: chained to the row's UPDATE exactly as to the key's insert). */
     if (!(st = sq_stmt(c, SQ_INSERT_OP)))
         return sq_err(c);
     sqlite3_bind_text(st, 1, req->operation_id, -1, SQLITE_STATIC);
@@ -521,6 +925,10 @@ static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
  *   G4  An error confined to one admission (a defect such as a CHECK
  *       failure) rolls back that admission's savepoint only; an error that
  *       ends the transaction (I/O, full disk) fails the whole batch.
+ *   G5  Each admission reads its family's row inside the batch's transaction
+ *       (Q9), so a family revocation comes before or after the whole batch,
+ *       never between its admissions, and it cannot list a grant the batch
+ *       admitted: its claim is committed before the revocation runs.
  * ========================================================================= */
 #define SQ_BATCH_MAX 128
 
@@ -705,6 +1113,453 @@ static int sq_operation_get(void *impl, const char *id, og_operation *out)
 }
 
 /* ===========================================================================
+ * Grant lifecycle: issuance, revocation, families, the consume verdict,
+ * tickets. Each call is ONE write transaction (Q8): sq_begin() takes a pool
+ * connection, arms the call's deadline and runs BEGIN IMMEDIATE; sq_end()
+ * commits when the call wrote something to keep, rolls back otherwise, and
+ * gives the connection back.
+ * ========================================================================= */
+
+static int sq_begin(sq_store *s, sq_conn **out)
+{
+    int64_t deadline = sq_mono_us() + s->opts.timings.store_timeout_us;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, deadline); /* the lock wait ends here (Q7) */
+    if ((rc = sq_exec(conn, SQ_BEGIN)) < 0) {
+        og__pool_put(s->pool, conn, !sq_rollback(conn));
+        return rc;
+    }
+    *out = conn;
+    return 0;
+}
+
+/* Ends the transaction sq_begin() opened: COMMIT when rc is 0 and keep,
+ * else ROLLBACK. Returns rc, or the commit's error (the write is then not
+ * confirmed: OG_ESTORE_UNAVAILABLE, Q4). */
+static int sq_end(sq_store *s, sq_conn *c, int rc, bool keep)
+{
+    if (rc == 0 && keep)
+        rc = sq_exec(c, SQ_COMMIT);
+    og__pool_put(s->pool, c, !sq_rollback(c)); /* no-op after COMMIT (Q6) */
+    return rc;
+}
+
+/* The fallback retention beyond now (Q12). */
+static int64_t sq_fallback_us(const og_timings *t)
+{
+    return t->max_grant_lifetime_us + t->issue_time_skew_us +
+           t->admission_leeway_us;
+}
+
+/* ---- issuance ----------------------------------------------------------- */
+
+static int sq_issue_in(sq_store *s, sq_conn *c, const og__issuance_req *req,
+                       og_issue_outcome *out, bool *keep)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    /* The family first: ordered against its revocation (Q9). */
+    if ((rc = sq_family_ensure(c, req->issuer, req->family)) <= 0) {
+        *out = OG_ISSUE_FAMILY_REVOKED;
+        return rc;
+    }
+    if (!(st = sq_stmt(c, SQ_ISSUANCE_INSERT)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 3, req->family);
+    sqlite3_bind_text(st, 4, req->subject, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, req->action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, req->params_digest, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, req->issued_at_us);
+    if (req->expires_at_us != 0)
+        sqlite3_bind_int64(st, 8, req->expires_at_us);
+    else
+        sqlite3_bind_null(st, 8); /* no trusted expiry: fallback retention */
+    sqlite3_bind_text(st, 9, req->form == OG_FORM_ROW ? "row" : "token", -1,
+                      SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        /* The key was issued before. A family created above stays, as in
+         * PostgreSQL's single statement, so both backends hold the same
+         * families after the same history. */
+        *out = OG_ISSUE_DUPLICATE_ID;
+        *keep = true;
+        return rc;
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if (req->form == OG_FORM_ROW) {
+        if (!(st = sq_stmt(c, SQ_GRANT_INSERT)))
+            return sq_err(c);
+        sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
+        sq_bind_opt(st, 3, req->family);
+        sqlite3_bind_int64(st, 4, req->expires_at_us);
+        if ((rc = sq_done(c, st)) < 0)
+            return rc;
+    }
+    *out = OG_ISSUE_RECORDED;
+    *keep = true;
+    return 0;
+}
+
+static int sq_issuance_record(void *impl, const og__issuance_req *req,
+                              og_issue_outcome *out)
+{
+    sq_store *s = impl;
+    og_issue_outcome o = OG_ISSUE_RECORDED;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_issue_in(s, c, req, &o, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+/* ---- one grant's revocation --------------------------------------------- */
+
+static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
+                        og_revoke_outcome *out, bool *keep)
+{
+    const og_timings *t = &s->opts.timings;
+    sqlite3_stmt *st;
+    int rc;
+
+    if (req->form == OG_FORM_ROW) {
+        if (!(st = sq_stmt(c, SQ_REVOKE_ROW)))
+            return sq_err(c);
+    } else {
+        if (!(st = sq_stmt(c, SQ_REVOKE_TOKEN)))
+            return sq_err(c);
+        sqlite3_bind_int64(st, 3, req->trusted_expires_at_us);
+        sqlite3_bind_int64(st, 4, t->admission_leeway_us);
+        sqlite3_bind_int64(st, 5, sq_fallback_us(t));
+    }
+    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) < 0) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    if (rc == 1) {
+        if ((rc = sq_done(c, st)) < 0)
+            return rc;
+        *out = OG_REVOKE_REVOKED;
+        *keep = true;
+        return 0;
+    }
+    sqlite3_reset(st);
+
+    /* Nothing written: the key (row) is held already, or there is no proof
+     * that the grant was ever issued. */
+    if (!(st = sq_stmt(c, req->form == OG_FORM_ROW ? SQ_READ_GRANT
+                                                   : SQ_READ_CONSUMPTION)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
+    rc = sq_step(c, st);
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    *out = rc == 1 ? OG_REVOKE_ALREADY_USED_OR_REVOKED : OG_REVOKE_NOT_ISSUED;
+    return 0;
+}
+
+static int sq_revoke(void *impl, const og__revoke_req *req,
+                     og_revoke_outcome *out)
+{
+    sq_store *s = impl;
+    og_revoke_outcome o = OG_REVOKE_REVOKED;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_revoke_in(s, c, req, &o, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+/* ---- family revocation -------------------------------------------------- */
+
+static int sq_strcmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Runs a RETURNING grant_id statement, pushing each id onto list (NULL:
+ * discarded). 0 or the error. */
+static int sq_collect(sq_conn *c, sqlite3_stmt *st, og_strv *list)
+{
+    int rc;
+
+    while ((rc = sq_step(c, st)) == 1) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+
+        if (!id) {
+            rc = OG_EINTERNAL;
+            break;
+        }
+        if (list && (rc = og__strv_push(list, id)) < 0)
+            break;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Revokes (issuer, family) inside c's transaction: marks the family's row
+ * revoked (creating it revoked when never seen), then revokes its live
+ * token-form grants (claims their keys as revocations) and its live rows.
+ * Appends the grants this call revoked to *list (NULL: discarded), sorted
+ * bytewise; none when the family was revoked already. *keep when anything
+ * was written. */
+static int sq_family_revoke_in(sq_store *s, sq_conn *c, const char *issuer,
+                               const char *family, og_strv *list, bool *keep)
+{
+    const og_timings *t = &s->opts.timings;
+    size_t first = list ? list->n : 0;
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: revoked before; its grants were revoked then */
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    *keep = true;
+
+    if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_TOKENS)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, t->admission_leeway_us);
+    sqlite3_bind_int64(st, 4, sq_fallback_us(t));
+    if ((rc = sq_collect(c, st, list)) < 0)
+        return rc;
+
+    if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_ROWS)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+    if ((rc = sq_collect(c, st, list)) < 0)
+        return rc;
+    if (list && list->n > first)
+        qsort(list->v + first, list->n - first, sizeof *list->v, sq_strcmp);
+    return 0;
+}
+
+static int sq_family_revoke(void *impl, const char *issuer, const char *family,
+                            og_strv *out)
+{
+    sq_store *s = impl;
+    og_strv list = {NULL, 0};
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_family_revoke_in(s, c, issuer, family, &list, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc < 0) {
+        og_strv_free(&list); /* nothing committed: nothing to report */
+        return rc;
+    }
+    *out = list;
+    return 0;
+}
+
+/* ---- the consume verdict ------------------------------------------------ */
+
+static int sq_consume_in(sq_store *s, sq_conn *c, const og__admit_req *req,
+                         og_consume_result *out, bool *keep)
+{
+    og__consumption cons;
+    sq_family fam;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if ((rc = sq_family_state(c, req->issuer, req->family, &fam)) < 0)
+        return rc;
+    if (fam != SQ_FAM_MISSING && fam != SQ_FAM_REVOKED) {
+        /* The admission's claim with no operation (Q9, Q3). */
+        if ((rc = sq_claim(s, c, req, NULL, out->family)) < 0)
+            return rc;
+        if (rc == 1) {
+            if (req->form == OG_FORM_TOKEN)
+                memcpy(out->family, req->family, sizeof out->family);
+            out->consumed = true;
+            out->refusal = OG_REFUSAL_NONE;
+            *keep = true;
+            return 0;
+        }
+    }
+    if ((rc = sq_consumption(c, req, fam, &cons)) < 0)
+        return rc;
+    out->consumed = false; /* a denial, without exception */
+    out->refusal = og__classify_consume(&cons);
+    return 0;
+}
+
+static int sq_consume(void *impl, const og__admit_req *req,
+                      og_consume_result *out)
+{
+    sq_store *s = impl;
+    og_consume_result res;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_consume_in(s, c, req, &res, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* ---- tickets ------------------------------------------------------------ */
+
+static int sq_ticket_insert(sq_conn *c, const char *hash, const char *issuer,
+                            const char *family)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_TICKET_INSERT);
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, family, -1, SQLITE_STATIC);
+    return sq_done(c, st);
+}
+
+static int sq_ticket_create(void *impl, const char *issuer, const char *family,
+                            const char *hash, og_ticket_outcome *out)
+{
+    sq_store *s = impl;
+    og_ticket_outcome o = OG_TICKET_FAMILY_REVOKED;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    /* The family first, ordered against its revocation (Q9). */
+    if ((rc = sq_family_ensure(c, issuer, family)) == 1 &&
+        (rc = sq_ticket_insert(c, hash, issuer, family)) == 0) {
+        o = OG_TICKET_ISSUED;
+        keep = true;
+    }
+    rc = sq_end(s, c, rc < 0 ? rc : 0, keep);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+static int sq_ticket_rotate_in(sq_store *s, sq_conn *c, const char *old_hash,
+                               const char *new_hash, og_ticket_outcome *out,
+                               char *issuer, char *family, bool *keep)
+{
+    sqlite3_stmt *st;
+    bool rotated = false, revoked = false;
+    int rc;
+
+    /* The rotation: the old ticket, live and in a live family, is marked
+     * rotated and the new one created in its family. */
+    if (!(st = sq_stmt(c, SQ_TICKET_ROTATE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, old_hash, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1) {
+        if (sq_text(st, 0, issuer, OG_ID_MAX + 1) < 0 ||
+            sq_text(st, 1, family, OG_ID_MAX + 1) < 0) {
+            sqlite3_reset(st);
+            return OG_EINTERNAL;
+        }
+        if ((rc = sq_done(c, st)) < 0 ||
+            (rc = sq_ticket_insert(c, new_hash, issuer, family)) < 0)
+            return rc;
+        *out = OG_TICKET_ISSUED;
+        *keep = true;
+        return 0;
+    }
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+
+    /* Nothing rotated: unknown, reused, or its family is revoked. */
+    if (!(st = sq_stmt(c, SQ_TICKET_READ)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, old_hash, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1) {
+        rotated = sqlite3_column_int(st, 0) != 0;
+        revoked = sqlite3_column_int(st, 3) != 0;
+        if (sq_text(st, 1, issuer, OG_ID_MAX + 1) < 0 ||
+            sq_text(st, 2, family, OG_ID_MAX + 1) < 0)
+            rc = OG_EINTERNAL;
+    }
+    sqlite3_reset(st);
+    if (rc <= 0) {
+        *out = OG_TICKET_NOT_FOUND;
+        return rc;
+    }
+    if (rotated) {
+        /* Reuse, including a concurrent presentation that lost the race:
+         * theft. The family goes in this same transaction (Q11). */
+        *out = OG_TICKET_REUSED;
+        return sq_family_revoke_in(s, c, issuer, family, NULL, keep);
+    }
+    if (!revoked) /* live, unrotated, family live: the UPDATE would have run */
+        return OG_EINTERNAL;
+    *out = OG_TICKET_FAMILY_REVOKED;
+    return 0;
+}
+
+static int sq_ticket_rotate(void *impl, const char *old_hash,
+                            const char *new_hash, og_ticket_outcome *out,
+                            char *issuer, char *family)
+{
+    sq_store *s = impl;
+    og_ticket_outcome o = OG_TICKET_NOT_FOUND;
+    char iss[OG_ID_MAX + 1] = "", fam[OG_ID_MAX + 1] = "";
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_ticket_rotate_in(s, c, old_hash, new_hash, &o, iss, fam, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc < 0)
+        return rc;
+    *out = o;
+    if (iss[0]) { /* known: the ticket exists */
+        memcpy(issuer, iss, sizeof iss);
+        memcpy(family, fam, sizeof fam);
+    }
+    return 0;
+}
+
+/* ===========================================================================
  * Schema version and migrations
  * ========================================================================= */
 
@@ -867,4 +1722,10 @@ const og__store_methods og__sqlite_methods = {
     .migrate = sq_migrate,
     .admit = sq_admit,
     .operation_get = sq_operation_get,
+    .issuance_record = sq_issuance_record,
+    .revoke = sq_revoke,
+    .family_revoke = sq_family_revoke,
+    .consume = sq_consume,
+    .ticket_create = sq_ticket_create,
+    .ticket_rotate = sq_ticket_rotate,
 };

@@ -33,6 +33,15 @@ json_t *og_cli_operation_json(const og_operation *op);
 int og_cli_admit(og_store *s, const og_grant *g, const og_intent *in,
                  json_t **answer);
 
+/* {"error": code, "message": text} for err (a new reference). */
+json_t *og_cli_error_json(int err);
+
+/* `oncegate grant issue`, `oncegate consume` (src/cli/grants.c). */
+int og_cli_grant(int argc, char **argv);
+int og_cli_consume(int argc, char **argv);
+extern const char og_usage_grant[];
+extern const char og_usage_consume[];
+
 /* Prints a JSON value on one line to stdout and flushes. */
 void og_cli_print_json(json_t *v);
 

@@ -58,7 +58,7 @@ int og_cli_instance(int argc, char **argv)
     while (fgets(line, sizeof line, stdin)) {
         char *f[9], *save = NULL, *tok;
         int n = 0;
-        og_grant g;
+        og_grant g = {0};
         og_intent in;
         json_t *answer = NULL;
 

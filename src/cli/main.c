@@ -28,6 +28,8 @@ static const char og_usage[] =
     "  migrate   create or upgrade a store's schema\n"
     "  admit     admit a grant for one operation (one atomic write)\n"
     "  demo      replay the two incidents of seed 000 on the embedded store\n"
+    "  grant     grant issue: sign a grant and record its issuance\n"
+    "  consume   the consume verdict: spend a grant once, or be told no\n"
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -151,7 +153,7 @@ json_t *og_cli_operation_json(const og_operation *op)
         og_time_format_rfc3339(op->created_at_us, created, sizeof created));
 }
 
-static json_t *og_cli_error_json(int err)
+json_t *og_cli_error_json(int err)
 {
     return json_pack("{s:s, s:s}", "error", og_err_name(err), "message",
                      og_strerror(err));
@@ -435,6 +437,8 @@ static const og_command og_commands[] = {
     {"admit", og_cmd_admit, og_usage_admit},
     {"demo", og_cli_demo, og_usage_demo},
     {"keygen", og_cmd_keygen, og_usage_keygen},
+    {"grant", og_cli_grant, og_usage_grant},
+    {"consume", og_cli_consume, og_usage_consume},
     {"instance", og_cli_instance, NULL}, /* the demo's instance process */
 };
 
