@@ -67,8 +67,8 @@ typedef struct og__admit_req {
 int og__grant_req_build(const og_grant *g, og__admit_req *req);
 
 /* Checks every field and fills *req. Returns 0 or the OG_E* input code of the
- * first bad field (issuer, grant id, expires_at, operation id, caller,
- * account, amount, currency — in that order). */
+ * first bad field (issuer, grant id, expires_at, family, form, operation id,
+ * caller, account, amount, currency — in that order). */
 int og__admit_req_build(const og_grant *g, const og_intent *in,
                         og__admit_req *req);
 

@@ -403,54 +403,6 @@ static void copy_checked(char *dst, const char *src)
     memcpy(dst, src, strlen(src) + 1);
 }
 
-int og__admit_req_build(const og_grant *g, const og_intent *in,
-                        og__admit_req *req)
-{
-    if (g == NULL || in == NULL || req == NULL)
-        return OG_EINVAL;
-
-    /* Build into a local so *req is written only on success. The order of
-     * checks is part of the contract: callers and tests rely on the first
-     * bad field, in grant-then-intent order, being the one reported. */
-    og__admit_req r;
-    memset(&r, 0, sizeof r);
-
-    if (og__id_check(g->issuer) != 0)
-        return OG_EISSUER;
-    if (og__id_check(g->grant_id) != 0)
-        return OG_EGRANT_ID;
-    if (g->expires_at_us < OG__TIME_MIN_US ||
-        g->expires_at_us > OG__TIME_MAX_US)
-        return OG_EEXPIRES_AT;
-    if (og__uuid_normalize(in->operation_id, r.operation_id) != 0)
-        return OG_EOPERATION_ID;
-    if (og__id_check(in->caller_id) != 0)
-        return OG_ECALLER;
-    if (og__id_check(in->account_id) != 0)
-        return OG_EACCOUNT;
-    if (og_amount_canonical(in->amount, r.amount, sizeof r.amount) != 0)
-        return OG_EAMOUNT;
-    if (og__currency_check(in->currency) != 0)
-        return OG_ECURRENCY;
-    if (g->family != NULL && og__id_check(g->family) != 0)
-        return OG_EFAMILY;
-    if (g->form != OG_FORM_TOKEN && g->form != OG_FORM_ROW)
-        return OG_EFORM;
-
-    copy_checked(r.issuer, g->issuer);
-    copy_checked(r.grant_id, g->grant_id);
-    r.expires_at_us = g->expires_at_us;
-    if (g->family != NULL)
-        copy_checked(r.family, g->family);
-    r.form = g->form;
-    copy_checked(r.caller_id, in->caller_id);
-    copy_checked(r.account_id, in->account_id);
-    memcpy(r.currency, in->currency, OG_CURRENCY_LEN + 1);
-
-    memcpy(req, &r, sizeof r); /* padding included: zeroed, never stale */
-    return 0;
-}
-
 int og__grant_req_build(const og_grant *g, og__admit_req *req)
 {
     og__admit_req r;
@@ -476,5 +428,37 @@ int og__grant_req_build(const og_grant *g, og__admit_req *req)
         copy_checked(r.family, g->family);
     r.form = g->form;
     memcpy(req, &r, sizeof r);
+    return 0;
+}
+
+int og__admit_req_build(const og_grant *g, const og_intent *in,
+                        og__admit_req *req)
+{
+    og__admit_req r;
+    int rc;
+
+    if (g == NULL || in == NULL || req == NULL)
+        return OG_EINVAL;
+
+    /* Build into a local so *req is written only on success. The order of
+     * checks is part of the contract: the grant's fields first (as
+     * og__grant_req_build checks them), then the intent's. */
+    if ((rc = og__grant_req_build(g, &r)) != 0)
+        return rc;
+    if (og__uuid_normalize(in->operation_id, r.operation_id) != 0)
+        return OG_EOPERATION_ID;
+    if (og__id_check(in->caller_id) != 0)
+        return OG_ECALLER;
+    if (og__id_check(in->account_id) != 0)
+        return OG_EACCOUNT;
+    if (og_amount_canonical(in->amount, r.amount, sizeof r.amount) != 0)
+        return OG_EAMOUNT;
+    if (og__currency_check(in->currency) != 0)
+        return OG_ECURRENCY;
+    copy_checked(r.caller_id, in->caller_id);
+    copy_checked(r.account_id, in->account_id);
+    memcpy(r.currency, in->currency, OG_CURRENCY_LEN + 1);
+
+    memcpy(req, &r, sizeof r); /* padding included: zeroed, never stale */
     return 0;
 }
