@@ -47,6 +47,10 @@
  *      no issuance commits after the family's revocation, and a revocation
  *      that waited for an admission finds that grant's key or row taken and
  *      does not list it.
+ *  I8a The family's advisory lock queues fairly (PG_FAMILY_KEY): taken
+ *      shared by admissions and consumes, exclusive by revocation, issuance
+ *      and ticket creation, always before the family's row lock, so steady
+ *      admissions cannot starve a revocation.
  *  I9  Revocation never outlives its proof. A token-form revocation holds
  *      the grant's key until the trusted expiry + leeway (the verified
  *      token's exp, or the issuance log's), or, when the log records no
@@ -217,6 +221,25 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "(extract(epoch FROM " t "submit_by) * 1000000)::bigint, "                 \
     "(extract(epoch FROM " t "created_at) * 1000000)::bigint"
 
+/* The family's fair queue (I8a): a transaction-scoped advisory lock keyed on
+ * (issuer, family), length-prefixed so that no two pairs share a text.
+ * Row locks alone starve a revocation: new FOR SHARE lockers do not queue
+ * behind a waiting UPDATE, so under steady admissions of one family its
+ * revocation waited past the store timeout. The heavyweight lock manager
+ * queues fairly — a shared request waits behind a queued exclusive one — so
+ * admissions and consumes take it shared, and revocation, issuance and
+ * ticket creation take it exclusive, ALWAYS before the family's row lock
+ * (no cycle: whoever holds a row lock on the family already holds a
+ * compatible advisory lock). A hash collision between two families only
+ * serializes them more than needed. */
+#define PG_FAMILY_KEY(i, f)                                                    \
+    "hashtextextended(length(" i "::text)::text || ':' || " i "::text || "    \
+    f "::text, 0)"
+#define PG_FAMILY_XLOCK_CTE(i, f)                                              \
+    "flk AS (\n"                                                               \
+    "  SELECT pg_advisory_xact_lock(" PG_FAMILY_KEY(i, f) ") AS held\n"         \
+    "  WHERE " f "::text IS NOT NULL)"
+
 /* The family lock of an admission or a consume (I8): the family's row, live,
  * under FOR SHARE, which a concurrent revocation's UPDATE of that row waits
  * for (and which waits for it: Read Committed then re-checks revoked_at on
@@ -227,10 +250,14 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  * is not a snapshot NOT EXISTS on a revocation: a snapshot taken before a
  * revocation committed would still say "live" after it. */
 #define PG_FAMILY_CTE(f)                                                       \
+    "flk AS (\n"                                                               \
+    "  SELECT pg_advisory_xact_lock_shared(" PG_FAMILY_KEY("$1", f) ") AS held\n" \
+    "  WHERE " f "::text IS NOT NULL),\n"                                       \
     "fam AS (\n"                                                               \
     "  SELECT 1 FROM families\n"                                               \
     "  WHERE issuer = $1::text AND family = " f "::text AND revoked_at IS NULL\n" \
-    "  FOR SHARE)"
+    "    AND EXISTS (SELECT 1 FROM flk)\n"                                      \
+    "  FOR SHARE OF families)"
 #define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
 
 /* The operation insert both admission statements end with. It reads only
@@ -388,9 +415,10 @@ static const char pg_consume_row_sql[] =
  * One row: (recorded, family live).
  * ========================================================================= */
 static const char pg_issuance_sql[] =
-    "WITH fam AS (\n"
+    "WITH " PG_FAMILY_XLOCK_CTE("$1", "$3") ",\n"
+    "fam AS (\n"
     "  INSERT INTO families (issuer, family, created_at)\n"
-    "  SELECT $1::text, $3::text, clock_timestamp() WHERE $3::text IS NOT NULL\n"
+    "  SELECT $1::text, $3::text, clock_timestamp() FROM flk\n"
     "  ON CONFLICT (issuer, family) DO UPDATE SET created_at = families.created_at\n"
     "     WHERE families.revoked_at IS NULL\n"
     "  RETURNING 1),\n"
@@ -470,9 +498,10 @@ static const char pg_revoke_check_sql[] =
  *    the family's row.
  * ========================================================================= */
 static const char pg_family_revoke_sql[] =
-    "WITH f AS (\n"
+    "WITH " PG_FAMILY_XLOCK_CTE("$1", "$2") ",\n"
+    "f AS (\n"
     "  INSERT INTO families (issuer, family, created_at, revoked_at)\n"
-    "  VALUES ($1::text, $2::text, clock_timestamp(), statement_timestamp())\n"
+    "  SELECT $1::text, $2::text, clock_timestamp(), statement_timestamp() FROM flk\n"
     "  ON CONFLICT (issuer, family) DO UPDATE SET revoked_at = statement_timestamp()\n"
     "     WHERE families.revoked_at IS NULL\n"
     "  RETURNING issuer, family),\n"
@@ -502,9 +531,10 @@ static const char pg_family_revoke_sql[] =
  * family's row while live, as issuance does (I8); revoked: no row.
  * ========================================================================= */
 static const char pg_ticket_create_sql[] =
-    "WITH fam AS (\n"
+    "WITH " PG_FAMILY_XLOCK_CTE("$1", "$2") ",\n"
+    "fam AS (\n"
     "  INSERT INTO families (issuer, family, created_at)\n"
-    "  VALUES ($1::text, $2::text, clock_timestamp())\n"
+    "  SELECT $1::text, $2::text, clock_timestamp() FROM flk\n"
     "  ON CONFLICT (issuer, family) DO UPDATE SET created_at = families.created_at\n"
     "     WHERE families.revoked_at IS NULL\n"
     "  RETURNING issuer, family)\n"
