@@ -204,6 +204,11 @@ typedef struct og__store_methods {
      * migrations table. */
     int (*schema_version)(void *impl, int *version);
 
+    /* The server-side bounds an admission connection carries; NULL for a
+     * backend without any (SQLite: og_store_session_bounds reports
+     * applicable = false). */
+    int (*session_bounds)(void *impl, og_session_bounds *out);
+
     /* Applies migrations up to OG_SCHEMA_VERSION; *from / *to as in
      * og_store_migrate (neither NULL here). */
     int (*migrate)(void *impl, int *from, int *to);

@@ -158,10 +158,7 @@ og_store *t_store_url(const char *url, int pool, int timeout_ms)
         o.pool_size = pool;
     if (timeout_ms > 0) {
         o.timings.store_timeout_us = (int64_t)timeout_ms * 1000;
-        if (o.timings.execution_lease_us <= 2 * o.timings.store_timeout_us)
-            o.timings.execution_lease_us = 3 * o.timings.store_timeout_us;
-        if (o.timings.submission_window_us <= o.timings.execution_lease_us)
-            o.timings.submission_window_us = 2 * o.timings.execution_lease_us;
+        og_timings_fit(&o.timings);
     }
     rc = og_store_open(url, &o, &s);
     if (rc < 0) {

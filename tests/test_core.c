@@ -232,20 +232,42 @@ static void timings_relations_are_checked(void **state)
     assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
     assert_non_null(strstr(why, "T1"));
 
-    og_timings_default(&t);
-    t.store_timeout_us = 0;
-    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
-    assert_non_null(strstr(why, "T2"));
+    /* Each relation, broken alone, is the one named. */
+    static const struct { const char *rel; int field; int64_t v; } bad[] = {
+        {"T2", 0, 0},                      /* store_timeout */
+        {"T3", 1, 10 * 1000000},           /* execution_lease = 2 x store */
+        {"T4", 2, 56 * INT64_C(1000000)},  /* provider = lease - margin + 1 */
+        {"T5", 3, 50 * INT64_C(1000000)},  /* lease < 3s + p + margin */
+        {"T6", 4, 24 * INT64_C(1000000)},  /* recovery_lease < 2p + s */
+        {"T7", 5, 130 * INT64_C(1000000)}, /* window = lease + delay + rl */
+        {"T8", 6, 3600 * INT64_C(1000000)},/* retention = window */
+        {"T9", 7, 15 * INT64_C(1000000)},  /* cleanup = store + step */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        og_timings_default(&t);
+        switch (bad[i].field) {
+        case 0: t.store_timeout_us = bad[i].v; break;
+        case 1: t.execution_lease_us = bad[i].v; break;
+        case 2: t.provider_timeout_us = bad[i].v; break;
+        case 3: t.provider_timeout_us = 40 * INT64_C(1000000);
+                t.execution_lease_us = bad[i].v; break;
+        case 4: t.recovery_lease_us = bad[i].v; break;
+        case 5: t.submission_window_us = bad[i].v; break;
+        case 6: t.provider_key_retention_us = bad[i].v; break;
+        case 7: t.cleanup_margin_us = bad[i].v; break;
+        }
+        why = NULL;
+        assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
+        assert_non_null(why);
+        assert_non_null(strstr(why, bad[i].rel));
+    }
 
+    /* fit() repairs a long store timeout; check() then passes. */
     og_timings_default(&t);
-    t.execution_lease_us = 2 * t.store_timeout_us;
-    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
-    assert_non_null(strstr(why, "T3"));
-
-    og_timings_default(&t);
-    t.submission_window_us = t.execution_lease_us;
-    assert_int_equal(og_timings_check(&t, &why), OG_ETIMINGS);
-    assert_non_null(strstr(why, "T4"));
+    t.store_timeout_us = 30 * INT64_C(1000000);
+    assert_int_equal(og_timings_check(&t, NULL), OG_ETIMINGS);
+    og_timings_fit(&t);
+    assert_int_equal(og_timings_check(&t, &why), 0);
     assert_int_equal(og_timings_check(NULL, NULL), OG_ETIMINGS);
 }
 

@@ -269,6 +269,17 @@ OG_MUST_CHECK int og_grant_verify(const og_keyset *ks,
                                   const og_grant_request *req, int64_t now_us,
                                   og_validated_grant *out);
 
+/* og_grant_verify() without the request binding: every check up to and
+ * including ISSUED_IN_FUTURE, none of subject, action or parameters. For
+ * presenters that are not the grant's subject and bind nothing themselves:
+ * an enforcement point asking the consume verdict, a revoker proving
+ * issuance with the signed grant. Never for admission at the execution
+ * boundary. Same returns as og_grant_verify(). */
+OG_MUST_CHECK int og_grant_verify_unbound(const og_keyset *ks,
+                                          const og_grant_policy *policy,
+                                          const char *token, int64_t now_us,
+                                          og_validated_grant *out);
+
 /* Fills *g and *in for og_admit() from v ONLY (issuer, grant id, expiry,
  * subject as caller, account, amount, currency) plus operation_id. Both
  * borrow v's buffers: v must outlive them. Returns 0 or OG_EINVAL. */

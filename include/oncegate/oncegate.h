@@ -164,22 +164,51 @@ typedef struct og_timings {
                                      the ONE value validation, admission and
                                      retention use */
     int64_t execution_lease_us;   /* the admitting handler's ownership */
+    int64_t lease_margin_us;      /* slack the execution lease keeps beyond
+                                     everything it must cover */
     int64_t submission_window_us; /* admission -> submit_by */
     int64_t store_timeout_us;     /* longest a store call may take, client
-                                     side and (PostgreSQL) statement_timeout */
+                                     side, and (PostgreSQL) the admission
+                                     connections' statement_timeout and
+                                     lock_timeout: the admission bound */
+    int64_t provider_timeout_us;  /* the provider (billing) call's own
+                                     timeout, not the request's */
+    int64_t recovery_lease_us;    /* recovery's ownership after a takeover */
+    int64_t recovery_delay_us;    /* longest before recovery picks up an
+                                     operation whose lease ended */
+    int64_t provider_key_retention_us; /* how long the provider documents
+                                     that it keeps an idempotency key */
+    int64_t provider_clock_margin_us;  /* safety margin against the key
+                                     retention, incl. clock differences */
+    int64_t cleanup_margin_us;    /* extra time before cleanup deletes
+                                     refusal records */
+    int64_t max_clock_step_us;    /* largest clock step allowed on the store
+                                     host */
     int64_t max_grant_lifetime_us;/* validators refuse exp - iat above it;
                                      fallback revocation retention */
     int64_t issue_time_skew_us;   /* validators refuse iat ahead of now by
                                      more; fallback revocation retention */
 } og_timings;
 
-/* Fills *t with the defaults (leeway 30 s, lease 60 s, window 1 h,
- * store timeout 5 s, max grant lifetime 1 h, issue-time skew 30 s). */
+/* Fills *t with the defaults: leeway 30 s, execution lease 60 s, lease
+ * margin 5 s, submission window 1 h, store timeout 5 s, provider timeout
+ * 10 s, recovery lease 60 s, recovery delay 10 s, provider key retention
+ * 24 h, provider clock margin 5 min, cleanup margin 5 min, clock step 10 s,
+ * max grant lifetime 1 h, issue-time skew 30 s. */
 void og_timings_default(og_timings *t);
 
-/* Checks every relation between the values. Returns 0, or OG_ETIMINGS and,
- * when why is non-NULL, a static sentence naming the relation that failed. */
+/* Checks every relation between the values (seed 000, "The timing values in
+ * one place"; lib/core/timings.c lists them as T1..T12). Returns 0, or
+ * OG_ETIMINGS and, when why is non-NULL, a static sentence naming the
+ * relation that failed. */
 OG_MUST_CHECK int og_timings_check(const og_timings *t, const char **why);
+
+/* Raises execution_lease, recovery_lease and submission_window (and
+ * cleanup_margin) to the smallest values the relations allow for t's
+ * timeouts, leaving larger values alone. For tools and tests that set a
+ * short or long store timeout; a server configuration is checked, never
+ * fitted. */
+void og_timings_fit(og_timings *t);
 
 /* ---------------------------------------------------------------------------
  * Store.
@@ -215,6 +244,30 @@ void og_store_free(og_store *s);
 
 /* The backend's name: "sqlite" or "postgres". */
 const char *og_store_backend(const og_store *s);
+
+/* Checks that the store answers and its schema is the one this build needs:
+ * 0, OG_ESCHEMA, OG_ESTORE_UNAVAILABLE or OG_EINTERNAL. For readiness
+ * probes; one round trip. */
+OG_MUST_CHECK int og_store_check(og_store *s);
+
+/* The server-side bounds on an admission, as the store's own admission
+ * connections carry them (seed 000, "Retention and Cleanup"). */
+typedef struct og_session_bounds {
+    bool applicable;                /* false: the backend has no such
+                                       settings (SQLite: its bound is the
+                                       client's busy deadline) */
+    int64_t statement_timeout_ms;   /* 0 = none */
+    int64_t lock_timeout_ms;        /* 0 = none */
+    bool has_transaction_timeout;   /* the server knows the setting (17+) */
+    int64_t transaction_timeout_ms; /* 0 = none */
+    int server_version_num;         /* e.g. 150018 */
+} og_session_bounds;
+
+/* Reads the bounds from one of the store's own pooled connections, so what
+ * is checked is what admissions run with. 0 and *out, or
+ * OG_ESTORE_UNAVAILABLE / OG_EINTERNAL. */
+OG_MUST_CHECK int og_store_session_bounds(og_store *s,
+                                          og_session_bounds *out);
 
 /* The schema version this build needs. */
 #define OG_SCHEMA_VERSION 2
@@ -376,6 +429,16 @@ OG_MUST_CHECK int og_time_parse_rfc3339(const char *s, int64_t *out_us);
 /* Formats us as "YYYY-MM-DDTHH:MM:SS.ffffffZ" into buf (at least 28 bytes).
  * Returns buf. */
 char *og_time_format_rfc3339(int64_t us, char *buf, size_t len);
+
+/* 1 when s is a valid identifier (issuer, grant id, caller, account,
+ * family, subject, action): 1-OG_ID_MAX bytes of printable ASCII without
+ * spaces; else 0. */
+bool og_id_valid(const char *s);
+
+/* Writes the canonical lower-case form of operation id in (a non-nil UUID in
+ * any case) into out. Returns 0 or OG_EOPERATION_ID. */
+OG_MUST_CHECK int og_operation_id_canonical(const char *in,
+                                            char out[OG_UUID_LEN + 1]);
 
 /* Canonicalizes a decimal amount ("250.00" -> "250", "0250.50" -> "250.5")
  * into out (at least OG_AMOUNT_MAX + 1 bytes). Returns 0 or OG_EAMOUNT. */

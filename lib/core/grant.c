@@ -244,6 +244,8 @@ static int check_claims(const claims *c, const og_grant_policy *p,
         return OG_EGRANT_LIFETIME_EXCEEDED;
     if (iat_us > now_us + p->issue_skew_us)
         return OG_EGRANT_ISSUED_IN_FUTURE;
+    if (req == NULL) /* og_grant_verify_unbound: the presenter checks */
+        return 0;
     if (req->caller == NULL || strcmp(c->sub, req->caller) != 0)
         return OG_EGRANT_SUBJECT_MISMATCH;
     if (req->action == NULL || strcmp(c->act, req->action) != 0)
@@ -258,9 +260,10 @@ static int check_claims(const claims *c, const og_grant_policy *p,
     return 0;
 }
 
-int og_grant_verify(const og_keyset *ks, const og_grant_policy *policy,
-                    const char *token, const og_grant_request *req,
-                    int64_t now_us, og_validated_grant *out)
+/* og_grant_verify with req NULL meaning "no request binding". */
+static int verify(const og_keyset *ks, const og_grant_policy *policy,
+                  const char *token, const og_grant_request *req,
+                  int64_t now_us, og_validated_grant *out)
 {
     unsigned char pk[OG__ED25519_PK];
     og_validated_grant v;
@@ -269,8 +272,7 @@ int og_grant_verify(const og_keyset *ks, const og_grant_policy *policy,
     claims c;
     int rc;
 
-    if (ks == NULL || policy == NULL || token == NULL || req == NULL ||
-        out == NULL || policy_check(policy) != 0 ||
+    if (ks == NULL || policy == NULL || token == NULL || out == NULL || policy_check(policy) != 0 ||
         now_us < OG__TIME_MIN_US || now_us > OG__TIME_MAX_US)
         return OG_EINVAL;
     memset(&j, 0, sizeof j);
@@ -309,6 +311,22 @@ int og_grant_verify(const og_keyset *ks, const og_grant_policy *policy,
 out:
     og__jws_clear(&j);
     return rc;
+}
+
+int og_grant_verify(const og_keyset *ks, const og_grant_policy *policy,
+                    const char *token, const og_grant_request *req,
+                    int64_t now_us, og_validated_grant *out)
+{
+    if (req == NULL)
+        return OG_EINVAL;
+    return verify(ks, policy, token, req, now_us, out);
+}
+
+int og_grant_verify_unbound(const og_keyset *ks, const og_grant_policy *policy,
+                            const char *token, int64_t now_us,
+                            og_validated_grant *out)
+{
+    return verify(ks, policy, token, NULL, now_us, out);
 }
 
 int og_validated_grant_admission(const og_validated_grant *v,

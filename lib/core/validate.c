@@ -462,3 +462,15 @@ int og__admit_req_build(const og_grant *g, const og_intent *in,
     memcpy(req, &r, sizeof r); /* padding included: zeroed, never stale */
     return 0;
 }
+
+bool og_id_valid(const char *s)
+{
+    return s != NULL && og__id_check(s) == 0;
+}
+
+int og_operation_id_canonical(const char *in, char out[OG_UUID_LEN + 1])
+{
+    if (in == NULL || out == NULL)
+        return OG_EOPERATION_ID;
+    return og__uuid_normalize(in, out) == 0 ? 0 : OG_EOPERATION_ID;
+}

@@ -1019,7 +1019,8 @@ static void pg_disconnect(void *ctx, void *conn)
 }
 
 /* Session settings every statement relies on: the server-side bound on a
- * statement (the client deadline alone lets the server run on), a bound on a
+ * statement and on its lock waits (the client deadline alone lets the server
+ * run on; og_store_session_bounds() reads them back), a bound on a
  * transaction left open by a dead client (it would hold the advisory lock or
  * a claimed key), and Read Committed, the isolation the admission statement
  * is reasoned under (I1). SET after connecting rather than "options" in the
@@ -1028,6 +1029,7 @@ static int pg_session_setup(og_pg *pg, pg_conn *c)
 {
     static const char sql[] =
         "SELECT set_config('statement_timeout', $1, false),"
+        " set_config('lock_timeout', $1, false),"
         " set_config('idle_in_transaction_session_timeout', $1, false),"
         " set_config('default_transaction_isolation', 'read committed', false)";
     const char *params[1] = {pg->statement_timeout};
@@ -1281,6 +1283,46 @@ static int pg_schema_version(void *impl, int *version)
     rc = pg_version_on(pg, c, PQTRANS_IDLE, version);
     pg_release(pg, c);
     return rc;
+}
+
+/* The server-side bounds an admission connection carries, read back from
+ * pg_settings (milliseconds; NULL for transaction_timeout before 17). */
+static int pg_session_bounds(void *impl, og_session_bounds *out)
+{
+    static const char sql[] =
+        "SELECT (SELECT setting FROM pg_settings"
+        "         WHERE name = 'statement_timeout'),"
+        " (SELECT setting FROM pg_settings WHERE name = 'lock_timeout'),"
+        " (SELECT setting FROM pg_settings WHERE name = 'transaction_timeout'),"
+        " current_setting('server_version_num')";
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_session_bounds b;
+    int rc;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_exec_params(pg, c, sql, 0, NULL, PQTRANS_IDLE, &res);
+    pg_release(pg, c);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(res) != 1 || PQnfields(res) != 4) {
+        PQclear(res);
+        return OG_EINTERNAL;
+    }
+    memset(&b, 0, sizeof b);
+    b.applicable = true;
+    b.statement_timeout_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    b.lock_timeout_ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    b.has_transaction_timeout = !PQgetisnull(res, 0, 2);
+    if (b.has_transaction_timeout)
+        b.transaction_timeout_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    b.server_version_num = (int)strtol(PQgetvalue(res, 0, 3), NULL, 10);
+    PQclear(res);
+    *out = b;
+    return 0;
 }
 
 /* Applies migration m unless another migrator got there first. Any failure
@@ -2029,6 +2071,7 @@ const og__store_methods og__postgres_methods = {
     .open = pg_open,
     .close = pg_close,
     .schema_version = pg_schema_version,
+    .session_bounds = pg_session_bounds,
     .migrate = pg_migrate,
     .admit = pg_admit,
     .operation_get = pg_operation_get,

@@ -159,6 +159,30 @@ int og_admit(og_store *s, const og_grant *grant, const og_intent *intent,
     return 0;
 }
 
+int og_store_check(og_store *s)
+{
+    int version = 0;
+    int rc;
+
+    if (!s)
+        return OG_EINVAL;
+    rc = s->m->schema_version(s->impl, &version);
+    if (rc < 0)
+        return rc;
+    return version == OG_SCHEMA_VERSION ? 0 : OG_ESCHEMA;
+}
+
+int og_store_session_bounds(og_store *s, og_session_bounds *out)
+{
+    if (!s || !out)
+        return OG_EINVAL;
+    if (s->m->session_bounds == NULL) {
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    return s->m->session_bounds(s->impl, out);
+}
+
 int og_operation_get(og_store *s, const char *operation_id, og_operation *out)
 {
     char id[OG_UUID_LEN + 1];
