@@ -7,6 +7,7 @@
  *                  --amount 250.00 --currency USD
  *   oncegate demo [--store URL]
  *   oncegate keygen --issuer NAME --out DIR
+ *   oncegate serve --config FILE | --dev    (src/serve/)
  *
  * Output is JSON on stdout; diagnostics go to stderr and carry identifiers
  * only — never secrets: keygen prints file paths and the kid, never key
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "serve.h"
 
 static const char og_usage[] =
     "usage: oncegate <command> [options]\n"
@@ -31,6 +33,8 @@ static const char og_usage[] =
     "  grant     grant issue: sign a grant and record its issuance\n"
     "  consume   the consume verdict: spend a grant once, or be told no\n"
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
+    "  serve     the HTTP service (--dev: a development instance)\n"
+    "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
     "Stores: sqlite:PATH (default " OG_DEFAULT_STORE_URL "), or a libpq URI\n"
@@ -320,10 +324,7 @@ static int og_cmd_admit(int argc, char **argv)
                 return OG_EXIT_USAGE;
             }
             opts.timings.store_timeout_us = v * 1000;
-            if (opts.timings.execution_lease_us <= 2 * opts.timings.store_timeout_us)
-                opts.timings.execution_lease_us = 3 * opts.timings.store_timeout_us;
-            if (opts.timings.submission_window_us <= opts.timings.execution_lease_us)
-                opts.timings.submission_window_us = 2 * opts.timings.execution_lease_us;
+            og_timings_fit(&opts.timings);
             break;
         case 'h':
             fputs(og_usage_admit, stdout);
@@ -439,6 +440,8 @@ static const og_command og_commands[] = {
     {"keygen", og_cmd_keygen, og_usage_keygen},
     {"grant", og_cli_grant, og_usage_grant},
     {"consume", og_cli_consume, og_usage_consume},
+    {"serve", og_cli_serve, og_usage_serve},
+    {"dev-env", og_cli_dev_env, NULL},
     {"instance", og_cli_instance, NULL}, /* the demo's instance process */
 };
 

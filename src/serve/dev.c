@@ -1,0 +1,826 @@
+/*
+ * dev.c — `oncegate serve --dev`: one data directory holding everything a
+ * first try needs (a SQLite store, an issuer key, one principal per role
+ * with a random API key), the banner with ready-to-paste commands, and
+ * `oncegate dev-env`, which hands the keys to a shell.
+ *
+ *   DIR/                    0700
+ *   DIR/.lock               flock'd for the whole setup (D2)
+ *   DIR/keys/               0700: oncegate-dev.KID.{private,public}.jwk
+ *   DIR/dev-credentials.json  0600: {"issuer": "oncegate-dev",
+ *                           "principals": {ROLE: {"id", "api_key"}}}
+ *   DIR/oncegate.db         the store (migrated by the server at startup)
+ *
+ * Invariants:
+ *   D1  API keys are secrets. They are written to dev-credentials.json
+ *       (created 0600 with O_EXCL under a temporary name, fsync'd, then
+ *       renamed, so it is never seen half-written or readable by others)
+ *       and printed only by `dev-env`, to stdout, on request. Never to err,
+ *       the banner or a log; buffers that held one are wiped.
+ *   D2  Setup runs under an exclusive flock on DIR/.lock, so instances
+ *       started together agree: the first creates, the others find the
+ *       complete result and reuse it.
+ *   D3  An existing issuer key or credentials file is reused, never
+ *       replaced: grants and shells that already use them keep working.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "../cli/cli.h" /* the exit codes every subcommand shares */
+#include "og_internal.h" /* og__id_check: the library's identifier rule */
+#include "serve.h"
+
+#define DEV_CREDS_MAX 16384      /* bytes of dev-credentials.json */
+#define DEV_KEY_RANDOM 32        /* bytes of randomness in an API key */
+#define DEV_KEY_PREFIX "og_"
+#define DEV_DEFAULT_DIR "./oncegate-dev"
+
+/* The credentials of one data directory, by role index. Wiped after use. */
+typedef struct dev_creds {
+    char id[OG_ROLE_COUNT][OG_ID_MAX + 1];
+    char key[OG_ROLE_COUNT][OG_API_KEY_MAX + 1];
+} dev_creds;
+
+/* Writes one "dev: ..." line to err and returns rc. Callers never pass key
+ * material (D1). */
+__attribute__((format(printf, 4, 5))) static int
+dev_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    rc = og_srv_vfail(err, errlen, rc, "dev", fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* DIR/name into buf (OG_PATH_MAX bytes). 0, or -1 when it does not fit. */
+static int dev_path(char buf[OG_PATH_MAX], const char *dir, const char *name)
+{
+    int n = snprintf(buf, OG_PATH_MAX, "%s/%s", dir, name);
+    return n >= 0 && n < OG_PATH_MAX ? 0 : -1;
+}
+
+/* ===========================================================================
+ * The directory, its lock and the issuer key.
+ * ========================================================================= */
+
+/* Creates directory path (0700) unless it exists as a directory. 0 or
+ * OG_EKEY_IO with err. */
+static int dev_mkdir(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot create: %s",
+                        path, strerror(errno));
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: not a directory", path);
+    return 0;
+}
+
+/* Opens DIR/.lock and takes the exclusive lock (D2); *fd holds it until
+ * closed. 0 or OG_EKEY_IO with err. */
+static int dev_lock(const char *dir, int *fd, char *err, size_t errlen)
+{
+    char path[OG_PATH_MAX];
+    int f;
+
+    if (dev_path(path, dir, ".lock") != 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    if ((f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot open: %s", path,
+                        strerror(errno));
+    while (flock(f, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            int e = errno;
+            close(f);
+            return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot lock: %s",
+                            path, strerror(e));
+        }
+    }
+    *fd = f;
+    return 0;
+}
+
+/* 1 when keys_dir holds an OG_DEV_ISSUER private key, 0 when not, -1 when
+ * it cannot be read. */
+static int dev_has_key(const char *keys_dir)
+{
+    size_t pl = strlen(OG_DEV_ISSUER), sl = strlen(OG_KEY_PRIVATE_SUFFIX);
+    struct dirent *e;
+    DIR *d = opendir(keys_dir);
+    int found = 0;
+
+    if (!d)
+        return -1;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        found = n > pl + 1 + sl &&
+                strncmp(e->d_name, OG_DEV_ISSUER ".", pl + 1) == 0 &&
+                strcmp(e->d_name + n - sl, OG_KEY_PRIVATE_SUFFIX) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Generates the issuer key in keys_dir unless one exists (D3). 0 or an
+ * error with err. */
+static int dev_ensure_key(const char *keys_dir, char *err, size_t errlen)
+{
+    og_keygen_result r;
+    int has = dev_has_key(keys_dir), rc;
+
+    if (has < 0)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot read: %s",
+                        keys_dir, strerror(errno));
+    if (has)
+        return 0;
+    if ((rc = og_keygen(OG_DEV_ISSUER, keys_dir, &r)) != 0)
+        return dev_fail(err, errlen, rc, "%s: cannot create the issuer key: %s",
+                        keys_dir, og_strerror(rc));
+    return 0;
+}
+
+/* ===========================================================================
+ * dev-credentials.json.
+ * ========================================================================= */
+
+/* 0 when key is 1..OG_API_KEY_MAX printable ASCII without spaces (what a
+ * bearer header and a shell export carry safely); else -1. */
+static int dev_key_check(const char *key)
+{
+    size_t n = strlen(key);
+
+    if (n == 0 || n > OG_API_KEY_MAX)
+        return -1;
+    for (; *key; key++)
+        if (*key < 0x21 || *key > 0x7e)
+            return -1;
+    return 0;
+}
+
+/* Wipes jansson's copies of the api_key strings in a parsed credentials
+ * document before it is freed (D1). The strings are jansson's own heap
+ * buffers, so writing through the const pointer is sound. */
+static void dev_json_wipe(json_t *root)
+{
+    json_t *ps = json_object_get(root, "principals"), *p, *k;
+    const char *role;
+
+    if (!json_is_object(ps))
+        return;
+    json_object_foreach(ps, role, p) {
+        if ((k = json_object_get(p, "api_key")) && json_is_string(k))
+            sodium_memzero((char *)json_string_value(k), json_string_length(k));
+    }
+}
+
+/* Validates one principals.ROLE entry into cr[idx]. 0 or OG_EINVAL. */
+static int dev_parse_role(json_t *p, const char *role, int idx, dev_creds *cr,
+                          const char *path, char *err, size_t errlen)
+{
+    json_t *id = json_object_get(p, "id"), *key = json_object_get(p, "api_key");
+
+    if (!json_is_object(p) || json_object_size(p) != 2 || !id || !key)
+        return dev_fail(err, errlen, OG_EINVAL,
+                        "%s: principals.%s: must be {\"id\", \"api_key\"}",
+                        path, role);
+    if (!json_is_string(id) || og__id_check(json_string_value(id)) != 0)
+        return dev_fail(err, errlen, OG_EINVAL,
+                        "%s: principals.%s.id: must be 1-128 printable ASCII "
+                        "characters without spaces",
+                        path, role);
+    if (!json_is_string(key) || dev_key_check(json_string_value(key)) != 0)
+        return dev_fail(err, errlen, OG_EINVAL,
+                        "%s: principals.%s.api_key: must be 1-%d printable "
+                        "ASCII characters without spaces",
+                        path, role, OG_API_KEY_MAX);
+    snprintf(cr->id[idx], sizeof cr->id[idx], "%s", json_string_value(id));
+    snprintf(cr->key[idx], sizeof cr->key[idx], "%s", json_string_value(key));
+    return 0;
+}
+
+/* Validates the document's shape into *cr: {"issuer": str, "principals":
+ * {ROLE: {"id", "api_key"}}} with every role exactly once and no key
+ * shared by two roles. 0 or OG_EINVAL with err (naming members, never
+ * values). */
+static int dev_parse(json_t *root, dev_creds *cr, const char *path, char *err,
+                     size_t errlen)
+{
+    json_t *iss = json_object_get(root, "issuer");
+    json_t *ps = json_object_get(root, "principals"), *p;
+    const char *role;
+    unsigned seen = 0;
+    int rc;
+
+    if (!json_is_object(root) || json_object_size(root) != 2 ||
+        !json_is_string(iss) || og__id_check(json_string_value(iss)) != 0 ||
+        !json_is_object(ps))
+        return dev_fail(err, errlen, OG_EINVAL,
+                        "%s: must be {\"issuer\": ID, \"principals\": {ROLE: "
+                        "{\"id\", \"api_key\"}}}",
+                        path);
+    json_object_foreach(ps, role, p) {
+        unsigned bit = og_role_parse(role);
+        int idx = 0;
+
+        if (bit == 0)
+            return dev_fail(err, errlen, OG_EINVAL,
+                            "%s: principals: unknown role", path);
+        while ((1u << idx) != bit)
+            idx++;
+        if ((rc = dev_parse_role(p, role, idx, cr, path, err, errlen)) != 0)
+            return rc;
+        seen |= bit;
+    }
+    for (int i = 0; i < OG_ROLE_COUNT; i++) {
+        if (!(seen & (1u << i)))
+            return dev_fail(err, errlen, OG_EINVAL,
+                            "%s: principals: missing role \"%s\"", path,
+                            og_role_name(1u << i));
+        for (int j = 0; j < i; j++)
+            if (strcmp(cr->key[i], cr->key[j]) == 0)
+                return dev_fail(err, errlen, OG_EINVAL,
+                                "%s: principals %s and %s share one api_key",
+                                path, og_role_name(1u << j),
+                                og_role_name(1u << i));
+    }
+    return 0;
+}
+
+/* Parses len bytes of text (the file at path) into *cr. 0 or OG_EINVAL
+ * with err. */
+static int dev_creds_parse(const char *text, size_t len, dev_creds *cr,
+                           const char *path, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    int rc;
+
+    /* Only line and column: jansson's text quotes the input near the
+     * error, which could be part of a key (D1). */
+    if (!root)
+        return dev_fail(err, errlen, OG_EINVAL,
+                        "%s: not valid JSON (line %d, column %d)", path,
+                        je.line, je.column);
+    rc = dev_parse(root, cr, path, err, errlen);
+    dev_json_wipe(root);
+    json_decref(root);
+    return rc;
+}
+
+/* Reads and validates the credentials file at path into *cr. 1 when read,
+ * 0 when it does not exist, or a negative code with err. */
+static int dev_creds_read(const char *path, dev_creds *cr, char *err,
+                          size_t errlen)
+{
+    char buf[DEV_CREDS_MAX];
+    struct stat st;
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    if (fd < 0)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot read: %s", path,
+                        strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size > DEV_CREDS_MAX)
+        rc = dev_fail(err, errlen, OG_EINVAL,
+                      "%s: not a regular file of at most %d bytes", path,
+                      DEV_CREDS_MAX);
+    while (rc == 0 && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot read: %s", path,
+                          r < 0 ? strerror(errno) : "file shrank");
+        else
+            got += (size_t)r;
+    }
+    close(fd);
+    if (rc == 0)
+        rc = dev_creds_parse(buf, got, cr, path, err, errlen);
+    sodium_memzero(buf, sizeof buf);
+    return rc == 0 ? 1 : rc;
+}
+
+/* Fills *cr with fresh credentials: id "dev-ROLE" and a 256-bit random key
+ * "og_" + unpadded base64url for each role. */
+static void dev_creds_generate(dev_creds *cr)
+{
+    unsigned char raw[DEV_KEY_RANDOM];
+    char b64[sodium_base64_ENCODED_LEN(DEV_KEY_RANDOM,
+                                       sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
+
+    for (int i = 0; i < OG_ROLE_COUNT; i++) {
+        randombytes_buf(raw, sizeof raw);
+        sodium_bin2base64(b64, sizeof b64, raw, sizeof raw,
+                          sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        snprintf(cr->id[i], sizeof cr->id[i], "dev-%s", og_role_name(1u << i));
+        snprintf(cr->key[i], sizeof cr->key[i], DEV_KEY_PREFIX "%s", b64);
+    }
+    sodium_memzero(raw, sizeof raw);
+    sodium_memzero(b64, sizeof b64);
+}
+
+/* Renders *cr as the credentials document into buf. Built by hand rather
+ * than with jansson so no unwiped copy of a key is left on the heap (D1);
+ * generated ids and keys need no JSON escaping. 0, or -1 when it does not
+ * fit. */
+static int dev_creds_render(const dev_creds *cr, char *buf, size_t len)
+{
+    size_t used;
+    int n = snprintf(buf, len, "{\n  \"issuer\": \"%s\",\n  \"principals\": {\n",
+                     OG_DEV_ISSUER);
+
+    if (n < 0 || (size_t)n >= len)
+        return -1;
+    used = (size_t)n;
+    for (int i = 0; i < OG_ROLE_COUNT; i++) {
+        n = snprintf(buf + used, len - used,
+                     "    \"%s\": {\"id\": \"%s\", \"api_key\": \"%s\"}%s\n",
+                     og_role_name(1u << i), cr->id[i], cr->key[i],
+                     i + 1 < OG_ROLE_COUNT ? "," : "");
+        if (n < 0 || (size_t)n >= len - used)
+            return -1;
+        used += (size_t)n;
+    }
+    n = snprintf(buf + used, len - used, "  }\n}\n");
+    return n >= 0 && (size_t)n < len - used ? 0 : -1;
+}
+
+/* Writes all of text to fd. 0 or -1 (errno set). */
+static int dev_write_all(int fd, const char *text, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, text, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        text += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* fsyncs directory dir, so a rename into it survives a crash. 0 or -1. */
+static int dev_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Creates DIR/dev-credentials.json (path) holding text, atomically and with
+ * mode 0600 (D1). Called under the lock. 0 or OG_EKEY_IO with err. */
+static int dev_creds_write(const char *dir, const char *path,
+                           const char *text, char *err, size_t errlen)
+{
+    char tmp[OG_PATH_MAX];
+    int fd, e;
+
+    if (dev_path(tmp, dir, "." OG_DEV_CREDENTIALS ".tmp") != 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    /* Under the lock nobody else writes tmp: one left here is from a setup
+     * that crashed. O_EXCL then refuses anything (a symlink included) that
+     * appears in between. */
+    if (unlink(tmp) != 0 && errno != ENOENT)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot remove: %s", tmp,
+                        strerror(errno));
+    fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot create: %s", tmp,
+                        strerror(errno));
+    if (fchmod(fd, 0600) != 0 || dev_write_all(fd, text, strlen(text)) != 0 ||
+        fsync(fd) != 0) {
+        e = errno;
+        close(fd);
+        unlink(tmp);
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot write: %s", tmp,
+                        strerror(e));
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0 || dev_fsync_dir(dir) != 0) {
+        e = errno;
+        unlink(tmp);
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot write: %s", path,
+                        strerror(e));
+    }
+    return 0;
+}
+
+/* Reads DIR/dev-credentials.json into *cr, creating it first when absent
+ * (D3). Called under the lock. 0 or an error with err. */
+static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
+                            char *err, size_t errlen)
+{
+    char text[2048];
+    int rc = dev_creds_read(path, cr, err, errlen);
+
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    dev_creds_generate(cr);
+    if (dev_creds_render(cr, text, sizeof text) != 0)
+        rc = dev_fail(err, errlen, OG_EINTERNAL, "%s: credentials too long",
+                      path);
+    else
+        rc = dev_creds_write(dir, path, text, err, errlen);
+    sodium_memzero(text, sizeof text);
+    return rc;
+}
+
+/* ===========================================================================
+ * Preparing the configuration.
+ * ========================================================================= */
+
+/* Fills c from the data directory and the credentials; c is changed only
+ * on success. 0 or OG_ENOMEM / OG_EINVAL with err. */
+static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
+                    const char *keys_dir, const dev_creds *cr, char *err,
+                    size_t errlen)
+{
+    char url[OG_PATH_MAX + 16];
+    og_principal *ps = calloc(OG_ROLE_COUNT, sizeof *ps);
+    char *store, *keys, *iss, *aud;
+
+    if ((size_t)snprintf(url, sizeof url, "sqlite:%s/oncegate.db", dir) >=
+        sizeof url) {
+        free(ps);
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    }
+    store = strdup(store_url ? store_url : url);
+    keys = strdup(keys_dir);
+    iss = strdup(OG_DEV_ISSUER);
+    aud = strdup(OG_DEV_AUDIENCE);
+    if (!ps || !store || !keys || !iss || !aud) {
+        free(ps);
+        free(store);
+        free(keys);
+        free(iss);
+        free(aud);
+        return dev_fail(err, errlen, OG_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < OG_ROLE_COUNT; i++) {
+        snprintf(ps[i].id, sizeof ps[i].id, "%s", cr->id[i]);
+        ps[i].roles = 1u << i;
+        crypto_hash_sha256(ps[i].key_hash, (const unsigned char *)cr->key[i],
+                           strlen(cr->key[i]));
+    }
+    free(c->store_url);
+    free(c->keys_dir);
+    free(c->issuer);
+    free(c->audience);
+    free(c->signing_key);
+    if (c->principals)
+        sodium_memzero(c->principals, c->n_principals * sizeof *c->principals);
+    free(c->principals);
+    c->store_url = store;
+    c->keys_dir = keys;
+    c->issuer = iss;
+    c->audience = aud;
+    c->signing_key = NULL; /* the issuer's first key in keys_dir */
+    c->principals = ps;
+    c->n_principals = OG_ROLE_COUNT;
+    c->auto_migrate = true;
+    return 0;
+}
+
+/* The locked part of og_srv_dev_prepare: keys directory, issuer key,
+ * credentials into *cr. 0 or an error with err. */
+static int dev_setup_locked(const char *dir, const char *keys_dir,
+                            const char *creds_path, dev_creds *cr, char *err,
+                            size_t errlen)
+{
+    int rc;
+
+    if ((rc = dev_mkdir(keys_dir, err, errlen)) != 0 ||
+        (rc = dev_ensure_key(keys_dir, err, errlen)) != 0)
+        return rc;
+    return dev_creds_ensure(dir, creds_path, cr, err, errlen);
+}
+
+int og_srv_dev_prepare(og_srv_config *c, const char *dir,
+                       const char *store_url, char *err, size_t errlen)
+{
+    char keys_dir[OG_PATH_MAX], creds_path[OG_PATH_MAX];
+    dev_creds cr;
+    int rc, lock = -1;
+
+    if (err && errlen)
+        err[0] = '\0';
+    if (!c || !dir || !dir[0])
+        return dev_fail(err, errlen, OG_EINVAL, "no data directory");
+    if (sodium_init() < 0)
+        return dev_fail(err, errlen, OG_EINTERNAL, "libsodium failed to start");
+    if (dev_path(keys_dir, dir, "keys") != 0 ||
+        dev_path(creds_path, dir, OG_DEV_CREDENTIALS) != 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    memset(&cr, 0, sizeof cr);
+    if ((rc = dev_mkdir(dir, err, errlen)) == 0 &&
+        (rc = dev_lock(dir, &lock, err, errlen)) == 0) {
+        rc = dev_setup_locked(dir, keys_dir, creds_path, &cr, err, errlen);
+        close(lock); /* releases the flock */
+    }
+    if (rc == 0)
+        rc = dev_fill(c, dir, store_url, keys_dir, &cr, err, errlen);
+    sodium_memzero(&cr, sizeof cr);
+    return rc;
+}
+
+/* ===========================================================================
+ * The banner and dev-env.
+ * ========================================================================= */
+
+/* 1 when s needs no quoting in a POSIX shell. */
+static int dev_sh_safe(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                    "0123456789_@%+=:,./-",
+                    *s))
+            return 0;
+    return 1;
+}
+
+/* Writes s to f in single quotes, each ' as '\''. */
+static void dev_sh_quote_always(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* Writes s to f as one shell word, quoted only when it must be. */
+static void dev_sh_word(FILE *f, const char *s)
+{
+    if (dev_sh_safe(s))
+        fputs(s, f);
+    else
+        dev_sh_quote_always(f, s);
+}
+
+/* Writes s as the inside of a JSON string that itself sits inside a
+ * single-quoted shell word: '"' and '\\' JSON-escaped, '\'' shell-escaped. */
+static void dev_sh_json(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* The id of c's principal whose only role is role, or fallback. */
+static const char *dev_principal_id(const og_srv_config *c, unsigned role,
+                                    const char *fallback)
+{
+    for (size_t i = 0; c && i < c->n_principals; i++)
+        if (c->principals[i].roles == role)
+            return c->principals[i].id;
+    return fallback;
+}
+
+#define DEV_PARAMS                                                             \
+    "\"params\": {\"account\": \"A-1187\", \"amount\": \"250.00\", "          \
+    "\"currency\": \"USD\"}"
+
+/* Writes one `curl` presenting $TOKEN with operation id $var (step 2/3). */
+static void dev_banner_present(FILE *f, const char *url, const char *g,
+                               const char *var)
+{
+    fputs("  curl -sS", f);
+    fputs(g, f);
+    fputs(" -w '\\n%{http_code}\\n' -X POST ", f);
+    dev_sh_word(f, url);
+    fprintf(f,
+            "/v1/operations \\\n"
+            "    -H 'Content-Type: application/json' "
+            "-H \"Authorization: Bearer $OG_AGENT_KEY\" \\\n"
+            "    -d '{\"operation_id\": \"'\"$%s\"'\", \"token\": "
+            "\"'\"$TOKEN\"'\", " DEV_PARAMS "}'\n",
+            var);
+}
+
+/* Writes the four ready-to-paste steps: issue, present, replay, read. */
+static void dev_banner_steps(FILE *f, const og_srv_config *c, const char *url)
+{
+    const char *g = strchr(url, '[') ? " -g" : ""; /* IPv6: no URL globbing */
+    const char *agent = dev_principal_id(c, OG_ROLE_AGENT, "dev-agent");
+
+    fprintf(f, "  # 1. issue a grant to %s (as the issuer); the token goes to "
+               "$TOKEN\n",
+            agent);
+    fprintf(f, "  TOKEN=$(curl -sS%s -X POST ", g);
+    dev_sh_word(f, url);
+    fputs("/v1/grants \\\n"
+          "    -H 'Content-Type: application/json' "
+          "-H \"Authorization: Bearer $OG_ISSUER_KEY\" \\\n"
+          "    -d '{\"subject\": \"",
+          f);
+    dev_sh_json(f, agent);
+    fputs("\", \"action\": \"credit.apply\", " DEV_PARAMS
+          ", \"ttl_seconds\": 900, \"family\": \"fam-1\"}' \\\n"
+          "    | sed -E 's/.*\"token\": ?\"([^\"]+)\".*/\\1/')\n",
+          f);
+    fputs("  # 2. present it with a fresh operation id: 202, admitted\n"
+          "  OP=$(cat /proc/sys/kernel/random/uuid)\n",
+          f);
+    dev_banner_present(f, url, g, "OP");
+    fputs("  # 3. replay it with another operation id: 409, "
+          "grant_not_available\n"
+          "  OP2=$(cat /proc/sys/kernel/random/uuid)\n",
+          f);
+    dev_banner_present(f, url, g, "OP2");
+    fputs("  # 4. read the operation: 200, with its status\n", f);
+    fprintf(f, "  curl -sS%s -w '\\n%%{http_code}\\n' ", g);
+    dev_sh_word(f, url);
+    fputs("/v1/operations/\"$OP\" \\\n"
+          "    -H \"Authorization: Bearer $OG_AGENT_KEY\"\n",
+          f);
+}
+
+void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
+                       const char *url, const char *argv0)
+{
+    char *abs = realpath(dir, NULL); /* the eval line works from any cwd */
+    const char *shown = abs ? abs : dir;
+
+    fprintf(f,
+            "oncegate: development mode - NOT FOR PRODUCTION (API keys in a "
+            "plain file, plain HTTP, issuer and audience %s)\n"
+            "  url          %s\n"
+            "  data dir     %s\n"
+            "  credentials  %s/" OG_DEV_CREDENTIALS
+            " (mode 0600; API keys are never printed)\n"
+            "\n"
+            "Load the API keys into your shell as OG_ISSUER_KEY, "
+            "OG_AGENT_KEY, OG_ENFORCER_KEY,\n"
+            "OG_REVOKER_KEY and OG_OPERATOR_KEY:\n"
+            "\n"
+            "  eval \"$(",
+            c && c->issuer ? c->issuer : OG_DEV_ISSUER, url, shown, shown);
+    dev_sh_word(f, argv0 && argv0[0] ? argv0 : "oncegate");
+    fputs(" dev-env --data-dir ", f);
+    dev_sh_word(f, shown);
+    fputs(")\"\n"
+          "\n"
+          "Then, in the same shell, paste in order:\n"
+          "\n",
+          f);
+    dev_banner_steps(f, c, url);
+    fflush(f);
+    free(abs);
+}
+
+static const char dev_env_usage[] =
+    "usage: oncegate dev-env [--data-dir DIR]\n"
+    "\n"
+    "Prints `export OG_<ROLE>_KEY='...'` lines with the API keys of a\n"
+    "development server (`oncegate serve --dev`), read from\n"
+    "DIR/" OG_DEV_CREDENTIALS " (default DIR: " DEV_DEFAULT_DIR "), for:\n"
+    "\n"
+    "  eval \"$(oncegate dev-env --data-dir DIR)\"\n";
+
+/* Parses dev-env's arguments into *dir. Returns -1 to go on, or the exit
+ * code when --help was answered or the usage is wrong. */
+static int dev_env_args(int argc, char **argv, const char **dir)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(dev_env_usage, stdout);
+            return OG_EXIT_OK;
+        } else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) {
+            *dir = argv[++i];
+        } else if (!strncmp(argv[i], "--data-dir=", 11)) {
+            *dir = argv[i] + 11;
+        } else {
+            fprintf(stderr, "oncegate dev-env: %s: %s\n\n", argv[i],
+                    strcmp(argv[i], "--data-dir") == 0 ? "needs a directory"
+                                                       : "unknown argument");
+            fputs(dev_env_usage, stderr);
+            return OG_EXIT_USAGE;
+        }
+    }
+    if (!(*dir)[0]) {
+        fputs("oncegate dev-env: --data-dir: empty\n\n", stderr);
+        fputs(dev_env_usage, stderr);
+        return OG_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Appends the text of n bytes at s to buf (len bytes, *used so far).
+ * 0, or -1 when it does not fit. */
+static int dev_append(char *buf, size_t len, size_t *used, const char *s,
+                      size_t n)
+{
+    if (n >= len - *used)
+        return -1;
+    memcpy(buf + *used, s, n);
+    *used += n;
+    buf[*used] = '\0';
+    return 0;
+}
+
+/* Renders `export OG_<ROLE>_KEY='KEY'` lines for *cr into buf (len bytes)
+ * and returns their length, or -1 when they do not fit. */
+static ssize_t dev_env_render(const dev_creds *cr, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    for (int i = 0; i < OG_ROLE_COUNT; i++) {
+        char name[32];
+        size_t n = 0;
+
+        for (const char *r = og_role_name(1u << i); *r && n + 1 < sizeof name;
+             r++)
+            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A') : *r;
+        if (dev_append(buf, len, &used, "export OG_", 10) ||
+            dev_append(buf, len, &used, name, n) ||
+            dev_append(buf, len, &used, "_KEY='", 6))
+            return -1;
+        for (const char *k = cr->key[i]; *k; k++) /* ' closes, \' adds one */
+            if (*k == '\'' ? dev_append(buf, len, &used, "'\\''", 4)
+                           : dev_append(buf, len, &used, k, 1))
+                return -1;
+        if (dev_append(buf, len, &used, "'\n", 2))
+            return -1;
+    }
+    return (ssize_t)used;
+}
+
+/* Reads DIR's credentials and writes the export lines to fd 1 with one
+ * write, so the keys pass through no stdio buffer and the one buffer that
+ * held them is wiped (D1). Returns the exit code. */
+static int dev_env_print(const char *dir)
+{
+    char path[OG_PATH_MAX], err[512] = "";
+    char out[OG_ROLE_COUNT * (4 * OG_API_KEY_MAX + 64)];
+    dev_creds cr;
+    ssize_t n;
+    int rc;
+
+    if (dev_path(path, dir, OG_DEV_CREDENTIALS) != 0) {
+        fprintf(stderr, "oncegate dev-env: %s: path too long\n", dir);
+        return OG_EXIT_USAGE;
+    }
+    memset(&cr, 0, sizeof cr);
+    if ((rc = dev_creds_read(path, &cr, err, sizeof err)) <= 0) {
+        sodium_memzero(&cr, sizeof cr); /* a failed parse may fill part */
+        if (rc == 0)
+            fprintf(stderr,
+                    "oncegate dev-env: %s: not found; start `oncegate serve "
+                    "--dev --data-dir %s` first\n",
+                    path, dir);
+        else /* err starts "dev: "; this command names itself */
+            fprintf(stderr, "oncegate dev-env: %s\n",
+                    strncmp(err, "dev: ", 5) == 0 ? err + 5 : err);
+        return OG_EXIT_CONFIG;
+    }
+    n = dev_env_render(&cr, out, sizeof out);
+    sodium_memzero(&cr, sizeof cr);
+    fflush(stdout);
+    rc = n < 0 ? OG_EXIT_INTERNAL
+         : dev_write_all(1, out, (size_t)n) != 0 ? OG_EXIT_IOERR
+                                                 : OG_EXIT_OK;
+    sodium_memzero(out, sizeof out);
+    if (rc != OG_EXIT_OK)
+        fprintf(stderr, "oncegate dev-env: cannot write the export lines\n");
+    return rc;
+}
+
+int og_cli_dev_env(int argc, char **argv)
+{
+    const char *dir = DEV_DEFAULT_DIR;
+    int rc = dev_env_args(argc, argv, &dir);
+
+    return rc >= 0 ? rc : dev_env_print(dir);
+}

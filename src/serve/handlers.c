@@ -1,0 +1,600 @@
+/*
+ * handlers.c — one function per endpoint, and the route table. Each handler
+ * checks its body, makes ONE library call and maps the outcome to HTTP
+ * (docs/http.md). No handler decides single use itself: the store does, in
+ * one conditional write, so any instance may answer any request.
+ *
+ * Secrets: tokens and tickets arrive in bodies and leave in answers; they
+ * are never added to r->log. Log fields are identifiers and outcomes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+#define OG_DEFAULT_ACTION "credit.apply"
+
+/* Times one store call into the latency histogram. */
+#define STORE_CALL(op, expr)                                                   \
+    ({                                                                         \
+        int64_t t0_ = og_http_mono_us();                                       \
+        int rc_ = (expr);                                                      \
+        og_metrics_store_call((op), og_http_mono_us() - t0_, rc_);             \
+        rc_;                                                                   \
+    })
+
+/* The reason code of a grant that does not validate, answered 403. Errors
+ * that are not about the grant (OG_ENOMEM, OG_EINVAL) are 500s. */
+static void grant_invalid(og_http_req *r, int rc)
+{
+    json_t *e;
+
+    if (strncmp(og_err_name(rc), "grant.", 6) != 0) {
+        og_http_lib_error(r, rc);
+        return;
+    }
+    e = json_pack("{s:s, s:s, s:s}", "error", "grant_not_valid", "reason",
+                  og_err_name(rc), "message", og_strerror(rc));
+    og_http_json(r, 403, e);
+    og_http_log_str(r, "error", "grant_not_valid");
+    og_http_log_str(r, "reason", og_err_name(rc));
+}
+
+/* Lower-case status names for answers: "admitted", "needs_reconciliation". */
+static const char *status_api_name(og_op_status st)
+{
+    switch (st) {
+    case OG_OP_ADMITTED: return "admitted";
+    case OG_OP_SUCCEEDED: return "succeeded";
+    case OG_OP_FAILED: return "failed";
+    case OG_OP_UNKNOWN: return "unknown";
+    case OG_OP_NEEDS_RECONCILIATION: return "needs_reconciliation";
+    }
+    return "unknown";
+}
+
+/* 200 for a settled operation, 202 for one still to be settled ("check
+ * again", never "done"). */
+static unsigned status_http(og_op_status st)
+{
+    return st == OG_OP_SUCCEEDED || st == OG_OP_FAILED ? 200 : 202;
+}
+
+/* An RFC 3339 string for us (a new reference). */
+static json_t *time_json(int64_t us)
+{
+    char buf[40];
+
+    return json_string(og_time_format_rfc3339(us, buf, sizeof buf));
+}
+
+/* Validates the bound parameters {account, amount, currency}. */
+static int params_read(og_http_req *r, json_t *params, const char **account,
+                       const char **amount, const char **currency)
+{
+    static const char *const allowed[] = {"account", "amount", "currency",
+                                          NULL};
+    char canon[OG_AMOUNT_MAX + 1];
+
+    if (og_http_members_only(r, params, allowed, "params") != 0 ||
+        og_http_str(r, params, "account", true, account) != 0 ||
+        og_http_str(r, params, "amount", true, amount) != 0 ||
+        og_http_str(r, params, "currency", true, currency) != 0)
+        return -1;
+    if (!og_id_valid(*account)) {
+        og_http_lib_error(r, OG_EACCOUNT);
+        return -1;
+    }
+    if (og_amount_canonical(*amount, canon, sizeof canon) != 0) {
+        og_http_lib_error(r, OG_EAMOUNT);
+        return -1;
+    }
+    if (strlen(*currency) != 3 || (*currency)[0] < 'A' || (*currency)[0] > 'Z' ||
+        (*currency)[1] < 'A' || (*currency)[1] > 'Z' || (*currency)[2] < 'A' ||
+        (*currency)[2] > 'Z') {
+        og_http_lib_error(r, OG_ECURRENCY);
+        return -1;
+    }
+    return 0;
+}
+
+/* A token member: present, a string. Its size is the validator's business
+ * (grant.too_large), so an oversize token is a grant that does not
+ * validate, not a malformed request. */
+static int token_read(og_http_req *r, json_t *obj, const char **token)
+{
+    return og_http_str(r, obj, "token", true, token);
+}
+
+/* ===========================================================================
+ * POST /v1/grants (issuer)
+ * ========================================================================= */
+static int h_grants_issue(og_http_req *r)
+{
+    static const char *const allowed[] = {"subject", "action", "params",
+                                          "ttl_seconds", "family", NULL};
+    og_srv *srv = r->srv;
+    const og_signer *signer = og_srv_auth_signer(r->auth);
+    const char *subject, *action, *family, *account, *amount, *currency;
+    json_t *params;
+    int64_t ttl = 0, now_s;
+    char jti[OG_GRANT_ID_LEN + 1];
+    og_grant_claims gc;
+    og_issue_outcome out;
+    char *token = NULL;
+    int rc;
+
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "subject", true, &subject) != 0 ||
+        og_http_str(r, r->json, "action", true, &action) != 0 ||
+        og_http_obj(r, r->json, "params", true, &params) != 0 ||
+        og_http_int(r, r->json, "ttl_seconds", true, 1,
+                    srv->cfg.timings.max_grant_lifetime_us / 1000000,
+                    &ttl) != 0 ||
+        og_http_str(r, r->json, "family", false, &family) != 0 ||
+        params_read(r, params, &account, &amount, &currency) != 0)
+        return 0;
+    if (!og_id_valid(subject))
+        return og_http_lib_error(r, OG_ESUBJECT), 0;
+    if (!og_id_valid(action))
+        return og_http_lib_error(r, OG_EACTION), 0;
+    if (family && !og_id_valid(family))
+        return og_http_lib_error(r, OG_EFAMILY), 0;
+    if (!signer) {
+        og_http_error(r, 501, "issuing_not_configured",
+                      "this instance has no signing key for its issuer",
+                      NULL);
+        return 0;
+    }
+    if ((rc = og_grant_new_id(jti)) != 0)
+        return og_http_lib_error(r, rc), 0;
+    now_s = og_http_now_us() / 1000000;
+    memset(&gc, 0, sizeof gc);
+    gc.iss = srv->cfg.issuer;
+    gc.jti = jti;
+    gc.iat = now_s;
+    gc.exp = now_s + ttl;
+    gc.sub = subject;
+    gc.aud = srv->cfg.audience;
+    gc.act = action;
+    gc.prm.account = account;
+    gc.prm.amount = amount;
+    gc.prm.currency = currency;
+    gc.fam = family;
+    og_http_log_str(r, "issuer", srv->cfg.issuer);
+    og_http_log_str(r, "grant_id", jti);
+    og_http_log_str(r, "family", family);
+    rc = STORE_CALL(OG_MOP_ISSUE,
+                    og_grant_issue(srv->store, signer, &gc,
+                                   srv->cfg.grant_form, &token, &out));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    if (out != OG_ISSUE_RECORDED) {
+        free(token);
+        og_http_log_str(r, "outcome", out == OG_ISSUE_FAMILY_REVOKED
+                                          ? "family_revoked"
+                                          : "duplicate_id");
+        if (out == OG_ISSUE_FAMILY_REVOKED)
+            og_http_error(r, 409, "family_revoked",
+                          "the family is revoked: nothing can be issued "
+                          "into it",
+                          NULL);
+        else
+            og_http_error(r, 500, "internal_error", "grant id collision",
+                          NULL);
+        return 0;
+    }
+    og_http_log_str(r, "outcome", "issued");
+    og_http_json(r, 201,
+                 json_pack("{s:s, s:s, s:s, s:o, s:s?}", "grant_id", jti,
+                           "issuer", srv->cfg.issuer, "token", token,
+                           "expires_at", time_json(gc.exp * 1000000),
+                           "family", family));
+    free(token);
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/grants/consume (enforcer): the consume verdict.
+ * ========================================================================= */
+static int h_grants_consume(og_http_req *r)
+{
+    static const char *const allowed[] = {"token", NULL};
+    og_srv *srv = r->srv;
+    const char *token;
+    og_validated_grant v;
+    og_consume_result res;
+    og_grant g;
+    int rc;
+
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        token_read(r, r->json, &token) != 0)
+        return 0;
+    rc = og_grant_verify_unbound(og_srv_auth_keyset(r->auth), &srv->policy,
+                                 token, og_http_now_us(), &v);
+    if (rc != 0)
+        return grant_invalid(r, rc), 0;
+    og_http_log_str(r, "issuer", v.issuer);
+    og_http_log_str(r, "grant_id", v.grant_id);
+    memset(&g, 0, sizeof g);
+    g.issuer = v.issuer;
+    g.grant_id = v.grant_id;
+    g.expires_at_us = v.expires_at_us;
+    g.family = v.family[0] ? v.family : NULL;
+    g.form = srv->cfg.grant_form;
+    rc = STORE_CALL(OG_MOP_CONSUME, og_consume(srv->store, &g, &res));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_metrics_consume(res.consumed);
+    if (res.consumed) {
+        og_http_log_str(r, "outcome", "consumed");
+        og_http_json(r, 200, json_pack("{s:b, s:s?}", "consumed", 1, "family",
+                                       res.family[0] ? res.family : NULL));
+    } else {
+        og_http_log_str(r, "outcome", "not_consumed");
+        og_http_log_str(r, "refusal", og_refusal_name(res.refusal));
+        og_http_json(r, 409, json_pack("{s:b, s:s}", "consumed", 0, "error",
+                                       "already_consumed"));
+    }
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/grants/revoke (revoker)
+ * ========================================================================= */
+static int h_grants_revoke(og_http_req *r)
+{
+    static const char *const allowed[] = {"token", "issuer", "grant_id", NULL};
+    og_srv *srv = r->srv;
+    const char *token = NULL, *issuer = NULL, *grant_id = NULL;
+    og_validated_grant v;
+    og_revocation rv;
+    og_revoke_outcome out;
+    int rc;
+
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "token", false, &token) != 0 ||
+        og_http_str(r, r->json, "issuer", false, &issuer) != 0 ||
+        og_http_str(r, r->json, "grant_id", false, &grant_id) != 0)
+        return 0;
+    memset(&rv, 0, sizeof rv);
+    if (token && !issuer && !grant_id) {
+        /* The verified token proves issuance and gives the trusted expiry. */
+        rc = og_grant_verify_unbound(og_srv_auth_keyset(r->auth),
+                                     &srv->policy, token, og_http_now_us(),
+                                     &v);
+        if (rc != 0)
+            return grant_invalid(r, rc), 0;
+        rv.issuer = v.issuer;
+        rv.grant_id = v.grant_id;
+        rv.trusted_expires_at_us = v.expires_at_us;
+    } else if (!token && issuer && grant_id) {
+        /* Issuance is proven from the issuance log. */
+        rv.issuer = issuer;
+        rv.grant_id = grant_id;
+    } else {
+        og_http_error(r, 400, "malformed_request",
+                      "give either token, or issuer and grant_id", NULL);
+        return 0;
+    }
+    rv.revoker = r->principal->id;
+    rv.form = srv->cfg.grant_form;
+    og_http_log_str(r, "issuer", rv.issuer);
+    og_http_log_str(r, "grant_id", rv.grant_id);
+    rc = STORE_CALL(OG_MOP_REVOKE,
+                    og_revoke(srv->store, og_srv_auth_revokers(r->auth), &rv,
+                              &out));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    switch (out) {
+    case OG_REVOKE_REVOKED:
+        og_http_log_str(r, "outcome", "revoked");
+        og_http_json(r, 200, json_pack("{s:b}", "revoked", 1));
+        break;
+    case OG_REVOKE_ALREADY_USED_OR_REVOKED:
+        og_http_log_str(r, "outcome", "already_used_or_revoked");
+        og_http_json(r, 409, json_pack("{s:b, s:s}", "revoked", 0, "error",
+                                       "already_used_or_revoked"));
+        break;
+    case OG_REVOKE_NOT_ISSUED:
+        og_http_log_str(r, "outcome", "not_issued");
+        og_http_json(r, 404, json_pack("{s:b, s:s}", "revoked", 0, "error",
+                                       "grant_not_issued"));
+        break;
+    case OG_REVOKE_NOT_PERMITTED:
+        og_http_error(r, 403, "forbidden", "not a revoker of this issuer",
+                      NULL);
+        break;
+    }
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/families/{family}/revoke (revoker)
+ * ========================================================================= */
+static int h_family_revoke(og_http_req *r)
+{
+    static const char *const allowed[] = {"issuer", NULL};
+    og_srv *srv = r->srv;
+    const char *issuer = NULL;
+    og_revoke_outcome out;
+    og_strv list = {0};
+    json_t *ids;
+    int rc;
+
+    if (r->json && (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+                    og_http_str(r, r->json, "issuer", false, &issuer) != 0))
+        return 0;
+    if (!issuer)
+        issuer = srv->cfg.issuer;
+    og_http_log_str(r, "issuer", issuer);
+    og_http_log_str(r, "family", r->param);
+    rc = STORE_CALL(OG_MOP_FAMILY_REVOKE,
+                    og_family_revoke(srv->store,
+                                     og_srv_auth_revokers(r->auth), issuer,
+                                     r->param, r->principal->id, &out,
+                                     &list));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    if (out == OG_REVOKE_NOT_PERMITTED) {
+        og_strv_free(&list);
+        og_http_error(r, 403, "forbidden", "not a revoker of this issuer",
+                      NULL);
+        return 0;
+    }
+    ids = json_array();
+    for (size_t i = 0; ids && i < list.n; i++)
+        json_array_append_new(ids, json_string(list.v[i]));
+    og_strv_free(&list);
+    og_http_log_str(r, "outcome", "family_revoked");
+    og_http_json(r, 200, json_pack("{s:s, s:o}", "family", r->param,
+                                   "revoked", ids));
+    return 0;
+}
+
+/* ===========================================================================
+ * Tickets.
+ * ========================================================================= */
+static int h_tickets_create(og_http_req *r)
+{
+    static const char *const allowed[] = {"family", NULL};
+    og_srv *srv = r->srv;
+    const char *family = NULL;
+    char fam[OG_ID_MAX + 1];
+    char id[OG_GRANT_ID_LEN + 1];
+    og_ticket_result res;
+    int rc;
+
+    if (r->json && (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+                    og_http_str(r, r->json, "family", false, &family) != 0))
+        return 0;
+    if (family && !og_id_valid(family))
+        return og_http_lib_error(r, OG_EFAMILY), 0;
+    if (!family) {
+        if ((rc = og_grant_new_id(id)) != 0)
+            return og_http_lib_error(r, rc), 0;
+        snprintf(fam, sizeof fam, "fam-%s", id);
+        family = fam;
+    }
+    og_http_log_str(r, "issuer", srv->cfg.issuer);
+    og_http_log_str(r, "family", family);
+    rc = STORE_CALL(OG_MOP_TICKET_CREATE,
+                    og_ticket_create(srv->store, srv->cfg.issuer, family,
+                                     &res));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    if (res.outcome != OG_TICKET_ISSUED) {
+        og_http_log_str(r, "outcome", "family_revoked");
+        og_http_error(r, 409, "family_revoked",
+                      "the family is revoked: no ticket can be created",
+                      NULL);
+        return 0;
+    }
+    og_http_log_str(r, "outcome", "ticket_created");
+    og_http_json(r, 201, json_pack("{s:s, s:s}", "ticket", res.ticket,
+                                   "family", family));
+    return 0;
+}
+
+static int h_tickets_rotate(og_http_req *r)
+{
+    static const char *const allowed[] = {"ticket", NULL};
+    og_srv *srv = r->srv;
+    const char *ticket;
+    og_ticket_result res;
+    int rc;
+
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "ticket", true, &ticket) != 0)
+        return 0;
+    rc = STORE_CALL(OG_MOP_TICKET_ROTATE,
+                    og_ticket_rotate(srv->store, ticket, &res));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_http_log_str(r, "issuer", res.issuer[0] ? res.issuer : NULL);
+    og_http_log_str(r, "family", res.family[0] ? res.family : NULL);
+    if (res.outcome != OG_TICKET_ISSUED) {
+        /* Unknown, reused (the family is now revoked) or revoked: one
+         * answer, so a replayer learns nothing; the log says which. */
+        og_http_log_str(r, "outcome",
+                        res.outcome == OG_TICKET_REUSED ? "ticket_reused"
+                        : res.outcome == OG_TICKET_FAMILY_REVOKED
+                            ? "family_revoked"
+                            : "ticket_not_found");
+        og_http_json(r, 409, json_pack("{s:s, s:s}", "error",
+                                       "ticket_not_found", "message",
+                                       "no such live ticket"));
+        return 0;
+    }
+    og_http_log_str(r, "outcome", "ticket_rotated");
+    og_http_json(r, 200, json_pack("{s:s, s:s}", "ticket", res.ticket,
+                                   "family", res.family));
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/operations (agent): admission at the execution boundary.
+ * ========================================================================= */
+
+/* The operation as answered to its caller. */
+static json_t *operation_json(const og_operation *op)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o}",
+                     "operation_id", op->operation_id, "status",
+                     status_api_name(op->status), "issuer", op->issuer,
+                     "grant_id", op->grant_id, "account", op->account_id,
+                     "amount", op->amount, "currency", op->currency,
+                     "owner_version", (json_int_t)op->owner_version,
+                     "created_at", time_json(op->created_at_us),
+                     "lease_until", time_json(op->lease_until_us),
+                     "submit_by", time_json(op->submit_by_us));
+}
+
+static int h_operations_post(og_http_req *r)
+{
+    static const char *const allowed[] = {"operation_id", "token", "action",
+                                          "params", NULL};
+    og_srv *srv = r->srv;
+    const char *op_text, *token, *action, *account, *amount, *currency;
+    char op_id[OG_UUID_LEN + 1];
+    og_grant_request greq;
+    og_validated_grant v;
+    og_admission adm;
+    og_grant g;
+    og_intent in;
+    json_t *params;
+    int rc;
+
+    /* Validation first: the request, then the grant; the store last. */
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "operation_id", true, &op_text) != 0 ||
+        token_read(r, r->json, &token) != 0 ||
+        og_http_str(r, r->json, "action", false, &action) != 0 ||
+        og_http_obj(r, r->json, "params", true, &params) != 0 ||
+        params_read(r, params, &account, &amount, &currency) != 0)
+        return 0;
+    if ((rc = og_operation_id_canonical(op_text, op_id)) != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_http_log_str(r, "operation_id", op_id);
+    if (!action)
+        action = OG_DEFAULT_ACTION;
+    greq.caller = r->principal->id;
+    greq.action = action;
+    greq.account = account;
+    greq.amount = amount;
+    greq.currency = currency;
+    rc = og_grant_verify(og_srv_auth_keyset(r->auth), &srv->policy, token,
+                         &greq, og_http_now_us(), &v);
+    if (rc != 0)
+        return grant_invalid(r, rc), 0;
+    og_http_log_str(r, "issuer", v.issuer);
+    og_http_log_str(r, "grant_id", v.grant_id);
+    /* Everything below uses the validated grant, not the request. */
+    if ((rc = og_validated_grant_admission(&v, op_id, &g, &in)) != 0)
+        return og_http_lib_error(r, rc), 0;
+    g.form = srv->cfg.grant_form;
+    rc = STORE_CALL(OG_MOP_ADMIT, og_admit(srv->store, &g, &in, &adm));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_metrics_admission(adm.outcome, adm.refusal);
+    og_http_log_str(r, "outcome", og_outcome_name(adm.outcome));
+    if (adm.outcome == OG_OUTCOME_REFUSED) {
+        /* The reason is for operators; the caller learns only that this
+         * grant is not available, never about another operation. */
+        og_http_log_str(r, "refusal", og_refusal_name(adm.refusal));
+        og_http_error(r, 409, "grant_not_available",
+                      "the grant is spent, revoked, or bound to another "
+                      "operation",
+                      NULL);
+        return 0;
+    }
+    og_http_json(r, status_http(adm.operation.status),
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id",
+                           adm.operation.operation_id, "status",
+                           status_api_name(adm.operation.status), "outcome",
+                           og_outcome_name(adm.outcome), "issuer",
+                           adm.operation.issuer, "grant_id",
+                           adm.operation.grant_id));
+    return 0;
+}
+
+/* GET /v1/operations/{operation_id} (agent): to its stored caller only. */
+static int h_operations_get(og_http_req *r)
+{
+    og_srv *srv = r->srv;
+    og_operation op;
+    int rc;
+
+    rc = STORE_CALL(OG_MOP_OPERATION_GET,
+                    og_operation_get(srv->store, r->param, &op));
+    if (rc < 0 && rc != OG_EOPERATION_ID)
+        return og_http_lib_error(r, rc), 0;
+    if (rc == 1 && strcmp(op.caller_id, r->principal->id) == 0) {
+        og_http_log_str(r, "operation_id", op.operation_id);
+        og_http_log_str(r, "issuer", op.issuer);
+        og_http_log_str(r, "grant_id", op.grant_id);
+        og_http_json(r, 200, operation_json(&op));
+        return 0;
+    }
+    /* Absent, malformed, or another caller's: one answer for all three. */
+    og_http_error(r, 404, "not_found", "no such operation", NULL);
+    return 0;
+}
+
+/* ===========================================================================
+ * Health, readiness, metrics (public).
+ * ========================================================================= */
+static int h_healthz(og_http_req *r)
+{
+    og_http_json(r, 200, json_pack("{s:b}", "ok", 1));
+    return 0;
+}
+
+static int h_readyz(og_http_req *r)
+{
+    int rc = STORE_CALL(OG_MOP_CHECK, og_store_check(r->srv->store));
+
+    if (rc == 0)
+        og_http_json(r, 200, json_pack("{s:b}", "ready", 1));
+    else
+        og_http_json(r, 503, json_pack("{s:b, s:s}", "ready", 0, "error",
+                                       rc == OG_ESCHEMA ? "schema_mismatch"
+                                                        : "store_unavailable"));
+    return 0;
+}
+
+static int h_metrics(og_http_req *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+
+    if (og_metrics_render(&text, &len) != 0) {
+        og_http_error(r, 500, "internal_error", "out of memory", NULL);
+        return 0;
+    }
+    og_http_json(r, 200, NULL);
+    r->text = text;
+    r->text_type = "text/plain; version=0.0.4; charset=utf-8";
+    return 0;
+}
+
+/* The routes, in the order docs/openapi.json lists them. */
+const og_route og_routes[] = {
+    {"POST", "/v1/grants", OG_ROLE_ISSUER, true, false, h_grants_issue},
+    {"POST", "/v1/grants/consume", OG_ROLE_ENFORCER, true, false,
+     h_grants_consume},
+    {"POST", "/v1/grants/revoke", OG_ROLE_REVOKER, true, false,
+     h_grants_revoke},
+    {"POST", "/v1/families/{family}/revoke", OG_ROLE_REVOKER, true, true,
+     h_family_revoke},
+    {"POST", "/v1/tickets", OG_ROLE_ISSUER, true, true, h_tickets_create},
+    {"POST", "/v1/tickets/rotate", OG_ROLE_AGENT, true, false,
+     h_tickets_rotate},
+    {"POST", "/v1/operations", OG_ROLE_AGENT, true, false, h_operations_post},
+    {"GET", "/v1/operations/{operation_id}", OG_ROLE_AGENT, false, false,
+     h_operations_get},
+    {"GET", "/healthz", 0, false, false, h_healthz},
+    {"GET", "/readyz", 0, false, false, h_readyz},
+    {"GET", "/metrics", 0, false, false, h_metrics},
+};
+const size_t og_n_routes = sizeof og_routes / sizeof og_routes[0];

@@ -1,0 +1,136 @@
+/*
+ * http.h — what http.c (the libmicrohttpd edge), handlers.c (one function
+ * per endpoint) and server.c (startup, signals) share. Private to
+ * src/serve/.
+ */
+#ifndef OG_SERVE_HTTP_H
+#define OG_SERVE_HTTP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "serve.h"
+
+/* The running service: everything a request may use. The store and the
+ * configuration are fixed for the process's life; the auth snapshot is
+ * swapped whole on SIGHUP (og_srv_auth_current). */
+typedef struct og_srv {
+    og_srv_config cfg;
+    og_store *store;
+    og_grant_policy policy;   /* the validator's policy, from cfg.timings */
+    pthread_mutex_t auth_mu;  /* guards auth (the pointer, not the data) */
+    og_srv_auth *auth;
+    atomic_int inflight;      /* requests accepted and not yet completed */
+    atomic_bool draining;     /* SIGTERM seen: answer with Connection: close */
+    pthread_mutex_t drain_mu; /* with drain_cv: inflight reached 0 */
+    pthread_cond_t drain_cv;
+} og_srv;
+
+/* The current snapshot with a reference the caller must drop
+ * (og_srv_auth_unref). */
+og_srv_auth *og_srv_auth_current(og_srv *srv);
+
+/* One request as the handlers see it: the matched route's path parameter,
+ * the authenticated principal, the parsed body, and the answer being built.
+ * Owned by http.c; handlers fill status/body/log fields only. */
+typedef struct og_http_req {
+    og_srv *srv;
+    const char *method;
+    char path[512];              /* the URL path as received (bounded) */
+    const struct og_route *route;
+    char param[OG_ID_MAX + 1];   /* the route's {param}, when it has one */
+    bool param_too_long;         /* the segment exceeded OG_ID_MAX */
+    og_srv_auth *auth;           /* referenced for the request's life */
+    const og_principal *principal;
+    char correlation_id[OG_ID_MAX + 1];
+    int64_t start_us;            /* monotonic */
+
+    /* Body: accumulated up to cfg.max_body_bytes. */
+    char *body;
+    size_t body_len, body_cap;
+    bool body_too_large;
+    bool has_content_type;
+    bool json_content_type;
+    json_t *json;                /* the parsed body object; NULL if empty */
+
+    /* The answer. */
+    unsigned status;
+    json_t *answer;              /* JSON body, or NULL when text is used */
+    char *text;                  /* a non-JSON body (metrics), malloc'd */
+    const char *text_type;
+    int retry_after;             /* > 0: a Retry-After header */
+    const char *allow;           /* 405: the Allow header */
+    bool responded;
+    json_t *log;                 /* fields for the request's log line */
+} og_http_req;
+
+typedef int (*og_http_handler)(og_http_req *r);
+
+/* One served route. roles == 0: public. body: a POST that takes a JSON
+ * object (optional_body: an empty body is {}). */
+typedef struct og_route {
+    const char *method;
+    const char *pattern;   /* "/v1/operations/{operation_id}" */
+    unsigned roles;        /* any of these roles may call it */
+    bool body;
+    bool optional_body;
+    og_http_handler fn;
+} og_route;
+
+/* The route table (handlers.c) and its length. */
+extern const og_route og_routes[];
+extern const size_t og_n_routes;
+
+/* Answer helpers (http.c). Each replaces any answer set before. */
+void og_http_json(og_http_req *r, unsigned status, json_t *body /* stolen */);
+/* {"error": code, "message": message} (+ "field" when field is non-NULL). */
+void og_http_error(og_http_req *r, unsigned status, const char *code,
+                   const char *message, const char *field);
+/* Maps a library error: input codes 400, store unavailable 503 retry_later
+ * (Retry-After), OG_ENOMEM/OG_EINTERNAL/other 500. */
+void og_http_lib_error(og_http_req *r, int err);
+
+/* Adds a string field to the request's log line (value may be NULL: skip). */
+void og_http_log_str(og_http_req *r, const char *key, const char *value);
+
+/* Body member access. Each returns 0, or -1 after answering 400
+ * malformed_request naming the member. */
+int og_http_members_only(og_http_req *r, json_t *obj,
+                         const char *const *allowed, const char *where);
+int og_http_str(og_http_req *r, json_t *obj, const char *name, bool required,
+                const char **out);
+int og_http_int(og_http_req *r, json_t *obj, const char *name, bool required,
+                int64_t lo, int64_t hi, int64_t *out);
+int og_http_obj(og_http_req *r, json_t *obj, const char *name, bool required,
+                json_t **out);
+
+/* Microseconds: wall clock (validation), monotonic (durations). */
+int64_t og_http_now_us(void);
+int64_t og_http_mono_us(void);
+
+/* The request core, independent of libmicrohttpd (http.c drives it from
+ * the library's callbacks; fuzz/fuzz_http.c drives it directly):
+ *   begin  routes method+url, takes the X-Request-Id and Content-Type
+ *          header values (either may be NULL); NULL on OOM;
+ *   body   appends body bytes (capped at cfg.max_body_bytes);
+ *   run    authenticates with the Authorization header value (may be
+ *          NULL), checks and parses the body and runs the handler: the
+ *          answer is then in r->status / r->answer / r->text;
+ *   end    frees r and its references. */
+og_http_req *og_http_req_begin(og_srv *srv, const char *method,
+                               const char *url, const char *request_id,
+                               const char *content_type);
+void og_http_req_body(og_http_req *r, const char *data, size_t n);
+void og_http_req_run(og_http_req *r, const char *authorization);
+void og_http_req_end(og_http_req *r);
+
+/* Starts the daemon on cfg.listen_host:listen_port; *port gets the bound
+ * port. 0 or -1 with one line in err. */
+struct MHD_Daemon;
+int og_http_start(og_srv *srv, struct MHD_Daemon **out, int *port, char *err,
+                  size_t errlen);
+/* Stops accepting (closes the listening socket); connections stay. */
+void og_http_quiesce(struct MHD_Daemon *d);
+void og_http_stop(struct MHD_Daemon *d);
+
+#endif /* OG_SERVE_HTTP_H */

@@ -1,0 +1,276 @@
+/*
+ * metrics.c — process-global counters and histograms, rendered in the
+ * Prometheus text exposition format, version 0.0.4.
+ *
+ * Invariants:
+ *   1. Every metric is a C11 atomic updated with one relaxed read-modify-
+ *      write: no lock, and no increment is ever lost (the counts are exact;
+ *      only the order in which a concurrent render sees them is loose).
+ *   2. Series are stable: every outcome, every refusal reason but "none",
+ *      every store op and both consume verdicts are rendered from the
+ *      start, at zero, so dashboards and alerts see them before the first
+ *      event. Only response codes, which are open-ended, appear once seen.
+ *   3. A histogram keeps one non-cumulative count per bucket; the render
+ *      accumulates them and takes _count from the +Inf total, so within
+ *      one render the buckets are cumulative and +Inf equals _count even
+ *      while other threads observe.
+ *   4. Latency sums are integer microseconds, printed exactly as seconds
+ *      with six decimals: no floating-point drift however long it runs.
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "serve.h"
+
+/* ===========================================================================
+ * The counters.
+ * ========================================================================= */
+#define OG__COUNT_ONE(name, text) +1
+enum {
+    N_OUTCOMES = 0 OG_OUTCOME_MAP(OG__COUNT_ONE),
+    N_REFUSALS = 0 OG_REFUSAL_MAP(OG__COUNT_ONE),
+};
+#undef OG__COUNT_ONE
+
+/* Bucket upper bounds (inclusive, "le"), as microseconds to compare with
+ * and as the text Prometheus sees. The +Inf bucket follows them. */
+static const int64_t bucket_us[] = {
+    500,    1000,   2500,    5000,    10000,   25000,   50000,
+    100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
+};
+static const char *const bucket_le[] = {
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+    "0.1",    "0.25",  "0.5",    "1",     "2.5",   "5",     "10",
+};
+#define N_BOUNDS (sizeof bucket_us / sizeof bucket_us[0])
+_Static_assert(sizeof bucket_le / sizeof bucket_le[0] == N_BOUNDS,
+               "one text per bucket bound");
+
+static const char *const op_names[] = {
+#define OG__MOP_NAME(name, text) text,
+    OG_METRIC_OP_MAP(OG__MOP_NAME)
+#undef OG__MOP_NAME
+};
+
+#define STATUS_MIN 100
+#define STATUS_MAX 599
+
+typedef struct histogram {
+    atomic_uint_fast64_t bucket[N_BOUNDS + 1]; /* non-cumulative; last: +Inf */
+    atomic_uint_fast64_t sum_us;
+} histogram;
+
+static atomic_uint_fast64_t admissions[N_OUTCOMES];
+static atomic_uint_fast64_t refusals[N_REFUSALS];
+static histogram store_latency[OG_MOP_COUNT];
+static atomic_uint_fast64_t store_unavailable[OG_MOP_COUNT];
+static atomic_uint_fast64_t consumes[2]; /* [0] false, [1] true */
+static atomic_int_fast64_t in_flight;
+static atomic_uint_fast64_t responses[STATUS_MAX - STATUS_MIN + 1];
+
+static void bump(atomic_uint_fast64_t *c, uint_fast64_t by)
+{
+    atomic_fetch_add_explicit(c, by, memory_order_relaxed);
+}
+
+static uint64_t get(atomic_uint_fast64_t *c)
+{
+    return (uint64_t)atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* Values outside the enums are ignored: a bad caller must not corrupt
+ * memory next to the arrays. */
+void og_metrics_admission(og_outcome outcome, og_refusal refusal)
+{
+    if ((unsigned)outcome >= N_OUTCOMES)
+        return;
+    bump(&admissions[outcome], 1);
+    if (outcome == OG_OUTCOME_REFUSED && refusal != OG_REFUSAL_NONE &&
+        (unsigned)refusal < N_REFUSALS)
+        bump(&refusals[refusal], 1);
+}
+
+/* A negative elapsed time (a clock step) counts as zero. */
+void og_metrics_store_call(og_metric_op op, int64_t elapsed_us, int err)
+{
+    histogram *h;
+    size_t b = 0;
+
+    if ((unsigned)op >= OG_MOP_COUNT)
+        return;
+    h = &store_latency[op];
+    if (elapsed_us < 0)
+        elapsed_us = 0;
+    while (b < N_BOUNDS && elapsed_us > bucket_us[b])
+        b++;
+    bump(&h->bucket[b], 1);
+    bump(&h->sum_us, (uint_fast64_t)elapsed_us);
+    if (err == OG_ESTORE_UNAVAILABLE)
+        bump(&store_unavailable[op], 1);
+}
+
+void og_metrics_consume(bool consumed)
+{
+    bump(&consumes[consumed ? 1 : 0], 1);
+}
+
+void og_metrics_inflight(int delta)
+{
+    atomic_fetch_add_explicit(&in_flight, delta, memory_order_relaxed);
+}
+
+/* Statuses outside 100..599 are not HTTP statuses and are not counted. */
+void og_metrics_response(unsigned status)
+{
+    if (status < STATUS_MIN || status > STATUS_MAX)
+        return;
+    bump(&responses[status - STATUS_MIN], 1);
+}
+
+/* ===========================================================================
+ * The exposition. Every writer appends to f; stream errors are checked
+ * once, in og_metrics_render.
+ * ========================================================================= */
+
+/* The family's # HELP and # TYPE lines. help is a constant without "\\" or
+ * newlines, so it needs no escaping. */
+static void family(FILE *f, const char *name, const char *type,
+                   const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value escaped as the format requires: \\, \" and \n. */
+static void label_value(FILE *f, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\')
+            fputs("\\\\", f);
+        else if (*v == '"')
+            fputs("\\\"", f);
+        else if (*v == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*v, f);
+    }
+}
+
+/* `name{label="value"} count` */
+static void sample1(FILE *f, const char *name, const char *label,
+                    const char *value, uint64_t count)
+{
+    fprintf(f, "%s{%s=\"", name, label);
+    label_value(f, value);
+    fprintf(f, "\"} %" PRIu64 "\n", count);
+}
+
+static void render_admissions(FILE *f)
+{
+    static const char *const n = "oncegate_admissions_total";
+
+    family(f, n, "counter",
+           "Admissions decided by the store, by outcome.");
+    for (unsigned i = 0; i < N_OUTCOMES; i++)
+        sample1(f, n, "outcome", og_outcome_name((og_outcome)i),
+                get(&admissions[i]));
+}
+
+static void render_refusals(FILE *f)
+{
+    static const char *const n = "oncegate_refusals_total";
+
+    family(f, n, "counter", "Refused admissions, by reason.");
+    for (unsigned i = 0; i < N_REFUSALS; i++)
+        if (i != OG_REFUSAL_NONE)
+            sample1(f, n, "reason", og_refusal_name((og_refusal)i),
+                    get(&refusals[i]));
+}
+
+/* One op's _bucket (cumulative), _sum and _count lines. */
+static void render_histogram(FILE *f, const char *n, const char *op,
+                             histogram *h)
+{
+    uint64_t acc = 0, sum = get(&h->sum_us);
+
+    for (size_t b = 0; b <= N_BOUNDS; b++) {
+        acc += get(&h->bucket[b]);
+        fprintf(f, "%s_bucket{op=\"", n);
+        label_value(f, op);
+        fprintf(f, "\",le=\"%s\"} %" PRIu64 "\n",
+                b < N_BOUNDS ? bucket_le[b] : "+Inf", acc);
+    }
+    fprintf(f, "%s_sum{op=\"", n);
+    label_value(f, op);
+    fprintf(f, "\"} %" PRIu64 ".%06" PRIu64 "\n", sum / 1000000,
+            sum % 1000000);
+    fprintf(f, "%s_count{op=\"", n);
+    label_value(f, op);
+    fprintf(f, "\"} %" PRIu64 "\n", acc);
+}
+
+static void render_store(FILE *f)
+{
+    static const char *const lat = "oncegate_store_latency_seconds";
+    static const char *const un = "oncegate_store_unavailable_total";
+
+    family(f, lat, "histogram", "Latency of store calls, by operation.");
+    for (unsigned op = 0; op < OG_MOP_COUNT; op++)
+        render_histogram(f, lat, op_names[op], &store_latency[op]);
+    family(f, un, "counter",
+           "Store calls that found the store unavailable, by operation.");
+    for (unsigned op = 0; op < OG_MOP_COUNT; op++)
+        sample1(f, un, "op", op_names[op], get(&store_unavailable[op]));
+}
+
+static void render_http(FILE *f)
+{
+    static const char *const c = "oncegate_consumes_total";
+    static const char *const fl = "oncegate_http_requests_in_flight";
+    static const char *const r = "oncegate_http_responses_total";
+    char code[8];
+
+    family(f, c, "counter", "Consume verdicts, by whether the grant was "
+                            "consumed.");
+    sample1(f, c, "consumed", "true", get(&consumes[1]));
+    sample1(f, c, "consumed", "false", get(&consumes[0]));
+    family(f, fl, "gauge", "HTTP requests being served.");
+    fprintf(f, "%s %" PRIdFAST64 "\n", fl,
+            atomic_load_explicit(&in_flight, memory_order_relaxed));
+    family(f, r, "counter", "HTTP responses sent, by status code.");
+    for (unsigned s = STATUS_MIN; s <= STATUS_MAX; s++) {
+        uint64_t v = get(&responses[s - STATUS_MIN]);
+
+        if (v == 0)
+            continue;
+        snprintf(code, sizeof code, "%u", s);
+        sample1(f, r, "code", code, v);
+    }
+}
+
+/* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
+ * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
+ * to *out on failure. */
+int og_metrics_render(char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    int bad;
+
+    if (!f)
+        return OG_ENOMEM;
+    render_admissions(f);
+    render_refusals(f);
+    render_store(f);
+    render_http(f);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(buf);
+        return OG_ENOMEM;
+    }
+    *out = buf;
+    if (len)
+        *len = n;
+    return 0;
+}

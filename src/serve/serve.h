@@ -1,0 +1,283 @@
+/*
+ * serve.h — the internal interfaces of `oncegate serve`, the HTTP service.
+ *
+ * The service is a thin I/O edge over the library (include/oncegate/): it
+ * authenticates the caller, parses and bounds the request, calls ONE library
+ * function (og_admit, og_consume, ...) and maps the outcome to HTTP. All
+ * single-use decisions stay in the store; nothing here caches a verdict.
+ *
+ *   config.c    the configuration table (name, type, bounds, default, doc),
+ *               the JSON config loader, docs/config.md generation
+ *   dev.c       `serve --dev`: data directory, issuer keys, one principal
+ *               per role, dev-credentials.json, the ready banner
+ *   auth.c      principals: hashed API keys, constant-time lookup, roles;
+ *               the reloadable snapshot of keys and principals
+ *   log.c       one JSON object per line; never a token, key or credential
+ *   metrics.c   counters and histograms, Prometheus text format
+ *   http.c      the libmicrohttpd edge: two-call pattern, body cap, content
+ *               type, routing table, correlation ids
+ *   handlers.c  one function per endpoint
+ *   server.c    `oncegate serve`: arguments, startup checks, signals
+ *               (SIGTERM drains, SIGHUP reloads keys and principals)
+ *
+ * Conventions as in the library: 0 or a negative OG_E* code, or a documented
+ * non-negative result; out-parameters written only on success; x_free(NULL)
+ * is a no-op.
+ */
+#ifndef OG_SERVE_H
+#define OG_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "oncegate/oncegate.h"
+
+/* ===========================================================================
+ * Roles and principals.
+ * ========================================================================= */
+#define OG_ROLE_MAP(X)                                                         \
+    X(ISSUER, "issuer")     /* POST /v1/grants, POST /v1/tickets */            \
+    X(AGENT, "agent")       /* operations, ticket rotation */                  \
+    X(ENFORCER, "enforcer") /* the consume verdict */                          \
+    X(REVOKER, "revoker")   /* grant and family revocation */                  \
+    X(OPERATOR, "operator") /* operators' endpoints (issue 5) */
+
+enum {
+#define OG__ROLE_IDX(name, text) OG_ROLE_IDX_##name,
+    OG_ROLE_MAP(OG__ROLE_IDX)
+#undef OG__ROLE_IDX
+    OG_ROLE_COUNT
+};
+#define OG__ROLE_BIT(name, text) OG_ROLE_##name = 1u << OG_ROLE_IDX_##name,
+enum og_role { OG_ROLE_MAP(OG__ROLE_BIT) };
+#undef OG__ROLE_BIT
+
+/* The role's name ("issuer", ...) for a single bit; NULL otherwise. */
+const char *og_role_name(unsigned role_bit);
+/* The bit for a role name; 0 when unknown. */
+unsigned og_role_parse(const char *name);
+
+#define OG_API_KEY_MAX 256      /* bytes of a presented bearer key */
+#define OG_API_KEY_HASH_LEN 32  /* SHA-256 */
+
+/* A principal as configured: the API key is never held, only its SHA-256
+ * (API keys are 256-bit random strings, so a fast hash is enough: there is
+ * nothing to brute-force). */
+typedef struct og_principal {
+    char id[OG_ID_MAX + 1];
+    unsigned roles;                                /* OR of OG_ROLE_* */
+    unsigned char key_hash[OG_API_KEY_HASH_LEN];
+} og_principal;
+
+/* ===========================================================================
+ * Configuration (config.c).
+ * ========================================================================= */
+typedef struct og_srv_config {
+    char listen_host[256];      /* "127.0.0.1"; IPv4 or IPv6 literal */
+    int listen_port;            /* 0: any free port (printed when ready) */
+    char *store_url;            /* og_store_open URL */
+    char *audience;             /* grants must be addressed to it (aud) */
+    char *issuer;               /* the issuer this service signs grants as */
+    char *keys_dir;             /* ISSUER.KID.public.jwk files (verification)
+                                   and this issuer's private key */
+    char *signing_key;          /* private JWK path; NULL: the first
+                                   ISSUER.*.private.jwk in keys_dir, by name;
+                                   none found: POST /v1/grants answers 501 */
+    og_grant_form grant_form;   /* how this issuer's grants are stored */
+    og_timings timings;         /* every timing value, one object */
+    int pool_size;              /* store connections per instance */
+    size_t max_body_bytes;      /* request bodies above it: 413 */
+    int max_connections;        /* concurrent HTTP connections */
+    int64_t drain_timeout_us;   /* SIGTERM: in-flight requests get this long */
+    int retry_after_s;          /* Retry-After on 503 retry_later */
+    char *log_file;             /* "-": stderr */
+    bool auto_migrate;          /* apply migrations at startup */
+    og_principal *principals;   /* n_principals entries */
+    size_t n_principals;
+    char *config_path;          /* the file loaded (NULL in plain --dev);
+                                   SIGHUP re-reads its principals */
+} og_srv_config;
+
+/* Writes "PREFIX: " and the formatted message to err (NULL or errlen 0:
+ * nothing) and returns rc: how config.c and dev.c report one failure in
+ * one statement. */
+__attribute__((format(printf, 5, 0))) int
+og_srv_vfail(char *err, size_t errlen, int rc, const char *prefix,
+             const char *fmt, va_list ap);
+
+/* og_srv_vfail with a variable argument list. */
+__attribute__((format(printf, 5, 6))) int
+og_srv_fail(char *err, size_t errlen, int rc, const char *prefix,
+            const char *fmt, ...);
+
+/* Fills *c with every default from the table (no principals). Strings are
+ * malloc'd. Returns 0 or OG_ENOMEM. */
+int og_srv_config_defaults(og_srv_config *c);
+
+/* Loads the JSON file at path over the defaults already in *c. Unknown
+ * keys, wrong types and values outside a key's bounds are refused; so is a
+ * timing relation that fails (og_timings_check). On failure writes one line
+ * naming the key or relation to err (errlen bytes) and returns OG_EINVAL
+ * (bad value), OG_ETIMINGS or OG_EKEY_IO (unreadable file); *c may then be
+ * partly updated and must be freed. */
+int og_srv_config_load(og_srv_config *c, const char *path, char *err,
+                       size_t errlen);
+
+/* Re-reads only the principals of the file at path into *out / *n (malloc'd,
+ * the caller frees with free()). Same errors as og_srv_config_load. */
+int og_srv_config_load_principals(const char *path, og_principal **out,
+                                  size_t *n, char *err, size_t errlen);
+
+/* Parses "HOST:PORT" / "[V6]:PORT" into c->listen_host/listen_port. 0 or
+ * OG_EINVAL. */
+int og_srv_config_set_listen(og_srv_config *c, const char *hostport);
+
+/* Checks relations across keys (timings, pool size vs. connections, ...).
+ * 0, or OG_ETIMINGS / OG_EINVAL with one line naming the relation in err. */
+int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen);
+
+/* Checks the store's server-side bound on admissions (seed 000, "Retention
+ * and Cleanup") against c: on a backend that has such settings, both
+ * statement_timeout and lock_timeout must be finite (non-zero) and no
+ * longer than timings.store_timeout, the admission bound relation T9
+ * relies on. 0, or OG_ETIMINGS with one line in err. Pure. */
+int og_srv_config_check_bounds(const og_srv_config *c,
+                               const og_session_bounds *b, char *err,
+                               size_t errlen);
+
+/* Frees every owned member and zeroes *c. */
+void og_srv_config_free(og_srv_config *c);
+
+/* Writes docs/config.md's text (a Markdown table generated from the one
+ * configuration table) to f. */
+void og_srv_config_doc(FILE *f);
+
+/* ===========================================================================
+ * Dev mode (dev.c).
+ * ========================================================================= */
+#define OG_DEV_ISSUER "oncegate-dev"
+#define OG_DEV_AUDIENCE "oncegate-dev"
+#define OG_DEV_CREDENTIALS "dev-credentials.json"
+
+/* Prepares data directory dir for `serve --dev` under an exclusive lock
+ * (DIR/.lock), so instances started together agree: creates dir (0700)
+ * and DIR/keys, generates the issuer key when none exists, creates
+ * DIR/dev-credentials.json (0600) with one principal per role when absent,
+ * else reuses both. Fills c: store (sqlite:DIR/oncegate.db unless
+ * store_url is non-NULL), keys_dir, issuer, audience, principals,
+ * auto_migrate. 0, or a negative code with one line in err. */
+int og_srv_dev_prepare(og_srv_config *c, const char *dir,
+                       const char *store_url, char *err, size_t errlen);
+
+/* Prints the ready banner: the URL, the data directory, how to load the
+ * API keys into the shell without printing them, and ready-to-paste curl
+ * commands that issue a grant, present it, replay it and read the
+ * operation. */
+void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
+                       const char *url, const char *argv0);
+
+/* `oncegate dev-env [--data-dir DIR]`: prints `export OG_<ROLE>_KEY=...`
+ * lines from DIR/dev-credentials.json for eval in a shell. Exit code. */
+int og_cli_dev_env(int argc, char **argv);
+
+/* ===========================================================================
+ * Authentication snapshot (auth.c): immutable once built, swapped whole on
+ * SIGHUP, reference-counted so a request keeps the snapshot it started
+ * with.
+ * ========================================================================= */
+typedef struct og_srv_auth og_srv_auth;
+
+/* Builds a snapshot from c: its principals, the keyset loaded from
+ * c->keys_dir, and the signer (c->signing_key, or the issuer's first
+ * private key in keys_dir; none is not an error). 0, or an error with one
+ * line in err. The snapshot starts with one reference. */
+int og_srv_auth_build(const og_srv_config *c, const og_principal *principals,
+                      size_t n_principals, og_srv_auth **out, char *err,
+                      size_t errlen);
+void og_srv_auth_ref(og_srv_auth *a);
+void og_srv_auth_unref(og_srv_auth *a);
+
+/* The principal whose key is `key` (the bearer token's bytes), comparing
+ * SHA-256(key) with every principal's hash in constant time and without
+ * early exit; NULL when none. */
+const og_principal *og_srv_auth_lookup(const og_srv_auth *a, const char *key,
+                                       size_t keylen);
+
+const og_keyset *og_srv_auth_keyset(const og_srv_auth *a);
+const og_signer *og_srv_auth_signer(const og_srv_auth *a); /* may be NULL */
+/* Revocation policy: the ids of principals with the revoker role. */
+const og_revoke_policy *og_srv_auth_revokers(const og_srv_auth *a);
+
+/* ===========================================================================
+ * Logs (log.c): one JSON object per line, written with ONE write(2) so
+ * lines from threads (and processes appending to one file) never
+ * interleave. Fields are identifiers only — never a token, key, ticket or
+ * credential (a test scans every line for them).
+ * ========================================================================= */
+typedef enum og_log_level {
+    OG_LOG_DEBUG,
+    OG_LOG_INFO,
+    OG_LOG_WARN,
+    OG_LOG_ERROR
+} og_log_level;
+
+/* Opens the log sink: "-" is stderr, else a file opened O_APPEND|O_CREAT
+ * (0640). min is the least level written. 0 or OG_EKEY_IO. */
+int og_log_open(const char *path, og_log_level min);
+void og_log_close(void);
+
+/* Writes {"ts":RFC3339 µs,"level":…,"event":event, …fields}. fields may be
+ * NULL; the reference is stolen. Thread-safe. */
+void og_log(og_log_level level, const char *event, json_t *fields);
+
+/* ===========================================================================
+ * Metrics (metrics.c): process-global, lock-free counters.
+ * ========================================================================= */
+#define OG_METRIC_OP_MAP(X)                                                    \
+    X(ADMIT, "admit")                                                          \
+    X(OPERATION_GET, "operation_get")                                          \
+    X(ISSUE, "issue")                                                          \
+    X(REVOKE, "revoke")                                                        \
+    X(FAMILY_REVOKE, "family_revoke")                                          \
+    X(CONSUME, "consume")                                                      \
+    X(TICKET_CREATE, "ticket_create")                                          \
+    X(TICKET_ROTATE, "ticket_rotate")                                          \
+    X(CHECK, "check")
+
+typedef enum og_metric_op {
+#define OG__MOP_ENUM(name, text) OG_MOP_##name,
+    OG_METRIC_OP_MAP(OG__MOP_ENUM)
+#undef OG__MOP_ENUM
+    OG_MOP_COUNT
+} og_metric_op;
+
+/* oncegate_admissions_total{outcome}, and for REFUSED also
+ * oncegate_refusals_total{reason}. */
+void og_metrics_admission(og_outcome outcome, og_refusal refusal);
+/* oncegate_store_latency_seconds{op} histogram; err < 0 with
+ * OG_ESTORE_UNAVAILABLE also counts oncegate_store_unavailable_total{op}. */
+void og_metrics_store_call(og_metric_op op, int64_t elapsed_us, int err);
+/* oncegate_consumes_total{consumed="true|false"} */
+void og_metrics_consume(bool consumed);
+/* oncegate_http_requests_in_flight gauge. */
+void og_metrics_inflight(int delta);
+/* oncegate_http_responses_total{code}, one series per status code seen. */
+void og_metrics_response(unsigned status);
+/* The Prometheus text exposition (version 0.0.4), malloc'd into *out. 0 or
+ * OG_ENOMEM. */
+int og_metrics_render(char **out, size_t *len);
+
+/* ===========================================================================
+ * The server (server.c, http.c, handlers.c).
+ * ========================================================================= */
+
+/* `oncegate serve ...`. Returns the process exit code. */
+int og_cli_serve(int argc, char **argv);
+extern const char og_usage_serve[];
+
+#endif /* OG_SERVE_H */

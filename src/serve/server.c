@@ -1,0 +1,385 @@
+/*
+ * server.c — `oncegate serve`: arguments, configuration, the startup checks
+ * that refuse a deployment which cannot keep the guarantee, and the signal
+ * loop (SIGTERM drains, SIGHUP reloads keys and principals).
+ *
+ * Startup refuses (exit 78), naming the problem:
+ *   - a configuration key out of its bounds, or a broken timing relation
+ *     (og_timings_check names it: "T4: provider_timeout ...");
+ *   - on PostgreSQL, admission connections without a finite
+ *     statement_timeout and lock_timeout, or with a bound longer than
+ *     store_timeout (the admission bound cleanup_margin is checked against).
+ * A store that does not answer at startup exits 75: start again later.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "cli.h"
+#include "http.h"
+
+const char og_usage_serve[] =
+    "usage: oncegate serve --config FILE [--listen HOST:PORT] [--store URL]\n"
+    "       oncegate serve --dev [--data-dir DIR] [--listen HOST:PORT]\n"
+    "                      [--store URL]\n"
+    "       oncegate serve --routes | --config-doc\n"
+    "\n"
+    "The HTTP service (docs/http.md): admits grants at the execution\n"
+    "boundary, the consume verdict, revocation, families, tickets. Any number\n"
+    "of instances may share one store.\n"
+    "\n"
+    "  --config FILE    JSON configuration (docs/config.md)\n"
+    "  --dev            development instance: SQLite in DIR, generated issuer\n"
+    "                   keys and one principal per role in\n"
+    "                   DIR/dev-credentials.json (reused when present);\n"
+    "                   listens on 127.0.0.1:8080 unless --listen\n"
+    "  --data-dir DIR   dev data directory (default ./oncegate-dev)\n"
+    "  --listen H:P     overrides the configuration (port 0: any free port)\n"
+    "  --store URL      overrides the configuration's store\n"
+    "  --routes         prints the served routes (METHOD PATH) and exits\n"
+    "  --config-doc     prints docs/config.md and exits\n"
+    "\n"
+    "When ready, prints `oncegate: listening on http://HOST:PORT`.\n"
+    "SIGTERM drains (in-flight requests finish within drain_timeout_ms),\n"
+    "then exits 0; SIGHUP reloads keys and principals.\n"
+    "\n"
+    "exit: 0 drained, 2 usage, 70 internal, 75 store unavailable at startup,\n"
+    "78 configuration refused.\n";
+
+#define DEV_DIR_DEFAULT "./oncegate-dev"
+
+typedef struct serve_args {
+    const char *config;
+    const char *data_dir;
+    const char *listen;
+    const char *store;
+    bool dev;
+} serve_args;
+
+/* Refuses to start: the message names the key or relation. */
+static int refuse(const char *what)
+{
+    fprintf(stderr, "oncegate: serve: %s\n", what);
+    og_log(OG_LOG_ERROR, "startup_refused", json_pack("{s:s}", "reason",
+                                                      what));
+    return OG_EXIT_CONFIG;
+}
+
+/* Loads configuration per the arguments into srv->cfg. Exit code. */
+static int load_config(og_srv *srv, const serve_args *a)
+{
+    char err[512] = "";
+    int rc;
+
+    if ((rc = og_srv_config_defaults(&srv->cfg)) != 0)
+        return OG_EXIT_INTERNAL;
+    if (a->dev && !a->listen)
+        og_srv_config_set_listen(&srv->cfg, "127.0.0.1:8080");
+    if (a->config &&
+        og_srv_config_load(&srv->cfg, a->config, err, sizeof err) != 0)
+        return refuse(err);
+    if (a->dev && og_srv_dev_prepare(&srv->cfg, a->data_dir, a->store, err,
+                                     sizeof err) != 0)
+        return refuse(err);
+    if (a->listen && og_srv_config_set_listen(&srv->cfg, a->listen) != 0)
+        return refuse("--listen: expected HOST:PORT");
+    if (a->store) {
+        char *dup = strdup(a->store);
+
+        if (!dup)
+            return OG_EXIT_INTERNAL;
+        free(srv->cfg.store_url);
+        srv->cfg.store_url = dup;
+    }
+    if (og_srv_config_check(&srv->cfg, err, sizeof err) != 0)
+        return refuse(err);
+    return OG_EXIT_OK;
+}
+
+/* Checks the server-side bound on admissions (seed 000, "Retention and
+ * Cleanup"): a client deadline alone lets the server keep working after
+ * the client stopped waiting. Exit code. */
+static int check_admission_bound(og_srv *srv)
+{
+    og_session_bounds b;
+    char msg[512] = "";
+    int rc = og_store_session_bounds(srv->store, &b);
+
+    if (rc != 0) {
+        fprintf(stderr, "oncegate: serve: reading the admission bound: %s\n",
+                og_err_name(rc));
+        return og_cli_exit_for_error(rc);
+    }
+    if (og_srv_config_check_bounds(&srv->cfg, &b, msg, sizeof msg) != 0)
+        return refuse(msg);
+    if (!b.applicable)
+        return OG_EXIT_OK;
+    og_log(OG_LOG_INFO, "admission_bound",
+           json_pack("{s:I, s:I, s:b, s:I, s:i}", "statement_timeout_ms",
+                     (json_int_t)b.statement_timeout_ms, "lock_timeout_ms",
+                     (json_int_t)b.lock_timeout_ms, "has_transaction_timeout",
+                     b.has_transaction_timeout, "transaction_timeout_ms",
+                     (json_int_t)b.transaction_timeout_ms,
+                     "server_version_num", b.server_version_num));
+    return OG_EXIT_OK;
+}
+
+/* Opens (and in dev mode or with auto_migrate, migrates) the store. */
+static int open_store(og_srv *srv)
+{
+    og_store_options o;
+    int rc;
+
+    og_store_options_default(&o);
+    o.timings = srv->cfg.timings;
+    o.pool_size = srv->cfg.pool_size;
+    if (srv->cfg.auto_migrate &&
+        (rc = og_store_migrate(srv->cfg.store_url, &o, NULL, NULL)) != 0) {
+        fprintf(stderr, "oncegate: serve: migrating the store: %s: %s\n",
+                og_err_name(rc), og_strerror(rc));
+        return og_cli_exit_for_error(rc);
+    }
+    if ((rc = og_store_open(srv->cfg.store_url, &o, &srv->store)) != 0) {
+        fprintf(stderr, "oncegate: serve: opening the store: %s: %s\n",
+                og_err_name(rc), og_strerror(rc));
+        og_log(OG_LOG_ERROR, "store_open_failed",
+               json_pack("{s:s}", "error", og_err_name(rc)));
+        return og_cli_exit_for_error(rc);
+    }
+    return check_admission_bound(srv);
+}
+
+/* SIGHUP: a new snapshot of keys and principals; the old one stays until
+ * the last request holding it completes. A failed reload keeps the old. */
+static void reload(og_srv *srv, const serve_args *a)
+{
+    og_principal *principals = NULL;
+    size_t n = 0;
+    og_srv_auth *fresh = NULL, *old;
+    og_srv_config scratch;
+    char err[512] = "";
+    int rc;
+
+    memset(&scratch, 0, sizeof scratch);
+    if (a->config) {
+        rc = og_srv_config_load_principals(a->config, &principals, &n, err,
+                                           sizeof err);
+    } else {
+        /* Dev mode: the credentials file is the source of principals. */
+        rc = og_srv_config_defaults(&scratch);
+        if (rc == 0)
+            rc = og_srv_dev_prepare(&scratch, a->data_dir, a->store, err,
+                                    sizeof err);
+        if (rc == 0) {
+            principals = scratch.principals;
+            n = scratch.n_principals;
+            scratch.principals = NULL;
+            scratch.n_principals = 0;
+        }
+    }
+    og_srv_config_free(&scratch);
+    if (rc == 0)
+        rc = og_srv_auth_build(&srv->cfg, principals, n, &fresh, err,
+                               sizeof err);
+    free(principals);
+    if (rc != 0) {
+        og_log(OG_LOG_ERROR, "reload_failed",
+               json_pack("{s:s}", "reason", err[0] ? err : og_err_name(rc)));
+        return;
+    }
+    pthread_mutex_lock(&srv->auth_mu);
+    old = srv->auth;
+    srv->auth = fresh;
+    pthread_mutex_unlock(&srv->auth_mu);
+    og_srv_auth_unref(old);
+    og_log(OG_LOG_INFO, "reloaded",
+           json_pack("{s:I}", "principals", (json_int_t)n));
+}
+
+/* SIGTERM: stop accepting, let in-flight requests finish within the
+ * drain bound, then stop. */
+static void drain(og_srv *srv, struct MHD_Daemon *d)
+{
+    struct timespec deadline;
+    int left;
+
+    atomic_store(&srv->draining, true);
+    og_http_quiesce(d);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += srv->cfg.drain_timeout_us / 1000000;
+    deadline.tv_nsec += (srv->cfg.drain_timeout_us % 1000000) * 1000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&srv->drain_mu);
+    while ((left = atomic_load(&srv->inflight)) > 0)
+        if (pthread_cond_timedwait(&srv->drain_cv, &srv->drain_mu,
+                                   &deadline) == ETIMEDOUT)
+            break;
+    left = atomic_load(&srv->inflight);
+    pthread_mutex_unlock(&srv->drain_mu);
+    og_log(OG_LOG_INFO, "drained",
+           json_pack("{s:i}", "in_flight_at_deadline", left));
+    /* Requests still running past the bound are inside a store call with
+     * its own deadline; stopping waits for them to return. */
+    og_http_stop(d);
+}
+
+static int parse_args(int argc, char **argv, serve_args *a, int *done)
+{
+    enum { O_CONFIG = 256, O_DEV, O_DIR, O_LISTEN, O_STORE, O_ROUTES,
+           O_DOC };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, O_CONFIG},
+        {"dev", no_argument, NULL, O_DEV},
+        {"data-dir", required_argument, NULL, O_DIR},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"store", required_argument, NULL, O_STORE},
+        {"routes", no_argument, NULL, O_ROUTES},
+        {"config-doc", no_argument, NULL, O_DOC},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    *done = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_CONFIG: a->config = optarg; break;
+        case O_DEV: a->dev = true; break;
+        case O_DIR: a->data_dir = optarg; break;
+        case O_LISTEN: a->listen = optarg; break;
+        case O_STORE: a->store = optarg; break;
+        case O_ROUTES:
+            for (size_t i = 0; i < og_n_routes; i++)
+                printf("%s %s\n", og_routes[i].method, og_routes[i].pattern);
+            *done = 1;
+            return OG_EXIT_OK;
+        case O_DOC:
+            og_srv_config_doc(stdout);
+            *done = 1;
+            return OG_EXIT_OK;
+        case 'h':
+            fputs(og_usage_serve, stdout);
+            *done = 1;
+            return OG_EXIT_OK;
+        default:
+            fputs(og_usage_serve, stderr);
+            return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc || (!a->config && !a->dev) ||
+        (a->data_dir && !a->dev)) {
+        fputs(og_usage_serve, stderr);
+        return OG_EXIT_USAGE;
+    }
+    if (!a->data_dir)
+        a->data_dir = DEV_DIR_DEFAULT;
+    return OG_EXIT_OK;
+}
+
+/* Runs the signal loop until SIGTERM or SIGINT. */
+static void signal_loop(og_srv *srv, const serve_args *a, sigset_t *set,
+                        struct MHD_Daemon *d)
+{
+    for (;;) {
+        int sig = 0;
+
+        if (sigwait(set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            reload(srv, a);
+            continue;
+        }
+        if (sig == SIGTERM || sig == SIGINT) {
+            og_log(OG_LOG_INFO, "draining",
+                   json_pack("{s:s, s:i}", "signal",
+                             sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                             "in_flight", atomic_load(&srv->inflight)));
+            drain(srv, d);
+            return;
+        }
+    }
+}
+
+int og_cli_serve(int argc, char **argv)
+{
+    serve_args a = {0};
+    og_srv srv;
+    struct MHD_Daemon *d = NULL;
+    sigset_t set;
+    char err[512] = "", url[320];
+    int done, rc, port = 0;
+
+    rc = parse_args(argc, argv, &a, &done);
+    if (rc != OG_EXIT_OK || done)
+        return rc;
+    memset(&srv, 0, sizeof srv);
+    pthread_mutex_init(&srv.auth_mu, NULL);
+    pthread_mutex_init(&srv.drain_mu, NULL);
+    pthread_cond_init(&srv.drain_cv, NULL);
+
+    /* Block the signals the loop waits for before any thread exists, so
+     * every thread inherits the mask and only sigwait sees them. SIGPIPE:
+     * a client that hangs up must not kill the process. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if ((rc = load_config(&srv, &a)) != OG_EXIT_OK)
+        goto out;
+    if (og_log_open(srv.cfg.log_file, OG_LOG_INFO) != 0) {
+        rc = refuse("log_file: cannot be opened for appending");
+        goto out;
+    }
+    if ((rc = open_store(&srv)) != OG_EXIT_OK)
+        goto out;
+    og_grant_policy_init(&srv.policy, srv.cfg.audience, &srv.cfg.timings);
+    if (og_srv_auth_build(&srv.cfg, srv.cfg.principals,
+                          srv.cfg.n_principals, &srv.auth, err,
+                          sizeof err) != 0) {
+        rc = refuse(err);
+        goto out;
+    }
+    if (og_http_start(&srv, &d, &port, err, sizeof err) != 0) {
+        rc = refuse(err);
+        goto out;
+    }
+    snprintf(url, sizeof url,
+             strchr(srv.cfg.listen_host, ':') ? "http://[%s]:%d"
+                                              : "http://%s:%d",
+             srv.cfg.listen_host, port);
+    og_log(OG_LOG_INFO, "ready",
+           json_pack("{s:s, s:s, s:s, s:s, s:i}", "url", url, "store",
+                     og_store_backend(srv.store), "issuer", srv.cfg.issuer,
+                     "audience", srv.cfg.audience, "principals",
+                     (int)srv.cfg.n_principals));
+    printf("oncegate: listening on %s\n", url);
+    if (a.dev)
+        /* argv[-1]: main() passes the arguments after the program name,
+         * so the program's own path is the slot before "serve". */
+        og_srv_dev_banner(stdout, &srv.cfg, a.data_dir, url, argv[-1]);
+    fflush(stdout);
+
+    signal_loop(&srv, &a, &set, d);
+    rc = OG_EXIT_OK;
+out:
+    og_srv_auth_unref(srv.auth);
+    og_store_free(srv.store);
+    og_srv_config_free(&srv.cfg);
+    og_log_close();
+    pthread_cond_destroy(&srv.drain_cv);
+    pthread_mutex_destroy(&srv.drain_mu);
+    pthread_mutex_destroy(&srv.auth_mu);
+    return rc;
+}
