@@ -522,12 +522,18 @@ static int h_operations_post(og_http_req *r)
 static int h_operations_get(og_http_req *r)
 {
     og_srv *srv = r->srv;
+    char id[OG_UUID_LEN + 1];
     og_operation op;
     int rc;
 
+    /* An id that breaks the UUID rule is the caller's own mistake, answered
+     * like any other identifier (400); it says nothing about anyone's
+     * operation. */
+    if ((rc = og_operation_id_canonical(r->param, id)) != 0)
+        return og_http_lib_error(r, rc), 0;
     rc = STORE_CALL(OG_MOP_OPERATION_GET,
-                    og_operation_get(srv->store, r->param, &op));
-    if (rc < 0 && rc != OG_EOPERATION_ID)
+                    og_operation_get(srv->store, id, &op));
+    if (rc < 0)
         return og_http_lib_error(r, rc), 0;
     if (rc == 1 && strcmp(op.caller_id, r->principal->id) == 0) {
         og_http_log_str(r, "operation_id", op.operation_id);
@@ -536,7 +542,7 @@ static int h_operations_get(og_http_req *r)
         og_http_json(r, 200, operation_json(&op));
         return 0;
     }
-    /* Absent, malformed, or another caller's: one answer for all three. */
+    /* Absent or another caller's: one answer for both. */
     og_http_error(r, 404, "not_found", "no such operation", NULL);
     return 0;
 }

@@ -403,6 +403,25 @@ static int req_authenticate(og_http_req *r, const char *h)
     return 0;
 }
 
+/* The member name jansson reports for a duplicated key (its message reads
+ * `duplicate object key near '"NAME"'`), copied into buf; NULL when the
+ * message has another shape or the name does not fit. */
+static const char *duplicate_key(const json_error_t *e, char *buf, size_t len)
+{
+    const char *p = strstr(e->text, "near '\"");
+    size_t n;
+
+    if (!p)
+        return NULL;
+    p += 7;
+    n = strcspn(p, "\"");
+    if (n == 0 || n >= len || strcmp(p + n, "\"'") != 0)
+        return NULL;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return buf;
+}
+
 /* Body checks in order: size, content type, JSON object. 0 when the
  * handler may run. */
 static int req_parse_body(og_http_req *r)
@@ -425,11 +444,17 @@ static int req_parse_body(og_http_req *r)
     }
     r->json = json_loadb(r->body ? r->body : "", r->body_len,
                          JSON_REJECT_DUPLICATES, &jerr);
+    if (!r->json && json_error_code(&jerr) == json_error_duplicate_key) {
+        char field[OG_ID_MAX + 1];
+
+        og_http_error(r, 400, "malformed_request", "duplicated member",
+                      duplicate_key(&jerr, field, sizeof field));
+        return -1;
+    }
     if (!r->json || !json_is_object(r->json)) {
         og_http_error(r, 400, "malformed_request",
                       r->json ? "body must be a JSON object"
-                              : "body is not valid JSON (or has a "
-                                "duplicated member)",
+                              : "body is not valid JSON",
                       NULL);
         return -1;
     }
