@@ -16,6 +16,7 @@
 #ifndef ONCEGATE_GRANT_H
 #define ONCEGATE_GRANT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,9 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 #define OG_KEY_PUBLIC_SUFFIX ".public.jwk"
 #define OG_KEY_PRIVATE_SUFFIX ".private.jwk"
+
+/* 1 when issuer can name key files (the rule above); else 0. */
+bool og_issuer_file_valid(const char *issuer);
 
 typedef struct og_keygen_result {
     char kid[OG_KID_MAX + 1];

@@ -425,3 +425,8 @@ out:
     sodium_free(sk);
     return rc;
 }
+
+bool og_issuer_file_valid(const char *issuer)
+{
+    return issuer != NULL && og__issuer_file_check(issuer) == 0;
+}

@@ -34,9 +34,6 @@
 
 #include <sodium.h>
 
-#include "og_internal.h" /* og__id_check, og__issuer_file_check: the
-                            library's own rules, so the service cannot
-                            accept an issuer keygen would refuse */
 #include "serve.h"
 
 #define CFG_FILE_MAX (4 * 1024 * 1024) /* a config file: 4096 principals
@@ -555,7 +552,7 @@ static int cfg_principal(json_t *o, size_t i, og_principal *p, char *err,
             return cfg_fail(err, errlen, OG_EINVAL,
                             "principals[%zu]: missing \"%s\"", i, members[m]);
     id = json_object_get(o, "id");
-    if (!json_is_string(id) || og__id_check(json_string_value(id)) != 0)
+    if (!json_is_string(id) || !og_id_valid(json_string_value(id)))
         return cfg_fail(err, errlen, OG_EINVAL,
                         "principals[%zu].id: must be 1-128 printable ASCII "
                         "characters without spaces",
@@ -641,12 +638,12 @@ static int cfg_string_ok(const cfg_key *k, const char *s, char *err,
 {
     size_t len = strlen(s);
 
-    if (k->type == CFG_ID && og__id_check(s) != 0)
+    if (k->type == CFG_ID && !og_id_valid(s))
         return cfg_fail(err, errlen, OG_EINVAL,
                         "%s: must be 1-128 printable ASCII characters "
                         "without spaces",
                         k->name);
-    if (k->type == CFG_ISSUER && og__issuer_file_check(s) != 0)
+    if (k->type == CFG_ISSUER && !og_issuer_file_valid(s))
         return cfg_fail(err, errlen, OG_EINVAL,
                         "%s: must be 1-128 characters of [A-Za-z0-9._~-], "
                         "not starting with '.' (it names key files)",

@@ -36,7 +36,6 @@
 #include <sodium.h>
 
 #include "../cli/cli.h" /* the exit codes every subcommand shares */
-#include "og_internal.h" /* og__id_check: the library's identifier rule */
 #include "serve.h"
 
 #define DEV_CREDS_MAX 16384      /* bytes of dev-credentials.json */
@@ -197,7 +196,7 @@ static int dev_parse_role(json_t *p, const char *role, int idx, dev_creds *cr,
         return dev_fail(err, errlen, OG_EINVAL,
                         "%s: principals.%s: must be {\"id\", \"api_key\"}",
                         path, role);
-    if (!json_is_string(id) || og__id_check(json_string_value(id)) != 0)
+    if (!json_is_string(id) || !og_id_valid(json_string_value(id)))
         return dev_fail(err, errlen, OG_EINVAL,
                         "%s: principals.%s.id: must be 1-128 printable ASCII "
                         "characters without spaces",
@@ -226,7 +225,7 @@ static int dev_parse(json_t *root, dev_creds *cr, const char *path, char *err,
     int rc;
 
     if (!json_is_object(root) || json_object_size(root) != 2 ||
-        !json_is_string(iss) || og__id_check(json_string_value(iss)) != 0 ||
+        !json_is_string(iss) || !og_id_valid(json_string_value(iss)) ||
         !json_is_object(ps))
         return dev_fail(err, errlen, OG_EINVAL,
                         "%s: must be {\"issuer\": ID, \"principals\": {ROLE: "
