@@ -64,6 +64,13 @@
  *      the family revocation statement (a second, separate write).
  *  I11 A ticket is stored as its hash only, and a rotated ticket is kept:
  *      presenting it again is recognised as reuse.
+ *  I12 An admission that claims nothing is reported from its own
+ *      statement's snapshot when that snapshot shows the key's holder: a
+ *      holder committed before the statement began never changes (keys are
+ *      held until cleanup, a grant row's consumed/revoked marks are final),
+ *      so a replay or a same-operation retry costs one round trip. When the
+ *      snapshot shows no holder, a fresh statement reads again. Either read
+ *      only reports; the claim decided (C1, C2 in lib/core/admission.c).
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -260,20 +267,57 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "  FOR SHARE OF families)"
 #define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
 
-/* The operation insert both admission statements end with. It reads only
- * `claim`: data-modifying CTEs share one snapshot and RETURNING is the only
- * way the claim's row reaches it — no claim, no operation (I1).
- * clock_timestamp() for lease_until, submit_by and created_at is evaluated
- * once in a LATERAL subquery (a volatile target list is never flattened, so
- * all three share one instant): a lock wait must not eat the lease.
- * Parameters $3 and $5..$12 as in og__pg_admit_sql. */
-#define PG_ADMIT_OPERATION_INSERT                                              \
-    "INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
-    "                        status, owner_version, lease_until, submit_by, created_at)\n" \
-    "SELECT $3::uuid, c.issuer, c.grant_id, $5::text, $6::text, $7::numeric, $8::text,\n" \
-    "       'Admitted', $12::bigint, t.now + " PG_US("$10") ", t.now + " PG_US("$11") ", t.now\n" \
-    "FROM claim c CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t\n"    \
-    "RETURNING " PG_OP_COLUMNS("")
+/* The tail both admission statements end with: the operation insert, and
+ * in the SAME statement the report of a claim that did not happen.
+ *  - ins reads only `claim`: data-modifying CTEs share one snapshot and
+ *    RETURNING is the only way the claim's row reaches it — no claim, no
+ *    operation (I1). clock_timestamp() for lease_until, submit_by and
+ *    created_at is evaluated once in a LATERAL subquery (a volatile target
+ *    list is never flattened, so all three share one instant): a lock wait
+ *    must not eat the lease.
+ *  - The outer query returns exactly one row: (true, the new operation),
+ *    or, when nothing was inserted, (false, the operation row with this id,
+ *    what holds the key, whether the family blocked) read from the
+ *    statement's snapshot — the columns of pg_unclaimed_sql. A replay or a
+ *    same-operation retry meets a key committed before the statement began,
+ *    so one round trip answers it (I12). The snapshot can miss a holder that
+ *    committed while this statement waited; pg_admit() then reads again
+ *    with a fresh statement. Reporting only: the claim already decided.
+ * Parameters $3 and $5..$12 as in og__pg_admit_sql; f is the family. */
+#define PG_ADMIT_TAIL(f)                                                       \
+    "ins AS (\n"                                                               \
+    "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
+    "                          status, owner_version, lease_until, submit_by, created_at)\n" \
+    "  SELECT $3::uuid, c.issuer, c.grant_id, $5::text, $6::text, $7::numeric, $8::text,\n" \
+    "         'Admitted', $12::bigint, t.now + " PG_US("$10") ", t.now + " PG_US("$11") ", t.now\n" \
+    "  FROM claim c CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t\n"  \
+    "  RETURNING " PG_OP_COLUMNS("") ")\n"                                     \
+    "SELECT true, ins.*, NULL::bool, NULL::text, NULL::text, NULL::bool,\n"    \
+    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool\n"      \
+    "FROM ins\n"                                                               \
+    "UNION ALL\n"                                                              \
+    "SELECT false, " PG_OP_COLUMNS("o.") ",\n"                                 \
+    "       " PG_UNCLAIMED_COLUMNS(f) "\n"                                     \
+    "FROM " PG_UNCLAIMED_FROM(f) "\n"                                          \
+    "WHERE NOT EXISTS (SELECT 1 FROM ins)"
+
+/* What holds a key that was not claimed, as columns (PG_UNCLAIMED_NCOLS)
+ * and their FROM clause: $1 issuer, $2 grant_id, $3 operation_id (NULL:
+ * consume), f the family (NULL: none). Shared by pg_unclaimed_sql and the
+ * admission statements' tail. */
+#define PG_UNCLAIMED_NCOLS 9
+#define PG_UNCLAIMED_COLUMNS(f)                                                \
+    "c.issuer IS NOT NULL, c.kind, c.operation_id::text,\n"                    \
+    "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n" \
+    "       g.revoked_at IS NOT NULL,\n"                                       \
+    "       " f "::text IS NOT NULL AND (fm.issuer IS NULL OR fm.revoked_at IS NOT NULL),\n" \
+    "       o.operation_id IS NOT NULL"
+#define PG_UNCLAIMED_FROM(f)                                                   \
+    "(VALUES (1)) AS v (one)\n"                                                \
+    "LEFT JOIN grant_consumptions c ON c.issuer = $1::text AND c.grant_id = $2::text\n" \
+    "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"   \
+    "LEFT JOIN families fm ON fm.issuer = $1::text AND fm.family = " f "::text\n" \
+    "LEFT JOIN operations o ON o.operation_id = $3::uuid"
 
 /* ===========================================================================
  * The admission statements (I1, I2, I5, I6, I8).
@@ -316,8 +360,8 @@ static const char og__pg_admit_sql[] =
     "  WHERE d.admit_until > statement_timestamp()\n"
     "    AND " PG_FAMILY_LIVE("$13") "\n"
     "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
-    "  RETURNING issuer, grant_id)\n"
-    PG_ADMIT_OPERATION_INSERT;
+    "  RETURNING issuer, grant_id),\n"
+    PG_ADMIT_TAIL("$13");
 
 /* Row form, og__pg_admit_row_sql. Parameters as og__pg_admit_sql, except
  * $4 is the family (NULL: none) and there is no $13: the request's
@@ -341,8 +385,8 @@ static const char og__pg_admit_row_sql[] =
     "    AND consumed_at IS NULL AND revoked_at IS NULL\n"
     "    AND expires_at + " PG_US("$9") " > statement_timestamp()\n"
     "    AND " PG_FAMILY_LIVE("$4") "\n"
-    "  RETURNING issuer, grant_id)\n"
-    PG_ADMIT_OPERATION_INSERT;
+    "  RETURNING issuer, grant_id),\n"
+    PG_ADMIT_TAIL("$4");
 
 /* After an admission or a consume that claimed nothing: what holds the key
  * (token form: the consumption row; row form: the grant's row), whether the
@@ -352,18 +396,9 @@ static const char og__pg_admit_row_sql[] =
  * exactly one row.
  *   $1 issuer   $2 grant_id   $3 operation_id (NULL: consume)
  *   $4 family (NULL: none) */
-#define PG_UNCLAIMED_NCOLS 9
 static const char pg_unclaimed_sql[] =
-    "SELECT c.issuer IS NOT NULL, c.kind, c.operation_id::text,\n"
-    "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n"
-    "       g.revoked_at IS NOT NULL,\n"
-    "       $4::text IS NOT NULL AND (f.issuer IS NULL OR f.revoked_at IS NOT NULL),\n"
-    "       o.operation_id IS NOT NULL, " PG_OP_COLUMNS("o.") "\n"
-    "FROM (VALUES (1)) AS v (one)\n"
-    "LEFT JOIN grant_consumptions c ON c.issuer = $1::text AND c.grant_id = $2::text\n"
-    "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"
-    "LEFT JOIN families f ON f.issuer = $1::text AND f.family = $4::text\n"
-    "LEFT JOIN operations o ON o.operation_id = $3::uuid";
+    "SELECT " PG_UNCLAIMED_COLUMNS("$4") ", " PG_OP_COLUMNS("o.") "\n"
+    "FROM " PG_UNCLAIMED_FROM("$4");
 
 static const char pg_operation_get_sql[] =
     "SELECT " PG_OP_COLUMNS("") " FROM operations WHERE operation_id = $1::uuid";
@@ -1506,6 +1541,72 @@ static int pg_shape(const PGresult *res, int cols, int maxrows)
  * missing is not_issued, consumed_by_operation set an admission, consumed
  * with no operation the consume verdict, revoked_at a revocation, a live row
  * nothing (the deadline or the family refused). */
+/* Parses the PG_UNCLAIMED_COLUMNS of row 0 of res starting at column u,
+ * and (with_op) the operation columns starting at column o. */
+static int pg_unclaimed_parse(const PGresult *res, int u, int o,
+                              const og__admit_req *req, bool with_op,
+                              og__consumption *cons, og_operation *op,
+                              bool *have_op)
+{
+    og__consumption cn;
+    og_operation opr;
+    const char *kind, *holder = NULL;
+    bool hop = false;
+    int rc = 0;
+
+    memset(&cn, 0, sizeof cn);
+    memset(&opr, 0, sizeof opr);
+    if (req->form == OG_FORM_ROW) {
+        if (!pg_get_bool(res, 0, u + 3)) {
+            cn.not_issued = true;
+        } else if (!PQgetisnull(res, 0, u + 5)) {
+            cn.present = true;
+            cn.kind = OG__CLAIM_ADMISSION;
+            holder = PQgetvalue(res, 0, u + 5);
+        } else if (pg_get_bool(res, 0, u + 4)) {
+            cn.present = true;
+            cn.kind = OG__CLAIM_CONSUME;
+        } else if (pg_get_bool(res, 0, u + 6)) {
+            cn.present = true;
+            cn.kind = OG__CLAIM_REVOCATION;
+        }
+    } else if (pg_get_bool(res, 0, u)) {
+        cn.present = true;
+        kind = PQgetisnull(res, 0, u + 1) ? "" : PQgetvalue(res, 0, u + 1);
+        if (strcmp(kind, "admission") == 0)
+            cn.kind = OG__CLAIM_ADMISSION;
+        else if (strcmp(kind, "revocation") == 0)
+            cn.kind = OG__CLAIM_REVOCATION;
+        else if (strcmp(kind, "consume") == 0)
+            cn.kind = OG__CLAIM_CONSUME;
+        else
+            return OG_EINTERNAL;
+        if (cn.kind == OG__CLAIM_ADMISSION) {
+            /* grant_consumptions_kind_check2: an admission has an id. */
+            if (PQgetisnull(res, 0, u + 2))
+                return OG_EINTERNAL;
+            holder = PQgetvalue(res, 0, u + 2);
+        }
+    }
+    if (holder != NULL) {
+        cn.has_operation = true;
+        if (og__copy(cn.operation_id, sizeof cn.operation_id, holder) != 0)
+            return OG_EINTERNAL;
+    }
+    cn.family_blocked = pg_get_bool(res, 0, u + 7);
+    hop = with_op && pg_get_bool(res, 0, u + 8);
+    if (hop && (rc = pg_op_parse(res, 0, o, &opr)) != 0)
+        return rc;
+    *cons = cn;
+    if (op != NULL)
+        *op = opr;
+    if (have_op != NULL)
+        *have_op = hop;
+    return 0;
+}
+
+/* After a claim that did not happen: what holds the key, read by a fresh
+ * statement (pg_unclaimed_sql). */
 static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
                                bool with_op, og__consumption *cons,
                                og_operation *op, bool *have_op)
@@ -1514,81 +1615,16 @@ static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
                              with_op ? req->operation_id : NULL,
                              req->family[0] ? req->family : NULL};
     PGresult *res = NULL;
-    og__consumption cn;
-    og_operation o;
-    const char *kind, *holder = NULL;
-    bool hop = false;
     int rc;
 
-    memset(&cn, 0, sizeof cn);
-    memset(&o, 0, sizeof o);
     rc = pg_run(pg, c, PG_STMT_UNCLAIMED, params, &res);
-    if (rc != 0)
-        goto out;
-    if (PQntuples(res) != 1 ||
-        pg_shape(res, PG_UNCLAIMED_NCOLS + PG_OP_NCOLS, 1) != 0) {
+    if (rc == 0 && (PQntuples(res) != 1 ||
+                    pg_shape(res, PG_UNCLAIMED_NCOLS + PG_OP_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
-        goto out;
-    }
-    if (req->form == OG_FORM_ROW) {
-        if (!pg_get_bool(res, 0, 3)) {
-            cn.not_issued = true;
-        } else if (!PQgetisnull(res, 0, 5)) {
-            cn.present = true;
-            cn.kind = OG__CLAIM_ADMISSION;
-            holder = PQgetvalue(res, 0, 5);
-        } else if (pg_get_bool(res, 0, 4)) {
-            cn.present = true;
-            cn.kind = OG__CLAIM_CONSUME;
-        } else if (pg_get_bool(res, 0, 6)) {
-            cn.present = true;
-            cn.kind = OG__CLAIM_REVOCATION;
-        }
-    } else if (pg_get_bool(res, 0, 0)) {
-        cn.present = true;
-        kind = PQgetisnull(res, 0, 1) ? "" : PQgetvalue(res, 0, 1);
-        if (strcmp(kind, "admission") == 0)
-            cn.kind = OG__CLAIM_ADMISSION;
-        else if (strcmp(kind, "revocation") == 0)
-            cn.kind = OG__CLAIM_REVOCATION;
-        else if (strcmp(kind, "consume") == 0)
-            cn.kind = OG__CLAIM_CONSUME;
-        else {
-            rc = OG_EINTERNAL;
-            goto out;
-        }
-        if (cn.kind == OG__CLAIM_ADMISSION) {
-            /* grant_consumptions_kind_check2: an admission has an id. */
-            if (PQgetisnull(res, 0, 2)) {
-                rc = OG_EINTERNAL;
-                goto out;
-            }
-            holder = PQgetvalue(res, 0, 2);
-        }
-    }
-    if (holder != NULL) {
-        cn.has_operation = true;
-        if (og__copy(cn.operation_id, sizeof cn.operation_id, holder) != 0) {
-            rc = OG_EINTERNAL;
-            goto out;
-        }
-    }
-    cn.family_blocked = pg_get_bool(res, 0, 7);
-    hop = pg_get_bool(res, 0, 8);
-    if (hop) {
-        rc = pg_op_parse(res, 0, PG_UNCLAIMED_NCOLS, &o);
-        if (rc != 0)
-            goto out;
-    }
-out:
+    if (rc == 0)
+        rc = pg_unclaimed_parse(res, 0, PG_UNCLAIMED_NCOLS, req, with_op, cons,
+                                op, have_op);
     PQclear(res);
-    if (rc == 0) {
-        *cons = cn;
-        if (op != NULL)
-            *op = o;
-        if (have_op != NULL)
-            *have_op = hop;
-    }
     return rc;
 }
 
@@ -1656,21 +1692,28 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     }
     if (rc != 0)
         goto out;
-    if (PQntuples(res) == 1) {
+    if (PQntuples(res) != 1 ||
+        PQnfields(res) != 1 + PG_OP_NCOLS + PG_UNCLAIMED_NCOLS) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (pg_get_bool(res, 0, 0)) {
         /* Confirmed at ReadyForQuery by pg_collect() (I2). */
-        rc = pg_op_parse(res, 0, 0, &result.operation);
+        rc = pg_op_parse(res, 0, 1, &result.operation);
         if (rc == 0) {
             result.outcome = OG_OUTCOME_ADMITTED;
             result.refusal = OG_REFUSAL_NONE;
         }
         goto out;
     }
-    if (PQntuples(res) != 0) {
-        rc = OG_EINTERNAL;
-        goto out;
-    }
-    /* Zero rows: this call did not admit. A fresh statement says why. */
-    rc = pg_consumption_read(pg, c, req, true, &cons, &op, &have_op);
+    /* Not admitted. The statement's snapshot says what holds the key; a
+     * holder it shows committed before the statement and never changes
+     * (I12). When it shows none (a holder that committed while the
+     * statement waited, a family, a deadline), a fresh statement says why. */
+    rc = pg_unclaimed_parse(res, 1 + PG_OP_NCOLS, 1, req, true, &cons, &op,
+                            &have_op);
+    if (rc == 0 && !cons.present)
+        rc = pg_consumption_read(pg, c, req, true, &cons, &op, &have_op);
     if (rc == 0)
         og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
 out:
