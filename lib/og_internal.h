@@ -245,6 +245,32 @@ typedef struct og__store_methods {
     int (*ticket_rotate)(void *impl, const char *old_hash,
                          const char *new_hash, og_ticket_outcome *out,
                          char *issuer, char *family);
+
+    /* ---- execution (schema 3) ----
+     * Inputs are validated and canonical (store.c); the transition is one
+     * the table in oncegate.h allows. Times are the store's clock. */
+    int (*op_may_submit)(void *impl, const char *operation_id,
+                         int64_t owner_version, bool *may);
+    /* ONE conditional write: status IN expected AND owner_version = v ->
+     * the outcome, updated_at = now, + an "outcome" event. */
+    int (*op_record)(void *impl, const char *operation_id, unsigned expected,
+                     int64_t owner_version, const og_op_outcome *o,
+                     bool *recorded);
+    /* ONE conditional write: status IN (Admitted, Unknown) AND lease_until <
+     * now AND owner_version = v -> owner_version + 1, lease_until = now +
+     * recovery_lease, + a "takeover" event; *out the new record. */
+    int (*op_takeover)(void *impl, const char *operation_id,
+                       int64_t owner_version, const char *actor,
+                       og_operation *out, bool *taken);
+    /* ONE conditional write: status = NeedsReconciliation -> to,
+     * owner_version + 1, + a "resolved" event with evidence. */
+    int (*op_resolve)(void *impl, const char *operation_id, og_op_status to,
+                      const char *operator_id, const char *reason,
+                      const char *evidence, const char *provider_reference,
+                      bool *resolved);
+    int (*op_list)(void *impl, const og_op_filter *f, og_op_list *out);
+    /* Stored events only (store.c prepends the "admitted" one). */
+    int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
 } og__store_methods;
 
 extern const og__store_methods og__sqlite_methods;

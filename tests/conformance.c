@@ -854,6 +854,9 @@ extern const struct CMUnitTest t_failure_tests[];
 extern const size_t t_failure_tests_count;
 extern const struct CMUnitTest t_outage_tests[];
 extern const size_t t_outage_tests_count;
+/* The execution ownership protocol: execution.c. */
+extern const struct CMUnitTest t_execution_tests[];
+extern const size_t t_execution_tests_count;
 /* Issuance, revocation, families, consume, tickets: lifecycle.c. */
 extern const struct CMUnitTest t_lifecycle_tests[];
 extern const size_t t_lifecycle_tests_count;
@@ -896,6 +899,10 @@ int main(int argc, char **argv)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "lifecycle-sqlite" : "lifecycle-postgres",
             t_lifecycle_tests, t_lifecycle_tests_count, NULL, NULL);
+    else if (strcmp(group, "execution") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "execution-sqlite" : "execution-postgres",
+            t_execution_tests, t_execution_tests_count, NULL, NULL);
     else if (strcmp(group, "failures") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "failures-sqlite" : "failures-postgres",

@@ -128,7 +128,22 @@ extern "C" {
       "revoker must be 1-128 printable ASCII characters without spaces")       \
     X(TICKET, "input.ticket_invalid",                                          \
       "ticket must be 43 base64url characters")                                \
-    X(FORM, "input.form_invalid", "grant form must be token or row")
+    X(REASON, "input.reason_invalid",                                          \
+      "reason must be 1-64 printable ASCII characters without spaces")         \
+    X(EVIDENCE, "input.evidence_invalid",                                      \
+      "evidence must be 1-1024 bytes of UTF-8 text without control "           \
+      "characters other than newline and tab")                                 \
+    X(ACTOR, "input.actor_invalid",                                            \
+      "actor must be 1-128 printable ASCII characters without spaces")         \
+    X(PROVIDER_REFERENCE, "input.provider_reference_invalid",                  \
+      "provider reference must be 1-128 printable ASCII characters without "   \
+      "spaces")                                                                \
+    X(TRANSITION, "input.transition_invalid",                                  \
+      "that status change is not allowed (see the transition table)")          \
+    X(FORM, "input.form_invalid", "grant form must be token or row")          \
+    X(PROVIDER_UNAVAILABLE, "provider_unavailable",                            \
+      "billing provider unreachable, timed out or answered outside its "       \
+      "documented contract: nothing is known about the effect")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -154,6 +169,8 @@ const char *og_err_name(int err);
 #define OG_AMOUNT_DIGITS 38    /* significant digits */
 #define OG_AMOUNT_SCALE 18     /* fraction digits */
 #define OG_CURRENCY_LEN 3
+#define OG_REASON_MAX 64       /* a reason code: 1-64 printable ASCII */
+#define OG_EVIDENCE_MAX 1024   /* an operator's evidence text, UTF-8 */
 
 /* ---------------------------------------------------------------------------
  * Timing values. One object; relations are checked by og_timings_check().
@@ -270,7 +287,7 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
                                           og_session_bounds *out);
 
 /* The schema version this build needs. */
-#define OG_SCHEMA_VERSION 2
+#define OG_SCHEMA_VERSION 3
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -346,6 +363,10 @@ typedef struct og_operation {
     int64_t lease_until_us;
     int64_t submit_by_us;
     int64_t created_at_us;
+    int64_t updated_at_us;       /* last status change (= created_at until
+                                    the first outcome) */
+    char provider_reference[OG_ID_MAX + 1]; /* "" until recorded */
+    char reason[OG_REASON_MAX + 1];         /* last outcome's reason, or "" */
 } og_operation;
 
 #define OG_OUTCOME_MAP(X)                                                      \
@@ -416,6 +437,122 @@ OG_MUST_CHECK int og_admit(og_store *s, const og_grant *grant,
  * authorizes who may see it. */
 OG_MUST_CHECK int og_operation_get(og_store *s, const char *operation_id,
                                    og_operation *out);
+
+/* ---------------------------------------------------------------------------
+ * Execution: one owner at a time moves an admitted operation forward (seed
+ * 000, "Recovery and the original executor share one ownership protocol").
+ * The admitting handler owns an operation at owner version 1 until
+ * lease_until; recovery takes it over with owner_version + 1 and a recovery
+ * lease. Every write below is ONE conditional write on (status,
+ * owner_version), recorded with an event in the operation's history in the
+ * same transaction, so a stale writer changes nothing and a terminal status
+ * (Succeeded, Failed) is never overwritten. The same protocol serves any
+ * operation kind (credits now, payout attempts next).
+ *
+ * Transitions (og_op_record / og_op_takeover / og_op_resolve):
+ *   Admitted            -> Succeeded | Failed | Unknown | NeedsReconciliation
+ *   Unknown             -> Succeeded | Failed | Unknown | NeedsReconciliation
+ *   NeedsReconciliation -> Succeeded | Failed            (operators only)
+ *   Succeeded, Failed   -> (terminal)
+ * ------------------------------------------------------------------------- */
+
+/* A status as a bit, for sets of expected statuses. */
+#define OG_OP_BIT(st) (1u << (st))
+
+/* May the owner at owner_version send a create request now? Reads, with the
+ * store's clock: status Admitted or Unknown AND owner_version equal AND now
+ * < least(lease_until, submit_by). Returns 0 and *may, or an input/store
+ * error. A store error means "no": send nothing. */
+OG_MUST_CHECK int og_op_may_submit(og_store *s, const char *operation_id,
+                                   int64_t owner_version, bool *may);
+
+/* An outcome to record. */
+typedef struct og_op_outcome {
+    og_op_status status;            /* the new status */
+    const char *reason;             /* reason code (provider's, or the
+                                       classification's); NULL: none */
+    const char *provider_reference; /* the provider's id; NULL: none */
+    const char *actor;              /* who records: "handler", "recovery",
+                                       or an operator's principal id */
+} og_op_outcome;
+
+/* Records o for the operation IF its status is in expected (a set of
+ * OG_OP_BIT(...), which may hold only ADMITTED and UNKNOWN) and its
+ * owner_version equals expected_owner_version; appends an "outcome" event.
+ * ONE conditional write. Returns 0 and *recorded (false: nothing changed —
+ * another owner moved on, or the status was not expected), or an error
+ * (input errors; OG_ETRANSITION for a transition the table above forbids;
+ * OG_ESTORE_UNAVAILABLE: may or may not have happened). */
+OG_MUST_CHECK int og_op_record(og_store *s, const char *operation_id,
+                               unsigned expected, int64_t expected_owner_version,
+                               const og_op_outcome *o, bool *recorded);
+
+/* Takes an operation over for recovery IF it is Admitted or Unknown, its
+ * lease has ended (store clock) and its owner_version equals
+ * expected_owner_version: owner_version + 1, lease_until = now + the
+ * store's recovery_lease; appends a "takeover" event. ONE conditional write.
+ * Returns 0 and *taken; when taken, *out is the record after the takeover
+ * (its owner_version is the one every later write must expect). */
+OG_MUST_CHECK int og_op_takeover(og_store *s, const char *operation_id,
+                                 int64_t expected_owner_version,
+                                 const char *actor, og_operation *out,
+                                 bool *taken);
+
+/* Resolves a NeedsReconciliation operation by hand: to Succeeded or Failed,
+ * owner_version + 1 (fencing any late writer), with the operator's id, a
+ * reason and evidence recorded in a "resolved" event. The grant stays spent.
+ * Returns 0 and *resolved (false: not NeedsReconciliation any more). */
+OG_MUST_CHECK int og_op_resolve(og_store *s, const char *operation_id,
+                                og_op_status to, const char *operator_id,
+                                const char *reason, const char *evidence,
+                                const char *provider_reference,
+                                bool *resolved);
+
+/* Which operations to list. */
+typedef struct og_op_filter {
+    unsigned statuses;       /* set of OG_OP_BIT(...); 0: all */
+    bool lease_expired;      /* only those whose lease_until < store now */
+    int64_t created_before_us; /* 0: no bound */
+    int limit;               /* 1..1000 */
+} og_op_filter;
+
+typedef struct og_op_list {
+    og_operation *v;
+    size_t n;
+} og_op_list;
+
+/* Lists operations matching f, oldest first (recovery's scan, operators'
+ * backlog). Returns 0 and *out (free with og_op_list_free), or an error. */
+OG_MUST_CHECK int og_op_scan(og_store *s, const og_op_filter *f,
+                             og_op_list *out);
+void og_op_list_free(og_op_list *l);
+
+/* One entry of an operation's history. */
+typedef struct og_op_event {
+    int64_t seq;                      /* increasing per store */
+    int64_t at_us;                    /* store clock */
+    char kind[16];                    /* admitted | outcome | takeover |
+                                         resolved */
+    og_op_status from_status, to_status;
+    int64_t owner_version;            /* the version after the event */
+    char reason[OG_REASON_MAX + 1];
+    char provider_reference[OG_ID_MAX + 1];
+    char actor[OG_ID_MAX + 1];
+    char evidence[OG_EVIDENCE_MAX + 1];
+} og_op_event;
+
+typedef struct og_op_events {
+    og_op_event *v;
+    size_t n;
+} og_op_events;
+
+/* The history of one operation, oldest first. The first event, kind
+ * "admitted", is read from the operation record itself (admission writes no
+ * second row: it stays ONE insert); the others are stored by the writes
+ * above. 0 and *out (free with og_op_events_free), or an error. */
+OG_MUST_CHECK int og_op_history(og_store *s, const char *operation_id,
+                                og_op_events *out);
+void og_op_events_free(og_op_events *e);
 
 /* ---------------------------------------------------------------------------
  * Small pure helpers the CLI and tests share.

@@ -1,7 +1,7 @@
 /*
  * postgres.c — the PostgreSQL backend (libpq 15).
  *
- * Invariants this file protects. Comments below cite them as (I1)...(I11).
+ * Invariants this file protects. Comments below cite them as (I1)...(I17).
  *
  *  I1  One statement admits. The claim and the insert into operations are
  *      ONE statement, run alone in its own implicit Read Committed
@@ -71,6 +71,37 @@
  *      so a replay or a same-operation retry costs one round trip. When the
  *      snapshot shows no holder, a fresh statement reads again. Either read
  *      only reports; the claim decided (C1, C2 in lib/core/admission.c).
+ *  I13 Each execution write (pg_op_record_sql, pg_op_takeover_sql,
+ *      pg_op_resolve_sql) is ONE statement: a CTE locks the operation's
+ *      row FOR NO KEY UPDATE where its status and owner_version are the
+ *      expected ones — under Read Committed a locker that waited re-checks
+ *      them on the row's newest version — then reads clock_timestamp() ONCE,
+ *      after the lock (a lock wait never eats a lease; updated_at, the new
+ *      lease and the event's `at` are one instant), then UPDATEs the row
+ *      with the same conditions and INSERTs the event from the UPDATE's
+ *      RETURNING. The event exists exactly when the row changed; a stale
+ *      owner, an unexpected status or an unexpired lease changes nothing and
+ *      records nothing. Terminal statuses are never expected (store.c), so
+ *      they are never overwritten.
+ *  I14 The owner version fences. A record requires owner_version = v and
+ *      leaves it; a takeover (status Admitted or Unknown, lease_until < now)
+ *      and a resolution (status NeedsReconciliation) increment it, so a late
+ *      write of the previous owner finds another version and changes
+ *      nothing. A takeover's lease is now + the store's recovery_lease;
+ *      updated_at tracks status changes only, so a takeover leaves it.
+ *  I15 op_may_submit is a read against clock_timestamp(): status Admitted or
+ *      Unknown, owner_version = v, now < least(lease_until, submit_by). A
+ *      failure is an error, which the caller reads as "do not send".
+ *  I16 op_list and op_history only read. op_list runs as an unnamed
+ *      statement, planned with its parameters on every call: a generic plan
+ *      of a named one could not prove the partial recovery index's
+ *      predicate from a status parameter. Its lease_expired test uses
+ *      statement_timestamp() (stable, so an index condition); the takeover
+ *      decides with its own clock anyway.
+ *  I17 updated_at NULL means "no status change since admission" and reads
+ *      as created_at (migration 3 adds the column without a table rewrite).
+ *      Admission writes no event: it stays ONE insert of the operation (I1);
+ *      og_op_history() derives the "admitted" entry from the record.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -184,6 +215,40 @@ static const char pg_migration_2_sql[] =
     "  rotated_at  timestamptz,\n"
     "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family));\n";
 
+/* Migration 3: execution (I13-I17). The new operations columns are added
+ * without a default, which PostgreSQL records in the catalog only: no table
+ * rewrite, and an old row's NULL updated_at reads as its created_at (I17).
+ * operation_events is the history every execution write appends to in the
+ * same statement; its FK takes a KEY SHARE lock on the operation's row,
+ * which the writer's own FOR NO KEY UPDATE lock does not conflict with.
+ * operations_recovery_idx (lease_until only) is replaced by one that leads
+ * with status, serving "status IN (...) AND lease_until < now"; the backlog
+ * index orders by (created_at, operation_id) within a status, the order
+ * og_op_list() returns. */
+static const char pg_migration_3_sql[] =
+    "ALTER TABLE operations\n"
+    "  ADD COLUMN updated_at         timestamptz,   -- NULL: no status change since admission\n"
+    "  ADD COLUMN provider_reference text CHECK (octet_length(provider_reference) BETWEEN 1 AND 128),\n"
+    "  ADD COLUMN outcome_reason     text CHECK (octet_length(outcome_reason) BETWEEN 1 AND 64);\n"
+    "CREATE TABLE operation_events (\n"
+    "  seq                bigint      GENERATED ALWAYS AS IDENTITY,\n"
+    "  operation_id       uuid        NOT NULL REFERENCES operations (operation_id),\n"
+    "  at                 timestamptz NOT NULL,   -- store clock\n"
+    "  kind               text        NOT NULL CHECK (kind IN ('outcome','takeover','resolved')),\n"
+    "  from_status        text        NOT NULL CHECK (from_status IN ('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation')),\n"
+    "  to_status          text        NOT NULL CHECK (to_status IN ('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation')),\n"
+    "  owner_version      bigint      NOT NULL CHECK (owner_version >= 1),   -- after the event\n"
+    "  reason             text        CHECK (octet_length(reason) BETWEEN 1 AND 64),\n"
+    "  provider_reference text        CHECK (octet_length(provider_reference) BETWEEN 1 AND 128),\n"
+    "  actor              text        NOT NULL CHECK (octet_length(actor) BETWEEN 1 AND 128),\n"
+    "  evidence           text        CHECK (octet_length(evidence) BETWEEN 1 AND 1024),\n"
+    "  CONSTRAINT operation_events_pkey PRIMARY KEY (seq));\n"
+    "CREATE INDEX operation_events_operation_idx ON operation_events (operation_id, seq);\n"
+    "DROP INDEX operations_recovery_idx;\n"
+    "CREATE INDEX operations_recovery_idx ON operations (status, lease_until)\n"
+    "    WHERE status IN ('Admitted','Unknown');\n"
+    "CREATE INDEX operations_backlog_idx ON operations (status, created_at, operation_id);\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -194,6 +259,8 @@ static const pg_migration pg_migrations[] = {
     {1, "grant consumptions and operations", pg_migration_1_sql},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
      pg_migration_2_sql},
+    {3, "execution: updated_at, provider reference, outcome reason, events",
+     pg_migration_3_sql},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -218,15 +285,19 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
 #define PG_TS(p) "('epoch'::timestamptz + " PG_US(p) ")"
 
 /* The operation columns, in the order pg_op_parse() reads them. Timestamps
- * come back as exact bigint microseconds (extract() is numeric since 14). */
-#define PG_OP_NCOLS 12
+ * come back as exact bigint microseconds (extract() is numeric since 14);
+ * a NULL updated_at reads as created_at (I17). */
+#define PG_OP_NCOLS 15
 #define PG_OP_COLUMNS(t)                                                       \
     t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
     t "account_id, " t "amount::text, " t "currency, " t "status, "            \
     t "owner_version, "                                                        \
     "(extract(epoch FROM " t "lease_until) * 1000000)::bigint, "               \
     "(extract(epoch FROM " t "submit_by) * 1000000)::bigint, "                 \
-    "(extract(epoch FROM " t "created_at) * 1000000)::bigint"
+    "(extract(epoch FROM " t "created_at) * 1000000)::bigint, "                \
+    "(extract(epoch FROM coalesce(" t "updated_at, " t "created_at))"          \
+    " * 1000000)::bigint, "                                                    \
+    t "provider_reference, " t "outcome_reason"
 
 /* The family's fair queue (I8a): a transaction-scoped advisory lock keyed on
  * (issuer, family), length-prefixed so that no two pairs share a text.
@@ -601,6 +672,145 @@ static const char pg_ticket_state_sql[] =
     "FROM tickets t LEFT JOIN families f ON f.issuer = t.issuer AND f.family = t.family\n"
     "WHERE t.ticket_hash = $1::text";
 
+/* ===========================================================================
+ * Execution (I13-I17): one owner at a time moves an admitted operation
+ * forward. The three writes share one shape:
+ *  - cur: the operation's row, locked FOR NO KEY UPDATE (the lock the
+ *    UPDATE itself takes) where its status and owner_version are the
+ *    expected ones. A concurrent writer of the same row makes this wait;
+ *    Read Committed then re-checks the conditions on the newest version, so
+ *    of two writers expecting one version at most one finds it (I13, I14).
+ *  - t: clock_timestamp() read once, after the lock: it reads cur, and a
+ *    volatile CTE is materialized, never re-evaluated.
+ *  - upd: the UPDATE, repeating the conditions (the row is ours now, so they
+ *    hold; repeating them keeps the guarantee readable in one place).
+ *  - ev: the event, from upd's RETURNING only: written exactly when the row
+ *    changed, in the same implicit transaction (I2).
+ * ========================================================================= */
+
+/* May the owner send a create request now (I15)? $1 operation_id
+ * $2 owner_version. One row: the answer. */
+static const char pg_op_may_submit_sql[] =
+    "SELECT EXISTS (\n"
+    "  SELECT 1 FROM operations\n"
+    "  WHERE operation_id = $1::uuid\n"
+    "    AND status IN ('Admitted','Unknown')\n"
+    "    AND owner_version = $2::bigint\n"
+    "    AND clock_timestamp() < least(lease_until, submit_by))";
+
+/* Records an outcome. $1 operation_id  $2 expected statuses (text[], only
+ * Admitted and Unknown: store.c)  $3 owner_version  $4 new status
+ * $5 reason (NULL: none)  $6 provider reference (NULL: keep the stored one)
+ * $7 actor. One row: whether it recorded. from_status comes from cur, the
+ * locked row, since an UPDATE's RETURNING sees only the new values. */
+static const char pg_op_record_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id, status FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND status = ANY ($2::text[]) AND owner_version = $3::bigint\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET status = $4::text, outcome_reason = $5::text,\n"
+    "      provider_reference = coalesce($6::text, o.provider_reference), updated_at = t.now\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id\n"
+    "    AND o.status = ANY ($2::text[]) AND o.owner_version = $3::bigint\n"
+    "  RETURNING o.operation_id, cur.status AS from_status, o.status AS to_status,\n"
+    "            o.owner_version, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                reason, provider_reference, actor)\n"
+    "  SELECT operation_id, event_at, 'outcome', from_status, to_status, owner_version,\n"
+    "         $5::text, $6::text, $7::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT EXISTS (SELECT 1 FROM ev)";
+
+/* Takes an operation over for recovery (the seed's conditional update).
+ * $1 operation_id  $2 expected owner_version  $3 recovery lease (µs)
+ * $4 actor. Zero rows: not taken; one row: the record after the takeover,
+ * from upd's RETURNING (the statement's snapshot still shows the old row).
+ * lease_until < now is decided after the lock, with the instant the new
+ * lease starts from; updated_at is left (I14). */
+static const char pg_op_takeover_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND status IN ('Admitted','Unknown')\n"
+    "    AND owner_version = $2::bigint\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET owner_version = o.owner_version + 1, lease_until = t.now + " PG_US("$3") "\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id\n"
+    "    AND o.status IN ('Admitted','Unknown') AND o.owner_version = $2::bigint\n"
+    "    AND o.lease_until < t.now\n"
+    "  RETURNING o.*, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                actor)\n"
+    "  SELECT operation_id, event_at, 'takeover', status, status, owner_version, $4::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT " PG_OP_COLUMNS("upd.") " FROM upd";
+
+/* Resolves a NeedsReconciliation operation by hand. $1 operation_id
+ * $2 to ('Succeeded' | 'Failed': store.c)  $3 operator  $4 reason
+ * $5 evidence  $6 provider reference (NULL: keep the stored one). One row:
+ * whether it resolved. The version increment fences any late writer (I14). */
+static const char pg_op_resolve_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id, status FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND status = 'NeedsReconciliation'\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET status = $2::text, owner_version = o.owner_version + 1, outcome_reason = $4::text,\n"
+    "      provider_reference = coalesce($6::text, o.provider_reference), updated_at = t.now\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id AND o.status = 'NeedsReconciliation'\n"
+    "  RETURNING o.operation_id, cur.status AS from_status, o.status AS to_status,\n"
+    "            o.owner_version, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                reason, provider_reference, actor, evidence)\n"
+    "  SELECT operation_id, event_at, 'resolved', from_status, to_status, owner_version,\n"
+    "         $4::text, $6::text, $3::text, $5::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT EXISTS (SELECT 1 FROM ev)";
+
+/* Lists operations, oldest first (I16). $1 statuses (text[]; NULL: all,
+ * or exactly one)  $2 lease expired only  $3 created before (µs; NULL: no
+ * bound)  $4 limit  $5 the one status when exactly one (NULL otherwise).
+ * Run unnamed, so each call is planned with its values: the NULL and false
+ * branches fold away, status = ANY ('{Admitted,Unknown}') proves the
+ * predicate of operations_recovery_idx, and one status is an equality,
+ * which operations_backlog_idx serves already in order (a one-element
+ * ANY is not turned into one, and an array condition gives up the
+ * index's order on PostgreSQL 15). The ORDER BY names the table's columns:
+ * a bare operation_id would mean the output column, its text. */
+static const char pg_op_list_sql[] =
+    "SELECT " PG_OP_COLUMNS("") "\n"
+    "FROM operations\n"
+    "WHERE ($1::text[] IS NULL OR status = ANY ($1::text[]))\n"
+    "  AND ($5::text IS NULL OR status = $5::text)\n"
+    "  AND (NOT $2::bool OR lease_until < statement_timestamp())\n"
+    "  AND ($3::bigint IS NULL OR created_at < " PG_TS("$3") ")\n"
+    "ORDER BY operations.created_at, operations.operation_id\n"
+    "LIMIT $4::integer";
+
+/* The stored history of one operation, in seq order (I16). $1 operation_id. */
+#define PG_EVENT_NCOLS 10
+static const char pg_op_history_sql[] =
+    "SELECT seq, (extract(epoch FROM at) * 1000000)::bigint, kind, from_status, to_status,\n"
+    "       owner_version, reason, provider_reference, actor, evidence\n"
+    "FROM operation_events WHERE operation_id = $1::uuid\n"
+    "ORDER BY seq";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol). */
 enum {
@@ -618,6 +828,11 @@ enum {
     PG_STMT_TICKET_CREATE,
     PG_STMT_TICKET_ROTATE,
     PG_STMT_TICKET_STATE,
+    PG_STMT_OP_MAY_SUBMIT,
+    PG_STMT_OP_RECORD,
+    PG_STMT_OP_TAKEOVER,
+    PG_STMT_OP_RESOLVE,
+    PG_STMT_OP_HISTORY,
     PG_STMT_COUNT
 };
 
@@ -642,6 +857,11 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     [PG_STMT_TICKET_CREATE] = {"og_ticket_create", pg_ticket_create_sql, 3},
     [PG_STMT_TICKET_ROTATE] = {"og_ticket_rotate", pg_ticket_rotate_sql, 2},
     [PG_STMT_TICKET_STATE] = {"og_ticket_state", pg_ticket_state_sql, 1},
+    [PG_STMT_OP_MAY_SUBMIT] = {"og_op_may_submit", pg_op_may_submit_sql, 2},
+    [PG_STMT_OP_RECORD] = {"og_op_record", pg_op_record_sql, 7},
+    [PG_STMT_OP_TAKEOVER] = {"og_op_takeover", pg_op_takeover_sql, 4},
+    [PG_STMT_OP_RESOLVE] = {"og_op_resolve", pg_op_resolve_sql, 6},
+    [PG_STMT_OP_HISTORY] = {"og_op_history", pg_op_history_sql, 1},
 };
 _Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
@@ -679,6 +899,7 @@ typedef struct og_pg {
     char tcp_user_timeout[24];             /* milliseconds */
     char statement_timeout[32];            /* "Nms", server side */
     char leeway[24], lease[24], window[24]; /* microseconds, admission params */
+    char recovery_lease[24]; /* microseconds: a takeover's lease (I14) */
     char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
                           + leeway, the retention of a revocation whose
                           issuance records no expiry (I9) */
@@ -1217,6 +1438,8 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg_fmt_i64(pg->lease, sizeof pg->lease, opts->timings.execution_lease_us);
     pg_fmt_i64(pg->window, sizeof pg->window,
                opts->timings.submission_window_us);
+    pg_fmt_i64(pg->recovery_lease, sizeof pg->recovery_lease,
+               opts->timings.recovery_lease_us);
     /* Bounded by og_timings_check() (T5, T6 and the leeway's own bound), so
      * the sum cannot overflow for a checked configuration. */
     pg_fmt_i64(pg->fallback, sizeof pg->fallback,
@@ -1470,6 +1693,17 @@ static int pg_get_i64(const PGresult *r, int row, int col, int64_t *out)
     return pg_parse_i64(PQgetvalue(r, row, col), out) == 0 ? 0 : OG_EINTERNAL;
 }
 
+/* A nullable text column: NULL reads as "". */
+static int pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
+                           size_t n)
+{
+    if (PQgetisnull(r, row, col)) {
+        dst[0] = '\0';
+        return 0;
+    }
+    return og__copy(dst, n, PQgetvalue(r, row, col)) == 0 ? 0 : OG_EINTERNAL;
+}
+
 /* Reads the PG_OP_COLUMNS starting at column col of row into *out. */
 static int pg_op_parse(const PGresult *r, int row, int col, og_operation *out)
 {
@@ -1492,7 +1726,11 @@ static int pg_op_parse(const PGresult *r, int row, int col, og_operation *out)
         pg_get_i64(r, row, col + 8, &op.owner_version) ||
         pg_get_i64(r, row, col + 9, &op.lease_until_us) ||
         pg_get_i64(r, row, col + 10, &op.submit_by_us) ||
-        pg_get_i64(r, row, col + 11, &op.created_at_us))
+        pg_get_i64(r, row, col + 11, &op.created_at_us) ||
+        pg_get_i64(r, row, col + 12, &op.updated_at_us) ||
+        pg_get_opt_text(r, row, col + 13, op.provider_reference,
+                        sizeof op.provider_reference) ||
+        pg_get_opt_text(r, row, col + 14, op.reason, sizeof op.reason))
         return OG_EINTERNAL;
     st = og__op_status_parse(PQgetvalue(r, row, col + 7));
     if (st < 0)
@@ -2107,6 +2345,285 @@ out:
 }
 
 /* ===========================================================================
+ * Execution (I13-I17).
+ * ========================================================================= */
+
+/* The set of statuses in bits as a text[] literal ("{Admitted,Unknown}").
+ * Status names are plain letters, so no element needs quoting. */
+static int pg_status_array(unsigned bits, char *buf, size_t n)
+{
+    size_t len = 0;
+    int st, w;
+
+    buf[len++] = '{';
+    for (st = OG_OP_ADMITTED; st <= OG_OP_NEEDS_RECONCILIATION; st++) {
+        if (!(bits & OG_OP_BIT(st)))
+            continue;
+        w = snprintf(buf + len, n - len, "%s%s", len > 1 ? "," : "",
+                     og_op_status_name((og_op_status)st));
+        if (w < 0 || (size_t)w >= n - len)
+            return OG_EINTERNAL;
+        len += (size_t)w;
+    }
+    if (len + 2 > n)
+        return OG_EINTERNAL;
+    buf[len++] = '}';
+    buf[len] = '\0';
+    return 0;
+}
+
+/* Runs a statement whose single row holds a single bool (may_submit,
+ * record, resolve) and reads it into *out. */
+static int pg_run_bool(og_pg *pg, int stmt, const char *const *params,
+                       bool *out)
+{
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    int rc;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
+                    PQgetisnull(res, 0, 0)))
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *out = pg_get_bool(res, 0, 0);
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+static int pg_op_may_submit(void *impl, const char *operation_id,
+                            int64_t owner_version, bool *may)
+{
+    og_pg *pg = impl;
+    char version[24];
+    const char *params[2] = {operation_id, version};
+
+    pg_fmt_i64(version, sizeof version, owner_version);
+    return pg_run_bool(pg, PG_STMT_OP_MAY_SUBMIT, params, may);
+}
+
+static int pg_op_record(void *impl, const char *operation_id,
+                        unsigned expected, int64_t owner_version,
+                        const og_op_outcome *o, bool *recorded)
+{
+    og_pg *pg = impl;
+    char version[24], statuses[96];
+    const char *params[7];
+    const char *to = og_op_status_name(o->status);
+    int rc;
+
+    if (expected == 0 || strcmp(to, "?") == 0)
+        return OG_EINTERNAL; /* store.c checked the transition: a defect */
+    rc = pg_status_array(expected, statuses, sizeof statuses);
+    if (rc != 0)
+        return rc;
+    pg_fmt_i64(version, sizeof version, owner_version);
+    params[0] = operation_id;
+    params[1] = statuses;
+    params[2] = version;
+    params[3] = to;
+    params[4] = o->reason;
+    params[5] = o->provider_reference;
+    params[6] = o->actor;
+    return pg_run_bool(pg, PG_STMT_OP_RECORD, params, recorded);
+}
+
+static int pg_op_takeover(void *impl, const char *operation_id,
+                          int64_t owner_version, const char *actor,
+                          og_operation *out, bool *taken)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char version[24];
+    const char *params[4] = {operation_id, version, pg->recovery_lease,
+                             actor};
+    og_operation op;
+    bool t = false;
+    int rc;
+
+    pg_fmt_i64(version, sizeof version, owner_version);
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_OP_TAKEOVER, params, &res);
+    if (rc != 0)
+        goto out;
+    if (pg_shape(res, PG_OP_NCOLS, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (PQntuples(res) == 1) {
+        /* Confirmed at ReadyForQuery (I2), event included (I13). */
+        rc = pg_op_parse(res, 0, 0, &op);
+        t = rc == 0;
+    }
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0) {
+        *taken = t;
+        if (t)
+            *out = op;
+    }
+    return rc;
+}
+
+static int pg_op_resolve(void *impl, const char *operation_id,
+                         og_op_status to, const char *operator_id,
+                         const char *reason, const char *evidence,
+                         const char *provider_reference, bool *resolved)
+{
+    og_pg *pg = impl;
+    const char *params[6];
+
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED)
+        return OG_EINTERNAL; /* store.c checked the transition: a defect */
+    params[0] = operation_id;
+    params[1] = og_op_status_name(to);
+    params[2] = operator_id;
+    params[3] = reason;
+    params[4] = evidence;
+    params[5] = provider_reference;
+    return pg_run_bool(pg, PG_STMT_OP_RESOLVE, params, resolved);
+}
+
+static int pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char statuses[96], before[24], limit[16];
+    const char *params[5] = {NULL, NULL, NULL, NULL, NULL};
+    bool one = f->statuses != 0 && (f->statuses & (f->statuses - 1)) == 0;
+    og_op_list l = {NULL, 0};
+    int rc, i, n;
+
+    if (one) {
+        for (i = OG_OP_ADMITTED; i <= OG_OP_NEEDS_RECONCILIATION; i++)
+            if (f->statuses == OG_OP_BIT(i))
+                params[4] = og_op_status_name((og_op_status)i);
+        if (params[4] == NULL)
+            return OG_EINTERNAL; /* store.c bounds the bits: a defect */
+    } else if (f->statuses != 0) {
+        rc = pg_status_array(f->statuses, statuses, sizeof statuses);
+        if (rc != 0)
+            return rc;
+        params[0] = statuses;
+    }
+    pg_fmt_i64(before, sizeof before, f->created_before_us);
+    snprintf(limit, sizeof limit, "%d", f->limit);
+    params[1] = f->lease_expired ? "true" : "false";
+    params[2] = f->created_before_us > 0 ? before : NULL;
+    params[3] = limit;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    /* Unnamed: planned with these values (I16). */
+    rc = pg_exec_params(pg, c, pg_op_list_sql, 5, params, PQTRANS_IDLE, &res);
+    if (rc != 0)
+        goto out;
+    n = PQntuples(res);
+    if (pg_shape(res, PG_OP_NCOLS, f->limit) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (n > 0) {
+        l.v = calloc((size_t)n, sizeof *l.v);
+        if (l.v == NULL) {
+            rc = OG_ENOMEM;
+            goto out;
+        }
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = pg_op_parse(res, i, 0, &l.v[i]);
+    l.n = (size_t)n;
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc != 0) {
+        free(l.v);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* Reads event row `row` of a pg_op_history_sql result. */
+static int pg_event_parse(const PGresult *r, int row, og_op_event *out)
+{
+    og_op_event ev;
+    int from, to;
+
+    memset(&ev, 0, sizeof ev);
+    if (pg_get_i64(r, row, 0, &ev.seq) || pg_get_i64(r, row, 1, &ev.at_us) ||
+        pg_get_text(r, row, 2, ev.kind, sizeof ev.kind) ||
+        PQgetisnull(r, row, 3) || PQgetisnull(r, row, 4) ||
+        pg_get_i64(r, row, 5, &ev.owner_version) ||
+        pg_get_opt_text(r, row, 6, ev.reason, sizeof ev.reason) ||
+        pg_get_opt_text(r, row, 7, ev.provider_reference,
+                        sizeof ev.provider_reference) ||
+        pg_get_text(r, row, 8, ev.actor, sizeof ev.actor) ||
+        pg_get_opt_text(r, row, 9, ev.evidence, sizeof ev.evidence))
+        return OG_EINTERNAL;
+    from = og__op_status_parse(PQgetvalue(r, row, 3));
+    to = og__op_status_parse(PQgetvalue(r, row, 4));
+    if (from < 0 || to < 0)
+        return OG_EINTERNAL;
+    ev.from_status = (og_op_status)from;
+    ev.to_status = (og_op_status)to;
+    *out = ev;
+    return 0;
+}
+
+static int pg_op_history(void *impl, const char *operation_id,
+                         og_op_events *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {operation_id};
+    og_op_events e = {NULL, 0};
+    int rc, i, n;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_OP_HISTORY, params, &res);
+    if (rc != 0)
+        goto out;
+    n = PQntuples(res);
+    if (PQnfields(res) != PG_EVENT_NCOLS) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (n > 0) {
+        e.v = calloc((size_t)n, sizeof *e.v);
+        if (e.v == NULL) {
+            rc = OG_ENOMEM;
+            goto out;
+        }
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = pg_event_parse(res, i, &e.v[i]);
+    e.n = (size_t)n;
+out:
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc != 0) {
+        free(e.v);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+/* ===========================================================================
  * The method table.
  * ========================================================================= */
 const og__store_methods og__postgres_methods = {
@@ -2124,4 +2641,10 @@ const og__store_methods og__postgres_methods = {
     .consume = pg_consume,
     .ticket_create = pg_ticket_create,
     .ticket_rotate = pg_ticket_rotate,
+    .op_may_submit = pg_op_may_submit,
+    .op_record = pg_op_record,
+    .op_takeover = pg_op_takeover,
+    .op_resolve = pg_op_resolve,
+    .op_list = pg_op_list,
+    .op_history = pg_op_history,
 };

@@ -59,6 +59,41 @@
  *       skew + leeway) is computed by a statement that runs after the write
  *       lock was taken, so a lock wait never shortens it (PostgreSQL's
  *       clock_timestamp()).
+ *   Q13 Every execution write — an outcome (sq_op_record), recovery's
+ *       takeover, an operator's resolution — is ONE BEGIN IMMEDIATE
+ *       transaction (sq_begin/sq_end) holding the conditional UPDATE of the
+ *       operation and the INSERT of its operation_events row: both commit or
+ *       neither does. An UPDATE that hits no row rolls back, so a stale
+ *       writer leaves neither a change nor an event. An outcome's from_status
+ *       is read in the same transaction, under the write lock (Q1), so it is
+ *       the status the UPDATE replaced.
+ *   Q14 Each UPDATE names the state it expects, and the owner version where
+ *       the protocol has one: an outcome requires status IN the expected set
+ *       AND owner_version = v, and its statement can only ever name
+ *       'Admitted' and 'Unknown' (other bits are never bound), so Succeeded,
+ *       Failed and NeedsReconciliation are never overwritten by an owner;
+ *       a takeover requires Admitted/Unknown AND lease_until < now AND
+ *       owner_version = v; a resolution requires NeedsReconciliation. A
+ *       takeover and a resolution raise owner_version, fencing every writer
+ *       that still expects the old one; an outcome keeps it.
+ *   Q15 One clock, one instant per statement: SQLite's 'now' is fixed for
+ *       one sqlite3_step, so a takeover's expiry test, its new lease_until
+ *       (now + the store's recovery_lease) and its event's time are the same
+ *       instant, as are an outcome's or a resolution's updated_at and the
+ *       event's at (taken from RETURNING, never from this process's clock).
+ *   Q16 op_may_submit is a read (no transaction; one SELECT is one WAL
+ *       snapshot) of status IN (Admitted, Unknown) AND owner_version = v AND
+ *       now < min(lease_until, submit_by) on SQLite's clock. Any error is
+ *       returned, never turned into "yes".
+ *   Q17 operations.updated_at is NULL until the first status change and is
+ *       read as created_at, so admission stays ONE insert (no event row,
+ *       no new column written) and migration 3 needs no backfill. A takeover
+ *       leaves it unchanged: it tracks status changes.
+ *   Q18 op_list's statement is assembled from fixed fragments and the fixed
+ *       status names, never from caller text (the bound and the limit are
+ *       parameters). When the status set lies within Admitted/Unknown, the
+ *       recovery scan index's predicate is repeated verbatim: SQLite uses a
+ *       partial index only when the query's WHERE implies the index's.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -75,9 +110,17 @@
 #define SQ_NOW \
     "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)"
 
-#define SQ_OP_COLS                                                            \
+/* The columns admission writes, in the order sq_read_op() reads them. */
+#define SQ_OP_INSERT_COLS                                                     \
     "operation_id, issuer, grant_id, caller_id, account_id, amount, "         \
     "currency, status, owner_version, lease_until, submit_by, created_at"
+
+/* Every read of an operation (sq_read_op()): the admitted columns, then
+ * migration 3's. updated_at is NULL until the first status change (Q17). */
+#define SQ_OP_COLS                                                            \
+    SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
+    " provider_reference, outcome_reason"
+#define SQ_OP_NCOLS 15 /* the columns SQ_OP_COLS names */
 
 /* ===========================================================================
  * Schema: versioned migrations. Each runs inside the migrator's
@@ -212,6 +255,52 @@ static const sq_migration sq_migrations[] = {
      "  rotated_at  INTEGER,"
      "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
      ") STRICT, WITHOUT ROWID;"},
+    {3, "execution: outcomes, provider references, operation history",
+     /* Q17: updated_at stays NULL until the first status change and is read
+      * as created_at, so admission stays ONE insert and old rows need no
+      * backfill. */
+     "ALTER TABLE operations ADD COLUMN updated_at INTEGER;"
+     "ALTER TABLE operations ADD COLUMN provider_reference TEXT"
+     "  CHECK (provider_reference IS NULL OR"
+     "         length(CAST(provider_reference AS BLOB)) BETWEEN 1 AND 128);"
+     "ALTER TABLE operations ADD COLUMN outcome_reason TEXT"
+     "  CHECK (outcome_reason IS NULL OR"
+     "         length(CAST(outcome_reason AS BLOB)) BETWEEN 1 AND 64);"
+     /* Recovery's scan (Q18): expired leases among the owned statuses. */
+     "CREATE INDEX operations_recovery_scan_idx"
+     "  ON operations (status, lease_until)"
+     "  WHERE status IN ('Admitted', 'Unknown');"
+     /* The operators' backlog, oldest first, by status. */
+     "CREATE INDEX operations_backlog_idx ON operations (status, created_at);"
+     /* One row per execution write (Q13); admission writes none: its event
+      * is read from the operation itself. */
+     "CREATE TABLE operation_events ("
+     "  seq                INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  operation_id       TEXT    NOT NULL"
+     "                     REFERENCES operations (operation_id),"
+     "  at                 INTEGER NOT NULL,  /* store clock */"
+     "  kind               TEXT    NOT NULL"
+     "                     CHECK (kind IN ('outcome', 'takeover', 'resolved')),"
+     "  from_status        TEXT    NOT NULL CHECK (from_status IN ('Admitted',"
+     "                       'Succeeded', 'Failed', 'Unknown',"
+     "                       'NeedsReconciliation')),"
+     "  to_status          TEXT    NOT NULL CHECK (to_status IN ('Admitted',"
+     "                       'Succeeded', 'Failed', 'Unknown',"
+     "                       'NeedsReconciliation')),"
+     "  owner_version      INTEGER NOT NULL  /* after the event */"
+     "                     CHECK (owner_version >= 1),"
+     "  reason             TEXT    CHECK (reason IS NULL OR"
+     "                       length(CAST(reason AS BLOB)) BETWEEN 1 AND 64),"
+     "  provider_reference TEXT    CHECK (provider_reference IS NULL OR"
+     "                       length(CAST(provider_reference AS BLOB))"
+     "                         BETWEEN 1 AND 128),"
+     "  actor              TEXT    NOT NULL CHECK ("
+     "                       length(CAST(actor AS BLOB)) BETWEEN 1 AND 128),"
+     "  evidence           TEXT    CHECK (evidence IS NULL OR"
+     "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)"
+     ") STRICT;"
+     "CREATE INDEX operation_events_operation_idx"
+     "  ON operation_events (operation_id, seq);"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -248,7 +337,7 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     /* The operation, in the same transaction: ?1..?7 the binding,            \
      * ?8 owner version, ?9 execution lease, ?10 submission window. */        \
     X(INSERT_OP,                                                               \
-      "INSERT INTO operations (" SQ_OP_COLS ")"                                \
+      "INSERT INTO operations (" SQ_OP_INSERT_COLS ")"                         \
       " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'Admitted', ?8,"                    \
       "        t.now + ?9, t.now + ?10, t.now"                                 \
       " FROM (SELECT " SQ_NOW " AS now) t"                                     \
@@ -349,6 +438,56 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "   ON f.issuer = t.issuer AND f.family = t.family"                      \
       " WHERE t.ticket_hash = ?1")                                             \
     X(READ_OP, "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1") \
+    /* Execution (Q13-Q18). ?1 is the operation id in each. */                \
+    /* May the owner at version ?2 send a create request now? A read. */     \
+    X(OP_MAY_SUBMIT,                                                           \
+      "SELECT 1 FROM operations"                                               \
+      " WHERE operation_id = ?1 AND status IN ('Admitted', 'Unknown')"         \
+      "   AND owner_version = ?2"                                              \
+      "   AND " SQ_NOW " < min(lease_until, submit_by)")                       \
+    /* The status an execution write replaces, read under the write lock. */ \
+    X(OP_STATUS, "SELECT status FROM operations WHERE operation_id = ?1")      \
+    /* An outcome: ?2 expected owner version, ?3 'Admitted' or NULL, ?4       \
+     * 'Unknown' or NULL (the expected set; nothing else can be replaced,     \
+     * Q14), ?5 new status, ?6 reason or NULL, ?7 provider reference or NULL. \
+     * A row only when it hit. */                                              \
+    X(OP_RECORD,                                                               \
+      "UPDATE operations SET status = ?5, outcome_reason = ?6,"                \
+      "   provider_reference = coalesce(?7, provider_reference),"              \
+      "   updated_at = " SQ_NOW                                                \
+      " WHERE operation_id = ?1 AND owner_version = ?2"                        \
+      "   AND status IN (?3, ?4)"                                              \
+      " RETURNING updated_at")                                                 \
+    /* Recovery's takeover: ?2 expected owner version, ?3 recovery lease.     \
+     * 'now' is one value for the whole step (Q15): the expiry test, the new  \
+     * lease and the returned event time. */                                  \
+    X(OP_TAKEOVER,                                                             \
+      "UPDATE operations SET owner_version = owner_version + 1,"               \
+      "   lease_until = " SQ_NOW " + ?3"                                       \
+      " WHERE operation_id = ?1 AND status IN ('Admitted', 'Unknown')"         \
+      "   AND lease_until < " SQ_NOW " AND owner_version = ?2"                 \
+      " RETURNING " SQ_OP_COLS ", " SQ_NOW)                                    \
+    /* An operator's resolution: ?2 'Succeeded' or 'Failed', ?3 reason,       \
+     * ?4 provider reference or NULL. */                                       \
+    X(OP_RESOLVE,                                                              \
+      "UPDATE operations SET status = ?2, owner_version = owner_version + 1,"  \
+      "   outcome_reason = ?3,"                                                \
+      "   provider_reference = coalesce(?4, provider_reference),"              \
+      "   updated_at = " SQ_NOW                                                \
+      " WHERE operation_id = ?1 AND status = 'NeedsReconciliation'"            \
+      " RETURNING owner_version, updated_at")                                  \
+    /* The event of the write above, in its transaction: ?2 at, ?3 kind,      \
+     * ?4 from, ?5 to, ?6 owner version after, ?7 reason, ?8 provider         \
+     * reference, ?9 actor, ?10 evidence (NULL: none). */                     \
+    X(OP_EVENT,                                                                \
+      "INSERT INTO operation_events (operation_id, at, kind, from_status,"     \
+      "   to_status, owner_version, reason, provider_reference, actor,"        \
+      "   evidence)"                                                           \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")                     \
+    X(OP_HISTORY,                                                              \
+      "SELECT seq, at, kind, from_status, to_status, owner_version, reason,"   \
+      "       provider_reference, actor, evidence"                             \
+      " FROM operation_events WHERE operation_id = ?1 ORDER BY seq")           \
     X(SCHEMA_TABLE,                                                            \
       "SELECT count(*) FROM sqlite_schema"                                     \
       " WHERE type = 'table' AND name = 'og_schema_migrations'")               \
@@ -555,6 +694,16 @@ static int sq_text(sqlite3_stmt *st, int col, char *dst, size_t n)
     return og__copy(dst, n, (const char *)t) < 0 ? OG_EINTERNAL : 0;
 }
 
+/* Copies a column that may be NULL ("" then) into a fixed buffer. */
+static int sq_text_opt(sqlite3_stmt *st, int col, char *dst, size_t n)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
+        dst[0] = '\0';
+        return 0;
+    }
+    return sq_text(st, col, dst, n);
+}
+
 /* Fills *op from the SQ_OP_COLS columns of the current row. */
 static int sq_read_op(sqlite3_stmt *st, og_operation *op)
 {
@@ -577,6 +726,11 @@ static int sq_read_op(sqlite3_stmt *st, og_operation *op)
     op->lease_until_us = sqlite3_column_int64(st, 9);
     op->submit_by_us = sqlite3_column_int64(st, 10);
     op->created_at_us = sqlite3_column_int64(st, 11);
+    op->updated_at_us = sqlite3_column_int64(st, 12);
+    if (sq_text_opt(st, 13, op->provider_reference,
+                    sizeof op->provider_reference) < 0 ||
+        sq_text_opt(st, 14, op->reason, sizeof op->reason) < 0)
+        return OG_EINTERNAL;
     return 0;
 }
 
@@ -632,16 +786,6 @@ static void sq_bind_opt(sqlite3_stmt *st, int i, const char *text)
         sqlite3_bind_text(st, i, text, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, i);
-}
-
-/* Copies a column that may be NULL ("" then) into a fixed buffer. */
-static int sq_text_opt(sqlite3_stmt *st, int col, char *dst, size_t n)
-{
-    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
-        dst[0] = '\0';
-        return 0;
-    }
-    return sq_text(st, col, dst, n);
 }
 
 /* ===========================================================================
@@ -1560,6 +1704,435 @@ static int sq_ticket_rotate(void *impl, const char *old_hash,
 }
 
 /* ===========================================================================
+ * Execution: the ownership protocol (Q13-Q18). Each write is ONE write
+ * transaction (sq_begin/sq_end, as in Q8): the conditional UPDATE on
+ * (status, owner_version) and its event row commit together, or nothing
+ * does. The reads run on a pool connection without a transaction: one
+ * SELECT is one snapshot in WAL mode.
+ * ========================================================================= */
+
+/* Appends the event of the write just made, in its transaction (Q13). */
+static int sq_op_event(sq_conn *c, const char *id, int64_t at, const char *kind,
+                       og_op_status from, og_op_status to,
+                       int64_t owner_version, const char *reason,
+                       const char *provider_reference, const char *actor,
+                       const char *evidence)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_OP_EVENT);
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, at);
+    sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, og_op_status_name(from), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, og_op_status_name(to), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, owner_version);
+    sq_bind_opt(st, 7, reason);
+    sq_bind_opt(st, 8, provider_reference);
+    sqlite3_bind_text(st, 9, actor, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 10, evidence);
+    return sq_done(c, st);
+}
+
+/* Reads a status column of the current row; OG_EINTERNAL when it is not
+ * one (the schema's CHECK forbids that). */
+static int sq_status_col(sqlite3_stmt *st, int col, og_op_status *out)
+{
+    int v = og__op_status_parse((const char *)sqlite3_column_text(st, col));
+
+    if (v < 0)
+        return OG_EINTERNAL;
+    *out = (og_op_status)v;
+    return 0;
+}
+
+static int sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
+                            bool *may)
+{
+    sq_store *s = impl;
+    sqlite3_stmt *st;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    if (!(st = sq_stmt(conn, SQ_OP_MAY_SUBMIT))) {
+        rc = sq_err(conn);
+    } else {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, owner_version);
+        rc = sq_step(conn, st);
+        sqlite3_reset(st);
+    }
+    og__pool_put(s->pool, conn, false);
+    if (rc < 0)
+        return rc; /* Q16: an error is "no", never a stale "yes" */
+    *may = rc == 1;
+    return 0;
+}
+
+/* ---- outcomes ----------------------------------------------------------- */
+
+static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
+                           int64_t owner_version, const og_op_outcome *o,
+                           bool *recorded)
+{
+    og_op_status from;
+    sqlite3_stmt *st;
+    int64_t at;
+    int rc;
+
+    /* The status the UPDATE would replace: read under the write lock, so
+     * no writer runs between this read and the UPDATE (Q1, Q13). */
+    if (!(st = sq_stmt(c, SQ_OP_STATUS)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1)
+        rc = sq_status_col(st, 0, &from) < 0 ? OG_EINTERNAL : 1;
+    sqlite3_reset(st);
+    if (rc <= 0)
+        return rc; /* 0: no such operation, nothing recorded */
+
+    /* The conditional write: expected status and owner version (Q14). */
+    if (!(st = sq_stmt(c, SQ_OP_RECORD)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, owner_version);
+    if (expected & OG_OP_BIT(OG_OP_ADMITTED))
+        sqlite3_bind_text(st, 3, og_op_status_name(OG_OP_ADMITTED), -1,
+                          SQLITE_STATIC);
+    if (expected & OG_OP_BIT(OG_OP_UNKNOWN))
+        sqlite3_bind_text(st, 4, og_op_status_name(OG_OP_UNKNOWN), -1,
+                          SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, og_op_status_name(o->status), -1, SQLITE_STATIC);
+    sq_bind_opt(st, 6, o->reason);
+    sq_bind_opt(st, 7, o->provider_reference);
+    if ((rc = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: another owner moved on, or not expected */
+    }
+    at = sqlite3_column_int64(st, 0);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = sq_op_event(c, id, at, "outcome", from, o->status,
+                          owner_version, o->reason, o->provider_reference,
+                          o->actor, NULL)) < 0)
+        return rc;
+    *recorded = true;
+    return 0;
+}
+
+static int sq_op_record(void *impl, const char *id, unsigned expected,
+                        int64_t owner_version, const og_op_outcome *o,
+                        bool *recorded)
+{
+    sq_store *s = impl;
+    bool r = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_record_in(c, id, expected, owner_version, o, &r);
+    rc = sq_end(s, c, rc, r); /* nothing hit: ROLLBACK, nothing written */
+    if (rc == 0)
+        *recorded = r;
+    return rc;
+}
+
+/* ---- recovery's takeover ------------------------------------------------ */
+
+static int sq_op_takeover_in(sq_store *s, sq_conn *c, const char *id,
+                             int64_t owner_version, const char *actor,
+                             og_operation *out, bool *taken)
+{
+    og_operation op;
+    sqlite3_stmt *st;
+    int64_t at;
+    int rc;
+
+    if (!(st = sq_stmt(c, SQ_OP_TAKEOVER)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, owner_version);
+    sqlite3_bind_int64(st, 3, s->opts.timings.recovery_lease_us);
+    if ((rc = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: owned by a live lease, moved on, or final */
+    }
+    rc = sq_read_op(st, &op);
+    at = sqlite3_column_int64(st, SQ_OP_NCOLS); /* the step's 'now' (Q15) */
+    if (rc < 0) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    /* The status does not change: from = to. */
+    if ((rc = sq_op_event(c, id, at, "takeover", op.status, op.status,
+                          op.owner_version, NULL, NULL, actor, NULL)) < 0)
+        return rc;
+    *out = op;
+    *taken = true;
+    return 0;
+}
+
+static int sq_op_takeover(void *impl, const char *id, int64_t owner_version,
+                          const char *actor, og_operation *out, bool *taken)
+{
+    sq_store *s = impl;
+    og_operation op;
+    bool t = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_takeover_in(s, c, id, owner_version, actor, &op, &t);
+    rc = sq_end(s, c, rc, t);
+    if (rc < 0)
+        return rc; /* not confirmed: the caller owns nothing */
+    *taken = t;
+    if (t)
+        *out = op;
+    return 0;
+}
+
+/* ---- an operator's resolution ------------------------------------------- */
+
+static int sq_op_resolve_in(sq_conn *c, const char *id, og_op_status to,
+                            const char *operator_id, const char *reason,
+                            const char *evidence,
+                            const char *provider_reference, bool *resolved)
+{
+    sqlite3_stmt *st;
+    int64_t version, at;
+    int rc;
+
+    if (!(st = sq_stmt(c, SQ_OP_RESOLVE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, og_op_status_name(to), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, reason, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 4, provider_reference);
+    if ((rc = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: not NeedsReconciliation (any more) */
+    }
+    version = sqlite3_column_int64(st, 0);
+    at = sqlite3_column_int64(st, 1);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = sq_op_event(c, id, at, "resolved", OG_OP_NEEDS_RECONCILIATION,
+                          to, version, reason, provider_reference,
+                          operator_id, evidence)) < 0)
+        return rc;
+    *resolved = true;
+    return 0;
+}
+
+static int sq_op_resolve(void *impl, const char *id, og_op_status to,
+                         const char *operator_id, const char *reason,
+                         const char *evidence, const char *provider_reference,
+                         bool *resolved)
+{
+    sq_store *s = impl;
+    bool r = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_resolve_in(c, id, to, operator_id, reason, evidence,
+                          provider_reference, &r);
+    rc = sq_end(s, c, rc, r);
+    if (rc == 0)
+        *resolved = r;
+    return rc;
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+/* Appends text to sql (size n); -1 when it does not fit. */
+static int sq_cat(char *sql, size_t n, const char *text)
+{
+    size_t used = strlen(sql), add = strlen(text);
+
+    if (used + add >= n)
+        return -1;
+    memcpy(sql + used, text, add + 1);
+    return 0;
+}
+
+/* The listing statement for f (Q18): status literals from the fixed status
+ * table, never caller text; the creation bound (?1) and the limit (?2)
+ * bound. When the set lies within the owned statuses, the recovery scan
+ * index's own predicate is repeated verbatim so the planner may use that
+ * partial index. */
+static int sq_list_sql(const og_op_filter *f, char *sql, size_t n)
+{
+    const unsigned owned = OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN);
+    int bad = 0;
+
+    sql[0] = '\0';
+    bad |= sq_cat(sql, n, "SELECT " SQ_OP_COLS " FROM operations WHERE 1");
+    if (f->statuses != 0 && (f->statuses & ~owned) == 0)
+        bad |= sq_cat(sql, n, " AND status IN ('Admitted', 'Unknown')");
+    if (f->statuses != 0 && f->statuses != owned) {
+        const char *sep = " AND status IN (";
+
+        for (int st = OG_OP_ADMITTED; st <= OG_OP_NEEDS_RECONCILIATION; st++) {
+            if (!(f->statuses & OG_OP_BIT(st)))
+                continue;
+            bad |= sq_cat(sql, n, sep);
+            bad |= sq_cat(sql, n, "'");
+            bad |= sq_cat(sql, n, og_op_status_name((og_op_status)st));
+            bad |= sq_cat(sql, n, "'");
+            sep = ", ";
+        }
+        bad |= sq_cat(sql, n, ")");
+    }
+    if (f->lease_expired)
+        bad |= sq_cat(sql, n, " AND lease_until < " SQ_NOW);
+    if (f->created_before_us > 0)
+        bad |= sq_cat(sql, n, " AND created_at < ?1");
+    bad |= sq_cat(sql, n, " ORDER BY created_at, operation_id LIMIT ?2");
+    return bad ? OG_EINTERNAL : 0;
+}
+
+static int sq_op_list_on(sq_conn *c, const og_op_filter *f, og_op_list *out)
+{
+    char sql[1024];
+    og_op_list l = {NULL, 0};
+    size_t cap = 0;
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if ((rc = sq_list_sql(f, sql, sizeof sql)) < 0)
+        return rc;
+    if (sqlite3_prepare_v3(c->db, sql, -1, 0, &st, NULL) != SQLITE_OK)
+        return sq_err(c);
+    if (f->created_before_us > 0)
+        sqlite3_bind_int64(st, 1, f->created_before_us);
+    sqlite3_bind_int(st, 2, f->limit);
+    while ((rc = sq_step(c, st)) == 1) {
+        if (l.n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            og_operation *v;
+
+            if (ncap > (size_t)f->limit)
+                ncap = (size_t)f->limit; /* the LIMIT caps the rows */
+            if (ncap <= l.n) {
+                rc = OG_EINTERNAL; /* more rows than the LIMIT */
+                break;
+            }
+            if (!(v = realloc(l.v, ncap * sizeof *v))) {
+                rc = OG_ENOMEM;
+                break;
+            }
+            l.v = v;
+            cap = ncap;
+        }
+        if ((rc = sq_read_op(st, &l.v[l.n])) < 0)
+            break;
+        l.n++;
+    }
+    sqlite3_finalize(st);
+    if (rc < 0) {
+        og_op_list_free(&l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+static int sq_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+{
+    sq_store *s = impl;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    rc = sq_op_list_on(conn, f, out);
+    og__pool_put(s->pool, conn, false);
+    return rc;
+}
+
+/* ---- history ------------------------------------------------------------ */
+
+/* Fills *e from the OP_HISTORY columns of the current row. */
+static int sq_read_event(sqlite3_stmt *st, og_op_event *e)
+{
+    memset(e, 0, sizeof *e);
+    e->seq = sqlite3_column_int64(st, 0);
+    e->at_us = sqlite3_column_int64(st, 1);
+    e->owner_version = sqlite3_column_int64(st, 5);
+    if (sq_text(st, 2, e->kind, sizeof e->kind) < 0 ||
+        sq_status_col(st, 3, &e->from_status) < 0 ||
+        sq_status_col(st, 4, &e->to_status) < 0 ||
+        sq_text_opt(st, 6, e->reason, sizeof e->reason) < 0 ||
+        sq_text_opt(st, 7, e->provider_reference,
+                    sizeof e->provider_reference) < 0 ||
+        sq_text(st, 8, e->actor, sizeof e->actor) < 0 ||
+        sq_text_opt(st, 9, e->evidence, sizeof e->evidence) < 0)
+        return OG_EINTERNAL;
+    return 0;
+}
+
+static int sq_op_history_on(sq_conn *c, const char *id, og_op_events *out)
+{
+    og_op_events l = {NULL, 0};
+    size_t cap = 0;
+    sqlite3_stmt *st = sq_stmt(c, SQ_OP_HISTORY);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    while ((rc = sq_step(c, st)) == 1) {
+        if (l.n == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            og_op_event *v = realloc(l.v, ncap * sizeof *v);
+
+            if (!v) {
+                rc = OG_ENOMEM;
+                break;
+            }
+            l.v = v;
+            cap = ncap;
+        }
+        if ((rc = sq_read_event(st, &l.v[l.n])) < 0)
+            break;
+        l.n++;
+    }
+    sqlite3_reset(st);
+    if (rc < 0) {
+        og_op_events_free(&l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+static int sq_op_history(void *impl, const char *id, og_op_events *out)
+{
+    sq_store *s = impl;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    rc = sq_op_history_on(conn, id, out);
+    og__pool_put(s->pool, conn, false);
+    return rc;
+}
+
+/* ===========================================================================
  * Schema version and migrations
  * ========================================================================= */
 
@@ -1728,4 +2301,10 @@ const og__store_methods og__sqlite_methods = {
     .consume = sq_consume,
     .ticket_create = sq_ticket_create,
     .ticket_rotate = sq_ticket_rotate,
+    .op_may_submit = sq_op_may_submit,
+    .op_record = sq_op_record,
+    .op_takeover = sq_op_takeover,
+    .op_resolve = sq_op_resolve,
+    .op_list = sq_op_list,
+    .op_history = sq_op_history,
 };

@@ -13,9 +13,11 @@
  *       caller, whose retry with the same operation id finds out what
  *       happened.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <sodium.h>
 
 #include "og_internal.h"
@@ -571,4 +573,225 @@ int og_grant_issue(og_store *s, const og_signer *signer,
 fail:
     free(t);
     return rc;
+}
+
+/* ===========================================================================
+ * Execution: the ownership protocol. Validation and the transition table
+ * are checked here (S1); each backend method is one conditional write.
+ * ========================================================================= */
+
+/* 1..max printable ASCII without spaces (reason codes, references). */
+static bool og__code_ok(const char *s, size_t max)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    return n >= 1 && n <= max && og__id_check(s) == 0;
+}
+
+/* Evidence: 1..OG_EVIDENCE_MAX bytes of UTF-8 without control characters
+ * other than newline and tab. */
+static bool og__evidence_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    json_t *probe;
+
+    if (n < 1 || n > OG_EVIDENCE_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t')
+            return false;
+    /* jansson validates UTF-8 strictly; no hand-written decoder. */
+    probe = json_stringn(s, n);
+    json_decref(probe);
+    return probe != NULL;
+}
+
+/* The transition table of oncegate.h: may an owner (not an operator) move
+ * an operation from a status in expected to to? */
+static bool og__owner_transition_ok(unsigned expected, og_op_status to)
+{
+    const unsigned owned = OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN);
+
+    if (expected == 0 || (expected & ~owned) != 0)
+        return false;
+    return to == OG_OP_SUCCEEDED || to == OG_OP_FAILED ||
+           to == OG_OP_UNKNOWN || to == OG_OP_NEEDS_RECONCILIATION;
+}
+
+int og_op_may_submit(og_store *s, const char *operation_id,
+                     int64_t owner_version, bool *may)
+{
+    char id[OG_UUID_LEN + 1];
+    bool m = false;
+    int rc;
+
+    if (!s || !may || owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    rc = s->m->op_may_submit(s->impl, id, owner_version, &m);
+    if (rc == 0)
+        *may = m;
+    return rc;
+}
+
+int og_op_record(og_store *s, const char *operation_id, unsigned expected,
+                 int64_t expected_owner_version, const og_op_outcome *o,
+                 bool *recorded)
+{
+    char id[OG_UUID_LEN + 1];
+    bool r = false;
+    int rc;
+
+    if (!s || !o || !recorded ||
+        expected_owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if (!og__owner_transition_ok(expected, o->status))
+        return OG_ETRANSITION;
+    if (o->reason && !og__code_ok(o->reason, OG_REASON_MAX))
+        return OG_EREASON;
+    if (o->provider_reference && !og__code_ok(o->provider_reference, OG_ID_MAX))
+        return OG_EPROVIDER_REFERENCE;
+    if (!og__code_ok(o->actor, OG_ID_MAX))
+        return OG_EACTOR;
+    rc = s->m->op_record(s->impl, id, expected, expected_owner_version, o, &r);
+    if (rc == 0)
+        *recorded = r;
+    return rc;
+}
+
+int og_op_takeover(og_store *s, const char *operation_id,
+                   int64_t expected_owner_version, const char *actor,
+                   og_operation *out, bool *taken)
+{
+    char id[OG_UUID_LEN + 1];
+    og_operation op;
+    bool t = false;
+    int rc;
+
+    if (!s || !out || !taken ||
+        expected_owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if (!og__code_ok(actor, OG_ID_MAX))
+        return OG_EACTOR;
+    memset(&op, 0, sizeof op);
+    rc = s->m->op_takeover(s->impl, id, expected_owner_version, actor, &op, &t);
+    if (rc == 0) {
+        *taken = t;
+        if (t)
+            *out = op;
+    }
+    return rc;
+}
+
+int og_op_resolve(og_store *s, const char *operation_id, og_op_status to,
+                  const char *operator_id, const char *reason,
+                  const char *evidence, const char *provider_reference,
+                  bool *resolved)
+{
+    char id[OG_UUID_LEN + 1];
+    bool r = false;
+    int rc;
+
+    if (!s || !resolved)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED)
+        return OG_ETRANSITION;
+    if (!og__code_ok(operator_id, OG_ID_MAX))
+        return OG_EACTOR;
+    if (!og__code_ok(reason, OG_REASON_MAX))
+        return OG_EREASON;
+    if (!og__evidence_ok(evidence))
+        return OG_EEVIDENCE;
+    if (provider_reference && !og__code_ok(provider_reference, OG_ID_MAX))
+        return OG_EPROVIDER_REFERENCE;
+    rc = s->m->op_resolve(s->impl, id, to, operator_id, reason, evidence,
+                          provider_reference, &r);
+    if (rc == 0)
+        *resolved = r;
+    return rc;
+}
+
+int og_op_scan(og_store *s, const og_op_filter *f, og_op_list *out)
+{
+    og_op_list l = {0};
+    int rc;
+
+    if (!s || !f || !out || f->limit < 1 || f->limit > 1000 ||
+        f->created_before_us < 0 ||
+        (f->statuses >> (OG_OP_NEEDS_RECONCILIATION + 1)) != 0)
+        return OG_EINVAL;
+    rc = s->m->op_list(s->impl, f, &l);
+    if (rc == 0)
+        *out = l;
+    return rc;
+}
+
+void og_op_list_free(og_op_list *l)
+{
+    if (!l)
+        return;
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+int og_op_history(og_store *s, const char *operation_id, og_op_events *out)
+{
+    char id[OG_UUID_LEN + 1];
+    og_operation op;
+    og_op_events stored = {0};
+    og_op_event *all;
+    size_t n;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    rc = s->m->operation_get(s->impl, id, &op);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        out->v = NULL;
+        out->n = 0;
+        return 0;
+    }
+    if ((rc = s->m->op_history(s->impl, id, &stored)) != 0)
+        return rc;
+    all = calloc(stored.n + 1, sizeof *all);
+    if (!all) {
+        og_op_events_free(&stored);
+        return OG_ENOMEM;
+    }
+    /* The admission itself, from the record (admission stays ONE insert). */
+    all[0].seq = 0;
+    all[0].at_us = op.created_at_us;
+    snprintf(all[0].kind, sizeof all[0].kind, "admitted");
+    all[0].from_status = OG_OP_ADMITTED;
+    all[0].to_status = OG_OP_ADMITTED;
+    all[0].owner_version = OG__INITIAL_OWNER_VERSION;
+    og__idcpy(all[0].actor, op.caller_id);
+    n = stored.n;
+    if (n)
+        memcpy(all + 1, stored.v, n * sizeof *all);
+    og_op_events_free(&stored);
+    out->v = all;
+    out->n = n + 1;
+    return 0;
+}
+
+void og_op_events_free(og_op_events *e)
+{
+    if (!e)
+        return;
+    free(e->v);
+    e->v = NULL;
+    e->n = 0;
 }

@@ -439,7 +439,8 @@ static int h_tickets_rotate(og_http_req *r)
 /* The operation as answered to its caller. */
 static json_t *operation_json(const og_operation *op)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o,"
+                     " s:o, s:s?, s:s?}",
                      "operation_id", op->operation_id, "status",
                      status_api_name(op->status), "issuer", op->issuer,
                      "grant_id", op->grant_id, "account", op->account_id,
@@ -447,7 +448,11 @@ static json_t *operation_json(const og_operation *op)
                      "owner_version", (json_int_t)op->owner_version,
                      "created_at", time_json(op->created_at_us),
                      "lease_until", time_json(op->lease_until_us),
-                     "submit_by", time_json(op->submit_by_us));
+                     "submit_by", time_json(op->submit_by_us),
+                     "updated_at", time_json(op->updated_at_us),
+                     "provider_reference",
+                     op->provider_reference[0] ? op->provider_reference : NULL,
+                     "reason", op->reason[0] ? op->reason : NULL);
 }
 
 static int h_operations_post(og_http_req *r)
