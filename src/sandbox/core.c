@@ -1,0 +1,728 @@
+/*
+ * core.c — the sandbox's pure core: what a request means and what it does,
+ * with no I/O and no clock (time is an argument). Everything a reader needs
+ * to check the contract of docs/sandbox.md is decided here; store.c only
+ * carries the decisions out inside a transaction.
+ *
+ * Invariants:
+ *   C1  A request is valid or refused before anything runs: parsing writes
+ *       its outputs only on success, and a refusal names the first member
+ *       at fault, so a client can fix its request from the answer alone.
+ *   C2  Parameters are compared canonically: the amount as canonical
+ *       decimal text ("250.00" = "250"), expires_at as an instant ("Z" =
+ *       "+00:00"), the other members byte for byte.
+ *   C3  A retained key decides before anything else: its saved result (or a
+ *       mismatch) is answered even for a busy- account or an expired
+ *       request, because the key, not the request, owns the outcome.
+ *   C4  Nothing is created later than expires_at + skew: the decision that
+ *       creates is taken at the time passed in, which the store reads
+ *       inside the transaction that writes.
+ *   C5  Amount and time rules are the same as oncegate's own
+ *       (lib/core/validate.c), so whatever oncegate sends is accepted here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox.h"
+
+/* ===========================================================================
+ * Error codes
+ * ========================================================================= */
+static const struct {
+    const char *name;
+    unsigned status;
+    const char *message;
+} code_table[] = {
+#define OG__SBX_CODE_ROW(name, status, text, msg) {text, status, msg},
+    OG_SBX_CODE_MAP(OG__SBX_CODE_ROW)
+#undef OG__SBX_CODE_ROW
+};
+
+const char *og_sbx_code_name(og_sbx_code c)
+{
+    return (unsigned)c < OG_SBX_C_COUNT ? code_table[c].name : "internal";
+}
+
+unsigned og_sbx_code_status(og_sbx_code c)
+{
+    return (unsigned)c < OG_SBX_C_COUNT ? code_table[c].status : 500;
+}
+
+const char *og_sbx_code_message(og_sbx_code c)
+{
+    return (unsigned)c < OG_SBX_C_COUNT ? code_table[c].message
+                                        : "internal error";
+}
+
+int og_sbx_code_parse(const char *text)
+{
+    for (int i = 0; i < OG_SBX_C_COUNT; i++)
+        if (text && strcmp(text, code_table[i].name) == 0)
+            return i;
+    return -1;
+}
+
+json_t *og_sbx_error_json(og_sbx_code c, const char *field)
+{
+    json_t *e = json_pack("{s:s, s:s}", "error", og_sbx_code_name(c),
+                          "message", og_sbx_code_message(c));
+
+    if (e && field && field[0] &&
+        json_object_set_new(e, "field", json_string(field)) != 0) {
+        json_decref(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* ===========================================================================
+ * Small helpers
+ * ========================================================================= */
+
+/* Length of s, or max + 1 when longer: hostile input costs max + 1 reads. */
+static size_t bounded_len(const char *s, size_t max)
+{
+    size_t n = 0;
+
+    while (n <= max && s[n] != '\0')
+        n++;
+    return n;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* 1 when every byte of s[0..n) lies in lo..hi. */
+static bool bytes_in(const char *s, size_t n, unsigned char lo,
+                     unsigned char hi)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < lo || (unsigned char)s[i] > hi)
+            return false;
+    return true;
+}
+
+/* Records a refusal: the code and the member or parameter it names. A
+ * long name is cut on a UTF-8 character boundary, so the answer that
+ * carries it stays valid JSON text. */
+static int refuse(og_sbx_problem *why, og_sbx_code c, const char *field)
+{
+    size_t n = field ? bounded_len(field, sizeof why->field - 1) : 0;
+
+    if (n == sizeof why->field) /* longer than fits: cut */
+        for (n = sizeof why->field - 1;
+             n > 0 && ((unsigned char)field[n] & 0xC0) == 0x80; n--)
+            ;
+    why->code = c;
+    memcpy(why->field, field ? field : "", n);
+    why->field[n] = '\0';
+    return -1;
+}
+
+/* ===========================================================================
+ * Identifiers
+ * ========================================================================= */
+
+/* Visible ASCII only: HTTP strips surrounding white space from header
+ * values, so a key with spaces could arrive as another key. */
+bool og_sbx_key_valid(const char *key)
+{
+    size_t n;
+
+    if (!key)
+        return false;
+    n = bounded_len(key, OG_SBX_KEY_MAX);
+    return n >= 1 && n <= OG_SBX_KEY_MAX && bytes_in(key, n, 0x21, 0x7e);
+}
+
+/* ===========================================================================
+ * Amounts: digits[.digits], positive, canonical (C2, C5).
+ * ========================================================================= */
+#define AMOUNT_INPUT_MAX 256
+
+int og_sbx_amount_canonical(const char *in, char *out, size_t outlen)
+{
+    size_t n, i = 0, int_end, int_start = 0, frac_start, frac_end, o = 0;
+    size_t int_digits, frac_digits;
+
+    if (!in || !out)
+        return -1;
+    n = bounded_len(in, AMOUNT_INPUT_MAX);
+    if (n == 0 || n > AMOUNT_INPUT_MAX)
+        return -1;
+    while (i < n && is_digit(in[i]))
+        i++;
+    int_end = i;
+    if (int_end == 0)
+        return -1; /* ".5", "-1", "+1", " 1" */
+    frac_start = frac_end = n;
+    if (i < n) {
+        if (in[i] != '.')
+            return -1; /* "1e5", "1 " */
+        frac_start = ++i;
+        while (i < n && is_digit(in[i]))
+            i++;
+        if (i != n || frac_start == n)
+            return -1; /* "1.2.3", "1." */
+    }
+    while (int_start < int_end && in[int_start] == '0')
+        int_start++;
+    while (frac_end > frac_start && in[frac_end - 1] == '0')
+        frac_end--;
+    int_digits = int_end - int_start;
+    frac_digits = frac_end - frac_start;
+    if ((int_digits == 0 && frac_digits == 0) ||
+        frac_digits > OG_SBX_AMOUNT_SCALE ||
+        int_digits + frac_digits > OG_SBX_AMOUNT_DIGITS)
+        return -1; /* zero, or beyond NUMERIC(38, 18) */
+    if (outlen < (int_digits ? int_digits : 1) +
+                     (frac_digits ? 1 + frac_digits : 0) + 1)
+        return -1;
+    if (int_digits == 0)
+        out[o++] = '0';
+    memcpy(out + o, in + int_start, int_digits);
+    o += int_digits;
+    if (frac_digits) {
+        out[o++] = '.';
+        memcpy(out + o, in + frac_start, frac_digits);
+        o += frac_digits;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* ===========================================================================
+ * Time: RFC 3339 <-> microseconds since the epoch, by civil-date
+ * arithmetic (no time zone, no locale, exact for 1970..9999).
+ * ========================================================================= */
+#define US_PER_S INT64_C(1000000)
+#define S_PER_DAY INT64_C(86400)
+#define TIME_MIN_US INT64_C(0)
+/* 9999-12-31T23:59:59.999999Z */
+#define TIME_MAX_US (INT64_C(253402300799) * US_PER_S + 999999)
+
+static bool is_leap(int64_t y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int days_in_month(int64_t y, int m)
+{
+    static const int dim[12] = {31, 28, 31, 30, 31, 30,
+                                31, 31, 30, 31, 30, 31};
+
+    return m == 2 && is_leap(y) ? 29 : dim[m - 1];
+}
+
+/* Days since 1970-01-01 of y-m-d (proleptic Gregorian). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    int64_t era, yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = y - era * 400;
+    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* The civil date of day z since 1970-01-01. */
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    int64_t era, doe, yoe, doy, mp;
+
+    z += 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = z - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* Exactly n digits at s into *v. 0 or -1. */
+static int read_digits(const char *s, int n, int *v)
+{
+    int acc = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (!is_digit(s[i]))
+            return -1;
+        acc = acc * 10 + (s[i] - '0');
+    }
+    *v = acc;
+    return 0;
+}
+
+/* The fraction ".d{1,9}" at s[*i] (optional) into *frac_us, truncated to
+ * microseconds so a deadline never moves later than written. 0 or -1. */
+static int read_fraction(const char *s, size_t n, size_t *i, int64_t *frac_us)
+{
+    size_t start, nd;
+
+    *frac_us = 0;
+    if (s[*i] != '.')
+        return 0;
+    start = ++*i;
+    while (*i < n && is_digit(s[*i]))
+        ++*i;
+    nd = *i - start;
+    if (nd < 1 || nd > 9)
+        return -1;
+    for (size_t k = 0; k < 6; k++)
+        *frac_us = *frac_us * 10 + (k < nd ? s[start + k] - '0' : 0);
+    return 0;
+}
+
+/* The zone "Z" or "+-HH:MM" ending the text at s[i]; *offset_s east of UTC.
+ * 0 or -1 (a local time without zone is not an instant). */
+static int read_zone(const char *s, size_t n, size_t i, int64_t *offset_s)
+{
+    int oh, om;
+
+    if ((s[i] == 'Z' || s[i] == 'z') && i + 1 == n) {
+        *offset_s = 0;
+        return 0;
+    }
+    if ((s[i] != '+' && s[i] != '-') || n - i != 6 ||
+        read_digits(s + i + 1, 2, &oh) || s[i + 3] != ':' ||
+        read_digits(s + i + 4, 2, &om) || oh > 23 || om > 59)
+        return -1;
+    *offset_s = (int64_t)oh * 3600 + om * 60;
+    if (s[i] == '-')
+        *offset_s = -*offset_s;
+    return 0;
+}
+
+int og_sbx_time_parse(const char *s, int64_t *us)
+{
+    int year, mon, day, hour, min, sec;
+    int64_t frac_us, offset_s, v;
+    size_t n, i = 19;
+
+    if (!s || !us)
+        return -1;
+    n = bounded_len(s, OG_SBX_TIME_MAX);
+    if (n > OG_SBX_TIME_MAX || n < 20)
+        return -1;
+    if (read_digits(s, 4, &year) || s[4] != '-' ||
+        read_digits(s + 5, 2, &mon) || s[7] != '-' ||
+        read_digits(s + 8, 2, &day) || (s[10] != 'T' && s[10] != 't') ||
+        read_digits(s + 11, 2, &hour) || s[13] != ':' ||
+        read_digits(s + 14, 2, &min) || s[16] != ':' ||
+        read_digits(s + 17, 2, &sec))
+        return -1;
+    /* Second 60 is refused: without a leap-second table it has no exact
+     * instant, and POSIX clocks never produce it. */
+    if (mon < 1 || mon > 12 || day < 1 || day > days_in_month(year, mon) ||
+        hour > 23 || min > 59 || sec > 59)
+        return -1;
+    if (read_fraction(s, n, &i, &frac_us) != 0 || i >= n ||
+        read_zone(s, n, i, &offset_s) != 0)
+        return -1;
+    v = (days_from_civil(year, mon, day) * S_PER_DAY + (int64_t)hour * 3600 +
+         (int64_t)min * 60 + sec - offset_s) * US_PER_S + frac_us;
+    if (v < TIME_MIN_US || v > TIME_MAX_US)
+        return -1;
+    *us = v;
+    return 0;
+}
+
+/* v as exactly width digits at p (0 <= v < 10^width). */
+static void put_digits(char *p, int64_t v, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        p[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+char *og_sbx_time_format(int64_t us, char *buf, size_t len)
+{
+    char tmp[28] = "invalid";
+    int64_t days, rem, y, sod;
+    int m, d;
+
+    if (!buf || len == 0)
+        return buf;
+    if (us >= TIME_MIN_US && us <= TIME_MAX_US) {
+        days = us / (S_PER_DAY * US_PER_S);
+        rem = us % (S_PER_DAY * US_PER_S);
+        sod = rem / US_PER_S;
+        civil_from_days(days, &y, &m, &d);
+        memcpy(tmp, "0000-00-00T00:00:00.000000Z", 28);
+        put_digits(tmp, y, 4);
+        put_digits(tmp + 5, m, 2);
+        put_digits(tmp + 8, d, 2);
+        put_digits(tmp + 11, sod / 3600, 2);
+        put_digits(tmp + 14, sod / 60 % 60, 2);
+        put_digits(tmp + 17, sod % 60, 2);
+        put_digits(tmp + 20, rem % US_PER_S, 6);
+    }
+    snprintf(buf, len, "%s", tmp);
+    return buf;
+}
+
+/* ===========================================================================
+ * --listen
+ * ========================================================================= */
+int og_sbx_listen_parse(const char *hostport, char *host, size_t hostlen,
+                        int *port)
+{
+    const char *colon, *h = hostport;
+    size_t hn;
+    char *end;
+    long p;
+
+    if (!hostport || !(colon = strrchr(hostport, ':')))
+        return -1;
+    hn = (size_t)(colon - hostport);
+    if (h[0] == '[') { /* "[::1]:8080" */
+        if (hn < 2 || h[hn - 1] != ']')
+            return -1;
+        h++;
+        hn -= 2;
+    }
+    if (hn == 0 || hn >= hostlen || !is_digit(colon[1]))
+        return -1;
+    p = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || p < 0 || p > 65535)
+        return -1;
+    memcpy(host, h, hn);
+    host[hn] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+/* ===========================================================================
+ * The create request (C1, C2)
+ * ========================================================================= */
+
+/* Unknown members, in body order: the first one found is named. */
+static int members_only(json_t *body, const char *const *allowed,
+                        og_sbx_problem *why)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(body, key, v) {
+        size_t i;
+
+        (void)v;
+        for (i = 0; allowed[i]; i++)
+            if (strcmp(key, allowed[i]) == 0)
+                break;
+        if (!allowed[i])
+            return refuse(why, OG_SBX_C_INVALID_REQUEST, key);
+    }
+    return 0;
+}
+
+/* A required string member of at most max bytes (NUL-free) into out. */
+static int member_str(json_t *body, const char *name, size_t max,
+                      const char **out, og_sbx_problem *why)
+{
+    json_t *v = json_object_get(body, name);
+
+    if (!json_is_string(v) || json_string_length(v) > max ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, name);
+    *out = json_string_value(v);
+    return 0;
+}
+
+int og_sbx_params_parse(json_t *body, og_sbx_params *out,
+                        og_sbx_problem *why)
+{
+    static const char *const allowed[] = {"account", "amount", "currency",
+                                          "reference", "expires_at", NULL};
+    const char *account, *amount, *currency, *reference, *expires_at;
+    og_sbx_params p;
+
+    if (!json_is_object(body))
+        return refuse(why, OG_SBX_C_INVALID_JSON, NULL);
+    memset(&p, 0, sizeof p);
+    if (members_only(body, allowed, why) != 0)
+        return -1;
+    if (member_str(body, "account", OG_SBX_ACCOUNT_MAX, &account, why) ||
+        member_str(body, "amount", AMOUNT_INPUT_MAX, &amount, why) ||
+        member_str(body, "currency", 3, &currency, why) ||
+        member_str(body, "reference", OG_SBX_REFERENCE_MAX, &reference,
+                   why) ||
+        member_str(body, "expires_at", OG_SBX_TIME_MAX, &expires_at, why))
+        return -1;
+    /* Accounts follow oncegate's identifier rule; references may hold
+     * spaces (they are free text a client chooses). */
+    if (!account[0] || !bytes_in(account, strlen(account), 0x21, 0x7e))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "account");
+    if (og_sbx_amount_canonical(amount, p.amount, sizeof p.amount) != 0)
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "amount");
+    if (strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "currency");
+    if (!reference[0] || !bytes_in(reference, strlen(reference), 0x20, 0x7e))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "reference");
+    if (og_sbx_time_parse(expires_at, &p.expires_at_us) != 0)
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "expires_at");
+    snprintf(p.account, sizeof p.account, "%s", account);
+    memcpy(p.currency, currency, 4);
+    snprintf(p.reference, sizeof p.reference, "%s", reference);
+    *out = p;
+    return 0;
+}
+
+bool og_sbx_params_equal(const og_sbx_params *a, const og_sbx_params *b)
+{
+    return strcmp(a->account, b->account) == 0 &&
+           strcmp(a->amount, b->amount) == 0 &&
+           strcmp(a->currency, b->currency) == 0 &&
+           strcmp(a->reference, b->reference) == 0 &&
+           a->expires_at_us == b->expires_at_us;
+}
+
+og_sbx_account_class og_sbx_account_classify(const char *account)
+{
+    if (strncmp(account, "closed-", 7) == 0)
+        return OG_SBX_ACCOUNT_CLOSED;
+    if (strncmp(account, "busy-", 5) == 0)
+        return OG_SBX_ACCOUNT_BUSY;
+    if (strncmp(account, "async-", 6) == 0)
+        return OG_SBX_ACCOUNT_ASYNC;
+    return OG_SBX_ACCOUNT_OPEN;
+}
+
+/* ===========================================================================
+ * Time rules (half-open; one clock)
+ * ========================================================================= */
+bool og_sbx_key_retained(const og_sbx_policy *p, int64_t recorded_us,
+                         int64_t now_us)
+{
+    return now_us < recorded_us + p->retention_us;
+}
+
+bool og_sbx_request_expired(const og_sbx_policy *p, int64_t expires_at_us,
+                            int64_t now_us)
+{
+    return now_us > expires_at_us + p->skew_us;
+}
+
+bool og_sbx_credit_visible(const og_sbx_policy *p, int64_t created_us,
+                           int64_t now_us)
+{
+    return now_us >= created_us + p->visibility_delay_us;
+}
+
+/* ===========================================================================
+ * The create decision (C3, C4)
+ * ========================================================================= */
+og_sbx_decision og_sbx_create_decide(const og_sbx_policy *p,
+                                     const og_sbx_params *req,
+                                     const og_sbx_saved *saved,
+                                     int64_t now_us)
+{
+    og_sbx_account_class cls;
+
+    if (saved)
+        return og_sbx_params_equal(req, &saved->params) ? OG_SBX_DO_REPLAY
+                                                        : OG_SBX_DO_MISMATCH;
+    /* Expiry first: a late request has no effect of any kind, not even a
+     * recorded refusal. */
+    if (og_sbx_request_expired(p, req->expires_at_us, now_us))
+        return OG_SBX_DO_EXPIRE;
+    cls = og_sbx_account_classify(req->account);
+    switch (cls) {
+    case OG_SBX_ACCOUNT_BUSY: return OG_SBX_DO_RATE_LIMIT;
+    case OG_SBX_ACCOUNT_CLOSED: return OG_SBX_DO_REFUSE_CLOSED;
+    case OG_SBX_ACCOUNT_ASYNC: return OG_SBX_DO_CREATE_ASYNC;
+    case OG_SBX_ACCOUNT_OPEN: break;
+    }
+    return OG_SBX_DO_CREATE;
+}
+
+bool og_sbx_decision_writes(og_sbx_decision d)
+{
+    return d == OG_SBX_DO_REFUSE_CLOSED || d == OG_SBX_DO_CREATE ||
+           d == OG_SBX_DO_CREATE_ASYNC;
+}
+
+/* ===========================================================================
+ * Answers
+ * ========================================================================= */
+json_t *og_sbx_credit_json(const og_sbx_credit *c, int64_t now_us)
+{
+    char created[32];
+
+    og_sbx_time_format(c->created_us, created, sizeof created);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", c->id,
+                     "account", c->params.account, "amount", c->params.amount,
+                     "currency", c->params.currency, "reference",
+                     c->params.reference, "status",
+                     now_us < c->completes_us ? "pending" : "succeeded",
+                     "created_at", created);
+}
+
+/* The saved result's answer at now: the credit (pending or not) or the
+ * recorded refusal. */
+static int saved_answer(const og_sbx_saved *s, int64_t now_us,
+                        unsigned *status, json_t **body)
+{
+    json_t *b;
+
+    if (s->refused) {
+        b = og_sbx_error_json(s->refusal, NULL);
+        *status = og_sbx_code_status(s->refusal);
+    } else if (now_us < s->credit.completes_us) {
+        b = json_pack("{s:s, s:s}", "id", s->credit.id, "status", "pending");
+        *status = 202;
+    } else {
+        b = og_sbx_credit_json(&s->credit, now_us);
+        *status = 201;
+    }
+    if (!b)
+        return OG_SBX_ENOMEM;
+    *body = b;
+    return 0;
+}
+
+int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
+                         json_t **body)
+{
+    og_sbx_code c;
+    json_t *b;
+
+    switch (r->decision) {
+    case OG_SBX_DO_MISMATCH: c = OG_SBX_C_IDEMPOTENCY_MISMATCH; break;
+    case OG_SBX_DO_RATE_LIMIT: c = OG_SBX_C_RATE_LIMITED; break;
+    case OG_SBX_DO_EXPIRE: c = OG_SBX_C_REQUEST_EXPIRED; break;
+    default: return saved_answer(&r->saved, r->now_us, status, body);
+    }
+    if (!(b = og_sbx_error_json(c, NULL)))
+        return OG_SBX_ENOMEM;
+    *status = og_sbx_code_status(c);
+    *body = b;
+    return 0;
+}
+
+/* ===========================================================================
+ * Faults
+ * ========================================================================= */
+static const struct {
+    const char *name;
+    bool delay;
+} fault_table[] = {
+    {"none", false},
+#define OG__SBX_FAULT_ROW(name, text, delay) {text, delay},
+    OG_SBX_FAULT_MAP(OG__SBX_FAULT_ROW)
+#undef OG__SBX_FAULT_ROW
+};
+#define N_FAULT_KINDS (sizeof fault_table / sizeof fault_table[0])
+
+const char *og_sbx_fault_name(og_sbx_fault_kind k)
+{
+    return (size_t)k < N_FAULT_KINDS ? fault_table[k].name : "none";
+}
+
+/* An optional integer member in lo..hi into *out (left alone if absent). */
+static int member_int(json_t *body, const char *name, int64_t lo, int64_t hi,
+                      int64_t *out, og_sbx_problem *why)
+{
+    json_t *v = json_object_get(body, name);
+
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo ||
+        json_integer_value(v) > hi)
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, name);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int og_sbx_fault_parse(json_t *body, og_sbx_fault *out, og_sbx_problem *why)
+{
+    static const char *const allowed[] = {"fault", "count", "ms", NULL};
+    const char *name;
+    int64_t count = 1, ms = -1;
+    size_t k;
+
+    if (!json_is_object(body))
+        return refuse(why, OG_SBX_C_INVALID_JSON, NULL);
+    if (members_only(body, allowed, why) != 0 ||
+        member_str(body, "fault", 64, &name, why) != 0 ||
+        member_int(body, "count", 1, OG_SBX_FAULT_COUNT_MAX, &count, why) ||
+        member_int(body, "ms", 0, OG_SBX_FAULT_MS_MAX, &ms, why))
+        return -1;
+    for (k = 1; k < N_FAULT_KINDS; k++)
+        if (strcmp(name, fault_table[k].name) == 0)
+            break;
+    if (k == N_FAULT_KINDS)
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "fault");
+    /* A delay without "ms", or "ms" on a fault that never waits, is a
+     * mistake in the test that armed it: refuse rather than guess. */
+    if (fault_table[k].delay != (ms >= 0))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "ms");
+    out->kind = (og_sbx_fault_kind)k;
+    out->count = (int)count;
+    out->ms = ms < 0 ? 0 : ms;
+    return 0;
+}
+
+int og_sbx_faults_arm(og_sbx_faults *q, const og_sbx_fault *f)
+{
+    if (q->n == OG_SBX_FAULTS_MAX)
+        return -1;
+    q->q[(q->head + q->n) % OG_SBX_FAULTS_MAX] = *f;
+    q->n++;
+    return 0;
+}
+
+og_sbx_fault og_sbx_faults_take(og_sbx_faults *q)
+{
+    og_sbx_fault one = {OG_SBX_FAULT_NONE, 0, 0};
+    og_sbx_fault *h;
+
+    if (q->n == 0)
+        return one;
+    h = &q->q[q->head];
+    one = *h;
+    one.count = 1;
+    if (--h->count == 0) {
+        q->head = (q->head + 1) % OG_SBX_FAULTS_MAX;
+        q->n--;
+    }
+    return one;
+}
+
+void og_sbx_faults_clear(og_sbx_faults *q)
+{
+    q->head = 0;
+    q->n = 0;
+}
+
+json_t *og_sbx_faults_json(const og_sbx_faults *q)
+{
+    json_t *a = json_array();
+
+    if (!a)
+        return NULL;
+    for (size_t i = 0; i < q->n; i++) {
+        const og_sbx_fault *f = &q->q[(q->head + i) % OG_SBX_FAULTS_MAX];
+        json_t *o = json_pack("{s:s, s:i}", "fault", og_sbx_fault_name(f->kind),
+                              "count", f->count);
+
+        if (o && fault_table[f->kind].delay &&
+            json_object_set_new(o, "ms", json_integer(f->ms)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (json_array_append_new(a, o) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}

@@ -1,0 +1,366 @@
+/*
+ * handlers.c — one function per endpoint of docs/sandbox.md, and the
+ * route table. A handler validates with core.c, makes one store call and
+ * turns the result into an answer; the create handler also applies the
+ * armed fault around that call.
+ *
+ * Where a fault acts on a create request that passed validation:
+ *
+ *   take one firing ──> error_500_before_effect: count, answer 500, stop
+ *        │              delay_before_effect:    sleep ms
+ *        v
+ *   og_sbx_store_create (the effect, or the replay: COMMIT returned)
+ *        │
+ *        v              drop_response_after_effect: close, no answer
+ *   the answer ───────> delay_after_effect:         sleep ms, answer
+ *                       error_500_after_effect:     answer 500 instead
+ *                       exit_after_effect:          _exit(137), no answer
+ *
+ * Log fields are identifiers and outcomes; an Idempotency-Key is logged
+ * only after it was validated (visible ASCII).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+/* Exit status of the exit_after_effect fault: what a SIGKILL'd process
+ * reports (128 + 9), so tests cannot mistake it for a clean exit. */
+#define FAULT_EXIT_STATUS 137
+
+/* A store failure: nothing changed (store.c S6); answered 500. */
+static void store_failed(og_sbx_req *r, int rc)
+{
+    og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+    og_sbx_log_str(r, "store_error", rc == OG_SBX_ENOMEM ? "out_of_memory"
+                                     : rc == OG_SBX_ESTORE ? "sqlite"
+                                                           : "internal");
+}
+
+/* Answers 200 with body, or 500 when it could not be built. */
+static void answer_ok(og_sbx_req *r, json_t *body)
+{
+    if (!body)
+        og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+    else
+        og_sbx_answer(r, 200, body);
+}
+
+/* ===========================================================================
+ * POST /v1/credits
+ * ========================================================================= */
+
+/* The log word for a decision. */
+static const char *decision_name(og_sbx_decision d)
+{
+    switch (d) {
+    case OG_SBX_DO_REPLAY: return "replayed";
+    case OG_SBX_DO_MISMATCH: return "mismatch";
+    case OG_SBX_DO_RATE_LIMIT: return "rate_limited";
+    case OG_SBX_DO_EXPIRE: return "expired";
+    case OG_SBX_DO_REFUSE_CLOSED: return "refused_account_closed";
+    case OG_SBX_DO_CREATE: return "created";
+    case OG_SBX_DO_CREATE_ASYNC: return "created_pending";
+    }
+    return "unknown";
+}
+
+/* One firing of the armed faults (NONE when nothing is armed). */
+static og_sbx_fault fault_take(og_sbx_srv *srv)
+{
+    og_sbx_fault f;
+
+    pthread_mutex_lock(&srv->faults_mu);
+    f = og_sbx_faults_take(&srv->faults);
+    pthread_mutex_unlock(&srv->faults_mu);
+    return f;
+}
+
+/* Turns a committed result into the answer. */
+static void answer_result(og_sbx_req *r, const og_sbx_result *res)
+{
+    unsigned status;
+    json_t *body;
+
+    og_sbx_log_str(r, "outcome", decision_name(res->decision));
+    if (og_sbx_result_answer(res, &status, &body) != 0) {
+        og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        return;
+    }
+    og_sbx_answer(r, status, body);
+    r->replayed = res->decision == OG_SBX_DO_REPLAY;
+    if (res->decision == OG_SBX_DO_RATE_LIMIT)
+        r->retry_after = OG_SBX_RETRY_AFTER_S;
+    /* Only these decisions carry a saved result. */
+    if ((og_sbx_decision_writes(res->decision) ||
+         res->decision == OG_SBX_DO_REPLAY) &&
+        !res->saved.refused)
+        og_sbx_log_str(r, "credit_id", res->saved.credit.id);
+}
+
+/* The after-effect part of fault f, on an answer already built. */
+static void fault_after(og_sbx_req *r, const og_sbx_fault *f)
+{
+    switch (f->kind) {
+    case OG_SBX_FAULT_DROP_RESPONSE_AFTER_EFFECT:
+        r->drop = true;
+        break;
+    case OG_SBX_FAULT_DELAY_AFTER_EFFECT:
+        og_sbx_sleep_us(f->ms * 1000);
+        break;
+    case OG_SBX_FAULT_ERROR_500_AFTER_EFFECT:
+        og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        break;
+    case OG_SBX_FAULT_EXIT_AFTER_EFFECT:
+        /* The effect is durable (store.c S1); die before answering, as a
+         * crash between commit and reply would. */
+        og_sbx_log(OG_SBX_LOG_WARN, "fault_exit",
+                   json_pack("{s:O}", "request", r->log));
+        _exit(FAULT_EXIT_STATUS);
+    default:
+        break;
+    }
+}
+
+/* Validates the key header and the body; 0 when the create may run. */
+static int create_read(og_sbx_req *r, og_sbx_params *req)
+{
+    og_sbx_problem why;
+
+    if (r->idem_key_count != 1 || r->idem_key_bad ||
+        !og_sbx_key_valid(r->idem_key)) {
+        og_sbx_fail(r, OG_SBX_C_IDEMPOTENCY_KEY_REQUIRED, NULL);
+        return -1;
+    }
+    if (og_sbx_params_parse(r->json, req, &why) != 0) {
+        og_sbx_fail(r, why.code, why.field);
+        return -1;
+    }
+    og_sbx_log_str(r, "idempotency_key", r->idem_key);
+    og_sbx_log_str(r, "account", req->account);
+    og_sbx_log_str(r, "reference", req->reference);
+    return 0;
+}
+
+static void h_create(og_sbx_req *r)
+{
+    og_sbx_srv *srv = r->srv;
+    og_sbx_params req;
+    og_sbx_result res;
+    og_sbx_fault f;
+    int rc;
+
+    if (create_read(r, &req) != 0)
+        return;
+    f = fault_take(srv);
+    if (f.kind != OG_SBX_FAULT_NONE)
+        og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
+    if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
+        if ((rc = og_sbx_store_count_request(srv->store)) != 0)
+            store_failed(r, rc);
+        else
+            og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        return;
+    }
+    if (f.kind == OG_SBX_FAULT_DELAY_BEFORE_EFFECT)
+        og_sbx_sleep_us(f.ms * 1000);
+    rc = og_sbx_store_create(srv->store, &srv->cfg.policy, r->idem_key, &req,
+                             &res);
+    if (rc != 0) {
+        store_failed(r, rc); /* nothing changed: no after-fault */
+        return;
+    }
+    answer_result(r, &res);
+    fault_after(r, &f);
+}
+
+/* ===========================================================================
+ * GET /v1/credits?reference=R | ?idempotency_key=K
+ * ========================================================================= */
+
+/* The one lookup parameter into *by / *value; 0, or -1 answered 400. */
+static int lookup_read(og_sbx_req *r, og_sbx_lookup_by *by,
+                       const char **value)
+{
+    const char *name, *v;
+    json_t *jv;
+
+    if (r->args_bad)
+        return og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST, r->args_bad_name),
+               -1;
+    json_object_foreach(r->args, name, jv) {
+        if (strcmp(name, "reference") != 0 &&
+            strcmp(name, "idempotency_key") != 0)
+            return og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST, name), -1;
+    }
+    if (json_object_size(r->args) != 1)
+        return og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST, "query"), -1;
+    if ((v = json_string_value(json_object_get(r->args, "reference")))) {
+        size_t n = strlen(v);
+
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] > 0x7e)
+                n = 0;
+        if (n == 0 || n > OG_SBX_REFERENCE_MAX)
+            return og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST, "reference"), -1;
+        *by = OG_SBX_BY_REFERENCE;
+    } else {
+        v = json_string_value(json_object_get(r->args, "idempotency_key"));
+        if (!og_sbx_key_valid(v))
+            return og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
+                               "idempotency_key"),
+                   -1;
+        *by = OG_SBX_BY_KEY;
+    }
+    *value = v;
+    return 0;
+}
+
+/* {"credits": [credit, …]} of n credits as seen at now. */
+static json_t *credits_json(const og_sbx_credit *v, size_t n, int64_t now)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, og_sbx_credit_json(&v[i], now)) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a ? json_pack("{s:o}", "credits", a) : NULL;
+}
+
+static void h_lookup(og_sbx_req *r)
+{
+    og_sbx_srv *srv = r->srv;
+    og_sbx_lookup_by by;
+    og_sbx_credit *v = NULL;
+    const char *value;
+    size_t n = 0;
+    int64_t now;
+    int rc;
+
+    if (lookup_read(r, &by, &value) != 0)
+        return;
+    og_sbx_log_str(r, by == OG_SBX_BY_KEY ? "idempotency_key" : "reference",
+                   value);
+    rc = og_sbx_store_lookup(srv->store, &srv->cfg.policy, by, value, &v, &n,
+                             &now);
+    if (rc != 0) {
+        store_failed(r, rc);
+        return;
+    }
+    og_sbx_log_int(r, "found", (int64_t)n);
+    answer_ok(r, credits_json(v, n, now));
+    free(v);
+}
+
+/* ===========================================================================
+ * The /_control/ routes (only with --control)
+ * ========================================================================= */
+
+/* {"faults": [...]} of the armed queue; the caller holds faults_mu. */
+static json_t *faults_body(og_sbx_srv *srv)
+{
+    json_t *list = og_sbx_faults_json(&srv->faults);
+
+    return list ? json_pack("{s:o}", "faults", list) : NULL;
+}
+
+static void h_faults_arm(og_sbx_req *r)
+{
+    og_sbx_srv *srv = r->srv;
+    og_sbx_problem why;
+    og_sbx_fault f;
+    json_t *body = NULL;
+    int full;
+
+    if (og_sbx_fault_parse(r->json, &f, &why) != 0) {
+        og_sbx_fail(r, why.code, why.field);
+        return;
+    }
+    pthread_mutex_lock(&srv->faults_mu);
+    full = og_sbx_faults_arm(&srv->faults, &f);
+    if (!full)
+        body = faults_body(srv);
+    pthread_mutex_unlock(&srv->faults_mu);
+    if (full) {
+        og_sbx_fail(r, OG_SBX_C_FAULT_QUEUE_FULL, NULL);
+        return;
+    }
+    og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
+    og_sbx_log_int(r, "count", f.count);
+    answer_ok(r, body);
+}
+
+static void h_faults_list(og_sbx_req *r)
+{
+    json_t *body;
+
+    pthread_mutex_lock(&r->srv->faults_mu);
+    body = faults_body(r->srv);
+    pthread_mutex_unlock(&r->srv->faults_mu);
+    answer_ok(r, body);
+}
+
+static void h_faults_clear(og_sbx_req *r)
+{
+    json_t *body;
+
+    pthread_mutex_lock(&r->srv->faults_mu);
+    og_sbx_faults_clear(&r->srv->faults);
+    body = faults_body(r->srv);
+    pthread_mutex_unlock(&r->srv->faults_mu);
+    answer_ok(r, body);
+}
+
+static void h_stats(og_sbx_req *r)
+{
+    og_sbx_stats s;
+    int rc = og_sbx_store_stats(r->srv->store, &s);
+
+    if (rc != 0) {
+        store_failed(r, rc);
+        return;
+    }
+    answer_ok(r, json_pack("{s:I, s:I, s:I, s:I, s:I}", "create_requests",
+                           (json_int_t)s.create_requests, "credits_created",
+                           (json_int_t)s.credits_created, "lookups",
+                           (json_int_t)s.lookups, "idempotent_replays",
+                           (json_int_t)s.idempotent_replays, "mismatches",
+                           (json_int_t)s.mismatches));
+}
+
+static void h_reset(og_sbx_req *r)
+{
+    int rc;
+
+    /* The body is optional and takes no members: any is a mistake. */
+    if (json_object_size(r->json) > 0) {
+        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
+                    json_object_iter_key(json_object_iter(r->json)));
+        return;
+    }
+    if ((rc = og_sbx_store_reset(r->srv->store)) != 0) {
+        store_failed(r, rc);
+        return;
+    }
+    pthread_mutex_lock(&r->srv->faults_mu);
+    og_sbx_faults_clear(&r->srv->faults);
+    pthread_mutex_unlock(&r->srv->faults_mu);
+    answer_ok(r, json_pack("{s:b}", "reset", 1));
+}
+
+/* ===========================================================================
+ * Routes: method, path, control-only, takes a body, body optional.
+ * ========================================================================= */
+const og_sbx_route og_sbx_routes[] = {
+    {"POST", "/v1/credits", false, true, false, h_create},
+    {"GET", "/v1/credits", false, false, false, h_lookup},
+    {"POST", "/_control/faults", true, true, false, h_faults_arm},
+    {"GET", "/_control/faults", true, false, false, h_faults_list},
+    {"DELETE", "/_control/faults", true, false, false, h_faults_clear},
+    {"GET", "/_control/stats", true, false, false, h_stats},
+    {"POST", "/_control/reset", true, true, true, h_reset},
+};
+const size_t og_sbx_n_routes = sizeof og_sbx_routes / sizeof og_sbx_routes[0];
