@@ -1,0 +1,476 @@
+/*
+ * client.c — the billing provider client: the only code in oncegate that
+ * talks to a provider over the network (libcurl). It sends one request,
+ * reports how the exchange ended, and leaves what the answer MEANS to the
+ * pure classifier (lib/core/classify.c) and the provider's table.
+ *
+ * Invariants:
+ *   C1  A negative return from a call means no request was sent. Once
+ *       curl_easy_perform() has begun, every failure — including libcurl's
+ *       own out-of-memory — is a transport kind and the call returns a
+ *       classification (UNKNOWN unless the table proves otherwise).
+ *   C2  connect_failed means not one byte of the request reached the
+ *       provider: only connect-phase errors (or the timeout) on a connection
+ *       that never completed — TCP for http, the TLS handshake for https.
+ *       This is provable because every call uses a FRESH connection (no
+ *       reuse, so no connect time is inherited and libcurl never resends a
+ *       request on a stale pooled connection by itself) and no proxy (whose
+ *       own connection would complete first).
+ *   C3  Every call has its own timeout (timeout_us), never the caller's
+ *       request's: a client disconnect does not abandon a create halfway.
+ *   C4  A response is read up to OG_PROVIDER_BODY_MAX bytes; beyond that
+ *       the transfer is aborted and reported response_too_large. No content
+ *       decoding is requested, so the cap is on the bytes received.
+ *   C5  The API key is sent only in the Authorization header; it is copied
+ *       at open, never logged or put in an error or outcome, and wiped at
+ *       free, as is each call's header list. (libcurl's own request buffer
+ *       is freed unwiped: out of our reach.) This file logs nothing.
+ *   C6  No redirects (a 3xx is an answer like any other: undocumented,
+ *       UNKNOWN), http and https only.
+ *
+ * Thread-safe: an og_provider is immutable after og_provider_open(); each
+ * call has its own easy handle.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <sodium.h>
+
+#include "oncegate/provider.h"
+
+#define OG__URL_MAX 2048          /* base URL bytes */
+#define OG__API_KEY_MAX 4096      /* API key bytes */
+#define OG__RETRY_AFTER_MAX 63    /* Retry-After header value bytes kept */
+#define OG__TIMEOUT_MAX_US (INT64_C(3600) * 1000000) /* one hour */
+/* 9999-12-31T23:59:59.999999Z, the last instant RFC 3339 text can name. */
+#define OG__TIME_MAX_US INT64_C(253402300799999999)
+
+struct og_provider {
+    char base_url[OG__URL_MAX + 1]; /* no trailing '/' */
+    bool https;
+    char *auth_header;              /* "Authorization: Bearer <key>" or
+                                       NULL; a secret (C5) */
+    size_t auth_len;
+    const og_provider_table *t;     /* borrowed */
+};
+
+/* ===========================================================================
+ * The table file (file I/O kept out of the pure classifier)
+ * ========================================================================= */
+
+/* Fills *e (may be NULL) for a file that could not be read; OG_EINVAL. */
+static int table_file_error(og_provider_table_error *e,
+                            og_provider_table_err code, const char *detail)
+{
+    if (e) {
+        memset(e, 0, sizeof *e);
+        e->code = code;
+        snprintf(e->where, sizeof e->where, "$");
+        snprintf(e->text, sizeof e->text, "%s at $: %s",
+                 og_provider_table_err_name(code), detail);
+    }
+    return OG_EINVAL;
+}
+
+int og_provider_table_load_file(const char *path, og_provider_table **out,
+                                og_provider_table_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0, n;
+    FILE *f;
+    int rc;
+
+    if (!path || !out)
+        return table_file_error(err, OG_PROVIDER_TABLE_E_IO, "no path");
+    f = fopen(path, "rb");
+    if (!f)
+        return table_file_error(err, OG_PROVIDER_TABLE_E_IO, strerror(errno));
+    buf = malloc(OG_PROVIDER_TABLE_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        return OG_ENOMEM;
+    }
+    /* One byte past the cap tells "exactly the cap" from "over it". */
+    while (len <= OG_PROVIDER_TABLE_MAX &&
+           (n = fread(buf + len, 1, OG_PROVIDER_TABLE_MAX + 1 - len, f)) > 0)
+        len += n;
+    if (ferror(f))
+        rc = table_file_error(err, OG_PROVIDER_TABLE_E_IO, "read error");
+    else if (len > OG_PROVIDER_TABLE_MAX)
+        rc = table_file_error(err, OG_PROVIDER_TABLE_E_TOO_LARGE,
+                              "over OG_PROVIDER_TABLE_MAX bytes");
+    else
+        rc = og_provider_table_load(buf, len, out, err);
+    fclose(f);
+    free(buf);
+    return rc;
+}
+
+/* ===========================================================================
+ * Opening
+ * ========================================================================= */
+static pthread_once_t og__curl_once = PTHREAD_ONCE_INIT;
+static CURLcode og__curl_init_rc = CURLE_FAILED_INIT;
+
+static void curl_init_once(void)
+{
+    og__curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* len bytes of s are all in [lo, hi]. */
+static bool bytes_in(const char *s, size_t len, unsigned char lo,
+                     unsigned char hi)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < lo || (unsigned char)s[i] > hi)
+            return false;
+    return true;
+}
+
+int og_provider_open(const char *base_url, const char *api_key,
+                     const og_provider_table *t, og_provider **out)
+{
+    og_provider *p;
+    size_t n, klen = 0;
+
+    if (!base_url || !t || !out)
+        return OG_EINVAL;
+    n = strlen(base_url);
+    /* An absolute http(s) URL without query, fragment, spaces or controls:
+     * paths are appended to it. */
+    if (n > OG__URL_MAX || !bytes_in(base_url, n, 0x21, 0x7e) ||
+        strpbrk(base_url, "?#") ||
+        !((n > 7 && strncmp(base_url, "http://", 7) == 0) ||
+          (n > 8 && strncmp(base_url, "https://", 8) == 0)))
+        return OG_EINVAL;
+    if (api_key) {
+        klen = strlen(api_key);
+        /* Visible ASCII only: no CR/LF can split the header. */
+        if (klen < 1 || klen > OG__API_KEY_MAX ||
+            !bytes_in(api_key, klen, 0x21, 0x7e))
+            return OG_EINVAL;
+    }
+    pthread_once(&og__curl_once, curl_init_once);
+    if (og__curl_init_rc != CURLE_OK)
+        return OG_ENOMEM;
+
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return OG_ENOMEM;
+    memcpy(p->base_url, base_url, n + 1);
+    while (n > 0 && p->base_url[n - 1] == '/')
+        p->base_url[--n] = '\0';
+    p->https = strncmp(p->base_url, "https://", 8) == 0;
+    if (api_key) {
+        static const char prefix[] = "Authorization: Bearer ";
+        p->auth_len = sizeof prefix - 1 + klen + 1;
+        p->auth_header = malloc(p->auth_len);
+        if (!p->auth_header) {
+            free(p);
+            return OG_ENOMEM;
+        }
+        memcpy(p->auth_header, prefix, sizeof prefix - 1);
+        memcpy(p->auth_header + sizeof prefix - 1, api_key, klen + 1);
+    }
+    p->t = t;
+    *out = p;
+    return 0;
+}
+
+void og_provider_free(og_provider *p)
+{
+    if (!p)
+        return;
+    if (p->auth_header) {
+        sodium_memzero(p->auth_header, p->auth_len);
+        free(p->auth_header);
+    }
+    free(p);
+}
+
+/* ===========================================================================
+ * One exchange
+ * ========================================================================= */
+typedef struct og__exchange {
+    char *body;         /* OG_PROVIDER_BODY_MAX bytes */
+    size_t body_len;
+    bool over;          /* the body exceeded the cap (C4) */
+    char retry_after[OG__RETRY_AFTER_MAX + 1];
+    bool has_retry_after;
+} og__exchange;
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    og__exchange *x = ud;
+    size_t n = size * nmemb;
+
+    if (n > OG_PROVIDER_BODY_MAX - x->body_len) {
+        x->over = true;
+        return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+    }
+    memcpy(x->body + x->body_len, ptr, n);
+    x->body_len += n;
+    return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    static const char name[] = "Retry-After:";
+    og__exchange *x = ud;
+    size_t n = size * nmemb, i = sizeof name - 1, end;
+
+    /* A status line starts a new response (after a 1xx): forget the last. */
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
+        x->has_retry_after = false;
+    if (n < i || strncasecmp(ptr, name, i) != 0)
+        return n;
+    while (i < n && (ptr[i] == ' ' || ptr[i] == '\t'))
+        i++;
+    end = n;
+    while (end > i && (ptr[end - 1] == '\r' || ptr[end - 1] == '\n' ||
+                       ptr[end - 1] == ' ' || ptr[end - 1] == '\t'))
+        end--;
+    /* A value over the cap is no delta-seconds we would honour: dropped. */
+    if (end - i <= OG__RETRY_AFTER_MAX && bytes_in(ptr + i, end - i, 0x20, 0x7e)) {
+        memcpy(x->retry_after, ptr + i, end - i);
+        x->retry_after[end - i] = '\0';
+        x->has_retry_after = true;
+    }
+    return n;
+}
+
+/* How the exchange ended (C2). */
+static og_provider_transport transport_of(const og_provider *p, CURL *c,
+                                          CURLcode rc, const og__exchange *x)
+{
+    curl_off_t connect_us = 0, appconnect_us = 0;
+    bool established;
+
+    if (rc == CURLE_OK)
+        return OG_TRANSPORT_OK;
+    if (curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us) != CURLE_OK ||
+        curl_easy_getinfo(c, CURLINFO_APPCONNECT_TIME_T, &appconnect_us) !=
+            CURLE_OK)
+        return OG_TRANSPORT_ERROR; /* cannot prove anything */
+    /* libcurl records a completed phase as at least 1 us; 0 = never. */
+    established = p->https ? appconnect_us > 0 : connect_us > 0;
+    switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_OPERATION_TIMEDOUT:
+        if (!established)
+            return OG_TRANSPORT_CONNECT_FAILED;
+        return rc == CURLE_OPERATION_TIMEDOUT ? OG_TRANSPORT_TIMEOUT
+                                              : OG_TRANSPORT_ERROR;
+    case CURLE_GOT_NOTHING:
+        return OG_TRANSPORT_NO_RESPONSE;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_PARTIAL_FILE:
+        return OG_TRANSPORT_RESET;
+    case CURLE_FILESIZE_EXCEEDED:
+        return OG_TRANSPORT_TOO_LARGE;
+    case CURLE_WRITE_ERROR:
+        return x->over ? OG_TRANSPORT_TOO_LARGE : OG_TRANSPORT_ERROR;
+    default:
+        return OG_TRANSPORT_ERROR;
+    }
+}
+
+/* Sends one request to url (post_body NULL: GET) with extra headers, and
+ * fills *resp (pointing into *x). A negative return (OG_ENOMEM) means
+ * nothing was sent (C1); otherwise *resp describes what happened. */
+static int exchange(const og_provider *p, const char *url,
+                    const char *post_body, const char *idempotency_key,
+                    int64_t timeout_us, og__exchange *x,
+                    og_provider_response *resp)
+{
+    char key_header[32 + OG_PROVIDER_KEY_MAX];
+    struct curl_slist *h = NULL, *h2;
+    long timeout_ms, status = 0;
+    CURL *c = NULL;
+    CURLcode rc;
+    int ret = OG_ENOMEM;
+
+    memset(x, 0, sizeof *x);
+    x->body = malloc(OG_PROVIDER_BODY_MAX);
+    c = curl_easy_init();
+    if (!x->body || !c)
+        goto out;
+
+#define ADD_HEADER(text)                                                       \
+    do {                                                                       \
+        if (!(h2 = curl_slist_append(h, (text))))                              \
+            goto out;                                                          \
+        h = h2;                                                                \
+    } while (0)
+    ADD_HEADER("Accept: application/json");
+    ADD_HEADER("Expect:"); /* no 100-continue round trip */
+    if (post_body)
+        ADD_HEADER("Content-Type: application/json");
+    if (idempotency_key) {
+        snprintf(key_header, sizeof key_header, "Idempotency-Key: %s",
+                 idempotency_key);
+        ADD_HEADER(key_header);
+    }
+    if (p->auth_header)
+        ADD_HEADER(p->auth_header);
+#undef ADD_HEADER
+
+    timeout_ms = (long)((timeout_us + 999) / 1000);
+    /* Any setopt failing means nothing was sent: OG_ENOMEM (libcurl fails
+     * these only for memory, or for options this libcurl lacks). */
+    if (curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) !=
+            CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+                         (curl_off_t)OG_PROVIDER_BODY_MAX) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_USERAGENT, "oncegate/" OG_VERSION) !=
+            CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, x) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, x) != CURLE_OK)
+        goto out;
+    if (post_body) {
+        if (curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                             (curl_off_t)strlen(post_body)) != CURLE_OK)
+            goto out;
+    } else if (curl_easy_setopt(c, CURLOPT_HTTPGET, 1L) != CURLE_OK) {
+        goto out;
+    }
+
+    /* From here on something may have been sent (C1). */
+    rc = curl_easy_perform(c);
+    memset(resp, 0, sizeof *resp);
+    resp->transport = transport_of(p, c, rc, x);
+    if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+        status >= 0 && status <= 999)
+        resp->status = (int)status;
+    resp->body = x->body;
+    resp->body_len = x->body_len;
+    resp->retry_after = x->has_retry_after ? x->retry_after : NULL;
+    ret = 0;
+out:
+    curl_easy_cleanup(c);
+    /* The list holds a copy of the Authorization header (C5). */
+    for (h2 = h; h2; h2 = h2->next)
+        sodium_memzero(h2->data, strlen(h2->data));
+    curl_slist_free_all(h);
+    if (ret < 0) {
+        free(x->body);
+        x->body = NULL;
+    }
+    return ret;
+}
+
+/* ===========================================================================
+ * The calls
+ * ========================================================================= */
+
+/* 1..OG_PROVIDER_KEY_MAX visible ASCII: the header cannot be split. */
+static bool key_valid(const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    return n >= 1 && n <= OG_PROVIDER_KEY_MAX && bytes_in(key, n, 0x21, 0x7e);
+}
+
+static bool timeout_valid(int64_t timeout_us)
+{
+    return timeout_us > 0 && timeout_us <= OG__TIMEOUT_MAX_US;
+}
+
+int og_provider_create_credit(og_provider *p, const char *idempotency_key,
+                              const char *account, const char *amount,
+                              const char *currency, const char *reference,
+                              int64_t expires_at_us, int64_t timeout_us,
+                              og_provider_outcome *out)
+{
+    char canon[OG_AMOUNT_MAX + 1], expires[40], url[OG__URL_MAX + 32];
+    og_provider_response resp;
+    og__exchange x = {0};
+    json_t *body = NULL;
+    char *text = NULL;
+    int rc;
+
+    if (!p || !out || !key_valid(idempotency_key) || !og_id_valid(reference) ||
+        !timeout_valid(timeout_us))
+        return OG_EINVAL;
+    if (!account || !og_id_valid(account))
+        return OG_EACCOUNT;
+    if (!amount || og_amount_canonical(amount, canon, sizeof canon) != 0)
+        return OG_EAMOUNT;
+    if (!currency || strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
+        return OG_ECURRENCY;
+    if (expires_at_us < 0 || expires_at_us > OG__TIME_MAX_US)
+        return OG_EEXPIRES_AT;
+    og_time_format_rfc3339(expires_at_us, expires, sizeof expires);
+    snprintf(url, sizeof url, "%s/v1/credits", p->base_url);
+
+    body = json_pack("{s:s, s:s, s:s, s:s, s:s}", "account", account,
+                     "amount", canon, "currency", currency, "reference",
+                     reference, "expires_at", expires);
+    text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (!text) {
+        rc = OG_ENOMEM;
+        goto out;
+    }
+    if ((rc = exchange(p, url, text, idempotency_key, timeout_us, &x,
+                       &resp)) < 0)
+        goto out;
+    og_provider_classify(p->t, &resp, out);
+out:
+    free(x.body);
+    free(text);
+    json_decref(body);
+    return rc;
+}
+
+int og_provider_lookup(og_provider *p, const char *reference,
+                       int64_t timeout_us, og_provider_outcome *out)
+{
+    char url[OG__URL_MAX + 32 + 3 * OG_ID_MAX];
+    og_provider_response resp;
+    og__exchange x = {0};
+    char *esc = NULL;
+    CURL *c = NULL;
+    int rc;
+
+    if (!p || !out || !og_id_valid(reference) || !timeout_valid(timeout_us) ||
+        !(og_provider_table_properties(p->t)->lookup &
+          OG_PROVIDER_LOOKUP_REFERENCE))
+        return OG_EINVAL;
+    /* curl_easy_escape wants a handle only for historical reasons. */
+    c = curl_easy_init();
+    esc = c ? curl_easy_escape(c, reference, 0) : NULL;
+    curl_easy_cleanup(c);
+    if (!esc)
+        return OG_ENOMEM;
+    snprintf(url, sizeof url, "%s/v1/credits?reference=%s", p->base_url, esc);
+    curl_free(esc);
+
+    if ((rc = exchange(p, url, NULL, NULL, timeout_us, &x, &resp)) < 0)
+        goto out;
+    rc = og_provider_classify_lookup(p->t, &resp, reference, out);
+out:
+    free(x.body);
+    return rc;
+}
