@@ -1,0 +1,66 @@
+/*
+ * execute.h — what an owner of an admitted operation does next: the pure
+ * decisions of the handler and of recovery (lib/core/execute.c, which draws
+ * the state machine and its numbered invariants). No I/O: the caller runs
+ * the decided step — a conditional write through og_op_record(), a create
+ * call after og_op_may_submit(), or nothing until the next round.
+ *
+ * Conventions as in oncegate.h. Part of the public API.
+ */
+#ifndef ONCEGATE_EXECUTE_H
+#define ONCEGATE_EXECUTE_H
+
+#include <stdint.h>
+
+#include "oncegate/oncegate.h"
+#include "oncegate/provider.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum og_exec_action {
+    OG_EXEC_RECORD,      /* record status/reason/reference, conditionally on
+                            the owner's (status, owner_version) */
+    OG_EXEC_SUBMIT,      /* send the create call with the operation id as
+                            the idempotency key — after og_op_may_submit()
+                            says yes, and never otherwise */
+    OG_EXEC_RETRY_LATER, /* nothing now; decide again later (after
+                            retry_after_us when it is > 0) */
+} og_exec_action;
+
+typedef struct og_exec_decision {
+    og_exec_action action;
+    og_op_status status;   /* RECORD: the new status */
+    const char *reason;    /* RECORD: a reason code (static, or the
+                              outcome's); never NULL for RECORD */
+    const char *reference; /* RECORD: the provider's id, or NULL */
+    int64_t retry_after_us;/* RETRY_LATER: the provider's hint; 0: none */
+} og_exec_decision;
+
+/* The action's name ("record", "submit", "retry_later"). */
+const char *og_exec_action_name(og_exec_action a);
+
+/* After a create call, by the handler or by recovery: what its classified
+ * answer o means (E2-E5). Borrows o's strings into *d. */
+void og_exec_after_create(const og_provider_outcome *o, og_exec_decision *d);
+
+/* Recovery, after it took op over and looked the effect up: lookup_rc and
+ * lo are og_provider_lookup()'s result (1 found, 0 not found, negative:
+ * could not ask), or lookup_rc = OG_EINVAL when the provider documents no
+ * lookup. now_us is the store's clock as last read. What to do (R1-R6).
+ * Borrows lo's strings into *d. */
+void og_recovery_after_lookup(const og_operation *op,
+                              const og_provider_properties *p, int lookup_rc,
+                              const og_provider_outcome *lo, int64_t now_us,
+                              og_exec_decision *d);
+
+/* What a caller is told about an operation in status st: "applied"
+ * (Succeeded), "rejected" (Failed), or "pending" (anything else: check
+ * again, never "done"). */
+const char *og_exec_answer(og_op_status st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ONCEGATE_EXECUTE_H */

@@ -1,0 +1,171 @@
+/*
+ * execute.c — the operation state machine: what the owner of an admitted
+ * operation does next (seed 000, "Where Admission Belongs" through
+ * "Recovery and the original executor share one ownership protocol").
+ * Pure: the store's writes (og_op_record, og_op_takeover, og_op_resolve)
+ * and the provider client do the I/O; this file only decides.
+ *
+ *                    admission (ONE write: grant spent + operation)
+ *                                  |
+ *                                  v
+ *     +-------------------------[Admitted]-------------------------+
+ *     |  owner v1 (handler) until lease_until;  recovery v+1 after |
+ *     |                                                            |
+ *     |  create -> SUCCEEDED      create -> FAILED   create/lookup |
+ *     |  or lookup found          (documented,       -> UNKNOWN    |
+ *     v                           no effect)              |        |
+ * [Succeeded] <------------------+     |                  v        |
+ *     ^      found / create ok   |     v             [Unknown] ----+
+ *     |                          |  [Failed]              |  not found and no
+ *     |                          |     ^                  |  safe resubmit, or
+ *     |                          +-----|------------------+  past submit_by
+ *     |                                |                  v
+ *     +------- operator resolves ------+-------- [NeedsReconciliation]
+ *
+ * Invariants (each names what protects it):
+ *   E1  Nothing here executes: every create call is sent only after
+ *       og_op_may_submit() said yes for this owner's version, before
+ *       least(lease_until, submit_by) on the store's clock (the store).
+ *   E2  A SUCCEEDED answer is recorded Succeeded with the provider's
+ *       reference.
+ *   E3  A FAILED answer — a refusal the provider documents as having no
+ *       effect — is recorded Failed. The grant stays spent: a new attempt
+ *       needs a new grant.
+ *   E4  Anything else the create call produced — a timeout, a dropped
+ *       response, a 500, an answer nobody documented — is Unknown: the
+ *       effect may exist. Never Failed, never "retry as new".
+ *   E5  A TRANSIENT answer (documented: nothing done, nothing recorded by
+ *       the provider) records nothing: the operation stays as it was and
+ *       the same owner may send the same create again while E1 allows.
+ *   R1  Recovery looks up before it acts. Found (final) -> Succeeded.
+ *   R2  Found but not final (pending) -> Unknown with the reference, or,
+ *       when already Unknown, decide again later.
+ *   R3  Not found is not proof of nothing: recovery never records Failed
+ *       on it.
+ *   R4  Not found -> resubmit with the same key ONLY when the provider
+ *       declares atomic handling of concurrent same-key requests AND the
+ *       store clock is before submit_by (E1 re-checks it); otherwise
+ *       NeedsReconciliation, with no create request.
+ *   R5  A provider without a documented lookup -> NeedsReconciliation: no
+ *       evidence can be gathered, and no create is sent.
+ *   R6  A lookup that could not be asked (unreachable, undocumented answer)
+ *       -> decide again later; nothing recorded.
+ *   R7  Succeeded and Failed are terminal and NeedsReconciliation waits for
+ *       an operator; none of them is ever decided on here (the store's
+ *       conditional writes refuse them anyway).
+ */
+#include <string.h>
+
+#include "oncegate/execute.h"
+
+const char *og_exec_action_name(og_exec_action a)
+{
+    switch (a) {
+    case OG_EXEC_RECORD: return "record";
+    case OG_EXEC_SUBMIT: return "submit";
+    case OG_EXEC_RETRY_LATER: return "retry_later";
+    }
+    return "?";
+}
+
+const char *og_exec_answer(og_op_status st)
+{
+    if (st == OG_OP_SUCCEEDED)
+        return "applied";
+    if (st == OG_OP_FAILED)
+        return "rejected";
+    return "pending";
+}
+
+/* A RECORD decision. */
+static void record(og_exec_decision *d, og_op_status st, const char *reason,
+                   const char *reference)
+{
+    memset(d, 0, sizeof *d);
+    d->action = OG_EXEC_RECORD;
+    d->status = st;
+    d->reason = reason;
+    d->reference = reference && reference[0] ? reference : NULL;
+}
+
+static void retry_later(og_exec_decision *d, int64_t after_us)
+{
+    memset(d, 0, sizeof *d);
+    d->action = OG_EXEC_RETRY_LATER;
+    d->retry_after_us = after_us > 0 ? after_us : 0;
+}
+
+/* The outcome's reason, or fallback when it has none. */
+static const char *reason_or(const og_provider_outcome *o,
+                             const char *fallback)
+{
+    return o && o->reason[0] ? o->reason : fallback;
+}
+
+void og_exec_after_create(const og_provider_outcome *o, og_exec_decision *d)
+{
+    if (!o) { /* no answer at all: the effect may exist (E4) */
+        record(d, OG_OP_UNKNOWN, "no_outcome", NULL);
+        return;
+    }
+    switch (o->cls) {
+    case OG_CLASS_SUCCEEDED: /* E2 */
+        record(d, OG_OP_SUCCEEDED, reason_or(o, "succeeded"), o->reference);
+        return;
+    case OG_CLASS_FAILED: /* E3 */
+        record(d, OG_OP_FAILED, reason_or(o, "failed"), NULL);
+        return;
+    case OG_CLASS_TRANSIENT: /* E5 */
+        retry_later(d, o->retry_after_s > 0 ? o->retry_after_s * 1000000
+                                            : 0);
+        return;
+    case OG_CLASS_UNKNOWN:
+        break;
+    }
+    record(d, OG_OP_UNKNOWN, reason_or(o, "unknown"), o->reference); /* E4 */
+}
+
+void og_recovery_after_lookup(const og_operation *op,
+                              const og_provider_properties *p, int lookup_rc,
+                              const og_provider_outcome *lo, int64_t now_us,
+                              og_exec_decision *d)
+{
+    if (!op || !p) { /* nothing to decide on: ask again later */
+        retry_later(d, 0);
+        return;
+    }
+    if (op->status != OG_OP_ADMITTED && op->status != OG_OP_UNKNOWN) {
+        retry_later(d, 0); /* R7: not ours to move */
+        return;
+    }
+    if (p->lookup == 0 || lookup_rc == OG_EINVAL) {
+        record(d, OG_OP_NEEDS_RECONCILIATION, "no_lookup", NULL); /* R5 */
+        return;
+    }
+    if (lookup_rc < 0) {
+        retry_later(d, 0); /* R6 */
+        return;
+    }
+    if (lookup_rc == 1 && lo && lo->cls == OG_CLASS_SUCCEEDED) {
+        record(d, OG_OP_SUCCEEDED, reason_or(lo, "found"), lo->reference);
+        return; /* R1 */
+    }
+    if (lookup_rc == 1) { /* R2: it exists, not final */
+        if (op->status == OG_OP_ADMITTED)
+            record(d, OG_OP_UNKNOWN, reason_or(lo, "pending"),
+                   lo ? lo->reference : NULL);
+        else
+            retry_later(d, 0);
+        return;
+    }
+    /* R3, R4: not found. */
+    if (p->atomic_same_key && now_us < op->submit_by_us) {
+        memset(d, 0, sizeof *d);
+        d->action = OG_EXEC_SUBMIT;
+        return;
+    }
+    record(d, OG_OP_NEEDS_RECONCILIATION,
+           p->atomic_same_key ? "not_found_after_submit_by"
+                              : "not_found_no_atomic_same_key",
+           NULL);
+}

@@ -1,0 +1,255 @@
+/*
+ * test_execute.c — the operation state machine's decisions
+ * (lib/core/execute.c), one table per question, every invariant E2-E5 and
+ * R1-R7 by name. Pure: no store, no provider.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "oncegate/execute.h"
+
+#define SEC INT64_C(1000000)
+#define NOW (INT64_C(1800000000) * SEC)
+
+static og_provider_outcome outcome(og_outcome_class cls, const char *reason,
+                                   const char *ref, int64_t retry_after_s)
+{
+    og_provider_outcome o;
+
+    memset(&o, 0, sizeof o);
+    o.cls = cls;
+    snprintf(o.reason, sizeof o.reason, "%s", reason);
+    snprintf(o.reference, sizeof o.reference, "%s", ref);
+    o.rule = -1;
+    o.retry_after_s = retry_after_s;
+    return o;
+}
+
+/* E2-E5: what a create call's classified answer means. */
+static void create_answers_map_to_their_records(void **state)
+{
+    static const struct {
+        const char *name;
+        og_outcome_class cls;
+        const char *reason, *ref;
+        int64_t retry_after_s;
+        og_exec_action action;
+        og_op_status status;
+        const char *want_ref;
+        int64_t want_retry_us;
+    } cases[] = {
+        {"E2 succeeded keeps the reference", OG_CLASS_SUCCEEDED, "created",
+         "cr_1", -1, OG_EXEC_RECORD, OG_OP_SUCCEEDED, "cr_1", 0},
+        {"E3 documented refusal is Failed", OG_CLASS_FAILED,
+         "account_closed", "", -1, OG_EXEC_RECORD, OG_OP_FAILED, NULL, 0},
+        {"E3 a refusal never carries a reference", OG_CLASS_FAILED,
+         "request_expired", "cr_x", -1, OG_EXEC_RECORD, OG_OP_FAILED, NULL,
+         0},
+        {"E4 timeout is Unknown", OG_CLASS_UNKNOWN, "transport_timeout", "",
+         -1, OG_EXEC_RECORD, OG_OP_UNKNOWN, NULL, 0},
+        {"E4 pending keeps its reference", OG_CLASS_UNKNOWN, "pending",
+         "cr_p", -1, OG_EXEC_RECORD, OG_OP_UNKNOWN, "cr_p", 0},
+        {"E4 undocumented is Unknown", OG_CLASS_UNKNOWN,
+         "undocumented_status_418", "", -1, OG_EXEC_RECORD, OG_OP_UNKNOWN,
+         NULL, 0},
+        {"E5 transient records nothing", OG_CLASS_TRANSIENT, "rate_limited",
+         "", 2, OG_EXEC_RETRY_LATER, OG_OP_ADMITTED, NULL, 2 * SEC},
+        {"E5 transient without a hint", OG_CLASS_TRANSIENT, "connect_failed",
+         "", -1, OG_EXEC_RETRY_LATER, OG_OP_ADMITTED, NULL, 0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og_provider_outcome o = outcome(cases[i].cls, cases[i].reason,
+                                        cases[i].ref, cases[i].retry_after_s);
+        og_exec_decision d;
+
+        og_exec_after_create(&o, &d);
+        print_message("%s\n", cases[i].name);
+        assert_int_equal(d.action, cases[i].action);
+        if (d.action == OG_EXEC_RECORD) {
+            assert_int_equal(d.status, cases[i].status);
+            assert_string_equal(d.reason, cases[i].reason);
+            if (cases[i].want_ref)
+                assert_string_equal(d.reference, cases[i].want_ref);
+            else
+                assert_null(d.reference);
+        } else {
+            assert_int_equal(d.retry_after_us, cases[i].want_retry_us);
+        }
+    }
+}
+
+/* E4: no answer at all is Unknown, never Failed. */
+static void missing_answer_is_unknown(void **state)
+{
+    og_exec_decision d;
+
+    (void)state;
+    og_exec_after_create(NULL, &d);
+    assert_int_equal(d.action, OG_EXEC_RECORD);
+    assert_int_equal(d.status, OG_OP_UNKNOWN);
+}
+
+static og_operation op_in(og_op_status st, int64_t submit_by_us)
+{
+    og_operation op;
+
+    memset(&op, 0, sizeof op);
+    op.status = st;
+    op.owner_version = 2;
+    op.submit_by_us = submit_by_us;
+    return op;
+}
+
+static og_provider_properties props(bool atomic, unsigned lookup)
+{
+    og_provider_properties p;
+
+    memset(&p, 0, sizeof p);
+    p.key_retention_s = 86400;
+    p.atomic_same_key = atomic;
+    p.lookup = lookup;
+    return p;
+}
+
+/* R1-R6: recovery after its lookup. */
+static void recovery_decides_from_the_lookup(void **state)
+{
+    const unsigned REF = OG_PROVIDER_LOOKUP_REFERENCE;
+    static const struct {
+        const char *name;
+        og_op_status st;
+        int64_t submit_by;
+        bool atomic;
+        unsigned lookup;
+        int rc;
+        og_outcome_class cls;
+        const char *reason, *ref;
+        og_exec_action action;
+        og_op_status want;
+    } cases[] = {
+        {"R1 found is Succeeded", OG_OP_UNKNOWN, NOW + SEC, false, 1, 1,
+         OG_CLASS_SUCCEEDED, "found", "cr_1", OG_EXEC_RECORD,
+         OG_OP_SUCCEEDED},
+        {"R1 found after submit_by is still Succeeded", OG_OP_ADMITTED,
+         NOW - SEC, false, 1, 1, OG_CLASS_SUCCEEDED, "found", "cr_1",
+         OG_EXEC_RECORD, OG_OP_SUCCEEDED},
+        {"R2 pending while Admitted is Unknown", OG_OP_ADMITTED, NOW + SEC,
+         true, 1, 1, OG_CLASS_UNKNOWN, "pending", "cr_p", OG_EXEC_RECORD,
+         OG_OP_UNKNOWN},
+        {"R2 pending while Unknown waits", OG_OP_UNKNOWN, NOW + SEC, true, 1,
+         1, OG_CLASS_UNKNOWN, "pending", "cr_p", OG_EXEC_RETRY_LATER, 0},
+        {"R4 not found, atomic, before submit_by: resubmit", OG_OP_UNKNOWN,
+         NOW + SEC, true, 1, 0, OG_CLASS_UNKNOWN, "not_found", "",
+         OG_EXEC_SUBMIT, 0},
+        {"R4 not found, atomic, at submit_by: reconcile", OG_OP_UNKNOWN, NOW,
+         true, 1, 0, OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RECORD,
+         OG_OP_NEEDS_RECONCILIATION},
+        {"R3/R4 not found, not atomic: reconcile, never Failed",
+         OG_OP_ADMITTED, NOW + 3600 * SEC, false, 1, 0, OG_CLASS_UNKNOWN,
+         "not_found", "", OG_EXEC_RECORD, OG_OP_NEEDS_RECONCILIATION},
+        {"R5 no lookup documented: reconcile", OG_OP_UNKNOWN, NOW + SEC,
+         true, 0, OG_EINVAL, OG_CLASS_UNKNOWN, "", "", OG_EXEC_RECORD,
+         OG_OP_NEEDS_RECONCILIATION},
+        {"R6 lookup unavailable: later", OG_OP_UNKNOWN, NOW + SEC, true, 1,
+         OG_EPROVIDER_UNAVAILABLE, OG_CLASS_UNKNOWN, "", "",
+         OG_EXEC_RETRY_LATER, 0},
+        {"R7 terminal is never decided on", OG_OP_SUCCEEDED, NOW + SEC, true,
+         1, 0, OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RETRY_LATER, 0},
+        {"R7 reconciliation waits for an operator",
+         OG_OP_NEEDS_RECONCILIATION, NOW + SEC, true, 1, 0,
+         OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RETRY_LATER, 0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og_operation op = op_in(cases[i].st, cases[i].submit_by);
+        og_provider_properties p =
+            props(cases[i].atomic, cases[i].lookup ? REF : 0);
+        og_provider_outcome lo =
+            outcome(cases[i].cls, cases[i].reason, cases[i].ref, -1);
+        og_exec_decision d;
+
+        print_message("%s\n", cases[i].name);
+        og_recovery_after_lookup(&op, &p, cases[i].rc, &lo, NOW, &d);
+        assert_int_equal(d.action, cases[i].action);
+        if (d.action == OG_EXEC_RECORD) {
+            assert_int_equal(d.status, cases[i].want);
+            assert_non_null(d.reason);
+            assert_int_not_equal(d.status, OG_OP_FAILED); /* R3 */
+        }
+    }
+}
+
+/* R3 across every lookup result and property: recovery never records
+ * Failed, and submits only when atomic and before submit_by. */
+static void recovery_never_records_failed_and_submits_only_when_safe(
+    void **state)
+{
+    const og_op_status sts[] = {OG_OP_ADMITTED, OG_OP_UNKNOWN};
+    const int rcs[] = {1, 0, OG_EPROVIDER_UNAVAILABLE, OG_EINVAL};
+    const og_outcome_class clss[] = {OG_CLASS_UNKNOWN, OG_CLASS_SUCCEEDED,
+                                     OG_CLASS_FAILED, OG_CLASS_TRANSIENT};
+
+    (void)state;
+    for (size_t a = 0; a < 2; a++)
+        for (size_t s = 0; s < 2; s++)
+            for (size_t r = 0; r < 4; r++)
+                for (size_t c = 0; c < 4; c++)
+                    for (int before = 0; before < 2; before++)
+                        for (unsigned lk = 0; lk < 4; lk++) {
+                            og_operation op = op_in(
+                                sts[s], before ? NOW + SEC : NOW - SEC);
+                            og_provider_properties p = props(a == 1, lk);
+                            og_provider_outcome lo =
+                                outcome(clss[c], "x", "cr_1", -1);
+                            og_exec_decision d;
+
+                            og_recovery_after_lookup(&op, &p, rcs[r], &lo,
+                                                     NOW, &d);
+                            if (d.action == OG_EXEC_RECORD)
+                                assert_int_not_equal(d.status, OG_OP_FAILED);
+                            if (d.action == OG_EXEC_SUBMIT) {
+                                assert_true(p.atomic_same_key);
+                                assert_true(NOW < op.submit_by_us);
+                                assert_int_equal(rcs[r], 0);
+                                assert_true(lk != 0);
+                            }
+                        }
+}
+
+static void answers_and_names(void **state)
+{
+    (void)state;
+    assert_string_equal(og_exec_answer(OG_OP_SUCCEEDED), "applied");
+    assert_string_equal(og_exec_answer(OG_OP_FAILED), "rejected");
+    assert_string_equal(og_exec_answer(OG_OP_ADMITTED), "pending");
+    assert_string_equal(og_exec_answer(OG_OP_UNKNOWN), "pending");
+    assert_string_equal(og_exec_answer(OG_OP_NEEDS_RECONCILIATION),
+                        "pending");
+    assert_string_equal(og_exec_action_name(OG_EXEC_RECORD), "record");
+    assert_string_equal(og_exec_action_name(OG_EXEC_SUBMIT), "submit");
+    assert_string_equal(og_exec_action_name(OG_EXEC_RETRY_LATER),
+                        "retry_later");
+    assert_string_equal(og_exec_action_name((og_exec_action)99), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(create_answers_map_to_their_records),
+        cmocka_unit_test(missing_answer_is_unknown),
+        cmocka_unit_test(recovery_decides_from_the_lookup),
+        cmocka_unit_test(
+            recovery_never_records_failed_and_submits_only_when_safe),
+        cmocka_unit_test(answers_and_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
