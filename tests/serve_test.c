@@ -4218,6 +4218,647 @@ static void sighup_after_adding_a_verification_key_accepts_its_grants(
 }
 
 /* ===========================================================================
+ * Execution against the sandbox provider (docs/sandbox.md): each test
+ * starts its own oncegate-sandbox (fresh --state, --control) and a server
+ * whose provider.url names it, and checks both the sandbox's counters and
+ * the operation the store holds (GET /v1/operations/{id} as its caller).
+ * ========================================================================= */
+static const char *g_sbx_bin;     /* OG_TEST_SANDBOX */
+
+#define SBX_READY_PREFIX "oncegate-sandbox: listening on http://"
+
+typedef struct xenv {
+    site *st;
+    srv *s;                       /* the oncegate server */
+    srv *sbx;                     /* the sandbox */
+    char sbx_key[API_KEY_LEN];    /* "" without --api-key-file */
+} xenv;
+
+static const char *sbx_key(const xenv *x)
+{
+    return x->sbx_key[0] ? x->sbx_key : NULL;
+}
+
+/* Waits for the sandbox's ready line. 0, -1 exited, -2 timeout. */
+static int sbx_wait_ready(srv *s, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        char *out = slurp(s->out_path, NULL), *p, *nl, *colon;
+        int st;
+
+        if (out && (p = strstr(out, SBX_READY_PREFIX)) && (nl = strchr(p, '\n'))) {
+            *nl = '\0';
+            colon = strrchr(p, ':');
+            s->port = colon ? atoi(colon + 1) : 0;
+            snprintf(s->base, sizeof s->base, "http://127.0.0.1:%d", s->port);
+            free(out);
+            return s->port > 0 ? 0 : -2;
+        }
+        free(out);
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->last_status = st;
+            s->pid = 0;
+            return -1;
+        }
+        if (now_ms() > deadline)
+            return -2;
+        sleep_ms(20);
+    }
+}
+
+/* One exchange with the sandbox, outside check_shape (the sandbox sends no
+ * X-Request-Id: its answers are not the server's). */
+static void sbx_http(hres *r, const srv *x, const char *method,
+                     const char *path, const char *key, const char *body)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    char url[1024], line[512];
+    buf b = {0}, h = {0};
+
+    memset(r, 0, sizeof *r);
+    if (!c)
+        abort();
+    snprintf(url, sizeof url, "%s%s", x->base, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)HTTP_MS);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, buf_write);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
+    hl = curl_slist_append(hl, "Expect:");
+    if (key) {
+        snprintf(line, sizeof line, "Authorization: Bearer %s", key);
+        hl = curl_slist_append(hl, line);
+    }
+    if (body) {
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    r->cc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hl);
+    r->body = b.p;
+    r->len = b.n;
+    r->hdr = h.p;
+    r->hlen = h.n;
+    if (r->body && r->len)
+        r->json = json_loadb(r->body, r->len, 0, NULL);
+}
+
+/* One counter of the sandbox's GET /_control/stats. */
+static json_int_t sbx_stat(const xenv *x, const char *name)
+{
+    hres r;
+    json_int_t v;
+
+    sbx_http(&r, x->sbx, "GET", "/_control/stats", sbx_key(x), NULL);
+    assert_http(&r, 200);
+    if (!json_is_integer(json_object_get(r.json, name))) {
+        dump("sandbox stats", &r, __LINE__);
+        fail_msg("sandbox stats lack %s", name);
+    }
+    v = json_integer_value(json_object_get(r.json, name));
+    hres_free(&r);
+    return v;
+}
+
+#define assert_sbx_stat(x, name, want)                                         \
+    do {                                                                       \
+        json_int_t got_ = sbx_stat((x), (name));                               \
+        if (got_ != (json_int_t)(want))                                        \
+            fail_msg("sandbox %s: expected %lld, got %lld", (name),            \
+                     (long long)(want), (long long)got_);                      \
+    } while (0)
+
+/* Arms one fault; ms < 0 sends none. */
+static void sbx_arm(const xenv *x, const char *fault, int ms)
+{
+    json_t *b = json_pack("{s:s}", "fault", fault);
+    char *text;
+    hres r;
+
+    if (ms >= 0)
+        json_object_set_new(b, "ms", json_integer(ms));
+    text = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    sbx_http(&r, x->sbx, "POST", "/_control/faults", sbx_key(x), text);
+    free(text);
+    assert_http(&r, 200);
+    hres_free(&r);
+}
+
+static const char *sbx_require(void)
+{
+    if (!g_sbx_bin || !*g_sbx_bin || access(g_sbx_bin, X_OK) != 0)
+        fail_msg("OG_TEST_SANDBOX must name the oncegate-sandbox binary "
+                 "(e.g. OG_TEST_SANDBOX=$PWD/build/oncegate-sandbox); got %s",
+                 g_sbx_bin ? g_sbx_bin : "(unset)");
+    return g_sbx_bin;
+}
+
+static void table_path(char *out, size_t n)
+{
+    snprintf(out, n, "%s/providers/sandbox-credits.v1.json", g_src);
+}
+
+/* A fresh store, a sandbox on a fresh state file with --control, and a
+ * server on the store whose provider is that sandbox. provider_timeout_ms 0
+ * keeps the default. with_key: the sandbox requires an API key, which the
+ * server reads from provider.api_key_file. */
+static void xenv_start(xenv *x, const char *name, bool with_relay,
+                       int store_timeout_ms, json_int_t provider_timeout_ms,
+                       bool with_key)
+{
+    const char *bin = sbx_require();
+    char state[PATHLEN + 32], keyfile[PATHLEN + 32], table[PATHLEN];
+    json_t *prov;
+    int rc;
+
+    memset(x, 0, sizeof *x);
+    x->st = site_new(name, with_relay, store_timeout_ms, true);
+    assert_non_null(x->st);
+    /* The server first: teardown stops servers in slot order, so the server
+     * drains before its provider does. */
+    x->s = site_server(x->st);
+    snprintf(state, sizeof state, "%s/sandbox.db", x->st->dir);
+    if (with_key) {
+        api_key_new(x->sbx_key);
+        secret_add(x->sbx_key);
+        snprintf(keyfile, sizeof keyfile, "%s/sandbox.key", x->st->dir);
+        assert_int_equal(write_file(keyfile, x->sbx_key), 0);
+        chmod(keyfile, 0600);
+        x->sbx = srv_new(OUT_LOG_TEXT, "--listen", "127.0.0.1:0", "--state",
+                         state, "--control", "--api-key-file", keyfile,
+                         (const char *)NULL);
+    } else {
+        keyfile[0] = '\0';
+        x->sbx = srv_new(OUT_LOG_TEXT, "--listen", "127.0.0.1:0", "--state",
+                         state, "--control", (const char *)NULL);
+    }
+    free(x->sbx->argv[0]);
+    x->sbx->argv[0] = strdup(bin);
+    assert_int_equal(srv_exec(x->sbx), 0);
+    rc = sbx_wait_ready(x->sbx, READY_MS);
+    if (rc != 0) {
+        srv_print_log(x->sbx);
+        fail_msg("oncegate-sandbox did not become ready (%s)",
+                 rc == -1 ? "exited" : "timeout");
+    }
+    table_path(table, sizeof table);
+    prov = json_pack("{s:s, s:s, s:s}", "url", x->sbx->base, "table", table,
+                     "api_key_file", keyfile);
+    json_object_set_new(x->st->conf, "provider", prov);
+    if (provider_timeout_ms > 0)
+        site_timing(x->st, "provider_timeout_ms", provider_timeout_ms);
+    assert_int_equal(site_write(x->st), 0);
+    assert_int_equal(srv_start(x->s), 0);
+}
+
+/* A grant for agent-1 binding account. */
+static void issue_grant_account(const srv *s, grant *g, const char *account)
+{
+    hres r;
+
+    memset(g, 0, sizeof *g);
+    for (int64_t deadline = now_ms() + 30000;;) {
+        post(&r, s, "/v1/grants", KEY(P_ISSUER),
+             json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:i}", "subject",
+                       "agent-1", "action", ACTION, "params", "account",
+                       account, "amount", AMOUNT, "currency", CURRENCY,
+                       "ttl_seconds", 900));
+        if (r.status != 503 || now_ms() > deadline)
+            break;
+        hres_free(&r);
+        sleep_ms(200);
+    }
+    assert_http(&r, 201);
+    assert_non_null(jstr(r.json, "token"));
+    snprintf(g->token, sizeof g->token, "%s", jstr(r.json, "token"));
+    snprintf(g->grant_id, sizeof g->grant_id, "%s", jstr(r.json, "grant_id"));
+    secret_add_token(g->token);
+    hres_free(&r);
+}
+
+static json_t *exec_body(const char *op, const char *token, const char *account)
+{
+    return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s}}", "operation_id", op,
+                     "token", token, "action", ACTION, "params", "account",
+                     account, "amount", AMOUNT, "currency", CURRENCY);
+}
+
+static void execute(hres *r, const srv *s, const char *op, const char *token,
+                    const char *account)
+{
+    post(r, s, "/v1/operations", KEY(P_AGENT), exec_body(op, token, account));
+}
+
+/* GET /v1/operations/{op} as its caller: 200, status want; the body kept
+ * in *r for further checks. */
+static void assert_op_status(hres *r, const srv *s, const char *op,
+                             const char *want)
+{
+    char path[128];
+
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    get(r, s, path, KEY(P_AGENT));
+    assert_http(r, 200);
+    assert_str(jstr(r->json, "operation_id"), op);
+    if (!jstr(r->json, "status") || strcmp(jstr(r->json, "status"), want) != 0) {
+        dump("GET operation", r, __LINE__);
+        fail_msg("stored status: expected %s, got %s", want,
+                 jstr(r->json, "status") ? jstr(r->json, "status") : "(none)");
+    }
+}
+
+/* A 202 pending answer with status want and outcome. */
+static void assert_pending(const hres *r, const char *op, const char *status,
+                           const char *outcome, int line)
+{
+    if (r->status != 202 || !jstr(r->json, "result") ||
+        strcmp(jstr(r->json, "result"), "pending") != 0 ||
+        !jstr(r->json, "status") || strcmp(jstr(r->json, "status"), status) != 0 ||
+        !jstr(r->json, "outcome") ||
+        strcmp(jstr(r->json, "outcome"), outcome) != 0 ||
+        !jstr(r->json, "operation_id") ||
+        strcmp(jstr(r->json, "operation_id"), op) != 0) {
+        dump("execution", r, line);
+        fail_msg("line %d: expected 202 {status %s, result pending, outcome %s}",
+                 line, status, outcome);
+    }
+}
+
+static void executed_operation_is_applied_once_with_the_operation_id_as_key(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1], path[256], ref[128];
+    xenv x;
+    grant g;
+    hres r;
+    json_t *credits, *c;
+
+    xenv_start(&x, "exec-applied", false, LOADED_STORE_TIMEOUT_MS, 0, true);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    uuid4(op);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "operation_id"), op);
+    assert_str(jstr(r.json, "status"), "succeeded");
+    assert_str(jstr(r.json, "result"), "applied");
+    assert_str(jstr(r.json, "outcome"), "admitted");
+    assert_non_null(jstr(r.json, "provider_reference"));
+    assert_true(strncmp(jstr(r.json, "provider_reference"), "cr_", 3) == 0);
+    snprintf(ref, sizeof ref, "%s", jstr(r.json, "provider_reference"));
+    hres_free(&r);
+
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+    /* The credit was created under the operation id as key and reference. */
+    snprintf(path, sizeof path, "/v1/credits?idempotency_key=%s", op);
+    sbx_http(&r, x.sbx, "GET", path, sbx_key(&x), NULL);
+    assert_http(&r, 200);
+    credits = json_object_get(r.json, "credits");
+    assert_int_equal(json_array_size(credits), 1);
+    c = json_array_get(credits, 0);
+    assert_str(jstr(c, "id"), ref);
+    assert_str(jstr(c, "reference"), op);
+    assert_str(jstr(c, "account"), ACCOUNT);
+    assert_str(jstr(c, "amount"), "250");
+    assert_str(jstr(c, "currency"), CURRENCY);
+    assert_str(jstr(c, "status"), "succeeded");
+    hres_free(&r);
+
+    assert_op_status(&r, x.s, op, "succeeded");
+    assert_str(jstr(r.json, "provider_reference"), ref);
+    hres_free(&r);
+
+    /* The same operation again: the stored answer, no billing call. */
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "status"), "succeeded");
+    assert_str(jstr(r.json, "result"), "applied");
+    assert_str(jstr(r.json, "outcome"), "already_admitted");
+    if (jstr(r.json, "provider_reference"))
+        assert_str(jstr(r.json, "provider_reference"), ref);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+}
+
+static void definite_refusal_is_failed_and_the_grant_stays_spent(void **state)
+{
+    char op[OG_UUID_LEN + 1], op2[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+
+    xenv_start(&x, "exec-refused", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g, "closed-9");
+    uuid4(op);
+    execute(&r, x.s, op, g.token, "closed-9");
+    assert_http(&r, 422);
+    assert_str(jstr(r.json, "operation_id"), op);
+    assert_str(jstr(r.json, "status"), "failed");
+    assert_str(jstr(r.json, "result"), "rejected");
+    assert_str(jstr(r.json, "error"), "provider_rejected");
+    assert_str(jstr(r.json, "reason"), "account_closed");
+    assert_str(jstr(r.json, "outcome"), "admitted");
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 0);
+
+    assert_op_status(&r, x.s, op, "failed");
+    assert_str(jstr(r.json, "reason"), "account_closed");
+    assert_true(json_is_null(json_object_get(r.json, "provider_reference")) ||
+                !json_object_get(r.json, "provider_reference"));
+    hres_free(&r);
+
+    /* The same operation: its stored verdict, 200 failed, no billing call. */
+    execute(&r, x.s, op, g.token, "closed-9");
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "status"), "failed");
+    assert_str(jstr(r.json, "result"), "rejected");
+    assert_str(jstr(r.json, "outcome"), "already_admitted");
+    hres_free(&r);
+
+    /* The grant was spent on the refused operation. */
+    uuid4(op2);
+    execute(&r, x.s, op2, g.token, "closed-9");
+    assert_error(&r, 409, "grant_not_available");
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 0);
+}
+
+static void dropped_response_is_pending_unknown_and_one_credit_exists(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+
+    xenv_start(&x, "exec-dropped", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    sbx_arm(&x, "drop_response_after_effect", -1);
+    uuid4(op);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_pending(&r, op, "unknown", "admitted", __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "create_requests", 1);
+
+    assert_op_status(&r, x.s, op, "unknown");
+    hres_free(&r);
+
+    /* The same operation: still pending, and no second billing call. */
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_pending(&r, op, "unknown", "already_admitted", __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+}
+
+typedef struct xinflight {
+    const srv *s;
+    const char *op, *token;
+    hres r;
+    int64_t done_ms;
+} xinflight;
+
+static void *xinflight_main(void *arg)
+{
+    xinflight *f = arg;
+
+    execute(&f->r, f->s, f->op, f->token, ACCOUNT);
+    f->done_ms = now_ms();
+    return NULL;
+}
+
+static void same_operation_retry_while_the_first_is_in_flight_gets_pending_without_a_billing_call(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+    xinflight a;
+    pthread_t th;
+    int64_t t0, t1, deadline;
+
+    xenv_start(&x, "exec-inflight", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    sbx_arm(&x, "delay_after_effect", 2000);
+    uuid4(op);
+    memset(&a, 0, sizeof a);
+    a.s = x.s;
+    a.op = op;
+    a.token = g.token;
+    assert_int_equal(pthread_create(&th, NULL, xinflight_main, &a), 0);
+    /* A is in flight once the sandbox has its create request (it then
+     * sleeps 2 s after the effect). */
+    sleep_ms(300);
+    for (deadline = now_ms() + 20000; sbx_stat(&x, "create_requests") < 1;) {
+        if (now_ms() > deadline) {
+            pthread_join(th, NULL);
+            hres_free(&a.r);
+            fail_msg("request A never reached the sandbox");
+        }
+        sleep_ms(20);
+    }
+    t0 = now_ms();
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    t1 = now_ms();
+    pthread_join(th, NULL); /* before any assertion can longjmp past a */
+    assert_http(&r, 202);
+    assert_str(jstr(r.json, "result"), "pending");
+    assert_str(jstr(r.json, "outcome"), "already_admitted");
+    assert_str(jstr(r.json, "operation_id"), op);
+    hres_free(&r);
+    /* It did not wait for A. */
+    if (t1 - t0 >= 1500)
+        fail_msg("the retry took %lld ms: it waited for the call in flight",
+                 (long long)(t1 - t0));
+    assert_true(t1 < a.done_ms);
+    assert_http(&a.r, 200);
+    assert_str(jstr(a.r.json, "status"), "succeeded");
+    assert_str(jstr(a.r.json, "result"), "applied");
+    assert_str(jstr(a.r.json, "outcome"), "admitted");
+    hres_free(&a.r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_op_status(&r, x.s, op, "succeeded");
+    hres_free(&r);
+}
+
+static void provider_timeout_is_pending_unknown(void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+    int64_t t0, took, deadline;
+
+    /* provider_timeout 1 s: T4 (1 s < 60 s - 5 s), T5 (60 s >= 3 x 15 s +
+     * 1 s + 5 s) and T6 (60 s >= 2 x 1 s + 15 s) hold with the defaults. */
+    xenv_start(&x, "exec-timeout", false, LOADED_STORE_TIMEOUT_MS, 1000, false);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    sbx_arm(&x, "delay_before_effect", 3000);
+    uuid4(op);
+    t0 = now_ms();
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    took = now_ms() - t0;
+    assert_pending(&r, op, "unknown", "admitted", __LINE__);
+    hres_free(&r);
+    /* The call was cut at its own timeout, not waited out. */
+    if (took >= 2900)
+        fail_msg("the answer took %lld ms: the 1 s provider timeout did not "
+                 "cut the 3 s call", (long long)took);
+    assert_op_status(&r, x.s, op, "unknown");
+    hres_free(&r);
+
+    /* The sandbox still applies it after its delay (and counts the request
+     * only then: the delay is before the effect): exactly why the outcome
+     * is unknown. A retry does not call again. */
+    for (deadline = now_ms() + 15000; sbx_stat(&x, "credits_created") < 1;) {
+        if (now_ms() > deadline)
+            fail_msg("the delayed create never took effect");
+        sleep_ms(100);
+    }
+    assert_sbx_stat(&x, "create_requests", 1);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_pending(&r, op, "unknown", "already_admitted", __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+}
+
+static void transient_refusal_leaves_the_operation_admitted(void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+
+    xenv_start(&x, "exec-busy", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g, "busy-3");
+    uuid4(op);
+    execute(&r, x.s, op, g.token, "busy-3");
+    assert_pending(&r, op, "admitted", "admitted", __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 0);
+    assert_op_status(&r, x.s, op, "admitted");
+    hres_free(&r);
+
+    execute(&r, x.s, op, g.token, "busy-3");
+    assert_pending(&r, op, "admitted", "already_admitted", __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+}
+
+static void store_unavailable_at_admission_makes_no_billing_call(void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+    json_t *body;
+
+    xenv_start(&x, "exec-outage", true, OUTAGE_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    uuid4(op);
+    store_down(x.st);
+    for (int i = 0; i < 2; i++) {
+        execute(&r, x.s, op, g.token, ACCOUNT);
+        assert_retry_later(&r, __LINE__);
+        hres_free(&r);
+    }
+    assert_sbx_stat(&x, "create_requests", 0);
+    assert_sbx_stat(&x, "credits_created", 0);
+    store_up(x.st);
+
+    /* Back: the retry is admitted and executed once (or, when a 503 hid a
+     * committed admission, answered pending without a billing call). */
+    body = exec_body(op, g.token, ACCOUNT);
+    post_patient(&r, x.s, "/v1/operations", KEY(P_AGENT), body); /* steals */
+    if (r.status == 200) {
+        assert_str(jstr(r.json, "result"), "applied");
+        assert_str(jstr(r.json, "outcome"), "admitted");
+        hres_free(&r);
+        assert_sbx_stat(&x, "create_requests", 1);
+        assert_op_status(&r, x.s, op, "succeeded");
+    } else {
+        assert_pending(&r, op, "admitted", "already_admitted", __LINE__);
+        hres_free(&r);
+        assert_sbx_stat(&x, "create_requests", 0);
+        assert_op_status(&r, x.s, op, "admitted");
+    }
+    hres_free(&r);
+}
+
+static void provider_url_without_table_refuses_to_start(void **state)
+{
+    site *st = site_new("exec-no-table", false, 0, true);
+    char *log = NULL;
+    int code;
+
+    assert_non_null(st);
+    json_object_set_new(st->conf, "provider",
+                        json_pack("{s:s}", "url", "http://127.0.0.1:9"));
+    assert_int_equal(site_write(st), 0);
+    code = run_refused(st, &log);
+    if (code != 78 || !log || !strstr(log, "provider.table"))
+        fprintf(stderr, "exit %d, stderr:\n%s\n", code, log ? log : "");
+    assert_int_equal(code, 78);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "provider.table"));
+    free(log);
+}
+
+static void table_retention_shorter_than_config_refuses_to_start(void **state)
+{
+    site *st = site_new("exec-short-table", false, 0, true);
+    char table[PATHLEN], copy[PATHLEN + 32];
+    json_t *t;
+    char *log = NULL;
+    int code;
+
+    assert_non_null(st);
+    table_path(table, sizeof table);
+    t = json_load_file(table, 0, NULL);
+    assert_non_null(t);
+    assert_non_null(json_object_get(t, "properties"));
+    json_object_set_new(json_object_get(t, "properties"),
+                        "key_retention_seconds", json_integer(60));
+    snprintf(copy, sizeof copy, "%s/short-retention.v1.json", st->dir);
+    assert_int_equal(json_dump_file(t, copy, JSON_INDENT(2)), 0);
+    json_decref(t);
+    /* timings.provider_key_retention_ms keeps its default, 24 h (T8 holds
+     * with the default submission window); the table documents 60 s. */
+    json_object_set_new(st->conf, "provider",
+                        json_pack("{s:s, s:s}", "url", "http://127.0.0.1:9",
+                                  "table", copy));
+    assert_int_equal(site_write(st), 0);
+    code = run_refused(st, &log);
+    if (code != 78 || !log || !strstr(log, "retention"))
+        fprintf(stderr, "exit %d, stderr:\n%s\n", code, log ? log : "");
+    assert_int_equal(code, 78);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "retention"));
+    assert_non_null(strstr(log, "provider"));
+    free(log);
+}
+
+/* ===========================================================================
  * Last: every server stopped; exits and logs checked
  * ========================================================================= */
 static void every_response_carried_a_request_id_and_every_error_a_code_and_message(
@@ -4309,6 +4950,7 @@ static int suite_setup(const char *backend)
     }
     g_bin = getenv("OG_TEST_ONCEGATE");
     g_src = getenv("OG_TEST_SOURCE_ROOT");
+    g_sbx_bin = getenv("OG_TEST_SANDBOX"); /* checked by the tests that use it */
     if (!g_bin || !*g_bin || access(g_bin, X_OK) != 0) {
         fprintf(stderr, "OG_TEST_ONCEGATE must name the oncegate binary\n");
         return 1;
@@ -4402,6 +5044,15 @@ int main(int argc, char **argv)
         T(dev_instances_started_together_agree_on_credentials),
         T(dev_banner_commands_admit_then_refuse),
         T(store_stopped_while_serving_is_503_then_the_same_operation_retry_gets_the_status),
+        T(executed_operation_is_applied_once_with_the_operation_id_as_key),
+        T(definite_refusal_is_failed_and_the_grant_stays_spent),
+        T(dropped_response_is_pending_unknown_and_one_credit_exists),
+        T(same_operation_retry_while_the_first_is_in_flight_gets_pending_without_a_billing_call),
+        T(provider_timeout_is_pending_unknown),
+        T(transient_refusal_leaves_the_operation_admitted),
+        T(store_unavailable_at_admission_makes_no_billing_call),
+        T(provider_url_without_table_refuses_to_start),
+        T(table_retention_shorter_than_config_refuses_to_start),
         T(every_response_carried_a_request_id_and_every_error_a_code_and_message),
         T(every_server_stopped_by_sigterm_exited_0),
         T(logs_are_json_lines_without_tokens_keys_or_credentials),

@@ -187,6 +187,24 @@ static const cfg_key cfg_keys[] = {
            "Grants whose `iat` is ahead of this clock by more are refused; "
            "also the fallback revocation retention. T11: at most 1 hour; "
            "never shrink it while grants are outstanding."),
+    {"provider", CFG_OBJECT, 0, 0, NULL, AT(provider_url),
+     "The billing provider `POST /v1/operations` executes against (the "
+     "`provider.` rows below). Without `provider.url` the service admits "
+     "only: an admitted operation is answered 202 and nothing executes."},
+    {"provider.url", CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"", AT(provider_url),
+     "The provider's base URL (`http://` or `https://`), e.g. an "
+     "`oncegate-sandbox`. Empty: no execution."},
+    {"provider.table", CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(provider_table),
+     "The provider's classification table (a versioned JSON data file, e.g. "
+     "`providers/sandbox-credits.v1.json`): every documented answer's "
+     "class, and the provider's declared properties. Required with "
+     "`provider.url`; its key retention must cover "
+     "`timings.provider_key_retention_ms`."},
+    {"provider.api_key_file", CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(provider_api_key_file),
+     "File holding the provider's API key (a secret: read at startup, sent "
+     "as a bearer token, never logged). Empty: none."},
     {"principals", CFG_PRINCIPALS, 0, CFG_PRINCIPALS_MAX, "[]",
      AT(principals),
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "
@@ -1051,6 +1069,14 @@ int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
     if (og_timings_check(&c->timings, &why) != 0)
         return cfg_fail(err, errlen, OG_ETIMINGS, "timings: %s",
                         why ? why : "a timing relation fails");
+    if (c->provider_url && !c->provider_table)
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "provider.table: required with provider.url (how "
+                        "else would an answer be classified?)");
+    if (c->provider_url && strncmp(c->provider_url, "http://", 7) != 0 &&
+        strncmp(c->provider_url, "https://", 8) != 0)
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "provider.url: must start with http:// or https://");
     if (c->pool_size > c->max_connections)
         return cfg_fail(err, errlen, OG_EINVAL,
                         "pool_size: must not exceed max_connections (%d): a "
@@ -1069,6 +1095,9 @@ void og_srv_config_free(og_srv_config *c)
     free(c->issuer);
     free(c->keys_dir);
     free(c->signing_key);
+    free(c->provider_url);
+    free(c->provider_table);
+    free(c->provider_api_key_file);
     free(c->log_file);
     free(c->config_path);
     if (c->principals)

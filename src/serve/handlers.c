@@ -455,6 +455,108 @@ static json_t *operation_json(const og_operation *op)
                      "reason", op->reason[0] ? op->reason : NULL);
 }
 
+/* The answer to POST /v1/operations for op in status st. */
+static json_t *operation_answer(const og_operation *op, og_op_status st,
+                                const char *outcome)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?}", "operation_id",
+                     op->operation_id, "status", status_api_name(st),
+                     "result", og_exec_answer(st), "outcome", outcome,
+                     "issuer", op->issuer, "grant_id", op->grant_id,
+                     "provider_reference",
+                     op->provider_reference[0] ? op->provider_reference
+                                               : NULL);
+}
+
+/* Runs the protected call for the operation this request just admitted, in
+ * the seed's order: MaySubmit (still Admitted, this owner version, before
+ * least(lease_until, submit_by) on the store's clock) -> the create call
+ * with the operation id as idempotency key and the provider call's OWN
+ * timeout -> the outcome write, conditional on Admitted and this owner
+ * version -> the answer. Whatever happens, nothing here calls the provider
+ * twice: a transient refusal, an unknown outcome or a failed write leave
+ * the operation to recovery, and the caller is told "pending". */
+static void execute_admitted(og_http_req *r, const og_operation *admitted)
+{
+    og_srv *srv = r->srv;
+    og_operation op = *admitted;
+    og_provider_outcome po;
+    og_exec_decision d;
+    og_op_outcome oc;
+    bool may = false, recorded = false;
+    int rc;
+
+    rc = STORE_CALL(OG_MOP_MAY_SUBMIT,
+                    og_op_may_submit(srv->store, op.operation_id,
+                                     op.owner_version, &may));
+    if (rc != 0 || !may) {
+        /* Could not confirm ownership: send nothing (E1). */
+        og_http_log_str(r, "execution", rc != 0 ? "may_submit_failed"
+                                                : "may_submit_refused");
+        og_http_log_str(r, "store_error", rc != 0 ? og_err_name(rc) : NULL);
+        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
+        return;
+    }
+    rc = og_provider_create_credit(srv->provider, op.operation_id,
+                                   op.account_id, op.amount, op.currency,
+                                   op.operation_id, op.submit_by_us,
+                                   srv->cfg.timings.provider_timeout_us, &po);
+    if (rc != 0) {
+        /* Nothing was sent (the client refused the request before I/O). */
+        og_http_log_str(r, "execution", "not_sent");
+        og_http_log_str(r, "provider_error", og_err_name(rc));
+        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
+        return;
+    }
+    og_http_log_str(r, "provider_class", og_outcome_class_name(po.cls));
+    og_http_log_str(r, "provider_reason", po.reason);
+    og_exec_after_create(&po, &d);
+    if (d.action != OG_EXEC_RECORD) {
+        /* Transient, documented no effect: stays Admitted (E5). */
+        og_http_log_str(r, "execution", "transient");
+        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
+        return;
+    }
+    oc = (og_op_outcome){d.status, d.reason, d.reference, "handler"};
+    rc = STORE_CALL(OG_MOP_RECORD,
+                    og_op_record(srv->store, op.operation_id,
+                                 OG_OP_BIT(OG_OP_ADMITTED), op.owner_version,
+                                 &oc, &recorded));
+    if (rc != 0 || !recorded) {
+        /* The outcome is known here but not recorded: recovery will
+         * reconcile it; this request never calls the provider again. Log
+         * the operation id (already on the line), owner version and the
+         * error type only. */
+        og_http_log_str(r, "execution", rc != 0 ? "record_failed"
+                                                : "record_superseded");
+        og_http_log_str(r, "store_error", rc != 0 ? og_err_name(rc) : NULL);
+        json_object_set_new(r->log, "owner_version",
+                            json_integer(op.owner_version));
+        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
+        return;
+    }
+    op.status = d.status;
+    if (d.reference)
+        snprintf(op.provider_reference, sizeof op.provider_reference, "%s",
+                 d.reference);
+    og_http_log_str(r, "execution", status_api_name(op.status));
+    if (op.status == OG_OP_SUCCEEDED) {
+        og_http_json(r, 200, operation_answer(&op, op.status, "admitted"));
+    } else if (op.status == OG_OP_FAILED) {
+        json_t *a = operation_answer(&op, op.status, "admitted");
+
+        json_object_set_new(a, "error", json_string("provider_rejected"));
+        json_object_set_new(a, "reason", json_string(d.reason));
+        json_object_set_new(a, "message",
+                            json_string("the provider refused the operation "
+                                        "with a documented no-effect answer; "
+                                        "the grant stays spent"));
+        og_http_json(r, 422, a);
+    } else {
+        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
+    }
+}
+
 static int h_operations_post(og_http_req *r)
 {
     static const char *const allowed[] = {"operation_id", "token", "action",
@@ -513,13 +615,16 @@ static int h_operations_post(og_http_req *r)
                       NULL);
         return 0;
     }
+    if (adm.outcome == OG_OUTCOME_ADMITTED && srv->provider) {
+        execute_admitted(r, &adm.operation);
+        return 0;
+    }
+    /* Admitted without a provider, or a same-operation retry: report,
+     * never execute — only the admitting request and recovery call the
+     * provider. */
     og_http_json(r, status_http(adm.operation.status),
-                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id",
-                           adm.operation.operation_id, "status",
-                           status_api_name(adm.operation.status), "outcome",
-                           og_outcome_name(adm.outcome), "issuer",
-                           adm.operation.issuer, "grant_id",
-                           adm.operation.grant_id));
+                 operation_answer(&adm.operation, adm.operation.status,
+                                  og_outcome_name(adm.outcome)));
     return 0;
 }
 

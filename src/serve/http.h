@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "oncegate/execute.h"
+#include "oncegate/provider.h"
 #include "serve.h"
 
 /* The running service: everything a request may use. The store and the
@@ -18,6 +20,8 @@ typedef struct og_srv {
     og_srv_config cfg;
     og_store *store;
     og_grant_policy policy;   /* the validator's policy, from cfg.timings */
+    og_provider_table *ptable;/* NULL: no execution (admission only) */
+    og_provider *provider;    /* the provider client, with ptable */
     pthread_mutex_t auth_mu;  /* guards auth (the pointer, not the data) */
     og_srv_auth *auth;
     atomic_int inflight;      /* requests accepted and not yet completed */

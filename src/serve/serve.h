@@ -89,6 +89,9 @@ typedef struct og_srv_config {
                                    ISSUER.*.private.jwk in keys_dir, by name;
                                    none found: POST /v1/grants answers 501 */
     og_grant_form grant_form;   /* how this issuer's grants are stored */
+    char *provider_url;         /* NULL: no execution (admission only) */
+    char *provider_table;       /* the classification table's path */
+    char *provider_api_key_file;/* NULL: no provider key */
     og_timings timings;         /* every timing value, one object */
     int pool_size;              /* store connections per instance */
     size_t max_body_bytes;      /* request bodies above it: 413 */
@@ -247,7 +250,9 @@ void og_log(og_log_level level, const char *event, json_t *fields);
     X(CONSUME, "consume")                                                      \
     X(TICKET_CREATE, "ticket_create")                                          \
     X(TICKET_ROTATE, "ticket_rotate")                                          \
-    X(CHECK, "check")
+    X(CHECK, "check")                                                          \
+    X(MAY_SUBMIT, "may_submit")                                                \
+    X(RECORD, "record")
 
 typedef enum og_metric_op {
 #define OG__MOP_ENUM(name, text) OG_MOP_##name,

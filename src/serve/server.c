@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <microhttpd.h>
+#include <sodium.h>
 
 #include "cli.h"
 #include "http.h"
@@ -152,6 +153,90 @@ static int open_store(og_srv *srv)
         return og_cli_exit_for_error(rc);
     }
     return check_admission_bound(srv);
+}
+
+/* Reads the provider's API key file (a secret) into a malloc'd string with
+ * surrounding white space trimmed; *out NULL when path is NULL. Exit code. */
+static int read_provider_key(const char *path, char **out)
+{
+    char buf[1024];
+    FILE *f;
+    size_t n;
+    char *b, *e;
+
+    *out = NULL;
+    if (!path)
+        return OG_EXIT_OK;
+    if (!(f = fopen(path, "re")))
+        return refuse("provider.api_key_file: cannot be read");
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (b = buf; *b == ' ' || *b == '\t' || *b == '\n' || *b == '\r'; b++)
+        ;
+    for (e = b + strlen(b); e > b && (e[-1] == ' ' || e[-1] == '\t' ||
+                                      e[-1] == '\n' || e[-1] == '\r');
+         e--)
+        ;
+    *e = '\0';
+    if (n == sizeof buf - 1 || !*b) {
+        sodium_memzero(buf, sizeof buf);
+        return refuse("provider.api_key_file: empty, or longer than 1 KiB");
+    }
+    *out = strdup(b);
+    sodium_memzero(buf, sizeof buf);
+    return *out ? OG_EXIT_OK : OG_EXIT_INTERNAL;
+}
+
+/* Opens the provider's classification table and client when provider.url is
+ * set, and checks that the configuration claims no more than the provider
+ * documents: timings.provider_key_retention within the table's declared
+ * key retention (the submission window, T8, is measured against it).
+ * Exit code. */
+static int open_provider(og_srv *srv)
+{
+    og_provider_table_error terr;
+    const og_provider_properties *p;
+    char msg[512], *key = NULL;
+    int rc;
+
+    if (!srv->cfg.provider_url)
+        return OG_EXIT_OK;
+    if (og_provider_table_load_file(srv->cfg.provider_table, &srv->ptable,
+                                    &terr) != 0) {
+        snprintf(msg, sizeof msg, "provider.table: %s", terr.text);
+        return refuse(msg);
+    }
+    p = og_provider_table_properties(srv->ptable);
+    if (srv->cfg.timings.provider_key_retention_us >
+        p->key_retention_s * INT64_C(1000000)) {
+        snprintf(msg, sizeof msg,
+                 "timings.provider_key_retention_ms (%lld) exceeds the key "
+                 "retention the provider documents in provider.table (%lld "
+                 "s): T8 would let submit_by outlive the provider's memory "
+                 "of a key",
+                 (long long)(srv->cfg.timings.provider_key_retention_us /
+                             1000),
+                 (long long)p->key_retention_s);
+        return refuse(msg);
+    }
+    if ((rc = read_provider_key(srv->cfg.provider_api_key_file, &key)) !=
+        OG_EXIT_OK)
+        return rc;
+    rc = og_provider_open(srv->cfg.provider_url, key, srv->ptable,
+                          &srv->provider);
+    if (key) {
+        sodium_memzero(key, strlen(key));
+        free(key);
+    }
+    if (rc != 0)
+        return refuse("provider.url: not a usable http(s) base URL");
+    og_log(OG_LOG_INFO, "provider",
+           json_pack("{s:s, s:s, s:i, s:I, s:b}", "provider", p->provider,
+                     "api", p->api, "table_version", p->version,
+                     "key_retention_s", (json_int_t)p->key_retention_s,
+                     "atomic_same_key", p->atomic_same_key));
+    return OG_EXIT_OK;
 }
 
 /* SIGHUP: a new snapshot of keys and principals; the old one stays until
@@ -342,7 +427,8 @@ int og_cli_serve(int argc, char **argv)
         rc = refuse("log_file: cannot be opened for appending");
         goto out;
     }
-    if ((rc = open_store(&srv)) != OG_EXIT_OK)
+    if ((rc = open_store(&srv)) != OG_EXIT_OK ||
+        (rc = open_provider(&srv)) != OG_EXIT_OK)
         goto out;
     og_grant_policy_init(&srv.policy, srv.cfg.audience, &srv.cfg.timings);
     if (og_srv_auth_build(&srv.cfg, srv.cfg.principals,
@@ -375,6 +461,8 @@ int og_cli_serve(int argc, char **argv)
     rc = OG_EXIT_OK;
 out:
     og_srv_auth_unref(srv.auth);
+    og_provider_free(srv.provider);
+    og_provider_table_free(srv.ptable);
     og_store_free(srv.store);
     og_srv_config_free(&srv.cfg);
     og_log_close();
