@@ -857,6 +857,9 @@ extern const size_t t_outage_tests_count;
 /* The execution ownership protocol: execution.c. */
 extern const struct CMUnitTest t_execution_tests[];
 extern const size_t t_execution_tests_count;
+/* One recovery pass against the real sandbox: recovery.c. */
+extern const struct CMUnitTest t_recovery_tests[];
+extern const size_t t_recovery_tests_count;
 /* Issuance, revocation, families, consume, tickets: lifecycle.c. */
 extern const struct CMUnitTest t_lifecycle_tests[];
 extern const size_t t_lifecycle_tests_count;
@@ -903,6 +906,10 @@ int main(int argc, char **argv)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "execution-sqlite" : "execution-postgres",
             t_execution_tests, t_execution_tests_count, NULL, NULL);
+    else if (strcmp(group, "recovery") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "recovery-sqlite" : "recovery-postgres",
+            t_recovery_tests, t_recovery_tests_count, NULL, NULL);
     else if (strcmp(group, "failures") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "failures-sqlite" : "failures-postgres",

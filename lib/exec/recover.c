@@ -1,0 +1,149 @@
+/*
+ * recover.c — one recovery pass: the I/O around the pure decisions of
+ * lib/core/execute.c (R1-R7). Store calls are the ownership protocol
+ * (oncegate.h, "Execution"); provider calls go through the client
+ * (lib/provider/client.c). This file logs nothing: it returns counts, and
+ * the caller (oncegate recover, serve's loop) logs identifiers.
+ *
+ * Order for each stalled operation, every write expecting the version the
+ * takeover returned:
+ *   takeover -> lookup by reference -> decide ->
+ *     record                       (found; reconcile; pending), or
+ *     may_submit -> create -> decide -> record   (resubmit, R4 + E1), or
+ *     nothing                      (ask again later, R6).
+ */
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "oncegate/execute.h"
+
+#define ACTOR "recovery"
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Records d for op (owned at op->owner_version); counts the result. */
+static void record(og_store *s, const og_operation *op,
+                   const og_exec_decision *d, og_recovery_stats *st)
+{
+    og_op_outcome o = {d->status, d->reason, d->reference, ACTOR};
+    bool recorded = false;
+    int rc = og_op_record(s, op->operation_id,
+                          OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
+                          op->owner_version, &o, &recorded);
+
+    if (rc != 0) {
+        st->errors++;
+        return;
+    }
+    if (!recorded) { /* someone newer owns it now: not ours to count */
+        st->later++;
+        return;
+    }
+    switch (d->status) {
+    case OG_OP_SUCCEEDED: st->succeeded++; break;
+    case OG_OP_FAILED: st->failed++; break;
+    case OG_OP_UNKNOWN: st->unknown++; break;
+    case OG_OP_NEEDS_RECONCILIATION: st->reconcile++; break;
+    case OG_OP_ADMITTED: break;
+    }
+}
+
+/* R4: the same create again, only while MaySubmit holds for this owner. */
+static void resubmit(og_store *s, og_provider *p, const og_operation *op,
+                     int64_t timeout_us, og_recovery_stats *st)
+{
+    og_provider_outcome po;
+    og_exec_decision d;
+    bool may = false;
+
+    if (og_op_may_submit(s, op->operation_id, op->owner_version, &may) != 0) {
+        st->errors++;
+        return;
+    }
+    if (!may) { /* past submit_by or lost ownership: never send (E1) */
+        d = (og_exec_decision){OG_EXEC_RECORD, OG_OP_NEEDS_RECONCILIATION,
+                               "submit_window_passed", NULL, 0};
+        record(s, op, &d, st);
+        return;
+    }
+    if (og_provider_create_credit(p, op->operation_id, op->account_id,
+                                  op->amount, op->currency, op->operation_id,
+                                  op->submit_by_us, timeout_us, &po) != 0) {
+        st->errors++; /* nothing was sent */
+        return;
+    }
+    st->resubmitted++;
+    og_exec_after_create(&po, &d);
+    if (d.action == OG_EXEC_RECORD)
+        record(s, op, &d, st);
+    else
+        st->later++;
+}
+
+/* Takes one stalled operation over and moves it forward. */
+static void recover_one(og_store *s, og_provider *p,
+                        const og_provider_table *t, const og_operation *seen,
+                        int64_t timeout_us, og_recovery_stats *st)
+{
+    og_operation op;
+    og_provider_outcome lo;
+    og_exec_decision d;
+    bool taken = false;
+    int lrc;
+
+    if (og_op_takeover(s, seen->operation_id, seen->owner_version, ACTOR, &op,
+                       &taken) != 0) {
+        st->errors++;
+        return;
+    }
+    if (!taken) { /* another recoverer, or its owner, got there first */
+        st->later++;
+        return;
+    }
+    st->taken++;
+    memset(&lo, 0, sizeof lo);
+    lrc = og_provider_lookup(p, op.operation_id, timeout_us, &lo);
+    og_recovery_after_lookup(&op, og_provider_table_properties(t), lrc, &lo,
+                             wall_us(), &d);
+    switch (d.action) {
+    case OG_EXEC_RECORD:
+        record(s, &op, &d, st);
+        break;
+    case OG_EXEC_SUBMIT:
+        resubmit(s, p, &op, timeout_us, st);
+        break;
+    case OG_EXEC_RETRY_LATER:
+        st->later++;
+        break;
+    }
+}
+
+int og_recover_once(og_store *s, og_provider *p, const og_provider_table *t,
+                    int64_t provider_timeout_us, int limit,
+                    og_recovery_stats *stats)
+{
+    og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
+                      true, 0, limit};
+    og_recovery_stats st;
+    og_op_list l = {0};
+    int rc;
+
+    if (!s || !p || !t || !stats || provider_timeout_us <= 0)
+        return OG_EINVAL;
+    memset(&st, 0, sizeof st);
+    if ((rc = og_op_scan(s, &f, &l)) != 0)
+        return rc;
+    st.scanned = (int)l.n;
+    for (size_t i = 0; i < l.n; i++)
+        recover_one(s, p, t, &l.v[i], provider_timeout_us, &st);
+    og_op_list_free(&l);
+    *stats = st;
+    return 0;
+}
