@@ -69,6 +69,10 @@ check "demo again on the same store" 0 "$OG" demo --store "sqlite:$T/demo.db"
 
 # keygen: files, modes, JSON with paths and never key material, refusals.
 K="$T/keys"; mkdir -p "$K"
+check "recover without a config" 2 "$OG" recover
+check "help recover" 0 "$OG" help recover; expect_out "recover help says it never records Failed on not-found" "Never records Failed"
+printf '{"store":"sqlite:%s/r.db","auto_migrate":true}' "$T" > "$T/norecover.json"
+check "recover without a provider is refused" 78 "$OG" recover --config "$T/norecover.json" --once
 check "help keygen" 0 "$OG" help keygen;  expect_out "keygen help names its exit codes" "73 a key file already exists"
 check "keygen" 0 "$OG" keygen --issuer support-approvals --out "$K"
 expect_out "keygen JSON" '^\{"issuer":"support-approvals","kid":"[A-Za-z0-9_-]{43}","private_key":"[^"]+\.private\.jwk","public_key":"[^"]+\.public\.jwk"\}$'

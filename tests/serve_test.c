@@ -4374,9 +4374,24 @@ static void table_path(char *out, size_t n)
  * server on the store whose provider is that sandbox. provider_timeout_ms 0
  * keeps the default. with_key: the sandbox requires an API key, which the
  * server reads from provider.api_key_file. */
+static void xenv_prepare(xenv *x, const char *name, bool with_relay,
+                         int store_timeout_ms, json_int_t provider_timeout_ms,
+                         bool with_key);
+
 static void xenv_start(xenv *x, const char *name, bool with_relay,
                        int store_timeout_ms, json_int_t provider_timeout_ms,
                        bool with_key)
+{
+    xenv_prepare(x, name, with_relay, store_timeout_ms, provider_timeout_ms,
+                 with_key);
+    assert_int_equal(srv_start(x->s), 0);
+}
+
+/* xenv_start without starting the server, so a test can change the
+ * configuration first (then site_write + srv_start). */
+static void xenv_prepare(xenv *x, const char *name, bool with_relay,
+                         int store_timeout_ms, json_int_t provider_timeout_ms,
+                         bool with_key)
 {
     const char *bin = sbx_require();
     char state[PATHLEN + 32], keyfile[PATHLEN + 32], table[PATHLEN];
@@ -4420,7 +4435,6 @@ static void xenv_start(xenv *x, const char *name, bool with_relay,
     if (provider_timeout_ms > 0)
         site_timing(x->st, "provider_timeout_ms", provider_timeout_ms);
     assert_int_equal(site_write(x->st), 0);
-    assert_int_equal(srv_start(x->s), 0);
 }
 
 /* A grant for agent-1 binding account. */
@@ -4625,6 +4639,58 @@ static void dropped_response_is_pending_unknown_and_one_credit_exists(
     hres_free(&r);
     assert_sbx_stat(&x, "create_requests", 1);
     assert_sbx_stat(&x, "credits_created", 1);
+}
+
+/* The background recovery loop settles an operation whose answer was
+ * lost: after the execution lease ends, it takes the operation over, finds
+ * the credit by lookup and records Succeeded — one credit, no second create
+ * request. Short timings so the lease ends within seconds. */
+static void recovery_loop_settles_a_lost_answer_by_lookup(void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+    int64_t deadline;
+
+    xenv_prepare(&x, "exec-recovery", false, 1000, 1000, false);
+    site_timing(x.st, "lease_margin_ms", 500);
+    site_timing(x.st, "execution_lease_ms", 4500);
+    site_timing(x.st, "recovery_lease_ms", 3000);
+    site_timing(x.st, "recovery_delay_ms", 1000);
+    site_timing(x.st, "cleanup_margin_ms", 20000);
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(srv_start(x.s), 0);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    sbx_arm(&x, "drop_response_after_effect", -1);
+    uuid4(op);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_pending(&r, op, "unknown", "admitted", __LINE__);
+    hres_free(&r);
+
+    for (deadline = now_ms() + 30000;; ) {
+        char path[128];
+        const char *st;
+
+        snprintf(path, sizeof path, "/v1/operations/%s", op);
+        get(&r, x.s, path, KEY(P_AGENT));
+        assert_http(&r, 200);
+        st = jstr(r.json, "status");
+        if (st && strcmp(st, "succeeded") == 0) {
+            assert_non_null(jstr(r.json, "provider_reference"));
+            assert_int_equal(json_integer_value(json_object_get(
+                                 r.json, "owner_version")),
+                             2);
+            hres_free(&r);
+            break;
+        }
+        hres_free(&r);
+        if (now_ms() > deadline)
+            fail_msg("recovery did not settle the operation within 30 s");
+        usleep(200 * 1000);
+    }
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "create_requests", 1);
 }
 
 typedef struct xinflight {
@@ -5047,6 +5113,7 @@ int main(int argc, char **argv)
         T(executed_operation_is_applied_once_with_the_operation_id_as_key),
         T(definite_refusal_is_failed_and_the_grant_stays_spent),
         T(dropped_response_is_pending_unknown_and_one_credit_exists),
+        T(recovery_loop_settles_a_lost_answer_by_lookup),
         T(same_operation_retry_while_the_first_is_in_flight_gets_pending_without_a_billing_call),
         T(provider_timeout_is_pending_unknown),
         T(transient_refusal_leaves_the_operation_admitted),

@@ -34,6 +34,7 @@ static const char og_usage[] =
     "  consume   the consume verdict: spend a grant once, or be told no\n"
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
     "  serve     the HTTP service (--dev: a development instance)\n"
+    "  recover   take over stalled operations, look up, record (recovery)\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -441,6 +442,7 @@ static const og_command og_commands[] = {
     {"grant", og_cli_grant, og_usage_grant},
     {"consume", og_cli_consume, og_usage_consume},
     {"serve", og_cli_serve, og_usage_serve},
+    {"recover", og_cli_recover, og_usage_recover},
     {"dev-env", og_cli_dev_env, NULL},
     {"instance", og_cli_instance, NULL}, /* the demo's instance process */
 };

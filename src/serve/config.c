@@ -123,6 +123,12 @@ static const cfg_key cfg_keys[] = {
     {"log_file", CFG_STRING, 1, CFG_STR_MAX, "\"-\"", AT(log_file),
      "Where the JSON log lines go: `-` is stderr, else a file opened for "
      "appending (created 0640)."},
+    {"recovery_loop", CFG_BOOL, 0, 0, "true", AT(recovery_loop),
+     "With a provider: run recovery in the background every half "
+     "`timings.recovery_delay_ms` (stalled operations are taken over, "
+     "looked up, recorded, or resubmitted with the same key only when the "
+     "provider declares atomic same-key handling and before `submit_by`). "
+     "Off: run `oncegate recover` instead."},
     {"auto_migrate", CFG_BOOL, 0, 0, "false", AT(auto_migrate),
      "Apply missing store migrations at startup (serialized across "
      "instances). Off: a store whose schema is not current stops startup; "

@@ -28,6 +28,8 @@ typedef struct og_srv {
     atomic_bool draining;     /* SIGTERM seen: answer with Connection: close */
     pthread_mutex_t drain_mu; /* with drain_cv: inflight reached 0 */
     pthread_cond_t drain_cv;
+    pthread_t recovery;       /* the background recovery loop, when run */
+    bool recovery_running;
 } og_srv;
 
 /* The current snapshot with a reference the caller must drop

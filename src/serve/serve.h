@@ -100,6 +100,8 @@ typedef struct og_srv_config {
     int retry_after_s;          /* Retry-After on 503 retry_later */
     char *log_file;             /* "-": stderr */
     bool auto_migrate;          /* apply migrations at startup */
+    bool recovery_loop;         /* with a provider: recover in the
+                                   background */
     og_principal *principals;   /* n_principals entries */
     size_t n_principals;
     char *config_path;          /* the file loaded (NULL in plain --dev);
@@ -284,5 +286,9 @@ int og_metrics_render(char **out, size_t *len);
 /* `oncegate serve ...`. Returns the process exit code. */
 int og_cli_serve(int argc, char **argv);
 extern const char og_usage_serve[];
+
+/* `oncegate recover --config FILE [--once]`. Returns the exit code. */
+int og_cli_recover(int argc, char **argv);
+extern const char og_usage_recover[];
 
 #endif /* OG_SERVE_H */

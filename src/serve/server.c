@@ -239,6 +239,59 @@ static int open_provider(og_srv *srv)
     return OG_EXIT_OK;
 }
 
+/* One recovery pass, logged when it did anything. 0 or the scan's error. */
+static int recovery_pass(og_srv *srv, og_recovery_stats *st)
+{
+    int rc = og_recover_once(srv->store, srv->provider, srv->ptable,
+                             srv->cfg.timings.provider_timeout_us, 100, st);
+
+    if (rc != 0)
+        og_log(OG_LOG_WARN, "recovery_failed",
+               json_pack("{s:s}", "store_error", og_err_name(rc)));
+    else if (st->scanned > 0)
+        og_log(OG_LOG_INFO, "recovery",
+               json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+                         "scanned", st->scanned, "taken", st->taken,
+                         "succeeded", st->succeeded, "failed", st->failed,
+                         "unknown", st->unknown, "needs_reconciliation",
+                         st->reconcile, "resubmitted", st->resubmitted,
+                         "later", st->later, "errors", st->errors));
+    return rc;
+}
+
+/* Waits up to us microseconds, or until draining starts. 1 when draining. */
+static int recovery_wait(og_srv *srv, int64_t us)
+{
+    struct timespec deadline;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += us / 1000000;
+    deadline.tv_nsec += (us % 1000000) * 1000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&srv->drain_mu);
+    while (!atomic_load(&srv->draining))
+        if (pthread_cond_timedwait(&srv->drain_cv, &srv->drain_mu,
+                                   &deadline) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&srv->drain_mu);
+    return atomic_load(&srv->draining);
+}
+
+/* The background loop: a pass every half recovery_delay, so a stalled
+ * operation is picked up within recovery_delay of its lease's end (T7). */
+static void *recovery_loop(void *arg)
+{
+    og_srv *srv = arg;
+    og_recovery_stats st;
+
+    while (!recovery_wait(srv, srv->cfg.timings.recovery_delay_us / 2))
+        (void)recovery_pass(srv, &st);
+    return NULL;
+}
+
 /* SIGHUP: a new snapshot of keys and principals; the old one stays until
  * the last request holding it completes. A failed reload keeps the old. */
 static void reload(og_srv *srv, const serve_args *a)
@@ -294,6 +347,9 @@ static void drain(og_srv *srv, struct MHD_Daemon *d)
     int left;
 
     atomic_store(&srv->draining, true);
+    pthread_mutex_lock(&srv->drain_mu);
+    pthread_cond_broadcast(&srv->drain_cv); /* wakes the recovery loop */
+    pthread_mutex_unlock(&srv->drain_mu);
     og_http_quiesce(d);
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += srv->cfg.drain_timeout_us / 1000000;
@@ -457,7 +513,17 @@ int og_cli_serve(int argc, char **argv)
         og_srv_dev_banner(stdout, &srv.cfg, a.data_dir, url, argv[-1]);
     fflush(stdout);
 
+    if (srv.provider && srv.cfg.recovery_loop) {
+        if (pthread_create(&srv.recovery, NULL, recovery_loop, &srv) != 0) {
+            rc = OG_EXIT_INTERNAL;
+            og_http_stop(d);
+            goto out;
+        }
+        srv.recovery_running = true;
+    }
     signal_loop(&srv, &a, &set, d);
+    if (srv.recovery_running)
+        pthread_join(srv.recovery, NULL);
     rc = OG_EXIT_OK;
 out:
     og_srv_auth_unref(srv.auth);
@@ -469,5 +535,121 @@ out:
     pthread_cond_destroy(&srv.drain_cv);
     pthread_mutex_destroy(&srv.drain_mu);
     pthread_mutex_destroy(&srv.auth_mu);
+    return rc;
+}
+
+/* ===========================================================================
+ * `oncegate recover`: the same passes as serve's loop, as their own process
+ * (for deployments that run recovery apart, or by hand).
+ * ========================================================================= */
+
+const char og_usage_recover[] =
+    "usage: oncegate recover --config FILE [--once] [--store URL]\n"
+    "\n"
+    "Recovery (docs/design.md, \"Execution\"): finds Admitted or Unknown\n"
+    "operations whose lease ended, takes each over (owner_version + 1),\n"
+    "looks its effect up at the provider, and records Succeeded, or resends\n"
+    "the same create (same idempotency key) only when the provider declares\n"
+    "atomic same-key handling and before submit_by; otherwise\n"
+    "NeedsReconciliation. Never records Failed on a lookup that found\n"
+    "nothing. Uses the configuration's store, provider and timings.\n"
+    "\n"
+    "  --once   one pass; prints its counts as one JSON object and exits\n"
+    "           (default: a pass every half timings.recovery_delay_ms until\n"
+    "           SIGTERM or SIGINT)\n"
+    "\n"
+    "exit: 0 done, 2 usage, 75 store unavailable, 78 configuration refused\n"
+    "(no provider configured, broken timings), 70 internal error.\n";
+
+int og_cli_recover(int argc, char **argv)
+{
+    enum { O_CONFIG = 256, O_ONCE, O_STORE };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, O_CONFIG},
+        {"once", no_argument, NULL, O_ONCE},
+        {"store", required_argument, NULL, O_STORE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    serve_args a = {0};
+    bool once = false;
+    og_srv srv;
+    og_recovery_stats st;
+    sigset_t set;
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_CONFIG: a.config = optarg; break;
+        case O_ONCE: once = true; break;
+        case O_STORE: a.store = optarg; break;
+        case 'h': fputs(og_usage_recover, stdout); return OG_EXIT_OK;
+        default: fputs(og_usage_recover, stderr); return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc || !a.config) {
+        fputs(og_usage_recover, stderr);
+        return OG_EXIT_USAGE;
+    }
+    memset(&srv, 0, sizeof srv);
+    pthread_mutex_init(&srv.drain_mu, NULL);
+    pthread_cond_init(&srv.drain_cv, NULL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if ((rc = load_config(&srv, &a)) != OG_EXIT_OK)
+        goto out;
+    if (og_log_open(srv.cfg.log_file, OG_LOG_INFO) != 0) {
+        rc = refuse("log_file: cannot be opened for appending");
+        goto out;
+    }
+    if (!srv.cfg.provider_url) {
+        rc = refuse("provider.url: recovery needs a provider to look up");
+        goto out;
+    }
+    if ((rc = open_store(&srv)) != OG_EXIT_OK ||
+        (rc = open_provider(&srv)) != OG_EXIT_OK)
+        goto out;
+    if (once) {
+        rc = recovery_pass(&srv, &st);
+        if (rc != 0) {
+            rc = og_cli_exit_for_error(rc);
+            goto out;
+        }
+        printf("{\"scanned\":%d,\"taken\":%d,\"succeeded\":%d,"
+               "\"failed\":%d,\"unknown\":%d,\"needs_reconciliation\":%d,"
+               "\"resubmitted\":%d,\"later\":%d,\"errors\":%d}\n",
+               st.scanned, st.taken, st.succeeded, st.failed, st.unknown,
+               st.reconcile, st.resubmitted, st.later, st.errors);
+        rc = OG_EXIT_OK;
+        goto out;
+    }
+    /* A dedicated thread runs the passes; this one waits for a signal. */
+    if (pthread_create(&srv.recovery, NULL, recovery_loop, &srv) != 0) {
+        rc = OG_EXIT_INTERNAL;
+        goto out;
+    }
+    for (;;) {
+        int sig = 0;
+
+        if (sigwait(&set, &sig) == 0 && (sig == SIGTERM || sig == SIGINT))
+            break;
+    }
+    atomic_store(&srv.draining, true);
+    pthread_mutex_lock(&srv.drain_mu);
+    pthread_cond_broadcast(&srv.drain_cv);
+    pthread_mutex_unlock(&srv.drain_mu);
+    pthread_join(srv.recovery, NULL);
+    rc = OG_EXIT_OK;
+out:
+    og_provider_free(srv.provider);
+    og_provider_table_free(srv.ptable);
+    og_store_free(srv.store);
+    og_srv_config_free(&srv.cfg);
+    og_log_close();
+    pthread_cond_destroy(&srv.drain_cv);
+    pthread_mutex_destroy(&srv.drain_mu);
     return rc;
 }
