@@ -535,6 +535,7 @@ static void execute_admitted(og_http_req *r, const og_operation *admitted)
         og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
         return;
     }
+    og_metrics_outcome(d.status, OG_SOURCE_HANDLER);
     op.status = d.status;
     if (d.reference)
         snprintf(op.provider_reference, sizeof op.provider_reference, "%s",
@@ -628,6 +629,44 @@ static int h_operations_post(og_http_req *r)
     return 0;
 }
 
+/* The operation's history as JSON (a new reference); evidence only for
+ * operators: it is their free text, not the caller's business. NULL when
+ * the store could not be read (the answer then goes without it). */
+static json_t *history_json(og_http_req *r, const char *op_id,
+                            bool with_evidence)
+{
+    og_op_events h;
+    json_t *a;
+
+    if (STORE_CALL(OG_MOP_OPERATION_GET, og_op_history(r->srv->store, op_id,
+                                                       &h)) != 0)
+        return NULL;
+    a = json_array();
+    for (size_t i = 0; a && i < h.n; i++) {
+        const og_op_event *e = &h.v[i];
+        json_t *o = json_pack("{s:I, s:o, s:s, s:s, s:s, s:I, s:s}", "seq",
+                              (json_int_t)e->seq, "at", time_json(e->at_us),
+                              "kind", e->kind, "from",
+                              status_api_name(e->from_status), "to",
+                              status_api_name(e->to_status), "owner_version",
+                              (json_int_t)e->owner_version, "actor",
+                              e->actor);
+
+        if (!o)
+            continue;
+        if (e->reason[0])
+            json_object_set_new(o, "reason", json_string(e->reason));
+        if (e->provider_reference[0])
+            json_object_set_new(o, "provider_reference",
+                                json_string(e->provider_reference));
+        if (with_evidence && e->evidence[0])
+            json_object_set_new(o, "evidence", json_string(e->evidence));
+        json_array_append_new(a, o);
+    }
+    og_op_events_free(&h);
+    return a;
+}
+
 /* GET /v1/operations/{operation_id} (agent): to its stored caller only. */
 static int h_operations_get(og_http_req *r)
 {
@@ -649,12 +688,277 @@ static int h_operations_get(og_http_req *r)
         og_http_log_str(r, "operation_id", op.operation_id);
         og_http_log_str(r, "issuer", op.issuer);
         og_http_log_str(r, "grant_id", op.grant_id);
-        og_http_json(r, 200, operation_json(&op));
+        {
+            json_t *a = operation_json(&op), *h = history_json(r, id, false);
+
+            if (a && h)
+                json_object_set_new(a, "history", h);
+            else
+                json_decref(h);
+            og_http_json(r, 200, a);
+        }
         return 0;
     }
     /* Absent or another caller's: one answer for both. */
     og_http_error(r, 404, "not_found", "no such operation", NULL);
     return 0;
+}
+
+/* ===========================================================================
+ * Operators (role operator): the backlog, one operation with its evidence,
+ * and resolution by hand of an operation awaiting reconciliation.
+ * ========================================================================= */
+
+/* The status named by its lower-case API name; -1 when none. */
+static int status_from_api(const char *name, size_t len)
+{
+    for (int st = OG_OP_ADMITTED; st <= OG_OP_NEEDS_RECONCILIATION; st++) {
+        const char *n = status_api_name((og_op_status)st);
+
+        if (strlen(n) == len && strncmp(n, name, len) == 0)
+            return st;
+    }
+    return -1;
+}
+
+/* Parses "?status=a,b" into a set of OG_OP_BIT; -1 when a name is bad. */
+static int parse_statuses(const char *text, unsigned *out)
+{
+    unsigned set = 0;
+
+    for (;;) {
+        size_t n = strcspn(text, ",");
+        int st = status_from_api(text, n); /* an empty name is no status */
+
+        if (st < 0)
+            return -1;
+        set |= OG_OP_BIT(st);
+        if (text[n] == '\0')
+            break;
+        text += n + 1; /* past the comma: another name must follow */
+    }
+    if (set == 0)
+        return -1;
+    *out = set;
+    return 0;
+}
+
+/* A non-negative integer query parameter within max; -1 when bad. */
+static int64_t query_int(const char *text, int64_t max)
+{
+    char *end;
+    long long v;
+
+    if (!text || *text < '0' || *text > '9') /* digits only: no sign, no
+                                                 space ('+' decodes to one) */
+        return -1;
+    v = strtoll(text, &end, 10);
+    return *end || v < 0 || v > max ? -1 : v;
+}
+
+/* GET /v1/admin/operations?status=…&older_than_seconds=…&limit=… */
+static int h_admin_list(og_http_req *r)
+{
+    og_srv *srv = r->srv;
+    const char *qs = og_http_query(r, "status");
+    const char *qo = og_http_query(r, "older_than_seconds");
+    const char *ql = og_http_query(r, "limit");
+    og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
+                          OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
+                      false, 0, 100};
+    int64_t now = og_http_now_us(), v;
+    og_op_list l = {0};
+    json_t *ops;
+    int rc;
+
+    if (qs && parse_statuses(qs, &f.statuses) != 0)
+        return og_http_error(r, 400, "malformed_request",
+                             "status: comma-separated status names", "status"),
+               0;
+    if (qo) {
+        if ((v = query_int(qo, 366 * 86400)) < 0)
+            return og_http_error(r, 400, "malformed_request",
+                                 "older_than_seconds: 0 .. 31622400",
+                                 "older_than_seconds"),
+                   0;
+        f.created_before_us = now - v * 1000000;
+    }
+    if (ql) {
+        if ((v = query_int(ql, 1000)) < 1)
+            return og_http_error(r, 400, "malformed_request",
+                                 "limit: 1 .. 1000", "limit"),
+                   0;
+        f.limit = (int)v;
+    }
+    rc = STORE_CALL(OG_MOP_OPERATION_GET, og_op_scan(srv->store, &f, &l));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    ops = json_array();
+    for (size_t i = 0; ops && i < l.n; i++) {
+        json_t *o = operation_json(&l.v[i]);
+
+        if (!o)
+            continue;
+        json_object_set_new(o, "caller", json_string(l.v[i].caller_id));
+        json_object_set_new(o, "age_seconds",
+                            json_integer((now - l.v[i].created_at_us) /
+                                         1000000));
+        json_array_append_new(ops, o);
+    }
+    og_op_list_free(&l);
+    og_http_json(r, 200, json_pack("{s:o}", "operations", ops));
+    return 0;
+}
+
+/* The operation, its caller and its whole history (with evidence). */
+static json_t *admin_operation_json(og_http_req *r, const og_operation *op)
+{
+    json_t *a = operation_json(op), *h = history_json(r, op->operation_id,
+                                                      true);
+
+    if (a) {
+        json_object_set_new(a, "caller", json_string(op->caller_id));
+        if (h)
+            json_object_set_new(a, "history", h);
+    } else {
+        json_decref(h);
+    }
+    return a;
+}
+
+/* Reads the operation named by the path for an operator; 1 found, 0 answered
+ * (404 or an error). */
+static int admin_find(og_http_req *r, og_operation *op)
+{
+    char id[OG_UUID_LEN + 1];
+    int rc;
+
+    if ((rc = og_operation_id_canonical(r->param, id)) != 0)
+        return og_http_lib_error(r, rc), 0;
+    rc = STORE_CALL(OG_MOP_OPERATION_GET,
+                    og_operation_get(r->srv->store, id, op));
+    if (rc < 0)
+        return og_http_lib_error(r, rc), 0;
+    if (rc == 0) {
+        og_http_error(r, 404, "not_found", "no such operation", NULL);
+        return 0;
+    }
+    og_http_log_str(r, "operation_id", op->operation_id);
+    return 1;
+}
+
+/* GET /v1/admin/operations/{operation_id} */
+static int h_admin_get(og_http_req *r)
+{
+    og_operation op;
+
+    if (admin_find(r, &op))
+        og_http_json(r, 200, admin_operation_json(r, &op));
+    return 0;
+}
+
+/* POST /v1/admin/operations/{operation_id}/resolve */
+static int h_admin_resolve(og_http_req *r)
+{
+    static const char *const allowed[] = {"status", "reason", "evidence",
+                                          "provider_reference", NULL};
+    og_srv *srv = r->srv;
+    const char *status, *reason, *evidence, *ref;
+    og_operation op;
+    bool resolved = false;
+    int to, rc;
+
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "status", true, &status) != 0 ||
+        og_http_str(r, r->json, "reason", true, &reason) != 0 ||
+        og_http_str(r, r->json, "evidence", true, &evidence) != 0 ||
+        og_http_str(r, r->json, "provider_reference", false, &ref) != 0)
+        return 0;
+    to = status_from_api(status, strlen(status));
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED) {
+        og_http_error(r, 400, "malformed_request",
+                      "status: succeeded or failed", "status");
+        return 0;
+    }
+    if (!admin_find(r, &op))
+        return 0;
+    rc = STORE_CALL(OG_MOP_RECORD,
+                    og_op_resolve(srv->store, op.operation_id,
+                                  (og_op_status)to, r->principal->id, reason,
+                                  evidence, ref, &resolved));
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    if (!resolved) {
+        og_http_log_str(r, "outcome", "not_needs_reconciliation");
+        og_http_json(r, 409,
+                     json_pack("{s:b, s:s, s:s}", "resolved", 0, "error",
+                               "not_needs_reconciliation", "message",
+                               "only an operation awaiting reconciliation "
+                               "is resolved by hand"));
+        return 0;
+    }
+    og_metrics_outcome((og_op_status)to, OG_SOURCE_OPERATOR);
+    og_http_log_str(r, "outcome", "resolved");
+    og_http_log_str(r, "reason", reason);
+    if (og_operation_get(srv->store, op.operation_id, &op) != 1) {
+        og_http_json(r, 200, json_pack("{s:b}", "resolved", 1));
+        return 0;
+    }
+    og_http_json(r, 200, json_pack("{s:b, s:o}", "resolved", 1, "operation",
+                                   admin_operation_json(r, &op)));
+    return 0;
+}
+
+/* The backlog by age, computed at scrape time from the store: the oldest
+ * 1000 Unknown and NeedsReconciliation operations (the Prometheus text
+ * says when the count was capped). Appended to text. */
+static void render_backlog(og_srv *srv, char **text)
+{
+    static const char *const ages[] = {"lt_1m", "lt_10m", "lt_1h", "lt_1d",
+                                       "ge_1d"};
+    static const int64_t bound_s[] = {60, 600, 3600, 86400};
+    og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
+                          OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
+                      false, 0, 1000};
+    int64_t count[2][5] = {{0}}, now = og_http_now_us();
+    og_op_list l = {0};
+    char *out = NULL;
+    size_t n = 0;
+    FILE *fp;
+
+    if (og_op_scan(srv->store, &f, &l) != 0)
+        return; /* the store is down: no backlog lines, counters stay */
+    for (size_t i = 0; i < l.n; i++) {
+        int64_t age = (now - l.v[i].created_at_us) / 1000000;
+        int b = 0, st = l.v[i].status == OG_OP_UNKNOWN ? 0 : 1;
+
+        while (b < 4 && age >= bound_s[b])
+            b++;
+        count[st][b]++;
+    }
+    if (!(fp = open_memstream(&out, &n))) {
+        og_op_list_free(&l);
+        return;
+    }
+    fputs(*text, fp);
+    fprintf(fp, "# HELP oncegate_operations_backlog Operations awaiting an "
+                "outcome (unknown) or an operator (needs_reconciliation), by "
+                "age; the oldest 1000 are counted%s.\n"
+                "# TYPE oncegate_operations_backlog gauge\n",
+            l.n == 1000 ? " (capped)" : "");
+    for (int st = 0; st < 2; st++)
+        for (int b = 0; b < 5; b++)
+            fprintf(fp, "oncegate_operations_backlog{status=\"%s\",age=\"%s\"} "
+                        "%lld\n",
+                    st ? "needs_reconciliation" : "unknown", ages[b],
+                    (long long)count[st][b]);
+    og_op_list_free(&l);
+    if (fclose(fp) != 0) {
+        free(out);
+        return;
+    }
+    free(*text);
+    *text = out;
 }
 
 /* ===========================================================================
@@ -688,6 +992,7 @@ static int h_metrics(og_http_req *r)
         og_http_error(r, 500, "internal_error", "out of memory", NULL);
         return 0;
     }
+    render_backlog(r->srv, &text);
     og_http_json(r, 200, NULL);
     r->text = text;
     r->text_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -709,6 +1014,12 @@ const og_route og_routes[] = {
     {"POST", "/v1/operations", OG_ROLE_AGENT, true, false, h_operations_post},
     {"GET", "/v1/operations/{operation_id}", OG_ROLE_AGENT, false, false,
      h_operations_get},
+    {"GET", "/v1/admin/operations", OG_ROLE_OPERATOR, false, false,
+     h_admin_list},
+    {"GET", "/v1/admin/operations/{operation_id}", OG_ROLE_OPERATOR, false,
+     false, h_admin_get},
+    {"POST", "/v1/admin/operations/{operation_id}/resolve", OG_ROLE_OPERATOR,
+     true, false, h_admin_resolve},
     {"GET", "/healthz", 0, false, false, h_healthz},
     {"GET", "/readyz", 0, false, false, h_readyz},
     {"GET", "/metrics", 0, false, false, h_metrics},

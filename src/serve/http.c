@@ -105,6 +105,13 @@ void og_http_lib_error(og_http_req *r, int err)
     }
 }
 
+const char *og_http_query(og_http_req *r, const char *name)
+{
+    if (!r->conn)
+        return NULL;
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 void og_http_log_str(og_http_req *r, const char *key, const char *value)
 {
     if (value && r->log)
@@ -564,6 +571,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                         MHD_HTTP_HEADER_CONTENT_TYPE));
         if (!r)
             return MHD_NO;
+        r->conn = c;
         *con_cls = r;
         return MHD_YES;
     }

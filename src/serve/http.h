@@ -41,6 +41,8 @@ og_srv_auth *og_srv_auth_current(og_srv *srv);
  * Owned by http.c; handlers fill status/body/log fields only. */
 typedef struct og_http_req {
     og_srv *srv;
+    void *conn;                  /* the libmicrohttpd connection; NULL when
+                                    driven directly (fuzz_http) */
     const char *method;
     char path[512];              /* the URL path as received (bounded) */
     const struct og_route *route;
@@ -95,6 +97,9 @@ void og_http_error(og_http_req *r, unsigned status, const char *code,
 /* Maps a library error: input codes 400, store unavailable 503 retry_later
  * (Retry-After), OG_ENOMEM/OG_EINTERNAL/other 500. */
 void og_http_lib_error(og_http_req *r, int err);
+
+/* The query parameter name's value (URL-decoded), or NULL. */
+const char *og_http_query(og_http_req *r, const char *name);
 
 /* Adds a string field to the request's log line (value may be NULL: skip). */
 void og_http_log_str(og_http_req *r, const char *key, const char *value);

@@ -115,6 +115,27 @@ void og_metrics_consume(bool consumed)
     bump(&consumes[consumed ? 1 : 0], 1);
 }
 
+/* Outcomes recorded, by status (5) x source (3). */
+static atomic_uint_fast64_t outcomes[5][3];
+static atomic_uint_fast64_t takeovers;
+static const char *const source_names[3] = {"handler", "recovery",
+                                            "operator"};
+/* The API's lower-case status names, as in answers. */
+static const char *const status_names[5] = {"admitted", "succeeded", "failed",
+                                            "unknown",
+                                            "needs_reconciliation"};
+
+void og_metrics_outcome(og_op_status st, og_metric_source src)
+{
+    if ((unsigned)st < 5 && (unsigned)src < 3)
+        bump(&outcomes[st][src], 1);
+}
+
+void og_metrics_takeovers(unsigned n)
+{
+    bump(&takeovers, n);
+}
+
 void og_metrics_inflight(int delta)
 {
     atomic_fetch_add_explicit(&in_flight, delta, memory_order_relaxed);
@@ -248,6 +269,25 @@ static void render_http(FILE *f)
     }
 }
 
+static void render_execution(FILE *f)
+{
+    static const char *const o = "oncegate_outcomes_total";
+    static const char *const t = "oncegate_recovery_takeovers_total";
+
+    family(f, o, "counter", "Operation outcomes recorded, by status and by "
+                            "who recorded them.");
+    for (unsigned st = 0; st < 5; st++)
+        for (unsigned src = 0; src < 3; src++) {
+            if (st == OG_OP_ADMITTED)
+                continue; /* never a recorded outcome */
+            fprintf(f, "%s{status=\"%s\",source=\"%s\"} %" PRIu64 "\n",
+                    o, status_names[st],
+                    source_names[src], get(&outcomes[st][src]));
+        }
+    family(f, t, "counter", "Stalled operations recovery took over.");
+    fprintf(f, "%s %" PRIu64 "\n", t, get(&takeovers));
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */
@@ -264,6 +304,7 @@ int og_metrics_render(char **out, size_t *len)
     render_refusals(f);
     render_store(f);
     render_http(f);
+    render_execution(f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);

@@ -271,6 +271,16 @@ void og_metrics_admission(og_outcome outcome, og_refusal refusal);
 void og_metrics_store_call(og_metric_op op, int64_t elapsed_us, int err);
 /* oncegate_consumes_total{consumed="true|false"} */
 void og_metrics_consume(bool consumed);
+/* Who recorded an outcome. */
+typedef enum og_metric_source {
+    OG_SOURCE_HANDLER,
+    OG_SOURCE_RECOVERY,
+    OG_SOURCE_OPERATOR,
+} og_metric_source;
+/* oncegate_outcomes_total{status,source}. */
+void og_metrics_outcome(og_op_status st, og_metric_source src);
+/* oncegate_recovery_takeovers_total. */
+void og_metrics_takeovers(unsigned n);
 /* oncegate_http_requests_in_flight gauge. */
 void og_metrics_inflight(int delta);
 /* oncegate_http_responses_total{code}, one series per status code seen. */

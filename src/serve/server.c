@@ -245,6 +245,18 @@ static int recovery_pass(og_srv *srv, og_recovery_stats *st)
     int rc = og_recover_once(srv->store, srv->provider, srv->ptable,
                              srv->cfg.timings.provider_timeout_us, 100, st);
 
+    if (rc == 0) {
+        const struct { og_op_status st; int n; } recorded[] = {
+            {OG_OP_SUCCEEDED, st->succeeded}, {OG_OP_FAILED, st->failed},
+            {OG_OP_UNKNOWN, st->unknown},
+            {OG_OP_NEEDS_RECONCILIATION, st->reconcile},
+        };
+
+        og_metrics_takeovers((unsigned)st->taken);
+        for (size_t i = 0; i < sizeof recorded / sizeof recorded[0]; i++)
+            for (int k = 0; k < recorded[i].n; k++)
+                og_metrics_outcome(recorded[i].st, OG_SOURCE_RECOVERY);
+    }
     if (rc != 0)
         og_log(OG_LOG_WARN, "recovery_failed",
                json_pack("{s:s}", "store_error", og_err_name(rc)));
