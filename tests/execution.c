@@ -42,23 +42,10 @@ static void x_admit(og_store *s, t_case *c, og_operation *op)
  * than sleeping through it. */
 static char x_url[4200] = ""; /* "": the suite's store (t_url) */
 
+/* t_set_op_time in this test's store. */
 static void x_set_time(const char *op_id, const char *column, int seconds)
 {
-    t_raw *r = x_url[0] ? t_raw_open_url(x_url) : t_raw_open();
-    char sql[512];
-
-    if (t_kind == T_POSTGRES)
-        snprintf(sql, sizeof sql,
-                 "UPDATE operations SET %s = clock_timestamp() + "
-                 "interval '%d seconds' WHERE operation_id = '%s'",
-                 column, seconds, op_id);
-    else
-        snprintf(sql, sizeof sql,
-                 "UPDATE operations SET %s = %lld WHERE operation_id = '%s'",
-                 column, (long long)(t_now_us() + (int64_t)seconds * SEC),
-                 op_id);
-    assert_int_equal(t_raw_exec(r, sql), 0);
-    t_raw_close(r);
+    t_set_op_time(x_url[0] ? x_url : NULL, op_id, column, seconds);
 }
 
 static og_operation x_get(og_store *s, const char *op_id)
@@ -417,34 +404,6 @@ static void history_lists_every_change_in_order(void **st)
     og_store_free(s);
 }
 
-/* A brand-new store of the backend under test, so that a scan's oldest
- * rows are this test's own (the suite's store holds thousands of other
- * suites' operations); x_url names it for x_set_time. */
-static og_store *x_fresh_store(void)
-{
-    char u[OG_UUID_LEN + 1], sql[128];
-    t_raw *raw;
-
-    t_uuid(u);
-    if (t_kind == T_SQLITE) {
-        snprintf(x_url, sizeof x_url, "%.*s-exec-%.8s.db",
-                 (int)(strlen(t_url) - 3), t_url, u);
-    } else {
-        raw = t_raw_open();
-        snprintf(sql, sizeof sql, "CREATE DATABASE og_exec_%.8s", u);
-        assert_int_equal(t_raw_exec(raw, sql), 0);
-        t_raw_close(raw);
-        /* A key=value string: the later dbname wins in libpq. */
-        snprintf(x_url, sizeof x_url,
-                 "host=127.0.0.1 port=%s user=postgres dbname=og_exec_%.8s",
-                 getenv("OG_TEST_PG_PORT") ? getenv("OG_TEST_PG_PORT")
-                                           : "5432",
-                 u);
-    }
-    assert_int_equal(og_store_migrate(x_url, NULL, NULL, NULL), 0);
-    return t_store_url(x_url, 0, 0);
-}
-
 static bool x_listed(const og_op_list *l, const char *op)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -455,7 +414,9 @@ static bool x_listed(const og_op_list *l, const char *op)
 
 static void list_finds_stalled_operations_and_the_backlog(void **st)
 {
-    og_store *s = x_fresh_store();
+    /* Its own store: the scans' oldest rows must be this test's, not the
+     * thousands of other suites' operations in the suite's store. */
+    og_store *s = t_fresh_store("exec", x_url, sizeof x_url);
     og_operation op;
     og_op_list l;
     og_op_filter f;

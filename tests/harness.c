@@ -281,3 +281,46 @@ int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id)
                      " WHERE issuer = '%s' AND grant_id = '%s'",
                      issuer, grant_id);
 }
+
+og_store *t_fresh_store(const char *tag, char *url, size_t n)
+{
+    char u[OG_UUID_LEN + 1], sql[128];
+    t_raw *raw;
+
+    t_uuid(u);
+    if (t_kind == T_SQLITE) {
+        snprintf(url, n, "%.*s-%s-%.8s.db", (int)(strlen(t_url) - 3), t_url,
+                 tag, u);
+    } else {
+        raw = t_raw_open();
+        snprintf(sql, sizeof sql, "CREATE DATABASE og_%s_%.8s", tag, u);
+        assert_int_equal(t_raw_exec(raw, sql), 0);
+        t_raw_close(raw);
+        /* A key=value string: the later dbname wins in libpq. */
+        snprintf(url, n, "host=127.0.0.1 port=%s user=postgres dbname=og_%s_%.8s",
+                 getenv("OG_TEST_PG_PORT") ? getenv("OG_TEST_PG_PORT") : "5432",
+                 tag, u);
+    }
+    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
+    return t_store_url(url, 0, 0);
+}
+
+void t_set_op_time(const char *url, const char *op_id, const char *column,
+                   int seconds)
+{
+    t_raw *r = url ? t_raw_open_url(url) : t_raw_open();
+    char sql[512];
+
+    if (t_kind == T_POSTGRES)
+        snprintf(sql, sizeof sql,
+                 "UPDATE operations SET %s = clock_timestamp() + "
+                 "interval '%d seconds' WHERE operation_id = '%s'",
+                 column, seconds, op_id);
+    else
+        snprintf(sql, sizeof sql,
+                 "UPDATE operations SET %s = %lld WHERE operation_id = '%s'",
+                 column, (long long)(t_now_us() + (int64_t)seconds * 1000000),
+                 op_id);
+    assert_int_equal(t_raw_exec(r, sql), 0);
+    t_raw_close(r);
+}

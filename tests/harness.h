@@ -75,6 +75,18 @@ int64_t t_raw_int(t_raw *r, const char *fmt, ...);
  * row; row form, its grants row once consumed or revoked. */
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id);
 
+/* A brand-new, migrated store of the backend under test (SQLite: a file
+ * beside t_url; PostgreSQL: a new database), its URL written to url (at
+ * least 4200 bytes); tag names it. For tests whose scans must see only
+ * their own operations. */
+og_store *t_fresh_store(const char *tag, char *url, size_t n);
+
+/* Moves column (lease_until or submit_by) of operation op_id to `seconds`
+ * from the store's now, outside oncegate, in the store at url (NULL: the
+ * suite's store): tests decide when a lease ends rather than sleeping. */
+void t_set_op_time(const char *url, const char *op_id, const char *column,
+                   int seconds);
+
 /* Path of the oncegate binary (OG_TEST_ONCEGATE). */
 const char *t_oncegate_bin(void);
 

@@ -161,51 +161,17 @@ static og_provider_table *r_table(bool atomic)
 
 static char r_url[4200]; /* this test's own store */
 
-/* A brand-new store of the backend under test: recovery scans the whole
- * store, and the suite's store holds thousands of other suites'
- * operations, which it must neither touch nor wade through. */
+/* A brand-new store: recovery scans the whole store, and the suite's store
+ * holds thousands of other suites' operations, which it must neither touch
+ * nor wade through. */
 static og_store *r_store(void)
 {
-    char u[OG_UUID_LEN + 1], sql[128];
-    t_raw *raw;
-
-    t_uuid(u);
-    if (t_kind == T_SQLITE) {
-        snprintf(r_url, sizeof r_url, "%.*s-recovery-%.8s.db",
-                 (int)(strlen(t_url) - 3), t_url, u);
-    } else {
-        raw = t_raw_open();
-        snprintf(sql, sizeof sql, "CREATE DATABASE og_recovery_%.8s", u);
-        assert_int_equal(t_raw_exec(raw, sql), 0);
-        t_raw_close(raw);
-        /* A key=value string: the later dbname wins in libpq. */
-        snprintf(r_url, sizeof r_url,
-                 "host=127.0.0.1 port=%s user=postgres dbname=og_recovery_%.8s",
-                 getenv("OG_TEST_PG_PORT") ? getenv("OG_TEST_PG_PORT")
-                                           : "5432",
-                 u);
-    }
-    assert_int_equal(og_store_migrate(r_url, NULL, NULL, NULL), 0);
-    return t_store_url(r_url, 0, 0);
+    return t_fresh_store("recovery", r_url, sizeof r_url);
 }
 
 static void r_set_time(const char *op_id, const char *column, int seconds)
 {
-    t_raw *r = t_raw_open_url(r_url);
-    char sql[512];
-
-    if (t_kind == T_POSTGRES)
-        snprintf(sql, sizeof sql,
-                 "UPDATE operations SET %s = clock_timestamp() + "
-                 "interval '%d seconds' WHERE operation_id = '%s'",
-                 column, seconds, op_id);
-    else
-        snprintf(sql, sizeof sql,
-                 "UPDATE operations SET %s = %lld WHERE operation_id = '%s'",
-                 column, (long long)(t_now_us() + (int64_t)seconds * SEC),
-                 op_id);
-    assert_int_equal(t_raw_exec(r, sql), 0);
-    t_raw_close(r);
+    t_set_op_time(r_url, op_id, column, seconds);
 }
 
 /* Admits a fresh grant; *c describes it. */
