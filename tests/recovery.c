@@ -210,133 +210,131 @@ static og_operation r_recover(og_store *s, og_provider *p,
     return op;
 }
 
+/* What every test here needs: the sandbox's table (or a non-atomic copy),
+ * a fresh store, a running sandbox and a client for it. */
+typedef struct r_env {
+    og_provider_table *t;
+    og_store *s;
+    og_provider *p;
+    r_sandbox sb;
+} r_env;
+
+static void r_env_start(r_env *e, bool atomic)
+{
+    memset(e, 0, sizeof *e);
+    e->t = r_table(atomic);
+    e->s = r_store();
+    r_sandbox_start(&e->sb);
+    assert_int_equal(og_provider_open(e->sb.url, NULL, e->t, &e->p), 0);
+}
+
+static void r_env_stop(r_env *e)
+{
+    og_provider_free(e->p);
+    og_provider_table_free(e->t);
+    og_store_free(e->s);
+    r_sandbox_stop(&e->sb);
+}
+
 static void billing_success_with_a_lost_answer_is_found_by_lookup(void **st)
 {
-    og_provider_table *t = r_table(true);
-    og_store *s = r_store();
-    og_provider *p = NULL;
+    r_env e;
     og_provider_outcome po;
     og_recovery_stats sum;
     og_operation op, after;
     og_op_outcome unknown = {OG_OP_UNKNOWN, NULL, NULL, "handler"};
     bool rec = false;
-    r_sandbox sb;
     t_case c;
 
     (void)st;
-    r_sandbox_start(&sb);
-    assert_int_equal(og_provider_open(sb.url, NULL, t, &p), 0);
-    op = r_admit(s, &c);
+    r_env_start(&e, true);
+    op = r_admit(e.s, &c);
     /* The handler's call: the credit is made, the answer is lost. */
-    json_decref(r_control(&sb, "/_control/faults",
+    json_decref(r_control(&e.sb, "/_control/faults",
                           "{\"fault\":\"drop_response_after_effect\"}"));
-    assert_int_equal(og_provider_create_credit(p, op.operation_id,
+    assert_int_equal(og_provider_create_credit(e.p, op.operation_id,
                                                op.account_id, op.amount,
                                                op.currency, op.operation_id,
                                                op.submit_by_us, 5 * SEC, &po),
                      0);
     assert_int_equal(po.cls, OG_CLASS_UNKNOWN);
     unknown.reason = po.reason;
-    assert_int_equal(og_op_record(s, op.operation_id,
+    assert_int_equal(og_op_record(e.s, op.operation_id,
                                   OG_OP_BIT(OG_OP_ADMITTED), 1, &unknown,
                                   &rec),
                      0);
     assert_true(rec);
     r_set_time(op.operation_id, "lease_until", -1);
 
-    after = r_recover(s, p, t, op.operation_id, &sum);
+    after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
     assert_int_equal(after.owner_version, 2);
     assert_true(strncmp(after.provider_reference, "cr_", 3) == 0);
-    assert_int_equal(r_stat(&sb, "credits_created"), 1);
-    assert_int_equal(r_stat(&sb, "create_requests"), 1); /* no resubmit */
-    og_provider_free(p);
-    og_provider_table_free(t);
-    og_store_free(s);
-    r_sandbox_stop(&sb);
+    assert_int_equal(r_stat(&e.sb, "credits_created"), 1);
+    assert_int_equal(r_stat(&e.sb, "create_requests"), 1); /* no resubmit */
+    r_env_stop(&e);
 }
 
 static void crash_right_after_admission_is_resubmitted_once(void **st)
 {
-    og_provider_table *t = r_table(true);
-    og_store *s = r_store();
-    og_provider *p = NULL;
+    r_env e;
     og_recovery_stats sum;
     og_operation op, after;
-    r_sandbox sb;
     t_case c;
 
     (void)st;
-    r_sandbox_start(&sb);
-    assert_int_equal(og_provider_open(sb.url, NULL, t, &p), 0);
-    op = r_admit(s, &c); /* ... and the handler died: no call was made */
+    r_env_start(&e, true);
+    op = r_admit(e.s, &c); /* ... and the handler died: no call was made */
     r_set_time(op.operation_id, "lease_until", -1);
 
-    after = r_recover(s, p, t, op.operation_id, &sum);
+    after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
     assert_true(sum.resubmitted >= 1);
-    assert_int_equal(r_stat(&sb, "credits_created"), 1);
-    assert_int_equal(r_stat(&sb, "create_requests"), 1);
+    assert_int_equal(r_stat(&e.sb, "credits_created"), 1);
+    assert_int_equal(r_stat(&e.sb, "create_requests"), 1);
     /* A later pass leaves a settled operation alone. */
-    after = r_recover(s, p, t, op.operation_id, &sum);
+    after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
-    assert_int_equal(r_stat(&sb, "create_requests"), 1);
-    og_provider_free(p);
-    og_provider_table_free(t);
-    og_store_free(s);
-    r_sandbox_stop(&sb);
+    assert_int_equal(r_stat(&e.sb, "create_requests"), 1);
+    r_env_stop(&e);
 }
 
 static void without_atomic_same_key_recovery_never_creates(void **st)
 {
-    og_provider_table *t = r_table(false);
-    og_store *s = r_store();
-    og_provider *p = NULL;
+    r_env e;
     og_recovery_stats sum;
     og_operation op, after;
-    r_sandbox sb;
     t_case c;
 
     (void)st;
-    r_sandbox_start(&sb);
-    assert_int_equal(og_provider_open(sb.url, NULL, t, &p), 0);
-    op = r_admit(s, &c);
+    r_env_start(&e, false);
+    op = r_admit(e.s, &c);
     r_set_time(op.operation_id, "lease_until", -1);
 
-    after = r_recover(s, p, t, op.operation_id, &sum);
+    after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_NEEDS_RECONCILIATION);
     assert_string_equal(after.reason, "not_found_no_atomic_same_key");
-    assert_int_equal(r_stat(&sb, "create_requests"), 0);
-    og_provider_free(p);
-    og_provider_table_free(t);
-    og_store_free(s);
-    r_sandbox_stop(&sb);
+    assert_int_equal(r_stat(&e.sb, "create_requests"), 0);
+    r_env_stop(&e);
 }
 
 static void after_submit_by_recovery_never_creates(void **st)
 {
-    og_provider_table *t = r_table(true);
-    og_store *s = r_store();
-    og_provider *p = NULL;
+    r_env e;
     og_recovery_stats sum;
     og_operation op, after;
-    r_sandbox sb;
     t_case c;
 
     (void)st;
-    r_sandbox_start(&sb);
-    assert_int_equal(og_provider_open(sb.url, NULL, t, &p), 0);
-    op = r_admit(s, &c);
+    r_env_start(&e, true);
+    op = r_admit(e.s, &c);
     r_set_time(op.operation_id, "submit_by", -1);
     r_set_time(op.operation_id, "lease_until", -1);
 
-    after = r_recover(s, p, t, op.operation_id, &sum);
+    after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_NEEDS_RECONCILIATION);
-    assert_int_equal(r_stat(&sb, "create_requests"), 0);
-    og_provider_free(p);
-    og_provider_table_free(t);
-    og_store_free(s);
-    r_sandbox_stop(&sb);
+    assert_int_equal(r_stat(&e.sb, "create_requests"), 0);
+    r_env_stop(&e);
 }
 
 const struct CMUnitTest t_recovery_tests[] = {
