@@ -183,7 +183,12 @@ static sbx *sbx_new(const char *arg, ...)
     s->used = true;
     snprintf(s->dir, sizeof s->dir, "%s/sbx-%03u", g_tmp, ++g_seq);
     assert_int_equal(mkdir(s->dir, 0700), 0);
-    snprintf(s->state, sizeof s->state, "%s/state.db", s->dir);
+    {   /* via a local: s->dir and s->state share one object (restrict) */
+        char state[sizeof s->state];
+
+        snprintf(state, sizeof state, "%s/state.db", s->dir);
+        memcpy(s->state, state, sizeof state);
+    }
     s->argv[n++] = strdup(g_bin);
     s->argv[n++] = strdup("--listen");
     s->argv[n++] = strdup("127.0.0.1:0");

@@ -1779,7 +1779,7 @@ static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
                            int64_t owner_version, const og_op_outcome *o,
                            bool *recorded)
 {
-    og_op_status from;
+    og_op_status from = OG_OP_ADMITTED; /* set below; gcc -O3 cannot see it */
     sqlite3_stmt *st;
     int64_t at;
     int rc;
