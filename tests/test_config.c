@@ -811,6 +811,40 @@ static void dev_prepare_creates_credentials_and_one_key(void **state)
     og_srv_config_free(&c);
 }
 
+/* The table dev mode hands the server is the repository's, byte for byte
+ * (D4), and dev mode's short timings keep every relation T1..T12. */
+static void dev_prepare_writes_the_sandbox_table_and_dev_timings_hold(
+    void **state)
+{
+    const char *root = getenv("OG_TEST_SOURCE_ROOT");
+    og_srv_config c;
+    char dir[PATH_MAX], path[PATH_MAX + 64], err[512] = "";
+    const char *why = NULL;
+    char *want, *have;
+
+    (void)state;
+    if (!root)
+        fail_msg("OG_TEST_SOURCE_ROOT is not set (run through meson test)");
+    scratch(dir, "dev-table");
+    assert_int_equal(og_srv_config_defaults(&c), 0);
+    og_srv_dev_timings(&c.timings);
+    assert_int_equal(og_timings_check(&c.timings, &why), 0);
+    assert_true(c.timings.execution_lease_us <= 10 * 1000000);
+    assert_true(c.timings.recovery_delay_us / 2 <= 1000000);
+    assert_int_equal(og_srv_dev_prepare(&c, dir, NULL, err, sizeof err), 0);
+    FMT(path, "%s/sandbox-credits.v1.json", dir);
+    assert_string_equal(c.provider_table, path);
+    have = read_text(path);
+    FMT(path, "%s/providers/sandbox-credits.v1.json", root);
+    want = read_text(path);
+    assert_non_null(have);
+    assert_non_null(want);
+    assert_string_equal(have, want);
+    free(have);
+    free(want);
+    og_srv_config_free(&c);
+}
+
 static void dev_prepare_reuses_keys_and_credentials(void **state)
 {
     og_srv_config a, b;
@@ -956,6 +990,8 @@ static void assert_body_member(const char *logdir, int n, const char *name,
 
 static void dev_banner_shows_no_key_and_its_commands_work(void **state)
 {
+    og_srv_dev_sandbox sb = {.pid = 1, .url = "http://127.0.0.1:18081",
+                             .state = "/tmp/x/sandbox.db"};
     og_srv_config c;
     char dir[PATH_MAX], bin[PATH_MAX], logdir[PATH_MAX], script[PATH_MAX];
     char key[OG_API_KEY_MAX + 1], err[512], cmd[4 * PATH_MAX];
@@ -969,8 +1005,9 @@ static void dev_banner_shows_no_key_and_its_commands_work(void **state)
     assert_int_equal(og_srv_dev_prepare(&c, dir, NULL, err, sizeof err), 0);
     f = open_memstream(&buf, &len);
     assert_non_null(f);
+    c.provider_url = strdup("http://127.0.0.1:18081");
     og_srv_dev_banner(f, &c, dir, "http://127.0.0.1:18080",
-                      "/opt/my oncegate/oncegate");
+                      "/opt/my oncegate/oncegate", &sb);
     assert_int_equal(fclose(f), 0);
 
     assert_non_null(strstr(buf, "http://127.0.0.1:18080"));
@@ -979,6 +1016,8 @@ static void dev_banner_shows_no_key_and_its_commands_work(void **state)
     assert_non_null(strstr(buf, "'/opt/my oncegate/oncegate' dev-env"));
     assert_non_null(strstr(buf, "OG_OPERATOR_KEY"));
     assert_non_null(strstr(buf, OG_DEV_CREDENTIALS));
+    assert_non_null(strstr(buf, "provider     http://127.0.0.1:18081"));
+    assert_non_null(strstr(buf, "200, applied"));
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
         cred_key(dir, og_role_name(1u << i), key);
         assert_null(strstr(buf, key));
@@ -992,6 +1031,9 @@ static void dev_banner_shows_no_key_and_its_commands_work(void **state)
     assert_int_equal(mkdir(bin, 0700), 0);
     assert_int_equal(mkdir(logdir, 0700), 0);
     write_fake_curl(bin);
+    FMT(cmd, "%s/sleep", bin); /* step 5 waits for recovery: not here */
+    write_text(cmd, "#!/bin/sh\nexit 0\n");
+    assert_int_equal(chmod(cmd, 0755), 0);
     f = fopen(script, "w");
     assert_non_null(f);
     s = strstr(buf, "paste in order:\n");
@@ -1031,6 +1073,24 @@ static void dev_banner_shows_no_key_and_its_commands_work(void **state)
     s = call_part(logdir, 3, "hdr");
     assert_non_null(strstr(s, "Authorization: Bearer ak|"));
     free(s);
+    /* 5: arm the sandbox's lost answer, issue, present, read again. */
+    s = call_part(logdir, 4, "url");
+    assert_string_equal(s, "http://127.0.0.1:18081/_control/faults");
+    free(s);
+    assert_body_member(logdir, 4, "fault", "drop_response_after_effect",
+                       NULL);
+    s = call_part(logdir, 5, "url");
+    assert_string_equal(s, "http://127.0.0.1:18080/v1/grants");
+    free(s);
+    s = call_part(logdir, 6, "url");
+    assert_string_equal(s, "http://127.0.0.1:18080/v1/operations");
+    free(s);
+    assert_body_member(logdir, 6, "operation_id", NULL, op2);
+    assert_string_not_equal(op1, op2);
+    s = call_part(logdir, 7, "url");
+    FMT(cmd, "http://127.0.0.1:18080/v1/operations/%s", op2);
+    assert_string_equal(s, cmd);
+    free(s);
     free(buf);
     og_srv_config_free(&c);
 }
@@ -1046,7 +1106,7 @@ static void dev_banner_quotes_ipv6_urls_for_the_shell(void **state)
     assert_non_null(f);
     assert_int_equal(og_srv_config_defaults(&c), 0);
     og_srv_dev_banner(f, &c, "/nonexistent/dir", "http://[::1]:8080",
-                      "oncegate");
+                      "oncegate", NULL);
     assert_int_equal(fclose(f), 0);
     assert_non_null(strstr(buf, "curl -sS -g -X POST 'http://[::1]:8080'"
                                 "/v1/grants"));
@@ -1273,6 +1333,8 @@ int main(void)
         cmocka_unit_test(the_documented_example_loads),
         cmocka_unit_test(dev_prepare_creates_credentials_and_one_key),
         cmocka_unit_test(dev_prepare_reuses_keys_and_credentials),
+        cmocka_unit_test(
+            dev_prepare_writes_the_sandbox_table_and_dev_timings_hold),
         cmocka_unit_test(dev_prepare_refuses_a_broken_credentials_file),
         cmocka_unit_test(dev_banner_shows_no_key_and_its_commands_work),
         cmocka_unit_test(dev_banner_quotes_ipv6_urls_for_the_shell),

@@ -22,6 +22,14 @@
  *       complete result and reuse it.
  *   D3  An existing issuer key or credentials file is reused, never
  *       replaced: grants and shells that already use them keep working.
+ *   D4  Dev mode executes: unless a provider is given (--provider URL or
+ *       provider.url), each instance starts `oncegate-sandbox` beside
+ *       itself (control endpoint on, loopback, state in DIR/sandbox.db,
+ *       which instances sharing DIR share, so a credit one instance's
+ *       sandbox made is found by the other's lookup) and stops it when it
+ *       drains; the sandbox dies with the server (PR_SET_PDEATHSIG). The
+ *       classification table the server reads, DIR/sandbox-credits.v1.json,
+ *       is the copy compiled into the binary, rewritten at every start.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,8 +37,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -42,6 +55,16 @@
 #define DEV_KEY_RANDOM 32        /* bytes of randomness in an API key */
 #define DEV_KEY_PREFIX "og_"
 #define DEV_DEFAULT_DIR "./oncegate-dev"
+#define DEV_TABLE_FILE "sandbox-credits.v1.json"
+#define DEV_SANDBOX_STATE "sandbox.db"
+#define DEV_SANDBOX_BIN "oncegate-sandbox"
+#define DEV_SANDBOX_READY "oncegate-sandbox: listening on "
+#define DEV_SANDBOX_START_MS 15000 /* its ready line, at most */
+#define DEV_SANDBOX_STOP_MS 10000  /* its drain after SIGTERM, at most */
+
+/* providers/sandbox-credits.v1.json, compiled in (tools/embed.py). */
+extern const char og_srv_dev_table[];
+extern const size_t og_srv_dev_table_len;
 
 /* The credentials of one data directory, by role index. Wiped after use. */
 typedef struct dev_creds {
@@ -389,15 +412,20 @@ static int dev_fsync_dir(const char *dir)
     return rc;
 }
 
-/* Creates DIR/dev-credentials.json (path) holding text, atomically and with
- * mode 0600 (D1). Called under the lock. 0 or OG_EKEY_IO with err. */
-static int dev_creds_write(const char *dir, const char *path,
-                           const char *text, char *err, size_t errlen)
+/* Creates or replaces DIR/name (path) holding len bytes of text,
+ * atomically, with mode (0600 for the credentials, D1): written under a
+ * temporary name, fsync'd, renamed, the directory fsync'd. Called under the
+ * lock. 0 or OG_EKEY_IO with err. */
+static int dev_file_write(const char *dir, const char *name, const char *path,
+                          const char *text, size_t len, mode_t mode,
+                          char *err, size_t errlen)
 {
-    char tmp[OG_PATH_MAX];
+    char tmp[OG_PATH_MAX], tmpname[OG_PATH_MAX];
     int fd, e;
 
-    if (dev_path(tmp, dir, "." OG_DEV_CREDENTIALS ".tmp") != 0)
+    if ((size_t)snprintf(tmpname, sizeof tmpname, ".%s.tmp", name) >=
+            sizeof tmpname ||
+        dev_path(tmp, dir, tmpname) != 0)
         return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
     /* Under the lock nobody else writes tmp: one left here is from a setup
      * that crashed. O_EXCL then refuses anything (a symlink included) that
@@ -405,11 +433,11 @@ static int dev_creds_write(const char *dir, const char *path,
     if (unlink(tmp) != 0 && errno != ENOENT)
         return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot remove: %s", tmp,
                         strerror(errno));
-    fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
     if (fd < 0)
         return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot create: %s", tmp,
                         strerror(errno));
-    if (fchmod(fd, 0600) != 0 || dev_write_all(fd, text, strlen(text)) != 0 ||
+    if (fchmod(fd, mode) != 0 || dev_write_all(fd, text, len) != 0 ||
         fsync(fd) != 0) {
         e = errno;
         close(fd);
@@ -441,7 +469,8 @@ static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
         rc = dev_fail(err, errlen, OG_EINTERNAL, "%s: credentials too long",
                       path);
     else
-        rc = dev_creds_write(dir, path, text, err, errlen);
+        rc = dev_file_write(dir, OG_DEV_CREDENTIALS, path, text, strlen(text),
+                            0600, err, errlen);
     sodium_memzero(text, sizeof text);
     return rc;
 }
@@ -453,12 +482,12 @@ static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
 /* Fills c from the data directory and the credentials; c is changed only
  * on success. 0 or OG_ENOMEM / OG_EINVAL with err. */
 static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
-                    const char *keys_dir, const dev_creds *cr, char *err,
-                    size_t errlen)
+                    const char *keys_dir, const char *table_path,
+                    const dev_creds *cr, char *err, size_t errlen)
 {
     char url[OG_PATH_MAX + 16];
     og_principal *ps = calloc(OG_ROLE_COUNT, sizeof *ps);
-    char *store, *keys, *iss, *aud;
+    char *store, *keys, *iss, *aud, *table = NULL;
 
     if ((size_t)snprintf(url, sizeof url, "sqlite:%s/oncegate.db", dir) >=
         sizeof url) {
@@ -469,12 +498,17 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     keys = strdup(keys_dir);
     iss = strdup(OG_DEV_ISSUER);
     aud = strdup(OG_DEV_AUDIENCE);
-    if (!ps || !store || !keys || !iss || !aud) {
+    /* A table the configuration names wins: --dev with --config. */
+    if (!c->provider_table)
+        table = strdup(table_path);
+    if (!ps || !store || !keys || !iss || !aud ||
+        (!c->provider_table && !table)) {
         free(ps);
         free(store);
         free(keys);
         free(iss);
         free(aud);
+        free(table);
         return dev_fail(err, errlen, OG_ENOMEM, "out of memory");
     }
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
@@ -499,19 +533,26 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     c->principals = ps;
     c->n_principals = OG_ROLE_COUNT;
     c->auto_migrate = true;
+    if (table)
+        c->provider_table = table;
     return 0;
 }
 
 /* The locked part of og_srv_dev_prepare: keys directory, issuer key,
- * credentials into *cr. 0 or an error with err. */
+ * credentials into *cr, and the sandbox's classification table — rewritten
+ * from the copy compiled into this binary every time, so the file always
+ * describes the sandbox this binary starts (D4). 0 or an error with err. */
 static int dev_setup_locked(const char *dir, const char *keys_dir,
-                            const char *creds_path, dev_creds *cr, char *err,
-                            size_t errlen)
+                            const char *creds_path, const char *table_path,
+                            dev_creds *cr, char *err, size_t errlen)
 {
     int rc;
 
     if ((rc = dev_mkdir(keys_dir, err, errlen)) != 0 ||
-        (rc = dev_ensure_key(keys_dir, err, errlen)) != 0)
+        (rc = dev_ensure_key(keys_dir, err, errlen)) != 0 ||
+        (rc = dev_file_write(dir, DEV_TABLE_FILE, table_path,
+                             og_srv_dev_table, og_srv_dev_table_len, 0644,
+                             err, errlen)) != 0)
         return rc;
     return dev_creds_ensure(dir, creds_path, cr, err, errlen);
 }
@@ -520,6 +561,7 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
                        const char *store_url, char *err, size_t errlen)
 {
     char keys_dir[OG_PATH_MAX], creds_path[OG_PATH_MAX];
+    char table_path[OG_PATH_MAX];
     dev_creds cr;
     int rc, lock = -1;
 
@@ -530,18 +572,214 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
     if (sodium_init() < 0)
         return dev_fail(err, errlen, OG_EINTERNAL, "libsodium failed to start");
     if (dev_path(keys_dir, dir, "keys") != 0 ||
-        dev_path(creds_path, dir, OG_DEV_CREDENTIALS) != 0)
+        dev_path(creds_path, dir, OG_DEV_CREDENTIALS) != 0 ||
+        dev_path(table_path, dir, DEV_TABLE_FILE) != 0)
         return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
     memset(&cr, 0, sizeof cr);
     if ((rc = dev_mkdir(dir, err, errlen)) == 0 &&
         (rc = dev_lock(dir, &lock, err, errlen)) == 0) {
-        rc = dev_setup_locked(dir, keys_dir, creds_path, &cr, err, errlen);
+        rc = dev_setup_locked(dir, keys_dir, creds_path, table_path, &cr,
+                              err, errlen);
         close(lock); /* releases the flock */
     }
     if (rc == 0)
-        rc = dev_fill(c, dir, store_url, keys_dir, &cr, err, errlen);
+        rc = dev_fill(c, dir, store_url, keys_dir, table_path, &cr, err,
+                      errlen);
     sodium_memzero(&cr, sizeof cr);
     return rc;
+}
+
+/* ===========================================================================
+ * Short timings and the sandbox provider beside the server (D4).
+ * ========================================================================= */
+
+void og_srv_dev_timings(og_timings *t)
+{
+    /* Seconds instead of minutes, so recovery is seen within seconds; the
+     * relations T1..T12 hold with these (a unit test checks it):
+     * T5: 6 s >= 3 x 1 s + 2 s + 0.5 s; T6: 6 s >= 2 x 2 s + 1 s. */
+    t->store_timeout_us = 1000 * 1000;
+    t->provider_timeout_us = 2000 * 1000;
+    t->lease_margin_us = 500 * 1000;
+    t->execution_lease_us = 6000 * 1000;
+    t->recovery_lease_us = 6000 * 1000;
+    t->recovery_delay_us = 2000 * 1000; /* a recovery pass every second */
+}
+
+/* The sandbox binary: beside this executable (a build directory, or the
+ * bindir it was installed to), else NULL (then looked up in PATH). */
+static char *dev_sandbox_path(void)
+{
+    char self[OG_PATH_MAX], *slash, *path;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+
+    if (n <= 0)
+        return NULL;
+    self[n] = '\0';
+    if (!(slash = strrchr(self, '/')))
+        return NULL;
+    slash[1] = '\0';
+    if (!(path = malloc(strlen(self) + sizeof DEV_SANDBOX_BIN)))
+        return NULL;
+    strcpy(path, self);
+    strcat(path, DEV_SANDBOX_BIN);
+    if (access(path, X_OK) != 0) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+/* In the child: becomes the sandbox. Never returns. */
+static void dev_sandbox_exec(const char *path, const char *state, int out,
+                             pid_t parent)
+{
+    char *argv[] = {(char *)DEV_SANDBOX_BIN, (char *)"--listen",
+                    (char *)"127.0.0.1:0", (char *)"--state", (char *)state,
+                    (char *)"--control", NULL};
+    sigset_t none;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    /* The server blocks the signals it sigwaits for; a blocked mask and an
+     * ignored SIGPIPE would survive exec and keep the sandbox from
+     * draining on SIGTERM. */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    /* Dies with the server, even when the server is killed (D4). */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(127);
+    if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
+        dup2(out, STDOUT_FILENO) < 0)
+        _exit(127);
+    if (path)
+        execv(path, argv);
+    else
+        execvp(DEV_SANDBOX_BIN, argv);
+    fprintf(stderr, "oncegate: dev: cannot run %s: %s\n",
+            path ? path : DEV_SANDBOX_BIN, strerror(errno));
+    _exit(127);
+}
+
+/* Reads the sandbox's ready line from fd into url (its base URL), within
+ * DEV_SANDBOX_START_MS. 0, or -1 on EOF, timeout or a line not expected. */
+static int dev_sandbox_ready(int fd, char *url, size_t urllen)
+{
+    char line[512];
+    size_t used = 0;
+    int waited = 0;
+
+    while (used < sizeof line - 1 && waited < DEV_SANDBOX_START_MS) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t r;
+        char *nl;
+        int ready = poll(&p, 1, 100);
+
+        if (ready < 0 && errno != EINTR)
+            return -1;
+        if (ready <= 0) {
+            waited += 100;
+            continue;
+        }
+        if ((r = read(fd, line + used, sizeof line - 1 - used)) <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        used += (size_t)r;
+        line[used] = '\0';
+        if (!(nl = strchr(line, '\n')))
+            continue;
+        *nl = '\0';
+        if (strncmp(line, DEV_SANDBOX_READY, strlen(DEV_SANDBOX_READY)) != 0 ||
+            (size_t)snprintf(url, urllen, "%s",
+                             line + strlen(DEV_SANDBOX_READY)) >= urllen)
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
+                             og_srv_dev_sandbox *sb, char *err, size_t errlen)
+{
+    char state[OG_PATH_MAX], *path, *url;
+    pid_t parent = getpid(), pid;
+    int p[2], status;
+
+    memset(sb, 0, sizeof sb[0]);
+    if (dev_path(state, dir, DEV_SANDBOX_STATE) != 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    /* Close-on-exec, so no other child inherits the pipe; the sandbox
+     * gets its end by dup2, which clears the flag. */
+    if (pipe(p) != 0)
+        return dev_fail(err, errlen, OG_EINTERNAL, "pipe: %s",
+                        strerror(errno));
+    if (fcntl(p[0], F_SETFD, FD_CLOEXEC) != 0 ||
+        fcntl(p[1], F_SETFD, FD_CLOEXEC) != 0) {
+        int e = errno;
+
+        close(p[0]);
+        close(p[1]);
+        return dev_fail(err, errlen, OG_EINTERNAL, "pipe: %s", strerror(e));
+    }
+    path = dev_sandbox_path();
+    fflush(NULL); /* nothing buffered is written twice */
+    if ((pid = fork()) < 0) {
+        int e = errno;
+
+        close(p[0]);
+        close(p[1]);
+        free(path);
+        return dev_fail(err, errlen, OG_EINTERNAL, "fork: %s", strerror(e));
+    }
+    if (pid == 0)
+        dev_sandbox_exec(path, state, p[1], parent);
+    free(path);
+    close(p[1]);
+    if (dev_sandbox_ready(p[0], sb->url, sizeof sb->url) != 0) {
+        close(p[0]);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return dev_fail(err, errlen, OG_EPROVIDER_UNAVAILABLE,
+                        "%s did not start (see its message above); give a "
+                        "provider with --provider URL, or put "
+                        DEV_SANDBOX_BIN " beside oncegate or in PATH",
+                        DEV_SANDBOX_BIN);
+    }
+    /* Nothing more is read: the sandbox writes only its ready line to
+     * stdout (and ignores SIGPIPE should it ever write again). */
+    close(p[0]);
+    sb->pid = pid;
+    snprintf(sb->state, sizeof sb->state, "%s", state);
+    if (!(url = strdup(sb->url))) {
+        og_srv_dev_sandbox_stop(sb);
+        return dev_fail(err, errlen, OG_ENOMEM, "out of memory");
+    }
+    free(c->provider_url);
+    c->provider_url = url;
+    return 0;
+}
+
+void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb)
+{
+    int status;
+
+    if (!sb || sb->pid <= 0)
+        return;
+    kill(sb->pid, SIGTERM);
+    for (int waited = 0; waited < DEV_SANDBOX_STOP_MS; waited += 50) {
+        pid_t r = waitpid(sb->pid, &status, WNOHANG);
+
+        if (r == sb->pid || (r < 0 && errno != EINTR)) {
+            sb->pid = 0;
+            return;
+        }
+        usleep(50 * 1000);
+    }
+    kill(sb->pid, SIGKILL);
+    waitpid(sb->pid, &status, 0);
+    sb->pid = 0;
 }
 
 /* ===========================================================================
@@ -628,15 +866,10 @@ static void dev_banner_present(FILE *f, const char *url, const char *g,
             var);
 }
 
-/* Writes the four ready-to-paste steps: issue, present, replay, read. */
-static void dev_banner_steps(FILE *f, const og_srv_config *c, const char *url)
+/* Writes the `curl` that issues a grant to the agent into $TOKEN. */
+static void dev_banner_issue(FILE *f, const og_srv_config *c, const char *url,
+                             const char *g)
 {
-    const char *g = strchr(url, '[') ? " -g" : ""; /* IPv6: no URL globbing */
-    const char *agent = dev_principal_id(c, OG_ROLE_AGENT, "dev-agent");
-
-    fprintf(f, "  # 1. issue a grant to %s (as the issuer); the token goes to "
-               "$TOKEN\n",
-            agent);
     fprintf(f, "  TOKEN=$(curl -sS%s -X POST ", g);
     dev_sh_word(f, url);
     fputs("/v1/grants \\\n"
@@ -644,21 +877,16 @@ static void dev_banner_steps(FILE *f, const og_srv_config *c, const char *url)
           "-H \"Authorization: Bearer $OG_ISSUER_KEY\" \\\n"
           "    -d '{\"subject\": \"",
           f);
-    dev_sh_json(f, agent);
+    dev_sh_json(f, dev_principal_id(c, OG_ROLE_AGENT, "dev-agent"));
     fputs("\", \"action\": \"credit.apply\", " DEV_PARAMS
           ", \"ttl_seconds\": 900, \"family\": \"fam-1\"}' \\\n"
           "    | sed -E 's/.*\"token\": ?\"([^\"]+)\".*/\\1/')\n",
           f);
-    fputs("  # 2. present it with a fresh operation id: 202, admitted\n"
-          "  OP=$(cat /proc/sys/kernel/random/uuid)\n",
-          f);
-    dev_banner_present(f, url, g, "OP");
-    fputs("  # 3. replay it with another operation id: 409, "
-          "grant_not_available\n"
-          "  OP2=$(cat /proc/sys/kernel/random/uuid)\n",
-          f);
-    dev_banner_present(f, url, g, "OP2");
-    fputs("  # 4. read the operation: 200, with its status\n", f);
+}
+
+/* Writes the `curl` that reads operation $OP as its caller. */
+static void dev_banner_read(FILE *f, const char *url, const char *g)
+{
     fprintf(f, "  curl -sS%s -w '\\n%%{http_code}\\n' ", g);
     dev_sh_word(f, url);
     fputs("/v1/operations/\"$OP\" \\\n"
@@ -666,8 +894,63 @@ static void dev_banner_steps(FILE *f, const og_srv_config *c, const char *url)
           f);
 }
 
+/* Writes step 5: the sandbox drops its next answer after making the
+ * credit; the presentation is pending until recovery finds the credit. */
+static void dev_banner_lost_answer(FILE *f, const og_srv_config *c,
+                                   const char *url, const char *g,
+                                   const og_srv_dev_sandbox *sb)
+{
+    fputs("  # 5. the provider makes the next credit but its answer is lost: "
+          "202, pending;\n"
+          "  #    recovery finds the credit within seconds, and the read "
+          "says succeeded\n",
+          f);
+    fprintf(f, "  curl -sS%s -X POST ", g);
+    dev_sh_word(f, sb->url);
+    fputs("/_control/faults -w '\\n' \\\n"
+          "    -H 'Content-Type: application/json' \\\n"
+          "    -d '{\"fault\": \"drop_response_after_effect\", "
+          "\"count\": 1}'\n",
+          f);
+    dev_banner_issue(f, c, url, g);
+    fputs("  OP=$(cat /proc/sys/kernel/random/uuid)\n", f);
+    dev_banner_present(f, url, g, "OP");
+    fputs("  sleep 10\n", f);
+    dev_banner_read(f, url, g);
+}
+
+/* Writes the ready-to-paste steps: issue, present, replay, read, and with
+ * a sandbox started here, a lost answer. */
+static void dev_banner_steps(FILE *f, const og_srv_config *c, const char *url,
+                             const og_srv_dev_sandbox *sb)
+{
+    const char *g = strchr(url, '[') ? " -g" : ""; /* IPv6: no URL globbing */
+
+    fprintf(f, "  # 1. issue a grant to %s (as the issuer); the token goes to "
+               "$TOKEN\n",
+            dev_principal_id(c, OG_ROLE_AGENT, "dev-agent"));
+    dev_banner_issue(f, c, url, g);
+    fputs(c && c->provider_url
+              ? "  # 2. present it with a fresh operation id: 200, applied "
+                "(the provider made the credit)\n"
+              : "  # 2. present it with a fresh operation id: 202, admitted\n",
+          f);
+    fputs("  OP=$(cat /proc/sys/kernel/random/uuid)\n", f);
+    dev_banner_present(f, url, g, "OP");
+    fputs("  # 3. replay it with another operation id: 409, "
+          "grant_not_available\n"
+          "  OP2=$(cat /proc/sys/kernel/random/uuid)\n",
+          f);
+    dev_banner_present(f, url, g, "OP2");
+    fputs("  # 4. read the operation: 200, with its status\n", f);
+    dev_banner_read(f, url, g);
+    if (sb && sb->pid > 0)
+        dev_banner_lost_answer(f, c, url, g, sb);
+}
+
 void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
-                       const char *url, const char *argv0)
+                       const char *url, const char *argv0,
+                       const og_srv_dev_sandbox *sb)
 {
     char *abs = realpath(dir, NULL); /* the eval line works from any cwd */
     const char *shown = abs ? abs : dir;
@@ -678,14 +961,26 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
             "  url          %s\n"
             "  data dir     %s\n"
             "  credentials  %s/" OG_DEV_CREDENTIALS
-            " (mode 0600; API keys are never printed)\n"
-            "\n"
-            "Load the API keys into your shell as OG_ISSUER_KEY, "
-            "OG_AGENT_KEY, OG_ENFORCER_KEY,\n"
-            "OG_REVOKER_KEY and OG_OPERATOR_KEY:\n"
-            "\n"
-            "  eval \"$(",
+            " (mode 0600; API keys are never printed)\n",
             c && c->issuer ? c->issuer : OG_DEV_ISSUER, url, shown, shown);
+    if (sb && sb->pid > 0)
+        fprintf(f, "  provider     %s: " DEV_SANDBOX_BIN ", started beside "
+                   "this instance (state %s/" DEV_SANDBOX_STATE ";\n"
+                   "               faults and counters at /_control, see "
+                   "docs/sandbox.md)\n",
+                sb->url, shown);
+    else if (c && c->provider_url)
+        fprintf(f, "  provider     %s\n", c->provider_url);
+    else
+        fputs("  provider     none: operations are admitted, not executed\n",
+              f);
+    fputs("\n"
+          "Load the API keys into your shell as OG_ISSUER_KEY, "
+          "OG_AGENT_KEY, OG_ENFORCER_KEY,\n"
+          "OG_REVOKER_KEY and OG_OPERATOR_KEY:\n"
+          "\n"
+          "  eval \"$(",
+          f);
     dev_sh_word(f, argv0 && argv0[0] ? argv0 : "oncegate");
     fputs(" dev-env --data-dir ", f);
     dev_sh_word(f, shown);
@@ -694,7 +989,7 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
           "Then, in the same shell, paste in order:\n"
           "\n",
           f);
-    dev_banner_steps(f, c, url);
+    dev_banner_steps(f, c, url, sb);
     fflush(f);
     free(abs);
 }

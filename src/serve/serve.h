@@ -32,6 +32,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -179,12 +180,39 @@ void og_srv_config_doc(FILE *f);
 int og_srv_dev_prepare(og_srv_config *c, const char *dir,
                        const char *store_url, char *err, size_t errlen);
 
-/* Prints the ready banner: the URL, the data directory, how to load the
- * API keys into the shell without printing them, and ready-to-paste curl
- * commands that issue a grant, present it, replay it and read the
- * operation. */
+/* Sets dev mode's short timings in *t (execution lease 6 s, a recovery
+ * pass every second), which satisfy T1..T12. */
+void og_srv_dev_timings(og_timings *t);
+
+/* The sandbox provider a dev instance runs beside itself (dev.c, D4). */
+typedef struct og_srv_dev_sandbox {
+    pid_t pid;                  /* 0: none running */
+    char url[256];              /* its base URL, http://127.0.0.1:PORT */
+    char state[OG_PATH_MAX];    /* its state file, DIR/sandbox.db */
+} og_srv_dev_sandbox;
+
+/* Starts `oncegate-sandbox` (beside this executable, else from PATH) on a
+ * loopback port with its control endpoint, state in DIR/sandbox.db; waits
+ * for its ready line and sets c->provider_url to its URL. Call before any
+ * thread exists. 0, or OG_EPROVIDER_UNAVAILABLE / OG_EINTERNAL /
+ * OG_ENOMEM with err (nothing left running). */
+int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
+                             og_srv_dev_sandbox *sb, char *err,
+                             size_t errlen);
+
+/* Stops a sandbox started by og_srv_dev_sandbox_start (SIGTERM, then
+ * SIGKILL after 10 s) and reaps it. No-op when none runs. */
+void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
+
+/* Prints the ready banner: the URL, the data directory, the provider, how
+ * to load the API keys into the shell without printing them, and
+ * ready-to-paste curl commands that issue a grant, present it (applied at
+ * the provider), replay it and read the operation; with sb (a sandbox
+ * started here, control endpoint on) also a lost provider answer that
+ * recovery settles. */
 void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
-                       const char *url, const char *argv0);
+                       const char *url, const char *argv0,
+                       const og_srv_dev_sandbox *sb);
 
 /* `oncegate dev-env [--data-dir DIR]`: prints `export OG_<ROLE>_KEY=...`
  * lines from DIR/dev-credentials.json for eval in a shell. Exit code. */

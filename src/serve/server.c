@@ -27,7 +27,7 @@
 const char og_usage_serve[] =
     "usage: oncegate serve --config FILE [--listen HOST:PORT] [--store URL]\n"
     "       oncegate serve --dev [--data-dir DIR] [--listen HOST:PORT]\n"
-    "                      [--store URL]\n"
+    "                      [--store URL] [--provider URL]\n"
     "       oncegate serve --routes | --config-doc\n"
     "\n"
     "The HTTP service (docs/http.md): admits grants at the execution\n"
@@ -38,8 +38,13 @@ const char og_usage_serve[] =
     "  --dev            development instance: SQLite in DIR, generated issuer\n"
     "                   keys and one principal per role in\n"
     "                   DIR/dev-credentials.json (reused when present);\n"
+    "                   executes credit.apply at an oncegate-sandbox it starts\n"
+    "                   beside itself (state DIR/sandbox.db); short timings\n"
+    "                   (6 s execution lease, a recovery pass every second);\n"
     "                   listens on 127.0.0.1:8080 unless --listen\n"
     "  --data-dir DIR   dev data directory (default ./oncegate-dev)\n"
+    "  --provider URL   dev: use the sandbox provider at URL instead of\n"
+    "                   starting one\n"
     "  --listen H:P     overrides the configuration (port 0: any free port)\n"
     "  --store URL      overrides the configuration's store\n"
     "  --routes         prints the served routes (METHOD PATH) and exits\n"
@@ -59,6 +64,7 @@ typedef struct serve_args {
     const char *data_dir;
     const char *listen;
     const char *store;
+    const char *provider;
     bool dev;
 } serve_args;
 
@@ -81,6 +87,8 @@ static int load_config(og_srv *srv, const serve_args *a)
         return OG_EXIT_INTERNAL;
     if (a->dev && !a->listen)
         og_srv_config_set_listen(&srv->cfg, "127.0.0.1:8080");
+    if (a->dev) /* before the file: a configuration's timings win */
+        og_srv_dev_timings(&srv->cfg.timings);
     if (a->config &&
         og_srv_config_load(&srv->cfg, a->config, err, sizeof err) != 0)
         return refuse(err);
@@ -96,6 +104,14 @@ static int load_config(og_srv *srv, const serve_args *a)
             return OG_EXIT_INTERNAL;
         free(srv->cfg.store_url);
         srv->cfg.store_url = dup;
+    }
+    if (a->provider) {
+        char *dup = strdup(a->provider);
+
+        if (!dup)
+            return OG_EXIT_INTERNAL;
+        free(srv->cfg.provider_url);
+        srv->cfg.provider_url = dup;
     }
     if (og_srv_config_check(&srv->cfg, err, sizeof err) != 0)
         return refuse(err);
@@ -386,14 +402,15 @@ static void drain(og_srv *srv, struct MHD_Daemon *d)
 
 static int parse_args(int argc, char **argv, serve_args *a, int *done)
 {
-    enum { O_CONFIG = 256, O_DEV, O_DIR, O_LISTEN, O_STORE, O_ROUTES,
-           O_DOC };
+    enum { O_CONFIG = 256, O_DEV, O_DIR, O_LISTEN, O_STORE, O_PROVIDER,
+           O_ROUTES, O_DOC };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, O_CONFIG},
         {"dev", no_argument, NULL, O_DEV},
         {"data-dir", required_argument, NULL, O_DIR},
         {"listen", required_argument, NULL, O_LISTEN},
         {"store", required_argument, NULL, O_STORE},
+        {"provider", required_argument, NULL, O_PROVIDER},
         {"routes", no_argument, NULL, O_ROUTES},
         {"config-doc", no_argument, NULL, O_DOC},
         {"help", no_argument, NULL, 'h'},
@@ -410,6 +427,7 @@ static int parse_args(int argc, char **argv, serve_args *a, int *done)
         case O_DIR: a->data_dir = optarg; break;
         case O_LISTEN: a->listen = optarg; break;
         case O_STORE: a->store = optarg; break;
+        case O_PROVIDER: a->provider = optarg; break;
         case O_ROUTES:
             for (size_t i = 0; i < og_n_routes; i++)
                 printf("%s %s\n", og_routes[i].method, og_routes[i].pattern);
@@ -429,7 +447,7 @@ static int parse_args(int argc, char **argv, serve_args *a, int *done)
         }
     }
     if (optind != argc || (!a->config && !a->dev) ||
-        (a->data_dir && !a->dev)) {
+        ((a->data_dir || a->provider) && !a->dev)) {
         fputs(og_usage_serve, stderr);
         return OG_EXIT_USAGE;
     }
@@ -465,6 +483,7 @@ static void signal_loop(og_srv *srv, const serve_args *a, sigset_t *set,
 int og_cli_serve(int argc, char **argv)
 {
     serve_args a = {0};
+    og_srv_dev_sandbox sandbox = {0};
     og_srv srv;
     struct MHD_Daemon *d = NULL;
     sigset_t set;
@@ -495,6 +514,14 @@ int og_cli_serve(int argc, char **argv)
         rc = refuse("log_file: cannot be opened for appending");
         goto out;
     }
+    /* Dev mode executes (D4 in dev.c): a sandbox beside this instance
+     * unless a provider was given. Started before any thread exists. */
+    if (a.dev && !srv.cfg.provider_url &&
+        og_srv_dev_sandbox_start(&srv.cfg, a.data_dir, &sandbox, err,
+                                 sizeof err) != 0) {
+        rc = refuse(err);
+        goto out;
+    }
     if ((rc = open_store(&srv)) != OG_EXIT_OK ||
         (rc = open_provider(&srv)) != OG_EXIT_OK)
         goto out;
@@ -522,7 +549,8 @@ int og_cli_serve(int argc, char **argv)
     if (a.dev)
         /* argv[-1]: main() passes the arguments after the program name,
          * so the program's own path is the slot before "serve". */
-        og_srv_dev_banner(stdout, &srv.cfg, a.data_dir, url, argv[-1]);
+        og_srv_dev_banner(stdout, &srv.cfg, a.data_dir, url, argv[-1],
+                          &sandbox);
     fflush(stdout);
 
     if (srv.provider && srv.cfg.recovery_loop) {
@@ -542,6 +570,7 @@ out:
     og_provider_free(srv.provider);
     og_provider_table_free(srv.ptable);
     og_store_free(srv.store);
+    og_srv_dev_sandbox_stop(&sandbox); /* after the last provider call */
     og_srv_config_free(&srv.cfg);
     og_log_close();
     pthread_cond_destroy(&srv.drain_cv);
