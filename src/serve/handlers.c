@@ -586,6 +586,17 @@ static int h_operations_post(og_http_req *r)
     og_http_log_str(r, "operation_id", op_id);
     if (!action)
         action = OG_DEFAULT_ACTION;
+    /* The provider executes credit.apply and nothing else, and recovery
+     * would take any stalled Admitted operation to it: a grant for another
+     * action must not be admitted here at all (before the store: it
+     * changes nothing). */
+    if (srv->provider && strcmp(action, OG_DEFAULT_ACTION) != 0) {
+        og_http_error(r, 422, "action_not_executable",
+                      "this instance executes only " OG_DEFAULT_ACTION
+                      " at its provider",
+                      "action");
+        return 0;
+    }
     greq.caller = r->principal->id;
     greq.action = action;
     greq.account = account;
