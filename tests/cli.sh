@@ -63,9 +63,38 @@ check "bad store URL" 78 admit --store mysql://x --grant-id g-4 --operation-id $
 check "postgres unreachable" 75 "$OG" admit --store "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2" \
       --issuer i --grant-id g --expires-at "$EXP" --operation-id $OP2 --caller c --account a --amount 1 --currency USD
 expect_out "unavailable JSON" '^\{"outcome":"store_unavailable"\}$'
-check "demo" 0 "$OG" demo --store "sqlite:$T/demo.db"
-expect_out "demo refuses every replay" '2 of 2 replays refused'
-check "demo again on the same store" 0 "$OG" demo --store "sqlite:$T/demo.db"
+# The demo: one oncegate-sandbox (beside $OG) and two `oncegate serve --dev`
+# processes; its data directory goes under TMPDIR, removed when it passes.
+demo_logs() { # the kept data directory's logs, when a demo failed
+    for f in "$T"/oncegate-demo-*/*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 40 "$f"; }; done; }
+check "demo" 0 env TMPDIR="$T" "$OG" demo --store "sqlite:$T/demo.db"
+expect_out "demo: the lost answer reaches the agent as pending" \
+    '202 (unknown|admitted), result pending, outcome admitted +✔ no final answer reached the agent'
+expect_out "demo: the same operation on B is never billed again" \
+    'outcome already_admitted +✔ its status; billing is not called again'
+expect_out "demo: a new operation on B is refused" '409 grant_not_available +✔ replay refused'
+expect_out "demo: recovery records the credit it found" \
+    'history: outcome +unknown +→ succeeded +by recovery \(found\), cr_[0-9a-f]{24}'
+expect_out "demo: recovered" 'succeeded [0-9.]+ s after the lost answer, credit cr_[0-9a-f]{24} +✔ recovered'
+expect_out "demo: the sandbox counts exactly one credit" \
+    'create_requests 1, credits_created 1, lookups [0-9]+ +✔ the sandbox counts exactly one credit'
+expect_out "demo: incident 2 bills once per grant" \
+    'create_requests 2, credits_created 2, lookups [0-9]+ +✔ still one credit per grant'
+expect_out "demo refuses every replay" '2 of 2 replays refused; 9 of 9 steps as expected'
+if grep -Eq 'og_[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}' "$T/out" "$T/err"; then
+    fail=$((fail+1)); echo "FAIL demo printed an API key or a grant token";
+else pass=$((pass+1)); echo "ok   demo prints no API key or grant token"; fi
+if ls -d "$T"/oncegate-demo-* >/dev/null 2>&1; then
+    fail=$((fail+1)); echo "FAIL demo left its data directory (the logs follow)"; demo_logs
+else pass=$((pass+1)); echo "ok   demo removed its data directory"; fi
+if ps -eo args | grep -F -- "$T/oncegate-demo-" | grep -v grep >/dev/null; then
+    fail=$((fail+1)); echo "FAIL demo left processes behind"
+else pass=$((pass+1)); echo "ok   demo stopped every process it started"; fi
+check "demo again on the same store" 0 env TMPDIR="$T" "$OG" demo --store "sqlite:$T/demo.db"
+expect_out "demo again refuses every replay" '2 of 2 replays refused'
+check "demo refuses a store with an operation awaiting its outcome" 78 \
+      env TMPDIR="$T" "$OG" demo --store "$S"
+expect_err "demo names the reason" 'awaiting an outcome'
 
 # keygen: files, modes, JSON with paths and never key material, refusals.
 K="$T/keys"; mkdir -p "$K"

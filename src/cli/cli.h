@@ -47,7 +47,5 @@ void og_cli_print_json(json_t *v);
 
 /* `oncegate demo`. */
 int og_cli_demo(int argc, char **argv);
-/* `oncegate instance` (the demo's long-lived instance process). */
-int og_cli_instance(int argc, char **argv);
 
 #endif

@@ -29,7 +29,7 @@ static const char og_usage[] =
     "commands:\n"
     "  migrate   create or upgrade a store's schema\n"
     "  admit     admit a grant for one operation (one atomic write)\n"
-    "  demo      replay the two incidents of seed 000 on the embedded store\n"
+    "  demo      replay seed 000's incidents: two serve instances, a sandbox\n"
     "  grant     grant issue: sign a grant and record its issuance\n"
     "  consume   the consume verdict: spend a grant once, or be told no\n"
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
@@ -79,13 +79,30 @@ static const char og_usage_admit[] =
 static const char og_usage_demo[] =
     "usage: oncegate demo [--store URL]\n"
     "\n"
-    "Replays the two incidents of seed 000 on the embedded store with two\n"
-    "separate OS processes, instance A and instance B, sharing one store:\n"
-    "grant g-41c9 admitted on A and its retry refused on B; grant g-52d0\n"
-    "admitted on A, A restarted, the stale resubmission refused; and a\n"
-    "same-operation retry answered with the operation's status.\n"
-    "Grant ids carry a per-run suffix so the demo can run again on the same\n"
-    "store. Exit 0 only if every replay was refused.\n";
+    "Replays the two incidents of seed 000 over HTTP against real processes:\n"
+    "one oncegate-sandbox (the billing provider, control endpoint on) and two\n"
+    "`oncegate serve --dev` instances, A and B, sharing a throwaway data\n"
+    "directory and one store (SQLite in that directory unless --store).\n"
+    "  1. Billing creates the credit but its answer is lost (the sandbox fault\n"
+    "     drop_response_after_effect): A answers 202 pending; the agent's retry\n"
+    "     of the same operation on B is answered pending (already_admitted, no\n"
+    "     second billing call); a new operation presenting the spent grant on\n"
+    "     B is refused (409); recovery looks the credit up and records\n"
+    "     succeeded; the sandbox counts exactly one credit.\n"
+    "  2. A credit applied on A; A killed and restarted with empty memory; a\n"
+    "     stale resubmission refused; the original operation answered with\n"
+    "     its status; two grants, two credits.\n"
+    "oncegate-sandbox is run from beside oncegate, else from PATH. The data\n"
+    "directory is created under $TMPDIR (or /tmp) and removed at the end; when\n"
+    "the demo fails it is kept, with the processes' logs, and named on stderr.\n"
+    "Takes about 10 s: recovery waits for the execution lease (6 s) to end.\n"
+    "--store URL must hold no operation awaiting an outcome (admitted or\n"
+    "unknown): the demo's recovery would settle it against its sandbox.\n"
+    "\n"
+    "exit: 0 every step as expected (every replay refused, one credit per\n"
+    "grant), 1 a guarantee did not hold, 78 a --store that is unusable or holds\n"
+    "such operations, 75 that store unavailable, 70 a process could not be\n"
+    "started or the demo could not go on.\n";
 
 static const char og_usage_keygen[] =
     "usage: oncegate keygen --issuer NAME --out DIR\n"
@@ -444,7 +461,6 @@ static const og_command og_commands[] = {
     {"serve", og_cli_serve, og_usage_serve},
     {"recover", og_cli_recover, og_usage_recover},
     {"dev-env", og_cli_dev_env, NULL},
-    {"instance", og_cli_instance, NULL}, /* the demo's instance process */
 };
 
 int main(int argc, char **argv)
