@@ -11,6 +11,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,11 +299,259 @@ static void multi_host_url_reaches_the_writable_primary(void **state)
     og_store_free(s);
 }
 
+/* ---------------------------------------------------------------------------
+ * Expiry and cleanup with a delayed admission (seed 000; PostgreSQL).
+ *
+ * A replay of grant G starts just before G's deadline and is held before
+ * its claim reaches the unique-key check. Where: instrumentation showed
+ * that a table lock (LOCK TABLE operations ...) holds the statement in
+ * Bind, where the extended protocol waits BEFORE the Execute message sets
+ * statement_timestamp() — the deadline is then decided after the wait and
+ * the scenario cannot arise. The family lock is taken during execution,
+ * after statement_timestamp() and before the claim (PG_FAMILY_CTE: the
+ * claim's WHERE needs it): another session holds the family's advisory
+ * lock exclusively, as a family revocation does, and pg_locks shows the
+ * admission waiting on it with no transaction id of its own: it has
+ * written nothing. Meanwhile cleanup deletes G's consumption row once retain_until
+ * + cleanup_margin has passed. When the lock is released, a statement
+ * still alive would find no conflicting row and claim G again; the
+ * server-side bound (here the role's statement_timeout and lock_timeout,
+ * shorter than cleanup_margin) must abort it first. The store's own client
+ * deadline is far longer, so only the server can have stopped it.
+ * "Archived": G's first operation row is deleted inside the lock holder's
+ * transaction, so the incidental second barrier (operations' unique grant
+ * key) cannot hide a missing bound.
+ * ------------------------------------------------------------------------- */
+#define F_DELAY_MARGIN_MS 2000 /* cleanup_margin in this scenario */
+#define F_DELAY_BOUND_MS 1000  /* the role's statement and lock timeouts */
+#define F_DELAY_FAMILY "fam-delay"
+
+typedef struct f_delay_result {
+    int rc;               /* og_admit of the delayed replay */
+    og_outcome outcome;
+    int64_t waited_ms;    /* how long that og_admit took */
+    int64_t replay_ops;   /* operation rows of the replay */
+    int64_t claims;       /* consumption rows of G at the end */
+    int64_t cleaned;      /* rows cleanup deleted */
+} f_delay_result;
+
+static void f_sleep_until(int64_t at_us)
+{
+    int64_t now = t_now_us();
+
+    if (at_us > now)
+        f_sleep_ms((int)((at_us - now) / 1000) + 1);
+}
+
+/* A role for admissions in database url, with the server-side bound set on
+ * the role (bound) or none at all; its connection string into role_url. */
+static void f_delay_role(t_raw *raw, const char *url, bool bound, char *role,
+                         size_t rn, char *role_url, size_t un, const char *app)
+{
+    static int seq;
+    char sql[512];
+
+    snprintf(role, rn, "og_delay_%ld_%d", (long)getpid(), ++seq);
+    snprintf(sql, sizeof sql, "CREATE ROLE %s LOGIN", role);
+    assert_int_equal(t_raw_exec(raw, sql), 0);
+    snprintf(sql, sizeof sql,
+             "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+             "public TO %s", role);
+    assert_int_equal(t_raw_exec(raw, sql), 0);
+    snprintf(sql, sizeof sql,
+             "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s", role);
+    assert_int_equal(t_raw_exec(raw, sql), 0);
+    if (bound) {
+        snprintf(sql, sizeof sql,
+                 "ALTER ROLE %s SET statement_timeout = '%dms'", role,
+                 F_DELAY_BOUND_MS);
+        assert_int_equal(t_raw_exec(raw, sql), 0);
+        snprintf(sql, sizeof sql, "ALTER ROLE %s SET lock_timeout = '%dms'",
+                 role, F_DELAY_BOUND_MS);
+        assert_int_equal(t_raw_exec(raw, sql), 0);
+    }
+    /* A key=value string: the later user and application_name win. */
+    snprintf(role_url, un, "%s user=%s application_name=%s", url, role, app);
+}
+
+static void f_delayed_admission(bool bound, bool archived, f_delay_result *r)
+{
+    char url[4200], role_url[4600], role[64], app[64], sql[1024];
+    char first_op[OG_UUID_LEN + 1];
+    og_store_options o;
+    og_store *fresh, *s;
+    t_raw *raw, *locker, *janitor;
+    og_admission a;
+    t_case c;
+    pthread_t th;
+    int64_t exp, t0;
+    long pid;
+    f_bg bg;
+
+    memset(r, 0, sizeof *r);
+    fresh = t_fresh_store("delay", url, sizeof url);
+    og_store_free(fresh);
+    raw = t_raw_open_url(url);
+    snprintf(app, sizeof app, "og-delay-%ld-%d-%d", (long)getpid(), bound,
+             archived);
+    f_delay_role(raw, url, bound, role, sizeof role, role_url,
+                 sizeof role_url, app);
+
+    /* The store as the admission role sees it: the bound is the role's
+     * (session_bounds_from_role), the client deadline 10 s, no leeway. */
+    og_store_options_default(&o);
+    o.pool_size = 1;
+    o.session_bounds_from_role = true;
+    o.timings.store_timeout_us = 10 * SEC;
+    o.timings.admission_leeway_us = 0;
+    og_timings_fit(&o.timings);
+    assert_int_equal(og_store_open(role_url, &o, &s), 0);
+
+    /* G, of family F_DELAY_FAMILY, is admitted once; its deadline is 1.5 s
+     * from now. */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO families (issuer, family, created_at)"
+             " VALUES ('%s', '%s', now())",
+             ISSUER, F_DELAY_FAMILY);
+    assert_int_equal(t_raw_exec(raw, sql), 0);
+    exp = t_now_us() + 1500 * INT64_C(1000);
+    t_case_new_exp(&c, exp);
+    c.g.family = F_DELAY_FAMILY;
+    assert_int_equal(og_admit(s, &c.g, &c.in, &a), 0);
+    assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+    snprintf(first_op, sizeof first_op, "%s", c.op);
+
+    /* Hold G's family, then start the replay just before the deadline. */
+    locker = t_raw_open_url(url);
+    assert_int_equal(t_raw_exec(locker, "BEGIN"), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT pg_advisory_xact_lock(hashtextextended("
+             "length('%s')::text || ':' || '%s' || '%s', 0))",
+             ISSUER, ISSUER, F_DELAY_FAMILY);
+    assert_int_equal(t_raw_exec(locker, sql), 0);
+    f_sleep_until(exp - 300 * INT64_C(1000));
+    t_uuid(c.op);
+    c.in.operation_id = c.op;
+    bg = (f_bg){s, &c, 1, {0}};
+    t0 = t_now_us();
+    assert_true(t0 < exp);
+    assert_int_equal(pthread_create(&th, NULL, f_bg_admit, &bg), 0);
+
+    /* Where it waits: on the family's lock, before writing anything. */
+    pid = f_pg_wait_for_backend(raw, app, "advisory");
+    assert_true(pid > 0);
+    assert_int_equal(t_raw_int(raw,
+                               "SELECT count(*) FROM pg_locks WHERE pid = %ld"
+                               " AND NOT granted AND locktype = 'advisory'",
+                               pid),
+                     1);
+    assert_int_equal(t_raw_int(raw,
+                               "SELECT count(*) FROM pg_locks WHERE pid = %ld"
+                               " AND locktype = 'transactionid'",
+                               pid),
+                     0);
+    /* ... and its statement began before the deadline. */
+    assert_true(t_raw_int(raw,
+                          "SELECT (extract(epoch FROM query_start) * 1e6)"
+                          "::bigint FROM pg_stat_activity WHERE pid = %ld",
+                          pid) < exp);
+
+    if (archived) {
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM operation_events WHERE operation_id = '%s';"
+                 "DELETE FROM operations WHERE operation_id = '%s'",
+                 first_op, first_op);
+        assert_int_equal(t_raw_exec(locker, sql), 0);
+    }
+
+    /* Cleanup past the boundary: retain_until (= exp, no leeway) + margin. */
+    f_sleep_until(exp + (F_DELAY_MARGIN_MS + 200) * INT64_C(1000));
+    janitor = t_raw_open_url(url);
+    r->cleaned = t_raw_int(janitor,
+                           "WITH d AS (DELETE FROM grant_consumptions"
+                           " WHERE retain_until < statement_timestamp()"
+                           " - interval '%d milliseconds' RETURNING 1)"
+                           " SELECT count(*) FROM d",
+                           F_DELAY_MARGIN_MS);
+    t_raw_close(janitor);
+
+    /* Release; whatever is still alive runs now. */
+    assert_int_equal(t_raw_exec(locker, "COMMIT"), 0);
+    pthread_join(th, NULL);
+    r->waited_ms = (t_now_us() - t0) / 1000;
+    r->rc = bg.rc;
+    r->outcome = bg.a.outcome;
+    r->replay_ops = t_raw_int(raw,
+                              "SELECT count(*) FROM operations"
+                              " WHERE operation_id = '%s'",
+                              c.op);
+    r->claims = t_raw_consumptions(raw, ISSUER, c.grant_id);
+
+    og_store_free(s);
+    t_raw_close(locker);
+    snprintf(sql, sizeof sql, "DROP OWNED BY %s; DROP ROLE %s", role, role);
+    assert_int_equal(t_raw_exec(raw, sql), 0);
+    t_raw_close(raw);
+}
+
+/* With the bound, the delayed replay is aborted by the server (well before
+ * the store's 10 s client deadline, and before cleanup could matter): no
+ * consumption row, no operation row — with and without G's first
+ * operation row archived. */
+static void delayed_admission_during_cleanup_is_aborted_by_the_server_side_bound(
+    void **state)
+{
+    f_delay_result r;
+
+    (void)state;
+    if (t_kind != T_POSTGRES) {
+        skip(); /* SQLite decides the deadline after taking its write lock */
+        return;
+    }
+    for (int archived = 0; archived <= 1; archived++) {
+        f_delayed_admission(true, archived, &r);
+        assert_int_equal(r.rc, OG_ESTORE_UNAVAILABLE);
+        assert_true(r.waited_ms < 5000);
+        assert_int_equal(r.cleaned, 1);     /* G's row: past its margin */
+        assert_int_equal(r.replay_ops, 0);
+        assert_int_equal(r.claims, 0);
+    }
+}
+
+/* The control that makes the test above mean something: without a
+ * server-side bound the same delayed replay outlives cleanup and claims G
+ * a second time once the first operation row is archived; only the
+ * incidental operations barrier refuses it when that row is still there. */
+static void without_a_server_side_bound_the_delayed_admission_readmits_a_cleaned_grant(
+    void **state)
+{
+    f_delay_result r;
+
+    (void)state;
+    if (t_kind != T_POSTGRES) {
+        skip();
+        return;
+    }
+    f_delayed_admission(false, true, &r);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.outcome, OG_OUTCOME_ADMITTED); /* admitted twice */
+    assert_int_equal(r.replay_ops, 1);
+    assert_int_equal(r.claims, 1);
+    f_delayed_admission(false, false, &r);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(r.replay_ops, 0);
+}
+
 const struct CMUnitTest t_failure_tests[] = {
     cmocka_unit_test(multi_host_url_reaches_the_writable_primary),
     cmocka_unit_test(admission_waiting_past_the_store_timeout_is_unavailable),
     cmocka_unit_test(backend_terminated_mid_admission_is_unavailable),
     cmocka_unit_test(unreachable_store_is_unavailable),
+    cmocka_unit_test(
+        delayed_admission_during_cleanup_is_aborted_by_the_server_side_bound),
+    cmocka_unit_test(
+        without_a_server_side_bound_the_delayed_admission_readmits_a_cleaned_grant),
 };
 const size_t t_failure_tests_count =
     sizeof t_failure_tests / sizeof t_failure_tests[0];

@@ -1311,6 +1311,48 @@ static void admission_bound_missing_or_too_long_is_refused(void **state)
     og_srv_config_free(&c);
 }
 
+/* PostgreSQL 17+: transaction_timeout must bound the admission too. A
+ * server whose commits wait for a synchronous standby has a wait no
+ * timeout bounds: refused until timings.commit_bound_ms declares one, and
+ * T9 then makes cleanup_margin cover it. */
+static void missing_transaction_timeout_or_undeclared_sync_commit_wait_is_refused(
+    void **state)
+{
+    og_srv_config c;
+    og_session_bounds b;
+    const char *why = NULL;
+    char err[512];
+
+    (void)state;
+    assert_int_equal(og_srv_config_defaults(&c), 0);
+    memset(&b, 0, sizeof b);
+    b.applicable = true;
+    b.statement_timeout_ms = b.lock_timeout_ms = 5000;
+    b.server_version_num = 170002;
+    b.has_transaction_timeout = true;
+    b.transaction_timeout_ms = 0;
+    assert_int_equal(og_srv_config_check_bounds(&c, &b, err, sizeof err),
+                     OG_ETIMINGS);
+    assert_non_null(strstr(err, "transaction_timeout=0ms"));
+    b.transaction_timeout_ms = 6000;
+    assert_int_equal(og_srv_config_check_bounds(&c, &b, err, sizeof err),
+                     OG_ETIMINGS);
+    b.transaction_timeout_ms = 5000;
+    assert_int_equal(og_srv_config_check_bounds(&c, &b, err, sizeof err), 0);
+
+    b.sync_commit_waits = true;
+    assert_int_equal(og_srv_config_check_bounds(&c, &b, err, sizeof err),
+                     OG_ETIMINGS);
+    assert_non_null(strstr(err, "commit_bound_ms"));
+    c.timings.commit_bound_us = 30 * INT64_C(1000000);
+    assert_int_equal(og_srv_config_check_bounds(&c, &b, err, sizeof err), 0);
+    /* ... and the declared bound counts in T9. */
+    c.timings.commit_bound_us = 300 * INT64_C(1000000);
+    assert_int_equal(og_timings_check(&c.timings, &why), OG_ETIMINGS);
+    assert_non_null(strstr(why, "T9"));
+    og_srv_config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1341,6 +1383,8 @@ int main(void)
         cmocka_unit_test(two_processes_preparing_one_dir_agree),
         cmocka_unit_test(dev_env_prints_exports_and_refuses_a_missing_file),
         cmocka_unit_test(admission_bound_missing_or_too_long_is_refused),
+        cmocka_unit_test(
+            missing_transaction_timeout_or_undeclared_sync_commit_wait_is_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -201,6 +201,11 @@ typedef struct og_timings {
                                      refusal records */
     int64_t max_clock_step_us;    /* largest clock step allowed on the store
                                      host */
+    int64_t commit_bound_us;      /* the deployment's bound on an admission's
+                                     commit, which no server timeout covers
+                                     (a synchronous-replication wait: bounded
+                                     by failover policy); 0 = commits never
+                                     wait for a standby */
     int64_t max_grant_lifetime_us;/* validators refuse exp - iat above it;
                                      fallback revocation retention */
     int64_t issue_time_skew_us;   /* validators refuse iat ahead of now by
@@ -211,7 +216,7 @@ typedef struct og_timings {
  * margin 5 s, submission window 1 h, store timeout 5 s, provider timeout
  * 10 s, recovery lease 60 s, recovery delay 10 s, provider key retention
  * 24 h, provider clock margin 5 min, cleanup margin 5 min, clock step 10 s,
- * max grant lifetime 1 h, issue-time skew 30 s. */
+ * max grant lifetime 1 h, issue-time skew 30 s, commit bound 0. */
 void og_timings_default(og_timings *t);
 
 /* Checks every relation between the values (seed 000, "The timing values in
@@ -238,6 +243,13 @@ typedef struct og_store_options {
     og_timings timings;
     int pool_size;    /* max connections held by this store object (>=1);
                          concurrent callers beyond it wait for one */
+    bool session_bounds_from_role; /* PostgreSQL: false (default) sets
+                         statement_timeout, lock_timeout (and on 17+
+                         transaction_timeout) to store_timeout on every
+                         connection; true leaves them to the deployment
+                         (ALTER ROLE ... SET, e.g. behind a pooler that
+                         drops session settings) and only
+                         og_store_session_bounds() checks them */
 } og_store_options;
 
 /* Fills *o with defaults: og_timings_default() and a pool of 16. */
@@ -278,6 +290,11 @@ typedef struct og_session_bounds {
     bool has_transaction_timeout;   /* the server knows the setting (17+) */
     int64_t transaction_timeout_ms; /* 0 = none */
     int server_version_num;         /* e.g. 150018 */
+    bool sync_commit_waits;         /* a commit waits for a synchronous
+                                       standby (synchronous_standby_names
+                                       set, synchronous_commit on,
+                                       remote_write or remote_apply): a wait
+                                       no server setting bounds */
 } og_session_bounds;
 
 /* Reads the bounds from one of the store's own pooled connections, so what

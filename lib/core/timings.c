@@ -20,9 +20,11 @@
  *       recovery_lease: otherwise recovery could never resubmit.
  *   T8  submission_window <= provider_key_retention - provider_clock_margin:
  *       a create is never sent after the provider may have forgotten the key.
- *   T9  cleanup_margin > store_timeout + max_clock_step: a refusal record
- *       outlives every admission that could still commit (store_timeout is
- *       the server-side admission bound: statement_timeout, lock_timeout).
+ *   T9  cleanup_margin > store_timeout + commit_bound + max_clock_step: a
+ *       refusal record outlives every admission that could still commit
+ *       (store_timeout is the server-side admission bound: statement_timeout,
+ *       lock_timeout, transaction_timeout; commit_bound is the deployment's
+ *       bound on the commit itself, which no server timeout covers).
  *   T10 0 < max_grant_lifetime <= 1 year, T11 0 <= issue_time_skew <= 1 h:
  *       both bound the fallback revocation retention, so validators must
  *       enforce them and they may never shrink while grants are outstanding.
@@ -50,6 +52,7 @@ void og_timings_default(og_timings *t)
     t->max_clock_step_us = 10 * SEC;
     t->max_grant_lifetime_us = 3600 * SEC;
     t->issue_time_skew_us = 30 * SEC;
+    t->commit_bound_us = 0;
 }
 
 /* Every value within 0 .. 1 year, so the sums below cannot overflow. */
@@ -61,7 +64,7 @@ static int in_range(const og_timings *t)
         t->recovery_lease_us, t->recovery_delay_us,
         t->provider_key_retention_us, t->provider_clock_margin_us,
         t->cleanup_margin_us, t->max_clock_step_us, t->max_grant_lifetime_us,
-        t->issue_time_skew_us,
+        t->issue_time_skew_us, t->commit_bound_us,
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (v[i] < 0 || v[i] > YEAR)
@@ -116,10 +119,11 @@ int og_timings_check(const og_timings *t, const char **why)
                "minus provider_clock_margin";
     else if (t->max_clock_step_us > 3600 * SEC)
         fail = "T12: max_clock_step must be at most 1 hour";
-    else if (t->cleanup_margin_us <=
-             t->store_timeout_us + t->max_clock_step_us)
+    else if (t->cleanup_margin_us <= t->store_timeout_us +
+                                         t->commit_bound_us +
+                                         t->max_clock_step_us)
         fail = "T9: cleanup_margin must exceed the admission bound "
-               "(store_timeout) plus max_clock_step";
+               "(store_timeout) plus commit_bound plus max_clock_step";
     else if (t->max_grant_lifetime_us <= 0)
         fail = "T10: max_grant_lifetime must be positive and at most a year";
     else if (t->issue_time_skew_us > 3600 * SEC)
@@ -152,6 +156,6 @@ void og_timings_fit(og_timings *t)
         max64(t->provider_key_retention_us,
               t->submission_window_us + t->provider_clock_margin_us);
     t->cleanup_margin_us = max64(t->cleanup_margin_us,
-                                 t->store_timeout_us + t->max_clock_step_us +
-                                     SEC);
+                                 t->store_timeout_us + t->commit_bound_us +
+                                     t->max_clock_step_us + SEC);
 }

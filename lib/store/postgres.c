@@ -102,6 +102,17 @@
  *      as created_at (migration 3 adds the column without a table rewrite).
  *      Admission writes no event: it stays ONE insert of the operation (I1);
  *      og_op_history() derives the "admitted" entry from the record.
+ *  I18 The server-side bound on an admission (seed 000, "Retention and
+ *      Cleanup"): every connection carries statement_timeout = lock_timeout
+ *      = store_timeout, and on servers 17+ transaction_timeout too — set on
+ *      the connection, or (session_bounds_from_role) by the deployment on
+ *      the role, and then only checked. A lock wait before the claim is
+ *      covered (lock_timeout, statement_timeout); the commit is NOT:
+ *      PostgreSQL disables statement_timeout (and transaction_timeout)
+ *      before it commits, and a synchronous-replication wait at commit has
+ *      no timeout at all. og_store_session_bounds() reports the settings
+ *      and whether commits wait for a synchronous standby, so the service
+ *      can refuse a cleanup margin that does not cover them.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -898,6 +909,8 @@ typedef struct og_pg {
     char connect_timeout[24];              /* seconds */
     char tcp_user_timeout[24];             /* milliseconds */
     char statement_timeout[32];            /* "Nms", server side */
+    bool role_bounds;                      /* the deployment sets the bounds
+                                              (ALTER ROLE): only checked */
     char leeway[24], lease[24], window[24]; /* microseconds, admission params */
     char recovery_lease[24]; /* microseconds: a takeover's lease (I14) */
     char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
@@ -1283,14 +1296,30 @@ static void pg_disconnect(void *ctx, void *conn)
  * conninfo, so a user's own options= cannot silently drop them. */
 static int pg_session_setup(og_pg *pg, pg_conn *c)
 {
+    /* From 17, transaction_timeout bounds the implicit single-statement
+     * transaction as a whole (I18). */
+    static const char sql17[] =
+        "SELECT set_config('statement_timeout', $1, false),"
+        " set_config('lock_timeout', $1, false),"
+        " set_config('transaction_timeout', $1, false),"
+        " set_config('idle_in_transaction_session_timeout', $1, false),"
+        " set_config('default_transaction_isolation', 'read committed', false)";
     static const char sql[] =
         "SELECT set_config('statement_timeout', $1, false),"
         " set_config('lock_timeout', $1, false),"
         " set_config('idle_in_transaction_session_timeout', $1, false),"
         " set_config('default_transaction_isolation', 'read committed', false)";
+    /* Role mode: the bounds are the deployment's (I18); isolation is ours. */
+    static const char sql_role[] =
+        "SELECT set_config('default_transaction_isolation', 'read committed',"
+        " false)";
     const char *params[1] = {pg->statement_timeout};
 
-    return pg_exec_params(pg, c, sql, 1, params, PQTRANS_IDLE, NULL);
+    if (pg->role_bounds)
+        return pg_exec_params(pg, c, sql_role, 0, NULL, PQTRANS_IDLE, NULL);
+    return pg_exec_params(pg, c,
+                          PQserverVersion(c->conn) >= 170000 ? sql17 : sql, 1,
+                          params, PQTRANS_IDLE, NULL);
 }
 
 static int pg_connect(void *ctx, void **conn)
@@ -1425,6 +1454,7 @@ static int pg_open(const char *target, const og_store_options *opts,
         goto out;
     }
     pg->timeout_us = opts->timings.store_timeout_us;
+    pg->role_bounds = opts->session_bounds_from_role;
     timeout_ms = pg->timeout_us / 1000 + (pg->timeout_us % 1000 != 0);
     connect_s = pg->timeout_us / 1000000 + (pg->timeout_us % 1000000 != 0);
     if (connect_s < 2) /* libpq treats 1 as 2 anyway; say what happens */
@@ -1552,7 +1582,10 @@ static int pg_session_bounds(void *impl, og_session_bounds *out)
         "         WHERE name = 'statement_timeout'),"
         " (SELECT setting FROM pg_settings WHERE name = 'lock_timeout'),"
         " (SELECT setting FROM pg_settings WHERE name = 'transaction_timeout'),"
-        " current_setting('server_version_num')";
+        " current_setting('server_version_num'),"
+        " current_setting('synchronous_standby_names') <> '' AND"
+        "   current_setting('synchronous_commit')"
+        "     IN ('on', 'remote_write', 'remote_apply')";
     og_pg *pg = impl;
     pg_conn *c = NULL;
     PGresult *res = NULL;
@@ -1566,7 +1599,7 @@ static int pg_session_bounds(void *impl, og_session_bounds *out)
     pg_release(pg, c);
     if (rc != 0)
         return rc;
-    if (PQntuples(res) != 1 || PQnfields(res) != 4) {
+    if (PQntuples(res) != 1 || PQnfields(res) != 5) {
         PQclear(res);
         return OG_EINTERNAL;
     }
@@ -1578,6 +1611,7 @@ static int pg_session_bounds(void *impl, og_session_bounds *out)
     if (b.has_transaction_timeout)
         b.transaction_timeout_ms = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
     b.server_version_num = (int)strtol(PQgetvalue(res, 0, 3), NULL, 10);
+    b.sync_commit_waits = PQgetvalue(res, 0, 4)[0] == 't';
     PQclear(res);
     *out = b;
     return 0;

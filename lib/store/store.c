@@ -34,6 +34,7 @@ void og_store_options_default(og_store_options *o)
 {
     og_timings_default(&o->timings);
     o->pool_size = 16;
+    o->session_bounds_from_role = false;
 }
 
 /* Picks the backend for url and the target string it gets. */

@@ -129,6 +129,15 @@ static const cfg_key cfg_keys[] = {
      "looked up, recorded, or resubmitted with the same key only when the "
      "provider declares atomic same-key handling and before `submit_by`). "
      "Off: run `oncegate recover` instead."},
+    {"store_bounds_from_role", CFG_BOOL, 0, 0, "false",
+     AT(store_bounds_from_role),
+     "PostgreSQL: false sets `statement_timeout` and `lock_timeout` (and "
+     "on 17+ `transaction_timeout`) to `timings.store_timeout_ms` on every "
+     "store connection. true leaves them to the deployment — `ALTER ROLE "
+     "... SET` on a role that runs admissions only, e.g. behind a pooler "
+     "that drops session settings — and only checks them: the server "
+     "refuses to start when one is missing or longer than "
+     "`store_timeout_ms`."},
     {"auto_migrate", CFG_BOOL, 0, 0, "false", AT(auto_migrate),
      "Apply missing store migrations at startup (serialized across "
      "instances). Off: a store whose schema is not current stops startup; "
@@ -179,8 +188,15 @@ static const cfg_key cfg_keys[] = {
            "differences included. T8."),
     TIMING("cleanup_margin_ms", cleanup_margin_us,
            "Extra time before cleanup deletes refusal records. T9: more than "
-           "`store_timeout` + `max_clock_step`, so a refusal outlives every "
-           "admission that could still commit."),
+           "`store_timeout` + `commit_bound` + `max_clock_step`, so a refusal "
+           "outlives every admission that could still commit."),
+    TIMING("commit_bound_ms", commit_bound_us,
+           "Your bound on an admission's commit, which no server timeout "
+           "covers: PostgreSQL switches `statement_timeout` off before the "
+           "commit, and a synchronous-replication wait has no timeout (bound "
+           "it by failover policy and put that bound here). 0: commits never "
+           "wait for a standby; the server then refuses to start on a "
+           "PostgreSQL whose commits do. T9."),
     TIMING("max_clock_step_ms", max_clock_step_us,
            "Largest clock step allowed on the store host. T12: at most "
            "1 hour; T9."),
@@ -1328,5 +1344,25 @@ int og_srv_config_check_bounds(const og_srv_config *c,
                            (long long)b->statement_timeout_ms,
                            (long long)b->lock_timeout_ms,
                            (long long)bound_ms);
+    /* From 17 the whole implicit transaction can be bounded: require it. */
+    if (b->has_transaction_timeout &&
+        (b->transaction_timeout_ms <= 0 ||
+         b->transaction_timeout_ms > bound_ms))
+        return og_srv_fail(err, errlen, OG_ETIMINGS, "store",
+                           "admission connections carry transaction_timeout="
+                           "%lldms; on PostgreSQL 17+ it must be finite and "
+                           "at most store_timeout (%lldms) (T9)",
+                           (long long)b->transaction_timeout_ms,
+                           (long long)bound_ms);
+    /* No server setting bounds a synchronous-replication wait at commit:
+     * only the deployment can, and T9 must count it. */
+    if (b->sync_commit_waits && c->timings.commit_bound_us <= 0)
+        return og_srv_fail(err, errlen, OG_ETIMINGS, "store",
+                           "commits wait for a synchronous standby "
+                           "(synchronous_standby_names, synchronous_commit) "
+                           "and no server timeout bounds that wait: set "
+                           "timings.commit_bound_ms to the bound your "
+                           "failover policy guarantees, so cleanup_margin "
+                           "covers it (T9)");
     return 0;
 }

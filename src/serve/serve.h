@@ -101,6 +101,8 @@ typedef struct og_srv_config {
     int retry_after_s;          /* Retry-After on 503 retry_later */
     char *log_file;             /* "-": stderr */
     bool auto_migrate;          /* apply migrations at startup */
+    bool store_bounds_from_role;/* PostgreSQL: the deployment sets the
+                                   admission bound on the role; checked */
     bool recovery_loop;         /* with a provider: recover in the
                                    background */
     og_principal *principals;   /* n_principals entries */

@@ -137,12 +137,16 @@ static int check_admission_bound(og_srv *srv)
     if (!b.applicable)
         return OG_EXIT_OK;
     og_log(OG_LOG_INFO, "admission_bound",
-           json_pack("{s:I, s:I, s:b, s:I, s:i}", "statement_timeout_ms",
+           json_pack("{s:I, s:I, s:b, s:I, s:i, s:b, s:I}",
+                     "statement_timeout_ms",
                      (json_int_t)b.statement_timeout_ms, "lock_timeout_ms",
                      (json_int_t)b.lock_timeout_ms, "has_transaction_timeout",
                      b.has_transaction_timeout, "transaction_timeout_ms",
                      (json_int_t)b.transaction_timeout_ms,
-                     "server_version_num", b.server_version_num));
+                     "server_version_num", b.server_version_num,
+                     "sync_commit_waits", b.sync_commit_waits,
+                     "commit_bound_ms",
+                     (json_int_t)(srv->cfg.timings.commit_bound_us / 1000)));
     return OG_EXIT_OK;
 }
 
@@ -155,6 +159,7 @@ static int open_store(og_srv *srv)
     og_store_options_default(&o);
     o.timings = srv->cfg.timings;
     o.pool_size = srv->cfg.pool_size;
+    o.session_bounds_from_role = srv->cfg.store_bounds_from_role;
     if (srv->cfg.auto_migrate &&
         (rc = og_store_migrate(srv->cfg.store_url, &o, NULL, NULL)) != 0) {
         fprintf(stderr, "oncegate: serve: migrating the store: %s: %s\n",
