@@ -276,6 +276,11 @@ typedef struct og__store_methods {
 extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;
 
+/* Fault injection for tests (lib/core/fault.c): 1 when the build has
+ * OG_FAULT_INJECTION (-Dfault_injection=true) and the environment variable
+ * OG_FAULT names this point; always 0 in a build without it. */
+int og__fault(const char *name);
+
 /* Status text <-> enum for the backends: -1 when text is not a status. */
 int og__op_status_parse(const char *text);
 

@@ -1133,6 +1133,10 @@ static void sq_run_batch(sq_store *s, sq_conn *c, sq_waiter **batch, int n)
     }
     if ((rc = sq_exec(c, SQ_COMMIT)) < 0) /* G2 */
         goto fail_all;
+    for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
+        if (batch[i]->rc == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
+            og__fault("admit_ack_lost"))
+            batch[i]->rc = OG_ESTORE_UNAVAILABLE;
     return;
 
 fail_all:

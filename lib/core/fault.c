@@ -1,0 +1,49 @@
+/*
+ * fault.c — named fault-injection points for tests, compiled in only when
+ * the build is configured with -Dfault_injection=true (meson_options.txt),
+ * which defines OG_FAULT_INJECTION for the library. Release builds never
+ * contain it: without the define og__fault() is a constant 0 and reads no
+ * environment.
+ *
+ * Why it exists: some failures cannot be produced from outside the process.
+ * "Admission committed, acknowledgment lost" on SQLite is one: the commit and
+ * the caller are in the same process, with no network between them that a
+ * test could cut (on PostgreSQL tests/serve_test.c cuts the replies in a TCP
+ * relay instead). A point asks og__fault(NAME) at the exact place the
+ * failure would happen, and acts as if it did.
+ *
+ * With the define, a point fires when the environment variable OG_FAULT
+ * holds NAME as one of its comma-separated entries ("admit_ack_lost" or
+ * "x,admit_ack_lost"). Points:
+ *   admit_ack_lost  lib/store/sqlite.c, after an admission's COMMIT
+ *                   succeeded: the admitted callers get
+ *                   OG_ESTORE_UNAVAILABLE as if the acknowledgment was lost;
+ *                   the commit stays.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "og_internal.h"
+
+int og__fault(const char *name)
+{
+#ifdef OG_FAULT_INJECTION
+    const char *v = getenv("OG_FAULT");
+    size_t n = name ? strlen(name) : 0;
+
+    if (!v || n == 0)
+        return 0;
+    for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+#else
+    (void)name;
+    return 0;
+#endif
+}
