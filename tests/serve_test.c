@@ -59,6 +59,12 @@
 
 #include "oncegate/oncegate.h"
 
+/* 1 when the library carries the fault points of lib/core/fault.c
+ * (tests/meson.build, from -Dfault_injection). */
+#ifndef OG_TEST_FAULT_INJECTION
+#define OG_TEST_FAULT_INJECTION 0
+#endif
+
 extern char **environ;
 
 #define ISSUER "serve-test-issuer"
@@ -341,8 +347,8 @@ static char g_bad_exits[8192];
  * ========================================================================= */
 
 /* In the child between fork and exec: only async-signal-safe calls. */
-static void child_exec(char *const argv[], int in, int out, int err,
-                       pid_t parent)
+static void child_exec(char *const argv[], char *const envp[], int in,
+                       int out, int err, pid_t parent)
 {
     sigset_t none;
 
@@ -357,12 +363,14 @@ static void child_exec(char *const argv[], int in, int out, int err,
     dup2(err, 2);
     for (int fd = 3; fd < 4096; fd++)
         close(fd);
-    execve(argv[0], argv, environ);
+    execve(argv[0], argv, envp);
     _exit(127);
 }
 
-static pid_t spawn(char *const argv[], const char *out_path,
-                   const char *err_path)
+/* Starts argv with stdout and stderr to files; envp NULL: this process's
+ * environment. */
+static pid_t spawn(char *const argv[], char *const envp[],
+                   const char *out_path, const char *err_path)
 {
     pid_t parent = getpid(), pid;
     int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -376,7 +384,7 @@ static pid_t spawn(char *const argv[], const char *out_path,
     }
     pid = fork();
     if (pid == 0)
-        child_exec(argv, in, out, err, parent);
+        child_exec(argv, envp ? envp : environ, in, out, err, parent);
 out:
     if (in >= 0)
         close(in);
@@ -423,7 +431,7 @@ static int exit_code(int st)
 static int run_cmd(char *const argv[], const char *out_path,
                    const char *err_path, int timeout_ms)
 {
-    pid_t pid = spawn(argv, out_path, err_path);
+    pid_t pid = spawn(argv, NULL, out_path, err_path);
     int st;
 
     if (pid < 0)
@@ -449,6 +457,7 @@ typedef struct srv {
     char out_path[PATHLEN];   /* stdout of the current run */
     char log_path[PATHLEN];   /* stderr of the current run */
     char *argv[32];           /* argv[0] is the binary; owned */
+    char *env[4];             /* NAME=VALUE added to the environment; owned */
     int log_kind;
     int last_status;          /* wait status once it exited */
 } srv;
@@ -486,17 +495,46 @@ static srv *srv_new(int log_kind, const char *arg, ...)
     return s;
 }
 
+/* Appends one argument to s's (not yet started) command line. */
+static void srv_add_arg(srv *s, const char *arg)
+{
+    int n = 0;
+
+    while (s->argv[n])
+        n++;
+    if (n >= 30)
+        abort();
+    s->argv[n] = strdup(arg);
+    s->argv[n + 1] = NULL;
+}
+
 static void srv_free(srv *s)
 {
     for (int i = 0; s->argv[i]; i++)
         free(s->argv[i]);
+    for (int i = 0; s->env[i]; i++)
+        free(s->env[i]);
     memset(s, 0, sizeof *s);
+}
+
+/* Adds NAME=VALUE to the environment s starts with (only s's). */
+static void srv_setenv(srv *s, const char *kv)
+{
+    int i = 0;
+
+    while (s->env[i])
+        i++;
+    if (i + 1 >= (int)(sizeof s->env / sizeof s->env[0]))
+        abort();
+    s->env[i] = strdup(kv);
 }
 
 /* Starts s with fresh output files; does not wait. 0 or -1. */
 static int srv_exec(srv *s)
 {
     unsigned n = ++g_srv_seq;
+    char **envp = NULL;
+    size_t ne = 0, nx = 0;
 
     snprintf(s->out_path, PATHLEN, "%s/srv-%03u.out", g_tmp, n);
     snprintf(s->log_path, PATHLEN, "%s/srv-%03u.log", g_tmp, n);
@@ -504,7 +542,18 @@ static int srv_exec(srv *s)
     outfile_add(s->log_path, s->log_kind);
     s->port = 0;
     s->base[0] = '\0';
-    s->pid = spawn(s->argv, s->out_path, s->log_path);
+    if (s->env[0]) { /* this process's environment plus s's own */
+        while (environ[ne])
+            ne++;
+        while (s->env[nx])
+            nx++;
+        if (!(envp = calloc(ne + nx + 1, sizeof *envp)))
+            abort();
+        memcpy(envp, environ, ne * sizeof *envp);
+        memcpy(envp + ne, s->env, nx * sizeof *envp);
+    }
+    s->pid = spawn(s->argv, envp, s->out_path, s->log_path);
+    free(envp);
     return s->pid > 0 ? 0 : -1;
 }
 
@@ -585,6 +634,7 @@ static int srv_stop(srv *s, int sig, int timeout_ms)
     if (s->pid <= 0)
         return -1;
     kill(s->pid, sig);
+    kill(s->pid, SIGCONT); /* a test's SIGSTOP must not outlive it */
     st = wait_for(s->pid, timeout_ms);
     if (st < 0) {
         kill(s->pid, SIGKILL);
@@ -720,25 +770,29 @@ static int pg_admin(const char *sql)
 
 /* A TCP relay 127.0.0.1:port -> the cluster. Cut: every relayed connection
  * is closed and new ones are closed as soon as they are accepted — what a
- * client sees of a stopped server. */
+ * client sees of a stopped server. Muted: what clients send still reaches
+ * the server, which runs and commits it, but every byte the server sends
+ * back is discarded — a connection that fails after the commit and before
+ * the client reads the result. */
 typedef struct relay {
     int lfd, port;
     int wake[2];
     pthread_t th;
     pthread_mutex_t mu;
-    bool down, quit;           /* under mu */
+    bool down, quit, mute;     /* under mu */
     int a[RELAY_MAX], b[RELAY_MAX];
     int n;                     /* the thread's own */
 } relay;
 
-static int relay_pump(int from, int to)
+/* Moves what from has to to; discard: reads it and drops it. */
+static int relay_pump(int from, int to, bool discard)
 {
     char buf[65536];
     ssize_t n = recv(from, buf, sizeof buf, 0), off = 0;
 
     if (n <= 0)
         return -1;
-    while (off < n) {
+    while (!discard && off < n) {
         ssize_t w = send(to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
@@ -786,7 +840,7 @@ static void *relay_main(void *arg)
 
     for (;;) {
         int np = 0;
-        bool down, quit;
+        bool down, quit, mute;
 
         p[np++] = (struct pollfd){r->lfd, POLLIN, 0};
         p[np++] = (struct pollfd){r->wake[0], POLLIN, 0};
@@ -808,6 +862,7 @@ static void *relay_main(void *arg)
         pthread_mutex_lock(&r->mu);
         down = r->down;
         quit = r->quit;
+        mute = r->mute;
         pthread_mutex_unlock(&r->mu);
         if (quit)
             break;
@@ -819,9 +874,9 @@ static void *relay_main(void *arg)
                 short ra = p[2 + 2 * i].revents, rb = p[3 + 2 * i].revents;
                 int bad = 0;
                 if (ra & (POLLIN | POLLHUP | POLLERR))
-                    bad |= relay_pump(r->a[i], r->b[i]) != 0;
+                    bad |= relay_pump(r->a[i], r->b[i], false) != 0;
                 if (!bad && (rb & (POLLIN | POLLHUP | POLLERR)))
-                    bad |= relay_pump(r->b[i], r->a[i]) != 0;
+                    bad |= relay_pump(r->b[i], r->a[i], mute) != 0;
                 if (bad)
                     relay_close_pair(r, i);
             }
@@ -885,14 +940,21 @@ static relay *relay_start(void)
     return r;
 }
 
-static void relay_set(relay *r, bool down, bool quit)
+/* Sets the relay's state (cut or not, muted or not, ending) and wakes it. */
+static void relay_mode(relay *r, bool down, bool quit, bool mute)
 {
     pthread_mutex_lock(&r->mu);
     r->down = down;
     r->quit = quit;
+    r->mute = mute;
     pthread_mutex_unlock(&r->mu);
     if (write(r->wake[1], "x", 1) != 1)
         fprintf(stderr, "relay: wake failed\n");
+}
+
+static void relay_set(relay *r, bool down, bool quit)
+{
+    relay_mode(r, down, quit, false);
 }
 
 static void relay_stop(relay *r)
@@ -1603,12 +1665,15 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* Whatever a test started: servers stopped, sites closed, locks released —
- * also after a failed assertion. */
+static void xinflight_reap(void);
+
+/* Whatever a test started: servers stopped, execution threads joined,
+ * sites closed, locks released — also after a failed assertion. */
 static int test_teardown(void **state)
 {
     store_unlock();
     srv_stop_all(false);
+    xinflight_reap(); /* answered or cut by now: the servers are stopped */
     for (size_t i = 0; i < sizeof g_sites / sizeof g_sites[0]; i++)
         if (g_sites[i].used && !g_sites[i].group)
             site_close(&g_sites[i]);
@@ -3757,7 +3822,8 @@ static const char *dev_key(json_t *doc, const char *role)
 
 /* The dev instances a and b share principals and the issuer key: a grant
  * issued on one is admitted on the other with the agent key from the
- * credentials file. */
+ * credentials file, and executed there (dev mode starts a sandbox beside
+ * each instance). */
 static void assert_dev_pair_shares_credentials(const srv *a, const srv *b,
                                                json_t *doc)
 {
@@ -3781,8 +3847,9 @@ static void assert_dev_pair_shares_credentials(const srv *a, const srv *b,
     {
         hres r2;
         post(&r2, b, "/v1/operations", dev_key(doc, "agent"), admit_body(op, tok));
-        assert_http(&r2, 202);
+        assert_http(&r2, 200);
         assert_str(jstr(r2.json, "outcome"), "admitted");
+        assert_str(jstr(r2.json, "result"), "applied");
         hres_free(&r2);
     }
     hres_free(&r);
@@ -3915,6 +3982,71 @@ static char *banner_script(const char *banner)
     return out;
 }
 
+/* After the banner's step 5 (the sandbox's answer lost after it made the
+ * credit): the dev instance's own recovery loop settles the operation —
+ * $OP, read from the shell's saved variables — as succeeded by lookup
+ * within seconds, and the dev sandbox (URL from the banner) counts one
+ * credit per presentation and one create request each. */
+static void sbx_http(hres *r, const srv *x, const char *method,
+                     const char *path, const char *key, const char *body);
+
+static void dev_banner_recovery_settles(const srv *a, const char *banner,
+                                        const char *vars_path,
+                                        const char *dir)
+{
+    char *vars = slurp(vars_path, NULL), *p, op[OG_UUID_LEN + 1] = "";
+    char path[128];
+    const char *status = NULL, *u;
+    json_t *doc;
+    int64_t deadline = now_ms() + 30000;
+    srv sbx;
+    hres r;
+
+    assert_non_null(vars);
+    p = strstr(vars, "\nOP=");
+    assert_non_null(p);
+    p += 4;
+    if (*p == '\'')
+        p++;
+    snprintf(op, sizeof op, "%.36s", p);
+    free(vars);
+    free(dev_credentials(dir, &doc));
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    for (;;) {
+        get(&r, a, path, dev_key(doc, "agent"));
+        assert_http(&r, 200);
+        status = jstr(r.json, "status");
+        if ((status && strcmp(status, "succeeded") == 0) ||
+            now_ms() > deadline)
+            break;
+        hres_free(&r);
+        sleep_ms(200);
+    }
+    if (!status || strcmp(status, "succeeded") != 0)
+        fail_msg("recovery did not settle %s within 30 s: %s", op, r.body);
+    assert_str(jstr(r.json, "reason"), "found");
+    hres_free(&r);
+    json_decref(doc);
+
+    /* The banner names the sandbox: "provider     http://127.0.0.1:PORT: ". */
+    u = strstr(banner, "provider     http://");
+    assert_non_null(u);
+    memset(&sbx, 0, sizeof sbx);
+    u += strlen("provider     ");
+    assert_non_null(strstr(u, ": "));
+    snprintf(sbx.base, sizeof sbx.base, "%.*s", (int)(strstr(u, ": ") - u),
+             u);
+    sbx_http(&r, &sbx, "GET", "/_control/stats", NULL, NULL);
+    assert_http(&r, 200);
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "credits_created")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "create_requests")),
+                     2);
+    hres_free(&r);
+}
+
 static void dev_banner_commands_admit_then_refuse(void **state)
 {
     char dir[PATHLEN], script_path[PATHLEN], out_path[PATHLEN], err_path[PATHLEN];
@@ -3923,7 +4055,7 @@ static void dev_banner_commands_admit_then_refuse(void **state)
     json_t *doc;
     size_t sz;
     srv *a;
-    char *first, *admitted, *refused;
+    char *first, *admitted, *refused, *pending;
 
     snprintf(dir, sizeof dir, "%s/dev-banner", g_tmp);
     a = dev_server(dir, NULL);
@@ -3986,15 +4118,20 @@ static void dev_banner_commands_admit_then_refuse(void **state)
                 secret_add_token(w);
         free(vars);
     }
-    /* It admitted (202), then refused the replay (409). */
-    admitted = strstr(out, "\"outcome\":\"admitted\"");
-    first = admitted ? strstr(admitted, "\n202\n") : NULL;
+    /* It applied (200: admitted and executed at the dev sandbox), then
+     * refused the replay (409); step 5's presentation lost the provider's
+     * answer (202 pending). */
+    admitted = strstr(out, "\"result\":\"applied\"");
+    first = admitted ? strstr(admitted, "\n200\n") : NULL;
     refused = first ? strstr(first, "grant_not_available") : NULL;
-    if (!admitted || !first || !refused || !strstr(refused, "\n409\n")) {
+    pending = refused ? strstr(refused, "\"result\":\"pending\"") : NULL;
+    if (!admitted || !first || !refused || !strstr(refused, "\n409\n") ||
+        !pending || !strstr(pending, "\n202\n")) {
         fprintf(stderr, "banner:\n%s\nscript:\n%s\noutput:\n%s\n", banner,
                 script, out);
-        fail_msg("the banner's commands did not admit then refuse");
+        fail_msg("the banner's commands did not apply, refuse, then pend");
     }
+    dev_banner_recovery_settles(a, banner, vars_path, dir);
     free(out);
     free(script);
     free(cmds);
@@ -4007,9 +4144,12 @@ static void dev_banner_commands_admit_then_refuse(void **state)
  * More of the documented behaviour
  * ========================================================================= */
 
-/* The request event logged for correlation id cid (a new reference), or
- * NULL after timeout_ms. */
-static json_t *log_request_event(const srv *s, const char *cid, int timeout_ms)
+/* The first request event s logged whose member key is value and which
+ * has the member need (NULL: any), as a new reference; NULL after
+ * timeout_ms. */
+static json_t *log_request_find(const srv *s, const char *key,
+                                const char *value, const char *need,
+                                int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;
 
@@ -4018,12 +4158,12 @@ static json_t *log_request_event(const srv *s, const char *cid, int timeout_ms)
         for (char *line = log ? strtok_r(log, "\n", &save) : NULL; line;
              line = strtok_r(NULL, "\n", &save)) {
             json_t *j;
-            if (!strstr(line, cid))
+            if (!strstr(line, value))
                 continue;
             j = json_loads(line, 0, NULL);
             if (jstr(j, "event") && strcmp(jstr(j, "event"), "request") == 0 &&
-                jstr(j, "correlation_id") &&
-                strcmp(jstr(j, "correlation_id"), cid) == 0) {
+                jstr(j, key) && strcmp(jstr(j, key), value) == 0 &&
+                (!need || json_object_get(j, need))) {
                 free(log);
                 return j;
             }
@@ -4033,6 +4173,13 @@ static json_t *log_request_event(const srv *s, const char *cid, int timeout_ms)
         sleep_ms(50);
     } while (now_ms() < deadline);
     return NULL;
+}
+
+/* The request event logged for correlation id cid (a new reference), or
+ * NULL after timeout_ms. */
+static json_t *log_request_event(const srv *s, const char *cid, int timeout_ms)
+{
+    return log_request_find(s, "correlation_id", cid, NULL, timeout_ms);
 }
 
 static void admit_rid(hres *r, const srv *s, const char *op, const char *token,
@@ -4377,6 +4524,10 @@ static void table_path(char *out, size_t n)
 static void xenv_prepare(xenv *x, const char *name, bool with_relay,
                          int store_timeout_ms, json_int_t provider_timeout_ms,
                          bool with_key);
+static void xenv_prepare_sbx(xenv *x, const char *name, bool with_relay,
+                             int store_timeout_ms,
+                             json_int_t provider_timeout_ms, bool with_key,
+                             const char *const *sbx_args);
 
 static void xenv_start(xenv *x, const char *name, bool with_relay,
                        int store_timeout_ms, json_int_t provider_timeout_ms,
@@ -4392,6 +4543,17 @@ static void xenv_start(xenv *x, const char *name, bool with_relay,
 static void xenv_prepare(xenv *x, const char *name, bool with_relay,
                          int store_timeout_ms, json_int_t provider_timeout_ms,
                          bool with_key)
+{
+    xenv_prepare_sbx(x, name, with_relay, store_timeout_ms,
+                     provider_timeout_ms, with_key, NULL);
+}
+
+/* xenv_prepare with more sandbox arguments (a NULL-terminated list; NULL:
+ * none), such as --no-atomic-same-key. */
+static void xenv_prepare_sbx(xenv *x, const char *name, bool with_relay,
+                             int store_timeout_ms,
+                             json_int_t provider_timeout_ms, bool with_key,
+                             const char *const *sbx_args)
 {
     const char *bin = sbx_require();
     char state[PATHLEN + 32], keyfile[PATHLEN + 32], table[PATHLEN];
@@ -4419,6 +4581,8 @@ static void xenv_prepare(xenv *x, const char *name, bool with_relay,
         x->sbx = srv_new(OUT_LOG_TEXT, "--listen", "127.0.0.1:0", "--state",
                          state, "--control", (const char *)NULL);
     }
+    for (size_t i = 0; sbx_args && sbx_args[i]; i++)
+        srv_add_arg(x->sbx, sbx_args[i]);
     free(x->sbx->argv[0]);
     x->sbx->argv[0] = strdup(bin);
     assert_int_equal(srv_exec(x->sbx), 0);
@@ -4437,8 +4601,26 @@ static void xenv_prepare(xenv *x, const char *name, bool with_relay,
     assert_int_equal(site_write(x->st), 0);
 }
 
-/* A grant for agent-1 binding account. */
-static void issue_grant_account(const srv *s, grant *g, const char *account)
+/* Short execution timings (ms) for st, written by the next site_write:
+ * store_timeout S and provider_timeout P, a lease margin of 500, the
+ * shortest execution lease T5 allows (3 S + P + margin; T3 and T4 follow),
+ * the shortest recovery lease T6 allows (2 P + S), recovery within a second
+ * of a lease's end (a pass every half second), and a cleanup margin T9
+ * accepts (S < 10 s). The submission window keeps its default (T7, T8). */
+static void site_exec_timings(site *st, json_int_t S, json_int_t P)
+{
+    site_timing(st, "store_timeout_ms", S);
+    site_timing(st, "provider_timeout_ms", P);
+    site_timing(st, "lease_margin_ms", 500);
+    site_timing(st, "execution_lease_ms", 3 * S + P + 500);
+    site_timing(st, "recovery_lease_ms", 2 * P + S);
+    site_timing(st, "recovery_delay_ms", 1000);
+    site_timing(st, "cleanup_margin_ms", 20000);
+}
+
+/* A grant for subject (an agent's principal id) binding account. */
+static void issue_grant_for(const srv *s, grant *g, const char *subject,
+                            const char *account)
 {
     hres r;
 
@@ -4446,7 +4628,7 @@ static void issue_grant_account(const srv *s, grant *g, const char *account)
     for (int64_t deadline = now_ms() + 30000;;) {
         post(&r, s, "/v1/grants", KEY(P_ISSUER),
              json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:i}", "subject",
-                       "agent-1", "action", ACTION, "params", "account",
+                       subject, "action", ACTION, "params", "account",
                        account, "amount", AMOUNT, "currency", CURRENCY,
                        "ttl_seconds", 900));
         if (r.status != 503 || now_ms() > deadline)
@@ -4462,6 +4644,12 @@ static void issue_grant_account(const srv *s, grant *g, const char *account)
     hres_free(&r);
 }
 
+/* A grant for agent-1 binding account. */
+static void issue_grant_account(const srv *s, grant *g, const char *account)
+{
+    issue_grant_for(s, g, "agent-1", account);
+}
+
 static json_t *exec_body(const char *op, const char *token, const char *account)
 {
     return json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s}}", "operation_id", op,
@@ -4469,10 +4657,17 @@ static json_t *exec_body(const char *op, const char *token, const char *account)
                      account, "amount", AMOUNT, "currency", CURRENCY);
 }
 
+/* POST /v1/operations as the agent whose API key is key. */
+static void execute_as(hres *r, const srv *s, const char *key, const char *op,
+                       const char *token, const char *account)
+{
+    post(r, s, "/v1/operations", key, exec_body(op, token, account));
+}
+
 static void execute(hres *r, const srv *s, const char *op, const char *token,
                     const char *account)
 {
-    post(r, s, "/v1/operations", KEY(P_AGENT), exec_body(op, token, account));
+    execute_as(r, s, KEY(P_AGENT), op, token, account);
 }
 
 /* GET /v1/operations/{op} as its caller: 200, status want; the body kept
@@ -4654,11 +4849,7 @@ static void recovery_loop_settles_a_lost_answer_by_lookup(void **state)
     int64_t deadline;
 
     xenv_prepare(&x, "exec-recovery", false, 1000, 1000, false);
-    site_timing(x.st, "lease_margin_ms", 500);
-    site_timing(x.st, "execution_lease_ms", 4500);
-    site_timing(x.st, "recovery_lease_ms", 3000);
-    site_timing(x.st, "recovery_delay_ms", 1000);
-    site_timing(x.st, "cleanup_margin_ms", 20000);
+    site_exec_timings(x.st, 1000, 1000);
     assert_int_equal(site_write(x.st), 0);
     assert_int_equal(srv_start(x.s), 0);
     issue_grant_account(x.s, &g, ACCOUNT);
@@ -4693,12 +4884,19 @@ static void recovery_loop_settles_a_lost_answer_by_lookup(void **state)
     assert_sbx_stat(&x, "create_requests", 1);
 }
 
+/* An execution in its own thread (heap-allocated, so a failed assertion
+ * that leaves the test's frame leaves nothing the thread writes to; the
+ * per-test teardown joins it once the servers are stopped). */
 typedef struct xinflight {
     const srv *s;
-    const char *op, *token;
-    hres r;
+    char op[OG_UUID_LEN + 1];
+    char token[OG_TOKEN_MAX + 1];
+    hres r;                   /* the answer, after xinflight_join */
     int64_t done_ms;
+    pthread_t th;
 } xinflight;
+
+static xinflight *g_inflight[4]; /* started, not yet joined */
 
 static void *xinflight_main(void *arg)
 {
@@ -4709,6 +4907,55 @@ static void *xinflight_main(void *arg)
     return NULL;
 }
 
+/* Starts POST /v1/operations for op with token (account ACCOUNT) on s. */
+static xinflight *xinflight_start(const srv *s, const char *op,
+                                  const char *token)
+{
+    xinflight *f = calloc(1, sizeof *f);
+    size_t i = 0;
+
+    assert_non_null(f);
+    while (i < sizeof g_inflight / sizeof g_inflight[0] && g_inflight[i])
+        i++;
+    assert_true(i < sizeof g_inflight / sizeof g_inflight[0]);
+    f->s = s;
+    snprintf(f->op, sizeof f->op, "%s", op);
+    snprintf(f->token, sizeof f->token, "%s", token);
+    assert_int_equal(pthread_create(&f->th, NULL, xinflight_main, f), 0);
+    g_inflight[i] = f;
+    return f;
+}
+
+/* Waits for f's answer (then in f->r). */
+static void xinflight_join(xinflight *f)
+{
+    for (size_t i = 0; i < sizeof g_inflight / sizeof g_inflight[0]; i++)
+        if (g_inflight[i] == f) {
+            pthread_join(f->th, NULL);
+            g_inflight[i] = NULL;
+        }
+}
+
+static void xinflight_free(xinflight *f)
+{
+    xinflight_join(f);
+    hres_free(&f->r);
+    free(f);
+}
+
+/* Polls the sandbox until counter name reaches at least min (20 s). */
+static void sbx_wait_stat(const xenv *x, const char *name, json_int_t min)
+{
+    json_int_t v;
+
+    for (int64_t deadline = now_ms() + 20000; (v = sbx_stat(x, name)) < min;) {
+        if (now_ms() > deadline)
+            fail_msg("sandbox %s stayed at %lld (< %lld) for 20 s", name,
+                     (long long)v, (long long)min);
+        sleep_ms(20);
+    }
+}
+
 static void same_operation_retry_while_the_first_is_in_flight_gets_pending_without_a_billing_call(
     void **state)
 {
@@ -4716,34 +4963,21 @@ static void same_operation_retry_while_the_first_is_in_flight_gets_pending_witho
     xenv x;
     grant g;
     hres r;
-    xinflight a;
-    pthread_t th;
-    int64_t t0, t1, deadline;
+    xinflight *a;
+    int64_t t0, t1;
 
     xenv_start(&x, "exec-inflight", false, LOADED_STORE_TIMEOUT_MS, 0, false);
     issue_grant_account(x.s, &g, ACCOUNT);
     sbx_arm(&x, "delay_after_effect", 2000);
     uuid4(op);
-    memset(&a, 0, sizeof a);
-    a.s = x.s;
-    a.op = op;
-    a.token = g.token;
-    assert_int_equal(pthread_create(&th, NULL, xinflight_main, &a), 0);
+    a = xinflight_start(x.s, op, g.token);
     /* A is in flight once the sandbox has its create request (it then
      * sleeps 2 s after the effect). */
-    sleep_ms(300);
-    for (deadline = now_ms() + 20000; sbx_stat(&x, "create_requests") < 1;) {
-        if (now_ms() > deadline) {
-            pthread_join(th, NULL);
-            hres_free(&a.r);
-            fail_msg("request A never reached the sandbox");
-        }
-        sleep_ms(20);
-    }
+    sbx_wait_stat(&x, "create_requests", 1);
     t0 = now_ms();
     execute(&r, x.s, op, g.token, ACCOUNT);
     t1 = now_ms();
-    pthread_join(th, NULL); /* before any assertion can longjmp past a */
+    xinflight_join(a);
     assert_http(&r, 202);
     assert_str(jstr(r.json, "result"), "pending");
     assert_str(jstr(r.json, "outcome"), "already_admitted");
@@ -4753,12 +4987,12 @@ static void same_operation_retry_while_the_first_is_in_flight_gets_pending_witho
     if (t1 - t0 >= 1500)
         fail_msg("the retry took %lld ms: it waited for the call in flight",
                  (long long)(t1 - t0));
-    assert_true(t1 < a.done_ms);
-    assert_http(&a.r, 200);
-    assert_str(jstr(a.r.json, "status"), "succeeded");
-    assert_str(jstr(a.r.json, "result"), "applied");
-    assert_str(jstr(a.r.json, "outcome"), "admitted");
-    hres_free(&a.r);
+    assert_true(t1 < a->done_ms);
+    assert_http(&a->r, 200);
+    assert_str(jstr(a->r.json, "status"), "succeeded");
+    assert_str(jstr(a->r.json, "result"), "applied");
+    assert_str(jstr(a->r.json, "outcome"), "admitted");
+    xinflight_free(a);
     assert_sbx_stat(&x, "create_requests", 1);
     assert_sbx_stat(&x, "credits_created", 1);
     assert_op_status(&r, x.s, op, "succeeded");
@@ -4954,15 +5188,14 @@ static void op_pin_lease(const xenv *x, const char *op)
     op_shift_time(x, op, "lease_until", 3600);
 }
 
-/* xenv_start with a provider table that says atomic_same_key false, and
- * short timings: recovery takes an Unknown operation over within seconds,
- * finds nothing by lookup and records needs_reconciliation. */
-static void xenv_start_reconciling(xenv *x, const char *name)
+/* Points x's configuration (not yet written) at a copy of the provider
+ * table that says atomic_same_key false: recovery that finds nothing by
+ * lookup never resubmits. */
+static void xenv_table_nonatomic(xenv *x)
 {
     char table[PATHLEN], copy[PATHLEN + 64];
     json_t *t;
 
-    xenv_prepare(x, name, false, 1000, 1000, false);
     table_path(table, sizeof table);
     t = json_load_file(table, 0, NULL);
     assert_non_null(t);
@@ -4975,11 +5208,16 @@ static void xenv_start_reconciling(xenv *x, const char *name)
     json_decref(t);
     json_object_set_new(json_object_get(x->st->conf, "provider"), "table",
                         json_string(copy));
-    site_timing(x->st, "lease_margin_ms", 500);
-    site_timing(x->st, "execution_lease_ms", 4500);
-    site_timing(x->st, "recovery_lease_ms", 3000);
-    site_timing(x->st, "recovery_delay_ms", 1000);
-    site_timing(x->st, "cleanup_margin_ms", 20000);
+}
+
+/* xenv_start with a provider table that says atomic_same_key false, and
+ * short timings: recovery takes an Unknown operation over within seconds,
+ * finds nothing by lookup and records needs_reconciliation. */
+static void xenv_start_reconciling(xenv *x, const char *name)
+{
+    xenv_prepare(x, name, false, 1000, 1000, false);
+    xenv_table_nonatomic(x);
+    site_exec_timings(x->st, 1000, 1000);
     assert_int_equal(site_write(x->st), 0);
     assert_int_equal(srv_start(x->s), 0);
 }
@@ -5989,6 +6227,623 @@ static void table_retention_shorter_than_config_refuses_to_start(void **state)
 }
 
 /* ===========================================================================
+ * Failures around execution (seed 000, "Testing Across Store Instances and
+ * Restarts", "Additional tests"): an admission whose acknowledgment is
+ * lost, an outcome that cannot be recorded, a handler paused past its
+ * lease, recovery while the original call is still in flight, an
+ * operation id reused. Each checks the sandbox's counters and what the
+ * store holds, through the API and over a store connection of its own.
+ * ========================================================================= */
+
+/* Joins and frees every execution thread a failed test left behind. */
+static void xinflight_reap(void)
+{
+    for (size_t i = 0; i < sizeof g_inflight / sizeof g_inflight[0]; i++)
+        if (g_inflight[i])
+            xinflight_free(g_inflight[i]);
+}
+
+/* Polls the sandbox until its fault queue is empty: the create request
+ * that took the last firing has arrived (20 s). */
+static void sbx_wait_faults_taken(const xenv *x)
+{
+    for (int64_t deadline = now_ms() + 20000;;) {
+        hres r;
+        size_t n;
+
+        sbx_http(&r, x->sbx, "GET", "/_control/faults", sbx_key(x), NULL);
+        assert_http(&r, 200);
+        n = json_array_size(json_object_get(r.json, "faults"));
+        hres_free(&r);
+        if (n == 0)
+            return;
+        if (now_ms() > deadline)
+            fail_msg("no create request took the armed fault within 20 s");
+        sleep_ms(20);
+    }
+}
+
+/* The operation as the store holds it, read over a store connection of the
+ * test's own (none of the servers'). 1 and *out, or 0 when absent. */
+static int store_read_op(const site *st, const char *op, og_operation *out)
+{
+    og_store_options o;
+    og_store *s = NULL;
+    int rc;
+
+    og_store_options_default(&o);
+    o.pool_size = 1;
+    if ((rc = og_store_open(st->direct_url, &o, &s)) != 0)
+        fail_msg("open the store %s: %s", st->direct_url, og_err_name(rc));
+    rc = og_operation_get(s, op, out);
+    og_store_free(s);
+    if (rc < 0)
+        fail_msg("read operation %s: %s", op, og_err_name(rc));
+    return rc;
+}
+
+/* The store itself holds op with this status (as the API names it) and
+ * owner_version. */
+static void assert_stored(const site *st, const char *op, const char *status,
+                          int64_t owner_version, int line)
+{
+    static const char *const api[] = {"admitted", "succeeded", "failed",
+                                      "unknown", "needs_reconciliation"};
+    og_operation o;
+
+    if (store_read_op(st, op, &o) != 1)
+        fail_msg("line %d: operation %s is not in the store", line, op);
+    if ((unsigned)o.status >= sizeof api / sizeof api[0] ||
+        strcmp(api[o.status], status) != 0 || o.owner_version != owner_version)
+        fail_msg("line %d: the store holds %s at owner_version %lld; expected "
+                 "%s at %lld", line, og_op_status_name(o.status),
+                 (long long)o.owner_version, status, (long long)owner_version);
+}
+
+/* One recovery pass by another process on x's configuration, `oncegate
+ * recover --config FILE --once`; it must exit 0. Its counts (a new
+ * reference). */
+static json_t *recover_once(const xenv *x)
+{
+    char out[PATHLEN], err[PATHLEN], *text;
+    char *argv[] = {(char *)g_bin, "recover", "--config", x->st->config,
+                    "--once", NULL};
+    unsigned n = ++g_srv_seq;
+    json_t *j;
+    int code;
+
+    snprintf(out, sizeof out, "%s/recover-%03u.out", g_tmp, n);
+    snprintf(err, sizeof err, "%s/recover-%03u.log", g_tmp, n);
+    outfile_add(out, OUT_STDOUT);
+    outfile_add(err, OUT_LOG_JSON);
+    code = run_cmd(argv, out, err, READY_MS);
+    text = slurp(out, NULL);
+    j = text ? json_loads(text, 0, NULL) : NULL;
+    if (code != 0 || !json_is_object(j)) {
+        char *log = slurp(err, NULL);
+        fprintf(stderr, "oncegate recover --once: exit %d\nstdout: %s\n"
+                "stderr: %s\n", code, text ? text : "", log ? log : "");
+        free(log);
+        free(text);
+        json_decref(j);
+        fail_msg("oncegate recover --once did not complete a pass");
+    }
+    free(text);
+    return j;
+}
+
+/* Ends op's execution lease (lease_until moved an hour back: its owner has
+ * been away that long) and runs one recovery pass, which must take op over
+ * and record `recorded` ("succeeded", "needs_reconciliation"; never
+ * "failed"), resubmitting `resubmitted` times. */
+static void recover_after_lease(xenv *x, const char *op, const char *recorded,
+                                int resubmitted)
+{
+    json_t *c;
+
+    op_shift_time(x, op, "lease_until", -3600);
+    c = recover_once(x);
+    if (jint(c, "taken") != 1 || jint(c, recorded) != 1 ||
+        jint(c, "resubmitted") != resubmitted || jint(c, "failed") != 0 ||
+        jint(c, "errors") != 0) {
+        char *text = json_dumps(c, JSON_COMPACT);
+        fprintf(stderr, "recovery pass: %s\n", text ? text : "");
+        free(text);
+        json_decref(c);
+        fail_msg("recovery did not take %s over and record %s once with %d "
+                 "resubmission(s)", op, recorded, resubmitted);
+    }
+    json_decref(c);
+}
+
+/* op as recovery left it after ONE takeover (owner_version 2) that
+ * recorded `to` (with reason, when not NULL): the caller's GET on s (body
+ * kept in *r) and the store's own record agree, and the history is
+ * admitted (v1) -> takeover (recovery, v2) -> outcome `to` (recovery, v2):
+ * nothing the original handler tried after its admission was recorded. */
+static void assert_recovered(hres *r, const xenv *x, const srv *s,
+                             const char *op, const char *to,
+                             const char *reason, int line)
+{
+    json_t *h, *e;
+
+    assert_op_status(r, s, op, to);
+    h = history_of(r, false, line);
+    if (json_array_size(h) != 3 || jint(r->json, "owner_version") != 2) {
+        dump("operation", r, line);
+        fail_msg("line %d: expected owner_version 2 and 3 history entries",
+                 line);
+    }
+    e = json_array_get(h, 1);
+    assert_str(jstr(e, "kind"), "takeover");
+    assert_str(jstr(e, "actor"), "recovery");
+    assert_int_equal(jint(e, "owner_version"), 2);
+    e = json_array_get(h, 2);
+    assert_str(jstr(e, "kind"), "outcome");
+    assert_str(jstr(e, "to"), to);
+    assert_str(jstr(e, "actor"), "recovery");
+    assert_int_equal(jint(e, "owner_version"), 2);
+    if (reason)
+        assert_str(jstr(e, "reason"), reason);
+    assert_stored(x->st, op, to, 2, line);
+}
+
+/* What s's handler logged about executing op: the provider's answer class
+ * and what became of it ("record_superseded", "record_failed", ...). */
+static void assert_handler_logged(const srv *s, const char *op,
+                                  const char *provider_class,
+                                  const char *execution, int line)
+{
+    json_t *ev = log_request_find(s, "operation_id", op, "execution", 10000);
+
+    if (!ev || !jstr(ev, "provider_class") || !jstr(ev, "execution") ||
+        strcmp(jstr(ev, "provider_class"), provider_class) != 0 ||
+        strcmp(jstr(ev, "execution"), execution) != 0) {
+        char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+        fprintf(stderr, "line %d: execution event: %s\n", line,
+                text ? text : "(none)");
+        free(text);
+        json_decref(ev);
+        fail_msg("line %d: expected provider_class %s and execution %s",
+                 line, provider_class, execution);
+    }
+    json_decref(ev);
+}
+
+/* The id of the one credit the sandbox holds under key op. */
+static void sbx_only_credit(const xenv *x, const char *op, char *id, size_t n)
+{
+    char path[128];
+    json_t *credits;
+    hres r;
+
+    snprintf(path, sizeof path, "/v1/credits?idempotency_key=%s", op);
+    sbx_http(&r, x->sbx, "GET", path, sbx_key(x), NULL);
+    assert_http(&r, 200);
+    credits = json_object_get(r.json, "credits");
+    if (json_array_size(credits) != 1) {
+        dump("credits", &r, __LINE__);
+        fail_msg("expected exactly one credit under key %s", op);
+    }
+    snprintf(id, n, "%s", jstr(json_array_get(credits, 0), "id"));
+    hres_free(&r);
+}
+
+/* The seed's "admission committed, acknowledgment lost". PostgreSQL: the
+ * relay passes the admission to the server, which commits it, and drops
+ * every reply, so the server's client deadline cancels and discards the
+ * connection. SQLite has no connection between the commit and its caller:
+ * the admit_ack_lost fault point (lib/core/fault.c) answers
+ * OG_ESTORE_UNAVAILABLE after the COMMIT succeeded, so the SQLite run
+ * needs a build with -Dfault_injection=true and skips without one. */
+static void admission_committed_with_its_acknowledgment_lost_bills_nothing_and_the_retry_gets_the_status(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1], op2[OG_UUID_LEN + 1], jti[OG_GRANT_ID_LEN + 1];
+    og_grant_claims c;
+    og_operation o;
+    char *tok;
+    grant warm;
+    xenv x;
+    hres r;
+
+    if (!g_pg && !OG_TEST_FAULT_INJECTION) {
+        fprintf(stderr, "skipped: SQLite needs the admit_ack_lost fault "
+                        "point (meson configure -Dfault_injection=true)\n");
+        skip();
+    }
+    /* Validation without leeway, so the grant expires within the test; one
+     * store connection, so the admission runs on the one that already ran
+     * the admission statement (PostgreSQL prepares it on first use, and a
+     * muted relay would drop that reply instead); recovery only when the
+     * test runs it. */
+    xenv_prepare(&x, "exec-ack-lost", true, 1000, 0, false);
+    site_timing(x.st, "admission_leeway_ms", 0);
+    json_object_set_new(x.st->conf, "pool_size", json_integer(1));
+    json_object_set_new(x.st->conf, "recovery_loop", json_false());
+    assert_int_equal(site_write(x.st), 0);
+    if (!g_pg)
+        srv_setenv(x.s, "OG_FAULT=admit_ack_lost");
+    assert_int_equal(srv_start(x.s), 0);
+    issue_grant_account(x.s, &warm, ACCOUNT);
+    post(&r, x.s, "/v1/grants/revoke", KEY(P_REVOKER),
+         json_pack("{s:s}", "token", warm.token));
+    assert_http(&r, 200);
+    hres_free(&r);
+    uuid4(op);
+    execute(&r, x.s, op, warm.token, ACCOUNT); /* refused: nothing commits */
+    assert_error(&r, 409, "grant_not_available");
+    hres_free(&r);
+
+    /* A grant valid for 3 to 4 more seconds. */
+    claims_default(&c, jti);
+    c.exp = c.iat + 4;
+    tok = sign(&c);
+    uuid4(op);
+    if (g_pg)
+        relay_mode(x.st->relay, false, false, true);
+    execute(&r, x.s, op, tok, ACCOUNT);
+    if (g_pg)
+        relay_mode(x.st->relay, false, false, false);
+    assert_retry_later(&r, __LINE__);
+    hres_free(&r);
+    /* Committed all the same, and billing was not called. */
+    assert_stored(x.st, op, "admitted", 1, __LINE__);
+    assert_int_equal(store_read_op(x.st, op, &o), 1);
+    assert_str(o.grant_id, jti);
+    assert_str(o.caller_id, "agent-1");
+    assert_sbx_stat(&x, "create_requests", 0);
+
+    /* The same operation: the admitted operation, no second claim, no
+     * billing call (only recovery calls the provider for it now). */
+    execute(&r, x.s, op, tok, ACCOUNT);
+    assert_pending(&r, op, "admitted", "already_admitted", __LINE__);
+    hres_free(&r);
+    /* Another operation id: refused, and nothing of it is stored. */
+    uuid4(op2);
+    execute(&r, x.s, op2, tok, ACCOUNT);
+    assert_error(&r, 409, "grant_not_available");
+    hres_free(&r);
+    assert_int_equal(store_read_op(x.st, op2, &o), 0);
+    assert_sbx_stat(&x, "create_requests", 0);
+
+    /* Past the grant's expiry: validation refuses the retry, and the caller
+     * still reads its operation. */
+    while ((int64_t)time(NULL) < c.exp)
+        sleep_ms(50);
+    execute(&r, x.s, op, tok, ACCOUNT);
+    assert_error(&r, 403, "grant_not_valid");
+    assert_str(jstr(r.json, "reason"), "grant.expired");
+    hres_free(&r);
+    assert_op_status(&r, x.s, op, "admitted");
+    assert_int_equal(jint(r.json, "owner_version"), 1);
+    assert_int_equal(json_array_size(history_of(&r, false, __LINE__)), 1);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 0);
+    assert_sbx_stat(&x, "credits_created", 0);
+    free(tok);
+
+    /* Recovery, not a retry, takes it from there: its lookup finds nothing,
+     * and the default table declares atomic same-key handling, so it sends
+     * the create (the operation id as key) once, before submit_by. */
+    recover_after_lease(&x, op, "succeeded", 1);
+    assert_recovered(&r, &x, x.s, op, "succeeded", NULL, __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "lookups", 1);
+}
+
+static void billing_success_then_failure_to_record_it_is_pending_and_recovery_makes_it_succeeded_with_one_credit(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1], ref[128];
+    xinflight *a;
+    xenv x;
+    grant g;
+    hres r;
+
+    xenv_prepare(&x, "exec-record-lost", true, 1000, 0, false);
+    json_object_set_new(x.st->conf, "recovery_loop", json_false());
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(srv_start(x.s), 0);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    /* The credit is created at once; its answer comes 1.5 s later, by which
+     * time the store is gone. */
+    sbx_arm(&x, "delay_after_effect", 1500);
+    uuid4(op);
+    a = xinflight_start(x.s, op, g.token);
+    sbx_wait_stat(&x, "credits_created", 1);
+    store_down(x.st);
+    xinflight_join(a);
+    store_up(x.st);
+    assert_pending(&a->r, op, "admitted", "admitted", __LINE__);
+    xinflight_free(a);
+    assert_handler_logged(x.s, op, "succeeded", "record_failed", __LINE__);
+    assert_stored(x.st, op, "admitted", 1, __LINE__);
+    assert_op_status(&r, x.s, op, "admitted");
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "lookups", 0);
+
+    /* Recovery finds the credit by lookup: Succeeded, no second create. */
+    recover_after_lease(&x, op, "succeeded", 0);
+    assert_recovered(&r, &x, x.s, op, "succeeded", NULL, __LINE__);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "lookups", 1);
+    sbx_only_credit(&x, op, ref, sizeof ref); /* a lookup of the test's */
+    assert_str(jstr(r.json, "provider_reference"), ref);
+    hres_free(&r);
+    /* The caller's retry now gets the recorded verdict, with no call. */
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "status"), "succeeded");
+    assert_str(jstr(r.json, "outcome"), "already_admitted");
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+}
+
+/* The original handler's execution a, answered after recovery recorded
+ * `to` (reason, when not NULL) at owner_version 2: its late write, of the
+ * provider answer class provider_class, was refused (record_superseded),
+ * the caller got 202 pending (status admitted, as at admission), and the
+ * operation is as recovery left it. Frees a. */
+static void assert_late_write_lost(xinflight *a, const xenv *x, const char *op,
+                                   const char *provider_class, const char *to,
+                                   const char *reason, int line)
+{
+    hres r;
+
+    xinflight_join(a);
+    assert_pending(&a->r, op, "admitted", "admitted", line);
+    xinflight_free(a);
+    assert_handler_logged(x->s, op, provider_class, "record_superseded",
+                          line);
+    assert_recovered(&r, x, x->s, op, to, reason, line);
+    hres_free(&r);
+}
+
+/* Handler A really paused (SIGSTOP) while its create call is in flight (the
+ * sandbox holds its answer back after the effect); its lease ends; B's
+ * recovery loop takes the operation over (owner_version 2), finds the
+ * credit and records Succeeded; then A resumes and tries to record what its
+ * call produced, at owner_version 1. Store timeout 1 s, provider timeout
+ * P; end_lease_now moves lease_until back instead of waiting the lease
+ * (3 x 1 s + P + 0.5 s) out. */
+static void paused_handler_resumes_after_recovery(json_int_t P,
+                                                  bool end_lease_now,
+                                                  const char *late_class)
+{
+    char op[OG_UUID_LEN + 1];
+    int64_t t0;
+    xinflight *a;
+    xenv x;
+    grant g;
+    hres r;
+    srv *b;
+
+    xenv_prepare(&x, "exec-paused", false, 1000, P, false);
+    site_exec_timings(x.st, 1000, P);
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(srv_start(x.s), 0);
+    b = site_server(x.st);
+    assert_int_equal(srv_start(b), 0);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    sbx_arm(&x, "delay_after_effect", 2000);
+    uuid4(op);
+    t0 = now_ms();
+    a = xinflight_start(x.s, op, g.token);
+    sbx_wait_stat(&x, "create_requests", 1);
+    assert_int_equal(kill(x.s->pid, SIGSTOP), 0);
+    if (end_lease_now)
+        op_shift_time(&x, op, "lease_until", -3600);
+    wait_op_status(b, op, "succeeded");
+    assert_recovered(&r, &x, b, op, "succeeded", NULL, __LINE__);
+    hres_free(&r);
+    if (end_lease_now && now_ms() - t0 > P - 1000)
+        fail_msg("recovery took %lld ms: A would resume past its provider "
+                 "timeout (%lld ms)", (long long)(now_ms() - t0),
+                 (long long)P);
+    assert_int_equal(kill(x.s->pid, SIGCONT), 0);
+    assert_late_write_lost(a, &x, op, late_class, "succeeded", NULL, __LINE__);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "lookups", 1);
+}
+
+/* The pause with the lease ended at once: A resumes before its own provider
+ * timeout (5 s from the call), reads the SUCCEEDED answer that arrived
+ * while it was stopped, and its late Succeeded write changes nothing. */
+static void original_handler_paused_past_its_lease_loses_its_late_write(
+    void **state)
+{
+    paused_handler_resumes_after_recovery(5000, true, "succeeded");
+}
+
+/* The pause waited out: A stays stopped until its lease (4.5 s) ends by
+ * itself. When it resumes, its call is past its own timeout (1 s, shorter
+ * than the lease: T4), so what it tries to record is Unknown: refused over
+ * the recovered Succeeded. */
+static void late_unknown_from_a_paused_handler_cannot_overwrite_a_recovered_succeeded(
+    void **state)
+{
+    paused_handler_resumes_after_recovery(1000, false, "unknown");
+}
+
+/* The original create call is in flight at the sandbox (delay_before_effect
+ * 3 s: nothing is done yet) when its lease ends and one recovery pass runs
+ * (recording `recorded` with `resubmitted` creates); its lookup finds
+ * nothing. The handler is held (SIGSTOP) during the pass only so that,
+ * however slow the machine, it cannot record an answer before recovery's
+ * takeover; it resumes well inside its 5 s provider timeout, gets the
+ * sandbox's SUCCEEDED answer when the delay ends, and loses that write. */
+static void recover_while_in_flight(xenv *x, const char *recorded,
+                                    int resubmitted, const char *reason)
+{
+    char op[OG_UUID_LEN + 1];
+    xinflight *a;
+    grant g;
+    hres r;
+
+    issue_grant_account(x->s, &g, ACCOUNT);
+    uuid4(op);
+    sbx_arm(x, "delay_before_effect", 3000);
+    a = xinflight_start(x->s, op, g.token);
+    sbx_wait_faults_taken(x);
+    assert_int_equal(kill(x->s->pid, SIGSTOP), 0);
+    recover_after_lease(x, op, recorded, resubmitted);
+    assert_int_equal(kill(x->s->pid, SIGCONT), 0);
+    assert_recovered(&r, x, x->s, op, recorded, reason, __LINE__);
+    hres_free(&r);
+    assert_sbx_stat(x, "lookups", 1);
+    assert_late_write_lost(a, x, op, "succeeded", recorded, reason, __LINE__);
+}
+
+/* A server with recovery left to the test, store_timeout 1 s and a 5 s
+ * provider timeout (longer than the sandbox's 3 s delay: the original call
+ * gets its answer). The sandbox hides new credits from lookups for a
+ * minute (--visibility-delay-ms, an eventually consistent search), so
+ * recovery's lookup finds nothing even on a machine so slow that the
+ * original's delay ends first. */
+static void xenv_start_in_flight(xenv *x, const char *name, bool atomic)
+{
+    static const char *const hidden[] = {"--visibility-delay-ms", "60000",
+                                         NULL};
+    static const char *const hidden_nonatomic[] = {
+        "--visibility-delay-ms", "60000", "--no-atomic-same-key", NULL};
+
+    xenv_prepare_sbx(x, name, false, 1000, 5000, false,
+                     atomic ? hidden : hidden_nonatomic);
+    if (!atomic)
+        xenv_table_nonatomic(x);
+    site_exec_timings(x->st, 1000, 5000);
+    json_object_set_new(x->st->conf, "recovery_loop", json_false());
+    assert_int_equal(site_write(x->st), 0);
+    assert_int_equal(srv_start(x->s), 0);
+}
+
+/* A provider that does not document atomic handling of concurrent
+ * same-key requests (sandbox --no-atomic-same-key, table atomic_same_key
+ * false): recovery's lookup finds nothing while the original call is in
+ * flight, and it records NeedsReconciliation — not Failed, and no create
+ * request. The original call then takes effect (one credit), which is why:
+ * Failed would have been false, a resubmission could have made two. */
+static void recovery_finds_nothing_while_the_original_call_may_be_in_flight_never_fails_it(
+    void **state)
+{
+    xenv x;
+
+    xenv_start_in_flight(&x, "exec-inflight-nonatomic", false);
+    recover_while_in_flight(&x, "needs_reconciliation", 0,
+                            "not_found_no_atomic_same_key");
+    assert_sbx_stat(&x, "create_requests", 1); /* the original's only */
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "lookups", 1);
+}
+
+/* The same, with atomic same-key handling declared (the default sandbox and
+ * table): recovery resubmits with the same key while the original call is
+ * in flight; the sandbox creates one credit and answers the original from
+ * its key (a replay), and recovery's Succeeded stands. */
+static void recovery_finds_nothing_with_atomic_same_key_resubmits_the_same_key_and_one_credit_results(
+    void **state)
+{
+    xenv x;
+
+    xenv_start_in_flight(&x, "exec-inflight-atomic", true);
+    recover_while_in_flight(&x, "succeeded", 1, NULL);
+    assert_sbx_stat(&x, "create_requests", 2);
+    assert_sbx_stat(&x, "credits_created", 1);
+    assert_sbx_stat(&x, "idempotent_replays", 1);
+    assert_sbx_stat(&x, "lookups", 1);
+}
+
+/* A 409 grant_not_available that says nothing about the operation. */
+static void assert_reveals_nothing(const hres *r, int line)
+{
+    const char *k;
+    json_t *v;
+
+    if (r->status != 409 || !jstr(r->json, "error") ||
+        strcmp(jstr(r->json, "error"), "grant_not_available") != 0) {
+        dump("reused operation id", r, line);
+        fail_msg("line %d: expected 409 grant_not_available", line);
+    }
+    json_object_foreach(r->json, k, v) {
+        (void)v;
+        if (strcmp(k, "error") != 0 && strcmp(k, "message") != 0) {
+            dump("reused operation id", r, line);
+            fail_msg("line %d: the refusal carries \"%s\"", line, k);
+        }
+    }
+}
+
+static void operation_id_reused_by_another_caller_or_with_other_details_is_409_reveals_nothing_and_bills_nothing(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1], op2[OG_UUID_LEN + 1], path[128], ref[128];
+    og_operation o;
+    grant g1, g2, g3;
+    xenv x;
+    hres r;
+
+    xenv_start(&x, "exec-op-reused", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g1, ACCOUNT);
+    uuid4(op);
+    execute(&r, x.s, op, g1.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "status"), "succeeded");
+    snprintf(ref, sizeof ref, "%s", jstr(r.json, "provider_reference"));
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+
+    /* Another caller, with its own grant, names the same operation id. */
+    issue_grant_for(x.s, &g2, "agent-2", ACCOUNT);
+    execute_as(&r, x.s, KEY(P_AGENT2), op, g2.token, ACCOUNT);
+    assert_reveals_nothing(&r, __LINE__);
+    hres_free(&r);
+    /* The same caller, with another grant for other details. */
+    issue_grant_account(x.s, &g3, "A-2000");
+    execute(&r, x.s, op, g3.token, "A-2000");
+    assert_reveals_nothing(&r, __LINE__);
+    hres_free(&r);
+    /* The other caller cannot read it either: 404 like a missing one. */
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    get(&r, x.s, path, KEY(P_AGENT2));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+
+    /* The operation is as it was. */
+    assert_op_status(&r, x.s, op, "succeeded");
+    assert_str(jstr(r.json, "provider_reference"), ref);
+    assert_str(jstr(r.json, "account"), ACCOUNT);
+    assert_str(jstr(r.json, "grant_id"), g1.grant_id);
+    assert_int_equal(jint(r.json, "owner_version"), 1);
+    assert_int_equal(json_array_size(history_of(&r, false, __LINE__)), 2);
+    hres_free(&r);
+    assert_stored(x.st, op, "succeeded", 1, __LINE__);
+    assert_int_equal(store_read_op(x.st, op, &o), 1);
+    assert_str(o.caller_id, "agent-1");
+    assert_str(o.grant_id, g1.grant_id);
+
+    /* Neither refusal spent its grant: each executes under a new id. */
+    uuid4(op2);
+    execute_as(&r, x.s, KEY(P_AGENT2), op2, g2.token, ACCOUNT);
+    assert_http(&r, 200);
+    hres_free(&r);
+    uuid4(op2);
+    execute(&r, x.s, op2, g3.token, "A-2000");
+    assert_http(&r, 200);
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 3);
+    assert_sbx_stat(&x, "credits_created", 3);
+}
+
+/* ===========================================================================
  * Last: every server stopped; exits and logs checked
  * ========================================================================= */
 static void every_response_carried_a_request_id_and_every_error_a_code_and_message(
@@ -6182,6 +7037,13 @@ int main(int argc, char **argv)
         T(provider_timeout_is_pending_unknown),
         T(transient_refusal_leaves_the_operation_admitted),
         T(store_unavailable_at_admission_makes_no_billing_call),
+        T(admission_committed_with_its_acknowledgment_lost_bills_nothing_and_the_retry_gets_the_status),
+        T(billing_success_then_failure_to_record_it_is_pending_and_recovery_makes_it_succeeded_with_one_credit),
+        T(original_handler_paused_past_its_lease_loses_its_late_write),
+        T(late_unknown_from_a_paused_handler_cannot_overwrite_a_recovered_succeeded),
+        T(recovery_finds_nothing_while_the_original_call_may_be_in_flight_never_fails_it),
+        T(recovery_finds_nothing_with_atomic_same_key_resubmits_the_same_key_and_one_credit_results),
+        T(operation_id_reused_by_another_caller_or_with_other_details_is_409_reveals_nothing_and_bills_nothing),
         T(operator_lists_the_reconciliation_backlog_oldest_first),
         T(operator_resolves_needs_reconciliation_with_evidence_and_the_grant_stays_spent),
         T(resolving_an_operation_not_awaiting_reconciliation_is_409),

@@ -27,7 +27,9 @@
  *       itself (control endpoint on, loopback, state in DIR/sandbox.db,
  *       which instances sharing DIR share, so a credit one instance's
  *       sandbox made is found by the other's lookup) and stops it when it
- *       drains; the sandbox dies with the server (PR_SET_PDEATHSIG). The
+ *       drains; the sandbox dies with the server (PR_SET_PDEATHSIG). Its
+ *       log goes to DIR/sandbox.log, so the server's stderr carries the
+ *       server's own log lines only. The
  *       classification table the server reads, DIR/sandbox-credits.v1.json,
  *       is the copy compiled into the binary, rewritten at every start.
  */
@@ -57,6 +59,7 @@
 #define DEV_DEFAULT_DIR "./oncegate-dev"
 #define DEV_TABLE_FILE "sandbox-credits.v1.json"
 #define DEV_SANDBOX_STATE "sandbox.db"
+#define DEV_SANDBOX_LOG "sandbox.log"
 #define DEV_SANDBOX_BIN "oncegate-sandbox"
 #define DEV_SANDBOX_READY "oncegate-sandbox: listening on "
 #define DEV_SANDBOX_START_MS 15000 /* its ready line, at most */
@@ -630,9 +633,11 @@ static char *dev_sandbox_path(void)
     return path;
 }
 
-/* In the child: becomes the sandbox. Never returns. */
+/* In the child: becomes the sandbox, its stdout to out, its log (stderr)
+ * to log — the server's stderr carries the server's own log only. Never
+ * returns. */
 static void dev_sandbox_exec(const char *path, const char *state, int out,
-                             pid_t parent)
+                             int log, pid_t parent)
 {
     char *argv[] = {(char *)DEV_SANDBOX_BIN, (char *)"--listen",
                     (char *)"127.0.0.1:0", (char *)"--state", (char *)state,
@@ -650,7 +655,7 @@ static void dev_sandbox_exec(const char *path, const char *state, int out,
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
         _exit(127);
     if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
-        dup2(out, STDOUT_FILENO) < 0)
+        dup2(out, STDOUT_FILENO) < 0 || dup2(log, STDERR_FILENO) < 0)
         _exit(127);
     if (path)
         execv(path, argv);
@@ -703,24 +708,33 @@ static int dev_sandbox_ready(int fd, char *url, size_t urllen)
 int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
                              og_srv_dev_sandbox *sb, char *err, size_t errlen)
 {
-    char state[OG_PATH_MAX], *path, *url;
+    char state[OG_PATH_MAX], logpath[OG_PATH_MAX], *path, *url;
     pid_t parent = getpid(), pid;
-    int p[2], status;
+    int p[2], status, log;
 
     memset(sb, 0, sizeof sb[0]);
-    if (dev_path(state, dir, DEV_SANDBOX_STATE) != 0)
+    if (dev_path(state, dir, DEV_SANDBOX_STATE) != 0 ||
+        dev_path(logpath, dir, DEV_SANDBOX_LOG) != 0)
         return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log < 0)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot open: %s",
+                        logpath, strerror(errno));
     /* Close-on-exec, so no other child inherits the pipe; the sandbox
      * gets its end by dup2, which clears the flag. */
-    if (pipe(p) != 0)
-        return dev_fail(err, errlen, OG_EINTERNAL, "pipe: %s",
-                        strerror(errno));
+    if (pipe(p) != 0) {
+        int e = errno;
+
+        close(log);
+        return dev_fail(err, errlen, OG_EINTERNAL, "pipe: %s", strerror(e));
+    }
     if (fcntl(p[0], F_SETFD, FD_CLOEXEC) != 0 ||
         fcntl(p[1], F_SETFD, FD_CLOEXEC) != 0) {
         int e = errno;
 
         close(p[0]);
         close(p[1]);
+        close(log);
         return dev_fail(err, errlen, OG_EINTERNAL, "pipe: %s", strerror(e));
     }
     path = dev_sandbox_path();
@@ -730,22 +744,24 @@ int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
 
         close(p[0]);
         close(p[1]);
+        close(log);
         free(path);
         return dev_fail(err, errlen, OG_EINTERNAL, "fork: %s", strerror(e));
     }
     if (pid == 0)
-        dev_sandbox_exec(path, state, p[1], parent);
+        dev_sandbox_exec(path, state, p[1], log, parent);
     free(path);
     close(p[1]);
+    close(log);
     if (dev_sandbox_ready(p[0], sb->url, sizeof sb->url) != 0) {
         close(p[0]);
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
         return dev_fail(err, errlen, OG_EPROVIDER_UNAVAILABLE,
-                        "%s did not start (see its message above); give a "
-                        "provider with --provider URL, or put "
-                        DEV_SANDBOX_BIN " beside oncegate or in PATH",
-                        DEV_SANDBOX_BIN);
+                        "%s did not start (its log: %s); give a provider "
+                        "with --provider URL, or put " DEV_SANDBOX_BIN
+                        " beside oncegate or in PATH",
+                        DEV_SANDBOX_BIN, logpath);
     }
     /* Nothing more is read: the sandbox writes only its ready line to
      * stdout (and ignores SIGPIPE should it ever write again). */
@@ -965,7 +981,8 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
             c && c->issuer ? c->issuer : OG_DEV_ISSUER, url, shown, shown);
     if (sb && sb->pid > 0)
         fprintf(f, "  provider     %s: " DEV_SANDBOX_BIN ", started beside "
-                   "this instance (state %s/" DEV_SANDBOX_STATE ";\n"
+                   "this instance (state and log %s/" DEV_SANDBOX_STATE
+                   ", " DEV_SANDBOX_LOG ";\n"
                    "               faults and counters at /_control, see "
                    "docs/sandbox.md)\n",
                 sb->url, shown);
