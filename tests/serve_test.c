@@ -4762,6 +4762,107 @@ static void executed_operation_is_applied_once_with_the_operation_id_as_key(
     assert_sbx_stat(&x, "credits_created", 1);
 }
 
+/* With a provider the service executes credit.apply only (recovery would
+ * send any stalled operation to the credit provider): a presentation for
+ * another action is refused before validation and the store, 422
+ * action_not_executable — nothing admitted, nothing billed — and the same
+ * grant and operation id then execute under the grant's own action. */
+static void action_other_than_credit_apply_is_422_and_changes_nothing(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1], path[128];
+    json_t *body;
+    xenv x;
+    grant g;
+    hres r;
+
+    xenv_start(&x, "action", false, LOADED_STORE_TIMEOUT_MS, 0, true);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    uuid4(op);
+    body = admit_body(op, g.token);
+    json_object_set_new(body, "action", json_string("refund.apply"));
+    post(&r, x.s, "/v1/operations", KEY(P_AGENT), body);
+    assert_error(&r, 422, "action_not_executable");
+    hres_free(&r);
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    get(&r, x.s, path, KEY(P_AGENT));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    assert_sbx_stat(&x, "create_requests", 0);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "result"), "applied");
+    hres_free(&r);
+    assert_sbx_stat(&x, "credits_created", 1);
+}
+
+/* Runs sql in the site's own database (PostgreSQL) as the superuser. */
+static void pg_site_exec(const site *st, const char *sql)
+{
+    PGconn *c = PQconnectdb(st->direct_url);
+    PGresult *r = PQexec(c, sql);
+
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* A PostgreSQL deployment that runs admissions as a role which does not
+ * carry the server-side bound (store_bounds_from_role: the role must) is
+ * refused at startup, naming the missing setting; once the role carries
+ * finite statement_timeout and lock_timeout within store_timeout, the same
+ * configuration starts. */
+static void deployment_without_the_server_side_bound_is_refused_at_startup(
+    void **state)
+{
+    char role[64], url[512], sql[512], *log = NULL;
+    site *st;
+    srv *s;
+    int code;
+
+    if (!g_pg) {
+        skip(); /* SQLite has no such settings: its bound is the client's */
+        return;
+    }
+    assert_non_null(st = site_new("no-bound", false, 0, true));
+    snprintf(role, sizeof role, "og_nobound_%ld", (long)getpid());
+    snprintf(sql, sizeof sql, "CREATE ROLE %s LOGIN", role);
+    assert_int_equal(pg_admin(sql), 0);
+    snprintf(sql, sizeof sql,
+             "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+             "public TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public "
+             "TO %s",
+             role, role);
+    pg_site_exec(st, sql);
+    snprintf(url, sizeof url, "postgresql://%s@%s:%d/%s", role, g_pg_host,
+             g_pg_port, st->db);
+    json_object_set_new(st->conf, "store", json_string(url));
+    json_object_set_new(st->conf, "store_bounds_from_role", json_true());
+    assert_int_equal(site_write(st), 0);
+
+    code = run_refused(st, &log);
+    if (code != 78 || !log || !strstr(log, "statement_timeout=0ms"))
+        fprintf(stderr, "exit %d, stderr:\n%s\n", code, log ? log : "");
+    assert_int_equal(code, 78);
+    assert_non_null(strstr(log, "statement_timeout=0ms"));
+    free(log);
+
+    snprintf(sql, sizeof sql,
+             "ALTER ROLE %s SET statement_timeout = '2s'; "
+             "ALTER ROLE %s SET lock_timeout = '2s'",
+             role, role);
+    assert_int_equal(pg_admin(sql), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    assert_int_equal(srv_stop(s, SIGTERM, EXIT_MS), 0);
+
+    snprintf(sql, sizeof sql, "DROP OWNED BY %s", role);
+    pg_site_exec(st, sql);
+    snprintf(sql, sizeof sql, "DROP ROLE %s", role);
+    assert_int_equal(pg_admin(sql), 0);
+}
+
 static void definite_refusal_is_failed_and_the_grant_stays_spent(void **state)
 {
     char op[OG_UUID_LEN + 1], op2[OG_UUID_LEN + 1];
@@ -7031,6 +7132,8 @@ int main(int argc, char **argv)
         T(store_stopped_while_serving_is_503_then_the_same_operation_retry_gets_the_status),
         T(executed_operation_is_applied_once_with_the_operation_id_as_key),
         T(definite_refusal_is_failed_and_the_grant_stays_spent),
+        T(action_other_than_credit_apply_is_422_and_changes_nothing),
+        T(deployment_without_the_server_side_bound_is_refused_at_startup),
         T(dropped_response_is_pending_unknown_and_one_credit_exists),
         T(recovery_loop_settles_a_lost_answer_by_lookup),
         T(same_operation_retry_while_the_first_is_in_flight_gets_pending_without_a_billing_call),
