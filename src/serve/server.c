@@ -373,25 +373,31 @@ static void reload(og_srv *srv, const serve_args *a)
            json_pack("{s:I}", "principals", (json_int_t)n));
 }
 
-/* The stop watchdog: MHD_stop_daemon joins every connection thread, and
- * once in about twenty suite runs (libmicrohttpd 0.9.75, thread per
- * connection, after quiesce) it never returned although no request was in
- * flight. Past the longest a request can still run (a store call and a
- * provider call, plus slack) the process ends itself: with nothing in
- * flight every answer given is already in the store, so that is a drained
- * exit (0); otherwise 70. */
+/* The stop watchdog. Stopping joins every connection thread
+ * (MHD_stop_daemon) and the recovery loop; once in about twenty suite runs
+ * (libmicrohttpd 0.9.75, thread per connection, after quiesce) the stop
+ * never returned although no request was in flight. The watchdog bounds
+ * it: 5 s when nothing was in flight at the drain's end, else the longest
+ * a request or a recovery pass can still run (a store call and a provider
+ * call) plus 5 s. Past it the process ends itself: with nothing in flight
+ * every answer given is already in the store, so that is a drained exit
+ * (0); otherwise 70. */
 typedef struct stop_watch {
     og_srv *srv;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
+    atomic_int stage; /* 0: stopping HTTP, 1: joining the recovery loop */
 } stop_watch;
 
 static void *stop_watchdog(void *arg)
 {
     stop_watch *w = arg;
-    int64_t limit_us = w->srv->cfg.timings.store_timeout_us +
-                       w->srv->cfg.timings.provider_timeout_us + 5000000;
+    int64_t limit_us = atomic_load(&w->srv->inflight) == 0
+                           ? 5000000
+                           : w->srv->cfg.timings.store_timeout_us +
+                                 w->srv->cfg.timings.provider_timeout_us +
+                                 5000000;
     struct timespec at;
     int left;
 
@@ -413,13 +419,16 @@ static void *stop_watchdog(void *arg)
     pthread_mutex_unlock(&w->mu);
     left = atomic_load(&w->srv->inflight);
     og_log(OG_LOG_ERROR, "stop_stuck",
-           json_pack("{s:i, s:I}", "in_flight", left, "waited_ms",
-                     (json_int_t)(limit_us / 1000)));
+           json_pack("{s:i, s:I, s:s}", "in_flight", left, "waited_ms",
+                     (json_int_t)(limit_us / 1000), "stage",
+                     atomic_load(&w->stage) == 0 ? "http_stop"
+                                                 : "recovery_join"));
     /* Each log line is one write(2): nothing to flush. */
     _exit(left == 0 ? OG_EXIT_OK : OG_EXIT_INTERNAL);
 }
 
-/* og_http_stop under the watchdog above. */
+/* Stops the HTTP server and joins the recovery loop, under the watchdog
+ * above. */
 static void stop_guarded(og_srv *srv, struct MHD_Daemon *d)
 {
     stop_watch w = {.srv = srv, .done = false};
@@ -430,6 +439,11 @@ static void stop_guarded(og_srv *srv, struct MHD_Daemon *d)
     pthread_cond_init(&w.cv, NULL);
     watched = pthread_create(&th, NULL, stop_watchdog, &w) == 0;
     og_http_stop(d);
+    atomic_store(&w.stage, 1);
+    if (srv->recovery_running) {
+        pthread_join(srv->recovery, NULL);
+        srv->recovery_running = false;
+    }
     if (watched) {
         pthread_mutex_lock(&w.mu);
         w.done = true;
@@ -635,9 +649,7 @@ int og_cli_serve(int argc, char **argv)
         }
         srv.recovery_running = true;
     }
-    signal_loop(&srv, &a, &set, d);
-    if (srv.recovery_running)
-        pthread_join(srv.recovery, NULL);
+    signal_loop(&srv, &a, &set, d); /* drains, stops, joins the loop */
     rc = OG_EXIT_OK;
 out:
     og_srv_auth_unref(srv.auth);
