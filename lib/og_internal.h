@@ -271,7 +271,26 @@ typedef struct og__store_methods {
     int (*op_list)(void *impl, const og_op_filter *f, og_op_list *out);
     /* Stored events only (store.c prepends the "admitted" one). */
     int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
+
+    /* ---- retention (schema 4) ----
+     * ONE batch each, in its own short transaction; store.c loops and
+     * decides when to stop. *out is this batch's counts only (its batches
+     * member untouched); a batch never takes more than batch rows. */
+    /* Deletes at most batch grant_consumptions rows whose retain_until +
+     * the store's cleanup_margin lies before the store's clock at the
+     * statement, oldest first. */
+    int (*cleanup_batch)(void *impl, int batch, og_cleanup_stats *out);
+    /* Moves (OG_ARCHIVE_MOVE) or deletes at most batch terminal operations
+     * whose last status change lies more than older_than_us before the
+     * store's clock, each with its events, in one transaction. */
+    int (*archive_batch)(void *impl, int64_t older_than_us,
+                         og_archive_mode mode, int batch,
+                         og_archive_stats *out);
 } og__store_methods;
+
+/* The PostgreSQL cleanup statement (postgres.c), for tests that EXPLAIN the
+ * very text the store runs: $1 cleanup_margin (µs), $2 batch. */
+extern const char og__pg_cleanup_sql[];
 
 extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;
