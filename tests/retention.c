@@ -347,6 +347,13 @@ static void cleanup_deletes_in_bounded_batches(void **state)
     for (int i = 0; i < 5; i++)
         assert_true(r_held(&e, ISSUER, live[i].grant_id));
 
+    /* A call's cursor starts afresh: a due row older than everything the
+     * last call deleted is still found. */
+    r_bulk(&e, "older", "revocation", 3, -30 * 86400);
+    st = r_cleanup(&e, 10, 100);
+    assert_int_equal(st.revocations, 3);
+    assert_int_equal(st.batches, 1);
+
     /* max_batches bounds one call; the next one carries on. */
     r_bulk(&e, "more", "consume", 30, -7200);
     st = r_cleanup(&e, 10, 2);
@@ -652,13 +659,14 @@ static void cleanup_uses_the_retain_until_index(void **state)
     r_bulk(&e, "due", "consume", 500, -3600);
     assert_int_equal(t_raw_exec(e.raw, "ANALYZE grant_consumptions"), 0);
     /* The very text the store prepares, planned with the store's default
-     * margin (300 s) and a batch of 1000, as its first executions are. */
+     * margin (300 s), a batch of 1000 and the cursor at the epoch, as a
+     * pass's first batch is. */
     snprintf(sql, sizeof sql,
-             "PREPARE og_cleanup_explain (bigint, integer) AS %s",
+             "PREPARE og_cleanup_explain (bigint, integer, bigint) AS %s",
              og__pg_cleanup_sql);
     assert_int_equal(t_raw_exec(e.raw, sql), 0);
-    plan = t_raw_lines(e.raw,
-                       "EXPLAIN EXECUTE og_cleanup_explain (300000000, 1000)");
+    plan = t_raw_lines(
+        e.raw, "EXPLAIN EXECUTE og_cleanup_explain (300000000, 1000, 0)");
     assert_non_null(plan);
     if (!strstr(plan, "Index Scan using grant_consumptions_retain_until_idx"
                       " on grant_consumptions") ||

@@ -129,9 +129,10 @@
  *  I20 Cleanup deletes grant_consumptions rows and nothing else, in batches
  *      of at most `batch` rows per statement, each its own implicit
  *      transaction: the row ids come from an index scan of
- *      grant_consumptions_retain_until_idx (oldest first) under FOR UPDATE
- *      SKIP LOCKED, so concurrent janitors split the work instead of
- *      queueing, and no batch holds locks for long.
+ *      grant_consumptions_retain_until_idx (oldest first, from the pass's
+ *      keyset cursor, so no batch walks the dead entries of the ones before
+ *      it) under FOR UPDATE SKIP LOCKED, so concurrent janitors split the
+ *      work instead of queueing, and no batch holds locks for long.
  *  I21 Archiving (pg_archive_sql) takes terminal operations only —
  *      Succeeded and Failed, which no writer ever expects (store.c), so they
  *      never change again — and moves or deletes each together with its
@@ -930,38 +931,46 @@ static const char pg_op_history_sql[] =
 
 /* ===========================================================================
  * Retention (I19-I22): one batch per statement, each its own implicit
- * transaction; store.c loops.
+ * transaction; store.c loops and carries the keyset cursor (og_internal.h).
  *
- * Cleanup. $1 cleanup_margin (µs)  $2 batch. The inner SELECT walks
- * grant_consumptions_retain_until_idx from the oldest retain_until and
- * locks at most $2 rows that no other janitor holds (I20); the DELETE
- * removes them by ctid and re-checks the bound on each row it removes
- * (I19), so even a row a ctid no longer names correctly is never deleted
- * early. statement_timestamp() is the statement's start: waiting only
- * makes it delete less. One row: the deleted rows by kind.
+ * Cleanup. $1 cleanup_margin (µs)  $2 batch  $3 cursor (µs since the
+ * epoch). The inner SELECT walks grant_consumptions_retain_until_idx from
+ * the cursor — not from the oldest entry: the entries earlier batches
+ * deleted stay in the index until a vacuum, and walking them again made a
+ * pass quadratic — and locks at most $2 rows that no other janitor holds
+ * (I20); the DELETE removes them by ctid and re-checks the bound on each
+ * row it removes (I19), so even a row a ctid no longer names correctly is
+ * never deleted early. statement_timestamp() is the statement's start:
+ * waiting only makes it delete less. One row: the deleted rows by kind and
+ * the new cursor (the greatest retain_until deleted; $3 when none).
  * ========================================================================= */
+#define PG_EPOCH_US(c) "(extract(epoch FROM " c ") * 1000000)::bigint"
 const char og__pg_cleanup_sql[] =
     "WITH gone AS (\n"
     "  DELETE FROM grant_consumptions\n"
     "  WHERE ctid = ANY (ARRAY(\n"
     "          SELECT ctid FROM grant_consumptions\n"
-    "          WHERE retain_until < statement_timestamp() - " PG_US("$1") "\n"
+    "          WHERE retain_until >= " PG_TS("$3") "\n"
+    "            AND retain_until < statement_timestamp() - " PG_US("$1") "\n"
     "          ORDER BY retain_until\n"
     "          LIMIT $2::integer\n"
     "          FOR UPDATE SKIP LOCKED))\n"
     "    AND retain_until < statement_timestamp() - " PG_US("$1") "\n"
-    "  RETURNING kind)\n"
+    "  RETURNING kind, retain_until)\n"
     "SELECT count(*) FILTER (WHERE kind = 'admission'),\n"
     "       count(*) FILTER (WHERE kind = 'revocation'),\n"
-    "       count(*) FILTER (WHERE kind = 'consume')\n"
+    "       count(*) FILTER (WHERE kind = 'consume'),\n"
+    "       coalesce(" PG_EPOCH_US("max(retain_until)") ", $3::bigint)\n"
     "FROM gone";
 
 /* Archiving (I21). $1 minimum age of the last status change (µs)  $2 batch
- * $3 move (true) or delete (false).
- *  - pick: at most $2 terminal operations, oldest last change first, over
- *    operations_terminal_idx, locked (SKIP LOCKED: concurrent archivers
- *    split the work). Terminal rows always have updated_at (the write that
- *    made them terminal set it); the coalesce matches the index anyway.
+ * $3 move (true) or delete (false)  $4 cursor (µs since the epoch, as for
+ * cleanup).
+ *  - pick: at most $2 terminal operations, oldest last change first from
+ *    the cursor, over operations_terminal_idx, locked (SKIP LOCKED:
+ *    concurrent archivers split the work). Terminal rows always have
+ *    updated_at (the write that made them terminal set it); the coalesce
+ *    matches the index anyway.
  *  - ev / eva: their events deleted, and copied to the archive when $3.
  *  - op / opa: the operations deleted, and copied when $3. pick holds their
  *    rows locked, and a terminal status never changes, so they are still
@@ -969,14 +978,15 @@ const char og__pg_cleanup_sql[] =
  *    an index lookup per id whatever the planner thinks of pick's size.
  *    The foreign key from operation_events is checked at the end of the
  *    statement, when the events are gone.
- * One row: operations, events. */
+ * One row: operations, events, the new cursor. */
 #define PG_EVENT_STORED_COLS                                                   \
     "seq, operation_id, at, kind, from_status, to_status, owner_version, "     \
     "reason, provider_reference, actor, evidence"
 static const char pg_archive_sql[] =
     "WITH pick AS MATERIALIZED (\n"
-    "  SELECT operation_id FROM operations\n"
+    "  SELECT operation_id, coalesce(updated_at, created_at) AS changed FROM operations\n"
     "  WHERE status IN ('Succeeded','Failed')\n"
+    "    AND coalesce(updated_at, created_at) >= " PG_TS("$4") "\n"
     "    AND coalesce(updated_at, created_at) < statement_timestamp() - " PG_US("$1") "\n"
     "  ORDER BY coalesce(updated_at, created_at)\n"
     "  LIMIT $2::integer\n"
@@ -997,7 +1007,8 @@ static const char pg_archive_sql[] =
     "  INSERT INTO operations_archive (" PG_OP_STORED_COLS ", archived_at)\n"
     "  SELECT " PG_OP_STORED_COLS ", statement_timestamp() FROM op WHERE $3::bool\n"
     "  RETURNING 1)\n"
-    "SELECT (SELECT count(*) FROM op), (SELECT count(*) FROM ev)";
+    "SELECT (SELECT count(*) FROM op), (SELECT count(*) FROM ev),\n"
+    "       coalesce((SELECT " PG_EPOCH_US("max(changed)") " FROM pick), $4::bigint)";
 
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol). */
@@ -1052,8 +1063,8 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     [PG_STMT_OP_TAKEOVER] = {"og_op_takeover", pg_op_takeover_sql, 4},
     [PG_STMT_OP_RESOLVE] = {"og_op_resolve", pg_op_resolve_sql, 6},
     [PG_STMT_OP_HISTORY] = {"og_op_history", pg_op_history_sql, 1},
-    [PG_STMT_CLEANUP] = {"og_cleanup", og__pg_cleanup_sql, 2},
-    [PG_STMT_ARCHIVE] = {"og_archive", pg_archive_sql, 3},
+    [PG_STMT_CLEANUP] = {"og_cleanup", og__pg_cleanup_sql, 3},
+    [PG_STMT_ARCHIVE] = {"og_archive", pg_archive_sql, 4},
 };
 _Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
@@ -2845,17 +2856,17 @@ out:
  * Retention (I19-I22).
  * ========================================================================= */
 
-/* Runs retention statement stmt and reads its single row of n bigint
- * counts into v. */
+/* Runs retention statement stmt and reads its single row of n bigints —
+ * counts, then the new cursor — into v. */
 static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
                          int64_t *v, int n)
 {
     pg_conn *c = NULL;
     PGresult *res = NULL;
-    int64_t got[3];
+    int64_t got[4];
     int rc, i;
 
-    if (n > 3)
+    if (n > 4)
         return OG_EINTERNAL;
     rc = pg_acquire(pg, &c);
     if (rc != 0)
@@ -2864,8 +2875,9 @@ static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
     if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, n, 1) != 0))
         rc = OG_EINTERNAL;
     for (i = 0; rc == 0 && i < n; i++)
-        if (pg_get_i64(res, 0, i, &got[i]) != 0 || got[i] < 0)
-            rc = OG_EINTERNAL;
+        if (pg_get_i64(res, 0, i, &got[i]) != 0 || (i < n - 1 && got[i] < 0))
+            rc = OG_EINTERNAL; /* counts are never negative; the cursor
+                                  (last) is a time */
     PQclear(res);
     pg_release(pg, c);
     if (rc == 0)
@@ -2873,41 +2885,46 @@ static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
     return rc;
 }
 
-static int pg_cleanup_batch(void *impl, int batch, og_cleanup_stats *out)
+static int pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
+                            og_cleanup_stats *out)
 {
     og_pg *pg = impl;
-    char limit[16];
-    const char *params[2] = {pg->cleanup_margin, limit};
-    int64_t v[3];
+    char limit[16], from[24];
+    const char *params[3] = {pg->cleanup_margin, limit, from};
+    int64_t v[4];
     int rc;
 
     snprintf(limit, sizeof limit, "%d", batch);
-    rc = pg_run_counts(pg, PG_STMT_CLEANUP, params, v, 3);
+    pg_fmt_i64(from, sizeof from, *from_us);
+    rc = pg_run_counts(pg, PG_STMT_CLEANUP, params, v, 4);
     if (rc == 0) {
         out->admissions = v[0];
         out->revocations = v[1];
         out->consumes = v[2];
+        *from_us = v[3];
     }
     return rc;
 }
 
 static int pg_archive_batch(void *impl, int64_t older_than_us,
-                            og_archive_mode mode, int batch,
+                            og_archive_mode mode, int batch, int64_t *from_us,
                             og_archive_stats *out)
 {
     og_pg *pg = impl;
-    char age[24], limit[16];
-    const char *params[3] = {age, limit,
-                             mode == OG_ARCHIVE_MOVE ? "true" : "false"};
-    int64_t v[2];
+    char age[24], limit[16], from[24];
+    const char *params[4] = {age, limit,
+                             mode == OG_ARCHIVE_MOVE ? "true" : "false", from};
+    int64_t v[3];
     int rc;
 
     pg_fmt_i64(age, sizeof age, older_than_us);
     snprintf(limit, sizeof limit, "%d", batch);
-    rc = pg_run_counts(pg, PG_STMT_ARCHIVE, params, v, 2);
+    pg_fmt_i64(from, sizeof from, *from_us);
+    rc = pg_run_counts(pg, PG_STMT_ARCHIVE, params, v, 3);
     if (rc == 0) {
         out->operations = v[0];
         out->events = v[1];
+        *from_us = v[2];
     }
     return rc;
 }

@@ -395,13 +395,14 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     " reason, provider_reference, actor, evidence"
 
 /* One archive batch (Q21): at most ?2 terminal operations whose last change
- * lies before ?1, in a total order, over operations_terminal_idx (its
+ * lies in [?4, ?1), in a total order, over operations_terminal_idx (its
  * expression and predicate repeated verbatim). INDEXED BY: without ANALYZE
  * statistics the planner prefers operations_backlog_idx's status range and
  * sorts every finished operation for each batch. */
 #define SQ_ARCHIVE_PICK                                                       \
     "SELECT operation_id FROM operations INDEXED BY operations_terminal_idx"  \
     " WHERE status IN ('Succeeded', 'Failed')"                                \
+    "   AND coalesce(updated_at, created_at) >= ?4"                           \
     "   AND coalesce(updated_at, created_at) < ?1"                            \
     " ORDER BY coalesce(updated_at, created_at), operation_id LIMIT ?2"
 #define SQ_STATEMENTS(X)                                                       \
@@ -541,19 +542,23 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       " UNION ALL"                                                             \
       " SELECT " SQ_OP_COLS " FROM operations_archive WHERE operation_id = ?1" \
       " LIMIT 1")                                                              \
-    /* Retention (Q19-Q22). Cleanup: ?1 cleanup_margin, ?2 batch; returns    \
-     * each deleted row's kind. */                                             \
+    /* Retention (Q19-Q22). Cleanup: ?1 cleanup_margin, ?2 batch, ?3 the    \
+     * pass's keyset cursor; returns each deleted row's kind and key. */       \
     X(CLEANUP,                                                                 \
       "DELETE FROM grant_consumptions"                                         \
       " WHERE (issuer, grant_id) IN ("                                         \
       "   SELECT issuer, grant_id FROM grant_consumptions"                     \
-      "   WHERE retain_until < " SQ_NOW " - ?1"                                \
+      "   WHERE retain_until >= ?3 AND retain_until < " SQ_NOW " - ?1"         \
       "   ORDER BY retain_until LIMIT ?2)"                                     \
       "   AND retain_until < " SQ_NOW " - ?1"                                  \
-      " RETURNING kind")                                                       \
+      " RETURNING kind, retain_until")                                         \
     X(CLOCK, "SELECT " SQ_NOW)                                                 \
     /* Archiving: ?1 cutoff (last change before it), ?2 batch, ?3 archived_at \
-     * (the same 'now' the cutoff came from). */                              \
+     * (the same 'now' the cutoff came from), ?4 the pass's keyset cursor.    \
+     * The batch's greatest key, read first: the next cursor. */              \
+    X(ARCHIVE_CURSOR,                                                          \
+      "SELECT max(coalesce(updated_at, created_at)) FROM operations"           \
+      " WHERE operation_id IN (" SQ_ARCHIVE_PICK ")")                          \
     X(ARCHIVE_EVENTS,                                                          \
       "INSERT INTO operation_events_archive (" SQ_EVENT_COLS ", archived_at)"  \
       " SELECT " SQ_EVENT_COLS ", ?3 FROM operation_events"                    \
@@ -2270,7 +2275,7 @@ static int sq_op_history(void *impl, const char *id, og_op_events *out)
  * ========================================================================= */
 
 static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
-                         og_cleanup_stats *out, bool *keep)
+                         int64_t *from_us, og_cleanup_stats *out, bool *keep)
 {
     sqlite3_stmt *st = sq_stmt(c, SQ_CLEANUP);
     og__claim_kind kind;
@@ -2280,7 +2285,12 @@ static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
         return sq_err(c);
     sqlite3_bind_int64(st, 1, s->opts.timings.cleanup_margin_us);
     sqlite3_bind_int(st, 2, batch);
+    sqlite3_bind_int64(st, 3, *from_us);
     while ((rc = sq_step(c, st)) == 1) {
+        int64_t key = sqlite3_column_int64(st, 1);
+
+        if (key > *from_us)
+            *from_us = key;
         if ((rc = sq_kind_parse((const char *)sqlite3_column_text(st, 0),
                                 &kind)) < 0)
             break;
@@ -2296,37 +2306,50 @@ static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
     return rc;
 }
 
-static int sq_cleanup_batch(void *impl, int batch, og_cleanup_stats *out)
+static int sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
+                            og_cleanup_stats *out)
 {
     sq_store *s = impl;
     og_cleanup_stats one = {0, 0, 0, 0};
+    int64_t from = *from_us;
     bool keep = false;
     sq_conn *c;
     int rc;
 
     if ((rc = sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_cleanup_in(s, c, batch, &one, &keep);
+    rc = sq_cleanup_in(s, c, batch, &from, &one, &keep);
     rc = sq_end(s, c, rc, keep);
-    if (rc == 0)
+    if (rc == 0) {
         *out = one;
+        *from_us = from;
+    }
     return rc;
 }
 
-/* Runs archive statement i for the batch (?1 cutoff, ?2 batch, ?3 now) and
- * adds the rows it changed to *changed. */
-static int sq_archive_step(sq_conn *c, int i, int64_t cutoff, int batch,
-                           int64_t now, int64_t *changed)
+/* One archive batch's fixed parameters (Q21). */
+typedef struct sq_archive_args {
+    int64_t cutoff; /* ?1: last change before it */
+    int batch;      /* ?2 */
+    int64_t now;    /* ?3: archived_at */
+    int64_t from;   /* ?4: the pass's keyset cursor */
+} sq_archive_args;
+
+/* Runs archive statement i for the batch a and adds the rows it changed to
+ * *changed (NULL: not counted). */
+static int sq_archive_step(sq_conn *c, int i, const sq_archive_args *a,
+                           int64_t *changed)
 {
     sqlite3_stmt *st = sq_stmt(c, i);
     int rc;
 
     if (!st)
         return sq_err(c);
-    sqlite3_bind_int64(st, 1, cutoff);
-    sqlite3_bind_int(st, 2, batch);
-    if (sqlite3_bind_parameter_count(st) >= 3)
-        sqlite3_bind_int64(st, 3, now);
+    sqlite3_bind_int64(st, 1, a->cutoff);
+    sqlite3_bind_int(st, 2, a->batch);
+    sqlite3_bind_int64(st, 3, a->now); /* the copies' archived_at; the
+                                          DELETEs leave ?3 unused */
+    sqlite3_bind_int64(st, 4, a->from);
     if ((rc = sq_done(c, st)) < 0)
         return rc;
     if (changed)
@@ -2334,57 +2357,75 @@ static int sq_archive_step(sq_conn *c, int i, int64_t cutoff, int batch,
     return 0;
 }
 
+/* Reads one integer from statement i for the batch a: SQLite's clock
+ * (SQ_CLOCK), the batch's greatest key (SQ_ARCHIVE_CURSOR; *out left as it
+ * is when the batch is empty). */
+static int sq_archive_read(sq_conn *c, int i, const sq_archive_args *a,
+                           int64_t *out)
+{
+    sqlite3_stmt *st = sq_stmt(c, i);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    if (i == SQ_ARCHIVE_CURSOR) {
+        sqlite3_bind_int64(st, 1, a->cutoff);
+        sqlite3_bind_int(st, 2, a->batch);
+        sqlite3_bind_int64(st, 4, a->from);
+    }
+    if ((rc = sq_step(c, st)) == 1 &&
+        sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *out = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
+}
+
 static int sq_archive_in(sq_conn *c, int64_t older_than_us,
-                         og_archive_mode mode, int batch,
+                         og_archive_mode mode, int batch, int64_t *from_us,
                          og_archive_stats *out, bool *keep)
 {
-    sqlite3_stmt *st = sq_stmt(c, SQ_CLOCK);
-    int64_t now, cutoff, ops = 0, events = 0;
+    sq_archive_args a = {0, batch, 0, *from_us};
+    int64_t ops = 0, events = 0, next = *from_us;
     int rc;
 
     /* One cutoff for every statement of the batch (Q21). */
-    if (!st)
-        return sq_err(c);
-    if ((rc = sq_step(c, st)) != 1) {
-        sqlite3_reset(st);
-        return rc < 0 ? rc : OG_EINTERNAL;
-    }
-    now = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    cutoff = now - older_than_us;
-    if ((mode == OG_ARCHIVE_MOVE &&
-         (rc = sq_archive_step(c, SQ_ARCHIVE_EVENTS, cutoff, batch, now,
-                               NULL)) < 0) ||
-        (rc = sq_archive_step(c, SQ_DELETE_EVENTS, cutoff, batch, now,
-                              &events)) < 0 ||
+    if ((rc = sq_archive_read(c, SQ_CLOCK, &a, &a.now)) < 0)
+        return rc;
+    a.cutoff = a.now - older_than_us;
+    if ((rc = sq_archive_read(c, SQ_ARCHIVE_CURSOR, &a, &next)) < 0 ||
         (mode == OG_ARCHIVE_MOVE &&
-         (rc = sq_archive_step(c, SQ_ARCHIVE_OPS, cutoff, batch, now,
-                               NULL)) < 0) ||
-        (rc = sq_archive_step(c, SQ_DELETE_OPS, cutoff, batch, now, &ops)) <
-            0)
+         (rc = sq_archive_step(c, SQ_ARCHIVE_EVENTS, &a, NULL)) < 0) ||
+        (rc = sq_archive_step(c, SQ_DELETE_EVENTS, &a, &events)) < 0 ||
+        (mode == OG_ARCHIVE_MOVE &&
+         (rc = sq_archive_step(c, SQ_ARCHIVE_OPS, &a, NULL)) < 0) ||
+        (rc = sq_archive_step(c, SQ_DELETE_OPS, &a, &ops)) < 0)
         return rc;
     out->operations = ops;
     out->events = events;
+    *from_us = next;
     *keep = ops > 0;
     return 0;
 }
 
 static int sq_archive_batch(void *impl, int64_t older_than_us,
-                            og_archive_mode mode, int batch,
+                            og_archive_mode mode, int batch, int64_t *from_us,
                             og_archive_stats *out)
 {
     sq_store *s = impl;
     og_archive_stats one = {0, 0, 0};
+    int64_t from = *from_us;
     bool keep = false;
     sq_conn *c;
     int rc;
 
     if ((rc = sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_archive_in(c, older_than_us, mode, batch, &one, &keep);
+    rc = sq_archive_in(c, older_than_us, mode, batch, &from, &one, &keep);
     rc = sq_end(s, c, rc, keep);
-    if (rc == 0)
+    if (rc == 0) {
         *out = one;
+        *from_us = from;
+    }
     return rc;
 }
 

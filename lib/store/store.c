@@ -16,7 +16,9 @@
  *       `batch` rows in its own transaction, and the loop stops at the first
  *       batch that took fewer or after max_batches, so neither job holds
  *       admissions behind one long delete nor runs unbounded. A backend that
- *       reports more than `batch` rows is a defect (OG_EINTERNAL).
+ *       reports more than `batch` rows is a defect (OG_EINTERNAL). Each call
+ *       starts its keyset cursor afresh, so a row an earlier call's cursor
+ *       passed is looked at again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -808,6 +810,10 @@ void og_op_events_free(og_op_events *e)
  * statement; here only the loop.
  * ========================================================================= */
 
+/* Where a pass's keyset cursor starts: every time the store keeps is at or
+ * after the epoch (S1: expires_at >= OG__TIME_MIN_US; the store's clock). */
+#define OG__RETENTION_FROM_US OG__TIME_MIN_US
+
 static bool og__batch_args_ok(int batch, int max_batches)
 {
     return batch >= 1 && batch <= OG_RETENTION_BATCH_MAX && max_batches >= 1 &&
@@ -818,14 +824,14 @@ int og_store_cleanup(og_store *s, int batch, int max_batches,
                      og_cleanup_stats *out)
 {
     og_cleanup_stats total = {0, 0, 0, 0}, one;
-    int64_t n;
+    int64_t n, from = OG__RETENTION_FROM_US;
     int rc;
 
     if (!s || !out || !og__batch_args_ok(batch, max_batches))
         return OG_EINVAL;
     do {
         memset(&one, 0, sizeof one);
-        if ((rc = s->m->cleanup_batch(s->impl, batch, &one)) < 0)
+        if ((rc = s->m->cleanup_batch(s->impl, batch, &from, &one)) < 0)
             return rc; /* earlier batches stay committed (S4) */
         n = one.admissions + one.revocations + one.consumes;
         if (n < 0 || n > batch)
@@ -844,6 +850,7 @@ int og_store_archive_operations(og_store *s, int64_t older_than_us,
                                 int max_batches, og_archive_stats *out)
 {
     og_archive_stats total = {0, 0, 0}, one;
+    int64_t from = OG__RETENTION_FROM_US;
     int rc;
 
     if (!s || !out || !og__batch_args_ok(batch, max_batches) ||
@@ -853,7 +860,7 @@ int og_store_archive_operations(og_store *s, int64_t older_than_us,
     do {
         memset(&one, 0, sizeof one);
         if ((rc = s->m->archive_batch(s->impl, older_than_us, mode, batch,
-                                      &one)) < 0)
+                                      &from, &one)) < 0)
             return rc;
         if (one.operations < 0 || one.operations > batch || one.events < 0)
             return OG_EINTERNAL;

@@ -30,11 +30,12 @@ typedef struct og_srv {
     pthread_cond_t drain_cv;  /* also wakes the background loops */
 } og_srv;
 
-/* The retention passes (janitor.c): the library call with the
- * configuration's batches — one batch at a time, stopping between two once
- * the drain began — then its log line and metrics; when print, its JSON
- * summary line on stdout. 0, or the store error (logged, and printed as
- * {"job":…,"error":…}).
+/* The retention passes (janitor.c): ONE library call each with the
+ * configuration's batches (a pass in flight when the drain begins runs to
+ * its end: at most janitor.max_batches short transactions, as a recovery
+ * pass runs to its end), then its log line and metrics; when print, its
+ * JSON summary line on stdout. 0, or the store error (logged, and printed
+ * as {"job":…,"error":…}).
  *   cleanup  og_store_cleanup: consumption rows past retain_until +
  *            cleanup_margin;
  *   archive  og_store_archive_operations: finished operations older than
