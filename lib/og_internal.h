@@ -271,7 +271,38 @@ typedef struct og__store_methods {
     int (*op_list)(void *impl, const og_op_filter *f, og_op_list *out);
     /* Stored events only (store.c prepends the "admitted" one). */
     int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
+
+    /* ---- retention (schema 4) ----
+     * ONE batch each, in its own short transaction; store.c loops and
+     * decides when to stop. *out is this batch's counts only (its batches
+     * member untouched); a batch never takes more than batch rows.
+     * *from_us is a keyset cursor over the index the batch walks: the batch
+     * looks only at rows whose key (retain_until; an operation's last
+     * change) is >= *from_us, and on success raises *from_us to the
+     * greatest key it took. So a pass never walks again the entries its
+     * earlier batches deleted (PostgreSQL keeps them in the index until a
+     * vacuum). Keys equal to the cursor are looked at again, so a run of
+     * equal keys split across batches is not skipped; a row the cursor
+     * passed (locked by another janitor, inserted later with an older key)
+     * waits for the next pass: the cursor only ever makes a pass delete
+     * less. */
+    /* Deletes at most batch grant_consumptions rows whose retain_until +
+     * the store's cleanup_margin lies before the store's clock at the
+     * statement, oldest first. */
+    int (*cleanup_batch)(void *impl, int batch, int64_t *from_us,
+                         og_cleanup_stats *out);
+    /* Moves (OG_ARCHIVE_MOVE) or deletes at most batch terminal operations
+     * whose last status change lies more than older_than_us before the
+     * store's clock, each with its events, in one transaction. */
+    int (*archive_batch)(void *impl, int64_t older_than_us,
+                         og_archive_mode mode, int batch, int64_t *from_us,
+                         og_archive_stats *out);
 } og__store_methods;
+
+/* The PostgreSQL cleanup statement (postgres.c), for tests that EXPLAIN the
+ * very text the store runs: $1 cleanup_margin (µs), $2 batch, $3 the
+ * cursor (µs since the epoch). */
+extern const char og__pg_cleanup_sql[];
 
 extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;

@@ -36,8 +36,8 @@ check "unknown command" 2 "$OG" frobnicate
 check "no command" 2 "$OG"
 check "admit on a store never migrated" 78 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "schema mismatch is a JSON error" '"error":"schema_mismatch"'
-check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" "\"from\":0,\"to\":3"
-check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" "\"from\":3,\"to\":3"
+check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" "\"from\":0,\"to\":4"
+check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" "\"from\":4,\"to\":4"
 check "admit" 0 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "admitted JSON" '^\{"outcome":"admitted","operation":\{"operation_id":"'$OP1'"'
 expect_out "admitted with owner version 1" '"status":"Admitted","owner_version":1'
@@ -102,6 +102,44 @@ check "recover without a config" 2 "$OG" recover
 check "help recover" 0 "$OG" help recover; expect_out "recover help says it never records Failed on not-found" "Never records Failed"
 printf '{"store":"sqlite:%s/r.db","auto_migrate":true}' "$T" > "$T/norecover.json"
 check "recover without a provider is refused" 78 "$OG" recover --config "$T/norecover.json" --once
+# cleanup and archive-operations: one pass each, a JSON summary line,
+# their log lines in the service's JSON log. Rows are moved past their
+# retention with SQL (python3's sqlite3: the build needs python3 anyway).
+R="$T/ret.db"
+printf '{"store":"sqlite:%s","auto_migrate":true,"log_file":"%s/ret.log"}' "$R" "$T" > "$T/ret.json"
+sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' "$R" "$1"; }
+check "cleanup without a config" 2 "$OG" cleanup
+check "help cleanup" 0 "$OG" help cleanup; expect_out "cleanup help names the margin" "retain_until"
+check "help archive-operations" 0 "$OG" help archive-operations
+expect_out "archive help says open operations stay" "Never touches"
+check "cleanup --once on an empty store" 0 "$OG" cleanup --config "$T/ret.json" --once
+expect_out "cleanup summary" '^\{"job":"cleanup","deleted":0,"admissions":0,"revocations":0,"consumes":0,"batches":1,"elapsed_ms":[0-9]+\}$'
+OP3=3c4d5e6f-7a8b-4c9d-8e0f-a1b2c3d4e5f6
+check "admit into the retention store" 0 "$OG" admit --store "sqlite:$R" --issuer support-approvals \
+      --grant-id g-ret --expires-at "$EXP" --operation-id $OP3 --caller agent-17 --account A-1187 \
+      --amount 1 --currency USD
+sql "UPDATE grant_consumptions SET retain_until = 0"
+check "cleanup --once deletes a due row" 0 "$OG" cleanup --config "$T/ret.json" --once
+expect_out "cleanup counts it" '^\{"job":"cleanup","deleted":1,"admissions":1,"revocations":0,"consumes":0,"batches":1,'
+if grep -q '"event":"cleanup"' "$T/ret.log" && grep -q '"deleted":1' "$T/ret.log"; then
+    pass=$((pass+1)); echo "ok   cleanup logs its pass as JSON";
+else fail=$((fail+1)); echo "FAIL cleanup log line"; cat "$T/ret.log"; fi
+check "archive-operations: nothing finished" 0 "$OG" archive-operations --config "$T/ret.json"
+expect_out "archive summary" '^\{"job":"archive","mode":"archive","operations":0,"events":0,"batches":1,"older_than_days":365,"elapsed_ms":[0-9]+\}$'
+sql "UPDATE operations SET status = 'Succeeded', updated_at = 0"
+check "archive-operations moves a finished operation" 0 "$OG" archive-operations --config "$T/ret.json"
+expect_out "archive counts it" '"mode":"archive","operations":1,'
+check "archive-operations --delete" 0 "$OG" archive-operations --config "$T/ret.json" --delete
+expect_out "delete mode: nothing left" '"mode":"delete","operations":0,'
+check "archive-operations takes no --once" 2 "$OG" archive-operations --config "$T/ret.json" --once
+check "cleanup with a bad store" 78 "$OG" cleanup --config "$T/ret.json" --store mysql://x --once
+# Without --once: a pass at once, then one per interval until SIGTERM.
+"$OG" cleanup --config "$T/ret.json" >"$T/loop.out" 2>"$T/loop.err" & LOOP=$!
+for _ in $(seq 1 100); do grep -q '"job":"cleanup"' "$T/loop.out" && break; sleep 0.1; done
+kill -TERM "$LOOP"; wait "$LOOP"; got=$?
+if [ "$got" -eq 0 ] && grep -q '"job":"cleanup"' "$T/loop.out"; then
+    pass=$((pass+1)); echo "ok   cleanup loop: a pass at once, exit 0 on SIGTERM";
+else fail=$((fail+1)); echo "FAIL cleanup loop: exit $got"; cat "$T/loop.out" "$T/loop.err"; fi
 check "help keygen" 0 "$OG" help keygen;  expect_out "keygen help names its exit codes" "73 a key file already exists"
 check "keygen" 0 "$OG" keygen --issuer support-approvals --out "$K"
 expect_out "keygen JSON" '^\{"issuer":"support-approvals","kid":"[A-Za-z0-9_-]{43}","private_key":"[^"]+\.private\.jwk","public_key":"[^"]+\.public\.jwk"\}$'

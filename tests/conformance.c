@@ -812,38 +812,15 @@ static void schema_version_is_checked_when_a_store_is_opened(void **state)
 }
 
 #define MIGRATORS 4
-typedef struct migrator {
-    const char *url;
-    int rc, from, to;
-} migrator;
-
-static void *migrator_main(void *arg)
-{
-    migrator *m = arg;
-    m->rc = og_store_migrate(m->url, NULL, &m->from, &m->to);
-    return NULL;
-}
 
 static void concurrent_migrations_serialize(void **state)
 {
     t_raw *raw = t_raw_open();
     char url[4200], dbname[64];
-    pthread_t th[MIGRATORS];
-    migrator m[MIGRATORS];
-    int fresh = 0;
 
     t_empty_store_url(url, sizeof url, raw, dbname);
-    for (int i = 0; i < MIGRATORS; i++) {
-        m[i] = (migrator){url, 1, -1, -1};
-        assert_int_equal(pthread_create(&th[i], NULL, migrator_main, &m[i]), 0);
-    }
-    for (int i = 0; i < MIGRATORS; i++) {
-        pthread_join(th[i], NULL);
-        assert_int_equal(m[i].rc, 0);
-        assert_int_equal(m[i].to, OG_SCHEMA_VERSION);
-        fresh += m[i].from == 0;
-    }
-    assert_int_equal(fresh, 1); /* exactly one migrator applied it */
+    /* Exactly one migrator found it empty and applied every migration. */
+    assert_int_equal(t_concurrent_migrations(url, MIGRATORS, 0), 1);
     og_store_free(t_store_url(url, 1, 0));
     t_empty_store_drop(url, dbname, raw);
     t_raw_close(raw);
@@ -860,6 +837,9 @@ extern const size_t t_execution_tests_count;
 /* One recovery pass against the real sandbox: recovery.c. */
 extern const struct CMUnitTest t_recovery_tests[];
 extern const size_t t_recovery_tests_count;
+/* Cleanup and archiving: retention.c. */
+extern const struct CMUnitTest t_retention_tests[];
+extern const size_t t_retention_tests_count;
 /* Issuance, revocation, families, consume, tickets: lifecycle.c. */
 extern const struct CMUnitTest t_lifecycle_tests[];
 extern const size_t t_lifecycle_tests_count;
@@ -910,6 +890,10 @@ int main(int argc, char **argv)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "recovery-sqlite" : "recovery-postgres",
             t_recovery_tests, t_recovery_tests_count, NULL, NULL);
+    else if (strcmp(group, "retention") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "retention-sqlite" : "retention-postgres",
+            t_retention_tests, t_retention_tests_count, NULL, NULL);
     else if (strcmp(group, "failures") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "failures-sqlite" : "failures-postgres",

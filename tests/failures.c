@@ -378,9 +378,10 @@ static void f_delayed_admission(bool bound, bool archived, f_delay_result *r)
 {
     char url[4200], role_url[4600], role[64], app[64], sql[1024];
     char first_op[OG_UUID_LEN + 1];
-    og_store_options o;
-    og_store *fresh, *s;
-    t_raw *raw, *locker, *janitor;
+    og_store_options o, jo;
+    og_store *fresh, *s, *janitor;
+    og_cleanup_stats cs;
+    t_raw *raw, *locker;
     og_admission a;
     t_case c;
     pthread_t th;
@@ -464,16 +465,20 @@ static void f_delayed_admission(bool bound, bool archived, f_delay_result *r)
         assert_int_equal(t_raw_exec(locker, sql), 0);
     }
 
-    /* Cleanup past the boundary: retain_until (= exp, no leeway) + margin. */
+    /* Cleanup past the boundary — retain_until (= exp, no leeway) + margin —
+     * by the janitor's own call, on a store whose cleanup_margin is the
+     * scenario's (T9: more than its 1 s store timeout + 0.5 s clock step). */
     f_sleep_until(exp + (F_DELAY_MARGIN_MS + 200) * INT64_C(1000));
-    janitor = t_raw_open_url(url);
-    r->cleaned = t_raw_int(janitor,
-                           "WITH d AS (DELETE FROM grant_consumptions"
-                           " WHERE retain_until < statement_timestamp()"
-                           " - interval '%d milliseconds' RETURNING 1)"
-                           " SELECT count(*) FROM d",
-                           F_DELAY_MARGIN_MS);
-    t_raw_close(janitor);
+    og_store_options_default(&jo);
+    jo.pool_size = 1;
+    jo.timings.store_timeout_us = F_DELAY_BOUND_MS * INT64_C(1000);
+    jo.timings.max_clock_step_us = 500 * INT64_C(1000);
+    og_timings_fit(&jo.timings);
+    jo.timings.cleanup_margin_us = F_DELAY_MARGIN_MS * INT64_C(1000);
+    assert_int_equal(og_store_open(url, &jo, &janitor), 0);
+    assert_int_equal(og_store_cleanup(janitor, 100, 10, &cs), 0);
+    r->cleaned = cs.admissions + cs.revocations + cs.consumes;
+    og_store_free(janitor);
 
     /* Release; whatever is still alive runs now. */
     assert_int_equal(t_raw_exec(locker, "COMMIT"), 0);

@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,42 @@ int64_t t_raw_int(t_raw *r, const char *fmt, ...)
     return v;
 }
 
+char *t_raw_lines(t_raw *r, const char *sql)
+{
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    bool ok = false;
+
+    if (!f)
+        return NULL;
+    if (r->pg) {
+        PGresult *res = PQexec(r->pg, sql);
+
+        if ((ok = PQresultStatus(res) == PGRES_TUPLES_OK))
+            for (int i = 0; i < PQntuples(res); i++)
+                fprintf(f, "%s\n", PQgetvalue(res, i, 0));
+        else
+            fprintf(stderr, "raw lines: %s", PQerrorMessage(r->pg));
+        PQclear(res);
+    } else {
+        sqlite3_stmt *st;
+        int rc = SQLITE_ERROR;
+
+        if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) == SQLITE_OK) {
+            while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                fprintf(f, "%s\n", (const char *)sqlite3_column_text(st, 0));
+            sqlite3_finalize(st);
+        }
+        ok = rc == SQLITE_DONE;
+    }
+    if (fclose(f) != 0 || !ok) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id)
 {
     /* Test ids are plain ASCII without quotes (validated by the callers). */
@@ -323,4 +360,38 @@ void t_set_op_time(const char *url, const char *op_id, const char *column,
                  op_id);
     assert_int_equal(t_raw_exec(r, sql), 0);
     t_raw_close(r);
+}
+
+typedef struct t_migrator {
+    const char *url;
+    int rc, from, to;
+} t_migrator;
+
+static void *t_migrator_main(void *arg)
+{
+    t_migrator *m = arg;
+
+    m->rc = og_store_migrate(m->url, NULL, &m->from, &m->to);
+    return NULL;
+}
+
+int t_concurrent_migrations(const char *url, int n, int from)
+{
+    pthread_t th[16];
+    t_migrator m[16];
+    int found = 0;
+
+    assert_true(n >= 1 && n <= 16);
+    for (int i = 0; i < n; i++) {
+        m[i] = (t_migrator){url, 1, -1, -1};
+        assert_int_equal(pthread_create(&th[i], NULL, t_migrator_main, &m[i]),
+                         0);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(m[i].rc, 0);
+        assert_int_equal(m[i].to, OG_SCHEMA_VERSION);
+        found += m[i].from == from;
+    }
+    return found;
 }

@@ -71,6 +71,9 @@ int t_raw_exec(t_raw *r, const char *sql);
 /* Runs a query returning one integer in row 0 col 0; INT64_MIN on error or
  * no row. */
 int64_t t_raw_int(t_raw *r, const char *fmt, ...);
+/* Runs a query and returns the first column of every row, joined by
+ * newlines, in a malloc'd string (the caller frees it); NULL on error. */
+char *t_raw_lines(t_raw *r, const char *sql);
 /* Counts claims of (issuer, grant_id): token form, its grant_consumptions
  * row; row form, its grants row once consumed or revoked. */
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id);
@@ -86,6 +89,12 @@ og_store *t_fresh_store(const char *tag, char *url, size_t n);
  * suite's store): tests decide when a lease ends rather than sleeping. */
 void t_set_op_time(const char *url, const char *op_id, const char *column,
                    int seconds);
+
+/* Runs n (1..16) og_store_migrate() calls on url at once, each on its own
+ * thread and store object; asserts that every one succeeded and left the
+ * store at OG_SCHEMA_VERSION. Returns how many found it at version from —
+ * exactly one, when migrations serialize. */
+int t_concurrent_migrations(const char *url, int n, int from);
 
 /* Path of the oncegate binary (OG_TEST_ONCEGATE). */
 const char *t_oncegate_bin(void);

@@ -217,6 +217,12 @@ static void defaults_pass_check(void **state)
     assert_int_equal(c.retry_after_s, 1);
     assert_string_equal(c.log_file, "-");
     assert_false(c.auto_migrate);
+    assert_true(c.janitor_enabled);
+    assert_int_equal(c.janitor_interval_us, 60000 * INT64_C(1000));
+    assert_int_equal(c.janitor_batch, 1000);
+    assert_int_equal(c.janitor_max_batches, 100);
+    assert_int_equal(c.retention_mode, OG_RETAIN_KEEP);
+    assert_int_equal(c.audit_retention_days, 365);
     assert_int_equal(c.n_principals, 0);
     assert_null(c.config_path);
     og_timings_default(&t);
@@ -236,6 +242,10 @@ static void full_config_file_lands_every_key(void **state)
         " \"max_connections\": 64, \"drain_timeout_ms\": 2500,\n"
         " \"retry_after_seconds\": 7, \"log_file\": \"/var/log/og.log\",\n"
         " \"auto_migrate\": true,\n"
+        " \"janitor\": {\"enabled\": false, \"interval_ms\": 5000, \"batch\": 50,\n"
+        "   \"max_batches\": 7},\n"
+        " \"operations\": {\"retention_mode\": \"archive\",\n"
+        "   \"audit_retention_days\": 30},\n"
         " \"timings\": {\"admission_leeway_ms\": 20000,\n"
         "   \"execution_lease_ms\": 90000, \"lease_margin_ms\": 6000,\n"
         "   \"submission_window_ms\": 7200000, \"store_timeout_ms\": 4000,\n"
@@ -275,6 +285,12 @@ static void full_config_file_lands_every_key(void **state)
     assert_int_equal(c.retry_after_s, 7);
     assert_string_equal(c.log_file, "/var/log/og.log");
     assert_true(c.auto_migrate);
+    assert_false(c.janitor_enabled);
+    assert_int_equal(c.janitor_interval_us, 5000000);
+    assert_int_equal(c.janitor_batch, 50);
+    assert_int_equal(c.janitor_max_batches, 7);
+    assert_int_equal(c.retention_mode, OG_RETAIN_ARCHIVE);
+    assert_int_equal(c.audit_retention_days, 30);
     assert_int_equal(c.timings.admission_leeway_us, 20000000);
     assert_int_equal(c.timings.execution_lease_us, 90000000);
     assert_int_equal(c.timings.lease_margin_us, 6000000);
@@ -382,6 +398,14 @@ static void wrong_type_is_refused_by_name(void **state)
         {"{\"listen\": 8080}", OG_EINVAL, "listen: must be \"HOST:PORT\""},
         {"{\"grant_form\": \"rows\"}", OG_EINVAL,
          "grant_form: must be \"token\" or \"row\""},
+        {"{\"operations\": {\"retention_mode\": \"purge\"}}", OG_EINVAL,
+         "operations.retention_mode: must be \"keep\", \"archive\" or "
+         "\"delete\""},
+        {"{\"operations\": {\"retention_mode\": 1}}", OG_EINVAL,
+         "operations.retention_mode: must be"},
+        {"{\"janitor\": {\"enabled\": \"yes\"}}", OG_EINVAL,
+         "janitor.enabled: must be true or false"},
+        {"{\"janitor\": true}", OG_EINVAL, "janitor: must be an object"},
         {"{\"principals\": {}}", OG_EINVAL,
          "principals: must be an array of objects"},
         {"[1, 2]", OG_EINVAL, "must hold one JSON object"},
@@ -421,6 +445,15 @@ static void out_of_bounds_value_is_refused_by_name(void **state)
         {"{\"issuer\": \".hidden\"}", OG_EINVAL, "issuer: must be"},
         {"{\"pool_size\": 100, \"max_connections\": 50}", OG_EINVAL,
          "pool_size: must not exceed max_connections (50)"},
+        {"{\"janitor\": {\"interval_ms\": 999}}", OG_EINVAL,
+         "janitor.interval_ms: must be an integer between 1000 and 86400000"},
+        {"{\"janitor\": {\"batch\": 0}}", OG_EINVAL,
+         "janitor.batch: must be an integer between 1 and 100000"},
+        {"{\"janitor\": {\"max_batches\": 1000001}}", OG_EINVAL,
+         "janitor.max_batches: must be an integer between 1 and 1000000"},
+        {"{\"operations\": {\"audit_retention_days\": 0}}", OG_EINVAL,
+         "operations.audit_retention_days: must be an integer between 1 and "
+         "36600"},
     };
     (void)state;
     expect_refusals(cases, sizeof cases / sizeof cases[0]);
@@ -447,6 +480,38 @@ static void provider_timeout_not_inside_lease_is_refused_as_T4(void **state)
                                "\"recovery_lease_ms\": 120000}}",
                                &c, err, sizeof err),
                      0);
+    og_srv_config_free(&c);
+}
+
+static void audit_retention_shorter_than_refusal_retention_is_refused_as_R1(
+    void **state)
+{
+    og_srv_config c;
+    char err[512] = "";
+
+    (void)state;
+    /* max_grant_lifetime 2 days + skew 30 s + leeway 30 s + cleanup margin
+     * 5 min: more than 2 days of audit retention are needed. */
+    assert_int_equal(load_json("{\"timings\": {\"max_grant_lifetime_ms\": "
+                               "172800000}, \"operations\": "
+                               "{\"audit_retention_days\": 2}}",
+                               &c, err, sizeof err),
+                     OG_ETIMINGS);
+    assert_non_null(strstr(err, "config: operations.audit_retention_days: "
+                                "R1: "));
+    assert_non_null(strstr(err, "(173160 s)"));
+    og_srv_config_free(&c);
+
+    err[0] = '\0';
+    assert_int_equal(load_json("{\"timings\": {\"max_grant_lifetime_ms\": "
+                               "172800000}, \"operations\": "
+                               "{\"audit_retention_days\": 3}}",
+                               &c, err, sizeof err),
+                     0);
+    /* Held to it outside the file too (C1). */
+    c.audit_retention_days = 1;
+    assert_int_equal(og_srv_config_check(&c, err, sizeof err), OG_ETIMINGS);
+    assert_non_null(strstr(err, "R1"));
     og_srv_config_free(&c);
 }
 
@@ -1365,6 +1430,8 @@ int main(void)
         cmocka_unit_test(wrong_type_is_refused_by_name),
         cmocka_unit_test(out_of_bounds_value_is_refused_by_name),
         cmocka_unit_test(provider_timeout_not_inside_lease_is_refused_as_T4),
+        cmocka_unit_test(
+            audit_retention_shorter_than_refusal_retention_is_refused_as_R1),
         cmocka_unit_test(unreadable_or_non_json_file_is_an_io_error),
         cmocka_unit_test(check_holds_values_set_outside_the_file_to_the_table),
         cmocka_unit_test(bad_principals_are_refused_naming_the_member),

@@ -304,7 +304,7 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
                                           og_session_bounds *out);
 
 /* The schema version this build needs. */
-#define OG_SCHEMA_VERSION 3
+#define OG_SCHEMA_VERSION 4
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -436,7 +436,8 @@ typedef struct og_admission {
  *                     new record;
  *   ALREADY_ADMITTED  this operation id claimed it earlier with the same
  *                     caller, account, amount and currency; the stored
- *                     record comes back;
+ *                     record comes back (the archived one when the
+ *                     operation was archived: og_store_archive_operations);
  *   REFUSED           anything else (result->refusal says why, for logs).
  * Errors (nothing in *result): OG_E{ISSUER,GRANT_ID,OPERATION_ID,CALLER,
  * ACCOUNT,AMOUNT,CURRENCY,EXPIRES_AT} for bad input, checked before the store;
@@ -570,6 +571,81 @@ typedef struct og_op_events {
 OG_MUST_CHECK int og_op_history(og_store *s, const char *operation_id,
                                 og_op_events *out);
 void og_op_events_free(og_op_events *e);
+
+/* ---------------------------------------------------------------------------
+ * Retention (seed 000, "Retention and Cleanup"). Two questions, two jobs:
+ *  - refusal retention: how long a consumption row must exist to keep
+ *    refusing its grant. A row outlives every admission that could still
+ *    commit: it may go only once retain_until + cleanup_margin has passed on
+ *    the store's clock (T9). og_store_cleanup() deletes such rows and
+ *    nothing else.
+ *  - audit retention: how long operation records and their history must
+ *    exist, for recovery, reconciliation and audit. Much longer, and on its
+ *    own schedule: og_store_archive_operations() moves (or deletes) finished
+ *    operations only, never one that recovery may still need.
+ * Both work in bounded batches, each batch its own short transaction, so
+ * admissions are never held behind a long delete.
+ * ------------------------------------------------------------------------- */
+
+/* Bounds of the batch arguments below. */
+#define OG_RETENTION_BATCH_MAX 100000
+#define OG_RETENTION_BATCHES_MAX 1000000
+
+/* What one og_store_cleanup() call deleted. */
+typedef struct og_cleanup_stats {
+    int64_t admissions;  /* consumption rows deleted, by kind */
+    int64_t revocations;
+    int64_t consumes;
+    int batches;         /* delete statements run (each its own
+                            transaction), the last one included */
+} og_cleanup_stats;
+
+/* Deletes grant_consumptions rows (admissions, revocations and consumes
+ * alike) whose retain_until + the store's cleanup_margin lies before the
+ * store's clock at the statement, at most batch (1..OG_RETENTION_BATCH_MAX)
+ * rows per statement, oldest retain_until first, until a statement deletes
+ * fewer than batch or max_batches (1..OG_RETENTION_BATCHES_MAX) statements
+ * have run. Never touches operations, their history, grant rows (row
+ * form), families, tickets or the issuance log. Returns 0 and *out, or an
+ * error (OG_EINVAL, OG_ESTORE_UNAVAILABLE, OG_EINTERNAL); batches committed
+ * before an error stay committed (each is complete on its own), and the
+ * next call carries on. Safe to run from any number of processes at once. */
+OG_MUST_CHECK int og_store_cleanup(og_store *s, int batch, int max_batches,
+                                   og_cleanup_stats *out);
+
+/* What og_store_archive_operations() does with a finished operation. */
+typedef enum og_archive_mode {
+    OG_ARCHIVE_MOVE = 0,   /* into operations_archive and
+                              operation_events_archive (same columns plus
+                              archived_at, store clock) */
+    OG_ARCHIVE_DELETE = 1, /* delete it and its history outright */
+} og_archive_mode;
+
+typedef struct og_archive_stats {
+    int64_t operations;  /* operations moved or deleted */
+    int64_t events;      /* their history entries moved or deleted */
+    int batches;         /* statements (transactions) run */
+} og_archive_stats;
+
+/* Moves or deletes, per mode, terminal operations (Succeeded, Failed) whose
+ * last status change (updated_at) lies more than older_than_us (0 ..
+ * 9999 years) before the store's clock, with their history, at most batch
+ * operations per transaction, until a transaction takes fewer than batch or
+ * max_batches have run (bounds as og_store_cleanup). Admitted, Unknown and
+ * NeedsReconciliation operations are never touched: recovery and operators
+ * need them. An archived operation is still found by a same-operation retry
+ * (ALREADY_ADMITTED with the archived record) and still blocks its id, but
+ * og_operation_get() and og_op_history() no longer see it. The library
+ * does not bound older_than_us from below; a deployment keeps operations at
+ * least as long as their grants' refusal records (`oncegate serve` refuses
+ * an audit retention shorter than max_grant_lifetime + issue_time_skew +
+ * admission_leeway + cleanup_margin). Returns 0 and *out, or an error as
+ * og_store_cleanup (committed batches stay). */
+OG_MUST_CHECK int og_store_archive_operations(og_store *s,
+                                              int64_t older_than_us,
+                                              og_archive_mode mode, int batch,
+                                              int max_batches,
+                                              og_archive_stats *out);
 
 /* ---------------------------------------------------------------------------
  * Small pure helpers the CLI and tests share.

@@ -113,6 +113,46 @@
  *      no timeout at all. og_store_session_bounds() reports the settings
  *      and whether commits wait for a synchronous standby, so the service
  *      can refuse a cleanup margin that does not cover them.
+ *  I19 A refusal record outlives every admission that could still commit.
+ *      Cleanup (og__pg_cleanup_sql) deletes a grant_consumptions row only
+ *      where retain_until < statement_timestamp() - cleanup_margin, and the
+ *      DELETE re-checks that on the row it removes. An admission that could
+ *      still claim the key evaluated its deadline (retain_until is exactly
+ *      that deadline, I6) at its own statement_timestamp(), so it started
+ *      before retain_until; the server aborts it store_timeout later, or it
+ *      commits within commit_bound of its last timeout-covered moment (I18,
+ *      checked at startup), and T9 makes cleanup_margin longer than both
+ *      plus the largest clock step. So no admission that could have missed
+ *      the row is still running when the row goes. statement_timestamp() is
+ *      the cleanup statement's start: any wait makes it delete less, never
+ *      more.
+ *  I20 Cleanup deletes grant_consumptions rows and nothing else, in batches
+ *      of at most `batch` rows per statement, each its own implicit
+ *      transaction: the row ids come from an index scan of
+ *      grant_consumptions_retain_until_idx (oldest first, from the pass's
+ *      keyset cursor, so no batch walks the dead entries of the ones before
+ *      it) under FOR UPDATE SKIP LOCKED, so concurrent janitors split the
+ *      work instead of queueing, and no batch holds locks for long.
+ *  I21 Archiving (pg_archive_sql) takes terminal operations only —
+ *      Succeeded and Failed, which no writer ever expects (store.c), so they
+ *      never change again — and moves or deletes each together with its
+ *      events in ONE statement: an operation and its history leave together
+ *      or not at all (the events' foreign key is checked at the end of that
+ *      statement). Admitted, Unknown and NeedsReconciliation stay: recovery
+ *      and operators need them. It never touches grant_consumptions.
+ *  I22 An archived operation still answers for its id. The admission claims
+ *      nothing while operations_archive holds the request's operation id,
+ *      and every report of a claim that did not happen reads the operation
+ *      from operations, else from operations_archive: a same-operation retry
+ *      gets ALREADY_ADMITTED with the archived record, another operation
+ *      GRANT_SPENT from the consumption row, another grant under that id
+ *      OPERATION_ID_TAKEN; never an admission. That check reads the
+ *      statement's snapshot: an archive that commits while an admission
+ *      reusing the same finished operation's id for another grant is
+ *      running is not seen by it (the operations key no longer conflicts
+ *      either). Operation ids are fresh per operation, so that needs a
+ *      client's reuse of an id it finished long ago, at that very instant;
+ *      the grant itself stays single-use either way (its key is the claim).
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -260,6 +300,53 @@ static const char pg_migration_3_sql[] =
     "    WHERE status IN ('Admitted','Unknown');\n"
     "CREATE INDEX operations_backlog_idx ON operations (status, created_at, operation_id);\n";
 
+/* Migration 4: retention. The archive tables take finished operations and
+ * their history on their own, longer schedule (I21); same columns plus
+ * archived_at, without the checks a live row needs (they held when the row
+ * was written). operations_terminal_idx serves the archive job's scan of
+ * terminal operations by last status change. IF NOT EXISTS: on a large
+ * operations table an operator may build it beforehand with CREATE INDEX
+ * CONCURRENTLY (same definition), since building it here blocks writes to
+ * operations until it is built. */
+static const char pg_migration_4_sql[] =
+    "CREATE TABLE operations_archive (\n"
+    "  operation_id       uuid        NOT NULL,\n"
+    "  issuer             text        NOT NULL,\n"
+    "  grant_id           text        NOT NULL,\n"
+    "  caller_id          text        NOT NULL,\n"
+    "  account_id         text        NOT NULL,\n"
+    "  amount             numeric     NOT NULL,\n"
+    "  currency           text        NOT NULL,\n"
+    "  status             text        NOT NULL CHECK (status IN ('Succeeded','Failed')),\n"
+    "  owner_version      bigint      NOT NULL,\n"
+    "  lease_until        timestamptz NOT NULL,\n"
+    "  submit_by          timestamptz NOT NULL,\n"
+    "  created_at         timestamptz NOT NULL,\n"
+    "  updated_at         timestamptz,\n"
+    "  provider_reference text,\n"
+    "  outcome_reason     text,\n"
+    "  archived_at        timestamptz NOT NULL,   -- store clock\n"
+    "  CONSTRAINT operations_archive_pkey PRIMARY KEY (operation_id));\n"
+    "CREATE TABLE operation_events_archive (\n"
+    "  seq                bigint      NOT NULL,\n"
+    "  operation_id       uuid        NOT NULL,\n"
+    "  at                 timestamptz NOT NULL,\n"
+    "  kind               text        NOT NULL,\n"
+    "  from_status        text        NOT NULL,\n"
+    "  to_status          text        NOT NULL,\n"
+    "  owner_version      bigint      NOT NULL,\n"
+    "  reason             text,\n"
+    "  provider_reference text,\n"
+    "  actor              text        NOT NULL,\n"
+    "  evidence           text,\n"
+    "  archived_at        timestamptz NOT NULL,\n"
+    "  CONSTRAINT operation_events_archive_pkey PRIMARY KEY (seq));\n"
+    "CREATE INDEX operation_events_archive_operation_idx\n"
+    "    ON operation_events_archive (operation_id, seq);\n"
+    "CREATE INDEX IF NOT EXISTS operations_terminal_idx\n"
+    "    ON operations ((coalesce(updated_at, created_at)))\n"
+    "    WHERE status IN ('Succeeded','Failed');\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -272,6 +359,8 @@ static const pg_migration pg_migrations[] = {
      pg_migration_2_sql},
     {3, "execution: updated_at, provider reference, outcome reason, events",
      pg_migration_3_sql},
+    {4, "retention: operations and events archives, terminal index",
+     pg_migration_4_sql},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -399,7 +488,22 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "LEFT JOIN grant_consumptions c ON c.issuer = $1::text AND c.grant_id = $2::text\n" \
     "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"   \
     "LEFT JOIN families fm ON fm.issuer = $1::text AND fm.family = " f "::text\n" \
-    "LEFT JOIN operations o ON o.operation_id = $3::uuid"
+    "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("$3") ") o ON true"
+
+/* The operation with id p, live or archived (I22): one snapshot sees it in
+ * exactly one of the two tables. */
+#define PG_OP_STORED_COLS                                                      \
+    "operation_id, issuer, grant_id, caller_id, account_id, amount, currency, " \
+    "status, owner_version, lease_until, submit_by, created_at, updated_at, "  \
+    "provider_reference, outcome_reason"
+#define PG_OP_LIVE_OR_ARCHIVED(p)                                              \
+    "SELECT " PG_OP_STORED_COLS " FROM operations WHERE operation_id = " p "::uuid\n" \
+    "  UNION ALL\n"                                                            \
+    "  SELECT " PG_OP_STORED_COLS " FROM operations_archive WHERE operation_id = " p "::uuid\n" \
+    "  LIMIT 1"
+/* The claim's condition that an archived operation keeps its id (I22). */
+#define PG_OP_ID_NOT_ARCHIVED(p)                                               \
+    "NOT EXISTS (SELECT 1 FROM operations_archive a WHERE a.operation_id = " p "::uuid)"
 
 /* ===========================================================================
  * The admission statements (I1, I2, I5, I6, I8).
@@ -425,6 +529,7 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *    statement_timestamp() stays fixed however long the statement waits on a
  *    lock. Past the deadline nothing is claimed and nothing is recorded.
  *  - AND PG_FAMILY_LIVE: the family's row locked live, or no claim (I8).
+ *  - AND PG_OP_ID_NOT_ARCHIVED: an archived operation keeps its id (I22).
  *  - operations_pkey / operations_grant_key: if the operation id is already
  *    taken, or an operation already holds this grant, the unique violation
  *    aborts the WHOLE statement, claim included; og__pg_classify() maps
@@ -441,6 +546,7 @@ static const char og__pg_admit_sql[] =
     "  FROM (SELECT " PG_TS("$4") " + " PG_US("$9") " AS admit_until) d\n"
     "  WHERE d.admit_until > statement_timestamp()\n"
     "    AND " PG_FAMILY_LIVE("$13") "\n"
+    "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"
     "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
     "  RETURNING issuer, grant_id),\n"
     PG_ADMIT_TAIL("$13");
@@ -467,6 +573,7 @@ static const char og__pg_admit_row_sql[] =
     "    AND consumed_at IS NULL AND revoked_at IS NULL\n"
     "    AND expires_at + " PG_US("$9") " > statement_timestamp()\n"
     "    AND " PG_FAMILY_LIVE("$4") "\n"
+    "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"
     "  RETURNING issuer, grant_id),\n"
     PG_ADMIT_TAIL("$4");
 
@@ -822,6 +929,87 @@ static const char pg_op_history_sql[] =
     "FROM operation_events WHERE operation_id = $1::uuid\n"
     "ORDER BY seq";
 
+/* ===========================================================================
+ * Retention (I19-I22): one batch per statement, each its own implicit
+ * transaction; store.c loops and carries the keyset cursor (og_internal.h).
+ *
+ * Cleanup. $1 cleanup_margin (µs)  $2 batch  $3 cursor (µs since the
+ * epoch). The inner SELECT walks grant_consumptions_retain_until_idx from
+ * the cursor — not from the oldest entry: the entries earlier batches
+ * deleted stay in the index until a vacuum, and walking them again made a
+ * pass quadratic — and locks at most $2 rows that no other janitor holds
+ * (I20); the DELETE removes them by ctid and re-checks the bound on each
+ * row it removes (I19), so even a row a ctid no longer names correctly is
+ * never deleted early. statement_timestamp() is the statement's start:
+ * waiting only makes it delete less. One row: the deleted rows by kind and
+ * the new cursor (the greatest retain_until deleted; $3 when none).
+ * ========================================================================= */
+#define PG_EPOCH_US(c) "(extract(epoch FROM " c ") * 1000000)::bigint"
+const char og__pg_cleanup_sql[] =
+    "WITH gone AS (\n"
+    "  DELETE FROM grant_consumptions\n"
+    "  WHERE ctid = ANY (ARRAY(\n"
+    "          SELECT ctid FROM grant_consumptions\n"
+    "          WHERE retain_until >= " PG_TS("$3") "\n"
+    "            AND retain_until < statement_timestamp() - " PG_US("$1") "\n"
+    "          ORDER BY retain_until\n"
+    "          LIMIT $2::integer\n"
+    "          FOR UPDATE SKIP LOCKED))\n"
+    "    AND retain_until < statement_timestamp() - " PG_US("$1") "\n"
+    "  RETURNING kind, retain_until)\n"
+    "SELECT count(*) FILTER (WHERE kind = 'admission'),\n"
+    "       count(*) FILTER (WHERE kind = 'revocation'),\n"
+    "       count(*) FILTER (WHERE kind = 'consume'),\n"
+    "       coalesce(" PG_EPOCH_US("max(retain_until)") ", $3::bigint)\n"
+    "FROM gone";
+
+/* Archiving (I21). $1 minimum age of the last status change (µs)  $2 batch
+ * $3 move (true) or delete (false)  $4 cursor (µs since the epoch, as for
+ * cleanup).
+ *  - pick: at most $2 terminal operations, oldest last change first from
+ *    the cursor, over operations_terminal_idx, locked (SKIP LOCKED:
+ *    concurrent archivers split the work). Terminal rows always have
+ *    updated_at (the write that made them terminal set it); the coalesce
+ *    matches the index anyway.
+ *  - ev / eva: their events deleted, and copied to the archive when $3.
+ *  - op / opa: the operations deleted, and copied when $3. pick holds their
+ *    rows locked, and a terminal status never changes, so they are still
+ *    the ones picked. Both DELETEs take their rows by = ANY (ARRAY(...)):
+ *    an index lookup per id whatever the planner thinks of pick's size.
+ *    The foreign key from operation_events is checked at the end of the
+ *    statement, when the events are gone.
+ * One row: operations, events, the new cursor. */
+#define PG_EVENT_STORED_COLS                                                   \
+    "seq, operation_id, at, kind, from_status, to_status, owner_version, "     \
+    "reason, provider_reference, actor, evidence"
+static const char pg_archive_sql[] =
+    "WITH pick AS MATERIALIZED (\n"
+    "  SELECT operation_id, coalesce(updated_at, created_at) AS changed FROM operations\n"
+    "  WHERE status IN ('Succeeded','Failed')\n"
+    "    AND coalesce(updated_at, created_at) >= " PG_TS("$4") "\n"
+    "    AND coalesce(updated_at, created_at) < statement_timestamp() - " PG_US("$1") "\n"
+    "  ORDER BY coalesce(updated_at, created_at)\n"
+    "  LIMIT $2::integer\n"
+    "  FOR UPDATE SKIP LOCKED),\n"
+    "ev AS (\n"
+    "  DELETE FROM operation_events\n"
+    "  WHERE operation_id = ANY (ARRAY(SELECT operation_id FROM pick))\n"
+    "  RETURNING *),\n"
+    "eva AS (\n"
+    "  INSERT INTO operation_events_archive (" PG_EVENT_STORED_COLS ", archived_at)\n"
+    "  SELECT " PG_EVENT_STORED_COLS ", statement_timestamp() FROM ev WHERE $3::bool\n"
+    "  RETURNING 1),\n"
+    "op AS (\n"
+    "  DELETE FROM operations\n"
+    "  WHERE operation_id = ANY (ARRAY(SELECT operation_id FROM pick))\n"
+    "  RETURNING *),\n"
+    "opa AS (\n"
+    "  INSERT INTO operations_archive (" PG_OP_STORED_COLS ", archived_at)\n"
+    "  SELECT " PG_OP_STORED_COLS ", statement_timestamp() FROM op WHERE $3::bool\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT count(*) FROM op), (SELECT count(*) FROM ev),\n"
+    "       coalesce((SELECT " PG_EPOCH_US("max(changed)") " FROM pick), $4::bigint)";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol). */
 enum {
@@ -844,6 +1032,8 @@ enum {
     PG_STMT_OP_TAKEOVER,
     PG_STMT_OP_RESOLVE,
     PG_STMT_OP_HISTORY,
+    PG_STMT_CLEANUP,
+    PG_STMT_ARCHIVE,
     PG_STMT_COUNT
 };
 
@@ -873,6 +1063,8 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     [PG_STMT_OP_TAKEOVER] = {"og_op_takeover", pg_op_takeover_sql, 4},
     [PG_STMT_OP_RESOLVE] = {"og_op_resolve", pg_op_resolve_sql, 6},
     [PG_STMT_OP_HISTORY] = {"og_op_history", pg_op_history_sql, 1},
+    [PG_STMT_CLEANUP] = {"og_cleanup", og__pg_cleanup_sql, 3},
+    [PG_STMT_ARCHIVE] = {"og_archive", pg_archive_sql, 4},
 };
 _Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
@@ -916,6 +1108,7 @@ typedef struct og_pg {
     char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
                           + leeway, the retention of a revocation whose
                           issuance records no expiry (I9) */
+    char cleanup_margin[24]; /* microseconds: cleanup's margin (I19) */
 } og_pg;
 
 typedef struct pg_conn {
@@ -1470,6 +1663,8 @@ static int pg_open(const char *target, const og_store_options *opts,
                opts->timings.submission_window_us);
     pg_fmt_i64(pg->recovery_lease, sizeof pg->recovery_lease,
                opts->timings.recovery_lease_us);
+    pg_fmt_i64(pg->cleanup_margin, sizeof pg->cleanup_margin,
+               opts->timings.cleanup_margin_us);
     /* Bounded by og_timings_check() (T5, T6 and the leeway's own bound), so
      * the sum cannot overflow for a checked configuration. */
     pg_fmt_i64(pg->fallback, sizeof pg->fallback,
@@ -2658,6 +2853,83 @@ out:
 }
 
 /* ===========================================================================
+ * Retention (I19-I22).
+ * ========================================================================= */
+
+/* Runs retention statement stmt and reads its single row of n bigints —
+ * counts, then the new cursor — into v. */
+static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
+                         int64_t *v, int n)
+{
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    int64_t got[4];
+    int rc, i;
+
+    if (n > 4)
+        return OG_EINTERNAL;
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, n, 1) != 0))
+        rc = OG_EINTERNAL;
+    for (i = 0; rc == 0 && i < n; i++)
+        if (pg_get_i64(res, 0, i, &got[i]) != 0 || (i < n - 1 && got[i] < 0))
+            rc = OG_EINTERNAL; /* counts are never negative; the cursor
+                                  (last) is a time */
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        memcpy(v, got, (size_t)n * sizeof *v);
+    return rc;
+}
+
+static int pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
+                            og_cleanup_stats *out)
+{
+    og_pg *pg = impl;
+    char limit[16], from[24];
+    const char *params[3] = {pg->cleanup_margin, limit, from};
+    int64_t v[4];
+    int rc;
+
+    snprintf(limit, sizeof limit, "%d", batch);
+    pg_fmt_i64(from, sizeof from, *from_us);
+    rc = pg_run_counts(pg, PG_STMT_CLEANUP, params, v, 4);
+    if (rc == 0) {
+        out->admissions = v[0];
+        out->revocations = v[1];
+        out->consumes = v[2];
+        *from_us = v[3];
+    }
+    return rc;
+}
+
+static int pg_archive_batch(void *impl, int64_t older_than_us,
+                            og_archive_mode mode, int batch, int64_t *from_us,
+                            og_archive_stats *out)
+{
+    og_pg *pg = impl;
+    char age[24], limit[16], from[24];
+    const char *params[4] = {age, limit,
+                             mode == OG_ARCHIVE_MOVE ? "true" : "false", from};
+    int64_t v[3];
+    int rc;
+
+    pg_fmt_i64(age, sizeof age, older_than_us);
+    snprintf(limit, sizeof limit, "%d", batch);
+    pg_fmt_i64(from, sizeof from, *from_us);
+    rc = pg_run_counts(pg, PG_STMT_ARCHIVE, params, v, 3);
+    if (rc == 0) {
+        out->operations = v[0];
+        out->events = v[1];
+        *from_us = v[2];
+    }
+    return rc;
+}
+
+/* ===========================================================================
  * The method table.
  * ========================================================================= */
 const og__store_methods og__postgres_methods = {
@@ -2681,4 +2953,6 @@ const og__store_methods og__postgres_methods = {
     .op_resolve = pg_op_resolve,
     .op_list = pg_op_list,
     .op_history = pg_op_history,
+    .cleanup_batch = pg_cleanup_batch,
+    .archive_batch = pg_archive_batch,
 };

@@ -94,6 +94,32 @@
  *       parameters). When the status set lies within Admitted/Unknown, the
  *       recovery scan index's predicate is repeated verbatim: SQLite uses a
  *       partial index only when the query's WHERE implies the index's.
+ *   Q19 A refusal record outlives every admission that could still commit:
+ *       cleanup (SQ_CLEANUP) deletes a grant_consumptions row only where
+ *       retain_until < now - cleanup_margin on SQLite's clock, the clock the
+ *       claim decided its deadline on (Q3), re-checked on the row it
+ *       deletes. Here an admission cannot even be delayed between its
+ *       deadline check and its commit behind a delete: both hold the write
+ *       lock (Q1) for their whole transaction. The margin (T9) covers
+ *       clock steps on the host.
+ *   Q20 Cleanup deletes grant_consumptions rows and nothing else: at most
+ *       `batch` rows per BEGIN IMMEDIATE transaction, picked oldest first
+ *       over grant_consumptions_retain_until_idx by their primary key (the
+ *       table has no rowid), so admissions wait for one short batch at most.
+ *   Q21 Archiving takes terminal operations only (Succeeded, Failed: no
+ *       writer expects them, so they never change again) and moves or
+ *       deletes each with its events in ONE BEGIN IMMEDIATE transaction.
+ *       The batch is one fixed set: every statement of the transaction
+ *       selects it with the same bound cutoff (read once from SQLite's
+ *       clock) and a total order (last change, then id), under the write
+ *       lock. Admitted, Unknown and NeedsReconciliation stay.
+ *   Q22 An archived operation still answers for its id: the claim requires
+ *       that operations_archive does not hold the request's operation id,
+ *       and the follow-up read finds the operation in operations, else in
+ *       operations_archive, so a same-operation retry is ALREADY_ADMITTED
+ *       with the archived record and another grant under the id is refused
+ *       (OPERATION_ID_TAKEN). Exact here: the write lock orders the archive
+ *       and the admission.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -301,6 +327,50 @@ static const sq_migration sq_migrations[] = {
      ") STRICT;"
      "CREATE INDEX operation_events_operation_idx"
      "  ON operation_events (operation_id, seq);"},
+    {4, "retention: operations and events archives, terminal index",
+     /* Finished operations and their history, on their own schedule
+      * (Q21): the same columns plus archived_at (store clock), without the
+      * checks a live row needs. seq is never reused (AUTOINCREMENT), so it
+      * stays a key in the archive. */
+     "CREATE TABLE operations_archive ("
+     "  operation_id       TEXT    NOT NULL PRIMARY KEY,"
+     "  issuer             TEXT    NOT NULL,"
+     "  grant_id           TEXT    NOT NULL,"
+     "  caller_id          TEXT    NOT NULL,"
+     "  account_id         TEXT    NOT NULL,"
+     "  amount             TEXT    NOT NULL,"
+     "  currency           TEXT    NOT NULL,"
+     "  status             TEXT    NOT NULL"
+     "                     CHECK (status IN ('Succeeded', 'Failed')),"
+     "  owner_version      INTEGER NOT NULL,"
+     "  lease_until        INTEGER NOT NULL,"
+     "  submit_by          INTEGER NOT NULL,"
+     "  created_at         INTEGER NOT NULL,"
+     "  updated_at         INTEGER,"
+     "  provider_reference TEXT,"
+     "  outcome_reason     TEXT,"
+     "  archived_at        INTEGER NOT NULL"
+     ") STRICT, WITHOUT ROWID;"
+     "CREATE TABLE operation_events_archive ("
+     "  seq                INTEGER PRIMARY KEY,"
+     "  operation_id       TEXT    NOT NULL,"
+     "  at                 INTEGER NOT NULL,"
+     "  kind               TEXT    NOT NULL,"
+     "  from_status        TEXT    NOT NULL,"
+     "  to_status          TEXT    NOT NULL,"
+     "  owner_version      INTEGER NOT NULL,"
+     "  reason             TEXT,"
+     "  provider_reference TEXT,"
+     "  actor              TEXT    NOT NULL,"
+     "  evidence           TEXT,"
+     "  archived_at        INTEGER NOT NULL"
+     ") STRICT;"
+     "CREATE INDEX operation_events_archive_operation_idx"
+     "  ON operation_events_archive (operation_id, seq);"
+     /* The archive job's scan, in its total order (Q21). */
+     "CREATE INDEX operations_terminal_idx"
+     "  ON operations (coalesce(updated_at, created_at), operation_id)"
+     "  WHERE status IN ('Succeeded', 'Failed');"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -309,6 +379,32 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
 /* ===========================================================================
  * Statements, prepared once per connection on first use.
  * ========================================================================= */
+
+/* The claim's condition that an archived operation keeps its id (Q22); ?3
+ * is the operation id (NULL for the consume verdict: no row matches). */
+#define SQ_OP_ID_NOT_ARCHIVED                                                 \
+    "NOT EXISTS (SELECT 1 FROM operations_archive a"                          \
+    " WHERE a.operation_id = ?3)"
+
+/* Every stored column of operations and operation_events, as the archives
+ * repeat them. */
+#define SQ_OP_STORED_COLS                                                     \
+    SQ_OP_INSERT_COLS ", updated_at, provider_reference, outcome_reason"
+#define SQ_EVENT_COLS                                                         \
+    "seq, operation_id, at, kind, from_status, to_status, owner_version,"     \
+    " reason, provider_reference, actor, evidence"
+
+/* One archive batch (Q21): at most ?2 terminal operations whose last change
+ * lies in [?4, ?1), in a total order, over operations_terminal_idx (its
+ * expression and predicate repeated verbatim). INDEXED BY: without ANALYZE
+ * statistics the planner prefers operations_backlog_idx's status range and
+ * sorts every finished operation for each batch. */
+#define SQ_ARCHIVE_PICK                                                       \
+    "SELECT operation_id FROM operations INDEXED BY operations_terminal_idx"  \
+    " WHERE status IN ('Succeeded', 'Failed')"                                \
+    "   AND coalesce(updated_at, created_at) >= ?4"                           \
+    "   AND coalesce(updated_at, created_at) < ?1"                            \
+    " ORDER BY coalesce(updated_at, created_at), operation_id LIMIT ?2"
 #define SQ_STATEMENTS(X)                                                       \
     X(BEGIN, "BEGIN IMMEDIATE")                                                \
     X(COMMIT, "COMMIT")                                                        \
@@ -318,12 +414,13 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     X(ROLLBACK_TO, "ROLLBACK TO og_admit")                                     \
     /* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL \
      * for the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a \
-     * row only when this statement took the key. */                          \
+     * row only when this statement took the key. Both claims leave an       \
+     * archived operation's id alone (Q22). */                                \
     X(CLAIM,                                                                   \
       "INSERT INTO grant_consumptions"                                         \
       " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
       " SELECT ?1, ?2, ?3, " SQ_NOW ", ?4 + ?5, ?6"                            \
-      " WHERE ?4 + ?5 > " SQ_NOW                                               \
+      " WHERE ?4 + ?5 > " SQ_NOW " AND " SQ_OP_ID_NOT_ARCHIVED                 \
       " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
       " RETURNING grant_id")                                                   \
     /* The claim, row form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for \
@@ -333,6 +430,7 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "UPDATE grants SET consumed_at = " SQ_NOW ", consumed_by_operation = ?3" \
       " WHERE issuer = ?1 AND grant_id = ?2 AND consumed_at IS NULL"           \
       "   AND revoked_at IS NULL AND expires_at + ?4 > " SQ_NOW                \
+      "   AND " SQ_OP_ID_NOT_ARCHIVED                                          \
       " RETURNING family")                                                     \
     /* The operation, in the same transaction: ?1..?7 the binding,            \
      * ?8 owner version, ?9 execution lease, ?10 submission window. */        \
@@ -438,6 +536,42 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "   ON f.issuer = t.issuer AND f.family = t.family"                      \
       " WHERE t.ticket_hash = ?1")                                             \
     X(READ_OP, "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1") \
+    /* The admission's follow-up (Q22): live, else archived. */                \
+    X(READ_OP_ANY,                                                             \
+      "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1"          \
+      " UNION ALL"                                                             \
+      " SELECT " SQ_OP_COLS " FROM operations_archive WHERE operation_id = ?1" \
+      " LIMIT 1")                                                              \
+    /* Retention (Q19-Q22). Cleanup: ?1 cleanup_margin, ?2 batch, ?3 the    \
+     * pass's keyset cursor; returns each deleted row's kind and key. */       \
+    X(CLEANUP,                                                                 \
+      "DELETE FROM grant_consumptions"                                         \
+      " WHERE (issuer, grant_id) IN ("                                         \
+      "   SELECT issuer, grant_id FROM grant_consumptions"                     \
+      "   WHERE retain_until >= ?3 AND retain_until < " SQ_NOW " - ?1"         \
+      "   ORDER BY retain_until LIMIT ?2)"                                     \
+      "   AND retain_until < " SQ_NOW " - ?1"                                  \
+      " RETURNING kind, retain_until")                                         \
+    X(CLOCK, "SELECT " SQ_NOW)                                                 \
+    /* Archiving: ?1 cutoff (last change before it), ?2 batch, ?3 archived_at \
+     * (the same 'now' the cutoff came from), ?4 the pass's keyset cursor.    \
+     * The batch's greatest key, read first: the next cursor. */              \
+    X(ARCHIVE_CURSOR,                                                          \
+      "SELECT max(coalesce(updated_at, created_at)) FROM operations"           \
+      " WHERE operation_id IN (" SQ_ARCHIVE_PICK ")")                          \
+    X(ARCHIVE_EVENTS,                                                          \
+      "INSERT INTO operation_events_archive (" SQ_EVENT_COLS ", archived_at)"  \
+      " SELECT " SQ_EVENT_COLS ", ?3 FROM operation_events"                    \
+      " WHERE operation_id IN (" SQ_ARCHIVE_PICK ")")                          \
+    X(DELETE_EVENTS,                                                           \
+      "DELETE FROM operation_events WHERE operation_id IN (" SQ_ARCHIVE_PICK ")") \
+    X(ARCHIVE_OPS,                                                             \
+      "INSERT INTO operations_archive (" SQ_OP_STORED_COLS ", archived_at)"    \
+      " SELECT " SQ_OP_STORED_COLS ", ?3 FROM operations"                      \
+      " WHERE operation_id IN (" SQ_ARCHIVE_PICK ")")                          \
+    X(DELETE_OPS,                                                              \
+      "DELETE FROM operations WHERE operation_id IN (" SQ_ARCHIVE_PICK ")"     \
+      "   AND status IN ('Succeeded', 'Failed')")                              \
     /* Execution (Q13-Q18). ?1 is the operation id in each. */                \
     /* May the owner at version ?2 send a create request now? A read. */     \
     X(OP_MAY_SUBMIT,                                                           \
@@ -734,10 +868,13 @@ static int sq_read_op(sqlite3_stmt *st, og_operation *op)
     return 0;
 }
 
-/* Reads the operation by id on c: 1 found, 0 not, negative error. */
-static int sq_read_op_by_id(sq_conn *c, const char *id, og_operation *op)
+/* Reads the operation by id on c with statement which (SQ_READ_OP: live
+ * only; SQ_READ_OP_ANY: live, else archived): 1 found, 0 not, negative
+ * error. */
+static int sq_read_op_by_id(sq_conn *c, int which, const char *id,
+                            og_operation *op)
 {
-    sqlite3_stmt *st = sq_stmt(c, SQ_READ_OP);
+    sqlite3_stmt *st = sq_stmt(c, which);
     int rc;
 
     if (!st)
@@ -963,7 +1100,7 @@ static int sq_followup(sq_conn *c, const og__admit_req *req, sq_family fam,
 
     if ((rc = sq_consumption(c, req, fam, &cons)) < 0)
         return rc;
-    rc = sq_read_op_by_id(c, req->operation_id, &op);
+    rc = sq_read_op_by_id(c, SQ_READ_OP_ANY, req->operation_id, &op); /* Q22 */
     if (rc < 0)
         return rc;
     og__classify_unclaimed(req, &cons, rc == 1 ? &op : NULL, out);
@@ -1255,7 +1392,7 @@ static int sq_operation_get(void *impl, const char *id, og_operation *out)
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
     sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
-    rc = sq_read_op_by_id(conn, id, out);
+    rc = sq_read_op_by_id(conn, SQ_READ_OP, id, out);
     og__pool_put(s->pool, conn, false);
     return rc;
 }
@@ -2137,6 +2274,166 @@ static int sq_op_history(void *impl, const char *id, og_op_events *out)
 }
 
 /* ===========================================================================
+ * Retention (Q19-Q22): one batch per BEGIN IMMEDIATE transaction; store.c
+ * loops.
+ * ========================================================================= */
+
+static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
+                         int64_t *from_us, og_cleanup_stats *out, bool *keep)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_CLEANUP);
+    og__claim_kind kind;
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_int64(st, 1, s->opts.timings.cleanup_margin_us);
+    sqlite3_bind_int(st, 2, batch);
+    sqlite3_bind_int64(st, 3, *from_us);
+    while ((rc = sq_step(c, st)) == 1) {
+        int64_t key = sqlite3_column_int64(st, 1);
+
+        if (key > *from_us)
+            *from_us = key;
+        if ((rc = sq_kind_parse((const char *)sqlite3_column_text(st, 0),
+                                &kind)) < 0)
+            break;
+        if (kind == OG__CLAIM_ADMISSION)
+            out->admissions++;
+        else if (kind == OG__CLAIM_REVOCATION)
+            out->revocations++;
+        else
+            out->consumes++;
+        *keep = true;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+static int sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
+                            og_cleanup_stats *out)
+{
+    sq_store *s = impl;
+    og_cleanup_stats one = {0, 0, 0, 0};
+    int64_t from = *from_us;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_cleanup_in(s, c, batch, &from, &one, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0) {
+        *out = one;
+        *from_us = from;
+    }
+    return rc;
+}
+
+/* One archive batch's fixed parameters (Q21). */
+typedef struct sq_archive_args {
+    int64_t cutoff; /* ?1: last change before it */
+    int batch;      /* ?2 */
+    int64_t now;    /* ?3: archived_at */
+    int64_t from;   /* ?4: the pass's keyset cursor */
+} sq_archive_args;
+
+/* Runs archive statement i for the batch a and adds the rows it changed to
+ * *changed (NULL: not counted). */
+static int sq_archive_step(sq_conn *c, int i, const sq_archive_args *a,
+                           int64_t *changed)
+{
+    sqlite3_stmt *st = sq_stmt(c, i);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_int64(st, 1, a->cutoff);
+    sqlite3_bind_int(st, 2, a->batch);
+    sqlite3_bind_int64(st, 3, a->now); /* the copies' archived_at; the
+                                          DELETEs leave ?3 unused */
+    sqlite3_bind_int64(st, 4, a->from);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if (changed)
+        *changed += sqlite3_changes64(c->db);
+    return 0;
+}
+
+/* Reads one integer from statement i for the batch a: SQLite's clock
+ * (SQ_CLOCK), the batch's greatest key (SQ_ARCHIVE_CURSOR; *out left as it
+ * is when the batch is empty). */
+static int sq_archive_read(sq_conn *c, int i, const sq_archive_args *a,
+                           int64_t *out)
+{
+    sqlite3_stmt *st = sq_stmt(c, i);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    if (i == SQ_ARCHIVE_CURSOR) {
+        sqlite3_bind_int64(st, 1, a->cutoff);
+        sqlite3_bind_int(st, 2, a->batch);
+        sqlite3_bind_int64(st, 4, a->from);
+    }
+    if ((rc = sq_step(c, st)) == 1 &&
+        sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *out = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
+}
+
+static int sq_archive_in(sq_conn *c, int64_t older_than_us,
+                         og_archive_mode mode, int batch, int64_t *from_us,
+                         og_archive_stats *out, bool *keep)
+{
+    sq_archive_args a = {0, batch, 0, *from_us};
+    int64_t ops = 0, events = 0, next = *from_us;
+    int rc;
+
+    /* One cutoff for every statement of the batch (Q21). */
+    if ((rc = sq_archive_read(c, SQ_CLOCK, &a, &a.now)) < 0)
+        return rc;
+    a.cutoff = a.now - older_than_us;
+    if ((rc = sq_archive_read(c, SQ_ARCHIVE_CURSOR, &a, &next)) < 0 ||
+        (mode == OG_ARCHIVE_MOVE &&
+         (rc = sq_archive_step(c, SQ_ARCHIVE_EVENTS, &a, NULL)) < 0) ||
+        (rc = sq_archive_step(c, SQ_DELETE_EVENTS, &a, &events)) < 0 ||
+        (mode == OG_ARCHIVE_MOVE &&
+         (rc = sq_archive_step(c, SQ_ARCHIVE_OPS, &a, NULL)) < 0) ||
+        (rc = sq_archive_step(c, SQ_DELETE_OPS, &a, &ops)) < 0)
+        return rc;
+    out->operations = ops;
+    out->events = events;
+    *from_us = next;
+    *keep = ops > 0;
+    return 0;
+}
+
+static int sq_archive_batch(void *impl, int64_t older_than_us,
+                            og_archive_mode mode, int batch, int64_t *from_us,
+                            og_archive_stats *out)
+{
+    sq_store *s = impl;
+    og_archive_stats one = {0, 0, 0};
+    int64_t from = *from_us;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_archive_in(c, older_than_us, mode, batch, &from, &one, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0) {
+        *out = one;
+        *from_us = from;
+    }
+    return rc;
+}
+
+/* ===========================================================================
  * Schema version and migrations
  * ========================================================================= */
 
@@ -2311,4 +2608,6 @@ const og__store_methods og__sqlite_methods = {
     .op_resolve = sq_op_resolve,
     .op_list = sq_op_list,
     .op_history = sq_op_history,
+    .cleanup_batch = sq_cleanup_batch,
+    .archive_batch = sq_archive_batch,
 };

@@ -8,6 +8,7 @@
  *   oncegate demo [--store URL]
  *   oncegate keygen --issuer NAME --out DIR
  *   oncegate serve --config FILE | --dev    (src/serve/)
+ *   oncegate recover | cleanup | archive-operations --config FILE
  *
  * Output is JSON on stdout; diagnostics go to stderr and carry identifiers
  * only — never secrets: keygen prints file paths and the kid, never key
@@ -35,6 +36,10 @@ static const char og_usage[] =
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
     "  serve     the HTTP service (--dev: a development instance)\n"
     "  recover   take over stalled operations, look up, record (recovery)\n"
+    "  cleanup   delete refusal records past retain_until + cleanup margin\n"
+    "  archive-operations\n"
+    "            archive (or delete) finished operations past their audit\n"
+    "            retention\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -460,6 +465,9 @@ static const og_command og_commands[] = {
     {"consume", og_cli_consume, og_usage_consume},
     {"serve", og_cli_serve, og_usage_serve},
     {"recover", og_cli_recover, og_usage_recover},
+    {"cleanup", og_cli_cleanup, og_usage_cleanup},
+    {"archive-operations", og_cli_archive_operations,
+     og_usage_archive_operations},
     {"dev-env", og_cli_dev_env, NULL},
 };
 

@@ -54,7 +54,7 @@ typedef enum cfg_type {
     CFG_ID,         /* the identifier rule: char * */
     CFG_ISSUER,     /* the identifier and key-file-name rules: char * */
     CFG_LISTEN,     /* "HOST:PORT" / "[V6]:PORT": listen_host, listen_port */
-    CFG_FORM,       /* "token" | "row": og_grant_form */
+    CFG_ENUM,       /* one of the row's names: its index, an enum */
     CFG_INT,        /* integer min..max: int */
     CFG_SIZE,       /* integer min..max: size_t */
     CFG_MS,         /* integer milliseconds min..max: int64_t microseconds */
@@ -74,6 +74,25 @@ typedef struct cfg_key {
 } cfg_key;
 
 #define AT(member) offsetof(og_srv_config, member)
+
+/* The accepted strings of each CFG_ENUM row (by where its value lands), in
+ * the order of the enum's values, NULL-ended. */
+static const char *const cfg_form_names[] = {"token", "row", NULL};
+_Static_assert(OG_FORM_TOKEN == 0 && OG_FORM_ROW == 1,
+               "cfg_form_names follows og_grant_form");
+static const char *const cfg_retention_names[] = {"keep", "archive", "delete",
+                                                  NULL};
+_Static_assert(OG_RETAIN_KEEP == 0 && OG_RETAIN_ARCHIVE == 1 &&
+                   OG_RETAIN_DELETE == 2,
+               "cfg_retention_names follows og_srv_retention");
+static const struct {
+    size_t off;
+    const char *const *names;
+} cfg_enums[] = {
+    {AT(grant_form), cfg_form_names},
+    {AT(retention_mode), cfg_retention_names},
+};
+
 #define AT_T(member) (offsetof(og_srv_config, timings) + offsetof(og_timings, member))
 #define TIMING(name, member, doc)                                              \
     {"timings." name, CFG_MS, 0, CFG_YEAR_MS, NULL, AT_T(member), doc}
@@ -102,7 +121,7 @@ static const cfg_key cfg_keys[] = {
      "Private JWK file to sign grants with. Empty: the first "
      "`ISSUER.*.private.jwk` in `keys_dir` by name; when there is none, "
      "`POST /v1/grants` answers 501. Reloaded on SIGHUP."},
-    {"grant_form", CFG_FORM, 0, 0, "\"token\"", AT(grant_form),
+    {"grant_form", CFG_ENUM, 0, 0, "\"token\"", AT(grant_form),
      "How this issuer's grants are stored: `token` (self-contained tokens; "
      "admission claims the key (issuer, grant_id)) or `row` (issued grants "
      "are rows; admission is a conditional update of the row)."},
@@ -209,6 +228,46 @@ static const cfg_key cfg_keys[] = {
            "Grants whose `iat` is ahead of this clock by more are refused; "
            "also the fallback revocation retention. T11: at most 1 hour; "
            "never shrink it while grants are outstanding."),
+    {"janitor", CFG_OBJECT, 0, 0, NULL, AT(janitor_enabled),
+     "Refusal retention (the `janitor.` rows below): the background job that "
+     "deletes consumption rows once `retain_until` + "
+     "`timings.cleanup_margin_ms` has passed on the store's clock, and "
+     "nothing else. `oncegate cleanup` runs the same passes on its own."},
+    {"janitor.enabled", CFG_BOOL, 0, 0, "true", AT(janitor_enabled),
+     "Run cleanup passes in the background. Off: consumption rows are kept "
+     "(the safe direction) unless `oncegate cleanup` runs."},
+    {"janitor.interval_ms", CFG_MS, 1000, 86400000, "60000",
+     AT(janitor_interval_us),
+     "Between the starts of two passes (cleanup, and archiving when "
+     "`operations.retention_mode` is not `keep`); the first runs at "
+     "startup."},
+    {"janitor.batch", CFG_INT, 1, OG_RETENTION_BATCH_MAX, "1000",
+     AT(janitor_batch),
+     "Rows one statement deletes (operations one statement archives), each "
+     "batch its own short transaction: admissions wait for one batch at "
+     "most. Keep one batch well inside `timings.store_timeout_ms`."},
+    {"janitor.max_batches", CFG_INT, 1, OG_RETENTION_BATCHES_MAX, "100",
+     AT(janitor_max_batches),
+     "Batches in one pass at most; a pass also ends at the first batch that "
+     "takes fewer than `janitor.batch` rows."},
+    {"operations", CFG_OBJECT, 0, 0, NULL, AT(retention_mode),
+     "Audit retention of operation records (the `operations.` rows below), "
+     "separate from refusal retention and much longer."},
+    {"operations.retention_mode", CFG_ENUM, 0, 0, "\"keep\"",
+     AT(retention_mode),
+     "`keep`: operations are never removed. `archive`: a background loop "
+     "moves finished operations (succeeded, failed) older than "
+     "`operations.audit_retention_days`, with their history, into "
+     "`operations_archive` and `operation_events_archive`. `delete`: it "
+     "deletes them. Admitted, unknown and needs-reconciliation operations "
+     "are never touched. `oncegate archive-operations` runs one pass by "
+     "hand."},
+    {"operations.audit_retention_days", CFG_INT, 1, 36600, "365",
+     AT(audit_retention_days),
+     "How long a finished operation stays after its last status change. R1: "
+     "at least `max_grant_lifetime` + `issue_time_skew` + "
+     "`admission_leeway` + `cleanup_margin`, so an operation record "
+     "outlives its grant's refusal record."},
     {"provider", CFG_OBJECT, 0, 0, NULL, AT(provider_url),
      "The billing provider `POST /v1/operations` executes against (the "
      "`provider.` rows below). Without `provider.url` the service admits "
@@ -266,6 +325,12 @@ static const char *const cfg_relations[] = {
     "T11: 0 <= `issue_time_skew` <= 1 hour; the same retention argument.",
     "T12: 0 <= `max_clock_step` <= 1 hour, `recovery_delay` > 0, and every "
     "value at most 1 year, so sums cannot overflow.",
+    "R1: `operations.audit_retention_days` >= `max_grant_lifetime` + "
+    "`issue_time_skew` + `admission_leeway` + `cleanup_margin`: an operation "
+    "record stays live at least as long as its grant's refusal record may, "
+    "so every operation whose grant is still refused is still in "
+    "`operations`. Refusal does not rest on it: an archived operation still "
+    "refuses its grant and its id.",
 };
 
 /* An example that loads (a test loads it from docs/config.md). The hashes
@@ -696,6 +761,59 @@ static int cfg_string_ok(const cfg_key *k, const char *s, char *err,
     return 0;
 }
 
+/* The names of enum row k (cfg_enums): never NULL for a row of the table
+ * (a test renders every row). */
+static const char *const *cfg_names(const cfg_key *k)
+{
+    static const char *const none[] = {NULL};
+
+    for (size_t i = 0; i < sizeof cfg_enums / sizeof cfg_enums[0]; i++)
+        if (cfg_enums[i].off == k->off)
+            return cfg_enums[i].names;
+    return none;
+}
+
+/* The number of names of enum row k. */
+static int cfg_enum_count(const cfg_key *k)
+{
+    const char *const *names = cfg_names(k);
+    int n = 0;
+
+    while (names[n])
+        n++;
+    return n;
+}
+
+/* Writes the names of enum row k as `"a", "b" or "c"` (quote: the
+ * character around each name) into buf. Returns buf. */
+static const char *cfg_enum_list(const cfg_key *k, char quote, char *buf,
+                                 size_t len)
+{
+    const char *const *names = cfg_names(k);
+    int n = cfg_enum_count(k);
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%c%s%c",
+                         i == 0 ? "" : i == n - 1 ? " or " : ", ", quote,
+                         names[i], quote);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+/* The error for a value enum row k does not name. Returns OG_EINVAL. */
+static int cfg_enum_fail(const cfg_key *k, char *err, size_t errlen)
+{
+    char list[128];
+
+    return cfg_fail(err, errlen, OG_EINVAL, "%s: must be %s", k->name,
+                    cfg_enum_list(k, '"', list, sizeof list));
+}
+
 /* Sets a string row; CFG_PATH_OPT's "" lands as NULL. */
 static int cfg_set_string(const cfg_key *k, json_t *v, og_srv_config *c,
                           char *err, size_t errlen)
@@ -778,15 +896,13 @@ static int cfg_set(const cfg_key *k, json_t *v, og_srv_config *c, char *err,
                             "0 and 65535",
                             k->name);
         return 0;
-    case CFG_FORM:
-        if (json_is_string(v) && strcmp(json_string_value(v), "token") == 0)
-            c->grant_form = OG_FORM_TOKEN;
-        else if (json_is_string(v) && strcmp(json_string_value(v), "row") == 0)
-            c->grant_form = OG_FORM_ROW;
-        else
-            return cfg_fail(err, errlen, OG_EINVAL,
-                            "%s: must be \"token\" or \"row\"", k->name);
-        return 0;
+    case CFG_ENUM:
+        for (int i = 0; json_is_string(v) && cfg_names(k)[i]; i++)
+            if (strcmp(json_string_value(v), cfg_names(k)[i]) == 0) {
+                *(int *)cfg_at(k, c) = i;
+                return 0;
+            }
+        return cfg_enum_fail(k, err, errlen);
     case CFG_BOOL:
         if (!json_is_boolean(v))
             return cfg_fail(err, errlen, OG_EINVAL,
@@ -1054,10 +1170,10 @@ static int cfg_check_key(const cfg_key *k, const og_srv_config *c, char *err,
                             "with a port between 0 and 65535",
                             k->name);
         return 0;
-    case CFG_FORM:
-        if (c->grant_form != OG_FORM_TOKEN && c->grant_form != OG_FORM_ROW)
-            return cfg_fail(err, errlen, OG_EINVAL,
-                            "%s: must be \"token\" or \"row\"", k->name);
+    case CFG_ENUM:
+        v = *(const int *)at;
+        if (v < 0 || v >= cfg_enum_count(k))
+            return cfg_enum_fail(k, err, errlen);
         return 0;
     case CFG_PRINCIPALS:
         if (c->n_principals > (size_t)k->max ||
@@ -1078,6 +1194,27 @@ static int cfg_check_key(const cfg_key *k, const og_srv_config *c, char *err,
     return 0;
 }
 
+/* R1: an operation record outlives its grant's refusal record. The
+ * timings are checked (T12: each at most a year), so the sum cannot
+ * overflow. 0 or OG_ETIMINGS naming the relation. */
+static int cfg_check_audit_retention(const og_srv_config *c, char *err,
+                                     size_t errlen)
+{
+    const og_timings *t = &c->timings;
+    int64_t need = t->max_grant_lifetime_us + t->issue_time_skew_us +
+                   t->admission_leeway_us + t->cleanup_margin_us;
+
+    if ((int64_t)c->audit_retention_days * 86400 * INT64_C(1000000) >= need)
+        return 0;
+    return cfg_fail(err, errlen, OG_ETIMINGS,
+                    "operations.audit_retention_days: R1: the audit "
+                    "retention (%d days) must be at least max_grant_lifetime "
+                    "+ issue_time_skew + admission_leeway + cleanup_margin "
+                    "(%" PRId64 " s), so an operation record outlives its "
+                    "grant's refusal record",
+                    c->audit_retention_days, need / 1000000);
+}
+
 int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
 {
     const char *why = NULL;
@@ -1091,6 +1228,8 @@ int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
     if (og_timings_check(&c->timings, &why) != 0)
         return cfg_fail(err, errlen, OG_ETIMINGS, "timings: %s",
                         why ? why : "a timing relation fails");
+    if ((rc = cfg_check_audit_retention(c, err, errlen)) != 0)
+        return rc;
     if (c->provider_url && !c->provider_table)
         return cfg_fail(err, errlen, OG_EINVAL,
                         "provider.table: required with provider.url (how "
@@ -1160,8 +1299,8 @@ static const char *doc_type(const cfg_key *k)
         return "string (identifier, file name)";
     case CFG_LISTEN:
         return "string (`HOST:PORT`)";
-    case CFG_FORM:
-        return "string (`token` or `row`)";
+    case CFG_ENUM:
+        return "string"; /* the caller lists the names */
     case CFG_INT:
     case CFG_SIZE:
         return "integer";
@@ -1295,7 +1434,15 @@ void og_srv_config_doc(FILE *f)
         snprintf(name, sizeof name, "`%s`", k->name);
         fputc('|', f);
         doc_cell(f, name);
-        doc_cell(f, doc_type(k));
+        if (k->type == CFG_ENUM) {
+            char list[128], type[160];
+
+            snprintf(type, sizeof type, "string (%s)",
+                     cfg_enum_list(k, '`', list, sizeof list));
+            doc_cell(f, type);
+        } else {
+            doc_cell(f, doc_type(k));
+        }
         doc_default(f, k);
         doc_bounds(f, k);
         doc_cell(f, k->doc);

@@ -609,6 +609,14 @@ void og_srv_dev_timings(og_timings *t)
     t->recovery_delay_us = 2000 * 1000; /* a recovery pass every second */
 }
 
+void og_srv_dev_janitor(og_srv_config *c)
+{
+    /* A cleanup pass every 5 s, so what the janitor does is seen while
+     * trying things out; the refusal retention (cleanup_margin) is the
+     * production one all the same. */
+    c->janitor_interval_us = 5000 * 1000;
+}
+
 /* The sandbox binary: beside this executable (a build directory, or the
  * bindir it was installed to), else NULL (then looked up in PATH). */
 static char *dev_sandbox_path(void)

@@ -27,10 +27,22 @@ typedef struct og_srv {
     atomic_int inflight;      /* requests accepted and not yet completed */
     atomic_bool draining;     /* SIGTERM seen: answer with Connection: close */
     pthread_mutex_t drain_mu; /* with drain_cv: inflight reached 0 */
-    pthread_cond_t drain_cv;
-    pthread_t recovery;       /* the background recovery loop, when run */
-    bool recovery_running;
+    pthread_cond_t drain_cv;  /* also wakes the background loops */
 } og_srv;
+
+/* The retention passes (janitor.c): ONE library call each with the
+ * configuration's batches (a pass in flight when the drain begins runs to
+ * its end: at most janitor.max_batches short transactions, as a recovery
+ * pass runs to its end), then its log line and metrics; when print, its
+ * JSON summary line on stdout. 0, or the store error (logged, and printed
+ * as {"job":…,"error":…}).
+ *   cleanup  og_store_cleanup: consumption rows past retain_until +
+ *            cleanup_margin;
+ *   archive  og_store_archive_operations: finished operations older than
+ *            operations.audit_retention_days, deleted when
+ *            cfg.retention_mode is OG_RETAIN_DELETE, else moved. */
+int og_srv_cleanup_pass(og_srv *srv, bool print);
+int og_srv_archive_pass(og_srv *srv, bool print);
 
 /* The current snapshot with a reference the caller must drop
  * (og_srv_auth_unref). */

@@ -7,9 +7,10 @@
  *      write: no lock, and no increment is ever lost (the counts are exact;
  *      only the order in which a concurrent render sees them is loose).
  *   2. Series are stable: every outcome, every refusal reason but "none",
- *      every store op and both consume verdicts are rendered from the
- *      start, at zero, so dashboards and alerts see them before the first
- *      event. Only response codes, which are open-ended, appear once seen.
+ *      every store op, both consume verdicts, every cleanup kind and both
+ *      archive modes are rendered from the start, at zero, so dashboards
+ *      and alerts see them before the first event. Only response codes,
+ *      which are open-ended, appear once seen.
  *   3. A histogram keeps one non-cumulative count per bucket; the render
  *      accumulates them and takes _count from the +Inf total, so within
  *      one render the buckets are cumulative and +Inf equals _count even
@@ -134,6 +135,33 @@ void og_metrics_outcome(og_op_status st, og_metric_source src)
 void og_metrics_takeovers(unsigned n)
 {
     bump(&takeovers, n);
+}
+
+/* Retention: rows deleted by kind (admission, revocation, consume), the
+ * last pass's duration, operations archived by mode (move, delete). */
+static atomic_uint_fast64_t cleanup_deleted[3];
+static atomic_uint_fast64_t cleanup_last_us;
+static atomic_uint_fast64_t archived[2];
+static const char *const cleanup_kinds[3] = {"admission", "revocation",
+                                             "consume"};
+static const char *const archive_modes[2] = {"archive", "delete"};
+
+void og_metrics_cleanup(const og_cleanup_stats *st, int64_t elapsed_us)
+{
+    const int64_t n[3] = {st->admissions, st->revocations, st->consumes};
+
+    for (int i = 0; i < 3; i++)
+        if (n[i] > 0)
+            bump(&cleanup_deleted[i], (uint_fast64_t)n[i]);
+    atomic_store_explicit(&cleanup_last_us,
+                          (uint_fast64_t)(elapsed_us > 0 ? elapsed_us : 0),
+                          memory_order_relaxed);
+}
+
+void og_metrics_archived(og_archive_mode mode, int64_t operations)
+{
+    if ((unsigned)mode < 2 && operations > 0)
+        bump(&archived[mode], (uint_fast64_t)operations);
 }
 
 void og_metrics_inflight(int delta)
@@ -288,6 +316,27 @@ static void render_execution(FILE *f)
     fprintf(f, "%s %" PRIu64 "\n", t, get(&takeovers));
 }
 
+static void render_retention(FILE *f)
+{
+    static const char *const d = "oncegate_cleanup_deleted_total";
+    static const char *const l = "oncegate_cleanup_last_duration_seconds";
+    static const char *const a = "oncegate_operations_archived_total";
+    uint64_t us = get(&cleanup_last_us);
+
+    family(f, d, "counter", "Consumption rows cleanup deleted (past "
+                            "retain_until + cleanup_margin), by what held "
+                            "them.");
+    for (unsigned i = 0; i < 3; i++)
+        sample1(f, d, "kind", cleanup_kinds[i], get(&cleanup_deleted[i]));
+    family(f, l, "gauge", "Duration of the last finished cleanup pass.");
+    fprintf(f, "%s %" PRIu64 ".%06" PRIu64 "\n", l, us / 1000000,
+            us % 1000000);
+    family(f, a, "counter", "Finished operations moved to the archive or "
+                            "deleted, by mode.");
+    for (unsigned i = 0; i < 2; i++)
+        sample1(f, a, "mode", archive_modes[i], get(&archived[i]));
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */
@@ -305,6 +354,7 @@ int og_metrics_render(char **out, size_t *len)
     render_store(f);
     render_http(f);
     render_execution(f);
+    render_retention(f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);

@@ -17,8 +17,13 @@
  *   http.c      the libmicrohttpd edge: two-call pattern, body cap, content
  *               type, routing table, correlation ids
  *   handlers.c  one function per endpoint
+ *   janitor.c   the retention passes: cleanup (refusal records) and
+ *               archiving (operation records)
  *   server.c    `oncegate serve`: arguments, startup checks, signals
- *               (SIGTERM drains, SIGHUP reloads keys and principals)
+ *               (SIGTERM drains, SIGHUP reloads keys and principals), the
+ *               background loops (recovery, cleanup, archiving) and the
+ *               commands that run one of them on its own (`recover`,
+ *               `cleanup`, `archive-operations`)
  *
  * Conventions as in the library: 0 or a negative OG_E* code, or a documented
  * non-negative result; out-parameters written only on success; x_free(NULL)
@@ -78,6 +83,14 @@ typedef struct og_principal {
 /* ===========================================================================
  * Configuration (config.c).
  * ========================================================================= */
+/* What the background retention loop does with finished operations
+ * (operations.retention_mode). */
+typedef enum og_srv_retention {
+    OG_RETAIN_KEEP = 0,  /* never removed */
+    OG_RETAIN_ARCHIVE,   /* moved to the archive tables */
+    OG_RETAIN_DELETE,    /* deleted */
+} og_srv_retention;
+
 typedef struct og_srv_config {
     char listen_host[256];      /* "127.0.0.1"; IPv4 or IPv6 literal */
     int listen_port;            /* 0: any free port (printed when ready) */
@@ -105,6 +118,14 @@ typedef struct og_srv_config {
                                    admission bound on the role; checked */
     bool recovery_loop;         /* with a provider: recover in the
                                    background */
+    bool janitor_enabled;       /* cleanup passes in the background */
+    int64_t janitor_interval_us;/* between the starts of two passes */
+    int janitor_batch;          /* rows (operations) per statement */
+    int janitor_max_batches;    /* statements per pass */
+    og_srv_retention retention_mode; /* finished operations: keep,
+                                   archive or delete in the background */
+    int audit_retention_days;   /* age of a finished operation's last
+                                   status change before it goes (R1) */
     og_principal *principals;   /* n_principals entries */
     size_t n_principals;
     char *config_path;          /* the file loaded (NULL in plain --dev);
@@ -185,6 +206,9 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
 /* Sets dev mode's short timings in *t (execution lease 6 s, a recovery
  * pass every second), which satisfy T1..T12. */
 void og_srv_dev_timings(og_timings *t);
+
+/* Sets dev mode's janitor interval in *c (a cleanup pass every 5 s). */
+void og_srv_dev_janitor(og_srv_config *c);
 
 /* The sandbox provider a dev instance runs beside itself (dev.c, D4). */
 typedef struct og_srv_dev_sandbox {
@@ -311,6 +335,13 @@ typedef enum og_metric_source {
 void og_metrics_outcome(og_op_status st, og_metric_source src);
 /* oncegate_recovery_takeovers_total. */
 void og_metrics_takeovers(unsigned n);
+/* oncegate_cleanup_deleted_total{kind}, by what held each deleted
+ * consumption row, and oncegate_cleanup_last_duration_seconds: one
+ * finished cleanup pass. */
+void og_metrics_cleanup(const og_cleanup_stats *st, int64_t elapsed_us);
+/* oncegate_operations_archived_total{mode}: finished operations moved to
+ * the archive ("archive") or deleted ("delete"). */
+void og_metrics_archived(og_archive_mode mode, int64_t operations);
 /* oncegate_http_requests_in_flight gauge. */
 void og_metrics_inflight(int delta);
 /* oncegate_http_responses_total{code}, one series per status code seen. */
@@ -330,5 +361,14 @@ extern const char og_usage_serve[];
 /* `oncegate recover --config FILE [--once]`. Returns the exit code. */
 int og_cli_recover(int argc, char **argv);
 extern const char og_usage_recover[];
+
+/* `oncegate cleanup --config FILE [--once]`. Returns the exit code. */
+int og_cli_cleanup(int argc, char **argv);
+extern const char og_usage_cleanup[];
+
+/* `oncegate archive-operations --config FILE [--delete]`. Returns the exit
+ * code. */
+int og_cli_archive_operations(int argc, char **argv);
+extern const char og_usage_archive_operations[];
 
 #endif /* OG_SERVE_H */

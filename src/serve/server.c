@@ -41,7 +41,8 @@ const char og_usage_serve[] =
     "                   DIR/dev-credentials.json (reused when present);\n"
     "                   executes credit.apply at an oncegate-sandbox it starts\n"
     "                   beside itself (state DIR/sandbox.db); short timings\n"
-    "                   (6 s execution lease, a recovery pass every second);\n"
+    "                   (6 s execution lease, a recovery pass every second,\n"
+    "                   a cleanup pass every 5 s);\n"
     "                   listens on 127.0.0.1:8080 unless --listen\n"
     "  --data-dir DIR   dev data directory (default ./oncegate-dev)\n"
     "  --provider URL   dev: use the sandbox provider at URL instead of\n"
@@ -88,8 +89,10 @@ static int load_config(og_srv *srv, const serve_args *a)
         return OG_EXIT_INTERNAL;
     if (a->dev && !a->listen)
         og_srv_config_set_listen(&srv->cfg, "127.0.0.1:8080");
-    if (a->dev) /* before the file: a configuration's timings win */
+    if (a->dev) { /* before the file: a configuration's values win */
         og_srv_dev_timings(&srv->cfg.timings);
+        og_srv_dev_janitor(&srv->cfg);
+    }
     if (a->config &&
         og_srv_config_load(&srv->cfg, a->config, err, sizeof err) != 0)
         return refuse(err);
@@ -261,9 +264,11 @@ static int open_provider(og_srv *srv)
     return OG_EXIT_OK;
 }
 
-/* One recovery pass, logged when it did anything. 0 or the scan's error. */
-static int recovery_pass(og_srv *srv, og_recovery_stats *st)
+/* One recovery pass, logged when it did anything; when print, its counts
+ * as one JSON line on stdout. 0 or the scan's error. */
+static int recovery_pass(og_srv *srv, bool print)
 {
+    og_recovery_stats stats, *st = &stats;
     int rc = og_recover_once(srv->store, srv->provider, srv->ptable,
                              srv->cfg.timings.provider_timeout_us, 100, st);
 
@@ -290,21 +295,38 @@ static int recovery_pass(og_srv *srv, og_recovery_stats *st)
                          "unknown", st->unknown, "needs_reconciliation",
                          st->reconcile, "resubmitted", st->resubmitted,
                          "later", st->later, "errors", st->errors));
+    if (rc == 0 && print) {
+        printf("{\"scanned\":%d,\"taken\":%d,\"succeeded\":%d,"
+               "\"failed\":%d,\"unknown\":%d,\"needs_reconciliation\":%d,"
+               "\"resubmitted\":%d,\"later\":%d,\"errors\":%d}\n",
+               st->scanned, st->taken, st->succeeded, st->failed, st->unknown,
+               st->reconcile, st->resubmitted, st->later, st->errors);
+        fflush(stdout);
+    }
     return rc;
 }
 
-/* Waits up to us microseconds, or until draining starts. 1 when draining. */
-static int recovery_wait(og_srv *srv, int64_t us)
+/* The CLOCK_REALTIME instant us microseconds from now (pthread condition
+ * variables wait until one). */
+static struct timespec deadline_after(int64_t us)
 {
-    struct timespec deadline;
+    struct timespec t;
 
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += us / 1000000;
-    deadline.tv_nsec += (us % 1000000) * 1000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += us / 1000000;
+    t.tv_nsec += (us % 1000000) * 1000;
+    if (t.tv_nsec >= 1000000000) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000;
     }
+    return t;
+}
+
+/* Waits up to us microseconds, or until draining starts. 1 when draining. */
+static int drain_wait(og_srv *srv, int64_t us)
+{
+    struct timespec deadline = deadline_after(us);
+
     pthread_mutex_lock(&srv->drain_mu);
     while (!atomic_load(&srv->draining))
         if (pthread_cond_timedwait(&srv->drain_cv, &srv->drain_mu,
@@ -314,16 +336,97 @@ static int recovery_wait(og_srv *srv, int64_t us)
     return atomic_load(&srv->draining);
 }
 
-/* The background loop: a pass every half recovery_delay, so a stalled
- * operation is picked up within recovery_delay of its lease's end (T7). */
-static void *recovery_loop(void *arg)
+/* Starts draining: every background loop wakes and stops, and serve's
+ * drain wait wakes to count what is in flight. */
+static void drain_begin(og_srv *srv)
 {
-    og_srv *srv = arg;
-    og_recovery_stats st;
+    atomic_store(&srv->draining, true);
+    pthread_mutex_lock(&srv->drain_mu);
+    pthread_cond_broadcast(&srv->drain_cv);
+    pthread_mutex_unlock(&srv->drain_mu);
+}
 
-    while (!recovery_wait(srv, srv->cfg.timings.recovery_delay_us / 2))
-        (void)recovery_pass(srv, &st);
+/* ===========================================================================
+ * Background jobs: recovery, cleanup, archiving. Each is a pass function
+ * run by a dedicated thread every interval until the drain, in serve or in
+ * its own command (`oncegate recover`, `cleanup`, `archive-operations`).
+ * ========================================================================= */
+
+typedef struct og_job {
+    const char *name;                     /* the command */
+    const char *usage;
+    int (*pass)(og_srv *srv, bool print); /* 0 or the store error */
+    int64_t (*interval_us)(const og_srv *srv);
+    bool first_at_once;  /* a pass when the loop starts, then every
+                            interval; else the first after one interval */
+    bool print_in_loop;  /* the command prints every pass, not only --once */
+    bool loops;          /* the command loops without --once; else it runs
+                            exactly one pass */
+    bool needs_provider;
+} og_job;
+
+/* Recovery: a pass every half recovery_delay, so a stalled operation is
+ * picked up within recovery_delay of its lease's end (T7). */
+static int64_t recovery_interval(const og_srv *srv)
+{
+    return srv->cfg.timings.recovery_delay_us / 2;
+}
+
+static int64_t janitor_interval(const og_srv *srv)
+{
+    return srv->cfg.janitor_interval_us;
+}
+
+static const og_job job_recover = {
+    "recover", og_usage_recover, recovery_pass, recovery_interval,
+    false, false, true, true,
+};
+static const og_job job_cleanup = {
+    "cleanup", og_usage_cleanup, og_srv_cleanup_pass, janitor_interval,
+    true, true, true, false,
+};
+static const og_job job_archive = {
+    "archive-operations", og_usage_archive_operations, og_srv_archive_pass,
+    janitor_interval, true, true, false, false,
+};
+
+/* One job's thread. */
+typedef struct og_job_run {
+    og_srv *srv;
+    const og_job *job;
+    bool print;
+    bool running;
+    pthread_t thread;
+} og_job_run;
+
+static void *job_loop(void *arg)
+{
+    og_job_run *r = arg;
+
+    if (r->job->first_at_once)
+        (void)r->job->pass(r->srv, r->print);
+    while (!drain_wait(r->srv, r->job->interval_us(r->srv)))
+        (void)r->job->pass(r->srv, r->print);
     return NULL;
+}
+
+/* Starts r's thread for job. 0, or -1 when no thread could be made. */
+static int job_start(og_job_run *r, og_srv *srv, const og_job *job,
+                     bool print)
+{
+    r->srv = srv;
+    r->job = job;
+    r->print = print;
+    r->running = pthread_create(&r->thread, NULL, job_loop, r) == 0;
+    return r->running ? 0 : -1;
+}
+
+/* Waits for r's thread, after the drain began. */
+static void job_join(og_job_run *r)
+{
+    if (r->running)
+        pthread_join(r->thread, NULL);
+    r->running = false;
 }
 
 /* SIGHUP: a new snapshot of keys and principals; the old one stays until
@@ -374,12 +477,11 @@ static void reload(og_srv *srv, const serve_args *a)
 }
 
 /* The stop watchdog. Stopping joins every connection thread
- * (MHD_stop_daemon) and the recovery loop; once in about twenty suite runs
- * (libmicrohttpd 0.9.75, thread per connection, after quiesce) the stop
- * never returned although no request was in flight. The watchdog bounds
- * it: 5 s when nothing was in flight at the drain's end, else the longest
- * a request or a recovery pass can still run (a store call and a provider
- * call) plus 5 s. Past it the process ends itself: with nothing in flight
+ * (MHD_stop_daemon); once in about twenty suite runs (libmicrohttpd
+ * 0.9.75, thread per connection, after quiesce) it never returned although
+ * no request was in flight. The watchdog bounds it: 5 s when nothing was
+ * in flight at the drain's end, else the longest a request can still run
+ * (a store call and a provider call) plus 5 s. Past it the process ends itself: with nothing in flight
  * every answer given is already in the store, so that is a drained exit
  * (0); otherwise 70. */
 typedef struct stop_watch {
@@ -387,7 +489,6 @@ typedef struct stop_watch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
-    atomic_int stage; /* 0: stopping HTTP, 1: joining the recovery loop */
 } stop_watch;
 
 static void *stop_watchdog(void *arg)
@@ -419,16 +520,15 @@ static void *stop_watchdog(void *arg)
     pthread_mutex_unlock(&w->mu);
     left = atomic_load(&w->srv->inflight);
     og_log(OG_LOG_ERROR, "stop_stuck",
-           json_pack("{s:i, s:I, s:s}", "in_flight", left, "waited_ms",
-                     (json_int_t)(limit_us / 1000), "stage",
-                     atomic_load(&w->stage) == 0 ? "http_stop"
-                                                 : "recovery_join"));
+           json_pack("{s:i, s:I}", "in_flight", left, "waited_ms",
+                     (json_int_t)(limit_us / 1000)));
     /* Each log line is one write(2): nothing to flush. */
     _exit(left == 0 ? OG_EXIT_OK : OG_EXIT_INTERNAL);
 }
 
-/* Stops the HTTP server and joins the recovery loop, under the watchdog
- * above. */
+/* Stops the HTTP server under the watchdog above. The background loops
+ * are joined afterwards: a pass running at the drain finishes first (each
+ * of its store calls has its own deadline). */
 static void stop_guarded(og_srv *srv, struct MHD_Daemon *d)
 {
     stop_watch w = {.srv = srv, .done = false};
@@ -439,11 +539,6 @@ static void stop_guarded(og_srv *srv, struct MHD_Daemon *d)
     pthread_cond_init(&w.cv, NULL);
     watched = pthread_create(&th, NULL, stop_watchdog, &w) == 0;
     og_http_stop(d);
-    atomic_store(&w.stage, 1);
-    if (srv->recovery_running) {
-        pthread_join(srv->recovery, NULL);
-        srv->recovery_running = false;
-    }
     if (watched) {
         pthread_mutex_lock(&w.mu);
         w.done = true;
@@ -462,18 +557,9 @@ static void drain(og_srv *srv, struct MHD_Daemon *d)
     struct timespec deadline;
     int left;
 
-    atomic_store(&srv->draining, true);
-    pthread_mutex_lock(&srv->drain_mu);
-    pthread_cond_broadcast(&srv->drain_cv); /* wakes the recovery loop */
-    pthread_mutex_unlock(&srv->drain_mu);
+    drain_begin(srv); /* wakes the background loops */
     og_http_quiesce(d);
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += srv->cfg.drain_timeout_us / 1000000;
-    deadline.tv_nsec += (srv->cfg.drain_timeout_us % 1000000) * 1000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
+    deadline = deadline_after(srv->cfg.drain_timeout_us);
     pthread_mutex_lock(&srv->drain_mu);
     while ((left = atomic_load(&srv->inflight)) > 0)
         if (pthread_cond_timedwait(&srv->drain_cv, &srv->drain_mu,
@@ -572,6 +658,7 @@ int og_cli_serve(int argc, char **argv)
 {
     serve_args a = {0};
     og_srv_dev_sandbox sandbox = {0};
+    og_job_run loops[3];
     og_srv srv;
     struct MHD_Daemon *d = NULL;
     sigset_t set;
@@ -582,6 +669,7 @@ int og_cli_serve(int argc, char **argv)
     if (rc != OG_EXIT_OK || done)
         return rc;
     memset(&srv, 0, sizeof srv);
+    memset(loops, 0, sizeof loops);
     pthread_mutex_init(&srv.auth_mu, NULL);
     pthread_mutex_init(&srv.drain_mu, NULL);
     pthread_cond_init(&srv.drain_cv, NULL);
@@ -641,17 +729,24 @@ int og_cli_serve(int argc, char **argv)
                           &sandbox);
     fflush(stdout);
 
-    if (srv.provider && srv.cfg.recovery_loop) {
-        if (pthread_create(&srv.recovery, NULL, recovery_loop, &srv) != 0) {
-            rc = OG_EXIT_INTERNAL;
-            og_http_stop(d);
-            goto out;
-        }
-        srv.recovery_running = true;
+    /* The background loops: recovery with a provider; cleanup unless the
+     * janitor is off; archiving when operations are not kept forever. */
+    if ((srv.provider && srv.cfg.recovery_loop &&
+         job_start(&loops[0], &srv, &job_recover, false) != 0) ||
+        (srv.cfg.janitor_enabled &&
+         job_start(&loops[1], &srv, &job_cleanup, false) != 0) ||
+        (srv.cfg.retention_mode != OG_RETAIN_KEEP &&
+         job_start(&loops[2], &srv, &job_archive, false) != 0)) {
+        rc = OG_EXIT_INTERNAL;
+        drain_begin(&srv);
+        og_http_stop(d);
+        goto out;
     }
-    signal_loop(&srv, &a, &set, d); /* drains, stops, joins the loop */
+    signal_loop(&srv, &a, &set, d); /* drains and stops HTTP */
     rc = OG_EXIT_OK;
 out:
+    for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++)
+        job_join(&loops[i]); /* after the drain began: every loop stops */
     og_srv_auth_unref(srv.auth);
     og_provider_free(srv.provider);
     og_provider_table_free(srv.ptable);
@@ -666,8 +761,10 @@ out:
 }
 
 /* ===========================================================================
- * `oncegate recover`: the same passes as serve's loop, as their own process
- * (for deployments that run recovery apart, or by hand).
+ * `oncegate recover`, `oncegate cleanup`, `oncegate archive-operations`:
+ * serve's background passes as their own process (for deployments that run
+ * them apart, from cron, or by hand). Same configuration, same startup
+ * checks (cleanup relies on the admission bound checked in open_store).
  * ========================================================================= */
 
 const char og_usage_recover[] =
@@ -688,20 +785,69 @@ const char og_usage_recover[] =
     "exit: 0 done, 2 usage, 75 store unavailable, 78 configuration refused\n"
     "(no provider configured, broken timings), 70 internal error.\n";
 
-int og_cli_recover(int argc, char **argv)
+const char og_usage_cleanup[] =
+    "usage: oncegate cleanup --config FILE [--once] [--store URL]\n"
+    "\n"
+    "Refusal retention (docs/design.md, \"Retention\"): deletes consumption\n"
+    "rows (admissions, revocations, consumes) whose retain_until +\n"
+    "timings.cleanup_margin_ms has passed on the store's clock, in batches of\n"
+    "janitor.batch rows, each its own short transaction, at most\n"
+    "janitor.max_batches per pass. Never deletes operations, their history,\n"
+    "grant rows, families, tickets or the issuance log. Refuses to start, as\n"
+    "serve does, when the store's admission connections lack the server-side\n"
+    "bound cleanup_margin is measured against.\n"
+    "\n"
+    "Prints one JSON line per pass:\n"
+    "  {\"job\":\"cleanup\",\"deleted\":N,\"admissions\":N,\"revocations\":N,\n"
+    "   \"consumes\":N,\"batches\":N,\"elapsed_ms\":N}\n"
+    "  {\"job\":\"cleanup\",\"error\":CODE,\"elapsed_ms\":N}  (a failed pass)\n"
+    "\n"
+    "  --once   one pass, then exit (default: a pass at once, then one every\n"
+    "           janitor.interval_ms until SIGTERM or SIGINT)\n"
+    "\n"
+    "exit: 0 done, 2 usage, 75 store unavailable, 78 configuration refused\n"
+    "(broken timings, no admission bound), 70 internal error.\n";
+
+const char og_usage_archive_operations[] =
+    "usage: oncegate archive-operations --config FILE [--delete] [--store URL]\n"
+    "\n"
+    "Audit retention (docs/design.md, \"Retention\"): one pass that moves\n"
+    "finished operations (succeeded, failed) whose last status change is\n"
+    "older than operations.audit_retention_days, with their history, into\n"
+    "operations_archive and operation_events_archive, in batches of\n"
+    "janitor.batch operations, at most janitor.max_batches. Never touches\n"
+    "admitted, unknown or needs-reconciliation operations, nor any\n"
+    "consumption row: an archived operation's grant stays refused, and a\n"
+    "retry of the archived operation is answered with its archived record.\n"
+    "operations.retention_mode governs only serve's background loop.\n"
+    "\n"
+    "Prints one JSON line:\n"
+    "  {\"job\":\"archive\",\"mode\":\"archive\"|\"delete\",\"operations\":N,\n"
+    "   \"events\":N,\"batches\":N,\"older_than_days\":N,\"elapsed_ms\":N}\n"
+    "\n"
+    "  --delete   delete them and their history instead of archiving\n"
+    "\n"
+    "exit: 0 done, 2 usage, 75 store unavailable, 78 configuration refused,\n"
+    "70 internal error.\n";
+
+/* Runs job as a command: its options, the configuration and startup checks
+ * serve makes, then one pass (--once, or a job that does not loop) or the
+ * loop on its own thread until SIGTERM or SIGINT. Exit code. */
+static int run_job(const og_job *job, int argc, char **argv)
 {
-    enum { O_CONFIG = 256, O_ONCE, O_STORE };
-    static const struct option longopts[] = {
+    enum { O_CONFIG = 256, O_ONCE, O_STORE, O_DELETE };
+    const struct option longopts[] = {
         {"config", required_argument, NULL, O_CONFIG},
-        {"once", no_argument, NULL, O_ONCE},
+        {job->loops ? "once" : "delete", no_argument, NULL,
+         job->loops ? O_ONCE : O_DELETE},
         {"store", required_argument, NULL, O_STORE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     serve_args a = {0};
-    bool once = false;
+    bool once = !job->loops, del = false;
+    og_job_run loop;
     og_srv srv;
-    og_recovery_stats st;
     sigset_t set;
     int c, rc;
 
@@ -710,16 +856,18 @@ int og_cli_recover(int argc, char **argv)
         switch (c) {
         case O_CONFIG: a.config = optarg; break;
         case O_ONCE: once = true; break;
+        case O_DELETE: del = true; break;
         case O_STORE: a.store = optarg; break;
-        case 'h': fputs(og_usage_recover, stdout); return OG_EXIT_OK;
-        default: fputs(og_usage_recover, stderr); return OG_EXIT_USAGE;
+        case 'h': fputs(job->usage, stdout); return OG_EXIT_OK;
+        default: fputs(job->usage, stderr); return OG_EXIT_USAGE;
         }
     }
     if (optind != argc || !a.config) {
-        fputs(og_usage_recover, stderr);
+        fputs(job->usage, stderr);
         return OG_EXIT_USAGE;
     }
     memset(&srv, 0, sizeof srv);
+    memset(&loop, 0, sizeof loop);
     pthread_mutex_init(&srv.drain_mu, NULL);
     pthread_cond_init(&srv.drain_cv, NULL);
     sigemptyset(&set);
@@ -728,33 +876,29 @@ int og_cli_recover(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     if ((rc = load_config(&srv, &a)) != OG_EXIT_OK)
         goto out;
+    if (job == &job_archive) /* the command's mode, not serve's loop's */
+        srv.cfg.retention_mode = del ? OG_RETAIN_DELETE : OG_RETAIN_ARCHIVE;
     if (og_log_open(srv.cfg.log_file, OG_LOG_INFO) != 0) {
         rc = refuse("log_file: cannot be opened for appending");
         goto out;
     }
-    if (!srv.cfg.provider_url) {
+    if (job->needs_provider && !srv.cfg.provider_url) {
         rc = refuse("provider.url: recovery needs a provider to look up");
         goto out;
     }
     if ((rc = open_store(&srv)) != OG_EXIT_OK ||
-        (rc = open_provider(&srv)) != OG_EXIT_OK)
+        (job->needs_provider && (rc = open_provider(&srv)) != OG_EXIT_OK))
         goto out;
     if (once) {
-        rc = recovery_pass(&srv, &st);
-        if (rc != 0) {
-            rc = og_cli_exit_for_error(rc);
-            goto out;
-        }
-        printf("{\"scanned\":%d,\"taken\":%d,\"succeeded\":%d,"
-               "\"failed\":%d,\"unknown\":%d,\"needs_reconciliation\":%d,"
-               "\"resubmitted\":%d,\"later\":%d,\"errors\":%d}\n",
-               st.scanned, st.taken, st.succeeded, st.failed, st.unknown,
-               st.reconcile, st.resubmitted, st.later, st.errors);
-        rc = OG_EXIT_OK;
+        /* Nothing waits for a signal here: let SIGTERM and SIGINT end the
+         * process (a batch cut short rolls back; the ones before stay). */
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        rc = job->pass(&srv, true);
+        rc = rc != 0 ? og_cli_exit_for_error(rc) : OG_EXIT_OK;
         goto out;
     }
     /* A dedicated thread runs the passes; this one waits for a signal. */
-    if (pthread_create(&srv.recovery, NULL, recovery_loop, &srv) != 0) {
+    if (job_start(&loop, &srv, job, job->print_in_loop) != 0) {
         rc = OG_EXIT_INTERNAL;
         goto out;
     }
@@ -764,11 +908,9 @@ int og_cli_recover(int argc, char **argv)
         if (sigwait(&set, &sig) == 0 && (sig == SIGTERM || sig == SIGINT))
             break;
     }
-    atomic_store(&srv.draining, true);
-    pthread_mutex_lock(&srv.drain_mu);
-    pthread_cond_broadcast(&srv.drain_cv);
-    pthread_mutex_unlock(&srv.drain_mu);
-    pthread_join(srv.recovery, NULL);
+    og_log(OG_LOG_INFO, "stopping", json_pack("{s:s}", "job", job->name));
+    drain_begin(&srv);
+    job_join(&loop);
     rc = OG_EXIT_OK;
 out:
     og_provider_free(srv.provider);
@@ -779,4 +921,19 @@ out:
     pthread_cond_destroy(&srv.drain_cv);
     pthread_mutex_destroy(&srv.drain_mu);
     return rc;
+}
+
+int og_cli_recover(int argc, char **argv)
+{
+    return run_job(&job_recover, argc, argv);
+}
+
+int og_cli_cleanup(int argc, char **argv)
+{
+    return run_job(&job_cleanup, argc, argv);
+}
+
+int og_cli_archive_operations(int argc, char **argv)
+{
+    return run_job(&job_archive, argc, argv);
 }

@@ -1,0 +1,746 @@
+/*
+ * retention.c — refusal retention and audit retention (seed 000, "Retention
+ * and Cleanup"), against the real engine:
+ *   - og_store_cleanup deletes a consumption row — admission, revocation or
+ *     consume — only once retain_until + cleanup_margin has passed on the
+ *     store's clock, in bounded batches, and touches nothing else;
+ *   - a grant within its retention stays refused after cleanup;
+ *   - og_store_archive_operations moves or deletes finished operations with
+ *     their history, never an open one, and an archived operation still
+ *     answers for its grant and its id: refused, or the archived record,
+ *     never a second admission;
+ *   - a store at schema 3 with data migrates to 4, once, under concurrent
+ *     migrators.
+ * Every test works in its own fresh store: cleanup and archiving act on the
+ * whole store, and the counts they report are the claims under test. Times
+ * are moved with SQL relative to the store's own clock; nothing sleeps.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "og_internal.h" /* og__pg_cleanup_sql: EXPLAIN the very text */
+
+#define SEC INT64_C(1000000)
+#define ISSUER "support-approvals"
+#define ADMITTED OG_OP_BIT(OG_OP_ADMITTED)
+
+/* The store clock plus `seconds`, as an SQL expression of each engine
+ * (SQLite: the backend's own SQ_NOW, microseconds). */
+static void r_now_sql(char *buf, size_t n, int seconds)
+{
+    if (t_kind == T_POSTGRES)
+        snprintf(buf, n, "(clock_timestamp() + interval '%d seconds')",
+                 seconds);
+    else
+        snprintf(buf, n,
+                 "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0)"
+                 " AS INTEGER) * 1000 + %lld)",
+                 (long long)seconds * SEC);
+}
+
+/* A fresh store of the backend under test, its raw connection and URL. */
+typedef struct r_env {
+    char url[4200];
+    og_store *s;
+    t_raw *raw;
+    og_timings t; /* the store's timings (the defaults) */
+} r_env;
+
+static void r_open(r_env *e, const char *tag)
+{
+    og_store_options o;
+
+    e->s = t_fresh_store(tag, e->url, sizeof e->url);
+    e->raw = t_raw_open_url(e->url);
+    og_store_options_default(&o);
+    e->t = o.timings;
+}
+
+static void r_close(r_env *e)
+{
+    t_raw_close(e->raw);
+    og_store_free(e->s);
+}
+
+static int64_t r_count(r_env *e, const char *table)
+{
+    return t_raw_int(e->raw, "SELECT count(*) FROM %s", table);
+}
+
+/* Moves grant_id's retain_until to `seconds` from the store's now. */
+static void r_set_retain(r_env *e, const char *grant_id, int seconds)
+{
+    char now[160], sql[512];
+
+    r_now_sql(now, sizeof now, seconds);
+    snprintf(sql, sizeof sql,
+             "UPDATE grant_consumptions SET retain_until = %s"
+             " WHERE issuer = '" ISSUER "' AND grant_id = '%s'",
+             now, grant_id);
+    assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+/* Inserts n consumption rows of kind (admission rows get an operation id
+ * of their own) named PREFIX-1..n, retained until `seconds` from now, with
+ * SQL, not through the API. */
+static void r_bulk(r_env *e, const char *prefix, const char *kind, int n,
+                   int seconds)
+{
+    char now[160], sql[1024];
+    bool adm = strcmp(kind, "admission") == 0;
+
+    r_now_sql(now, sizeof now, seconds);
+    if (t_kind == T_POSTGRES)
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO grant_consumptions (issuer, grant_id,"
+                 " operation_id, consumed_at, retain_until, kind)"
+                 " SELECT 'bulk', '%s-' || g, %s, clock_timestamp(), %s, '%s'"
+                 " FROM generate_series(1, %d) g",
+                 prefix, adm ? "gen_random_uuid()" : "NULL", now, kind, n);
+    else
+        snprintf(sql, sizeof sql,
+                 "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL"
+                 " SELECT n + 1 FROM g WHERE n < %d)"
+                 " INSERT INTO grant_consumptions (issuer, grant_id,"
+                 " operation_id, consumed_at, retain_until, kind)"
+                 " SELECT 'bulk', '%s-' || n,"
+                 " %s, %s, %s, '%s' FROM g",
+                 n, prefix,
+                 adm ? "printf('%08d-0000-4000-8000-000000000000', n)"
+                     : "NULL",
+                 now, now, kind);
+    assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+static bool r_held(r_env *e, const char *issuer, const char *grant_id)
+{
+    return t_raw_int(e->raw,
+                     "SELECT count(*) FROM grant_consumptions"
+                     " WHERE issuer = '%s' AND grant_id = '%s'",
+                     issuer, grant_id) == 1;
+}
+
+static og_cleanup_stats r_cleanup(r_env *e, int batch, int max_batches)
+{
+    og_cleanup_stats st;
+
+    assert_int_equal(og_store_cleanup(e->s, batch, max_batches, &st), 0);
+    return st;
+}
+
+static og_archive_stats r_archive(r_env *e, int64_t older_than_us,
+                                  og_archive_mode mode)
+{
+    og_archive_stats st;
+
+    assert_int_equal(og_store_archive_operations(e->s, older_than_us, mode,
+                                                 100, 100, &st),
+                     0);
+    return st;
+}
+
+/* Admits a fresh grant (expiring in 15 minutes) on e's store. */
+static og_operation r_admit(r_env *e, t_case *c)
+{
+    og_admission a;
+
+    t_case_new(c);
+    assert_int_equal(og_admit(e->s, &c->g, &c->in, &a), 0);
+    assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+    return a.operation;
+}
+
+/* c's grant presented by a new operation: the answer. */
+static og_admission r_other_op(r_env *e, const t_case *c)
+{
+    t_case again = *c;
+    og_admission a;
+
+    t_uuid(again.op);
+    again.in.operation_id = again.op;
+    assert_int_equal(og_admit(e->s, &again.g, &again.in, &a), 0);
+    return a;
+}
+
+static og_admission r_same_op(r_env *e, const t_case *c)
+{
+    og_admission a;
+
+    assert_int_equal(og_admit(e->s, &c->g, &c->in, &a), 0);
+    return a;
+}
+
+static void r_record(r_env *e, const char *op, unsigned expected,
+                     og_op_status to)
+{
+    og_op_outcome o = {to, "test", NULL, "handler"};
+    bool rec = false;
+
+    assert_int_equal(og_op_record(e->s, op, expected, 1, &o, &rec), 0);
+    assert_true(rec);
+}
+
+/* c's grant is spent for any other operation (the consumption row names
+ * c's), and c's own retry is answered with its record, in status st. */
+static void r_assert_spent_and_retry_reported(r_env *e, const t_case *c,
+                                              og_op_status st)
+{
+    og_admission a = r_other_op(e, c);
+
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_GRANT_SPENT);
+    a = r_same_op(e, c);
+    assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+    assert_string_equal(a.operation.operation_id, c->op);
+    assert_int_equal(a.operation.status, st);
+    assert_int_equal(a.operation.owner_version, 1);
+}
+
+static const char *const r_revokers[] = {"supervisor-3"};
+static const og_revoke_policy r_policy = {r_revokers, 1};
+
+/* Revokes c's grant (never admitted) with a trusted expiry 15 minutes out. */
+static void r_revoke(r_env *e, const t_case *c)
+{
+    og_revocation rv = {ISSUER, c->grant_id, "supervisor-3",
+                        t_now_us() + 15 * 60 * SEC, OG_FORM_TOKEN};
+    og_revoke_outcome ro;
+
+    assert_int_equal(og_revoke(e->s, &r_policy, &rv, &ro), 0);
+    assert_int_equal(ro, OG_REVOKE_REVOKED);
+}
+
+/* ===========================================================================
+ * Refusal retention: cleanup
+ * ========================================================================= */
+
+static void cleanup_never_deletes_a_row_before_retain_until_plus_margin(
+    void **state)
+{
+    int margin = 0;
+    og_cleanup_stats st;
+    t_case live, past, inside, outside;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_bound");
+    margin = (int)(e.t.cleanup_margin_us / SEC); /* 300 s by default */
+    r_admit(&e, &live);
+    r_admit(&e, &past);
+    r_admit(&e, &inside);
+    r_admit(&e, &outside);
+    /* retain_until relative to the store's clock: still retained; past it
+     * but within the margin (twice); past it by more than the margin. The
+     * 30 s either side of the boundary leave room for a slow machine. */
+    r_set_retain(&e, past.grant_id, -10);
+    r_set_retain(&e, inside.grant_id, -(margin - 30));
+    r_set_retain(&e, outside.grant_id, -(margin + 30));
+
+    st = r_cleanup(&e, 1000, 10);
+    assert_int_equal(st.admissions, 1);
+    assert_int_equal(st.revocations, 0);
+    assert_int_equal(st.consumes, 0);
+    assert_int_equal(st.batches, 1);
+    assert_true(r_held(&e, ISSUER, live.grant_id));
+    assert_true(r_held(&e, ISSUER, past.grant_id));
+    assert_true(r_held(&e, ISSUER, inside.grant_id));
+    assert_false(r_held(&e, ISSUER, outside.grant_id));
+
+    /* Again: nothing more is due. */
+    st = r_cleanup(&e, 1000, 10);
+    assert_int_equal(st.admissions + st.revocations + st.consumes, 0);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(r_count(&e, "grant_consumptions"), 3);
+    /* The operations all stay. */
+    assert_int_equal(r_count(&e, "operations"), 4);
+    r_close(&e);
+}
+
+static void grant_still_within_retain_until_is_refused_after_cleanup(
+    void **state)
+{
+    og_operation op;
+    t_case c, old;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_refused");
+    op = r_admit(&e, &c);
+    r_admit(&e, &old);
+    r_set_retain(&e, old.grant_id, -3600); /* due long ago */
+    r_bulk(&e, "due", "consume", 20, -3600);
+
+    assert_int_equal(r_cleanup(&e, 1000, 10).consumes, 20);
+    assert_false(r_held(&e, ISSUER, old.grant_id));
+    assert_true(r_held(&e, ISSUER, c.grant_id));
+
+    /* The grant is still within its retention: spent for anyone else, and
+     * its own operation's retry gets the record. */
+    r_assert_spent_and_retry_reported(&e, &c, OG_OP_ADMITTED);
+    assert_string_equal(op.operation_id, c.op);
+    assert_int_equal(r_count(&e, "operations"), 2);
+    r_close(&e);
+}
+
+static void revocation_row_survives_until_its_retain_until_plus_margin(
+    void **state)
+{
+    int margin;
+    og_cleanup_stats st;
+    og_admission a;
+    t_case kept, due;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_revoked");
+    margin = (int)(e.t.cleanup_margin_us / SEC);
+    t_case_new(&kept);
+    t_case_new(&due);
+    r_revoke(&e, &kept);
+    r_revoke(&e, &due);
+
+    /* Past retain_until, within the margin: kept, and still refusing. */
+    r_set_retain(&e, kept.grant_id, -(margin - 30));
+    r_set_retain(&e, due.grant_id, -(margin - 30));
+    st = r_cleanup(&e, 1000, 10);
+    assert_int_equal(st.revocations, 0);
+    assert_true(r_held(&e, ISSUER, kept.grant_id));
+    a = r_other_op(&e, &kept);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_GRANT_REVOKED);
+
+    /* Past retain_until + margin: it goes, and only it. */
+    r_set_retain(&e, due.grant_id, -(margin + 30));
+    st = r_cleanup(&e, 1000, 10);
+    assert_int_equal(st.revocations, 1);
+    assert_int_equal(st.admissions + st.consumes, 0);
+    assert_true(r_held(&e, ISSUER, kept.grant_id));
+    assert_false(r_held(&e, ISSUER, due.grant_id));
+    r_close(&e);
+}
+
+static void cleanup_deletes_in_bounded_batches(void **state)
+{
+    og_cleanup_stats st;
+    t_case live[5];
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_batches");
+    for (int i = 0; i < 5; i++)
+        r_admit(&e, &live[i]);
+    r_bulk(&e, "rv", "revocation", 40, -7200);
+    r_bulk(&e, "cs", "consume", 30, -7200);
+    r_bulk(&e, "ad", "admission", 25, -7200);
+    r_bulk(&e, "lv", "consume", 7, 3600); /* live, not yet due */
+    assert_int_equal(r_count(&e, "grant_consumptions"), 5 + 95 + 7);
+
+    /* 95 due rows, 10 a batch: nine full batches and one of 5. */
+    st = r_cleanup(&e, 10, 100);
+    assert_int_equal(st.batches, 10);
+    assert_int_equal(st.revocations, 40);
+    assert_int_equal(st.consumes, 30);
+    assert_int_equal(st.admissions, 25);
+    assert_int_equal(r_count(&e, "grant_consumptions"), 5 + 7);
+    for (int i = 0; i < 5; i++)
+        assert_true(r_held(&e, ISSUER, live[i].grant_id));
+
+    /* A call's cursor starts afresh: a due row older than everything the
+     * last call deleted is still found. */
+    r_bulk(&e, "older", "revocation", 3, -30 * 86400);
+    st = r_cleanup(&e, 10, 100);
+    assert_int_equal(st.revocations, 3);
+    assert_int_equal(st.batches, 1);
+
+    /* max_batches bounds one call; the next one carries on. */
+    r_bulk(&e, "more", "consume", 30, -7200);
+    st = r_cleanup(&e, 10, 2);
+    assert_int_equal(st.batches, 2);
+    assert_int_equal(st.consumes, 20);
+    st = r_cleanup(&e, 10, 2);
+    assert_int_equal(st.consumes, 10);
+    assert_int_equal(st.batches, 2); /* 10, then 0 */
+    assert_int_equal(r_count(&e, "grant_consumptions"), 5 + 7);
+
+    /* Bad bounds are refused before the store. */
+    assert_int_equal(og_store_cleanup(e.s, 0, 1, &st), OG_EINVAL);
+    assert_int_equal(og_store_cleanup(e.s, OG_RETENTION_BATCH_MAX + 1, 1, &st),
+                     OG_EINVAL);
+    assert_int_equal(og_store_cleanup(e.s, 10, 0, &st), OG_EINVAL);
+    assert_int_equal(og_store_cleanup(NULL, 10, 1, &st), OG_EINVAL);
+    assert_int_equal(og_store_cleanup(e.s, 10, 1, NULL), OG_EINVAL);
+    r_close(&e);
+}
+
+#define MANY 60
+
+static void after_many_grants_expire_cleanup_leaves_only_live_rows(
+    void **state)
+{
+    og_cleanup_stats st;
+    t_case c[MANY];
+    og_consume_result cr;
+    int expired_adm = 0, expired_rev = 0, expired_con = 0, live = 0;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_many");
+    /* Every third grant admitted, revoked or consumed, through the API; two
+     * of every three then expire (beyond the margin), the rest stay. */
+    for (int i = 0; i < MANY; i++) {
+        bool expire = i % 3 != 0;
+
+        if (i % 3 == 0 || i % 5 == 0) {
+            r_admit(&e, &c[i]);
+            expired_adm += expire;
+        } else if (i % 2 == 0) {
+            t_case_new(&c[i]);
+            r_revoke(&e, &c[i]);
+            expired_rev += expire;
+        } else {
+            t_case_new(&c[i]);
+            assert_int_equal(og_consume(e.s, &c[i].g, &cr), 0);
+            assert_true(cr.consumed);
+            expired_con += expire;
+        }
+        if (expire)
+            r_set_retain(&e, c[i].grant_id,
+                         -(int)(e.t.cleanup_margin_us / SEC) - 60);
+        else
+            live++;
+    }
+    st = r_cleanup(&e, 7, 1000);
+    assert_int_equal(st.admissions, expired_adm);
+    assert_int_equal(st.revocations, expired_rev);
+    assert_int_equal(st.consumes, expired_con);
+    assert_int_equal(r_count(&e, "grant_consumptions"), live);
+    for (int i = 0; i < MANY; i++)
+        assert_int_equal(r_held(&e, ISSUER, c[i].grant_id), i % 3 == 0);
+    /* The live ones still refuse. */
+    for (int i = 0; i < MANY; i += 3)
+        assert_int_equal(r_other_op(&e, &c[i]).outcome, OG_OUTCOME_REFUSED);
+    r_close(&e);
+}
+
+/* ===========================================================================
+ * Audit retention: archiving operations
+ * ========================================================================= */
+
+/* Moves op's last status change `seconds` into the past (store clock). */
+static void r_age_op(r_env *e, const char *op, int seconds)
+{
+    char now[160], sql[512];
+
+    r_now_sql(now, sizeof now, -seconds);
+    snprintf(sql, sizeof sql,
+             "UPDATE operations SET updated_at = %s WHERE operation_id = '%s'",
+             now, op);
+    assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+static int64_t r_events_of(r_env *e, const char *table, const char *op)
+{
+    return t_raw_int(e->raw,
+                     "SELECT count(*) FROM %s WHERE operation_id = '%s'",
+                     table, op);
+}
+
+static void cleanup_never_touches_operations_and_archive_never_touches_open_operations(
+    void **state)
+{
+    static const char *const untouched[] = {
+        "operations", "operation_events", "grant_issuance", "grants",
+        "families", "tickets"};
+    int64_t before[sizeof untouched / sizeof untouched[0]];
+    t_case adm, unk, rec, suc, fai, recent, row;
+    og_ticket_result tk;
+    og_issue_outcome io;
+    og_archive_stats as;
+    og_operation op;
+    char digest[65];
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_ops");
+    /* One operation in every status, with history. */
+    r_admit(&e, &adm);
+    r_admit(&e, &unk);
+    r_record(&e, unk.op, ADMITTED, OG_OP_UNKNOWN);
+    r_admit(&e, &rec);
+    r_record(&e, rec.op, ADMITTED, OG_OP_NEEDS_RECONCILIATION);
+    r_admit(&e, &suc);
+    r_record(&e, suc.op, ADMITTED, OG_OP_SUCCEEDED);
+    r_admit(&e, &fai);
+    r_record(&e, fai.op, ADMITTED, OG_OP_FAILED);
+    r_admit(&e, &recent);
+    r_record(&e, recent.op, ADMITTED, OG_OP_SUCCEEDED);
+    /* And every other kind of row: an issued row-form grant, admitted, in
+     * a family, and a ticket in it. */
+    t_case_new(&row);
+    assert_int_equal(og_params_digest(row.in.account_id, row.in.amount,
+                                      row.in.currency, digest),
+                     0);
+    {
+        og_issuance iss = {ISSUER, row.grant_id, "fam-ret", row.in.caller_id,
+                           "credit.apply", digest, t_now_us() - 60 * SEC,
+                           row.g.expires_at_us, OG_FORM_ROW};
+        og_admission a;
+
+        assert_int_equal(og_issuance_record(e.s, &iss, &io), 0);
+        assert_int_equal(io, OG_ISSUE_RECORDED);
+        row.g.form = OG_FORM_ROW;
+        row.g.family = "fam-ret";
+        assert_int_equal(og_admit(e.s, &row.g, &row.in, &a), 0);
+        assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+    }
+    assert_int_equal(og_ticket_create(e.s, ISSUER, "fam-ret", &tk), 0);
+    assert_int_equal(tk.outcome, OG_TICKET_ISSUED);
+    for (size_t i = 0; i < sizeof untouched / sizeof untouched[0]; i++)
+        before[i] = r_count(&e, untouched[i]);
+
+    /* Every consumption row due: cleanup takes them all, and only them. */
+    assert_int_equal(t_raw_exec(e.raw, t_kind == T_POSTGRES
+                                           ? "UPDATE grant_consumptions SET"
+                                             " retain_until = now() - interval"
+                                             " '30 days'"
+                                           : "UPDATE grant_consumptions SET"
+                                             " retain_until = 0"),
+                     0);
+    assert_int_equal(r_cleanup(&e, 1000, 10).admissions, 6);
+    assert_int_equal(r_count(&e, "grant_consumptions"), 0);
+    for (size_t i = 0; i < sizeof untouched / sizeof untouched[0]; i++)
+        assert_int_equal(r_count(&e, untouched[i]), before[i]);
+
+    /* Archiving finished operations older than an hour: none yet. */
+    as = r_archive(&e, 3600 * SEC, OG_ARCHIVE_MOVE);
+    assert_int_equal(as.operations, 0);
+    assert_int_equal(as.batches, 1);
+    /* Age all but `recent` by two hours: only Succeeded and Failed move,
+     * each with its history. */
+    r_age_op(&e, adm.op, 7200);
+    r_age_op(&e, unk.op, 7200);
+    r_age_op(&e, rec.op, 7200);
+    r_age_op(&e, suc.op, 7200);
+    r_age_op(&e, fai.op, 7200);
+    r_age_op(&e, row.op, 7200);
+    as = r_archive(&e, 3600 * SEC, OG_ARCHIVE_MOVE);
+    assert_int_equal(as.operations, 2);
+    assert_int_equal(as.events, 2);
+    assert_int_equal(og_operation_get(e.s, suc.op, &op), 0);
+    assert_int_equal(og_operation_get(e.s, fai.op, &op), 0);
+    assert_int_equal(r_count(&e, "operations_archive"), 2);
+    assert_int_equal(r_events_of(&e, "operation_events_archive", suc.op), 1);
+    assert_int_equal(r_events_of(&e, "operation_events", suc.op), 0);
+    assert_int_equal(t_raw_int(e.raw,
+                               "SELECT count(*) FROM operations_archive"
+                               " WHERE operation_id = '%s' AND status ="
+                               " 'Succeeded' AND caller_id = 'agent-17'",
+                               suc.op),
+                     1);
+    /* Admitted, Unknown, NeedsReconciliation stay, with their history. */
+    assert_int_equal(og_operation_get(e.s, adm.op, &op), 1);
+    assert_int_equal(og_operation_get(e.s, unk.op, &op), 1);
+    assert_int_equal(op.status, OG_OP_UNKNOWN);
+    assert_int_equal(r_events_of(&e, "operation_events", unk.op), 1);
+    assert_int_equal(og_operation_get(e.s, rec.op, &op), 1);
+    assert_int_equal(r_events_of(&e, "operation_events", rec.op), 1);
+    assert_int_equal(og_operation_get(e.s, recent.op, &op), 1);
+
+    /* Delete mode: `recent`, now with no age bound, goes from both. */
+    as = r_archive(&e, 0, OG_ARCHIVE_DELETE);
+    assert_int_equal(as.operations, 1);
+    assert_int_equal(og_operation_get(e.s, recent.op, &op), 0);
+    assert_int_equal(r_events_of(&e, "operation_events", recent.op), 0);
+    assert_int_equal(r_events_of(&e, "operations_archive", recent.op), 0);
+    assert_int_equal(r_events_of(&e, "operation_events_archive", recent.op),
+                     0);
+    assert_int_equal(r_count(&e, "operations"), 4); /* 3 open + row form's */
+    /* The row-form grant's row and the issuance log are never archived. */
+    assert_int_equal(r_count(&e, "grants"), before[3]);
+    assert_int_equal(r_count(&e, "grant_issuance"), before[2]);
+
+    assert_int_equal(og_store_archive_operations(e.s, -1, OG_ARCHIVE_MOVE, 10,
+                                                 1, &as),
+                     OG_EINVAL);
+    assert_int_equal(og_store_archive_operations(e.s, 0, (og_archive_mode)7,
+                                                 10, 1, &as),
+                     OG_EINVAL);
+    r_close(&e);
+}
+
+static void archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted(
+    void **state)
+{
+    og_operation op;
+    og_admission a;
+    t_case c, other, gone;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_arch");
+    r_admit(&e, &c);
+    r_record(&e, c.op, ADMITTED, OG_OP_SUCCEEDED);
+    assert_int_equal(r_archive(&e, 0, OG_ARCHIVE_MOVE).operations, 1);
+    assert_int_equal(og_operation_get(e.s, c.op, &op), 0);
+    assert_true(r_held(&e, ISSUER, c.grant_id)); /* the claim stays */
+
+    /* Another operation: the consumption row still names the archived one.
+     * Nothing behind it in operations any more (the incidental second
+     * barrier is gone), and still refused. The same operation's retry: the
+     * archived record, never an admission, and nothing written. */
+    r_assert_spent_and_retry_reported(&e, &c, OG_OP_SUCCEEDED);
+    assert_int_equal(og_operation_get(e.s, c.op, &op), 0);
+
+    /* The same retry once its consumption row is gone too (past retention):
+     * its deadline has long passed, so the claim cannot happen; the answer
+     * is still the archived record. */
+    r_set_retain(&e, c.grant_id, -3600);
+    assert_true(r_cleanup(&e, 100, 10).admissions == 1);
+    c.g.expires_at_us = t_now_us() - 3600 * SEC;
+    a = r_same_op(&e, &c);
+    assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+    assert_int_equal(a.operation.status, OG_OP_SUCCEEDED);
+    assert_false(r_held(&e, ISSUER, c.grant_id));
+
+    /* The archived operation's id keeps its meaning: reused for another
+     * (valid, unspent) grant it is refused, and that grant stays unspent. */
+    t_case_new(&other);
+    other.in.operation_id = c.op;
+    a.outcome = OG_OUTCOME_ADMITTED;
+    assert_int_equal(og_admit(e.s, &other.g, &other.in, &a), 0);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_OPERATION_ID_TAKEN);
+    assert_false(r_held(&e, ISSUER, other.grant_id));
+    other.in.operation_id = other.op;
+    assert_int_equal(og_admit(e.s, &other.g, &other.in, &a), 0);
+    assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+    assert_int_equal(r_count(&e, "operations_archive"), 1);
+    assert_int_equal(t_raw_int(e.raw,
+                               "SELECT count(*) FROM operations"
+                               " WHERE operation_id = '%s'",
+                               c.op),
+                     0);
+
+    /* Deleted rather than archived: no record anywhere, the consumption
+     * row still holds the grant. Refused for both, never admitted. */
+    r_admit(&e, &gone);
+    r_record(&e, gone.op, ADMITTED, OG_OP_FAILED);
+    assert_int_equal(r_archive(&e, 0, OG_ARCHIVE_DELETE).operations, 1);
+    a = r_same_op(&e, &gone);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    a = r_other_op(&e, &gone);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_GRANT_SPENT);
+    assert_true(r_held(&e, ISSUER, gone.grant_id));
+    assert_int_equal(og_operation_get(e.s, gone.op, &op), 0);
+    r_close(&e);
+}
+
+/* ===========================================================================
+ * PostgreSQL: the cleanup statement walks the retain_until index
+ * ========================================================================= */
+
+static void cleanup_uses_the_retain_until_index(void **state)
+{
+    char sql[4096], *plan;
+    r_env e;
+
+    (void)state;
+    if (t_kind != T_POSTGRES) {
+        skip();
+        return;
+    }
+    r_open(&e, "ret_explain");
+    /* A table of realistic shape — mostly live rows, some due — analyzed:
+     * the planner picks the index on its own, enable_seqscan stays on. */
+    r_bulk(&e, "live", "admission", 20000, 3600);
+    r_bulk(&e, "due", "consume", 500, -3600);
+    assert_int_equal(t_raw_exec(e.raw, "ANALYZE grant_consumptions"), 0);
+    /* The very text the store prepares, planned with the store's default
+     * margin (300 s), a batch of 1000 and the cursor at the epoch, as a
+     * pass's first batch is. */
+    snprintf(sql, sizeof sql,
+             "PREPARE og_cleanup_explain (bigint, integer, bigint) AS %s",
+             og__pg_cleanup_sql);
+    assert_int_equal(t_raw_exec(e.raw, sql), 0);
+    plan = t_raw_lines(
+        e.raw, "EXPLAIN EXECUTE og_cleanup_explain (300000000, 1000, 0)");
+    assert_non_null(plan);
+    if (!strstr(plan, "Index Scan using grant_consumptions_retain_until_idx"
+                      " on grant_consumptions") ||
+        !strstr(plan, "Tid Scan on grant_consumptions"))
+        fprintf(stderr, "cleanup plan:\n%s\n", plan);
+    assert_non_null(strstr(plan, "Index Scan using "
+                                 "grant_consumptions_retain_until_idx on "
+                                 "grant_consumptions"));
+    /* The DELETE takes the picked rows by their tuple ids. */
+    assert_non_null(strstr(plan, "Tid Scan on grant_consumptions"));
+    free(plan);
+    /* And it deletes what is due, in one batch. */
+    assert_int_equal(r_cleanup(&e, 1000, 10).consumes, 500);
+    r_close(&e);
+}
+
+/* ===========================================================================
+ * Schema 3 with data -> 4, under concurrent migrators
+ * ========================================================================= */
+
+static void version_3_store_with_data_migrates_to_4_once(void **state)
+{
+    og_store *s = NULL;
+    og_admission a;
+    og_operation op;
+    t_case c, d;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_mig");
+    r_admit(&e, &c);
+    r_record(&e, c.op, ADMITTED, OG_OP_SUCCEEDED);
+    r_admit(&e, &d);
+    og_store_free(e.s);
+    e.s = NULL;
+    /* Back to schema 3: migration 4's objects and its record gone, the
+     * data of schema 3 kept. */
+    assert_int_equal(t_raw_exec(e.raw,
+                                "DROP INDEX operations_terminal_idx;"
+                                "DROP TABLE operation_events_archive;"
+                                "DROP TABLE operations_archive;"
+                                "DELETE FROM og_schema_migrations"
+                                " WHERE version = 4"),
+                     0);
+    assert_int_equal(og_store_open(e.url, NULL, &s), OG_ESCHEMA);
+
+    /* Four at once: exactly one finds schema 3 and applies 4. */
+    assert_int_equal(t_concurrent_migrations(e.url, 4, 3), 1);
+
+    /* The data of schema 3 works under 4. */
+    e.s = t_store_url(e.url, 0, 0);
+    assert_int_equal(og_operation_get(e.s, c.op, &op), 1);
+    assert_int_equal(op.status, OG_OP_SUCCEEDED);
+    a = r_other_op(&e, &d);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(r_archive(&e, 0, OG_ARCHIVE_MOVE).operations, 1);
+    a = r_same_op(&e, &c);
+    assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+    assert_int_equal(a.operation.status, OG_OP_SUCCEEDED);
+    r_close(&e);
+}
+
+const struct CMUnitTest t_retention_tests[] = {
+    cmocka_unit_test(cleanup_never_deletes_a_row_before_retain_until_plus_margin),
+    cmocka_unit_test(grant_still_within_retain_until_is_refused_after_cleanup),
+    cmocka_unit_test(revocation_row_survives_until_its_retain_until_plus_margin),
+    cmocka_unit_test(cleanup_deletes_in_bounded_batches),
+    cmocka_unit_test(after_many_grants_expire_cleanup_leaves_only_live_rows),
+    cmocka_unit_test(
+        cleanup_never_touches_operations_and_archive_never_touches_open_operations),
+    cmocka_unit_test(
+        archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
+    cmocka_unit_test(cleanup_uses_the_retain_until_index),
+    cmocka_unit_test(version_3_store_with_data_migrates_to_4_once),
+};
+const size_t t_retention_tests_count =
+    sizeof t_retention_tests / sizeof t_retention_tests[0];
