@@ -114,6 +114,18 @@ og_refusal og__classify_consume(const og__consumption *c);
 bool og__operation_matches(const og__admit_req *req, const og_operation *op);
 
 /* ===========================================================================
+ * Core: the hashed consumption key (lib/core/consumption_key.c). Pure.
+ * ========================================================================= */
+
+/* SHA-256 over u32be(issuer_len) || issuer || u32be(grant_id_len) ||
+ * grant_id into out: og_consumption_key() without the identifier checks,
+ * for the SQL function SQLite runs over stored rows. 0, or -1 when a length
+ * does not fit 32 bits. */
+int og__consumption_key(const char *issuer, size_t issuer_len,
+                        const char *grant_id, size_t grant_id_len,
+                        unsigned char out[OG_CONSUMPTION_KEY_LEN]);
+
+/* ===========================================================================
  * Core: what a store failure means (lib/core/storeerr.c). Pure.
  * ========================================================================= */
 

@@ -243,6 +243,38 @@ typedef struct og_store_options {
 /* Fills *o with defaults: og_timings_default() and a pool of 16. */
 void og_store_options_default(og_store_options *o);
 
+/* How a store keys its consumption records (docs/design.md, "Hashed
+ * consumption keys"). Chosen once per store, by the migration that brings
+ * it to schema 5, and recorded in the store (og_store_settings), so every
+ * store object and process that opens it agrees:
+ *   OG_KEYS_READABLE  grant_consumptions is keyed by (issuer, grant_id);
+ *   OG_KEYS_HASHED    it is keyed by og_consumption_key(issuer, grant_id)
+ *                     alone: fixed-size keys, and no readable identifier in
+ *                     the table (the operation record keeps them).
+ * OG_KEYS_AS_STORED is for options only: whatever the store records, and
+ * READABLE for a store that schema 5 creates. */
+typedef enum og_consumption_keys {
+    OG_KEYS_AS_STORED = 0,
+    OG_KEYS_READABLE = 1,
+    OG_KEYS_HASHED = 2,
+} og_consumption_keys;
+
+/* "readable", "hashed" (or "as_stored"); "?" for a bad value. */
+const char *og_consumption_keys_name(og_consumption_keys k);
+/* Parses "readable" or "hashed". 0, or OG_EINVAL. */
+OG_MUST_CHECK int og_consumption_keys_parse(const char *text,
+                                            og_consumption_keys *out);
+
+/* The key a hashed store claims (issuer, grant_id) under:
+ *   SHA-256( u32be(len(issuer)) || issuer || u32be(len(grant_id)) ||
+ *            grant_id )
+ * lengths in bytes, so ("ab","c") and ("a","bc") differ. Both engines
+ * compute the same bytes in SQL as og_consumption_key(issuer, grant_id).
+ * Returns 0 and out, OG_EISSUER or OG_EGRANT_ID (og_id_valid), OG_EINVAL. */
+#define OG_CONSUMPTION_KEY_LEN 32
+OG_MUST_CHECK int og_consumption_key(const char *issuer, const char *grant_id,
+                                     unsigned char out[OG_CONSUMPTION_KEY_LEN]);
+
 /* Opens a store from a URL:
  *   sqlite:PATH                 embedded SQLite (the default)
  *   postgres://..., postgresql://...  a libpq URI, including multi-host
