@@ -401,6 +401,47 @@ static void hashed_key_encoding_is_length_prefixed_so_ab_c_and_a_bc_differ(
     }
 }
 
+/* SQLite's og_consumption_key() — the function every connection of a
+ * SQLite store registers — against the C function it wraps. */
+static void sqlite_key_function_agrees_with_c(void **state)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    unsigned char k[OG_CONSUMPTION_KEY_LEN];
+
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(og__sqlite_register_key_function(db), SQLITE_OK);
+    for (size_t i = 0; i < sizeof key_vectors / sizeof key_vectors[0]; i++) {
+        assert_int_equal(sqlite3_prepare_v2(db,
+                                            "SELECT og_consumption_key(?1, ?2)",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        sqlite3_bind_text(st, 1, key_vectors[i].issuer, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key_vectors[i].grant_id, -1, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_bytes(st, 0), OG_CONSUMPTION_KEY_LEN);
+        assert_int_equal(og_consumption_key(key_vectors[i].issuer,
+                                            key_vectors[i].grant_id, k), 0);
+        assert_memory_equal(sqlite3_column_blob(st, 0), k, sizeof k);
+        sqlite3_finalize(st);
+    }
+    /* deterministic: usable where SQLite requires it; NULL in, NULL out */
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT og_consumption_key(NULL, 'c')"
+                                        " IS NULL",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 1);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TABLE t (i TEXT, g TEXT,"
+                                  " k BLOB AS (og_consumption_key(i, g)))",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+}
+
 static void consumption_keys_have_names(void **state)
 {
     og_consumption_keys k = OG_KEYS_AS_STORED;
@@ -414,6 +455,8 @@ static void consumption_keys_have_names(void **state)
     assert_int_equal(k, OG_KEYS_READABLE);
     assert_int_equal(og_consumption_keys_parse("Hashed", &k), OG_EINVAL);
     assert_int_equal(og_consumption_keys_parse(NULL, &k), OG_EINVAL);
+    assert_string_equal(og_err_name(OG_ESTORE_KEYS),
+                        "store.consumption_keys_mismatch");
 }
 
 int main(void)
@@ -421,6 +464,7 @@ int main(void)
     static const struct CMUnitTest tests[] = {
         cmocka_unit_test(consumption_key_matches_known_vectors),
         cmocka_unit_test(hashed_key_encoding_is_length_prefixed_so_ab_c_and_a_bc_differ),
+        cmocka_unit_test(sqlite_key_function_agrees_with_c),
         cmocka_unit_test(consumption_keys_have_names),
         cmocka_unit_test(classify_unclaimed_table),
         cmocka_unit_test(pg_classify_table),
