@@ -101,13 +101,17 @@
  *       CONFLICT target, and keeps no identifier in the table (operations
  *       keep them). The mode is read from og_store_settings once per store
  *       object (sq_read_keys) and picks one of two variants of each
- *       statement that touches the table; both variants come from ONE
- *       template (SQ_KEYED_STATEMENT...), so Q1-Q3, Q8, Q9 and Q12 hold for
- *       both unchanged. Every key SQLite stores or looks up is computed by
- *       SQL through og_consumption_key(), which is the C function of
- *       lib/core/consumption_key.c registered on every connection
- *       (sq_open_db) — one implementation, whether the key comes from bound
- *       parameters or from grant_issuance rows.
+ *       statement that touches the table (SQ_KEYED); both variants come
+ *       from ONE template (SQ_CLAIM_SQL(K), SQ_READ_CONSUMPTION_SQL(K),
+ *       SQ_REVOKE_TOKEN_SQL(K)), so Q1-Q3, Q8, Q9 and Q12 hold for both
+ *       unchanged. A family's revocation, whose readable statement RETURNs
+ *       the grant ids a hashed table does not have, lists the family's
+ *       grants and claims each key in the same write transaction
+ *       (sq_family_claim_hashed). Every key SQLite stores or looks up is
+ *       computed by SQL through og_consumption_key(), which is the C
+ *       function of lib/core/consumption_key.c registered on every
+ *       connection (sq_open_db): one implementation, for bound parameters,
+ *       the issuance log's ids and migration 5's rewrite alike.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
