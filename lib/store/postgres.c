@@ -7,9 +7,10 @@
  *      ONE statement, run alone in its own implicit Read Committed
  *      transaction: og__pg_admit_sql (token form: the claim is an insert on
  *      grant_consumptions) or og__pg_admit_row_sql (row form: the claim is
- *      the conditional UPDATE of the grant's row in grants). Both rows commit
- *      together or neither does; the unique key (issuer, grant_id), resp. the
- *      row lock on the grant's row with its consumed_at/revoked_at
+ *      the conditional UPDATE of the grant's row in grants), or their hashed
+ *      instances (I18). Both rows commit together or neither does; the
+ *      unique key (issuer, grant_id) — in a hashed store key_hash —, resp.
+ *      the row lock on the grant's row with its consumed_at/revoked_at
  *      conditions re-checked after any wait, lets at most one statement ever
  *      claim a grant.
  *  I2  A commit is confirmed only at ReadyForQuery. With the extended
