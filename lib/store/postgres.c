@@ -414,6 +414,12 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  * macro of K — READABLE or HASHED — and instantiated for both (NAME_sql and
  * NAME_hashed_sql); a store object prepares the ones of its store's keys.
  * The readable instances are the statements of schema 3, byte for byte.
+ * Two families side by side rather than one shape keyed by key_hash with
+ * optional readable columns: one shape would rewrite every readable store
+ * and change its statements, index and benchmark, and a hashed table with
+ * readable columns (even NULL ones) invites putting ids back; here each
+ * mode's table has exactly its key, and the template keeps the two
+ * statement families from drifting apart.
  *   PG_KCOLS_K          the key columns: the conflict target
  *   PG_KVALS_K(i, g)    the key of the text expressions i and g
  *   PG_KEQ_K(t, i, g)   "the key of row t is (i, g)": every lookup
