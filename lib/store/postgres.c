@@ -994,8 +994,11 @@ typedef struct pg_stmt {
                                  keys; AS_STORED: on every store */
 } pg_stmt;
 
-/* The readable and the hashed instance of one statement: the same
- * parameters, a name each. */
+/* A statement every store prepares, and the readable and the hashed
+ * instance of one that touches grant_consumptions: the same parameters, a
+ * name each. */
+#define PG_STMT(NAME, name, sql, n)                                            \
+    [PG_STMT_##NAME] = {name, sql##_sql, n, OG_KEYS_AS_STORED}
 #define PG_KEYED_STMTS(NAME, name, sql, n)                                     \
     [PG_STMT_##NAME] = {name, sql##_sql, n, OG_KEYS_READABLE},                 \
     [PG_STMT_##NAME##_HASHED] = {name "_hashed", sql##_hashed_sql, n,          \
@@ -1005,22 +1008,22 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_KEYED_STMTS(ADMIT, "og_admit", og__pg_admit, 13),
     PG_KEYED_STMTS(ADMIT_ROW, "og_admit_row", og__pg_admit_row, 12),
     PG_KEYED_STMTS(UNCLAIMED, "og_unclaimed", pg_unclaimed, 4),
-    [PG_STMT_OPERATION_GET] = {"og_operation_get", pg_operation_get_sql, 1},
+    PG_STMT(OPERATION_GET, "og_operation_get", pg_operation_get, 1),
     PG_KEYED_STMTS(CONSUME, "og_consume", pg_consume, 5),
-    [PG_STMT_CONSUME_ROW] = {"og_consume_row", pg_consume_row_sql, 4},
-    [PG_STMT_ISSUANCE] = {"og_issuance", pg_issuance_sql, 9},
+    PG_STMT(CONSUME_ROW, "og_consume_row", pg_consume_row, 4),
+    PG_STMT(ISSUANCE, "og_issuance", pg_issuance, 9),
     PG_KEYED_STMTS(REVOKE, "og_revoke", pg_revoke, 5),
-    [PG_STMT_REVOKE_ROW] = {"og_revoke_row", pg_revoke_row_sql, 2},
+    PG_STMT(REVOKE_ROW, "og_revoke_row", pg_revoke_row, 2),
     PG_KEYED_STMTS(REVOKE_CHECK, "og_revoke_check", pg_revoke_check, 2),
     PG_KEYED_STMTS(FAMILY_REVOKE, "og_family_revoke", pg_family_revoke, 4),
-    [PG_STMT_TICKET_CREATE] = {"og_ticket_create", pg_ticket_create_sql, 3},
-    [PG_STMT_TICKET_ROTATE] = {"og_ticket_rotate", pg_ticket_rotate_sql, 2},
-    [PG_STMT_TICKET_STATE] = {"og_ticket_state", pg_ticket_state_sql, 1},
-    [PG_STMT_OP_MAY_SUBMIT] = {"og_op_may_submit", pg_op_may_submit_sql, 2},
-    [PG_STMT_OP_RECORD] = {"og_op_record", pg_op_record_sql, 7},
-    [PG_STMT_OP_TAKEOVER] = {"og_op_takeover", pg_op_takeover_sql, 4},
-    [PG_STMT_OP_RESOLVE] = {"og_op_resolve", pg_op_resolve_sql, 6},
-    [PG_STMT_OP_HISTORY] = {"og_op_history", pg_op_history_sql, 1},
+    PG_STMT(TICKET_CREATE, "og_ticket_create", pg_ticket_create, 3),
+    PG_STMT(TICKET_ROTATE, "og_ticket_rotate", pg_ticket_rotate, 2),
+    PG_STMT(TICKET_STATE, "og_ticket_state", pg_ticket_state, 1),
+    PG_STMT(OP_MAY_SUBMIT, "og_op_may_submit", pg_op_may_submit, 2),
+    PG_STMT(OP_RECORD, "og_op_record", pg_op_record, 7),
+    PG_STMT(OP_TAKEOVER, "og_op_takeover", pg_op_takeover, 4),
+    PG_STMT(OP_RESOLVE, "og_op_resolve", pg_op_resolve, 6),
+    PG_STMT(OP_HISTORY, "og_op_history", pg_op_history, 1),
 };
 _Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
