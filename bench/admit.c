@@ -3,6 +3,7 @@
  * and the SQLite engine's own floor to compare them with.
  *
  *   og-bench-admit --store URL --callers N --seconds S [--mode MODE]
+ *                  [--consumption-keys readable|hashed]
  *
  *   --mode api           (default) migrates the store, opens ONE og_store with
  *                        pool_size = N and runs N threads, each admitting
@@ -16,6 +17,9 @@
  *                          floor backend=sqlite callers=N seconds=S committed=K rate=R/s errors=E
  *   --mode migrate       only applies the migrations to URL (used by
  *                        bench/admit before the pgbench floor runs).
+ *   --consumption-keys   the keys a store gets when migrated (docs/design.md,
+ *                        "Hashed consumption keys"); the api line names the
+ *                        keys the store records.
  *
  * Every admission must come back ADMITTED (grant ids are unique per run,
  * thread and iteration; operation ids are fresh random UUIDs). Anything else
@@ -389,7 +393,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: og-bench-admit --store URL --callers N --seconds S\n"
-            "                      [--mode api|sqlite-floor|migrate]\n");
+            "                      [--mode api|sqlite-floor|migrate]\n"
+            "                      [--consumption-keys readable|hashed]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -425,6 +430,7 @@ int main(int argc, char **argv)
         {"callers", required_argument, NULL, 'c'},
         {"seconds", required_argument, NULL, 's'},
         {"mode", required_argument, NULL, 'm'},
+        {"consumption-keys", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -435,9 +441,17 @@ int main(int argc, char **argv)
     const char *url = NULL;
     int callers = 0, seconds = 0, opt, status = 1, started = 0;
     bool sync_init = false;
+    og_consumption_keys keys = OG_KEYS_AS_STORED;
 
-    while ((opt = getopt_long(argc, argv, "u:c:s:m:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "u:c:s:m:k:h", longopts, NULL)) != -1) {
         switch (opt) {
+        case 'k':
+            if (og_consumption_keys_parse(optarg, &keys) != 0) {
+                fprintf(stderr, "og-bench-admit: --consumption-keys: "
+                                "readable or hashed\n");
+                return 2;
+            }
+            break;
         case 'u':
             url = optarg;
             break;
@@ -484,6 +498,7 @@ int main(int argc, char **argv)
     og_store_options_default(&opts);
     if (callers > 0)
         opts.pool_size = callers;
+    opts.consumption_keys = keys;
 
     if (mode == MODE_MIGRATE)
         return do_migrate(url, &opts) == 0 ? 0 : 1;
@@ -583,10 +598,11 @@ int main(int argc, char **argv)
     double rate = elapsed > 0 ? (double)done / elapsed : 0.0;
 
     if (mode == MODE_API)
-        printf("api backend=%s callers=%d seconds=%d admitted=%" PRIu64
+        printf("api backend=%s keys=%s callers=%d seconds=%d admitted=%" PRIu64
                " rate=%.1f/s errors=%" PRIu64 "\n",
-               og_store_backend(run.store), callers, seconds, done, rate,
-               errors);
+               og_store_backend(run.store),
+               og_consumption_keys_name(og_store_consumption_keys(run.store)),
+               callers, seconds, done, rate, errors);
     else
         printf("floor backend=sqlite callers=%d seconds=%d committed=%" PRIu64
                " rate=%.1f/s errors=%" PRIu64 "\n",

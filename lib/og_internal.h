@@ -114,6 +114,24 @@ og_refusal og__classify_consume(const og__consumption *c);
 bool og__operation_matches(const og__admit_req *req, const og_operation *op);
 
 /* ===========================================================================
+ * Core: the hashed consumption key (lib/core/consumption_key.c). Pure.
+ * ========================================================================= */
+
+/* SHA-256 over u32be(issuer_len) || issuer || u32be(grant_id_len) ||
+ * grant_id into out: og_consumption_key() without the identifier checks,
+ * for the SQL function SQLite runs over stored rows. 0, or -1 when a length
+ * does not fit 32 bits. */
+int og__consumption_key(const char *issuer, size_t issuer_len,
+                        const char *grant_id, size_t grant_id_len,
+                        unsigned char out[OG_CONSUMPTION_KEY_LEN]);
+
+/* Registers og_consumption_key(issuer, grant_id) on db: the function above,
+ * deterministic and innocuous. lib/store/sqlite.c does it on every
+ * connection; tests call it on their raw ones. SQLITE_OK or an error code. */
+struct sqlite3;
+int og__sqlite_register_key_function(struct sqlite3 *db);
+
+/* ===========================================================================
  * Core: what a store failure means (lib/core/storeerr.c). Pure.
  * ========================================================================= */
 
@@ -210,8 +228,16 @@ typedef struct og__store_methods {
     int (*session_bounds)(void *impl, og_session_bounds *out);
 
     /* Applies migrations up to OG_SCHEMA_VERSION; *from / *to as in
-     * og_store_migrate (neither NULL here). */
-    int (*migrate)(void *impl, int *from, int *to);
+     * og_store_migrate (neither NULL here). keys: what migration 5 records
+     * (AS_STORED: readable). Does not compare keys with a store already at
+     * 5: store.c reads them back (read_keys) and does. */
+    int (*migrate)(void *impl, og_consumption_keys keys, int *from, int *to);
+
+    /* Reads the consumption keys the store records (schema 5) into *keys
+     * (READABLE or HASHED) and from then on runs that mode's statements.
+     * Called once, right after the schema check, before the store object
+     * is shared between threads. */
+    int (*read_keys)(void *impl, og_consumption_keys *keys);
 
     /* The admission: claim + operation insert as one atomic write, then on
      * zero rows the follow-up read and og__classify_unclaimed(). */

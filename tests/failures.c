@@ -74,21 +74,22 @@ static void *f_bg_admit(void *arg)
  * a conflicting claim that is not yet decided. */
 static void f_hold_key(t_raw *holder, const t_case *c)
 {
-    char sql[512];
+    char sql[1024], key[512];
 
     assert_int_equal(t_raw_exec(holder, t_kind == T_POSTGRES ? "BEGIN"
                                                              : "BEGIN IMMEDIATE"),
                      0);
     snprintf(sql, sizeof sql,
              t_kind == T_POSTGRES
-                 ? "INSERT INTO grant_consumptions (issuer, grant_id,"
+                 ? "INSERT INTO grant_consumptions (%s,"
                    " operation_id, consumed_at, retain_until, kind) VALUES"
-                   " ('%s', '%s', NULL, now(), now() + interval '1 hour',"
+                   " (%s, NULL, now(), now() + interval '1 hour',"
                    " 'revocation')"
-                 : "INSERT INTO grant_consumptions (issuer, grant_id,"
+                 : "INSERT INTO grant_consumptions (%s,"
                    " operation_id, consumed_at, retain_until, kind) VALUES"
-                   " ('%s', '%s', NULL, 0, 0, 'revocation')",
-             ISSUER, c->grant_id);
+                   " (%s, NULL, 0, 0, 'revocation')",
+             t_key_columns(),
+             t_key_values(ISSUER, c->grant_id, key, sizeof key));
     assert_int_equal(t_raw_exec(holder, sql), 0);
 }
 

@@ -15,12 +15,52 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "og_internal.h" /* og__sqlite_register_key_function */
 
 t_backend t_kind;
 char t_url[4096];
 og_grant_form t_form = OG_FORM_TOKEN;
+og_consumption_keys t_keys = OG_KEYS_READABLE;
 static og_store *t_issuer_store;
 static char t_tmpdir[256];
+static char t_own_db[64]; /* a hashed PostgreSQL suite's database */
+
+int t_suite_args(int argc, char **argv)
+{
+    if (argc > 3 && strcmp(argv[3], "row") == 0)
+        t_form = OG_FORM_ROW;
+    else if (argc > 3 && strcmp(argv[3], "token") != 0)
+        return 1;
+    if (argc > 4 && og_consumption_keys_parse(argv[4], &t_keys) != 0)
+        return 1;
+    return 0;
+}
+
+/* A new, empty PostgreSQL database og_TAG_<random> in the test cluster;
+ * its name into db (64 bytes) and a URI for it into url. */
+static void t_pg_new_db(const char *tag, char *db, char *url, size_t n)
+{
+    const char *base = getenv("OG_TEST_PG_URL"), *slash, *query;
+    char u[OG_UUID_LEN + 1], sql[128];
+    PGconn *pg = PQconnectdb(base);
+    PGresult *res;
+
+    t_uuid(u);
+    snprintf(db, 64, "og_%s_%.8s", tag, u);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
+    res = PQexec(pg, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(pg));
+        abort();
+    }
+    PQclear(res);
+    PQfinish(pg);
+    /* postgresql://user@host:port/DB?query: the same server, database db */
+    slash = strrchr(base, '/');
+    query = strchr(slash, '?');
+    snprintf(url, n, "%.*s/%s%s", (int)(slash - base), base, db,
+             query ? query : "");
+}
 
 int64_t t_now_us(void)
 {
@@ -128,9 +168,17 @@ int t_setup_backend(const char *name)
         fprintf(stderr, "usage: TEST sqlite|postgres [group]\n");
         return 1;
     }
-    if ((rc = og_store_migrate(t_url, NULL, NULL, NULL)) < 0) {
-        fprintf(stderr, "migrate %s failed: %s\n", t_url, og_err_name(rc));
-        return 1;
+    if (t_kind == T_POSTGRES && t_keys == OG_KEYS_HASHED)
+        t_pg_new_db("hashed", t_own_db, t_url, sizeof t_url);
+    {
+        og_store_options o;
+
+        og_store_options_default(&o);
+        o.consumption_keys = t_keys;
+        if ((rc = og_store_migrate(t_url, &o, NULL, NULL)) < 0) {
+            fprintf(stderr, "migrate %s failed: %s\n", t_url, og_err_name(rc));
+            return 1;
+        }
     }
     return 0;
 }
@@ -141,6 +189,14 @@ void t_teardown_backend(void)
 
     og_store_free(t_issuer_store);
     t_issuer_store = NULL;
+    if (t_own_db[0]) {
+        PGconn *pg = PQconnectdb(getenv("OG_TEST_PG_URL"));
+
+        snprintf(cmd, sizeof cmd, "DROP DATABASE %s WITH (FORCE)", t_own_db);
+        PQclear(PQexec(pg, cmd));
+        PQfinish(pg);
+        t_own_db[0] = '\0';
+    }
     if (t_kind == T_SQLITE && t_tmpdir[0]) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", t_tmpdir);
         if (system(cmd) != 0)
@@ -164,6 +220,12 @@ og_store *t_store_url(const char *url, int pool, int timeout_ms)
     rc = og_store_open(url, &o, &s);
     if (rc < 0) {
         fprintf(stderr, "og_store_open(%s): %s\n", url, og_err_name(rc));
+        abort();
+    }
+    if (strcmp(url, t_url) == 0 && og_store_consumption_keys(s) != t_keys) {
+        fprintf(stderr, "%s: %s keys, the suite runs %s\n", url,
+                og_consumption_keys_name(og_store_consumption_keys(s)),
+                og_consumption_keys_name(t_keys));
         abort();
     }
     return s;
@@ -204,6 +266,9 @@ t_raw *t_raw_open_url(const char *url)
             SQLITE_OK)
             abort();
         sqlite3_busy_timeout(r->db, 10000);
+        /* the SQL function the store's own connections have */
+        if (og__sqlite_register_key_function(r->db) != SQLITE_OK)
+            abort();
     }
     return r;
 }
@@ -306,6 +371,8 @@ char *t_raw_lines(t_raw *r, const char *sql)
 
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id)
 {
+    char match[512];
+
     /* Test ids are plain ASCII without quotes (validated by the callers). */
     if (t_form == OG_FORM_ROW)
         return t_raw_int(r,
@@ -313,33 +380,91 @@ int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id)
                          " AND grant_id = '%s' AND (consumed_at IS NOT NULL"
                          " OR revoked_at IS NOT NULL)",
                          issuer, grant_id);
-    return t_raw_int(r,
-                     "SELECT count(*) FROM grant_consumptions"
-                     " WHERE issuer = '%s' AND grant_id = '%s'",
-                     issuer, grant_id);
+    return t_raw_int(r, "SELECT count(*) FROM grant_consumptions WHERE %s",
+                     t_key_match(issuer, grant_id, match, sizeof match));
+}
+
+const char *t_key_literal(const unsigned char key[OG_CONSUMPTION_KEY_LEN],
+                          char *buf, size_t n)
+{
+    char hex[2 * OG_CONSUMPTION_KEY_LEN + 1];
+
+    for (int i = 0; i < OG_CONSUMPTION_KEY_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    if (t_kind == T_POSTGRES)
+        snprintf(buf, n, "'\\x%s'::bytea", hex);
+    else
+        snprintf(buf, n, "X'%s'", hex);
+    return buf;
+}
+
+/* The key of (issuer, grant_id) as a literal; aborts on a bad id. */
+static const char *t_key_of(const char *issuer, const char *grant_id,
+                            char *buf, size_t n)
+{
+    unsigned char key[OG_CONSUMPTION_KEY_LEN];
+
+    if (og_consumption_key(issuer, grant_id, key) != 0)
+        abort();
+    return t_key_literal(key, buf, n);
+}
+
+const char *t_key_match(const char *issuer, const char *grant_id, char *buf,
+                        size_t n)
+{
+    char lit[128];
+
+    if (t_keys == OG_KEYS_HASHED)
+        snprintf(buf, n, "key_hash = %s", t_key_of(issuer, grant_id, lit,
+                                                   sizeof lit));
+    else
+        snprintf(buf, n, "issuer = '%s' AND grant_id = '%s'", issuer,
+                 grant_id);
+    return buf;
+}
+
+const char *t_key_columns(void)
+{
+    return t_keys == OG_KEYS_HASHED ? "key_hash" : "issuer, grant_id";
+}
+
+const char *t_key_values(const char *issuer, const char *grant_id, char *buf,
+                         size_t n)
+{
+    if (t_keys == OG_KEYS_HASHED)
+        return t_key_of(issuer, grant_id, buf, n);
+    snprintf(buf, n, "'%s', '%s'", issuer, grant_id);
+    return buf;
+}
+
+void t_new_store_url(const char *tag, char *url, size_t n)
+{
+    char u[OG_UUID_LEN + 1], db[64];
+
+    if (t_kind == T_SQLITE) {
+        t_uuid(u);
+        snprintf(url, n, "%.*s-%s-%.8s.db", (int)(strlen(t_url) - 3), t_url,
+                 tag, u);
+    } else {
+        t_pg_new_db(tag, db, url, n);
+    }
+}
+
+og_store *t_migrated_store(const char *tag, og_consumption_keys keys,
+                           char *url, size_t n)
+{
+    og_store_options o;
+
+    t_new_store_url(tag, url, n);
+    og_store_options_default(&o);
+    o.consumption_keys = keys;
+    assert_int_equal(og_store_migrate(url, &o, NULL, NULL), 0);
+    return t_store_url(url, 0, 0);
 }
 
 og_store *t_fresh_store(const char *tag, char *url, size_t n)
 {
-    char u[OG_UUID_LEN + 1], sql[128];
-    t_raw *raw;
-
-    t_uuid(u);
-    if (t_kind == T_SQLITE) {
-        snprintf(url, n, "%.*s-%s-%.8s.db", (int)(strlen(t_url) - 3), t_url,
-                 tag, u);
-    } else {
-        raw = t_raw_open();
-        snprintf(sql, sizeof sql, "CREATE DATABASE og_%s_%.8s", tag, u);
-        assert_int_equal(t_raw_exec(raw, sql), 0);
-        t_raw_close(raw);
-        /* A key=value string: the later dbname wins in libpq. */
-        snprintf(url, n, "host=127.0.0.1 port=%s user=postgres dbname=og_%s_%.8s",
-                 getenv("OG_TEST_PG_PORT") ? getenv("OG_TEST_PG_PORT") : "5432",
-                 tag, u);
-    }
-    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
-    return t_store_url(url, 0, 0);
+    return t_migrated_store(tag, t_keys, url, n);
 }
 
 void t_set_op_time(const char *url, const char *op_id, const char *column,
@@ -367,11 +492,24 @@ typedef struct t_migrator {
     int rc, from, to;
 } t_migrator;
 
+/* The races' store timeout (conformance.c's RACE_TIMEOUT_MS). */
+#define T_MIGRATOR_TIMEOUT_MS 30000
+
 static void *t_migrator_main(void *arg)
 {
     t_migrator *m = arg;
+    og_store_options o;
 
-    m->rc = og_store_migrate(m->url, NULL, &m->from, &m->to);
+    /* The claim is that migrators serialize, not how fast: on a loaded
+     * machine a migrator may wait for the others' fsyncs longer than the
+     * default store timeout (as in the races). */
+    og_store_options_default(&o);
+    o.timings.store_timeout_us = (int64_t)T_MIGRATOR_TIMEOUT_MS * 1000;
+    og_timings_fit(&o.timings);
+    o.consumption_keys = t_keys; /* what migration 5 records */
+    m->rc = og_store_migrate(m->url, &o, &m->from, &m->to);
+    if (m->rc != 0)
+        fprintf(stderr, "migrator: %s\n", og_err_name(m->rc));
     return NULL;
 }
 

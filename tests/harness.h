@@ -23,6 +23,15 @@ typedef enum { T_SQLITE, T_POSTGRES } t_backend;
 extern t_backend t_kind;
 extern char t_url[4096];
 extern og_grant_form t_form;
+/* The consumption keys of the suite's stores (argv[4]: "readable", the
+ * default, or "hashed"). A hashed PostgreSQL suite runs on a database of
+ * its own, created by t_setup_backend and dropped by t_teardown_backend:
+ * a store's keys are the store's. */
+extern og_consumption_keys t_keys;
+
+/* Reads the suite's grant form (argv[3]) and keys (argv[4]) into t_form and
+ * t_keys. 0, or 1 for an argument it does not know. */
+int t_suite_args(int argc, char **argv);
 
 /* Chooses the backend from argv ("sqlite" or "postgres"). SQLite gets a
  * fresh temp file; PostgreSQL reads OG_TEST_PG_URL. Returns 0, or 77 (skip)
@@ -33,7 +42,8 @@ int t_setup_backend(const char *name);
 void t_teardown_backend(void);
 
 /* A fresh store object on t_url with its own connections. Aborts on failure.
- * timeout_ms 0 keeps the default; pool 0 keeps the default. */
+ * timeout_ms 0 keeps the default; pool 0 keeps the default. A store object
+ * on t_url must report the suite's keys (aborts otherwise). */
 og_store *t_store(int pool, int timeout_ms);
 og_store *t_store_url(const char *url, int pool, int timeout_ms);
 
@@ -78,11 +88,34 @@ char *t_raw_lines(t_raw *r, const char *sql);
  * row; row form, its grants row once consumed or revoked. */
 int64_t t_raw_consumptions(t_raw *r, const char *issuer, const char *grant_id);
 
+/* SQL naming (issuer, grant_id)'s row of grant_consumptions in the suite's
+ * keys, for raw statements (test ids: plain ASCII, no quotes):
+ *   t_key_match   the WHERE condition: "issuer = '..' AND grant_id = '..'",
+ *                 or hashed "key_hash = <literal>" with the key computed by
+ *                 og_consumption_key() in C — so a hit also proves the
+ *                 store's SQL wrote the key the C function computes;
+ *   t_key_columns the key columns of an INSERT ("issuer, grant_id" or
+ *                 "key_hash"), t_key_values their values.
+ * Each returns buf (n >= 512). */
+const char *t_key_match(const char *issuer, const char *grant_id, char *buf,
+                        size_t n);
+const char *t_key_columns(void);
+const char *t_key_values(const char *issuer, const char *grant_id, char *buf,
+                         size_t n);
+/* The literal of the 32-byte key in the backend's SQL (bytea or blob). */
+const char *t_key_literal(const unsigned char key[OG_CONSUMPTION_KEY_LEN],
+                          char *buf, size_t n);
+
 /* A brand-new, migrated store of the backend under test (SQLite: a file
- * beside t_url; PostgreSQL: a new database), its URL written to url (at
- * least 4200 bytes); tag names it. For tests whose scans must see only
- * their own operations. */
+ * beside t_url; PostgreSQL: a new database) in the suite's keys, its URL
+ * written to url (at least 4200 bytes); tag names it. For tests whose scans
+ * must see only their own operations. */
 og_store *t_fresh_store(const char *tag, char *url, size_t n);
+/* The same in the given keys. */
+og_store *t_migrated_store(const char *tag, og_consumption_keys keys,
+                           char *url, size_t n);
+/* The URL of a brand-new store that nothing has migrated yet. */
+void t_new_store_url(const char *tag, char *url, size_t n);
 
 /* Moves column (lease_until or submit_by) of operation op_id to `seconds`
  * from the store's now, outside oncegate, in the store at url (NULL: the
@@ -91,7 +124,8 @@ void t_set_op_time(const char *url, const char *op_id, const char *column,
                    int seconds);
 
 /* Runs n (1..16) og_store_migrate() calls on url at once, each on its own
- * thread and store object; asserts that every one succeeded and left the
+ * thread and store object, asking for the suite's keys (t_keys) with the
+ * races' 30 s store timeout; asserts that every one succeeded and left the
  * store at OG_SCHEMA_VERSION. Returns how many found it at version from —
  * exactly one, when migrations serialize. */
 int t_concurrent_migrations(const char *url, int n, int from);

@@ -71,14 +71,15 @@ static void l_family(char *out, size_t n)
 /* A stored time in microseconds: PostgreSQL timestamptz or SQLite INTEGER. */
 static int64_t l_retain_until(t_raw *raw, const char *grant_id)
 {
+    char match[512];
+
     return t_raw_int(raw,
                      t_kind == T_POSTGRES
                          ? "SELECT (extract(epoch FROM retain_until) * 1000000)::bigint"
-                           " FROM grant_consumptions WHERE issuer = '" ISSUER
-                           "' AND grant_id = '%s'"
+                           " FROM grant_consumptions WHERE %s"
                          : "SELECT retain_until FROM grant_consumptions"
-                           " WHERE issuer = '" ISSUER "' AND grant_id = '%s'",
-                     grant_id);
+                           " WHERE %s",
+                     t_key_match(ISSUER, grant_id, match, sizeof match));
 }
 
 /* ===========================================================================

@@ -9,11 +9,14 @@
  *     their history, never an open one, and an archived operation still
  *     answers for its grant and its id: refused, or the archived record,
  *     never a second admission;
- *   - a store at schema 3 with data migrates to 4, once, under concurrent
- *     migrators.
+ *   - a store at schema 3 or 4 with data migrates to 5, once, under
+ *     concurrent migrators, in the suite's keys, and cleanup and archiving
+ *     work on it.
  * Every test works in its own fresh store: cleanup and archiving act on the
  * whole store, and the counts they report are the claims under test. Times
  * are moved with SQL relative to the store's own clock; nothing sleeps.
+ * The suite runs on readable and on hashed stores (argv[4]): raw SQL names
+ * a consumption row by the suite's key (t_key_match, r_key_sql).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,14 +75,27 @@ static int64_t r_count(r_env *e, const char *table)
 /* Moves grant_id's retain_until to `seconds` from the store's now. */
 static void r_set_retain(r_env *e, const char *grant_id, int seconds)
 {
-    char now[160], sql[512];
+    char now[160], match[512], sql[1024];
 
     r_now_sql(now, sizeof now, seconds);
     snprintf(sql, sizeof sql,
-             "UPDATE grant_consumptions SET retain_until = %s"
-             " WHERE issuer = '" ISSUER "' AND grant_id = '%s'",
-             now, grant_id);
+             "UPDATE grant_consumptions SET retain_until = %s WHERE %s", now,
+             t_key_match(ISSUER, grant_id, match, sizeof match));
     assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+/* The values of the key columns (t_key_columns()) of the row of the SQL
+ * expressions issuer and grant_id, in the suite's keys: hashed, computed
+ * by the engine's og_consumption_key() (PostgreSQL: migration 5's; SQLite:
+ * the store's C function, which t_raw registers too). */
+static const char *r_key_sql(const char *issuer, const char *grant_id,
+                             char *buf, size_t n)
+{
+    if (t_keys == OG_KEYS_HASHED)
+        snprintf(buf, n, "og_consumption_key(%s, %s)", issuer, grant_id);
+    else
+        snprintf(buf, n, "%s, %s", issuer, grant_id);
+    return buf;
 }
 
 /* Inserts n consumption rows of kind (admission rows get an operation id
@@ -88,26 +104,29 @@ static void r_set_retain(r_env *e, const char *grant_id, int seconds)
 static void r_bulk(r_env *e, const char *prefix, const char *kind, int n,
                    int seconds)
 {
-    char now[160], sql[1024];
+    char now[160], gid[64], key[256], sql[1024];
     bool adm = strcmp(kind, "admission") == 0;
 
     r_now_sql(now, sizeof now, seconds);
+    snprintf(gid, sizeof gid, "'%s-' || %s", prefix,
+             t_kind == T_POSTGRES ? "g" : "n");
+    r_key_sql("'bulk'", gid, key, sizeof key);
     if (t_kind == T_POSTGRES)
         snprintf(sql, sizeof sql,
-                 "INSERT INTO grant_consumptions (issuer, grant_id,"
+                 "INSERT INTO grant_consumptions (%s,"
                  " operation_id, consumed_at, retain_until, kind)"
-                 " SELECT 'bulk', '%s-' || g, %s, clock_timestamp(), %s, '%s'"
+                 " SELECT %s, %s, clock_timestamp(), %s, '%s'"
                  " FROM generate_series(1, %d) g",
-                 prefix, adm ? "gen_random_uuid()" : "NULL", now, kind, n);
+                 t_key_columns(), key, adm ? "gen_random_uuid()" : "NULL",
+                 now, kind, n);
     else
         snprintf(sql, sizeof sql,
                  "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL"
                  " SELECT n + 1 FROM g WHERE n < %d)"
-                 " INSERT INTO grant_consumptions (issuer, grant_id,"
+                 " INSERT INTO grant_consumptions (%s,"
                  " operation_id, consumed_at, retain_until, kind)"
-                 " SELECT 'bulk', '%s-' || n,"
-                 " %s, %s, %s, '%s' FROM g",
-                 n, prefix,
+                 " SELECT %s, %s, %s, %s, '%s' FROM g",
+                 n, t_key_columns(), key,
                  adm ? "printf('%08d-0000-4000-8000-000000000000', n)"
                      : "NULL",
                  now, now, kind);
@@ -116,10 +135,10 @@ static void r_bulk(r_env *e, const char *prefix, const char *kind, int n,
 
 static bool r_held(r_env *e, const char *issuer, const char *grant_id)
 {
-    return t_raw_int(e->raw,
-                     "SELECT count(*) FROM grant_consumptions"
-                     " WHERE issuer = '%s' AND grant_id = '%s'",
-                     issuer, grant_id) == 1;
+    char match[512];
+
+    return t_raw_int(e->raw, "SELECT count(*) FROM grant_consumptions WHERE %s",
+                     t_key_match(issuer, grant_id, match, sizeof match)) == 1;
 }
 
 static og_cleanup_stats r_cleanup(r_env *e, int batch, int max_batches)
@@ -684,49 +703,153 @@ static void cleanup_uses_the_retain_until_index(void **state)
 }
 
 /* ===========================================================================
- * Schema 3 with data -> 4, under concurrent migrators
+ * Schema 3 or 4 with data -> 5, under concurrent migrators
  * ========================================================================= */
 
-static void version_3_store_with_data_migrates_to_4_once(void **state)
+/* Takes e's store, at schema 5 and readable, back to schema `version` (3 or
+ * 4) with its data: the objects of the later migrations and their records
+ * dropped by hand. Every store below 5 is readable (5 records the keys). */
+static void r_back_to(r_env *e, int version)
 {
+    char sql[1024];
+
+    snprintf(sql, sizeof sql,
+             "BEGIN;"
+             " DROP TABLE og_store_settings;"
+             "%s%s"
+             " DELETE FROM og_schema_migrations WHERE version > %d;"
+             " COMMIT",
+             t_kind == T_POSTGRES
+                 ? " DROP FUNCTION og_consumption_key(text, text);"
+                 : "",
+             version < 4 ? " DROP INDEX operations_terminal_idx;"
+                           " DROP TABLE operation_events_archive;"
+                           " DROP TABLE operations_archive;"
+                         : "",
+             version);
+    assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+/* Does grant_consumptions have the index cleanup walks, on retain_until? */
+static bool r_has_retain_until_index(r_env *e)
+{
+    if (t_kind == T_POSTGRES)
+        return t_raw_int(e->raw,
+                         "SELECT count(*) FROM pg_indexes"
+                         " WHERE tablename = 'grant_consumptions'"
+                         "   AND indexname ="
+                         "       'grant_consumptions_retain_until_idx'"
+                         "   AND indexdef LIKE '%%(retain_until)'") == 1;
+    return t_raw_int(e->raw,
+                     "SELECT count(*) FROM pragma_index_info("
+                     "'grant_consumptions_retain_until_idx') i,"
+                     " sqlite_schema m"
+                     " WHERE m.type = 'index'"
+                     "   AND m.name = 'grant_consumptions_retain_until_idx'"
+                     "   AND m.tbl_name = 'grant_consumptions'"
+                     "   AND i.name = 'retain_until'") == 1;
+}
+
+/* A readable store at schema `version` with data — a finished operation
+ * (c), an open one (d), a revoked grant, and an admission past retention
+ * (due) — migrated to 5 by four migrators at once asking for the suite's
+ * keys: exactly one finds it at `version`; the store is then in the suite's
+ * keys (a hashed suite's store has its claims rewritten under their keys),
+ * keeps the index cleanup walks, and its data works under 5 — refusals,
+ * cleanup, archiving, the archived operation's answers. */
+static void r_migrates_to_5_once(int version)
+{
+    char tag[32];
     og_store *s = NULL;
     og_admission a;
     og_operation op;
-    t_case c, d;
+    t_case c, d, rev, due, other;
     r_env e;
 
-    (void)state;
-    r_open(&e, "ret_mig");
+    snprintf(tag, sizeof tag, "ret_mig%d", version);
+    e.s = t_migrated_store(tag, OG_KEYS_READABLE, e.url, sizeof e.url);
+    e.raw = t_raw_open_url(e.url);
+    {
+        og_store_options o;
+
+        og_store_options_default(&o);
+        e.t = o.timings;
+    }
     r_admit(&e, &c);
     r_record(&e, c.op, ADMITTED, OG_OP_SUCCEEDED);
     r_admit(&e, &d);
+    t_case_new(&rev);
+    r_revoke(&e, &rev);
+    r_admit(&e, &due);
     og_store_free(e.s);
     e.s = NULL;
-    /* Back to schema 3: migration 4's objects and its record gone, the
-     * data of schema 3 kept. */
-    assert_int_equal(t_raw_exec(e.raw,
-                                "DROP INDEX operations_terminal_idx;"
-                                "DROP TABLE operation_events_archive;"
-                                "DROP TABLE operations_archive;"
-                                "DELETE FROM og_schema_migrations"
-                                " WHERE version = 4"),
-                     0);
+    {
+        /* readable until migrated: set by (issuer, grant_id) */
+        char now[160], sql[1024];
+
+        r_now_sql(now, sizeof now,
+                  -(int)(e.t.cleanup_margin_us / SEC) - 60);
+        snprintf(sql, sizeof sql,
+                 "UPDATE grant_consumptions SET retain_until = %s"
+                 " WHERE issuer = '" ISSUER "' AND grant_id = '%s'",
+                 now, due.grant_id);
+        assert_int_equal(t_raw_exec(e.raw, sql), 0);
+    }
+    r_back_to(&e, version);
     assert_int_equal(og_store_open(e.url, NULL, &s), OG_ESCHEMA);
+    assert_null(s);
 
-    /* Four at once: exactly one finds schema 3 and applies 4. */
-    assert_int_equal(t_concurrent_migrations(e.url, 4, 3), 1);
-
-    /* The data of schema 3 works under 4. */
+    /* Four at once: exactly one finds schema `version` and applies the
+     * rest. */
+    assert_int_equal(t_concurrent_migrations(e.url, 4, version), 1);
     e.s = t_store_url(e.url, 0, 0);
+    assert_int_equal(og_store_consumption_keys(e.s), t_keys);
+    assert_true(r_has_retain_until_index(&e));
+    assert_int_equal(r_count(&e, "grant_consumptions"), 4);
+    assert_true(r_held(&e, ISSUER, c.grant_id)); /* by the suite's key */
+    assert_true(r_held(&e, ISSUER, rev.grant_id));
+
+    /* The data of schema `version` works under 5. */
     assert_int_equal(og_operation_get(e.s, c.op, &op), 1);
     assert_int_equal(op.status, OG_OP_SUCCEEDED);
     a = r_other_op(&e, &d);
     assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_GRANT_SPENT);
+    a = r_other_op(&e, &rev);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_GRANT_REVOKED);
+    /* Cleanup takes the due row, and only it. */
+    {
+        og_cleanup_stats st = r_cleanup(&e, 100, 10);
+
+        assert_int_equal(st.admissions, 1);
+        assert_int_equal(st.revocations + st.consumes, 0);
+    }
+    assert_false(r_held(&e, ISSUER, due.grant_id));
+    assert_int_equal(r_count(&e, "grant_consumptions"), 3);
+    /* Archiving takes the finished operation; it still answers for its
+     * grant and its id. */
     assert_int_equal(r_archive(&e, 0, OG_ARCHIVE_MOVE).operations, 1);
-    a = r_same_op(&e, &c);
-    assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
-    assert_int_equal(a.operation.status, OG_OP_SUCCEEDED);
+    r_assert_spent_and_retry_reported(&e, &c, OG_OP_SUCCEEDED);
+    t_case_new(&other);
+    other.in.operation_id = c.op;
+    assert_int_equal(og_admit(e.s, &other.g, &other.in, &a), 0);
+    assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+    assert_int_equal(a.refusal, OG_REFUSAL_OPERATION_ID_TAKEN);
+    assert_false(r_held(&e, ISSUER, other.grant_id));
     r_close(&e);
+}
+
+static void version_3_store_with_data_migrates_to_5_once(void **state)
+{
+    (void)state;
+    r_migrates_to_5_once(3);
+}
+
+static void version_4_store_with_data_migrates_to_5_once(void **state)
+{
+    (void)state;
+    r_migrates_to_5_once(4);
 }
 
 const struct CMUnitTest t_retention_tests[] = {
@@ -740,7 +863,8 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(
         archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
     cmocka_unit_test(cleanup_uses_the_retain_until_index),
-    cmocka_unit_test(version_3_store_with_data_migrates_to_4_once),
+    cmocka_unit_test(version_3_store_with_data_migrates_to_5_once),
+    cmocka_unit_test(version_4_store_with_data_migrates_to_5_once),
 };
 const size_t t_retention_tests_count =
     sizeof t_retention_tests / sizeof t_retention_tests[0];

@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <sodium.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "og_internal.h"
@@ -305,9 +307,165 @@ static void copy_refuses_what_does_not_fit(void **state)
     assert_int_equal(og__copy(buf, sizeof buf, NULL), -1);
 }
 
+/* ===========================================================================
+ * The hashed consumption key (lib/core/consumption_key.c)
+ * ========================================================================= */
+
+/* Expected keys computed independently (Python's hashlib over
+ * struct.pack('>I', len) framing). */
+static const struct {
+    const char *issuer, *grant_id, *hex;
+} key_vectors[] = {
+    {"ab", "c", "f2939f903016e5bb29b1e4a61cdbd376220ca03a24180b39995f2d50f2e0a647"},
+    {"a", "bc", "b534ce16ac9c8b36823f39a395ce8e0e3c7ad9605b82b5444f18cadacd217a5d"},
+    {"support-approvals", "g-41c9",
+     "648fb23a7c3dfefd87926134816283c484e05bb1e289bcd67a0b07dacacbcce7"},
+};
+
+static void key_hex(const unsigned char k[OG_CONSUMPTION_KEY_LEN],
+                    char hex[2 * OG_CONSUMPTION_KEY_LEN + 1])
+{
+    for (int i = 0; i < OG_CONSUMPTION_KEY_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", k[i]);
+}
+
+static void consumption_key_matches_known_vectors(void **state)
+{
+    unsigned char k[OG_CONSUMPTION_KEY_LEN];
+    char hex[2 * OG_CONSUMPTION_KEY_LEN + 1];
+
+    for (size_t i = 0; i < sizeof key_vectors / sizeof key_vectors[0]; i++) {
+        assert_int_equal(og_consumption_key(key_vectors[i].issuer,
+                                            key_vectors[i].grant_id, k), 0);
+        key_hex(k, hex);
+        assert_string_equal(hex, key_vectors[i].hex);
+    }
+    /* the empty grant id the pure function accepts (the API does not) */
+    assert_int_equal(og__consumption_key("abc", 3, "", 0, k), 0);
+    key_hex(k, hex);
+    assert_string_equal(
+        hex, "2ddb14a1438cb06f0658085e174f50efba5cfb97b27cfcc9d5c69735e9602e1e");
+    /* the longest identifiers */
+    {
+        char big_i[OG_ID_MAX + 1], big_g[OG_ID_MAX + 1];
+
+        memset(big_i, 'x', OG_ID_MAX);
+        big_i[OG_ID_MAX] = '\0';
+        memset(big_g, 'y', OG_ID_MAX);
+        big_g[OG_ID_MAX] = '\0';
+        assert_int_equal(og_consumption_key(big_i, big_g, k), 0);
+        key_hex(k, hex);
+        assert_string_equal(
+            hex,
+            "49cdb5ca2549a02fcdf2cb0df2be1bdd3615247172492d73bd7236ba13f7f295");
+    }
+    /* the identifiers' rules: what could never be a stored key is refused */
+    assert_int_equal(og_consumption_key("", "c", k), OG_EISSUER);
+    assert_int_equal(og_consumption_key("a b", "c", k), OG_EISSUER);
+    assert_int_equal(og_consumption_key("ab", NULL, k), OG_EGRANT_ID);
+    assert_int_equal(og_consumption_key("ab", "c", NULL), OG_EINVAL);
+}
+
+static void hashed_key_encoding_is_length_prefixed_so_ab_c_and_a_bc_differ(
+    void **state)
+{
+    unsigned char abc[OG_CONSUMPTION_KEY_LEN], a_bc[OG_CONSUMPTION_KEY_LEN],
+        plain[OG_CONSUMPTION_KEY_LEN];
+    char a_hex[2 * OG_CONSUMPTION_KEY_LEN + 1], b_hex[2 * OG_CONSUMPTION_KEY_LEN + 1];
+
+    assert_int_equal(og_consumption_key("ab", "c", abc), 0);
+    assert_int_equal(og_consumption_key("a", "bc", a_bc), 0);
+    key_hex(abc, a_hex);
+    key_hex(a_bc, b_hex);
+    assert_string_not_equal(a_hex, b_hex);
+    /* ...where hashing the plain concatenation would not tell them apart */
+    crypto_hash_sha256(plain, (const unsigned char *)"abc", 3);
+    assert_memory_not_equal(plain, abc, sizeof abc);
+    assert_memory_not_equal(plain, a_bc, sizeof a_bc);
+    /* every split of one string into (issuer, grant id) has its own key */
+    {
+        static const char text[] = "support-approvals";
+        unsigned char keys[sizeof text - 2][OG_CONSUMPTION_KEY_LEN];
+        char issuer[sizeof text], *grant_id;
+
+        for (size_t cut = 1; cut < sizeof text - 1; cut++) {
+            memcpy(issuer, text, cut);
+            issuer[cut] = '\0';
+            grant_id = (char *)text + cut;
+            assert_int_equal(og_consumption_key(issuer, grant_id,
+                                                keys[cut - 1]), 0);
+            for (size_t j = 0; j + 1 < cut; j++)
+                assert_memory_not_equal(keys[j], keys[cut - 1],
+                                        OG_CONSUMPTION_KEY_LEN);
+        }
+    }
+}
+
+/* SQLite's og_consumption_key() — the function every connection of a
+ * SQLite store registers — against the C function it wraps. */
+static void sqlite_key_function_agrees_with_c(void **state)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    unsigned char k[OG_CONSUMPTION_KEY_LEN];
+
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(og__sqlite_register_key_function(db), SQLITE_OK);
+    for (size_t i = 0; i < sizeof key_vectors / sizeof key_vectors[0]; i++) {
+        assert_int_equal(sqlite3_prepare_v2(db,
+                                            "SELECT og_consumption_key(?1, ?2)",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        sqlite3_bind_text(st, 1, key_vectors[i].issuer, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key_vectors[i].grant_id, -1, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_bytes(st, 0), OG_CONSUMPTION_KEY_LEN);
+        assert_int_equal(og_consumption_key(key_vectors[i].issuer,
+                                            key_vectors[i].grant_id, k), 0);
+        assert_memory_equal(sqlite3_column_blob(st, 0), k, sizeof k);
+        sqlite3_finalize(st);
+    }
+    /* deterministic: usable where SQLite requires it; NULL in, NULL out */
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT og_consumption_key(NULL, 'c')"
+                                        " IS NULL",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 1);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TABLE t (i TEXT, g TEXT,"
+                                  " k BLOB AS (og_consumption_key(i, g)))",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void consumption_keys_have_names(void **state)
+{
+    og_consumption_keys k = OG_KEYS_AS_STORED;
+
+    assert_string_equal(og_consumption_keys_name(OG_KEYS_READABLE), "readable");
+    assert_string_equal(og_consumption_keys_name(OG_KEYS_HASHED), "hashed");
+    assert_string_equal(og_consumption_keys_name((og_consumption_keys)9), "?");
+    assert_int_equal(og_consumption_keys_parse("hashed", &k), 0);
+    assert_int_equal(k, OG_KEYS_HASHED);
+    assert_int_equal(og_consumption_keys_parse("readable", &k), 0);
+    assert_int_equal(k, OG_KEYS_READABLE);
+    assert_int_equal(og_consumption_keys_parse("Hashed", &k), OG_EINVAL);
+    assert_int_equal(og_consumption_keys_parse(NULL, &k), OG_EINVAL);
+    assert_string_equal(og_err_name(OG_ESTORE_KEYS),
+                        "store.consumption_keys_mismatch");
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(consumption_key_matches_known_vectors),
+        cmocka_unit_test(hashed_key_encoding_is_length_prefixed_so_ab_c_and_a_bc_differ),
+        cmocka_unit_test(sqlite_key_function_agrees_with_c),
+        cmocka_unit_test(consumption_keys_have_names),
         cmocka_unit_test(classify_unclaimed_table),
         cmocka_unit_test(pg_classify_table),
         cmocka_unit_test(sqlite_classify_table),

@@ -143,7 +143,10 @@ extern "C" {
     X(FORM, "input.form_invalid", "grant form must be token or row")          \
     X(PROVIDER_UNAVAILABLE, "provider_unavailable",                            \
       "billing provider unreachable, timed out or answered outside its "       \
-      "documented contract: nothing is known about the effect")
+      "documented contract: nothing is known about the effect")              \
+    X(STORE_KEYS, "store.consumption_keys_mismatch",                           \
+      "the store's consumption keys (readable or hashed) were fixed when its " \
+      "schema reached version 5 and differ from the ones asked for")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -239,6 +242,22 @@ typedef struct og_store og_store;
 
 #define OG_DEFAULT_STORE_URL "sqlite:./oncegate.db"
 
+/* How a store keys its consumption records (docs/design.md, "Hashed
+ * consumption keys"). Chosen once per store, by the migration that brings
+ * it to schema 5, and recorded in the store (og_store_settings), so every
+ * store object and process that opens it agrees:
+ *   OG_KEYS_READABLE  grant_consumptions is keyed by (issuer, grant_id);
+ *   OG_KEYS_HASHED    it is keyed by og_consumption_key(issuer, grant_id)
+ *                     alone: fixed-size keys, and no readable identifier in
+ *                     the table (the operation record keeps them).
+ * OG_KEYS_AS_STORED is for options only: whatever the store records, and
+ * READABLE for a store that schema 5 creates. */
+typedef enum og_consumption_keys {
+    OG_KEYS_AS_STORED = 0,
+    OG_KEYS_READABLE = 1,
+    OG_KEYS_HASHED = 2,
+} og_consumption_keys;
+
 typedef struct og_store_options {
     og_timings timings;
     int pool_size;    /* max connections held by this store object (>=1);
@@ -250,10 +269,31 @@ typedef struct og_store_options {
                          (ALTER ROLE ... SET, e.g. behind a pooler that
                          drops session settings) and only
                          og_store_session_bounds() checks them */
+    og_consumption_keys consumption_keys; /* og_store_migrate: the mode a
+                         store gets when migration 5 runs; og_store_open and
+                         og_store_migrate refuse a store recorded otherwise
+                         (OG_ESTORE_KEYS). AS_STORED accepts either. */
 } og_store_options;
 
-/* Fills *o with defaults: og_timings_default() and a pool of 16. */
+/* Fills *o with defaults: og_timings_default(), a pool of 16 and
+ * OG_KEYS_AS_STORED. */
 void og_store_options_default(og_store_options *o);
+
+/* "readable", "hashed" (or "as_stored"); "?" for a bad value. */
+const char *og_consumption_keys_name(og_consumption_keys k);
+/* Parses "readable" or "hashed". 0, or OG_EINVAL. */
+OG_MUST_CHECK int og_consumption_keys_parse(const char *text,
+                                            og_consumption_keys *out);
+
+/* The key a hashed store claims (issuer, grant_id) under:
+ *   SHA-256( u32be(len(issuer)) || issuer || u32be(len(grant_id)) ||
+ *            grant_id )
+ * lengths in bytes, so ("ab","c") and ("a","bc") differ. Both engines
+ * compute the same bytes in SQL as og_consumption_key(issuer, grant_id).
+ * Returns 0 and out, OG_EISSUER or OG_EGRANT_ID (og_id_valid), OG_EINVAL. */
+#define OG_CONSUMPTION_KEY_LEN 32
+OG_MUST_CHECK int og_consumption_key(const char *issuer, const char *grant_id,
+                                     unsigned char out[OG_CONSUMPTION_KEY_LEN]);
 
 /* Opens a store from a URL:
  *   sqlite:PATH                 embedded SQLite (the default)
@@ -261,10 +301,12 @@ void og_store_options_default(og_store_options *o);
  *                               URIs with target_session_attrs=read-write
  *   "host=... dbname=..."       a libpq key=value connection string
  * opts may be NULL for defaults. Connects once and checks that the schema
- * version equals OG_SCHEMA_VERSION (OG_ESCHEMA otherwise: run migrations).
+ * version equals OG_SCHEMA_VERSION (OG_ESCHEMA otherwise: run migrations),
+ * then reads the store's consumption keys, which every statement of this
+ * store object follows (OG_ESTORE_KEYS when opts asks for the other mode).
  * On success *out owns the store; free it with og_store_free().
- * Errors: OG_EBAD_URL, OG_ETIMINGS, OG_ESCHEMA, OG_ESTORE_UNAVAILABLE,
- * OG_ENOMEM, OG_EINTERNAL. */
+ * Errors: OG_EBAD_URL, OG_ETIMINGS, OG_ESCHEMA, OG_ESTORE_KEYS,
+ * OG_ESTORE_UNAVAILABLE, OG_ENOMEM, OG_EINTERNAL. */
 OG_MUST_CHECK int og_store_open(const char *url, const og_store_options *opts,
                                 og_store **out);
 
@@ -273,6 +315,10 @@ void og_store_free(og_store *s);
 
 /* The backend's name: "sqlite" or "postgres". */
 const char *og_store_backend(const og_store *s);
+
+/* The consumption keys the store records (read by og_store_open):
+ * OG_KEYS_READABLE or OG_KEYS_HASHED. */
+og_consumption_keys og_store_consumption_keys(const og_store *s);
 
 /* Checks that the store answers and its schema is the one this build needs:
  * 0, OG_ESCHEMA, OG_ESTORE_UNAVAILABLE or OG_EINTERNAL. For readiness
@@ -304,13 +350,18 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
                                           og_session_bounds *out);
 
 /* The schema version this build needs. */
-#define OG_SCHEMA_VERSION 4
+#define OG_SCHEMA_VERSION 5
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
  * version found before and after to *from / *to (either may be NULL).
- * Errors as og_store_open, plus OG_ESCHEMA when the store is newer than this
- * build. */
+ * Migration 5 records opts->consumption_keys (AS_STORED: READABLE); a store
+ * that reaches 5 hashed has its existing consumption records rewritten
+ * under their hashed keys in the same transaction. Errors as og_store_open,
+ * plus OG_ESCHEMA when the store is newer than this build and
+ * OG_ESTORE_KEYS when it records other consumption keys than
+ * opts->consumption_keys (nothing is changed then: a store's keys are never
+ * converted once recorded). */
 OG_MUST_CHECK int og_store_migrate(const char *url,
                                    const og_store_options *opts, int *from,
                                    int *to);

@@ -1,15 +1,16 @@
 /*
  * postgres.c — the PostgreSQL backend (libpq 15).
  *
- * Invariants this file protects. Comments below cite them as (I1)...(I17).
+ * Invariants this file protects. Comments below cite them as (I1)...(I23).
  *
  *  I1  One statement admits. The claim and the insert into operations are
  *      ONE statement, run alone in its own implicit Read Committed
  *      transaction: og__pg_admit_sql (token form: the claim is an insert on
  *      grant_consumptions) or og__pg_admit_row_sql (row form: the claim is
- *      the conditional UPDATE of the grant's row in grants). Both rows commit
- *      together or neither does; the unique key (issuer, grant_id), resp. the
- *      row lock on the grant's row with its consumed_at/revoked_at
+ *      the conditional UPDATE of the grant's row in grants), or their hashed
+ *      instances (I23). Both rows commit together or neither does; the
+ *      unique key (issuer, grant_id) — in a hashed store key_hash —, resp.
+ *      the row lock on the grant's row with its consumed_at/revoked_at
  *      conditions re-checked after any wait, lets at most one statement ever
  *      claim a grant.
  *  I2  A commit is confirmed only at ReadyForQuery. With the extended
@@ -153,6 +154,24 @@
  *      either). Operation ids are fresh per operation, so that needs a
  *      client's reuse of an id it finished long ago, at that very instant;
  *      the grant itself stays single-use either way (its key is the claim).
+ *  I23 Consumption keys (schema 5). A readable store keys grant_consumptions
+ *      by (issuer, grant_id); a hashed store by key_hash =
+ *      og_consumption_key(issuer, grant_id) alone — its primary key, the ON
+ *      CONFLICT target of every claim and the column every lookup matches —
+ *      and keeps no issuer or grant id in the table: the operation record
+ *      keeps them. Every statement that names the table's key is ONE
+ *      template of the mode ("Consumption keys" below), so I1-I12 read the
+ *      same for both with "the key" for (issuer, grant_id), and so does
+ *      I22: both instances of each admission carry PG_OP_ID_NOT_ARCHIVED
+ *      and read the operation live or archived. Cleanup (I19, I20) names no
+ *      key: it picks rows by ctid over grant_consumptions_retain_until_idx,
+ *      which migration 5 gives the hashed table too, so one statement
+ *      serves both. The admission stays one statement and one round trip. The key is computed by the store, in
+ *      the statement, by the SQL function migration 5 creates, whether it
+ *      comes from the statement's parameters or from grant_issuance rows
+ *      (family revocation): within one store there is one implementation.
+ *      The mode is read from og_store_settings when the store object opens
+ *      (pg_read_keys) and decides which statements its connections prepare.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -347,20 +366,74 @@ static const char pg_migration_4_sql[] =
     "    ON operations ((coalesce(updated_at, created_at)))\n"
     "    WHERE status IN ('Succeeded','Failed');\n";
 
+/* Migration 5: the store's settings and its consumption keys (I23). It runs
+ * after migration 4 and touches none of its tables (the operation archives
+ * keep their identifiers, as operations do). og_store_settings holds
+ * exactly one row. og_consumption_key() is the encoding of
+ * lib/core/consumption_key.c over the builtin sha256(): lengths are
+ * int4send (4 bytes, big-endian) of the UTF-8 byte count. STABLE, as
+ * convert_to() is, so the planner inlines its body into each statement. A
+ * readable store gets the function too (operators may look a key up).
+ *
+ * A hashed store then gets a new grant_consumptions keyed by key_hash
+ * alone; the old table's claims are copied under their keys in the same
+ * transaction and the old table dropped — a new table rather than
+ * ALTER ... DROP COLUMN, which would leave the identifiers in the old
+ * tuples on disk. The new table gets the old one's constraints and its
+ * retain_until index back under their names: cleanup picks its rows over
+ * grant_consumptions_retain_until_idx (I20) and by ctid, whatever the key.
+ * Privileges granted on the old table (an admission role's) are not carried
+ * over: grant them again after migrating. */
+#define PG_MIGRATION_5_SQL(keys, convert)                                      \
+    "CREATE TABLE og_store_settings (\n"                                       \
+    "  singleton        boolean PRIMARY KEY DEFAULT true CHECK (singleton),\n" \
+    "  consumption_keys text    NOT NULL CHECK (consumption_keys IN ('readable', 'hashed')));\n" \
+    "INSERT INTO og_store_settings (consumption_keys) VALUES ('" keys "');\n"  \
+    "CREATE FUNCTION og_consumption_key(issuer text, grant_id text) RETURNS bytea\n" \
+    "  LANGUAGE sql STABLE STRICT PARALLEL SAFE\n"                             \
+    "  RETURN sha256(int4send(octet_length(convert_to(issuer, 'UTF8'))) || convert_to(issuer, 'UTF8')\n" \
+    "             || int4send(octet_length(convert_to(grant_id, 'UTF8'))) || convert_to(grant_id, 'UTF8'));\n" \
+    convert
+#define PG_HASHED_CONSUMPTIONS_SQL                                              \
+    "ALTER TABLE grant_consumptions RENAME TO grant_consumptions_readable;\n"  \
+    "ALTER INDEX grant_consumptions_pkey RENAME TO grant_consumptions_readable_pkey;\n" \
+    "ALTER INDEX grant_consumptions_retain_until_idx\n"                        \
+    "  RENAME TO grant_consumptions_readable_retain_until_idx;\n"              \
+    "CREATE TABLE grant_consumptions (\n"                                      \
+    "  key_hash     bytea       NOT NULL CHECK (octet_length(key_hash) = 32), -- og_consumption_key(issuer, grant_id)\n" \
+    "  operation_id uuid,                    -- NULL unless kind = 'admission'\n" \
+    "  consumed_at  timestamptz NOT NULL,    -- when the key was claimed\n"    \
+    "  retain_until timestamptz NOT NULL,    -- expires_at + admission leeway\n" \
+    "  kind         text        NOT NULL\n"                                    \
+    "               CONSTRAINT grant_consumptions_kind_check CHECK (kind IN ('admission', 'revocation', 'consume')),\n" \
+    "  CONSTRAINT grant_consumptions_pkey PRIMARY KEY (key_hash),\n"           \
+    "  CONSTRAINT grant_consumptions_kind_check2 CHECK ((kind = 'admission') = (operation_id IS NOT NULL)));\n" \
+    "CREATE INDEX grant_consumptions_retain_until_idx ON grant_consumptions (retain_until);\n" \
+    "INSERT INTO grant_consumptions (key_hash, operation_id, consumed_at, retain_until, kind)\n" \
+    "  SELECT og_consumption_key(issuer, grant_id), operation_id, consumed_at, retain_until, kind\n" \
+    "  FROM grant_consumptions_readable;\n"                                    \
+    "DROP TABLE grant_consumptions_readable;\n"
+static const char pg_migration_5_sql[] = PG_MIGRATION_5_SQL("readable", "");
+static const char pg_migration_5_hashed_sql[] =
+    PG_MIGRATION_5_SQL("hashed", PG_HASHED_CONSUMPTIONS_SQL);
+
 typedef struct pg_migration {
     int version;
     const char *description;
     const char *sql; /* may hold several statements: sent with PQsendQuery */
+    const char *sql_hashed; /* NULL: sql; else a hashed store's variant */
 } pg_migration;
 
 static const pg_migration pg_migrations[] = {
-    {1, "grant consumptions and operations", pg_migration_1_sql},
+    {1, "grant consumptions and operations", pg_migration_1_sql, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
-     pg_migration_2_sql},
+     pg_migration_2_sql, NULL},
     {3, "execution: updated_at, provider reference, outcome reason, events",
-     pg_migration_3_sql},
+     pg_migration_3_sql, NULL},
     {4, "retention: operations and events archives, terminal index",
-     pg_migration_4_sql},
+     pg_migration_4_sql, NULL},
+    {5, "settings: consumption keys (readable or hashed)", pg_migration_5_sql,
+     pg_migration_5_hashed_sql},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -438,6 +511,45 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "  FOR SHARE OF families)"
 #define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
 
+/* ===========================================================================
+ * Consumption keys (I23).
+ *
+ * Each statement that touches grant_consumptions is written ONCE, as a
+ * macro of K — READABLE or HASHED — and instantiated for both (NAME_sql and
+ * NAME_hashed_sql); a store object prepares the ones of its store's keys.
+ * The readable instances are the statements of schema 4, byte for byte.
+ * Two families side by side rather than one shape keyed by key_hash with
+ * optional readable columns: one shape would rewrite every readable store
+ * and change its statements, index and benchmark, and a hashed table with
+ * readable columns (even NULL ones) invites putting ids back; here each
+ * mode's table has exactly its key, and the template keeps the two
+ * statement families from drifting apart.
+ *   PG_KCOLS_K          the key columns: the conflict target
+ *   PG_KVALS_K(i, g)    the key of the text expressions i and g
+ *   PG_KEQ_K(t, i, g)   "the key of row t is (i, g)": every lookup
+ *   PG_KHELD_K(t)       "row t exists", after a LEFT JOIN
+ *   PG_KRET_K(i, g)     a claim's RETURNING issuer, grant_id: the row's own,
+ *                       or (hashed: the row has none) the statement's i, g
+ *   PG_KRETID_K(g)      the same for grant_id alone
+ * ========================================================================= */
+#define PG_KCOLS_READABLE "issuer, grant_id"
+#define PG_KCOLS_HASHED "key_hash"
+#define PG_KVALS_READABLE(i, g) i ", " g
+#define PG_KVALS_HASHED(i, g) "og_consumption_key(" i ", " g ")"
+#define PG_KEQ_READABLE(t, i, g) t "issuer = " i " AND " t "grant_id = " g
+#define PG_KEQ_HASHED(t, i, g) t "key_hash = og_consumption_key(" i ", " g ")"
+#define PG_KHELD_READABLE(t) t "issuer IS NOT NULL"
+#define PG_KHELD_HASHED(t) t "key_hash IS NOT NULL"
+#define PG_KRET_READABLE(i, g) "issuer, grant_id"
+#define PG_KRET_HASHED(i, g) i " AS issuer, " g " AS grant_id"
+#define PG_KRETID_READABLE(g) "grant_id"
+#define PG_KRETID_HASHED(g) g " AS grant_id"
+/* The head and the conflict clause of every claim of a key. */
+#define PG_CLAIM_INTO(K)                                                       \
+    "INSERT INTO grant_consumptions (" PG_KCOLS_##K                            \
+    ", operation_id, consumed_at, retain_until, kind)"
+#define PG_ON_KEY_CONFLICT(K) "ON CONFLICT (" PG_KCOLS_##K ") DO NOTHING"
+
 /* The tail both admission statements end with: the operation insert, and
  * in the SAME statement the report of a claim that did not happen.
  *  - ins reads only `claim`: data-modifying CTEs share one snapshot and
@@ -454,8 +566,9 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *    so one round trip answers it (I12). The snapshot can miss a holder that
  *    committed while this statement waited; pg_admit() then reads again
  *    with a fresh statement. Reporting only: the claim already decided.
- * Parameters $3 and $5..$12 as in og__pg_admit_sql; f is the family. */
-#define PG_ADMIT_TAIL(f)                                                       \
+ * Parameters $3 and $5..$12 as in og__pg_admit_sql; f is the family, K the
+ * store's consumption keys (I23). */
+#define PG_ADMIT_TAIL(f, K)                                                    \
     "ins AS (\n"                                                               \
     "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
     "                          status, owner_version, lease_until, submit_by, created_at)\n" \
@@ -468,24 +581,24 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "FROM ins\n"                                                               \
     "UNION ALL\n"                                                              \
     "SELECT false, " PG_OP_COLUMNS("o.") ",\n"                                 \
-    "       " PG_UNCLAIMED_COLUMNS(f) "\n"                                     \
-    "FROM " PG_UNCLAIMED_FROM(f) "\n"                                          \
+    "       " PG_UNCLAIMED_COLUMNS(f, K) "\n"                                  \
+    "FROM " PG_UNCLAIMED_FROM(f, K) "\n"                                       \
     "WHERE NOT EXISTS (SELECT 1 FROM ins)"
 
 /* What holds a key that was not claimed, as columns (PG_UNCLAIMED_NCOLS)
  * and their FROM clause: $1 issuer, $2 grant_id, $3 operation_id (NULL:
  * consume), f the family (NULL: none). Shared by pg_unclaimed_sql and the
- * admission statements' tail. */
+ * admission statements' tail; K the store's consumption keys (I23). */
 #define PG_UNCLAIMED_NCOLS 9
-#define PG_UNCLAIMED_COLUMNS(f)                                                \
-    "c.issuer IS NOT NULL, c.kind, c.operation_id::text,\n"                    \
+#define PG_UNCLAIMED_COLUMNS(f, K)                                             \
+    PG_KHELD_##K("c.") ", c.kind, c.operation_id::text,\n"                     \
     "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n" \
     "       g.revoked_at IS NOT NULL,\n"                                       \
     "       " f "::text IS NOT NULL AND (fm.issuer IS NULL OR fm.revoked_at IS NOT NULL),\n" \
     "       o.operation_id IS NOT NULL"
-#define PG_UNCLAIMED_FROM(f)                                                   \
+#define PG_UNCLAIMED_FROM(f, K)                                                \
     "(VALUES (1)) AS v (one)\n"                                                \
-    "LEFT JOIN grant_consumptions c ON c.issuer = $1::text AND c.grant_id = $2::text\n" \
+    "LEFT JOIN grant_consumptions c ON " PG_KEQ_##K("c.", "$1::text", "$2::text") "\n" \
     "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"   \
     "LEFT JOIN families fm ON fm.issuer = $1::text AND fm.family = " f "::text\n" \
     "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("$3") ") o ON true"
@@ -517,8 +630,9 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *   $13 family (NULL: none)
  *
  * Why each part carries the guarantee:
- *  - claim: INSERT ... ON CONFLICT (issuer, grant_id) DO NOTHING. The primary
- *    key is the atomic check. Under Read Committed a competing insert of the
+ *  - claim: INSERT ... ON CONFLICT (the key) DO NOTHING — (issuer, grant_id),
+ *    or in a hashed store key_hash (I23). The primary key is the atomic
+ *    check. Under Read Committed a competing insert of the
  *    same key waits for the holder to commit or abort; if it commits, the
  *    waiter DOES NOTHING and returns no row. Exactly one statement can claim
  *    a key, and a revocation and the consume verdict claim the very same
@@ -529,7 +643,8 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *    statement_timestamp() stays fixed however long the statement waits on a
  *    lock. Past the deadline nothing is claimed and nothing is recorded.
  *  - AND PG_FAMILY_LIVE: the family's row locked live, or no claim (I8).
- *  - AND PG_OP_ID_NOT_ARCHIVED: an archived operation keeps its id (I22).
+ *  - AND PG_OP_ID_NOT_ARCHIVED: an archived operation keeps its id (I22),
+ *    in the readable and the hashed instance alike.
  *  - operations_pkey / operations_grant_key: if the operation id is already
  *    taken, or an operation already holds this grant, the unique violation
  *    aborts the WHOLE statement, claim included; og__pg_classify() maps
@@ -537,19 +652,25 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *  - It is ONE statement in an implicit transaction, so nothing can run
  *    between the claim and the insert, and the commit happens at Sync: the
  *    caller learns ADMITTED only after ReadyForQuery (I2).
+ *  - A hashed store's claim RETURNs $1 and $2 as issuer and grant_id, the
+ *    ids the operation row records (its table has none to return).
+ * bench/admit.pgbench runs the readable instance as pgbench can,
+ * bench/admit-hashed.pgbench the hashed one.
  * ========================================================================= */
-static const char og__pg_admit_sql[] =
-    "WITH " PG_FAMILY_CTE("$13") ",\n"
-    "claim AS (\n"
-    "  INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
-    "  SELECT $1::text, $2::text, $3::uuid, statement_timestamp(), d.admit_until, 'admission'\n"
-    "  FROM (SELECT " PG_TS("$4") " + " PG_US("$9") " AS admit_until) d\n"
-    "  WHERE d.admit_until > statement_timestamp()\n"
-    "    AND " PG_FAMILY_LIVE("$13") "\n"
-    "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"
-    "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
-    "  RETURNING issuer, grant_id),\n"
-    PG_ADMIT_TAIL("$13");
+#define PG_ADMIT_SQL(K)                                                        \
+    "WITH " PG_FAMILY_CTE("$13") ",\n"                                         \
+    "claim AS (\n"                                                             \
+    "  " PG_CLAIM_INTO(K) "\n"                                                 \
+    "  SELECT " PG_KVALS_##K("$1::text", "$2::text") ", $3::uuid, statement_timestamp(), d.admit_until, 'admission'\n" \
+    "  FROM (SELECT " PG_TS("$4") " + " PG_US("$9") " AS admit_until) d\n"     \
+    "  WHERE d.admit_until > statement_timestamp()\n"                          \
+    "    AND " PG_FAMILY_LIVE("$13") "\n"                                      \
+    "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"                                \
+    "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
+    "  RETURNING " PG_KRET_##K("$1::text", "$2::text") "),\n"                  \
+    PG_ADMIT_TAIL("$13", K)
+static const char og__pg_admit_sql[] = PG_ADMIT_SQL(READABLE);
+static const char og__pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
 
 /* Row form, og__pg_admit_row_sql. Parameters as og__pg_admit_sql, except
  * $4 is the family (NULL: none) and there is no $13: the request's
@@ -564,18 +685,21 @@ static const char og__pg_admit_sql[] =
  *  - consumed_by_operation = $3 names the holder; the follow-up read maps it
  *    to an admission.
  *  - AND PG_FAMILY_LIVE and the operation insert as in the token form (I8,
- *    I1, I5): a unique violation on operations aborts the UPDATE too. */
-static const char og__pg_admit_row_sql[] =
-    "WITH " PG_FAMILY_CTE("$4") ",\n"
-    "claim AS (\n"
-    "  UPDATE grants SET consumed_at = statement_timestamp(), consumed_by_operation = $3::uuid\n"
-    "  WHERE issuer = $1::text AND grant_id = $2::text\n"
-    "    AND consumed_at IS NULL AND revoked_at IS NULL\n"
-    "    AND expires_at + " PG_US("$9") " > statement_timestamp()\n"
-    "    AND " PG_FAMILY_LIVE("$4") "\n"
-    "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"
-    "  RETURNING issuer, grant_id),\n"
-    PG_ADMIT_TAIL("$4");
+ *    I1, I5): a unique violation on operations aborts the UPDATE too.
+ *  - Only the tail's report reads grant_consumptions: K (I23). */
+#define PG_ADMIT_ROW_SQL(K)                                                    \
+    "WITH " PG_FAMILY_CTE("$4") ",\n"                                          \
+    "claim AS (\n"                                                             \
+    "  UPDATE grants SET consumed_at = statement_timestamp(), consumed_by_operation = $3::uuid\n" \
+    "  WHERE issuer = $1::text AND grant_id = $2::text\n"                      \
+    "    AND consumed_at IS NULL AND revoked_at IS NULL\n"                     \
+    "    AND expires_at + " PG_US("$9") " > statement_timestamp()\n"           \
+    "    AND " PG_FAMILY_LIVE("$4") "\n"                                       \
+    "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"                                \
+    "  RETURNING issuer, grant_id),\n"                                         \
+    PG_ADMIT_TAIL("$4", K)
+static const char og__pg_admit_row_sql[] = PG_ADMIT_ROW_SQL(READABLE);
+static const char og__pg_admit_row_hashed_sql[] = PG_ADMIT_ROW_SQL(HASHED);
 
 /* After an admission or a consume that claimed nothing: what holds the key
  * (token form: the consumption row; row form: the grant's row), whether the
@@ -585,9 +709,11 @@ static const char og__pg_admit_row_sql[] =
  * exactly one row.
  *   $1 issuer   $2 grant_id   $3 operation_id (NULL: consume)
  *   $4 family (NULL: none) */
-static const char pg_unclaimed_sql[] =
-    "SELECT " PG_UNCLAIMED_COLUMNS("$4") ", " PG_OP_COLUMNS("o.") "\n"
-    "FROM " PG_UNCLAIMED_FROM("$4");
+#define PG_UNCLAIMED_SQL(K)                                                    \
+    "SELECT " PG_UNCLAIMED_COLUMNS("$4", K) ", " PG_OP_COLUMNS("o.") "\n"      \
+    "FROM " PG_UNCLAIMED_FROM("$4", K)
+static const char pg_unclaimed_sql[] = PG_UNCLAIMED_SQL(READABLE);
+static const char pg_unclaimed_hashed_sql[] = PG_UNCLAIMED_SQL(HASHED);
 
 static const char pg_operation_get_sql[] =
     "SELECT " PG_OP_COLUMNS("") " FROM operations WHERE operation_id = $1::uuid";
@@ -598,17 +724,19 @@ static const char pg_operation_get_sql[] =
  *
  * Token form: $1 issuer $2 grant_id $3 expires_at $4 leeway $5 family.
  * The same key, deadline and family conditions as og__pg_admit_sql; kind
- * 'consume' with operation_id NULL names the holder.
+ * 'consume' with operation_id NULL names the holder. K: I23.
  * ========================================================================= */
-static const char pg_consume_sql[] =
-    "WITH " PG_FAMILY_CTE("$5") "\n"
-    "INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
-    "SELECT $1::text, $2::text, NULL, statement_timestamp(), d.admit_until, 'consume'\n"
-    "FROM (SELECT " PG_TS("$3") " + " PG_US("$4") " AS admit_until) d\n"
-    "WHERE d.admit_until > statement_timestamp()\n"
-    "  AND " PG_FAMILY_LIVE("$5") "\n"
-    "ON CONFLICT (issuer, grant_id) DO NOTHING\n"
-    "RETURNING grant_id";
+#define PG_CONSUME_SQL(K)                                                      \
+    "WITH " PG_FAMILY_CTE("$5") "\n"                                           \
+    PG_CLAIM_INTO(K) "\n"                                                      \
+    "SELECT " PG_KVALS_##K("$1::text", "$2::text") ", NULL, statement_timestamp(), d.admit_until, 'consume'\n" \
+    "FROM (SELECT " PG_TS("$3") " + " PG_US("$4") " AS admit_until) d\n"       \
+    "WHERE d.admit_until > statement_timestamp()\n"                            \
+    "  AND " PG_FAMILY_LIVE("$5") "\n"                                         \
+    PG_ON_KEY_CONFLICT(K) "\n"                                                 \
+    "RETURNING " PG_KRETID_##K("$2::text")
+static const char pg_consume_sql[] = PG_CONSUME_SQL(READABLE);
+static const char pg_consume_hashed_sql[] = PG_CONSUME_SQL(HASHED);
 
 /* Row form: $1 issuer $2 grant_id $3 leeway $4 family. The same row
  * conditions as og__pg_admit_row_sql; consumed_at set with no operation is
@@ -673,19 +801,22 @@ static const char pg_issuance_sql[] =
  *    else the issuance log's, or clock_timestamp() + fallback when the log
  *    records no expiry (clock_timestamp so a lock wait does not shorten it);
  *    NULL without a log row, and then nothing is inserted (I9).
+ *  - K: the store's consumption keys (I23).
  * ========================================================================= */
-static const char pg_revoke_sql[] =
-    "INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
-    "SELECT $1::text, $2::text, NULL, statement_timestamp(), r.retain, 'revocation'\n"
-    "FROM (SELECT CASE WHEN $3::bigint IS NOT NULL THEN " PG_TS("$3") " + " PG_US("$4") "\n"
-    "                  ELSE (SELECT coalesce(gi.expires_at + " PG_US("$4") ",\n"
-    "                                        clock_timestamp() + " PG_US("$5") ")\n"
-    "                        FROM grant_issuance gi\n"
-    "                        WHERE gi.issuer = $1::text AND gi.grant_id = $2::text)\n"
-    "             END AS retain) r\n"
-    "WHERE r.retain IS NOT NULL\n"
-    "ON CONFLICT (issuer, grant_id) DO NOTHING\n"
-    "RETURNING grant_id";
+#define PG_REVOKE_SQL(K)                                                       \
+    PG_CLAIM_INTO(K) "\n"                                                      \
+    "SELECT " PG_KVALS_##K("$1::text", "$2::text") ", NULL, statement_timestamp(), r.retain, 'revocation'\n" \
+    "FROM (SELECT CASE WHEN $3::bigint IS NOT NULL THEN " PG_TS("$3") " + " PG_US("$4") "\n" \
+    "                  ELSE (SELECT coalesce(gi.expires_at + " PG_US("$4") ",\n" \
+    "                                        clock_timestamp() + " PG_US("$5") ")\n" \
+    "                        FROM grant_issuance gi\n"                        \
+    "                        WHERE gi.issuer = $1::text AND gi.grant_id = $2::text)\n" \
+    "             END AS retain) r\n"                                          \
+    "WHERE r.retain IS NOT NULL\n"                                             \
+    PG_ON_KEY_CONFLICT(K) "\n"                                                 \
+    "RETURNING " PG_KRETID_##K("$2::text")
+static const char pg_revoke_sql[] = PG_REVOKE_SQL(READABLE);
+static const char pg_revoke_hashed_sql[] = PG_REVOKE_SQL(HASHED);
 
 /* Row form: $1 issuer $2 grant_id. The grant's row, live and unconsumed,
  * row-locked like the admission's UPDATE of it: whichever commits first
@@ -698,9 +829,11 @@ static const char pg_revoke_row_sql[] =
 
 /* After a revocation that changed nothing: is the key held (token form), is
  * there a row (row form)? Reporting only. $1 issuer $2 grant_id. */
-static const char pg_revoke_check_sql[] =
-    "SELECT EXISTS (SELECT 1 FROM grant_consumptions WHERE issuer = $1::text AND grant_id = $2::text),\n"
-    "       EXISTS (SELECT 1 FROM grants WHERE issuer = $1::text AND grant_id = $2::text)";
+#define PG_REVOKE_CHECK_SQL(K)                                                 \
+    "SELECT EXISTS (SELECT 1 FROM grant_consumptions WHERE " PG_KEQ_##K("", "$1::text", "$2::text") "),\n" \
+    "       EXISTS (SELECT 1 FROM grants WHERE issuer = $1::text AND grant_id = $2::text)"
+static const char pg_revoke_check_sql[] = PG_REVOKE_CHECK_SQL(READABLE);
+static const char pg_revoke_check_hashed_sql[] = PG_REVOKE_CHECK_SQL(HASHED);
 
 /* ===========================================================================
  * Family revocation (I8, I9, I10): ONE statement.
@@ -720,33 +853,46 @@ static const char pg_revoke_check_sql[] =
  *    an admission took meanwhile is re-checked and skipped.
  *  - tok and rows read only f's RETURNING, so they write only after f holds
  *    the family's row.
+ *  - The keys are computed from the log's rows by og_consumption_key(), the
+ *    function every other statement of a hashed store uses (I23). A hashed
+ *    claim RETURNs only its key: the ids listed are the family's logged
+ *    grants whose key tok claimed (PG_FAMILY_TOK_IDS).
  * ========================================================================= */
-static const char pg_family_revoke_sql[] =
-    "WITH " PG_FAMILY_XLOCK_CTE("$1", "$2") ",\n"
-    "f AS (\n"
-    "  INSERT INTO families (issuer, family, created_at, revoked_at)\n"
-    "  SELECT $1::text, $2::text, clock_timestamp(), statement_timestamp() FROM flk\n"
-    "  ON CONFLICT (issuer, family) DO UPDATE SET revoked_at = statement_timestamp()\n"
-    "     WHERE families.revoked_at IS NULL\n"
-    "  RETURNING issuer, family),\n"
-    "tok AS (\n"
-    "  INSERT INTO grant_consumptions (issuer, grant_id, operation_id, consumed_at, retain_until, kind)\n"
-    "  SELECT gi.issuer, gi.grant_id, NULL, statement_timestamp(),\n"
-    "         coalesce(gi.expires_at + " PG_US("$3") ", clock_timestamp() + " PG_US("$4") "),\n"
-    "         'revocation'\n"
-    "  FROM grant_issuance gi JOIN f ON gi.issuer = f.issuer AND gi.family = f.family\n"
-    "  WHERE gi.form = 'token'\n"
-    "    AND (gi.expires_at IS NULL OR gi.expires_at + " PG_US("$3") " > statement_timestamp())\n"
-    "  ON CONFLICT (issuer, grant_id) DO NOTHING\n"
-    "  RETURNING grant_id),\n"
-    "rows AS (\n"
-    "  UPDATE grants g SET revoked_at = statement_timestamp() FROM f\n"
-    "  WHERE g.issuer = f.issuer AND g.family = f.family\n"
-    "    AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
-    "  RETURNING g.grant_id)\n"
-    "SELECT grant_id FROM (SELECT grant_id FROM tok UNION ALL\n"
-    "                      SELECT grant_id FROM rows) u\n"
-    "ORDER BY grant_id COLLATE \"C\"";
+#define PG_FAMILY_TOK_RET_READABLE "grant_id"
+#define PG_FAMILY_TOK_RET_HASHED "key_hash"
+#define PG_FAMILY_TOK_IDS_READABLE "grant_id FROM tok"
+#define PG_FAMILY_TOK_IDS_HASHED                                               \
+    "gi.grant_id FROM tok JOIN grant_issuance gi\n"                            \
+    "                        ON gi.issuer = $1::text AND gi.family = $2::text\n" \
+    "                       AND " PG_KEQ_HASHED("tok.", "gi.issuer", "gi.grant_id")
+#define PG_FAMILY_REVOKE_SQL(K)                                                \
+    "WITH " PG_FAMILY_XLOCK_CTE("$1", "$2") ",\n"                              \
+    "f AS (\n"                                                                 \
+    "  INSERT INTO families (issuer, family, created_at, revoked_at)\n"        \
+    "  SELECT $1::text, $2::text, clock_timestamp(), statement_timestamp() FROM flk\n" \
+    "  ON CONFLICT (issuer, family) DO UPDATE SET revoked_at = statement_timestamp()\n" \
+    "     WHERE families.revoked_at IS NULL\n"                                 \
+    "  RETURNING issuer, family),\n"                                           \
+    "tok AS (\n"                                                               \
+    "  " PG_CLAIM_INTO(K) "\n"                                                 \
+    "  SELECT " PG_KVALS_##K("gi.issuer", "gi.grant_id") ", NULL, statement_timestamp(),\n" \
+    "         coalesce(gi.expires_at + " PG_US("$3") ", clock_timestamp() + " PG_US("$4") "),\n" \
+    "         'revocation'\n"                                                  \
+    "  FROM grant_issuance gi JOIN f ON gi.issuer = f.issuer AND gi.family = f.family\n" \
+    "  WHERE gi.form = 'token'\n"                                              \
+    "    AND (gi.expires_at IS NULL OR gi.expires_at + " PG_US("$3") " > statement_timestamp())\n" \
+    "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
+    "  RETURNING " PG_FAMILY_TOK_RET_##K "),\n"                                \
+    "rows AS (\n"                                                              \
+    "  UPDATE grants g SET revoked_at = statement_timestamp() FROM f\n"        \
+    "  WHERE g.issuer = f.issuer AND g.family = f.family\n"                    \
+    "    AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"                 \
+    "  RETURNING g.grant_id)\n"                                                \
+    "SELECT grant_id FROM (SELECT " PG_FAMILY_TOK_IDS_##K " UNION ALL\n"        \
+    "                      SELECT grant_id FROM rows) u\n"                     \
+    "ORDER BY grant_id COLLATE \"C\""
+static const char pg_family_revoke_sql[] = PG_FAMILY_REVOKE_SQL(READABLE);
+static const char pg_family_revoke_hashed_sql[] = PG_FAMILY_REVOKE_SQL(HASHED);
 
 /* ===========================================================================
  * Tickets (I8, I10, I11). Hashes only; store.c hashes the text.
@@ -1011,19 +1157,29 @@ static const char pg_archive_sql[] =
     "       coalesce((SELECT " PG_EPOCH_US("max(changed)") " FROM pick), $4::bigint)";
 
 /* Prepared once per connection: the extended protocol with a named statement
- * skips parse and plan on every call (about 1.75x the simple protocol). */
+ * skips parse and plan on every call (about 1.75x the simple protocol).
+ * Each statement that names grant_consumptions' key comes twice, NAME and
+ * NAME_HASHED (I23); PG_KEYED() picks the store's. Cleanup touches that
+ * table by ctid and retain_until alone, so one instance serves both. */
 enum {
     PG_STMT_ADMIT,
+    PG_STMT_ADMIT_HASHED,
     PG_STMT_ADMIT_ROW,
+    PG_STMT_ADMIT_ROW_HASHED,
     PG_STMT_UNCLAIMED,
+    PG_STMT_UNCLAIMED_HASHED,
     PG_STMT_OPERATION_GET,
     PG_STMT_CONSUME,
+    PG_STMT_CONSUME_HASHED,
     PG_STMT_CONSUME_ROW,
     PG_STMT_ISSUANCE,
     PG_STMT_REVOKE,
+    PG_STMT_REVOKE_HASHED,
     PG_STMT_REVOKE_ROW,
     PG_STMT_REVOKE_CHECK,
+    PG_STMT_REVOKE_CHECK_HASHED,
     PG_STMT_FAMILY_REVOKE,
+    PG_STMT_FAMILY_REVOKE_HASHED,
     PG_STMT_TICKET_CREATE,
     PG_STMT_TICKET_ROTATE,
     PG_STMT_TICKET_STATE,
@@ -1041,30 +1197,42 @@ typedef struct pg_stmt {
     const char *name;
     const char *sql;
     int nparams;
+    og_consumption_keys keys; /* I23: prepared only on a store with these
+                                 keys; AS_STORED: on every store */
 } pg_stmt;
 
+/* A statement every store prepares, and the readable and the hashed
+ * instance of one that touches grant_consumptions: the same parameters, a
+ * name each. */
+#define PG_STMT(NAME, name, sql, n)                                            \
+    [PG_STMT_##NAME] = {name, sql##_sql, n, OG_KEYS_AS_STORED}
+#define PG_KEYED_STMTS(NAME, name, sql, n)                                     \
+    [PG_STMT_##NAME] = {name, sql##_sql, n, OG_KEYS_READABLE},                 \
+    [PG_STMT_##NAME##_HASHED] = {name "_hashed", sql##_hashed_sql, n,          \
+                                 OG_KEYS_HASHED}
+
 static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
-    [PG_STMT_ADMIT] = {"og_admit", og__pg_admit_sql, 13},
-    [PG_STMT_ADMIT_ROW] = {"og_admit_row", og__pg_admit_row_sql, 12},
-    [PG_STMT_UNCLAIMED] = {"og_unclaimed", pg_unclaimed_sql, 4},
-    [PG_STMT_OPERATION_GET] = {"og_operation_get", pg_operation_get_sql, 1},
-    [PG_STMT_CONSUME] = {"og_consume", pg_consume_sql, 5},
-    [PG_STMT_CONSUME_ROW] = {"og_consume_row", pg_consume_row_sql, 4},
-    [PG_STMT_ISSUANCE] = {"og_issuance", pg_issuance_sql, 9},
-    [PG_STMT_REVOKE] = {"og_revoke", pg_revoke_sql, 5},
-    [PG_STMT_REVOKE_ROW] = {"og_revoke_row", pg_revoke_row_sql, 2},
-    [PG_STMT_REVOKE_CHECK] = {"og_revoke_check", pg_revoke_check_sql, 2},
-    [PG_STMT_FAMILY_REVOKE] = {"og_family_revoke", pg_family_revoke_sql, 4},
-    [PG_STMT_TICKET_CREATE] = {"og_ticket_create", pg_ticket_create_sql, 3},
-    [PG_STMT_TICKET_ROTATE] = {"og_ticket_rotate", pg_ticket_rotate_sql, 2},
-    [PG_STMT_TICKET_STATE] = {"og_ticket_state", pg_ticket_state_sql, 1},
-    [PG_STMT_OP_MAY_SUBMIT] = {"og_op_may_submit", pg_op_may_submit_sql, 2},
-    [PG_STMT_OP_RECORD] = {"og_op_record", pg_op_record_sql, 7},
-    [PG_STMT_OP_TAKEOVER] = {"og_op_takeover", pg_op_takeover_sql, 4},
-    [PG_STMT_OP_RESOLVE] = {"og_op_resolve", pg_op_resolve_sql, 6},
-    [PG_STMT_OP_HISTORY] = {"og_op_history", pg_op_history_sql, 1},
-    [PG_STMT_CLEANUP] = {"og_cleanup", og__pg_cleanup_sql, 3},
-    [PG_STMT_ARCHIVE] = {"og_archive", pg_archive_sql, 4},
+    PG_KEYED_STMTS(ADMIT, "og_admit", og__pg_admit, 13),
+    PG_KEYED_STMTS(ADMIT_ROW, "og_admit_row", og__pg_admit_row, 12),
+    PG_KEYED_STMTS(UNCLAIMED, "og_unclaimed", pg_unclaimed, 4),
+    PG_STMT(OPERATION_GET, "og_operation_get", pg_operation_get, 1),
+    PG_KEYED_STMTS(CONSUME, "og_consume", pg_consume, 5),
+    PG_STMT(CONSUME_ROW, "og_consume_row", pg_consume_row, 4),
+    PG_STMT(ISSUANCE, "og_issuance", pg_issuance, 9),
+    PG_KEYED_STMTS(REVOKE, "og_revoke", pg_revoke, 5),
+    PG_STMT(REVOKE_ROW, "og_revoke_row", pg_revoke_row, 2),
+    PG_KEYED_STMTS(REVOKE_CHECK, "og_revoke_check", pg_revoke_check, 2),
+    PG_KEYED_STMTS(FAMILY_REVOKE, "og_family_revoke", pg_family_revoke, 4),
+    PG_STMT(TICKET_CREATE, "og_ticket_create", pg_ticket_create, 3),
+    PG_STMT(TICKET_ROTATE, "og_ticket_rotate", pg_ticket_rotate, 2),
+    PG_STMT(TICKET_STATE, "og_ticket_state", pg_ticket_state, 1),
+    PG_STMT(OP_MAY_SUBMIT, "og_op_may_submit", pg_op_may_submit, 2),
+    PG_STMT(OP_RECORD, "og_op_record", pg_op_record, 7),
+    PG_STMT(OP_TAKEOVER, "og_op_takeover", pg_op_takeover, 4),
+    PG_STMT(OP_RESOLVE, "og_op_resolve", pg_op_resolve, 6),
+    PG_STMT(OP_HISTORY, "og_op_history", pg_op_history, 1),
+    PG_STMT(CLEANUP, "og_cleanup", og__pg_cleanup, 3),
+    PG_STMT(ARCHIVE, "og_archive", pg_archive, 4),
 };
 _Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
@@ -1109,7 +1277,13 @@ typedef struct og_pg {
                           + leeway, the retention of a revocation whose
                           issuance records no expiry (I9) */
     char cleanup_margin[24]; /* microseconds: cleanup's margin (I19) */
+    og_consumption_keys keys; /* I23: AS_STORED until pg_read_keys, then
+                                 the store's; never changes after */
 } og_pg;
+
+/* Statement NAME in the store's consumption keys (I23). */
+#define PG_KEYED(pg, NAME)                                                     \
+    ((pg)->keys == OG_KEYS_HASHED ? PG_STMT_##NAME##_HASHED : PG_STMT_##NAME)
 
 typedef struct pg_conn {
     PGconn *conn;
@@ -1540,6 +1714,12 @@ static int pg_connect(void *ctx, void **conn)
     if (rc != 0)
         goto out;
     for (i = 0; i < PG_STMT_COUNT; i++) {
+        /* Only this store's variants (I23); before its keys are known (the
+         * connection pg_open makes), none of them: they are prepared on
+         * first use. */
+        if (pg_stmts[i].keys != OG_KEYS_AS_STORED &&
+            pg_stmts[i].keys != pg->keys)
+            continue;
         rc = pg_prepare(pg, c, i);
         /* An unmigrated or partly migrated database lacks tables or columns
          * (undefined_table, undefined_column): the connection is still good
@@ -1815,7 +1995,8 @@ static int pg_session_bounds(void *impl, og_session_bounds *out)
 /* Applies migration m unless another migrator got there first. Any failure
  * leaves the transaction open; the caller discards the connection, which
  * rolls it back. */
-static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m, int *seen)
+static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m,
+                    og_consumption_keys keys, int *seen)
 {
     char version[16];
     const char *params[2];
@@ -1844,7 +2025,10 @@ static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m, int *seen)
     }
     if (cur >= m->version)
         return pg_exec_params(pg, c, "ROLLBACK", 0, NULL, PQTRANS_IDLE, NULL);
-    rc = pg_exec_script(pg, c, m->sql, PQTRANS_INTRANS);
+    rc = pg_exec_script(pg, c,
+                        keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
+                                                                : m->sql,
+                        PQTRANS_INTRANS);
     if (rc != 0)
         return rc;
     snprintf(version, sizeof version, "%d", m->version);
@@ -1859,7 +2043,8 @@ static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m, int *seen)
     return pg_exec_params(pg, c, "COMMIT", 0, NULL, PQTRANS_IDLE, NULL);
 }
 
-static int pg_migrate(void *impl, int *from, int *to)
+static int pg_migrate(void *impl, og_consumption_keys keys, int *from,
+                      int *to)
 {
     og_pg *pg = impl;
     pg_conn *c = NULL;
@@ -1880,7 +2065,7 @@ static int pg_migrate(void *impl, int *from, int *to)
     for (i = 0; i < PG_MIGRATION_COUNT; i++) {
         if (pg_migrations[i].version <= before)
             continue;
-        rc = pg_apply(pg, c, &pg_migrations[i], &seen);
+        rc = pg_apply(pg, c, &pg_migrations[i], keys, &seen);
         if (rc != 0) {
             c->broken = true;
             goto out;
@@ -1901,6 +2086,37 @@ out:
         *to = after;
     }
     return rc;
+}
+
+/* The consumption keys the store records (I23); from now on this store
+ * object's connections prepare and run that mode's statements. */
+static int pg_read_keys(void *impl, og_consumption_keys *keys)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_consumption_keys k = OG_KEYS_READABLE;
+    int rc;
+
+    rc = pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = pg_exec_params(pg, c,
+                        "SELECT consumption_keys FROM og_store_settings", 0,
+                        NULL, PQTRANS_IDLE, &res);
+    pg_release(pg, c);
+    if (rc != 0)
+        return rc;
+    /* migration 5 writes exactly one row */
+    if (PQntuples(res) != 1 || PQnfields(res) != 1 || PQgetisnull(res, 0, 0) ||
+        og_consumption_keys_parse(PQgetvalue(res, 0, 0), &k) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    if (rc != 0)
+        return rc;
+    pg->keys = k;
+    *keys = k;
+    return 0;
 }
 
 /* ===========================================================================
@@ -2084,7 +2300,7 @@ static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
     PGresult *res = NULL;
     int rc;
 
-    rc = pg_run(pg, c, PG_STMT_UNCLAIMED, params, &res);
+    rc = pg_run(pg, c, PG_KEYED(pg, UNCLAIMED), params, &res);
     if (rc == 0 && (PQntuples(res) != 1 ||
                     pg_shape(res, PG_UNCLAIMED_NCOLS + PG_OP_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
@@ -2131,11 +2347,11 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     params[11] = owner;
     if (req->form == OG_FORM_ROW) {
         /* The row's expires_at is the trusted deadline; $4 is the family. */
-        stmt = PG_STMT_ADMIT_ROW;
+        stmt = PG_KEYED(pg, ADMIT_ROW);
         params[3] = family;
         params[12] = NULL; /* not sent: the row statement takes 12 */
     } else {
-        stmt = PG_STMT_ADMIT;
+        stmt = PG_KEYED(pg, ADMIT);
         params[3] = expires;
         params[12] = family;
     }
@@ -2263,7 +2479,7 @@ static int pg_consume(void *impl, const og__admit_req *req,
         return rc;
     rc = pg_run(pg, c,
                 req->form == OG_FORM_ROW ? PG_STMT_CONSUME_ROW
-                                         : PG_STMT_CONSUME,
+                                         : PG_KEYED(pg, CONSUME),
                 params, &res);
     if (rc != 0)
         goto out;
@@ -2376,7 +2592,7 @@ static int pg_revoke(void *impl, const og__revoke_req *req,
     rc = pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, row ? PG_STMT_REVOKE_ROW : PG_STMT_REVOKE, params,
+    rc = pg_run(pg, c, row ? PG_STMT_REVOKE_ROW : PG_KEYED(pg, REVOKE), params,
                 &res);
     if (rc != 0)
         goto out;
@@ -2391,7 +2607,7 @@ static int pg_revoke(void *impl, const og__revoke_req *req,
     /* Nothing written: held already, or no proof of issuance. */
     PQclear(res);
     res = NULL;
-    rc = pg_run(pg, c, PG_STMT_REVOKE_CHECK, params, &res);
+    rc = pg_run(pg, c, PG_KEYED(pg, REVOKE_CHECK), params, &res);
     if (rc != 0)
         goto out;
     if (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0) {
@@ -2422,7 +2638,7 @@ static int pg_family_revoke_on(og_pg *pg, pg_conn *c, const char *issuer,
     PGresult *res = NULL;
     int rc, i;
 
-    rc = pg_run(pg, c, PG_STMT_FAMILY_REVOKE, params, &res);
+    rc = pg_run(pg, c, PG_KEYED(pg, FAMILY_REVOKE), params, &res);
     if (rc != 0)
         goto out;
     if (PQnfields(res) != 1) {
@@ -2939,6 +3155,7 @@ const og__store_methods og__postgres_methods = {
     .schema_version = pg_schema_version,
     .session_bounds = pg_session_bounds,
     .migrate = pg_migrate,
+    .read_keys = pg_read_keys,
     .admit = pg_admit,
     .operation_get = pg_operation_get,
     .issuance_record = pg_issuance_record,

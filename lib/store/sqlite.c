@@ -52,7 +52,8 @@
  *       the family's row.
  *   Q10 kind = 'admission' exactly when operation_id is set. SQLite cannot add
  *       migration 2's table CHECK to an existing table, so two triggers abort
- *       any write that breaks it (a defect: OG_EINTERNAL).
+ *       any write that breaks it (a defect: OG_EINTERNAL). A hashed store's
+ *       table is created by migration 5 and carries the CHECK itself.
  *   Q11 Presenting a rotated ticket is theft: the family is revoked in the
  *       same transaction that saw the reuse, before the reuse is answered.
  *   Q12 The fallback revocation retention (now + max grant lifetime + issue
@@ -105,7 +106,8 @@
  *   Q20 Cleanup deletes grant_consumptions rows and nothing else: at most
  *       `batch` rows per BEGIN IMMEDIATE transaction, picked oldest first
  *       over grant_consumptions_retain_until_idx by their primary key (the
- *       table has no rowid), so admissions wait for one short batch at most.
+ *       table has no rowid; (issuer, grant_id), or key_hash in a hashed
+ *       store, Q23), so admissions wait for one short batch at most.
  *   Q21 Archiving takes terminal operations only (Succeeded, Failed: no
  *       writer expects them, so they never change again) and moves or
  *       deletes each with its events in ONE BEGIN IMMEDIATE transaction.
@@ -120,6 +122,26 @@
  *       with the archived record and another grant under the id is refused
  *       (OPERATION_ID_TAKEN). Exact here: the write lock orders the archive
  *       and the admission.
+ *   Q23 Consumption keys (schema 5). A readable store keys grant_consumptions
+ *       by (issuer, grant_id); a hashed one by key_hash =
+ *       og_consumption_key(issuer, grant_id) alone, its PRIMARY KEY and ON
+ *       CONFLICT target, and keeps no identifier in the table (operations
+ *       keep them). The mode is read from og_store_settings once per store
+ *       object (sq_read_keys) and picks one of two variants of each
+ *       statement that touches the table (SQ_KEYED); both variants come
+ *       from ONE template (SQ_CLAIM_SQL(K), SQ_READ_CONSUMPTION_SQL(K),
+ *       SQ_REVOKE_TOKEN_SQL(K), SQ_CLEANUP_SQL(K)), so Q1-Q3, Q8, Q9, Q12
+ *       and the retention invariants Q19, Q20 and Q22 (the claim's
+ *       archived-id condition is in the template) hold for both
+ *       unchanged; the operation archives keep identifiers, as operations
+ *       do, and are the same in both modes. A family's revocation, whose
+ *       readable statement RETURNs the grant ids a hashed table does not
+ *       have, lists the family's grants and claims each key in the same
+ *       write transaction (sq_family_claim_hashed). Every key SQLite stores or looks up is
+ *       computed by SQL through og_consumption_key(), which is the C
+ *       function of lib/core/consumption_key.c registered on every
+ *       connection (sq_open_db): one implementation, for bound parameters,
+ *       the issuance log's ids and migration 5's rewrite alike.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -156,7 +178,48 @@ typedef struct sq_migration {
     int version;
     const char *description;
     const char *sql;
+    const char *sql_hashed; /* a hashed store's variant; NULL: sql */
 } sq_migration;
+
+/* Migration 5: the store's settings and its consumption keys (Q23). It runs
+ * after migration 4 and touches none of its tables (the operation archives
+ * keep their identifiers, as operations do). og_store_settings has exactly
+ * one row; og_consumption_key() is registered on the migrating connection,
+ * so a hashed store's existing claims are rewritten under their keys in the
+ * migration's own transaction. The hashed table: the atomic check is its
+ * PRIMARY KEY on key_hash, migration 2's kind rule is a table CHECK (Q10),
+ * no column holds an issuer or a grant id, and it gets back the index
+ * cleanup picks its rows over (grant_consumptions_retain_until_idx, Q20). */
+#define SQ_MIGRATION_5(keys, convert)                                         \
+    "CREATE TABLE og_store_settings ("                                        \
+    "  singleton        INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),"  \
+    "  consumption_keys TEXT    NOT NULL"                                     \
+    "                   CHECK (consumption_keys IN ('readable', 'hashed'))"   \
+    ") STRICT;"                                                               \
+    "INSERT INTO og_store_settings (singleton, consumption_keys)"             \
+    "  VALUES (1, '" keys "');" convert
+#define SQ_HASHED_CONSUMPTIONS                                                \
+    "CREATE TABLE grant_consumptions_hashed ("                                \
+    "  key_hash     BLOB    NOT NULL PRIMARY KEY /* the atomic check */"      \
+    "               CHECK (length(key_hash) = 32),"                           \
+    "               /* og_consumption_key(issuer, grant_id) */"               \
+    "  operation_id TEXT    CHECK (operation_id IS NULL OR length(operation_id) = 36)," \
+    "  consumed_at  INTEGER NOT NULL,"                                        \
+    "  retain_until INTEGER NOT NULL,"                                        \
+    "  kind         TEXT    NOT NULL"                                         \
+    "               CHECK (kind IN ('admission', 'revocation', 'consume')),"  \
+    "  CONSTRAINT grant_consumptions_kind_check2"                             \
+    "    CHECK ((kind = 'admission') = (operation_id IS NOT NULL))"           \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "INSERT INTO grant_consumptions_hashed"                                   \
+    "  (key_hash, operation_id, consumed_at, retain_until, kind)"             \
+    "  SELECT og_consumption_key(issuer, grant_id), operation_id,"            \
+    "         consumed_at, retain_until, kind"                                \
+    "  FROM grant_consumptions;"                                              \
+    "DROP TABLE grant_consumptions;" /* its index and triggers with it */     \
+    "ALTER TABLE grant_consumptions_hashed RENAME TO grant_consumptions;"     \
+    "CREATE INDEX grant_consumptions_retain_until_idx"                        \
+    "  ON grant_consumptions (retain_until);"
 
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
@@ -196,7 +259,7 @@ static const sq_migration sq_migrations[] = {
      "                                   /* one operation per grant */"
      ") STRICT, WITHOUT ROWID;"
      "CREATE INDEX operations_recovery_idx ON operations (lease_until)"
-     "  WHERE status IN ('Admitted', 'Unknown');"},
+     "  WHERE status IN ('Admitted', 'Unknown');", NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
      /* What holds a claimed key: an admission (operation_id set), a
       * revocation, or the consume verdict. */
@@ -280,7 +343,7 @@ static const sq_migration sq_migrations[] = {
      "  created_at  INTEGER NOT NULL,"
      "  rotated_at  INTEGER,"
      "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
-     ") STRICT, WITHOUT ROWID;"},
+     ") STRICT, WITHOUT ROWID;", NULL},
     {3, "execution: outcomes, provider references, operation history",
      /* Q17: updated_at stays NULL until the first status change and is read
       * as created_at, so admission stays ONE insert and old rows need no
@@ -326,7 +389,7 @@ static const sq_migration sq_migrations[] = {
      "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)"
      ") STRICT;"
      "CREATE INDEX operation_events_operation_idx"
-     "  ON operation_events (operation_id, seq);"},
+     "  ON operation_events (operation_id, seq);", NULL},
     {4, "retention: operations and events archives, terminal index",
      /* Finished operations and their history, on their own schedule
       * (Q21): the same columns plus archived_at (store clock), without the
@@ -370,7 +433,10 @@ static const sq_migration sq_migrations[] = {
      /* The archive job's scan, in its total order (Q21). */
      "CREATE INDEX operations_terminal_idx"
      "  ON operations (coalesce(updated_at, created_at), operation_id)"
-     "  WHERE status IN ('Succeeded', 'Failed');"},
+     "  WHERE status IN ('Succeeded', 'Failed');", NULL},
+    {5, "settings: consumption keys (readable or hashed)",
+     SQ_MIGRATION_5("readable", ""),
+     SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS)},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -405,6 +471,82 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     "   AND coalesce(updated_at, created_at) >= ?4"                           \
     "   AND coalesce(updated_at, created_at) < ?1"                            \
     " ORDER BY coalesce(updated_at, created_at), operation_id LIMIT ?2"
+
+/* The statements that claim, read or delete a consumption key, written once
+ * each as a template of K, READABLE or HASHED (Q23), and listed below in both
+ * variants (NAME and NAME_HASHED). A readable store runs exactly the
+ * statements schema 4 ran. */
+#define SQ_KCOLS_READABLE "issuer, grant_id"
+#define SQ_KCOLS_HASHED "key_hash"
+#define SQ_KVALS_READABLE(i, g) i ", " g
+#define SQ_KVALS_HASHED(i, g) "og_consumption_key(" i ", " g ")"
+#define SQ_KEQ_READABLE(i, g) "issuer = " i " AND grant_id = " g
+#define SQ_KEQ_HASHED(i, g) "key_hash = og_consumption_key(" i ", " g ")"
+#define SQ_KRET_READABLE "grant_id"
+#define SQ_KRET_HASHED "key_hash"
+/* "INSERT INTO grant_consumptions (key columns, ...) SELECT <key>, " and
+ * the conflict clause every claim ends with: a row only when it took the
+ * key. */
+#define SQ_CLAIM_INTO(K, i, g)                                                 \
+    "INSERT INTO grant_consumptions"                                           \
+    " (" SQ_KCOLS_##K ", operation_id, consumed_at, retain_until, kind)"       \
+    " SELECT " SQ_KVALS_##K(i, g) ", "
+#define SQ_CLAIM_END(K)                                                        \
+    " ON CONFLICT (" SQ_KCOLS_##K ") DO NOTHING"                               \
+    " RETURNING " SQ_KRET_##K
+
+/* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for
+ * the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a row
+ * only when this statement took the key. Both instances, as the row form's
+ * claim, leave an archived operation's id alone (Q22). */
+#define SQ_CLAIM_SQL(K)                                                        \
+    SQ_CLAIM_INTO(K, "?1", "?2") "?3, " SQ_NOW ", ?4 + ?5, ?6"                 \
+    " WHERE ?4 + ?5 > " SQ_NOW " AND " SQ_OP_ID_NOT_ARCHIVED                   \
+    SQ_CLAIM_END(K)
+/* What holds a key: ?1 issuer, ?2 grant id. */
+#define SQ_READ_CONSUMPTION_SQL(K)                                             \
+    "SELECT operation_id, kind FROM grant_consumptions"                        \
+    " WHERE " SQ_KEQ_##K("?1", "?2")
+/* The family's live token-form grants (readable: claimed as a set, their
+ * ids RETURNED): ?1 issuer, ?2 family, ?3 leeway, ?4 max lifetime + issue
+ * skew + leeway (the fallback, Q12). INDEXED BY: without ANALYZE statistics
+ * the planner prefers the issuer's whole primary-key range, a scan of all
+ * its grants under the write lock. A hashed table cannot RETURN a grant
+ * id, so the hashed store lists the same rows with FAMILY_TOKENS and claims
+ * each with FAMILY_TOKEN_CLAIM_HASHED, in the same transaction. */
+#define SQ_FAMILY_TOKENS_FROM                                                  \
+    " FROM grant_issuance gi INDEXED BY grant_issuance_family_idx,"            \
+    "      (SELECT " SQ_NOW " AS now) t"                                       \
+    " WHERE gi.issuer = ?1 AND gi.family = ?2 AND gi.form = 'token'"           \
+    "   AND (gi.expires_at IS NULL OR gi.expires_at + ?3 > t.now)"
+#define SQ_FAMILY_RETAIN "coalesce(gi.expires_at + ?3, t.now + ?4)"
+/* One grant's revocation, token form: ?1 issuer, ?2 grant id, ?3 trusted
+ * expires_at (0: none), ?4 leeway, ?5 max lifetime + issue skew + leeway.
+ * Retained until the trusted expiry + leeway, else the issuance log's, else
+ * the fallback (Q12); nothing without proof of issuance. */
+#define SQ_REVOKE_TOKEN_SQL(K)                                                 \
+    SQ_CLAIM_INTO(K, "?1", "?2") "NULL, r.now, r.retain, 'revocation'"         \
+    " FROM (SELECT t.now, CASE WHEN ?3 > 0 THEN ?3 + ?4 ELSE"                  \
+    "         (SELECT coalesce(gi.expires_at + ?4, t.now + ?5)"                \
+    "          FROM grant_issuance gi"                                         \
+    "          WHERE gi.issuer = ?1 AND gi.grant_id = ?2) END AS retain"       \
+    "       FROM (SELECT " SQ_NOW " AS now) t) r"                              \
+    " WHERE r.retain IS NOT NULL"                                              \
+    SQ_CLAIM_END(K)
+/* Cleanup (Q19, Q20): ?1 cleanup_margin, ?2 batch, ?3 the pass's keyset
+ * cursor. At most ?2 due rows, oldest first over
+ * grant_consumptions_retain_until_idx, picked by their primary key (the
+ * table has no rowid: (issuer, grant_id), resp. key_hash) and deleted where
+ * the bound still holds; returns each deleted row's kind and key. */
+#define SQ_CLEANUP_SQL(K)                                                      \
+    "DELETE FROM grant_consumptions"                                           \
+    " WHERE (" SQ_KCOLS_##K ") IN ("                                           \
+    "   SELECT " SQ_KCOLS_##K " FROM grant_consumptions"                       \
+    "   WHERE retain_until >= ?3 AND retain_until < " SQ_NOW " - ?1"           \
+    "   ORDER BY retain_until LIMIT ?2)"                                       \
+    "   AND retain_until < " SQ_NOW " - ?1"                                    \
+    " RETURNING kind, retain_until"
+
 #define SQ_STATEMENTS(X)                                                       \
     X(BEGIN, "BEGIN IMMEDIATE")                                                \
     X(COMMIT, "COMMIT")                                                        \
@@ -412,17 +554,9 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     X(SAVEPOINT, "SAVEPOINT og_admit")                                         \
     X(RELEASE, "RELEASE og_admit")                                             \
     X(ROLLBACK_TO, "ROLLBACK TO og_admit")                                     \
-    /* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL \
-     * for the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a \
-     * row only when this statement took the key. Both claims leave an       \
-     * archived operation's id alone (Q22). */                                \
-    X(CLAIM,                                                                   \
-      "INSERT INTO grant_consumptions"                                         \
-      " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
-      " SELECT ?1, ?2, ?3, " SQ_NOW ", ?4 + ?5, ?6"                            \
-      " WHERE ?4 + ?5 > " SQ_NOW " AND " SQ_OP_ID_NOT_ARCHIVED                 \
-      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
-      " RETURNING grant_id")                                                   \
+    /* The claim, token form (SQ_CLAIM_SQL; Q22). */                        \
+    X(CLAIM, SQ_CLAIM_SQL(READABLE))                                           \
+    X(CLAIM_HASHED, SQ_CLAIM_SQL(HASHED))                                      \
     /* The claim, row form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for \
      * the verdict), ?4 leeway. The row's expires_at is the trusted deadline; \
      * the request's is ignored. Returns the row's family when it took it. */ \
@@ -440,9 +574,8 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "        t.now + ?9, t.now + ?10, t.now"                                 \
       " FROM (SELECT " SQ_NOW " AS now) t"                                     \
       " RETURNING " SQ_OP_COLS)                                                \
-    X(READ_CONSUMPTION,                                                        \
-      "SELECT operation_id, kind FROM grant_consumptions"                      \
-      " WHERE issuer = ?1 AND grant_id = ?2")                                  \
+    X(READ_CONSUMPTION, SQ_READ_CONSUMPTION_SQL(READABLE))                     \
+    X(READ_CONSUMPTION_HASHED, SQ_READ_CONSUMPTION_SQL(HASHED))                \
     X(READ_GRANT,                                                              \
       "SELECT consumed_at IS NOT NULL, consumed_by_operation,"                 \
       "       revoked_at IS NOT NULL"                                          \
@@ -463,21 +596,19 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "   SET revoked_at = excluded.revoked_at"                                \
       "   WHERE families.revoked_at IS NULL"                                   \
       " RETURNING 1")                                                          \
-    /* The family's live token-form grants: ?1 issuer, ?2 family, ?3 leeway,  \
-     * ?4 max lifetime + issue skew + leeway (the fallback, Q12). INDEXED BY: \
-     * without ANALYZE statistics the planner prefers the issuer's whole      \
-     * primary-key range, a scan of all its grants under the write lock. */   \
+    /* The family's live token-form grants (SQ_FAMILY_TOKENS_FROM). */       \
     X(FAMILY_REVOKE_TOKENS,                                                    \
-      "INSERT INTO grant_consumptions"                                         \
-      " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
-      " SELECT gi.issuer, gi.grant_id, NULL, t.now,"                           \
-      "        coalesce(gi.expires_at + ?3, t.now + ?4), 'revocation'"         \
-      " FROM grant_issuance gi INDEXED BY grant_issuance_family_idx,"          \
-      "      (SELECT " SQ_NOW " AS now) t"                                     \
-      " WHERE gi.issuer = ?1 AND gi.family = ?2 AND gi.form = 'token'"         \
-      "   AND (gi.expires_at IS NULL OR gi.expires_at + ?3 > t.now)"           \
-      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
-      " RETURNING grant_id")                                                   \
+      SQ_CLAIM_INTO(READABLE, "gi.issuer", "gi.grant_id") "NULL, t.now,"       \
+      "        " SQ_FAMILY_RETAIN ", 'revocation'"                             \
+      SQ_FAMILY_TOKENS_FROM                                                    \
+      SQ_CLAIM_END(READABLE))                                                  \
+    /* Hashed: the same grants, listed with when and how long to hold them */ \
+    X(FAMILY_TOKENS,                                                           \
+      "SELECT gi.grant_id, t.now, " SQ_FAMILY_RETAIN SQ_FAMILY_TOKENS_FROM)     \
+    /* ...and each claimed: ?1 issuer, ?2 grant id, ?3 now, ?4 retain. */     \
+    X(FAMILY_TOKEN_CLAIM_HASHED,                                               \
+      SQ_CLAIM_INTO(HASHED, "?1", "?2") "NULL, ?3, ?4, 'revocation'"           \
+      SQ_CLAIM_END(HASHED))                                                    \
     X(FAMILY_REVOKE_ROWS,                                                      \
       "UPDATE grants INDEXED BY grants_family_idx"                             \
       " SET revoked_at = " SQ_NOW                                              \
@@ -496,23 +627,9 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     X(GRANT_INSERT,                                                            \
       "INSERT INTO grants (issuer, grant_id, family, expires_at)"              \
       " VALUES (?1, ?2, ?3, ?4)")                                              \
-    /* One grant's revocation, token form: ?1 issuer, ?2 grant id,            \
-     * ?3 trusted expires_at (0: none), ?4 leeway, ?5 max lifetime + issue    \
-     * skew + leeway. Retained until the trusted expiry + leeway, else the    \
-     * issuance log's, else the fallback (Q12); nothing without proof of      \
-     * issuance. */                                                            \
-    X(REVOKE_TOKEN,                                                            \
-      "INSERT INTO grant_consumptions"                                         \
-      " (issuer, grant_id, operation_id, consumed_at, retain_until, kind)"     \
-      " SELECT ?1, ?2, NULL, r.now, r.retain, 'revocation'"                    \
-      " FROM (SELECT t.now, CASE WHEN ?3 > 0 THEN ?3 + ?4 ELSE"                \
-      "         (SELECT coalesce(gi.expires_at + ?4, t.now + ?5)"              \
-      "          FROM grant_issuance gi"                                       \
-      "          WHERE gi.issuer = ?1 AND gi.grant_id = ?2) END AS retain"     \
-      "       FROM (SELECT " SQ_NOW " AS now) t) r"                            \
-      " WHERE r.retain IS NOT NULL"                                            \
-      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
-      " RETURNING grant_id")                                                   \
+    /* One grant's revocation, token form (SQ_REVOKE_TOKEN_SQL). */          \
+    X(REVOKE_TOKEN, SQ_REVOKE_TOKEN_SQL(READABLE))                             \
+    X(REVOKE_TOKEN_HASHED, SQ_REVOKE_TOKEN_SQL(HASHED))                        \
     X(REVOKE_ROW,                                                              \
       "UPDATE grants SET revoked_at = " SQ_NOW                                 \
       " WHERE issuer = ?1 AND grant_id = ?2"                                   \
@@ -542,16 +659,9 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       " UNION ALL"                                                             \
       " SELECT " SQ_OP_COLS " FROM operations_archive WHERE operation_id = ?1" \
       " LIMIT 1")                                                              \
-    /* Retention (Q19-Q22). Cleanup: ?1 cleanup_margin, ?2 batch, ?3 the    \
-     * pass's keyset cursor; returns each deleted row's kind and key. */       \
-    X(CLEANUP,                                                                 \
-      "DELETE FROM grant_consumptions"                                         \
-      " WHERE (issuer, grant_id) IN ("                                         \
-      "   SELECT issuer, grant_id FROM grant_consumptions"                     \
-      "   WHERE retain_until >= ?3 AND retain_until < " SQ_NOW " - ?1"         \
-      "   ORDER BY retain_until LIMIT ?2)"                                     \
-      "   AND retain_until < " SQ_NOW " - ?1"                                  \
-      " RETURNING kind, retain_until")                                         \
+    /* Retention (Q19-Q22). Cleanup (SQ_CLEANUP_SQL). */                   \
+    X(CLEANUP, SQ_CLEANUP_SQL(READABLE))                                       \
+    X(CLEANUP_HASHED, SQ_CLEANUP_SQL(HASHED))                                  \
     X(CLOCK, "SELECT " SQ_NOW)                                                 \
     /* Archiving: ?1 cutoff (last change before it), ?2 batch, ?3 archived_at \
      * (the same 'now' the cutoff came from), ?4 the pass's keyset cursor.    \
@@ -625,7 +735,8 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     X(SCHEMA_TABLE,                                                            \
       "SELECT count(*) FROM sqlite_schema"                                     \
       " WHERE type = 'table' AND name = 'og_schema_migrations'")               \
-    X(SCHEMA_VERSION, "SELECT coalesce(max(version), 0) FROM og_schema_migrations")
+    X(SCHEMA_VERSION, "SELECT coalesce(max(version), 0) FROM og_schema_migrations") \
+    X(READ_KEYS, "SELECT consumption_keys FROM og_store_settings")
 
 enum {
 #define X(name, sql) SQ_##name,
@@ -650,7 +761,12 @@ typedef struct sq_store {
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     struct sq_waiter *head, *tail;
     bool leading;
+    og_consumption_keys keys; /* Q23: read by sq_read_keys at open */
 } sq_store;
+
+/* Statement NAME in the store's consumption keys (Q23). */
+#define SQ_KEYED(s, NAME)                                                      \
+    ((s)->keys == OG_KEYS_HASHED ? SQ_##NAME##_HASHED : SQ_##NAME)
 
 typedef struct sq_conn {
     sqlite3 *db;
@@ -702,6 +818,47 @@ static void sq_arm(sq_conn *c, int64_t deadline_us)
  * Connections
  * ========================================================================= */
 
+/* og_consumption_key(issuer, grant_id) in SQL (Q23): the C function of
+ * lib/core/consumption_key.c over the arguments' bytes. NULL for a NULL
+ * argument, as a strict SQL function. */
+static void sq_key_function(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+    unsigned char key[OG_CONSUMPTION_KEY_LEN];
+    const unsigned char *issuer, *grant_id;
+    int issuer_len, grant_id_len;
+
+    (void)argc;
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL ||
+        sqlite3_value_type(v[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    /* text first, then its length: the documented order of the calls */
+    issuer = sqlite3_value_text(v[0]);
+    issuer_len = sqlite3_value_bytes(v[0]);
+    grant_id = sqlite3_value_text(v[1]);
+    grant_id_len = sqlite3_value_bytes(v[1]);
+    if (!issuer || !grant_id) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    if (og__consumption_key((const char *)issuer, (size_t)issuer_len,
+                            (const char *)grant_id, (size_t)grant_id_len,
+                            key) != 0) {
+        sqlite3_result_error(ctx, "og_consumption_key: argument too long", -1);
+        return;
+    }
+    sqlite3_result_blob(ctx, key, sizeof key, SQLITE_TRANSIENT);
+}
+
+int og__sqlite_register_key_function(sqlite3 *db)
+{
+    return sqlite3_create_function_v2(
+        db, "og_consumption_key", 2,
+        SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+        sq_key_function, NULL, NULL, NULL);
+}
+
 /* Applies the per-connection settings every store call relies on (Q4). */
 static int sq_configure(sqlite3 *db, const og_store_options *o)
 {
@@ -735,6 +892,11 @@ static int sq_open_db(const sq_store *s, bool create, sqlite3 **out)
         return rc;
     }
     sqlite3_extended_result_codes(db, 1);
+    if (og__sqlite_register_key_function(db) != SQLITE_OK) { /* Q23 */
+        rc = og__sqlite_classify(sqlite3_extended_errcode(db));
+        sqlite3_close(db);
+        return rc;
+    }
     if ((rc = sq_configure(db, &s->opts)) < 0) {
         sqlite3_close(db);
         return rc;
@@ -1000,7 +1162,7 @@ static int sq_claim(sq_store *s, sq_conn *c, const og__admit_req *req,
         sq_bind_opt(st, 3, op_id);
         sqlite3_bind_int64(st, 4, t->admission_leeway_us);
     } else {
-        if (!(st = sq_stmt(c, SQ_CLAIM)))
+        if (!(st = sq_stmt(c, SQ_KEYED(s, CLAIM))))
             return sq_err(c);
         sq_bind_opt(st, 3, op_id);
         sqlite3_bind_int64(st, 4, req->expires_at_us);
@@ -1043,7 +1205,8 @@ static int sq_kind_parse(const char *text, og__claim_kind *kind)
 /* After a claim that took nothing, inside the same transaction: what holds
  * req's grant, in the shape both forms share, and whether its family
  * blocked the claim (fam: sq_family_state() of the same transaction). */
-static int sq_consumption(sq_conn *c, const og__admit_req *req, sq_family fam,
+static int sq_consumption(const sq_store *s, sq_conn *c,
+                          const og__admit_req *req, sq_family fam,
                           og__consumption *cons)
 {
     og__consumption r = {0};
@@ -1053,7 +1216,7 @@ static int sq_consumption(sq_conn *c, const og__admit_req *req, sq_family fam,
     if (req->form == OG_FORM_ROW) {
         if (!(st = sq_stmt(c, SQ_READ_GRANT)))
             return sq_err(c);
-    } else if (!(st = sq_stmt(c, SQ_READ_CONSUMPTION))) {
+    } else if (!(st = sq_stmt(c, SQ_KEYED(s, READ_CONSUMPTION)))) {
         return sq_err(c);
     }
     sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
@@ -1091,14 +1254,14 @@ static int sq_consumption(sq_conn *c, const og__admit_req *req, sq_family fam,
 
 /* After a claim that took nothing, inside the same transaction: read what
  * holds the key and what the operation id names, and classify. */
-static int sq_followup(sq_conn *c, const og__admit_req *req, sq_family fam,
-                       og_admission *out)
+static int sq_followup(const sq_store *s, sq_conn *c, const og__admit_req *req,
+                       sq_family fam, og_admission *out)
 {
     og__consumption cons;
     og_operation op;
     int rc;
 
-    if ((rc = sq_consumption(c, req, fam, &cons)) < 0)
+    if ((rc = sq_consumption(s, c, req, fam, &cons)) < 0)
         return rc;
     rc = sq_read_op_by_id(c, SQ_READ_OP_ANY, req->operation_id, &op); /* Q22 */
     if (rc < 0)
@@ -1127,14 +1290,14 @@ static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
     if ((rc = sq_family_state(c, req->issuer, req->family, &fam)) < 0)
         return rc;
     if (fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED)
-        return sq_followup(c, req, fam, out); /* no claim; report */
+        return sq_followup(s, c, req, fam, out); /* no claim; report */
 
     /* 2. The claim: the key (token form) or the row (row form) and the
      * deadline, on SQLite's clock (Q3). */
     if ((rc = sq_claim(s, c, req, req->operation_id, NULL)) < 0)
         return rc;
     if (rc == 0)
-        return sq_followup(c, req, fam, out); /* nothing written; report */
+        return sq_followup(s, c, req, fam, out); /* nothing written; report */
 
     /* 3. The operation, bound to the grant, in the same transaction (row
      * form: chained to the row's UPDATE exactly as to the key's insert). */
@@ -1525,7 +1688,7 @@ static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
         if (!(st = sq_stmt(c, SQ_REVOKE_ROW)))
             return sq_err(c);
     } else {
-        if (!(st = sq_stmt(c, SQ_REVOKE_TOKEN)))
+        if (!(st = sq_stmt(c, SQ_KEYED(s, REVOKE_TOKEN))))
             return sq_err(c);
         sqlite3_bind_int64(st, 3, req->trusted_expires_at_us);
         sqlite3_bind_int64(st, 4, t->admission_leeway_us);
@@ -1548,8 +1711,9 @@ static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
 
     /* Nothing written: the key (row) is held already, or there is no proof
      * that the grant was ever issued. */
-    if (!(st = sq_stmt(c, req->form == OG_FORM_ROW ? SQ_READ_GRANT
-                                                   : SQ_READ_CONSUMPTION)))
+    if (!(st = sq_stmt(c, req->form == OG_FORM_ROW
+                              ? SQ_READ_GRANT
+                              : SQ_KEYED(s, READ_CONSUMPTION))))
         return sq_err(c);
     sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
@@ -1606,6 +1770,57 @@ static int sq_collect(sq_conn *c, sqlite3_stmt *st, og_strv *list)
     return rc;
 }
 
+/* A hashed store's claims of the family's live token-form grants (Q23): the
+ * table cannot RETURN a grant id, so the grants are listed (FAMILY_TOKENS:
+ * the very rows and retention FAMILY_REVOKE_TOKENS would claim, at one
+ * 'now') and each key is claimed on its own, pushing the ids whose claim
+ * took the key. Under the write lock (Q1) nothing else runs in between, so
+ * this claims what the readable set-based statement claims. */
+static int sq_family_claim_hashed(sq_conn *c, const og_timings *t,
+                                  const char *issuer, const char *family,
+                                  int64_t fallback_us, og_strv *list)
+{
+    sqlite3_stmt *grants, *claim;
+    int rc, took;
+
+    if (!(grants = sq_stmt(c, SQ_FAMILY_TOKENS)))
+        return sq_err(c);
+    sqlite3_bind_text(grants, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(grants, 2, family, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(grants, 3, t->admission_leeway_us);
+    sqlite3_bind_int64(grants, 4, fallback_us);
+    while ((rc = sq_step(c, grants)) == 1) {
+        const char *id = (const char *)sqlite3_column_text(grants, 0);
+
+        if (!id) {
+            rc = OG_EINTERNAL;
+            break;
+        }
+        /* grant_issuance is read, grant_consumptions written: the listing
+         * statement may stay active across the claims. */
+        if (!(claim = sq_stmt(c, SQ_FAMILY_TOKEN_CLAIM_HASHED))) {
+            rc = sq_err(c);
+            break;
+        }
+        sqlite3_bind_text(claim, 1, issuer, -1, SQLITE_STATIC);
+        sqlite3_bind_text(claim, 2, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(claim, 3, sqlite3_column_int64(grants, 1));
+        sqlite3_bind_int64(claim, 4, sqlite3_column_int64(grants, 2));
+        took = sq_step(c, claim); /* 1: RETURNING, this claim took it */
+        if (took != 1) {
+            sqlite3_reset(claim);
+            if ((rc = took) < 0)
+                break;
+            continue;
+        }
+        if ((rc = sq_done(c, claim)) < 0 ||
+            (list && (rc = og__strv_push(list, id)) < 0))
+            break;
+    }
+    sqlite3_reset(grants);
+    return rc;
+}
+
 /* Revokes (issuer, family) inside c's transaction: marks the family's row
  * revoked (creating it revoked when never seen), then revokes its live
  * token-form grants (claims their keys as revocations) and its live rows.
@@ -1632,13 +1847,19 @@ static int sq_family_revoke_in(sq_store *s, sq_conn *c, const char *issuer,
         return rc;
     *keep = true;
 
-    if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_TOKENS)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, t->admission_leeway_us);
-    sqlite3_bind_int64(st, 4, sq_fallback_us(t));
-    if ((rc = sq_collect(c, st, list)) < 0)
+    if (s->keys == OG_KEYS_HASHED) {
+        rc = sq_family_claim_hashed(c, t, issuer, family, sq_fallback_us(t),
+                                    list);
+    } else {
+        if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_TOKENS)))
+            return sq_err(c);
+        sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, t->admission_leeway_us);
+        sqlite3_bind_int64(st, 4, sq_fallback_us(t));
+        rc = sq_collect(c, st, list);
+    }
+    if (rc < 0)
         return rc;
 
     if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_ROWS)))
@@ -1698,7 +1919,7 @@ static int sq_consume_in(sq_store *s, sq_conn *c, const og__admit_req *req,
             return 0;
         }
     }
-    if ((rc = sq_consumption(c, req, fam, &cons)) < 0)
+    if ((rc = sq_consumption(s, c, req, fam, &cons)) < 0)
         return rc;
     out->consumed = false; /* a denial, without exception */
     out->refusal = og__classify_consume(&cons);
@@ -2281,7 +2502,7 @@ static int sq_op_history(void *impl, const char *id, og_op_events *out)
 static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
                          int64_t *from_us, og_cleanup_stats *out, bool *keep)
 {
-    sqlite3_stmt *st = sq_stmt(c, SQ_CLEANUP);
+    sqlite3_stmt *st = sq_stmt(c, SQ_KEYED(s, CLEANUP));
     og__claim_kind kind;
     int rc;
 
@@ -2483,7 +2704,8 @@ static int sq_schema_version(void *impl, int *version)
     return rc;
 }
 
-static int sq_migrate(void *impl, int *from, int *to)
+static int sq_migrate(void *impl, og_consumption_keys keys, int *from,
+                      int *to)
 {
     sq_store *s = impl;
     sqlite3 *db = NULL;
@@ -2515,7 +2737,10 @@ static int sq_migrate(void *impl, int *from, int *to)
 
         if (m->version <= v)
             continue;
-        if (sqlite3_exec(db, m->sql, NULL, NULL, NULL) != SQLITE_OK)
+        if (sqlite3_exec(db,
+                         keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
+                                                                 : m->sql,
+                         NULL, NULL, NULL) != SQLITE_OK)
             goto fail;
         if (sqlite3_prepare_v2(db,
                                "INSERT INTO og_schema_migrations"
@@ -2545,6 +2770,39 @@ out:
     return rc;
 }
 
+/* The consumption keys the store records (Q23); the store object runs that
+ * mode's statements from now on. */
+static int sq_read_keys(void *impl, og_consumption_keys *keys)
+{
+    sq_store *s = impl;
+    og_consumption_keys k = OG_KEYS_READABLE;
+    sqlite3_stmt *st;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    if (!(st = sq_stmt(conn, SQ_READ_KEYS))) {
+        rc = sq_err(conn);
+    } else {
+        if ((rc = sq_step(conn, st)) == 1)
+            rc = og_consumption_keys_parse(
+                     (const char *)sqlite3_column_text(st, 0), &k) < 0
+                     ? OG_EINTERNAL
+                     : 0;
+        else if (rc == 0)
+            rc = OG_EINTERNAL; /* migration 5 writes the row */
+        sqlite3_reset(st);
+    }
+    og__pool_put(s->pool, conn, false);
+    if (rc < 0)
+        return rc;
+    s->keys = k;
+    *keys = k;
+    return 0;
+}
+
 /* ===========================================================================
  * Open / close
  * ========================================================================= */
@@ -2557,6 +2815,7 @@ static int sq_open(const char *target, const og_store_options *opts,
         return OG_ENOMEM;
     s->path = strdup(target);
     s->opts = *opts;
+    s->keys = OG_KEYS_READABLE; /* until sq_read_keys */
     s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
                            opts->timings.store_timeout_us);
     if (!s->path || !s->pool) {
@@ -2594,6 +2853,7 @@ const og__store_methods og__sqlite_methods = {
     .close = sq_close,
     .schema_version = sq_schema_version,
     .migrate = sq_migrate,
+    .read_keys = sq_read_keys,
     .admit = sq_admit,
     .operation_get = sq_operation_get,
     .issuance_record = sq_issuance_record,

@@ -19,6 +19,14 @@
  *       reports more than `batch` rows is a defect (OG_EINTERNAL). Each call
  *       starts its keyset cursor afresh, so a row an earlier call's cursor
  *       passed is looked at again.
+ *   S5  The consumption keys (readable or hashed) are the store's, recorded
+ *       by migration 5 and read on every open: two store objects — in one
+ *       process or two — of one store run the same statements on the same
+ *       keys. A caller that asks for the other mode is refused
+ *       (OG_ESTORE_KEYS), at open and at migrate; nothing is converted once
+ *       recorded. Retention (S4) runs on either: the backends' cleanup
+ *       statements address rows by their key mode's primary key (SQLite)
+ *       or by ctid (PostgreSQL).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +43,7 @@ struct og_store {
     const og__store_methods *m;
     void *impl;
     og_store_options opts;
+    og_consumption_keys keys; /* S5: as the store records them */
 };
 
 void og_store_options_default(og_store_options *o)
@@ -42,6 +51,7 @@ void og_store_options_default(og_store_options *o)
     og_timings_default(&o->timings);
     o->pool_size = 16;
     o->session_bounds_from_role = false;
+    o->consumption_keys = OG_KEYS_AS_STORED;
 }
 
 /* Picks the backend for url and the target string it gets. */
@@ -75,7 +85,17 @@ static int og__options(const og_store_options *in, og_store_options *out)
         og_store_options_default(out);
     if (out->pool_size < 1 || out->pool_size > 1024)
         return OG_EINVAL;
+    if (out->consumption_keys != OG_KEYS_AS_STORED &&
+        out->consumption_keys != OG_KEYS_READABLE &&
+        out->consumption_keys != OG_KEYS_HASHED)
+        return OG_EINVAL;
     return og_timings_check(&out->timings, NULL);
+}
+
+/* S5: the store's recorded keys against what the caller asked for. */
+static int og__keys_agree(og_consumption_keys asked, og_consumption_keys stored)
+{
+    return asked == OG_KEYS_AS_STORED || asked == stored ? 0 : OG_ESTORE_KEYS;
 }
 
 int og_store_open(const char *url, const og_store_options *opts,
@@ -104,6 +124,9 @@ int og_store_open(const char *url, const og_store_options *opts,
         rc = OG_ESCHEMA;
         goto fail;
     }
+    if ((rc = m->read_keys(s->impl, &s->keys)) < 0 ||
+        (rc = og__keys_agree(s->opts.consumption_keys, s->keys)) < 0) /* S5 */
+        goto fail;
     *out = s;
     return 0;
 fail:
@@ -126,12 +149,18 @@ const char *og_store_backend(const og_store *s)
     return s ? s->m->name : "none";
 }
 
+og_consumption_keys og_store_consumption_keys(const og_store *s)
+{
+    return s ? s->keys : OG_KEYS_AS_STORED;
+}
+
 int og_store_migrate(const char *url, const og_store_options *opts,
                      int *from, int *to)
 {
     const og__store_methods *m;
     const char *target;
     og_store_options o;
+    og_consumption_keys keys = OG_KEYS_AS_STORED;
     void *impl = NULL;
     int f = 0, t = 0, rc;
 
@@ -141,7 +170,11 @@ int og_store_migrate(const char *url, const og_store_options *opts,
         return rc;
     if ((rc = m->open(target, &o, &impl)) < 0)
         return rc;
-    rc = m->migrate(impl, &f, &t);
+    rc = m->migrate(impl, o.consumption_keys, &f, &t);
+    /* S5: a store already at 5 keeps its keys; asking for others is an
+     * error, with nothing changed. */
+    if (rc == 0 && (rc = m->read_keys(impl, &keys)) == 0)
+        rc = og__keys_agree(o.consumption_keys, keys);
     m->close(impl);
     if (rc < 0)
         return rc;

@@ -1,7 +1,7 @@
 /*
  * main.c — the oncegate command: a thin edge over the C API.
  *
- *   oncegate migrate [--store URL]
+ *   oncegate migrate [--store URL] [--consumption-keys readable|hashed]
  *   oncegate admit --store URL --issuer I --grant-id G --expires-at T
  *                  --operation-id UUID --caller C --account A
  *                  --amount 250.00 --currency USD
@@ -50,13 +50,22 @@ static const char og_usage[] =
 
 static const char og_usage_migrate[] =
     "usage: oncegate migrate [--store URL]\n"
+    "                        [--consumption-keys readable|hashed]\n"
     "\n"
     "Applies every schema migration the store lacks, each in its own\n"
     "transaction; concurrent migrators serialize. Creates an SQLite file if\n"
-    "needed. Prints {\"from\":N,\"to\":M}.\n"
+    "needed. Prints {\"from\":N,\"to\":M,\"consumption_keys\":K}.\n"
     "\n"
-    "exit: 0 done, 75 store unavailable, 78 store newer than this build or bad\n"
-    "URL, 70 internal error.\n";
+    "--consumption-keys chooses how the store keys its consumption records,\n"
+    "once, when schema 5 is applied (docs/design.md, \"Hashed consumption\n"
+    "keys\"): readable (the default) keys them by (issuer, grant id); hashed\n"
+    "by SHA-256 over the length-prefixed pair, keeping the readable ids in\n"
+    "the operation records only. Existing records are rewritten under their\n"
+    "hashed keys in the same transaction. A store already at schema 5 keeps\n"
+    "its keys: asking for the other ones is refused and changes nothing.\n"
+    "\n"
+    "exit: 0 done, 75 store unavailable, 78 store newer than this build, bad\n"
+    "URL or other consumption keys recorded, 2 bad option, 70 internal error.\n";
 
 static const char og_usage_admit[] =
     "usage: oncegate admit [--store URL] --issuer I --grant-id G\n"
@@ -137,6 +146,7 @@ int og_cli_exit_for_error(int err)
     case OG_ESCHEMA:
     case OG_EBAD_URL:
     case OG_ETIMINGS:
+    case OG_ESTORE_KEYS:
         return OG_EXIT_CONFIG;
     case OG_EINTERNAL:
     case OG_ENOMEM:
@@ -236,17 +246,30 @@ static int og_cmd_migrate(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"store", required_argument, NULL, 's'},
+        {"consumption-keys", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     const char *url = OG_DEFAULT_STORE_URL;
+    og_store_options opts;
+    og_store *s = NULL;
+    og_consumption_keys keys = OG_KEYS_AS_STORED;
     int from = 0, to = 0, rc, c;
     json_t *out;
 
+    og_store_options_default(&opts);
+    opts.pool_size = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             url = optarg;
+            break;
+        case 'k':
+            if (og_consumption_keys_parse(optarg, &opts.consumption_keys) != 0) {
+                fprintf(stderr, "oncegate: migrate: --consumption-keys is "
+                                "readable or hashed, not '%s'\n", optarg);
+                return OG_EXIT_USAGE;
+            }
             break;
         case 'h':
             fputs(og_usage_migrate, stdout);
@@ -260,7 +283,11 @@ static int og_cmd_migrate(int argc, char **argv)
         fputs(og_usage_migrate, stderr);
         return OG_EXIT_USAGE;
     }
-    rc = og_store_migrate(url, NULL, &from, &to);
+    rc = og_store_migrate(url, &opts, &from, &to);
+    /* the keys the store records, read the way every instance reads them */
+    if (rc == 0 && (rc = og_store_open(url, &opts, &s)) == 0)
+        keys = og_store_consumption_keys(s);
+    og_store_free(s);
     if (rc < 0) {
         fprintf(stderr, "oncegate: migrate: %s: %s\n", og_err_name(rc),
                 og_strerror(rc));
@@ -269,7 +296,8 @@ static int og_cmd_migrate(int argc, char **argv)
         json_decref(out);
         return og_cli_exit_for_error(rc);
     }
-    out = json_pack("{s:i, s:i}", "from", from, "to", to);
+    out = json_pack("{s:i, s:i, s:s}", "from", from, "to", to,
+                    "consumption_keys", og_consumption_keys_name(keys));
     og_cli_print_json(out);
     json_decref(out);
     return OG_EXIT_OK;
