@@ -271,6 +271,19 @@ typedef struct og__store_methods {
     int (*op_list)(void *impl, const og_op_filter *f, og_op_list *out);
     /* Stored events only (store.c prepends the "admitted" one). */
     int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
+
+    /* ---- redemption recovery points (schema 6) ----
+     * Inputs are validated (store.c). */
+    /* ONE conditional insert, ON CONFLICT (caller, idempotency_key) DO
+     * NOTHING: *inserted false when the key already held a point. */
+    int (*redemption_put)(void *impl, const og_redemption_record *r,
+                          bool *inserted);
+    /* ONE read: the point of (caller, key), else (code_hash non-NULL)
+     * whether another key's point holds code_hash. *out only for OWN; its
+     * sealed bytes malloc'd. */
+    int (*redemption_get)(void *impl, const char *caller, const char *key,
+                          const char *code_hash, og_redemption_found *found,
+                          og_redemption_point *out);
 } og__store_methods;
 
 extern const og__store_methods og__sqlite_methods;

@@ -863,6 +863,9 @@ extern const size_t t_recovery_tests_count;
 /* Issuance, revocation, families, consume, tickets: lifecycle.c. */
 extern const struct CMUnitTest t_lifecycle_tests[];
 extern const size_t t_lifecycle_tests_count;
+/* Redemption recovery points: redemption.c. */
+extern const struct CMUnitTest t_redemption_tests[];
+extern const size_t t_redemption_tests_count;
 
 int main(int argc, char **argv)
 {
@@ -914,6 +917,10 @@ int main(int argc, char **argv)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "failures-sqlite" : "failures-postgres",
             t_failure_tests, t_failure_tests_count, NULL, NULL);
+    else if (strcmp(group, "redemption") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "redemption-sqlite" : "redemption-postgres",
+            t_redemption_tests, t_redemption_tests_count, NULL, NULL);
     else if (strcmp(group, "outage") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "outage-sqlite" : "outage-postgres",
