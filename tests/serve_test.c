@@ -2061,6 +2061,7 @@ static const route g_routes[] = {
     {"POST", "/v1/tickets", R_ISSUER},
     {"POST", "/v1/operations", R_AGENT},
     {"GET", "/v1/operations/%s", R_AGENT},
+    {"POST", "/v1/redemptions", R_AGENT},
     {"POST", "/v1/tickets/rotate", R_AGENT},
     {"POST", "/v1/grants/consume", R_ENFORCER},
     {"POST", "/v1/grants/revoke", R_REVOKER},
@@ -2101,6 +2102,9 @@ static void auth_fixture_new(auth_fixture *f)
             b = admit_body(f->op, f->g.token);
         else if (strcmp(rt->path, "/v1/tickets/rotate") == 0)
             b = json_pack("{s:s}", "ticket", f->t.ticket);
+        else if (strcmp(rt->path, "/v1/redemptions") == 0)
+            b = json_pack("{s:s, s:s}", "idempotency_key", f->op, "code",
+                          "ac_route_check_0123456789");
         else if (strcmp(rt->path, "/v1/grants/consume") == 0 ||
                  strcmp(rt->path, "/v1/grants/revoke") == 0)
             b = json_pack("{s:s}", "token", f->g.token);

@@ -7,9 +7,10 @@
  *      write: no lock, and no increment is ever lost (the counts are exact;
  *      only the order in which a concurrent render sees them is loose).
  *   2. Series are stable: every outcome, every refusal reason but "none",
- *      every store op and both consume verdicts are rendered from the
- *      start, at zero, so dashboards and alerts see them before the first
- *      event. Only response codes, which are open-ended, appear once seen.
+ *      every store op, both consume verdicts and every redemption outcome
+ *      are rendered from the start, at zero, so dashboards and alerts see
+ *      them before the first event. Only response codes, which are
+ *      open-ended, appear once seen.
  *   3. A histogram keeps one non-cumulative count per bucket; the render
  *      accumulates them and takes _count from the +Inf total, so within
  *      one render the buckets are cumulative and +Inf equals _count even
@@ -21,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "oncegate/redeem.h"
 #include "serve.h"
 
 /* ===========================================================================
@@ -30,6 +32,7 @@
 enum {
     N_OUTCOMES = 0 OG_OUTCOME_MAP(OG__COUNT_ONE),
     N_REFUSALS = 0 OG_REFUSAL_MAP(OG__COUNT_ONE),
+    N_REDEEM = 0 OG_REDEEM_OUTCOME_MAP(OG__COUNT_ONE),
 };
 #undef OG__COUNT_ONE
 
@@ -134,6 +137,17 @@ void og_metrics_outcome(og_op_status st, og_metric_source src)
 void og_metrics_takeovers(unsigned n)
 {
     bump(&takeovers, n);
+}
+
+/* Redemptions by outcome; the last slot counts errors. */
+static atomic_uint_fast64_t redemptions[N_REDEEM + 1];
+
+void og_metrics_redemption(int outcome)
+{
+    if (outcome < 0)
+        bump(&redemptions[N_REDEEM], 1);
+    else if (outcome < N_REDEEM)
+        bump(&redemptions[outcome], 1);
 }
 
 void og_metrics_inflight(int delta)
@@ -288,6 +302,18 @@ static void render_execution(FILE *f)
     fprintf(f, "%s %" PRIu64 "\n", t, get(&takeovers));
 }
 
+static void render_redemptions(FILE *f)
+{
+    static const char *const n = "oncegate_redemptions_total";
+
+    family(f, n, "counter", "Redemptions of single-use tokens, by outcome "
+                            "(error: the call failed).");
+    for (unsigned i = 0; i < N_REDEEM; i++)
+        sample1(f, n, "outcome", og_redeem_outcome_name((og_redeem_outcome)i),
+                get(&redemptions[i]));
+    sample1(f, n, "outcome", "error", get(&redemptions[N_REDEEM]));
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */
@@ -305,6 +331,7 @@ int og_metrics_render(char **out, size_t *len)
     render_store(f);
     render_http(f);
     render_execution(f);
+    render_redemptions(f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);
