@@ -24,6 +24,7 @@
 #include <stdbool.h>
 
 #include "oncegate/oncegate.h"
+#include "oncegate/redeem.h"
 
 /* Admission writes the operation at this owner version. One constant, so the
  * statement and every later ownership check cannot drift apart. */
@@ -152,6 +153,51 @@ int og__sqlite_classify(int extended_rc);
 
 /* The SQLite extended codes for the two unique keys that mean "refused":
  * SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE on operations. */
+
+/* ===========================================================================
+ * Core: redeeming a single-use token (lib/core/redeem.c). Pure: the nonce
+ * and every record arrive as arguments.
+ * ========================================================================= */
+#define OG__REDEEM_KEY_LEN 32
+#define OG__REDEEM_BACKOFF_FIRST_US 20000  /* the first wait between looks */
+#define OG__REDEEM_BACKOFF_MAX_US 500000   /* the longest */
+
+/* SHA-256 of code as 64 lower-case hex: all the store keeps of a token. */
+void og__redeem_code_hash(const char *code, char out[OG_CODE_HASH_LEN + 1]);
+
+/* Seals len (1..OG_REDEMPTION_RESULT_MAX) bytes of plain into sealed (len
+ * + OG_REDEMPTION_TAG_LEN bytes) under key and nonce, bound to caller, ikey
+ * and code_hash (R3). 0, or OG_EINVAL. */
+int og__redeem_seal(const unsigned char key[OG__REDEEM_KEY_LEN],
+                    const unsigned char nonce[OG_REDEMPTION_NONCE_LEN],
+                    const char *caller, const char *ikey,
+                    const char *code_hash, const unsigned char *plain,
+                    size_t len, unsigned char *sealed);
+
+/* Opens sealed (sealed_len bytes) into plain (sealed_len -
+ * OG_REDEMPTION_TAG_LEN bytes). 0, or -1 when it does not open under this
+ * key and record (plain's content is then unspecified: wipe it). */
+int og__redeem_open(const unsigned char key[OG__REDEEM_KEY_LEN],
+                    const unsigned char nonce[OG_REDEMPTION_NONCE_LEN],
+                    const char *caller, const char *ikey,
+                    const char *code_hash, const unsigned char *sealed,
+                    size_t sealed_len, unsigned char *plain);
+
+/* The wait before look number attempt + 1: 20 ms doubling to 500 ms. */
+int64_t og__redeem_backoff_us(int attempt);
+
+/* How long to look for a recovery point after exchange answer x: -1 not at
+ * all (SUCCEEDED, REJECTED settle it), 0 one look (nothing was sent),
+ * else bound_us. */
+int64_t og__redeem_catch_up_us(const og_exchange_outcome *x, int64_t bound_us);
+
+/* The outcome one look decides (an og_redeem_outcome), or -1: nothing
+ * yet, look again until the bound. same_code: the key's own point holds
+ * this token's hash. */
+int og__redeem_after_look(og_redemption_found found, bool same_code);
+
+/* The outcome at the bound when no look found anything. */
+og_redeem_outcome og__redeem_at_bound(og_exchange_class c);
 
 /* ===========================================================================
  * Connection pool (lib/store/pool.c). Thread-safe. Connections are created
@@ -323,6 +369,19 @@ typedef struct og__store_methods {
     int (*archive_batch)(void *impl, int64_t older_than_us,
                          og_archive_mode mode, int batch, int64_t *from_us,
                          og_archive_stats *out);
+
+    /* ---- redemption recovery points (schema 6) ----
+     * Inputs are validated (store.c). */
+    /* ONE conditional insert, ON CONFLICT (caller, idempotency_key) DO
+     * NOTHING: *inserted false when the key already held a point. */
+    int (*redemption_put)(void *impl, const og_redemption_record *r,
+                          bool *inserted);
+    /* ONE read: the point of (caller, key), else (code_hash non-NULL)
+     * whether another key's point holds code_hash. *out only for OWN; its
+     * sealed bytes malloc'd. */
+    int (*redemption_get)(void *impl, const char *caller, const char *key,
+                          const char *code_hash, og_redemption_found *found,
+                          og_redemption_point *out);
 } og__store_methods;
 
 /* The PostgreSQL cleanup statement (postgres.c), for tests that EXPLAIN the

@@ -850,6 +850,9 @@ extern const size_t t_lifecycle_tests_count;
 /* Hashed consumption keys: hashed.c. */
 extern const struct CMUnitTest t_hashed_tests[];
 extern const size_t t_hashed_tests_count;
+/* Redemption recovery points: redemption.c. */
+extern const struct CMUnitTest t_redemption_tests[];
+extern const size_t t_redemption_tests_count;
 
 int main(int argc, char **argv)
 {
@@ -911,6 +914,10 @@ int main(int argc, char **argv)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "hashed-sqlite" : "hashed-postgres",
             t_hashed_tests, t_hashed_tests_count, NULL, NULL);
+    else if (strcmp(group, "redemption") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "redemption-sqlite" : "redemption-postgres",
+            t_redemption_tests, t_redemption_tests_count, NULL, NULL);
     else if (strcmp(group, "outage") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "outage-sqlite" : "outage-postgres",

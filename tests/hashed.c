@@ -531,8 +531,9 @@ static void store_mode_is_recorded_in_the_store_and_read_on_open(void **state)
 /* A readable store BELOW schema 5 that is migrated hashed gets its claims
  * rewritten under their keys, in migration 5's transaction: every replay
  * that was refused before is refused after. Below-5 is made by undoing
- * migration 5 of a readable store by hand (what it adds: the settings row
- * and table, the function, the version). */
+ * migrations 6 and 5 of a readable store by hand (what they add: the
+ * redemptions table; the settings row and table, the function; their
+ * versions). */
 static void readable_store_below_schema_5_migrated_hashed_keeps_every_claim(
     void **state)
 {
@@ -570,15 +571,17 @@ static void readable_store_below_schema_5_migrated_hashed_keeps_every_claim(
 
     assert_int_equal(t_raw_exec(raw, t_kind == T_POSTGRES
                                          ? "BEGIN;"
+                                           " DROP TABLE redemptions;"
                                            " DROP TABLE og_store_settings;"
                                            " DROP FUNCTION og_consumption_key(text, text);"
                                            " DELETE FROM og_schema_migrations"
-                                           "   WHERE version = 5;"
+                                           "   WHERE version >= 5;"
                                            " COMMIT"
                                          : "BEGIN;"
+                                           " DROP TABLE redemptions;"
                                            " DROP TABLE og_store_settings;"
                                            " DELETE FROM og_schema_migrations"
-                                           "   WHERE version = 5;"
+                                           "   WHERE version >= 5;"
                                            " COMMIT"),
                      0);
     assert_int_equal(og_store_migrate(url, &asked, &from, &to), 0);

@@ -9,9 +9,9 @@
  *     their history, never an open one, and an archived operation still
  *     answers for its grant and its id: refused, or the archived record,
  *     never a second admission;
- *   - a store at schema 3 or 4 with data migrates to 5, once, under
- *     concurrent migrators, in the suite's keys, and cleanup and archiving
- *     work on it.
+ *   - a store at schema 3 or 4 with data migrates to the current schema
+ *     (6), once, under concurrent migrators, in the suite's keys, and
+ *     cleanup, archiving and redemption recovery points work on it.
  * Every test works in its own fresh store: cleanup and archiving act on the
  * whole store, and the counts they report are the claims under test. Times
  * are moved with SQL relative to the store's own clock; nothing sleeps.
@@ -703,18 +703,20 @@ static void cleanup_uses_the_retain_until_index(void **state)
 }
 
 /* ===========================================================================
- * Schema 3 or 4 with data -> 5, under concurrent migrators
+ * Schema 3 or 4 with data -> the current schema, under concurrent migrators
  * ========================================================================= */
 
-/* Takes e's store, at schema 5 and readable, back to schema `version` (3 or
- * 4) with its data: the objects of the later migrations and their records
- * dropped by hand. Every store below 5 is readable (5 records the keys). */
+/* Takes e's store, at the current schema (6) and readable, back to schema
+ * `version` (3 or 4) with its data: the objects of the later migrations and
+ * their records dropped by hand. Every store below 5 is readable (5 records
+ * the keys). */
 static void r_back_to(r_env *e, int version)
 {
     char sql[1024];
 
     snprintf(sql, sizeof sql,
              "BEGIN;"
+             " DROP TABLE redemptions;"
              " DROP TABLE og_store_settings;"
              "%s%s"
              " DELETE FROM og_schema_migrations WHERE version > %d;"
@@ -752,12 +754,13 @@ static bool r_has_retain_until_index(r_env *e)
 
 /* A readable store at schema `version` with data — a finished operation
  * (c), an open one (d), a revoked grant, and an admission past retention
- * (due) — migrated to 5 by four migrators at once asking for the suite's
+ * (due) — migrated to 6 by four migrators at once asking for the suite's
  * keys: exactly one finds it at `version`; the store is then in the suite's
  * keys (a hashed suite's store has its claims rewritten under their keys),
- * keeps the index cleanup walks, and its data works under 5 — refusals,
- * cleanup, archiving, the archived operation's answers. */
-static void r_migrates_to_5_once(int version)
+ * keeps the index cleanup walks, and its data works under 6 — refusals,
+ * cleanup, archiving, the archived operation's answers — beside the
+ * redemption recovery points migration 6 adds. */
+static void r_migrates_to_6_once(int version)
 {
     char tag[32];
     og_store *s = NULL;
@@ -809,7 +812,7 @@ static void r_migrates_to_5_once(int version)
     assert_true(r_held(&e, ISSUER, c.grant_id)); /* by the suite's key */
     assert_true(r_held(&e, ISSUER, rev.grant_id));
 
-    /* The data of schema `version` works under 5. */
+    /* The data of schema `version` works under 6. */
     assert_int_equal(og_operation_get(e.s, c.op, &op), 1);
     assert_int_equal(op.status, OG_OP_SUCCEEDED);
     a = r_other_op(&e, &d);
@@ -837,19 +840,39 @@ static void r_migrates_to_5_once(int version)
     assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
     assert_int_equal(a.refusal, OG_REFUSAL_OPERATION_ID_TAKEN);
     assert_false(r_held(&e, ISSUER, other.grant_id));
+    /* And migration 6 gave it the redemption recovery points. */
+    {
+        static const unsigned char nonce[OG_REDEMPTION_NONCE_LEN] = {1};
+        static const unsigned char sealed[OG_REDEMPTION_TAG_LEN + 1] = {2};
+        const og_redemption_record rr = {
+            "agent-1", c.op,
+            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            nonce, sealed, sizeof sealed};
+        og_redemption_found f = OG_REDEMPTION_ABSENT;
+        og_redemption_point p;
+        bool inserted = false;
+
+        assert_int_equal(og_redemption_put(e.s, &rr, &inserted), 0);
+        assert_true(inserted);
+        assert_int_equal(og_redemption_get(e.s, "agent-1", c.op, NULL, &f, &p),
+                         0);
+        assert_int_equal(f, OG_REDEMPTION_OWN);
+        assert_int_equal(p.sealed_len, sizeof sealed);
+        og_redemption_point_clear(&p);
+    }
     r_close(&e);
 }
 
-static void version_3_store_with_data_migrates_to_5_once(void **state)
+static void version_3_store_with_data_migrates_to_6_once(void **state)
 {
     (void)state;
-    r_migrates_to_5_once(3);
+    r_migrates_to_6_once(3);
 }
 
-static void version_4_store_with_data_migrates_to_5_once(void **state)
+static void version_4_store_with_data_migrates_to_6_once(void **state)
 {
     (void)state;
-    r_migrates_to_5_once(4);
+    r_migrates_to_6_once(4);
 }
 
 const struct CMUnitTest t_retention_tests[] = {
@@ -863,8 +886,8 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(
         archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
     cmocka_unit_test(cleanup_uses_the_retain_until_index),
-    cmocka_unit_test(version_3_store_with_data_migrates_to_5_once),
-    cmocka_unit_test(version_4_store_with_data_migrates_to_5_once),
+    cmocka_unit_test(version_3_store_with_data_migrates_to_6_once),
+    cmocka_unit_test(version_4_store_with_data_migrates_to_6_once),
 };
 const size_t t_retention_tests_count =
     sizeof t_retention_tests / sizeof t_retention_tests[0];

@@ -1118,17 +1118,25 @@ static void drop_response_after_effect_gives_no_http_answer_but_the_credit_exist
     hres_free(&b);
 }
 
+static void exchange(const sbx *s, const char *code, hres *out);
+
+/* A request in the background: a create with key, or (exchange) the
+ * exchange of the code in key. */
 typedef struct bg_create {
     const sbx *s;
     const char *key;
     hres r;
+    bool exchange;
 } bg_create;
 
 static void *bg_create_main(void *arg)
 {
     bg_create *b = arg;
 
-    create(b->s, b->key, "A-1", "6", b->key, NULL, &b->r);
+    if (b->exchange)
+        exchange(b->s, b->key, &b->r);
+    else
+        create(b->s, b->key, "A-1", "6", b->key, NULL, &b->r);
     return NULL;
 }
 
@@ -1136,7 +1144,7 @@ static void delay_before_effect_creates_nothing_until_the_delay_has_passed(
     void **state)
 {
     sbx *s = sbx_new("--control", END);
-    bg_create bg = {NULL, "key-db", {0}};
+    bg_create bg = {NULL, "key-db", {0}, false};
     pthread_t th;
 
     (void)state;
@@ -1157,7 +1165,7 @@ static void delay_after_effect_commits_the_credit_before_the_delayed_answer(
     void **state)
 {
     sbx *s = sbx_new("--control", END);
-    bg_create bg = {NULL, "key-da", {0}};
+    bg_create bg = {NULL, "key-da", {0}, false};
     pthread_t th;
 
     (void)state;
@@ -1384,6 +1392,9 @@ static void control_routes_are_404_without_control(void **state)
     assert_error(&r, 404, "not_found");
     hres_free(&r);
     post_json(s, "/_control/reset", "{}", &r);
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    post_json(s, "/_control/codes", "{}", &r);
     assert_error(&r, 404, "not_found");
     hres_free(&r);
     create(s, "key-nc", "A-1", "1", "ref-nc", NULL, &r);
@@ -1687,7 +1698,10 @@ static void unknown_route_is_404_and_a_wrong_method_is_405_with_allow(
     hres_free(&r);
 }
 
-static void reset_deletes_every_credit_key_counter_and_fault(void **state)
+static void mint(const sbx *s, char out[64]);
+static void assert_token(const hres *r);
+
+static void reset_deletes_every_credit_key_code_counter_and_fault(void **state)
 {
     sbx *s = sbx_new("--control", END);
     json_t *zero;
@@ -1697,6 +1711,14 @@ static void reset_deletes_every_credit_key_counter_and_fault(void **state)
     sbx_start(s);
     create(s, "key-r", "A-1", "1", "ref-r", NULL, &a);
     assert_credit(&a, "A-1", "ref-r");
+    {
+        char code[64];
+
+        mint(s, code);
+        exchange(s, code, &r);
+        assert_token(&r);
+        hres_free(&r);
+    }
     arm(s, "error_500_before_effect", 3, -1);
     post_json(s, "/_control/reset", "{\"all\":true}", &r);
     assert_error(&r, 400, "invalid_request"); /* reset takes no members */
@@ -1705,9 +1727,11 @@ static void reset_deletes_every_credit_key_counter_and_fault(void **state)
     http(s, "POST", "/_control/reset", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
     hres_free(&r);
-    zero = json_pack("{s:i, s:i, s:i, s:i, s:i}", "create_requests", 0,
-                     "credits_created", 0, "lookups", 0, "idempotent_replays",
-                     0, "mismatches", 0);
+    zero = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+                     "create_requests", 0, "credits_created", 0, "lookups", 0,
+                     "idempotent_replays", 0, "mismatches", 0, "codes_minted",
+                     0, "code_exchanges", 0, "token_requests", 0,
+                     "invalid_grants", 0);
     get(s, "/_control/stats", &r);
     assert_int_equal(r.status, 200);
     assert_true(json_equal(r.json, zero));
@@ -1724,7 +1748,7 @@ static void reset_deletes_every_credit_key_counter_and_fault(void **state)
 static void sigterm_lets_a_request_in_flight_finish_and_exits_0(void **state)
 {
     sbx *s = sbx_new("--control", END);
-    bg_create bg = {NULL, "key-term", {0}};
+    bg_create bg = {NULL, "key-term", {0}, false};
     pthread_t th;
 
     (void)state;
@@ -1783,6 +1807,384 @@ static void bad_flags_exit_2_and_an_unreadable_api_key_file_exits_78(
 }
 
 /* ===========================================================================
+ * Authorization codes: POST /oauth/token (RFC 6749 4.1.3), once per code
+ * ========================================================================= */
+
+/* Every code minted and every token answered: none may appear in a log. */
+static char *g_secrets[512];
+static size_t g_n_secrets;
+
+static void secret_add(const char *s)
+{
+    if (s && g_n_secrets < sizeof g_secrets / sizeof g_secrets[0])
+        g_secrets[g_n_secrets++] = strdup(s);
+}
+
+/* POST /_control/codes: a fresh code into out. */
+static void mint(const sbx *s, char out[64])
+{
+    hres r;
+
+    http(s, "POST", "/_control/codes", NULL, NULL, 0, &r);
+    if (r.status != 200 || !jstr(r.json, "code"))
+        fail_msg("minting a code: %ld %s", r.status, r.body ? r.body : "");
+    assert_int_equal(json_object_size(r.json), 1);
+    assert_int_equal(strlen(jstr(r.json, "code")), 35);
+    assert_true(strncmp(jstr(r.json, "code"), "ac_", 3) == 0);
+    snprintf(out, 64, "%s", jstr(r.json, "code"));
+    secret_add(out);
+    hres_free(&r);
+}
+
+static const char *const form_ct[] = {
+    "Content-Type: application/x-www-form-urlencoded", NULL};
+
+/* POST /oauth/token with a form body as given (already encoded). */
+static void token_raw(const sbx *s, const char *form, hres *out)
+{
+    http(s, "POST", "/oauth/token", form_ct, form, strlen(form), out);
+    secret_add(jstr(out->json, "access_token"));
+    secret_add(jstr(out->json, "refresh_token"));
+}
+
+/* The exchange of code, as oncegate sends it. */
+static void exchange(const sbx *s, const char *code, hres *out)
+{
+    char form[256];
+
+    snprintf(form, sizeof form, "grant_type=authorization_code&code=%s", code);
+    token_raw(s, form, out);
+}
+
+/* A 200 token response with every documented member. */
+static void assert_token(const hres *r)
+{
+    char cc[64];
+
+    if (r->status != 200 || !r->json)
+        fail_msg("expected 200, got %ld (curl %d): %s", r->status, (int)r->cc,
+                 r->body ? r->body : "");
+    assert_int_equal(json_object_size(r->json), 4);
+    assert_true(strncmp(jstr(r->json, "access_token"), "at_", 3) == 0);
+    assert_int_equal(strlen(jstr(r->json, "access_token")), 67);
+    assert_true(strncmp(jstr(r->json, "refresh_token"), "rt_", 3) == 0);
+    assert_str(jstr(r->json, "token_type"), "Bearer");
+    assert_int_equal(json_integer_value(json_object_get(r->json, "expires_in")),
+                     3600);
+    assert_true(hdr_value(r, "Cache-Control", cc, sizeof cc));
+    assert_str(cc, "no-store");
+}
+
+/* An RFC 6749 5.2 error: 400, error, error_description. */
+static void assert_oauth_error(const hres *r, const char *code)
+{
+    if (r->status != 400 || !jstr(r->json, "error") ||
+        strcmp(jstr(r->json, "error"), code) != 0 ||
+        !jstr(r->json, "error_description"))
+        fail_msg("expected 400 %s, got %ld (curl %d): %s", code, r->status,
+                 (int)r->cc, r->body ? r->body : "");
+}
+
+static void code_is_exchanged_once_and_every_later_exchange_is_400_invalid_grant(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    char code[64], other[64];
+    hres a, b, c, d;
+
+    (void)state;
+    sbx_start(s);
+    mint(s, code);
+    mint(s, other);
+    exchange(s, code, &a);
+    assert_token(&a);
+    exchange(s, code, &b);
+    assert_oauth_error(&b, "invalid_grant");
+    exchange(s, "ac_0123456789abcdef0123456789abcdef", &c); /* never minted */
+    assert_oauth_error(&c, "invalid_grant");
+    /* Another code is unaffected, and each exchange has its own tokens. */
+    exchange(s, other, &d);
+    assert_token(&d);
+    assert_string_not_equal(jstr(a.json, "access_token"),
+                            jstr(d.json, "access_token"));
+    assert_int_equal(counter(s, "codes_minted"), 2);
+    assert_int_equal(counter(s, "code_exchanges"), 2);
+    assert_int_equal(counter(s, "token_requests"), 4);
+    assert_int_equal(counter(s, "invalid_grants"), 2);
+    assert_int_equal(counter(s, "credits_created"), 0);
+    hres_free(&a);
+    hres_free(&b);
+    hres_free(&c);
+    hres_free(&d);
+}
+
+typedef struct xracer {
+    pthread_barrier_t *start;
+    const sbx *s;
+    const char *code;
+    hres r;
+} xracer;
+
+static void *xracer_main(void *arg)
+{
+    xracer *x = arg;
+
+    pthread_barrier_wait(x->start);
+    exchange(x->s, x->code, &x->r);
+    return NULL;
+}
+
+static void twenty_concurrent_exchanges_of_one_code_succeed_exactly_once(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    pthread_barrier_t start;
+    pthread_t th[RACERS];
+    xracer xs[RACERS];
+    char code[64];
+    int ok = 0, spent = 0;
+
+    (void)state;
+    sbx_start(s);
+    mint(s, code);
+    pthread_barrier_init(&start, NULL, RACERS);
+    for (int i = 0; i < RACERS; i++) {
+        xs[i] = (xracer){&start, s, code, {0}};
+        assert_int_equal(pthread_create(&th[i], NULL, xracer_main, &xs[i]), 0);
+    }
+    for (int i = 0; i < RACERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += xs[i].r.status == 200;
+        spent += xs[i].r.status == 400 &&
+                 strcmp(jstr(xs[i].r.json, "error"), "invalid_grant") == 0;
+        hres_free(&xs[i].r);
+    }
+    pthread_barrier_destroy(&start);
+    assert_int_equal(ok, 1);
+    assert_int_equal(spent, RACERS - 1);
+    assert_int_equal(counter(s, "code_exchanges"), 1);
+    assert_int_equal(counter(s, "token_requests"), RACERS);
+}
+
+static void malformed_token_requests_are_400_in_rfc_6749_shape_and_spend_nothing(
+    void **state)
+{
+    static const struct {
+        const char *form, *error;
+    } bad[] = {
+        {"code=CODE", "invalid_request"},                 /* no grant_type */
+        {"grant_type=&code=CODE", "invalid_request"},     /* empty = absent */
+        {"grant_type=password&code=CODE", "unsupported_grant_type"},
+        {"grant_type=authorization_code", "invalid_request"}, /* no code */
+        {"grant_type=authorization_code&code=", "invalid_request"},
+        {"grant_type=authorization_code&code=CODE&code=CODE",
+         "invalid_request"},                              /* repeated */
+        {"grant_type=authorization_code&code=CODE%2", "invalid_request"},
+        {"grant_type=authorization_code&code=CODE%zz", "invalid_request"},
+        {"grant_type=authorization_code&code=CODE%00", "invalid_request"},
+        {"grant_type=authorization_code&code=CODE%ff", "invalid_request"},
+    };
+    sbx *s = sbx_new("--control", END);
+    char code[64], form[256], *p;
+    hres r;
+
+    (void)state;
+    sbx_start(s);
+    mint(s, code);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        /* CODE stands for the real code. */
+        snprintf(form, sizeof form, "%s", bad[i].form);
+        while ((p = strstr(form, "CODE"))) {
+            char rest[256];
+
+            snprintf(rest, sizeof rest, "%s", p + 4);
+            snprintf(p, sizeof form - (size_t)(p - form), "%s%s", code, rest);
+        }
+        token_raw(s, form, &r);
+        print_message("%s\n", bad[i].form);
+        assert_oauth_error(&r, bad[i].error);
+        hres_free(&r);
+    }
+    /* JSON is not the token endpoint's media type. */
+    snprintf(form, sizeof form, "{\"grant_type\":\"authorization_code\","
+                                "\"code\":\"%s\"}", code);
+    post_json(s, "/oauth/token", form, &r);
+    assert_error(&r, 415, "unsupported_media_type");
+    hres_free(&r);
+    assert_int_equal(counter(s, "token_requests"), 0);
+    assert_int_equal(counter(s, "code_exchanges"), 0);
+    /* The code is still good; unknown parameters are ignored (RFC 6749
+     * 3.2), %-escapes and '+' decode. */
+    snprintf(form, sizeof form,
+             "redirect_uri=https%%3A%%2F%%2Fapp.example%%2Fcb&client_id=a+b&"
+             "grant_type=authorization%%5Fcode&code=%s&&",
+             code);
+    token_raw(s, form, &r);
+    assert_token(&r);
+    hres_free(&r);
+    assert_int_equal(counter(s, "code_exchanges"), 1);
+}
+
+/* The fault queue acts on exchanges as on creates: the effect is the
+ * code's exchange. */
+static void dropped_answer_after_an_exchange_leaves_the_code_spent(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    char code[64];
+    hres a, b;
+
+    (void)state;
+    sbx_start(s);
+    mint(s, code);
+    arm(s, "drop_response_after_effect", 1, -1);
+    exchange(s, code, &a);
+    assert_int_equal(a.status, 0); /* no status line at all */
+    assert_int_not_equal(a.cc, CURLE_OK);
+    assert_int_equal(counter(s, "code_exchanges"), 1);
+    /* The result is gone: the provider never gives it twice. */
+    exchange(s, code, &b);
+    assert_oauth_error(&b, "invalid_grant");
+    hres_free(&a);
+    hres_free(&b);
+}
+
+static void delay_faults_hold_an_exchange_before_or_after_the_code_is_spent(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    char c1[64], c2[64];
+    bg_create b1 = {NULL, c1, {0}, true}, b2 = {NULL, c2, {0}, true};
+    pthread_t th;
+
+    (void)state;
+    sbx_start(s);
+    b1.s = b2.s = s;
+    mint(s, c1);
+    mint(s, c2);
+    /* Before: nothing is spent during the delay. */
+    arm(s, "delay_before_effect", 1, 1500);
+    assert_int_equal(pthread_create(&th, NULL, bg_create_main, &b1), 0);
+    sleep_ms(600);
+    assert_int_equal(counter(s, "code_exchanges"), 0);
+    pthread_join(th, NULL);
+    assert_token(&b1.r);
+    assert_true(b1.r.elapsed_ms >= 1500);
+    /* After: the code is spent, the answer still to come. */
+    arm(s, "delay_after_effect", 1, 1500);
+    assert_int_equal(pthread_create(&th, NULL, bg_create_main, &b2), 0);
+    for (int64_t until = now_ms() + 1200;
+         counter(s, "code_exchanges") < 2 && now_ms() < until;)
+        sleep_ms(20);
+    assert_int_equal(counter(s, "code_exchanges"), 2);
+    pthread_join(th, NULL);
+    assert_token(&b2.r);
+    assert_true(b2.r.elapsed_ms >= 1500);
+    hres_free(&b1.r);
+    hres_free(&b2.r);
+}
+
+static void error_500_before_an_exchange_spends_nothing_and_after_it_spends_the_code(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    char code[64];
+    hres a, b, c;
+
+    (void)state;
+    sbx_start(s);
+    mint(s, code);
+    arm(s, "error_500_before_effect", 1, -1);
+    exchange(s, code, &a);
+    assert_error(&a, 500, "internal");
+    assert_int_equal(counter(s, "code_exchanges"), 0);
+    assert_int_equal(counter(s, "token_requests"), 1);
+    arm(s, "error_500_after_effect", 1, -1);
+    exchange(s, code, &b);
+    assert_error(&b, 500, "internal");
+    assert_int_equal(counter(s, "code_exchanges"), 1);
+    exchange(s, code, &c);
+    assert_oauth_error(&c, "invalid_grant");
+    hres_free(&a);
+    hres_free(&b);
+    hres_free(&c);
+}
+
+static void exit_after_an_exchange_leaves_the_code_durably_spent(void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    char code[64];
+    hres a, b;
+
+    (void)state;
+    sbx_start(s);
+    mint(s, code);
+    arm(s, "exit_after_effect", 1, -1);
+    exchange(s, code, &a);
+    assert_int_equal(a.status, 0);
+    assert_int_equal(exit_code(wait_for(s->pid, EXIT_MS)), 137);
+    s->pid = 0;
+    sbx_start(s);
+    assert_int_equal(counter(s, "code_exchanges"), 1);
+    exchange(s, code, &b);
+    assert_oauth_error(&b, "invalid_grant");
+    hres_free(&a);
+    hres_free(&b);
+}
+
+static void minting_takes_no_members_and_codes_survive_a_restart(void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    char code[64];
+    hres r;
+
+    (void)state;
+    sbx_start(s);
+    post_json(s, "/_control/codes", "{\"client_id\":\"x\"}", &r);
+    assert_error(&r, 400, "invalid_request");
+    hres_free(&r);
+    post_json(s, "/_control/codes", "{}", &r);
+    assert_int_equal(r.status, 200);
+    secret_add(jstr(r.json, "code"));
+    hres_free(&r);
+    mint(s, code);
+    sbx_restart(s);
+    assert_int_equal(counter(s, "codes_minted"), 2);
+    exchange(s, code, &r);
+    assert_token(&r);
+    hres_free(&r);
+}
+
+/* A state file of schema version 1 (credits only) gains the codes table
+ * and keeps its credits. */
+static void version_1_state_file_gains_codes_and_keeps_its_credits(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    sqlite3 *db = NULL;
+    char code[64];
+    hres r;
+
+    (void)state;
+    sbx_start(s);
+    create(s, "key-v1", "A-1", "5", "ref-v1", NULL, &r);
+    assert_credit(&r, "A-1", "ref-v1");
+    hres_free(&r);
+    assert_int_equal(sbx_stop(s, SIGTERM), 0);
+    assert_int_equal(sqlite3_open(s->state, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "DROP TABLE codes; PRAGMA user_version = 1",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    sbx_start(s);
+    assert_int_equal(counter(s, "credits_created"), 1);
+    mint(s, code);
+    exchange(s, code, &r);
+    assert_token(&r);
+    hres_free(&r);
+}
+
+/* ===========================================================================
  * Whole-suite checks
  * ========================================================================= */
 static void every_sandbox_stopped_by_sigterm_exited_0(void **state)
@@ -1794,19 +2196,24 @@ static void every_sandbox_stopped_by_sigterm_exited_0(void **state)
 }
 
 /* Every line a sandbox wrote to stderr is a JSON object with ts, level
- * and event; none contains the API key. */
-static void logs_are_json_lines_without_the_api_key(void **state)
+ * and event; none contains the API key, a code or a token. */
+static void logs_are_json_lines_without_the_api_key_codes_or_tokens(
+    void **state)
 {
     size_t lines = 0;
 
     (void)state;
     assert_true(g_n_logs > 0);
+    assert_true(g_n_secrets > 0);
     for (size_t i = 0; i < g_n_logs; i++) {
         char *log = slurp(g_logs[i]), *save = NULL;
 
         assert_non_null(log);
         if (strstr(log, API_KEY))
             fail_msg("%s contains the API key", g_logs[i]);
+        for (size_t k = 0; k < g_n_secrets; k++)
+            if (strstr(log, g_secrets[k]))
+                fail_msg("%s contains a code or token", g_logs[i]);
         for (char *l = strtok_r(log, "\n", &save); l;
              l = strtok_r(NULL, "\n", &save)) {
             json_t *j = json_loads(l, 0, NULL);
@@ -1854,11 +2261,20 @@ int main(void)
         T(body_over_64_kib_is_413_and_a_body_of_exactly_64_kib_is_accepted),
         T(create_without_a_json_content_type_is_415_and_changes_nothing),
         T(unknown_route_is_404_and_a_wrong_method_is_405_with_allow),
-        T(reset_deletes_every_credit_key_counter_and_fault),
+        T(reset_deletes_every_credit_key_code_counter_and_fault),
         T(sigterm_lets_a_request_in_flight_finish_and_exits_0),
         T(bad_flags_exit_2_and_an_unreadable_api_key_file_exits_78),
+        T(code_is_exchanged_once_and_every_later_exchange_is_400_invalid_grant),
+        T(twenty_concurrent_exchanges_of_one_code_succeed_exactly_once),
+        T(malformed_token_requests_are_400_in_rfc_6749_shape_and_spend_nothing),
+        T(dropped_answer_after_an_exchange_leaves_the_code_spent),
+        T(delay_faults_hold_an_exchange_before_or_after_the_code_is_spent),
+        T(error_500_before_an_exchange_spends_nothing_and_after_it_spends_the_code),
+        T(exit_after_an_exchange_leaves_the_code_durably_spent),
+        T(minting_takes_no_members_and_codes_survive_a_restart),
+        T(version_1_state_file_gains_codes_and_keeps_its_credits),
         T(every_sandbox_stopped_by_sigterm_exited_0),
-        T(logs_are_json_lines_without_the_api_key),
+        T(logs_are_json_lines_without_the_api_key_codes_or_tokens),
     };
 #undef T
     int rc;
@@ -1880,6 +2296,8 @@ int main(void)
     rc = cmocka_run_group_tests_name("sandbox", tests, NULL, NULL);
     kill_all_at_exit();
     curl_global_cleanup();
+    for (size_t i = 0; i < g_n_secrets; i++)
+        free(g_secrets[i]);
     if (rc == 0) {
         char cmd[512];
 

@@ -36,6 +36,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "oncegate/redeem.h"
 #include "serve.h"
 
 #define H1 "9b346041bc9a49574eb2665b2ad2a0a3f9f9cce4e42f5d1f26deb8a256b5966a"
@@ -225,6 +226,12 @@ static void defaults_pass_check(void **state)
     assert_int_equal(c.audit_retention_days, 365);
     assert_int_equal(c.n_principals, 0);
     assert_null(c.config_path);
+    /* Redemption is off until a key file is configured. */
+    assert_null(c.redemption_url);
+    assert_null(c.redemption_key_file);
+    assert_null(c.redemption_api_key_file);
+    assert_int_equal(c.redemption_catch_up_us, 20000 * INT64_C(1000));
+    assert_null(og_srv_config_redemption_url(&c));
     og_timings_default(&t);
     assert_memory_equal(&c.timings, &t, sizeof t);
     og_srv_config_free(&c);
@@ -512,6 +519,75 @@ static void audit_retention_shorter_than_refusal_retention_is_refused_as_R1(
     c.audit_retention_days = 1;
     assert_int_equal(og_srv_config_check(&c, err, sizeof err), OG_ETIMINGS);
     assert_non_null(strstr(err, "R1"));
+    og_srv_config_free(&c);
+}
+
+static void redemption_keys_land_and_its_url_defaults_to_the_provider(
+    void **state)
+{
+    og_srv_config c;
+    char err[512] = "";
+
+    (void)state;
+    assert_int_equal(
+        load_json("{\"redemption\": {\"url\": \"https://auth.example/\","
+                  " \"key_file\": \"/etc/oncegate/redemption.key\","
+                  " \"api_key_file\": \"/etc/oncegate/auth.key\","
+                  " \"catch_up_timeout_ms\": 45000}}",
+                  &c, err, sizeof err),
+        0);
+    assert_string_equal(c.redemption_url, "https://auth.example/");
+    assert_string_equal(c.redemption_key_file, "/etc/oncegate/redemption.key");
+    assert_string_equal(c.redemption_api_key_file, "/etc/oncegate/auth.key");
+    assert_int_equal(c.redemption_catch_up_us, 45000 * INT64_C(1000));
+    assert_string_equal(og_srv_config_redemption_url(&c),
+                        "https://auth.example/");
+    og_srv_config_free(&c);
+    /* Without its own URL the token endpoint is the provider. */
+    assert_int_equal(
+        load_json("{\"provider\": {\"url\": \"http://127.0.0.1:9\","
+                  " \"table\": \"/t.json\"},"
+                  " \"redemption\": {\"key_file\": \"/k\"}}",
+                  &c, err, sizeof err),
+        0);
+    assert_string_equal(og_srv_config_redemption_url(&c), "http://127.0.0.1:9");
+    og_srv_config_free(&c);
+}
+
+/* A token endpoint without a key file, one that is no http(s) URL, and a
+ * catch-up bound a winner in flight could outlast (R2) are refused. */
+static void redemption_relations_are_refused_by_name(void **state)
+{
+    static const refusal cases[] = {
+        {"{\"redemption\": {\"url\": \"http://127.0.0.1:9\"}}", OG_EINVAL,
+         "redemption.key_file: required with redemption.url"},
+        {"{\"redemption\": {\"url\": \"ftp://h\", \"key_file\": \"/k\"}}",
+         OG_EINVAL, "redemption.url: must start with http://"},
+        /* provider 10 s + store 5 s = 15 s: 15 s is not more. */
+        {"{\"redemption\": {\"url\": \"http://h\", \"key_file\": \"/k\","
+         " \"catch_up_timeout_ms\": 15000}}",
+         OG_ETIMINGS, "redemption.catch_up_timeout_ms: R2"},
+        {"{\"redemption\": {\"url\": \"http://h\", \"key_file\": \"/k\"},"
+         " \"timings\": {\"store_timeout_ms\": 12000,"
+         " \"execution_lease_ms\": 60000}}",
+         OG_ETIMINGS, "R2"},
+        {"{\"redemption\": {\"catch_up_timeout_ms\": 0}}", OG_EINVAL,
+         "redemption.catch_up_timeout_ms"},
+        {"{\"redemption\": {\"catch_up_timeout_ms\": 600001}}", OG_EINVAL,
+         "redemption.catch_up_timeout_ms"},
+        {"{\"redemption\": {\"keyfile\": \"/k\"}}", OG_EINVAL,
+         "did you mean \"redemption.key_file\""},
+    };
+    og_srv_config c;
+    char err[512] = "";
+
+    (void)state;
+    expect_refusals(cases, sizeof cases / sizeof cases[0]);
+    /* R2 applies only when redemption is on. */
+    assert_int_equal(load_json("{\"redemption\": {\"catch_up_timeout_ms\": "
+                               "1000}}",
+                               &c, err, sizeof err),
+                     0);
     og_srv_config_free(&c);
 }
 
@@ -849,6 +925,17 @@ static void assert_dev_state(const char *dir, const og_srv_config *c)
     }
     FMT(path, "%s/keys", dir);
     assert_int_equal(count_private_keys(path), 1);
+    /* The redemption sealing key: 0600, loadable, configured. */
+    FMT(path, "%s/%s", dir, OG_DEV_REDEMPTION_KEY);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_string_equal(c->redemption_key_file, path);
+    {
+        og_redeem_key *k = NULL;
+
+        assert_int_equal(og_redeem_key_load_file(path, &k), 0);
+        og_redeem_key_free(k);
+    }
 }
 
 static void dev_prepare_creates_credentials_and_one_key(void **state)
@@ -929,6 +1016,17 @@ static void dev_prepare_reuses_keys_and_credentials(void **state)
                      0);
     second = read_text(path);
     assert_non_null(second);
+    assert_string_equal(first, second);
+    free(first);
+    free(second);
+    /* The redemption key too: a new one would unseal nothing stored. */
+    FMT(path, "%s/%s", dir, OG_DEV_REDEMPTION_KEY);
+    first = read_text(path);
+    assert_non_null(first);
+    assert_int_equal(og_srv_dev_prepare(&b, dir, "sqlite:/tmp/elsewhere.db",
+                                        err, sizeof err),
+                     0);
+    second = read_text(path);
     assert_string_equal(first, second);
     assert_int_equal(a.n_principals, b.n_principals);
     assert_memory_equal(a.principals, b.principals,
@@ -1432,6 +1530,9 @@ int main(void)
         cmocka_unit_test(provider_timeout_not_inside_lease_is_refused_as_T4),
         cmocka_unit_test(
             audit_retention_shorter_than_refusal_retention_is_refused_as_R1),
+        cmocka_unit_test(
+            redemption_keys_land_and_its_url_defaults_to_the_provider),
+        cmocka_unit_test(redemption_relations_are_refused_by_name),
         cmocka_unit_test(unreadable_or_non_json_file_is_an_io_error),
         cmocka_unit_test(check_holds_values_set_outside_the_file_to_the_table),
         cmocka_unit_test(bad_principals_are_refused_naming_the_member),

@@ -143,10 +143,26 @@ extern "C" {
     X(FORM, "input.form_invalid", "grant form must be token or row")          \
     X(PROVIDER_UNAVAILABLE, "provider_unavailable",                            \
       "billing provider unreachable, timed out or answered outside its "       \
-      "documented contract: nothing is known about the effect")              \
+      "documented contract: nothing is known about the effect")                \
     X(STORE_KEYS, "store.consumption_keys_mismatch",                           \
       "the store's consumption keys (readable or hashed) were fixed when its " \
-      "schema reached version 5 and differ from the ones asked for")
+      "schema reached version 5 and differ from the ones asked for")           \
+    X(IDEMPOTENCY_KEY, "input.idempotency_key_invalid",                        \
+      "idempotency key must be 1-128 printable ASCII characters without "      \
+      "spaces")                                                                \
+    X(CODE, "input.code_invalid",                                              \
+      "code must be 1-1024 printable ASCII characters (RFC 6749 VSCHAR)")      \
+    X(CODE_HASH, "input.code_hash_invalid",                                    \
+      "code hash must be 64 lower-case hex characters (SHA-256)")              \
+    X(SEALED, "input.sealed_invalid",                                          \
+      "a sealed redemption result must be 17 to OG_REDEMPTION_SEALED_MAX "     \
+      "bytes with a 24-byte nonce")                                            \
+    X(REDEMPTION_KEY, "redemption.key_invalid",                                \
+      "the redemption key file must be a regular file readable by its owner "  \
+      "only, holding 32 bytes as 64 hex digits or as base64")                  \
+    X(REDEMPTION_UNDECRYPTABLE, "redemption.undecryptable",                    \
+      "a stored redemption result does not decrypt with the configured "       \
+      "redemption key: another key, or the record was altered")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -349,8 +365,9 @@ typedef struct og_session_bounds {
 OG_MUST_CHECK int og_store_session_bounds(og_store *s,
                                           og_session_bounds *out);
 
-/* The schema version this build needs. */
-#define OG_SCHEMA_VERSION 5
+/* The schema version this build needs: 4 operation archive (retention), 5
+ * consumption keys (hashed keys), 6 redemption recovery points. */
+#define OG_SCHEMA_VERSION 6
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -697,6 +714,77 @@ OG_MUST_CHECK int og_store_archive_operations(og_store *s,
                                               og_archive_mode mode, int batch,
                                               int max_batches,
                                               og_archive_stats *out);
+
+/* ---------------------------------------------------------------------------
+ * Redemption recovery points (schema 6): the persisted result of redeeming
+ * an external single-use token (seed 003), keyed by the caller's
+ * idempotency key. The store keeps the result sealed — it never sees the
+ * plaintext, the key that opens it or the token itself (only its SHA-256);
+ * sealing is og_redeem's business (oncegate/redeem.h). Keys are scoped to
+ * the caller: (caller, idempotency_key) is the primary key, so a principal
+ * can neither read nor block another principal's key.
+ * ------------------------------------------------------------------------- */
+#define OG_REDEMPTION_NONCE_LEN 24     /* XChaCha20-Poly1305 nonce bytes */
+#define OG_REDEMPTION_TAG_LEN 16       /* its authentication tag */
+#define OG_REDEMPTION_RESULT_MAX 65536 /* plaintext result bytes */
+#define OG_REDEMPTION_SEALED_MAX (OG_REDEMPTION_RESULT_MAX + OG_REDEMPTION_TAG_LEN)
+#define OG_CODE_HASH_LEN 64            /* SHA-256 of a token, hex */
+
+/* A recovery point to write. Every pointer is borrowed. */
+typedef struct og_redemption_record {
+    const char *caller;           /* the authenticated principal */
+    const char *idempotency_key;  /* og_id_valid() */
+    const char *code_hash;        /* 64 lower-case hex: SHA-256 of the token */
+    const unsigned char *nonce;   /* OG_REDEMPTION_NONCE_LEN bytes */
+    const unsigned char *sealed;  /* the sealed result with its tag */
+    size_t sealed_len;            /* 17 .. OG_REDEMPTION_SEALED_MAX */
+} og_redemption_record;
+
+/* Writes r with ONE conditional insert: the first writer of (caller,
+ * idempotency_key) wins and a later one changes nothing — a point is never
+ * overwritten. Returns 0 and *inserted (false: a point existed already;
+ * read it with og_redemption_get), or an error: OG_ECALLER,
+ * OG_EIDEMPOTENCY_KEY, OG_ECODE_HASH, OG_ESEALED, OG_EINVAL for bad input
+ * (nothing written); OG_ESTORE_UNAVAILABLE when the write may or may not
+ * have happened; OG_EINTERNAL. */
+OG_MUST_CHECK int og_redemption_put(og_store *s, const og_redemption_record *r,
+                                    bool *inserted);
+
+/* What og_redemption_get found. */
+typedef enum og_redemption_found {
+    OG_REDEMPTION_ABSENT = 0,        /* no point for the key, and no point
+                                        for the code under another key */
+    OG_REDEMPTION_OWN = 1,           /* the key's own point (*out filled) */
+    OG_REDEMPTION_CODE_ELSEWHERE = 2 /* no point for the key, but one for
+                                        the same code under another key
+                                        (of any caller): the token was
+                                        redeemed by another operation */
+} og_redemption_found;
+
+/* A recovery point as read. sealed is malloc'd: free it with
+ * og_redemption_point_clear. */
+typedef struct og_redemption_point {
+    char code_hash[OG_CODE_HASH_LEN + 1];
+    unsigned char nonce[OG_REDEMPTION_NONCE_LEN];
+    unsigned char *sealed;
+    size_t sealed_len;
+    int64_t created_at_us;        /* store clock */
+} og_redemption_point;
+
+/* Reads the point of (caller, idempotency_key) and, when there is none and
+ * code_hash is non-NULL, whether a point of another key holds code_hash —
+ * in ONE read, so the two answers come from one state. Returns 0 and
+ * *found (*out filled only for OG_REDEMPTION_OWN), or an error: input
+ * errors as og_redemption_put; OG_ESTORE_UNAVAILABLE means "not known",
+ * NEVER "absent"; OG_EINTERNAL; OG_ENOMEM. */
+OG_MUST_CHECK int og_redemption_get(og_store *s, const char *caller,
+                                    const char *idempotency_key,
+                                    const char *code_hash,
+                                    og_redemption_found *found,
+                                    og_redemption_point *out);
+
+/* Wipes and frees p's sealed bytes and zeroes *p. NULL is a no-op. */
+void og_redemption_point_clear(og_redemption_point *p);
 
 /* ---------------------------------------------------------------------------
  * Small pure helpers the CLI and tests share.

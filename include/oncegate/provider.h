@@ -289,6 +289,92 @@ OG_MUST_CHECK int og_provider_lookup(og_provider *p, const char *reference,
                                      int64_t timeout_us,
                                      og_provider_outcome *out);
 
+/* ---------------------------------------------------------------------------
+ * Token exchange: the OAuth 2.0 authorization-code grant (RFC 6749 4.1.3),
+ * a single-use token that the provider itself refuses to redeem twice
+ * (seed 003). What oncegate does with the answer is og_redeem
+ * (oncegate/redeem.h); here is the call and what its answer means.
+ *
+ * Every exchange ends in exactly one class:
+ *
+ *   SUCCEEDED     200 with a token response (RFC 6749 5.1): a JSON object
+ *                 with non-empty access_token and token_type, expires_in
+ *                 (when present) a non-negative integer, refresh_token and
+ *                 scope (when present) strings. This call spent the code.
+ *   ALREADY_USED  400 invalid_grant (RFC 6749 5.2): the code is spent —
+ *                 by someone, perhaps this very operation — or was never
+ *                 valid; the provider does not say which.
+ *   REJECTED      400 or 401 with invalid_request, invalid_client,
+ *                 unauthorized_client, unsupported_grant_type or
+ *                 invalid_scope: the provider refused the request itself,
+ *                 so the code was not exchanged.
+ *   UNKNOWN       everything else: timeouts, resets, a dropped answer, 5xx,
+ *                 a 200 whose body is not a token response, any status or
+ *                 error code not named above. The code may have been spent
+ *                 by this request, and if so its result is gone: the
+ *                 provider never gives it twice.
+ * ------------------------------------------------------------------------- */
+#define OG_EXCHANGE_CLASS_MAP(X)                                               \
+    X(UNKNOWN, "unknown")                                                      \
+    X(SUCCEEDED, "succeeded")                                                  \
+    X(ALREADY_USED, "already_used")                                            \
+    X(REJECTED, "rejected")
+
+typedef enum og_exchange_class {
+#define OG__XC_ENUM(name, text) OG_EXCHANGE_##name,
+    OG_EXCHANGE_CLASS_MAP(OG__XC_ENUM)
+#undef OG__XC_ENUM
+} og_exchange_class;
+
+/* The class's text ("already_used"); "?" for a bad value. */
+const char *og_exchange_class_name(og_exchange_class c);
+
+#define OG_PROVIDER_CODE_MAX 1024 /* bytes of a code: 1*VSCHAR (0x20-0x7e) */
+
+/* What an exchange's answer means. */
+typedef struct og_exchange_outcome {
+    og_exchange_class cls;
+    /* "exchanged", "invalid_grant", the rejection's RFC 6749 error code,
+     * or a fixed form: "malformed_success", "undocumented_status_418",
+     * "undocumented_error_400", "transport_<kind>", "out_of_memory".
+     * Never text taken from the provider's answer. */
+    char reason[OG_PROVIDER_REASON_MAX + 1];
+    /* SUCCEEDED only: the token response as compact JSON text (at most
+     * OG_REDEMPTION_RESULT_MAX bytes), NUL-terminated, malloc'd. A
+     * credential: og_exchange_outcome_clear wipes and frees it. */
+    char *result;
+    size_t result_len;
+} og_exchange_outcome;
+
+/* Classifies the answer to a token exchange. Pure; never fails: what it
+ * cannot keep (out of memory) is UNKNOWN "out_of_memory". Writes *out. */
+void og_exchange_classify(const og_provider_response *r,
+                          og_exchange_outcome *out);
+
+/* Wipes and frees o->result and zeroes *o. NULL is a no-op. */
+void og_exchange_outcome_clear(og_exchange_outcome *o);
+
+/* Opens a client for a token endpoint at base_url: as og_provider_open,
+ * without a classification table (the exchange's classes are fixed, above).
+ * og_provider_create_credit and og_provider_lookup refuse such a client
+ * (OG_EINVAL). */
+OG_MUST_CHECK int og_provider_open_exchange(const char *base_url,
+                                            const char *api_key,
+                                            og_provider **out);
+
+/* POST /oauth/token, Content-Type application/x-www-form-urlencoded,
+ * grant_type=authorization_code&code=CODE (the code %-encoded), bounded by
+ * timeout_us, on a fresh connection that is never reused (libcurl resends
+ * nothing by itself), no redirects; then og_exchange_classify(). Returns 0
+ * with *out whenever a request was attempted — including UNKNOWN. A
+ * negative return means NO request was sent: OG_ECODE (not 1..
+ * OG_PROVIDER_CODE_MAX bytes of 0x20-0x7e), OG_EINVAL (timeout, p), or
+ * OG_ENOMEM. The code and the answer are secrets: never logged, and the
+ * buffers this call owns are wiped. */
+OG_MUST_CHECK int og_provider_exchange_code(og_provider *p, const char *code,
+                                            int64_t timeout_us,
+                                            og_exchange_outcome *out);
+
 #ifdef __cplusplus
 }
 #endif

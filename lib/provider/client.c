@@ -27,6 +27,11 @@
  *       is freed unwiped: out of our reach.) This file logs nothing.
  *   C6  No redirects (a 3xx is an answer like any other: undocumented,
  *       UNKNOWN), http and https only.
+ *   C7  A token exchange (og_provider_exchange_code) follows C1-C6 and
+ *       wipes the buffers it owns that held the code or the token
+ *       response; it is sent once and never resent by this file — after an
+ *       unknown outcome the code may be spent, and only the caller's
+ *       recovery point can tell (og_redeem).
  *
  * Thread-safe: an og_provider is immutable after og_provider_open(); each
  * call has its own easy handle.
@@ -134,13 +139,14 @@ static bool bytes_in(const char *s, size_t len, unsigned char lo,
     return true;
 }
 
-int og_provider_open(const char *base_url, const char *api_key,
-                     const og_provider_table *t, og_provider **out)
+/* og_provider_open for a table t, or NULL for a token endpoint only. */
+static int open_client(const char *base_url, const char *api_key,
+                       const og_provider_table *t, og_provider **out)
 {
     og_provider *p;
     size_t n, klen = 0;
 
-    if (!base_url || !t || !out)
+    if (!base_url || !out)
         return OG_EINVAL;
     n = strlen(base_url);
     /* An absolute http(s) URL without query, fragment, spaces or controls:
@@ -182,6 +188,18 @@ int og_provider_open(const char *base_url, const char *api_key,
     p->t = t;
     *out = p;
     return 0;
+}
+
+int og_provider_open(const char *base_url, const char *api_key,
+                     const og_provider_table *t, og_provider **out)
+{
+    return t ? open_client(base_url, api_key, t, out) : OG_EINVAL;
+}
+
+int og_provider_open_exchange(const char *base_url, const char *api_key,
+                              og_provider **out)
+{
+    return open_client(base_url, api_key, NULL, out);
 }
 
 void og_provider_free(og_provider *p)
@@ -286,13 +304,14 @@ static og_provider_transport transport_of(const og_provider *p, CURL *c,
     }
 }
 
-/* Sends one request to url (post_body NULL: GET) with extra headers, and
+/* Sends one request to url (post_body NULL: GET; content_type its whole
+ * "Content-Type: ..." header) with extra headers, and
  * fills *resp (pointing into *x). A negative return (OG_ENOMEM) means
  * nothing was sent (C1); otherwise *resp describes what happened. */
 static int exchange(const og_provider *p, const char *url,
-                    const char *post_body, const char *idempotency_key,
-                    int64_t timeout_us, og__exchange *x,
-                    og_provider_response *resp)
+                    const char *post_body, const char *content_type,
+                    const char *idempotency_key, int64_t timeout_us,
+                    og__exchange *x, og_provider_response *resp)
 {
     char key_header[32 + OG_PROVIDER_KEY_MAX];
     struct curl_slist *h = NULL, *h2;
@@ -316,7 +335,7 @@ static int exchange(const og_provider *p, const char *url,
     ADD_HEADER("Accept: application/json");
     ADD_HEADER("Expect:"); /* no 100-continue round trip */
     if (post_body)
-        ADD_HEADER("Content-Type: application/json");
+        ADD_HEADER(content_type);
     if (idempotency_key) {
         snprintf(key_header, sizeof key_header, "Idempotency-Key: %s",
                  idempotency_key);
@@ -411,8 +430,8 @@ int og_provider_create_credit(og_provider *p, const char *idempotency_key,
     char *text = NULL;
     int rc;
 
-    if (!p || !out || !key_valid(idempotency_key) || !og_id_valid(reference) ||
-        !timeout_valid(timeout_us))
+    if (!p || !p->t || !out || !key_valid(idempotency_key) ||
+        !og_id_valid(reference) || !timeout_valid(timeout_us))
         return OG_EINVAL;
     if (!account || !og_id_valid(account))
         return OG_EACCOUNT;
@@ -433,8 +452,8 @@ int og_provider_create_credit(og_provider *p, const char *idempotency_key,
         rc = OG_ENOMEM;
         goto out;
     }
-    if ((rc = exchange(p, url, text, idempotency_key, timeout_us, &x,
-                       &resp)) < 0)
+    if ((rc = exchange(p, url, text, "Content-Type: application/json",
+                       idempotency_key, timeout_us, &x, &resp)) < 0)
         goto out;
     og_provider_classify(p->t, &resp, out);
 out:
@@ -454,7 +473,8 @@ int og_provider_lookup(og_provider *p, const char *reference,
     CURL *c = NULL;
     int rc;
 
-    if (!p || !out || !og_id_valid(reference) || !timeout_valid(timeout_us) ||
+    if (!p || !p->t || !out || !og_id_valid(reference) ||
+        !timeout_valid(timeout_us) ||
         !(og_provider_table_properties(p->t)->lookup &
           OG_PROVIDER_LOOKUP_REFERENCE))
         return OG_EINVAL;
@@ -467,10 +487,63 @@ int og_provider_lookup(og_provider *p, const char *reference,
     snprintf(url, sizeof url, "%s/v1/credits?reference=%s", p->base_url, esc);
     curl_free(esc);
 
-    if ((rc = exchange(p, url, NULL, NULL, timeout_us, &x, &resp)) < 0)
+    if ((rc = exchange(p, url, NULL, NULL, NULL, timeout_us, &x, &resp)) < 0)
         goto out;
     rc = og_provider_classify_lookup(p->t, &resp, reference, out);
 out:
     free(x.body);
+    return rc;
+}
+
+/* 1..OG_PROVIDER_CODE_MAX bytes of VSCHAR (RFC 6749 A.11: 0x20-0x7e). */
+static bool code_valid(const char *code)
+{
+    size_t n = code ? strnlen(code, OG_PROVIDER_CODE_MAX + 1) : 0;
+
+    return n >= 1 && n <= OG_PROVIDER_CODE_MAX && bytes_in(code, n, 0x20, 0x7e);
+}
+
+int og_provider_exchange_code(og_provider *p, const char *code,
+                              int64_t timeout_us, og_exchange_outcome *out)
+{
+    static const char prefix[] = "grant_type=authorization_code&code=";
+    char url[OG__URL_MAX + 32];
+    og_provider_response resp;
+    og__exchange x = {0};
+    char *esc = NULL, *form = NULL;
+    size_t n = 0;
+    CURL *c;
+    int rc;
+
+    if (!p || !out || !timeout_valid(timeout_us))
+        return OG_EINVAL;
+    if (!code_valid(code))
+        return OG_ECODE;
+    /* curl_easy_escape keeps only RFC 3986's unreserved characters. */
+    c = curl_easy_init();
+    esc = c ? curl_easy_escape(c, code, 0) : NULL;
+    curl_easy_cleanup(c);
+    if (esc && (form = malloc(sizeof prefix + strlen(esc))))
+        n = (size_t)snprintf(form, sizeof prefix + strlen(esc), "%s%s", prefix,
+                             esc);
+    if (esc) {
+        sodium_memzero(esc, strlen(esc));
+        curl_free(esc);
+    }
+    if (!form)
+        return OG_ENOMEM;
+    snprintf(url, sizeof url, "%s/oauth/token", p->base_url);
+    rc = exchange(p, url, form,
+                  "Content-Type: application/x-www-form-urlencoded", NULL,
+                  timeout_us, &x, &resp);
+    if (rc == 0)
+        og_exchange_classify(&resp, out);
+    /* The form holds the code, the body the token response (C5). */
+    sodium_memzero(form, n);
+    free(form);
+    if (x.body) {
+        sodium_memzero(x.body, x.body_len);
+        free(x.body);
+    }
     return rc;
 }

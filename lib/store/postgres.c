@@ -1,7 +1,7 @@
 /*
  * postgres.c — the PostgreSQL backend (libpq 15).
  *
- * Invariants this file protects. Comments below cite them as (I1)...(I23).
+ * Invariants this file protects. Comments below cite them as (I1)...(I24).
  *
  *  I1  One statement admits. The claim and the insert into operations are
  *      ONE statement, run alone in its own implicit Read Committed
@@ -172,6 +172,15 @@
  *      (family revocation): within one store there is one implementation.
  *      The mode is read from og_store_settings when the store object opens
  *      (pg_read_keys) and decides which statements its connections prepare.
+ *  I24 A redemption recovery point is written by ONE statement, INSERT ...
+ *      ON CONFLICT (caller, idempotency_key) DO NOTHING, in its own implicit
+ *      transaction: the primary key lets exactly one writer of a key win
+ *      (a concurrent insert waits for the holder and then does nothing),
+ *      nothing overwrites a point, and "inserted" is reported only after
+ *      ReadyForQuery (I2). The read is ONE statement answering both "the
+ *      key's own point" and "the same code under another key" from one
+ *      snapshot. The store holds only sealed bytes and the token's SHA-256;
+ *      binary values cross the wire as hex text.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -188,6 +197,7 @@
 #include <time.h>
 
 #include <libpq-fe.h>
+#include <sodium.h>
 
 #include "og_internal.h"
 
@@ -417,6 +427,22 @@ static const char pg_migration_5_sql[] = PG_MIGRATION_5_SQL("readable", "");
 static const char pg_migration_5_hashed_sql[] =
     PG_MIGRATION_5_SQL("hashed", PG_HASHED_CONSUMPTIONS_SQL);
 
+/* Migration 6: redemption recovery points (I24). It touches no table of
+ * migrations 4 and 5, so readable and hashed stores get the same table:
+ * redemptions are keyed by (caller, idempotency key), never by a grant's
+ * consumption key. One sealed result per (caller, idempotency key); the
+ * token itself is kept only as its SHA-256. */
+static const char pg_migration_6_sql[] =
+    "CREATE TABLE redemptions (\n"
+    "  caller          text        NOT NULL CHECK (octet_length(caller) BETWEEN 1 AND 128),\n"
+    "  idempotency_key text        NOT NULL CHECK (octet_length(idempotency_key) BETWEEN 1 AND 128),\n"
+    "  code_hash       text        NOT NULL CHECK (code_hash ~ '^[0-9a-f]{64}$'),   -- SHA-256 of the token\n"
+    "  nonce           bytea       NOT NULL CHECK (octet_length(nonce) = 24),\n"
+    "  sealed          bytea       NOT NULL CHECK (octet_length(sealed) BETWEEN 17 AND 65552),\n"
+    "  created_at      timestamptz NOT NULL,\n"
+    "  CONSTRAINT redemptions_pkey PRIMARY KEY (caller, idempotency_key));   -- the first writer wins\n"
+    "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -434,6 +460,7 @@ static const pg_migration pg_migrations[] = {
      pg_migration_4_sql, NULL},
     {5, "settings: consumption keys (readable or hashed)", pg_migration_5_sql,
      pg_migration_5_hashed_sql},
+    {6, "redemption recovery points", pg_migration_6_sql, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -1156,6 +1183,31 @@ static const char pg_archive_sql[] =
     "SELECT (SELECT count(*) FROM op), (SELECT count(*) FROM ev),\n"
     "       coalesce((SELECT " PG_EPOCH_US("max(changed)") " FROM pick), $4::bigint)";
 
+/* ===========================================================================
+ * Redemption recovery points (I24).
+ * ========================================================================= */
+
+/* $1 caller  $2 idempotency key  $3 code hash  $4 nonce (hex)  $5 sealed
+ * (hex). One row only when this statement wrote the point: the primary key
+ * is the atomic check, and ON CONFLICT DO NOTHING never overwrites. */
+static const char pg_redemption_put_sql[] =
+    "INSERT INTO redemptions (caller, idempotency_key, code_hash, nonce, sealed, created_at)\n"
+    "VALUES ($1::text, $2::text, $3::text, decode($4::text, 'hex'), decode($5::text, 'hex'),\n"
+    "        clock_timestamp())\n"
+    "ON CONFLICT (caller, idempotency_key) DO NOTHING\n"
+    "RETURNING 1";
+
+/* $1 caller  $2 idempotency key  $3 code hash (NULL: not asked). The key's
+ * own point first, else another point holding the same code: one
+ * statement, one snapshot. */
+static const char pg_redemption_get_sql[] =
+    "SELECT caller = $1::text AND idempotency_key = $2::text AS own, code_hash,\n"
+    "       encode(nonce, 'hex'), encode(sealed, 'hex'),\n"
+    "       (extract(epoch FROM created_at) * 1000000)::bigint\n"
+    "FROM redemptions\n"
+    "WHERE (caller = $1::text AND idempotency_key = $2::text) OR code_hash = $3::text\n"
+    "ORDER BY own DESC LIMIT 1";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol).
  * Each statement that names grant_consumptions' key comes twice, NAME and
@@ -1190,6 +1242,8 @@ enum {
     PG_STMT_OP_HISTORY,
     PG_STMT_CLEANUP,
     PG_STMT_ARCHIVE,
+    PG_STMT_REDEMPTION_PUT,
+    PG_STMT_REDEMPTION_GET,
     PG_STMT_COUNT
 };
 
@@ -1233,6 +1287,8 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_STMT(OP_HISTORY, "og_op_history", pg_op_history, 1),
     PG_STMT(CLEANUP, "og_cleanup", og__pg_cleanup, 3),
     PG_STMT(ARCHIVE, "og_archive", pg_archive, 4),
+    PG_STMT(REDEMPTION_PUT, "og_redemption_put", pg_redemption_put, 5),
+    PG_STMT(REDEMPTION_GET, "og_redemption_get", pg_redemption_get, 3),
 };
 _Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
 
@@ -3146,6 +3202,98 @@ static int pg_archive_batch(void *impl, int64_t older_than_us,
 }
 
 /* ===========================================================================
+ * Redemption recovery points (I24).
+ * ========================================================================= */
+
+static int pg_redemption_put(void *impl, const og_redemption_record *r,
+                             bool *inserted)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char nonce[2 * OG_REDEMPTION_NONCE_LEN + 1], *sealed;
+    const char *params[5];
+    int rc;
+
+    if (!(sealed = malloc(2 * r->sealed_len + 1)))
+        return OG_ENOMEM;
+    sodium_bin2hex(nonce, sizeof nonce, r->nonce, OG_REDEMPTION_NONCE_LEN);
+    sodium_bin2hex(sealed, 2 * r->sealed_len + 1, r->sealed, r->sealed_len);
+    params[0] = r->caller;
+    params[1] = r->idempotency_key;
+    params[2] = r->code_hash;
+    params[3] = nonce;
+    params[4] = sealed;
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        goto out;
+    rc = pg_run(pg, c, PG_STMT_REDEMPTION_PUT, params, &res);
+    if (rc == 0 && pg_shape(res, 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0) /* committed: pg_run confirmed ReadyForQuery (I2) */
+        *inserted = PQntuples(res) == 1;
+    PQclear(res);
+    pg_release(pg, c);
+out:
+    free(sealed);
+    return rc;
+}
+
+/* Reads the OWN row 0 of a redemption read into *out (sealed malloc'd). */
+static int pg_point_parse(const PGresult *res, og_redemption_point *out)
+{
+    const char *nonce, *sealed;
+    size_t nlen = 0, slen = 0, shex;
+
+    if (PQgetisnull(res, 0, 2) || PQgetisnull(res, 0, 3) ||
+        pg_get_text(res, 0, 1, out->code_hash, sizeof out->code_hash) != 0 ||
+        pg_get_i64(res, 0, 4, &out->created_at_us) != 0)
+        return OG_EINTERNAL;
+    nonce = PQgetvalue(res, 0, 2);
+    sealed = PQgetvalue(res, 0, 3);
+    shex = strlen(sealed);
+    if (shex % 2 != 0 || shex / 2 <= OG_REDEMPTION_TAG_LEN ||
+        shex / 2 > OG_REDEMPTION_SEALED_MAX)
+        return OG_EINTERNAL; /* the schema's CHECKs forbid it */
+    if (!(out->sealed = malloc(shex / 2)))
+        return OG_ENOMEM;
+    if (sodium_hex2bin(out->nonce, sizeof out->nonce, nonce, strlen(nonce),
+                       NULL, &nlen, NULL) != 0 ||
+        nlen != OG_REDEMPTION_NONCE_LEN ||
+        sodium_hex2bin(out->sealed, shex / 2, sealed, shex, NULL, &slen,
+                       NULL) != 0 ||
+        slen != shex / 2)
+        return OG_EINTERNAL;
+    out->sealed_len = slen;
+    return 0;
+}
+
+static int pg_redemption_get(void *impl, const char *caller, const char *key,
+                             const char *code_hash, og_redemption_found *found,
+                             og_redemption_point *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[3] = {caller, key, code_hash};
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_REDEMPTION_GET, params, &res);
+    if (rc == 0 && pg_shape(res, 5, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 0)
+        *found = OG_REDEMPTION_ABSENT;
+    else if (rc == 0 && !pg_get_bool(res, 0, 0))
+        *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
+    else if (rc == 0 && (rc = pg_point_parse(res, out)) == 0)
+        *found = OG_REDEMPTION_OWN;
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+/* ===========================================================================
  * The method table.
  * ========================================================================= */
 const og__store_methods og__postgres_methods = {
@@ -3172,4 +3320,6 @@ const og__store_methods og__postgres_methods = {
     .op_history = pg_op_history,
     .cleanup_batch = pg_cleanup_batch,
     .archive_batch = pg_archive_batch,
+    .redemption_put = pg_redemption_put,
+    .redemption_get = pg_redemption_get,
 };

@@ -142,6 +142,14 @@
  *       function of lib/core/consumption_key.c registered on every
  *       connection (sq_open_db): one implementation, for bound parameters,
  *       the issuance log's ids and migration 5's rewrite alike.
+ *   Q24 A redemption recovery point is written by ONE autocommit INSERT ...
+ *       ON CONFLICT (caller, idempotency_key) DO NOTHING: the first writer
+ *       of a key wins and nothing ever overwrites it; "inserted" is
+ *       reported only after the statement completed, i.e. committed (Q4).
+ *       The read is ONE SELECT (one WAL snapshot) answering both "the key's
+ *       own point" and "the same code under another key", so the two can
+ *       never come from different states. The store holds only sealed
+ *       bytes and the token's SHA-256.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -437,6 +445,29 @@ static const sq_migration sq_migrations[] = {
     {5, "settings: consumption keys (readable or hashed)",
      SQ_MIGRATION_5("readable", ""),
      SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS)},
+    /* Touches no table of migrations 4 and 5: readable and hashed stores
+     * get the same table, keyed by (caller, idempotency key), never by a
+     * grant's consumption key. */
+    {6, "redemption recovery points",
+     /* Q24: one sealed result per (caller, idempotency key); the token is
+      * kept only as its SHA-256. A rowid table: a row holds up to 64 KiB,
+      * too large for WITHOUT ROWID's clustered pages. */
+     "CREATE TABLE redemptions ("
+     "  caller          TEXT    NOT NULL"
+     "                  CHECK (length(CAST(caller AS BLOB)) BETWEEN 1 AND 128),"
+     "  idempotency_key TEXT    NOT NULL"
+     "                  CHECK (length(CAST(idempotency_key AS BLOB))"
+     "                         BETWEEN 1 AND 128),"
+     "  code_hash       TEXT    NOT NULL  /* SHA-256 of the token, hex */"
+     "                  CHECK (length(code_hash) = 64 AND"
+     "                         code_hash NOT GLOB '*[^0-9a-f]*'),"
+     "  nonce           BLOB    NOT NULL CHECK (length(nonce) = 24),"
+     "  sealed          BLOB    NOT NULL  /* ciphertext and tag */"
+     "                  CHECK (length(sealed) BETWEEN 17 AND 65552),"
+     "  created_at      INTEGER NOT NULL,"
+     "  PRIMARY KEY (caller, idempotency_key)  /* the first writer wins */"
+     ") STRICT;"
+     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);", NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -732,6 +763,22 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "SELECT seq, at, kind, from_status, to_status, owner_version, reason,"   \
       "       provider_reference, actor, evidence"                             \
       " FROM operation_events WHERE operation_id = ?1 ORDER BY seq")           \
+    /* Redemption recovery points (Q24). ?1 caller, ?2 idempotency key,    \
+     * ?3 code hash, ?4 nonce, ?5 sealed. A row only when this statement     \
+     * wrote the point; an existing one is never overwritten. */              \
+    X(REDEMPTION_PUT,                                                          \
+      "INSERT INTO redemptions (caller, idempotency_key, code_hash, nonce,"    \
+      "   sealed, created_at)"                                                 \
+      " VALUES (?1, ?2, ?3, ?4, ?5, " SQ_NOW ")"                               \
+      " ON CONFLICT (caller, idempotency_key) DO NOTHING RETURNING 1")         \
+    /* The key's own point first, else another point of the same code (?3   \
+     * NULL: none asked for); one statement, one snapshot. */                 \
+    X(REDEMPTION_GET,                                                          \
+      "SELECT caller = ?1 AND idempotency_key = ?2, code_hash, nonce, sealed," \
+      "       created_at"                                                      \
+      " FROM redemptions"                                                      \
+      " WHERE (caller = ?1 AND idempotency_key = ?2) OR code_hash = ?3"        \
+      " ORDER BY 1 DESC LIMIT 1")                                              \
     X(SCHEMA_TABLE,                                                            \
       "SELECT count(*) FROM sqlite_schema"                                     \
       " WHERE type = 'table' AND name = 'og_schema_migrations'")               \
@@ -2655,6 +2702,98 @@ static int sq_archive_batch(void *impl, int64_t older_than_us,
 }
 
 /* ===========================================================================
+ * Redemption recovery points (Q24)
+ * ========================================================================= */
+
+static int sq_redemption_put(void *impl, const og_redemption_record *r,
+                             bool *inserted)
+{
+    sq_store *s = impl;
+    sqlite3_stmt *st;
+    void *conn;
+    int rc, row;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    if (!(st = sq_stmt(conn, SQ_REDEMPTION_PUT))) {
+        rc = sq_err(conn);
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, r->caller, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->idempotency_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->code_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, r->nonce, OG_REDEMPTION_NONCE_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 5, r->sealed, (int)r->sealed_len, SQLITE_STATIC);
+    /* Autocommit: the write commits when the statement completes, so the
+     * answer waits for sq_done (Q4), not for the RETURNING row. */
+    if ((row = sq_step(conn, st)) < 0) {
+        rc = row;
+        sqlite3_reset(st);
+        goto out;
+    }
+    if ((rc = sq_done(conn, st)) == 0)
+        *inserted = row == 1;
+out:
+    og__pool_put(s->pool, conn, !sq_rollback(conn));
+    return rc;
+}
+
+/* Copies the OWN row of REDEMPTION_GET into *out (sealed malloc'd). */
+static int sq_read_point(sqlite3_stmt *st, og_redemption_point *out)
+{
+    int nlen = sqlite3_column_bytes(st, 2), slen = sqlite3_column_bytes(st, 3);
+    const void *nonce = sqlite3_column_blob(st, 2);
+    const void *sealed = sqlite3_column_blob(st, 3);
+
+    if (sq_text(st, 1, out->code_hash, sizeof out->code_hash) < 0 ||
+        nlen != OG_REDEMPTION_NONCE_LEN || !nonce || !sealed ||
+        slen <= OG_REDEMPTION_TAG_LEN || slen > OG_REDEMPTION_SEALED_MAX)
+        return OG_EINTERNAL; /* the schema's CHECKs forbid it */
+    if (!(out->sealed = malloc((size_t)slen)))
+        return OG_ENOMEM;
+    memcpy(out->nonce, nonce, OG_REDEMPTION_NONCE_LEN);
+    memcpy(out->sealed, sealed, (size_t)slen);
+    out->sealed_len = (size_t)slen;
+    out->created_at_us = sqlite3_column_int64(st, 4);
+    return 0;
+}
+
+static int sq_redemption_get(void *impl, const char *caller, const char *key,
+                             const char *code_hash, og_redemption_found *found,
+                             og_redemption_point *out)
+{
+    sq_store *s = impl;
+    sqlite3_stmt *st;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    if (!(st = sq_stmt(conn, SQ_REDEMPTION_GET))) {
+        rc = sq_err(conn);
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, caller, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 3, code_hash);
+    rc = sq_step(conn, st);
+    if (rc == 0) {
+        *found = OG_REDEMPTION_ABSENT;
+    } else if (rc == 1 && sqlite3_column_int(st, 0) == 0) {
+        *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
+        rc = 0;
+    } else if (rc == 1 && (rc = sq_read_point(st, out)) == 0) {
+        *found = OG_REDEMPTION_OWN;
+    }
+    sqlite3_reset(st);
+out:
+    og__pool_put(s->pool, conn, false);
+    return rc;
+}
+
+/* ===========================================================================
  * Schema version and migrations
  * ========================================================================= */
 
@@ -2870,4 +3009,6 @@ const og__store_methods og__sqlite_methods = {
     .op_history = sq_op_history,
     .cleanup_batch = sq_cleanup_batch,
     .archive_batch = sq_archive_batch,
+    .redemption_put = sq_redemption_put,
+    .redemption_get = sq_redemption_get,
 };

@@ -19,6 +19,10 @@
  *       inside the transaction that writes.
  *   C5  Amount and time rules are the same as oncegate's own
  *       (lib/core/validate.c), so whatever oncegate sends is accepted here.
+ *   C6  A token request is read as RFC 6749 3.2 says: unknown parameters
+ *       are ignored, a repeated one is refused, an empty one counts as
+ *       absent. Whether its code is still good is the store's decision,
+ *       taken inside the write transaction that spends it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -606,6 +610,144 @@ int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
     *status = og_sbx_code_status(c);
     *body = b;
     return 0;
+}
+
+/* ===========================================================================
+ * Authorization codes: the form-encoded token request (RFC 6749 4.1.3)
+ * ========================================================================= */
+
+/* The value of hex digit c, or -1. */
+static int hex_val(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes n bytes of form text at s ('+' a space, %XX a byte) into out
+ * (room for n + 1 bytes), terminated, and its length into *outlen. 0, or
+ * -1 for a bad escape or a NUL byte (which a C string cannot carry). */
+static int form_decode(const char *s, size_t n, char *out, size_t *outlen)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%') {
+            /* Both digits must be inside the n bytes. */
+            int hi = i + 2 < n ? hex_val(s[i + 1]) : -1;
+            int lo = i + 2 < n ? hex_val(s[i + 2]) : -1;
+
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = hi * 16 + lo;
+            i += 2;
+        }
+        if (c == 0)
+            return -1;
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    *outlen = o;
+    return 0;
+}
+
+int og_sbx_form_parse(const char *body, size_t len, json_t **out,
+                      og_sbx_problem *why)
+{
+    json_t *form = json_object();
+    char *name = malloc(len + 1), *value = malloc(len + 1);
+    size_t i = 0;
+    int rc = -1;
+
+    if (!form || !name || !value) {
+        rc = OG_SBX_ENOMEM;
+        goto out;
+    }
+    while (i <= len) {
+        size_t end = i, eq, nlen, vlen;
+        json_t *v;
+
+        while (end < len && body[end] != '&')
+            end++;
+        for (eq = i; eq < end && body[eq] != '='; eq++)
+            ;
+        if (end > i) {
+            if (json_object_size(form) == OG_SBX_FORM_PARAMS_MAX ||
+                form_decode(body + i, eq - i, name, &nlen) != 0 ||
+                form_decode(body + eq + (eq < end), end - eq - (eq < end),
+                            value, &vlen) != 0) {
+                refuse(why, OG_SBX_C_INVALID_REQUEST, "form");
+                goto out;
+            }
+            /* jansson refuses names and values that are not UTF-8. */
+            v = json_stringn(value, vlen);
+            if (v && json_object_get(form, name)) {
+                json_decref(v);
+                refuse(why, OG_SBX_C_INVALID_REQUEST, name); /* repeated */
+                goto out;
+            }
+            if (!v || json_object_set_new(form, name, v) != 0) {
+                refuse(why, OG_SBX_C_INVALID_REQUEST, "form");
+                goto out;
+            }
+        }
+        i = end + 1;
+    }
+    *out = form;
+    form = NULL;
+    rc = 0;
+out:
+    json_decref(form);
+    free(name);
+    free(value);
+    return rc;
+}
+
+int og_sbx_token_request_parse(json_t *form, const char **code,
+                               og_sbx_problem *why)
+{
+    const char *gt = json_string_value(json_object_get(form, "grant_type"));
+    const char *c = json_string_value(json_object_get(form, "code"));
+
+    /* "Parameters sent without a value MUST be treated as if they were
+     * omitted" (RFC 6749 3.2). */
+    if (!gt || !gt[0])
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "grant_type");
+    if (strcmp(gt, "authorization_code") != 0)
+        return refuse(why, OG_SBX_C_UNSUPPORTED_GRANT_TYPE, "grant_type");
+    if (!c || !c[0])
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "code");
+    *code = c;
+    return 0;
+}
+
+json_t *og_sbx_token_json(const char *access_token, const char *refresh_token)
+{
+    return json_pack("{s:s, s:s, s:i, s:s}", "access_token", access_token,
+                     "token_type", "Bearer", "expires_in",
+                     OG_SBX_TOKEN_EXPIRES_S, "refresh_token", refresh_token);
+}
+
+json_t *og_sbx_oauth_error_json(og_sbx_code c, const char *field)
+{
+    char text[160];
+
+    if (c == OG_SBX_C_INVALID_REQUEST)
+        snprintf(text, sizeof text,
+                 "a parameter is missing, repeated or malformed: %s",
+                 field && field[0] ? field : "form");
+    else
+        snprintf(text, sizeof text, "%s", og_sbx_code_message(c));
+    return json_pack("{s:s, s:s}", "error", og_sbx_code_name(c),
+                     "error_description", text);
 }
 
 /* ===========================================================================

@@ -16,12 +16,19 @@
  *                       error_500_after_effect:     answer 500 instead
  *                       exit_after_effect:          _exit(137), no answer
  *
+ * POST /oauth/token takes its firing the same way, after its form was
+ * read: the "effect" is the code's exchange (store.c S8).
+ *
  * Log fields are identifiers and outcomes; an Idempotency-Key is logged
- * only after it was validated (visible ASCII).
+ * only after it was validated (visible ASCII). Authorization codes and
+ * tokens are never logged.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "sandbox.h"
 
@@ -157,7 +164,8 @@ static void h_create(og_sbx_req *r)
     if (f.kind != OG_SBX_FAULT_NONE)
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
-        if ((rc = og_sbx_store_count_request(srv->store)) != 0)
+        if ((rc = og_sbx_store_count_request(srv->store,
+                                             OG_SBX_REQ_CREATE)) != 0)
             store_failed(r, rc);
         else
             og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
@@ -173,6 +181,105 @@ static void h_create(og_sbx_req *r)
     }
     answer_result(r, &res);
     fault_after(r, &f);
+}
+
+/* ===========================================================================
+ * POST /oauth/token (RFC 6749 4.1.3): each code is exchanged once. The
+ * armed faults act here as on creates, around the exchange (the "effect").
+ * Neither the code nor the tokens are logged.
+ * ========================================================================= */
+
+/* An error answer in RFC 6749 5.2's shape; logs the code and the field. */
+static void oauth_fail(og_sbx_req *r, og_sbx_code c, const char *field)
+{
+    json_t *e = og_sbx_oauth_error_json(c, field);
+
+    if (!e) {
+        og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        return;
+    }
+    og_sbx_answer(r, og_sbx_code_status(c), e);
+    og_sbx_log_str(r, "error", og_sbx_code_name(c));
+    if (field && field[0])
+        og_sbx_log_str(r, "field", field);
+}
+
+/* A fresh token: prefix ("at_", "rt_") and 256 random bits in hex. */
+static void token_new(const char *prefix, char out[OG_SBX_TOKEN_LEN + 1])
+{
+    unsigned char b[32];
+    char hex[2 * sizeof b + 1];
+
+    randombytes_buf(b, sizeof b);
+    sodium_bin2hex(hex, sizeof hex, b, sizeof b);
+    snprintf(out, OG_SBX_TOKEN_LEN + 1, "%s%s", prefix, hex);
+    sodium_memzero(b, sizeof b);
+    sodium_memzero(hex, sizeof hex);
+}
+
+/* Exchanges the code and builds the answer: the token response, or 400
+ * invalid_grant for a code that is unknown or already exchanged. 0, or
+ * -1 when the store failed (answered 500; nothing changed). */
+static int token_exchange(og_sbx_req *r, const char *code)
+{
+    char access[OG_SBX_TOKEN_LEN + 1], refresh[OG_SBX_TOKEN_LEN + 1];
+    bool exchanged = false;
+    int rc = og_sbx_store_code_exchange(r->srv->store, code, &exchanged);
+
+    if (rc != 0) {
+        store_failed(r, rc); /* the code is still good */
+        return -1;
+    }
+    if (!exchanged) {
+        og_sbx_log_str(r, "outcome", "invalid_grant");
+        oauth_fail(r, OG_SBX_C_INVALID_GRANT, NULL);
+        return 0;
+    }
+    token_new("at_", access);
+    token_new("rt_", refresh);
+    og_sbx_log_str(r, "outcome", "exchanged");
+    answer_ok(r, og_sbx_token_json(access, refresh));
+    sodium_memzero(access, sizeof access);
+    sodium_memzero(refresh, sizeof refresh);
+    return 0;
+}
+
+static void h_token(og_sbx_req *r)
+{
+    og_sbx_srv *srv = r->srv;
+    og_sbx_problem why;
+    og_sbx_fault f;
+    json_t *form = NULL;
+    const char *code;
+    int rc;
+
+    rc = og_sbx_form_parse(r->body ? r->body : "", r->body_len, &form, &why);
+    if (rc == OG_SBX_ENOMEM) {
+        og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        return;
+    }
+    if (rc != 0 || og_sbx_token_request_parse(form, &code, &why) != 0) {
+        oauth_fail(r, why.code, why.field);
+        json_decref(form);
+        return;
+    }
+    f = fault_take(srv);
+    if (f.kind != OG_SBX_FAULT_NONE)
+        og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
+    if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
+        if ((rc = og_sbx_store_count_request(srv->store, OG_SBX_REQ_TOKEN)) !=
+            0)
+            store_failed(r, rc);
+        else
+            og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        json_decref(form);
+        return;
+    }
+    if (f.kind == OG_SBX_FAULT_DELAY_BEFORE_EFFECT)
+        og_sbx_sleep_us(f.ms * 1000);
+    if (token_exchange(r, code) == 0) /* a store failure: no after-fault */
+        fault_after(r, &f);
+    json_decref(form);
 }
 
 /* ===========================================================================
@@ -323,12 +430,37 @@ static void h_stats(og_sbx_req *r)
         store_failed(r, rc);
         return;
     }
-    answer_ok(r, json_pack("{s:I, s:I, s:I, s:I, s:I}", "create_requests",
-                           (json_int_t)s.create_requests, "credits_created",
-                           (json_int_t)s.credits_created, "lookups",
-                           (json_int_t)s.lookups, "idempotent_replays",
+    answer_ok(r, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                           "create_requests", (json_int_t)s.create_requests,
+                           "credits_created", (json_int_t)s.credits_created,
+                           "lookups", (json_int_t)s.lookups,
+                           "idempotent_replays",
                            (json_int_t)s.idempotent_replays, "mismatches",
-                           (json_int_t)s.mismatches));
+                           (json_int_t)s.mismatches, "codes_minted",
+                           (json_int_t)s.codes_minted, "code_exchanges",
+                           (json_int_t)s.code_exchanges, "token_requests",
+                           (json_int_t)s.token_requests, "invalid_grants",
+                           (json_int_t)s.invalid_grants));
+}
+
+/* POST /_control/codes: mints an authorization code. The body is optional
+ * and takes no members. The code is answered, never logged. */
+static void h_codes_mint(og_sbx_req *r)
+{
+    char code[OG_SBX_CODE_LEN + 1];
+    int rc;
+
+    if (json_object_size(r->json) > 0) {
+        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
+                    json_object_iter_key(json_object_iter(r->json)));
+        return;
+    }
+    if ((rc = og_sbx_store_code_mint(r->srv->store, code)) != 0) {
+        store_failed(r, rc);
+        return;
+    }
+    og_sbx_log_str(r, "outcome", "minted");
+    answer_ok(r, json_pack("{s:s}", "code", code));
 }
 
 static void h_reset(og_sbx_req *r)
@@ -352,15 +484,18 @@ static void h_reset(og_sbx_req *r)
 }
 
 /* ===========================================================================
- * Routes: method, path, control-only, takes a body, body optional.
+ * Routes: method, path, control-only, takes a body, body optional, the
+ * body is a form.
  * ========================================================================= */
 const og_sbx_route og_sbx_routes[] = {
-    {"POST", "/v1/credits", false, true, false, h_create},
-    {"GET", "/v1/credits", false, false, false, h_lookup},
-    {"POST", "/_control/faults", true, true, false, h_faults_arm},
-    {"GET", "/_control/faults", true, false, false, h_faults_list},
-    {"DELETE", "/_control/faults", true, false, false, h_faults_clear},
-    {"GET", "/_control/stats", true, false, false, h_stats},
-    {"POST", "/_control/reset", true, true, true, h_reset},
+    {"POST", "/v1/credits", false, true, false, false, h_create},
+    {"GET", "/v1/credits", false, false, false, false, h_lookup},
+    {"POST", "/oauth/token", false, true, false, true, h_token},
+    {"POST", "/_control/faults", true, true, false, false, h_faults_arm},
+    {"GET", "/_control/faults", true, false, false, false, h_faults_list},
+    {"DELETE", "/_control/faults", true, false, false, false, h_faults_clear},
+    {"GET", "/_control/stats", true, false, false, false, h_stats},
+    {"POST", "/_control/reset", true, true, true, false, h_reset},
+    {"POST", "/_control/codes", true, true, true, false, h_codes_mint},
 };
 const size_t og_sbx_n_routes = sizeof og_sbx_routes / sizeof og_sbx_routes[0];

@@ -17,7 +17,9 @@
  *
  * Order of checks, each answering when it fails (docs/sandbox.md):
  * route (404/405) -> Authorization (401) -> body size (413) -> Content-Type
- * (415) -> JSON object (400 invalid_json) -> the handler's own checks.
+ * (415) -> JSON object (400 invalid_json) -> the handler's own checks. A
+ * form route (/oauth/token) skips the JSON step: its handler parses the
+ * form, so that every refusal of it has RFC 6749's shape.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -163,17 +165,18 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
-/* "application/json", parameters (";charset=utf-8") allowed. */
-static bool is_json_type(const char *ct)
+/* The media type ct names is want (parameters such as ";charset=utf-8"
+ * allowed). */
+static bool is_type(const char *ct, const char *want)
 {
-    size_t n;
+    size_t n, len = strlen(want);
 
     if (!ct)
         return false;
     n = strcspn(ct, ";");
     while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
         n--;
-    return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
+    return n == len && strncasecmp(ct, want, len) == 0;
 }
 
 /* A new request for the first call; NULL on out of memory. */
@@ -181,6 +184,7 @@ static og_sbx_req *req_begin(og_sbx_srv *srv, struct MHD_Connection *c,
                              const char *method, const char *url)
 {
     og_sbx_req *r = calloc(1, sizeof *r);
+    const char *ct;
 
     if (!r)
         return NULL;
@@ -199,8 +203,10 @@ static og_sbx_req *req_begin(og_sbx_srv *srv, struct MHD_Connection *c,
         r->path[0] = '\0'; /* an over-long path matches no route */
     MHD_get_connection_values_n(c, MHD_HEADER_KIND, on_header, r);
     MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, on_arg, r);
-    r->json_content_type = is_json_type(MHD_lookup_connection_value(
-        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE));
+    ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                     MHD_HTTP_HEADER_CONTENT_TYPE);
+    r->json_content_type = is_type(ct, "application/json");
+    r->form_content_type = is_type(ct, "application/x-www-form-urlencoded");
     atomic_fetch_add(&srv->inflight, 1);
     route_find(r);
     return r;
@@ -311,6 +317,11 @@ static int req_parse_body(og_sbx_req *r)
         return og_sbx_fail(r, OG_SBX_C_BODY_TOO_LARGE, NULL), -1;
     if (r->body_len == 0 && r->route->optional_body)
         return 0;
+    if (r->route->form) /* the handler parses it (RFC 6749 errors) */
+        return r->form_content_type
+                   ? 0
+                   : (og_sbx_fail(r, OG_SBX_C_UNSUPPORTED_MEDIA_TYPE, NULL),
+                      -1);
     if (!r->json_content_type)
         return og_sbx_fail(r, OG_SBX_C_UNSUPPORTED_MEDIA_TYPE, NULL), -1;
     r->json = json_loadb(r->body ? r->body : "", r->body_len,

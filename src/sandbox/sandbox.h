@@ -4,10 +4,12 @@
  * (docs/sandbox.md). Private to src/sandbox/.
  *
  *   core.c      PURE: request validation, parameter comparison, the create
- *               decision, answers, the fault queue, time and amount text.
- *               No I/O, no clock: time arrives as an argument.
+ *               decision, answers, the fault queue, time and amount text,
+ *               the form-encoded token request. No I/O, no clock: time
+ *               arrives as an argument.
  *   store.c     the state: SQLite (WAL, synchronous=FULL) holding credits,
- *               idempotency keys and counters; one transaction per request
+ *               idempotency keys, authorization codes and counters; one
+ *               transaction per request
  *   log.c       one JSON object per line on stderr; identifiers only
  *   http.c      the libmicrohttpd edge: two-call pattern, routing, body
  *               cap, bearer authentication, dropping a connection
@@ -60,6 +62,10 @@ enum {
 #define OG_SBX_FAULT_COUNT_MAX 1000
 #define OG_SBX_FAULT_MS_MAX 60000
 #define OG_SBX_RETRY_AFTER_S 1    /* Retry-After of 429 rate_limited */
+#define OG_SBX_CODE_LEN 35        /* "ac_" + 32 hex digits (128 bits) */
+#define OG_SBX_TOKEN_LEN 67       /* "at_"/"rt_" + 64 hex digits (256 bits) */
+#define OG_SBX_FORM_PARAMS_MAX 16 /* parameters of one form body */
+#define OG_SBX_TOKEN_EXPIRES_S 3600 /* expires_in of an access token */
 
 /* ===========================================================================
  * Error codes answered to clients: ONE list gives the code string, the
@@ -83,7 +89,8 @@ enum {
     X(BODY_TOO_LARGE, 413, "body_too_large",                                   \
       "the request body exceeds 65536 bytes")                                  \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported_media_type",                   \
-      "Content-Type must be application/json")                                 \
+      "Content-Type must be application/json (/oauth/token: "                  \
+      "application/x-www-form-urlencoded)")                                    \
     X(ACCOUNT_CLOSED, 422, "account_closed",                                   \
       "the account is closed: no credit was created")                          \
     X(IDEMPOTENCY_MISMATCH, 422, "idempotency_mismatch",                       \
@@ -93,6 +100,10 @@ enum {
       "credit was created")                                                    \
     X(RATE_LIMITED, 429, "rate_limited",                                       \
       "too many requests for this account: nothing was done, retry later")     \
+    X(INVALID_GRANT, 400, "invalid_grant",                                     \
+      "the authorization code is unknown or was already exchanged")            \
+    X(UNSUPPORTED_GRANT_TYPE, 400, "unsupported_grant_type",                   \
+      "grant_type must be authorization_code")                                 \
     X(INTERNAL, 500, "internal", "internal error")
 
 typedef enum og_sbx_code {
@@ -277,6 +288,41 @@ int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
                          json_t **body);
 
 /* ===========================================================================
+ * Authorization codes and the token request (core.c, pure): RFC 6749
+ * section 4.1.3, form-encoded. A code is exchanged at most once; every
+ * later exchange is 400 invalid_grant.
+ * ========================================================================= */
+
+/* Parses an application/x-www-form-urlencoded body of len bytes (need not
+ * be terminated): name=value pairs joined by '&', '+' a space, %XX a byte;
+ * an empty pair is skipped, a pair without '=' has the value "". 0 and
+ * *out (a new object name -> string), or -1 and *why: invalid_request
+ * naming the parameter that repeats, holds a bad %-escape, a NUL or bytes
+ * that are not UTF-8 (field "form" when no name can be shown), or when
+ * there are more than OG_SBX_FORM_PARAMS_MAX parameters. OG_SBX_ENOMEM. */
+int og_sbx_form_parse(const char *body, size_t len, json_t **out,
+                      og_sbx_problem *why);
+
+/* Reads the token request from a parsed form (borrowed): grant_type must
+ * be "authorization_code" (absent: invalid_request; another value:
+ * unsupported_grant_type), code must be present and non-empty
+ * (invalid_request). Other parameters (redirect_uri, client_id) are
+ * ignored, as RFC 6749 section 3.2 asks. 0 and *code (borrowed from form),
+ * or -1 and *why. */
+int og_sbx_token_request_parse(json_t *form, const char **code,
+                               og_sbx_problem *why);
+
+/* The token response of RFC 6749 section 5.1 for a fresh access and
+ * refresh token: {"access_token","token_type":"Bearer","expires_in",
+ * "refresh_token"}. New reference; NULL on out of memory. */
+json_t *og_sbx_token_json(const char *access_token, const char *refresh_token);
+
+/* An error answer in RFC 6749 section 5.2's shape: {"error": name,
+ * "error_description": text}; for invalid_request the text names field
+ * (the parameter at fault). New reference; NULL on out of memory. */
+json_t *og_sbx_oauth_error_json(og_sbx_code c, const char *field);
+
+/* ===========================================================================
  * Faults (core.c, pure): a FIFO of armed entries; each create request
  * takes one firing from the head entry. The caller serializes access.
  * ========================================================================= */
@@ -345,9 +391,27 @@ int og_sbx_store_create(og_sbx_store *s, const og_sbx_policy *p,
                         const char *key, const og_sbx_params *req,
                         og_sbx_result *out);
 
-/* Counts a create request answered before it reached the state (the
+/* Which request og_sbx_store_count_request counts. */
+typedef enum og_sbx_request_kind {
+    OG_SBX_REQ_CREATE,  /* create_requests */
+    OG_SBX_REQ_TOKEN,   /* token_requests */
+} og_sbx_request_kind;
+
+/* Counts a request answered before it reached the state (the
  * error_500_before_effect fault). 0 or a negative code. */
-int og_sbx_store_count_request(og_sbx_store *s);
+int og_sbx_store_count_request(og_sbx_store *s, og_sbx_request_kind kind);
+
+/* Mints a new authorization code ("ac_" and 128 random bits in hex) and
+ * records it, in one transaction. 0 and out, or a negative code. */
+int og_sbx_store_code_mint(og_sbx_store *s,
+                           char out[OG_SBX_CODE_LEN + 1]);
+
+/* Exchanges code: in ONE write transaction, marks the code exchanged IF it
+ * exists and was never exchanged, counting the request (and, when it was
+ * refused, invalid_grants). 0 and *exchanged (false: unknown or already
+ * exchanged), or a negative code with nothing changed. */
+int og_sbx_store_code_exchange(og_sbx_store *s, const char *code,
+                               bool *exchanged);
 
 typedef enum og_sbx_lookup_by {
     OG_SBX_BY_REFERENCE,
@@ -365,12 +429,14 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_policy *p,
 typedef struct og_sbx_stats {
     int64_t create_requests, credits_created, lookups, idempotent_replays,
         mismatches;
+    int64_t codes_minted, code_exchanges, token_requests, invalid_grants;
 } og_sbx_stats;
 
-/* The counters and the number of credit rows, from one snapshot. */
+/* The counters, the number of credit rows, of code rows and of exchanged
+ * codes, from one snapshot. */
 int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out);
 
-/* Deletes every credit, key and counter in one transaction. */
+/* Deletes every credit, key, code and counter in one transaction. */
 int og_sbx_store_reset(og_sbx_store *s);
 
 /* The wall clock in microseconds (the store's and the rules' clock). */
@@ -432,6 +498,7 @@ typedef struct og_sbx_req {
     int idem_key_count;               /* Idempotency-Key headers seen */
     bool idem_key_bad;                /* too long or with a NUL */
     bool json_content_type;
+    bool form_content_type;           /* application/x-www-form-urlencoded */
     json_t *args;                     /* query parameters, name -> value */
     bool args_bad;                    /* repeated, too many, or a NUL */
     char args_bad_name[64];
@@ -455,13 +522,16 @@ typedef struct og_sbx_req {
 
 typedef void (*og_sbx_handler)(og_sbx_req *r);
 
-/* One route. body: takes a JSON object (optional_body: or nothing). */
+/* One route. body: takes a JSON object (optional_body: or nothing); form:
+ * takes an application/x-www-form-urlencoded body instead, which the
+ * handler parses itself from r->body (r->json stays NULL). */
 typedef struct og_sbx_route {
     const char *method;
     const char *path;
     bool control;        /* only with --control */
     bool body;
     bool optional_body;
+    bool form;
     og_sbx_handler fn;
 } og_sbx_route;
 

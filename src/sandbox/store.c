@@ -30,6 +30,12 @@
  *       back. A connection whose ROLLBACK failed is marked broken and
  *       every later call fails (its transaction state is unknown).
  *   S7  Amounts are canonical decimal TEXT, never REAL: equality is exact.
+ *   S8  A code is exchanged at most once: the exchange is ONE conditional
+ *       UPDATE (exchanged_us IS NULL) inside a BEGIN IMMEDIATE transaction,
+ *       so of any number of concurrent exchanges of one code — threads or
+ *       processes on one file — exactly one changes the row. The tokens it
+ *       answers are not stored: like a real authorization server, the
+ *       sandbox never hands out the same exchange result twice.
  *
  * One connection serves every thread; the mutex makes each call's
  * transaction exclusive on it. Throughput is not the point of a sandbox;
@@ -46,7 +52,7 @@
 
 #include "sandbox.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define BUSY_TIMEOUT_MS 10000  /* another process holding the file */
 
 static const char schema_v1[] =
@@ -82,6 +88,15 @@ static const char schema_v1[] =
     "  value INTEGER NOT NULL"
     ") WITHOUT ROWID;"
     "PRAGMA user_version = 1;";
+
+/* Version 2: authorization codes for POST /oauth/token (S8). */
+static const char schema_v2[] =
+    "CREATE TABLE codes ("
+    "  code          TEXT    PRIMARY KEY,"
+    "  minted_us     INTEGER NOT NULL,"
+    "  exchanged_us  INTEGER"              /* NULL: never exchanged */
+    ") WITHOUT ROWID;"
+    "PRAGMA user_version = 2;";
 
 #define CREDIT_COLS                                                            \
     "id, account, amount, currency, reference, expires_at_us, created_us,"    \
@@ -129,7 +144,16 @@ static const char schema_v1[] =
     X(CREDIT_COUNT, "SELECT count(*) FROM credits")                            \
     X(RESET_KEYS, "DELETE FROM idempotency_keys")                              \
     X(RESET_CREDITS, "DELETE FROM credits")                                    \
-    X(RESET_COUNTERS, "DELETE FROM counters")
+    X(RESET_COUNTERS, "DELETE FROM counters")                                  \
+    X(RESET_CODES, "DELETE FROM codes")                                        \
+    /* ?1 code, ?2 now. */                                                     \
+    X(CODE_INSERT, "INSERT INTO codes (code, minted_us) VALUES (?1, ?2)")      \
+    /* S8: a row only when this statement spent the code. ?1 code, ?2 now. */ \
+    X(CODE_EXCHANGE,                                                           \
+      "UPDATE codes SET exchanged_us = ?2"                                     \
+      " WHERE code = ?1 AND exchanged_us IS NULL RETURNING 1")                 \
+    X(CODE_COUNTS,                                                             \
+      "SELECT count(*), count(exchanged_us) FROM codes")
 
 enum {
 #define ST_ENUM(name, sql) ST_##name,
@@ -162,6 +186,8 @@ struct og_sbx_store {
 #define C_LOOKUPS "lookups"
 #define C_REPLAYS "idempotent_replays"
 #define C_MISMATCHES "mismatches"
+#define C_TOKEN_REQUESTS "token_requests"
+#define C_INVALID_GRANTS "invalid_grants"
 
 /* ===========================================================================
  * Clock
@@ -411,9 +437,13 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
         sqlite3_step(q) == SQLITE_ROW)
         version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
+    /* Each version's script from the one found: a version 1 file (credits
+     * only) gains the codes table and keeps its credits. */
     if (version == 0)
         rc = exec_or_fail(db, schema_v1, err, errlen);
-    else if (version != SCHEMA_VERSION) {
+    if (rc == 0 && (version == 0 || version == 1))
+        rc = exec_or_fail(db, schema_v2, err, errlen);
+    else if (rc == 0 && version != SCHEMA_VERSION) {
         snprintf(err, errlen, "state: schema version %d is not %d", version,
                  SCHEMA_VERSION);
         rc = OG_SBX_ESTORE;
@@ -745,13 +775,68 @@ int og_sbx_store_create(og_sbx_store *s, const og_sbx_policy *p,
     return rc;
 }
 
-int og_sbx_store_count_request(og_sbx_store *s)
+int og_sbx_store_count_request(og_sbx_store *s, og_sbx_request_kind kind)
 {
     int rc;
 
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
-    return txn_end(s, count(s, C_CREATE_REQUESTS));
+    return txn_end(s, count(s, kind == OG_SBX_REQ_TOKEN ? C_TOKEN_REQUESTS
+                                                        : C_CREATE_REQUESTS));
+}
+
+/* ===========================================================================
+ * Authorization codes (S8)
+ * ========================================================================= */
+
+int og_sbx_store_code_mint(og_sbx_store *s, char out[OG_SBX_CODE_LEN + 1])
+{
+    unsigned char b[16];
+    char code[OG_SBX_CODE_LEN + 1], hex[2 * sizeof b + 1];
+    binder bd = b_start(s, ST_CODE_INSERT);
+    int rc;
+
+    randombytes_buf(b, sizeof b);
+    sodium_bin2hex(hex, sizeof hex, b, sizeof b);
+    snprintf(code, sizeof code, "ac_%s", hex);
+    if ((rc = txn_begin(s, true)) != 0)
+        return rc;
+    st(s, ST_CODE_INSERT);
+    b_text(&bd, code);
+    b_int(&bd, og_sbx_now_us());
+    if ((rc = b_done(&bd)) == 0)
+        rc = run(s, ST_CODE_INSERT);
+    if ((rc = txn_end(s, rc)) == 0)
+        memcpy(out, code, sizeof code);
+    return rc;
+}
+
+int og_sbx_store_code_exchange(og_sbx_store *s, const char *code,
+                               bool *exchanged)
+{
+    binder bd = b_start(s, ST_CODE_EXCHANGE);
+    bool spent = false;
+    int rc;
+
+    if ((rc = txn_begin(s, true)) != 0)
+        return rc;
+    st(s, ST_CODE_EXCHANGE);
+    b_text(&bd, code);
+    b_int(&bd, og_sbx_now_us()); /* after the write lock (S4) */
+    if ((rc = b_done(&bd)) == 0 &&
+        (rc = next_row(s, ST_CODE_EXCHANGE)) == 1) {
+        spent = true;
+        /* Steps the UPDATE to its end; the code is the primary key. */
+        if ((rc = next_row(s, ST_CODE_EXCHANGE)) == 1)
+            rc = OG_SBX_EINTERNAL;
+    }
+    if (rc == 0 && !spent)
+        rc = count(s, C_INVALID_GRANTS);
+    if (rc == 0)
+        rc = count(s, C_TOKEN_REQUESTS);
+    if ((rc = txn_end(s, rc)) == 0)
+        *exchanged = spent;
+    return rc;
 }
 
 /* ===========================================================================
@@ -846,6 +931,10 @@ static int read_counters(og_sbx_store *s, og_sbx_stats *o)
             o->idempotent_replays = v;
         else if (strcmp(name, C_MISMATCHES) == 0)
             o->mismatches = v;
+        else if (strcmp(name, C_TOKEN_REQUESTS) == 0)
+            o->token_requests = v;
+        else if (strcmp(name, C_INVALID_GRANTS) == 0)
+            o->invalid_grants = v;
     }
     return rc;
 }
@@ -869,6 +958,17 @@ int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out)
             rc = OG_SBX_EINTERNAL; /* count(*) always answers a row */
         }
     }
+    if (rc == 0) {
+        st(s, ST_CODE_COUNTS);
+        rc = next_row(s, ST_CODE_COUNTS);
+        if (rc == 1) {
+            o.codes_minted = sqlite3_column_int64(s->st[ST_CODE_COUNTS], 0);
+            o.code_exchanges = sqlite3_column_int64(s->st[ST_CODE_COUNTS], 1);
+            rc = 0;
+        } else if (rc == 0) {
+            rc = OG_SBX_EINTERNAL;
+        }
+    }
     if ((rc = txn_end(s, rc)) == 0)
         *out = o;
     return rc;
@@ -889,6 +989,10 @@ int og_sbx_store_reset(og_sbx_store *s)
     if (rc == 0) {
         st(s, ST_RESET_COUNTERS);
         rc = run(s, ST_RESET_COUNTERS);
+    }
+    if (rc == 0) {
+        st(s, ST_RESET_CODES);
+        rc = run(s, ST_RESET_CODES);
     }
     return txn_end(s, rc);
 }

@@ -286,6 +286,34 @@ static const cfg_key cfg_keys[] = {
      AT(provider_api_key_file),
      "File holding the provider's API key (a secret: read at startup, sent "
      "as a bearer token, never logged). Empty: none."},
+    {"redemption", CFG_OBJECT, 0, 0, NULL, AT(redemption_url),
+     "Redeeming external single-use tokens (`POST /v1/redemptions`; the "
+     "`redemption.` rows below). Off until `redemption.key_file` is set: "
+     "results are credentials and are stored sealed."},
+    {"redemption.url", CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(redemption_url),
+     "The token endpoint's base URL (`POST URL/oauth/token`, RFC 6749 "
+     "4.1.3), e.g. an `oncegate-sandbox`. Empty: `provider.url`."},
+    {"redemption.key_file", CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(redemption_key_file),
+     "File holding the 32-byte key results are sealed with (64 hex digits "
+     "or base64; XChaCha20-Poly1305, bound to caller, idempotency key and "
+     "token hash). It must be readable by its owner only (chmod 600). Every "
+     "instance on one store needs the same key; losing it makes every "
+     "stored result unreadable. Empty: redemption off (501). Dev mode "
+     "generates `DIR/redemption.key`."},
+    {"redemption.api_key_file", CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(redemption_api_key_file),
+     "File holding the token endpoint's API key, sent as a bearer token "
+     "(a secret, never logged). Empty: none."},
+    {"redemption.catch_up_timeout_ms", CFG_MS, 1, 600000, "20000",
+     AT(redemption_catch_up_us),
+     "After the token endpoint answered \"already used\" (or an answer was "
+     "lost), how long a redemption keeps looking for the result another "
+     "request of the same idempotency key is persisting, backing off from "
+     "20 ms to 500 ms; then `redemption_lost`. R2: more than "
+     "`timings.provider_timeout_ms` + `timings.store_timeout_ms`, the "
+     "longest a winner still in flight needs to persist."},
     {"principals", CFG_PRINCIPALS, 0, CFG_PRINCIPALS_MAX, "[]",
      AT(principals),
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "
@@ -1215,6 +1243,40 @@ static int cfg_check_audit_retention(const og_srv_config *c, char *err,
                     c->audit_retention_days, need / 1000000);
 }
 
+/* The redemption keys together, and R2. 0, or OG_EINVAL / OG_ETIMINGS. */
+static int cfg_check_redemption(const og_srv_config *c, char *err,
+                                size_t errlen)
+{
+    const char *url = og_srv_config_redemption_url(c);
+
+    if (c->redemption_url && !c->redemption_key_file)
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "redemption.key_file: required with redemption.url "
+                        "(results are credentials: they are stored sealed)");
+    /* No URL yet is refused at startup, not here: dev mode sets
+     * provider.url once its sandbox runs, after this check. */
+    if (!url)
+        return 0;
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "redemption.url: must start with http:// or https://");
+    /* R2: a duplicate must be able to wait out the winner's exchange and
+     * its write, or it answers redemption_lost for a result that was about
+     * to be persisted. */
+    if (c->redemption_catch_up_us <=
+        c->timings.provider_timeout_us + c->timings.store_timeout_us)
+        return cfg_fail(err, errlen, OG_ETIMINGS,
+                        "redemption.catch_up_timeout_ms: R2: must be more "
+                        "than timings.provider_timeout_ms + "
+                        "timings.store_timeout_ms (%lld ms), the longest a "
+                        "redemption still in flight needs to persist its "
+                        "result",
+                        (long long)((c->timings.provider_timeout_us +
+                                     c->timings.store_timeout_us) /
+                                    1000));
+    return 0;
+}
+
 int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
 {
     const char *why = NULL;
@@ -1244,7 +1306,14 @@ int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
                         "request uses one store connection at a time, so "
                         "the rest could never be used",
                         c->max_connections);
-    return 0;
+    return cfg_check_redemption(c, err, errlen);
+}
+
+const char *og_srv_config_redemption_url(const og_srv_config *c)
+{
+    if (!c->redemption_key_file)
+        return NULL;
+    return c->redemption_url ? c->redemption_url : c->provider_url;
 }
 
 void og_srv_config_free(og_srv_config *c)
@@ -1259,6 +1328,9 @@ void og_srv_config_free(og_srv_config *c)
     free(c->provider_url);
     free(c->provider_table);
     free(c->provider_api_key_file);
+    free(c->redemption_url);
+    free(c->redemption_key_file);
+    free(c->redemption_api_key_file);
     free(c->log_file);
     free(c->config_path);
     if (c->principals)
@@ -1462,7 +1534,12 @@ void og_srv_config_doc(FILE *f)
         fprintf(f, "- %s\n", cfg_relations[i]);
     fputs("\n"
           "Beyond the timings, `pool_size` may not exceed "
-          "`max_connections`.\n",
+          "`max_connections`, and with redemption on (`redemption.key_file` "
+          "set):\n"
+          "\n"
+          "- R2: `redemption.catch_up_timeout` > `provider_timeout` + "
+          "`store_timeout`: a duplicate redemption waits out the exchange "
+          "and the write of the request that is redeeming the same token.\n",
           f);
 }
 

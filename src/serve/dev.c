@@ -9,10 +9,13 @@
  *   DIR/keys/               0700: oncegate-dev.KID.{private,public}.jwk
  *   DIR/dev-credentials.json  0600: {"issuer": "oncegate-dev",
  *                           "principals": {ROLE: {"id", "api_key"}}}
+ *   DIR/redemption.key      0600: the key redemption results are sealed
+ *                           with (32 bytes, hex)
  *   DIR/oncegate.db         the store (migrated by the server at startup)
  *
  * Invariants:
- *   D1  API keys are secrets. They are written to dev-credentials.json
+ *   D1  API keys are secrets (so is DIR/redemption.key, written the same
+ *       way and never printed). They are written to dev-credentials.json
  *       (created 0600 with O_EXCL under a temporary name, fsync'd, then
  *       renamed, so it is never seen half-written or readable by others)
  *       and printed only by `dev-env`, to stdout, on request. Never to err,
@@ -32,6 +35,8 @@
  *       server's own log lines only. The
  *       classification table the server reads, DIR/sandbox-credits.v1.json,
  *       is the copy compiled into the binary, rewritten at every start.
+ *       POST /v1/redemptions redeems at the same sandbox (redemption.url
+ *       follows provider.url), sealing with DIR/redemption.key.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -479,6 +484,37 @@ static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
 }
 
 /* ===========================================================================
+ * The redemption sealing key (D1, D3).
+ * ========================================================================= */
+
+/* Creates DIR/redemption.key (path), 0600, with 32 random bytes as hex,
+ * unless it exists: a key in use is never replaced (D3), or every result
+ * sealed with it would become unreadable. Called under the lock. 0 or an
+ * error with err. */
+static int dev_redemption_key_ensure(const char *dir, const char *path,
+                                     char *err, size_t errlen)
+{
+    unsigned char key[32];
+    char hex[2 * sizeof key + 2];
+    struct stat st;
+    int rc;
+
+    if (lstat(path, &st) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot read: %s", path,
+                        strerror(errno));
+    randombytes_buf(key, sizeof key);
+    sodium_bin2hex(hex, sizeof hex - 1, key, sizeof key);
+    strcat(hex, "\n");
+    rc = dev_file_write(dir, OG_DEV_REDEMPTION_KEY, path, hex, strlen(hex),
+                        0600, err, errlen);
+    sodium_memzero(key, sizeof key);
+    sodium_memzero(hex, sizeof hex);
+    return rc;
+}
+
+/* ===========================================================================
  * Preparing the configuration.
  * ========================================================================= */
 
@@ -486,11 +522,12 @@ static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
  * on success. 0 or OG_ENOMEM / OG_EINVAL with err. */
 static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
                     const char *keys_dir, const char *table_path,
-                    const dev_creds *cr, char *err, size_t errlen)
+                    const char *redemption_key, const dev_creds *cr,
+                    char *err, size_t errlen)
 {
     char url[OG_PATH_MAX + 16];
     og_principal *ps = calloc(OG_ROLE_COUNT, sizeof *ps);
-    char *store, *keys, *iss, *aud, *table = NULL;
+    char *store, *keys, *iss, *aud, *table = NULL, *rkey = NULL;
 
     if ((size_t)snprintf(url, sizeof url, "sqlite:%s/oncegate.db", dir) >=
         sizeof url) {
@@ -501,17 +538,21 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     keys = strdup(keys_dir);
     iss = strdup(OG_DEV_ISSUER);
     aud = strdup(OG_DEV_AUDIENCE);
-    /* A table the configuration names wins: --dev with --config. */
+    /* A table or key file the configuration names wins: --dev with
+     * --config. */
     if (!c->provider_table)
         table = strdup(table_path);
+    if (!c->redemption_key_file)
+        rkey = strdup(redemption_key);
     if (!ps || !store || !keys || !iss || !aud ||
-        (!c->provider_table && !table)) {
+        (!c->provider_table && !table) || (!c->redemption_key_file && !rkey)) {
         free(ps);
         free(store);
         free(keys);
         free(iss);
         free(aud);
         free(table);
+        free(rkey);
         return dev_fail(err, errlen, OG_ENOMEM, "out of memory");
     }
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
@@ -538,6 +579,8 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     c->auto_migrate = true;
     if (table)
         c->provider_table = table;
+    if (rkey)
+        c->redemption_key_file = rkey;
     return 0;
 }
 
@@ -547,7 +590,8 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
  * describes the sandbox this binary starts (D4). 0 or an error with err. */
 static int dev_setup_locked(const char *dir, const char *keys_dir,
                             const char *creds_path, const char *table_path,
-                            dev_creds *cr, char *err, size_t errlen)
+                            const char *redemption_key, dev_creds *cr,
+                            char *err, size_t errlen)
 {
     int rc;
 
@@ -555,7 +599,9 @@ static int dev_setup_locked(const char *dir, const char *keys_dir,
         (rc = dev_ensure_key(keys_dir, err, errlen)) != 0 ||
         (rc = dev_file_write(dir, DEV_TABLE_FILE, table_path,
                              og_srv_dev_table, og_srv_dev_table_len, 0644,
-                             err, errlen)) != 0)
+                             err, errlen)) != 0 ||
+        (rc = dev_redemption_key_ensure(dir, redemption_key, err, errlen)) !=
+            0)
         return rc;
     return dev_creds_ensure(dir, creds_path, cr, err, errlen);
 }
@@ -564,7 +610,7 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
                        const char *store_url, char *err, size_t errlen)
 {
     char keys_dir[OG_PATH_MAX], creds_path[OG_PATH_MAX];
-    char table_path[OG_PATH_MAX];
+    char table_path[OG_PATH_MAX], redemption_key[OG_PATH_MAX];
     dev_creds cr;
     int rc, lock = -1;
 
@@ -576,18 +622,19 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
         return dev_fail(err, errlen, OG_EINTERNAL, "libsodium failed to start");
     if (dev_path(keys_dir, dir, "keys") != 0 ||
         dev_path(creds_path, dir, OG_DEV_CREDENTIALS) != 0 ||
-        dev_path(table_path, dir, DEV_TABLE_FILE) != 0)
+        dev_path(table_path, dir, DEV_TABLE_FILE) != 0 ||
+        dev_path(redemption_key, dir, OG_DEV_REDEMPTION_KEY) != 0)
         return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
     memset(&cr, 0, sizeof cr);
     if ((rc = dev_mkdir(dir, err, errlen)) == 0 &&
         (rc = dev_lock(dir, &lock, err, errlen)) == 0) {
-        rc = dev_setup_locked(dir, keys_dir, creds_path, table_path, &cr,
-                              err, errlen);
+        rc = dev_setup_locked(dir, keys_dir, creds_path, table_path,
+                              redemption_key, &cr, err, errlen);
         close(lock); /* releases the flock */
     }
     if (rc == 0)
-        rc = dev_fill(c, dir, store_url, keys_dir, table_path, &cr, err,
-                      errlen);
+        rc = dev_fill(c, dir, store_url, keys_dir, table_path, redemption_key,
+                      &cr, err, errlen);
     sodium_memzero(&cr, sizeof cr);
     return rc;
 }

@@ -4,8 +4,9 @@
  * (docs/http.md). No handler decides single use itself: the store does, in
  * one conditional write, so any instance may answer any request.
  *
- * Secrets: tokens and tickets arrive in bodies and leave in answers; they
- * are never added to r->log. Log fields are identifiers and outcomes.
+ * Secrets: tokens, tickets, redemption codes and their results arrive in
+ * bodies and leave in answers; they are never added to r->log. Log fields
+ * are identifiers and outcomes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -716,6 +717,143 @@ static int h_operations_get(og_http_req *r)
 }
 
 /* ===========================================================================
+ * POST /v1/redemptions (agent): redeem an external single-use token (seed
+ * 003) with catch-up, in ONE library call (og_redeem). The code and the
+ * result are secrets: neither reaches r->log; the key, the outcome and the
+ * exchange's reason do.
+ * ========================================================================= */
+
+/* The 200 answer {"idempotency_key","outcome","persisted","result"}, with
+ * the token response spliced in as og_redeem returned it (compact JSON):
+ * not parsed again, so no library keeps a copy of the credential that
+ * nobody wipes. The text is wiped when the answer is freed (http.c). */
+static void redemption_answer(og_http_req *r, const char *key,
+                              const og_redeem_result *res)
+{
+    static const char member[] = ",\"result\":";
+    json_t *head = json_pack("{s:s, s:s, s:b}", "idempotency_key", key,
+                             "outcome", og_redeem_outcome_name(res->outcome),
+                             "persisted", res->persisted);
+    char *h = head ? json_dumps(head, JSON_COMPACT) : NULL, *text = NULL;
+    size_t hl = h ? strlen(h) : 0, n;
+
+    json_decref(head);
+    /* h is "{...}": its members, the result member, the closing brace. */
+    n = hl + sizeof member + res->result_len + 1;
+    if (h && hl >= 2 && (text = malloc(n)))
+        snprintf(text, n, "%.*s%s%s}", (int)(hl - 1), h, member, res->result);
+    free(h);
+    if (!text) {
+        og_http_error(r, 500, "internal_error", "out of memory", NULL);
+        return;
+    }
+    og_http_json(r, 200, NULL);
+    r->text = text;
+}
+
+/* Maps a redemption that returned no result to its answer. */
+static void redemption_refusal(og_http_req *r, const og_redeem_result *res)
+{
+    switch (res->outcome) {
+    case OG_REDEEM_CODE_SPENT:
+        og_http_error(r, 409, "code_spent",
+                      "the code was already redeemed by another operation "
+                      "(another idempotency key); its result is not "
+                      "returned here",
+                      NULL);
+        break;
+    case OG_REDEEM_KEY_REUSED:
+        og_http_error(r, 422, "idempotency_key_reused",
+                      "this idempotency key was used with another code",
+                      "idempotency_key");
+        break;
+    case OG_REDEEM_LOST:
+        og_http_error(r, 409, "redemption_lost",
+                      "the code was spent and no result was persisted under "
+                      "this idempotency key within the catch-up bound: the "
+                      "provider never gives a result twice, so it cannot be "
+                      "recovered; start over with a new code",
+                      NULL);
+        break;
+    case OG_REDEEM_UNKNOWN:
+        og_http_error(r, 502, "redemption_unknown",
+                      "the token endpoint's answer was lost or undocumented "
+                      "and no result was persisted within the catch-up "
+                      "bound; retry the same request (same idempotency key "
+                      "and code): it finds the result, or ends in "
+                      "redemption_lost",
+                      NULL);
+        r->retry_after = r->srv->cfg.retry_after_s;
+        break;
+    case OG_REDEEM_REJECTED:
+        og_http_error(r, 502, "provider_rejected",
+                      "the token endpoint refused the request itself; the "
+                      "code was not exchanged",
+                      NULL);
+        json_object_set_new(r->answer, "reason", json_string(res->reason));
+        break;
+    default:
+        og_http_error(r, 500, "internal_error", "internal error", NULL);
+        break;
+    }
+}
+
+static int h_redemptions(og_http_req *r)
+{
+    static const char *const allowed[] = {"idempotency_key", "code", NULL};
+    og_srv *srv = r->srv;
+    const char *key, *code;
+    og_redeem_request q;
+    og_redeem_result res;
+    int rc;
+
+    if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "idempotency_key", true, &key) != 0 ||
+        og_http_str(r, r->json, "code", true, &code) != 0)
+        return 0;
+    if (!og_id_valid(key))
+        return og_http_lib_error(r, OG_EIDEMPOTENCY_KEY), 0;
+    og_http_log_str(r, "idempotency_key", key);
+    if (!srv->redeemer) {
+        og_http_error(r, 501, "redemption_not_configured",
+                      "this instance has no redemption.key_file (and token "
+                      "endpoint)",
+                      NULL);
+        return 0;
+    }
+    q = (og_redeem_request){r->principal->id, key, code,
+                            srv->cfg.timings.provider_timeout_us,
+                            srv->cfg.redemption_catch_up_us};
+    rc = og_redeem(srv->store, srv->redeemer, srv->redeem_key, &q, &res);
+    og_metrics_redemption(rc != 0 ? rc : (int)res.outcome);
+    if (rc == OG_EREDEMPTION_UNDECRYPTABLE) {
+        og_http_error(r, 500, "redemption_undecryptable", og_strerror(rc),
+                      NULL);
+        return 0;
+    }
+    if (rc != 0) /* input 400, store 503 retry_later, else 500 */
+        return og_http_lib_error(r, rc), 0;
+    og_http_log_str(r, "outcome", og_redeem_outcome_name(res.outcome));
+    og_http_log_str(r, "provider_reason", res.reason[0] ? res.reason : NULL);
+    json_object_set_new(r->log, "looks", json_integer(res.looks));
+    if (res.outcome == OG_REDEEM_REDEEMED && !res.persisted) {
+        /* The result exists only in this answer: the others with this key
+         * will end redemption_lost. The log says why, never what. */
+        og_log(OG_LOG_ERROR, "redemption_not_persisted",
+               json_pack("{s:s, s:s, s:s}", "idempotency_key", key, "caller",
+                         r->principal->id, "store_error",
+                         res.persist_error ? og_err_name(res.persist_error)
+                                           : "key_holds_another_code"));
+    }
+    if (res.result)
+        redemption_answer(r, key, &res);
+    else
+        redemption_refusal(r, &res);
+    og_redeem_result_clear(&res);
+    return 0;
+}
+
+/* ===========================================================================
  * Operators (role operator): the backlog, one operation with its evidence,
  * and resolution by hand of an operation awaiting reconciliation.
  * ========================================================================= */
@@ -1025,6 +1163,7 @@ const og_route og_routes[] = {
     {"POST", "/v1/operations", OG_ROLE_AGENT, true, false, h_operations_post},
     {"GET", "/v1/operations/{operation_id}", OG_ROLE_AGENT, false, false,
      h_operations_get},
+    {"POST", "/v1/redemptions", OG_ROLE_AGENT, true, false, h_redemptions},
     {"GET", "/v1/admin/operations", OG_ROLE_OPERATOR, false, false,
      h_admin_list},
     {"GET", "/v1/admin/operations/{operation_id}", OG_ROLE_OPERATOR, false,

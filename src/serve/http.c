@@ -62,10 +62,21 @@ og_srv_auth *og_srv_auth_current(og_srv *srv)
  * Answers.
  * ========================================================================= */
 
+/* Wipes and frees an answer's text (NUL-terminated; NULL is a no-op):
+ * answers may carry credentials (a grant, a ticket, a redemption's token
+ * response). Also libmicrohttpd's free callback for a queued answer. */
+static void answer_free(void *text)
+{
+    if (!text)
+        return;
+    sodium_memzero(text, strlen(text));
+    free(text);
+}
+
 void og_http_json(og_http_req *r, unsigned status, json_t *body)
 {
     json_decref(r->answer);
-    free(r->text);
+    answer_free(r->text);
     r->text = NULL;
     r->answer = body;
     r->status = status;
@@ -324,7 +335,7 @@ void og_http_req_end(og_http_req *r)
     json_decref(r->json);
     json_decref(r->answer);
     json_decref(r->log);
-    free(r->text);
+    answer_free(r->text);
     if (r->body) {
         sodium_memzero(r->body, r->body_cap); /* it may hold a token */
         free(r->body);
@@ -525,9 +536,11 @@ static enum MHD_Result req_respond(og_http_req *r, struct MHD_Connection *c)
             return MHD_NO;
         len = strlen(text);
     }
-    resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    /* Wiped when libmicrohttpd is done with it. */
+    resp = MHD_create_response_from_buffer_with_free_callback(len, text,
+                                                              answer_free);
     if (!resp) {
-        free(text);
+        answer_free(text);
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,

@@ -11,6 +11,7 @@
 
 #include "oncegate/execute.h"
 #include "oncegate/provider.h"
+#include "oncegate/redeem.h"
 #include "serve.h"
 
 /* The running service: everything a request may use. The store and the
@@ -22,6 +23,8 @@ typedef struct og_srv {
     og_grant_policy policy;   /* the validator's policy, from cfg.timings */
     og_provider_table *ptable;/* NULL: no execution (admission only) */
     og_provider *provider;    /* the provider client, with ptable */
+    og_provider *redeemer;    /* the token endpoint; NULL: redemption off */
+    og_redeem_key *redeem_key;/* seals redemption results (with redeemer) */
     pthread_mutex_t auth_mu;  /* guards auth (the pointer, not the data) */
     og_srv_auth *auth;
     atomic_int inflight;      /* requests accepted and not yet completed */

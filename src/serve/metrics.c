@@ -7,10 +7,10 @@
  *      write: no lock, and no increment is ever lost (the counts are exact;
  *      only the order in which a concurrent render sees them is loose).
  *   2. Series are stable: every outcome, every refusal reason but "none",
- *      every store op, both consume verdicts, every cleanup kind and both
- *      archive modes are rendered from the start, at zero, so dashboards
- *      and alerts see them before the first event. Only response codes,
- *      which are open-ended, appear once seen.
+ *      every store op, both consume verdicts, every cleanup kind, both
+ *      archive modes and every redemption outcome are rendered from the
+ *      start, at zero, so dashboards and alerts see them before the first
+ *      event. Only response codes, which are open-ended, appear once seen.
  *   3. A histogram keeps one non-cumulative count per bucket; the render
  *      accumulates them and takes _count from the +Inf total, so within
  *      one render the buckets are cumulative and +Inf equals _count even
@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "oncegate/redeem.h"
 #include "serve.h"
 
 /* ===========================================================================
@@ -31,6 +32,7 @@
 enum {
     N_OUTCOMES = 0 OG_OUTCOME_MAP(OG__COUNT_ONE),
     N_REFUSALS = 0 OG_REFUSAL_MAP(OG__COUNT_ONE),
+    N_REDEEM = 0 OG_REDEEM_OUTCOME_MAP(OG__COUNT_ONE),
 };
 #undef OG__COUNT_ONE
 
@@ -162,6 +164,17 @@ void og_metrics_archived(og_archive_mode mode, int64_t operations)
 {
     if ((unsigned)mode < 2 && operations > 0)
         bump(&archived[mode], (uint_fast64_t)operations);
+}
+
+/* Redemptions by outcome; the last slot counts errors. */
+static atomic_uint_fast64_t redemptions[N_REDEEM + 1];
+
+void og_metrics_redemption(int outcome)
+{
+    if (outcome < 0)
+        bump(&redemptions[N_REDEEM], 1);
+    else if (outcome < N_REDEEM)
+        bump(&redemptions[outcome], 1);
 }
 
 void og_metrics_inflight(int delta)
@@ -337,6 +350,18 @@ static void render_retention(FILE *f)
         sample1(f, a, "mode", archive_modes[i], get(&archived[i]));
 }
 
+static void render_redemptions(FILE *f)
+{
+    static const char *const n = "oncegate_redemptions_total";
+
+    family(f, n, "counter", "Redemptions of single-use tokens, by outcome "
+                            "(error: the call failed).");
+    for (unsigned i = 0; i < N_REDEEM; i++)
+        sample1(f, n, "outcome", og_redeem_outcome_name((og_redeem_outcome)i),
+                get(&redemptions[i]));
+    sample1(f, n, "outcome", "error", get(&redemptions[N_REDEEM]));
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */
@@ -355,6 +380,7 @@ int og_metrics_render(char **out, size_t *len)
     render_http(f);
     render_execution(f);
     render_retention(f);
+    render_redemptions(f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);

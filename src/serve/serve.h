@@ -106,6 +106,11 @@ typedef struct og_srv_config {
     char *provider_url;         /* NULL: no execution (admission only) */
     char *provider_table;       /* the classification table's path */
     char *provider_api_key_file;/* NULL: no provider key */
+    char *redemption_url;       /* the token endpoint's base URL; NULL:
+                                   provider_url */
+    char *redemption_key_file;  /* NULL: redemption off (501) */
+    char *redemption_api_key_file; /* NULL: no key at the token endpoint */
+    int64_t redemption_catch_up_us; /* og_redeem's catch-up bound */
     og_timings timings;         /* every timing value, one object */
     int pool_size;              /* store connections per instance */
     size_t max_body_bytes;      /* request bodies above it: 413 */
@@ -166,8 +171,13 @@ int og_srv_config_load_principals(const char *path, og_principal **out,
  * OG_EINVAL. */
 int og_srv_config_set_listen(og_srv_config *c, const char *hostport);
 
-/* Checks relations across keys (timings, pool size vs. connections, ...).
- * 0, or OG_ETIMINGS / OG_EINVAL with one line naming the relation in err. */
+/* The token endpoint POST /v1/redemptions redeems at: redemption.url, else
+ * provider.url; NULL when redemption is off (no redemption.key_file). */
+const char *og_srv_config_redemption_url(const og_srv_config *c);
+
+/* Checks relations across keys (timings, the audit retention R1, pool size
+ * vs. connections, the redemption keys and R2, ...). 0, or OG_ETIMINGS /
+ * OG_EINVAL with one line naming the relation in err. */
 int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen);
 
 /* Checks the store's server-side bound on admissions (seed 000, "Retention
@@ -192,14 +202,17 @@ void og_srv_config_doc(FILE *f);
 #define OG_DEV_ISSUER "oncegate-dev"
 #define OG_DEV_AUDIENCE "oncegate-dev"
 #define OG_DEV_CREDENTIALS "dev-credentials.json"
+#define OG_DEV_REDEMPTION_KEY "redemption.key"
 
 /* Prepares data directory dir for `serve --dev` under an exclusive lock
  * (DIR/.lock), so instances started together agree: creates dir (0700)
  * and DIR/keys, generates the issuer key when none exists, creates
- * DIR/dev-credentials.json (0600) with one principal per role when absent,
- * else reuses both. Fills c: store (sqlite:DIR/oncegate.db unless
- * store_url is non-NULL), keys_dir, issuer, audience, principals,
- * auto_migrate. 0, or a negative code with one line in err. */
+ * DIR/dev-credentials.json (0600) with one principal per role and
+ * DIR/redemption.key (0600, the redemption sealing key) when absent, else
+ * reuses them. Fills c: store (sqlite:DIR/oncegate.db unless store_url is
+ * non-NULL), keys_dir, issuer, audience, principals, auto_migrate, and
+ * redemption.key_file unless the configuration names one. 0, or a
+ * negative code with one line in err. */
 int og_srv_dev_prepare(og_srv_config *c, const char *dir,
                        const char *store_url, char *err, size_t errlen);
 
@@ -342,6 +355,9 @@ void og_metrics_cleanup(const og_cleanup_stats *st, int64_t elapsed_us);
 /* oncegate_operations_archived_total{mode}: finished operations moved to
  * the archive ("archive") or deleted ("delete"). */
 void og_metrics_archived(og_archive_mode mode, int64_t operations);
+/* oncegate_redemptions_total{outcome}: outcome an og_redeem_outcome, or
+ * a negative OG_E* code, counted as "error". */
+void og_metrics_redemption(int outcome);
 /* oncegate_http_requests_in_flight gauge. */
 void og_metrics_inflight(int delta);
 /* oncegate_http_responses_total{code}, one series per status code seen. */

@@ -32,15 +32,18 @@ const char og_usage_serve[] =
     "       oncegate serve --routes | --config-doc\n"
     "\n"
     "The HTTP service (docs/http.md): admits grants at the execution\n"
-    "boundary, the consume verdict, revocation, families, tickets. Any number\n"
-    "of instances may share one store.\n"
+    "boundary, the consume verdict, revocation, families, tickets, and\n"
+    "redeems external single-use tokens with catch-up. Any number of\n"
+    "instances may share one store.\n"
     "\n"
     "  --config FILE    JSON configuration (docs/config.md)\n"
     "  --dev            development instance: SQLite in DIR, generated issuer\n"
     "                   keys and one principal per role in\n"
     "                   DIR/dev-credentials.json (reused when present);\n"
-    "                   executes credit.apply at an oncegate-sandbox it starts\n"
-    "                   beside itself (state DIR/sandbox.db); short timings\n"
+    "                   executes credit.apply and redeems codes at an\n"
+    "                   oncegate-sandbox it starts beside itself (state\n"
+    "                   DIR/sandbox.db; results sealed with\n"
+    "                   DIR/redemption.key); short timings\n"
     "                   (6 s execution lease, a recovery pass every second,\n"
     "                   a cleanup pass every 5 s);\n"
     "                   listens on 127.0.0.1:8080 unless --listen\n"
@@ -180,10 +183,12 @@ static int open_store(og_srv *srv)
     return check_admission_bound(srv);
 }
 
-/* Reads the provider's API key file (a secret) into a malloc'd string with
- * surrounding white space trimmed; *out NULL when path is NULL. Exit code. */
-static int read_provider_key(const char *path, char **out)
+/* Reads an API key file (a secret; what names it, for the refusal) into a
+ * malloc'd string with surrounding white space trimmed; *out NULL when
+ * path is NULL. Exit code. */
+static int read_api_key(const char *what, const char *path, char **out)
 {
+    char msg[160];
     char buf[1024];
     FILE *f;
     size_t n;
@@ -192,8 +197,10 @@ static int read_provider_key(const char *path, char **out)
     *out = NULL;
     if (!path)
         return OG_EXIT_OK;
-    if (!(f = fopen(path, "re")))
-        return refuse("provider.api_key_file: cannot be read");
+    if (!(f = fopen(path, "re"))) {
+        snprintf(msg, sizeof msg, "%s: cannot be read", what);
+        return refuse(msg);
+    }
     n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
@@ -206,7 +213,8 @@ static int read_provider_key(const char *path, char **out)
     *e = '\0';
     if (n == sizeof buf - 1 || !*b) {
         sodium_memzero(buf, sizeof buf);
-        return refuse("provider.api_key_file: empty, or longer than 1 KiB");
+        snprintf(msg, sizeof msg, "%s: empty, or longer than 1 KiB", what);
+        return refuse(msg);
     }
     *out = strdup(b);
     sodium_memzero(buf, sizeof buf);
@@ -245,7 +253,8 @@ static int open_provider(og_srv *srv)
                  (long long)p->key_retention_s);
         return refuse(msg);
     }
-    if ((rc = read_provider_key(srv->cfg.provider_api_key_file, &key)) !=
+    if ((rc = read_api_key("provider.api_key_file",
+                           srv->cfg.provider_api_key_file, &key)) !=
         OG_EXIT_OK)
         return rc;
     rc = og_provider_open(srv->cfg.provider_url, key, srv->ptable,
@@ -261,6 +270,45 @@ static int open_provider(og_srv *srv)
                      "api", p->api, "table_version", p->version,
                      "key_retention_s", (json_int_t)p->key_retention_s,
                      "atomic_same_key", p->atomic_same_key));
+    return OG_EXIT_OK;
+}
+
+/* Opens the token endpoint client and loads the sealing key when
+ * redemption is on (redemption.key_file set). Exit code: a key file that
+ * is unreadable, readable by others or not 32 bytes refuses to start. */
+static int open_redemption(og_srv *srv)
+{
+    const char *url = og_srv_config_redemption_url(&srv->cfg);
+    char msg[512], *key = NULL;
+    int rc;
+
+    if (!srv->cfg.redemption_key_file)
+        return OG_EXIT_OK;
+    if (!url)
+        return refuse("redemption.url: required with redemption.key_file when "
+                      "provider.url is empty (where else would a token be "
+                      "redeemed?)");
+    if ((rc = og_redeem_key_load_file(srv->cfg.redemption_key_file,
+                                      &srv->redeem_key)) != 0) {
+        snprintf(msg, sizeof msg, "redemption.key_file: %s: %s",
+                 og_err_name(rc), og_strerror(rc));
+        return refuse(msg);
+    }
+    if ((rc = read_api_key("redemption.api_key_file",
+                           srv->cfg.redemption_api_key_file, &key)) !=
+        OG_EXIT_OK)
+        return rc;
+    rc = og_provider_open_exchange(url, key, &srv->redeemer);
+    if (key) {
+        sodium_memzero(key, strlen(key));
+        free(key);
+    }
+    if (rc != 0)
+        return refuse("redemption.url: not a usable http(s) base URL");
+    og_log(OG_LOG_INFO, "redemption",
+           json_pack("{s:s, s:I}", "token_endpoint", url,
+                     "catch_up_timeout_ms",
+                     (json_int_t)(srv->cfg.redemption_catch_up_us / 1000)));
     return OG_EXIT_OK;
 }
 
@@ -699,7 +747,8 @@ int og_cli_serve(int argc, char **argv)
         goto out;
     }
     if ((rc = open_store(&srv)) != OG_EXIT_OK ||
-        (rc = open_provider(&srv)) != OG_EXIT_OK)
+        (rc = open_provider(&srv)) != OG_EXIT_OK ||
+        (rc = open_redemption(&srv)) != OG_EXIT_OK)
         goto out;
     og_grant_policy_init(&srv.policy, srv.cfg.audience, &srv.cfg.timings);
     if (og_srv_auth_build(&srv.cfg, srv.cfg.principals,
@@ -749,6 +798,8 @@ out:
         job_join(&loops[i]); /* after the drain began: every loop stops */
     og_srv_auth_unref(srv.auth);
     og_provider_free(srv.provider);
+    og_provider_free(srv.redeemer);
+    og_redeem_key_free(srv.redeem_key);
     og_provider_table_free(srv.ptable);
     og_store_free(srv.store);
     og_srv_dev_sandbox_stop(&sandbox); /* after the last provider call */
