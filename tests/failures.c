@@ -371,8 +371,14 @@ static void f_delay_role(t_raw *raw, const char *url, bool bound, char *role,
                  role, F_DELAY_BOUND_MS);
         assert_int_equal(t_raw_exec(raw, sql), 0);
     }
-    /* A key=value string: the later user and application_name win. */
-    snprintf(role_url, un, "%s user=%s application_name=%s", url, role, app);
+    /* The same database as that role: a URI (t_fresh_store's) gets them as
+     * query parameters, a key=value string as later keys, which win. */
+    if (strstr(url, "://"))
+        snprintf(role_url, un, "%s%suser=%s&application_name=%s", url,
+                 strchr(url, '?') ? "&" : "?", role, app);
+    else
+        snprintf(role_url, un, "%s user=%s application_name=%s", url, role,
+                 app);
 }
 
 static void f_delayed_admission(bool bound, bool archived, f_delay_result *r)

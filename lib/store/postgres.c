@@ -681,8 +681,9 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *    caller learns ADMITTED only after ReadyForQuery (I2).
  *  - A hashed store's claim RETURNs $1 and $2 as issuer and grant_id, the
  *    ids the operation row records (its table has none to return).
- * bench/admit.pgbench runs the readable instance as pgbench can,
- * bench/admit-hashed.pgbench the hashed one.
+ * bench/admit.pgbench runs the readable instance as pgbench can; bench/admit
+ * derives the hashed one from it (hashed_pgbench: the key swapped where the
+ * instances differ, each swap checked to apply once).
  * ========================================================================= */
 #define PG_ADMIT_SQL(K)                                                        \
     "WITH " PG_FAMILY_CTE("$13") ",\n"                                         \
