@@ -79,8 +79,10 @@ void t_raw_close(t_raw *r);
 /* Runs SQL (no result rows needed); returns 0 or -1. */
 int t_raw_exec(t_raw *r, const char *sql);
 /* Runs a query returning one integer in row 0 col 0; INT64_MIN on error or
- * no row. */
-int64_t t_raw_int(t_raw *r, const char *fmt, ...);
+ * no row. fmt is a printf format (checked: clang's -Wformat-nonliteral
+ * otherwise refuses the vsnprintf in harness.c). */
+int64_t t_raw_int(t_raw *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Runs a query and returns the first column of every row, joined by
  * newlines, in a malloc'd string (the caller frees it); NULL on error. */
 char *t_raw_lines(t_raw *r, const char *sql);

@@ -6345,8 +6345,9 @@ static void bad_operator_queries_are_400_naming_the_parameter(void **state)
         {"?limit=10&older_than_seconds=x", "older_than_seconds"},
     };
     static const char *const good[] = {
-        "", "?status=unknown", "?status=admitted,succeeded,failed,unknown,"
-        "needs_reconciliation", "?limit=1", "?limit=1000",
+        "", "?status=unknown", ("?status=admitted,succeeded,failed,unknown,"
+                                "needs_reconciliation"),
+        "?limit=1", "?limit=1000",
         "?older_than_seconds=0", "?older_than_seconds=86400&limit=5"};
     hres r;
 

@@ -603,8 +603,8 @@ static void loader_refuses_text_that_is_not_one_object(void **state)
     static const char *const texts[] = {
         "", "not json", "[]", "1", "{} trailing",
         /* a repeated member is ambiguous: which one counts? */
-        "{\"format\":\"oncegate-provider-classification\","
-        "\"format\":\"oncegate-provider-classification\"}",
+        ("{\"format\":\"oncegate-provider-classification\","
+         "\"format\":\"oncegate-provider-classification\"}"),
         /* NUL inside a string */
         "{\"format\":\"oncegate-provider\\u0000classification\"}",
     };
