@@ -210,6 +210,11 @@ typedef struct og__pool_ops {
     int (*connect)(void *ctx, void **conn);
     /* Closes conn. */
     void (*disconnect)(void *ctx, void *conn);
+    /* Optional (NULL: always alive). Whether an idle conn may be handed out:
+     * false when the peer is known to have closed it, so it is closed and
+     * replaced instead of failing its next caller's statement. Must not
+     * block. */
+    bool (*alive)(void *ctx, void *conn);
 } og__pool_ops;
 
 /* Creates a pool of at most max connections; a caller waits at most wait_us
@@ -220,7 +225,7 @@ og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
  * been put back. NULL is a no-op. */
 void og__pool_free(og__pool *p);
 /* Takes a connection, connecting a new one if none is idle and fewer than
- * max exist. 0 and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when
+ * max exist; idle ones ops->alive rejects are closed on the way (P6). 0 and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when
  * none came free within the pool's wait. */
 int og__pool_get(og__pool *p, void **conn);
 /* Returns conn. broken=true closes it instead of keeping it (connection lost,

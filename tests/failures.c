@@ -555,11 +555,67 @@ static void without_a_server_side_bound_the_delayed_admission_readmits_a_cleaned
     assert_int_equal(r.replay_ops, 0);
 }
 
+/* P6: an idle pooled connection whose backend the server ended (a restart,
+ * a failover, an outage that cut the sockets) is replaced at checkout, so
+ * the first request after the store came back is served, not answered
+ * "unavailable". Three rounds on a pool of one: each round's backend is
+ * terminated while idle, and the next admission runs on a new backend.
+ * SQLite: a connection to a file is never closed under us; skipped. */
+static void idle_connection_the_server_closed_is_replaced_at_checkout(
+    void **state)
+{
+    char url[4200], app[64];
+    t_raw *raw;
+    og_store *s;
+    long last = -1;
+
+    if (t_kind != T_POSTGRES) {
+        skip();
+        return;
+    }
+    raw = t_raw_open();
+    snprintf(app, sizeof app, "og-idle-%d", (int)getpid());
+    f_pg_url_named(url, sizeof url, app);
+    s = t_store_url(url, 1, 5000);
+    for (int round = 0; round < 3; round++) {
+        t_case c;
+        og_admission a;
+        int64_t pid;
+
+        t_case_new(&c);
+        assert_int_equal(og_admit(s, &c.g, &c.in, &a), 0);
+        assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+        pid = t_raw_int(raw,
+                        "SELECT pid FROM pg_stat_activity"
+                        " WHERE application_name = '%s'", app);
+        assert_true(pid != INT64_MIN);
+        assert_true(pid != last); /* a new backend since the last round */
+        last = (long)pid;
+        assert_int_equal(t_raw_int(raw, "SELECT pg_terminate_backend(%ld)::int",
+                                   last), 1);
+        for (int i = 0; i < 500 &&
+                        t_raw_int(raw, "SELECT count(*) FROM pg_stat_activity"
+                                       " WHERE application_name = '%s'", app) != 0;
+             i++)
+            f_sleep_ms(10);
+        assert_int_equal(t_raw_int(raw, "SELECT count(*) FROM pg_stat_activity"
+                                        " WHERE application_name = '%s'", app),
+                         0);
+        f_sleep_ms(50); /* the end of file reaches the pooled socket */
+        /* The same operation retried: its status, from a new backend. */
+        assert_int_equal(og_admit(s, &c.g, &c.in, &a), 0);
+        assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+    }
+    og_store_free(s);
+    t_raw_close(raw);
+}
+
 const struct CMUnitTest t_failure_tests[] = {
     cmocka_unit_test(multi_host_url_reaches_the_writable_primary),
     cmocka_unit_test(admission_waiting_past_the_store_timeout_is_unavailable),
     cmocka_unit_test(backend_terminated_mid_admission_is_unavailable),
     cmocka_unit_test(unreachable_store_is_unavailable),
+    cmocka_unit_test(idle_connection_the_server_closed_is_replaced_at_checkout),
     cmocka_unit_test(
         delayed_admission_during_cleanup_is_aborted_by_the_server_side_bound),
     cmocka_unit_test(

@@ -11,6 +11,10 @@
  *       does not serialize callers that could use an idle connection.
  *   P5  Waiting for a connection is bounded (the store timeout): a caller
  *       never waits unboundedly behind others, it reports "unavailable".
+ *   P6  An idle connection the peer has closed (a server restart, a
+ *       failover, an outage that cut the sockets) is never handed out: the
+ *       alive check closes it at checkout, so an outage costs the requests
+ *       made during it, not one more failure per pooled connection after.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -84,6 +88,7 @@ int og__pool_get(og__pool *p, void **conn)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&p->mu);
+again:
     while (p->idle_count == 0 && p->open_count >= p->max) { /* P2 */
         if (pthread_cond_timedwait(&p->cv, &p->mu, &until) != 0 &&
             p->idle_count == 0 && p->open_count >= p->max) {
@@ -95,6 +100,12 @@ int og__pool_get(og__pool *p, void **conn)
         /* LIFO: the most recently used connection is the likeliest alive. */
         c = p->idle[--p->idle_count];
         pthread_mutex_unlock(&p->mu);
+        if (p->ops->alive && !p->ops->alive(p->ctx, c)) { /* P6 */
+            p->ops->disconnect(p->ctx, c);
+            pthread_mutex_lock(&p->mu);
+            p->open_count--;
+            goto again;
+        }
         *conn = c;
         return 0;
     }

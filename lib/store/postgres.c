@@ -1800,9 +1800,36 @@ out:
     return 0;
 }
 
+/* Pool alive check (P6): an idle connection with anything to read is
+ * dropped. Between our statements the server speaks unprompted only to say
+ * it is going away (a FATAL, then end of file: shutdown, failover,
+ * pg_terminate_backend, a cut socket) or, rarely, to report a changed
+ * parameter; a reconnect is cheap either way, and using a closed one would
+ * fail a request the store could have served. Never blocks (poll, 0 ms). */
+static bool pg_alive(void *ctx, void *conn)
+{
+    pg_conn *c = conn;
+    struct pollfd p;
+    int sock;
+
+    (void)ctx;
+    if (PQstatus(c->conn) != CONNECTION_OK ||
+        PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+        return false;
+    sock = PQsocket(c->conn);
+    if (sock < 0)
+        return false;
+    p = (struct pollfd){.fd = sock, .events = POLLIN};
+    while (poll(&p, 1, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0;
+}
+
 static const og__pool_ops pg_pool_ops = {
     .connect = pg_connect,
     .disconnect = pg_disconnect,
+    .alive = pg_alive,
 };
 
 static int pg_acquire(og_pg *pg, pg_conn **out)

@@ -982,7 +982,8 @@ static void sq_disconnect(void *ctx, void *conn)
     free(c);
 }
 
-static const og__pool_ops sq_pool_ops = {sq_connect, sq_disconnect};
+static const og__pool_ops sq_pool_ops = {.connect = sq_connect,
+                                         .disconnect = sq_disconnect};
 
 /* The prepared statement i, reset and with bindings cleared, or NULL. */
 static sqlite3_stmt *sq_stmt(sq_conn *c, int i)
