@@ -22,6 +22,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "oncegate/oncegate.h"
 #include "oncegate/redeem.h"
@@ -375,6 +376,12 @@ typedef struct og__store_methods {
                          og_archive_mode mode, int batch, int64_t *from_us,
                          og_archive_stats *out);
 
+    /* Writes to out, as Markdown sections (og__explain_statement, then a
+     * plan block each), the plans of this backend's admission statements
+     * and of a cleanup batch of batch rows, in the store's keys. Executes
+     * none of them; a connection it changed a setting on is closed. */
+    int (*explain)(void *impl, int batch, FILE *out);
+
     /* ---- redemption recovery points (schema 6) ----
      * Inputs are validated (store.c). */
     /* ONE conditional insert, ON CONFLICT (caller, idempotency_key) DO
@@ -389,10 +396,15 @@ typedef struct og__store_methods {
                           og_redemption_point *out);
 } og__store_methods;
 
-/* The PostgreSQL cleanup statement (postgres.c), for tests that EXPLAIN the
- * very text the store runs: $1 cleanup_margin (µs), $2 batch, $3 the
- * cursor (µs since the epoch). */
-extern const char og__pg_cleanup_sql[];
+/* og_store_explain's Markdown: a statement's heading, its text as the
+ * store prepares it (a ```sql block, which docs/plans.md must repeat
+ * verbatim) and the values it is planned with (n of them, NULL: SQL NULL).
+ * Errors of out are the caller's to check (ferror/fclose). */
+void og__explain_statement(FILE *out, const char *title, const char *name,
+                           const char *sql, const char *const *values, int n);
+/* A plan: an optional caption line, then the lines in a ```text block. */
+void og__explain_plan(FILE *out, const char *caption,
+                      const char *const *lines, int n);
 
 extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;

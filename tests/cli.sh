@@ -36,11 +36,18 @@ check "unknown command" 2 "$OG" frobnicate
 check "no command" 2 "$OG"
 check "admit on a store never migrated" 78 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "schema mismatch is a JSON error" '"error":"schema_mismatch"'
+check "explain on a store never migrated" 78 "$OG" explain --store "$S"
 check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" "\"from\":0,\"to\":6"
 check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" "\"from\":6,\"to\":6"
 check "admit" 0 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "admitted JSON" '^\{"outcome":"admitted","operation":\{"operation_id":"'$OP1'"'
 expect_out "admitted with owner version 1" '"status":"Admitted","owner_version":1'
+check "explain" 0 "$OG" explain --store "$S"
+expect_out "explain shows the claim" '^### Admission, token form: the claim: `CLAIM`$'
+expect_out "explain shows cleanup over the retain_until index" 'USING COVERING INDEX grant_consumptions_retain_until_idx'
+check "explain --batch 0" 2 "$OG" explain --store "$S" --batch 0
+expect_err "explain names the bound" 'batch is 1..100000'
+check "explain --batch junk" 2 "$OG" explain --store "$S" --batch 12x
 check "same operation retry" 0 admit --grant-id g-1 --operation-id $OP1 --amount 250.0
 expect_out "already admitted JSON" '"outcome":"already_admitted"'
 check "another operation" 1 admit --grant-id g-1 --operation-id $OP2 --amount 250.00

@@ -681,6 +681,20 @@ typedef struct og_cleanup_stats {
 OG_MUST_CHECK int og_store_cleanup(og_store *s, int batch, int max_batches,
                                    og_cleanup_stats *out);
 
+/* The query plans the store's engine picks, on its tables as they are now
+ * and in its consumption-keys mode, for the admission statements (token and
+ * row form, and the follow-up read of a claim that did not happen) and for
+ * one cleanup batch of batch (1..OG_RETENTION_BATCH_MAX) rows, as Markdown:
+ * each statement's text exactly as the store prepares it, the values it is
+ * planned with, then the plan. PostgreSQL: EXPLAIN EXECUTE of the store's
+ * own prepared statements, the custom plan and the generic plan PostgreSQL
+ * may keep after five executions; SQLite: EXPLAIN QUERY PLAN of each
+ * statement of the admission transaction and of the cleanup batch.
+ * Executes none of them (no ANALYZE): nothing is claimed or deleted.
+ * Returns 0 and *text (malloc'd; the caller frees it), or OG_EINVAL,
+ * OG_ENOMEM, OG_ESTORE_UNAVAILABLE, OG_EINTERNAL. */
+OG_MUST_CHECK int og_store_explain(og_store *s, int batch, char **text);
+
 /* What og_store_archive_operations() does with a finished operation. */
 typedef enum og_archive_mode {
     OG_ARCHIVE_MOVE = 0,   /* into operations_archive and

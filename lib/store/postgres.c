@@ -1119,7 +1119,7 @@ static const char pg_op_history_sql[] =
  * the new cursor (the greatest retain_until deleted; $3 when none).
  * ========================================================================= */
 #define PG_EPOCH_US(c) "(extract(epoch FROM " c ") * 1000000)::bigint"
-const char og__pg_cleanup_sql[] =
+static const char og__pg_cleanup_sql[] =
     "WITH gone AS (\n"
     "  DELETE FROM grant_consumptions\n"
     "  WHERE ctid = ANY (ARRAY(\n"
@@ -3324,6 +3324,138 @@ static int pg_redemption_get(void *impl, const char *caller, const char *key,
 /* ===========================================================================
  * The method table.
  * ========================================================================= */
+/* ===========================================================================
+ * Plans (og_store_explain): EXPLAIN EXECUTE of the store's own prepared
+ * statements, so what is shown is what admissions and cleanup run.
+ * ========================================================================= */
+
+/* The plan of prepared statement i on c for the n literal values (NULL:
+ * SQL NULL) under plan_cache_mode = mode, written as a block. */
+static int pg_explain_one(og_pg *pg, pg_conn *c, int i,
+                          const char *const *values, int n, const char *mode,
+                          const char *caption, FILE *out)
+{
+    char set[64], *sql = NULL;
+    size_t len = 0;
+    const char **lines = NULL;
+    PGresult *res = NULL;
+    FILE *q;
+    int rc, rows;
+
+    snprintf(set, sizeof set, "SET plan_cache_mode = %s", mode);
+    if ((rc = pg_exec_params(pg, c, set, 0, NULL, PQTRANS_IDLE, NULL)) != 0)
+        return rc;
+    if ((rc = pg_prepare(pg, c, i)) != 0)
+        return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
+    if (!(q = open_memstream(&sql, &len)))
+        return OG_ENOMEM;
+    fprintf(q, "EXPLAIN EXECUTE %s", pg_stmts[i].name);
+    for (int k = 0; k < n; k++) {
+        char *lit = values[k] ? PQescapeLiteral(c->conn, values[k],
+                                                strlen(values[k]))
+                              : NULL;
+        if (values[k] && !lit) {
+            fclose(q);
+            free(sql);
+            return OG_ENOMEM;
+        }
+        fprintf(q, "%s%s", k ? ", " : " (", lit ? lit : "NULL");
+        PQfreemem(lit);
+    }
+    fputs(n > 0 ? ")" : "", q);
+    if (fclose(q) != 0 || !sql) {
+        free(sql);
+        return OG_ENOMEM;
+    }
+    rc = pg_exec_params(pg, c, sql, 0, NULL, PQTRANS_IDLE, &res);
+    free(sql);
+    if (rc != 0)
+        return rc;
+    rows = PQntuples(res);
+    if (PQnfields(res) != 1 || rows < 1) {
+        PQclear(res);
+        return OG_EINTERNAL;
+    }
+    if (!(lines = calloc((size_t)rows, sizeof *lines))) {
+        PQclear(res);
+        return OG_ENOMEM;
+    }
+    for (int r = 0; r < rows; r++)
+        lines[r] = PQgetvalue(res, r, 0);
+    og__explain_plan(out, caption, lines, rows);
+    free(lines);
+    PQclear(res);
+    return 0;
+}
+
+/* One statement's section: its text, its values, its custom and generic
+ * plans. */
+static int pg_explain_stmt(og_pg *pg, pg_conn *c, const char *title, int i,
+                           const char *const *values, FILE *out)
+{
+    int rc, n = pg_stmts[i].nparams;
+
+    og__explain_statement(out, title, pg_stmts[i].name, pg_stmts[i].sql,
+                          values, n);
+    rc = pg_explain_one(pg, c, i, values, n, "force_custom_plan",
+                        "Custom plan (planned for these values, as "
+                        "PostgreSQL does for a prepared statement's first "
+                        "five executions):",
+                        out);
+    if (rc == 0)
+        rc = pg_explain_one(pg, c, i, values, n, "force_generic_plan",
+                            "Generic plan (the one PostgreSQL may keep "
+                            "after five executions, for any values):",
+                            out);
+    return rc;
+}
+
+static int pg_explain(void *impl, int batch, FILE *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c;
+    char expires[24], owner[24], limit[16], from[24];
+    /* A grant of the default lifetime (15 min) on its first admission;
+     * the ids are of the documented shapes, held by no row. */
+    const char *admit[13] = {
+        "support-approvals", "g-explain-1", "00000000-0000-4000-8000-000000000001",
+        expires, "agent-1", "acct-1", "10.00", "EUR", pg->leeway, pg->lease,
+        pg->window, owner, NULL};
+    const char *row[12] = {
+        "support-approvals", "g-explain-1", "00000000-0000-4000-8000-000000000001",
+        NULL, "agent-1", "acct-1", "10.00", "EUR", pg->leeway, pg->lease,
+        pg->window, owner};
+    const char *unclaimed[4] = {"support-approvals", "g-explain-1",
+                                "00000000-0000-4000-8000-000000000001", NULL};
+    const char *cleanup[3] = {pg->cleanup_margin, limit, from};
+    int rc;
+
+    pg_fmt_i64(expires, sizeof expires,
+               (int64_t)time(NULL) * 1000000 + INT64_C(900000000));
+    pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
+    snprintf(limit, sizeof limit, "%d", batch);
+    pg_fmt_i64(from, sizeof from, OG__TIME_MIN_US); /* a pass's first batch */
+    if ((rc = pg_acquire(pg, &c)) < 0)
+        return rc;
+    rc = pg_explain_stmt(pg, c, "Admission, token form", PG_KEYED(pg, ADMIT),
+                         admit, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c, "Admission, row form",
+                             PG_KEYED(pg, ADMIT_ROW), row, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c,
+                             "Admission, the follow-up read of a claim that "
+                             "did not happen",
+                             PG_KEYED(pg, UNCLAIMED), unclaimed, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c, "Cleanup, one batch", PG_STMT_CLEANUP,
+                             cleanup, out);
+    /* plan_cache_mode was changed on this session: it ends with it. */
+    c->broken = true;
+    pg_release(pg, c);
+    return rc;
+}
+
 const og__store_methods og__postgres_methods = {
     .name = "postgres",
     .open = pg_open,
@@ -3350,4 +3482,5 @@ const og__store_methods og__postgres_methods = {
     .archive_batch = pg_archive_batch,
     .redemption_put = pg_redemption_put,
     .redemption_get = pg_redemption_get,
+    .explain = pg_explain,
 };

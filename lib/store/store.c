@@ -982,3 +982,56 @@ void og_redemption_point_clear(og_redemption_point *p)
     }
     memset(p, 0, sizeof *p);
 }
+
+/* ===========================================================================
+ * Plans (og_store_explain)
+ * ========================================================================= */
+
+void og__explain_statement(FILE *out, const char *title, const char *name,
+                           const char *sql, const char *const *values, int n)
+{
+    fprintf(out, "### %s: `%s`\n\n```sql\n%s\n```\n\n", title, name, sql);
+    if (n <= 0)
+        return;
+    fputs("Planned with", out);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%s $%d = %s%s%s", i ? "," : "", i + 1,
+                values[i] ? "'" : "", values[i] ? values[i] : "NULL",
+                values[i] ? "'" : "");
+    fputs(".\n\n", out);
+}
+
+void og__explain_plan(FILE *out, const char *caption,
+                      const char *const *lines, int n)
+{
+    if (caption)
+        fprintf(out, "%s\n\n", caption);
+    fputs("```text\n", out);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%s\n", lines[i]);
+    fputs("```\n\n", out);
+}
+
+int og_store_explain(og_store *s, int batch, char **text)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out;
+    int rc;
+
+    if (!s || !text || batch < 1 || batch > OG_RETENTION_BATCH_MAX)
+        return OG_EINVAL;
+    if (!(out = open_memstream(&buf, &len)))
+        return OG_ENOMEM;
+    fprintf(out, "## %s, %s consumption keys\n\n", s->m->name,
+            og_consumption_keys_name(s->keys));
+    rc = s->m->explain(s->impl, batch, out);
+    if ((fclose(out) != 0 || buf == NULL) && rc == 0)
+        rc = OG_ENOMEM;
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    *text = buf;
+    return 0;
+}

@@ -14,6 +14,7 @@
  * only — never secrets: keygen prints file paths and the kid, never key
  * material.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ static const char og_usage[] =
     "  archive-operations\n"
     "            archive (or delete) finished operations past their audit\n"
     "            retention\n"
+    "  explain   the query plans of admission and cleanup on a store\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -66,6 +68,21 @@ static const char og_usage_migrate[] =
     "\n"
     "exit: 0 done, 75 store unavailable, 78 store newer than this build, bad\n"
     "URL or other consumption keys recorded, 2 bad option, 70 internal error.\n";
+
+static const char og_usage_explain[] =
+    "usage: oncegate explain [--store URL] [--batch N]\n"
+    "\n"
+    "Prints, as Markdown, the query plans the store's engine picks now, on\n"
+    "its tables as they are, for the admission statements and for one\n"
+    "cleanup batch of N rows (default 1000, janitor.batch's default): each\n"
+    "statement's text exactly as the store prepares it, then its plan.\n"
+    "PostgreSQL: EXPLAIN EXECUTE of the store's own prepared statements,\n"
+    "the custom and the generic plan; SQLite: EXPLAIN QUERY PLAN. Nothing\n"
+    "is executed: no grant is claimed, no row deleted. docs/plans.md is\n"
+    "this command's output on a loaded store (scripts/plans).\n"
+    "\n"
+    "exit: 0 printed, 75 store unavailable, 78 schema mismatch or bad URL,\n"
+    "2 bad option, 70 internal error.\n";
 
 static const char og_usage_admit[] =
     "usage: oncegate admit [--store URL] --issuer I --grant-id G\n"
@@ -419,6 +436,66 @@ static int og_cmd_admit(int argc, char **argv)
 }
 
 /* ===========================================================================
+ * explain
+ * ========================================================================= */
+static int og_cmd_explain(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"batch", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *url = OG_DEFAULT_STORE_URL;
+    og_store_options opts;
+    og_store *s = NULL;
+    char *text = NULL, *end;
+    long batch = 1000;
+    int rc, c;
+
+    og_store_options_default(&opts);
+    opts.pool_size = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            url = optarg;
+            break;
+        case 'b':
+            errno = 0;
+            batch = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || batch < 1 ||
+                batch > OG_RETENTION_BATCH_MAX) {
+                fprintf(stderr, "oncegate: explain: --batch is 1..%d, not "
+                                "'%s'\n", OG_RETENTION_BATCH_MAX, optarg);
+                return OG_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            fputs(og_usage_explain, stdout);
+            return OG_EXIT_OK;
+        default:
+            fputs(og_usage_explain, stderr);
+            return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fputs(og_usage_explain, stderr);
+        return OG_EXIT_USAGE;
+    }
+    if ((rc = og_store_open(url, &opts, &s)) == 0)
+        rc = og_store_explain(s, (int)batch, &text);
+    og_store_free(s);
+    if (rc < 0) {
+        fprintf(stderr, "oncegate: explain: %s: %s\n", og_err_name(rc),
+                og_strerror(rc));
+        return og_cli_exit_for_error(rc);
+    }
+    fputs(text, stdout);
+    free(text);
+    return fflush(stdout) == 0 ? OG_EXIT_OK : OG_EXIT_INTERNAL;
+}
+
+/* ===========================================================================
  * keygen
  * ========================================================================= */
 static int og_cmd_keygen(int argc, char **argv)
@@ -496,6 +573,7 @@ static const og_command og_commands[] = {
     {"cleanup", og_cli_cleanup, og_usage_cleanup},
     {"archive-operations", og_cli_archive_operations,
      og_usage_archive_operations},
+    {"explain", og_cmd_explain, og_usage_explain},
     {"dev-env", og_cli_dev_env, NULL},
 };
 
