@@ -4292,6 +4292,58 @@ static void auto_migrate_prepares_an_empty_store(void **state)
     assert_admits(s, op, g.token);
 }
 
+/* consumption_keys with auto_migrate: an empty store is created hashed
+ * (the store records it: a library open reads hashed back), and the server
+ * admits once and refuses the replay. Started again asking for readable
+ * keys on that store, the server refuses to start (78, naming the store's
+ * keys); as_stored starts and still refuses the replay. */
+static void auto_migrate_with_hashed_consumption_keys_creates_a_hashed_store(
+    void **state)
+{
+    site *st = site_new("auto-hashed", false, 0, false);
+    char op[OG_UUID_LEN + 1], *log = NULL;
+    og_store_options o;
+    og_store *direct = NULL;
+    srv *s;
+    grant g;
+    int code;
+
+    assert_non_null(st);
+    json_object_set_new(st->conf, "auto_migrate", json_true());
+    json_object_set_new(st->conf, "consumption_keys", json_string("hashed"));
+    assert_int_equal(site_write(st), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    issue_grant(s, &g);
+    uuid4(op);
+    assert_admits(s, op, g.token);
+    assert_refused(s, g.token);
+    assert_int_equal(srv_stop(s, SIGTERM, EXIT_MS), 0);
+
+    og_store_options_default(&o);
+    o.pool_size = 1;
+    assert_int_equal(og_store_open(st->direct_url, &o, &direct), 0);
+    assert_int_equal(og_store_consumption_keys(direct), OG_KEYS_HASHED);
+    og_store_free(direct);
+
+    json_object_set_new(st->conf, "consumption_keys", json_string("readable"));
+    assert_int_equal(site_write(st), 0);
+    code = run_refused(st, &log);
+    if (code != 78 || !log || !strstr(log, "keys"))
+        fprintf(stderr, "readable keys on a hashed store: exit %d, stderr:\n%s\n",
+                code, log ? log : "");
+    assert_int_equal(code, 78);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "keys"));
+    free(log);
+
+    json_object_set_new(st->conf, "consumption_keys", json_string("as_stored"));
+    assert_int_equal(site_write(st), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    assert_refused(s, g.token);
+}
+
 /* Runs sql (PostgreSQL) or sqlite_sql on st's store directly. 0 or -1. */
 static int site_sql(const site *st, const char *pg_sql, const char *sqlite_sql)
 {
@@ -7232,6 +7284,7 @@ int main(int argc, char **argv)
         T(refusal_reason_is_logged_for_operators_but_not_told_to_the_caller),
         T(grant_issuing_without_a_signing_key_is_501),
         T(auto_migrate_prepares_an_empty_store),
+        T(auto_migrate_with_hashed_consumption_keys_creates_a_hashed_store),
         T(billing_timeout_not_shorter_than_lease_minus_margin_refuses_to_start_naming_T4),
         T(unknown_configuration_key_refuses_to_start_naming_it),
         T(unreachable_store_at_startup_exits_75),

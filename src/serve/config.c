@@ -85,12 +85,18 @@ static const char *const cfg_retention_names[] = {"keep", "archive", "delete",
 _Static_assert(OG_RETAIN_KEEP == 0 && OG_RETAIN_ARCHIVE == 1 &&
                    OG_RETAIN_DELETE == 2,
                "cfg_retention_names follows og_srv_retention");
+static const char *const cfg_keys_names[] = {"as_stored", "readable",
+                                             "hashed", NULL};
+_Static_assert(OG_KEYS_AS_STORED == 0 && OG_KEYS_READABLE == 1 &&
+                   OG_KEYS_HASHED == 2,
+               "cfg_keys_names follows og_consumption_keys");
 static const struct {
     size_t off;
     const char *const *names;
 } cfg_enums[] = {
     {AT(grant_form), cfg_form_names},
     {AT(retention_mode), cfg_retention_names},
+    {AT(consumption_keys), cfg_keys_names},
 };
 
 #define AT_T(member) (offsetof(og_srv_config, timings) + offsetof(og_timings, member))
@@ -161,6 +167,15 @@ static const cfg_key cfg_keys[] = {
      "Apply missing store migrations at startup (serialized across "
      "instances). Off: a store whose schema is not current stops startup; "
      "run `oncegate migrate`."},
+    {"consumption_keys", CFG_ENUM, 0, 0, "\"as_stored\"",
+     AT(consumption_keys),
+     "How the store keys its refusal records (docs/design.md, \"Hashed "
+     "consumption keys\"): `readable` by (issuer, grant id), `hashed` by "
+     "SHA-256 over the length-prefixed pair. Chosen once per store, when "
+     "schema 5 is applied: `auto_migrate` creates the store this way. "
+     "`readable` or `hashed` also refuse to start on a store that records "
+     "the other keys; `as_stored` takes what the store records (a store "
+     "migrated without a choice is readable)."},
     {"timings", CFG_OBJECT, 0, 0, NULL, AT(timings),
      "Every timing value, in milliseconds (the `timings.` rows below); a "
      "member left out keeps its default. Each is at most 31622400000 "

@@ -103,6 +103,8 @@ typedef struct og_srv_config {
                                    ISSUER.*.private.jwk in keys_dir, by name;
                                    none found: POST /v1/grants answers 501 */
     og_grant_form grant_form;   /* how this issuer's grants are stored */
+    og_consumption_keys consumption_keys; /* what auto_migrate creates and
+                                   the store must record; AS_STORED: any */
     char *provider_url;         /* NULL: no execution (admission only) */
     char *provider_table;       /* the classification table's path */
     char *provider_api_key_file;/* NULL: no provider key */

@@ -167,6 +167,7 @@ static int open_store(og_srv *srv)
     o.timings = srv->cfg.timings;
     o.pool_size = srv->cfg.pool_size;
     o.session_bounds_from_role = srv->cfg.store_bounds_from_role;
+    o.consumption_keys = srv->cfg.consumption_keys; /* S5: agreed or 78 */
     if (srv->cfg.auto_migrate &&
         (rc = og_store_migrate(srv->cfg.store_url, &o, NULL, NULL)) != 0) {
         fprintf(stderr, "oncegate: serve: migrating the store: %s: %s\n",
