@@ -326,6 +326,57 @@ static void winner_killed_after_the_exchange_leaves_the_others_redemption_lost_a
     hres_free(&win.r);
 }
 
+/* A duplicate catching up (the winner is held inside its exchange on A)
+ * when B begins to drain: it stops waiting at its next look and is
+ * answered 503 retry_later — undecided, never redemption_lost — well
+ * before the catch-up bound, and B exits 0 without its stop watchdog
+ * firing. The winner then persists, and the key recovers its result on A:
+ * one exchange in all. */
+static void redemption_catching_up_when_the_drain_begins_is_503_and_the_server_exits_0(
+    void **state)
+{
+    char code[64], key[OG_UUID_LEN + 1];
+    bg_redeem win, dup;
+    pthread_t th, dth;
+    json_t *a, *b;
+    char *log;
+    hres r;
+    renv e;
+
+    renv_start(&e, "redeem-drain");
+    mint_code(&e.x, code);
+    uuid4(key);
+    sbx_arm(&e.x, "delay_after_effect", R_PROVIDER_MS - 3000);
+    win = (bg_redeem){e.x.s, key, code, {0}, 0};
+    assert_int_equal(pthread_create(&th, NULL, bg_redeem_main, &win), 0);
+    sbx_wait_stat(&e.x, "code_exchanges", 1);
+    dup = (bg_redeem){e.b, key, code, {0}, 0};
+    assert_int_equal(pthread_create(&dth, NULL, bg_redeem_main, &dup), 0);
+    sbx_wait_stat(&e.x, "invalid_grants", 1); /* B is catching up */
+    sleep_ms(300);
+    assert_int_equal(srv_stop(e.b, SIGTERM, EXIT_MS), 0);
+    pthread_join(dth, NULL);
+    assert_error(&dup.r, 503, "retry_later");
+    assert_null(json_object_get(dup.r.json, "result"));
+    assert_true(dup.ms < R_CATCH_UP_MS / 2);
+    log = slurp(e.b->log_path, NULL);
+    assert_non_null(log);
+    assert_null(strstr(log, "stop_stuck"));
+    free(log);
+    hres_free(&dup.r);
+
+    pthread_join(th, NULL);
+    assert_redeemed(&win.r, key, "redeemed", &a, __LINE__);
+    hres_free(&win.r);
+    redeem(&r, e.x.s, key, code, NULL);
+    assert_redeemed(&r, key, "recovered", &b, __LINE__);
+    assert_true(json_equal(a, b));
+    hres_free(&r);
+    assert_sbx_stat(&e.x, "code_exchanges", 1);
+    json_decref(a);
+    json_decref(b);
+}
+
 /* The store takes no writes: the winner's result cannot be persisted. It
  * is still answered, once, to the caller that holds it (persisted:
  * false); a duplicate of the key then ends redemption_lost. */
@@ -666,6 +717,9 @@ static const struct CMUnitTest g_redeem_tests[] = {
         test_teardown),
     cmocka_unit_test_teardown(
         spent_code_under_another_key_is_refused_as_code_spent, test_teardown),
+    cmocka_unit_test_teardown(
+        redemption_catching_up_when_the_drain_begins_is_503_and_the_server_exits_0,
+        test_teardown),
     cmocka_unit_test_teardown(bad_redemption_requests_are_400_and_send_nothing,
                               test_teardown),
     cmocka_unit_test_teardown(stored_result_is_unreadable_without_the_key,

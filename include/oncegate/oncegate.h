@@ -162,7 +162,10 @@ extern "C" {
       "only, holding 32 bytes as 64 hex digits or as base64")                  \
     X(REDEMPTION_UNDECRYPTABLE, "redemption.undecryptable",                    \
       "a stored redemption result does not decrypt with the configured "       \
-      "redemption key: another key, or the record was altered")
+      "redemption key: another key, or the record was altered")                \
+    X(STOPPED, "stopped",                                                      \
+      "stopped before deciding (the service is shutting down): nothing was "   \
+      "decided and nothing is lost; retry the same request")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,

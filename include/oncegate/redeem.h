@@ -126,6 +126,12 @@ typedef struct og_redeem_request {
                                     exchange timeout plus a store call, the
                                     longest a winner still in flight needs
                                     to persist */
+    /* NULL, or asked between catch-up looks (step 4): true ends the wait
+     * early with OG_ESTOPPED, e.g. when the service drains. Nothing is
+     * decided then: a retry with the same key and token looks again and
+     * never exchanges what the provider already counted. */
+    bool (*stopping)(void *arg);
+    void *stopping_arg;
 } og_redeem_request;
 
 /* What og_redeem did. */
@@ -167,6 +173,8 @@ typedef struct og_redeem_result {
  *       point exists is NOT known — never read as "absent"; retry with the
  *       same key and token;
  *   OG_EREDEMPTION_UNDECRYPTABLE  the key's point does not open with k;
+ *   OG_ESTOPPED  q->stopping said so during the catch-up: undecided, as
+ *       above; retry with the same key and token;
  *   OG_ENOMEM, OG_EINTERNAL. */
 OG_MUST_CHECK int og_redeem(og_store *s, og_provider *p,
                             const og_redeem_key *k,

@@ -294,6 +294,8 @@ static int og__catch_up(og_store *s, const og_redeem_key *k,
             return rc; /* a defect or a key that does not open: no waiting */
         if ((left = deadline - og__mono_us()) <= 0)
             break;
+        if (q->stopping && q->stopping(q->stopping_arg))
+            return OG_ESTOPPED; /* undecided: the retry looks again */
         og__sleep_us(left < og__redeem_backoff_us(attempt)
                          ? left
                          : og__redeem_backoff_us(attempt));

@@ -798,6 +798,14 @@ static void redemption_refusal(og_http_req *r, const og_redeem_result *res)
     }
 }
 
+/* og_redeem_request.stopping: a catch-up ends when the drain begins, so a
+ * redemption waiting for a duplicate's result never outlives the stop
+ * (its answer is 503 retry_later, OG_ESTOPPED). */
+static bool srv_draining(void *arg)
+{
+    return atomic_load(&((og_srv *)arg)->draining);
+}
+
 static int h_redemptions(og_http_req *r)
 {
     static const char *const allowed[] = {"idempotency_key", "code", NULL};
@@ -821,9 +829,14 @@ static int h_redemptions(og_http_req *r)
                       NULL);
         return 0;
     }
-    q = (og_redeem_request){r->principal->id, key, code,
-                            srv->cfg.timings.provider_timeout_us,
-                            srv->cfg.redemption_catch_up_us};
+    q = (og_redeem_request){.caller = r->principal->id,
+                            .idempotency_key = key,
+                            .code = code,
+                            .exchange_timeout_us =
+                                srv->cfg.timings.provider_timeout_us,
+                            .catch_up_us = srv->cfg.redemption_catch_up_us,
+                            .stopping = srv_draining,
+                            .stopping_arg = srv};
     rc = og_redeem(srv->store, srv->redeemer, srv->redeem_key, &q, &res);
     og_metrics_redemption(rc != 0 ? rc : (int)res.outcome);
     if (rc == OG_EREDEMPTION_UNDECRYPTABLE) {

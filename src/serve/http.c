@@ -108,6 +108,14 @@ void og_http_lib_error(og_http_req *r, int err)
                       NULL);
         r->retry_after = r->srv->cfg.retry_after_s;
         og_http_log_str(r, "store_error", name);
+    } else if (err == OG_ESTOPPED) {
+        /* The instance is draining and stopped waiting: nothing was
+         * decided, so the retry (on any instance) meets a defined state. */
+        og_http_error(r, 503, "retry_later",
+                      "this instance is shutting down and stopped before "
+                      "deciding; nothing was decided. Retry the same request",
+                      NULL);
+        r->retry_after = r->srv->cfg.retry_after_s;
     } else if (strncmp(name, "input.", 6) == 0) {
         og_http_error(r, 400, name, og_strerror(err), NULL);
     } else {
