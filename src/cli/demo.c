@@ -45,12 +45,12 @@
 #include <sodium.h>
 
 #include "cli.h"
+#include "serve.h" /* og_srv_sandbox_path */
 
 
 /* ===========================================================================
  * The demo driver: child processes
  * ========================================================================= */
-#define DEMO_SANDBOX_BIN "oncegate-sandbox"
 #define DEMO_SANDBOX_READY "oncegate-sandbox: listening on "
 #define DEMO_SERVE_READY "oncegate: listening on "
 #define DEMO_START_MS 30000    /* a child's ready line, at most */
@@ -65,31 +65,6 @@ typedef struct demo_proc {
     pid_t pid;
     char url[256];
 } demo_proc;
-
-/* The sandbox binary beside this executable (a build directory, or the
- * bindir it was installed to), else NULL: then it is looked up in PATH.
- * The rule of src/serve/dev.c's dev_sandbox_path. */
-static char *demo_sandbox_path(void)
-{
-    char self[PATH_MAX], *slash, *path;
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-
-    if (n <= 0)
-        return NULL;
-    self[n] = '\0';
-    if (!(slash = strrchr(self, '/')))
-        return NULL;
-    slash[1] = '\0';
-    if (!(path = malloc(strlen(self) + sizeof DEMO_SANDBOX_BIN)))
-        return NULL;
-    strcpy(path, self);
-    strcat(path, DEMO_SANDBOX_BIN);
-    if (access(path, X_OK) != 0) {
-        free(path);
-        return NULL;
-    }
-    return path;
-}
 
 /* Reads lines from fd until one starts with prefix, and copies the rest of
  * that line into url. 0, or -1 on EOF (the child exited), a deadline of
@@ -415,7 +390,7 @@ static int demo_start_serve(demo *d, demo_proc *p)
 static int demo_start_sandbox(demo *d)
 {
     char state[PATH_MAX + 16];
-    char *argv[] = {(char *)DEMO_SANDBOX_BIN, (char *)"--listen",
+    char *argv[] = {(char *)OG_SANDBOX_BIN, (char *)"--listen",
                     (char *)"127.0.0.1:0", (char *)"--state", state,
                     (char *)"--control", NULL};
 
@@ -905,7 +880,7 @@ int og_cli_demo(int argc, char **argv)
         free(d);
         return OG_EXIT_INTERNAL;
     }
-    d->sandbox_path = demo_sandbox_path();
+    d->sandbox_path = og_srv_sandbox_path();
 
     /* A first: it creates the keys and credentials B then reuses. */
     if (demo_start_sandbox(d) != 0 || demo_start_serve(d, &d->a) != 0 ||

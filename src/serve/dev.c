@@ -65,7 +65,6 @@
 #define DEV_TABLE_FILE "sandbox-credits.v1.json"
 #define DEV_SANDBOX_STATE "sandbox.db"
 #define DEV_SANDBOX_LOG "sandbox.log"
-#define DEV_SANDBOX_BIN "oncegate-sandbox"
 #define DEV_SANDBOX_READY "oncegate-sandbox: listening on "
 #define DEV_SANDBOX_START_MS 15000 /* its ready line, at most */
 #define DEV_SANDBOX_STOP_MS 10000  /* its drain after SIGTERM, at most */
@@ -664,9 +663,7 @@ void og_srv_dev_janitor(og_srv_config *c)
     c->janitor_interval_us = 5000 * 1000;
 }
 
-/* The sandbox binary: beside this executable (a build directory, or the
- * bindir it was installed to), else NULL (then looked up in PATH). */
-static char *dev_sandbox_path(void)
+char *og_srv_sandbox_path(void)
 {
     char self[OG_PATH_MAX], *slash, *path;
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -677,10 +674,10 @@ static char *dev_sandbox_path(void)
     if (!(slash = strrchr(self, '/')))
         return NULL;
     slash[1] = '\0';
-    if (!(path = malloc(strlen(self) + sizeof DEV_SANDBOX_BIN)))
+    if (!(path = malloc(strlen(self) + sizeof OG_SANDBOX_BIN)))
         return NULL;
     strcpy(path, self);
-    strcat(path, DEV_SANDBOX_BIN);
+    strcat(path, OG_SANDBOX_BIN);
     if (access(path, X_OK) != 0) {
         free(path);
         return NULL;
@@ -694,7 +691,7 @@ static char *dev_sandbox_path(void)
 static void dev_sandbox_exec(const char *path, const char *state, int out,
                              int log, pid_t parent)
 {
-    char *argv[] = {(char *)DEV_SANDBOX_BIN, (char *)"--listen",
+    char *argv[] = {(char *)OG_SANDBOX_BIN, (char *)"--listen",
                     (char *)"127.0.0.1:0", (char *)"--state", (char *)state,
                     (char *)"--control", NULL};
     sigset_t none;
@@ -715,9 +712,9 @@ static void dev_sandbox_exec(const char *path, const char *state, int out,
     if (path)
         execv(path, argv);
     else
-        execvp(DEV_SANDBOX_BIN, argv);
+        execvp(OG_SANDBOX_BIN, argv);
     fprintf(stderr, "oncegate: dev: cannot run %s: %s\n",
-            path ? path : DEV_SANDBOX_BIN, strerror(errno));
+            path ? path : OG_SANDBOX_BIN, strerror(errno));
     _exit(127);
 }
 
@@ -792,7 +789,7 @@ int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
         close(log);
         return dev_fail(err, errlen, OG_EINTERNAL, "pipe: %s", strerror(e));
     }
-    path = dev_sandbox_path();
+    path = og_srv_sandbox_path();
     fflush(NULL); /* nothing buffered is written twice */
     if ((pid = fork()) < 0) {
         int e = errno;
@@ -814,9 +811,9 @@ int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
         waitpid(pid, &status, 0);
         return dev_fail(err, errlen, OG_EPROVIDER_UNAVAILABLE,
                         "%s did not start (its log: %s); give a provider "
-                        "with --provider URL, or put " DEV_SANDBOX_BIN
+                        "with --provider URL, or put " OG_SANDBOX_BIN
                         " beside oncegate or in PATH",
-                        DEV_SANDBOX_BIN, logpath);
+                        OG_SANDBOX_BIN, logpath);
     }
     /* Nothing more is read: the sandbox writes only its ready line to
      * stdout (and ignores SIGPIPE should it ever write again). */
@@ -1035,7 +1032,7 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
             " (mode 0600; API keys are never printed)\n",
             c && c->issuer ? c->issuer : OG_DEV_ISSUER, url, shown, shown);
     if (sb && sb->pid > 0)
-        fprintf(f, "  provider     %s: " DEV_SANDBOX_BIN ", started beside "
+        fprintf(f, "  provider     %s: " OG_SANDBOX_BIN ", started beside "
                    "this instance (state and log %s/" DEV_SANDBOX_STATE
                    ", " DEV_SANDBOX_LOG ";\n"
                    "               faults and counters at /_control, see "

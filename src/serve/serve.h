@@ -241,6 +241,13 @@ int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
                              og_srv_dev_sandbox *sb, char *err,
                              size_t errlen);
 
+/* The sandbox's executable name, and its path beside this executable (a
+ * build directory, or the bindir both were installed to): malloc'd (the
+ * caller frees it), or NULL when it is not there — then exec looks
+ * OG_SANDBOX_BIN up in PATH. Used by serve --dev and oncegate demo. */
+#define OG_SANDBOX_BIN "oncegate-sandbox"
+char *og_srv_sandbox_path(void);
+
 /* Stops a sandbox started by og_srv_dev_sandbox_start (SIGTERM, then
  * SIGKILL after 10 s) and reaps it. No-op when none runs. */
 void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
