@@ -31,6 +31,12 @@
  * statement and every later ownership check cannot drift apart. */
 #define OG__INITIAL_OWNER_VERSION 1
 
+/* The statuses an owner holds an operation in: what og_op_record may
+ * expect and what a takeover takes over (oncegate.h, "Execution"). */
+#define OG__OP_OWNED                                                           \
+    (OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_STARTED) |                    \
+     OG_OP_BIT(OG_OP_UNKNOWN))
+
 /* ===========================================================================
  * Core: input validation (lib/core/validate.c). Pure.
  * ========================================================================= */
@@ -279,11 +285,14 @@ typedef struct og__store_methods {
      * applicable = false). */
     int (*session_bounds)(void *impl, og_session_bounds *out);
 
-    /* Applies migrations up to OG_SCHEMA_VERSION; *from / *to as in
-     * og_store_migrate (neither NULL here). keys: what migration 5 records
+    /* Applies migrations up to target (1..OG_SCHEMA_VERSION; the library
+     * always asks for OG_SCHEMA_VERSION, tests for less); *from / *to as in
+     * og_store_migrate (neither NULL here); OG_ESCHEMA when the store ends
+     * at another version than target. keys: what migration 5 records
      * (AS_STORED: readable). Does not compare keys with a store already at
      * 5: store.c reads them back (read_keys) and does. */
-    int (*migrate)(void *impl, og_consumption_keys keys, int *from, int *to);
+    int (*migrate)(void *impl, og_consumption_keys keys, int target,
+                   int *from, int *to);
 
     /* Reads the consumption keys the store records (schema 5) into *keys
      * (READABLE or HASHED) and from then on runs that mode's statements.
@@ -329,24 +338,41 @@ typedef struct og__store_methods {
      * the table in oncegate.h allows. Times are the store's clock. */
     int (*op_may_submit)(void *impl, const char *operation_id,
                          int64_t owner_version, bool *may);
+    /* ONE conditional write: kind payout AND status Admitted AND
+     * owner_version = v AND lease_until > now AND submit_by > now (one
+     * reading of the store's clock, after the row lock) -> Started,
+     * updated_at = now, + a "started" event at the same instant. */
+    int (*op_start)(void *impl, const char *operation_id,
+                    int64_t owner_version, const char *actor, bool *started);
     /* ONE conditional write: status IN expected AND owner_version = v ->
-     * the outcome, updated_at = now, + an "outcome" event. */
+     * the outcome, updated_at = now, + an "outcome" event. NotStarted
+     * additionally requires kind payout and owner_version above the
+     * initial one (P2), re-checked here whatever store.c checked. */
     int (*op_record)(void *impl, const char *operation_id, unsigned expected,
                      int64_t owner_version, const og_op_outcome *o,
                      bool *recorded);
-    /* ONE conditional write: status IN (Admitted, Unknown) AND lease_until <
-     * now AND owner_version = v -> owner_version + 1, lease_until = now +
-     * recovery_lease, + a "takeover" event; *out the new record. */
+    /* ONE conditional write: status IN (Admitted, Started, Unknown) AND
+     * lease_until < now AND owner_version = v -> owner_version + 1,
+     * lease_until = now + recovery_lease, + a "takeover" event; *out the
+     * new record. */
     int (*op_takeover)(void *impl, const char *operation_id,
                        int64_t owner_version, const char *actor,
                        og_operation *out, bool *taken);
-    /* ONE conditional write: status = NeedsReconciliation -> to,
-     * owner_version + 1, + a "resolved" event with evidence. */
+    /* ONE conditional write: status = NeedsReconciliation -> to
+     * (Succeeded, Failed or NotApplied), owner_version + 1, + a "resolved"
+     * event with evidence. */
     int (*op_resolve)(void *impl, const char *operation_id, og_op_status to,
                       const char *operator_id, const char *reason,
                       const char *evidence, const char *provider_reference,
                       bool *resolved);
     int (*op_list)(void *impl, const og_op_filter *f, og_op_list *out);
+    /* og__op_insert's write (tests only): ONE insert of req's operation as
+     * kind k, Admitted at the initial owner version, lease and submit_by
+     * from the store's clock; key and reference NULL for the operation id.
+     * No claim. *out the new record. */
+    int (*op_insert)(void *impl, const og__admit_req *req, og_op_kind k,
+                     const char *idempotency_key,
+                     const char *client_reference, og_operation *out);
     /* Stored events only (store.c prepends the "admitted" one). */
     int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
 
@@ -416,6 +442,31 @@ int og__fault(const char *name);
 
 /* Status text <-> enum for the backends: -1 when text is not a status. */
 int og__op_status_parse(const char *text);
+/* Kind text <-> enum: -1 when text is not a kind. */
+int og__op_kind_parse(const char *text);
+
+/* ===========================================================================
+ * Test hooks (store.c). Not used by the library itself.
+ * ========================================================================= */
+
+/* og_store_migrate, stopping at schema `version` (1..OG_SCHEMA_VERSION), so
+ * tests can build a store as an older build left it and migrate it on.
+ * OG_ESCHEMA when the store is already beyond version. */
+int og__store_migrate_to(const char *url, const og_store_options *opts,
+                         int version, int *from, int *to);
+
+/* Inserts an operation of kind k with grant g's issuer and id and in's
+ * binding — status Admitted, owner version 1, lease_until and submit_by
+ * from the store's clock as an admission sets them — WITHOUT claiming the
+ * grant, so that tests can hold payout attempts before the payout claim
+ * (docs/payouts.md, step 4) creates them. idempotency_key and
+ * client_reference: NULL for the operation id, else og_id_valid() (checked
+ * here, OG_EIDEMPOTENCY_KEY / OG_ECLIENT_REFERENCE). Returns 0 and *out,
+ * an input error, or a store error (OG_EINTERNAL when the id or the grant
+ * already has an operation). */
+int og__op_insert(og_store *s, og_op_kind k, const og_grant *g,
+                  const og_intent *in, const char *idempotency_key,
+                  const char *client_reference, og_operation *out);
 
 /* Copies src into a fixed buffer of size n; -1 (and dst untouched) when it
  * does not fit. */

@@ -55,6 +55,9 @@ static void t_assert_same_operation(const og_operation *a,
     assert_true(a->lease_until_us == b->lease_until_us);
     assert_true(a->submit_by_us == b->submit_by_us);
     assert_true(a->created_at_us == b->created_at_us);
+    assert_int_equal(a->kind, b->kind);
+    assert_string_equal(a->idempotency_key, b->idempotency_key);
+    assert_string_equal(a->client_reference, b->client_reference);
 }
 
 /* ===========================================================================
@@ -468,6 +471,10 @@ static void admitted_operation_is_recorded_with_store_clock_fields(void **state)
     assert_string_equal(a.operation.currency, "USD");
     assert_int_equal(a.operation.status, OG_OP_ADMITTED);
     assert_int_equal(a.operation.owner_version, 1);
+    /* Admission makes credits, sent under their own id (schema 7). */
+    assert_int_equal(a.operation.kind, OG_OP_KIND_CREDIT);
+    assert_string_equal(a.operation.idempotency_key, c.op);
+    assert_string_equal(a.operation.client_reference, c.op);
     /* The lease and the submission deadline are measured from the moment
      * the operation row is written, on the store's clock. */
     assert_true(a.operation.lease_until_us - a.operation.created_at_us ==

@@ -440,7 +440,7 @@ static void list_finds_stalled_operations_and_the_backlog(void **st)
     x_set_time(done.op, "lease_until", -5);
 
     /* Recovery's scan: Admitted or Unknown whose lease ended. */
-    f = (og_op_filter){ADMITTED | UNKNOWN, true, 0, 1000};
+    f = (og_op_filter){ADMITTED | UNKNOWN, true, 0, 1000, 0};
     assert_int_equal(og_op_scan(s, &f, &l), 0);
     assert_true(x_listed(&l, stalled.op));
     assert_true(x_listed(&l, unknown.op));
@@ -452,7 +452,8 @@ static void list_finds_stalled_operations_and_the_backlog(void **st)
     og_op_list_free(&l);
 
     /* The operators' backlog. */
-    f = (og_op_filter){OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION), false, 0, 1000};
+    f = (og_op_filter){OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION), false, 0, 1000,
+                       0};
     assert_int_equal(og_op_scan(s, &f, &l), 0);
     assert_true(x_listed(&l, recon.op));
     for (size_t i = 0; i < l.n; i++)
@@ -460,12 +461,12 @@ static void list_finds_stalled_operations_and_the_backlog(void **st)
     og_op_list_free(&l);
 
     /* created_before and limit. */
-    f = (og_op_filter){0, false, x_get(s, live.op).created_at_us, 1000};
+    f = (og_op_filter){0, false, x_get(s, live.op).created_at_us, 1000, 0};
     assert_int_equal(og_op_scan(s, &f, &l), 0);
     assert_false(x_listed(&l, live.op));
     assert_false(x_listed(&l, done.op));
     og_op_list_free(&l);
-    f = (og_op_filter){0, false, 0, 2};
+    f = (og_op_filter){0, false, 0, 2, 0};
     assert_int_equal(og_op_scan(s, &f, &l), 0);
     assert_int_equal(l.n, 2);
     og_op_list_free(&l);
@@ -488,7 +489,7 @@ static void execution_inputs_are_validated(void **st)
     og_operation op;
     og_op_outcome o = {OG_OP_SUCCEEDED, "created", NULL, "handler"};
     og_op_list l;
-    og_op_filter f = {0, false, 0, 0};
+    og_op_filter f = {0, false, 0, 0, 0};
     bool b;
     t_case c;
 

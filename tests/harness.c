@@ -467,8 +467,8 @@ og_store *t_fresh_store(const char *tag, char *url, size_t n)
     return t_migrated_store(tag, t_keys, url, n);
 }
 
-void t_set_op_time(const char *url, const char *op_id, const char *column,
-                   int seconds)
+void t_set_op_time_ms(const char *url, const char *op_id, const char *column,
+                      int ms)
 {
     t_raw *r = url ? t_raw_open_url(url) : t_raw_open();
     char sql[512];
@@ -476,15 +476,103 @@ void t_set_op_time(const char *url, const char *op_id, const char *column,
     if (t_kind == T_POSTGRES)
         snprintf(sql, sizeof sql,
                  "UPDATE operations SET %s = clock_timestamp() + "
-                 "interval '%d seconds' WHERE operation_id = '%s'",
-                 column, seconds, op_id);
+                 "interval '%d milliseconds' WHERE operation_id = '%s'",
+                 column, ms, op_id);
     else
         snprintf(sql, sizeof sql,
                  "UPDATE operations SET %s = %lld WHERE operation_id = '%s'",
-                 column, (long long)(t_now_us() + (int64_t)seconds * 1000000),
-                 op_id);
+                 column, (long long)(t_now_us() + (int64_t)ms * 1000), op_id);
     assert_int_equal(t_raw_exec(r, sql), 0);
     t_raw_close(r);
+}
+
+void t_set_op_time(const char *url, const char *op_id, const char *column,
+                   int seconds)
+{
+    t_set_op_time_ms(url, op_id, column, seconds * 1000);
+}
+
+og_operation t_payout_op(og_store *s)
+{
+    char gid[64], op[OG_UUID_LEN + 1], key[128], ref[96];
+    og_operation out;
+    og_grant g;
+    og_intent in;
+    int rc;
+
+    t_grant_id(gid, sizeof gid);
+    t_uuid(op);
+    /* PAY-<n>: the payout id, unique per call as the grant id is */
+    snprintf(ref, sizeof ref, "PAY-%s-a1", gid + 2);
+    snprintf(key, sizeof key, "payout-%s", ref);
+    g = (og_grant){"payouts", gid, t_now_us() + 15 * 60 * INT64_C(1000000),
+                   NULL, OG_FORM_ROW};
+    in = (og_intent){op, "payout-worker-1", "BEN-7", "1250.00", "EUR"};
+    rc = og__op_insert(s, OG_OP_KIND_PAYOUT, &g, &in, key, ref, &out);
+    if (rc != 0) {
+        fprintf(stderr, "og__op_insert: %s\n", og_err_name(rc));
+        abort();
+    }
+    return out;
+}
+
+void t_undo_migration_7(t_raw *r)
+{
+    static const char pg[] =
+        "BEGIN;"
+        " DROP INDEX operations_recovery_idx;"
+        " CREATE INDEX operations_recovery_idx ON operations (status, lease_until)"
+        "   WHERE status IN ('Admitted','Unknown');"
+        " DROP INDEX operations_terminal_idx;"
+        " CREATE INDEX operations_terminal_idx"
+        "   ON operations ((coalesce(updated_at, created_at)))"
+        "   WHERE status IN ('Succeeded','Failed');"
+        " ALTER TABLE operations DROP COLUMN kind, DROP COLUMN idempotency_key,"
+        "   DROP COLUMN client_reference,"
+        "   DROP CONSTRAINT operations_not_started_check,"
+        "   DROP CONSTRAINT operations_status_check,"
+        "   ADD CONSTRAINT operations_status_check CHECK (status IN"
+        "     ('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation'));"
+        " ALTER TABLE operation_events"
+        "   DROP CONSTRAINT operation_events_kind_check,"
+        "   ADD CONSTRAINT operation_events_kind_check"
+        "     CHECK (kind IN ('outcome','takeover','resolved')),"
+        "   DROP CONSTRAINT operation_events_from_status_check,"
+        "   ADD CONSTRAINT operation_events_from_status_check CHECK (from_status"
+        "     IN ('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation')),"
+        "   DROP CONSTRAINT operation_events_to_status_check,"
+        "   ADD CONSTRAINT operation_events_to_status_check CHECK (to_status"
+        "     IN ('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation'));"
+        " ALTER TABLE operations_archive DROP COLUMN kind,"
+        "   DROP COLUMN idempotency_key, DROP COLUMN client_reference,"
+        "   DROP CONSTRAINT operations_archive_status_check,"
+        "   ADD CONSTRAINT operations_archive_status_check"
+        "     CHECK (status IN ('Succeeded','Failed'));"
+        " DELETE FROM og_schema_migrations WHERE version = 7;"
+        " COMMIT";
+    static const char sq[] =
+        "BEGIN;"
+        " DROP INDEX operations_recovery_idx;"
+        " CREATE INDEX operations_recovery_idx ON operations (lease_until)"
+        "   WHERE status IN ('Admitted', 'Unknown');"
+        " DROP INDEX operations_recovery_scan_idx;"
+        " CREATE INDEX operations_recovery_scan_idx"
+        "   ON operations (status, lease_until)"
+        "   WHERE status IN ('Admitted', 'Unknown');"
+        " DROP INDEX operations_terminal_idx;"
+        " CREATE INDEX operations_terminal_idx"
+        "   ON operations (coalesce(updated_at, created_at), operation_id)"
+        "   WHERE status IN ('Succeeded', 'Failed');"
+        " ALTER TABLE operations DROP COLUMN kind;"
+        " ALTER TABLE operations DROP COLUMN idempotency_key;"
+        " ALTER TABLE operations DROP COLUMN client_reference;"
+        " ALTER TABLE operations_archive DROP COLUMN kind;"
+        " ALTER TABLE operations_archive DROP COLUMN idempotency_key;"
+        " ALTER TABLE operations_archive DROP COLUMN client_reference;"
+        " DELETE FROM og_schema_migrations WHERE version = 7;"
+        " COMMIT";
+
+    assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
 }
 
 typedef struct t_migrator {

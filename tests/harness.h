@@ -124,6 +124,25 @@ void t_new_store_url(const char *tag, char *url, size_t n);
  * suite's store): tests decide when a lease ends rather than sleeping. */
 void t_set_op_time(const char *url, const char *op_id, const char *column,
                    int seconds);
+/* The same in milliseconds. */
+void t_set_op_time_ms(const char *url, const char *op_id, const char *column,
+                      int ms);
+
+/* A payout attempt on s (og__op_insert: kind payout, Admitted at owner
+ * version 1 with the store's lease and submission window, no claim),
+ * issuer "payouts", a fresh grant id and operation id, idempotency key
+ * "payout-PAY-<n>-a1" and client reference "PAY-<n>-a1". Aborts on
+ * failure. */
+og_operation t_payout_op(og_store *s);
+
+/* Undoes migration 7 of the store behind r by hand, for tests that take a
+ * store back to an older schema with its data: the three columns of
+ * operations and operations_archive, the constraints and index predicates
+ * (PostgreSQL: as schema 6 had them; SQLite cannot narrow a CHECK without a
+ * rebuild, so its status CHECKs stay widened, which old data meets anyway),
+ * and the version row. The store must hold credits only. Aborts on
+ * failure. */
+void t_undo_migration_7(t_raw *r);
 
 /* Runs n (1..16) og_store_migrate() calls on url at once, each on its own
  * thread and store object, asking for the suite's keys (t_keys) with the

@@ -10,7 +10,7 @@
  *     answers for its grant and its id: refused, or the archived record,
  *     never a second admission;
  *   - a store at schema 3 or 4 with data migrates to the current schema
- *     (6), once, under concurrent migrators, in the suite's keys, and
+ *     (7), once, under concurrent migrators, in the suite's keys, and
  *     cleanup, archiving and redemption recovery points work on it.
  * Every test works in its own fresh store: cleanup and archiving act on the
  * whole store, and the counts they report are the claims under test. Times
@@ -779,14 +779,15 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
  * Schema 3 or 4 with data -> the current schema, under concurrent migrators
  * ========================================================================= */
 
-/* Takes e's store, at the current schema (6) and readable, back to schema
+/* Takes e's store, at the current schema (7) and readable, back to schema
  * `version` (3 or 4) with its data: the objects of the later migrations and
- * their records dropped by hand. Every store below 5 is readable (5 records
- * the keys). */
+ * their records dropped by hand (migration 7's by t_undo_migration_7).
+ * Every store below 5 is readable (5 records the keys). */
 static void r_back_to(r_env *e, int version)
 {
     char sql[1024];
 
+    t_undo_migration_7(e->raw);
     snprintf(sql, sizeof sql,
              "BEGIN;"
              " DROP TABLE redemptions;"
@@ -827,13 +828,13 @@ static bool r_has_retain_until_index(r_env *e)
 
 /* A readable store at schema `version` with data — a finished operation
  * (c), an open one (d), a revoked grant, and an admission past retention
- * (due) — migrated to 6 by four migrators at once asking for the suite's
+ * (due) — migrated to 7 by four migrators at once asking for the suite's
  * keys: exactly one finds it at `version`; the store is then in the suite's
  * keys (a hashed suite's store has its claims rewritten under their keys),
- * keeps the index cleanup walks, and its data works under 6 — refusals,
+ * keeps the index cleanup walks, and its data works under 7 — refusals,
  * cleanup, archiving, the archived operation's answers — beside the
  * redemption recovery points migration 6 adds. */
-static void r_migrates_to_6_once(int version)
+static void r_migrates_to_7_once(int version)
 {
     char tag[32];
     og_store *s = NULL;
@@ -885,7 +886,7 @@ static void r_migrates_to_6_once(int version)
     assert_true(r_held(&e, ISSUER, c.grant_id)); /* by the suite's key */
     assert_true(r_held(&e, ISSUER, rev.grant_id));
 
-    /* The data of schema `version` works under 6. */
+    /* The data of schema `version` works under 7. */
     assert_int_equal(og_operation_get(e.s, c.op, &op), 1);
     assert_int_equal(op.status, OG_OP_SUCCEEDED);
     a = r_other_op(&e, &d);
@@ -936,16 +937,16 @@ static void r_migrates_to_6_once(int version)
     r_close(&e);
 }
 
-static void version_3_store_with_data_migrates_to_6_once(void **state)
+static void version_3_store_with_data_migrates_to_7_once(void **state)
 {
     (void)state;
-    r_migrates_to_6_once(3);
+    r_migrates_to_7_once(3);
 }
 
-static void version_4_store_with_data_migrates_to_6_once(void **state)
+static void version_4_store_with_data_migrates_to_7_once(void **state)
 {
     (void)state;
-    r_migrates_to_6_once(4);
+    r_migrates_to_7_once(4);
 }
 
 const struct CMUnitTest t_retention_tests[] = {
@@ -959,8 +960,8 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(
         archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
     cmocka_unit_test(admission_and_cleanup_plans_use_indexes),
-    cmocka_unit_test(version_3_store_with_data_migrates_to_6_once),
-    cmocka_unit_test(version_4_store_with_data_migrates_to_6_once),
+    cmocka_unit_test(version_3_store_with_data_migrates_to_7_once),
+    cmocka_unit_test(version_4_store_with_data_migrates_to_7_once),
 };
 const size_t t_retention_tests_count =
     sizeof t_retention_tests / sizeof t_retention_tests[0];

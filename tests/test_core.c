@@ -51,7 +51,8 @@ static og_operation t_op_for(const og__admit_req *r)
 
 static void classify_unclaimed_table(void **state)
 {
-    enum { NO_OP, SAME_OP, OP_OTHER_CALLER, OP_OTHER_GRANT, OP_OTHER_AMOUNT };
+    enum { NO_OP, SAME_OP, OP_OTHER_CALLER, OP_OTHER_GRANT, OP_OTHER_AMOUNT,
+           OP_PAYOUT };
     static const struct {
         const char *name;
         bool present, has_operation;
@@ -84,6 +85,12 @@ static void classify_unclaimed_table(void **state)
          OG_OUTCOME_ALREADY_ADMITTED, OG_REFUSAL_NONE},
         {"not held, our id, other caller", false, false, NULL, OP_OTHER_CALLER,
          OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
+        /* C1: a payout attempt is never a credit caller's own operation */
+        {"held by this operation id, a payout with the same binding", true,
+         true, OP, OP_PAYOUT, OG_OUTCOME_REFUSED,
+         OG_REFUSAL_OPERATION_MISMATCH},
+        {"not held, our id, a payout with the same binding", false, false,
+         NULL, OP_PAYOUT, OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
     };
     /* Kinds, family and row-form flags (C3, C4). */
     static const struct {
@@ -142,6 +149,7 @@ static void classify_unclaimed_table(void **state)
         case OP_OTHER_CALLER: strcpy(op.caller_id, "agent-99"); break;
         case OP_OTHER_GRANT: strcpy(op.grant_id, "g-other"); break;
         case OP_OTHER_AMOUNT: strcpy(op.amount, "250.01"); break;
+        case OP_PAYOUT: op.kind = OG_OP_KIND_PAYOUT; break;
         default: break;
         }
         memset(&out, 0x5a, sizeof out);
@@ -291,6 +299,21 @@ static void names_are_generated_and_stable(void **state)
     assert_string_equal(og_op_status_name(OG_OP_NEEDS_RECONCILIATION),
                         "NeedsReconciliation");
     assert_string_equal(og_op_status_name((og_op_status)99), "?");
+    /* Schema 7 appended three statuses: the old values did not move. */
+    assert_int_equal(OG_OP_NEEDS_RECONCILIATION, 4);
+    assert_int_equal(OG_OP_STATUS_COUNT, 8);
+    assert_string_equal(og_op_status_name(OG_OP_STARTED), "Started");
+    assert_string_equal(og_op_status_name(OG_OP_NOT_STARTED), "NotStarted");
+    assert_string_equal(og_op_status_name(OG_OP_NOT_APPLIED), "NotApplied");
+    assert_int_equal(og__op_status_parse("NotApplied"), OG_OP_NOT_APPLIED);
+    assert_string_equal(og_op_kind_name(OG_OP_KIND_CREDIT), "credit");
+    assert_string_equal(og_op_kind_name(OG_OP_KIND_PAYOUT), "payout");
+    assert_string_equal(og_op_kind_name((og_op_kind)7), "?");
+    assert_int_equal(og__op_kind_parse("payout"), OG_OP_KIND_PAYOUT);
+    assert_int_equal(og__op_kind_parse("Payout"), -1);
+    assert_int_equal(og__op_kind_parse(NULL), -1);
+    assert_string_equal(og_err_name(OG_ECLIENT_REFERENCE),
+                        "input.client_reference_invalid");
     assert_int_equal(og__op_status_parse("Admitted"), OG_OP_ADMITTED);
     assert_int_equal(og__op_status_parse("admitted"), -1);
     assert_int_equal(og__op_status_parse(NULL), -1);

@@ -165,7 +165,10 @@ extern "C" {
       "redemption key: another key, or the record was altered")                \
     X(STOPPED, "stopped",                                                      \
       "stopped before deciding (the service is shutting down): nothing was "   \
-      "decided and nothing is lost; retry the same request")
+      "decided and nothing is lost; retry the same request")                   \
+    X(CLIENT_REFERENCE, "input.client_reference_invalid",                      \
+      "client reference must be 1-128 printable ASCII characters without "     \
+      "spaces")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -369,15 +372,21 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
                                           og_session_bounds *out);
 
 /* The schema version this build needs: 4 operation archive (retention), 5
- * consumption keys (hashed keys), 6 redemption recovery points. */
-#define OG_SCHEMA_VERSION 6
+ * consumption keys (hashed keys), 6 redemption recovery points, 7 operation
+ * kinds, idempotency keys and client references, and the statuses Started,
+ * NotStarted and NotApplied (payout attempts). */
+#define OG_SCHEMA_VERSION 7
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
  * version found before and after to *from / *to (either may be NULL).
  * Migration 5 records opts->consumption_keys (AS_STORED: READABLE); a store
  * that reaches 5 hashed has its existing consumption records rewritten
- * under their hashed keys in the same transaction. Errors as og_store_open,
+ * under their hashed keys in the same transaction. Migration 7 reads every
+ * existing operation as a credit whose idempotency key and client
+ * reference are its id (PostgreSQL: without rewriting operations; it then
+ * validates the widened constraints in a transaction of their own, which
+ * does not block writes — docs/design.md "Schema"). Errors as og_store_open,
  * plus OG_ESCHEMA when the store is newer than this build and
  * OG_ESTORE_KEYS when it records other consumption keys than
  * opts->consumption_keys (nothing is changed then: a store's keys are never
@@ -420,12 +429,18 @@ typedef struct og_intent {
     const char *currency;     /* ISO 4217 */
 } og_intent;
 
+/* An operation's status: X(NAME, stored text). Values are stable: new
+ * statuses are appended (schema 7 appended the last three, which only
+ * payout attempts take; see "Execution" below). */
 #define OG_OP_STATUS_MAP(X)                                                    \
     X(ADMITTED, "Admitted")                                                    \
     X(SUCCEEDED, "Succeeded")                                                  \
     X(FAILED, "Failed")                                                        \
     X(UNKNOWN, "Unknown")                                                      \
-    X(NEEDS_RECONCILIATION, "NeedsReconciliation")
+    X(NEEDS_RECONCILIATION, "NeedsReconciliation")                             \
+    X(STARTED, "Started")                                                      \
+    X(NOT_STARTED, "NotStarted")                                               \
+    X(NOT_APPLIED, "NotApplied")
 
 typedef enum og_op_status {
 #define OG__ST_ENUM(name, text) OG_OP_##name,
@@ -433,8 +448,38 @@ typedef enum og_op_status {
 #undef OG__ST_ENUM
 } og_op_status;
 
+/* How many statuses there are (a separate enum, so that switches over
+ * og_op_status need no case for it). */
+#define OG__ST_ONE(name, text) +1
+enum { OG_OP_STATUS_COUNT = 0 OG_OP_STATUS_MAP(OG__ST_ONE) };
+#undef OG__ST_ONE
+
 /* The stored text of a status ("Admitted", ...); "?" for a bad value. */
 const char *og_op_status_name(og_op_status st);
+
+/* What an operation does: X(NAME, stored text). Admission (og_admit)
+ * creates credits; a payout attempt (docs/payouts.md) is an operation of
+ * kind payout, created by its claim. The text is stored and never changes
+ * meaning. */
+#define OG_OP_KIND_MAP(X)                                                      \
+    X(CREDIT, "credit")                                                        \
+    X(PAYOUT, "payout")
+
+typedef enum og_op_kind {
+#define OG__KIND_ENUM(name, text) OG_OP_KIND_##name,
+    OG_OP_KIND_MAP(OG__KIND_ENUM)
+#undef OG__KIND_ENUM
+} og_op_kind;
+
+#define OG__KIND_ONE(name, text) +1
+enum { OG_OP_KIND_COUNT = 0 OG_OP_KIND_MAP(OG__KIND_ONE) };
+#undef OG__KIND_ONE
+
+/* A kind as a bit, for sets of kinds (og_op_filter.kinds). */
+#define OG_OP_KIND_BIT(k) (1u << (k))
+
+/* The stored text of a kind ("credit", "payout"); "?" for a bad value. */
+const char *og_op_kind_name(og_op_kind k);
 
 /* An operation record as stored. Timestamps are store-clock microseconds
  * since the Unix epoch. */
@@ -455,6 +500,17 @@ typedef struct og_operation {
                                     the first outcome) */
     char provider_reference[OG_ID_MAX + 1]; /* "" until recorded */
     char reason[OG_REASON_MAX + 1];         /* last outcome's reason, or "" */
+    og_op_kind kind;                        /* credit (every admission) or
+                                               payout (schema 7) */
+    char idempotency_key[OG_ID_MAX + 1];    /* what the provider create is
+                                               sent under: the operation id
+                                               unless the creator fixed
+                                               another (a payout attempt:
+                                               "payout-<payout>-a<N>") */
+    char client_reference[OG_ID_MAX + 1];   /* the reference sent with the
+                                               request and looked up by: the
+                                               operation id unless fixed
+                                               ("<payout>-a<N>") */
 } og_operation;
 
 #define OG_OUTCOME_MAP(X)                                                      \
@@ -498,7 +554,8 @@ typedef struct og_admission {
 } og_admission;
 
 /* Admits grant for intent with ONE atomic write: claims (issuer, grant_id)
- * and records the operation (status Admitted, owner version 1, lease_until
+ * and records the operation (kind credit, its idempotency key and client
+ * reference the operation id, status Admitted, owner version 1, lease_until
  * and submit_by from the store's clock) together, checking the deadline
  * expires_at + leeway against the store's clock in the same statement.
  *
@@ -506,9 +563,10 @@ typedef struct og_admission {
  *   ADMITTED          this call claimed the grant; result->operation is the
  *                     new record;
  *   ALREADY_ADMITTED  this operation id claimed it earlier with the same
- *                     caller, account, amount and currency; the stored
- *                     record comes back (the archived one when the
- *                     operation was archived: og_store_archive_operations);
+ *                     caller, account, amount and currency, as a credit;
+ *                     the stored record comes back (the archived one when
+ *                     the operation was archived:
+ *                     og_store_archive_operations);
  *   REFUSED           anything else (result->refusal says why, for logs).
  * Errors (nothing in *result): OG_E{ISSUER,GRANT_ID,OPERATION_ID,CALLER,
  * ACCOUNT,AMOUNT,CURRENCY,EXPIRES_AT} for bad input, checked before the store;
@@ -530,30 +588,71 @@ OG_MUST_CHECK int og_operation_get(og_store *s, const char *operation_id,
 /* ---------------------------------------------------------------------------
  * Execution: one owner at a time moves an admitted operation forward (seed
  * 000, "Recovery and the original executor share one ownership protocol").
- * The admitting handler owns an operation at owner version 1 until
- * lease_until; recovery takes it over with owner_version + 1 and a recovery
- * lease. Every write below is ONE conditional write on (status,
+ * The operation's creator owns it at owner version 1 until lease_until;
+ * recovery (a payout's sweeper) takes it over with owner_version + 1 and a
+ * recovery lease. Every write below is ONE conditional write on (status,
  * owner_version), recorded with an event in the operation's history in the
  * same transaction, so a stale writer changes nothing and a terminal status
- * (Succeeded, Failed) is never overwritten. The same protocol serves any
- * operation kind (credits now, payout attempts next).
+ * is never overwritten. The same protocol serves both kinds: credits
+ * (admitted by og_admit) and payout attempts (docs/payouts.md).
  *
- * Transitions (og_op_record / og_op_takeover / og_op_resolve):
+ * Transitions (og_op_start / og_op_record / og_op_takeover / og_op_resolve):
+ *   Admitted            -> Started                              (og_op_start,
+ *                                                                payouts only)
  *   Admitted            -> Succeeded | Failed | Unknown | NeedsReconciliation
+ *   Admitted            -> NotStarted   (payouts only, and only at an owner
+ *                                        version above 1: after a takeover
+ *                                        fenced the claimer, P2)
+ *   Started             -> Succeeded | Failed | Unknown | NeedsReconciliation
  *   Unknown             -> Succeeded | Failed | Unknown | NeedsReconciliation
- *   NeedsReconciliation -> Succeeded | Failed            (operators only)
- *   Succeeded, Failed   -> (terminal)
+ *   Unknown             -> NotApplied
+ *   NeedsReconciliation -> Succeeded | Failed | NotApplied   (operators only)
+ *   Succeeded, Failed, NotStarted, NotApplied -> (terminal)
+ * A takeover keeps the status (Admitted, Started or Unknown) and raises the
+ * owner version. Any other change is OG_ETRANSITION, reported before the
+ * store is asked.
+ *
+ * Why a payout is Started before it is sent (P1-P3 in docs/payouts.md): a
+ * payout attempt found Admitted after a takeover provably sent nothing —
+ * its owner could only send after og_op_start confirmed, and the takeover's
+ * new owner version fences that write — so it may end NotStarted. A
+ * Started one may have been sent, or may still be: it ends Unknown at best,
+ * never NotStarted. The credit path never writes Started, NotStarted or
+ * NotApplied: it asks og_op_may_submit before each create.
  * ------------------------------------------------------------------------- */
 
 /* A status as a bit, for sets of expected statuses. */
 #define OG_OP_BIT(st) (1u << (st))
 
 /* May the owner at owner_version send a create request now? Reads, with the
- * store's clock: status Admitted or Unknown AND owner_version equal AND now
- * < least(lease_until, submit_by). Returns 0 and *may, or an input/store
- * error. A store error means "no": send nothing. */
+ * store's clock: owner_version equal AND now < least(lease_until,
+ * submit_by) AND, for a credit, status Admitted or Unknown; for a payout,
+ * status Started (P1: never before og_op_start, never after an ambiguous
+ * outcome). Returns 0 and *may, or an input/store error. A store error
+ * means "no": send nothing. */
 OG_MUST_CHECK int og_op_may_submit(og_store *s, const char *operation_id,
                                    int64_t owner_version, bool *may);
+
+/* Marks a payout attempt Started before its first send (P1, P2): ONE
+ * conditional write, Admitted -> Started, where the operation is a payout
+ * AND owner_version = owner_version AND lease_until > now AND submit_by >
+ * now (the store's clock, read once after the row lock), appending a
+ * "started" event by actor in the same statement (PostgreSQL) or
+ * transaction (SQLite). Returns 0 and *started: true when this call made
+ * the change; false when nothing changed (not Admitted any more, another
+ * owner version — a takeover fenced this owner —, the lease or submit_by
+ * passed, or a credit, which is never started).
+ *
+ * The caller MUST NOT send unless this returned 0 with *started true. An
+ * error (OG_ESTORE_UNAVAILABLE: timed out, connection lost, commit not
+ * confirmed) means the write may or may not have committed: do not send
+ * either; the sweeper reads the durable state, and a Started attempt whose
+ * lease lapsed becomes Unknown, never NotStarted (P3). Input errors
+ * (OG_EOPERATION_ID, OG_EACTOR, OG_EINVAL for an owner version below 1)
+ * are reported before any I/O. */
+OG_MUST_CHECK int og_op_start(og_store *s, const char *operation_id,
+                              int64_t owner_version, const char *actor,
+                              bool *started);
 
 /* An outcome to record. */
 typedef struct og_op_outcome {
@@ -566,31 +665,39 @@ typedef struct og_op_outcome {
 } og_op_outcome;
 
 /* Records o for the operation IF its status is in expected (a set of
- * OG_OP_BIT(...), which may hold only ADMITTED and UNKNOWN) and its
- * owner_version equals expected_owner_version; appends an "outcome" event.
- * ONE conditional write. Returns 0 and *recorded (false: nothing changed —
- * another owner moved on, or the status was not expected), or an error
- * (input errors; OG_ETRANSITION for a transition the table above forbids;
- * OG_ESTORE_UNAVAILABLE: may or may not have happened). */
+ * OG_OP_BIT(...) of ADMITTED, STARTED and UNKNOWN) and its owner_version
+ * equals expected_owner_version; appends an "outcome" event. ONE
+ * conditional write. The table above decides what may be recorded: from
+ * any expected set Succeeded, Failed, Unknown or NeedsReconciliation;
+ * NotStarted only with expected exactly ADMITTED and expected_owner_version
+ * above 1 — and the store records it only for a payout still at that
+ * version (P2); NotApplied only with expected exactly UNKNOWN. Returns 0
+ * and *recorded (false: nothing changed — another owner moved on, the
+ * status was not expected, or the store refused NotStarted), or an error
+ * (input errors; OG_ETRANSITION for a transition the table forbids, before
+ * any I/O; OG_ESTORE_UNAVAILABLE: may or may not have happened). */
 OG_MUST_CHECK int og_op_record(og_store *s, const char *operation_id,
                                unsigned expected, int64_t expected_owner_version,
                                const og_op_outcome *o, bool *recorded);
 
-/* Takes an operation over for recovery IF it is Admitted or Unknown, its
- * lease has ended (store clock) and its owner_version equals
+/* Takes an operation over for recovery IF it is Admitted, Started or
+ * Unknown, its lease has ended (store clock) and its owner_version equals
  * expected_owner_version: owner_version + 1, lease_until = now + the
- * store's recovery_lease; appends a "takeover" event. ONE conditional write.
- * Returns 0 and *taken; when taken, *out is the record after the takeover
- * (its owner_version is the one every later write must expect). */
+ * store's recovery_lease, the status unchanged; appends a "takeover" event.
+ * ONE conditional write. Returns 0 and *taken; when taken, *out is the
+ * record after the takeover (its owner_version is the one every later
+ * write must expect, and the one that fences the previous owner's
+ * og_op_start and og_op_record). */
 OG_MUST_CHECK int og_op_takeover(og_store *s, const char *operation_id,
                                  int64_t expected_owner_version,
                                  const char *actor, og_operation *out,
                                  bool *taken);
 
-/* Resolves a NeedsReconciliation operation by hand: to Succeeded or Failed,
- * owner_version + 1 (fencing any late writer), with the operator's id, a
- * reason and evidence recorded in a "resolved" event. The grant stays spent.
- * Returns 0 and *resolved (false: not NeedsReconciliation any more). */
+/* Resolves a NeedsReconciliation operation by hand: to Succeeded, Failed or
+ * NotApplied (OG_ETRANSITION otherwise), owner_version + 1 (fencing any
+ * late writer), with the operator's id, a reason and evidence recorded in a
+ * "resolved" event. The grant stays spent. Returns 0 and *resolved (false:
+ * not NeedsReconciliation any more). */
 OG_MUST_CHECK int og_op_resolve(og_store *s, const char *operation_id,
                                 og_op_status to, const char *operator_id,
                                 const char *reason, const char *evidence,
@@ -603,6 +710,7 @@ typedef struct og_op_filter {
     bool lease_expired;      /* only those whose lease_until < store now */
     int64_t created_before_us; /* 0: no bound */
     int limit;               /* 1..1000 */
+    unsigned kinds;          /* set of OG_OP_KIND_BIT(...); 0: all */
 } og_op_filter;
 
 typedef struct og_op_list {
@@ -620,8 +728,8 @@ void og_op_list_free(og_op_list *l);
 typedef struct og_op_event {
     int64_t seq;                      /* increasing per store */
     int64_t at_us;                    /* store clock */
-    char kind[16];                    /* admitted | outcome | takeover |
-                                         resolved */
+    char kind[16];                    /* admitted | started | outcome |
+                                         takeover | resolved */
     og_op_status from_status, to_status;
     int64_t owner_version;            /* the version after the event */
     char reason[OG_REASON_MAX + 1];
@@ -712,13 +820,14 @@ typedef struct og_archive_stats {
     int batches;         /* statements (transactions) run */
 } og_archive_stats;
 
-/* Moves or deletes, per mode, terminal operations (Succeeded, Failed) whose
- * last status change (updated_at) lies more than older_than_us (0 ..
- * 9999 years) before the store's clock, with their history, at most batch
+/* Moves or deletes, per mode, terminal operations (Succeeded, Failed,
+ * NotStarted, NotApplied) whose last status change (updated_at) lies more
+ * than older_than_us (0 .. 9999 years) before the store's clock, with their
+ * history, at most batch
  * operations per transaction, until a transaction takes fewer than batch or
- * max_batches have run (bounds as og_store_cleanup). Admitted, Unknown and
- * NeedsReconciliation operations are never touched: recovery and operators
- * need them. An archived operation is still found by a same-operation retry
+ * max_batches have run (bounds as og_store_cleanup). Admitted, Started,
+ * Unknown and NeedsReconciliation operations are never touched: recovery
+ * and operators need them. An archived operation is still found by a same-operation retry
  * (ALREADY_ADMITTED with the archived record) and still blocks its id, but
  * og_operation_get() and og_op_history() no longer see it. The library
  * does not bound older_than_us from below; a deployment keeps operations at

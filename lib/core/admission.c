@@ -9,8 +9,10 @@
  *
  *   C1  ALREADY_ADMITTED only when the key is held by THIS operation id and
  *       the stored operation carries exactly the request's binding (issuer,
- *       grant id, caller, account, canonical amount, currency). An operation
- *       id is not a credential: matching the id alone reveals nothing.
+ *       grant id, caller, account, canonical amount, currency) and is a
+ *       credit, the kind admission creates: a payout attempt (schema 7) is
+ *       never handed to a credit caller as its own. An operation id is not
+ *       a credential: matching the id alone reveals nothing.
  *   C2  Everything else is REFUSED, and the refusal copies no stored field
  *       into the result, so nothing returned to a caller reveals another
  *       operation. The reason is for logs.
@@ -28,7 +30,8 @@
 
 bool og__operation_matches(const og__admit_req *req, const og_operation *op)
 {
-    return strcmp(op->operation_id, req->operation_id) == 0 &&
+    return op->kind == OG_OP_KIND_CREDIT && /* C1 */
+           strcmp(op->operation_id, req->operation_id) == 0 &&
            strcmp(op->issuer, req->issuer) == 0 &&
            strcmp(op->grant_id, req->grant_id) == 0 &&
            strcmp(op->caller_id, req->caller_id) == 0 &&

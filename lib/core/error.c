@@ -39,6 +39,23 @@ const char *og_err_name(int err)
     return i < 0 ? "unknown_error" : og__err_names[i];
 }
 
+/* Name tables: name i of table t (n entries), "?" out of range; the index
+ * of text in t, -1 when absent. */
+#define OG__NAMES(t) (t), sizeof(t) / sizeof(t)[0]
+
+static const char *og__name_at(const char *const *t, size_t n, unsigned i)
+{
+    return i < n ? t[i] : "?";
+}
+
+static int og__name_index(const char *const *t, size_t n, const char *text)
+{
+    for (size_t i = 0; text && i < n; i++)
+        if (strcmp(text, t[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
 static const char *const og__status_names[] = {
 #define X(name, text) text,
     OG_OP_STATUS_MAP(X)
@@ -47,17 +64,28 @@ static const char *const og__status_names[] = {
 
 const char *og_op_status_name(og_op_status st)
 {
-    if ((unsigned)st >= sizeof og__status_names / sizeof og__status_names[0])
-        return "?";
-    return og__status_names[st];
+    return og__name_at(OG__NAMES(og__status_names), (unsigned)st);
 }
 
 int og__op_status_parse(const char *text)
 {
-    for (size_t i = 0; i < sizeof og__status_names / sizeof og__status_names[0]; i++)
-        if (text && strcmp(text, og__status_names[i]) == 0)
-            return (int)i;
-    return -1;
+    return og__name_index(OG__NAMES(og__status_names), text);
+}
+
+static const char *const og__kind_names[] = {
+#define X(name, text) text,
+    OG_OP_KIND_MAP(X)
+#undef X
+};
+
+const char *og_op_kind_name(og_op_kind k)
+{
+    return og__name_at(OG__NAMES(og__kind_names), (unsigned)k);
+}
+
+int og__op_kind_parse(const char *text)
+{
+    return og__name_index(OG__NAMES(og__kind_names), text);
 }
 
 static const char *const og__outcome_names[] = {
@@ -68,9 +96,7 @@ static const char *const og__outcome_names[] = {
 
 const char *og_outcome_name(og_outcome o)
 {
-    if ((unsigned)o >= sizeof og__outcome_names / sizeof og__outcome_names[0])
-        return "?";
-    return og__outcome_names[o];
+    return og__name_at(OG__NAMES(og__outcome_names), (unsigned)o);
 }
 
 static const char *const og__refusal_names[] = {
@@ -81,9 +107,7 @@ static const char *const og__refusal_names[] = {
 
 const char *og_refusal_name(og_refusal r)
 {
-    if ((unsigned)r >= sizeof og__refusal_names / sizeof og__refusal_names[0])
-        return "?";
-    return og__refusal_names[r];
+    return og__name_at(OG__NAMES(og__refusal_names), (unsigned)r);
 }
 
 int og__copy(char *dst, size_t n, const char *src)

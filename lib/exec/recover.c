@@ -51,7 +51,11 @@ static void record(og_store *s, const og_operation *op,
     case OG_OP_FAILED: st->failed++; break;
     case OG_OP_UNKNOWN: st->unknown++; break;
     case OG_OP_NEEDS_RECONCILIATION: st->reconcile++; break;
-    case OG_OP_ADMITTED: break;
+    /* never a credit's outcome (the decisions of lib/core/execute.c) */
+    case OG_OP_ADMITTED:
+    case OG_OP_STARTED:
+    case OG_OP_NOT_STARTED:
+    case OG_OP_NOT_APPLIED: break;
     }
 }
 
@@ -130,7 +134,7 @@ int og_recover_once(og_store *s, og_provider *p, const og_provider_table *t,
                     og_recovery_stats *stats)
 {
     og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
-                      true, 0, limit};
+                      true, 0, limit, 0};
     og_recovery_stats st;
     og_op_list l = {0};
     int rc;

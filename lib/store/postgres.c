@@ -1,7 +1,7 @@
 /*
  * postgres.c — the PostgreSQL backend (libpq 15).
  *
- * Invariants this file protects. Comments below cite them as (I1)...(I24).
+ * Invariants this file protects. Comments below cite them as (I1)...(I25).
  *
  *  I1  One statement admits. The claim and the insert into operations are
  *      ONE statement, run alone in its own implicit Read Committed
@@ -72,27 +72,31 @@
  *      so a replay or a same-operation retry costs one round trip. When the
  *      snapshot shows no holder, a fresh statement reads again. Either read
  *      only reports; the claim decided (C1, C2 in lib/core/admission.c).
- *  I13 Each execution write (pg_op_record_sql, pg_op_takeover_sql,
- *      pg_op_resolve_sql) is ONE statement: a CTE locks the operation's
- *      row FOR NO KEY UPDATE where its status and owner_version are the
- *      expected ones — under Read Committed a locker that waited re-checks
- *      them on the row's newest version — then reads clock_timestamp() ONCE,
- *      after the lock (a lock wait never eats a lease; updated_at, the new
- *      lease and the event's `at` are one instant), then UPDATEs the row
- *      with the same conditions and INSERTs the event from the UPDATE's
- *      RETURNING. The event exists exactly when the row changed; a stale
- *      owner, an unexpected status or an unexpired lease changes nothing and
- *      records nothing. Terminal statuses are never expected (store.c), so
+ *  I13 Each execution write (pg_op_start_sql, pg_op_record_sql,
+ *      pg_op_takeover_sql, pg_op_resolve_sql) is ONE statement: a CTE locks
+ *      the operation's row FOR NO KEY UPDATE where its status and
+ *      owner_version are the expected ones — under Read Committed a locker
+ *      that waited re-checks them on the row's newest version — then reads
+ *      clock_timestamp() ONCE, after the lock (a lock wait never eats a
+ *      lease; updated_at, the new lease and the event's `at` are one
+ *      instant), then UPDATEs the row with the same conditions (a start's
+ *      lease_until and submit_by tests use that instant) and INSERTs the
+ *      event from the UPDATE's RETURNING. The event exists exactly when the
+ *      row changed; a stale owner, an unexpected status, an unexpired lease
+ *      (takeover) or an expired one (start) changes nothing and records
+ *      nothing. Terminal statuses are never expected (store.c), so
  *      they are never overwritten.
- *  I14 The owner version fences. A record requires owner_version = v and
- *      leaves it; a takeover (status Admitted or Unknown, lease_until < now)
- *      and a resolution (status NeedsReconciliation) increment it, so a late
- *      write of the previous owner finds another version and changes
+ *  I14 The owner version fences. A start and a record require
+ *      owner_version = v and leave it; a takeover (status Admitted, Started
+ *      or Unknown, lease_until < now) and a resolution (status
+ *      NeedsReconciliation) increment it, so a late write of the previous
+ *      owner — its og_op_start included — finds another version and changes
  *      nothing. A takeover's lease is now + the store's recovery_lease;
  *      updated_at tracks status changes only, so a takeover leaves it.
- *  I15 op_may_submit is a read against clock_timestamp(): status Admitted or
- *      Unknown, owner_version = v, now < least(lease_until, submit_by). A
- *      failure is an error, which the caller reads as "do not send".
+ *  I15 op_may_submit is a read against clock_timestamp(): owner_version =
+ *      v, now < least(lease_until, submit_by), and status Admitted or
+ *      Unknown for a credit, Started for a payout (I25). A failure is an
+ *      error, which the caller reads as "do not send".
  *  I16 op_list and op_history only read. op_list runs as an unnamed
  *      statement, planned with its parameters on every call: a generic plan
  *      of a named one could not prove the partial recovery index's
@@ -135,12 +139,14 @@
  *      it) under FOR UPDATE SKIP LOCKED, so concurrent janitors split the
  *      work instead of queueing, and no batch holds locks for long.
  *  I21 Archiving (pg_archive_sql) takes terminal operations only —
- *      Succeeded and Failed, which no writer ever expects (store.c), so they
- *      never change again — and moves or deletes each together with its
- *      events in ONE statement: an operation and its history leave together
- *      or not at all (the events' foreign key is checked at the end of that
- *      statement). Admitted, Unknown and NeedsReconciliation stay: recovery
- *      and operators need them. It never touches grant_consumptions.
+ *      Succeeded, Failed, NotStarted and NotApplied (PG_V7_TERMINAL), which
+ *      no writer ever expects (store.c), so they never change again — and
+ *      moves or deletes each together with its events in ONE statement: an
+ *      operation and its history leave together or not at all (the events'
+ *      foreign key is checked at the end of that statement). Admitted,
+ *      Started, Unknown and NeedsReconciliation stay: recovery, the
+ *      sweeper and operators need them. It never touches
+ *      grant_consumptions.
  *  I22 An archived operation still answers for its id. The admission claims
  *      nothing while operations_archive holds the request's operation id,
  *      and every report of a claim that did not happen reads the operation
@@ -181,6 +187,21 @@
  *      key's own point" and "the same code under another key" from one
  *      snapshot. The store holds only sealed bytes and the token's SHA-256;
  *      binary values cross the wire as hex text.
+ *  I25 Operation kinds (schema 7). Every operation is a credit (what
+ *      admission inserts: kind's DEFAULT, so the admission statements write
+ *      no new column) or a payout attempt; idempotency_key and
+ *      client_reference are NULL for "the operation id", so old rows need
+ *      no backfill and migration 7 rewrites nothing. A payout is sent only
+ *      once Started (P1): pg_op_start_sql is the one write to Started —
+ *      status Admitted, the owner's version, lease_until and submit_by
+ *      still ahead of its clock —, pg_op_may_submit_sql answers yes for a
+ *      payout only in Started, and NotStarted is recorded only for a payout
+ *      whose owner version a takeover raised (P2: its claimer's start can
+ *      no longer succeed, so Admitted then means "nothing was sent"). The
+ *      schema holds both rules too (operations_payout_status_check,
+ *      operations_not_started_check): a statement that broke one would fail
+ *      as a defect (I5), never commit. The credit path's statements are
+ *      those of schema 6 apart from the columns every read returns.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -443,24 +464,123 @@ static const char pg_migration_6_sql[] =
     "  CONSTRAINT redemptions_pkey PRIMARY KEY (caller, idempotency_key));   -- the first writer wins\n"
     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);\n";
 
+/* Migration 7: operation kinds, their idempotency keys and client
+ * references, and the statuses of a payout attempt (I13, I14, I21, I25).
+ * It must not rewrite operations, the one table every admission writes:
+ *  - the new columns are catalog changes only: kind NOT NULL with the
+ *    constant DEFAULT 'credit' (a "missing value" every old row reads,
+ *    PostgreSQL 11+), idempotency_key and client_reference nullable, NULL
+ *    read as the operation id (PG_OP_COLUMNS);
+ *  - every CHECK that lists statuses (operations, the events' from/to, the
+ *    archive), the events' kind CHECK, and the new columns' CHECKs are
+ *    added NOT VALID: a catalog change enforced on every row written from
+ *    now on, no scan. The widened ones replace narrower ones every old row
+ *    satisfied, and the new columns' hold for the defaults, so validating
+ *    is a formality: pg_migration_7_validate does it after this
+ *    transaction commits, in one of its own, under SHARE UPDATE EXCLUSIVE
+ *    locks that block neither admissions nor execution writes;
+ *  - operations_payout_status_check and operations_not_started_check put
+ *    P1/P2 in the schema as well as in the statements (I25): Started and
+ *    NotStarted belong to payouts, NotStarted to an owner version above the
+ *    initial one;
+ *  - the two partial indexes whose predicates list statuses are rebuilt
+ *    under their names: recovery's scan covers Started (a payout whose
+ *    lease lapsed after it started is swept too), the archive's terminal
+ *    set gains NotStarted and NotApplied. Building them is the part that
+ *    takes time on a large table: the ALTER TABLE's lock (held to the end
+ *    of the transaction) blocks access to operations until both are built.
+ * Stores of either consumption keys get the same statements: nothing here
+ * touches grant_consumptions. */
+#define PG_V7_STATUSES                                                         \
+    "('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation',"       \
+    "'Started','NotStarted','NotApplied')"
+#define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
+#define PG_V7_OWNED "('Admitted','Started','Unknown')"
+#define PG_STR_(x) #x
+#define PG_STR(x) PG_STR_(x)
+static const char pg_migration_7_sql[] =
+    "ALTER TABLE operations\n"
+    "  ADD COLUMN kind             text NOT NULL DEFAULT 'credit',   -- catalog only: no rewrite\n"
+    "  ADD COLUMN idempotency_key  text,   -- NULL: the operation id\n"
+    "  ADD COLUMN client_reference text,   -- NULL: the operation id\n"
+    "  ADD CONSTRAINT operations_kind_check CHECK (kind IN ('credit','payout')) NOT VALID,\n"
+    "  ADD CONSTRAINT operations_idempotency_key_check\n"
+    "      CHECK (octet_length(idempotency_key) BETWEEN 1 AND 128) NOT VALID,\n"
+    "  ADD CONSTRAINT operations_client_reference_check\n"
+    "      CHECK (octet_length(client_reference) BETWEEN 1 AND 128) NOT VALID,\n"
+    "  DROP CONSTRAINT operations_status_check,\n"
+    "  ADD CONSTRAINT operations_status_check CHECK (status IN " PG_V7_STATUSES ") NOT VALID,\n"
+    "  ADD CONSTRAINT operations_payout_status_check\n"
+    "      CHECK (kind = 'payout' OR status NOT IN ('Started','NotStarted')) NOT VALID,\n"
+    "  ADD CONSTRAINT operations_not_started_check\n"
+    "      CHECK (status <> 'NotStarted' OR owner_version > " PG_STR(OG__INITIAL_OWNER_VERSION) ") NOT VALID;\n"
+    "ALTER TABLE operation_events\n"
+    "  DROP CONSTRAINT operation_events_kind_check,\n"
+    "  ADD CONSTRAINT operation_events_kind_check\n"
+    "      CHECK (kind IN ('outcome','takeover','resolved','started')) NOT VALID,\n"
+    "  DROP CONSTRAINT operation_events_from_status_check,\n"
+    "  ADD CONSTRAINT operation_events_from_status_check CHECK (from_status IN " PG_V7_STATUSES ") NOT VALID,\n"
+    "  DROP CONSTRAINT operation_events_to_status_check,\n"
+    "  ADD CONSTRAINT operation_events_to_status_check CHECK (to_status IN " PG_V7_STATUSES ") NOT VALID;\n"
+    "ALTER TABLE operations_archive\n"
+    "  ADD COLUMN kind             text NOT NULL DEFAULT 'credit',\n"
+    "  ADD COLUMN idempotency_key  text,\n"
+    "  ADD COLUMN client_reference text,\n"
+    "  DROP CONSTRAINT operations_archive_status_check,\n"
+    "  ADD CONSTRAINT operations_archive_status_check CHECK (status IN " PG_V7_TERMINAL ") NOT VALID;\n"
+    "DROP INDEX operations_recovery_idx;\n"
+    "CREATE INDEX operations_recovery_idx ON operations (status, lease_until)\n"
+    "    WHERE status IN " PG_V7_OWNED ";\n"
+    "DROP INDEX operations_terminal_idx;\n"
+    "CREATE INDEX operations_terminal_idx\n"
+    "    ON operations ((coalesce(updated_at, created_at)))\n"
+    "    WHERE status IN " PG_V7_TERMINAL ";\n";
+
+/* After migration 7 committed, in a transaction of its own: validates each
+ * of its constraints still NOT VALID (ALTER TABLE ... VALIDATE CONSTRAINT:
+ * one scan per table under SHARE UPDATE EXCLUSIVE, which admissions and
+ * execution writes do not wait for). Every migrate runs it, so constraints
+ * left NOT VALID by a migrator that died after the commit are validated by
+ * the next; with nothing left to do it is one catalog read. */
+static const char pg_migration_7_validate[] =
+    "DO $og$\n"
+    "DECLARE c record;\n"
+    "BEGIN\n"
+    "  FOR c IN SELECT conrelid::regclass AS rel, conname FROM pg_constraint\n"
+    "           WHERE contype = 'c' AND NOT convalidated\n"
+    "             AND conrelid IN ('operations'::regclass, 'operation_events'::regclass,\n"
+    "                              'operations_archive'::regclass)\n"
+    "           ORDER BY 1, 2\n"
+    "  LOOP\n"
+    "    EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', c.rel, c.conname);\n"
+    "  END LOOP;\n"
+    "END\n"
+    "$og$";
+
 typedef struct pg_migration {
     int version;
     const char *description;
     const char *sql; /* may hold several statements: sent with PQsendQuery */
     const char *sql_hashed; /* NULL: sql; else a hashed store's variant */
+    const char *validate; /* NULL, or run after the migration committed, on
+                             every migrate of a store at this version or
+                             later: idempotent, its own transaction */
 } pg_migration;
 
 static const pg_migration pg_migrations[] = {
-    {1, "grant consumptions and operations", pg_migration_1_sql, NULL},
+    {1, "grant consumptions and operations", pg_migration_1_sql, NULL, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
-     pg_migration_2_sql, NULL},
+     pg_migration_2_sql, NULL, NULL},
     {3, "execution: updated_at, provider reference, outcome reason, events",
-     pg_migration_3_sql, NULL},
+     pg_migration_3_sql, NULL, NULL},
     {4, "retention: operations and events archives, terminal index",
-     pg_migration_4_sql, NULL},
+     pg_migration_4_sql, NULL, NULL},
     {5, "settings: consumption keys (readable or hashed)", pg_migration_5_sql,
-     pg_migration_5_hashed_sql},
-    {6, "redemption recovery points", pg_migration_6_sql, NULL},
+     pg_migration_5_hashed_sql, NULL},
+    {6, "redemption recovery points", pg_migration_6_sql, NULL, NULL},
+    {7, "operation kinds, idempotency keys, client references; statuses "
+        "Started, NotStarted, NotApplied",
+     pg_migration_7_sql, NULL, pg_migration_7_validate},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -486,8 +606,9 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
 
 /* The operation columns, in the order pg_op_parse() reads them. Timestamps
  * come back as exact bigint microseconds (extract() is numeric since 14);
- * a NULL updated_at reads as created_at (I17). */
-#define PG_OP_NCOLS 15
+ * a NULL updated_at reads as created_at (I17); a NULL idempotency key or
+ * client reference reads as the operation id (I25). */
+#define PG_OP_NCOLS 18
 #define PG_OP_COLUMNS(t)                                                       \
     t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
     t "account_id, " t "amount::text, " t "currency, " t "status, "            \
@@ -497,7 +618,9 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "(extract(epoch FROM " t "created_at) * 1000000)::bigint, "                \
     "(extract(epoch FROM coalesce(" t "updated_at, " t "created_at))"          \
     " * 1000000)::bigint, "                                                    \
-    t "provider_reference, " t "outcome_reason"
+    t "provider_reference, " t "outcome_reason, " t "kind, "                   \
+    "coalesce(" t "idempotency_key, " t "operation_id::text), "                \
+    "coalesce(" t "client_reference, " t "operation_id::text)"
 
 /* The family's fair queue (I8a): a transaction-scoped advisory lock keyed on
  * (issuer, family), length-prefixed so that no two pairs share a text.
@@ -635,7 +758,8 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
 #define PG_OP_STORED_COLS                                                      \
     "operation_id, issuer, grant_id, caller_id, account_id, amount, currency, " \
     "status, owner_version, lease_until, submit_by, created_at, updated_at, "  \
-    "provider_reference, outcome_reason"
+    "provider_reference, outcome_reason, kind, idempotency_key, "              \
+    "client_reference"
 #define PG_OP_LIVE_OR_ARCHIVED(p)                                              \
     "SELECT " PG_OP_STORED_COLS " FROM operations WHERE operation_id = " p "::uuid\n" \
     "  UNION ALL\n"                                                            \
@@ -965,8 +1089,8 @@ static const char pg_ticket_state_sql[] =
     "WHERE t.ticket_hash = $1::text";
 
 /* ===========================================================================
- * Execution (I13-I17): one owner at a time moves an admitted operation
- * forward. The three writes share one shape:
+ * Execution (I13-I17, I25): one owner at a time moves an admitted operation
+ * forward. The four writes share one shape:
  *  - cur: the operation's row, locked FOR NO KEY UPDATE (the lock the
  *    UPDATE itself takes) where its status and owner_version are the
  *    expected ones. A concurrent writer of the same row makes this wait;
@@ -981,24 +1105,61 @@ static const char pg_ticket_state_sql[] =
  * ========================================================================= */
 
 /* May the owner send a create request now (I15)? $1 operation_id
- * $2 owner_version. One row: the answer. */
+ * $2 owner_version. One row: the answer. A credit is sent from Admitted or
+ * Unknown; a payout only once Started (P1, I25). */
 static const char pg_op_may_submit_sql[] =
     "SELECT EXISTS (\n"
     "  SELECT 1 FROM operations\n"
     "  WHERE operation_id = $1::uuid\n"
-    "    AND status IN ('Admitted','Unknown')\n"
+    "    AND ((kind = 'credit' AND status IN ('Admitted','Unknown'))\n"
+    "         OR (kind = 'payout' AND status = 'Started'))\n"
     "    AND owner_version = $2::bigint\n"
     "    AND clock_timestamp() < least(lease_until, submit_by))";
 
-/* Records an outcome. $1 operation_id  $2 expected statuses (text[], only
- * Admitted and Unknown: store.c)  $3 owner_version  $4 new status
- * $5 reason (NULL: none)  $6 provider reference (NULL: keep the stored one)
- * $7 actor. One row: whether it recorded. from_status comes from cur, the
- * locked row, since an UPDATE's RETURNING sees only the new values. */
+/* Marks a payout attempt Started (I25: P1, P2). $1 operation_id
+ * $2 owner_version  $3 actor. One row: whether it started. The lease and
+ * submit_by are compared with t.now, read once after cur's lock: a start
+ * that waited for a takeover's lock re-checks the version on the newest
+ * row and finds it moved (I13, I14). updated_at and the event's `at` are
+ * that instant. */
+static const char pg_op_start_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND kind = 'payout' AND status = 'Admitted'\n"
+    "    AND owner_version = $2::bigint\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET status = 'Started', updated_at = t.now\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id\n"
+    "    AND o.kind = 'payout' AND o.status = 'Admitted' AND o.owner_version = $2::bigint\n"
+    "    AND o.lease_until > t.now AND o.submit_by > t.now\n"
+    "  RETURNING o.operation_id, o.owner_version, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                actor)\n"
+    "  SELECT operation_id, event_at, 'started', 'Admitted', 'Started', owner_version, $3::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT EXISTS (SELECT 1 FROM ev)";
+
+/* Records an outcome. $1 operation_id  $2 expected statuses (text[] of
+ * Admitted, Started and Unknown only: store.c)  $3 owner_version  $4 new
+ * status  $5 reason (NULL: none)  $6 provider reference (NULL: keep the
+ * stored one)  $7 actor. One row: whether it recorded. from_status comes
+ * from cur, the locked row, since an UPDATE's RETURNING sees only the new
+ * values. PG_NOT_STARTED_OK: NotStarted only for a payout above the
+ * initial owner version (P2, I25), whatever store.c checked. */
+#define PG_NOT_STARTED_OK(t)                                                   \
+    "($4::text <> 'NotStarted' OR (" t "kind = 'payout' AND " t               \
+    "owner_version > " PG_STR(OG__INITIAL_OWNER_VERSION) "))"
 static const char pg_op_record_sql[] =
     "WITH cur AS MATERIALIZED (\n"
     "  SELECT operation_id, status FROM operations\n"
     "  WHERE operation_id = $1::uuid AND status = ANY ($2::text[]) AND owner_version = $3::bigint\n"
+    "    AND " PG_NOT_STARTED_OK("") "\n"
     "  FOR NO KEY UPDATE),\n"
     "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
     "upd AS (\n"
@@ -1008,6 +1169,7 @@ static const char pg_op_record_sql[] =
     "  FROM cur, t\n"
     "  WHERE o.operation_id = cur.operation_id\n"
     "    AND o.status = ANY ($2::text[]) AND o.owner_version = $3::bigint\n"
+    "    AND " PG_NOT_STARTED_OK("o.") "\n"
     "  RETURNING o.operation_id, cur.status AS from_status, o.status AS to_status,\n"
     "            o.owner_version, t.now AS event_at),\n"
     "ev AS (\n"
@@ -1024,11 +1186,13 @@ static const char pg_op_record_sql[] =
  * $4 actor. Zero rows: not taken; one row: the record after the takeover,
  * from upd's RETURNING (the statement's snapshot still shows the old row).
  * lease_until < now is decided after the lock, with the instant the new
- * lease starts from; updated_at is left (I14). */
+ * lease starts from; updated_at is left (I14). A Started payout is taken
+ * over too (its owner's lease lapsed: P3 then makes it Unknown); the new
+ * version fences the old owner's og_op_start and records (P2). */
 static const char pg_op_takeover_sql[] =
     "WITH cur AS MATERIALIZED (\n"
     "  SELECT operation_id FROM operations\n"
-    "  WHERE operation_id = $1::uuid AND status IN ('Admitted','Unknown')\n"
+    "  WHERE operation_id = $1::uuid AND status IN " PG_V7_OWNED "\n"
     "    AND owner_version = $2::bigint\n"
     "  FOR NO KEY UPDATE),\n"
     "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
@@ -1037,7 +1201,7 @@ static const char pg_op_takeover_sql[] =
     "  SET owner_version = o.owner_version + 1, lease_until = t.now + " PG_US("$3") "\n"
     "  FROM cur, t\n"
     "  WHERE o.operation_id = cur.operation_id\n"
-    "    AND o.status IN ('Admitted','Unknown') AND o.owner_version = $2::bigint\n"
+    "    AND o.status IN " PG_V7_OWNED " AND o.owner_version = $2::bigint\n"
     "    AND o.lease_until < t.now\n"
     "  RETURNING o.*, t.now AS event_at),\n"
     "ev AS (\n"
@@ -1049,7 +1213,8 @@ static const char pg_op_takeover_sql[] =
     "SELECT " PG_OP_COLUMNS("upd.") " FROM upd";
 
 /* Resolves a NeedsReconciliation operation by hand. $1 operation_id
- * $2 to ('Succeeded' | 'Failed': store.c)  $3 operator  $4 reason
+ * $2 to ('Succeeded' | 'Failed' | 'NotApplied': store.c)  $3 operator
+ * $4 reason
  * $5 evidence  $6 provider reference (NULL: keep the stored one). One row:
  * whether it resolved. The version increment fences any late writer (I14). */
 static const char pg_op_resolve_sql[] =
@@ -1077,7 +1242,9 @@ static const char pg_op_resolve_sql[] =
 
 /* Lists operations, oldest first (I16). $1 statuses (text[]; NULL: all,
  * or exactly one)  $2 lease expired only  $3 created before (µs; NULL: no
- * bound)  $4 limit  $5 the one status when exactly one (NULL otherwise).
+ * bound)  $4 limit  $5 the one status when exactly one (NULL otherwise)
+ * $6 the one kind (NULL: every kind; there are two, so a set of kinds is
+ * one kind or all).
  * Run unnamed, so each call is planned with its values: the NULL and false
  * branches fold away, status = ANY ('{Admitted,Unknown}') proves the
  * predicate of operations_recovery_idx, and one status is an equality,
@@ -1092,8 +1259,24 @@ static const char pg_op_list_sql[] =
     "  AND ($5::text IS NULL OR status = $5::text)\n"
     "  AND (NOT $2::bool OR lease_until < statement_timestamp())\n"
     "  AND ($3::bigint IS NULL OR created_at < " PG_TS("$3") ")\n"
+    "  AND ($6::text IS NULL OR kind = $6::text)\n"
     "ORDER BY operations.created_at, operations.operation_id\n"
     "LIMIT $4::integer";
+
+/* og__op_insert (tests only, run unprepared): one operation of kind $11,
+ * without a claim. $1..$7 the binding as in og__pg_admit_sql's $3, $1, $2,
+ * $5..$8  $8 initial owner version  $9 execution lease  $10 submission
+ * window  $12 idempotency key, $13 client reference (NULL: the operation
+ * id). The times as an admission sets them: one clock_timestamp(). */
+static const char pg_op_insert_sql[] =
+    "INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n"
+    "                        status, owner_version, lease_until, submit_by, created_at,\n"
+    "                        kind, idempotency_key, client_reference)\n"
+    "SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::numeric, $7::text,\n"
+    "       'Admitted', $8::bigint, t.now + " PG_US("$9") ", t.now + " PG_US("$10") ", t.now,\n"
+    "       $11::text, $12::text, $13::text\n"
+    "FROM (SELECT clock_timestamp() AS now) t\n"
+    "RETURNING " PG_OP_COLUMNS("");
 
 /* The stored history of one operation, in seq order (I16). $1 operation_id. */
 #define PG_EVENT_NCOLS 10
@@ -1159,7 +1342,7 @@ static const char og__pg_cleanup_sql[] =
 static const char pg_archive_sql[] =
     "WITH pick AS MATERIALIZED (\n"
     "  SELECT operation_id, coalesce(updated_at, created_at) AS changed FROM operations\n"
-    "  WHERE status IN ('Succeeded','Failed')\n"
+    "  WHERE status IN " PG_V7_TERMINAL "\n"
     "    AND coalesce(updated_at, created_at) >= " PG_TS("$4") "\n"
     "    AND coalesce(updated_at, created_at) < statement_timestamp() - " PG_US("$1") "\n"
     "  ORDER BY coalesce(updated_at, created_at)\n"
@@ -1237,6 +1420,7 @@ enum {
     PG_STMT_TICKET_ROTATE,
     PG_STMT_TICKET_STATE,
     PG_STMT_OP_MAY_SUBMIT,
+    PG_STMT_OP_START,
     PG_STMT_OP_RECORD,
     PG_STMT_OP_TAKEOVER,
     PG_STMT_OP_RESOLVE,
@@ -1282,6 +1466,7 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_STMT(TICKET_ROTATE, "og_ticket_rotate", pg_ticket_rotate, 2),
     PG_STMT(TICKET_STATE, "og_ticket_state", pg_ticket_state, 1),
     PG_STMT(OP_MAY_SUBMIT, "og_op_may_submit", pg_op_may_submit, 2),
+    PG_STMT(OP_START, "og_op_start", pg_op_start, 3),
     PG_STMT(OP_RECORD, "og_op_record", pg_op_record, 7),
     PG_STMT(OP_TAKEOVER, "og_op_takeover", pg_op_takeover, 4),
     PG_STMT(OP_RESOLVE, "og_op_resolve", pg_op_resolve, 6),
@@ -2127,8 +2312,21 @@ static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m,
     return pg_exec_params(pg, c, "COMMIT", 0, NULL, PQTRANS_IDLE, NULL);
 }
 
-static int pg_migrate(void *impl, og_consumption_keys keys, int *from,
-                      int *to)
+/* Runs the validate step of every migration the store has (pg_migration):
+ * each its own implicit transaction, after the migrations committed. */
+static int pg_validate(og_pg *pg, pg_conn *c, int version)
+{
+    int rc = 0, i;
+
+    for (i = 0; i < PG_MIGRATION_COUNT && rc == 0; i++)
+        if (pg_migrations[i].validate && pg_migrations[i].version <= version)
+            rc = pg_exec_script(pg, c, pg_migrations[i].validate,
+                                PQTRANS_IDLE);
+    return rc;
+}
+
+static int pg_migrate(void *impl, og_consumption_keys keys, int target,
+                      int *from, int *to)
 {
     og_pg *pg = impl;
     pg_conn *c = NULL;
@@ -2147,7 +2345,8 @@ static int pg_migrate(void *impl, og_consumption_keys keys, int *from,
         goto out;
     }
     for (i = 0; i < PG_MIGRATION_COUNT; i++) {
-        if (pg_migrations[i].version <= before)
+        if (pg_migrations[i].version <= before ||
+            pg_migrations[i].version > target)
             continue;
         rc = pg_apply(pg, c, &pg_migrations[i], keys, &seen);
         if (rc != 0) {
@@ -2161,8 +2360,10 @@ static int pg_migrate(void *impl, og_consumption_keys keys, int *from,
         first = false;
     }
     rc = pg_version_on(pg, c, PQTRANS_IDLE, &after);
-    if (rc == 0 && after != OG_SCHEMA_VERSION)
+    if (rc == 0 && after != target)
         rc = OG_ESCHEMA;
+    if (rc == 0)
+        rc = pg_validate(pg, c, after);
 out:
     pg_release(pg, c);
     if (rc == 0) {
@@ -2259,12 +2460,20 @@ static int pg_op_parse(const PGresult *r, int row, int col, og_operation *out)
         pg_get_i64(r, row, col + 12, &op.updated_at_us) ||
         pg_get_opt_text(r, row, col + 13, op.provider_reference,
                         sizeof op.provider_reference) ||
-        pg_get_opt_text(r, row, col + 14, op.reason, sizeof op.reason))
+        pg_get_opt_text(r, row, col + 14, op.reason, sizeof op.reason) ||
+        PQgetisnull(r, row, col + 15) ||
+        pg_get_text(r, row, col + 16, op.idempotency_key,
+                    sizeof op.idempotency_key) ||
+        pg_get_text(r, row, col + 17, op.client_reference,
+                    sizeof op.client_reference))
         return OG_EINTERNAL;
     st = og__op_status_parse(PQgetvalue(r, row, col + 7));
     if (st < 0)
         return OG_EINTERNAL;
     op.status = (og_op_status)st;
+    if ((st = og__op_kind_parse(PQgetvalue(r, row, col + 15))) < 0)
+        return OG_EINTERNAL;
+    op.kind = (og_op_kind)st;
     *out = op;
     return 0;
 }
@@ -2878,14 +3087,16 @@ out:
  * ========================================================================= */
 
 /* The set of statuses in bits as a text[] literal ("{Admitted,Unknown}").
- * Status names are plain letters, so no element needs quoting. */
+ * Status names are plain letters, so no element needs quoting. Room for
+ * every status. */
+#define PG_STATUSES_MAX 160
 static int pg_status_array(unsigned bits, char *buf, size_t n)
 {
     size_t len = 0;
     int st, w;
 
     buf[len++] = '{';
-    for (st = OG_OP_ADMITTED; st <= OG_OP_NEEDS_RECONCILIATION; st++) {
+    for (st = 0; st < OG_OP_STATUS_COUNT; st++) {
         if (!(bits & OG_OP_BIT(st)))
             continue;
         w = snprintf(buf + len, n - len, "%s%s", len > 1 ? "," : "",
@@ -2935,12 +3146,25 @@ static int pg_op_may_submit(void *impl, const char *operation_id,
     return pg_run_bool(pg, PG_STMT_OP_MAY_SUBMIT, params, may);
 }
 
+static int pg_op_start(void *impl, const char *operation_id,
+                       int64_t owner_version, const char *actor,
+                       bool *started)
+{
+    og_pg *pg = impl;
+    char version[24];
+    const char *params[3] = {operation_id, version, actor};
+
+    pg_fmt_i64(version, sizeof version, owner_version);
+    /* true only after ReadyForQuery (I2): the caller may send (P1) */
+    return pg_run_bool(pg, PG_STMT_OP_START, params, started);
+}
+
 static int pg_op_record(void *impl, const char *operation_id,
                         unsigned expected, int64_t owner_version,
                         const og_op_outcome *o, bool *recorded)
 {
     og_pg *pg = impl;
-    char version[24], statuses[96];
+    char version[24], statuses[PG_STATUSES_MAX];
     const char *params[7];
     const char *to = og_op_status_name(o->status);
     int rc;
@@ -3010,7 +3234,7 @@ static int pg_op_resolve(void *impl, const char *operation_id,
     og_pg *pg = impl;
     const char *params[6];
 
-    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED)
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED && to != OG_OP_NOT_APPLIED)
         return OG_EINTERNAL; /* store.c checked the transition: a defect */
     params[0] = operation_id;
     params[1] = og_op_status_name(to);
@@ -3026,14 +3250,18 @@ static int pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
     og_pg *pg = impl;
     pg_conn *c = NULL;
     PGresult *res = NULL;
-    char statuses[96], before[24], limit[16];
-    const char *params[5] = {NULL, NULL, NULL, NULL, NULL};
+    char statuses[PG_STATUSES_MAX], before[24], limit[16];
+    const char *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     bool one = f->statuses != 0 && (f->statuses & (f->statuses - 1)) == 0;
     og_op_list l = {NULL, 0};
     int rc, i, n;
 
+    /* One kind, or all of them (NULL): a set of two is one or both. */
+    for (i = 0; i < OG_OP_KIND_COUNT; i++)
+        if (f->kinds == OG_OP_KIND_BIT(i))
+            params[5] = og_op_kind_name((og_op_kind)i);
     if (one) {
-        for (i = OG_OP_ADMITTED; i <= OG_OP_NEEDS_RECONCILIATION; i++)
+        for (i = 0; i < OG_OP_STATUS_COUNT; i++)
             if (f->statuses == OG_OP_BIT(i))
                 params[4] = og_op_status_name((og_op_status)i);
         if (params[4] == NULL)
@@ -3054,7 +3282,7 @@ static int pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
     if (rc != 0)
         return rc;
     /* Unnamed: planned with these values (I16). */
-    rc = pg_exec_params(pg, c, pg_op_list_sql, 5, params, PQTRANS_IDLE, &res);
+    rc = pg_exec_params(pg, c, pg_op_list_sql, 6, params, PQTRANS_IDLE, &res);
     if (rc != 0)
         goto out;
     n = PQntuples(res);
@@ -3081,6 +3309,39 @@ out:
     }
     *out = l;
     return 0;
+}
+
+static int pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+                        const char *idempotency_key,
+                        const char *client_reference, og_operation *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char version[24];
+    const char *params[13] = {
+        req->operation_id, req->issuer,     req->grant_id,
+        req->caller_id,    req->account_id, req->amount,
+        req->currency,     version,         pg->lease,
+        pg->window,        og_op_kind_name(k), idempotency_key,
+        client_reference};
+    og_operation op;
+    int rc;
+
+    pg_fmt_i64(version, sizeof version, OG__INITIAL_OWNER_VERSION);
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_exec_params(pg, c, pg_op_insert_sql, 13, params, PQTRANS_IDLE,
+                        &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, PG_OP_NCOLS, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        rc = pg_op_parse(res, 0, 0, &op);
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = op;
+    return rc;
 }
 
 /* Reads event row `row` of a pg_op_history_sql result. */
@@ -3473,10 +3734,12 @@ const og__store_methods og__postgres_methods = {
     .ticket_create = pg_ticket_create,
     .ticket_rotate = pg_ticket_rotate,
     .op_may_submit = pg_op_may_submit,
+    .op_start = pg_op_start,
     .op_record = pg_op_record,
     .op_takeover = pg_op_takeover,
     .op_resolve = pg_op_resolve,
     .op_list = pg_op_list,
+    .op_insert = pg_op_insert,
     .op_history = pg_op_history,
     .cleanup_batch = pg_cleanup_batch,
     .archive_batch = pg_archive_batch,

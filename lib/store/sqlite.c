@@ -60,8 +60,9 @@
  *       skew + leeway) is computed by a statement that runs after the write
  *       lock was taken, so a lock wait never shortens it (PostgreSQL's
  *       clock_timestamp()).
- *   Q13 Every execution write — an outcome (sq_op_record), recovery's
- *       takeover, an operator's resolution — is ONE BEGIN IMMEDIATE
+ *   Q13 Every execution write — a payout's start (sq_op_start), an
+ *       outcome (sq_op_record), recovery's takeover, an operator's
+ *       resolution — is ONE BEGIN IMMEDIATE
  *       transaction (sq_begin/sq_end) holding the conditional UPDATE of the
  *       operation and the INSERT of its operation_events row: both commit or
  *       neither does. An UPDATE that hits no row rolls back, so a stale
@@ -71,30 +72,35 @@
  *   Q14 Each UPDATE names the state it expects, and the owner version where
  *       the protocol has one: an outcome requires status IN the expected set
  *       AND owner_version = v, and its statement can only ever name
- *       'Admitted' and 'Unknown' (other bits are never bound), so Succeeded,
- *       Failed and NeedsReconciliation are never overwritten by an owner;
- *       a takeover requires Admitted/Unknown AND lease_until < now AND
+ *       'Admitted', 'Started' and 'Unknown' (other bits are never bound), so
+ *       Succeeded, Failed, NotStarted, NotApplied and NeedsReconciliation
+ *       are never overwritten by an owner; a start requires Admitted AND
+ *       owner_version = v AND lease_until and submit_by ahead (Q25); a
+ *       takeover requires Admitted/Started/Unknown AND lease_until < now AND
  *       owner_version = v; a resolution requires NeedsReconciliation. A
  *       takeover and a resolution raise owner_version, fencing every writer
- *       that still expects the old one; an outcome keeps it.
+ *       that still expects the old one — a start included; an outcome and a
+ *       start keep it.
  *   Q15 One clock, one instant per statement: SQLite's 'now' is fixed for
  *       one sqlite3_step, so a takeover's expiry test, its new lease_until
  *       (now + the store's recovery_lease) and its event's time are the same
  *       instant, as are an outcome's or a resolution's updated_at and the
  *       event's at (taken from RETURNING, never from this process's clock).
  *   Q16 op_may_submit is a read (no transaction; one SELECT is one WAL
- *       snapshot) of status IN (Admitted, Unknown) AND owner_version = v AND
- *       now < min(lease_until, submit_by) on SQLite's clock. Any error is
- *       returned, never turned into "yes".
+ *       snapshot) of owner_version = v AND now < min(lease_until,
+ *       submit_by) on SQLite's clock AND status IN (Admitted, Unknown) for a
+ *       credit, Started for a payout (Q25). Any error is returned, never
+ *       turned into "yes".
  *   Q17 operations.updated_at is NULL until the first status change and is
  *       read as created_at, so admission stays ONE insert (no event row,
  *       no new column written) and migration 3 needs no backfill. A takeover
  *       leaves it unchanged: it tracks status changes.
  *   Q18 op_list's statement is assembled from fixed fragments and the fixed
  *       status names, never from caller text (the bound and the limit are
- *       parameters). When the status set lies within Admitted/Unknown, the
- *       recovery scan index's predicate is repeated verbatim: SQLite uses a
- *       partial index only when the query's WHERE implies the index's.
+ *       parameters), and so is the kind. When the status set lies within
+ *       Admitted/Started/Unknown, the recovery scan index's predicate
+ *       (SQ_OWNED) is repeated verbatim: SQLite uses a partial index only
+ *       when the query's WHERE implies the index's.
  *   Q19 A refusal record outlives every admission that could still commit:
  *       cleanup (SQ_CLEANUP) deletes a grant_consumptions row only where
  *       retain_until < now - cleanup_margin on SQLite's clock, the clock the
@@ -108,13 +114,14 @@
  *       over grant_consumptions_retain_until_idx by their primary key (the
  *       table has no rowid; (issuer, grant_id), or key_hash in a hashed
  *       store, Q23), so admissions wait for one short batch at most.
- *   Q21 Archiving takes terminal operations only (Succeeded, Failed: no
- *       writer expects them, so they never change again) and moves or
- *       deletes each with its events in ONE BEGIN IMMEDIATE transaction.
- *       The batch is one fixed set: every statement of the transaction
- *       selects it with the same bound cutoff (read once from SQLite's
- *       clock) and a total order (last change, then id), under the write
- *       lock. Admitted, Unknown and NeedsReconciliation stay.
+ *   Q21 Archiving takes terminal operations only (SQ_TERMINAL: Succeeded,
+ *       Failed, NotStarted, NotApplied; no writer expects them, so they
+ *       never change again) and moves or deletes each with its events in
+ *       ONE BEGIN IMMEDIATE transaction. The batch is one fixed set: every
+ *       statement of the transaction selects it with the same bound cutoff
+ *       (read once from SQLite's clock) and a total order (last change,
+ *       then id), under the write lock. Admitted, Started, Unknown and
+ *       NeedsReconciliation stay.
  *   Q22 An archived operation still answers for its id: the claim requires
  *       that operations_archive does not hold the request's operation id,
  *       and the follow-up read finds the operation in operations, else in
@@ -150,6 +157,21 @@
  *       own point" and "the same code under another key", so the two can
  *       never come from different states. The store holds only sealed
  *       bytes and the token's SHA-256.
+ *   Q25 Operation kinds (schema 7). An operation is a credit (admission's:
+ *       kind's DEFAULT, so SQ_INSERT_OP writes no new column) or a payout
+ *       attempt; a NULL idempotency key or client reference reads as the
+ *       operation id. A payout is sent only once Started (P1): OP_START is
+ *       the one write to Started — an Admitted payout at the owner's
+ *       version whose lease_until and submit_by are ahead of the step's
+ *       'now' —, OP_MAY_SUBMIT says yes for a payout only in Started, and
+ *       OP_RECORD writes NotStarted only for a payout whose owner version a
+ *       takeover raised (P2). The rebuilt operations table holds both rules
+ *       as CHECKs too. Migration 7 rebuilds operations, operation_events
+ *       and operations_archive (SQLite cannot alter a CHECK) in the
+ *       migrator's transaction, with foreign keys off on the migrating
+ *       connection and checked before the commit, and carries
+ *       operation_events' AUTOINCREMENT high-water mark over, so no event
+ *       number is ever handed out twice.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -172,11 +194,34 @@
     "currency, status, owner_version, lease_until, submit_by, created_at"
 
 /* Every read of an operation (sq_read_op()): the admitted columns, then
- * migration 3's. updated_at is NULL until the first status change (Q17). */
+ * migration 3's, then migration 7's. updated_at is NULL until the first
+ * status change (Q17); a NULL idempotency key or client reference is the
+ * operation id (Q25). */
 #define SQ_OP_COLS                                                            \
     SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
-    " provider_reference, outcome_reason"
-#define SQ_OP_NCOLS 15 /* the columns SQ_OP_COLS names */
+    " provider_reference, outcome_reason, kind,"                              \
+    " coalesce(idempotency_key, operation_id),"                               \
+    " coalesce(client_reference, operation_id)"
+#define SQ_OP_NCOLS 18 /* the columns SQ_OP_COLS names */
+
+/* Every stored column of operations and operation_events up to schema 6
+ * (what migration 7 copies), and from schema 7 (what the archives repeat). */
+#define SQ_V6_OP_COLS                                                         \
+    SQ_OP_INSERT_COLS ", updated_at, provider_reference, outcome_reason"
+#define SQ_OP_STORED_COLS                                                     \
+    SQ_V6_OP_COLS ", kind, idempotency_key, client_reference"
+#define SQ_EVENT_COLS                                                         \
+    "seq, operation_id, at, kind, from_status, to_status, owner_version,"     \
+    " reason, provider_reference, actor, evidence"
+
+/* Status sets as migration 7 leaves them in the schema; each partial
+ * index's predicate is repeated verbatim by the statements that use the
+ * index (Q18, Q21). */
+#define SQ_V7_STATUSES                                                        \
+    "('Admitted', 'Succeeded', 'Failed', 'Unknown', 'NeedsReconciliation',"   \
+    " 'Started', 'NotStarted', 'NotApplied')"
+#define SQ_OWNED "('Admitted', 'Started', 'Unknown')"
+#define SQ_TERMINAL "('Succeeded', 'Failed', 'NotStarted', 'NotApplied')"
 
 /* ===========================================================================
  * Schema: versioned migrations. Each runs inside the migrator's
@@ -187,7 +232,141 @@ typedef struct sq_migration {
     const char *description;
     const char *sql;
     const char *sql_hashed; /* a hashed store's variant; NULL: sql */
+    const char *fk_check;   /* NULL, or a table whose foreign keys are
+                               checked (PRAGMA foreign_key_check) before
+                               the migration commits: one that rebuilt it
+                               with foreign keys off (Q25) */
 } sq_migration;
+
+#define SQ_STR_(x) #x
+#define SQ_STR(x) SQ_STR_(x)
+
+/* Migration 7: operation kinds, their idempotency keys and client
+ * references, and the statuses of a payout attempt (Q25). SQLite cannot
+ * alter a CHECK, and every CHECK that lists statuses must widen, so
+ * operations, operation_events and operations_archive are rebuilt the way
+ * SQLite documents it ("Making Other Kinds Of Table Schema Changes"): the
+ * new table, a copy of every row, the old table dropped, the new one
+ * renamed, its indexes created again — inside the migrator's BEGIN
+ * IMMEDIATE with foreign keys off on that connection (sq_migrate), and
+ * PRAGMA foreign_key_check on operation_events before the commit.
+ * operation_events keeps its AUTOINCREMENT high-water mark: the copy's
+ * sqlite_sequence row is set to the old table's, so no event number an
+ * archived event holds is handed out again (the archive keys on it, Q21).
+ * Old rows become credits (kind's DEFAULT) whose key and reference are
+ * their id (NULL). The indexes whose predicates list statuses get the new
+ * sets (recovery: + Started; the archive's terminal set: + NotStarted,
+ * NotApplied). operations_payout_status_check and
+ * operations_not_started_check hold P1/P2 in the schema as the statements
+ * hold them (Q25); the first is a CHECK of the kind column. Nothing here
+ * touches grant_consumptions: both consumption keys get the same. The
+ * rebuild writes every operation once, under the write lock. */
+#define SQ_MIGRATION_7                                                        \
+    "CREATE TABLE operations_v7 ("                                            \
+    "  operation_id  TEXT    NOT NULL PRIMARY KEY CHECK (length(operation_id) = 36)," \
+    "  issuer        TEXT    NOT NULL,"                                       \
+    "  grant_id      TEXT    NOT NULL,"                                       \
+    "  caller_id     TEXT    NOT NULL"                                        \
+    "                CHECK (length(CAST(caller_id AS BLOB)) BETWEEN 1 AND 128)," \
+    "  account_id    TEXT    NOT NULL"                                        \
+    "                CHECK (length(CAST(account_id AS BLOB)) BETWEEN 1 AND 128)," \
+    "  amount        TEXT    NOT NULL  /* canonical decimal, never REAL */"   \
+    "                CHECK (amount GLOB '[0-9]*' AND amount NOT GLOB '*[^0-9.]*')," \
+    "  currency      TEXT    NOT NULL"                                        \
+    "                CHECK (length(currency) = 3 AND currency NOT GLOB '*[^A-Z]*')," \
+    "  status        TEXT    NOT NULL CHECK (status IN " SQ_V7_STATUSES "),"  \
+    "  owner_version INTEGER NOT NULL CHECK (owner_version >= 1),"            \
+    "  lease_until   INTEGER NOT NULL,"                                       \
+    "  submit_by     INTEGER NOT NULL,  /* latest time a create may be sent */" \
+    "  created_at    INTEGER NOT NULL,"                                       \
+    "  updated_at    INTEGER,"                                                \
+    "  provider_reference TEXT CHECK (provider_reference IS NULL OR"          \
+    "                  length(CAST(provider_reference AS BLOB)) BETWEEN 1 AND 128)," \
+    "  outcome_reason TEXT CHECK (outcome_reason IS NULL OR"                  \
+    "                  length(CAST(outcome_reason AS BLOB)) BETWEEN 1 AND 64)," \
+    "  kind          TEXT    NOT NULL DEFAULT 'credit'"                       \
+    "                CHECK (kind IN ('credit', 'payout'))"                    \
+    "                CONSTRAINT operations_payout_status_check"               \
+    "                CHECK (kind = 'payout' OR status NOT IN ('Started', 'NotStarted'))," \
+    "  idempotency_key TEXT  /* NULL: the operation id */"                    \
+    "                CHECK (idempotency_key IS NULL OR"                       \
+    "                  length(CAST(idempotency_key AS BLOB)) BETWEEN 1 AND 128)," \
+    "  client_reference TEXT /* NULL: the operation id */"                    \
+    "                CHECK (client_reference IS NULL OR"                      \
+    "                  length(CAST(client_reference AS BLOB)) BETWEEN 1 AND 128)," \
+    "  CONSTRAINT operations_grant_key UNIQUE (issuer, grant_id),"            \
+    "  CONSTRAINT operations_not_started_check CHECK (status <> 'NotStarted'" \
+    "    OR owner_version > " SQ_STR(OG__INITIAL_OWNER_VERSION) ")"           \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "INSERT INTO operations_v7 (" SQ_V6_OP_COLS ")"                           \
+    "  SELECT " SQ_V6_OP_COLS " FROM operations;"                             \
+    "CREATE TABLE operation_events_v7 ("                                      \
+    "  seq                INTEGER PRIMARY KEY AUTOINCREMENT,"                 \
+    "  operation_id       TEXT    NOT NULL"                                   \
+    "                     REFERENCES operations (operation_id),"              \
+    "  at                 INTEGER NOT NULL,  /* store clock */"               \
+    "  kind               TEXT    NOT NULL"                                   \
+    "                     CHECK (kind IN ('outcome', 'takeover', 'resolved', 'started'))," \
+    "  from_status        TEXT    NOT NULL CHECK (from_status IN " SQ_V7_STATUSES ")," \
+    "  to_status          TEXT    NOT NULL CHECK (to_status IN " SQ_V7_STATUSES ")," \
+    "  owner_version      INTEGER NOT NULL  /* after the event */"            \
+    "                     CHECK (owner_version >= 1),"                        \
+    "  reason             TEXT    CHECK (reason IS NULL OR"                   \
+    "                       length(CAST(reason AS BLOB)) BETWEEN 1 AND 64),"  \
+    "  provider_reference TEXT    CHECK (provider_reference IS NULL OR"       \
+    "                       length(CAST(provider_reference AS BLOB))"         \
+    "                         BETWEEN 1 AND 128),"                            \
+    "  actor              TEXT    NOT NULL CHECK ("                           \
+    "                       length(CAST(actor AS BLOB)) BETWEEN 1 AND 128),"  \
+    "  evidence           TEXT    CHECK (evidence IS NULL OR"                 \
+    "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)" \
+    ") STRICT;"                                                               \
+    "INSERT INTO operation_events_v7 (" SQ_EVENT_COLS ")"                     \
+    "  SELECT " SQ_EVENT_COLS " FROM operation_events;"                       \
+    "DELETE FROM sqlite_sequence WHERE name = 'operation_events_v7';"         \
+    "INSERT INTO sqlite_sequence (name, seq)"                                 \
+    "  SELECT 'operation_events_v7', seq FROM sqlite_sequence"                \
+    "  WHERE name = 'operation_events';"                                      \
+    "DROP TABLE operation_events;"                                            \
+    "DROP TABLE operations;"                                                  \
+    "ALTER TABLE operations_v7 RENAME TO operations;"                         \
+    "ALTER TABLE operation_events_v7 RENAME TO operation_events;"             \
+    "CREATE INDEX operations_recovery_idx ON operations (lease_until)"        \
+    "  WHERE status IN " SQ_OWNED ";"                                         \
+    "CREATE INDEX operations_recovery_scan_idx"                               \
+    "  ON operations (status, lease_until)"                                   \
+    "  WHERE status IN " SQ_OWNED ";"                                         \
+    "CREATE INDEX operations_backlog_idx ON operations (status, created_at);" \
+    "CREATE INDEX operations_terminal_idx"                                    \
+    "  ON operations (coalesce(updated_at, created_at), operation_id)"        \
+    "  WHERE status IN " SQ_TERMINAL ";"                                      \
+    "CREATE INDEX operation_events_operation_idx"                             \
+    "  ON operation_events (operation_id, seq);"                              \
+    "CREATE TABLE operations_archive_v7 ("                                    \
+    "  operation_id       TEXT    NOT NULL PRIMARY KEY,"                      \
+    "  issuer             TEXT    NOT NULL,"                                  \
+    "  grant_id           TEXT    NOT NULL,"                                  \
+    "  caller_id          TEXT    NOT NULL,"                                  \
+    "  account_id         TEXT    NOT NULL,"                                  \
+    "  amount             TEXT    NOT NULL,"                                  \
+    "  currency           TEXT    NOT NULL,"                                  \
+    "  status             TEXT    NOT NULL CHECK (status IN " SQ_TERMINAL ")," \
+    "  owner_version      INTEGER NOT NULL,"                                  \
+    "  lease_until        INTEGER NOT NULL,"                                  \
+    "  submit_by          INTEGER NOT NULL,"                                  \
+    "  created_at         INTEGER NOT NULL,"                                  \
+    "  updated_at         INTEGER,"                                           \
+    "  provider_reference TEXT,"                                              \
+    "  outcome_reason     TEXT,"                                              \
+    "  archived_at        INTEGER NOT NULL,"                                  \
+    "  kind               TEXT    NOT NULL DEFAULT 'credit',"                 \
+    "  idempotency_key    TEXT,"                                              \
+    "  client_reference   TEXT"                                               \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "INSERT INTO operations_archive_v7 (" SQ_V6_OP_COLS ", archived_at)"      \
+    "  SELECT " SQ_V6_OP_COLS ", archived_at FROM operations_archive;"        \
+    "DROP TABLE operations_archive;"                                          \
+    "ALTER TABLE operations_archive_v7 RENAME TO operations_archive;"
 
 /* Migration 5: the store's settings and its consumption keys (Q23). It runs
  * after migration 4 and touches none of its tables (the operation archives
@@ -267,7 +446,7 @@ static const sq_migration sq_migrations[] = {
      "                                   /* one operation per grant */"
      ") STRICT, WITHOUT ROWID;"
      "CREATE INDEX operations_recovery_idx ON operations (lease_until)"
-     "  WHERE status IN ('Admitted', 'Unknown');", NULL},
+     "  WHERE status IN ('Admitted', 'Unknown');", NULL, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
      /* What holds a claimed key: an admission (operation_id set), a
       * revocation, or the consume verdict. */
@@ -351,7 +530,7 @@ static const sq_migration sq_migrations[] = {
      "  created_at  INTEGER NOT NULL,"
      "  rotated_at  INTEGER,"
      "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
-     ") STRICT, WITHOUT ROWID;", NULL},
+     ") STRICT, WITHOUT ROWID;", NULL, NULL},
     {3, "execution: outcomes, provider references, operation history",
      /* Q17: updated_at stays NULL until the first status change and is read
       * as created_at, so admission stays ONE insert and old rows need no
@@ -397,7 +576,7 @@ static const sq_migration sq_migrations[] = {
      "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)"
      ") STRICT;"
      "CREATE INDEX operation_events_operation_idx"
-     "  ON operation_events (operation_id, seq);", NULL},
+     "  ON operation_events (operation_id, seq);", NULL, NULL},
     {4, "retention: operations and events archives, terminal index",
      /* Finished operations and their history, on their own schedule
       * (Q21): the same columns plus archived_at (store clock), without the
@@ -441,10 +620,10 @@ static const sq_migration sq_migrations[] = {
      /* The archive job's scan, in its total order (Q21). */
      "CREATE INDEX operations_terminal_idx"
      "  ON operations (coalesce(updated_at, created_at), operation_id)"
-     "  WHERE status IN ('Succeeded', 'Failed');", NULL},
+     "  WHERE status IN ('Succeeded', 'Failed');", NULL, NULL},
     {5, "settings: consumption keys (readable or hashed)",
      SQ_MIGRATION_5("readable", ""),
-     SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS)},
+     SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS), NULL},
     /* Touches no table of migrations 4 and 5: readable and hashed stores
      * get the same table, keyed by (caller, idempotency key), never by a
      * grant's consumption key. */
@@ -467,7 +646,11 @@ static const sq_migration sq_migrations[] = {
      "  created_at      INTEGER NOT NULL,"
      "  PRIMARY KEY (caller, idempotency_key)  /* the first writer wins */"
      ") STRICT;"
-     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);", NULL},
+     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);", NULL,
+     NULL},
+    {7, "operation kinds, idempotency keys, client references; statuses "
+        "Started, NotStarted, NotApplied",
+     SQ_MIGRATION_7, NULL, "operation_events"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -483,13 +666,6 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     "NOT EXISTS (SELECT 1 FROM operations_archive a"                          \
     " WHERE a.operation_id = ?3)"
 
-/* Every stored column of operations and operation_events, as the archives
- * repeat them. */
-#define SQ_OP_STORED_COLS                                                     \
-    SQ_OP_INSERT_COLS ", updated_at, provider_reference, outcome_reason"
-#define SQ_EVENT_COLS                                                         \
-    "seq, operation_id, at, kind, from_status, to_status, owner_version,"     \
-    " reason, provider_reference, actor, evidence"
 
 /* One archive batch (Q21): at most ?2 terminal operations whose last change
  * lies in [?4, ?1), in a total order, over operations_terminal_idx (its
@@ -498,7 +674,7 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
  * sorts every finished operation for each batch. */
 #define SQ_ARCHIVE_PICK                                                       \
     "SELECT operation_id FROM operations INDEXED BY operations_terminal_idx"  \
-    " WHERE status IN ('Succeeded', 'Failed')"                                \
+    " WHERE status IN " SQ_TERMINAL                                           \
     "   AND coalesce(updated_at, created_at) >= ?4"                           \
     "   AND coalesce(updated_at, created_at) < ?1"                            \
     " ORDER BY coalesce(updated_at, created_at), operation_id LIMIT ?2"
@@ -712,38 +888,65 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       " WHERE operation_id IN (" SQ_ARCHIVE_PICK ")")                          \
     X(DELETE_OPS,                                                              \
       "DELETE FROM operations WHERE operation_id IN (" SQ_ARCHIVE_PICK ")"     \
-      "   AND status IN ('Succeeded', 'Failed')")                              \
+      "   AND status IN " SQ_TERMINAL)                                         \
     /* Execution (Q13-Q18). ?1 is the operation id in each. */                \
-    /* May the owner at version ?2 send a create request now? A read. */     \
+    /* May the owner at version ?2 send a create request now? A read: a     \
+     * credit from Admitted or Unknown, a payout only once Started (Q25). */  \
     X(OP_MAY_SUBMIT,                                                           \
       "SELECT 1 FROM operations"                                               \
-      " WHERE operation_id = ?1 AND status IN ('Admitted', 'Unknown')"         \
+      " WHERE operation_id = ?1"                                               \
+      "   AND ((kind = 'credit' AND status IN ('Admitted', 'Unknown'))"        \
+      "        OR (kind = 'payout' AND status = 'Started'))"                   \
       "   AND owner_version = ?2"                                              \
       "   AND " SQ_NOW " < min(lease_until, submit_by)")                       \
+    /* A payout attempt's start (Q25: P1, P2): ?2 the owner's version. One    \
+     * 'now' for the lease and submit_by tests and the returned event time    \
+     * (Q15), read under the write lock. A row only when it started. */       \
+    X(OP_START,                                                                \
+      "UPDATE operations SET status = 'Started', updated_at = " SQ_NOW         \
+      " WHERE operation_id = ?1 AND kind = 'payout' AND status = 'Admitted'"   \
+      "   AND owner_version = ?2"                                              \
+      "   AND lease_until > " SQ_NOW " AND submit_by > " SQ_NOW                \
+      " RETURNING updated_at")                                                 \
     /* The status an execution write replaces, read under the write lock. */ \
     X(OP_STATUS, "SELECT status FROM operations WHERE operation_id = ?1")      \
     /* An outcome: ?2 expected owner version, ?3 'Admitted' or NULL, ?4       \
-     * 'Unknown' or NULL (the expected set; nothing else can be replaced,     \
-     * Q14), ?5 new status, ?6 reason or NULL, ?7 provider reference or NULL. \
-     * A row only when it hit. */                                              \
+     * 'Started' or NULL, ?5 'Unknown' or NULL (the expected set; nothing     \
+     * else can be replaced, Q14), ?6 new status, ?7 reason or NULL, ?8       \
+     * provider reference or NULL. NotStarted only for a payout above the     \
+     * initial owner version (Q25: P2), whatever store.c checked. A row only  \
+     * when it hit. */                                                         \
     X(OP_RECORD,                                                               \
-      "UPDATE operations SET status = ?5, outcome_reason = ?6,"                \
-      "   provider_reference = coalesce(?7, provider_reference),"              \
+      "UPDATE operations SET status = ?6, outcome_reason = ?7,"                \
+      "   provider_reference = coalesce(?8, provider_reference),"              \
       "   updated_at = " SQ_NOW                                                \
       " WHERE operation_id = ?1 AND owner_version = ?2"                        \
-      "   AND status IN (?3, ?4)"                                              \
+      "   AND status IN (?3, ?4, ?5)"                                          \
+      "   AND (?6 <> 'NotStarted' OR (kind = 'payout' AND owner_version > "    \
+      SQ_STR(OG__INITIAL_OWNER_VERSION) "))"                                   \
       " RETURNING updated_at")                                                 \
     /* Recovery's takeover: ?2 expected owner version, ?3 recovery lease.     \
      * 'now' is one value for the whole step (Q15): the expiry test, the new  \
-     * lease and the returned event time. */                                  \
+     * lease and the returned event time. A Started payout is taken over too  \
+     * (P3); the new version fences its old owner's start and records. */    \
     X(OP_TAKEOVER,                                                             \
       "UPDATE operations SET owner_version = owner_version + 1,"               \
       "   lease_until = " SQ_NOW " + ?3"                                       \
-      " WHERE operation_id = ?1 AND status IN ('Admitted', 'Unknown')"         \
+      " WHERE operation_id = ?1 AND status IN " SQ_OWNED                       \
       "   AND lease_until < " SQ_NOW " AND owner_version = ?2"                 \
       " RETURNING " SQ_OP_COLS ", " SQ_NOW)                                    \
-    /* An operator's resolution: ?2 'Succeeded' or 'Failed', ?3 reason,       \
-     * ?4 provider reference or NULL. */                                       \
+    /* og__op_insert (tests only): ?1..?7 the binding, ?8 owner version,     \
+     * ?9 execution lease, ?10 submission window, ?11 kind, ?12 idempotency   \
+     * key, ?13 client reference (NULL: the operation id). No claim. */      \
+    X(OP_INSERT,                                                               \
+      "INSERT INTO operations (" SQ_OP_INSERT_COLS ", kind, idempotency_key,"  \
+      "   client_reference)"                                                   \
+      " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'Admitted', ?8,"                    \
+      "        t.now + ?9, t.now + ?10, t.now, ?11, ?12, ?13"                  \
+      " FROM (SELECT " SQ_NOW " AS now) t"                                     \
+      " RETURNING " SQ_OP_COLS)                                                \
+    /* An operator's resolution: ?2 'Succeeded', 'Failed' or 'NotApplied',    \
+     * ?3 reason, ?4 provider reference or NULL. */                            \
     X(OP_RESOLVE,                                                              \
       "UPDATE operations SET status = ?2, owner_version = owner_version + 1,"  \
       "   outcome_reason = ?3,"                                                \
@@ -1080,8 +1283,14 @@ static int sq_read_op(sqlite3_stmt *st, og_operation *op)
     op->updated_at_us = sqlite3_column_int64(st, 12);
     if (sq_text_opt(st, 13, op->provider_reference,
                     sizeof op->provider_reference) < 0 ||
-        sq_text_opt(st, 14, op->reason, sizeof op->reason) < 0)
+        sq_text_opt(st, 14, op->reason, sizeof op->reason) < 0 ||
+        sq_text(st, 16, op->idempotency_key, sizeof op->idempotency_key) < 0 ||
+        sq_text(st, 17, op->client_reference, sizeof op->client_reference) < 0)
         return OG_EINTERNAL;
+    status = og__op_kind_parse((const char *)sqlite3_column_text(st, 15));
+    if (status < 0)
+        return OG_EINTERNAL;
+    op->kind = (og_op_kind)status;
     return 0;
 }
 
@@ -1194,6 +1403,23 @@ static int sq_family_ensure(sq_conn *c, const char *issuer, const char *family)
     sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
     return (rc = sq_done(c, st)) < 0 ? rc : 1;
+}
+
+/* Binds ?1..?10 of a new operation's insert (SQ_INSERT_OP, SQ_OP_INSERT):
+ * req's binding, the initial owner version, the lease and the window. */
+static void sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
+                           const og_timings *t)
+{
+    sqlite3_bind_text(st, 1, req->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, req->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, req->caller_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, req->account_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, req->amount, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, req->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, OG__INITIAL_OWNER_VERSION);
+    sqlite3_bind_int64(st, 9, t->execution_lease_us);
+    sqlite3_bind_int64(st, 10, t->submission_window_us);
 }
 
 /* ===========================================================================
@@ -1358,16 +1584,7 @@ static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
      * form: chained to the row's UPDATE exactly as to the key's insert). */
     if (!(st = sq_stmt(c, SQ_INSERT_OP)))
         return sq_err(c);
-    sqlite3_bind_text(st, 1, req->operation_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, req->grant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, req->caller_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, req->account_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, req->amount, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, req->currency, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, OG__INITIAL_OWNER_VERSION);
-    sqlite3_bind_int64(st, 9, t->execution_lease_us);
-    sqlite3_bind_int64(st, 10, t->submission_window_us);
+    sq_bind_new_op(st, req, t);
     step = sqlite3_step(st);
     if (step != SQLITE_ROW) {
         int ext = sqlite3_extended_errcode(c->db);
@@ -2190,6 +2407,53 @@ static int sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
     return 0;
 }
 
+/* ---- a payout attempt's start ------------------------------------------ */
+
+static int sq_op_start_in(sq_conn *c, const char *id, int64_t owner_version,
+                          const char *actor, bool *started)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_OP_START);
+    int64_t at;
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, owner_version);
+    if ((rc = sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: not an Admitted payout at this version, or the
+                      lease or submit_by passed: nothing written */
+    }
+    at = sqlite3_column_int64(st, 0); /* the step's 'now' (Q15) */
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = sq_op_event(c, id, at, "started", OG_OP_ADMITTED, OG_OP_STARTED,
+                          owner_version, NULL, NULL, actor, NULL)) < 0)
+        return rc;
+    *started = true;
+    return 0;
+}
+
+static int sq_op_start(void *impl, const char *id, int64_t owner_version,
+                       const char *actor, bool *started)
+{
+    sq_store *s = impl;
+    bool st = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_start_in(c, id, owner_version, actor, &st);
+    /* true only after COMMIT returned SQLITE_OK (Q4): then, and only then,
+     * the caller may send (P1) */
+    rc = sq_end(s, c, rc, st);
+    if (rc == 0)
+        *started = st;
+    return rc;
+}
+
 /* ---- outcomes ----------------------------------------------------------- */
 
 static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
@@ -2220,12 +2484,15 @@ static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
     if (expected & OG_OP_BIT(OG_OP_ADMITTED))
         sqlite3_bind_text(st, 3, og_op_status_name(OG_OP_ADMITTED), -1,
                           SQLITE_STATIC);
-    if (expected & OG_OP_BIT(OG_OP_UNKNOWN))
-        sqlite3_bind_text(st, 4, og_op_status_name(OG_OP_UNKNOWN), -1,
+    if (expected & OG_OP_BIT(OG_OP_STARTED))
+        sqlite3_bind_text(st, 4, og_op_status_name(OG_OP_STARTED), -1,
                           SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, og_op_status_name(o->status), -1, SQLITE_STATIC);
-    sq_bind_opt(st, 6, o->reason);
-    sq_bind_opt(st, 7, o->provider_reference);
+    if (expected & OG_OP_BIT(OG_OP_UNKNOWN))
+        sqlite3_bind_text(st, 5, og_op_status_name(OG_OP_UNKNOWN), -1,
+                          SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, og_op_status_name(o->status), -1, SQLITE_STATIC);
+    sq_bind_opt(st, 7, o->reason);
+    sq_bind_opt(st, 8, o->provider_reference);
     if ((rc = sq_step(c, st)) <= 0) {
         sqlite3_reset(st);
         return rc; /* 0: another owner moved on, or not expected */
@@ -2370,6 +2637,46 @@ static int sq_op_resolve(void *impl, const char *id, og_op_status to,
     return rc;
 }
 
+/* ---- og__op_insert (tests only) ----------------------------------------- */
+
+static int sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+                        const char *idempotency_key,
+                        const char *client_reference, og_operation *out)
+{
+    sq_store *s = impl;
+    const og_timings *t = &s->opts.timings;
+    sqlite3_stmt *st;
+    og_operation op;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + t->store_timeout_us);
+    if (!(st = sq_stmt(conn, SQ_OP_INSERT))) {
+        rc = sq_err(conn);
+        goto out;
+    }
+    sq_bind_new_op(st, req, t);
+    sqlite3_bind_text(st, 11, og_op_kind_name(k), -1, SQLITE_STATIC);
+    sq_bind_opt(st, 12, idempotency_key);
+    sq_bind_opt(st, 13, client_reference);
+    if ((rc = sq_step(conn, st)) == 1)
+        rc = sq_read_op(st, &op);
+    else if (rc == 0)
+        rc = OG_EINTERNAL; /* RETURNING always yields the row */
+    if (rc < 0) {
+        sqlite3_reset(st);
+        goto out;
+    }
+    /* Autocommit: committed when the statement completes (Q4). */
+    if ((rc = sq_done(conn, st)) == 0)
+        *out = op;
+out:
+    og__pool_put(s->pool, conn, !sq_rollback(conn));
+    return rc;
+}
+
 /* ---- listing ------------------------------------------------------------ */
 
 /* Appends text to sql (size n); -1 when it does not fit. */
@@ -2390,17 +2697,17 @@ static int sq_cat(char *sql, size_t n, const char *text)
  * partial index. */
 static int sq_list_sql(const og_op_filter *f, char *sql, size_t n)
 {
-    const unsigned owned = OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN);
+    const unsigned owned = OG__OP_OWNED;
     int bad = 0;
 
     sql[0] = '\0';
     bad |= sq_cat(sql, n, "SELECT " SQ_OP_COLS " FROM operations WHERE 1");
     if (f->statuses != 0 && (f->statuses & ~owned) == 0)
-        bad |= sq_cat(sql, n, " AND status IN ('Admitted', 'Unknown')");
+        bad |= sq_cat(sql, n, " AND status IN " SQ_OWNED);
     if (f->statuses != 0 && f->statuses != owned) {
         const char *sep = " AND status IN (";
 
-        for (int st = OG_OP_ADMITTED; st <= OG_OP_NEEDS_RECONCILIATION; st++) {
+        for (int st = 0; st < OG_OP_STATUS_COUNT; st++) {
             if (!(f->statuses & OG_OP_BIT(st)))
                 continue;
             bad |= sq_cat(sql, n, sep);
@@ -2411,6 +2718,13 @@ static int sq_list_sql(const og_op_filter *f, char *sql, size_t n)
         }
         bad |= sq_cat(sql, n, ")");
     }
+    /* One kind, or all (there are two): its fixed name, as the statuses. */
+    for (int k = 0; k < OG_OP_KIND_COUNT; k++)
+        if (f->kinds == OG_OP_KIND_BIT(k)) {
+            bad |= sq_cat(sql, n, " AND kind = '");
+            bad |= sq_cat(sql, n, og_op_kind_name((og_op_kind)k));
+            bad |= sq_cat(sql, n, "'");
+        }
     if (f->lease_expired)
         bad |= sq_cat(sql, n, " AND lease_until < " SQ_NOW);
     if (f->created_before_us > 0)
@@ -2421,7 +2735,7 @@ static int sq_list_sql(const og_op_filter *f, char *sql, size_t n)
 
 static int sq_op_list_on(sq_conn *c, const og_op_filter *f, og_op_list *out)
 {
-    char sql[1024];
+    char sql[2048];
     og_op_list l = {NULL, 0};
     size_t cap = 0;
     sqlite3_stmt *st = NULL;
@@ -2851,8 +3165,31 @@ static int sq_schema_version(void *impl, int *version)
     return rc;
 }
 
-static int sq_migrate(void *impl, og_consumption_keys keys, int *from,
-                      int *to)
+/* PRAGMA foreign_key_check(table) on db: 0 when it reports no row,
+ * OG_EINTERNAL when it does (a migration broke a reference: a defect, and
+ * the migration is rolled back), or the error. */
+static int sq_fk_check(sqlite3 *db, const char *table)
+{
+    char *sql = sqlite3_mprintf("PRAGMA foreign_key_check(\"%w\")", table);
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (!sql)
+        return OG_ENOMEM;
+    rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return og__sqlite_classify(sqlite3_extended_errcode(db));
+    rc = sqlite3_step(st);
+    rc = rc == SQLITE_DONE  ? 0
+         : rc == SQLITE_ROW ? OG_EINTERNAL
+                            : og__sqlite_classify(sqlite3_extended_errcode(db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int sq_migrate(void *impl, og_consumption_keys keys, int target,
+                      int *from, int *to)
 {
     sq_store *s = impl;
     sqlite3 *db = NULL;
@@ -2861,9 +3198,15 @@ static int sq_migrate(void *impl, og_consumption_keys keys, int *from,
 
     if ((rc = sq_open_db(s, true, &db)) < 0)
         return rc;
-    /* BEGIN IMMEDIATE serializes concurrent migrators; each re-reads the
-     * version under the lock. */
+    /* A migration that rebuilds a table drops it while another table's
+     * foreign key names it; with the keys enforced the drop would fail
+     * (or delete). So this connection, which runs migrations only, turns
+     * them off — outside the transaction, where the pragma works — and
+     * each such migration checks its table's keys before the commit
+     * (sq_migration.fk_check; Q25). BEGIN IMMEDIATE serializes concurrent
+     * migrators; each re-reads the version under the lock. */
     if (sqlite3_exec(db,
+                     "PRAGMA foreign_keys=OFF;"
                      "BEGIN IMMEDIATE;"
                      "CREATE TABLE IF NOT EXISTS og_schema_migrations ("
                      "  version     INTEGER PRIMARY KEY,"
@@ -2882,13 +3225,15 @@ static int sq_migrate(void *impl, og_consumption_keys keys, int *from,
         const sq_migration *m = &sq_migrations[i];
         sqlite3_stmt *st = NULL;
 
-        if (m->version <= v)
+        if (m->version <= v || m->version > target)
             continue;
         if (sqlite3_exec(db,
                          keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
                                                                  : m->sql,
                          NULL, NULL, NULL) != SQLITE_OK)
             goto fail;
+        if (m->fk_check && (rc = sq_fk_check(db, m->fk_check)) < 0)
+            goto out;
         if (sqlite3_prepare_v2(db,
                                "INSERT INTO og_schema_migrations"
                                " (version, description, applied_at)"
@@ -2902,6 +3247,10 @@ static int sq_migrate(void *impl, og_consumption_keys keys, int *from,
         if (rc != SQLITE_DONE)
             goto fail;
         v = m->version;
+    }
+    if (v != target) {
+        rc = OG_ESCHEMA; /* beyond target already (tests' og__store_migrate_to) */
+        goto out;
     }
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
@@ -3097,10 +3446,12 @@ const og__store_methods og__sqlite_methods = {
     .ticket_create = sq_ticket_create,
     .ticket_rotate = sq_ticket_rotate,
     .op_may_submit = sq_op_may_submit,
+    .op_start = sq_op_start,
     .op_record = sq_op_record,
     .op_takeover = sq_op_takeover,
     .op_resolve = sq_op_resolve,
     .op_list = sq_op_list,
+    .op_insert = sq_op_insert,
     .op_history = sq_op_history,
     .cleanup_batch = sq_cleanup_batch,
     .archive_batch = sq_archive_batch,

@@ -154,8 +154,9 @@ og_consumption_keys og_store_consumption_keys(const og_store *s)
     return s ? s->keys : OG_KEYS_AS_STORED;
 }
 
-int og_store_migrate(const char *url, const og_store_options *opts,
-                     int *from, int *to)
+/* og_store_migrate up to schema version (og__store_migrate_to). */
+static int og__migrate(const char *url, const og_store_options *opts,
+                       int version, int *from, int *to)
 {
     const og__store_methods *m;
     const char *target;
@@ -170,7 +171,7 @@ int og_store_migrate(const char *url, const og_store_options *opts,
         return rc;
     if ((rc = m->open(target, &o, &impl)) < 0)
         return rc;
-    rc = m->migrate(impl, o.consumption_keys, &f, &t);
+    rc = m->migrate(impl, o.consumption_keys, version, &f, &t);
     /* S5: a store already at 5 keeps its keys; asking for others is an
      * error, with nothing changed. */
     if (rc == 0 && (rc = m->read_keys(impl, &keys)) == 0)
@@ -183,6 +184,20 @@ int og_store_migrate(const char *url, const og_store_options *opts,
     if (to)
         *to = t;
     return 0;
+}
+
+int og_store_migrate(const char *url, const og_store_options *opts,
+                     int *from, int *to)
+{
+    return og__migrate(url, opts, OG_SCHEMA_VERSION, from, to);
+}
+
+int og__store_migrate_to(const char *url, const og_store_options *opts,
+                         int version, int *from, int *to)
+{
+    if (version < 1 || version > OG_SCHEMA_VERSION)
+        return OG_EINVAL;
+    return og__migrate(url, opts, version, from, to);
 }
 
 int og_admit(og_store *s, const og_grant *grant, const og_intent *intent,
@@ -647,16 +662,35 @@ static bool og__evidence_ok(const char *s)
     return probe != NULL;
 }
 
-/* The transition table of oncegate.h: may an owner (not an operator) move
- * an operation from a status in expected to to? */
-static bool og__owner_transition_ok(unsigned expected, og_op_status to)
+/* The transition table of oncegate.h: may an owner (not an operator) at
+ * owner_version move an operation from a status in expected to to?
+ * Started is og_op_start's alone; the owned statuses are the only ones an
+ * owner may expect, so a terminal status is never replaced. */
+static bool og__owner_transition_ok(unsigned expected, int64_t owner_version,
+                                    og_op_status to)
 {
-    const unsigned owned = OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN);
-
-    if (expected == 0 || (expected & ~owned) != 0)
+    if (expected == 0 || (expected & ~(unsigned)OG__OP_OWNED) != 0)
         return false;
-    return to == OG_OP_SUCCEEDED || to == OG_OP_FAILED ||
-           to == OG_OP_UNKNOWN || to == OG_OP_NEEDS_RECONCILIATION;
+    switch (to) {
+    case OG_OP_SUCCEEDED:
+    case OG_OP_FAILED:
+    case OG_OP_UNKNOWN:
+    case OG_OP_NEEDS_RECONCILIATION:
+        return true;
+    case OG_OP_NOT_STARTED:
+        /* P2: only an Admitted attempt, and only once a takeover fenced
+         * its claimer (whose og_op_start can then no longer succeed). The
+         * store re-checks it, with the kind, in the write itself. */
+        return expected == OG_OP_BIT(OG_OP_ADMITTED) &&
+               owner_version > OG__INITIAL_OWNER_VERSION;
+    case OG_OP_NOT_APPLIED:
+        /* Decided on the provider's records (P6): only from Unknown. */
+        return expected == OG_OP_BIT(OG_OP_UNKNOWN);
+    case OG_OP_ADMITTED:
+    case OG_OP_STARTED:
+        return false;
+    }
+    return false;
 }
 
 int og_op_may_submit(og_store *s, const char *operation_id,
@@ -676,6 +710,25 @@ int og_op_may_submit(og_store *s, const char *operation_id,
     return rc;
 }
 
+int og_op_start(og_store *s, const char *operation_id, int64_t owner_version,
+                const char *actor, bool *started)
+{
+    char id[OG_UUID_LEN + 1];
+    bool st = false;
+    int rc;
+
+    if (!s || !started || owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if (!og__code_ok(actor, OG_ID_MAX))
+        return OG_EACTOR;
+    rc = s->m->op_start(s->impl, id, owner_version, actor, &st);
+    if (rc == 0)
+        *started = st;
+    return rc;
+}
+
 int og_op_record(og_store *s, const char *operation_id, unsigned expected,
                  int64_t expected_owner_version, const og_op_outcome *o,
                  bool *recorded)
@@ -689,7 +742,7 @@ int og_op_record(og_store *s, const char *operation_id, unsigned expected,
         return OG_EINVAL;
     if (og__uuid_normalize(operation_id, id) < 0)
         return OG_EOPERATION_ID;
-    if (!og__owner_transition_ok(expected, o->status))
+    if (!og__owner_transition_ok(expected, expected_owner_version, o->status))
         return OG_ETRANSITION;
     if (o->reason && !og__code_ok(o->reason, OG_REASON_MAX))
         return OG_EREASON;
@@ -742,7 +795,7 @@ int og_op_resolve(og_store *s, const char *operation_id, og_op_status to,
         return OG_EINVAL;
     if (og__uuid_normalize(operation_id, id) < 0)
         return OG_EOPERATION_ID;
-    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED)
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED && to != OG_OP_NOT_APPLIED)
         return OG_ETRANSITION;
     if (!og__code_ok(operator_id, OG_ID_MAX))
         return OG_EACTOR;
@@ -765,13 +818,39 @@ int og_op_scan(og_store *s, const og_op_filter *f, og_op_list *out)
     int rc;
 
     if (!s || !f || !out || f->limit < 1 || f->limit > 1000 ||
-        f->created_before_us < 0 ||
-        (f->statuses >> (OG_OP_NEEDS_RECONCILIATION + 1)) != 0)
+        f->created_before_us < 0 || (f->statuses >> OG_OP_STATUS_COUNT) != 0 ||
+        (f->kinds >> OG_OP_KIND_COUNT) != 0)
         return OG_EINVAL;
     rc = s->m->op_list(s->impl, f, &l);
     if (rc == 0)
         *out = l;
     return rc;
+}
+
+int og__op_insert(og_store *s, og_op_kind k, const og_grant *g,
+                  const og_intent *in, const char *idempotency_key,
+                  const char *client_reference, og_operation *out)
+{
+    og__admit_req req;
+    og_operation op;
+    int rc;
+
+    if (!s || !g || !in || !out ||
+        (k != OG_OP_KIND_CREDIT && k != OG_OP_KIND_PAYOUT))
+        return OG_EINVAL;
+    if ((rc = og__admit_req_build(g, in, &req)) < 0) /* S1 */
+        return rc;
+    /* The columns' bounds (schema 7), before the store. */
+    if (idempotency_key && !og__code_ok(idempotency_key, OG_ID_MAX))
+        return OG_EIDEMPOTENCY_KEY;
+    if (client_reference && !og__code_ok(client_reference, OG_ID_MAX))
+        return OG_ECLIENT_REFERENCE;
+    memset(&op, 0, sizeof op);
+    if ((rc = s->m->op_insert(s->impl, &req, k, idempotency_key,
+                              client_reference, &op)) < 0)
+        return rc;
+    *out = op;
+    return 0;
 }
 
 void og_op_list_free(og_op_list *l)

@@ -796,7 +796,7 @@ static int demo_incident2(demo *d)
 static int demo_check_store(const char *url)
 {
     og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
-                      false, 0, 1};
+                      false, 0, 1, 0};
     og_op_list l = {0};
     og_store *s = NULL;
     int rc;

@@ -50,6 +50,11 @@ static const char *status_api_name(og_op_status st)
     case OG_OP_FAILED: return "failed";
     case OG_OP_UNKNOWN: return "unknown";
     case OG_OP_NEEDS_RECONCILIATION: return "needs_reconciliation";
+    /* payout attempts' (schema 7); no credit is ever in them, and the
+     * operators' ?status= filter and resolve take the five above only */
+    case OG_OP_STARTED: return "started";
+    case OG_OP_NOT_STARTED: return "not_started";
+    case OG_OP_NOT_APPLIED: return "not_applied";
     }
     return "unknown";
 }
@@ -927,7 +932,7 @@ static int h_admin_list(og_http_req *r)
     const char *ql = og_http_query(r, "limit");
     og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
                           OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
-                      false, 0, 100};
+                      false, 0, 100, 0};
     int64_t now = og_http_now_us(), v;
     og_op_list l = {0};
     json_t *ops;
@@ -1081,7 +1086,7 @@ static void render_backlog(og_srv *srv, char **text)
     static const int64_t bound_s[] = {60, 600, 3600, 86400};
     og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
                           OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
-                      false, 0, 1000};
+                      false, 0, 1000, 0};
     int64_t count[2][5] = {{0}}, now = og_http_now_us();
     og_op_list l = {0};
     char *out = NULL;
