@@ -1,7 +1,8 @@
 /*
  * test_execute.c — the operation state machine's decisions
- * (lib/core/execute.c), one table per question, every invariant E2-E5 and
- * R1-R7 by name. Pure: no store, no provider.
+ * (lib/core/execute.c), one table per question, every invariant E2-E5,
+ * R1-R7 and S1-S4 (the payout sweeper) by name. Pure: no store, no
+ * provider.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -166,6 +167,11 @@ static void recovery_decides_from_the_lookup(void **state)
         {"R7 reconciliation waits for an operator",
          OG_OP_NEEDS_RECONCILIATION, NOW + SEC, true, 1, 0,
          OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RETRY_LATER, 0},
+        {"R7 a Started payout attempt is not recovery's", OG_OP_STARTED,
+         NOW + SEC, true, 1, 0, OG_CLASS_UNKNOWN, "not_found", "",
+         OG_EXEC_RETRY_LATER, 0},
+        {"R7 NotApplied is terminal", OG_OP_NOT_APPLIED, NOW + SEC, true, 1,
+         1, OG_CLASS_SUCCEEDED, "found", "cr_1", OG_EXEC_RETRY_LATER, 0},
     };
 
     (void)state;
@@ -225,6 +231,100 @@ static void recovery_never_records_failed_and_submits_only_when_safe(
                         }
 }
 
+/* S1-S4: the payout sweeper after a takeover, for every status, kind and
+ * owner version. */
+static void payout_sweeper_decides_not_started_only_for_admitted_after_a_takeover(
+    void **state)
+{
+    static const struct {
+        const char *name;
+        og_op_kind kind;
+        og_op_status st;
+        int64_t version;
+        og_exec_action action;
+        og_op_status want;
+        const char *reason;
+    } cases[] = {
+        {"S1 Admitted after a takeover sent nothing: NotStarted",
+         OG_OP_KIND_PAYOUT, OG_OP_ADMITTED, 2, OG_EXEC_RECORD,
+         OG_OP_NOT_STARTED, "not_started"},
+        {"S1 after a second takeover too", OG_OP_KIND_PAYOUT, OG_OP_ADMITTED,
+         5, OG_EXEC_RECORD, OG_OP_NOT_STARTED, "not_started"},
+        {"S1 no takeover (initial version): the claimer may still start",
+         OG_OP_KIND_PAYOUT, OG_OP_ADMITTED, 1, OG_EXEC_RETRY_LATER, 0, NULL},
+        {"S2 Started: Unknown, never NotStarted", OG_OP_KIND_PAYOUT,
+         OG_OP_STARTED, 2, OG_EXEC_RECORD, OG_OP_UNKNOWN,
+         "lease_lapsed_after_start"},
+        {"S2 Started at the initial version: nothing (no takeover)",
+         OG_OP_KIND_PAYOUT, OG_OP_STARTED, 1, OG_EXEC_RETRY_LATER, 0, NULL},
+        {"S3 Unknown is the reconciler's", OG_OP_KIND_PAYOUT, OG_OP_UNKNOWN,
+         2, OG_EXEC_RETRY_LATER, 0, NULL},
+        {"S3 NeedsReconciliation is an operator's", OG_OP_KIND_PAYOUT,
+         OG_OP_NEEDS_RECONCILIATION, 2, OG_EXEC_RETRY_LATER, 0, NULL},
+        {"terminal Succeeded", OG_OP_KIND_PAYOUT, OG_OP_SUCCEEDED, 2,
+         OG_EXEC_RETRY_LATER, 0, NULL},
+        {"terminal Failed", OG_OP_KIND_PAYOUT, OG_OP_FAILED, 2,
+         OG_EXEC_RETRY_LATER, 0, NULL},
+        {"terminal NotStarted", OG_OP_KIND_PAYOUT, OG_OP_NOT_STARTED, 3,
+         OG_EXEC_RETRY_LATER, 0, NULL},
+        {"terminal NotApplied", OG_OP_KIND_PAYOUT, OG_OP_NOT_APPLIED, 3,
+         OG_EXEC_RETRY_LATER, 0, NULL},
+        {"S4 a credit Admitted after a takeover is recovery's (R1-R7)",
+         OG_OP_KIND_CREDIT, OG_OP_ADMITTED, 2, OG_EXEC_RETRY_LATER, 0, NULL},
+        {"S4 a credit Unknown", OG_OP_KIND_CREDIT, OG_OP_UNKNOWN, 2,
+         OG_EXEC_RETRY_LATER, 0, NULL},
+    };
+    og_exec_decision d;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og_operation op = op_in(cases[i].st, NOW + SEC);
+
+        op.kind = cases[i].kind;
+        op.owner_version = cases[i].version;
+        print_message("%s\n", cases[i].name);
+        og_payout_after_takeover(&op, &d);
+        assert_int_equal(d.action, cases[i].action);
+        if (d.action == OG_EXEC_RECORD) {
+            assert_int_equal(d.status, cases[i].want);
+            assert_string_equal(d.reason, cases[i].reason);
+            assert_null(d.reference);
+        } else {
+            assert_int_equal(d.retry_after_us, 0);
+        }
+    }
+    og_payout_after_takeover(NULL, &d);
+    assert_int_equal(d.action, OG_EXEC_RETRY_LATER);
+}
+
+/* P3 across every status, kind and version: the sweeper never records
+ * NotStarted for anything but an Admitted payout above the initial owner
+ * version, and never anything for a credit. */
+static void payout_sweeper_never_records_not_started_for_a_started_attempt(
+    void **state)
+{
+    (void)state;
+    for (int st = 0; st < OG_OP_STATUS_COUNT; st++)
+        for (int k = 0; k < OG_OP_KIND_COUNT; k++)
+            for (int64_t v = 1; v <= 4; v++) {
+                og_operation op = op_in((og_op_status)st, NOW + SEC);
+                og_exec_decision d;
+
+                op.kind = (og_op_kind)k;
+                op.owner_version = v;
+                og_payout_after_takeover(&op, &d);
+                if (d.action != OG_EXEC_RECORD)
+                    continue;
+                assert_int_equal(op.kind, OG_OP_KIND_PAYOUT);
+                assert_true(v > 1);
+                if (d.status == OG_OP_NOT_STARTED)
+                    assert_int_equal(st, OG_OP_ADMITTED);
+                else
+                    assert_true(st == OG_OP_STARTED &&
+                                d.status == OG_OP_UNKNOWN);
+            }
+}
+
 static void answers_and_names(void **state)
 {
     (void)state;
@@ -250,6 +350,10 @@ int main(void)
         cmocka_unit_test(
             recovery_never_records_failed_and_submits_only_when_safe),
         cmocka_unit_test(answers_and_names),
+        cmocka_unit_test(
+            payout_sweeper_decides_not_started_only_for_admitted_after_a_takeover),
+        cmocka_unit_test(
+            payout_sweeper_never_records_not_started_for_a_started_attempt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,22 @@ void og_recovery_after_lookup(const og_operation *op,
                               const og_provider_outcome *lo, int64_t now_us,
                               og_exec_decision *d);
 
+/* The payout sweeper, after it took over (og_op_takeover) a payout attempt
+ * whose lease lapsed: what to record (docs/payouts.md P2, P3; S1-S4 in
+ * lib/core/execute.c). op is the record the takeover returned.
+ *   Admitted  -> RECORD NotStarted, reason "not_started": its claimer could
+ *                send only after og_op_start, which the takeover's new owner
+ *                version now fences, so nothing was sent (P2);
+ *   Started   -> RECORD Unknown, reason "lease_lapsed_after_start": the
+ *                owner may have sent, or may still be about to (P3);
+ *   Unknown   -> RETRY_LATER: the reconciler decides, from the provider's
+ *                records (never the sweeper);
+ * anything else — another status, a credit, or a record at the initial
+ * owner version (no takeover happened) — RETRY_LATER: nothing to record.
+ * The RECORD is to be written expecting exactly op's status at op's owner
+ * version. Pure; *d's strings are static. */
+void og_payout_after_takeover(const og_operation *op, og_exec_decision *d);
+
 /* What a caller is told about an operation in status st: "applied"
  * (Succeeded), "rejected" (Failed), or "pending" (anything else: check
  * again, never "done"). */

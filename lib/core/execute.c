@@ -53,9 +53,31 @@
  *   R7  Succeeded and Failed are terminal and NeedsReconciliation waits for
  *       an operator; none of them is ever decided on here (the store's
  *       conditional writes refuse them anyway).
+ *
+ * A payout attempt (docs/payouts.md) follows the same protocol with one more
+ * step, Started, written by og_op_start before its first send:
+ *
+ *     [Admitted] --og_op_start (owner v, lease and submit_by ahead)--> [Started]
+ *        |  lease lapsed: sweeper takes over (v+1)        |  lease lapsed:
+ *        v                                                v  takeover (v+1)
+ *   [NotStarted]  (nothing was sent: S1)              [Unknown] (S2)
+ *                                                         |
+ *                                        reconciler (provider's records, S3)
+ *
+ *   S1  A payout taken over while Admitted is recorded NotStarted: its owner
+ *       sends only after og_op_start confirmed, and the takeover's owner
+ *       version fences that write, so nothing was or will be sent (P2).
+ *       Only after a takeover: at the initial owner version the claimer may
+ *       still start (the store refuses it there too).
+ *   S2  A payout taken over while Started is recorded Unknown, never
+ *       NotStarted: its owner may have sent, or be paused about to (P3).
+ *   S3  An Unknown payout is left alone by the sweeper: only the
+ *       reconciler's lookup decides it.
+ *   S4  The sweeper decides on payouts only; a credit goes to R1-R7.
  */
 #include <string.h>
 
+#include "og_internal.h" /* OG__INITIAL_OWNER_VERSION */
 #include "oncegate/execute.h"
 
 const char *og_exec_action_name(og_exec_action a)
@@ -168,4 +190,29 @@ void og_recovery_after_lookup(const og_operation *op,
            p->atomic_same_key ? "not_found_after_submit_by"
                               : "not_found_no_atomic_same_key",
            NULL);
+}
+
+void og_payout_after_takeover(const og_operation *op, og_exec_decision *d)
+{
+    if (!op || op->kind != OG_OP_KIND_PAYOUT || /* S4 */
+        op->owner_version <= OG__INITIAL_OWNER_VERSION) { /* S1: no takeover */
+        retry_later(d, 0);
+        return;
+    }
+    switch (op->status) {
+    case OG_OP_ADMITTED: /* S1 */
+        record(d, OG_OP_NOT_STARTED, "not_started", NULL);
+        return;
+    case OG_OP_STARTED: /* S2 */
+        record(d, OG_OP_UNKNOWN, "lease_lapsed_after_start", NULL);
+        return;
+    case OG_OP_UNKNOWN: /* S3 */
+    case OG_OP_SUCCEEDED:
+    case OG_OP_FAILED:
+    case OG_OP_NEEDS_RECONCILIATION:
+    case OG_OP_NOT_STARTED:
+    case OG_OP_NOT_APPLIED:
+        break;
+    }
+    retry_later(d, 0);
 }
