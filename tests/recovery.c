@@ -9,7 +9,10 @@
  *     once before submit_by; one credit;
  *   - without atomic same-key handling recovery never sends a create: it
  *     marks NeedsReconciliation, never Failed;
- *   - after submit_by nothing is sent: NeedsReconciliation.
+ *   - after submit_by nothing is sent: NeedsReconciliation;
+ *   - recovery is the credits' only: a payout attempt (schema 7) whose
+ *     lease lapsed, Admitted, Started or Unknown, is never taken over,
+ *     looked up or resent by it.
  * Leases are ended by moving lease_until in the store (raw SQL), not by
  * sleeping.
  */
@@ -337,11 +340,93 @@ static void after_submit_by_recovery_never_creates(void **st)
     r_env_stop(&e);
 }
 
+/* A payout attempt's snapshot: what recovery must leave exactly as it is. */
+typedef struct r_untouched {
+    og_operation op;
+    size_t events;
+} r_untouched;
+
+static r_untouched r_snapshot(og_store *s, const char *op_id)
+{
+    r_untouched u;
+    og_op_events h;
+
+    assert_int_equal(og_operation_get(s, op_id, &u.op), 1);
+    assert_int_equal(og_op_history(s, op_id, &h), 0);
+    u.events = h.n;
+    og_op_events_free(&h);
+    return u;
+}
+
+static void recovery_never_touches_payout_operations(void **st)
+{
+    r_env e;
+    og_recovery_stats one, sum;
+    og_operation credit, after, p[4];
+    r_untouched before[4];
+    og_op_outcome unknown = {OG_OP_UNKNOWN, "provider_timeout", NULL,
+                             "payout-worker-1"};
+    bool b = false;
+    t_case c;
+
+    (void)st;
+    r_env_start(&e, true);
+    /* Every stalled shape a payout attempt can have: Admitted, Started,
+     * Unknown, and Admitted past submit_by (a credit there would be
+     * recorded NeedsReconciliation). Each lease has lapsed. */
+    for (int i = 0; i < 4; i++)
+        p[i] = t_payout_op(e.s);
+    assert_int_equal(og_op_start(e.s, p[1].operation_id, 1, "payout-worker-1",
+                                 &b),
+                     0);
+    assert_true(b);
+    assert_int_equal(og_op_start(e.s, p[2].operation_id, 1, "payout-worker-1",
+                                 &b),
+                     0);
+    assert_true(b);
+    assert_int_equal(og_op_record(e.s, p[2].operation_id,
+                                  OG_OP_BIT(OG_OP_STARTED), 1, &unknown, &b),
+                     0);
+    assert_true(b);
+    r_set_time(p[3].operation_id, "submit_by", -1);
+    for (int i = 0; i < 4; i++) {
+        r_set_time(p[i].operation_id, "lease_until", -5);
+        before[i] = r_snapshot(e.s, p[i].operation_id);
+    }
+    /* The control: a stalled credit, which recovery does settle. */
+    credit = r_admit(e.s, &c);
+    r_set_time(credit.operation_id, "lease_until", -1);
+
+    assert_int_equal(og_recover_once(e.s, e.p, e.t, 5 * SEC, 1000, &one), 0);
+    assert_int_equal(one.scanned, 1); /* the credit alone */
+    assert_int_equal(one.taken, 1);
+    after = r_recover(e.s, e.p, e.t, credit.operation_id, &sum);
+    assert_int_equal(after.status, OG_OP_SUCCEEDED);
+    assert_int_equal(after.kind, OG_OP_KIND_CREDIT);
+    /* The provider saw the credit's lookup and create, nothing else. */
+    assert_int_equal(r_stat(&e.sb, "lookups"), 1);
+    assert_int_equal(r_stat(&e.sb, "create_requests"), 1);
+    assert_int_equal(r_stat(&e.sb, "credits_created"), 1);
+    /* Each payout attempt exactly as it was: no takeover, no outcome. */
+    for (int i = 0; i < 4; i++) {
+        r_untouched now = r_snapshot(e.s, p[i].operation_id);
+
+        assert_int_equal(now.op.status, before[i].op.status);
+        assert_int_equal(now.op.owner_version, 1);
+        assert_true(now.op.lease_until_us == before[i].op.lease_until_us);
+        assert_true(now.op.updated_at_us == before[i].op.updated_at_us);
+        assert_string_equal(now.op.reason, before[i].op.reason);
+        assert_int_equal(now.events, before[i].events);
+    }
+    r_env_stop(&e);
+}
+
 const struct CMUnitTest t_recovery_tests[] = {
     cmocka_unit_test(billing_success_with_a_lost_answer_is_found_by_lookup),
     cmocka_unit_test(crash_right_after_admission_is_resubmitted_once),
     cmocka_unit_test(without_atomic_same_key_recovery_never_creates),
     cmocka_unit_test(after_submit_by_recovery_never_creates),
+    cmocka_unit_test(recovery_never_touches_payout_operations),
 };
 const size_t t_recovery_tests_count =
     sizeof t_recovery_tests / sizeof t_recovery_tests[0];

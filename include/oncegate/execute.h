@@ -92,7 +92,10 @@ typedef struct og_recovery_stats {
 
 /* One recovery pass (seed 000, "Recovery and the original executor share
  * one ownership protocol"): scans up to limit (1..1000) Admitted or Unknown
- * operations whose lease ended, oldest first; takes each over
+ * credit operations whose lease ended, oldest first — never an operation of
+ * another kind: a payout attempt is neither taken over, looked up nor
+ * resent here (og_payout_after_takeover is its sweeper's rule); takes each
+ * over
  * (og_op_takeover); looks its effect up by reference (= operation id, as
  * the handler sends it); decides with og_recovery_after_lookup(); and
  * records, or resubmits the SAME create (key, parameters, expires_at =

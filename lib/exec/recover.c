@@ -5,6 +5,9 @@
  * (lib/provider/client.c). This file logs nothing: it returns counts, and
  * the caller (oncegate recover, serve's loop) logs identifiers.
  *
+ * It recovers credits only: the scan asks for kind credit, and an
+ * operation of any other kind is skipped before anything is written.
+ *
  * Order for each stalled operation, every write expecting the version the
  * takeover returned:
  *   takeover -> lookup by reference -> decide ->
@@ -102,6 +105,13 @@ static void recover_one(og_store *s, og_provider *p,
     bool taken = false;
     int lrc;
 
+    /* The scan lists credits only; an operation of another kind (a payout
+     * attempt, whose sweeper decides by other rules: P2, P3) is never
+     * taken over, looked up or resent here, whatever a scan returned. */
+    if (seen->kind != OG_OP_KIND_CREDIT) {
+        st->later++;
+        return;
+    }
     if (og_op_takeover(s, seen->operation_id, seen->owner_version, ACTOR, &op,
                        &taken) != 0) {
         st->errors++;
@@ -134,7 +144,7 @@ int og_recover_once(og_store *s, og_provider *p, const og_provider_table *t,
                     og_recovery_stats *stats)
 {
     og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
-                      true, 0, limit, 0};
+                      true, 0, limit, OG_OP_KIND_BIT(OG_OP_KIND_CREDIT)};
     og_recovery_stats st;
     og_op_list l = {0};
     int rc;
