@@ -9,9 +9,14 @@
  *     their history, never an open one, and an archived operation still
  *     answers for its grant and its id: refused, or the archived record,
  *     never a second admission;
- *   - a store at schema 3 or 4 with data migrates to the current schema
+ *   - a store at schema 3, 4 or 6 with data migrates to the current schema
  *     (7), once, under concurrent migrators, in the suite's keys, and
- *     cleanup, archiving and redemption recovery points work on it.
+ *     cleanup, archiving and redemption recovery points work on it; from
+ *     6, every old operation is a credit whose key and reference are its
+ *     id, its history and event numbering carry on, and PostgreSQL does
+ *     not rewrite operations;
+ *   - archiving takes every terminal status (NotStarted and NotApplied
+ *     too), never a Started operation.
  * Every test works in its own fresh store: cleanup and archiving act on the
  * whole store, and the counts they report are the claims under test. Times
  * are moved with SQL relative to the store's own clock; nothing sleeps.
@@ -23,6 +28,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "og_internal.h" /* og__store_migrate_to: a store as schema 6 left it */
 
 #define SEC INT64_C(1000000)
 #define ISSUER "support-approvals"
@@ -949,6 +955,297 @@ static void version_4_store_with_data_migrates_to_7_once(void **state)
     r_migrates_to_7_once(4);
 }
 
+/* ===========================================================================
+ * Schema 6 with data -> 7 (operation kinds; Started, NotStarted, NotApplied)
+ * ========================================================================= */
+
+/* Inserts, with SQL as schema 6 has it, operation op_id of c's binding in
+ * status, its lease `lease_s` from the store's now, updated (and its reason
+ * set) unless Admitted, with the consumption row of its grant. */
+static void r_v6_operation(r_env *e, const t_case *c, const char *status,
+                           int lease_s)
+{
+    char lease[160], now[160], later[160], keyv[512], sql[2048];
+    bool changed = strcmp(status, "Admitted") != 0;
+
+    r_now_sql(lease, sizeof lease, lease_s);
+    r_now_sql(now, sizeof now, 0);
+    r_now_sql(later, sizeof later, 3600);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO operations (operation_id, issuer, grant_id,"
+             " caller_id, account_id, amount, currency, status, owner_version,"
+             " lease_until, submit_by, created_at, updated_at, outcome_reason)"
+             " VALUES ('%s', '" ISSUER "', '%s', 'agent-17', 'A-1187', '250',"
+             " 'USD', '%s', 1, %s, %s, %s, %s, %s);"
+             "INSERT INTO grant_consumptions (%s, operation_id, consumed_at,"
+             " retain_until, kind) VALUES (%s, '%s', %s, %s, 'admission')",
+             c->op, c->grant_id, status, lease, later, now,
+             changed ? now : "NULL", changed ? "'timeout'" : "NULL",
+             t_key_columns(), t_key_values(ISSUER, c->grant_id, keyv,
+                                           sizeof keyv),
+             c->op, now, later);
+    assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+/* Appends an outcome event Admitted -> to of op_id at owner version 1, as
+ * schema 6's og_op_record wrote it. */
+static void r_v6_event(r_env *e, const char *op_id, const char *to)
+{
+    char now[160], sql[512];
+
+    r_now_sql(now, sizeof now, 0);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO operation_events (operation_id, at, kind,"
+             " from_status, to_status, owner_version, reason, actor)"
+             " VALUES ('%s', %s, 'outcome', 'Admitted', '%s', 1, 'timeout',"
+             " 'handler')",
+             op_id, now, to);
+    assert_int_equal(t_raw_exec(e->raw, sql), 0);
+}
+
+static void r_assert_credit_of_its_own_id(const og_operation *op)
+{
+    assert_int_equal(op->kind, OG_OP_KIND_CREDIT);
+    assert_string_equal(op->idempotency_key, op->operation_id);
+    assert_string_equal(op->client_reference, op->operation_id);
+}
+
+/* A store that migrations 1-6 made (og__store_migrate_to), holding what
+ * schema 6 writes — a stalled Admitted credit (a), an Unknown one with its
+ * history (u), a Succeeded one archived with its history (done), their
+ * claims — migrated to 7 by four migrators at once: exactly one finds it
+ * at 6. Then every old operation, live or archived, reads back as a credit
+ * whose idempotency key and client reference are its id, with its status
+ * and history; PostgreSQL kept the operations table's file (no rewrite)
+ * and validated every constraint; SQLite's rebuilt tables pass its own
+ * checks and keep counting events past the archived ones; admissions,
+ * recovery's scan, outcomes and archiving work on the old data; and a
+ * payout attempt can be started on it. */
+static void version_6_store_with_data_migrates_to_7_once(void **state)
+{
+    og_store_options o;
+    og_store *s = NULL;
+    og_operation op;
+    og_op_events h;
+    og_op_list l;
+    og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
+                      true, 0, 1000, OG_OP_KIND_BIT(OG_OP_KIND_CREDIT)};
+    og_admission a;
+    t_case ca, cu, cd;
+    int64_t filenode = 0, archived_seq, u_seq;
+    bool found_a = false, found_u = false, b = false;
+    int from = -1, to = -1;
+    char now[160], sql[1024];
+    r_env e;
+
+    (void)state;
+    t_new_store_url("ret_mig6", e.url, sizeof e.url);
+    og_store_options_default(&o);
+    o.consumption_keys = t_keys;
+    e.t = o.timings;
+    assert_int_equal(og__store_migrate_to(e.url, &o, 6, &from, &to), 0);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, 6);
+    e.raw = t_raw_open_url(e.url);
+    assert_int_equal(og_store_open(e.url, NULL, &s), OG_ESCHEMA);
+
+    t_case_new(&ca);
+    t_case_new(&cu);
+    t_case_new(&cd);
+    r_v6_operation(&e, &ca, "Admitted", -5);
+    r_v6_operation(&e, &cu, "Unknown", -5);
+    r_v6_event(&e, cu.op, "Unknown");
+    r_v6_operation(&e, &cd, "Succeeded", 60);
+    r_v6_event(&e, cd.op, "Succeeded");
+    /* done's history and record archived as schema 6 archived them: its
+     * event holds the highest event number. */
+    r_now_sql(now, sizeof now, 0);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO operation_events_archive"
+             "  SELECT ev.*, %s FROM operation_events ev"
+             "  WHERE operation_id = '%s';"
+             "DELETE FROM operation_events WHERE operation_id = '%s';"
+             "INSERT INTO operations_archive"
+             "  SELECT op.*, %s FROM operations op WHERE operation_id = '%s';"
+             "DELETE FROM operations WHERE operation_id = '%s'",
+             now, cd.op, cd.op, now, cd.op, cd.op);
+    assert_int_equal(t_raw_exec(e.raw, sql), 0);
+    archived_seq = t_raw_int(e.raw, "SELECT max(seq) FROM"
+                                    " operation_events_archive");
+    u_seq = t_raw_int(e.raw, "SELECT max(seq) FROM operation_events");
+    assert_true(archived_seq > u_seq);
+    if (t_kind == T_POSTGRES)
+        filenode = t_raw_int(e.raw,
+                             "SELECT pg_relation_filenode('operations')");
+
+    /* Four at once: exactly one finds schema 6 and applies 7. */
+    assert_int_equal(t_concurrent_migrations(e.url, 4, 6), 1);
+    if (t_kind == T_POSTGRES) {
+        assert_int_equal(t_raw_int(e.raw, "SELECT pg_relation_filenode("
+                                          "'operations')"),
+                         filenode);
+        assert_int_equal(t_raw_int(e.raw,
+                                   "SELECT count(*) FROM pg_constraint"
+                                   " WHERE NOT convalidated"),
+                         0);
+    } else {
+        char *ok = t_raw_lines(e.raw, "PRAGMA integrity_check");
+        char *fk = t_raw_lines(e.raw, "PRAGMA foreign_key_check");
+
+        assert_non_null(ok);
+        assert_string_equal(ok, "ok\n");
+        assert_non_null(fk);
+        assert_string_equal(fk, "");
+        free(ok);
+        free(fk);
+    }
+    e.s = t_store_url(e.url, 0, 0);
+    assert_int_equal(og_store_consumption_keys(e.s), t_keys);
+
+    /* Every old operation: a credit of its own id, status and history as
+     * they were. */
+    assert_int_equal(og_operation_get(e.s, ca.op, &op), 1);
+    r_assert_credit_of_its_own_id(&op);
+    assert_int_equal(op.status, OG_OP_ADMITTED);
+    assert_int_equal(og_operation_get(e.s, cu.op, &op), 1);
+    r_assert_credit_of_its_own_id(&op);
+    assert_int_equal(op.status, OG_OP_UNKNOWN);
+    assert_string_equal(op.reason, "timeout");
+    assert_int_equal(og_op_history(e.s, cu.op, &h), 0);
+    assert_int_equal(h.n, 2);
+    assert_int_equal(h.v[1].seq, u_seq);
+    assert_int_equal(h.v[1].to_status, OG_OP_UNKNOWN);
+    og_op_events_free(&h);
+    assert_int_equal(t_raw_int(e.raw,
+                               "SELECT count(*) FROM operations_archive"
+                               " WHERE operation_id = '%s' AND kind = 'credit'"
+                               " AND idempotency_key IS NULL"
+                               " AND client_reference IS NULL",
+                               cd.op),
+                     1);
+    /* The archived one still answers for its grant, as a credit. */
+    a = r_same_op(&e, &cd);
+    assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+    assert_int_equal(a.operation.status, OG_OP_SUCCEEDED);
+    r_assert_credit_of_its_own_id(&a.operation);
+    /* Admission over the old claims. */
+    r_assert_spent_and_retry_reported(&e, &ca, OG_OP_ADMITTED);
+    a = r_same_op(&e, &ca);
+    r_assert_credit_of_its_own_id(&a.operation);
+    /* Recovery's scan of credits finds both stalled ones. */
+    assert_int_equal(og_op_scan(e.s, &f, &l), 0);
+    for (size_t i = 0; i < l.n; i++) {
+        found_a |= strcmp(l.v[i].operation_id, ca.op) == 0;
+        found_u |= strcmp(l.v[i].operation_id, cu.op) == 0;
+    }
+    og_op_list_free(&l);
+    assert_true(found_a && found_u);
+    /* New writes on old rows; event numbers go on past the archived one
+     * (the archive is keyed by them). */
+    r_record(&e, cu.op, OG_OP_BIT(OG_OP_UNKNOWN), OG_OP_SUCCEEDED);
+    assert_int_equal(og_op_history(e.s, cu.op, &h), 0);
+    assert_int_equal(h.n, 3);
+    assert_true(h.v[2].seq > archived_seq);
+    og_op_events_free(&h);
+    assert_int_equal(r_archive(&e, 0, OG_ARCHIVE_MOVE).operations, 1);
+    assert_int_equal(og_operation_get(e.s, cu.op, &op), 0);
+    assert_int_equal(r_count(&e, "operation_events_archive"), 3);
+    /* And the new statuses fit the migrated schema. */
+    op = t_payout_op(e.s);
+    assert_int_equal(og_op_start(e.s, op.operation_id, 1, "payout-worker-1",
+                                 &b),
+                     0);
+    assert_true(b);
+    assert_int_equal(og_operation_get(e.s, op.operation_id, &op), 1);
+    assert_int_equal(op.status, OG_OP_STARTED);
+    r_close(&e);
+}
+
+/* The archive's terminal set (schema 7): NotStarted and NotApplied leave
+ * with their history, as Succeeded and Failed do; a Started attempt, however
+ * old, stays (it may still have been sent). An archived payout keeps its
+ * kind, key and reference. */
+static void archive_takes_every_terminal_status_and_never_a_started_operation(
+    void **state)
+{
+    og_operation ns, na, nr, st, taken;
+    og_op_outcome o;
+    og_archive_stats as;
+    bool b = false;
+    r_env e;
+
+    (void)state;
+    r_open(&e, "ret_term");
+    ns = t_payout_op(e.s);
+    t_set_op_time(e.url, ns.operation_id, "lease_until", -1);
+    assert_int_equal(og_op_takeover(e.s, ns.operation_id, 1, "sweeper",
+                                    &taken, &b),
+                     0);
+    assert_true(b);
+    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper"};
+    assert_int_equal(og_op_record(e.s, ns.operation_id, ADMITTED, 2, &o, &b),
+                     0);
+    assert_true(b);
+    na = t_payout_op(e.s);
+    nr = t_payout_op(e.s);
+    st = t_payout_op(e.s);
+    for (int i = 0; i < 3; i++) {
+        const char *id = i == 0 ? na.operation_id
+                         : i == 1 ? nr.operation_id
+                                  : st.operation_id;
+
+        assert_int_equal(og_op_start(e.s, id, 1, "payout-worker-1", &b), 0);
+        assert_true(b);
+    }
+    o = (og_op_outcome){OG_OP_UNKNOWN, "provider_timeout", NULL, "w"};
+    assert_int_equal(og_op_record(e.s, na.operation_id,
+                                  OG_OP_BIT(OG_OP_STARTED), 1, &o, &b),
+                     0);
+    o = (og_op_outcome){OG_OP_NOT_APPLIED, "not_found_after_window", NULL,
+                        "reconciler"};
+    assert_int_equal(og_op_record(e.s, na.operation_id,
+                                  OG_OP_BIT(OG_OP_UNKNOWN), 1, &o, &b),
+                     0);
+    assert_true(b);
+    o = (og_op_outcome){OG_OP_NEEDS_RECONCILIATION, "escalated", NULL, "r"};
+    assert_int_equal(og_op_record(e.s, nr.operation_id,
+                                  OG_OP_BIT(OG_OP_STARTED), 1, &o, &b),
+                     0);
+    assert_int_equal(og_op_resolve(e.s, nr.operation_id, OG_OP_NOT_APPLIED,
+                                   "operator-1", "not_in_export",
+                                   "provider export: no such reference", NULL,
+                                   &b),
+                     0);
+    assert_true(b);
+    r_age_op(&e, ns.operation_id, 7200);
+    r_age_op(&e, na.operation_id, 7200);
+    r_age_op(&e, nr.operation_id, 7200);
+    r_age_op(&e, st.operation_id, 7200);
+
+    as = r_archive(&e, 3600 * SEC, OG_ARCHIVE_MOVE);
+    assert_int_equal(as.operations, 3);
+    assert_int_equal(as.events, 2 + 3 + 3); /* takeover+outcome; start,
+                                               outcome x2 / resolved */
+    assert_int_equal(og_operation_get(e.s, ns.operation_id, &taken), 0);
+    assert_int_equal(og_operation_get(e.s, na.operation_id, &taken), 0);
+    assert_int_equal(og_operation_get(e.s, nr.operation_id, &taken), 0);
+    assert_int_equal(og_operation_get(e.s, st.operation_id, &taken), 1);
+    assert_int_equal(taken.status, OG_OP_STARTED);
+    assert_int_equal(t_raw_int(e.raw,
+                               "SELECT count(*) FROM operations_archive"
+                               " WHERE kind = 'payout'"
+                               " AND client_reference LIKE 'PAY-%%-a1'"
+                               " AND idempotency_key = 'payout-' ||"
+                               " client_reference"),
+                     3);
+    assert_int_equal(t_raw_int(e.raw,
+                               "SELECT count(*) FROM operations_archive"
+                               " WHERE status IN ('NotStarted',"
+                               " 'NotApplied')"),
+                     3);
+    r_close(&e);
+}
+
 const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(cleanup_never_deletes_a_row_before_retain_until_plus_margin),
     cmocka_unit_test(grant_still_within_retain_until_is_refused_after_cleanup),
@@ -962,6 +1259,9 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(admission_and_cleanup_plans_use_indexes),
     cmocka_unit_test(version_3_store_with_data_migrates_to_7_once),
     cmocka_unit_test(version_4_store_with_data_migrates_to_7_once),
+    cmocka_unit_test(version_6_store_with_data_migrates_to_7_once),
+    cmocka_unit_test(
+        archive_takes_every_terminal_status_and_never_a_started_operation),
 };
 const size_t t_retention_tests_count =
     sizeof t_retention_tests / sizeof t_retention_tests[0];
