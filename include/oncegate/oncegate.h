@@ -168,7 +168,38 @@ extern "C" {
       "decided and nothing is lost; retry the same request")                   \
     X(CLIENT_REFERENCE, "input.client_reference_invalid",                      \
       "client reference must be 1-128 printable ASCII characters without "     \
-      "spaces")
+      "spaces")                                                                \
+    X(PAYOUT_TENANT, "input.tenant_id_invalid",                                \
+      "tenant id must be 1-128 printable ASCII characters without spaces")     \
+    X(PAYOUT_BENEFICIARY, "input.beneficiary_id_invalid",                      \
+      "beneficiary id must be 1-128 printable ASCII characters without "       \
+      "spaces")                                                                \
+    X(PAYOUT_DESTINATION, "input.destination_id_invalid",                      \
+      "destination id must be 1-128 printable ASCII characters without "       \
+      "spaces")                                                                \
+    X(PAYOUT_DESTINATION_VERSION, "input.destination_version_invalid",         \
+      "destination version must be an integer >= 1")                           \
+    X(PAYOUT_CURRENCY, "input.payout_currency_invalid",                        \
+      "payout currency must be an upper-case ISO 4217 code with minor units "  \
+      "(funds, precious metals and testing codes are refused)")                \
+    X(PAYOUT_AMOUNT, "input.payout_amount_invalid",                            \
+      "payout amount must be a positive decimal at most at its currency's "    \
+      "minor-unit scale (fewer fraction digits are padded), without sign, "    \
+      "exponent, spaces or leading zeros, and at most 999999999999999 minor "  \
+      "units")                                                                 \
+    X(PAYOUT_PURPOSE, "input.purpose_invalid",                                 \
+      "purpose must be printable ASCII (0x20-0x7e), at most 1024 bytes, and "  \
+      "1-140 bytes once surrounding spaces are trimmed and inner runs of "     \
+      "spaces collapsed; an absent purpose is NULL, not empty")                \
+    X(PAYOUT_FINGERPRINT, "input.terms_fingerprint_invalid",                   \
+      "terms fingerprint must be 64 lower-case hex characters (SHA-256)")      \
+    X(PAYOUT_CONTEXT, "input.payout_context_invalid",                          \
+      "payout context inconsistent: an amount or total below 0, a version "    \
+      "below 1, a state or status outside its list, a bad destination "        \
+      "beneficiary id, or reserved_today without this payout's reservation")   \
+    X(PAYOUT_INTENT_MISMATCH, "input.payout_intent_mismatch",                  \
+      "the intent's terms differ from the payout record's: an intent is "      \
+      "bound from the authoritative record, never from a request body")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,

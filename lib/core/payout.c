@@ -1,0 +1,746 @@
+/*
+ * payout.c — the decision side of a delayed payout (seed 002): money in
+ * minor units, the terms' canonical serialization and fingerprint, the
+ * policy and the execution recheck. PURE: no I/O, no clock, no randomness,
+ * no allocation, no locale; the only library call is libsodium's SHA-256.
+ *
+ * Invariants (tests/test_payout.c proves each; fuzz/fuzz_payout.c asserts
+ * P1-P4 on arbitrary input):
+ *   P1  Every scan is bounded by a fixed cap of its input, and every output
+ *       is written only on success and only within its stated length.
+ *   P2  Money round-trips: for every text og_payout_amount_parse accepts,
+ *       formatting its value and parsing that gives the same minor units,
+ *       and the formatted text is a fixed point.
+ *   P3  One payout, one fingerprint: terms that differ only in spelling
+ *       (padding of the amount, spaces of the purpose) serialize to the
+ *       same bytes; terms that differ in any field serialize differently,
+ *       because every field is length-prefixed in a fixed order and an
+ *       absent purpose has a length no present one can have.
+ *   P4  The verdict's outcome is always its reason's outcome
+ *       (OG_PAYOUT_REASON_MAP's third column): there is no code path that
+ *       sets one without the other. A rule that cannot be evaluated
+ *       (overflow) fails — Denied, never Allowed.
+ *   P5  An unavailable context is answered before any other field is read:
+ *       the seed's "checked before any field is read".
+ *   P6  Rules run in OG_PAYOUT_REASON_MAP's order (og__rules below lists
+ *       them in that order); the first that fails decides.
+ */
+#include <sodium.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oncegate/payout.h"
+#include "og_internal.h"
+
+/* ===========================================================================
+ * Names
+ * ========================================================================= */
+
+#define OG__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const og__state_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_STATE_MAP(X)
+#undef X
+};
+
+static const char *const og__bstatus_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_BENEFICIARY_STATUS_MAP(X)
+#undef X
+};
+
+static const char *const og__outcome_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_OUTCOME_MAP(X)
+#undef X
+};
+
+static const char *const og__reason_names[] = {
+#define X(name, code, outcome) code,
+    OG_PAYOUT_REASON_MAP(X)
+#undef X
+};
+
+static const og_payout_outcome og__reason_outcomes[] = {
+#define X(name, code, outcome) OG_PAYOUT_##outcome,
+    OG_PAYOUT_REASON_MAP(X)
+#undef X
+};
+
+static const char *const og__exec_outcome_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_EXEC_OUTCOME_MAP(X)
+#undef X
+};
+
+static const char *const og__worker_reason_names[] = {
+#define X(name, code) code,
+    OG_PAYOUT_WORKER_REASON_MAP(X)
+#undef X
+};
+
+/* (unsigned) folds negative values of a corrupted enum into "too large". */
+#define OG__NAME(table, v)                                                     \
+    ((unsigned)(v) < OG__COUNT(table) ? table[(unsigned)(v)] : "?")
+
+const char *og_payout_state_name(og_payout_state s)
+{
+    return OG__NAME(og__state_names, s);
+}
+
+const char *og_payout_beneficiary_status_name(og_payout_beneficiary_status s)
+{
+    return OG__NAME(og__bstatus_names, s);
+}
+
+const char *og_payout_outcome_name(og_payout_outcome o)
+{
+    return OG__NAME(og__outcome_names, o);
+}
+
+const char *og_payout_reason_name(og_payout_reason r)
+{
+    return OG__NAME(og__reason_names, r);
+}
+
+const char *og_payout_exec_outcome_name(og_payout_exec_outcome o)
+{
+    return OG__NAME(og__exec_outcome_names, o);
+}
+
+const char *og_payout_worker_reason_name(og_payout_worker_reason r)
+{
+    return OG__NAME(og__worker_reason_names, r);
+}
+
+og_payout_outcome og_payout_reason_outcome(og_payout_reason r)
+{
+    if ((unsigned)r >= OG__COUNT(og__reason_outcomes))
+        return OG_PAYOUT_DENIED;
+    return og__reason_outcomes[(unsigned)r];
+}
+
+/* ===========================================================================
+ * Small helpers
+ * ========================================================================= */
+
+/* Length of s, or max + 1 when s is longer than max: every scan below
+ * measures with this first (P1). */
+static size_t bounded_len(const char *s, size_t max)
+{
+    size_t n = 0;
+    while (n <= max && s[n] != '\0')
+        n++;
+    return n;
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* *sum = a + b for a, b >= 0; false when it would exceed INT64_MAX. */
+static bool add_nonneg(int64_t a, int64_t b, int64_t *sum)
+{
+    if (a > INT64_MAX - b)
+        return false;
+    *sum = a + b;
+    return true;
+}
+
+/* ===========================================================================
+ * Currencies
+ *
+ * The table is generated by tools/gen_currencies.py and committed: see that
+ * script for both sources and for why it is not generated at build time.
+ * ========================================================================= */
+
+typedef struct og__currency {
+    char code[OG_CURRENCY_LEN + 1];
+    int scale; /* 0..4, or -1: no minor unit, refused for payouts */
+} og__currency;
+
+static const og__currency og__currencies[] = {
+#include "payout_currencies.inc"
+};
+
+static int currency_cmp(const void *key, const void *elem)
+{
+    return memcmp(key, ((const og__currency *)elem)->code, OG_CURRENCY_LEN);
+}
+
+/* The scale of currency, or -1 when it is not a payout currency. */
+static int currency_scale(const char *currency)
+{
+    if (currency == NULL)
+        return -1;
+    /* Exactly three upper-case ASCII letters: lower case is refused, not
+     * folded, so a currency has one spelling in the fingerprint. */
+    for (int i = 0; i < OG_CURRENCY_LEN; i++)
+        if (currency[i] < 'A' || currency[i] > 'Z')
+            return -1; /* also stops at the terminator of a short string */
+    if (currency[OG_CURRENCY_LEN] != '\0')
+        return -1;
+    const og__currency *c =
+        bsearch(currency, og__currencies, OG__COUNT(og__currencies),
+                sizeof og__currencies[0], currency_cmp);
+    return c ? c->scale : -1;
+}
+
+int og_payout_currency_scale(const char *currency, int *scale)
+{
+    if (scale == NULL)
+        return OG_EINVAL;
+    int s = currency_scale(currency);
+    if (s < 0)
+        return OG_EPAYOUT_CURRENCY;
+    *scale = s;
+    return 0;
+}
+
+/* ===========================================================================
+ * Money
+ * ========================================================================= */
+
+/* Raw input cap: the longest acceptable amount is 15 digits and a point;
+ * 64 leaves room for the refusals to be about content, not length. */
+#define AMOUNT_INPUT_MAX 64
+
+/* acc * 10 + digit, refused above OG_PAYOUT_MINOR_MAX. Because that max is
+ * far below INT64_MAX / 10, this can never overflow int64 either. */
+static bool push_digit(int64_t *acc, int digit)
+{
+    if (*acc > (OG_PAYOUT_MINOR_MAX - digit) / 10)
+        return false;
+    *acc = *acc * 10 + digit;
+    return true;
+}
+
+int og_payout_amount_parse(const char *text, const char *currency,
+                           int64_t *minor)
+{
+    int scale = currency_scale(currency);
+    if (scale < 0)
+        return OG_EPAYOUT_CURRENCY;
+    if (minor == NULL)
+        return OG_EINVAL;
+    if (text == NULL)
+        return OG_EPAYOUT_AMOUNT;
+    size_t n = bounded_len(text, AMOUNT_INPUT_MAX);
+    if (n == 0 || n > AMOUNT_INPUT_MAX)
+        return OG_EPAYOUT_AMOUNT;
+
+    /* Integer part: "0" alone, or a non-zero digit and digits. A leading
+     * zero ("04") is refused: one spelling per amount. */
+    size_t i = 0;
+    int64_t acc = 0;
+    if (!is_digit(text[0]))
+        return OG_EPAYOUT_AMOUNT; /* "", "-1", "+1", ".5", " 1" ... */
+    if (text[0] == '0') {
+        i = 1;
+        if (i < n && is_digit(text[i]))
+            return OG_EPAYOUT_AMOUNT;
+    } else {
+        while (i < n && is_digit(text[i]))
+            if (!push_digit(&acc, text[i++] - '0'))
+                return OG_EPAYOUT_AMOUNT;
+    }
+
+    /* Fraction: '.' and 1..scale digits; none at scale 0. */
+    int frac = 0;
+    if (i < n) {
+        if (text[i] != '.' || scale == 0)
+            return OG_EPAYOUT_AMOUNT; /* "1e3", "1 ", "1,0", "5.0" JPY */
+        i++;
+        while (i < n && is_digit(text[i])) {
+            if (frac == scale)
+                return OG_EPAYOUT_AMOUNT; /* finer than the currency */
+            if (!push_digit(&acc, text[i++] - '0'))
+                return OG_EPAYOUT_AMOUNT;
+            frac++;
+        }
+        if (i != n || frac == 0)
+            return OG_EPAYOUT_AMOUNT; /* "1.2.3", "1.", "1.5x" */
+    }
+    for (; frac < scale; frac++)
+        if (!push_digit(&acc, 0))
+            return OG_EPAYOUT_AMOUNT;
+    if (acc == 0)
+        return OG_EPAYOUT_AMOUNT; /* zero in any spelling */
+    *minor = acc;
+    return 0;
+}
+
+int og_payout_amount_format(int64_t minor, const char *currency, char *out,
+                            size_t outlen)
+{
+    int scale = currency_scale(currency);
+    if (scale < 0)
+        return OG_EPAYOUT_CURRENCY;
+    if (minor < 0)
+        return OG_EPAYOUT_AMOUNT;
+    if (out == NULL)
+        return OG_EINVAL;
+
+    /* Digits, least significant first, at least scale + 1 of them so a
+     * pure fraction gets its "0" before the point. */
+    char rev[OG_PAYOUT_MONEY_TEXT_MAX];
+    int nd = 0;
+    uint64_t v = (uint64_t)minor;
+    do {
+        rev[nd++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (nd < scale + 1)
+        rev[nd++] = '0';
+
+    char buf[OG_PAYOUT_MONEY_TEXT_MAX + 1];
+    size_t o = 0;
+    for (int k = nd - 1; k >= 0; k--) {
+        buf[o++] = rev[k];
+        if (k == scale && scale > 0)
+            buf[o++] = '.';
+    }
+    buf[o] = '\0';
+    if (outlen < o + 1)
+        return OG_EINVAL;
+    memcpy(out, buf, o + 1);
+    return 0;
+}
+
+/* ===========================================================================
+ * Purpose
+ * ========================================================================= */
+
+int og_payout_purpose_normalize(const char *in, char *out, size_t outlen)
+{
+    if (in == NULL)
+        return OG_EPAYOUT_PURPOSE;
+    size_t n = bounded_len(in, OG_PAYOUT_PURPOSE_INPUT_MAX);
+    if (n > OG_PAYOUT_PURPOSE_INPUT_MAX)
+        return OG_EPAYOUT_PURPOSE;
+
+    char buf[OG_PAYOUT_PURPOSE_MAX + 1];
+    size_t o = 0;
+    bool pending_space = false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c < 0x20 || c > 0x7e)
+            return OG_EPAYOUT_PURPOSE;
+        if (c == ' ') {
+            pending_space = o > 0; /* leading spaces are dropped */
+            continue;
+        }
+        /* A run of spaces becomes one, and only once something follows
+         * it: trailing spaces are never written. */
+        if (pending_space) {
+            if (o == OG_PAYOUT_PURPOSE_MAX)
+                return OG_EPAYOUT_PURPOSE;
+            buf[o++] = ' ';
+            pending_space = false;
+        }
+        if (o == OG_PAYOUT_PURPOSE_MAX)
+            return OG_EPAYOUT_PURPOSE;
+        buf[o++] = (char)c;
+    }
+    if (o == 0)
+        return OG_EPAYOUT_PURPOSE; /* empty or all spaces: absent is NULL */
+    buf[o] = '\0';
+    if (out == NULL || outlen < o + 1)
+        return OG_EINVAL;
+    memcpy(out, buf, o + 1);
+    return 0;
+}
+
+/* ===========================================================================
+ * Terms: validation, canonical serialization, fingerprint
+ * ========================================================================= */
+
+/* Terms after validation, in their canonical spellings. */
+typedef struct og__terms {
+    const char *tenant, *beneficiary, *destination; /* borrowed, checked */
+    int64_t destination_version;                    /* >= 1 */
+    char version[24];                               /* the same, decimal */
+    char amount[OG_PAYOUT_MONEY_TEXT_MAX + 1];      /* canonical */
+    int64_t amount_minor;
+    char currency[OG_CURRENCY_LEN + 1];
+    bool has_purpose;
+    char purpose[OG_PAYOUT_PURPOSE_MAX + 1];        /* normalized */
+} og__terms;
+
+/* Validates t in the documented order and fills *c. 0 or the first bad
+ * field's code. */
+static int terms_check(const og_payout_terms *t, og__terms *c)
+{
+    int rc;
+
+    if (og__id_check(t->tenant_id) != 0)
+        return OG_EPAYOUT_TENANT;
+    if (og__id_check(t->beneficiary_id) != 0)
+        return OG_EPAYOUT_BENEFICIARY;
+    if (og__id_check(t->destination_id) != 0)
+        return OG_EPAYOUT_DESTINATION;
+    if (t->destination_version < 1)
+        return OG_EPAYOUT_DESTINATION_VERSION;
+    if (currency_scale(t->currency) < 0)
+        return OG_EPAYOUT_CURRENCY;
+    if ((rc = og_payout_amount_parse(t->amount, t->currency,
+                                     &c->amount_minor)) != 0)
+        return rc;
+    c->tenant = t->tenant_id;
+    c->beneficiary = t->beneficiary_id;
+    c->destination = t->destination_id;
+    c->destination_version = t->destination_version;
+    snprintf(c->version, sizeof c->version, "%lld",
+             (long long)t->destination_version);
+    /* Cannot fail: the value was just parsed for this currency and the
+     * buffer holds any int64. */
+    if (og_payout_amount_format(c->amount_minor, t->currency, c->amount,
+                                sizeof c->amount) != 0)
+        return OG_EINTERNAL;
+    memcpy(c->currency, t->currency, OG_CURRENCY_LEN + 1);
+    c->has_purpose = t->purpose != NULL;
+    if (c->has_purpose &&
+        og_payout_purpose_normalize(t->purpose, c->purpose,
+                                    sizeof c->purpose) != 0)
+        return OG_EPAYOUT_PURPOSE;
+    return 0;
+}
+
+static size_t put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+    return 4;
+}
+
+static size_t put_field(unsigned char *p, const char *s)
+{
+    size_t n = strlen(s); /* every field was capped by its check */
+    size_t o = put_u32(p, (uint32_t)n);
+    memcpy(p + o, s, n);
+    return o + n;
+}
+
+/* Writes the serialization of c into buf (OG_PAYOUT_TERMS_CANONICAL_MAX
+ * bytes) and returns its length. */
+static size_t terms_encode(const og__terms *c, unsigned char *buf)
+{
+    size_t o = 0;
+    o += put_field(buf + o, OG_PAYOUT_TERMS_TAG);
+    o += put_field(buf + o, c->tenant);
+    o += put_field(buf + o, c->beneficiary);
+    o += put_field(buf + o, c->destination);
+    o += put_field(buf + o, c->version);
+    o += put_field(buf + o, c->amount);
+    o += put_field(buf + o, c->currency);
+    if (c->has_purpose)
+        o += put_field(buf + o, c->purpose);
+    else
+        o += put_u32(buf + o, OG_PAYOUT_ABSENT_LEN);
+    return o;
+}
+
+int og_payout_terms_canonicalize(const og_payout_terms *t, unsigned char *out,
+                                 size_t outlen, size_t *len)
+{
+    og__terms c;
+    unsigned char buf[OG_PAYOUT_TERMS_CANONICAL_MAX];
+    int rc;
+
+    if (t == NULL || out == NULL || len == NULL)
+        return OG_EINVAL;
+    if ((rc = terms_check(t, &c)) != 0)
+        return rc;
+    size_t n = terms_encode(&c, buf);
+    if (outlen < n)
+        return OG_EINVAL;
+    memcpy(out, buf, n);
+    *len = n;
+    return 0;
+}
+
+/* The fingerprint of validated terms, as hex into out. */
+static void fingerprint_of(const og__terms *c,
+                           char out[OG_PAYOUT_FINGERPRINT_HEX + 1])
+{
+    unsigned char buf[OG_PAYOUT_TERMS_CANONICAL_MAX];
+    unsigned char digest[crypto_hash_sha256_BYTES];
+
+    size_t n = terms_encode(c, buf);
+    crypto_hash_sha256(digest, buf, n);
+    sodium_bin2hex(out, OG_PAYOUT_FINGERPRINT_HEX + 1, digest, sizeof digest);
+}
+
+int og_payout_terms_fingerprint(const og_payout_terms *t,
+                                char out[OG_PAYOUT_FINGERPRINT_HEX + 1])
+{
+    og__terms c;
+    int rc;
+
+    if (t == NULL || out == NULL)
+        return OG_EINVAL;
+    if ((rc = terms_check(t, &c)) != 0)
+        return rc;
+    fingerprint_of(&c, out);
+    return 0;
+}
+
+/* 1 when s is exactly 64 lower-case hex characters. */
+static bool fingerprint_valid(const char *s)
+{
+    if (s == NULL || bounded_len(s, OG_PAYOUT_FINGERPRINT_HEX) !=
+                         OG_PAYOUT_FINGERPRINT_HEX)
+        return false;
+    for (size_t i = 0; i < OG_PAYOUT_FINGERPRINT_HEX; i++)
+        if (!is_digit(s[i]) && !(s[i] >= 'a' && s[i] <= 'f'))
+            return false;
+    return true;
+}
+
+/* ===========================================================================
+ * The policy
+ *
+ * One evaluation = the context, the terms being evaluated, the payout state
+ * and version the rules expect, and whether this payout's own amount is
+ * already among the reserved total (a recheck after the grant reserved it).
+ * ========================================================================= */
+
+typedef struct og__eval {
+    const og_payout_context *ctx;
+    const og__terms *terms;
+    og_payout_state want_state;
+    int64_t want_version;
+    bool own_reserved;
+} og__eval;
+
+static bool tenant_suspended(const og__eval *e)
+{
+    return e->ctx->tenant.payouts_suspended;
+}
+
+static bool beneficiary_not_eligible(const og__eval *e)
+{
+    const og_payout_beneficiary *b = &e->ctx->beneficiary;
+    return !(b->verified && b->status == OG_PAYOUT_BENEFICIARY_ACTIVE);
+}
+
+static bool destination_not_registered(const og__eval *e)
+{
+    const og_payout_destination *d = &e->ctx->destination;
+    return strcmp(d->beneficiary_id, e->terms->beneficiary) != 0 ||
+           d->version != e->terms->destination_version;
+}
+
+static bool payout_not_submittable(const og__eval *e)
+{
+    return e->ctx->payout.state != e->want_state ||
+           e->ctx->payout.version != e->want_version;
+}
+
+/* paid + reserved + amount > limit, where reserved excludes this payout's
+ * own reservation when it is already held (context validation made sure
+ * reserved_today >= amount then). An overflowing sum fails the rule. */
+static bool daily_limit_exceeded(const og__eval *e)
+{
+    const og_payout_tenant *t = &e->ctx->tenant;
+    int64_t others = t->reserved_today, sum;
+
+    if (e->own_reserved)
+        others -= e->terms->amount_minor;
+    if (!add_nonneg(t->paid_today, others, &sum) ||
+        !add_nonneg(sum, e->terms->amount_minor, &sum))
+        return true;
+    return sum > t->daily_limit;
+}
+
+/* observed_at - changed_at < 7 days, exact for every pair of int64s: a
+ * change at or after the observation (clock skew between writers) counts
+ * as recent, and a positive difference is computed in uint64, where it
+ * cannot overflow. */
+static bool destination_recently_changed(const og__eval *e)
+{
+    int64_t observed = e->ctx->observed_at_us;
+    int64_t changed = e->ctx->destination.changed_at_us;
+
+    if (changed >= observed)
+        return true;
+    return (uint64_t)observed - (uint64_t)changed <
+           (uint64_t)OG_PAYOUT_RECENT_CHANGE_US;
+}
+
+static bool above_requester_limit(const og__eval *e)
+{
+    return e->terms->amount_minor > e->ctx->requester.approval_limit;
+}
+
+/* P6: the seed's order of checks, which is OG_PAYOUT_REASON_MAP's order
+ * (context.unavailable is answered before any of these, payout.allowed
+ * after all of them). */
+static const struct {
+    og_payout_reason reason;
+    bool (*fails)(const og__eval *);
+} og__rules[] = {
+    {OG_PAYOUT_REASON_TENANT_SUSPENDED, tenant_suspended},
+    {OG_PAYOUT_REASON_BENEFICIARY_NOT_ELIGIBLE, beneficiary_not_eligible},
+    {OG_PAYOUT_REASON_DESTINATION_NOT_REGISTERED, destination_not_registered},
+    {OG_PAYOUT_REASON_PAYOUT_NOT_SUBMITTABLE, payout_not_submittable},
+    {OG_PAYOUT_REASON_DAILY_LIMIT, daily_limit_exceeded},
+    {OG_PAYOUT_REASON_DESTINATION_RECENTLY_CHANGED,
+     destination_recently_changed},
+    {OG_PAYOUT_REASON_ABOVE_REQUESTER_LIMIT, above_requester_limit},
+};
+
+/* P4: the one place a verdict's outcome and reason are set. */
+static void verdict_set(og_payout_verdict *v, og_payout_reason r)
+{
+    v->reason = r;
+    v->outcome = og_payout_reason_outcome(r);
+    v->policy_version = OG_PAYOUT_POLICY_VERSION;
+}
+
+/* Runs the rules; fills the verdict's outcome, reason and versions. The
+ * caller sets the fingerprint. */
+static void rules_run(const og__eval *e, og_payout_verdict *v)
+{
+    og_payout_reason r = OG_PAYOUT_REASON_ALLOWED;
+
+    for (size_t i = 0; i < OG__COUNT(og__rules); i++) {
+        if (og__rules[i].fails(e)) {
+            r = og__rules[i].reason;
+            break;
+        }
+    }
+    verdict_set(v, r);
+    v->evaluated.tenant_settings = e->ctx->tenant.settings_version;
+    v->evaluated.beneficiary = e->ctx->beneficiary.version;
+    v->evaluated.destination = e->ctx->destination.version;
+    v->evaluated.payout = e->ctx->payout.version;
+}
+
+/* The context's own consistency (everything but the terms). 0 or
+ * OG_EPAYOUT_CONTEXT. */
+static int context_check(const og_payout_context *ctx)
+{
+    const og_payout_tenant *t = &ctx->tenant;
+
+    if (t->daily_limit < 0 || t->paid_today < 0 || t->reserved_today < 0 ||
+        t->settings_version < 1 || ctx->requester.approval_limit < 0)
+        return OG_EPAYOUT_CONTEXT;
+    if ((unsigned)ctx->beneficiary.status >= OG__COUNT(og__bstatus_names) ||
+        ctx->beneficiary.version < 1)
+        return OG_EPAYOUT_CONTEXT;
+    if (og__id_check(ctx->destination.beneficiary_id) != 0 ||
+        ctx->destination.version < 1)
+        return OG_EPAYOUT_CONTEXT;
+    if ((unsigned)ctx->payout.state >= OG__COUNT(og__state_names) ||
+        ctx->payout.version < 1)
+        return OG_EPAYOUT_CONTEXT;
+    return 0;
+}
+
+int og_payout_evaluate(const og_payout_context *ctx, og_payout_verdict *out)
+{
+    og_payout_verdict v;
+    og__terms intent, record;
+    char record_fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
+    int rc;
+
+    if (ctx == NULL || out == NULL)
+        return OG_EINVAL;
+    memset(&v, 0, sizeof v);
+    if (ctx->unavailable) { /* P5 */
+        verdict_set(&v, OG_PAYOUT_REASON_CONTEXT_UNAVAILABLE);
+        *out = v;
+        return 0;
+    }
+    if ((rc = terms_check(&ctx->intent.terms, &intent)) != 0)
+        return rc;
+    if (ctx->intent.payout_version < 1)
+        return OG_EPAYOUT_CONTEXT;
+    if ((rc = context_check(ctx)) != 0)
+        return rc;
+    if ((rc = terms_check(&ctx->payout.terms, &record)) != 0)
+        return rc;
+    fingerprint_of(&intent, v.terms_fingerprint);
+    fingerprint_of(&record, record_fp);
+    /* Not a secret: a plain comparison is fine. */
+    if (strcmp(v.terms_fingerprint, record_fp) != 0)
+        return OG_EPAYOUT_INTENT_MISMATCH;
+
+    og__eval e = {ctx, &intent, OG_PAYOUT_STATE_DRAFT,
+                  ctx->intent.payout_version, false};
+    rules_run(&e, &v);
+    *out = v;
+    return 0;
+}
+
+int og_payout_evaluate_for_execution(const og_payout_context *ctx,
+                                     const og_payout_grant_binding *grant,
+                                     og_payout_exec_verdict *out)
+{
+    og_payout_exec_verdict x;
+    og__terms current;
+    char current_fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
+    int rc;
+
+    if (ctx == NULL || grant == NULL || out == NULL)
+        return OG_EINVAL;
+    memset(&x, 0, sizeof x);
+    if (ctx->unavailable) { /* P5: the grant is not consumed; wait */
+        x.outcome = OG_PAYOUT_EXEC_POSTPONED;
+        x.reason = OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE;
+        *out = x;
+        return 0;
+    }
+    if (!fingerprint_valid(grant->terms_fingerprint))
+        return OG_EPAYOUT_FINGERPRINT;
+    if (grant->executable_payout_version < 1)
+        return OG_EPAYOUT_CONTEXT;
+    if ((rc = terms_check(&ctx->payout.terms, &current)) != 0)
+        return rc;
+    if ((rc = context_check(ctx)) != 0)
+        return rc;
+
+    x.outcome = OG_PAYOUT_EXEC_REFUSED;
+    if (ctx->payout.state != OG_PAYOUT_STATE_APPROVED ||
+        ctx->payout.version != grant->executable_payout_version) {
+        x.reason = OG_PAYOUT_WORKER_PAYOUT_NOT_EXECUTABLE;
+        *out = x;
+        return 0;
+    }
+    fingerprint_of(&current, current_fp);
+    if (strcmp(current_fp, grant->terms_fingerprint) != 0) {
+        x.reason = OG_PAYOUT_WORKER_BINDING_MISMATCH;
+        *out = x;
+        return 0;
+    }
+    /* The terms are the granted ones, so the grant reserved exactly this
+     * amount when it was issued, and the reservation is held until the
+     * attempt resolves (seed section 11). A smaller total means the
+     * counters do not hold it: counting the amount "once" is then
+     * undefined, and guessing either way could allow too much. */
+    if (ctx->tenant.reserved_today < current.amount_minor)
+        return OG_EPAYOUT_CONTEXT;
+
+    og__eval e = {ctx, &current, OG_PAYOUT_STATE_APPROVED,
+                  grant->executable_payout_version, true};
+    rules_run(&e, &x.recheck);
+    memcpy(x.recheck.terms_fingerprint, current_fp, sizeof current_fp);
+    x.rechecked = true;
+    if (x.recheck.outcome != OG_PAYOUT_ALLOWED) {
+        x.reason = OG_PAYOUT_WORKER_POLICY_NO_LONGER_ALLOWS;
+        *out = x;
+        return 0;
+    }
+    x.outcome = OG_PAYOUT_EXEC_VALID;
+    x.reason = OG_PAYOUT_WORKER_NONE;
+    x.relied = x.recheck.evaluated;
+    *out = x;
+    return 0;
+}
