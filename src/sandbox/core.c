@@ -4,6 +4,10 @@
  * to check the contract of docs/sandbox.md is decided here; store.c only
  * carries the decisions out inside a transaction.
  *
+ * A resource (credits) is a row of og_sbx_resources, not a code path:
+ * every rule below takes the resource and reads only its data (the target
+ * member, the test prefixes, the closed code, the status word).
+ *
  * Invariants:
  *   C1  A request is valid or refused before anything runs: parsing writes
  *       its outputs only on success, and a refusal names the first member
@@ -24,6 +28,7 @@
  *       absent. Whether its code is still good is the store's decision,
  *       taken inside the write transaction that spends it.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +146,33 @@ bool og_sbx_key_valid(const char *key)
     n = bounded_len(key, OG_SBX_KEY_MAX);
     return n >= 1 && n <= OG_SBX_KEY_MAX && bytes_in(key, n, 0x21, 0x7e);
 }
+
+/* ===========================================================================
+ * The resources: one row each, read by every rule below.
+ * ========================================================================= */
+const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS] = {
+    [OG_SBX_CREDIT] = {
+        .kind = OG_SBX_CREDIT,
+        .path = "/v1/credits",
+        .list = "credits",
+        .id_prefix = "cr_",
+        .id_log = "credit_id",
+        .target = "account",
+        .prefix = {[OG_SBX_TARGET_CLOSED] = "closed-",
+                   [OG_SBX_TARGET_BUSY] = "busy-",
+                   [OG_SBX_TARGET_ASYNC] = "async-"},
+        .closed = OG_SBX_C_ACCOUNT_CLOSED,
+        .completed = "succeeded",
+        .table = "credits",
+        .keys_table = "idempotency_keys",
+        .key_ref = "credit_id",
+        .c_requests = "create_requests",
+        .c_replays = "idempotent_replays",
+        .c_mismatches = "mismatches",
+        .c_lookups = "lookups",
+        .c_rows = "credits_created",
+    },
+};
 
 /* ===========================================================================
  * Amounts: digits[.digits], positive, canonical (C2, C5).
@@ -441,12 +473,12 @@ static int member_str(json_t *body, const char *name, size_t max,
     return 0;
 }
 
-int og_sbx_params_parse(json_t *body, og_sbx_params *out,
-                        og_sbx_problem *why)
+int og_sbx_params_parse(const og_sbx_resource *res, json_t *body,
+                        og_sbx_params *out, og_sbx_problem *why)
 {
-    static const char *const allowed[] = {"account", "amount", "currency",
-                                          "reference", "expires_at", NULL};
-    const char *account, *amount, *currency, *reference, *expires_at;
+    const char *const allowed[] = {res->target, "amount", "currency",
+                                   "reference", "expires_at", NULL};
+    const char *target, *amount, *currency, *reference, *expires_at;
     og_sbx_params p;
 
     if (!json_is_object(body))
@@ -454,17 +486,17 @@ int og_sbx_params_parse(json_t *body, og_sbx_params *out,
     memset(&p, 0, sizeof p);
     if (members_only(body, allowed, why) != 0)
         return -1;
-    if (member_str(body, "account", OG_SBX_ACCOUNT_MAX, &account, why) ||
+    if (member_str(body, res->target, OG_SBX_TARGET_MAX, &target, why) ||
         member_str(body, "amount", AMOUNT_INPUT_MAX, &amount, why) ||
         member_str(body, "currency", 3, &currency, why) ||
         member_str(body, "reference", OG_SBX_REFERENCE_MAX, &reference,
                    why) ||
         member_str(body, "expires_at", OG_SBX_TIME_MAX, &expires_at, why))
         return -1;
-    /* Accounts follow oncegate's identifier rule; references may hold
+    /* Targets follow oncegate's identifier rule; references may hold
      * spaces (they are free text a client chooses). */
-    if (!account[0] || !bytes_in(account, strlen(account), 0x21, 0x7e))
-        return refuse(why, OG_SBX_C_INVALID_REQUEST, "account");
+    if (!target[0] || !bytes_in(target, strlen(target), 0x21, 0x7e))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, res->target);
     if (og_sbx_amount_canonical(amount, p.amount, sizeof p.amount) != 0)
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "amount");
     if (strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
@@ -473,7 +505,7 @@ int og_sbx_params_parse(json_t *body, og_sbx_params *out,
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "reference");
     if (og_sbx_time_parse(expires_at, &p.expires_at_us) != 0)
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "expires_at");
-    snprintf(p.account, sizeof p.account, "%s", account);
+    snprintf(p.target, sizeof p.target, "%s", target);
     memcpy(p.currency, currency, 4);
     snprintf(p.reference, sizeof p.reference, "%s", reference);
     *out = p;
@@ -482,22 +514,21 @@ int og_sbx_params_parse(json_t *body, og_sbx_params *out,
 
 bool og_sbx_params_equal(const og_sbx_params *a, const og_sbx_params *b)
 {
-    return strcmp(a->account, b->account) == 0 &&
+    return strcmp(a->target, b->target) == 0 &&
            strcmp(a->amount, b->amount) == 0 &&
            strcmp(a->currency, b->currency) == 0 &&
            strcmp(a->reference, b->reference) == 0 &&
            a->expires_at_us == b->expires_at_us;
 }
 
-og_sbx_account_class og_sbx_account_classify(const char *account)
+og_sbx_target_class og_sbx_target_classify(const og_sbx_resource *res,
+                                           const char *target)
 {
-    if (strncmp(account, "closed-", 7) == 0)
-        return OG_SBX_ACCOUNT_CLOSED;
-    if (strncmp(account, "busy-", 5) == 0)
-        return OG_SBX_ACCOUNT_BUSY;
-    if (strncmp(account, "async-", 6) == 0)
-        return OG_SBX_ACCOUNT_ASYNC;
-    return OG_SBX_ACCOUNT_OPEN;
+    for (int c = OG_SBX_TARGET_OPEN + 1; c < OG_SBX_N_TARGET_CLASSES; c++)
+        if (res->prefix[c] &&
+            strncmp(target, res->prefix[c], strlen(res->prefix[c])) == 0)
+            return (og_sbx_target_class)c;
+    return OG_SBX_TARGET_OPEN;
 }
 
 /* ===========================================================================
@@ -515,7 +546,7 @@ bool og_sbx_request_expired(const og_sbx_policy *p, int64_t expires_at_us,
     return now_us > expires_at_us + p->skew_us;
 }
 
-bool og_sbx_credit_visible(const og_sbx_policy *p, int64_t created_us,
+bool og_sbx_effect_visible(const og_sbx_policy *p, int64_t created_us,
                            int64_t now_us)
 {
     return now_us >= created_us + p->visibility_delay_us;
@@ -524,13 +555,12 @@ bool og_sbx_credit_visible(const og_sbx_policy *p, int64_t created_us,
 /* ===========================================================================
  * The create decision (C3, C4)
  * ========================================================================= */
-og_sbx_decision og_sbx_create_decide(const og_sbx_policy *p,
+og_sbx_decision og_sbx_create_decide(const og_sbx_resource *res,
+                                     const og_sbx_policy *p,
                                      const og_sbx_params *req,
                                      const og_sbx_saved *saved,
                                      int64_t now_us)
 {
-    og_sbx_account_class cls;
-
     if (saved)
         return og_sbx_params_equal(req, &saved->params) ? OG_SBX_DO_REPLAY
                                                         : OG_SBX_DO_MISMATCH;
@@ -538,12 +568,11 @@ og_sbx_decision og_sbx_create_decide(const og_sbx_policy *p,
      * recorded refusal. */
     if (og_sbx_request_expired(p, req->expires_at_us, now_us))
         return OG_SBX_DO_EXPIRE;
-    cls = og_sbx_account_classify(req->account);
-    switch (cls) {
-    case OG_SBX_ACCOUNT_BUSY: return OG_SBX_DO_RATE_LIMIT;
-    case OG_SBX_ACCOUNT_CLOSED: return OG_SBX_DO_REFUSE_CLOSED;
-    case OG_SBX_ACCOUNT_ASYNC: return OG_SBX_DO_CREATE_ASYNC;
-    case OG_SBX_ACCOUNT_OPEN: break;
+    switch (og_sbx_target_classify(res, req->target)) {
+    case OG_SBX_TARGET_BUSY: return OG_SBX_DO_RATE_LIMIT;
+    case OG_SBX_TARGET_CLOSED: return OG_SBX_DO_REFUSE_CLOSED;
+    case OG_SBX_TARGET_ASYNC: return OG_SBX_DO_CREATE_ASYNC;
+    default: break;
     }
     return OG_SBX_DO_CREATE;
 }
@@ -557,34 +586,35 @@ bool og_sbx_decision_writes(og_sbx_decision d)
 /* ===========================================================================
  * Answers
  * ========================================================================= */
-json_t *og_sbx_credit_json(const og_sbx_credit *c, int64_t now_us)
+json_t *og_sbx_record_json(const og_sbx_resource *res,
+                           const og_sbx_record *c, int64_t now_us)
 {
     char created[32];
 
     og_sbx_time_format(c->created_us, created, sizeof created);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", c->id,
-                     "account", c->params.account, "amount", c->params.amount,
-                     "currency", c->params.currency, "reference",
-                     c->params.reference, "status",
-                     now_us < c->completes_us ? "pending" : "succeeded",
+                     res->target, c->params.target, "amount",
+                     c->params.amount, "currency", c->params.currency,
+                     "reference", c->params.reference, "status",
+                     now_us < c->completes_us ? "pending" : res->completed,
                      "created_at", created);
 }
 
-/* The saved result's answer at now: the credit (pending or not) or the
+/* The saved result's answer at now: the record (pending or not) or the
  * recorded refusal. */
-static int saved_answer(const og_sbx_saved *s, int64_t now_us,
-                        unsigned *status, json_t **body)
+static int saved_answer(const og_sbx_resource *res, const og_sbx_saved *s,
+                        int64_t now_us, unsigned *status, json_t **body)
 {
     json_t *b;
 
     if (s->refused) {
         b = og_sbx_error_json(s->refusal, NULL);
         *status = og_sbx_code_status(s->refusal);
-    } else if (now_us < s->credit.completes_us) {
-        b = json_pack("{s:s, s:s}", "id", s->credit.id, "status", "pending");
+    } else if (now_us < s->record.completes_us) {
+        b = json_pack("{s:s, s:s}", "id", s->record.id, "status", "pending");
         *status = 202;
     } else {
-        b = og_sbx_credit_json(&s->credit, now_us);
+        b = og_sbx_record_json(res, &s->record, now_us);
         *status = 201;
     }
     if (!b)
@@ -593,8 +623,8 @@ static int saved_answer(const og_sbx_saved *s, int64_t now_us,
     return 0;
 }
 
-int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
-                         json_t **body)
+int og_sbx_result_answer(const og_sbx_resource *res, const og_sbx_result *r,
+                         unsigned *status, json_t **body)
 {
     og_sbx_code c;
     json_t *b;
@@ -603,13 +633,51 @@ int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
     case OG_SBX_DO_MISMATCH: c = OG_SBX_C_IDEMPOTENCY_MISMATCH; break;
     case OG_SBX_DO_RATE_LIMIT: c = OG_SBX_C_RATE_LIMITED; break;
     case OG_SBX_DO_EXPIRE: c = OG_SBX_C_REQUEST_EXPIRED; break;
-    default: return saved_answer(&r->saved, r->now_us, status, body);
+    default: return saved_answer(res, &r->saved, r->now_us, status, body);
     }
     if (!(b = og_sbx_error_json(c, NULL)))
         return OG_SBX_ENOMEM;
     *status = og_sbx_code_status(c);
     *body = b;
     return 0;
+}
+
+/* ===========================================================================
+ * Stats: the members of GET /_control/stats, in one list
+ * ========================================================================= */
+static const struct {
+    const char *name;
+    size_t off;
+} stat_table[] = {
+#define OG__SBX_STAT_ROW(name) {#name, offsetof(og_sbx_stats, name)},
+    OG_SBX_STATS_MAP(OG__SBX_STAT_ROW)
+#undef OG__SBX_STAT_ROW
+};
+#define N_STATS (sizeof stat_table / sizeof stat_table[0])
+
+int64_t *og_sbx_stat(og_sbx_stats *s, const char *name)
+{
+    for (size_t i = 0; name && i < N_STATS; i++)
+        if (strcmp(name, stat_table[i].name) == 0)
+            return (int64_t *)((char *)s + stat_table[i].off);
+    return NULL;
+}
+
+json_t *og_sbx_stats_json(const og_sbx_stats *s)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < N_STATS; i++) {
+        const int64_t *v =
+            (const int64_t *)((const char *)s + stat_table[i].off);
+
+        if (json_object_set_new(o, stat_table[i].name,
+                                json_integer((json_int_t)*v)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
 }
 
 /* ===========================================================================

@@ -2,7 +2,9 @@
  * handlers.c — one function per endpoint of docs/sandbox.md, and the
  * route table. A handler validates with core.c, makes one store call and
  * turns the result into an answer; the create handler also applies the
- * armed fault around that call.
+ * armed fault around that call. The create and lookup handlers serve every
+ * resource (credits): the route names the og_sbx_resources row they act
+ * on, and nothing in them is specific to one.
  *
  * Where a fault acts on a create request that passed validation:
  *
@@ -58,19 +60,28 @@ static void answer_ok(og_sbx_req *r, json_t *body)
  * POST /v1/credits
  * ========================================================================= */
 
-/* The log word for a decision. */
-static const char *decision_name(og_sbx_decision d)
+/* Logs the decision's word ("refused_" and the closed code for a refusal
+ * of a closed target). */
+static void log_decision(og_sbx_req *r, const og_sbx_resource *res,
+                         og_sbx_decision d)
 {
+    char refused[64];
+    const char *w = "unknown";
+
     switch (d) {
-    case OG_SBX_DO_REPLAY: return "replayed";
-    case OG_SBX_DO_MISMATCH: return "mismatch";
-    case OG_SBX_DO_RATE_LIMIT: return "rate_limited";
-    case OG_SBX_DO_EXPIRE: return "expired";
-    case OG_SBX_DO_REFUSE_CLOSED: return "refused_account_closed";
-    case OG_SBX_DO_CREATE: return "created";
-    case OG_SBX_DO_CREATE_ASYNC: return "created_pending";
+    case OG_SBX_DO_REPLAY: w = "replayed"; break;
+    case OG_SBX_DO_MISMATCH: w = "mismatch"; break;
+    case OG_SBX_DO_RATE_LIMIT: w = "rate_limited"; break;
+    case OG_SBX_DO_EXPIRE: w = "expired"; break;
+    case OG_SBX_DO_REFUSE_CLOSED:
+        snprintf(refused, sizeof refused, "refused_%s",
+                 og_sbx_code_name(res->closed));
+        w = refused;
+        break;
+    case OG_SBX_DO_CREATE: w = "created"; break;
+    case OG_SBX_DO_CREATE_ASYNC: w = "created_pending"; break;
     }
-    return "unknown";
+    og_sbx_log_str(r, "outcome", w);
 }
 
 /* One firing of the armed faults (NONE when nothing is armed). */
@@ -84,14 +95,15 @@ static og_sbx_fault fault_take(og_sbx_srv *srv)
     return f;
 }
 
-/* Turns a committed result into the answer. */
-static void answer_result(og_sbx_req *r, const og_sbx_result *res)
+/* Turns a committed result of resource rs into the answer. */
+static void answer_result(og_sbx_req *r, const og_sbx_resource *rs,
+                          const og_sbx_result *res)
 {
     unsigned status;
     json_t *body;
 
-    og_sbx_log_str(r, "outcome", decision_name(res->decision));
-    if (og_sbx_result_answer(res, &status, &body) != 0) {
+    log_decision(r, rs, res->decision);
+    if (og_sbx_result_answer(rs, res, &status, &body) != 0) {
         og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
         return;
     }
@@ -103,7 +115,7 @@ static void answer_result(og_sbx_req *r, const og_sbx_result *res)
     if ((og_sbx_decision_writes(res->decision) ||
          res->decision == OG_SBX_DO_REPLAY) &&
         !res->saved.refused)
-        og_sbx_log_str(r, "credit_id", res->saved.credit.id);
+        og_sbx_log_str(r, rs->id_log, res->saved.record.id);
 }
 
 /* The after-effect part of fault f, on an answer already built. */
@@ -131,7 +143,8 @@ static void fault_after(og_sbx_req *r, const og_sbx_fault *f)
 }
 
 /* Validates the key header and the body; 0 when the create may run. */
-static int create_read(og_sbx_req *r, og_sbx_params *req)
+static int create_read(og_sbx_req *r, const og_sbx_resource *res,
+                       og_sbx_params *req)
 {
     og_sbx_problem why;
 
@@ -140,32 +153,33 @@ static int create_read(og_sbx_req *r, og_sbx_params *req)
         og_sbx_fail(r, OG_SBX_C_IDEMPOTENCY_KEY_REQUIRED, NULL);
         return -1;
     }
-    if (og_sbx_params_parse(r->json, req, &why) != 0) {
+    if (og_sbx_params_parse(res, r->json, req, &why) != 0) {
         og_sbx_fail(r, why.code, why.field);
         return -1;
     }
     og_sbx_log_str(r, "idempotency_key", r->idem_key);
-    og_sbx_log_str(r, "account", req->account);
+    og_sbx_log_str(r, res->target, req->target);
     og_sbx_log_str(r, "reference", req->reference);
     return 0;
 }
 
 static void h_create(og_sbx_req *r)
 {
+    const og_sbx_resource *rs = r->route->res;
     og_sbx_srv *srv = r->srv;
     og_sbx_params req;
     og_sbx_result res;
     og_sbx_fault f;
     int rc;
 
-    if (create_read(r, &req) != 0)
+    if (create_read(r, rs, &req) != 0)
         return;
     f = fault_take(srv);
     if (f.kind != OG_SBX_FAULT_NONE)
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
-        if ((rc = og_sbx_store_count_request(srv->store,
-                                             OG_SBX_REQ_CREATE)) != 0)
+        if ((rc = og_sbx_store_count_request(srv->store, rs->c_requests)) !=
+            0)
             store_failed(r, rc);
         else
             og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
@@ -173,13 +187,13 @@ static void h_create(og_sbx_req *r)
     }
     if (f.kind == OG_SBX_FAULT_DELAY_BEFORE_EFFECT)
         og_sbx_sleep_us(f.ms * 1000);
-    rc = og_sbx_store_create(srv->store, &srv->cfg.policy, r->idem_key, &req,
-                             &res);
+    rc = og_sbx_store_create(srv->store, rs, &srv->cfg.policy, r->idem_key,
+                             &req, &res);
     if (rc != 0) {
         store_failed(r, rc); /* nothing changed: no after-fault */
         return;
     }
-    answer_result(r, &res);
+    answer_result(r, rs, &res);
     fault_after(r, &f);
 }
 
@@ -267,7 +281,7 @@ static void h_token(og_sbx_req *r)
     if (f.kind != OG_SBX_FAULT_NONE)
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
-        if ((rc = og_sbx_store_count_request(srv->store, OG_SBX_REQ_TOKEN)) !=
+        if ((rc = og_sbx_store_count_request(srv->store, "token_requests")) !=
             0)
             store_failed(r, rc);
         else
@@ -324,24 +338,27 @@ static int lookup_read(og_sbx_req *r, og_sbx_lookup_by *by,
     return 0;
 }
 
-/* {"credits": [credit, …]} of n credits as seen at now. */
-static json_t *credits_json(const og_sbx_credit *v, size_t n, int64_t now)
+/* {"<list>": [record, …]} of n records as seen at now. */
+static json_t *records_json(const og_sbx_resource *res,
+                            const og_sbx_record *v, size_t n, int64_t now)
 {
     json_t *a = json_array();
 
     for (size_t i = 0; a && i < n; i++)
-        if (json_array_append_new(a, og_sbx_credit_json(&v[i], now)) != 0) {
+        if (json_array_append_new(a, og_sbx_record_json(res, &v[i], now)) !=
+            0) {
             json_decref(a);
             a = NULL;
         }
-    return a ? json_pack("{s:o}", "credits", a) : NULL;
+    return a ? json_pack("{s:o}", res->list, a) : NULL;
 }
 
 static void h_lookup(og_sbx_req *r)
 {
+    const og_sbx_resource *rs = r->route->res;
     og_sbx_srv *srv = r->srv;
     og_sbx_lookup_by by;
-    og_sbx_credit *v = NULL;
+    og_sbx_record *v = NULL;
     const char *value;
     size_t n = 0;
     int64_t now;
@@ -351,14 +368,14 @@ static void h_lookup(og_sbx_req *r)
         return;
     og_sbx_log_str(r, by == OG_SBX_BY_KEY ? "idempotency_key" : "reference",
                    value);
-    rc = og_sbx_store_lookup(srv->store, &srv->cfg.policy, by, value, &v, &n,
-                             &now);
+    rc = og_sbx_store_lookup(srv->store, rs, &srv->cfg.policy, by, value, &v,
+                             &n, &now);
     if (rc != 0) {
         store_failed(r, rc);
         return;
     }
     og_sbx_log_int(r, "found", (int64_t)n);
-    answer_ok(r, credits_json(v, n, now));
+    answer_ok(r, records_json(rs, v, n, now));
     free(v);
 }
 
@@ -430,17 +447,7 @@ static void h_stats(og_sbx_req *r)
         store_failed(r, rc);
         return;
     }
-    answer_ok(r, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                           "create_requests", (json_int_t)s.create_requests,
-                           "credits_created", (json_int_t)s.credits_created,
-                           "lookups", (json_int_t)s.lookups,
-                           "idempotent_replays",
-                           (json_int_t)s.idempotent_replays, "mismatches",
-                           (json_int_t)s.mismatches, "codes_minted",
-                           (json_int_t)s.codes_minted, "code_exchanges",
-                           (json_int_t)s.code_exchanges, "token_requests",
-                           (json_int_t)s.token_requests, "invalid_grants",
-                           (json_int_t)s.invalid_grants));
+    answer_ok(r, og_sbx_stats_json(&s));
 }
 
 /* POST /_control/codes: mints an authorization code. The body is optional
@@ -485,17 +492,20 @@ static void h_reset(og_sbx_req *r)
 
 /* ===========================================================================
  * Routes: method, path, control-only, takes a body, body optional, the
- * body is a form.
+ * body is a form, the handler, the resource it serves.
  * ========================================================================= */
+#define CREDITS (&og_sbx_resources[OG_SBX_CREDIT])
+
 const og_sbx_route og_sbx_routes[] = {
-    {"POST", "/v1/credits", false, true, false, false, h_create},
-    {"GET", "/v1/credits", false, false, false, false, h_lookup},
-    {"POST", "/oauth/token", false, true, false, true, h_token},
-    {"POST", "/_control/faults", true, true, false, false, h_faults_arm},
-    {"GET", "/_control/faults", true, false, false, false, h_faults_list},
-    {"DELETE", "/_control/faults", true, false, false, false, h_faults_clear},
-    {"GET", "/_control/stats", true, false, false, false, h_stats},
-    {"POST", "/_control/reset", true, true, true, false, h_reset},
-    {"POST", "/_control/codes", true, true, true, false, h_codes_mint},
+    {"POST", "/v1/credits", false, true, false, false, h_create, CREDITS},
+    {"GET", "/v1/credits", false, false, false, false, h_lookup, CREDITS},
+    {"POST", "/oauth/token", false, true, false, true, h_token, NULL},
+    {"POST", "/_control/faults", true, true, false, false, h_faults_arm, NULL},
+    {"GET", "/_control/faults", true, false, false, false, h_faults_list, NULL},
+    {"DELETE", "/_control/faults", true, false, false, false, h_faults_clear,
+     NULL},
+    {"GET", "/_control/stats", true, false, false, false, h_stats, NULL},
+    {"POST", "/_control/reset", true, true, true, false, h_reset, NULL},
+    {"POST", "/_control/codes", true, true, true, false, h_codes_mint, NULL},
 };
 const size_t og_sbx_n_routes = sizeof og_sbx_routes / sizeof og_sbx_routes[0];
