@@ -4,9 +4,9 @@
  * to check the contract of docs/sandbox.md is decided here; store.c only
  * carries the decisions out inside a transaction.
  *
- * A resource (credits) is a row of og_sbx_resources, not a code path:
- * every rule below takes the resource and reads only its data (the target
- * member, the test prefixes, the closed code, the status word).
+ * Credits and payouts are two rows of og_sbx_resources, not two code
+ * paths: every rule below takes the resource and reads only its data (the
+ * target member, the test prefixes, the closed code, the status words).
  *
  * Invariants:
  *   C1  A request is valid or refused before anything runs: parsing writes
@@ -27,6 +27,10 @@
  *       are ignored, a repeated one is refused, an empty one counts as
  *       absent. Whether its code is still good is the store's decision,
  *       taken inside the write transaction that spends it.
+ *   C7  A create's answer is fixed once its effect is complete: a later
+ *       return (payouts) is shown by lookups, never by the create's saved
+ *       result, so a replay after a return is byte for byte the answer
+ *       the create gave.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -74,8 +78,15 @@ int og_sbx_code_parse(const char *text)
 
 json_t *og_sbx_error_json(og_sbx_code c, const char *field)
 {
+    return og_sbx_error_json_text(c, field, NULL);
+}
+
+json_t *og_sbx_error_json_text(og_sbx_code c, const char *field,
+                               const char *message)
+{
     json_t *e = json_pack("{s:s, s:s}", "error", og_sbx_code_name(c),
-                          "message", og_sbx_code_message(c));
+                          "message",
+                          message ? message : og_sbx_code_message(c));
 
     if (e && field && field[0] &&
         json_object_set_new(e, "field", json_string(field)) != 0) {
@@ -147,6 +158,18 @@ bool og_sbx_key_valid(const char *key)
     return n >= 1 && n <= OG_SBX_KEY_MAX && bytes_in(key, n, 0x21, 0x7e);
 }
 
+bool og_sbx_id_valid(const og_sbx_resource *res, const char *id)
+{
+    size_t n = id ? bounded_len(id, OG_SBX_ID_LEN) : 0;
+
+    if (n != OG_SBX_ID_LEN || strncmp(id, res->id_prefix, 3) != 0)
+        return false;
+    for (size_t i = 3; i < n; i++)
+        if (!is_digit(id[i]) && (id[i] < 'a' || id[i] > 'f'))
+            return false;
+    return true;
+}
+
 /* ===========================================================================
  * The resources: one row each, read by every rule below.
  * ========================================================================= */
@@ -158,11 +181,13 @@ const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS] = {
         .id_prefix = "cr_",
         .id_log = "credit_id",
         .target = "account",
+        .target_secret = false,
         .prefix = {[OG_SBX_TARGET_CLOSED] = "closed-",
                    [OG_SBX_TARGET_BUSY] = "busy-",
                    [OG_SBX_TARGET_ASYNC] = "async-"},
         .closed = OG_SBX_C_ACCOUNT_CLOSED,
         .completed = "succeeded",
+        .returns = false,
         .table = "credits",
         .keys_table = "idempotency_keys",
         .key_ref = "credit_id",
@@ -171,6 +196,36 @@ const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS] = {
         .c_mismatches = "mismatches",
         .c_lookups = "lookups",
         .c_rows = "credits_created",
+    },
+    [OG_SBX_PAYOUT] = {
+        .kind = OG_SBX_PAYOUT,
+        .path = "/v1/payouts",
+        .list = "payouts",
+        .id_prefix = "po_",
+        .id_log = "payout_id",
+        /* A provider-side token standing for a bank account: a secret. */
+        .target = "destination",
+        .target_secret = true,
+        .prefix = {[OG_SBX_TARGET_CLOSED] = "dst_closed_",
+                   [OG_SBX_TARGET_BUSY] = "dst_busy_",
+                   [OG_SBX_TARGET_ASYNC] = "dst_async_"},
+        .closed = OG_SBX_C_DESTINATION_CLOSED,
+        .completed = "completed",
+        .returns = true,
+        .msg_expired = "the request arrived after expires_at plus the "
+                       "allowed skew: no payout was created, and this "
+                       "request never will create one",
+        .msg_rate_limited = "too many requests for this destination: "
+                            "nothing was done, retry later",
+        .table = "payouts",
+        .keys_table = "payout_keys",
+        .key_ref = "payout_id",
+        .c_requests = "payout_requests",
+        .c_replays = "payout_replays",
+        .c_mismatches = "payout_mismatches",
+        .c_lookups = "payout_lookups",
+        .c_rows = "payouts_created",
+        .c_returned = "payouts_returned",
     },
 };
 
@@ -586,18 +641,39 @@ bool og_sbx_decision_writes(og_sbx_decision d)
 /* ===========================================================================
  * Answers
  * ========================================================================= */
+/* The record at now; with_return: as lookups show it (a return and its
+ * time), else as the create made it (C7). */
+static json_t *record_json(const og_sbx_resource *res, const og_sbx_record *c,
+                           int64_t now_us, bool with_return)
+{
+    bool returned = with_return && c->returned;
+    char created[32], returned_at[32];
+    json_t *o;
+
+    og_sbx_time_format(c->created_us, created, sizeof created);
+    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", c->id,
+                  res->target, c->params.target, "amount", c->params.amount,
+                  "currency", c->params.currency, "reference",
+                  c->params.reference, "status",
+                  returned                   ? "returned"
+                  : now_us < c->completes_us ? "pending"
+                                             : res->completed,
+                  "created_at", created);
+    if (o && returned &&
+        json_object_set_new(o, "returned_at",
+                            json_string(og_sbx_time_format(
+                                c->returned_us, returned_at,
+                                sizeof returned_at))) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
+}
+
 json_t *og_sbx_record_json(const og_sbx_resource *res,
                            const og_sbx_record *c, int64_t now_us)
 {
-    char created[32];
-
-    og_sbx_time_format(c->created_us, created, sizeof created);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", c->id,
-                     res->target, c->params.target, "amount",
-                     c->params.amount, "currency", c->params.currency,
-                     "reference", c->params.reference, "status",
-                     now_us < c->completes_us ? "pending" : res->completed,
-                     "created_at", created);
+    return record_json(res, c, now_us, true);
 }
 
 /* The saved result's answer at now: the record (pending or not) or the
@@ -614,7 +690,7 @@ static int saved_answer(const og_sbx_resource *res, const og_sbx_saved *s,
         b = json_pack("{s:s, s:s}", "id", s->record.id, "status", "pending");
         *status = 202;
     } else {
-        b = og_sbx_record_json(res, &s->record, now_us);
+        b = record_json(res, &s->record, now_us, false);
         *status = 201;
     }
     if (!b)
@@ -626,16 +702,23 @@ static int saved_answer(const og_sbx_resource *res, const og_sbx_saved *s,
 int og_sbx_result_answer(const og_sbx_resource *res, const og_sbx_result *r,
                          unsigned *status, json_t **body)
 {
+    const char *text = NULL;
     og_sbx_code c;
     json_t *b;
 
     switch (r->decision) {
     case OG_SBX_DO_MISMATCH: c = OG_SBX_C_IDEMPOTENCY_MISMATCH; break;
-    case OG_SBX_DO_RATE_LIMIT: c = OG_SBX_C_RATE_LIMITED; break;
-    case OG_SBX_DO_EXPIRE: c = OG_SBX_C_REQUEST_EXPIRED; break;
+    case OG_SBX_DO_RATE_LIMIT:
+        c = OG_SBX_C_RATE_LIMITED;
+        text = res->msg_rate_limited;
+        break;
+    case OG_SBX_DO_EXPIRE:
+        c = OG_SBX_C_REQUEST_EXPIRED;
+        text = res->msg_expired;
+        break;
     default: return saved_answer(res, &r->saved, r->now_us, status, body);
     }
-    if (!(b = og_sbx_error_json(c, NULL)))
+    if (!(b = og_sbx_error_json_text(c, NULL, text)))
         return OG_SBX_ENOMEM;
     *status = og_sbx_code_status(c);
     *body = b;

@@ -3,8 +3,8 @@
  * route table. A handler validates with core.c, makes one store call and
  * turns the result into an answer; the create handler also applies the
  * armed fault around that call. The create and lookup handlers serve every
- * resource (credits): the route names the og_sbx_resources row they act
- * on, and nothing in them is specific to one.
+ * resource (credits, payouts): the route names the og_sbx_resources row
+ * they act on, and nothing in them is specific to one.
  *
  * Where a fault acts on a create request that passed validation:
  *
@@ -22,8 +22,9 @@
  * read: the "effect" is the code's exchange (store.c S8).
  *
  * Log fields are identifiers and outcomes; an Idempotency-Key is logged
- * only after it was validated (visible ASCII). Authorization codes and
- * tokens are never logged.
+ * only after it was validated (visible ASCII). Authorization codes,
+ * tokens and secret targets (payout destinations) are never logged: a
+ * destination is named by the first 12 hex digits of its SHA-256.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +57,19 @@ static void answer_ok(og_sbx_req *r, json_t *body)
         og_sbx_answer(r, 200, body);
 }
 
+/* A body that must be empty or {}: 0, or -1 answered 400 naming the
+ * first member. */
+static int refuse_members(og_sbx_req *r)
+{
+    if (json_object_size(r->json) == 0)
+        return 0;
+    og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
+                json_object_iter_key(json_object_iter(r->json)));
+    return -1;
+}
+
 /* ===========================================================================
- * POST /v1/credits
+ * POST /v1/credits, POST /v1/payouts
  * ========================================================================= */
 
 /* Logs the decision's word ("refused_" and the closed code for a refusal
@@ -142,6 +154,26 @@ static void fault_after(og_sbx_req *r, const og_sbx_fault *f)
     }
 }
 
+/* Logs target: as it is, or for a secret one the first 12 hex digits of
+ * its SHA-256 under "<target>_sha256" — enough to tell two apart in a log,
+ * useless for paying one. */
+static void log_target(og_sbx_req *r, const og_sbx_resource *res,
+                       const char *target)
+{
+    unsigned char h[32];
+    char hex[2 * sizeof h + 1], name[64];
+
+    if (!res->target_secret) {
+        og_sbx_log_str(r, res->target, target);
+        return;
+    }
+    crypto_hash_sha256(h, (const unsigned char *)target, strlen(target));
+    sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+    hex[12] = '\0';
+    snprintf(name, sizeof name, "%s_sha256", res->target);
+    og_sbx_log_str(r, name, hex);
+}
+
 /* Validates the key header and the body; 0 when the create may run. */
 static int create_read(og_sbx_req *r, const og_sbx_resource *res,
                        og_sbx_params *req)
@@ -158,7 +190,7 @@ static int create_read(og_sbx_req *r, const og_sbx_resource *res,
         return -1;
     }
     og_sbx_log_str(r, "idempotency_key", r->idem_key);
-    og_sbx_log_str(r, res->target, req->target);
+    log_target(r, res, req->target);
     og_sbx_log_str(r, "reference", req->reference);
     return 0;
 }
@@ -297,7 +329,7 @@ static void h_token(og_sbx_req *r)
 }
 
 /* ===========================================================================
- * GET /v1/credits?reference=R | ?idempotency_key=K
+ * GET /v1/credits, GET /v1/payouts: ?reference=R | ?idempotency_key=K
  * ========================================================================= */
 
 /* The one lookup parameter into *by / *value; 0, or -1 answered 400. */
@@ -450,6 +482,44 @@ static void h_stats(og_sbx_req *r)
     answer_ok(r, og_sbx_stats_json(&s));
 }
 
+/* POST /_control/payouts/{id}/return: a completed payout is returned — a
+ * later event of a payout that DID complete (store.c S10). The body is
+ * optional and takes no members. Answers the record as lookups show it,
+ * at once (the visibility delay is about lookups, not this route). */
+static void h_return(og_sbx_req *r)
+{
+    const og_sbx_resource *rs = r->route->res;
+    og_sbx_return_outcome o;
+    og_sbx_record rec;
+    int64_t now;
+    int rc;
+
+    if (refuse_members(r) != 0)
+        return;
+    if (!og_sbx_id_valid(rs, r->path_id)) {
+        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST, "id");
+        return;
+    }
+    og_sbx_log_str(r, rs->id_log, r->path_id);
+    rc = og_sbx_store_return(r->srv->store, rs, r->path_id, &o, &rec, &now);
+    if (rc != 0) {
+        store_failed(r, rc);
+        return;
+    }
+    switch (o) {
+    case OG_SBX_RETURN_NOT_FOUND:
+        og_sbx_fail(r, OG_SBX_C_PAYOUT_NOT_FOUND, NULL);
+        return;
+    case OG_SBX_RETURN_REFUSED:
+        og_sbx_fail(r, OG_SBX_C_PAYOUT_NOT_RETURNABLE, NULL);
+        return;
+    case OG_SBX_RETURNED:
+        break;
+    }
+    og_sbx_log_str(r, "outcome", "returned");
+    answer_ok(r, og_sbx_record_json(rs, &rec, now));
+}
+
 /* POST /_control/codes: mints an authorization code. The body is optional
  * and takes no members. The code is answered, never logged. */
 static void h_codes_mint(og_sbx_req *r)
@@ -457,11 +527,8 @@ static void h_codes_mint(og_sbx_req *r)
     char code[OG_SBX_CODE_LEN + 1];
     int rc;
 
-    if (json_object_size(r->json) > 0) {
-        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
-                    json_object_iter_key(json_object_iter(r->json)));
+    if (refuse_members(r) != 0)
         return;
-    }
     if ((rc = og_sbx_store_code_mint(r->srv->store, code)) != 0) {
         store_failed(r, rc);
         return;
@@ -475,11 +542,8 @@ static void h_reset(og_sbx_req *r)
     int rc;
 
     /* The body is optional and takes no members: any is a mistake. */
-    if (json_object_size(r->json) > 0) {
-        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
-                    json_object_iter_key(json_object_iter(r->json)));
+    if (refuse_members(r) != 0)
         return;
-    }
     if ((rc = og_sbx_store_reset(r->srv->store)) != 0) {
         store_failed(r, rc);
         return;
@@ -495,10 +559,13 @@ static void h_reset(og_sbx_req *r)
  * body is a form, the handler, the resource it serves.
  * ========================================================================= */
 #define CREDITS (&og_sbx_resources[OG_SBX_CREDIT])
+#define PAYOUTS (&og_sbx_resources[OG_SBX_PAYOUT])
 
 const og_sbx_route og_sbx_routes[] = {
     {"POST", "/v1/credits", false, true, false, false, h_create, CREDITS},
     {"GET", "/v1/credits", false, false, false, false, h_lookup, CREDITS},
+    {"POST", "/v1/payouts", false, true, false, false, h_create, PAYOUTS},
+    {"GET", "/v1/payouts", false, false, false, false, h_lookup, PAYOUTS},
     {"POST", "/oauth/token", false, true, false, true, h_token, NULL},
     {"POST", "/_control/faults", true, true, false, false, h_faults_arm, NULL},
     {"GET", "/_control/faults", true, false, false, false, h_faults_list, NULL},
@@ -507,5 +574,7 @@ const og_sbx_route og_sbx_routes[] = {
     {"GET", "/_control/stats", true, false, false, false, h_stats, NULL},
     {"POST", "/_control/reset", true, true, true, false, h_reset, NULL},
     {"POST", "/_control/codes", true, true, true, false, h_codes_mint, NULL},
+    {"POST", "/_control/payouts/{id}/return", true, true, true, false,
+     h_return, PAYOUTS},
 };
 const size_t og_sbx_n_routes = sizeof og_sbx_routes / sizeof og_sbx_routes[0];

@@ -3,14 +3,14 @@
  * documented, configurable and durable idempotency contract
  * (docs/sandbox.md). Private to src/sandbox/.
  *
- *   core.c      PURE: the resource table (credits), request
+ *   core.c      PURE: the resource table (credits, payouts), request
  *               validation, parameter comparison, the create decision,
  *               answers, the fault queue, time and amount text, the
  *               form-encoded token request. No I/O, no clock: time
  *               arrives as an argument.
  *   store.c     the state: SQLite (WAL, synchronous=FULL) holding credits,
- *               their idempotency keys, authorization codes and counters;
- *               one transaction per request
+ *               payouts, their idempotency keys, authorization codes and
+ *               counters; one transaction per request
  *   log.c       one JSON object per line on stderr; identifiers only
  *   http.c      the libmicrohttpd edge: two-call pattern, routing, body
  *               cap, bearer authentication, dropping a connection
@@ -56,7 +56,8 @@ enum {
 #define OG_SBX_AMOUNT_DIGITS 38   /* significant digits */
 #define OG_SBX_AMOUNT_SCALE 18    /* fraction digits */
 #define OG_SBX_TIME_MAX 64        /* RFC 3339 input bytes */
-#define OG_SBX_ID_LEN 27          /* "cr_" + 24 hex digits */
+#define OG_SBX_ID_LEN 27          /* "cr_"/"po_" + 24 hex digits */
+#define OG_SBX_PATH_ARG_MAX 64    /* the {id} segment of a route */
 #define OG_SBX_BODY_MAX 65536     /* request bodies above it: 413 */
 #define OG_SBX_LOOKUP_MAX 1000    /* records one lookup returns */
 #define OG_SBX_FAULTS_MAX 64      /* armed fault entries */
@@ -94,6 +95,12 @@ enum {
       "application/x-www-form-urlencoded)")                                    \
     X(ACCOUNT_CLOSED, 422, "account_closed",                                   \
       "the account is closed: no credit was created")                          \
+    X(DESTINATION_CLOSED, 422, "destination_closed",                           \
+      "the destination is closed: no payout was created, and none will be "   \
+      "for this key")                                                          \
+    X(PAYOUT_NOT_FOUND, 404, "payout_not_found", "no payout has this id")      \
+    X(PAYOUT_NOT_RETURNABLE, 409, "payout_not_returnable",                     \
+      "only a completed payout that was not returned yet can be returned")    \
     X(IDEMPOTENCY_MISMATCH, 422, "idempotency_mismatch",                       \
       "this Idempotency-Key was used with other parameters")                   \
     X(REQUEST_EXPIRED, 422, "request_expired",                                 \
@@ -125,6 +132,9 @@ int og_sbx_code_parse(const char *text);
 /* {"error": name, "message": message} (+ "field" when field is non-NULL).
  * New reference; NULL on out of memory. */
 json_t *og_sbx_error_json(og_sbx_code c, const char *field);
+/* The same with another message text (NULL: the code's own). */
+json_t *og_sbx_error_json_text(og_sbx_code c, const char *field,
+                               const char *message);
 
 /* ===========================================================================
  * Text: identifiers, amounts, time (core.c, pure).
@@ -152,18 +162,18 @@ int og_sbx_listen_parse(const char *hostport, char *host, size_t hostlen,
                         int *port);
 
 /* ===========================================================================
- * Resources (core.c, pure data): what a create makes. A resource
- * (credits: POST /v1/credits) is a row of og_sbx_resources — its route,
- * id prefix, target member, test prefixes, closed code, status word,
- * tables and counters — and every function below that takes one reads
- * only that row: the contract (validation, idempotency with saved results
- * and retention, expiry with skew, the visibility delay, atomic same-key
- * handling, the fault queue) is written once, and a new kind of resource
- * is a new row (and its tables in store.c's schema), never a copy of a
- * handler, a statement or a rule.
+ * Resources (core.c, pure data): what a create makes. Credits
+ * (POST /v1/credits) and payouts (POST /v1/payouts) share ONE contract —
+ * validation, idempotency with saved results and retention, expiry with
+ * skew, the visibility delay, atomic same-key handling, the fault queue —
+ * and differ only in their row of og_sbx_resources. Every function below
+ * that takes a resource is the one implementation for both: a new kind of
+ * resource is a new row (and its tables in store.c's schema), never a copy
+ * of a handler, a statement or a rule.
  * ========================================================================= */
 typedef enum og_sbx_kind {
     OG_SBX_CREDIT,
+    OG_SBX_PAYOUT,
     OG_SBX_N_KINDS
 } og_sbx_kind;
 
@@ -183,18 +193,26 @@ typedef struct og_sbx_resource {
     const char *id_prefix;   /* 3 bytes, then 24 lower-case hex digits */
     const char *id_log;      /* the log field of an id ("credit_id") */
     const char *target;      /* the member naming where the money goes */
+    bool target_secret;      /* never logged: only a SHA-256 prefix is */
     const char *prefix[OG_SBX_N_TARGET_CLASSES]; /* [OPEN] is NULL */
     og_sbx_code closed;      /* the refusal of a closed target */
     const char *completed;   /* the status of a complete effect */
+    bool returns;            /* a complete effect may be returned later */
+    /* Messages of the two shared refusals that name the resource; NULL:
+     * the code's own (which the credits API has always answered). */
+    const char *msg_expired, *msg_rate_limited;
     /* store.c: the rows, the keys, the key's column naming its row. */
     const char *table, *keys_table, *key_ref;
     /* Stats members (og_sbx_stats): counters the requests update, and
-     * the row count. */
+     * the row counts (c_returned NULL without returns). */
     const char *c_requests, *c_replays, *c_mismatches, *c_lookups;
-    const char *c_rows;
+    const char *c_rows, *c_returned;
 } og_sbx_resource;
 
 extern const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS];
+
+/* 1 when id is res's prefix and 24 lower-case hex digits. */
+bool og_sbx_id_valid(const og_sbx_resource *res, const char *id);
 
 /* ===========================================================================
  * Create requests (core.c, pure).
@@ -251,7 +269,11 @@ bool og_sbx_key_retained(const og_sbx_policy *p, int64_t recorded_us,
 /* A request may take effect while now <= expires_at + skew. */
 bool og_sbx_request_expired(const og_sbx_policy *p, int64_t expires_at_us,
                             int64_t now_us);
-/* An effect is visible to lookups once now >= created + visibility delay. */
+/* An effect is visible to lookups once now >= created + visibility delay.
+ * With the rule above this is the processing-window guarantee of
+ * docs/sandbox.md: nothing is created after expires_at + skew, so a lookup
+ * at or after expires_at + skew + visibility delay lists every effect its
+ * request ever had, or will have. */
 bool og_sbx_effect_visible(const og_sbx_policy *p, int64_t created_us,
                            int64_t now_us);
 
@@ -269,14 +291,19 @@ bool og_sbx_effect_visible(const og_sbx_policy *p, int64_t created_us,
  *   busy, expired, error_500_before:         idempotency_mismatch
  *   nothing is recorded (absent stays absent)
  *   [effect] / [refusal] --- now >= recorded + retention ---> (absent)
+ *
+ * A return (payouts) is a later event on the effect, not on the key: the
+ * key keeps replaying the answer the create gave.
  * ========================================================================= */
 
-/* One record of a resource (a credit). */
+/* One credit or payout. */
 typedef struct og_sbx_record {
     char id[OG_SBX_ID_LEN + 1];
     og_sbx_params params;
     int64_t created_us;
     int64_t completes_us;   /* == created_us unless async */
+    bool returned;          /* returns only */
+    int64_t returned_us;    /* when returned */
 } og_sbx_record;
 
 /* A retained key's saved result: an effect, or a refusal code. */
@@ -318,16 +345,17 @@ typedef struct og_sbx_result {
     og_sbx_saved saved;
 } og_sbx_result;
 
-/* A record as answered: {"id", <target>, "amount", "currency",
- * "reference", "status", "created_at"}; status "pending" before
- * completes_us, then res->completed. New reference; NULL on out of
- * memory. */
+/* A record as lookups show it: {"id", <target>, "amount", "currency",
+ * "reference", "status", "created_at"} and, once returned, "returned_at";
+ * status "pending" before completes_us, then res->completed, "returned"
+ * once returned. New reference; NULL on out of memory. */
 json_t *og_sbx_record_json(const og_sbx_resource *res,
                            const og_sbx_record *c, int64_t now_us);
 
 /* The answer to a create: *status and *body (a new reference). An effect
  * that is still pending answers 202 {"id","status":"pending"}, a complete
- * one 201 with the record. 0, or OG_SBX_ENOMEM. */
+ * one 201 with the record as the create made it — a later return never
+ * shows here. 0, or OG_SBX_ENOMEM. */
 int og_sbx_result_answer(const og_sbx_resource *res, const og_sbx_result *r,
                          unsigned *status, json_t **body);
 
@@ -420,7 +448,7 @@ json_t *og_sbx_faults_json(const og_sbx_faults *q);
 typedef struct og_sbx_store og_sbx_store;
 
 /* Opens (creating when absent) the state database at path: WAL,
- * synchronous=FULL, foreign keys, schema version 2 (older versions are
+ * synchronous=FULL, foreign keys, schema version 3 (older versions are
  * upgraded in place). 0, or OG_SBX_ESTORE with one line in err. */
 int og_sbx_store_open(const char *path, og_sbx_store **out, char *err,
                       size_t errlen);
@@ -467,10 +495,26 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
                         const char *value, og_sbx_record **out, size_t *n,
                         int64_t *now_us);
 
+/* What og_sbx_store_return found. */
+typedef enum og_sbx_return_outcome {
+    OG_SBX_RETURNED,         /* marked returned now */
+    OG_SBX_RETURN_NOT_FOUND, /* no record has the id */
+    OG_SBX_RETURN_REFUSED,   /* pending, or returned already */
+} og_sbx_return_outcome;
+
+/* Marks the record id of res (res->returns) returned, in ONE write
+ * transaction: a conditional UPDATE that changes only a complete record
+ * not yet returned. 0 with *outcome, and *out and *now_us (the record as
+ * it now is, whatever the outcome but NOT_FOUND), or a negative code with
+ * nothing changed. */
+int og_sbx_store_return(og_sbx_store *s, const og_sbx_resource *res,
+                        const char *id, og_sbx_return_outcome *outcome,
+                        og_sbx_record *out, int64_t *now_us);
+
 /* GET /_control/stats, in answer order. The counters are rows of the
  * counters table, each updated in the transaction of the request it
- * counts; credits_created, codes_minted and code_exchanges are counted
- * from the state's own rows. */
+ * counts; *_created, payouts_returned, codes_minted and code_exchanges
+ * are counted from the state's own rows. */
 #define OG_SBX_STATS_MAP(X)                                                    \
     X(create_requests)                                                         \
     X(credits_created)                                                         \
@@ -480,7 +524,13 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
     X(codes_minted)                                                            \
     X(code_exchanges)                                                          \
     X(token_requests)                                                          \
-    X(invalid_grants)
+    X(invalid_grants)                                                          \
+    X(payout_requests)                                                         \
+    X(payouts_created)                                                         \
+    X(payouts_returned)                                                        \
+    X(payout_lookups)                                                          \
+    X(payout_replays)                                                          \
+    X(payout_mismatches)
 
 typedef struct og_sbx_stats {
 #define OG__SBX_STAT_FIELD(name) int64_t name;
@@ -551,6 +601,7 @@ typedef struct og_sbx_req {
     const char *method;
     char path[256];
     const struct og_sbx_route *route;
+    char path_id[OG_SBX_PATH_ARG_MAX + 1]; /* the route's {id}, if any */
     int64_t start_us;                 /* monotonic */
 
     /* Headers and query, captured on the first call. */
@@ -582,10 +633,12 @@ typedef struct og_sbx_req {
 
 typedef void (*og_sbx_handler)(og_sbx_req *r);
 
-/* One route. body: takes a JSON object (optional_body: or nothing); form:
- * takes an application/x-www-form-urlencoded body instead, which the
- * handler parses itself from r->body (r->json stays NULL). res: the
- * resource a generic handler serves (NULL for the others). */
+/* One route. path may hold one "{id}" segment, which matches a segment of
+ * 1..OG_SBX_PATH_ARG_MAX bytes (into r->path_id). body: takes a JSON
+ * object (optional_body: or nothing); form: takes an
+ * application/x-www-form-urlencoded body instead, which the handler
+ * parses itself from r->body (r->json stays NULL). res: the resource a
+ * generic handler serves (NULL for the others). */
 typedef struct og_sbx_route {
     const char *method;
     const char *path;

@@ -1,7 +1,7 @@
 /*
- * store.c — the sandbox's state in one SQLite file: credits, their
- * idempotency keys with the saved results, authorization codes, and the
- * request counters. The decisions come from core.c; this file carries
+ * store.c — the sandbox's state in one SQLite file: credits and payouts,
+ * their idempotency keys with the saved results, authorization codes, and
+ * the request counters. The decisions come from core.c; this file carries
  * them out, and its statements sit next to the code that runs them.
  *
  * Invariants:
@@ -37,10 +37,22 @@
  *       answers are not stored: like a real authorization server, the
  *       sandbox never hands out the same exchange result twice.
  *   S9  One resource, one set of statements: every table and statement of
- *       a resource's records is a template instantiated per row of
- *       og_sbx_resources (expand()), so S1-S7 hold for every resource
- *       because they are the same code. Each resource has its own keys
- *       table: a key names one request of one resource.
+ *       a credit or payout is a template instantiated per row of
+ *       og_sbx_resources (expand()), so S1-S7 hold for payouts because
+ *       they are the same code. Each resource has its own keys table: a
+ *       key names one request of one resource.
+ *   S10 A return is ONE conditional UPDATE (returned_us IS NULL, complete
+ *       by now) in a write transaction: it never undoes the create and
+ *       never touches the key, whose saved result keeps replaying (core.c
+ *       C7).
+ *   S11 Nothing becomes visible late: a record is created at the time its
+ *       transaction read after taking the write lock, and a lookup reads
+ *       its time after taking the same lock, so a lookup at time L lists
+ *       every record created at or before L - visibility delay. With S4
+ *       (nothing is created after expires_at + skew) a lookup made at or
+ *       after expires_at + skew + visibility delay lists every record its
+ *       request ever had or will have (docs/sandbox.md, "The processing
+ *       window").
  *
  * One connection serves every thread; the mutex makes each call's
  * transaction exclusive on it. Throughput is not the point of a sandbox;
@@ -57,22 +69,26 @@
 
 #include "sandbox.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define BUSY_TIMEOUT_MS 10000  /* another process holding the file */
 
 /* ===========================================================================
  * SQL templates (S9): every statement and table of a resource is written
  * ONCE, with these names, and instantiated for each row of
  * og_sbx_resources by expand():
- *   @T        the records' table ("credits")
- *   @K        the keys' table ("idempotency_keys")
- *   @target   the target column ("account")
- *   @ref      the key's column naming its record ("credit_id")
+ *   @T        the records' table ("credits", "payouts")
+ *   @K        the keys' table ("idempotency_keys", "payout_keys")
+ *   @target   the target column ("account", "destination")
+ *   @ref      the key's column naming its record ("credit_id", "payout_id")
+ *   @returned "returned_us" with returns, else the SQL NULL
+ *   @retcol   the returned_us column's definition with returns, else ""
  * ========================================================================= */
 
-/* A resource's tables (schema version 1 for credits). */
+/* A resource's tables (schema version 1 for credits, 3 for payouts). IF
+ * NOT EXISTS: a step may meet the tables of a later one in a file whose
+ * version was set back by hand; their rows stay. */
 static const char resource_tables[] =
-    "CREATE TABLE @T ("
+    "CREATE TABLE IF NOT EXISTS @T ("
     "  seq           INTEGER PRIMARY KEY," /* creation order */
     "  id            TEXT    NOT NULL UNIQUE,"
     "  idempotency_key TEXT  NOT NULL," /* the key that created it */
@@ -83,10 +99,11 @@ static const char resource_tables[] =
     "  expires_at_us INTEGER NOT NULL,"
     "  created_us    INTEGER NOT NULL,"
     "  completes_us  INTEGER NOT NULL CHECK (completes_us >= created_us)"
+    "  @retcol"
     ");"
-    "CREATE INDEX @T_reference ON @T (reference, seq);"
-    "CREATE INDEX @T_key ON @T (idempotency_key, seq);"
-    "CREATE TABLE @K ("
+    "CREATE INDEX IF NOT EXISTS @T_reference ON @T (reference, seq);"
+    "CREATE INDEX IF NOT EXISTS @T_key ON @T (idempotency_key, seq);"
+    "CREATE TABLE IF NOT EXISTS @K ("
     "  key           TEXT    PRIMARY KEY,"
     "  @target       TEXT    NOT NULL,"
     "  amount        TEXT    NOT NULL,"
@@ -98,11 +115,11 @@ static const char resource_tables[] =
     "  error         TEXT,"                       /* a refusal */
     "  CHECK ((@ref IS NULL) <> (error IS NULL))"
     ") WITHOUT ROWID;"
-    "CREATE INDEX @K_recorded ON @K (recorded_us);";
+    "CREATE INDEX IF NOT EXISTS @K_recorded ON @K (recorded_us);";
 
 /* Version 1: credits, their keys, the counters. */
 static const char schema_v1[] =
-    "CREATE TABLE counters ("
+    "CREATE TABLE IF NOT EXISTS counters ("
     "  name  TEXT    PRIMARY KEY,"
     "  value INTEGER NOT NULL"
     ") WITHOUT ROWID;"
@@ -116,6 +133,9 @@ static const char schema_v2[] =
     "  exchanged_us  INTEGER"              /* NULL: never exchanged */
     ") WITHOUT ROWID;"
     "PRAGMA user_version = 2;";
+
+/* Version 3: payouts (their tables come from resource_tables). */
+static const char schema_v3[] = "PRAGMA user_version = 3;";
 
 #define ROW_COLS                                                               \
     "id, @target, amount, currency, reference, expires_at_us, created_us,"    \
@@ -145,35 +165,43 @@ static const char schema_v2[] =
     X(CODE_COUNTS,                                                             \
       "SELECT count(*), count(exchanged_us) FROM codes")
 
-/* X(name, template). */
+/* X(name, returns only, template). */
 #define RST_MAP(X)                                                             \
     /* Keys past retention (og_sbx_key_retained is false): ?1 retention,     \
      * ?2 now. */                                                              \
-    X(PRUNE_KEYS, "DELETE FROM @K WHERE recorded_us + ?1 <= ?2")              \
+    X(PRUNE_KEYS, false, "DELETE FROM @K WHERE recorded_us + ?1 <= ?2")       \
     /* A key's saved result with its record, if it has one: ?1 key. */         \
-    X(KEY_GET,                                                                 \
+    X(KEY_GET, false,                                                          \
       "SELECT k.@target, k.amount, k.currency, k.reference,"                   \
       "       k.expires_at_us, k.recorded_us, k.error,"                        \
       "       c.id, c.@target, c.amount, c.currency, c.reference,"             \
       "       c.expires_at_us, c.created_us, c.completes_us"                   \
       " FROM @K k LEFT JOIN @T c ON c.id = k.@ref"                             \
       " WHERE k.key = ?1")                                                     \
-    X(INSERT,                                                                  \
+    X(INSERT, false,                                                           \
       "INSERT INTO @T (idempotency_key, " ROW_COLS ")"                         \
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")                          \
     /* The first to commit owns the key (S2: never conflicts; S3: may). */    \
-    X(KEY_INSERT,                                                              \
+    X(KEY_INSERT, false,                                                       \
       "INSERT INTO @K (key, @target, amount, currency,"                        \
       "  reference, expires_at_us, recorded_us, @ref, error)"                  \
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"                           \
       " ON CONFLICT (key) DO NOTHING")                                         \
-    X(BY_REFERENCE,                                                            \
-      "SELECT " ROW_COLS " FROM @T WHERE reference = ?1 ORDER BY seq")         \
-    X(BY_KEY,                                                                  \
-      "SELECT " ROW_COLS " FROM @T WHERE idempotency_key = ?1 ORDER BY seq")   \
-    X(ROW_COUNT, "SELECT count(*) FROM @T")                                    \
-    X(RESET_KEYS, "DELETE FROM @K")                                            \
-    X(RESET_ROWS, "DELETE FROM @T")
+    X(BY_REFERENCE, false,                                                     \
+      "SELECT " ROW_COLS ", @returned FROM @T WHERE reference = ?1"            \
+      " ORDER BY seq")                                                         \
+    X(BY_KEY, false,                                                           \
+      "SELECT " ROW_COLS ", @returned FROM @T WHERE idempotency_key = ?1"      \
+      " ORDER BY seq")                                                         \
+    X(ROW_COUNTS, false, "SELECT count(*), count(@returned) FROM @T")          \
+    X(RESET_KEYS, false, "DELETE FROM @K")                                     \
+    X(RESET_ROWS, false, "DELETE FROM @T")                                     \
+    /* S10: a row only when this statement returned a complete record. ?1   \
+     * id, ?2 now. */                                                          \
+    X(RETURN, true,                                                            \
+      "UPDATE @T SET returned_us = ?2 WHERE id = ?1 AND returned_us IS NULL"   \
+      " AND completes_us <= ?2 RETURNING 1")                                   \
+    X(BY_ID, true, "SELECT " ROW_COLS ", @returned FROM @T WHERE id = ?1")
 
 enum {
 #define ST_ENUM(name, sql) ST_##name,
@@ -183,7 +211,7 @@ enum {
 };
 
 enum {
-#define RST_ENUM(name, sql) RST_##name,
+#define RST_ENUM(name, returns, sql) RST_##name,
     RST_MAP(RST_ENUM)
 #undef RST_ENUM
     RST_N
@@ -205,9 +233,10 @@ static const char *const st_names[ST_N] = {
 
 static const struct {
     const char *name;
+    bool returns;   /* prepared only for a resource with returns */
     const char *sql;
 } rst_table[RST_N] = {
-#define RST_ROW(name, sql) {#name, sql},
+#define RST_ROW(name, returns, sql) {#name, returns, sql},
     RST_MAP(RST_ROW)
 #undef RST_ROW
 };
@@ -227,7 +256,7 @@ static const char *st_name(int i)
 struct og_sbx_store {
     pthread_mutex_t mu;    /* one transaction at a time on db */
     sqlite3 *db;
-    sqlite3_stmt *st[ALL_ST];
+    sqlite3_stmt *st[ALL_ST]; /* NULL: not prepared (returns only) */
     bool broken;           /* S6: a ROLLBACK failed */
 };
 
@@ -244,6 +273,10 @@ static int expand(const og_sbx_resource *res, const char *t, char *out,
         const char *name, *value;
     } sub[] = {
         {"@target", res->target},
+        {"@returned", res->returns ? "returned_us" : "NULL"},
+        {"@retcol", res->returns ? ", returned_us INTEGER CHECK (returned_us"
+                                   " >= completes_us)"
+                                 : ""},
         {"@ref", res->key_ref},
         {"@T", res->table},
         {"@K", res->keys_table},
@@ -426,16 +459,24 @@ static int col_params(og_sbx_store *s, int i, int first, og_sbx_params *p)
     return 0;
 }
 
-/* A record from ROW_COLS starting at column first of statement i. */
-static int col_record(og_sbx_store *s, int i, int first, og_sbx_record *c)
+/* A record from ROW_COLS starting at column first of statement i, and,
+ * with_returned, the @returned column after them. */
+static int col_record(og_sbx_store *s, int i, int first, bool with_returned,
+                      og_sbx_record *c)
 {
     int rc;
 
+    memset(c, 0, sizeof *c);
     if ((rc = col_text(s, i, first, c->id, sizeof c->id)) ||
         (rc = col_params(s, i, first + 1, &c->params)))
         return rc;
     c->created_us = sqlite3_column_int64(s->st[i], first + 6);
     c->completes_us = sqlite3_column_int64(s->st[i], first + 7);
+    if (with_returned &&
+        sqlite3_column_type(s->st[i], first + 8) != SQLITE_NULL) {
+        c->returned = true;
+        c->returned_us = sqlite3_column_int64(s->st[i], first + 8);
+    }
     return 0;
 }
 
@@ -531,6 +572,7 @@ static const struct {
 } steps[SCHEMA_VERSION] = {
     {OG_SBX_CREDIT, schema_v1},
     {-1, schema_v2},
+    {OG_SBX_PAYOUT, schema_v3},
 };
 
 /* Runs the step from version v. */
@@ -566,7 +608,8 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
         version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
     /* Each version's step from the one found: a version 1 file (credits
-     * only) gains the codes table and keeps its credits. */
+     * only) gains the codes table, a version 2 file the payout tables; the
+     * rows they hold stay. */
     if (version < 0 || version > SCHEMA_VERSION) {
         snprintf(err, errlen, "state: schema version %d is not %d", version,
                  SCHEMA_VERSION);
@@ -620,6 +663,8 @@ static int prepare_all(og_sbx_store *s, char *err, size_t errlen)
             i < ST_N ? NULL : &og_sbx_resources[(i - ST_N) / RST_N];
         int k = i < ST_N ? 0 : (i - ST_N) % RST_N;
 
+        if (res && rst_table[k].returns && !res->returns)
+            continue; /* stays NULL */
         if (res && expand(res, rst_table[k].sql, sql, sizeof sql) != 0) {
             snprintf(err, errlen, "state: %s: template too long", st_name(i));
             return -1;
@@ -720,7 +765,7 @@ static int key_get(const create_req *c, int64_t now, og_sbx_saved *out)
         if ((code = og_sbx_code_parse(error)) < 0)
             return OG_SBX_EINTERNAL; /* only the sandbox writes codes */
         out->refusal = (og_sbx_code)code;
-    } else if ((rc = col_record(s, i, 7, &out->record)) != 0) {
+    } else if ((rc = col_record(s, i, 7, false, &out->record)) != 0) {
         return rc;
     }
     return og_sbx_key_retained(c->p, out->recorded_us, now) ? 1 : 0;
@@ -971,7 +1016,7 @@ int og_sbx_store_code_exchange(og_sbx_store *s, const char *code,
 }
 
 /* ===========================================================================
- * Lookups
+ * Lookups and returns (S11, S10)
  * ========================================================================= */
 
 /* Appends the row of statement i to *v (grown by doubling; *cap slots). */
@@ -987,7 +1032,7 @@ static int push_record(og_sbx_store *s, int i, og_sbx_record **v, size_t *n,
         *v = g;
         *cap = want;
     }
-    return col_record(s, i, 0, &(*v)[(*n)++]);
+    return col_record(s, i, 0, true, &(*v)[(*n)++]);
 }
 
 /* The visible records of statement i (bound), oldest first, capped. */
@@ -1025,6 +1070,7 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
     int64_t now;
     int rc;
 
+    /* A write transaction: the time is read after the write lock (S11). */
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
     now = og_sbx_now_us();
@@ -1039,6 +1085,62 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
     }
     *out = v;
     *n = k;
+    *now_us = now;
+    return 0;
+}
+
+/* Reads the record id of res (statement BY_ID) into *out: 1, 0 when there
+ * is none, or < 0. */
+static int by_id(og_sbx_store *s, const og_sbx_resource *res, const char *id,
+                 og_sbx_record *out)
+{
+    int i = rst(res, RST_BY_ID), rc;
+    binder b = b_start(s, i);
+
+    st(s, i);
+    b_text(&b, id);
+    if ((rc = b_done(&b)) != 0 || (rc = next_row(s, i)) <= 0)
+        return rc;
+    return (rc = col_record(s, i, 0, true, out)) != 0 ? rc : 1;
+}
+
+int og_sbx_store_return(og_sbx_store *s, const og_sbx_resource *res,
+                        const char *id, og_sbx_return_outcome *outcome,
+                        og_sbx_record *out, int64_t *now_us)
+{
+    int i = rst(res, RST_RETURN), rc;
+    binder b = b_start(s, i);
+    og_sbx_return_outcome o = OG_SBX_RETURN_NOT_FOUND;
+    og_sbx_record r;
+    int64_t now;
+
+    memset(&r, 0, sizeof r);
+    if (!res->returns)
+        return OG_SBX_EINTERNAL; /* a route serves returns of returns only */
+    if ((rc = txn_begin(s, true)) != 0)
+        return rc;
+    now = og_sbx_now_us(); /* after the write lock (S4) */
+    st(s, i);
+    b_text(&b, id);
+    b_int(&b, now);
+    if ((rc = b_done(&b)) == 0 && (rc = next_row(s, i)) == 1) {
+        o = OG_SBX_RETURNED;
+        /* Steps the UPDATE to its end; the id is unique. */
+        if ((rc = next_row(s, i)) == 1)
+            rc = OG_SBX_EINTERNAL;
+    }
+    if (rc == 0 && (rc = by_id(s, res, id, &r)) == 1) {
+        if (o != OG_SBX_RETURNED)
+            o = OG_SBX_RETURN_REFUSED;
+        rc = 0;
+    } else if (rc == 0 && o == OG_SBX_RETURNED) {
+        rc = OG_SBX_EINTERNAL; /* returned a row it cannot read back */
+    }
+    if ((rc = txn_end(s, rc)) != 0)
+        return rc;
+    *outcome = o;
+    if (o != OG_SBX_RETURN_NOT_FOUND)
+        *out = r;
     *now_us = now;
     return 0;
 }
@@ -1064,8 +1166,8 @@ static int read_counters(og_sbx_store *s, og_sbx_stats *o)
     return rc;
 }
 
-/* Runs statement i, which answers one row of one or two counts, into *a
- * and *b (b may be NULL). */
+/* Runs statement i, which answers one row of two counts, into *a and *b
+ * (b may be NULL). */
 static int read_counts(og_sbx_store *s, int i, int64_t *a, int64_t *b)
 {
     int rc;
@@ -1092,9 +1194,13 @@ int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out)
     rc = read_counters(s, &o);
     for (int k = 0; rc == 0 && k < OG_SBX_N_KINDS; k++) {
         const og_sbx_resource *res = &og_sbx_resources[k];
-        int64_t *rows = og_sbx_stat(&o, res->c_rows);
+        int64_t *rows = og_sbx_stat(&o, res->c_rows), *returned = NULL;
+        int64_t ignored;
 
-        rc = rows ? read_counts(s, rst(res, RST_ROW_COUNT), rows, NULL)
+        if (res->c_returned && !(returned = og_sbx_stat(&o, res->c_returned)))
+            rows = NULL;
+        rc = rows ? read_counts(s, rst(res, RST_ROW_COUNTS), rows,
+                                returned ? returned : &ignored)
                   : OG_SBX_EINTERNAL; /* a row names no stats member */
     }
     if (rc == 0)
