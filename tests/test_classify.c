@@ -16,6 +16,10 @@
  *     among transport failures is no-effect;
  *   - lookups answer found / found_multiple / pending / not_found and never
  *     "failed"; an undocumented lookup answer is OG_EPROVIDER_UNAVAILABLE;
+ *     an effect is final in any of the table's succeeded_if states (a
+ *     payout completed, or returned); an effect listed under the reference
+ *     with other terms (destination, amount, currency) is terms_mismatch,
+ *     whatever else is listed;
  *   - reasons never carry the provider's text.
  *
  * OG_TEST_SOURCE_ROOT is the repository root.
@@ -419,6 +423,41 @@ static const refusal refusals[] = {
      E(MISSING_MEMBER), "lookup.succeeded_if"},
     {"lookup by idempotency key only needs no lookup rules",
      {{"properties.lookup", "[\"idempotency_key\"]"}}, E(NONE), NULL},
+    /* succeeded_if / pending_if: one condition or 1-8 alternatives */
+    {"succeeded_if with two alternatives",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if",
+       "[{\"status\":\"completed\"},{\"status\":\"returned\"}]"}},
+     E(NONE), NULL},
+    {"succeeded_if as an empty array",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if", "[]"}},
+     E(TYPE), "lookup.succeeded_if"},
+    {"succeeded_if with nine alternatives",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if",
+       "[{\"s\":\"1\"},{\"s\":\"2\"},{\"s\":\"3\"},{\"s\":\"4\"},"
+       "{\"s\":\"5\"},{\"s\":\"6\"},{\"s\":\"7\"},{\"s\":\"8\"},"
+       "{\"s\":\"9\"}]"}},
+     E(TYPE), "lookup.succeeded_if"},
+    {"succeeded_if alternative not an object",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if", "[{\"status\":\"completed\"},\"returned\"]"}},
+     E(TYPE), "lookup.succeeded_if[1]"},
+    {"pending_if alternative with a number",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.pending_if", "[{\"status\":1}]"}},
+     E(TYPE), "lookup.pending_if[0]"},
+    {"succeeded_if nested arrays",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if", "[[{\"status\":\"completed\"}]]"}},
+     E(TYPE), "lookup.succeeded_if[0]"},
     /* rule shapes */
     {"no rules", {{"create", "[]"}}, E(TYPE), "create"},
     {"rules not an array", {{"create", "{}"}}, E(TYPE), "create"},
@@ -548,6 +587,9 @@ static const refusal refusals[] = {
     {"require not an object of strings",
      {{"create.0.require", "{\"status\":1}"}}, E(TYPE), "create[0].require"},
     {"require empty", {{"create.0.require", "{}"}}, E(TYPE),
+     "create[0].require"},
+    {"require as alternatives (lookup conditions only)",
+     {{"create.0.require", "[{\"status\":\"succeeded\"}]"}}, E(TYPE),
      "create[0].require"},
     {"unknown with reference is fine",
      {{"create.+", "{\"status\":202,\"class\":\"unknown\",\"reason\":"
@@ -1019,6 +1061,157 @@ static void an_undocumented_lookup_answer_is_unavailable(void **state)
                         "provider_unavailable");
 }
 
+/* A table whose lookup has two final states and a pending one, as the
+ * payouts API (completed, then returned). */
+static og_provider_table *two_final_states_table(void)
+{
+    static const char text[] =
+        "{\"format\":\"oncegate-provider-classification\",\"version\":1,"
+        "\"provider\":\"p\",\"api\":\"payouts\",\"error_member\":\"error\","
+        "\"properties\":{\"key_retention_seconds\":60,"
+        "\"atomic_same_key\":true,\"lookup\":[\"reference\"],"
+        "\"request_expiry\":true,\"request_expiry_skew_seconds\":5},"
+        "\"create\":[{\"status\":201,\"class\":\"succeeded\",\"reason\":"
+        "\"created\",\"reference\":\"id\"}],"
+        "\"lookup\":{\"status\":200,\"list\":\"payouts\",\"match\":"
+        "\"reference\",\"reference\":\"id\",\"succeeded_if\":["
+        "{\"status\":\"completed\"},{\"status\":\"returned\"}],"
+        "\"pending_if\":{\"status\":\"pending\"}}}";
+    og_provider_table *t = NULL;
+    og_provider_table_error err;
+
+    if (og_provider_table_load(text, strlen(text), &t, &err) != 0)
+        fail_msg("%s", err.text);
+    return t;
+}
+
+#define PAYOUT(id, ref, dest, amt, st)                                         \
+    "{\"id\":\"" id "\",\"destination\":\"" dest "\",\"amount\":\"" amt     \
+    "\",\"currency\":\"EUR\",\"reference\":\"" ref "\",\"status\":\"" st    \
+    "\"}"
+
+/* The terms of the attempt the lookups below reconcile. */
+static const og_provider_term pay1_terms[] = {
+    {"destination", "dst_secret_77"}, {"amount", "4250"}, {"currency", "EUR"}};
+
+/* One payouts lookup for "PAY-1": the answer's body, whether the terms
+ * are verified, and what it must classify as. */
+typedef struct lookup_case {
+    const char *body;
+    bool terms;
+    int rc;
+    og_outcome_class cls;
+    const char *reason, *reference;
+} lookup_case;
+
+static void check_lookups(const lookup_case *c, size_t n)
+{
+    og_provider_table *t = two_final_states_table();
+    og_provider_outcome o;
+
+    for (size_t i = 0; i < n; i++) {
+        og_provider_response r = answer(200, c[i].body);
+        int rc;
+
+        memset(&o, 0x5a, sizeof o);
+        rc = og_provider_classify_lookup_terms(
+            t, &r, "PAY-1", c[i].terms ? pay1_terms : NULL,
+            c[i].terms ? sizeof pay1_terms / sizeof pay1_terms[0] : 0, &o);
+        if (rc != c[i].rc || o.cls != c[i].cls ||
+            strcmp(o.reason, c[i].reason) != 0 ||
+            strcmp(o.reference, c[i].reference) != 0)
+            fail_msg("case %zu: %d %s %s \"%s\"", i, rc,
+                     og_outcome_class_name(o.cls), o.reason, o.reference);
+        /* A term's value never reaches the outcome. */
+        assert_null(strstr(o.reason, "secret"));
+        assert_null(strstr(o.reference, "secret"));
+    }
+    og_provider_table_free(t);
+}
+
+#define LIST(...) "{\"payouts\":[" __VA_ARGS__ "]}"
+#define MINE(id, st) PAYOUT(id, "PAY-1", "dst_secret_77", "4250", st)
+
+static void lookup_final_in_any_of_its_states_is_found(void **state)
+{
+    static const lookup_case cases[] = {
+        {LIST(MINE("po_1", "completed")), false, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_1"},
+        /* Returned: it completed; the return is a later event, not a
+         * failure. */
+        {LIST(MINE("po_2", "returned")), false, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_2"},
+        {LIST(MINE("po_3", "pending")), false, 1, OG_CLASS_UNKNOWN,
+         "pending", "po_3"},
+        {LIST(MINE("po_4", "failed")), false, 1, OG_CLASS_UNKNOWN,
+         "undocumented_state", "po_4"},
+        {LIST(), false, 0, OG_CLASS_UNKNOWN, "not_found", ""},
+    };
+
+    check_lookups(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void lookup_of_an_effect_with_other_terms_is_terms_mismatch(
+    void **state)
+{
+    static const lookup_case cases[] = {
+        /* The same terms: evidence about this attempt. */
+        {LIST(MINE("po_1", "completed")), true, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_1"},
+        {LIST(MINE("po_1", "returned")), true, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_1"},
+        /* Another amount, another destination, a member missing: not this
+         * attempt's payout — escalate, never resolve. */
+        {LIST(PAYOUT("po_2", "PAY-1", "dst_secret_77", "4251", "completed")),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_2"},
+        {LIST(PAYOUT("po_3", "PAY-1", "dst_other", "4250", "returned")), true,
+         1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_3"},
+        {LIST("{\"id\":\"po_4\",\"reference\":\"PAY-1\",\"status\":"
+              "\"completed\"}"),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_4"},
+        /* A mismatch outweighs a matching effect listed with it, in either
+         * order. */
+        {LIST(MINE("po_5", "completed") "," PAYOUT("po_6", "PAY-1",
+                                                   "dst_secret_77", "1",
+                                                   "completed")),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_6"},
+        {LIST(PAYOUT("po_6", "PAY-1", "dst_secret_77", "1", "completed") ","
+              MINE("po_5", "completed")),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_6"},
+        /* Nothing listed is "not found", whatever the terms. */
+        {LIST(), true, 0, OG_CLASS_UNKNOWN, "not_found", ""},
+    };
+    og_provider_term many[OG_PROVIDER_TERMS_MAX + 1];
+    og_provider_table *t = two_final_states_table();
+    og_provider_response r = answer(200, LIST());
+    const og_provider_term no_value[] = {{"amount", NULL}};
+    const og_provider_term no_member[] = {{NULL, "1"}};
+    og_provider_outcome o;
+
+    check_lookups(cases, sizeof cases / sizeof cases[0]);
+    /* Bad terms are refused, *out untouched. */
+    for (size_t i = 0; i < sizeof many / sizeof many[0]; i++)
+        many[i] = pay1_terms[0];
+    memset(&o, 0x5a, sizeof o);
+    assert_int_equal(og_provider_classify_lookup_terms(
+                         t, &r, "PAY-1", many, OG_PROVIDER_TERMS_MAX + 1, &o),
+                     OG_EINVAL);
+    assert_int_equal(
+        og_provider_classify_lookup_terms(t, &r, "PAY-1", no_value, 1, &o),
+        OG_EINVAL);
+    assert_int_equal(
+        og_provider_classify_lookup_terms(t, &r, "PAY-1", no_member, 1, &o),
+        OG_EINVAL);
+    assert_int_equal(
+        og_provider_classify_lookup_terms(t, &r, "PAY-1", NULL, 2, &o),
+        OG_EINVAL);
+    assert_int_equal(o.rule, 0x5a5a5a5a);
+    assert_int_equal(og_provider_classify_lookup_terms(
+                         t, &r, "PAY-1", many, OG_PROVIDER_TERMS_MAX, &o),
+                     0);
+    og_provider_table_free(t);
+}
+
 /* ===========================================================================
  * Names
  * ========================================================================= */
@@ -1063,6 +1256,8 @@ int main(void)
         cmocka_unit_test(a_missing_table_classifies_unknown),
         cmocka_unit_test(lookup_found_pending_and_not_found),
         cmocka_unit_test(an_undocumented_lookup_answer_is_unavailable),
+        cmocka_unit_test(lookup_final_in_any_of_its_states_is_found),
+        cmocka_unit_test(lookup_of_an_effect_with_other_terms_is_terms_mismatch),
         cmocka_unit_test(names_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

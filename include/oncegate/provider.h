@@ -94,6 +94,7 @@ int og_provider_transport_parse(const char *text);
 #define OG_PROVIDER_KEY_MAX 255       /* Idempotency-Key bytes */
 #define OG_PROVIDER_TABLE_MAX 1048576 /* table file bytes */
 #define OG_PROVIDER_RULES_MAX 64      /* rules in one table */
+#define OG_PROVIDER_TERMS_MAX 8       /* terms one lookup verifies */
 
 /* ---------------------------------------------------------------------------
  * The classification table.
@@ -225,7 +226,9 @@ void og_provider_classify(const og_provider_table *t,
 
 /* Classifies the answer to a lookup for query (the reference looked up).
  * Every listed effect must carry the table's match member equal to query
- * and a valid reference, or the answer is undocumented. Returns
+ * and a valid reference, or the answer is undocumented. An effect is
+ * final when it satisfies one of the table's succeeded_if conditions.
+ * Returns
  *   1  found: *out is SUCCEEDED (reason "found", or "found_multiple" when
  *      the provider lists more than one effect for the reference — evidence
  *      of a duplicate) with the effect's reference, or UNKNOWN (reason
@@ -241,6 +244,28 @@ OG_MUST_CHECK int og_provider_classify_lookup(const og_provider_table *t,
                                               const og_provider_response *r,
                                               const char *query,
                                               og_provider_outcome *out);
+
+/* A member a listed effect must carry with exactly this value, besides the
+ * match (the reference): a term of the attempt being reconciled — its
+ * destination, amount (in the provider's canonical form), currency. Both
+ * strings borrowed. */
+typedef struct og_provider_term {
+    const char *member;
+    const char *value;
+} og_provider_term;
+
+/* og_provider_classify_lookup() that also verifies n_terms terms (at most
+ * OG_PROVIDER_TERMS_MAX; 0 is og_provider_classify_lookup()). An effect
+ * listed under the reference whose terms differ is not this attempt's and
+ * proves nothing about it: the answer is 1 with *out UNKNOWN, reason
+ * "terms_mismatch" and that effect's reference — escalate, never resolve —
+ * whatever else is listed. A term's value never reaches *out. OG_EINVAL
+ * also for more than OG_PROVIDER_TERMS_MAX terms or a NULL member or
+ * value. */
+OG_MUST_CHECK int og_provider_classify_lookup_terms(
+    const og_provider_table *t, const og_provider_response *r,
+    const char *query, const og_provider_term *terms, size_t n_terms,
+    og_provider_outcome *out);
 
 /* ---------------------------------------------------------------------------
  * The client (lib/provider/client.c): libcurl, thread-safe.
