@@ -32,12 +32,15 @@
  * --control`, reading `oncegate-sandbox: listening on http://HOST:PORT`.
  *
  * Recording mode (a test helper, not a test): `provider_test --record
- * PATH` starts sandboxes, sends every documented kind of request with a
- * plain libcurl handle, and writes tests/vectors/sandbox-credits.v1.jsonl:
- * what the sandbox answered (status, Content-Type, Retry-After,
- * Idempotent-Replayed, the exact body) with the expectation written here by
- * hand — never computed by the classifier — followed by the invented
- * undocumented answers. test_classify replays the file.
+ * credits|payouts PATH` (`--record PATH`: credits) starts sandboxes, sends
+ * every documented kind of request of that API with a plain libcurl
+ * handle, and writes tests/vectors/sandbox-<api>.v1.jsonl: what the
+ * sandbox answered (status, Content-Type, Retry-After, Idempotent-Replayed,
+ * the exact body) with the expectation written here by hand — never
+ * computed by the classifier — followed by the invented undocumented
+ * answers. Both APIs are recorded by the same code through a rec_api row;
+ * payouts add a return (the lookup still finds the payout, the create's
+ * key still replays its answer). test_classify replays both files.
  *
  * OG_TEST_SOURCE_ROOT: the repository root (for the table).
  */
@@ -1138,11 +1141,37 @@ static void threads_share_one_client(void **state)
 }
 
 /* ===========================================================================
- * Recording mode
+ * Recording mode: one recorder for every API of the sandbox, read through
+ * a rec_api row (the credits' vectors and the payouts' are the same
+ * requests, with the API's own path, target and test targets).
  * ========================================================================= */
+typedef struct rec_api {
+    const char *name;         /* "credits": the --record argument */
+    const char *path;         /* "/v1/credits" */
+    const char *typo_path;    /* a route the sandbox does not serve */
+    const char *target;       /* the body member: "account" */
+    const char *list;         /* the lookup answer's array */
+    const char *open, *closed, *busy, *async; /* test targets */
+    const char *closed_code;  /* "account_closed" */
+    bool returns;             /* POST /_control/payouts/{id}/return */
+    /* Invented answers are written for credits; these words are put in
+     * for the API's own (identity for credits). */
+    const char *id_prefix, *noun, *completed;
+} rec_api;
+
+static const rec_api rec_apis[] = {
+    {"credits", "/v1/credits", "/v1/credit", "account", "credits", "acct-1",
+     "closed-1", "busy-1", "async-1", "account_closed", false, "cr_",
+     "credit", "succeeded"},
+    {"payouts", "/v1/payouts", "/v1/payout", "destination", "payouts",
+     "dst_vec_1", "dst_closed_1", "dst_busy_1", "dst_async_1",
+     "destination_closed", true, "po_", "payout", "completed"},
+};
+
 typedef struct recorder {
     FILE *out;
     int n;
+    const rec_api *api;
 } recorder;
 
 /* Writes one vector line. ref_from_body: the expected reference is the
@@ -1161,7 +1190,7 @@ static void vector(recorder *rec, const char *name, const char *source,
         b = json_loadb(r->body, r->len, 0, NULL);
         if (call && strcmp(call, "lookup") == 0)
             ref = json_string_value(json_object_get(
-                json_array_get(json_object_get(b, "credits"), 0), "id"));
+                json_array_get(json_object_get(b, rec->api->list), 0), "id"));
         else
             ref = json_string_value(json_object_get(b, "id"));
         if (!ref) {
@@ -1201,7 +1230,7 @@ static void vector(recorder *rec, const char *name, const char *source,
     rec->n++;
 }
 
-/* A recorded create: POST url/v1/credits with key (NULL: no header), the
+/* A recorded create: POST url/path with key (NULL: no header), the
  * JSON body, content type. The transport kind as libcurl ended. */
 static raw rec_post(const sbx *s, const char *path, const char *key,
                     const char *ctype, const char *body, const char *auth,
@@ -1242,6 +1271,9 @@ static const char *transport_of(CURLcode rc)
     }
 }
 
+#define JSON_CT "application/json"
+#define LATER "2099-01-01T00:00:00Z"
+
 /* Records one create answer with its hand-written expectation. */
 static void rec_create(recorder *rec, const char *name, raw r,
                        const char *cls, const char *reason, bool ref)
@@ -1254,187 +1286,222 @@ static void rec_create(recorder *rec, const char *name, raw r,
     free(r.body);
 }
 
-static char *credit_body(const char *account, const char *amount,
-                         const char *reference, const char *expires)
+/* Records a lookup of reference (NULL: no query at all). */
+static void rec_lookup(recorder *rec, const sbx *s, const char *name,
+                       const char *reference, const char *cls,
+                       const char *reason, bool ref, const char *result)
+{
+    char url[256];
+    raw r;
+
+    snprintf(url, sizeof url, "%s%s%s%s", s->url, rec->api->path,
+             reference ? "?reference=" : "", reference ? reference : "");
+    r = http("GET", url, NULL, NULL, 10000);
+    vector(rec, name, "recorded", "lookup", reference ? reference : "vec-ref-1",
+           "ok", r.status, &r, cls, reason, ref, result);
+    free(r.body);
+}
+
+/* The create body of the recorder's API. */
+static char *body_of(const recorder *rec, const char *target,
+                     const char *amount, const char *reference,
+                     const char *expires)
 {
     static char buf[512];
     snprintf(buf, sizeof buf,
-             "{\"account\":\"%s\",\"amount\":\"%s\",\"currency\":\"EUR\","
+             "{\"%s\":\"%s\",\"amount\":\"%s\",\"currency\":\"EUR\","
              "\"reference\":\"%s\",\"expires_at\":\"%s\"}",
-             account, amount, reference, expires);
+             rec->api->target, target, amount, reference, expires);
     return buf;
 }
 
-#define JSON_CT "application/json"
-#define LATER "2099-01-01T00:00:00Z"
+/* POST of the recorder's API with key and a body of target. */
+static raw rec_send(const recorder *rec, const sbx *s, const char *key,
+                    const char *target, const char *amount,
+                    const char *reference, const char *expires,
+                    const char *auth, long timeout_ms)
+{
+    return rec_post(s, rec->api->path, key, JSON_CT,
+                    body_of(rec, target, amount, reference, expires), auth,
+                    timeout_ms);
+}
+
+/* A payout's return, then what a lookup and the create's key answer:
+ * found (it completed) and the original create's answer. */
+static void record_return(recorder *rec, const sbx *s, raw created)
+{
+    json_t *b = json_loadb(created.body, created.len, 0, NULL);
+    char url[256];
+    raw r;
+
+    snprintf(url, sizeof url, "%s/_control/payouts/%s/return", s->url,
+             json_string_value(json_object_get(b, "id")));
+    json_decref(b);
+    r = http("POST", url, NULL, NULL, 10000);
+    if (r.rc != CURLE_OK || r.status != 200) {
+        fprintf(stderr, "record: return: %ld %s\n", r.status, r.body);
+        exit(1);
+    }
+    free(r.body);
+    rec_lookup(rec, s, "lookup_200_found_returned", "vec-ref-1", "succeeded",
+               "found", true, "found");
+    r = rec_send(rec, s, "vec-0001", rec->api->open, "25.00", "vec-ref-1",
+                 LATER, NULL, 10000);
+    if (r.len != created.len || memcmp(r.body, created.body, r.len) != 0) {
+        fprintf(stderr, "record: the replay after a return changed\n");
+        exit(1);
+    }
+    rec_create(rec, "create_201_replayed_after_return", r, "succeeded",
+               "created", true);
+}
 
 static void record_sandbox(recorder *rec)
 {
     static const char *const async_fast[] = {"--async-complete-ms", "300",
                                              NULL};
-    char big[70001], url[256], keyfile[PATH_MAX + 8];
+    const rec_api *ap = rec->api;
+    char big[70001], url[256], keyfile[PATH_MAX + 8], name[96], text[512];
     const char *auth_args[3];
     sbx s, a;
-    raw r;
+    raw r, first;
     FILE *kf;
 
     if (sbx_new(&s, async_fast) != 0)
         exit(1);
 
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "25.00", "vec-ref-1", LATER), NULL,
-                 10000);
+    first = rec_send(rec, &s, "vec-0001", ap->open, "25.00", "vec-ref-1",
+                     LATER, NULL, 10000);
+    r = first;
+    r.body = strdup(first.body);
     rec_create(rec, "create_201_created", r, "succeeded", "created", true);
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "25.00", "vec-ref-1", LATER), NULL,
-                 10000);
+    r = rec_send(rec, &s, "vec-0001", ap->open, "25.00", "vec-ref-1", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_201_replayed", r, "succeeded", "created", true);
     /* The same parameters spelled differently are the same request. */
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "25", "vec-ref-1",
-                             "2099-01-01T01:00:00+01:00"),
-                 NULL, 10000);
+    r = rec_send(rec, &s, "vec-0001", ap->open, "25", "vec-ref-1",
+                 "2099-01-01T01:00:00+01:00", NULL, 10000);
     rec_create(rec, "create_201_replayed_canonical_equal", r, "succeeded",
                "created", true);
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "26.00", "vec-ref-1", LATER), NULL,
-                 10000);
+    r = rec_send(rec, &s, "vec-0001", ap->open, "26.00", "vec-ref-1", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_422_idempotency_mismatch", r, "unknown",
                "idempotency_mismatch", false);
+    if (ap->returns)
+        record_return(rec, &s, first);
+    free(first.body);
 
-    r = rec_post(&s, "/v1/credits", "vec-0002", JSON_CT,
-                 credit_body("async-1", "5", "vec-ref-2", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0002", ap->async, "5", "vec-ref-2", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_202_pending", r, "unknown", "pending", true);
-    {
-        char q[256];
-        snprintf(q, sizeof q, "%s/v1/credits?reference=vec-ref-2", s.url);
-        r = http("GET", q, NULL, NULL, 10000);
-        vector(rec, "lookup_200_pending", "recorded", "lookup", "vec-ref-2",
-               "ok", r.status, &r, "unknown", "pending", true, "found");
-        free(r.body);
-        sleep_ms(400);
-        r = http("GET", q, NULL, NULL, 10000);
-        vector(rec, "lookup_200_found_after_completion", "recorded", "lookup",
-               "vec-ref-2", "ok", r.status, &r, "succeeded", "found", true,
-               "found");
-        free(r.body);
-    }
-    r = rec_post(&s, "/v1/credits", "vec-0002", JSON_CT,
-                 credit_body("async-1", "5", "vec-ref-2", LATER), NULL, 10000);
+    rec_lookup(rec, &s, "lookup_200_pending", "vec-ref-2", "unknown",
+               "pending", true, "found");
+    sleep_ms(400);
+    rec_lookup(rec, &s, "lookup_200_found_after_completion", "vec-ref-2",
+               "succeeded", "found", true, "found");
+    r = rec_send(rec, &s, "vec-0002", ap->async, "5", "vec-ref-2", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_201_async_completed_replay", r, "succeeded",
                "created", true);
 
-    r = rec_post(&s, "/v1/credits", "vec-0003", JSON_CT,
-                 credit_body("closed-1", "5", "vec-ref-3", LATER), NULL,
-                 10000);
-    rec_create(rec, "create_422_account_closed", r, "failed",
-               "account_closed", false);
-    r = rec_post(&s, "/v1/credits", "vec-0003", JSON_CT,
-                 credit_body("closed-1", "5", "vec-ref-3", LATER), NULL,
-                 10000);
-    rec_create(rec, "create_422_account_closed_replayed", r, "failed",
-               "account_closed", false);
-    r = rec_post(&s, "/v1/credits", "vec-0004", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-4",
-                             "2020-01-01T00:00:00Z"),
+    r = rec_send(rec, &s, "vec-0003", ap->closed, "5", "vec-ref-3", LATER,
                  NULL, 10000);
+    snprintf(name, sizeof name, "create_422_%s", ap->closed_code);
+    rec_create(rec, name, r, "failed", ap->closed_code, false);
+    r = rec_send(rec, &s, "vec-0003", ap->closed, "5", "vec-ref-3", LATER,
+                 NULL, 10000);
+    snprintf(name, sizeof name, "create_422_%s_replayed", ap->closed_code);
+    rec_create(rec, name, r, "failed", ap->closed_code, false);
+    r = rec_send(rec, &s, "vec-0004", ap->open, "5", "vec-ref-4",
+                 "2020-01-01T00:00:00Z", NULL, 10000);
     rec_create(rec, "create_422_request_expired", r, "failed",
                "request_expired", false);
-    r = rec_post(&s, "/v1/credits", "vec-0005", JSON_CT,
-                 credit_body("busy-1", "5", "vec-ref-5", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0005", ap->busy, "5", "vec-ref-5", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_429_rate_limited", r, "transient", "rate_limited",
                false);
 
-    r = rec_post(&s, "/v1/credits", "vec-0006", JSON_CT, "{\"account\":", NULL,
-                 10000);
+    snprintf(text, sizeof text, "{\"%s\":", ap->target);
+    r = rec_post(&s, ap->path, "vec-0006", JSON_CT, text, NULL, 10000);
     rec_create(rec, "create_400_invalid_json", r, "failed", "invalid_json",
                false);
-    r = rec_post(&s, "/v1/credits", "vec-0006", JSON_CT,
-                 "{\"account\":\"acct-1\",\"currency\":\"EUR\",\"reference\":"
-                 "\"r\",\"expires_at\":\"" LATER "\"}",
-                 NULL, 10000);
+    snprintf(text, sizeof text,
+             "{\"%s\":\"%s\",\"currency\":\"EUR\",\"reference\":"
+             "\"r\",\"expires_at\":\"" LATER "\"}",
+             ap->target, ap->open);
+    r = rec_post(&s, ap->path, "vec-0006", JSON_CT, text, NULL, 10000);
     rec_create(rec, "create_400_invalid_request_missing_amount", r, "failed",
                "invalid_request", false);
-    r = rec_post(&s, "/v1/credits", "vec-0006", JSON_CT,
-                 "{\"account\":\"acct-1\",\"amount\":\"1\",\"currency\":"
-                 "\"EUR\",\"reference\":\"r\",\"expires_at\":\"" LATER
-                 "\",\"memo\":\"hi\"}",
-                 NULL, 10000);
+    snprintf(text, sizeof text,
+             "{\"%s\":\"%s\",\"amount\":\"1\",\"currency\":"
+             "\"EUR\",\"reference\":\"r\",\"expires_at\":\"" LATER
+             "\",\"memo\":\"hi\"}",
+             ap->target, ap->open);
+    r = rec_post(&s, ap->path, "vec-0006", JSON_CT, text, NULL, 10000);
     rec_create(rec, "create_400_invalid_request_unknown_member", r, "failed",
                "invalid_request", false);
-    r = rec_post(&s, "/v1/credits", NULL, JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-6", LATER), NULL, 10000);
+    r = rec_post(&s, ap->path, NULL, JSON_CT,
+                 body_of(rec, ap->open, "5", "vec-ref-6", LATER), NULL, 10000);
     rec_create(rec, "create_400_idempotency_key_required", r, "failed",
                "idempotency_key_required", false);
     memset(big, ' ', sizeof big - 1);
     big[0] = '{';
     big[sizeof big - 2] = '}';
     big[sizeof big - 1] = '\0';
-    r = rec_post(&s, "/v1/credits", "vec-0007", JSON_CT, big, NULL, 10000);
+    r = rec_post(&s, ap->path, "vec-0007", JSON_CT, big, NULL, 10000);
     rec_create(rec, "create_413_body_too_large", r, "failed", "body_too_large",
                false);
-    r = rec_post(&s, "/v1/credits", "vec-0008", "text/plain",
-                 credit_body("acct-1", "5", "vec-ref-8", LATER), NULL, 10000);
+    r = rec_post(&s, ap->path, "vec-0008", "text/plain",
+                 body_of(rec, ap->open, "5", "vec-ref-8", LATER), NULL, 10000);
     rec_create(rec, "create_415_unsupported_media_type", r, "failed",
                "unsupported_media_type", false);
-    r = rec_post(&s, "/v1/credit", "vec-0009", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-9", LATER), NULL, 10000);
+    r = rec_post(&s, ap->typo_path, "vec-0009", JSON_CT,
+                 body_of(rec, ap->open, "5", "vec-ref-9", LATER), NULL, 10000);
     rec_create(rec, "create_404_route_not_found", r, "unknown",
                "route_not_found", false);
     {
         static const char *const hs[] = {"Content-Type: application/json",
                                          "Idempotency-Key: vec-0009", NULL};
-        snprintf(url, sizeof url, "%s/v1/credits", s.url);
-        r = http("PUT", url, hs, credit_body("acct-1", "5", "vec-ref-9", LATER),
-                 10000);
+        snprintf(url, sizeof url, "%s%s", s.url, ap->path);
+        r = http("PUT", url, hs,
+                 body_of(rec, ap->open, "5", "vec-ref-9", LATER), 10000);
         rec_create(rec, "create_405_method_not_allowed", r, "unknown",
                    "method_not_allowed", false);
     }
 
     /* Faults. */
     arm(&s, "error_500_after_effect", -1);
-    r = rec_post(&s, "/v1/credits", "vec-0010", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-10", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0010", ap->open, "5", "vec-ref-10", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_500_internal_after_effect", r, "unknown",
                "internal", false);
     arm(&s, "error_500_before_effect", -1);
-    r = rec_post(&s, "/v1/credits", "vec-0011", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-11", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0011", ap->open, "5", "vec-ref-11", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_500_internal_before_effect", r, "unknown",
                "internal", false);
     arm(&s, "drop_response_after_effect", -1);
-    r = rec_post(&s, "/v1/credits", "vec-0012", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-12", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0012", ap->open, "5", "vec-ref-12", LATER,
+                 NULL, 10000);
     rec_create(rec, "transport_no_response_drop_after_effect", r, "unknown",
                "no_response", false);
     arm(&s, "delay_after_effect", 1500);
-    r = rec_post(&s, "/v1/credits", "vec-0013", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-13", LATER), NULL, 300);
+    r = rec_send(rec, &s, "vec-0013", ap->open, "5", "vec-ref-13", LATER,
+                 NULL, 300);
     rec_create(rec, "transport_timeout_delay_after_effect", r, "unknown",
                "timeout", false);
 
     /* Lookups. */
-    snprintf(url, sizeof url, "%s/v1/credits?reference=vec-ref-12", s.url);
-    r = http("GET", url, NULL, NULL, 10000);
-    vector(rec, "lookup_200_found_after_dropped_response", "recorded",
-           "lookup", "vec-ref-12", "ok", r.status, &r, "succeeded", "found",
-           true, "found");
-    free(r.body);
-    snprintf(url, sizeof url, "%s/v1/credits?reference=vec-ref-11", s.url);
-    r = http("GET", url, NULL, NULL, 10000);
-    vector(rec, "lookup_200_not_found", "recorded", "lookup", "vec-ref-11",
-           "ok", r.status, &r, "unknown", "not_found", false, "not_found");
-    free(r.body);
-    snprintf(url, sizeof url, "%s/v1/credits", s.url);
-    r = http("GET", url, NULL, NULL, 10000);
-    vector(rec, "lookup_400_without_query", "recorded", "lookup", "vec-ref-1",
-           "ok", r.status, &r, "unknown", "", false, "provider_unavailable");
-    free(r.body);
+    rec_lookup(rec, &s, "lookup_200_found_after_dropped_response",
+               "vec-ref-12", "succeeded", "found", true, "found");
+    rec_lookup(rec, &s, "lookup_200_not_found", "vec-ref-11", "unknown",
+               "not_found", false, "not_found");
+    rec_lookup(rec, &s, "lookup_400_without_query", NULL, "unknown", "",
+               false, "provider_unavailable");
 
     /* Stopped: refused before anything was sent. */
     sbx_stop(&s);
-    r = rec_post(&s, "/v1/credits", "vec-0014", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-14", LATER), NULL, 2000);
+    r = rec_send(rec, &s, "vec-0014", ap->open, "5", "vec-ref-14", LATER,
+                 NULL, 2000);
     rec_create(rec, "transport_connect_failed_sandbox_stopped", r,
                "transient", "connect_failed", false);
     sbx_free(&s);
@@ -1453,16 +1520,48 @@ static void record_sandbox(recorder *rec)
     auth_args[2] = NULL;
     if (sbx_start(&a, auth_args) != 0)
         exit(1);
-    r = rec_post(&a, "/v1/credits", "vec-0020", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-20", LATER), NULL, 10000);
+    r = rec_send(rec, &a, "vec-0020", ap->open, "5", "vec-ref-20", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_401_unauthorized_no_key", r, "transient",
                "unauthorized", false);
-    r = rec_post(&a, "/v1/credits", "vec-0020", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-20", LATER), "wrong-key",
-                 10000);
+    r = rec_send(rec, &a, "vec-0020", ap->open, "5", "vec-ref-20", LATER,
+                 "wrong-key", 10000);
     rec_create(rec, "create_401_unauthorized_wrong_key", r, "transient",
                "unauthorized", false);
     sbx_free(&a);
+}
+
+/* text with the credits' words put in for the recorder's API's (none for
+ * credits), into out. */
+static const char *adapt(const recorder *rec, const char *text, char *out,
+                         size_t len)
+{
+    const struct {
+        const char *from, *to;
+    } words[] = {
+        {"cr_", rec->api->id_prefix},   {"account", rec->api->target},
+        {"credits", rec->api->list},    {"credit", rec->api->noun},
+        {"succeeded", rec->api->completed},
+    };
+    size_t o = 0;
+
+    while (*text && o + 1 < len) {
+        size_t k;
+
+        for (k = 0; k < sizeof words / sizeof words[0]; k++)
+            if (strncmp(text, words[k].from, strlen(words[k].from)) == 0)
+                break;
+        if (k == sizeof words / sizeof words[0]) {
+            out[o++] = *text++;
+            continue;
+        }
+        o += (size_t)snprintf(out + o, len - o, "%s", words[k].to);
+        text += strlen(words[k].from);
+        if (o >= len)
+            o = len - 1;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* Answers the sandbox does not document (or cannot be made to give):
@@ -1546,26 +1645,42 @@ static void record_invented(recorder *rec)
         {"invented_transport_error", "error", 0, NULL, NULL, "", "unknown",
          "transport_error"},
     };
+    char name[96], body[512];
 
     for (size_t i = 0; i < sizeof inv / sizeof inv[0]; i++) {
         raw r = {0};
 
-        r.body = (char *)inv[i].body;
-        r.len = strlen(inv[i].body);
+        r.body = (char *)adapt(rec, inv[i].body, body, sizeof body);
+        r.len = strlen(r.body);
         if (inv[i].ctype)
             snprintf(r.content_type, sizeof r.content_type, "%s",
                      inv[i].ctype);
         if (inv[i].retry_after)
             snprintf(r.retry_after, sizeof r.retry_after, "%s",
                      inv[i].retry_after);
-        vector(rec, inv[i].name, "invented", NULL, NULL, inv[i].transport,
-               inv[i].status, &r, inv[i].cls, inv[i].reason, false, NULL);
+        vector(rec, adapt(rec, inv[i].name, name, sizeof name), "invented",
+               NULL, NULL, inv[i].transport, inv[i].status, &r, inv[i].cls,
+               inv[i].reason, false, NULL);
+    }
+    if (rec->api->returns) {
+        /* A create answer never shows a return: a 201 saying returned is
+         * not the documented answer. */
+        raw r = {0};
+        r.body = "{\"id\":\"po_000000000000000000000008\",\"status\":"
+                 "\"returned\"}";
+        r.len = strlen(r.body);
+        snprintf(r.content_type, sizeof r.content_type, "application/json");
+        vector(rec, "invented_201_status_returned", "invented", NULL, NULL,
+               "ok", 201, &r, "unknown", "malformed_success", false, NULL);
     }
     {
         /* A lookup answer listing a stranger: the filter was ignored. */
         raw r = {0};
-        r.body = "{\"credits\":[{\"id\":\"cr_000000000000000000000007\","
-                 "\"reference\":\"someone-else\",\"status\":\"succeeded\"}]}";
+        r.body = (char *)adapt(
+            rec,
+            "{\"credits\":[{\"id\":\"cr_000000000000000000000007\","
+            "\"reference\":\"someone-else\",\"status\":\"succeeded\"}]}",
+            body, sizeof body);
         r.len = strlen(r.body);
         snprintf(r.content_type, sizeof r.content_type, "application/json");
         vector(rec, "invented_lookup_lists_a_stranger", "invented", "lookup",
@@ -1574,10 +1689,18 @@ static void record_invented(recorder *rec)
     }
 }
 
-static int record(const char *path)
+/* Records the vectors of API name (credits, payouts) into path. */
+static int record(const char *name, const char *path)
 {
     recorder rec = {0};
 
+    for (size_t i = 0; i < sizeof rec_apis / sizeof rec_apis[0]; i++)
+        if (strcmp(name, rec_apis[i].name) == 0)
+            rec.api = &rec_apis[i];
+    if (!rec.api) {
+        fprintf(stderr, "provider_test: --record credits|payouts PATH\n");
+        return 2;
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     rec.out = fopen(path, "w");
@@ -1777,6 +1900,8 @@ int main(int argc, char **argv)
 
     signal(SIGPIPE, SIG_IGN);
     if (argc == 3 && strcmp(argv[1], "--record") == 0)
-        return record(argv[2]);
+        return record("credits", argv[2]);
+    if (argc == 4 && strcmp(argv[1], "--record") == 0)
+        return record(argv[2], argv[3]);
     return cmocka_run_group_tests(tests, load_table, free_table);
 }

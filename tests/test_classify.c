@@ -1,11 +1,14 @@
 /*
  * test_classify.c — claims about what a provider's answer means
- * (lib/core/classify.c, providers/sandbox-credits.v1.json):
+ * (lib/core/classify.c, providers/sandbox-credits.v1.json,
+ * providers/sandbox-payouts.v1.json):
  *
- *   - every vector in tests/vectors/sandbox-credits.v1.jsonl — answers the
- *     real sandbox gave (recorded by `provider_test --record`) and invented
- *     undocumented ones — classifies exactly as its "expect" says, and every
- *     create rule of the table is exercised by at least one vector;
+ *   - every vector in tests/vectors/sandbox-credits.v1.jsonl and
+ *     tests/vectors/sandbox-payouts.v1.jsonl — answers the real sandbox
+ *     gave (recorded by `provider_test --record credits|payouts PATH`) and
+ *     invented undocumented ones — classifies through its table exactly as
+ *     its "expect" says, and every create rule of each table is exercised
+ *     by at least one vector;
  *   - the loader is strict: each refusal carries its stable code and the
  *     path it is about, *out stays untouched, and rules that claim more than
  *     their answer proves (R1-R5) are refused;
@@ -43,6 +46,8 @@
 
 #define TABLE_PATH "providers/sandbox-credits.v1.json"
 #define VECTORS_PATH "tests/vectors/sandbox-credits.v1.jsonl"
+#define PAYOUTS_TABLE_PATH "providers/sandbox-payouts.v1.json"
+#define PAYOUTS_VECTORS_PATH "tests/vectors/sandbox-payouts.v1.jsonl"
 
 /* The statuses the sandbox table has rules for (written out here, not
  * read from the table, so the test does not trust what it tests). */
@@ -166,7 +171,9 @@ static void expect_outcome(const char *name, const json_t *expect,
                  cls, reason, ref);
 }
 
-static void vectors_classify_as_expected(void **state)
+/* Replays the vectors file vectors_rel through the table at table_rel
+ * (both relative to the source root). */
+static void replay_vectors(const char *table_rel, const char *vectors_rel)
 {
     static const char *const members[] = {"name", "source", "call", "query",
                                           "transport", "status", "headers",
@@ -176,8 +183,13 @@ static void vectors_classify_as_expected(void **state)
     char *text, *line, *save = NULL;
     json_t *names = json_object();
     int n_vectors = 0, n_recorded = 0, n_rules = 0;
+    og_provider_table *table = NULL;
+    og_provider_table_error err;
 
-    src_path(path, VECTORS_PATH);
+    src_path(path, table_rel);
+    if (og_provider_table_load_file(path, &table, &err) != 0)
+        fail_msg("%s: %s", path, err.text);
+    src_path(path, vectors_rel);
     text = read_text(path, NULL);
     for (line = strtok_r(text, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -190,7 +202,7 @@ static void vectors_classify_as_expected(void **state)
         int k;
 
         if (!v)
-            fail_msg("%s: line %d: %s", VECTORS_PATH, n_vectors + 1,
+            fail_msg("%s: line %d: %s", vectors_rel, n_vectors + 1,
                      jerr.text);
         json_object_foreach(v, key, hv) {
             bool ok = false;
@@ -232,7 +244,7 @@ static void vectors_classify_as_expected(void **state)
             int rc;
 
             memset(&o, 0, sizeof o);
-            rc = og_provider_classify_lookup(g_table, &r,
+            rc = og_provider_classify_lookup(table, &r,
                                              vstr(v, "query", name), &o);
             if (strcmp(want, "found") == 0 ? rc != 1
                 : strcmp(want, "not_found") == 0
@@ -244,7 +256,7 @@ static void vectors_classify_as_expected(void **state)
                 expect_outcome(name, expect, &o);
         } else {
             assert_true(!call || strcmp(call, "create") == 0);
-            o = classify(g_table, r);
+            o = classify(table, r);
             expect_outcome(name, expect, &o);
             if (o.rule >= 0) {
                 assert_true(o.rule < OG_PROVIDER_RULES_MAX);
@@ -262,7 +274,7 @@ static void vectors_classify_as_expected(void **state)
         char tpath[PATH_MAX];
         json_t *t;
 
-        src_path(tpath, TABLE_PATH);
+        src_path(tpath, table_rel);
         t = json_load_file(tpath, 0, NULL);
         assert_non_null(t);
         n_rules = (int)json_array_size(json_object_get(t, "create"));
@@ -271,23 +283,30 @@ static void vectors_classify_as_expected(void **state)
     for (int i = 0; i < n_rules; i++)
         if (!covered[i])
             fail_msg("create[%d] of %s is exercised by no vector", i,
-                     TABLE_PATH);
-    print_message("%d vectors (%d recorded from the sandbox), %d rules "
+                     table_rel);
+    print_message("%s: %d vectors (%d recorded from the sandbox), %d rules "
                   "covered\n",
-                  n_vectors, n_recorded, n_rules);
+                  vectors_rel, n_vectors, n_recorded, n_rules);
     assert_true(n_vectors >= 30);
     assert_true(n_recorded >= 15);
+    og_provider_table_free(table);
+}
+
+static void vectors_classify_as_expected(void **state)
+{
+    replay_vectors(TABLE_PATH, VECTORS_PATH);
+    replay_vectors(PAYOUTS_TABLE_PATH, PAYOUTS_VECTORS_PATH);
 }
 
 /* ===========================================================================
  * The table as loaded
  * ========================================================================= */
-static void sandbox_table_declares_its_contract(void **state)
+/* The contract of the sandbox's api with its default flags. */
+static void assert_sandbox_contract(const og_provider_properties *p,
+                                    const char *api)
 {
-    const og_provider_properties *p = og_provider_table_properties(g_table);
-
     assert_string_equal(p->provider, "oncegate-sandbox");
-    assert_string_equal(p->api, "credits");
+    assert_string_equal(p->api, api);
     assert_int_equal(p->version, 1);
     assert_int_equal(p->key_retention_s, 86400);
     assert_true(p->atomic_same_key);
@@ -295,8 +314,36 @@ static void sandbox_table_declares_its_contract(void **state)
                                     OG_PROVIDER_LOOKUP_IDEMPOTENCY_KEY);
     assert_true(p->request_expiry);
     assert_int_equal(p->request_expiry_skew_s, 5);
+}
+
+static void sandbox_table_declares_its_contract(void **state)
+{
+    assert_sandbox_contract(og_provider_table_properties(g_table), "credits");
     assert_null(og_provider_table_properties(NULL));
     og_provider_table_free(NULL); /* a no-op */
+}
+
+/* The payouts table declares the same contract (and the sandbox's default
+ * skew), and a returned payout is final: it completed. */
+static void payouts_table_declares_its_contract(void **state)
+{
+    char path[PATH_MAX];
+    og_provider_table *t = NULL;
+    og_provider_table_error err;
+    og_provider_response r = answer(
+        200, "{\"payouts\":[{\"id\":\"po_1\",\"reference\":\"PAY-1\","
+             "\"status\":\"returned\",\"returned_at\":"
+             "\"2026-03-01T16:30:00.000000Z\"}]}");
+    og_provider_outcome o;
+
+    src_path(path, PAYOUTS_TABLE_PATH);
+    if (og_provider_table_load_file(path, &t, &err) != 0)
+        fail_msg("%s: %s", path, err.text);
+    assert_sandbox_contract(og_provider_table_properties(t), "payouts");
+    assert_int_equal(og_provider_classify_lookup(t, &r, "PAY-1", &o), 1);
+    assert_int_equal(o.cls, OG_CLASS_SUCCEEDED);
+    assert_string_equal(o.reference, "po_1");
+    og_provider_table_free(t);
 }
 
 /* ===========================================================================
@@ -1244,6 +1291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vectors_classify_as_expected),
         cmocka_unit_test(sandbox_table_declares_its_contract),
+        cmocka_unit_test(payouts_table_declares_its_contract),
         cmocka_unit_test(loader_refuses_each_with_its_code),
         cmocka_unit_test(loader_refuses_text_that_is_not_one_object),
         cmocka_unit_test(load_file_reports_io_and_size),
