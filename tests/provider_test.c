@@ -26,7 +26,17 @@
  *     plays each) are all UNKNOWN;
  *   - bad arguments are refused before anything is sent (the sandbox counts
  *     no request); the API key is sent as a bearer token and a wrong or
- *     missing one is TRANSIENT unauthorized.
+ *     missing one is TRANSIENT unauthorized;
+ *   - payouts (og_provider_create_payout, og_provider_lookup_payout,
+ *     classified by providers/sandbox-payouts.v1.json) make the same claims
+ *     from the same test bodies (a capi row per API) — created, replayed,
+ *     destination_closed FAILED, busy TRANSIENT, accepted-for-processing
+ *     UNKNOWN until a lookup finds it completed, late FAILED, a lost answer
+ *     UNKNOWN and found — and: a returned payout is still SUCCEEDED; a
+ *     payout listed with other terms is terms_mismatch; a lookup after
+ *     expires_at + skew + visibility delay that finds nothing stays so (the
+ *     request sent then is refused); a bad destination is
+ *     OG_EDESTINATION with nothing sent, and no outcome carries it.
  *
  * Each test starts its own sandbox: `--listen 127.0.0.1:0 --state DIR/s.db
  * --control`, reading `oncegate-sandbox: listening on http://HOST:PORT`.
@@ -72,10 +82,12 @@
 #include "oncegate/provider.h"
 
 #define TABLE_PATH "providers/sandbox-credits.v1.json"
+#define PAYOUTS_TABLE_PATH "providers/sandbox-payouts.v1.json"
 #define CALL_US (INT64_C(10) * 1000000) /* a call that should not time out */
 #define API_KEY "sbx-test-key-7f3a9c"
 
-static og_provider_table *g_table;
+static og_provider_table *g_table;          /* credits */
+static og_provider_table *g_payouts_table;  /* payouts */
 /* The expires_at every create of this run sends: fixed, because it is
  * part of the request the sandbox compares under a key (a retry computing
  * "now + 1 h" afresh would be a different request: idempotency_mismatch). */
@@ -384,17 +396,26 @@ typedef struct fx {
     og_provider *p;
 } fx;
 
-static int load_table(void **state)
+/* The table at rel (under OG_TEST_SOURCE_ROOT) into *out; 0 or -1. */
+static int load_one(const char *rel, og_provider_table **out)
 {
     const char *root = getenv("OG_TEST_SOURCE_ROOT");
     char path[PATH_MAX];
     og_provider_table_error err;
 
-    snprintf(path, sizeof path, "%s/%s", root ? root : ".", TABLE_PATH);
-    if (og_provider_table_load_file(path, &g_table, &err) != 0) {
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
+    if (og_provider_table_load_file(path, out, &err) != 0) {
         fprintf(stderr, "%s: %s\n", path, err.text);
         return -1;
     }
+    return 0;
+}
+
+static int load_table(void **state)
+{
+    if (load_one(TABLE_PATH, &g_table) != 0 ||
+        load_one(PAYOUTS_TABLE_PATH, &g_payouts_table) != 0)
+        return -1;
     g_expires_us = wall_us() + INT64_C(3600) * 1000000;
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
@@ -402,16 +423,19 @@ static int load_table(void **state)
 static int free_table(void **state)
 {
     og_provider_table_free(g_table);
+    og_provider_table_free(g_payouts_table);
     curl_global_cleanup();
     return 0;
 }
 
-static int fx_up_with(void **state, const char *const *extra)
+/* A sandbox with extra flags and a client classifying by table t. */
+static int fx_up_table(void **state, const char *const *extra,
+                       const og_provider_table *t)
 {
     fx *f = calloc(1, sizeof *f);
 
     if (!f || sbx_new(&f->s, extra) != 0 ||
-        og_provider_open(f->s.url, NULL, g_table, &f->p) != 0) {
+        og_provider_open(f->s.url, NULL, t, &f->p) != 0) {
         if (f)
             sbx_free(&f->s);
         free(f);
@@ -421,16 +445,33 @@ static int fx_up_with(void **state, const char *const *extra)
     return 0;
 }
 
+static int fx_up_with(void **state, const char *const *extra)
+{
+    return fx_up_table(state, extra, g_table);
+}
+
 static int fx_up(void **state)
 {
     return fx_up_with(state, NULL);
 }
 
-/* async- credits complete after 300 ms instead of 1 s. */
+/* async- credits (dst_async_ payouts) complete after 300 ms, not 1 s. */
+static const char *const async_fast[] = {"--async-complete-ms", "300", NULL};
+
 static int fx_up_async(void **state)
 {
-    static const char *const extra[] = {"--async-complete-ms", "300", NULL};
-    return fx_up_with(state, extra);
+    return fx_up_with(state, async_fast);
+}
+
+/* A client of the payouts API (providers/sandbox-payouts.v1.json). */
+static int fx_up_payouts(void **state)
+{
+    return fx_up_table(state, NULL, g_payouts_table);
+}
+
+static int fx_up_payouts_async(void **state)
+{
+    return fx_up_table(state, async_fast, g_payouts_table);
 }
 
 static int fx_down(void **state)
@@ -445,15 +486,71 @@ static int fx_down(void **state)
     return 0;
 }
 
-/* A create for key on account (amount 25.00 EUR, reference = key, expiry
- * g_expires_us), bounded by timeout_us. Returns the call's rc. */
+/* One API of the client as the claims below use it: its create call, a
+ * lookup by reference, its id prefix and test targets, and the sandbox's
+ * counters. A claim both APIs make is ONE body taking a capi. */
+typedef struct capi {
+    int (*create)(og_provider *, const char *, const char *, const char *,
+                  const char *, const char *, int64_t, int64_t,
+                  og_provider_outcome *);
+    bool payouts;            /* lookups verify the terms of open */
+    const char *id_prefix, *open, *closed, *busy, *async, *closed_code;
+    const char *c_rows, *c_replays, *c_requests;
+} capi;
+
+static const capi CREDITS = {og_provider_create_credit, false, "cr_",
+                             "acct-1", "closed-7", "busy-7", "async-7",
+                             "account_closed", "credits_created",
+                             "idempotent_replays", "create_requests"};
+static const capi PAYOUTS = {og_provider_create_payout, true, "po_",
+                             "dst_tok_7f3a", "dst_closed_7", "dst_busy_7",
+                             "dst_async_7", "destination_closed",
+                             "payouts_created", "payout_replays",
+                             "payout_requests"};
+
+/* A create of a for key on target (amount 25.00 EUR, reference = key,
+ * expiry g_expires_us), bounded by timeout_us. Returns the call's rc; the
+ * outcome never carries the target. */
+static int create_in(const capi *a, og_provider *p, const char *key,
+                     const char *target, int64_t timeout_us,
+                     og_provider_outcome *o)
+{
+    int rc;
+
+    memset(o, 0x5a, sizeof *o);
+    rc = a->create(p, key, target, "25.00", "EUR", key, g_expires_us,
+                   timeout_us, o);
+    if (rc == 0 && a->payouts)
+        assert_null(strstr(o->reason, target));
+    if (rc == 0 && a->payouts)
+        assert_null(strstr(o->reference, target));
+    return rc;
+}
+
+/* A credit create: create_in(&CREDITS, ...). */
 static int create(og_provider *p, const char *key, const char *account,
                   int64_t timeout_us, og_provider_outcome *o)
 {
-    memset(o, 0x5a, sizeof *o);
-    return og_provider_create_credit(p, key, account, "25.00", "EUR", key,
-                                     g_expires_us, timeout_us, o);
+    return create_in(&CREDITS, p, key, account, timeout_us, o);
 }
+
+/* A lookup of a by reference; a payout lookup verifies the terms a
+ * create_in of target sent. */
+static int lookup_in(const capi *a, og_provider *p, const char *reference,
+                     const char *target, og_provider_outcome *o)
+{
+    memset(o, 0x5a, sizeof *o);
+    return a->payouts ? og_provider_lookup_payout(p, reference, target,
+                                                  "25.00", "EUR", CALL_US, o)
+                      : og_provider_lookup(p, reference, CALL_US, o);
+}
+
+/* A named test of one claim for one API: the body is shared. */
+#define CLAIM(name, call)                                                      \
+    static void name(void **state)                                             \
+    {                                                                          \
+        call;                                                                  \
+    }
 
 static void assert_outcome(const og_provider_outcome *o, og_outcome_class cls,
                            const char *reason)
@@ -464,79 +561,96 @@ static void assert_outcome(const og_provider_outcome *o, og_outcome_class cls,
                  og_outcome_class_name(cls), reason);
 }
 
-/* ===========================================================================
- * Documented answers
- * ========================================================================= */
-static void create_succeeds_with_the_credit_id(void **state)
+/* A create is SUCCEEDED with the new record's id as its reference. */
+static void create_succeeds(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
-    assert_int_equal(create(f->p, "op-0001", "acct-1", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0001", a->open, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
-    assert_int_equal(strncmp(o.reference, "cr_", 3), 0);
+    assert_int_equal(strncmp(o.reference, a->id_prefix, 3), 0);
     assert_int_equal(strlen(o.reference), 27);
     assert_int_equal(o.rule, 0);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 1);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 1);
 }
 
-static void the_same_key_again_replays_the_same_credit(void **state)
-{
-    fx *f = *state;
-    og_provider_outcome a, b;
+CLAIM(create_succeeds_with_the_credit_id, create_succeeds(*state, &CREDITS))
+CLAIM(payout_create_succeeds_with_the_payout_id,
+      create_succeeds(*state, &PAYOUTS))
 
-    assert_int_equal(create(f->p, "op-0002", "acct-1", CALL_US, &a), 0);
-    assert_outcome(&a, OG_CLASS_SUCCEEDED, "created");
-    assert_int_equal(create(f->p, "op-0002", "acct-1", CALL_US, &b), 0);
-    assert_outcome(&b, OG_CLASS_SUCCEEDED, "created");
-    assert_string_equal(a.reference, b.reference);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 1);
-    assert_int_equal(stat_of(&f->s, "idempotent_replays"), 1);
-    assert_int_equal(stat_of(&f->s, "create_requests"), 2);
+/* The same key again is SUCCEEDED with the same reference, one record. */
+static void same_key_replays(fx *f, const capi *a)
+{
+    og_provider_outcome o1, o2;
+
+    assert_int_equal(create_in(a, f->p, "op-0002", a->open, CALL_US, &o1), 0);
+    assert_outcome(&o1, OG_CLASS_SUCCEEDED, "created");
+    assert_int_equal(create_in(a, f->p, "op-0002", a->open, CALL_US, &o2), 0);
+    assert_outcome(&o2, OG_CLASS_SUCCEEDED, "created");
+    assert_string_equal(o1.reference, o2.reference);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 1);
+    assert_int_equal(stat_of(&f->s, a->c_replays), 1);
+    assert_int_equal(stat_of(&f->s, a->c_requests), 2);
 }
 
-static void closed_account_fails_and_stays_failed(void **state)
+CLAIM(the_same_key_again_replays_the_same_credit,
+      same_key_replays(*state, &CREDITS))
+CLAIM(the_same_key_again_replays_the_same_payout,
+      same_key_replays(*state, &PAYOUTS))
+
+/* A closed target is FAILED with the closed code, and stays so. */
+static void closed_fails(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(create(f->p, "op-0003", "closed-7", CALL_US, &o), 0);
-        assert_outcome(&o, OG_CLASS_FAILED, "account_closed");
+        assert_int_equal(create_in(a, f->p, "op-0003", a->closed, CALL_US, &o),
+                         0);
+        assert_outcome(&o, OG_CLASS_FAILED, a->closed_code);
         assert_string_equal(o.reference, "");
     }
-    assert_int_equal(stat_of(&f->s, "credits_created"), 0);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 0);
 }
 
-static void busy_account_is_transient_with_retry_after(void **state)
+CLAIM(closed_account_fails_and_stays_failed, closed_fails(*state, &CREDITS))
+CLAIM(closed_destination_fails_and_stays_failed,
+      closed_fails(*state, &PAYOUTS))
+
+/* A busy target is TRANSIENT rate_limited with Retry-After. */
+static void busy_is_transient(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
-    assert_int_equal(create(f->p, "op-0004", "busy-7", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0004", a->busy, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_TRANSIENT, "rate_limited");
     assert_int_equal(o.retry_after_s, 1);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 0);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 0);
 }
 
-static void async_account_is_pending_until_a_lookup_finds_it(void **state)
+CLAIM(busy_account_is_transient_with_retry_after,
+      busy_is_transient(*state, &CREDITS))
+CLAIM(busy_destination_is_transient_with_retry_after,
+      busy_is_transient(*state, &PAYOUTS))
+
+/* An async target is UNKNOWN pending (accepted is not completed) until a
+ * lookup finds it final; then its key answers the complete record. */
+static void async_is_pending_until_found(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o, l;
     int rc = -1;
 
-    assert_int_equal(create(f->p, "op-0005", "async-7", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0005", a->async, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_UNKNOWN, "pending");
-    assert_int_equal(strncmp(o.reference, "cr_", 3), 0);
+    assert_int_equal(strncmp(o.reference, a->id_prefix, 3), 0);
     /* Found, but not final: still UNKNOWN. */
-    rc = og_provider_lookup(f->p, "op-0005", CALL_US, &l);
+    rc = lookup_in(a, f->p, "op-0005", a->async, &l);
     if (rc == 1 && l.cls == OG_CLASS_UNKNOWN) {
         assert_string_equal(l.reason, "pending");
         assert_string_equal(l.reference, o.reference);
     }
     /* Completes after --async-complete-ms 300. */
     for (int i = 0; i < 100; i++) {
-        rc = og_provider_lookup(f->p, "op-0005", CALL_US, &l);
+        rc = lookup_in(a, f->p, "op-0005", a->async, &l);
         assert_int_equal(rc, 1);
         if (l.cls == OG_CLASS_SUCCEEDED)
             break;
@@ -544,26 +658,34 @@ static void async_account_is_pending_until_a_lookup_finds_it(void **state)
     }
     assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
     assert_string_equal(l.reference, o.reference);
-    /* And the same key now answers the completed credit. */
-    assert_int_equal(create(f->p, "op-0005", "async-7", CALL_US, &o), 0);
+    /* And the same key now answers the complete record. */
+    assert_int_equal(create_in(a, f->p, "op-0005", a->async, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
     assert_string_equal(o.reference, l.reference);
 }
 
-static void a_late_request_fails_expired(void **state)
+CLAIM(async_account_is_pending_until_a_lookup_finds_it,
+      async_is_pending_until_found(*state, &CREDITS))
+CLAIM(async_payout_is_pending_until_a_lookup_finds_it_completed,
+      async_is_pending_until_found(*state, &PAYOUTS))
+
+/* A request whose expires_at is past the sandbox's skew is FAILED
+ * request_expired, and nothing was created. */
+static void late_fails_expired(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
     /* expires_at a minute ago: past the sandbox's 5 s skew. */
-    assert_int_equal(og_provider_create_credit(f->p, "op-0006", "acct-1", "1",
-                                               "EUR", "op-0006",
-                                               wall_us() - INT64_C(60000000),
-                                               CALL_US, &o),
+    assert_int_equal(a->create(f->p, "op-0006", a->open, "1", "EUR",
+                               "op-0006", wall_us() - INT64_C(60000000),
+                               CALL_US, &o),
                      0);
     assert_outcome(&o, OG_CLASS_FAILED, "request_expired");
-    assert_int_equal(stat_of(&f->s, "credits_created"), 0);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 0);
 }
+
+CLAIM(a_late_request_fails_expired, late_fails_expired(*state, &CREDITS))
+CLAIM(a_late_payout_fails_expired, late_fails_expired(*state, &PAYOUTS))
 
 static void a_key_reused_with_other_parameters_is_unknown(void **state)
 {
@@ -585,32 +707,48 @@ static void a_key_reused_with_other_parameters_is_unknown(void **state)
  * Faults after (or around) the effect: UNKNOWN, and the credit exists
  * ========================================================================= */
 
-/* A lookup of reference that must find a final credit; its id. */
-static void must_find(fx *f, const char *reference, char id[OG_PROVIDER_REF_MAX + 1])
+/* A lookup of a's reference (terms: target) that must find a final
+ * record; its id. */
+static void must_find_in(fx *f, const capi *a, const char *reference,
+                         const char *target,
+                         char id[OG_PROVIDER_REF_MAX + 1])
 {
     og_provider_outcome l;
 
-    assert_int_equal(og_provider_lookup(f->p, reference, CALL_US, &l), 1);
+    assert_int_equal(lookup_in(a, f->p, reference, target, &l), 1);
     assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
     snprintf(id, OG_PROVIDER_REF_MAX + 1, "%s", l.reference);
 }
 
-static void dropped_response_is_unknown_and_the_credit_exists(void **state)
+/* A lookup of a credit's reference that must find it final; its id. */
+static void must_find(fx *f, const char *reference, char id[OG_PROVIDER_REF_MAX + 1])
 {
-    fx *f = *state;
+    must_find_in(f, &CREDITS, reference, NULL, id);
+}
+
+/* The answer lost after the effect (seed 002's timeout after the provider
+ * completed): UNKNOWN, the lookup finds the record, and resending with
+ * the key replays it — one record, no second one. */
+static void dropped_is_unknown_and_found(fx *f, const capi *a)
+{
     char id[OG_PROVIDER_REF_MAX + 1];
     og_provider_outcome o;
 
     arm(&f->s, "drop_response_after_effect", -1);
-    assert_int_equal(create(f->p, "op-0010", "acct-1", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0010", a->open, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_UNKNOWN, "no_response");
-    must_find(f, "op-0010", id);
-    /* Resending with the same key replays that credit; still one. */
-    assert_int_equal(create(f->p, "op-0010", "acct-1", CALL_US, &o), 0);
+    must_find_in(f, a, "op-0010", a->open, id);
+    /* Resending with the same key replays that record; still one. */
+    assert_int_equal(create_in(a, f->p, "op-0010", a->open, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
     assert_string_equal(o.reference, id);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 1);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 1);
 }
+
+CLAIM(dropped_response_is_unknown_and_the_credit_exists,
+      dropped_is_unknown_and_found(*state, &CREDITS))
+CLAIM(dropped_payout_response_is_unknown_and_a_lookup_finds_the_payout,
+      dropped_is_unknown_and_found(*state, &PAYOUTS))
 
 static void error_500_after_effect_is_unknown(void **state)
 {
@@ -1141,6 +1279,179 @@ static void threads_share_one_client(void **state)
 }
 
 /* ===========================================================================
+ * Payouts only: returns, terms, the processing window, the secret
+ * destination
+ * ========================================================================= */
+
+/* POST /_control/payouts/{id}/return on s. */
+static void return_payout(const sbx *s, const char *id)
+{
+    char url[512];
+    raw r;
+
+    snprintf(url, sizeof url, "%s/_control/payouts/%s/return", s->url, id);
+    r = http("POST", url, NULL, NULL, 10000);
+    if (r.rc != CURLE_OK || r.status != 200)
+        fail_msg("returning %s: %d %ld %s", id, r.rc, r.status, r.body);
+    free(r.body);
+}
+
+static void a_returned_payout_is_found_succeeded_and_its_key_still_replays_created(
+    void **state)
+{
+    fx *f = *state;
+    og_provider_outcome o, l;
+
+    assert_int_equal(create_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open,
+                               CALL_US, &o),
+                     0);
+    assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
+    return_payout(&f->s, o.reference);
+    /* It completed: the return is a later event, not a failure. */
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open, &l),
+                     1);
+    assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
+    assert_string_equal(l.reference, o.reference);
+    assert_int_equal(create_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open,
+                               CALL_US, &l),
+                     0);
+    assert_outcome(&l, OG_CLASS_SUCCEEDED, "created");
+    assert_string_equal(l.reference, o.reference);
+    assert_int_equal(stat_of(&f->s, "payouts_created"), 1);
+    assert_int_equal(stat_of(&f->s, "payouts_returned"), 1);
+}
+
+static void a_payout_listed_with_other_terms_is_terms_mismatch(void **state)
+{
+    static const struct {
+        const char *dest, *amount, *currency, *reason;
+    } cases[] = {
+        {"dst_tok_7f3a", "26.00", "EUR", "terms_mismatch"},
+        {"dst_tok_other", "25", "EUR", "terms_mismatch"},
+        {"dst_tok_7f3a", "25", "USD", "terms_mismatch"},
+        {"dst_tok_7f3a", "25.000", "EUR", "found"}, /* canonical amounts */
+    };
+    fx *f = *state;
+    og_provider_outcome o, l;
+
+    assert_int_equal(create_in(&PAYOUTS, f->p, "op-0031", PAYOUTS.open,
+                               CALL_US, &o),
+                     0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&l, 0x5a, sizeof l);
+        assert_int_equal(og_provider_lookup_payout(
+                             f->p, "op-0031", cases[i].dest, cases[i].amount,
+                             cases[i].currency, CALL_US, &l),
+                         1);
+        assert_outcome(&l,
+                       strcmp(cases[i].reason, "found") == 0
+                           ? OG_CLASS_SUCCEEDED
+                           : OG_CLASS_UNKNOWN,
+                       cases[i].reason);
+        assert_string_equal(l.reference, o.reference);
+        assert_null(strstr(l.reason, "dst_"));
+    }
+}
+
+/* A lookup after expires_at + skew + visibility delay lists the payout
+ * accepted before the expiry, and one that finds nothing is final: the
+ * request sent afterwards is FAILED request_expired and never appears. */
+static void not_found_after_expiry_skew_and_visibility_delay_is_final(
+    void **state)
+{
+    fx *f = *state;
+    const int64_t expires = wall_us() + 500000;
+    og_provider_outcome o, l;
+    int64_t cutoff = expires + 1000000 + 500000; /* + skew + delay */
+
+    assert_int_equal(PAYOUTS.create(f->p, "op-0033", PAYOUTS.open, "25.00",
+                                    "EUR", "op-0033", expires, CALL_US, &o),
+                     0);
+    assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
+    sleep_ms((int)((cutoff - wall_us()) / 1000) + 200);
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0033", PAYOUTS.open, &l),
+                     1);
+    assert_string_equal(l.reference, o.reference);
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0032", PAYOUTS.open, &l),
+                     0);
+    assert_outcome(&l, OG_CLASS_UNKNOWN, "not_found");
+    assert_int_equal(PAYOUTS.create(f->p, "op-0032", PAYOUTS.open, "25.00",
+                                    "EUR", "op-0032", expires, CALL_US, &o),
+                     0);
+    assert_outcome(&o, OG_CLASS_FAILED, "request_expired");
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0032", PAYOUTS.open, &l),
+                     0);
+    assert_int_equal(stat_of(&f->s, "payouts_created"), 1);
+}
+
+static int fx_up_payouts_window(void **state)
+{
+    static const char *const extra[] = {"--skew-seconds", "1",
+                                        "--visibility-delay-ms", "500", NULL};
+    return fx_up_table(state, extra, g_payouts_table);
+}
+
+static void bad_payout_arguments_send_nothing_and_never_echo_the_destination(
+    void **state)
+{
+    static const struct {
+        const char *key, *dest, *amount, *currency, *reference;
+        int rc;
+    } bad[] = {
+        {"k", NULL, "1", "EUR", "r", OG_EDESTINATION},
+        {"k", "", "1", "EUR", "r", OG_EDESTINATION},
+        {"k", "dst a", "1", "EUR", "r", OG_EDESTINATION},
+        {"k", "dst\r\nX-Evil: 1", "1", "EUR", "r", OG_EDESTINATION},
+        {"k y", "dst_1", "1", "EUR", "r", OG_EINVAL},
+        {"k", "dst_1", "1", "EUR", "r r", OG_EINVAL},
+        {"k", "dst_1", "-1", "EUR", "r", OG_EAMOUNT},
+        {"k", "dst_1", "1", "eur", "r", OG_ECURRENCY},
+    };
+    fx *f = *state;
+    const int64_t exp = wall_us() + INT64_C(3600000000);
+    char long_dest[200];
+    og_provider *x = NULL;
+    og_provider_outcome o;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(og_provider_create_payout(
+                             f->p, bad[i].key, bad[i].dest, bad[i].amount,
+                             bad[i].currency, bad[i].reference, exp, CALL_US,
+                             &o),
+                         bad[i].rc);
+        assert_int_equal(og_provider_lookup_payout(
+                             f->p, bad[i].reference, bad[i].dest,
+                             bad[i].amount, bad[i].currency, CALL_US, &o),
+                         bad[i].rc == OG_EINVAL && strcmp(bad[i].key, "k")
+                             ? 0 /* the key is no lookup's business */
+                             : bad[i].rc);
+    }
+    memset(long_dest, 'd', 129);
+    long_dest[129] = '\0';
+    assert_int_equal(og_provider_create_payout(f->p, "k", long_dest, "1",
+                                               "EUR", "r", exp, CALL_US, &o),
+                     OG_EDESTINATION);
+    assert_int_equal(og_provider_create_payout(f->p, "k", "dst_1", "1", "EUR",
+                                               "r", -1, CALL_US, &o),
+                     OG_EEXPIRES_AT);
+    /* The error names the rule, never the value. */
+    assert_string_equal(og_err_name(OG_EDESTINATION),
+                        "input.destination_invalid");
+    assert_null(strstr(og_strerror(OG_EDESTINATION), "dst"));
+    assert_int_equal(stat_of(&f->s, "payout_requests"), 0);
+    assert_int_equal(stat_of(&f->s, "payout_lookups"), 1); /* "k y" only */
+    /* A token-endpoint client has no table: no payout call. */
+    assert_int_equal(og_provider_open_exchange(f->s.url, NULL, &x), 0);
+    assert_int_equal(og_provider_create_payout(x, "k", "dst_1", "1", "EUR",
+                                               "r", exp, CALL_US, &o),
+                     OG_EINVAL);
+    assert_int_equal(og_provider_lookup_payout(x, "r", "dst_1", "1", "EUR",
+                                               CALL_US, &o),
+                     OG_EINVAL);
+    og_provider_free(x);
+}
+
+/* ===========================================================================
  * Recording mode: one recorder for every API of the sandbox, read through
  * a rec_api row (the credits' vectors and the payouts' are the same
  * requests, with the API's own path, target and test targets).
@@ -1331,7 +1642,7 @@ static raw rec_send(const recorder *rec, const sbx *s, const char *key,
 static void record_return(recorder *rec, const sbx *s, raw created)
 {
     json_t *b = json_loadb(created.body, created.len, 0, NULL);
-    char url[256];
+    char url[512];
     raw r;
 
     snprintf(url, sizeof url, "%s/_control/payouts/%s/return", s->url,
@@ -1357,8 +1668,6 @@ static void record_return(recorder *rec, const sbx *s, raw created)
 
 static void record_sandbox(recorder *rec)
 {
-    static const char *const async_fast[] = {"--async-complete-ms", "300",
-                                             NULL};
     const rec_api *ap = rec->api;
     char big[70001], url[256], keyfile[PATH_MAX + 8], name[96], text[512];
     const char *auth_args[3];
@@ -1896,6 +2205,39 @@ int main(int argc, char **argv)
             fx_down),
         cmocka_unit_test_setup_teardown(
             codes_are_form_encoded_and_bad_ones_send_nothing, fx_up, fx_down),
+        /* Payouts: the same claims through the same request builder. */
+        cmocka_unit_test_setup_teardown(
+            payout_create_succeeds_with_the_payout_id, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            the_same_key_again_replays_the_same_payout, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            closed_destination_fails_and_stays_failed, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            busy_destination_is_transient_with_retry_after, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            async_payout_is_pending_until_a_lookup_finds_it_completed,
+            fx_up_payouts_async, fx_down),
+        cmocka_unit_test_setup_teardown(a_late_payout_fails_expired,
+                                        fx_up_payouts, fx_down),
+        cmocka_unit_test_setup_teardown(
+            dropped_payout_response_is_unknown_and_a_lookup_finds_the_payout,
+            fx_up_payouts, fx_down),
+        cmocka_unit_test_setup_teardown(
+            a_returned_payout_is_found_succeeded_and_its_key_still_replays_created,
+            fx_up_payouts, fx_down),
+        cmocka_unit_test_setup_teardown(
+            a_payout_listed_with_other_terms_is_terms_mismatch, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            not_found_after_expiry_skew_and_visibility_delay_is_final,
+            fx_up_payouts_window, fx_down),
+        cmocka_unit_test_setup_teardown(
+            bad_payout_arguments_send_nothing_and_never_echo_the_destination,
+            fx_up_payouts, fx_down),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -165,7 +165,10 @@ extern "C" {
       "redemption key: another key, or the record was altered")                \
     X(STOPPED, "stopped",                                                      \
       "stopped before deciding (the service is shutting down): nothing was "   \
-      "decided and nothing is lost; retry the same request")
+      "decided and nothing is lost; retry the same request")                  \
+    X(DESTINATION, "input.destination_invalid",                                \
+      "payout destination must be 1-128 printable ASCII characters without "   \
+      "spaces")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
