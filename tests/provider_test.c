@@ -26,18 +26,31 @@
  *     plays each) are all UNKNOWN;
  *   - bad arguments are refused before anything is sent (the sandbox counts
  *     no request); the API key is sent as a bearer token and a wrong or
- *     missing one is TRANSIENT unauthorized.
+ *     missing one is TRANSIENT unauthorized;
+ *   - payouts (og_provider_create_payout, og_provider_lookup_payout,
+ *     classified by providers/sandbox-payouts.v1.json) make the same claims
+ *     from the same test bodies (a capi row per API) — created, replayed,
+ *     destination_closed FAILED, busy TRANSIENT, accepted-for-processing
+ *     UNKNOWN until a lookup finds it completed, late FAILED, a lost answer
+ *     UNKNOWN and found — and: a returned payout is still SUCCEEDED; a
+ *     payout listed with other terms is terms_mismatch; a lookup after
+ *     expires_at + skew + visibility delay that finds nothing stays so (the
+ *     request sent then is refused); a bad destination is
+ *     OG_EDESTINATION with nothing sent, and no outcome carries it.
  *
  * Each test starts its own sandbox: `--listen 127.0.0.1:0 --state DIR/s.db
  * --control`, reading `oncegate-sandbox: listening on http://HOST:PORT`.
  *
  * Recording mode (a test helper, not a test): `provider_test --record
- * PATH` starts sandboxes, sends every documented kind of request with a
- * plain libcurl handle, and writes tests/vectors/sandbox-credits.v1.jsonl:
- * what the sandbox answered (status, Content-Type, Retry-After,
- * Idempotent-Replayed, the exact body) with the expectation written here by
- * hand — never computed by the classifier — followed by the invented
- * undocumented answers. test_classify replays the file.
+ * credits|payouts PATH` (`--record PATH`: credits) starts sandboxes, sends
+ * every documented kind of request of that API with a plain libcurl
+ * handle, and writes tests/vectors/sandbox-<api>.v1.jsonl: what the
+ * sandbox answered (status, Content-Type, Retry-After, Idempotent-Replayed,
+ * the exact body) with the expectation written here by hand — never
+ * computed by the classifier — followed by the invented undocumented
+ * answers. Both APIs are recorded by the same code through a rec_api row;
+ * payouts add a return (the lookup still finds the payout, the create's
+ * key still replays its answer). test_classify replays both files.
  *
  * OG_TEST_SOURCE_ROOT: the repository root (for the table).
  */
@@ -69,10 +82,12 @@
 #include "oncegate/provider.h"
 
 #define TABLE_PATH "providers/sandbox-credits.v1.json"
+#define PAYOUTS_TABLE_PATH "providers/sandbox-payouts.v1.json"
 #define CALL_US (INT64_C(10) * 1000000) /* a call that should not time out */
 #define API_KEY "sbx-test-key-7f3a9c"
 
-static og_provider_table *g_table;
+static og_provider_table *g_table;          /* credits */
+static og_provider_table *g_payouts_table;  /* payouts */
 /* The expires_at every create of this run sends: fixed, because it is
  * part of the request the sandbox compares under a key (a retry computing
  * "now + 1 h" afresh would be a different request: idempotency_mismatch). */
@@ -381,17 +396,26 @@ typedef struct fx {
     og_provider *p;
 } fx;
 
-static int load_table(void **state)
+/* The table at rel (under OG_TEST_SOURCE_ROOT) into *out; 0 or -1. */
+static int load_one(const char *rel, og_provider_table **out)
 {
     const char *root = getenv("OG_TEST_SOURCE_ROOT");
     char path[PATH_MAX];
     og_provider_table_error err;
 
-    snprintf(path, sizeof path, "%s/%s", root ? root : ".", TABLE_PATH);
-    if (og_provider_table_load_file(path, &g_table, &err) != 0) {
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
+    if (og_provider_table_load_file(path, out, &err) != 0) {
         fprintf(stderr, "%s: %s\n", path, err.text);
         return -1;
     }
+    return 0;
+}
+
+static int load_table(void **state)
+{
+    if (load_one(TABLE_PATH, &g_table) != 0 ||
+        load_one(PAYOUTS_TABLE_PATH, &g_payouts_table) != 0)
+        return -1;
     g_expires_us = wall_us() + INT64_C(3600) * 1000000;
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
@@ -399,16 +423,19 @@ static int load_table(void **state)
 static int free_table(void **state)
 {
     og_provider_table_free(g_table);
+    og_provider_table_free(g_payouts_table);
     curl_global_cleanup();
     return 0;
 }
 
-static int fx_up_with(void **state, const char *const *extra)
+/* A sandbox with extra flags and a client classifying by table t. */
+static int fx_up_table(void **state, const char *const *extra,
+                       const og_provider_table *t)
 {
     fx *f = calloc(1, sizeof *f);
 
     if (!f || sbx_new(&f->s, extra) != 0 ||
-        og_provider_open(f->s.url, NULL, g_table, &f->p) != 0) {
+        og_provider_open(f->s.url, NULL, t, &f->p) != 0) {
         if (f)
             sbx_free(&f->s);
         free(f);
@@ -418,16 +445,33 @@ static int fx_up_with(void **state, const char *const *extra)
     return 0;
 }
 
+static int fx_up_with(void **state, const char *const *extra)
+{
+    return fx_up_table(state, extra, g_table);
+}
+
 static int fx_up(void **state)
 {
     return fx_up_with(state, NULL);
 }
 
-/* async- credits complete after 300 ms instead of 1 s. */
+/* async- credits (dst_async_ payouts) complete after 300 ms, not 1 s. */
+static const char *const async_fast[] = {"--async-complete-ms", "300", NULL};
+
 static int fx_up_async(void **state)
 {
-    static const char *const extra[] = {"--async-complete-ms", "300", NULL};
-    return fx_up_with(state, extra);
+    return fx_up_with(state, async_fast);
+}
+
+/* A client of the payouts API (providers/sandbox-payouts.v1.json). */
+static int fx_up_payouts(void **state)
+{
+    return fx_up_table(state, NULL, g_payouts_table);
+}
+
+static int fx_up_payouts_async(void **state)
+{
+    return fx_up_table(state, async_fast, g_payouts_table);
 }
 
 static int fx_down(void **state)
@@ -442,15 +486,71 @@ static int fx_down(void **state)
     return 0;
 }
 
-/* A create for key on account (amount 25.00 EUR, reference = key, expiry
- * g_expires_us), bounded by timeout_us. Returns the call's rc. */
+/* One API of the client as the claims below use it: its create call, a
+ * lookup by reference, its id prefix and test targets, and the sandbox's
+ * counters. A claim both APIs make is ONE body taking a capi. */
+typedef struct capi {
+    int (*create)(og_provider *, const char *, const char *, const char *,
+                  const char *, const char *, int64_t, int64_t,
+                  og_provider_outcome *);
+    bool payouts;            /* lookups verify the terms of open */
+    const char *id_prefix, *open, *closed, *busy, *async, *closed_code;
+    const char *c_rows, *c_replays, *c_requests;
+} capi;
+
+static const capi CREDITS = {og_provider_create_credit, false, "cr_",
+                             "acct-1", "closed-7", "busy-7", "async-7",
+                             "account_closed", "credits_created",
+                             "idempotent_replays", "create_requests"};
+static const capi PAYOUTS = {og_provider_create_payout, true, "po_",
+                             "dst_tok_7f3a", "dst_closed_7", "dst_busy_7",
+                             "dst_async_7", "destination_closed",
+                             "payouts_created", "payout_replays",
+                             "payout_requests"};
+
+/* A create of a for key on target (amount 25.00 EUR, reference = key,
+ * expiry g_expires_us), bounded by timeout_us. Returns the call's rc; the
+ * outcome never carries the target. */
+static int create_in(const capi *a, og_provider *p, const char *key,
+                     const char *target, int64_t timeout_us,
+                     og_provider_outcome *o)
+{
+    int rc;
+
+    memset(o, 0x5a, sizeof *o);
+    rc = a->create(p, key, target, "25.00", "EUR", key, g_expires_us,
+                   timeout_us, o);
+    if (rc == 0 && a->payouts)
+        assert_null(strstr(o->reason, target));
+    if (rc == 0 && a->payouts)
+        assert_null(strstr(o->reference, target));
+    return rc;
+}
+
+/* A credit create: create_in(&CREDITS, ...). */
 static int create(og_provider *p, const char *key, const char *account,
                   int64_t timeout_us, og_provider_outcome *o)
 {
-    memset(o, 0x5a, sizeof *o);
-    return og_provider_create_credit(p, key, account, "25.00", "EUR", key,
-                                     g_expires_us, timeout_us, o);
+    return create_in(&CREDITS, p, key, account, timeout_us, o);
 }
+
+/* A lookup of a by reference; a payout lookup verifies the terms a
+ * create_in of target sent. */
+static int lookup_in(const capi *a, og_provider *p, const char *reference,
+                     const char *target, og_provider_outcome *o)
+{
+    memset(o, 0x5a, sizeof *o);
+    return a->payouts ? og_provider_lookup_payout(p, reference, target,
+                                                  "25.00", "EUR", CALL_US, o)
+                      : og_provider_lookup(p, reference, CALL_US, o);
+}
+
+/* A named test of one claim for one API: the body is shared. */
+#define CLAIM(name, call)                                                      \
+    static void name(void **state)                                             \
+    {                                                                          \
+        call;                                                                  \
+    }
 
 static void assert_outcome(const og_provider_outcome *o, og_outcome_class cls,
                            const char *reason)
@@ -461,79 +561,96 @@ static void assert_outcome(const og_provider_outcome *o, og_outcome_class cls,
                  og_outcome_class_name(cls), reason);
 }
 
-/* ===========================================================================
- * Documented answers
- * ========================================================================= */
-static void create_succeeds_with_the_credit_id(void **state)
+/* A create is SUCCEEDED with the new record's id as its reference. */
+static void create_succeeds(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
-    assert_int_equal(create(f->p, "op-0001", "acct-1", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0001", a->open, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
-    assert_int_equal(strncmp(o.reference, "cr_", 3), 0);
+    assert_int_equal(strncmp(o.reference, a->id_prefix, 3), 0);
     assert_int_equal(strlen(o.reference), 27);
     assert_int_equal(o.rule, 0);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 1);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 1);
 }
 
-static void the_same_key_again_replays_the_same_credit(void **state)
-{
-    fx *f = *state;
-    og_provider_outcome a, b;
+CLAIM(create_succeeds_with_the_credit_id, create_succeeds(*state, &CREDITS))
+CLAIM(payout_create_succeeds_with_the_payout_id,
+      create_succeeds(*state, &PAYOUTS))
 
-    assert_int_equal(create(f->p, "op-0002", "acct-1", CALL_US, &a), 0);
-    assert_outcome(&a, OG_CLASS_SUCCEEDED, "created");
-    assert_int_equal(create(f->p, "op-0002", "acct-1", CALL_US, &b), 0);
-    assert_outcome(&b, OG_CLASS_SUCCEEDED, "created");
-    assert_string_equal(a.reference, b.reference);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 1);
-    assert_int_equal(stat_of(&f->s, "idempotent_replays"), 1);
-    assert_int_equal(stat_of(&f->s, "create_requests"), 2);
+/* The same key again is SUCCEEDED with the same reference, one record. */
+static void same_key_replays(fx *f, const capi *a)
+{
+    og_provider_outcome o1, o2;
+
+    assert_int_equal(create_in(a, f->p, "op-0002", a->open, CALL_US, &o1), 0);
+    assert_outcome(&o1, OG_CLASS_SUCCEEDED, "created");
+    assert_int_equal(create_in(a, f->p, "op-0002", a->open, CALL_US, &o2), 0);
+    assert_outcome(&o2, OG_CLASS_SUCCEEDED, "created");
+    assert_string_equal(o1.reference, o2.reference);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 1);
+    assert_int_equal(stat_of(&f->s, a->c_replays), 1);
+    assert_int_equal(stat_of(&f->s, a->c_requests), 2);
 }
 
-static void closed_account_fails_and_stays_failed(void **state)
+CLAIM(the_same_key_again_replays_the_same_credit,
+      same_key_replays(*state, &CREDITS))
+CLAIM(the_same_key_again_replays_the_same_payout,
+      same_key_replays(*state, &PAYOUTS))
+
+/* A closed target is FAILED with the closed code, and stays so. */
+static void closed_fails(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(create(f->p, "op-0003", "closed-7", CALL_US, &o), 0);
-        assert_outcome(&o, OG_CLASS_FAILED, "account_closed");
+        assert_int_equal(create_in(a, f->p, "op-0003", a->closed, CALL_US, &o),
+                         0);
+        assert_outcome(&o, OG_CLASS_FAILED, a->closed_code);
         assert_string_equal(o.reference, "");
     }
-    assert_int_equal(stat_of(&f->s, "credits_created"), 0);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 0);
 }
 
-static void busy_account_is_transient_with_retry_after(void **state)
+CLAIM(closed_account_fails_and_stays_failed, closed_fails(*state, &CREDITS))
+CLAIM(closed_destination_fails_and_stays_failed,
+      closed_fails(*state, &PAYOUTS))
+
+/* A busy target is TRANSIENT rate_limited with Retry-After. */
+static void busy_is_transient(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
-    assert_int_equal(create(f->p, "op-0004", "busy-7", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0004", a->busy, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_TRANSIENT, "rate_limited");
     assert_int_equal(o.retry_after_s, 1);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 0);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 0);
 }
 
-static void async_account_is_pending_until_a_lookup_finds_it(void **state)
+CLAIM(busy_account_is_transient_with_retry_after,
+      busy_is_transient(*state, &CREDITS))
+CLAIM(busy_destination_is_transient_with_retry_after,
+      busy_is_transient(*state, &PAYOUTS))
+
+/* An async target is UNKNOWN pending (accepted is not completed) until a
+ * lookup finds it final; then its key answers the complete record. */
+static void async_is_pending_until_found(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o, l;
     int rc = -1;
 
-    assert_int_equal(create(f->p, "op-0005", "async-7", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0005", a->async, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_UNKNOWN, "pending");
-    assert_int_equal(strncmp(o.reference, "cr_", 3), 0);
+    assert_int_equal(strncmp(o.reference, a->id_prefix, 3), 0);
     /* Found, but not final: still UNKNOWN. */
-    rc = og_provider_lookup(f->p, "op-0005", CALL_US, &l);
+    rc = lookup_in(a, f->p, "op-0005", a->async, &l);
     if (rc == 1 && l.cls == OG_CLASS_UNKNOWN) {
         assert_string_equal(l.reason, "pending");
         assert_string_equal(l.reference, o.reference);
     }
     /* Completes after --async-complete-ms 300. */
     for (int i = 0; i < 100; i++) {
-        rc = og_provider_lookup(f->p, "op-0005", CALL_US, &l);
+        rc = lookup_in(a, f->p, "op-0005", a->async, &l);
         assert_int_equal(rc, 1);
         if (l.cls == OG_CLASS_SUCCEEDED)
             break;
@@ -541,26 +658,34 @@ static void async_account_is_pending_until_a_lookup_finds_it(void **state)
     }
     assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
     assert_string_equal(l.reference, o.reference);
-    /* And the same key now answers the completed credit. */
-    assert_int_equal(create(f->p, "op-0005", "async-7", CALL_US, &o), 0);
+    /* And the same key now answers the complete record. */
+    assert_int_equal(create_in(a, f->p, "op-0005", a->async, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
     assert_string_equal(o.reference, l.reference);
 }
 
-static void a_late_request_fails_expired(void **state)
+CLAIM(async_account_is_pending_until_a_lookup_finds_it,
+      async_is_pending_until_found(*state, &CREDITS))
+CLAIM(async_payout_is_pending_until_a_lookup_finds_it_completed,
+      async_is_pending_until_found(*state, &PAYOUTS))
+
+/* A request whose expires_at is past the sandbox's skew is FAILED
+ * request_expired, and nothing was created. */
+static void late_fails_expired(fx *f, const capi *a)
 {
-    fx *f = *state;
     og_provider_outcome o;
 
     /* expires_at a minute ago: past the sandbox's 5 s skew. */
-    assert_int_equal(og_provider_create_credit(f->p, "op-0006", "acct-1", "1",
-                                               "EUR", "op-0006",
-                                               wall_us() - INT64_C(60000000),
-                                               CALL_US, &o),
+    assert_int_equal(a->create(f->p, "op-0006", a->open, "1", "EUR",
+                               "op-0006", wall_us() - INT64_C(60000000),
+                               CALL_US, &o),
                      0);
     assert_outcome(&o, OG_CLASS_FAILED, "request_expired");
-    assert_int_equal(stat_of(&f->s, "credits_created"), 0);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 0);
 }
+
+CLAIM(a_late_request_fails_expired, late_fails_expired(*state, &CREDITS))
+CLAIM(a_late_payout_fails_expired, late_fails_expired(*state, &PAYOUTS))
 
 static void a_key_reused_with_other_parameters_is_unknown(void **state)
 {
@@ -582,32 +707,48 @@ static void a_key_reused_with_other_parameters_is_unknown(void **state)
  * Faults after (or around) the effect: UNKNOWN, and the credit exists
  * ========================================================================= */
 
-/* A lookup of reference that must find a final credit; its id. */
-static void must_find(fx *f, const char *reference, char id[OG_PROVIDER_REF_MAX + 1])
+/* A lookup of a's reference (terms: target) that must find a final
+ * record; its id. */
+static void must_find_in(fx *f, const capi *a, const char *reference,
+                         const char *target,
+                         char id[OG_PROVIDER_REF_MAX + 1])
 {
     og_provider_outcome l;
 
-    assert_int_equal(og_provider_lookup(f->p, reference, CALL_US, &l), 1);
+    assert_int_equal(lookup_in(a, f->p, reference, target, &l), 1);
     assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
     snprintf(id, OG_PROVIDER_REF_MAX + 1, "%s", l.reference);
 }
 
-static void dropped_response_is_unknown_and_the_credit_exists(void **state)
+/* A lookup of a credit's reference that must find it final; its id. */
+static void must_find(fx *f, const char *reference, char id[OG_PROVIDER_REF_MAX + 1])
 {
-    fx *f = *state;
+    must_find_in(f, &CREDITS, reference, NULL, id);
+}
+
+/* The answer lost after the effect (seed 002's timeout after the provider
+ * completed): UNKNOWN, the lookup finds the record, and resending with
+ * the key replays it — one record, no second one. */
+static void dropped_is_unknown_and_found(fx *f, const capi *a)
+{
     char id[OG_PROVIDER_REF_MAX + 1];
     og_provider_outcome o;
 
     arm(&f->s, "drop_response_after_effect", -1);
-    assert_int_equal(create(f->p, "op-0010", "acct-1", CALL_US, &o), 0);
+    assert_int_equal(create_in(a, f->p, "op-0010", a->open, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_UNKNOWN, "no_response");
-    must_find(f, "op-0010", id);
-    /* Resending with the same key replays that credit; still one. */
-    assert_int_equal(create(f->p, "op-0010", "acct-1", CALL_US, &o), 0);
+    must_find_in(f, a, "op-0010", a->open, id);
+    /* Resending with the same key replays that record; still one. */
+    assert_int_equal(create_in(a, f->p, "op-0010", a->open, CALL_US, &o), 0);
     assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
     assert_string_equal(o.reference, id);
-    assert_int_equal(stat_of(&f->s, "credits_created"), 1);
+    assert_int_equal(stat_of(&f->s, a->c_rows), 1);
 }
+
+CLAIM(dropped_response_is_unknown_and_the_credit_exists,
+      dropped_is_unknown_and_found(*state, &CREDITS))
+CLAIM(dropped_payout_response_is_unknown_and_a_lookup_finds_the_payout,
+      dropped_is_unknown_and_found(*state, &PAYOUTS))
 
 static void error_500_after_effect_is_unknown(void **state)
 {
@@ -1138,11 +1279,210 @@ static void threads_share_one_client(void **state)
 }
 
 /* ===========================================================================
- * Recording mode
+ * Payouts only: returns, terms, the processing window, the secret
+ * destination
  * ========================================================================= */
+
+/* POST /_control/payouts/{id}/return on s. */
+static void return_payout(const sbx *s, const char *id)
+{
+    char url[512];
+    raw r;
+
+    snprintf(url, sizeof url, "%s/_control/payouts/%s/return", s->url, id);
+    r = http("POST", url, NULL, NULL, 10000);
+    if (r.rc != CURLE_OK || r.status != 200)
+        fail_msg("returning %s: %d %ld %s", id, r.rc, r.status, r.body);
+    free(r.body);
+}
+
+static void a_returned_payout_is_found_succeeded_and_its_key_still_replays_created(
+    void **state)
+{
+    fx *f = *state;
+    og_provider_outcome o, l;
+
+    assert_int_equal(create_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open,
+                               CALL_US, &o),
+                     0);
+    assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
+    return_payout(&f->s, o.reference);
+    /* It completed: the return is a later event, not a failure. */
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open, &l),
+                     1);
+    assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
+    assert_string_equal(l.reference, o.reference);
+    assert_int_equal(create_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open,
+                               CALL_US, &l),
+                     0);
+    assert_outcome(&l, OG_CLASS_SUCCEEDED, "created");
+    assert_string_equal(l.reference, o.reference);
+    assert_int_equal(stat_of(&f->s, "payouts_created"), 1);
+    assert_int_equal(stat_of(&f->s, "payouts_returned"), 1);
+}
+
+static void a_payout_listed_with_other_terms_is_terms_mismatch(void **state)
+{
+    static const struct {
+        const char *dest, *amount, *currency, *reason;
+    } cases[] = {
+        {"dst_tok_7f3a", "26.00", "EUR", "terms_mismatch"},
+        {"dst_tok_other", "25", "EUR", "terms_mismatch"},
+        {"dst_tok_7f3a", "25", "USD", "terms_mismatch"},
+        {"dst_tok_7f3a", "25.000", "EUR", "found"}, /* canonical amounts */
+    };
+    fx *f = *state;
+    og_provider_outcome o, l;
+
+    assert_int_equal(create_in(&PAYOUTS, f->p, "op-0031", PAYOUTS.open,
+                               CALL_US, &o),
+                     0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&l, 0x5a, sizeof l);
+        assert_int_equal(og_provider_lookup_payout(
+                             f->p, "op-0031", cases[i].dest, cases[i].amount,
+                             cases[i].currency, CALL_US, &l),
+                         1);
+        assert_outcome(&l,
+                       strcmp(cases[i].reason, "found") == 0
+                           ? OG_CLASS_SUCCEEDED
+                           : OG_CLASS_UNKNOWN,
+                       cases[i].reason);
+        assert_string_equal(l.reference, o.reference);
+        assert_null(strstr(l.reason, "dst_"));
+    }
+}
+
+/* A lookup after expires_at + skew + visibility delay lists the payout
+ * accepted before the expiry, and one that finds nothing is final: the
+ * request sent afterwards is FAILED request_expired and never appears. */
+static void not_found_after_expiry_skew_and_visibility_delay_is_final(
+    void **state)
+{
+    fx *f = *state;
+    const int64_t expires = wall_us() + 500000;
+    og_provider_outcome o, l;
+    int64_t cutoff = expires + 1000000 + 500000; /* + skew + delay */
+
+    assert_int_equal(PAYOUTS.create(f->p, "op-0033", PAYOUTS.open, "25.00",
+                                    "EUR", "op-0033", expires, CALL_US, &o),
+                     0);
+    assert_outcome(&o, OG_CLASS_SUCCEEDED, "created");
+    sleep_ms((int)((cutoff - wall_us()) / 1000) + 200);
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0033", PAYOUTS.open, &l),
+                     1);
+    assert_string_equal(l.reference, o.reference);
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0032", PAYOUTS.open, &l),
+                     0);
+    assert_outcome(&l, OG_CLASS_UNKNOWN, "not_found");
+    assert_int_equal(PAYOUTS.create(f->p, "op-0032", PAYOUTS.open, "25.00",
+                                    "EUR", "op-0032", expires, CALL_US, &o),
+                     0);
+    assert_outcome(&o, OG_CLASS_FAILED, "request_expired");
+    assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0032", PAYOUTS.open, &l),
+                     0);
+    assert_int_equal(stat_of(&f->s, "payouts_created"), 1);
+}
+
+static int fx_up_payouts_window(void **state)
+{
+    static const char *const extra[] = {"--skew-seconds", "1",
+                                        "--visibility-delay-ms", "500", NULL};
+    return fx_up_table(state, extra, g_payouts_table);
+}
+
+static void bad_payout_arguments_send_nothing_and_never_echo_the_destination(
+    void **state)
+{
+    static const struct {
+        const char *key, *dest, *amount, *currency, *reference;
+        int rc;
+    } bad[] = {
+        {"k", NULL, "1", "EUR", "r", OG_EDESTINATION},
+        {"k", "", "1", "EUR", "r", OG_EDESTINATION},
+        {"k", "dst a", "1", "EUR", "r", OG_EDESTINATION},
+        {"k", "dst\r\nX-Evil: 1", "1", "EUR", "r", OG_EDESTINATION},
+        {"k y", "dst_1", "1", "EUR", "r", OG_EINVAL},
+        {"k", "dst_1", "1", "EUR", "r r", OG_EINVAL},
+        {"k", "dst_1", "-1", "EUR", "r", OG_EAMOUNT},
+        {"k", "dst_1", "1", "eur", "r", OG_ECURRENCY},
+    };
+    fx *f = *state;
+    const int64_t exp = wall_us() + INT64_C(3600000000);
+    char long_dest[200];
+    og_provider *x = NULL;
+    og_provider_outcome o;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(og_provider_create_payout(
+                             f->p, bad[i].key, bad[i].dest, bad[i].amount,
+                             bad[i].currency, bad[i].reference, exp, CALL_US,
+                             &o),
+                         bad[i].rc);
+        assert_int_equal(og_provider_lookup_payout(
+                             f->p, bad[i].reference, bad[i].dest,
+                             bad[i].amount, bad[i].currency, CALL_US, &o),
+                         bad[i].rc == OG_EINVAL && strcmp(bad[i].key, "k")
+                             ? 0 /* the key is no lookup's business */
+                             : bad[i].rc);
+    }
+    memset(long_dest, 'd', 129);
+    long_dest[129] = '\0';
+    assert_int_equal(og_provider_create_payout(f->p, "k", long_dest, "1",
+                                               "EUR", "r", exp, CALL_US, &o),
+                     OG_EDESTINATION);
+    assert_int_equal(og_provider_create_payout(f->p, "k", "dst_1", "1", "EUR",
+                                               "r", -1, CALL_US, &o),
+                     OG_EEXPIRES_AT);
+    /* The error names the rule, never the value. */
+    assert_string_equal(og_err_name(OG_EDESTINATION),
+                        "input.destination_invalid");
+    assert_null(strstr(og_strerror(OG_EDESTINATION), "dst"));
+    assert_int_equal(stat_of(&f->s, "payout_requests"), 0);
+    assert_int_equal(stat_of(&f->s, "payout_lookups"), 1); /* "k y" only */
+    /* A token-endpoint client has no table: no payout call. */
+    assert_int_equal(og_provider_open_exchange(f->s.url, NULL, &x), 0);
+    assert_int_equal(og_provider_create_payout(x, "k", "dst_1", "1", "EUR",
+                                               "r", exp, CALL_US, &o),
+                     OG_EINVAL);
+    assert_int_equal(og_provider_lookup_payout(x, "r", "dst_1", "1", "EUR",
+                                               CALL_US, &o),
+                     OG_EINVAL);
+    og_provider_free(x);
+}
+
+/* ===========================================================================
+ * Recording mode: one recorder for every API of the sandbox, read through
+ * a rec_api row (the credits' vectors and the payouts' are the same
+ * requests, with the API's own path, target and test targets).
+ * ========================================================================= */
+typedef struct rec_api {
+    const char *name;         /* "credits": the --record argument */
+    const char *path;         /* "/v1/credits" */
+    const char *typo_path;    /* a route the sandbox does not serve */
+    const char *target;       /* the body member: "account" */
+    const char *list;         /* the lookup answer's array */
+    const char *open, *closed, *busy, *async; /* test targets */
+    const char *closed_code;  /* "account_closed" */
+    bool returns;             /* POST /_control/payouts/{id}/return */
+    /* Invented answers are written for credits; these words are put in
+     * for the API's own (identity for credits). */
+    const char *id_prefix, *noun, *completed;
+} rec_api;
+
+static const rec_api rec_apis[] = {
+    {"credits", "/v1/credits", "/v1/credit", "account", "credits", "acct-1",
+     "closed-1", "busy-1", "async-1", "account_closed", false, "cr_",
+     "credit", "succeeded"},
+    {"payouts", "/v1/payouts", "/v1/payout", "destination", "payouts",
+     "dst_vec_1", "dst_closed_1", "dst_busy_1", "dst_async_1",
+     "destination_closed", true, "po_", "payout", "completed"},
+};
+
 typedef struct recorder {
     FILE *out;
     int n;
+    const rec_api *api;
 } recorder;
 
 /* Writes one vector line. ref_from_body: the expected reference is the
@@ -1161,7 +1501,7 @@ static void vector(recorder *rec, const char *name, const char *source,
         b = json_loadb(r->body, r->len, 0, NULL);
         if (call && strcmp(call, "lookup") == 0)
             ref = json_string_value(json_object_get(
-                json_array_get(json_object_get(b, "credits"), 0), "id"));
+                json_array_get(json_object_get(b, rec->api->list), 0), "id"));
         else
             ref = json_string_value(json_object_get(b, "id"));
         if (!ref) {
@@ -1201,7 +1541,7 @@ static void vector(recorder *rec, const char *name, const char *source,
     rec->n++;
 }
 
-/* A recorded create: POST url/v1/credits with key (NULL: no header), the
+/* A recorded create: POST url/path with key (NULL: no header), the
  * JSON body, content type. The transport kind as libcurl ended. */
 static raw rec_post(const sbx *s, const char *path, const char *key,
                     const char *ctype, const char *body, const char *auth,
@@ -1242,6 +1582,9 @@ static const char *transport_of(CURLcode rc)
     }
 }
 
+#define JSON_CT "application/json"
+#define LATER "2099-01-01T00:00:00Z"
+
 /* Records one create answer with its hand-written expectation. */
 static void rec_create(recorder *rec, const char *name, raw r,
                        const char *cls, const char *reason, bool ref)
@@ -1254,187 +1597,220 @@ static void rec_create(recorder *rec, const char *name, raw r,
     free(r.body);
 }
 
-static char *credit_body(const char *account, const char *amount,
-                         const char *reference, const char *expires)
+/* Records a lookup of reference (NULL: no query at all). */
+static void rec_lookup(recorder *rec, const sbx *s, const char *name,
+                       const char *reference, const char *cls,
+                       const char *reason, bool ref, const char *result)
+{
+    char url[256];
+    raw r;
+
+    snprintf(url, sizeof url, "%s%s%s%s", s->url, rec->api->path,
+             reference ? "?reference=" : "", reference ? reference : "");
+    r = http("GET", url, NULL, NULL, 10000);
+    vector(rec, name, "recorded", "lookup", reference ? reference : "vec-ref-1",
+           "ok", r.status, &r, cls, reason, ref, result);
+    free(r.body);
+}
+
+/* The create body of the recorder's API. */
+static char *body_of(const recorder *rec, const char *target,
+                     const char *amount, const char *reference,
+                     const char *expires)
 {
     static char buf[512];
     snprintf(buf, sizeof buf,
-             "{\"account\":\"%s\",\"amount\":\"%s\",\"currency\":\"EUR\","
+             "{\"%s\":\"%s\",\"amount\":\"%s\",\"currency\":\"EUR\","
              "\"reference\":\"%s\",\"expires_at\":\"%s\"}",
-             account, amount, reference, expires);
+             rec->api->target, target, amount, reference, expires);
     return buf;
 }
 
-#define JSON_CT "application/json"
-#define LATER "2099-01-01T00:00:00Z"
+/* POST of the recorder's API with key and a body of target. */
+static raw rec_send(const recorder *rec, const sbx *s, const char *key,
+                    const char *target, const char *amount,
+                    const char *reference, const char *expires,
+                    const char *auth, long timeout_ms)
+{
+    return rec_post(s, rec->api->path, key, JSON_CT,
+                    body_of(rec, target, amount, reference, expires), auth,
+                    timeout_ms);
+}
+
+/* A payout's return, then what a lookup and the create's key answer:
+ * found (it completed) and the original create's answer. */
+static void record_return(recorder *rec, const sbx *s, raw created)
+{
+    json_t *b = json_loadb(created.body, created.len, 0, NULL);
+    char url[512];
+    raw r;
+
+    snprintf(url, sizeof url, "%s/_control/payouts/%s/return", s->url,
+             json_string_value(json_object_get(b, "id")));
+    json_decref(b);
+    r = http("POST", url, NULL, NULL, 10000);
+    if (r.rc != CURLE_OK || r.status != 200) {
+        fprintf(stderr, "record: return: %ld %s\n", r.status, r.body);
+        exit(1);
+    }
+    free(r.body);
+    rec_lookup(rec, s, "lookup_200_found_returned", "vec-ref-1", "succeeded",
+               "found", true, "found");
+    r = rec_send(rec, s, "vec-0001", rec->api->open, "25.00", "vec-ref-1",
+                 LATER, NULL, 10000);
+    if (r.len != created.len || memcmp(r.body, created.body, r.len) != 0) {
+        fprintf(stderr, "record: the replay after a return changed\n");
+        exit(1);
+    }
+    rec_create(rec, "create_201_replayed_after_return", r, "succeeded",
+               "created", true);
+}
 
 static void record_sandbox(recorder *rec)
 {
-    static const char *const async_fast[] = {"--async-complete-ms", "300",
-                                             NULL};
-    char big[70001], url[256], keyfile[PATH_MAX + 8];
+    const rec_api *ap = rec->api;
+    char big[70001], url[256], keyfile[PATH_MAX + 8], name[96], text[512];
     const char *auth_args[3];
     sbx s, a;
-    raw r;
+    raw r, first;
     FILE *kf;
 
     if (sbx_new(&s, async_fast) != 0)
         exit(1);
 
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "25.00", "vec-ref-1", LATER), NULL,
-                 10000);
+    first = rec_send(rec, &s, "vec-0001", ap->open, "25.00", "vec-ref-1",
+                     LATER, NULL, 10000);
+    r = first;
+    r.body = strdup(first.body);
     rec_create(rec, "create_201_created", r, "succeeded", "created", true);
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "25.00", "vec-ref-1", LATER), NULL,
-                 10000);
+    r = rec_send(rec, &s, "vec-0001", ap->open, "25.00", "vec-ref-1", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_201_replayed", r, "succeeded", "created", true);
     /* The same parameters spelled differently are the same request. */
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "25", "vec-ref-1",
-                             "2099-01-01T01:00:00+01:00"),
-                 NULL, 10000);
+    r = rec_send(rec, &s, "vec-0001", ap->open, "25", "vec-ref-1",
+                 "2099-01-01T01:00:00+01:00", NULL, 10000);
     rec_create(rec, "create_201_replayed_canonical_equal", r, "succeeded",
                "created", true);
-    r = rec_post(&s, "/v1/credits", "vec-0001", JSON_CT,
-                 credit_body("acct-1", "26.00", "vec-ref-1", LATER), NULL,
-                 10000);
+    r = rec_send(rec, &s, "vec-0001", ap->open, "26.00", "vec-ref-1", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_422_idempotency_mismatch", r, "unknown",
                "idempotency_mismatch", false);
+    if (ap->returns)
+        record_return(rec, &s, first);
+    free(first.body);
 
-    r = rec_post(&s, "/v1/credits", "vec-0002", JSON_CT,
-                 credit_body("async-1", "5", "vec-ref-2", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0002", ap->async, "5", "vec-ref-2", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_202_pending", r, "unknown", "pending", true);
-    {
-        char q[256];
-        snprintf(q, sizeof q, "%s/v1/credits?reference=vec-ref-2", s.url);
-        r = http("GET", q, NULL, NULL, 10000);
-        vector(rec, "lookup_200_pending", "recorded", "lookup", "vec-ref-2",
-               "ok", r.status, &r, "unknown", "pending", true, "found");
-        free(r.body);
-        sleep_ms(400);
-        r = http("GET", q, NULL, NULL, 10000);
-        vector(rec, "lookup_200_found_after_completion", "recorded", "lookup",
-               "vec-ref-2", "ok", r.status, &r, "succeeded", "found", true,
-               "found");
-        free(r.body);
-    }
-    r = rec_post(&s, "/v1/credits", "vec-0002", JSON_CT,
-                 credit_body("async-1", "5", "vec-ref-2", LATER), NULL, 10000);
+    rec_lookup(rec, &s, "lookup_200_pending", "vec-ref-2", "unknown",
+               "pending", true, "found");
+    sleep_ms(400);
+    rec_lookup(rec, &s, "lookup_200_found_after_completion", "vec-ref-2",
+               "succeeded", "found", true, "found");
+    r = rec_send(rec, &s, "vec-0002", ap->async, "5", "vec-ref-2", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_201_async_completed_replay", r, "succeeded",
                "created", true);
 
-    r = rec_post(&s, "/v1/credits", "vec-0003", JSON_CT,
-                 credit_body("closed-1", "5", "vec-ref-3", LATER), NULL,
-                 10000);
-    rec_create(rec, "create_422_account_closed", r, "failed",
-               "account_closed", false);
-    r = rec_post(&s, "/v1/credits", "vec-0003", JSON_CT,
-                 credit_body("closed-1", "5", "vec-ref-3", LATER), NULL,
-                 10000);
-    rec_create(rec, "create_422_account_closed_replayed", r, "failed",
-               "account_closed", false);
-    r = rec_post(&s, "/v1/credits", "vec-0004", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-4",
-                             "2020-01-01T00:00:00Z"),
+    r = rec_send(rec, &s, "vec-0003", ap->closed, "5", "vec-ref-3", LATER,
                  NULL, 10000);
+    snprintf(name, sizeof name, "create_422_%s", ap->closed_code);
+    rec_create(rec, name, r, "failed", ap->closed_code, false);
+    r = rec_send(rec, &s, "vec-0003", ap->closed, "5", "vec-ref-3", LATER,
+                 NULL, 10000);
+    snprintf(name, sizeof name, "create_422_%s_replayed", ap->closed_code);
+    rec_create(rec, name, r, "failed", ap->closed_code, false);
+    r = rec_send(rec, &s, "vec-0004", ap->open, "5", "vec-ref-4",
+                 "2020-01-01T00:00:00Z", NULL, 10000);
     rec_create(rec, "create_422_request_expired", r, "failed",
                "request_expired", false);
-    r = rec_post(&s, "/v1/credits", "vec-0005", JSON_CT,
-                 credit_body("busy-1", "5", "vec-ref-5", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0005", ap->busy, "5", "vec-ref-5", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_429_rate_limited", r, "transient", "rate_limited",
                false);
 
-    r = rec_post(&s, "/v1/credits", "vec-0006", JSON_CT, "{\"account\":", NULL,
-                 10000);
+    snprintf(text, sizeof text, "{\"%s\":", ap->target);
+    r = rec_post(&s, ap->path, "vec-0006", JSON_CT, text, NULL, 10000);
     rec_create(rec, "create_400_invalid_json", r, "failed", "invalid_json",
                false);
-    r = rec_post(&s, "/v1/credits", "vec-0006", JSON_CT,
-                 "{\"account\":\"acct-1\",\"currency\":\"EUR\",\"reference\":"
-                 "\"r\",\"expires_at\":\"" LATER "\"}",
-                 NULL, 10000);
+    snprintf(text, sizeof text,
+             "{\"%s\":\"%s\",\"currency\":\"EUR\",\"reference\":"
+             "\"r\",\"expires_at\":\"" LATER "\"}",
+             ap->target, ap->open);
+    r = rec_post(&s, ap->path, "vec-0006", JSON_CT, text, NULL, 10000);
     rec_create(rec, "create_400_invalid_request_missing_amount", r, "failed",
                "invalid_request", false);
-    r = rec_post(&s, "/v1/credits", "vec-0006", JSON_CT,
-                 "{\"account\":\"acct-1\",\"amount\":\"1\",\"currency\":"
-                 "\"EUR\",\"reference\":\"r\",\"expires_at\":\"" LATER
-                 "\",\"memo\":\"hi\"}",
-                 NULL, 10000);
+    snprintf(text, sizeof text,
+             "{\"%s\":\"%s\",\"amount\":\"1\",\"currency\":"
+             "\"EUR\",\"reference\":\"r\",\"expires_at\":\"" LATER
+             "\",\"memo\":\"hi\"}",
+             ap->target, ap->open);
+    r = rec_post(&s, ap->path, "vec-0006", JSON_CT, text, NULL, 10000);
     rec_create(rec, "create_400_invalid_request_unknown_member", r, "failed",
                "invalid_request", false);
-    r = rec_post(&s, "/v1/credits", NULL, JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-6", LATER), NULL, 10000);
+    r = rec_post(&s, ap->path, NULL, JSON_CT,
+                 body_of(rec, ap->open, "5", "vec-ref-6", LATER), NULL, 10000);
     rec_create(rec, "create_400_idempotency_key_required", r, "failed",
                "idempotency_key_required", false);
     memset(big, ' ', sizeof big - 1);
     big[0] = '{';
     big[sizeof big - 2] = '}';
     big[sizeof big - 1] = '\0';
-    r = rec_post(&s, "/v1/credits", "vec-0007", JSON_CT, big, NULL, 10000);
+    r = rec_post(&s, ap->path, "vec-0007", JSON_CT, big, NULL, 10000);
     rec_create(rec, "create_413_body_too_large", r, "failed", "body_too_large",
                false);
-    r = rec_post(&s, "/v1/credits", "vec-0008", "text/plain",
-                 credit_body("acct-1", "5", "vec-ref-8", LATER), NULL, 10000);
+    r = rec_post(&s, ap->path, "vec-0008", "text/plain",
+                 body_of(rec, ap->open, "5", "vec-ref-8", LATER), NULL, 10000);
     rec_create(rec, "create_415_unsupported_media_type", r, "failed",
                "unsupported_media_type", false);
-    r = rec_post(&s, "/v1/credit", "vec-0009", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-9", LATER), NULL, 10000);
+    r = rec_post(&s, ap->typo_path, "vec-0009", JSON_CT,
+                 body_of(rec, ap->open, "5", "vec-ref-9", LATER), NULL, 10000);
     rec_create(rec, "create_404_route_not_found", r, "unknown",
                "route_not_found", false);
     {
         static const char *const hs[] = {"Content-Type: application/json",
                                          "Idempotency-Key: vec-0009", NULL};
-        snprintf(url, sizeof url, "%s/v1/credits", s.url);
-        r = http("PUT", url, hs, credit_body("acct-1", "5", "vec-ref-9", LATER),
-                 10000);
+        snprintf(url, sizeof url, "%s%s", s.url, ap->path);
+        r = http("PUT", url, hs,
+                 body_of(rec, ap->open, "5", "vec-ref-9", LATER), 10000);
         rec_create(rec, "create_405_method_not_allowed", r, "unknown",
                    "method_not_allowed", false);
     }
 
     /* Faults. */
     arm(&s, "error_500_after_effect", -1);
-    r = rec_post(&s, "/v1/credits", "vec-0010", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-10", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0010", ap->open, "5", "vec-ref-10", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_500_internal_after_effect", r, "unknown",
                "internal", false);
     arm(&s, "error_500_before_effect", -1);
-    r = rec_post(&s, "/v1/credits", "vec-0011", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-11", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0011", ap->open, "5", "vec-ref-11", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_500_internal_before_effect", r, "unknown",
                "internal", false);
     arm(&s, "drop_response_after_effect", -1);
-    r = rec_post(&s, "/v1/credits", "vec-0012", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-12", LATER), NULL, 10000);
+    r = rec_send(rec, &s, "vec-0012", ap->open, "5", "vec-ref-12", LATER,
+                 NULL, 10000);
     rec_create(rec, "transport_no_response_drop_after_effect", r, "unknown",
                "no_response", false);
     arm(&s, "delay_after_effect", 1500);
-    r = rec_post(&s, "/v1/credits", "vec-0013", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-13", LATER), NULL, 300);
+    r = rec_send(rec, &s, "vec-0013", ap->open, "5", "vec-ref-13", LATER,
+                 NULL, 300);
     rec_create(rec, "transport_timeout_delay_after_effect", r, "unknown",
                "timeout", false);
 
     /* Lookups. */
-    snprintf(url, sizeof url, "%s/v1/credits?reference=vec-ref-12", s.url);
-    r = http("GET", url, NULL, NULL, 10000);
-    vector(rec, "lookup_200_found_after_dropped_response", "recorded",
-           "lookup", "vec-ref-12", "ok", r.status, &r, "succeeded", "found",
-           true, "found");
-    free(r.body);
-    snprintf(url, sizeof url, "%s/v1/credits?reference=vec-ref-11", s.url);
-    r = http("GET", url, NULL, NULL, 10000);
-    vector(rec, "lookup_200_not_found", "recorded", "lookup", "vec-ref-11",
-           "ok", r.status, &r, "unknown", "not_found", false, "not_found");
-    free(r.body);
-    snprintf(url, sizeof url, "%s/v1/credits", s.url);
-    r = http("GET", url, NULL, NULL, 10000);
-    vector(rec, "lookup_400_without_query", "recorded", "lookup", "vec-ref-1",
-           "ok", r.status, &r, "unknown", "", false, "provider_unavailable");
-    free(r.body);
+    rec_lookup(rec, &s, "lookup_200_found_after_dropped_response",
+               "vec-ref-12", "succeeded", "found", true, "found");
+    rec_lookup(rec, &s, "lookup_200_not_found", "vec-ref-11", "unknown",
+               "not_found", false, "not_found");
+    rec_lookup(rec, &s, "lookup_400_without_query", NULL, "unknown", "",
+               false, "provider_unavailable");
 
     /* Stopped: refused before anything was sent. */
     sbx_stop(&s);
-    r = rec_post(&s, "/v1/credits", "vec-0014", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-14", LATER), NULL, 2000);
+    r = rec_send(rec, &s, "vec-0014", ap->open, "5", "vec-ref-14", LATER,
+                 NULL, 2000);
     rec_create(rec, "transport_connect_failed_sandbox_stopped", r,
                "transient", "connect_failed", false);
     sbx_free(&s);
@@ -1453,16 +1829,48 @@ static void record_sandbox(recorder *rec)
     auth_args[2] = NULL;
     if (sbx_start(&a, auth_args) != 0)
         exit(1);
-    r = rec_post(&a, "/v1/credits", "vec-0020", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-20", LATER), NULL, 10000);
+    r = rec_send(rec, &a, "vec-0020", ap->open, "5", "vec-ref-20", LATER,
+                 NULL, 10000);
     rec_create(rec, "create_401_unauthorized_no_key", r, "transient",
                "unauthorized", false);
-    r = rec_post(&a, "/v1/credits", "vec-0020", JSON_CT,
-                 credit_body("acct-1", "5", "vec-ref-20", LATER), "wrong-key",
-                 10000);
+    r = rec_send(rec, &a, "vec-0020", ap->open, "5", "vec-ref-20", LATER,
+                 "wrong-key", 10000);
     rec_create(rec, "create_401_unauthorized_wrong_key", r, "transient",
                "unauthorized", false);
     sbx_free(&a);
+}
+
+/* text with the credits' words put in for the recorder's API's (none for
+ * credits), into out. */
+static const char *adapt(const recorder *rec, const char *text, char *out,
+                         size_t len)
+{
+    const struct {
+        const char *from, *to;
+    } words[] = {
+        {"cr_", rec->api->id_prefix},   {"account", rec->api->target},
+        {"credits", rec->api->list},    {"credit", rec->api->noun},
+        {"succeeded", rec->api->completed},
+    };
+    size_t o = 0;
+
+    while (*text && o + 1 < len) {
+        size_t k;
+
+        for (k = 0; k < sizeof words / sizeof words[0]; k++)
+            if (strncmp(text, words[k].from, strlen(words[k].from)) == 0)
+                break;
+        if (k == sizeof words / sizeof words[0]) {
+            out[o++] = *text++;
+            continue;
+        }
+        o += (size_t)snprintf(out + o, len - o, "%s", words[k].to);
+        text += strlen(words[k].from);
+        if (o >= len)
+            o = len - 1;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* Answers the sandbox does not document (or cannot be made to give):
@@ -1546,26 +1954,42 @@ static void record_invented(recorder *rec)
         {"invented_transport_error", "error", 0, NULL, NULL, "", "unknown",
          "transport_error"},
     };
+    char name[96], body[512];
 
     for (size_t i = 0; i < sizeof inv / sizeof inv[0]; i++) {
         raw r = {0};
 
-        r.body = (char *)inv[i].body;
-        r.len = strlen(inv[i].body);
+        r.body = (char *)adapt(rec, inv[i].body, body, sizeof body);
+        r.len = strlen(r.body);
         if (inv[i].ctype)
             snprintf(r.content_type, sizeof r.content_type, "%s",
                      inv[i].ctype);
         if (inv[i].retry_after)
             snprintf(r.retry_after, sizeof r.retry_after, "%s",
                      inv[i].retry_after);
-        vector(rec, inv[i].name, "invented", NULL, NULL, inv[i].transport,
-               inv[i].status, &r, inv[i].cls, inv[i].reason, false, NULL);
+        vector(rec, adapt(rec, inv[i].name, name, sizeof name), "invented",
+               NULL, NULL, inv[i].transport, inv[i].status, &r, inv[i].cls,
+               inv[i].reason, false, NULL);
+    }
+    if (rec->api->returns) {
+        /* A create answer never shows a return: a 201 saying returned is
+         * not the documented answer. */
+        raw r = {0};
+        r.body = "{\"id\":\"po_000000000000000000000008\",\"status\":"
+                 "\"returned\"}";
+        r.len = strlen(r.body);
+        snprintf(r.content_type, sizeof r.content_type, "application/json");
+        vector(rec, "invented_201_status_returned", "invented", NULL, NULL,
+               "ok", 201, &r, "unknown", "malformed_success", false, NULL);
     }
     {
         /* A lookup answer listing a stranger: the filter was ignored. */
         raw r = {0};
-        r.body = "{\"credits\":[{\"id\":\"cr_000000000000000000000007\","
-                 "\"reference\":\"someone-else\",\"status\":\"succeeded\"}]}";
+        r.body = (char *)adapt(
+            rec,
+            "{\"credits\":[{\"id\":\"cr_000000000000000000000007\","
+            "\"reference\":\"someone-else\",\"status\":\"succeeded\"}]}",
+            body, sizeof body);
         r.len = strlen(r.body);
         snprintf(r.content_type, sizeof r.content_type, "application/json");
         vector(rec, "invented_lookup_lists_a_stranger", "invented", "lookup",
@@ -1574,10 +1998,18 @@ static void record_invented(recorder *rec)
     }
 }
 
-static int record(const char *path)
+/* Records the vectors of API name (credits, payouts) into path. */
+static int record(const char *name, const char *path)
 {
     recorder rec = {0};
 
+    for (size_t i = 0; i < sizeof rec_apis / sizeof rec_apis[0]; i++)
+        if (strcmp(name, rec_apis[i].name) == 0)
+            rec.api = &rec_apis[i];
+    if (!rec.api) {
+        fprintf(stderr, "provider_test: --record credits|payouts PATH\n");
+        return 2;
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     rec.out = fopen(path, "w");
@@ -1773,10 +2205,45 @@ int main(int argc, char **argv)
             fx_down),
         cmocka_unit_test_setup_teardown(
             codes_are_form_encoded_and_bad_ones_send_nothing, fx_up, fx_down),
+        /* Payouts: the same claims through the same request builder. */
+        cmocka_unit_test_setup_teardown(
+            payout_create_succeeds_with_the_payout_id, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            the_same_key_again_replays_the_same_payout, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            closed_destination_fails_and_stays_failed, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            busy_destination_is_transient_with_retry_after, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            async_payout_is_pending_until_a_lookup_finds_it_completed,
+            fx_up_payouts_async, fx_down),
+        cmocka_unit_test_setup_teardown(a_late_payout_fails_expired,
+                                        fx_up_payouts, fx_down),
+        cmocka_unit_test_setup_teardown(
+            dropped_payout_response_is_unknown_and_a_lookup_finds_the_payout,
+            fx_up_payouts, fx_down),
+        cmocka_unit_test_setup_teardown(
+            a_returned_payout_is_found_succeeded_and_its_key_still_replays_created,
+            fx_up_payouts, fx_down),
+        cmocka_unit_test_setup_teardown(
+            a_payout_listed_with_other_terms_is_terms_mismatch, fx_up_payouts,
+            fx_down),
+        cmocka_unit_test_setup_teardown(
+            not_found_after_expiry_skew_and_visibility_delay_is_final,
+            fx_up_payouts_window, fx_down),
+        cmocka_unit_test_setup_teardown(
+            bad_payout_arguments_send_nothing_and_never_echo_the_destination,
+            fx_up_payouts, fx_down),
     };
 
     signal(SIGPIPE, SIG_IGN);
     if (argc == 3 && strcmp(argv[1], "--record") == 0)
-        return record(argv[2]);
+        return record("credits", argv[2]);
+    if (argc == 4 && strcmp(argv[1], "--record") == 0)
+        return record(argv[2], argv[3]);
     return cmocka_run_group_tests(tests, load_table, free_table);
 }

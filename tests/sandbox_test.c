@@ -14,7 +14,8 @@
  *
  * "Changes nothing" is checked through /_control/stats: credits_created is
  * the number of credit rows in the state file, create_requests counts the
- * create requests that passed validation.
+ * create requests that passed validation (payouts_created and
+ * payout_requests likewise for payouts).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -512,12 +513,52 @@ static void post_json(const sbx *s, const char *path, const char *body,
     http(s, "POST", path, json_ct, body, strlen(body), out);
 }
 
-/* The create body (a new string). */
-static char *create_body(const char *account, const char *amount,
-                         const char *reference, const char *expires_at)
+/* The two resources, as the tests see them (docs/sandbox.md): the path,
+ * the target member, the lookup's array, the id prefix, the complete
+ * status, the closed code, and the counters of /_control/stats. A claim
+ * both make is ONE body taking an api, run once for each. */
+typedef struct api {
+    const char *path, *target, *list, *id_prefix, *completed, *closed_code;
+    const char *c_rows, *c_requests, *c_replays, *c_mismatches, *c_lookups;
+} api;
+
+static const api CREDITS = {
+    "/v1/credits", "account", "credits", "cr_", "succeeded",
+    "account_closed", "credits_created", "create_requests",
+    "idempotent_replays", "mismatches", "lookups",
+};
+static const api PAYOUTS = {
+    "/v1/payouts", "destination", "payouts", "po_", "completed",
+    "destination_closed", "payouts_created", "payout_requests",
+    "payout_replays", "payout_mismatches", "payout_lookups",
+};
+
+/* A named test of one claim for one resource; the claim's body is shared
+ * by the resources and takes the api. */
+#define CLAIM(name, call)                                                      \
+    static void name(void **state)                                             \
+    {                                                                          \
+        (void)state;                                                           \
+        call;                                                                  \
+    }
+
+/* The resource that is not a. */
+static const api *other_api(const api *a)
 {
-    json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:s}", "account", account,
-                          "amount", amount, "currency", "USD", "reference",
+    return a == &CREDITS ? &PAYOUTS : &CREDITS;
+}
+
+/* Every destination a test sent: none may appear in a log. */
+static char *g_dests[256];
+static size_t g_n_dests;
+
+/* A create body for a's target (a new string). */
+static char *effect_body(const api *a, const char *target, const char *amount,
+                         const char *currency, const char *reference,
+                         const char *expires_at)
+{
+    json_t *b = json_pack("{s:s, s:s, s:s, s:s, s:s}", a->target, target,
+                          "amount", amount, "currency", currency, "reference",
                           reference, "expires_at", expires_at);
     char *t = json_dumps(b, JSON_COMPACT);
 
@@ -526,20 +567,48 @@ static char *create_body(const char *account, const char *amount,
     return t;
 }
 
-/* POST /v1/credits with Idempotency-Key key and the given parameters
+/* The credit create body (a new string). */
+static char *create_body(const char *account, const char *amount,
+                         const char *reference, const char *expires_at)
+{
+    return effect_body(&CREDITS, account, amount, "USD", reference,
+                       expires_at);
+}
+
+/* POST a->path with Idempotency-Key key and the given parameters
  * (expires_at NULL: g_later). */
+static void create_in(const sbx *s, const api *a, const char *key,
+                      const char *target, const char *amount,
+                      const char *currency, const char *reference,
+                      const char *expires_at, hres *out)
+{
+    char kh[512];
+    const char *headers[] = {"Content-Type: application/json", kh, NULL};
+    char *body = effect_body(a, target, amount, currency, reference,
+                             expires_at ? expires_at : g_later);
+
+    if (a == &PAYOUTS && g_n_dests < sizeof g_dests / sizeof g_dests[0])
+        g_dests[g_n_dests++] = strdup(target);
+    snprintf(kh, sizeof kh, "Idempotency-Key: %s", key);
+    http(s, "POST", a->path, headers, body, strlen(body), out);
+    free(body);
+}
+
+/* create_in() in USD. */
+static void create_at(const sbx *s, const api *a, const char *key,
+                      const char *target, const char *amount,
+                      const char *reference, const char *expires_at,
+                      hres *out)
+{
+    create_in(s, a, key, target, amount, "USD", reference, expires_at, out);
+}
+
+/* POST /v1/credits. */
 static void create(const sbx *s, const char *key, const char *account,
                    const char *amount, const char *reference,
                    const char *expires_at, hres *out)
 {
-    char kh[512];
-    const char *headers[] = {"Content-Type: application/json", kh, NULL};
-    char *body = create_body(account, amount, reference,
-                             expires_at ? expires_at : g_later);
-
-    snprintf(kh, sizeof kh, "Idempotency-Key: %s", key);
-    http(s, "POST", "/v1/credits", headers, body, strlen(body), out);
-    free(body);
+    create_at(s, &CREDITS, key, account, amount, reference, expires_at, out);
 }
 
 /* An error answer: status and code. */
@@ -552,21 +621,29 @@ static void assert_error(const hres *r, long status, const char *code)
                  r->status, (int)r->cc, r->body ? r->body : "");
 }
 
-/* A 201 credit with every documented member. */
-static void assert_credit(const hres *r, const char *account,
+/* A 201 of a's with every documented member, complete. */
+static void assert_effect(const api *a, const hres *r, const char *target,
                           const char *reference)
 {
     if (r->status != 201 || !r->json)
         fail_msg("expected 201, got %ld (curl %d): %s", r->status, (int)r->cc,
                  r->body ? r->body : "");
     assert_int_equal(json_object_size(r->json), 7);
-    assert_true(strncmp(jstr(r->json, "id"), "cr_", 3) == 0);
-    assert_str(jstr(r->json, "account"), account);
+    assert_true(strncmp(jstr(r->json, "id"), a->id_prefix, 3) == 0);
+    assert_int_equal(strlen(jstr(r->json, "id")), 27);
+    assert_str(jstr(r->json, a->target), target);
     assert_str(jstr(r->json, "currency"), "USD");
     assert_str(jstr(r->json, "reference"), reference);
-    assert_str(jstr(r->json, "status"), "succeeded");
+    assert_str(jstr(r->json, "status"), a->completed);
     assert_non_null(jstr(r->json, "amount"));
     assert_non_null(jstr(r->json, "created_at"));
+}
+
+/* A 201 credit with every documented member. */
+static void assert_credit(const hres *r, const char *account,
+                          const char *reference)
+{
+    assert_effect(&CREDITS, r, account, reference);
 }
 
 /* One counter of /_control/stats. */
@@ -583,9 +660,10 @@ static json_int_t counter(const sbx *s, const char *name)
     return v;
 }
 
-/* GET /v1/credits?param=value (URL-encoded): the credits array (a new
+/* GET a->path?param=value (URL-encoded): the records array (a new
  * reference), after checking the answer is 200. */
-static json_t *lookup(const sbx *s, const char *param, const char *value)
+static json_t *lookup_at(const sbx *s, const api *ap, const char *param,
+                         const char *value)
 {
     CURL *c = curl_easy_init();
     char *enc = curl_easy_escape(c, value, 0);
@@ -593,26 +671,37 @@ static json_t *lookup(const sbx *s, const char *param, const char *value)
     json_t *a;
     hres r;
 
-    snprintf(path, sizeof path, "/v1/credits?%s=%s", param, enc);
+    snprintf(path, sizeof path, "%s?%s=%s", ap->path, param, enc);
     curl_free(enc);
     curl_easy_cleanup(c);
     get(s, path, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(json_object_size(r.json), 1);
-    a = json_incref(json_object_get(r.json, "credits"));
+    a = json_incref(json_object_get(r.json, ap->list));
     assert_true(json_is_array(a));
     hres_free(&r);
     return a;
 }
 
-/* The number of credits a lookup finds. */
-static size_t lookup_n(const sbx *s, const char *param, const char *value)
+/* The number of records a lookup finds. */
+static size_t lookup_at_n(const sbx *s, const api *ap, const char *param,
+                          const char *value)
 {
-    json_t *a = lookup(s, param, value);
+    json_t *a = lookup_at(s, ap, param, value);
     size_t n = json_array_size(a);
 
     json_decref(a);
     return n;
+}
+
+static json_t *lookup(const sbx *s, const char *param, const char *value)
+{
+    return lookup_at(s, &CREDITS, param, value);
+}
+
+static size_t lookup_n(const sbx *s, const char *param, const char *value)
+{
+    return lookup_at_n(s, &CREDITS, param, value);
 }
 
 /* Arms fault for count creates (ms < 0: no "ms" member). */
@@ -650,104 +739,120 @@ static int state_credit_rows(const char *path)
     return n;
 }
 
-/* ===========================================================================
- * Creating, replaying, comparing
- * ========================================================================= */
-static void create_is_201_and_a_same_key_retry_replays_the_identical_saved_body(
-    void **state)
+/* A create is 201 and a retry with its key replays the saved body byte for
+ * byte, counted in ap's counters and no other resource's. */
+static void create_then_replay(const api *ap, const char *key,
+                               const char *target, const char *amount,
+                               const char *canonical, const char *reference)
 {
     sbx *s = sbx_new("--control", END);
+    const api *other = other_api(ap);
     char h[64];
     hres a, b;
 
-    (void)state;
     sbx_start(s);
-    create(s, "key-1", "A-1187", "250.00", "invoice-1", NULL, &a);
-    assert_credit(&a, "A-1187", "invoice-1");
-    assert_str(jstr(a.json, "amount"), "250"); /* canonical */
+    create_at(s, ap, key, target, amount, reference, NULL, &a);
+    assert_effect(ap, &a, target, reference);
+    assert_str(jstr(a.json, "amount"), canonical);
     assert_false(hdr_value(&a, "Idempotent-Replayed", h, sizeof h));
-    create(s, "key-1", "A-1187", "250.00", "invoice-1", NULL, &b);
+    create_at(s, ap, key, target, amount, reference, NULL, &b);
     assert_int_equal(b.status, 201);
     assert_str(b.body, a.body); /* byte for byte */
     assert_true(hdr_value(&b, "Idempotent-Replayed", h, sizeof h));
     assert_str(h, "true");
-    assert_int_equal(counter(s, "credits_created"), 1);
-    assert_int_equal(counter(s, "create_requests"), 2);
-    assert_int_equal(counter(s, "idempotent_replays"), 1);
+    assert_int_equal(counter(s, ap->c_rows), 1);
+    assert_int_equal(counter(s, ap->c_requests), 2);
+    assert_int_equal(counter(s, ap->c_replays), 1);
+    assert_int_equal(counter(s, other->c_rows), 0);
+    assert_int_equal(counter(s, other->c_requests), 0);
+    assert_int_equal(counter(s, other->c_replays), 0);
     hres_free(&a);
     hres_free(&b);
 }
 
-static void parameters_are_compared_canonically_amount_and_expiry_instant(
-    void **state)
+CLAIM(create_is_201_and_a_same_key_retry_replays_the_identical_saved_body,
+      create_then_replay(&CREDITS, "key-1", "A-1187", "250.00", "250", "invoice-1"))
+
+CLAIM(payout_create_is_201_completed_with_a_po_id_and_a_same_key_retry_replays_the_identical_body,
+      create_then_replay(&PAYOUTS, "payout-PAY-3107-a1", "dst_tok_a1b2c3d4", "4250.00", "4250", "PAY-3107-a1"))
+
+/* The same amount and expires_at instant spelled differently are the same
+ * request. */
+static void compared_canonically(const api *ap, const char *target)
 {
     sbx *s = sbx_new("--control", END);
     char z[40], off[40];
     hres a, b;
 
-    (void)state;
     sbx_start(s);
     rfc3339_in(3600, z);
     /* The same instant with a +00:00 offset and a fraction of zeros. */
     snprintf(off, sizeof off, "%.19s.000+00:00", z);
-    create(s, "key-c", "A-1", "0250.50", "ref-c", z, &a);
-    assert_credit(&a, "A-1", "ref-c");
+    create_at(s, ap, "key-c", target, "0250.50", "ref-c", z, &a);
+    assert_effect(ap, &a, target, "ref-c");
     assert_str(jstr(a.json, "amount"), "250.5");
-    create(s, "key-c", "A-1", "250.500", "ref-c", off, &b);
+    create_at(s, ap, "key-c", target, "250.500", "ref-c", off, &b);
     assert_int_equal(b.status, 201);
     assert_str(b.body, a.body);
-    assert_int_equal(counter(s, "credits_created"), 1);
+    assert_int_equal(counter(s, ap->c_rows), 1);
     hres_free(&a);
     hres_free(&b);
 }
 
-static void same_key_with_other_parameters_is_422_idempotency_mismatch_and_changes_nothing(
-    void **state)
+CLAIM(parameters_are_compared_canonically_amount_and_expiry_instant,
+      compared_canonically(&CREDITS, "A-1"))
+
+CLAIM(payout_parameters_are_compared_canonically_amount_and_expiry_instant,
+      compared_canonically(&PAYOUTS, "dst_tok_canon"))
+
+/* The key of ap's create with target, sent again with any one parameter
+ * other (other_target for the target), is 422 idempotency_mismatch. */
+static void mismatches_change_nothing(const api *ap, const char *target,
+                                      const char *other_target)
 {
-    static const struct {
-        const char *account, *amount, *currency, *reference;
+    const struct {
+        const char *target, *amount, *currency, *reference;
         int expires_in;
     } other[] = {
-        {"A-2", "10", "USD", "ref-m", 3600},   /* account */
-        {"A-1", "10.01", "USD", "ref-m", 3600}, /* amount */
-        {"A-1", "10", "EUR", "ref-m", 3600},   /* currency */
-        {"A-1", "10", "USD", "ref-n", 3600},   /* reference */
-        {"A-1", "10", "USD", "ref-m", 7200},   /* expires_at */
+        {other_target, "10", "USD", "ref-m", 3600}, /* target */
+        {target, "10.01", "USD", "ref-m", 3600},    /* amount */
+        {target, "10", "EUR", "ref-m", 3600},       /* currency */
+        {target, "10", "USD", "ref-n", 3600},       /* reference */
+        {target, "10", "USD", "ref-m", 7200},       /* expires_at */
     };
     sbx *s = sbx_new("--control", END);
-    char exp[40], kh[] = "Idempotency-Key: key-m";
-    const char *headers[] = {"Content-Type: application/json", kh, NULL};
+    char exp[40];
     hres a, r;
 
-    (void)state;
     sbx_start(s);
     rfc3339_in(3600, exp);
-    create(s, "key-m", "A-1", "10", "ref-m", exp, &a);
-    assert_credit(&a, "A-1", "ref-m");
+    create_at(s, ap, "key-m", target, "10", "ref-m", exp, &a);
+    assert_effect(ap, &a, target, "ref-m");
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        json_t *b;
-        char *t, e[40];
+        char e[40];
 
         rfc3339_in(other[i].expires_in, e);
-        b = json_pack("{s:s, s:s, s:s, s:s, s:s}", "account",
-                      other[i].account, "amount", other[i].amount, "currency",
-                      other[i].currency, "reference", other[i].reference,
-                      "expires_at", other[i].expires_in == 3600 ? exp : e);
-        t = json_dumps(b, JSON_COMPACT);
-        http(s, "POST", "/v1/credits", headers, t, strlen(t), &r);
+        create_in(s, ap, "key-m", other[i].target, other[i].amount,
+                  other[i].currency, other[i].reference,
+                  other[i].expires_in == 3600 ? exp : e, &r);
         assert_error(&r, 422, "idempotency_mismatch");
         hres_free(&r);
-        free(t);
-        json_decref(b);
     }
-    assert_int_equal(counter(s, "credits_created"), 1);
-    assert_int_equal(counter(s, "mismatches"), 5);
+    assert_int_equal(counter(s, ap->c_rows), 1);
+    assert_int_equal(counter(s, ap->c_mismatches), 5);
+    assert_int_equal(counter(s, other_api(ap)->c_mismatches), 0);
     /* The key still answers its saved result. */
-    create(s, "key-m", "A-1", "10", "ref-m", exp, &r);
+    create_at(s, ap, "key-m", target, "10", "ref-m", exp, &r);
     assert_str(r.body, a.body);
     hres_free(&r);
     hres_free(&a);
 }
+
+CLAIM(same_key_with_other_parameters_is_422_idempotency_mismatch_and_changes_nothing,
+      mismatches_change_nothing(&CREDITS, "A-1", "A-2"))
+
+CLAIM(payout_same_key_with_other_parameters_is_422_idempotency_mismatch_and_changes_nothing,
+      mismatches_change_nothing(&PAYOUTS, "dst_tok_pm", "dst_tok_other"))
 
 /* ===========================================================================
  * Concurrency
@@ -755,6 +860,7 @@ static void same_key_with_other_parameters_is_422_idempotency_mismatch_and_chang
 typedef struct racer {
     pthread_barrier_t *start;
     const sbx *s;
+    const api *a;
     char key[64];
     hres r;
 } racer;
@@ -764,12 +870,15 @@ static void *racer_main(void *arg)
     racer *me = arg;
 
     pthread_barrier_wait(me->start);
-    create(me->s, me->key, "A-race", "99.99", me->key, NULL, &me->r);
+    create_at(me->s, me->a, me->key,
+              me->a == &PAYOUTS ? "dst_race" : "A-race", "99.99", me->key,
+              NULL, &me->r);
     return NULL;
 }
 
-/* RACERS concurrent creates with one key, released by a barrier. */
-static void race(const sbx *s, const char *key, racer rs[RACERS])
+/* RACERS concurrent creates of a with one key, released by a barrier. */
+static void race_at(const sbx *s, const api *a, const char *key,
+                    racer rs[RACERS])
 {
     pthread_barrier_t start;
     pthread_t th[RACERS];
@@ -779,6 +888,7 @@ static void race(const sbx *s, const char *key, racer rs[RACERS])
         memset(&rs[i], 0, sizeof rs[i]);
         rs[i].start = &start;
         rs[i].s = s;
+        rs[i].a = a;
         snprintf(rs[i].key, sizeof rs[i].key, "%s", key);
         assert_int_equal(pthread_create(&th[i], NULL, racer_main, &rs[i]), 0);
     }
@@ -787,18 +897,18 @@ static void race(const sbx *s, const char *key, racer rs[RACERS])
     pthread_barrier_destroy(&start);
 }
 
-static void twenty_concurrent_same_key_creates_make_exactly_one_credit(
-    void **state)
+/* RACE_ROUNDS rounds of RACERS concurrent creates of ap, one key a round:
+ * one record a round, every racer the same answer. */
+static void races_make_one_record_a_round(const api *ap)
 {
     sbx *s = sbx_new("--control", END);
     racer rs[RACERS];
     char key[64];
 
-    (void)state;
     sbx_start(s);
     for (int round = 1; round <= RACE_ROUNDS; round++) {
         snprintf(key, sizeof key, "race-%d", round);
-        race(s, key, rs);
+        race_at(s, ap, key, rs);
         for (int i = 0; i < RACERS; i++) {
             /* One created, the rest replayed: all the same answer. */
             assert_int_equal(rs[i].r.status, 201);
@@ -806,38 +916,44 @@ static void twenty_concurrent_same_key_creates_make_exactly_one_credit(
         }
         for (int i = 0; i < RACERS; i++)
             hres_free(&rs[i].r);
-        assert_int_equal(counter(s, "credits_created"), round);
-        assert_int_equal(lookup_n(s, "idempotency_key", key), 1);
+        assert_int_equal(counter(s, ap->c_rows), round);
+        assert_int_equal(lookup_at_n(s, ap, "idempotency_key", key), 1);
     }
-    assert_int_equal(counter(s, "create_requests"), RACE_ROUNDS * RACERS);
-    assert_int_equal(counter(s, "idempotent_replays"),
-                     RACE_ROUNDS * (RACERS - 1));
+    assert_int_equal(counter(s, ap->c_requests), RACE_ROUNDS * RACERS);
+    assert_int_equal(counter(s, ap->c_replays), RACE_ROUNDS * (RACERS - 1));
 }
 
-static void without_atomic_same_key_concurrent_creates_can_make_duplicates(
-    void **state)
+CLAIM(twenty_concurrent_same_key_creates_make_exactly_one_credit,
+      races_make_one_record_a_round(&CREDITS))
+
+CLAIM(twenty_concurrent_same_key_payouts_make_exactly_one_payout,
+      races_make_one_record_a_round(&PAYOUTS))
+
+/* With --no-atomic-same-key, concurrent first uses of one key of ap can
+ * each create a record, all carrying the key. */
+static void races_can_duplicate_without_atomic_same_key(const api *ap)
 {
     sbx *s = sbx_new("--control", "--no-atomic-same-key", "--race-gap-ms", "200", END);
     racer rs[RACERS];
     json_int_t before = 0, most = 0;
     char key[64];
 
-    (void)state;
     sbx_start(s);
     for (int round = 1; round <= RACE_ROUNDS && most < 2; round++) {
         json_int_t made;
 
         snprintf(key, sizeof key, "race-%d", round);
-        race(s, key, rs);
+        race_at(s, ap, key, rs);
         for (int i = 0; i < RACERS; i++) {
             assert_int_equal(rs[i].r.status, 201);
             hres_free(&rs[i].r);
         }
-        made = counter(s, "credits_created") - before;
+        made = counter(s, ap->c_rows) - before;
         before += made;
         assert_true(made >= 1);
         /* Every duplicate carries the key: lookups see them all. */
-        assert_int_equal(lookup_n(s, "idempotency_key", key), (size_t)made);
+        assert_int_equal(lookup_at_n(s, ap, "idempotency_key", key),
+                         (size_t)made);
         if (made > most)
             most = made;
     }
@@ -845,183 +961,235 @@ static void without_atomic_same_key_concurrent_creates_can_make_duplicates(
         fail_msg("no round of %d racers made a duplicate", RACERS);
 }
 
-/* ===========================================================================
- * The documented test accounts
- * ========================================================================= */
-static void closed_account_is_422_account_closed_and_a_replay_is_the_same_422(
-    void **state)
+CLAIM(without_atomic_same_key_concurrent_creates_can_make_duplicates,
+      races_can_duplicate_without_atomic_same_key(&CREDITS))
+CLAIM(without_atomic_same_key_concurrent_payouts_can_make_duplicates,
+      races_can_duplicate_without_atomic_same_key(&PAYOUTS))
+
+/* A closed target is refused with ap's closed code, and the key keeps
+ * that refusal: no record will ever follow for it. */
+static void closed_target_is_refused_and_recorded(const api *ap,
+                                                  const char *closed,
+                                                  const char *open)
 {
     sbx *s = sbx_new("--control", END);
+    char h[16];
     hres a, b, c;
 
-    (void)state;
     sbx_start(s);
-    create(s, "key-closed", "closed-77", "5", "ref-closed", NULL, &a);
-    assert_error(&a, 422, "account_closed");
-    create(s, "key-closed", "closed-77", "5", "ref-closed", NULL, &b);
+    create_at(s, ap, "key-closed", closed, "5", "ref-closed", NULL, &a);
+    assert_error(&a, 422, ap->closed_code);
+    create_at(s, ap, "key-closed", closed, "5", "ref-closed", NULL, &b);
     assert_int_equal(b.status, 422);
     assert_str(b.body, a.body);
+    assert_true(hdr_value(&b, "Idempotent-Replayed", h, sizeof h));
     /* The key is recorded with that result: other parameters mismatch. */
-    create(s, "key-closed", "A-1", "5", "ref-closed", NULL, &c);
+    create_at(s, ap, "key-closed", open, "5", "ref-closed", NULL, &c);
     assert_error(&c, 422, "idempotency_mismatch");
-    assert_int_equal(counter(s, "credits_created"), 0);
-    assert_int_equal(counter(s, "idempotent_replays"), 1);
+    assert_int_equal(counter(s, ap->c_rows), 0);
+    assert_int_equal(counter(s, ap->c_replays), 1);
+    assert_int_equal(lookup_at_n(s, ap, "idempotency_key", "key-closed"), 0);
     hres_free(&a);
     hres_free(&b);
     hres_free(&c);
 }
 
-static void busy_account_is_429_with_retry_after_and_records_nothing(
-    void **state)
+CLAIM(closed_account_is_422_account_closed_and_a_replay_is_the_same_422,
+      closed_target_is_refused_and_recorded(&CREDITS, "closed-77", "A-1"))
+
+CLAIM(closed_destination_is_422_destination_closed_and_a_replay_is_the_same_422,
+      closed_target_is_refused_and_recorded(&PAYOUTS, "dst_closed_77", "dst_tok_open"))
+
+/* A busy target is 429 rate_limited with Retry-After and records
+ * nothing: the key stays new for any parameters. */
+static void busy_target_records_nothing(const api *ap, const char *busy,
+                                        const char *open)
 {
     sbx *s = sbx_new("--control", END);
     char ra[16];
     hres a, b, c;
 
-    (void)state;
     sbx_start(s);
-    create(s, "key-busy", "busy-3", "5", "ref-busy", NULL, &a);
+    create_at(s, ap, "key-busy", busy, "5", "ref-busy", NULL, &a);
     assert_error(&a, 429, "rate_limited");
+    assert_non_null(strstr(jstr(a.json, "message"), ap->target));
     assert_true(hdr_value(&a, "Retry-After", ra, sizeof ra));
     assert_str(ra, "1");
-    create(s, "key-busy", "busy-3", "5", "ref-busy", NULL, &b);
+    create_at(s, ap, "key-busy", busy, "5", "ref-busy", NULL, &b);
     assert_error(&b, 429, "rate_limited");
-    assert_int_equal(counter(s, "credits_created"), 0);
-    assert_int_equal(counter(s, "idempotent_replays"), 0);
+    assert_int_equal(counter(s, ap->c_rows), 0);
+    assert_int_equal(counter(s, ap->c_replays), 0);
     /* Nothing was recorded: the key is still new for any parameters. */
-    create(s, "key-busy", "A-9", "5", "ref-busy", NULL, &c);
-    assert_credit(&c, "A-9", "ref-busy");
+    create_at(s, ap, "key-busy", open, "5", "ref-busy", NULL, &c);
+    assert_effect(ap, &c, open, "ref-busy");
     hres_free(&a);
     hres_free(&b);
     hres_free(&c);
 }
 
-static void async_account_is_202_pending_then_succeeded_after_the_delay(
-    void **state)
+CLAIM(busy_account_is_429_with_retry_after_and_records_nothing,
+      busy_target_records_nothing(&CREDITS, "busy-3", "A-9"))
+
+CLAIM(busy_destination_is_429_with_retry_after_and_records_nothing,
+      busy_target_records_nothing(&PAYOUTS, "dst_busy_3", "dst_tok_9"))
+
+/* An async target is 202 pending, listed pending, replayed pending, and
+ * complete --async-complete-ms after creation: then listed and replayed
+ * complete, the same record. */
+static void async_target_completes_later(const api *ap, const char *async)
 {
     sbx *s = sbx_new("--control", "--async-complete-ms", "700", END);
     json_t *found;
     hres a, b, c;
 
-    (void)state;
     sbx_start(s);
-    create(s, "key-async", "async-5", "12", "ref-async", NULL, &a);
+    create_at(s, ap, "key-async", async, "12", "ref-async", NULL, &a);
     assert_int_equal(a.status, 202);
     assert_int_equal(json_object_size(a.json), 2);
     assert_str(jstr(a.json, "status"), "pending");
-    assert_true(strncmp(jstr(a.json, "id"), "cr_", 3) == 0);
-    found = lookup(s, "reference", "ref-async");
+    assert_true(strncmp(jstr(a.json, "id"), ap->id_prefix, 3) == 0);
+    found = lookup_at(s, ap, "reference", "ref-async");
     assert_int_equal(json_array_size(found), 1);
     assert_str(jstr(json_array_get(found, 0), "status"), "pending");
     json_decref(found);
-    create(s, "key-async", "async-5", "12", "ref-async", NULL, &b);
+    create_at(s, ap, "key-async", async, "12", "ref-async", NULL, &b);
     assert_int_equal(b.status, 202); /* the saved result, still pending */
     assert_str(b.body, a.body);
     sleep_ms(900);
-    found = lookup(s, "reference", "ref-async");
+    found = lookup_at(s, ap, "reference", "ref-async");
     assert_int_equal(json_array_size(found), 1);
-    assert_str(jstr(json_array_get(found, 0), "status"), "succeeded");
+    assert_str(jstr(json_array_get(found, 0), "status"), ap->completed);
     assert_str(jstr(json_array_get(found, 0), "id"), jstr(a.json, "id"));
     json_decref(found);
-    create(s, "key-async", "async-5", "12", "ref-async", NULL, &c);
-    assert_credit(&c, "async-5", "ref-async"); /* now the completed credit */
+    create_at(s, ap, "key-async", async, "12", "ref-async", NULL, &c);
+    assert_effect(ap, &c, async, "ref-async"); /* now the complete record */
     assert_str(jstr(c.json, "id"), jstr(a.json, "id"));
-    assert_int_equal(counter(s, "credits_created"), 1);
+    assert_int_equal(counter(s, ap->c_rows), 1);
     hres_free(&a);
     hres_free(&b);
     hres_free(&c);
 }
 
+CLAIM(async_account_is_202_pending_then_succeeded_after_the_delay,
+      async_target_completes_later(&CREDITS, "async-5"))
+
+CLAIM(async_destination_is_202_pending_then_completed_after_the_delay,
+      async_target_completes_later(&PAYOUTS, "dst_async_5"))
+
 /* ===========================================================================
  * Time: expiry, retention, visibility
  * ========================================================================= */
-static void request_after_expires_at_plus_skew_is_422_request_expired_and_records_nothing(
-    void **state)
+/* A request of ap decided after expires_at + skew is 422 request_expired
+ * (its message naming noun) and records nothing; a retained key still
+ * answers its saved result after expires_at. */
+static void expired_request_records_nothing(const api *ap,
+                                            const char *target,
+                                            const char *noun)
 {
     sbx *s = sbx_new("--control", "--skew-seconds", "2", END);
     char late[40], within[40];
     hres a, b, c;
 
-    (void)state;
     sbx_start(s);
     rfc3339_in(-60, late);
     rfc3339_ms(-500, within); /* past, but 1.5 s inside the skew */
-    create(s, "key-exp", "A-1", "3", "ref-exp", late, &a);
+    create_at(s, ap, "key-exp", target, "3", "ref-exp", late, &a);
     assert_error(&a, 422, "request_expired");
-    assert_int_equal(counter(s, "credits_created"), 0);
-    assert_int_equal(lookup_n(s, "reference", "ref-exp"), 0);
-    create(s, "key-exp", "A-1", "3", "ref-exp", within, &b);
-    assert_credit(&b, "A-1", "ref-exp"); /* the key was not recorded */
+    assert_non_null(strstr(jstr(a.json, "message"), noun));
+    assert_int_equal(counter(s, ap->c_rows), 0);
+    assert_int_equal(lookup_at_n(s, ap, "reference", "ref-exp"), 0);
+    assert_int_equal(lookup_at_n(s, ap, "idempotency_key", "key-exp"), 0);
+    create_at(s, ap, "key-exp", target, "3", "ref-exp", within, &b);
+    assert_effect(ap, &b, target, "ref-exp"); /* the key was not recorded */
     hres_free(&a);
     sleep_ms(2000); /* now past expires_at + skew */
-    create(s, "key-exp-2", "A-1", "3", "ref-exp-2", within, &a);
+    create_at(s, ap, "key-exp-2", target, "3", "ref-exp-2", within, &a);
     assert_error(&a, 422, "request_expired");
     /* A retained key still answers its saved result. */
-    create(s, "key-exp", "A-1", "3", "ref-exp", within, &c);
+    create_at(s, ap, "key-exp", target, "3", "ref-exp", within, &c);
     assert_str(c.body, b.body);
-    assert_int_equal(counter(s, "credits_created"), 1);
+    assert_int_equal(counter(s, ap->c_rows), 1);
     hres_free(&a);
     hres_free(&b);
     hres_free(&c);
 }
 
-static void key_older_than_retention_is_forgotten_and_the_same_key_creates_again(
-    void **state)
+CLAIM(request_after_expires_at_plus_skew_is_422_request_expired_and_records_nothing,
+      expired_request_records_nothing(&CREDITS, "A-1", "no credit"))
+CLAIM(payout_after_expires_at_plus_skew_is_422_request_expired_and_records_nothing,
+      expired_request_records_nothing(&PAYOUTS, "dst_tok_exp", "no payout"))
+
+/* A key is forgotten --retention-seconds after its first use: the same
+ * request then creates a second record, and both carry the key. */
+static void forgotten_key_creates_again(const api *ap, const char *target)
 {
     sbx *s = sbx_new("--control", "--retention-seconds", "1", END);
     hres a, b, c;
 
-    (void)state;
     sbx_start(s);
-    create(s, "key-ret", "A-1", "8", "ref-ret", NULL, &a);
-    assert_credit(&a, "A-1", "ref-ret");
-    create(s, "key-ret", "A-1", "8", "ref-ret", NULL, &b);
+    create_at(s, ap, "key-ret", target, "8", "ref-ret", NULL, &a);
+    assert_effect(ap, &a, target, "ref-ret");
+    create_at(s, ap, "key-ret", target, "8", "ref-ret", NULL, &b);
     assert_str(b.body, a.body); /* retained */
     sleep_ms(2000);
-    create(s, "key-ret", "A-1", "8", "ref-ret", NULL, &c);
-    assert_credit(&c, "A-1", "ref-ret");
+    create_at(s, ap, "key-ret", target, "8", "ref-ret", NULL, &c);
+    assert_effect(ap, &c, target, "ref-ret");
     assert_string_not_equal(jstr(c.json, "id"), jstr(a.json, "id"));
-    assert_int_equal(counter(s, "credits_created"), 2);
-    /* Both credits carry the key: the duplicate is visible. */
-    assert_int_equal(lookup_n(s, "idempotency_key", "key-ret"), 2);
-    assert_int_equal(lookup_n(s, "reference", "ref-ret"), 2);
+    assert_int_equal(counter(s, ap->c_rows), 2);
+    /* Both records carry the key: the duplicate is visible. */
+    assert_int_equal(lookup_at_n(s, ap, "idempotency_key", "key-ret"), 2);
+    assert_int_equal(lookup_at_n(s, ap, "reference", "ref-ret"), 2);
     hres_free(&a);
     hres_free(&b);
     hres_free(&c);
 }
 
-static void visibility_delay_hides_a_new_credit_from_lookups_until_it_passes(
-    void **state)
+CLAIM(key_older_than_retention_is_forgotten_and_the_same_key_creates_again,
+      forgotten_key_creates_again(&CREDITS, "A-1"))
+
+CLAIM(payout_key_older_than_retention_is_forgotten_and_the_same_key_creates_a_second_payout,
+      forgotten_key_creates_again(&PAYOUTS, "dst_tok_ret"))
+
+/* A new record is hidden from lookups for --visibility-delay-ms, and
+ * listed from then on; a replay by key sees it at once. */
+static void hidden_until_the_visibility_delay(const api *ap,
+                                              const char *target)
 {
     sbx *s = sbx_new("--control", "--visibility-delay-ms", "1500", END);
     hres a, b;
     int64_t t0;
 
-    (void)state;
     sbx_start(s);
     t0 = now_ms();
-    create(s, "key-vis", "A-1", "4", "ref-vis", NULL, &a);
-    assert_credit(&a, "A-1", "ref-vis");
-    assert_int_equal(lookup_n(s, "reference", "ref-vis"), 0);
-    assert_int_equal(lookup_n(s, "idempotency_key", "key-vis"), 0);
-    /* A replay by key is not a lookup: it sees its own credit at once. */
-    create(s, "key-vis", "A-1", "4", "ref-vis", NULL, &b);
+    create_at(s, ap, "key-vis", target, "4", "ref-vis", NULL, &a);
+    assert_effect(ap, &a, target, "ref-vis");
+    assert_int_equal(lookup_at_n(s, ap, "reference", "ref-vis"), 0);
+    assert_int_equal(lookup_at_n(s, ap, "idempotency_key", "key-vis"), 0);
+    /* A replay by key is not a lookup: it sees its own record at once. */
+    create_at(s, ap, "key-vis", target, "4", "ref-vis", NULL, &b);
     assert_str(b.body, a.body);
     assert_true(now_ms() - t0 < 1400);
-    assert_int_equal(counter(s, "credits_created"), 1);
+    assert_int_equal(counter(s, ap->c_rows), 1);
     if (now_ms() - t0 < 1700)
         sleep_ms((int)(1700 - (now_ms() - t0)));
-    assert_int_equal(lookup_n(s, "reference", "ref-vis"), 1);
-    assert_int_equal(lookup_n(s, "idempotency_key", "key-vis"), 1);
+    assert_int_equal(lookup_at_n(s, ap, "reference", "ref-vis"), 1);
+    assert_int_equal(lookup_at_n(s, ap, "idempotency_key", "key-vis"), 1);
     hres_free(&a);
     hres_free(&b);
 }
 
-/* ===========================================================================
- * Lookups
- * ========================================================================= */
-static void lookups_by_reference_and_by_key_find_credits_oldest_first(
-    void **state)
+CLAIM(visibility_delay_hides_a_new_credit_from_lookups_until_it_passes,
+      hidden_until_the_visibility_delay(&CREDITS, "A-1"))
+
+/* The processing window, second half: an accepted payout is hidden from
+ * lookups for the visibility delay, and listed from then on. */
+CLAIM(accepted_payout_is_invisible_to_lookups_before_the_visibility_delay_and_visible_after,
+      hidden_until_the_visibility_delay(&PAYOUTS, "dst_tok_vis"))
+
+/* Lookups by reference and by key list ap's records, oldest first, as
+ * the creates answered them; targets t1..t3 distinct. */
+static void lookups_list_oldest_first(const api *ap, const char *t1,
+                                      const char *t2, const char *t3)
 {
     /* A key that needs URL encoding: '+' '&' '=' '%' '/' '?'. */
     static const char odd_key[] = "k+1&x=y%2F/?z";
@@ -1029,40 +1197,48 @@ static void lookups_by_reference_and_by_key_find_credits_oldest_first(
     json_t *found;
     hres a, b, c;
 
-    (void)state;
     sbx_start(s);
-    create(s, "key-l1", "A-1", "1", "shared ref", NULL, &a);
-    create(s, odd_key, "A-2", "2", "shared ref", NULL, &b);
-    create(s, "key-l3", "A-3", "3", "other", NULL, &c);
+    create_at(s, ap, "key-l1", t1, "1", "shared ref", NULL, &a);
+    create_at(s, ap, odd_key, t2, "2", "shared ref", NULL, &b);
+    create_at(s, ap, "key-l3", t3, "3", "other", NULL, &c);
     assert_int_equal(a.status, 201);
     assert_int_equal(b.status, 201);
     assert_int_equal(c.status, 201);
-    found = lookup(s, "reference", "shared ref");
+    found = lookup_at(s, ap, "reference", "shared ref");
     assert_int_equal(json_array_size(found), 2);
     assert_true(json_equal(json_array_get(found, 0), a.json));
     assert_true(json_equal(json_array_get(found, 1), b.json));
     json_decref(found);
-    found = lookup(s, "idempotency_key", odd_key);
+    found = lookup_at(s, ap, "idempotency_key", odd_key);
     assert_int_equal(json_array_size(found), 1);
     assert_true(json_equal(json_array_get(found, 0), b.json));
     json_decref(found);
-    assert_int_equal(lookup_n(s, "reference", "nothing here"), 0);
-    assert_int_equal(lookup_n(s, "idempotency_key", "never-used"), 0);
-    assert_int_equal(counter(s, "lookups"), 4);
+    assert_int_equal(lookup_at_n(s, ap, "reference", "nothing here"), 0);
+    assert_int_equal(lookup_at_n(s, ap, "idempotency_key", "never-used"), 0);
+    assert_int_equal(counter(s, ap->c_lookups), 4);
+    assert_int_equal(counter(s, other_api(ap)->c_lookups), 0);
     hres_free(&a);
     hres_free(&b);
     hres_free(&c);
 }
 
-static void lookup_without_exactly_one_valid_parameter_is_400_invalid_request(
-    void **state)
+CLAIM(lookups_by_reference_and_by_key_find_credits_oldest_first,
+      lookups_list_oldest_first(&CREDITS, "A-1", "A-2", "A-3"))
+
+CLAIM(payout_lookups_by_reference_and_by_key_find_payouts_oldest_first,
+      lookups_list_oldest_first(&PAYOUTS, "dst_tok_l1", "dst_tok_l2", "dst_tok_l3"))
+
+/* A lookup of ap without exactly one valid parameter is 400
+ * invalid_request naming it (unknown: the target member), uncounted. */
+static void bad_lookups_are_400(const api *ap)
 {
-    static const struct {
+    const struct {
         const char *query, *field;
     } bad[] = {
         {"", "query"},
         {"?reference=a&idempotency_key=b", "query"},
-        {"?account=A-1", "account"},
+        {ap == &CREDITS ? "?account=A-1" : "?destination=dst_tok_q",
+         ap->target},
         {"?reference=", "reference"},
         {"?reference=a&reference=b", "reference"},
         {"?idempotency_key=", "idempotency_key"},
@@ -1074,10 +1250,9 @@ static void lookup_without_exactly_one_valid_parameter_is_400_invalid_request(
     char path[256];
     hres r;
 
-    (void)state;
     sbx_start(s);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(path, sizeof path, "/v1/credits%s", bad[i].query);
+        snprintf(path, sizeof path, "%s%s", ap->path, bad[i].query);
         get(s, path, &r);
         assert_error(&r, 400, "invalid_request");
         if (strcmp(jstr(r.json, "field"), bad[i].field) != 0)
@@ -1085,8 +1260,13 @@ static void lookup_without_exactly_one_valid_parameter_is_400_invalid_request(
                      jstr(r.json, "field"), bad[i].field);
         hres_free(&r);
     }
-    assert_int_equal(counter(s, "lookups"), 0);
+    assert_int_equal(counter(s, ap->c_lookups), 0);
 }
+
+CLAIM(lookup_without_exactly_one_valid_parameter_is_400_invalid_request,
+      bad_lookups_are_400(&CREDITS))
+CLAIM(payout_lookup_without_exactly_one_valid_parameter_is_400_invalid_request,
+      bad_lookups_are_400(&PAYOUTS))
 
 /* ===========================================================================
  * Faults
@@ -1727,11 +1907,15 @@ static void reset_deletes_every_credit_key_code_counter_and_fault(void **state)
     http(s, "POST", "/_control/reset", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
     hres_free(&r);
-    zero = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+    zero = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i,"
+                     " s:i, s:i, s:i, s:i}",
                      "create_requests", 0, "credits_created", 0, "lookups", 0,
                      "idempotent_replays", 0, "mismatches", 0, "codes_minted",
                      0, "code_exchanges", 0, "token_requests", 0,
-                     "invalid_grants", 0);
+                     "invalid_grants", 0, "payout_requests", 0,
+                     "payouts_created", 0, "payouts_returned", 0,
+                     "payout_lookups", 0, "payout_replays", 0,
+                     "payout_mismatches", 0);
     get(s, "/_control/stats", &r);
     assert_int_equal(r.status, 200);
     assert_true(json_equal(r.json, zero));
@@ -2155,13 +2339,25 @@ static void minting_takes_no_members_and_codes_survive_a_restart(void **state)
     hres_free(&r);
 }
 
+/* Stops s, runs sql on its state file (a schema set back by hand, as an
+ * older sandbox left it), and starts s again on that file. */
+static void restart_after(sbx *s, const char *sql)
+{
+    sqlite3 *db = NULL;
+
+    assert_int_equal(sbx_stop(s, SIGTERM), 0);
+    assert_int_equal(sqlite3_open(s->state, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    sbx_start(s);
+}
+
 /* A state file of schema version 1 (credits only) gains the codes table
  * and keeps its credits. */
 static void version_1_state_file_gains_codes_and_keeps_its_credits(
     void **state)
 {
     sbx *s = sbx_new("--control", END);
-    sqlite3 *db = NULL;
     char code[64];
     hres r;
 
@@ -2170,18 +2366,558 @@ static void version_1_state_file_gains_codes_and_keeps_its_credits(
     create(s, "key-v1", "A-1", "5", "ref-v1", NULL, &r);
     assert_credit(&r, "A-1", "ref-v1");
     hres_free(&r);
-    assert_int_equal(sbx_stop(s, SIGTERM), 0);
-    assert_int_equal(sqlite3_open(s->state, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "DROP TABLE codes; PRAGMA user_version = 1",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
-    sbx_start(s);
+    restart_after(s, "DROP TABLE codes; PRAGMA user_version = 1");
     assert_int_equal(counter(s, "credits_created"), 1);
     mint(s, code);
     exchange(s, code, &r);
     assert_token(&r);
     hres_free(&r);
+}
+
+/* ===========================================================================
+ * Payouts: POST /v1/payouts, GET /v1/payouts, the processing window,
+ * returns. The same contract as credits, through the same code.
+ * ========================================================================= */
+
+/* POST /v1/payouts with Idempotency-Key key (expires_at NULL: g_later). */
+static void payout(const sbx *s, const char *key, const char *dest,
+                   const char *amount, const char *reference,
+                   const char *expires_at, hres *out)
+{
+    create_at(s, &PAYOUTS, key, dest, amount, reference, expires_at, out);
+}
+
+/* A 201 payout with every documented member, completed. */
+static void assert_payout(const hres *r, const char *dest,
+                          const char *reference)
+{
+    assert_effect(&PAYOUTS, r, dest, reference);
+}
+
+static json_t *plookup(const sbx *s, const char *param, const char *value)
+{
+    return lookup_at(s, &PAYOUTS, param, value);
+}
+
+static size_t plookup_n(const sbx *s, const char *param, const char *value)
+{
+    return lookup_at_n(s, &PAYOUTS, param, value);
+}
+
+/* POST /_control/payouts/{id}/return with body (NULL: none). */
+static void return_payout(const sbx *s, const char *id, const char *body,
+                          hres *out)
+{
+    char path[256];
+
+    snprintf(path, sizeof path, "/_control/payouts/%s/return", id);
+    if (body)
+        post_json(s, path, body, out);
+    else
+        http(s, "POST", path, NULL, NULL, 0, out);
+}
+
+static void a_key_names_one_request_of_one_resource_credit_and_payout_keys_are_separate(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    hres c, p, c2, p2;
+
+    (void)state;
+    sbx_start(s);
+    create(s, "shared-key", "A-1", "5", "ref-shared", NULL, &c);
+    assert_credit(&c, "A-1", "ref-shared");
+    payout(s, "shared-key", "dst_tok_shared", "5", "ref-shared", NULL, &p);
+    assert_payout(&p, "dst_tok_shared", "ref-shared");
+    create(s, "shared-key", "A-1", "5", "ref-shared", NULL, &c2);
+    assert_str(c2.body, c.body);
+    payout(s, "shared-key", "dst_tok_shared", "5", "ref-shared", NULL, &p2);
+    assert_str(p2.body, p.body);
+    assert_int_equal(counter(s, "credits_created"), 1);
+    assert_int_equal(counter(s, "payouts_created"), 1);
+    /* Lookups of one resource never list the other's. */
+    assert_int_equal(lookup_n(s, "reference", "ref-shared"), 1);
+    assert_int_equal(plookup_n(s, "reference", "ref-shared"), 1);
+    hres_free(&c);
+    hres_free(&p);
+    hres_free(&c2);
+    hres_free(&p2);
+}
+
+/* The processing window, first half: a request that would take effect
+ * after expires_at + skew has none — also one that arrived in time and
+ * was held (delay_before_effect stands for a paused worker's request
+ * still in flight). */
+static void payout_decided_after_expires_at_plus_skew_is_refused_with_no_effect_even_when_it_arrived_in_time(
+    void **state)
+{
+    sbx *s = sbx_new("--control", "--skew-seconds", "1", END);
+    char soon[40];
+    hres b, c;
+
+    (void)state;
+    sbx_start(s);
+    /* In time, then held 2.5 s: decided after expires_at + 1 s. */
+    rfc3339_ms(500, soon);
+    arm(s, "delay_before_effect", 1, 2500);
+    payout(s, "key-pheld", "dst_tok_held", "3", "ref-pheld", soon, &b);
+    assert_error(&b, 422, "request_expired");
+    assert_true(b.elapsed_ms >= 2500);
+    assert_int_equal(plookup_n(s, "reference", "ref-pheld"), 0);
+    assert_int_equal(plookup_n(s, "idempotency_key", "key-pheld"), 0);
+    assert_int_equal(counter(s, "payouts_created"), 0);
+    assert_int_equal(counter(s, "payout_requests"), 1);
+    /* Nothing recorded: the key is new for a request still in time. */
+    payout(s, "key-pheld", "dst_tok_held", "3", "ref-pheld", NULL, &c);
+    assert_payout(&c, "dst_tok_held", "ref-pheld");
+    hres_free(&b);
+    hres_free(&c);
+}
+
+/* Both halves together: a lookup made after expires_at + skew +
+ * visibility delay lists the payout accepted at the last moment, and one
+ * that finds nothing stays right — the request is refused when it comes. */
+static void lookup_after_expires_at_plus_skew_plus_visibility_delay_that_finds_nothing_is_final(
+    void **state)
+{
+    sbx *s = sbx_new("--control", "--skew-seconds", "1",
+                     "--visibility-delay-ms", "1000", END);
+    char expires[40];
+    int64_t cutoff;
+    hres a, b;
+
+    (void)state;
+    sbx_start(s);
+    rfc3339_ms(1000, expires);
+    cutoff = now_ms() + 1000 + 1000 + 1000; /* expires + skew + delay */
+    payout(s, "key-pw-a", "dst_tok_window", "7", "ref-pw-a", expires, &a);
+    assert_payout(&a, "dst_tok_window", "ref-pw-a");
+    /* Not visible yet: this "not found" would prove nothing. */
+    assert_int_equal(plookup_n(s, "reference", "ref-pw-a"), 0);
+    sleep_ms((int)(cutoff - now_ms()) + 200);
+    assert_int_equal(plookup_n(s, "reference", "ref-pw-a"), 1);
+    assert_int_equal(plookup_n(s, "reference", "ref-pw-b"), 0);
+    /* ref-pw-b's request, sent only now, can never take effect. */
+    payout(s, "key-pw-b", "dst_tok_window", "7", "ref-pw-b", expires, &b);
+    assert_error(&b, 422, "request_expired");
+    assert_int_equal(plookup_n(s, "reference", "ref-pw-b"), 0);
+    assert_int_equal(counter(s, "payouts_created"), 1);
+    hres_free(&a);
+    hres_free(&b);
+}
+
+static void every_fault_acts_on_payout_creates_as_on_credit_creates_from_one_queue(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    hres r, again;
+    int st;
+
+    (void)state;
+    sbx_start(s);
+    /* One queue: a credit and a payout each take one firing. */
+    arm(s, "error_500_before_effect", 2, -1);
+    create(s, "key-fq", "A-1", "1", "ref-fq", NULL, &r);
+    assert_error(&r, 500, "internal");
+    hres_free(&r);
+    payout(s, "key-fb", "dst_tok_f", "1", "ref-fb", NULL, &r);
+    assert_error(&r, 500, "internal");
+    hres_free(&r);
+    assert_int_equal(counter(s, "payouts_created"), 0);
+    assert_int_equal(counter(s, "payout_requests"), 1);
+    payout(s, "key-fb", "dst_tok_f", "1", "ref-fb", NULL, &r);
+    assert_payout(&r, "dst_tok_f", "ref-fb"); /* the key was never recorded */
+    hres_free(&r);
+
+    arm(s, "error_500_after_effect", 1, -1);
+    payout(s, "key-fa", "dst_tok_f", "1", "ref-fa", NULL, &r);
+    assert_error(&r, 500, "internal");
+    hres_free(&r);
+    assert_int_equal(plookup_n(s, "idempotency_key", "key-fa"), 1);
+
+    arm(s, "drop_response_after_effect", 1, -1);
+    payout(s, "key-fd", "dst_tok_f", "1", "ref-fd", NULL, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_not_equal(r.cc, CURLE_OK);
+    hres_free(&r);
+    payout(s, "key-fd", "dst_tok_f", "1", "ref-fd", NULL, &r);
+    assert_payout(&r, "dst_tok_f", "ref-fd"); /* replayed */
+    hres_free(&r);
+
+    arm(s, "delay_before_effect", 1, 700);
+    payout(s, "key-fdb", "dst_tok_f", "1", "ref-fdb", NULL, &r);
+    assert_payout(&r, "dst_tok_f", "ref-fdb");
+    assert_true(r.elapsed_ms >= 700);
+    hres_free(&r);
+    arm(s, "delay_after_effect", 1, 700);
+    payout(s, "key-fda", "dst_tok_f", "1", "ref-fda", NULL, &r);
+    assert_payout(&r, "dst_tok_f", "ref-fda");
+    assert_true(r.elapsed_ms >= 700);
+    hres_free(&r);
+    assert_int_equal(counter(s, "payouts_created"), 5);
+
+    arm(s, "exit_after_effect", 1, -1);
+    payout(s, "key-fx", "dst_tok_f", "1", "ref-fx", NULL, &r);
+    assert_int_equal(r.status, 0);
+    hres_free(&r);
+    st = wait_for(s->pid, EXIT_MS);
+    assert_int_equal(exit_code(st), 137);
+    s->pid = 0;
+    sbx_start(s);
+    assert_int_equal(counter(s, "payouts_created"), 6); /* durable */
+    payout(s, "key-fx", "dst_tok_f", "1", "ref-fx", NULL, &again);
+    assert_payout(&again, "dst_tok_f", "ref-fx");
+    assert_int_equal(counter(s, "payouts_created"), 6);
+    hres_free(&again);
+}
+
+static void returned_payout_is_listed_returned_and_a_same_key_create_still_replays_its_original_answer(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    const char *id;
+    json_t *found, *p;
+    char h[16];
+    hres a, r, again;
+
+    (void)state;
+    sbx_start(s);
+    payout(s, "key-pr", "dst_tok_pr", "4250", "PAY-3107-a1", NULL, &a);
+    assert_payout(&a, "dst_tok_pr", "PAY-3107-a1");
+    id = jstr(a.json, "id");
+    return_payout(s, id, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_object_size(r.json), 8);
+    assert_str(jstr(r.json, "id"), id);
+    assert_str(jstr(r.json, "status"), "returned");
+    assert_str(jstr(r.json, "created_at"), jstr(a.json, "created_at"));
+    assert_true(strcmp(jstr(r.json, "returned_at"),
+                       jstr(a.json, "created_at")) >= 0);
+    found = plookup(s, "reference", "PAY-3107-a1");
+    assert_int_equal(json_array_size(found), 1);
+    p = json_array_get(found, 0);
+    assert_true(json_equal(p, r.json));
+    json_decref(found);
+    /* A return does not undo the create: its key replays the answer the
+     * create gave, byte for byte. */
+    payout(s, "key-pr", "dst_tok_pr", "4250", "PAY-3107-a1", NULL, &again);
+    assert_int_equal(again.status, 201);
+    assert_str(again.body, a.body);
+    assert_true(hdr_value(&again, "Idempotent-Replayed", h, sizeof h));
+    assert_int_equal(counter(s, "payouts_returned"), 1);
+    assert_int_equal(counter(s, "payouts_created"), 1);
+    hres_free(&a);
+    hres_free(&r);
+    hres_free(&again);
+}
+
+static void return_refuses_what_is_not_a_completed_unreturned_payout_and_changes_nothing(
+    void **state)
+{
+    static const char *const malformed[] = {
+        "po_x", "cr_000000000000000000000000", "PO_000000000000000000000000",
+        "po_00000000000000000000000g", "po_0000000000000000000000000",
+    };
+    sbx *s = sbx_new("--control", "--async-complete-ms", "60000", END);
+    char allow[64], first[40];
+    json_t *found;
+    hres a, p, r;
+
+    (void)state;
+    sbx_start(s);
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        return_payout(s, malformed[i], NULL, &r);
+        assert_error(&r, 400, "invalid_request");
+        assert_str(jstr(r.json, "field"), "id");
+        hres_free(&r);
+    }
+    return_payout(s, "po_000000000000000000000000", NULL, &r);
+    assert_error(&r, 404, "payout_not_found");
+    hres_free(&r);
+    /* Pending: it has not completed, so it cannot be returned. */
+    payout(s, "key-rp", "dst_async_r", "1", "ref-rp", NULL, &p);
+    assert_int_equal(p.status, 202);
+    return_payout(s, jstr(p.json, "id"), NULL, &r);
+    assert_error(&r, 409, "payout_not_returnable");
+    hres_free(&r);
+    found = plookup(s, "reference", "ref-rp");
+    assert_str(jstr(json_array_get(found, 0), "status"), "pending");
+    json_decref(found);
+    /* Returned once: not again, and its returned_at stays. */
+    payout(s, "key-ra", "dst_tok_ra", "1", "ref-ra", NULL, &a);
+    return_payout(s, jstr(a.json, "id"), "{\"reason\":\"R01\"}", &r);
+    assert_error(&r, 400, "invalid_request");
+    assert_str(jstr(r.json, "field"), "reason");
+    hres_free(&r);
+    return_payout(s, jstr(a.json, "id"), "{}", &r);
+    assert_int_equal(r.status, 200);
+    snprintf(first, sizeof first, "%s", jstr(r.json, "returned_at"));
+    hres_free(&r);
+    return_payout(s, jstr(a.json, "id"), NULL, &r);
+    assert_error(&r, 409, "payout_not_returnable");
+    hres_free(&r);
+    found = plookup(s, "reference", "ref-ra");
+    assert_str(jstr(json_array_get(found, 0), "returned_at"), first);
+    json_decref(found);
+    {
+        char path[128];
+
+        snprintf(path, sizeof path, "/_control/payouts/%s/return",
+                 jstr(a.json, "id"));
+        get(s, path, &r);
+        assert_error(&r, 405, "method_not_allowed");
+        assert_true(hdr_value(&r, "Allow", allow, sizeof allow));
+        assert_str(allow, "POST");
+        hres_free(&r);
+    }
+    assert_int_equal(counter(s, "payouts_returned"), 1);
+    hres_free(&a);
+    hres_free(&p);
+}
+
+static void return_route_is_404_without_control(void **state)
+{
+    sbx *s = sbx_new(END);
+    json_t *found;
+    hres a, r;
+
+    (void)state;
+    sbx_start(s);
+    payout(s, "key-nc", "dst_tok_nc", "1", "ref-nc", NULL, &a);
+    assert_payout(&a, "dst_tok_nc", "ref-nc");
+    return_payout(s, jstr(a.json, "id"), NULL, &r);
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    found = plookup(s, "reference", "ref-nc");
+    assert_str(jstr(json_array_get(found, 0), "status"), "completed");
+    json_decref(found);
+    hres_free(&a);
+}
+
+#define PGOOD_REST                                                             \
+    "\"amount\":\"1\",\"currency\":\"USD\",\"reference\":\"r\","               \
+    "\"expires_at\":\"2999-01-01T00:00:00Z\""
+
+static void malformed_payout_requests_are_400_naming_the_field_and_change_nothing(
+    void **state)
+{
+    static const struct {
+        const char *body, *code, *field;
+    } bad[] = {
+        {"{" PGOOD_REST "}", "invalid_request", "destination"},
+        {"{\"account\":\"A-1\"," PGOOD_REST "}", "invalid_request", "account"},
+        {"{\"destination\":\"dst a\"," PGOOD_REST "}", "invalid_request",
+         "destination"},
+        {"{\"destination\":\"\"," PGOOD_REST "}", "invalid_request",
+         "destination"},
+        {"{\"destination\":7," PGOOD_REST "}", "invalid_request",
+         "destination"},
+        {"{\"destination\":\"dst_tok_x\",\"amount\":\"0\",\"currency\":"
+         "\"USD\",\"reference\":\"r\",\"expires_at\":"
+         "\"2999-01-01T00:00:00Z\"}",
+         "invalid_request", "amount"},
+        {"{\"destination\":\"dst_tok_x\",\"destination\":\"dst_tok_y\","
+         PGOOD_REST "}", "invalid_json", "destination"},
+    };
+    const char *const headers[] = {"Content-Type: application/json",
+                                   "Idempotency-Key: key-pbad", NULL};
+    const char *const nokey[] = {"Content-Type: application/json", NULL};
+    const char *const text[] = {"Content-Type: text/plain",
+                                "Idempotency-Key: key-pbad", NULL};
+    char long_dest[200], good[256];
+    sbx *s = sbx_new("--control", END);
+    hres r;
+
+    (void)state;
+    sbx_start(s);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        http(s, "POST", "/v1/payouts", headers, bad[i].body,
+             strlen(bad[i].body), &r);
+        assert_error(&r, 400, bad[i].code);
+        assert_str(jstr(r.json, "field"), bad[i].field);
+        hres_free(&r);
+    }
+    snprintf(good, sizeof good, "{\"destination\":\"dst_tok_x\"," PGOOD_REST
+                                "}");
+    http(s, "POST", "/v1/payouts", nokey, good, strlen(good), &r);
+    assert_error(&r, 400, "idempotency_key_required");
+    hres_free(&r);
+    http(s, "POST", "/v1/payouts", text, good, strlen(good), &r);
+    assert_error(&r, 415, "unsupported_media_type");
+    hres_free(&r);
+    {
+        char *big = malloc(BODY_MAX + 2);
+
+        assert_non_null(big);
+        memset(big, ' ', BODY_MAX + 1);
+        memcpy(big, good, strlen(good));
+        big[BODY_MAX + 1] = '\0';
+        http(s, "POST", "/v1/payouts", headers, big, BODY_MAX + 1, &r);
+        assert_error(&r, 413, "body_too_large");
+        hres_free(&r);
+        free(big);
+    }
+    memset(long_dest, 'd', 129);
+    long_dest[129] = '\0';
+    payout(s, "key-pbad", long_dest, "1", "r", NULL, &r);
+    assert_error(&r, 400, "invalid_request");
+    assert_str(jstr(r.json, "field"), "destination");
+    hres_free(&r);
+    assert_int_equal(counter(s, "payout_requests"), 0);
+    assert_int_equal(counter(s, "payouts_created"), 0);
+    long_dest[128] = '\0'; /* the longest valid destination */
+    payout(s, "key-pbad", long_dest, "1", "r", NULL, &r);
+    assert_payout(&r, long_dest, "r");
+    hres_free(&r);
+}
+
+static void payout_routes_need_the_bearer_key_and_a_refusal_changes_nothing(
+    void **state)
+{
+    char path[PATHLEN], id[64];
+    sbx *s;
+    FILE *f;
+    hres r;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/api-key-payouts", g_tmp);
+    assert_non_null(f = fopen(path, "w"));
+    fputs(API_KEY "\n", f);
+    fclose(f);
+    s = sbx_new("--control", "--api-key-file", path, END);
+    sbx_start(s);
+    payout(s, "key-pauth", "dst_tok_auth", "1", "ref-pauth", NULL, &r);
+    assert_error(&r, 401, "unauthorized");
+    hres_free(&r);
+    get(s, "/v1/payouts?reference=ref-pauth", &r);
+    assert_error(&r, 401, "unauthorized");
+    hres_free(&r);
+    s->api_key = API_KEY;
+    assert_int_equal(counter(s, "payout_requests"), 0);
+    payout(s, "key-pauth", "dst_tok_auth", "1", "ref-pauth", NULL, &r);
+    assert_payout(&r, "dst_tok_auth", "ref-pauth");
+    snprintf(id, sizeof id, "%s", jstr(r.json, "id"));
+    hres_free(&r);
+    s->api_key = NULL;
+    return_payout(s, id, NULL, &r);
+    assert_error(&r, 401, "unauthorized");
+    hres_free(&r);
+    s->api_key = API_KEY;
+    assert_int_equal(counter(s, "payouts_returned"), 0);
+}
+
+static void payouts_and_their_counters_survive_a_restart_and_reset_deletes_them(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    json_t *found;
+    hres a, c, r, a2, st1, st2;
+
+    (void)state;
+    sbx_start(s);
+    payout(s, "key-pd1", "dst_tok_d", "11", "ref-pd", NULL, &a);
+    assert_payout(&a, "dst_tok_d", "ref-pd");
+    payout(s, "key-pd2", "dst_closed_d", "11", "ref-pd", NULL, &c);
+    assert_error(&c, 422, "destination_closed");
+    return_payout(s, jstr(a.json, "id"), NULL, &r);
+    assert_int_equal(r.status, 200);
+    hres_free(&r);
+    get(s, "/_control/stats", &st1);
+    sbx_restart(s);
+    get(s, "/_control/stats", &st2);
+    assert_true(json_equal(st1.json, st2.json));
+    assert_int_equal(json_integer_value(json_object_get(st2.json,
+                                                        "payouts_returned")),
+                     1);
+    payout(s, "key-pd1", "dst_tok_d", "11", "ref-pd", NULL, &a2);
+    assert_str(a2.body, a.body);
+    hres_free(&a2);
+    payout(s, "key-pd2", "dst_closed_d", "11", "ref-pd", NULL, &a2);
+    assert_str(a2.body, c.body);
+    hres_free(&a2);
+    found = plookup(s, "reference", "ref-pd");
+    assert_str(jstr(json_array_get(found, 0), "status"), "returned");
+    json_decref(found);
+    http(s, "POST", "/_control/reset", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    hres_free(&r);
+    for (const char *const *n = (const char *const[]){
+             "payout_requests", "payouts_created", "payouts_returned",
+             "payout_lookups", "payout_replays", "payout_mismatches", NULL};
+         *n; n++)
+        assert_int_equal(counter(s, *n), 0);
+    payout(s, "key-pd1", "dst_tok_d", "11", "ref-pd", NULL, &a2);
+    assert_payout(&a2, "dst_tok_d", "ref-pd"); /* the key is new again */
+    assert_string_not_equal(jstr(a2.json, "id"), jstr(a.json, "id"));
+    hres_free(&a2);
+    hres_free(&a);
+    hres_free(&c);
+    hres_free(&st1);
+    hres_free(&st2);
+}
+
+/* A state file of schema version 2 (credits and codes) gains the payout
+ * tables and keeps its credits and codes. */
+static void version_2_state_file_gains_payouts_and_keeps_its_credits_and_codes(
+    void **state)
+{
+    sbx *s = sbx_new("--control", END);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    char code[64];
+    hres r;
+
+    (void)state;
+    sbx_start(s);
+    create(s, "key-v2", "A-1", "5", "ref-v2", NULL, &r);
+    assert_credit(&r, "A-1", "ref-v2");
+    hres_free(&r);
+    mint(s, code);
+    restart_after(s, "DROP TABLE payout_keys; DROP TABLE payouts;"
+                     " PRAGMA user_version = 2");
+    assert_int_equal(counter(s, "credits_created"), 1);
+    assert_int_equal(counter(s, "codes_minted"), 1);
+    payout(s, "key-v2", "dst_tok_v2", "5", "ref-v2", NULL, &r);
+    assert_payout(&r, "dst_tok_v2", "ref-v2");
+    hres_free(&r);
+    exchange(s, code, &r);
+    assert_token(&r);
+    hres_free(&r);
+    assert_int_equal(sbx_stop(s, SIGTERM), 0);
+    assert_int_equal(sqlite3_open_v2(s->state, &db, SQLITE_OPEN_READONLY,
+                                     NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q,
+                                        NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 3);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+/* Every destination sent in this run is absent from every log; a payout
+ * request names it by the first 12 hex digits of its SHA-256. */
+static void logs_name_a_destination_only_by_a_sha256_prefix(void **state)
+{
+    bool named = false;
+
+    (void)state;
+    assert_true(g_n_dests > 0);
+    for (size_t i = 0; i < g_n_logs; i++) {
+        char *log = slurp(g_logs[i]);
+
+        assert_non_null(log);
+        for (size_t k = 0; k < g_n_dests; k++)
+            if (strstr(log, g_dests[k]))
+                fail_msg("%s contains the destination %s", g_logs[i],
+                         g_dests[k]);
+        /* SHA-256("dst_tok_a1b2c3d4") begins 5ba6f29f88e1. */
+        named = named ||
+                strstr(log, "\"destination_sha256\":\"5ba6f29f88e1\"") != NULL;
+        free(log);
+    }
+    assert_true(named);
 }
 
 /* ===========================================================================
@@ -2273,8 +3009,33 @@ int main(void)
         T(exit_after_an_exchange_leaves_the_code_durably_spent),
         T(minting_takes_no_members_and_codes_survive_a_restart),
         T(version_1_state_file_gains_codes_and_keeps_its_credits),
+        T(payout_create_is_201_completed_with_a_po_id_and_a_same_key_retry_replays_the_identical_body),
+        T(payout_parameters_are_compared_canonically_amount_and_expiry_instant),
+        T(payout_same_key_with_other_parameters_is_422_idempotency_mismatch_and_changes_nothing),
+        T(a_key_names_one_request_of_one_resource_credit_and_payout_keys_are_separate),
+        T(twenty_concurrent_same_key_payouts_make_exactly_one_payout),
+        T(without_atomic_same_key_concurrent_payouts_can_make_duplicates),
+        T(closed_destination_is_422_destination_closed_and_a_replay_is_the_same_422),
+        T(busy_destination_is_429_with_retry_after_and_records_nothing),
+        T(async_destination_is_202_pending_then_completed_after_the_delay),
+        T(payout_after_expires_at_plus_skew_is_422_request_expired_and_records_nothing),
+        T(payout_decided_after_expires_at_plus_skew_is_refused_with_no_effect_even_when_it_arrived_in_time),
+        T(accepted_payout_is_invisible_to_lookups_before_the_visibility_delay_and_visible_after),
+        T(lookup_after_expires_at_plus_skew_plus_visibility_delay_that_finds_nothing_is_final),
+        T(payout_key_older_than_retention_is_forgotten_and_the_same_key_creates_a_second_payout),
+        T(every_fault_acts_on_payout_creates_as_on_credit_creates_from_one_queue),
+        T(payout_lookups_by_reference_and_by_key_find_payouts_oldest_first),
+        T(payout_lookup_without_exactly_one_valid_parameter_is_400_invalid_request),
+        T(returned_payout_is_listed_returned_and_a_same_key_create_still_replays_its_original_answer),
+        T(return_refuses_what_is_not_a_completed_unreturned_payout_and_changes_nothing),
+        T(return_route_is_404_without_control),
+        T(malformed_payout_requests_are_400_naming_the_field_and_change_nothing),
+        T(payout_routes_need_the_bearer_key_and_a_refusal_changes_nothing),
+        T(payouts_and_their_counters_survive_a_restart_and_reset_deletes_them),
+        T(version_2_state_file_gains_payouts_and_keeps_its_credits_and_codes),
         T(every_sandbox_stopped_by_sigterm_exited_0),
         T(logs_are_json_lines_without_the_api_key_codes_or_tokens),
+        T(logs_name_a_destination_only_by_a_sha256_prefix),
     };
 #undef T
     int rc;
@@ -2298,6 +3059,8 @@ int main(void)
     curl_global_cleanup();
     for (size_t i = 0; i < g_n_secrets; i++)
         free(g_secrets[i]);
+    for (size_t i = 0; i < g_n_dests; i++)
+        free(g_dests[i]);
     if (rc == 0) {
         char cmd[512];
 

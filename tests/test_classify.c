@@ -1,11 +1,14 @@
 /*
  * test_classify.c — claims about what a provider's answer means
- * (lib/core/classify.c, providers/sandbox-credits.v1.json):
+ * (lib/core/classify.c, providers/sandbox-credits.v1.json,
+ * providers/sandbox-payouts.v1.json):
  *
- *   - every vector in tests/vectors/sandbox-credits.v1.jsonl — answers the
- *     real sandbox gave (recorded by `provider_test --record`) and invented
- *     undocumented ones — classifies exactly as its "expect" says, and every
- *     create rule of the table is exercised by at least one vector;
+ *   - every vector in tests/vectors/sandbox-credits.v1.jsonl and
+ *     tests/vectors/sandbox-payouts.v1.jsonl — answers the real sandbox
+ *     gave (recorded by `provider_test --record credits|payouts PATH`) and
+ *     invented undocumented ones — classifies through its table exactly as
+ *     its "expect" says, and every create rule of each table is exercised
+ *     by at least one vector;
  *   - the loader is strict: each refusal carries its stable code and the
  *     path it is about, *out stays untouched, and rules that claim more than
  *     their answer proves (R1-R5) are refused;
@@ -16,6 +19,10 @@
  *     among transport failures is no-effect;
  *   - lookups answer found / found_multiple / pending / not_found and never
  *     "failed"; an undocumented lookup answer is OG_EPROVIDER_UNAVAILABLE;
+ *     an effect is final in any of the table's succeeded_if states (a
+ *     payout completed, or returned); an effect listed under the reference
+ *     with other terms (destination, amount, currency) is terms_mismatch,
+ *     whatever else is listed;
  *   - reasons never carry the provider's text.
  *
  * OG_TEST_SOURCE_ROOT is the repository root.
@@ -39,6 +46,8 @@
 
 #define TABLE_PATH "providers/sandbox-credits.v1.json"
 #define VECTORS_PATH "tests/vectors/sandbox-credits.v1.jsonl"
+#define PAYOUTS_TABLE_PATH "providers/sandbox-payouts.v1.json"
+#define PAYOUTS_VECTORS_PATH "tests/vectors/sandbox-payouts.v1.jsonl"
 
 /* The statuses the sandbox table has rules for (written out here, not
  * read from the table, so the test does not trust what it tests). */
@@ -162,7 +171,9 @@ static void expect_outcome(const char *name, const json_t *expect,
                  cls, reason, ref);
 }
 
-static void vectors_classify_as_expected(void **state)
+/* Replays the vectors file vectors_rel through the table at table_rel
+ * (both relative to the source root). */
+static void replay_vectors(const char *table_rel, const char *vectors_rel)
 {
     static const char *const members[] = {"name", "source", "call", "query",
                                           "transport", "status", "headers",
@@ -172,8 +183,13 @@ static void vectors_classify_as_expected(void **state)
     char *text, *line, *save = NULL;
     json_t *names = json_object();
     int n_vectors = 0, n_recorded = 0, n_rules = 0;
+    og_provider_table *table = NULL;
+    og_provider_table_error err;
 
-    src_path(path, VECTORS_PATH);
+    src_path(path, table_rel);
+    if (og_provider_table_load_file(path, &table, &err) != 0)
+        fail_msg("%s: %s", path, err.text);
+    src_path(path, vectors_rel);
     text = read_text(path, NULL);
     for (line = strtok_r(text, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -186,7 +202,7 @@ static void vectors_classify_as_expected(void **state)
         int k;
 
         if (!v)
-            fail_msg("%s: line %d: %s", VECTORS_PATH, n_vectors + 1,
+            fail_msg("%s: line %d: %s", vectors_rel, n_vectors + 1,
                      jerr.text);
         json_object_foreach(v, key, hv) {
             bool ok = false;
@@ -228,7 +244,7 @@ static void vectors_classify_as_expected(void **state)
             int rc;
 
             memset(&o, 0, sizeof o);
-            rc = og_provider_classify_lookup(g_table, &r,
+            rc = og_provider_classify_lookup(table, &r,
                                              vstr(v, "query", name), &o);
             if (strcmp(want, "found") == 0 ? rc != 1
                 : strcmp(want, "not_found") == 0
@@ -240,7 +256,7 @@ static void vectors_classify_as_expected(void **state)
                 expect_outcome(name, expect, &o);
         } else {
             assert_true(!call || strcmp(call, "create") == 0);
-            o = classify(g_table, r);
+            o = classify(table, r);
             expect_outcome(name, expect, &o);
             if (o.rule >= 0) {
                 assert_true(o.rule < OG_PROVIDER_RULES_MAX);
@@ -258,7 +274,7 @@ static void vectors_classify_as_expected(void **state)
         char tpath[PATH_MAX];
         json_t *t;
 
-        src_path(tpath, TABLE_PATH);
+        src_path(tpath, table_rel);
         t = json_load_file(tpath, 0, NULL);
         assert_non_null(t);
         n_rules = (int)json_array_size(json_object_get(t, "create"));
@@ -267,23 +283,30 @@ static void vectors_classify_as_expected(void **state)
     for (int i = 0; i < n_rules; i++)
         if (!covered[i])
             fail_msg("create[%d] of %s is exercised by no vector", i,
-                     TABLE_PATH);
-    print_message("%d vectors (%d recorded from the sandbox), %d rules "
+                     table_rel);
+    print_message("%s: %d vectors (%d recorded from the sandbox), %d rules "
                   "covered\n",
-                  n_vectors, n_recorded, n_rules);
+                  vectors_rel, n_vectors, n_recorded, n_rules);
     assert_true(n_vectors >= 30);
     assert_true(n_recorded >= 15);
+    og_provider_table_free(table);
+}
+
+static void vectors_classify_as_expected(void **state)
+{
+    replay_vectors(TABLE_PATH, VECTORS_PATH);
+    replay_vectors(PAYOUTS_TABLE_PATH, PAYOUTS_VECTORS_PATH);
 }
 
 /* ===========================================================================
  * The table as loaded
  * ========================================================================= */
-static void sandbox_table_declares_its_contract(void **state)
+/* The contract of the sandbox's api with its default flags. */
+static void assert_sandbox_contract(const og_provider_properties *p,
+                                    const char *api)
 {
-    const og_provider_properties *p = og_provider_table_properties(g_table);
-
     assert_string_equal(p->provider, "oncegate-sandbox");
-    assert_string_equal(p->api, "credits");
+    assert_string_equal(p->api, api);
     assert_int_equal(p->version, 1);
     assert_int_equal(p->key_retention_s, 86400);
     assert_true(p->atomic_same_key);
@@ -291,8 +314,36 @@ static void sandbox_table_declares_its_contract(void **state)
                                     OG_PROVIDER_LOOKUP_IDEMPOTENCY_KEY);
     assert_true(p->request_expiry);
     assert_int_equal(p->request_expiry_skew_s, 5);
+}
+
+static void sandbox_table_declares_its_contract(void **state)
+{
+    assert_sandbox_contract(og_provider_table_properties(g_table), "credits");
     assert_null(og_provider_table_properties(NULL));
     og_provider_table_free(NULL); /* a no-op */
+}
+
+/* The payouts table declares the same contract (and the sandbox's default
+ * skew), and a returned payout is final: it completed. */
+static void payouts_table_declares_its_contract(void **state)
+{
+    char path[PATH_MAX];
+    og_provider_table *t = NULL;
+    og_provider_table_error err;
+    og_provider_response r = answer(
+        200, "{\"payouts\":[{\"id\":\"po_1\",\"reference\":\"PAY-1\","
+             "\"status\":\"returned\",\"returned_at\":"
+             "\"2026-03-01T16:30:00.000000Z\"}]}");
+    og_provider_outcome o;
+
+    src_path(path, PAYOUTS_TABLE_PATH);
+    if (og_provider_table_load_file(path, &t, &err) != 0)
+        fail_msg("%s: %s", path, err.text);
+    assert_sandbox_contract(og_provider_table_properties(t), "payouts");
+    assert_int_equal(og_provider_classify_lookup(t, &r, "PAY-1", &o), 1);
+    assert_int_equal(o.cls, OG_CLASS_SUCCEEDED);
+    assert_string_equal(o.reference, "po_1");
+    og_provider_table_free(t);
 }
 
 /* ===========================================================================
@@ -419,6 +470,41 @@ static const refusal refusals[] = {
      E(MISSING_MEMBER), "lookup.succeeded_if"},
     {"lookup by idempotency key only needs no lookup rules",
      {{"properties.lookup", "[\"idempotency_key\"]"}}, E(NONE), NULL},
+    /* succeeded_if / pending_if: one condition or 1-8 alternatives */
+    {"succeeded_if with two alternatives",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if",
+       "[{\"status\":\"completed\"},{\"status\":\"returned\"}]"}},
+     E(NONE), NULL},
+    {"succeeded_if as an empty array",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if", "[]"}},
+     E(TYPE), "lookup.succeeded_if"},
+    {"succeeded_if with nine alternatives",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if",
+       "[{\"s\":\"1\"},{\"s\":\"2\"},{\"s\":\"3\"},{\"s\":\"4\"},"
+       "{\"s\":\"5\"},{\"s\":\"6\"},{\"s\":\"7\"},{\"s\":\"8\"},"
+       "{\"s\":\"9\"}]"}},
+     E(TYPE), "lookup.succeeded_if"},
+    {"succeeded_if alternative not an object",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if", "[{\"status\":\"completed\"},\"returned\"]"}},
+     E(TYPE), "lookup.succeeded_if[1]"},
+    {"pending_if alternative with a number",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.pending_if", "[{\"status\":1}]"}},
+     E(TYPE), "lookup.pending_if[0]"},
+    {"succeeded_if nested arrays",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.succeeded_if", "[[{\"status\":\"completed\"}]]"}},
+     E(TYPE), "lookup.succeeded_if[0]"},
     /* rule shapes */
     {"no rules", {{"create", "[]"}}, E(TYPE), "create"},
     {"rules not an array", {{"create", "{}"}}, E(TYPE), "create"},
@@ -548,6 +634,9 @@ static const refusal refusals[] = {
     {"require not an object of strings",
      {{"create.0.require", "{\"status\":1}"}}, E(TYPE), "create[0].require"},
     {"require empty", {{"create.0.require", "{}"}}, E(TYPE),
+     "create[0].require"},
+    {"require as alternatives (lookup conditions only)",
+     {{"create.0.require", "[{\"status\":\"succeeded\"}]"}}, E(TYPE),
      "create[0].require"},
     {"unknown with reference is fine",
      {{"create.+", "{\"status\":202,\"class\":\"unknown\",\"reason\":"
@@ -1019,6 +1108,157 @@ static void an_undocumented_lookup_answer_is_unavailable(void **state)
                         "provider_unavailable");
 }
 
+/* A table whose lookup has two final states and a pending one, as the
+ * payouts API (completed, then returned). */
+static og_provider_table *two_final_states_table(void)
+{
+    static const char text[] =
+        "{\"format\":\"oncegate-provider-classification\",\"version\":1,"
+        "\"provider\":\"p\",\"api\":\"payouts\",\"error_member\":\"error\","
+        "\"properties\":{\"key_retention_seconds\":60,"
+        "\"atomic_same_key\":true,\"lookup\":[\"reference\"],"
+        "\"request_expiry\":true,\"request_expiry_skew_seconds\":5},"
+        "\"create\":[{\"status\":201,\"class\":\"succeeded\",\"reason\":"
+        "\"created\",\"reference\":\"id\"}],"
+        "\"lookup\":{\"status\":200,\"list\":\"payouts\",\"match\":"
+        "\"reference\",\"reference\":\"id\",\"succeeded_if\":["
+        "{\"status\":\"completed\"},{\"status\":\"returned\"}],"
+        "\"pending_if\":{\"status\":\"pending\"}}}";
+    og_provider_table *t = NULL;
+    og_provider_table_error err;
+
+    if (og_provider_table_load(text, strlen(text), &t, &err) != 0)
+        fail_msg("%s", err.text);
+    return t;
+}
+
+#define PAYOUT(id, ref, dest, amt, st)                                         \
+    "{\"id\":\"" id "\",\"destination\":\"" dest "\",\"amount\":\"" amt     \
+    "\",\"currency\":\"EUR\",\"reference\":\"" ref "\",\"status\":\"" st    \
+    "\"}"
+
+/* The terms of the attempt the lookups below reconcile. */
+static const og_provider_term pay1_terms[] = {
+    {"destination", "dst_secret_77"}, {"amount", "4250"}, {"currency", "EUR"}};
+
+/* One payouts lookup for "PAY-1": the answer's body, whether the terms
+ * are verified, and what it must classify as. */
+typedef struct lookup_case {
+    const char *body;
+    bool terms;
+    int rc;
+    og_outcome_class cls;
+    const char *reason, *reference;
+} lookup_case;
+
+static void check_lookups(const lookup_case *c, size_t n)
+{
+    og_provider_table *t = two_final_states_table();
+    og_provider_outcome o;
+
+    for (size_t i = 0; i < n; i++) {
+        og_provider_response r = answer(200, c[i].body);
+        int rc;
+
+        memset(&o, 0x5a, sizeof o);
+        rc = og_provider_classify_lookup_terms(
+            t, &r, "PAY-1", c[i].terms ? pay1_terms : NULL,
+            c[i].terms ? sizeof pay1_terms / sizeof pay1_terms[0] : 0, &o);
+        if (rc != c[i].rc || o.cls != c[i].cls ||
+            strcmp(o.reason, c[i].reason) != 0 ||
+            strcmp(o.reference, c[i].reference) != 0)
+            fail_msg("case %zu: %d %s %s \"%s\"", i, rc,
+                     og_outcome_class_name(o.cls), o.reason, o.reference);
+        /* A term's value never reaches the outcome. */
+        assert_null(strstr(o.reason, "secret"));
+        assert_null(strstr(o.reference, "secret"));
+    }
+    og_provider_table_free(t);
+}
+
+#define LIST(...) "{\"payouts\":[" __VA_ARGS__ "]}"
+#define MINE(id, st) PAYOUT(id, "PAY-1", "dst_secret_77", "4250", st)
+
+static void lookup_final_in_any_of_its_states_is_found(void **state)
+{
+    static const lookup_case cases[] = {
+        {LIST(MINE("po_1", "completed")), false, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_1"},
+        /* Returned: it completed; the return is a later event, not a
+         * failure. */
+        {LIST(MINE("po_2", "returned")), false, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_2"},
+        {LIST(MINE("po_3", "pending")), false, 1, OG_CLASS_UNKNOWN,
+         "pending", "po_3"},
+        {LIST(MINE("po_4", "failed")), false, 1, OG_CLASS_UNKNOWN,
+         "undocumented_state", "po_4"},
+        {LIST(), false, 0, OG_CLASS_UNKNOWN, "not_found", ""},
+    };
+
+    check_lookups(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void lookup_of_an_effect_with_other_terms_is_terms_mismatch(
+    void **state)
+{
+    static const lookup_case cases[] = {
+        /* The same terms: evidence about this attempt. */
+        {LIST(MINE("po_1", "completed")), true, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_1"},
+        {LIST(MINE("po_1", "returned")), true, 1, OG_CLASS_SUCCEEDED,
+         "found", "po_1"},
+        /* Another amount, another destination, a member missing: not this
+         * attempt's payout — escalate, never resolve. */
+        {LIST(PAYOUT("po_2", "PAY-1", "dst_secret_77", "4251", "completed")),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_2"},
+        {LIST(PAYOUT("po_3", "PAY-1", "dst_other", "4250", "returned")), true,
+         1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_3"},
+        {LIST("{\"id\":\"po_4\",\"reference\":\"PAY-1\",\"status\":"
+              "\"completed\"}"),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_4"},
+        /* A mismatch outweighs a matching effect listed with it, in either
+         * order. */
+        {LIST(MINE("po_5", "completed") "," PAYOUT("po_6", "PAY-1",
+                                                   "dst_secret_77", "1",
+                                                   "completed")),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_6"},
+        {LIST(PAYOUT("po_6", "PAY-1", "dst_secret_77", "1", "completed") ","
+              MINE("po_5", "completed")),
+         true, 1, OG_CLASS_UNKNOWN, "terms_mismatch", "po_6"},
+        /* Nothing listed is "not found", whatever the terms. */
+        {LIST(), true, 0, OG_CLASS_UNKNOWN, "not_found", ""},
+    };
+    og_provider_term many[OG_PROVIDER_TERMS_MAX + 1];
+    og_provider_table *t = two_final_states_table();
+    og_provider_response r = answer(200, LIST());
+    const og_provider_term no_value[] = {{"amount", NULL}};
+    const og_provider_term no_member[] = {{NULL, "1"}};
+    og_provider_outcome o;
+
+    check_lookups(cases, sizeof cases / sizeof cases[0]);
+    /* Bad terms are refused, *out untouched. */
+    for (size_t i = 0; i < sizeof many / sizeof many[0]; i++)
+        many[i] = pay1_terms[0];
+    memset(&o, 0x5a, sizeof o);
+    assert_int_equal(og_provider_classify_lookup_terms(
+                         t, &r, "PAY-1", many, OG_PROVIDER_TERMS_MAX + 1, &o),
+                     OG_EINVAL);
+    assert_int_equal(
+        og_provider_classify_lookup_terms(t, &r, "PAY-1", no_value, 1, &o),
+        OG_EINVAL);
+    assert_int_equal(
+        og_provider_classify_lookup_terms(t, &r, "PAY-1", no_member, 1, &o),
+        OG_EINVAL);
+    assert_int_equal(
+        og_provider_classify_lookup_terms(t, &r, "PAY-1", NULL, 2, &o),
+        OG_EINVAL);
+    assert_int_equal(o.rule, 0x5a5a5a5a);
+    assert_int_equal(og_provider_classify_lookup_terms(
+                         t, &r, "PAY-1", many, OG_PROVIDER_TERMS_MAX, &o),
+                     0);
+    og_provider_table_free(t);
+}
+
 /* ===========================================================================
  * Names
  * ========================================================================= */
@@ -1051,6 +1291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vectors_classify_as_expected),
         cmocka_unit_test(sandbox_table_declares_its_contract),
+        cmocka_unit_test(payouts_table_declares_its_contract),
         cmocka_unit_test(loader_refuses_each_with_its_code),
         cmocka_unit_test(loader_refuses_text_that_is_not_one_object),
         cmocka_unit_test(load_file_reports_io_and_size),
@@ -1063,6 +1304,8 @@ int main(void)
         cmocka_unit_test(a_missing_table_classifies_unknown),
         cmocka_unit_test(lookup_found_pending_and_not_found),
         cmocka_unit_test(an_undocumented_lookup_answer_is_unavailable),
+        cmocka_unit_test(lookup_final_in_any_of_its_states_is_found),
+        cmocka_unit_test(lookup_of_an_effect_with_other_terms_is_terms_mismatch),
         cmocka_unit_test(names_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

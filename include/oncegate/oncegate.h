@@ -199,7 +199,10 @@ extern "C" {
       "beneficiary id, or reserved_today without this payout's reservation")   \
     X(PAYOUT_INTENT_MISMATCH, "input.payout_intent_mismatch",                  \
       "the intent's terms differ from the payout record's: an intent is "      \
-      "bound from the authoritative record, never from a request body")
+      "bound from the authoritative record, never from a request body")        \
+    X(DESTINATION, "input.destination_invalid",                                \
+      "payout destination must be 1-128 printable ASCII characters without "   \
+      "spaces")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,

@@ -1,13 +1,16 @@
 /*
  * provider.h — talking to a billing provider and classifying what it
- * answered (seed 000, "Where Admission Belongs").
+ * answered (seed 000, "Where Admission Belongs"; seed 002, "Delayed
+ * Financial Payout and Ambiguous External Commit").
  *
- * Every create call ends in exactly one class:
+ * Every create call (a credit, a payout) ends in exactly one class:
  *
  *   SUCCEEDED  the provider documents the answer as "the effect exists";
- *              the outcome carries the provider's reference (credit id).
+ *              the outcome carries the provider's reference (credit id,
+ *              payout id).
  *   FAILED     a definite refusal the provider documents as "no effect, and
- *              none will follow for this key" (account_closed...).
+ *              none will follow for this key" (account_closed,
+ *              destination_closed...).
  *   TRANSIENT  the provider documents "nothing was done" and a retry with
  *              the same key is allowed (rate_limited...).
  *   UNKNOWN    everything else: timeouts, resets, 5xx, a 2xx whose body does
@@ -24,9 +27,10 @@
  *
  * Conventions as in oncegate.h: 0 or a documented non-negative outcome, or a
  * negative OG_E* code; out-parameters are written only on success;
- * og_x_free(NULL) is a no-op. Secrets (the API key) never reach an error, a
- * reason or an outcome: reasons come from the table or from fixed formats,
- * never from the provider's text.
+ * og_x_free(NULL) is a no-op. Secrets (the API key, a payout's
+ * destination token) never reach an error, a reason or an outcome: reasons
+ * come from the table or from fixed formats, never from the provider's
+ * text.
  */
 #ifndef ONCEGATE_PROVIDER_H
 #define ONCEGATE_PROVIDER_H
@@ -94,6 +98,7 @@ int og_provider_transport_parse(const char *text);
 #define OG_PROVIDER_KEY_MAX 255       /* Idempotency-Key bytes */
 #define OG_PROVIDER_TABLE_MAX 1048576 /* table file bytes */
 #define OG_PROVIDER_RULES_MAX 64      /* rules in one table */
+#define OG_PROVIDER_TERMS_MAX 8       /* terms one lookup verifies */
 
 /* ---------------------------------------------------------------------------
  * The classification table.
@@ -225,7 +230,9 @@ void og_provider_classify(const og_provider_table *t,
 
 /* Classifies the answer to a lookup for query (the reference looked up).
  * Every listed effect must carry the table's match member equal to query
- * and a valid reference, or the answer is undocumented. Returns
+ * and a valid reference, or the answer is undocumented. An effect is
+ * final when it satisfies one of the table's succeeded_if conditions.
+ * Returns
  *   1  found: *out is SUCCEEDED (reason "found", or "found_multiple" when
  *      the provider lists more than one effect for the reference — evidence
  *      of a duplicate) with the effect's reference, or UNKNOWN (reason
@@ -241,6 +248,28 @@ OG_MUST_CHECK int og_provider_classify_lookup(const og_provider_table *t,
                                               const og_provider_response *r,
                                               const char *query,
                                               og_provider_outcome *out);
+
+/* A member a listed effect must carry with exactly this value, besides the
+ * match (the reference): a term of the attempt being reconciled — its
+ * destination, amount (in the provider's canonical form), currency. Both
+ * strings borrowed. */
+typedef struct og_provider_term {
+    const char *member;
+    const char *value;
+} og_provider_term;
+
+/* og_provider_classify_lookup() that also verifies n_terms terms (at most
+ * OG_PROVIDER_TERMS_MAX; 0 is og_provider_classify_lookup()). An effect
+ * listed under the reference whose terms differ is not this attempt's and
+ * proves nothing about it: the answer is 1 with *out UNKNOWN, reason
+ * "terms_mismatch" and that effect's reference — escalate, never resolve —
+ * whatever else is listed. A term's value never reaches *out. OG_EINVAL
+ * also for more than OG_PROVIDER_TERMS_MAX terms or a NULL member or
+ * value. */
+OG_MUST_CHECK int og_provider_classify_lookup_terms(
+    const og_provider_table *t, const og_provider_response *r,
+    const char *query, const og_provider_term *terms, size_t n_terms,
+    og_provider_outcome *out);
 
 /* ---------------------------------------------------------------------------
  * The client (lib/provider/client.c): libcurl, thread-safe.
@@ -288,6 +317,42 @@ OG_MUST_CHECK int og_provider_create_credit(
 OG_MUST_CHECK int og_provider_lookup(og_provider *p, const char *reference,
                                      int64_t timeout_us,
                                      og_provider_outcome *out);
+
+/* POST /v1/payouts: og_provider_create_credit() for a payout — the same
+ * request built by the same code, with {destination, amount, currency,
+ * reference, expires_at}; p's table must classify the payouts API
+ * (providers/sandbox-payouts.v1.json). destination is the provider's
+ * token for the beneficiary's account, a SECRET: validated (1..128
+ * printable ASCII without spaces, else OG_EDESTINATION, nothing sent),
+ * never put in an error, reason or outcome, and the request text and the
+ * answer this call owns are wiped (libcurl's and jansson's own copies are
+ * freed unwiped). expires_at_us is the attempt's send deadline: a provider
+ * with request_expiry refuses, with no effect, a request it receives after
+ * expires_at + its skew — the bound that later lets a lookup's "not found"
+ * be final (docs/sandbox.md, "The processing window"). Returns as
+ * og_provider_create_credit(). */
+OG_MUST_CHECK int og_provider_create_payout(
+    og_provider *p, const char *idempotency_key, const char *destination,
+    const char *amount, const char *currency, const char *reference,
+    int64_t expires_at_us, int64_t timeout_us, og_provider_outcome *out);
+
+/* GET /v1/payouts?reference=R bounded by timeout_us, then
+ * og_provider_classify_lookup_terms() with the attempt's terms
+ * (destination, canonical amount, currency): a payout listed under the
+ * reference with other terms is 1, UNKNOWN "terms_mismatch" (escalate). A
+ * returned payout is SUCCEEDED: it completed, and the return is a later
+ * event, not a failure of the attempt. 0 "not found" is UNKNOWN and says
+ * nothing about the future unless the lookup ran after expires_at + skew +
+ * the visibility delay — the caller's judgement, with the times it knows.
+ * Returns as og_provider_lookup(), and OG_EDESTINATION, OG_EAMOUNT,
+ * OG_ECURRENCY for a bad term (nothing sent). */
+OG_MUST_CHECK int og_provider_lookup_payout(og_provider *p,
+                                            const char *reference,
+                                            const char *destination,
+                                            const char *amount,
+                                            const char *currency,
+                                            int64_t timeout_us,
+                                            og_provider_outcome *out);
 
 /* ---------------------------------------------------------------------------
  * Token exchange: the OAuth 2.0 authorization-code grant (RFC 6749 4.1.3),
@@ -356,8 +421,8 @@ void og_exchange_outcome_clear(og_exchange_outcome *o);
 
 /* Opens a client for a token endpoint at base_url: as og_provider_open,
  * without a classification table (the exchange's classes are fixed, above).
- * og_provider_create_credit and og_provider_lookup refuse such a client
- * (OG_EINVAL). */
+ * og_provider_create_credit, og_provider_lookup and their payout
+ * counterparts refuse such a client (OG_EINVAL). */
 OG_MUST_CHECK int og_provider_open_exchange(const char *base_url,
                                             const char *api_key,
                                             og_provider **out);

@@ -22,6 +22,11 @@
  *   lookup        required when properties.lookup has "reference", refused
  *                 otherwise: { status, list, match, reference,
  *                              succeeded_if, pending_if (optional), why }
+ *                 succeeded_if and pending_if are each a condition
+ *                 {member: "value", ...} or an array of 1..8 conditions of
+ *                 which any one suffices — for a provider whose effect has
+ *                 more than one final state (a payout "completed", then
+ *                 "returned": it completed either way).
  *
  * A create rule has exactly one of
  *   status     100..599: matches a complete response with that status
@@ -89,8 +94,8 @@ typedef struct og__lookup {
     char list[OG__NAME_MAX + 1];      /* the array of effects found */
     char match[OG__NAME_MAX + 1];     /* item member equal to the query */
     char reference[OG__NAME_MAX + 1]; /* item member holding the id */
-    json_t *succeeded_if;             /* owned */
-    json_t *pending_if;               /* owned, may be NULL */
+    json_t *succeeded_if;             /* owned: an array of conditions */
+    json_t *pending_if;               /* owned, the same, may be NULL */
 } og__lookup;
 
 struct og_provider_table {
@@ -309,29 +314,61 @@ static int get_bool(const json_t *obj, const char *name, const char *where,
     return 0;
 }
 
-/* A {member: "value", ...} condition: 1..16 members, names and values
- * 1-64 visible ASCII. *out is a new reference (NULL when absent). */
+#define OG__CONDITIONS_MAX 8 /* alternatives of one lookup condition */
+
+/* Checks v as a {member: "value", ...} condition: 1..16 members, names and
+ * values 1-64 visible ASCII. 0, or TYPE at path. */
+static int check_condition(const json_t *v, const char *path,
+                           og_provider_table_error *e)
+{
+    const char *key;
+    json_t *m;
+
+    if (!json_is_object(v) || json_object_size(v) < 1 ||
+        json_object_size(v) > 16)
+        return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
+                    "must be an object of 1-16 members");
+    json_object_foreach((json_t *)v, key, m) {
+        if (!visible(key, OG__NAME_MAX) || !json_is_string(m) ||
+            !visible(json_string_value(m), OG__NAME_MAX))
+            return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
+                        "names and values must be 1-64 visible ASCII");
+    }
+    return 0;
+}
+
+/* Member name of obj as one condition (any: or an array of 1..8
+ * alternatives). *out is a new reference, always an array of conditions
+ * when any is set (NULL when absent). */
 static int get_condition(const json_t *obj, const char *name,
-                         const char *where, json_t **out,
+                         const char *where, bool any, json_t **out,
                          og_provider_table_error *e)
 {
-    json_t *v = json_object_get(obj, name), *m;
-    const char *key;
+    json_t *v = json_object_get(obj, name);
     char path[64];
+    size_t i;
+    int rc;
 
     snprintf(path, sizeof path, "%s.%s", where, name);
     *out = NULL;
     if (!v)
         return 0;
-    if (!json_is_object(v) || json_object_size(v) < 1 ||
-        json_object_size(v) > 16)
+    if (!any || !json_is_array(v)) {
+        if ((rc = check_condition(v, path, e)) < 0)
+            return rc;
+        *out = any ? json_pack("[O]", v) : json_incref(v);
+        return *out ? 0 : OG_ENOMEM;
+    }
+    if (json_array_size(v) < 1 || json_array_size(v) > OG__CONDITIONS_MAX)
         return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
-                    "must be an object of 1-16 members");
-    json_object_foreach(v, key, m) {
-        if (!visible(key, OG__NAME_MAX) || !json_is_string(m) ||
-            !visible(json_string_value(m), OG__NAME_MAX))
-            return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
-                        "names and values must be 1-64 visible ASCII");
+                    "must be a condition or an array of 1-%d conditions",
+                    OG__CONDITIONS_MAX);
+    for (i = 0; i < json_array_size(v); i++) {
+        char item[sizeof path + 24];
+
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if ((rc = check_condition(json_array_get(v, i), item, e)) < 0)
+            return rc;
     }
     *out = json_incref(v);
     return 0;
@@ -478,7 +515,7 @@ static int load_rule(const json_t *j, size_t i, og__rule *r,
         r->has_reference = true;
         snprintf(r->reference, sizeof r->reference, "%s", s);
     }
-    if ((rc = get_condition(j, "require", where, &r->require, e)) < 0)
+    if ((rc = get_condition(j, "require", where, false, &r->require, e)) < 0)
         return rc;
     if (r->require && r->cls != OG_CLASS_SUCCEEDED)
         return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
@@ -598,9 +635,10 @@ static int load_lookup(const json_t *root, og_provider_table *t,
     snprintf(lk->reference, sizeof lk->reference, "%s", s);
     if ((rc = get_text(l, "why", "lookup", false, OG__ANY_TEXT, &s, e)) < 0)
         return rc;
-    if ((rc = get_condition(l, "succeeded_if", "lookup", &lk->succeeded_if,
-                            e)) < 0 ||
-        (rc = get_condition(l, "pending_if", "lookup", &lk->pending_if, e)) < 0)
+    if ((rc = get_condition(l, "succeeded_if", "lookup", true,
+                            &lk->succeeded_if, e)) < 0 ||
+        (rc = get_condition(l, "pending_if", "lookup", true, &lk->pending_if,
+                            e)) < 0)
         return rc;
     if (!lk->succeeded_if)
         return fail(e, OG_PROVIDER_TABLE_E_MISSING_MEMBER,
@@ -736,6 +774,29 @@ static bool satisfies(const json_t *obj, const json_t *cond)
     return true;
 }
 
+/* True when obj satisfies one of conds (an array of conditions). */
+static bool satisfies_any(const json_t *obj, const json_t *conds)
+{
+    for (size_t i = 0; i < json_array_size(conds); i++)
+        if (satisfies(obj, json_array_get(conds, i)))
+            return true;
+    return false;
+}
+
+/* True when obj carries every term's member with exactly its value. */
+static bool has_terms(const json_t *obj, const og_provider_term *terms,
+                      size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *got =
+            json_string_value(json_object_get(obj, terms[i].member));
+
+        if (!got || strcmp(got, terms[i].value) != 0)
+            return false;
+    }
+    return true;
+}
+
 /* The member name of obj as a reference, or NULL when absent or not
  * 1..OG_PROVIDER_REF_MAX visible ASCII (it will reach logs). */
 static const char *reference_of(const json_t *obj, const char *name)
@@ -840,6 +901,16 @@ int og_provider_classify_lookup(const og_provider_table *t,
                                 const og_provider_response *r,
                                 const char *query, og_provider_outcome *out)
 {
+    return og_provider_classify_lookup_terms(t, r, query, NULL, 0, out);
+}
+
+int og_provider_classify_lookup_terms(const og_provider_table *t,
+                                      const og_provider_response *r,
+                                      const char *query,
+                                      const og_provider_term *terms,
+                                      size_t n_terms,
+                                      og_provider_outcome *out)
+{
     og_provider_outcome o = {.cls = OG_CLASS_UNKNOWN, .rule = -1,
                              .retry_after_s = -1};
     const og__lookup *lk;
@@ -848,8 +919,12 @@ int og_provider_classify_lookup(const og_provider_table *t,
     size_t i, n;
     int rc = OG_EPROVIDER_UNAVAILABLE;
 
-    if (!t || !r || !out || !query || !t->lookup.present)
+    if (!t || !r || !out || !query || !t->lookup.present ||
+        n_terms > OG_PROVIDER_TERMS_MAX || (n_terms && !terms))
         return OG_EINVAL;
+    for (i = 0; i < n_terms; i++)
+        if (!terms[i].member || !terms[i].value)
+            return OG_EINVAL;
     lk = &t->lookup;
     if (r->transport != OG_TRANSPORT_OK || r->status != lk->status)
         return OG_EPROVIDER_UNAVAILABLE;
@@ -866,12 +941,22 @@ int og_provider_classify_lookup(const og_provider_table *t,
         if (!json_is_object(item) || !m || strcmp(m, query) != 0 ||
             !(ref = reference_of(item, lk->reference)))
             goto out;
-        if (satisfies(item, lk->succeeded_if)) {
+        /* An effect under this reference with other terms is not this
+         * attempt's: it proves nothing about it, and outweighs every other
+         * finding (seed 002, section 13: on any mismatch, escalate). */
+        if (!has_terms(item, terms, n_terms)) {
+            if (!state || strcmp(state, "terms_mismatch") != 0) {
+                state = "terms_mismatch";
+                chosen = ref;
+            }
+        } else if (state && strcmp(state, "terms_mismatch") == 0) {
+            continue;
+        } else if (satisfies_any(item, lk->succeeded_if)) {
             if (!state || strcmp(state, "found") != 0) {
                 state = "found";
                 chosen = ref;
             }
-        } else if (lk->pending_if && satisfies(item, lk->pending_if)) {
+        } else if (lk->pending_if && satisfies_any(item, lk->pending_if)) {
             if (!state || strcmp(state, "undocumented_state") == 0) {
                 state = "pending";
                 chosen = ref;

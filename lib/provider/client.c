@@ -32,6 +32,13 @@
  *       response; it is sent once and never resent by this file — after an
  *       unknown outcome the code may be spent, and only the caller's
  *       recovery point can tell (og_redeem).
+ *   C8  Credits and payouts are one request builder (create_effect,
+ *       lookup_effect) read through a resource row (og__credits,
+ *       og__payouts): the path, the target member, its error code and
+ *       whether it is a secret. A payout's destination is one: it is refused with a fixed
+ *       error, never copied into an outcome, and the request text and the
+ *       answer that held it are wiped (jansson's and libcurl's own copies
+ *       are freed unwiped, as in C5).
  *
  * Thread-safe: an og_provider is immutable after og_provider_open(); each
  * call has its own easy handle.
@@ -417,11 +424,34 @@ static bool timeout_valid(int64_t timeout_us)
     return timeout_us > 0 && timeout_us <= OG__TIMEOUT_MAX_US;
 }
 
-int og_provider_create_credit(og_provider *p, const char *idempotency_key,
-                              const char *account, const char *amount,
-                              const char *currency, const char *reference,
-                              int64_t expires_at_us, int64_t timeout_us,
-                              og_provider_outcome *out)
+/* What a provider API's calls differ in (C8). */
+typedef struct og__resource {
+    const char *path;    /* create (POST) and lookup (GET) */
+    const char *target;  /* the body member naming where money goes */
+    int target_err;      /* the error for a bad target */
+    bool secret;         /* the target is a secret */
+} og__resource;
+
+static const og__resource og__credits = {"/v1/credits", "account",
+                                         OG_EACCOUNT, false};
+static const og__resource og__payouts = {"/v1/payouts", "destination",
+                                         OG_EDESTINATION, true};
+
+/* Frees x's body, wiped first when it may hold a secret (C8). */
+static void exchange_free(og__exchange *x, bool secret)
+{
+    if (x->body && secret)
+        sodium_memzero(x->body, x->body_len);
+    free(x->body);
+    x->body = NULL;
+}
+
+/* POST res->path: the one create request (C8). */
+static int create_effect(og_provider *p, const og__resource *res,
+                         const char *idempotency_key, const char *target,
+                         const char *amount, const char *currency,
+                         const char *reference, int64_t expires_at_us,
+                         int64_t timeout_us, og_provider_outcome *out)
 {
     char canon[OG_AMOUNT_MAX + 1], expires[40], url[OG__URL_MAX + 32];
     og_provider_response resp;
@@ -433,8 +463,8 @@ int og_provider_create_credit(og_provider *p, const char *idempotency_key,
     if (!p || !p->t || !out || !key_valid(idempotency_key) ||
         !og_id_valid(reference) || !timeout_valid(timeout_us))
         return OG_EINVAL;
-    if (!account || !og_id_valid(account))
-        return OG_EACCOUNT;
+    if (!target || !og_id_valid(target))
+        return res->target_err;
     if (!amount || og_amount_canonical(amount, canon, sizeof canon) != 0)
         return OG_EAMOUNT;
     if (!currency || strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
@@ -442,9 +472,9 @@ int og_provider_create_credit(og_provider *p, const char *idempotency_key,
     if (expires_at_us < 0 || expires_at_us > OG__TIME_MAX_US)
         return OG_EEXPIRES_AT;
     og_time_format_rfc3339(expires_at_us, expires, sizeof expires);
-    snprintf(url, sizeof url, "%s/v1/credits", p->base_url);
+    snprintf(url, sizeof url, "%s%s", p->base_url, res->path);
 
-    body = json_pack("{s:s, s:s, s:s, s:s, s:s}", "account", account,
+    body = json_pack("{s:s, s:s, s:s, s:s, s:s}", res->target, target,
                      "amount", canon, "currency", currency, "reference",
                      reference, "expires_at", expires);
     text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -457,14 +487,19 @@ int og_provider_create_credit(og_provider *p, const char *idempotency_key,
         goto out;
     og_provider_classify(p->t, &resp, out);
 out:
-    free(x.body);
+    exchange_free(&x, res->secret);
+    if (text && res->secret)
+        sodium_memzero(text, strlen(text));
     free(text);
     json_decref(body);
     return rc;
 }
 
-int og_provider_lookup(og_provider *p, const char *reference,
-                       int64_t timeout_us, og_provider_outcome *out)
+/* GET res->path?reference=R, classified with terms (C8). */
+static int lookup_effect(og_provider *p, const og__resource *res,
+                         const char *reference, const og_provider_term *terms,
+                         size_t n_terms, int64_t timeout_us,
+                         og_provider_outcome *out)
 {
     char url[OG__URL_MAX + 32 + 3 * OG_ID_MAX];
     og_provider_response resp;
@@ -484,15 +519,67 @@ int og_provider_lookup(og_provider *p, const char *reference,
     curl_easy_cleanup(c);
     if (!esc)
         return OG_ENOMEM;
-    snprintf(url, sizeof url, "%s/v1/credits?reference=%s", p->base_url, esc);
+    snprintf(url, sizeof url, "%s%s?reference=%s", p->base_url, res->path,
+             esc);
     curl_free(esc);
 
     if ((rc = exchange(p, url, NULL, NULL, NULL, timeout_us, &x, &resp)) < 0)
         goto out;
-    rc = og_provider_classify_lookup(p->t, &resp, reference, out);
+    rc = og_provider_classify_lookup_terms(p->t, &resp, reference, terms,
+                                           n_terms, out);
 out:
-    free(x.body);
+    exchange_free(&x, res->secret);
     return rc;
+}
+
+int og_provider_create_credit(og_provider *p, const char *idempotency_key,
+                              const char *account, const char *amount,
+                              const char *currency, const char *reference,
+                              int64_t expires_at_us, int64_t timeout_us,
+                              og_provider_outcome *out)
+{
+    return create_effect(p, &og__credits, idempotency_key, account, amount,
+                         currency, reference, expires_at_us, timeout_us, out);
+}
+
+int og_provider_lookup(og_provider *p, const char *reference,
+                       int64_t timeout_us, og_provider_outcome *out)
+{
+    return lookup_effect(p, &og__credits, reference, NULL, 0, timeout_us,
+                         out);
+}
+
+int og_provider_create_payout(og_provider *p, const char *idempotency_key,
+                              const char *destination, const char *amount,
+                              const char *currency, const char *reference,
+                              int64_t expires_at_us, int64_t timeout_us,
+                              og_provider_outcome *out)
+{
+    return create_effect(p, &og__payouts, idempotency_key, destination,
+                         amount, currency, reference, expires_at_us,
+                         timeout_us, out);
+}
+
+int og_provider_lookup_payout(og_provider *p, const char *reference,
+                              const char *destination, const char *amount,
+                              const char *currency, int64_t timeout_us,
+                              og_provider_outcome *out)
+{
+    char canon[OG_AMOUNT_MAX + 1];
+    const og_provider_term terms[] = {
+        {og__payouts.target, destination},
+        {"amount", canon},
+        {"currency", currency},
+    };
+
+    if (!destination || !og_id_valid(destination))
+        return OG_EDESTINATION;
+    if (!amount || og_amount_canonical(amount, canon, sizeof canon) != 0)
+        return OG_EAMOUNT;
+    if (!currency || strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
+        return OG_ECURRENCY;
+    return lookup_effect(p, &og__payouts, reference, terms,
+                         sizeof terms / sizeof terms[0], timeout_us, out);
 }
 
 /* 1..OG_PROVIDER_CODE_MAX bytes of VSCHAR (RFC 6749 A.11: 0x20-0x7e). */

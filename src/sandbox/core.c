@@ -4,6 +4,10 @@
  * to check the contract of docs/sandbox.md is decided here; store.c only
  * carries the decisions out inside a transaction.
  *
+ * Credits and payouts are two rows of og_sbx_resources, not two code
+ * paths: every rule below takes the resource and reads only its data (the
+ * target member, the test prefixes, the closed code, the status words).
+ *
  * Invariants:
  *   C1  A request is valid or refused before anything runs: parsing writes
  *       its outputs only on success, and a refusal names the first member
@@ -23,7 +27,12 @@
  *       are ignored, a repeated one is refused, an empty one counts as
  *       absent. Whether its code is still good is the store's decision,
  *       taken inside the write transaction that spends it.
+ *   C7  A create's answer is fixed once its effect is complete: a later
+ *       return (payouts) is shown by lookups, never by the create's saved
+ *       result, so a replay after a return is byte for byte the answer
+ *       the create gave.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +78,15 @@ int og_sbx_code_parse(const char *text)
 
 json_t *og_sbx_error_json(og_sbx_code c, const char *field)
 {
+    return og_sbx_error_json_text(c, field, NULL);
+}
+
+json_t *og_sbx_error_json_text(og_sbx_code c, const char *field,
+                               const char *message)
+{
     json_t *e = json_pack("{s:s, s:s}", "error", og_sbx_code_name(c),
-                          "message", og_sbx_code_message(c));
+                          "message",
+                          message ? message : og_sbx_code_message(c));
 
     if (e && field && field[0] &&
         json_object_set_new(e, "field", json_string(field)) != 0) {
@@ -141,6 +157,77 @@ bool og_sbx_key_valid(const char *key)
     n = bounded_len(key, OG_SBX_KEY_MAX);
     return n >= 1 && n <= OG_SBX_KEY_MAX && bytes_in(key, n, 0x21, 0x7e);
 }
+
+bool og_sbx_id_valid(const og_sbx_resource *res, const char *id)
+{
+    size_t n = id ? bounded_len(id, OG_SBX_ID_LEN) : 0;
+
+    if (n != OG_SBX_ID_LEN || strncmp(id, res->id_prefix, 3) != 0)
+        return false;
+    for (size_t i = 3; i < n; i++)
+        if (!is_digit(id[i]) && (id[i] < 'a' || id[i] > 'f'))
+            return false;
+    return true;
+}
+
+/* ===========================================================================
+ * The resources: one row each, read by every rule below.
+ * ========================================================================= */
+const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS] = {
+    [OG_SBX_CREDIT] = {
+        .kind = OG_SBX_CREDIT,
+        .path = "/v1/credits",
+        .list = "credits",
+        .id_prefix = "cr_",
+        .id_log = "credit_id",
+        .target = "account",
+        .target_secret = false,
+        .prefix = {[OG_SBX_TARGET_CLOSED] = "closed-",
+                   [OG_SBX_TARGET_BUSY] = "busy-",
+                   [OG_SBX_TARGET_ASYNC] = "async-"},
+        .closed = OG_SBX_C_ACCOUNT_CLOSED,
+        .completed = "succeeded",
+        .returns = false,
+        .table = "credits",
+        .keys_table = "idempotency_keys",
+        .key_ref = "credit_id",
+        .c_requests = "create_requests",
+        .c_replays = "idempotent_replays",
+        .c_mismatches = "mismatches",
+        .c_lookups = "lookups",
+        .c_rows = "credits_created",
+    },
+    [OG_SBX_PAYOUT] = {
+        .kind = OG_SBX_PAYOUT,
+        .path = "/v1/payouts",
+        .list = "payouts",
+        .id_prefix = "po_",
+        .id_log = "payout_id",
+        /* A provider-side token standing for a bank account: a secret. */
+        .target = "destination",
+        .target_secret = true,
+        .prefix = {[OG_SBX_TARGET_CLOSED] = "dst_closed_",
+                   [OG_SBX_TARGET_BUSY] = "dst_busy_",
+                   [OG_SBX_TARGET_ASYNC] = "dst_async_"},
+        .closed = OG_SBX_C_DESTINATION_CLOSED,
+        .completed = "completed",
+        .returns = true,
+        .msg_expired = "the request arrived after expires_at plus the "
+                       "allowed skew: no payout was created, and this "
+                       "request never will create one",
+        .msg_rate_limited = "too many requests for this destination: "
+                            "nothing was done, retry later",
+        .table = "payouts",
+        .keys_table = "payout_keys",
+        .key_ref = "payout_id",
+        .c_requests = "payout_requests",
+        .c_replays = "payout_replays",
+        .c_mismatches = "payout_mismatches",
+        .c_lookups = "payout_lookups",
+        .c_rows = "payouts_created",
+        .c_returned = "payouts_returned",
+    },
+};
 
 /* ===========================================================================
  * Amounts: digits[.digits], positive, canonical (C2, C5).
@@ -441,12 +528,12 @@ static int member_str(json_t *body, const char *name, size_t max,
     return 0;
 }
 
-int og_sbx_params_parse(json_t *body, og_sbx_params *out,
-                        og_sbx_problem *why)
+int og_sbx_params_parse(const og_sbx_resource *res, json_t *body,
+                        og_sbx_params *out, og_sbx_problem *why)
 {
-    static const char *const allowed[] = {"account", "amount", "currency",
-                                          "reference", "expires_at", NULL};
-    const char *account, *amount, *currency, *reference, *expires_at;
+    const char *const allowed[] = {res->target, "amount", "currency",
+                                   "reference", "expires_at", NULL};
+    const char *target, *amount, *currency, *reference, *expires_at;
     og_sbx_params p;
 
     if (!json_is_object(body))
@@ -454,17 +541,17 @@ int og_sbx_params_parse(json_t *body, og_sbx_params *out,
     memset(&p, 0, sizeof p);
     if (members_only(body, allowed, why) != 0)
         return -1;
-    if (member_str(body, "account", OG_SBX_ACCOUNT_MAX, &account, why) ||
+    if (member_str(body, res->target, OG_SBX_TARGET_MAX, &target, why) ||
         member_str(body, "amount", AMOUNT_INPUT_MAX, &amount, why) ||
         member_str(body, "currency", 3, &currency, why) ||
         member_str(body, "reference", OG_SBX_REFERENCE_MAX, &reference,
                    why) ||
         member_str(body, "expires_at", OG_SBX_TIME_MAX, &expires_at, why))
         return -1;
-    /* Accounts follow oncegate's identifier rule; references may hold
+    /* Targets follow oncegate's identifier rule; references may hold
      * spaces (they are free text a client chooses). */
-    if (!account[0] || !bytes_in(account, strlen(account), 0x21, 0x7e))
-        return refuse(why, OG_SBX_C_INVALID_REQUEST, "account");
+    if (!target[0] || !bytes_in(target, strlen(target), 0x21, 0x7e))
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, res->target);
     if (og_sbx_amount_canonical(amount, p.amount, sizeof p.amount) != 0)
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "amount");
     if (strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
@@ -473,7 +560,7 @@ int og_sbx_params_parse(json_t *body, og_sbx_params *out,
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "reference");
     if (og_sbx_time_parse(expires_at, &p.expires_at_us) != 0)
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "expires_at");
-    snprintf(p.account, sizeof p.account, "%s", account);
+    snprintf(p.target, sizeof p.target, "%s", target);
     memcpy(p.currency, currency, 4);
     snprintf(p.reference, sizeof p.reference, "%s", reference);
     *out = p;
@@ -482,22 +569,21 @@ int og_sbx_params_parse(json_t *body, og_sbx_params *out,
 
 bool og_sbx_params_equal(const og_sbx_params *a, const og_sbx_params *b)
 {
-    return strcmp(a->account, b->account) == 0 &&
+    return strcmp(a->target, b->target) == 0 &&
            strcmp(a->amount, b->amount) == 0 &&
            strcmp(a->currency, b->currency) == 0 &&
            strcmp(a->reference, b->reference) == 0 &&
            a->expires_at_us == b->expires_at_us;
 }
 
-og_sbx_account_class og_sbx_account_classify(const char *account)
+og_sbx_target_class og_sbx_target_classify(const og_sbx_resource *res,
+                                           const char *target)
 {
-    if (strncmp(account, "closed-", 7) == 0)
-        return OG_SBX_ACCOUNT_CLOSED;
-    if (strncmp(account, "busy-", 5) == 0)
-        return OG_SBX_ACCOUNT_BUSY;
-    if (strncmp(account, "async-", 6) == 0)
-        return OG_SBX_ACCOUNT_ASYNC;
-    return OG_SBX_ACCOUNT_OPEN;
+    for (int c = OG_SBX_TARGET_OPEN + 1; c < OG_SBX_N_TARGET_CLASSES; c++)
+        if (res->prefix[c] &&
+            strncmp(target, res->prefix[c], strlen(res->prefix[c])) == 0)
+            return (og_sbx_target_class)c;
+    return OG_SBX_TARGET_OPEN;
 }
 
 /* ===========================================================================
@@ -515,7 +601,7 @@ bool og_sbx_request_expired(const og_sbx_policy *p, int64_t expires_at_us,
     return now_us > expires_at_us + p->skew_us;
 }
 
-bool og_sbx_credit_visible(const og_sbx_policy *p, int64_t created_us,
+bool og_sbx_effect_visible(const og_sbx_policy *p, int64_t created_us,
                            int64_t now_us)
 {
     return now_us >= created_us + p->visibility_delay_us;
@@ -524,13 +610,12 @@ bool og_sbx_credit_visible(const og_sbx_policy *p, int64_t created_us,
 /* ===========================================================================
  * The create decision (C3, C4)
  * ========================================================================= */
-og_sbx_decision og_sbx_create_decide(const og_sbx_policy *p,
+og_sbx_decision og_sbx_create_decide(const og_sbx_resource *res,
+                                     const og_sbx_policy *p,
                                      const og_sbx_params *req,
                                      const og_sbx_saved *saved,
                                      int64_t now_us)
 {
-    og_sbx_account_class cls;
-
     if (saved)
         return og_sbx_params_equal(req, &saved->params) ? OG_SBX_DO_REPLAY
                                                         : OG_SBX_DO_MISMATCH;
@@ -538,12 +623,11 @@ og_sbx_decision og_sbx_create_decide(const og_sbx_policy *p,
      * recorded refusal. */
     if (og_sbx_request_expired(p, req->expires_at_us, now_us))
         return OG_SBX_DO_EXPIRE;
-    cls = og_sbx_account_classify(req->account);
-    switch (cls) {
-    case OG_SBX_ACCOUNT_BUSY: return OG_SBX_DO_RATE_LIMIT;
-    case OG_SBX_ACCOUNT_CLOSED: return OG_SBX_DO_REFUSE_CLOSED;
-    case OG_SBX_ACCOUNT_ASYNC: return OG_SBX_DO_CREATE_ASYNC;
-    case OG_SBX_ACCOUNT_OPEN: break;
+    switch (og_sbx_target_classify(res, req->target)) {
+    case OG_SBX_TARGET_BUSY: return OG_SBX_DO_RATE_LIMIT;
+    case OG_SBX_TARGET_CLOSED: return OG_SBX_DO_REFUSE_CLOSED;
+    case OG_SBX_TARGET_ASYNC: return OG_SBX_DO_CREATE_ASYNC;
+    default: break;
     }
     return OG_SBX_DO_CREATE;
 }
@@ -557,34 +641,56 @@ bool og_sbx_decision_writes(og_sbx_decision d)
 /* ===========================================================================
  * Answers
  * ========================================================================= */
-json_t *og_sbx_credit_json(const og_sbx_credit *c, int64_t now_us)
+/* The record at now; with_return: as lookups show it (a return and its
+ * time), else as the create made it (C7). */
+static json_t *record_json(const og_sbx_resource *res, const og_sbx_record *c,
+                           int64_t now_us, bool with_return)
 {
-    char created[32];
+    bool returned = with_return && c->returned;
+    char created[32], returned_at[32];
+    json_t *o;
 
     og_sbx_time_format(c->created_us, created, sizeof created);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", c->id,
-                     "account", c->params.account, "amount", c->params.amount,
-                     "currency", c->params.currency, "reference",
-                     c->params.reference, "status",
-                     now_us < c->completes_us ? "pending" : "succeeded",
-                     "created_at", created);
+    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", c->id,
+                  res->target, c->params.target, "amount", c->params.amount,
+                  "currency", c->params.currency, "reference",
+                  c->params.reference, "status",
+                  returned                   ? "returned"
+                  : now_us < c->completes_us ? "pending"
+                                             : res->completed,
+                  "created_at", created);
+    if (o && returned &&
+        json_object_set_new(o, "returned_at",
+                            json_string(og_sbx_time_format(
+                                c->returned_us, returned_at,
+                                sizeof returned_at))) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
 }
 
-/* The saved result's answer at now: the credit (pending or not) or the
+json_t *og_sbx_record_json(const og_sbx_resource *res,
+                           const og_sbx_record *c, int64_t now_us)
+{
+    return record_json(res, c, now_us, true);
+}
+
+/* The saved result's answer at now: the record (pending or not) or the
  * recorded refusal. */
-static int saved_answer(const og_sbx_saved *s, int64_t now_us,
-                        unsigned *status, json_t **body)
+static int saved_answer(const og_sbx_resource *res, const og_sbx_saved *s,
+                        int64_t now_us, unsigned *status, json_t **body)
 {
     json_t *b;
 
     if (s->refused) {
         b = og_sbx_error_json(s->refusal, NULL);
         *status = og_sbx_code_status(s->refusal);
-    } else if (now_us < s->credit.completes_us) {
-        b = json_pack("{s:s, s:s}", "id", s->credit.id, "status", "pending");
+    } else if (now_us < s->record.completes_us) {
+        b = json_pack("{s:s, s:s}", "id", s->record.id, "status", "pending");
         *status = 202;
     } else {
-        b = og_sbx_credit_json(&s->credit, now_us);
+        b = record_json(res, &s->record, now_us, false);
         *status = 201;
     }
     if (!b)
@@ -593,23 +699,68 @@ static int saved_answer(const og_sbx_saved *s, int64_t now_us,
     return 0;
 }
 
-int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
-                         json_t **body)
+int og_sbx_result_answer(const og_sbx_resource *res, const og_sbx_result *r,
+                         unsigned *status, json_t **body)
 {
+    const char *text = NULL;
     og_sbx_code c;
     json_t *b;
 
     switch (r->decision) {
     case OG_SBX_DO_MISMATCH: c = OG_SBX_C_IDEMPOTENCY_MISMATCH; break;
-    case OG_SBX_DO_RATE_LIMIT: c = OG_SBX_C_RATE_LIMITED; break;
-    case OG_SBX_DO_EXPIRE: c = OG_SBX_C_REQUEST_EXPIRED; break;
-    default: return saved_answer(&r->saved, r->now_us, status, body);
+    case OG_SBX_DO_RATE_LIMIT:
+        c = OG_SBX_C_RATE_LIMITED;
+        text = res->msg_rate_limited;
+        break;
+    case OG_SBX_DO_EXPIRE:
+        c = OG_SBX_C_REQUEST_EXPIRED;
+        text = res->msg_expired;
+        break;
+    default: return saved_answer(res, &r->saved, r->now_us, status, body);
     }
-    if (!(b = og_sbx_error_json(c, NULL)))
+    if (!(b = og_sbx_error_json_text(c, NULL, text)))
         return OG_SBX_ENOMEM;
     *status = og_sbx_code_status(c);
     *body = b;
     return 0;
+}
+
+/* ===========================================================================
+ * Stats: the members of GET /_control/stats, in one list
+ * ========================================================================= */
+static const struct {
+    const char *name;
+    size_t off;
+} stat_table[] = {
+#define OG__SBX_STAT_ROW(name) {#name, offsetof(og_sbx_stats, name)},
+    OG_SBX_STATS_MAP(OG__SBX_STAT_ROW)
+#undef OG__SBX_STAT_ROW
+};
+#define N_STATS (sizeof stat_table / sizeof stat_table[0])
+
+int64_t *og_sbx_stat(og_sbx_stats *s, const char *name)
+{
+    for (size_t i = 0; name && i < N_STATS; i++)
+        if (strcmp(name, stat_table[i].name) == 0)
+            return (int64_t *)((char *)s + stat_table[i].off);
+    return NULL;
+}
+
+json_t *og_sbx_stats_json(const og_sbx_stats *s)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < N_STATS; i++) {
+        const int64_t *v =
+            (const int64_t *)((const char *)s + stat_table[i].off);
+
+        if (json_object_set_new(o, stat_table[i].name,
+                                json_integer((json_int_t)*v)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
 }
 
 /* ===========================================================================

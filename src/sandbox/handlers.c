@@ -2,7 +2,9 @@
  * handlers.c — one function per endpoint of docs/sandbox.md, and the
  * route table. A handler validates with core.c, makes one store call and
  * turns the result into an answer; the create handler also applies the
- * armed fault around that call.
+ * armed fault around that call. The create and lookup handlers serve every
+ * resource (credits, payouts): the route names the og_sbx_resources row
+ * they act on, and nothing in them is specific to one.
  *
  * Where a fault acts on a create request that passed validation:
  *
@@ -20,8 +22,9 @@
  * read: the "effect" is the code's exchange (store.c S8).
  *
  * Log fields are identifiers and outcomes; an Idempotency-Key is logged
- * only after it was validated (visible ASCII). Authorization codes and
- * tokens are never logged.
+ * only after it was validated (visible ASCII). Authorization codes,
+ * tokens and secret targets (payout destinations) are never logged: a
+ * destination is named by the first 12 hex digits of its SHA-256.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,23 +57,43 @@ static void answer_ok(og_sbx_req *r, json_t *body)
         og_sbx_answer(r, 200, body);
 }
 
+/* A body that must be empty or {}: 0, or -1 answered 400 naming the
+ * first member. */
+static int refuse_members(og_sbx_req *r)
+{
+    if (json_object_size(r->json) == 0)
+        return 0;
+    og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
+                json_object_iter_key(json_object_iter(r->json)));
+    return -1;
+}
+
 /* ===========================================================================
- * POST /v1/credits
+ * POST /v1/credits, POST /v1/payouts
  * ========================================================================= */
 
-/* The log word for a decision. */
-static const char *decision_name(og_sbx_decision d)
+/* Logs the decision's word ("refused_" and the closed code for a refusal
+ * of a closed target). */
+static void log_decision(og_sbx_req *r, const og_sbx_resource *res,
+                         og_sbx_decision d)
 {
+    char refused[64];
+    const char *w = "unknown";
+
     switch (d) {
-    case OG_SBX_DO_REPLAY: return "replayed";
-    case OG_SBX_DO_MISMATCH: return "mismatch";
-    case OG_SBX_DO_RATE_LIMIT: return "rate_limited";
-    case OG_SBX_DO_EXPIRE: return "expired";
-    case OG_SBX_DO_REFUSE_CLOSED: return "refused_account_closed";
-    case OG_SBX_DO_CREATE: return "created";
-    case OG_SBX_DO_CREATE_ASYNC: return "created_pending";
+    case OG_SBX_DO_REPLAY: w = "replayed"; break;
+    case OG_SBX_DO_MISMATCH: w = "mismatch"; break;
+    case OG_SBX_DO_RATE_LIMIT: w = "rate_limited"; break;
+    case OG_SBX_DO_EXPIRE: w = "expired"; break;
+    case OG_SBX_DO_REFUSE_CLOSED:
+        snprintf(refused, sizeof refused, "refused_%s",
+                 og_sbx_code_name(res->closed));
+        w = refused;
+        break;
+    case OG_SBX_DO_CREATE: w = "created"; break;
+    case OG_SBX_DO_CREATE_ASYNC: w = "created_pending"; break;
     }
-    return "unknown";
+    og_sbx_log_str(r, "outcome", w);
 }
 
 /* One firing of the armed faults (NONE when nothing is armed). */
@@ -84,14 +107,15 @@ static og_sbx_fault fault_take(og_sbx_srv *srv)
     return f;
 }
 
-/* Turns a committed result into the answer. */
-static void answer_result(og_sbx_req *r, const og_sbx_result *res)
+/* Turns a committed result of resource rs into the answer. */
+static void answer_result(og_sbx_req *r, const og_sbx_resource *rs,
+                          const og_sbx_result *res)
 {
     unsigned status;
     json_t *body;
 
-    og_sbx_log_str(r, "outcome", decision_name(res->decision));
-    if (og_sbx_result_answer(res, &status, &body) != 0) {
+    log_decision(r, rs, res->decision);
+    if (og_sbx_result_answer(rs, res, &status, &body) != 0) {
         og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
         return;
     }
@@ -103,7 +127,7 @@ static void answer_result(og_sbx_req *r, const og_sbx_result *res)
     if ((og_sbx_decision_writes(res->decision) ||
          res->decision == OG_SBX_DO_REPLAY) &&
         !res->saved.refused)
-        og_sbx_log_str(r, "credit_id", res->saved.credit.id);
+        og_sbx_log_str(r, rs->id_log, res->saved.record.id);
 }
 
 /* The after-effect part of fault f, on an answer already built. */
@@ -130,8 +154,29 @@ static void fault_after(og_sbx_req *r, const og_sbx_fault *f)
     }
 }
 
+/* Logs target: as it is, or for a secret one the first 12 hex digits of
+ * its SHA-256 under "<target>_sha256" — enough to tell two apart in a log,
+ * useless for paying one. */
+static void log_target(og_sbx_req *r, const og_sbx_resource *res,
+                       const char *target)
+{
+    unsigned char h[32];
+    char hex[2 * sizeof h + 1], name[64];
+
+    if (!res->target_secret) {
+        og_sbx_log_str(r, res->target, target);
+        return;
+    }
+    crypto_hash_sha256(h, (const unsigned char *)target, strlen(target));
+    sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+    hex[12] = '\0';
+    snprintf(name, sizeof name, "%s_sha256", res->target);
+    og_sbx_log_str(r, name, hex);
+}
+
 /* Validates the key header and the body; 0 when the create may run. */
-static int create_read(og_sbx_req *r, og_sbx_params *req)
+static int create_read(og_sbx_req *r, const og_sbx_resource *res,
+                       og_sbx_params *req)
 {
     og_sbx_problem why;
 
@@ -140,32 +185,33 @@ static int create_read(og_sbx_req *r, og_sbx_params *req)
         og_sbx_fail(r, OG_SBX_C_IDEMPOTENCY_KEY_REQUIRED, NULL);
         return -1;
     }
-    if (og_sbx_params_parse(r->json, req, &why) != 0) {
+    if (og_sbx_params_parse(res, r->json, req, &why) != 0) {
         og_sbx_fail(r, why.code, why.field);
         return -1;
     }
     og_sbx_log_str(r, "idempotency_key", r->idem_key);
-    og_sbx_log_str(r, "account", req->account);
+    log_target(r, res, req->target);
     og_sbx_log_str(r, "reference", req->reference);
     return 0;
 }
 
 static void h_create(og_sbx_req *r)
 {
+    const og_sbx_resource *rs = r->route->res;
     og_sbx_srv *srv = r->srv;
     og_sbx_params req;
     og_sbx_result res;
     og_sbx_fault f;
     int rc;
 
-    if (create_read(r, &req) != 0)
+    if (create_read(r, rs, &req) != 0)
         return;
     f = fault_take(srv);
     if (f.kind != OG_SBX_FAULT_NONE)
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
-        if ((rc = og_sbx_store_count_request(srv->store,
-                                             OG_SBX_REQ_CREATE)) != 0)
+        if ((rc = og_sbx_store_count_request(srv->store, rs->c_requests)) !=
+            0)
             store_failed(r, rc);
         else
             og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
@@ -173,13 +219,13 @@ static void h_create(og_sbx_req *r)
     }
     if (f.kind == OG_SBX_FAULT_DELAY_BEFORE_EFFECT)
         og_sbx_sleep_us(f.ms * 1000);
-    rc = og_sbx_store_create(srv->store, &srv->cfg.policy, r->idem_key, &req,
-                             &res);
+    rc = og_sbx_store_create(srv->store, rs, &srv->cfg.policy, r->idem_key,
+                             &req, &res);
     if (rc != 0) {
         store_failed(r, rc); /* nothing changed: no after-fault */
         return;
     }
-    answer_result(r, &res);
+    answer_result(r, rs, &res);
     fault_after(r, &f);
 }
 
@@ -267,7 +313,7 @@ static void h_token(og_sbx_req *r)
     if (f.kind != OG_SBX_FAULT_NONE)
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
-        if ((rc = og_sbx_store_count_request(srv->store, OG_SBX_REQ_TOKEN)) !=
+        if ((rc = og_sbx_store_count_request(srv->store, "token_requests")) !=
             0)
             store_failed(r, rc);
         else
@@ -283,7 +329,7 @@ static void h_token(og_sbx_req *r)
 }
 
 /* ===========================================================================
- * GET /v1/credits?reference=R | ?idempotency_key=K
+ * GET /v1/credits, GET /v1/payouts: ?reference=R | ?idempotency_key=K
  * ========================================================================= */
 
 /* The one lookup parameter into *by / *value; 0, or -1 answered 400. */
@@ -324,24 +370,27 @@ static int lookup_read(og_sbx_req *r, og_sbx_lookup_by *by,
     return 0;
 }
 
-/* {"credits": [credit, …]} of n credits as seen at now. */
-static json_t *credits_json(const og_sbx_credit *v, size_t n, int64_t now)
+/* {"<list>": [record, …]} of n records as seen at now. */
+static json_t *records_json(const og_sbx_resource *res,
+                            const og_sbx_record *v, size_t n, int64_t now)
 {
     json_t *a = json_array();
 
     for (size_t i = 0; a && i < n; i++)
-        if (json_array_append_new(a, og_sbx_credit_json(&v[i], now)) != 0) {
+        if (json_array_append_new(a, og_sbx_record_json(res, &v[i], now)) !=
+            0) {
             json_decref(a);
             a = NULL;
         }
-    return a ? json_pack("{s:o}", "credits", a) : NULL;
+    return a ? json_pack("{s:o}", res->list, a) : NULL;
 }
 
 static void h_lookup(og_sbx_req *r)
 {
+    const og_sbx_resource *rs = r->route->res;
     og_sbx_srv *srv = r->srv;
     og_sbx_lookup_by by;
-    og_sbx_credit *v = NULL;
+    og_sbx_record *v = NULL;
     const char *value;
     size_t n = 0;
     int64_t now;
@@ -351,14 +400,14 @@ static void h_lookup(og_sbx_req *r)
         return;
     og_sbx_log_str(r, by == OG_SBX_BY_KEY ? "idempotency_key" : "reference",
                    value);
-    rc = og_sbx_store_lookup(srv->store, &srv->cfg.policy, by, value, &v, &n,
-                             &now);
+    rc = og_sbx_store_lookup(srv->store, rs, &srv->cfg.policy, by, value, &v,
+                             &n, &now);
     if (rc != 0) {
         store_failed(r, rc);
         return;
     }
     og_sbx_log_int(r, "found", (int64_t)n);
-    answer_ok(r, credits_json(v, n, now));
+    answer_ok(r, records_json(rs, v, n, now));
     free(v);
 }
 
@@ -430,17 +479,45 @@ static void h_stats(og_sbx_req *r)
         store_failed(r, rc);
         return;
     }
-    answer_ok(r, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                           "create_requests", (json_int_t)s.create_requests,
-                           "credits_created", (json_int_t)s.credits_created,
-                           "lookups", (json_int_t)s.lookups,
-                           "idempotent_replays",
-                           (json_int_t)s.idempotent_replays, "mismatches",
-                           (json_int_t)s.mismatches, "codes_minted",
-                           (json_int_t)s.codes_minted, "code_exchanges",
-                           (json_int_t)s.code_exchanges, "token_requests",
-                           (json_int_t)s.token_requests, "invalid_grants",
-                           (json_int_t)s.invalid_grants));
+    answer_ok(r, og_sbx_stats_json(&s));
+}
+
+/* POST /_control/payouts/{id}/return: a completed payout is returned — a
+ * later event of a payout that DID complete (store.c S10). The body is
+ * optional and takes no members. Answers the record as lookups show it,
+ * at once (the visibility delay is about lookups, not this route). */
+static void h_return(og_sbx_req *r)
+{
+    const og_sbx_resource *rs = r->route->res;
+    og_sbx_return_outcome o;
+    og_sbx_record rec;
+    int64_t now;
+    int rc;
+
+    if (refuse_members(r) != 0)
+        return;
+    if (!og_sbx_id_valid(rs, r->path_id)) {
+        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST, "id");
+        return;
+    }
+    og_sbx_log_str(r, rs->id_log, r->path_id);
+    rc = og_sbx_store_return(r->srv->store, rs, r->path_id, &o, &rec, &now);
+    if (rc != 0) {
+        store_failed(r, rc);
+        return;
+    }
+    switch (o) {
+    case OG_SBX_RETURN_NOT_FOUND:
+        og_sbx_fail(r, OG_SBX_C_PAYOUT_NOT_FOUND, NULL);
+        return;
+    case OG_SBX_RETURN_REFUSED:
+        og_sbx_fail(r, OG_SBX_C_PAYOUT_NOT_RETURNABLE, NULL);
+        return;
+    case OG_SBX_RETURNED:
+        break;
+    }
+    og_sbx_log_str(r, "outcome", "returned");
+    answer_ok(r, og_sbx_record_json(rs, &rec, now));
 }
 
 /* POST /_control/codes: mints an authorization code. The body is optional
@@ -450,11 +527,8 @@ static void h_codes_mint(og_sbx_req *r)
     char code[OG_SBX_CODE_LEN + 1];
     int rc;
 
-    if (json_object_size(r->json) > 0) {
-        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
-                    json_object_iter_key(json_object_iter(r->json)));
+    if (refuse_members(r) != 0)
         return;
-    }
     if ((rc = og_sbx_store_code_mint(r->srv->store, code)) != 0) {
         store_failed(r, rc);
         return;
@@ -468,11 +542,8 @@ static void h_reset(og_sbx_req *r)
     int rc;
 
     /* The body is optional and takes no members: any is a mistake. */
-    if (json_object_size(r->json) > 0) {
-        og_sbx_fail(r, OG_SBX_C_INVALID_REQUEST,
-                    json_object_iter_key(json_object_iter(r->json)));
+    if (refuse_members(r) != 0)
         return;
-    }
     if ((rc = og_sbx_store_reset(r->srv->store)) != 0) {
         store_failed(r, rc);
         return;
@@ -485,17 +556,25 @@ static void h_reset(og_sbx_req *r)
 
 /* ===========================================================================
  * Routes: method, path, control-only, takes a body, body optional, the
- * body is a form.
+ * body is a form, the handler, the resource it serves.
  * ========================================================================= */
+#define CREDITS (&og_sbx_resources[OG_SBX_CREDIT])
+#define PAYOUTS (&og_sbx_resources[OG_SBX_PAYOUT])
+
 const og_sbx_route og_sbx_routes[] = {
-    {"POST", "/v1/credits", false, true, false, false, h_create},
-    {"GET", "/v1/credits", false, false, false, false, h_lookup},
-    {"POST", "/oauth/token", false, true, false, true, h_token},
-    {"POST", "/_control/faults", true, true, false, false, h_faults_arm},
-    {"GET", "/_control/faults", true, false, false, false, h_faults_list},
-    {"DELETE", "/_control/faults", true, false, false, false, h_faults_clear},
-    {"GET", "/_control/stats", true, false, false, false, h_stats},
-    {"POST", "/_control/reset", true, true, true, false, h_reset},
-    {"POST", "/_control/codes", true, true, true, false, h_codes_mint},
+    {"POST", "/v1/credits", false, true, false, false, h_create, CREDITS},
+    {"GET", "/v1/credits", false, false, false, false, h_lookup, CREDITS},
+    {"POST", "/v1/payouts", false, true, false, false, h_create, PAYOUTS},
+    {"GET", "/v1/payouts", false, false, false, false, h_lookup, PAYOUTS},
+    {"POST", "/oauth/token", false, true, false, true, h_token, NULL},
+    {"POST", "/_control/faults", true, true, false, false, h_faults_arm, NULL},
+    {"GET", "/_control/faults", true, false, false, false, h_faults_list, NULL},
+    {"DELETE", "/_control/faults", true, false, false, false, h_faults_clear,
+     NULL},
+    {"GET", "/_control/stats", true, false, false, false, h_stats, NULL},
+    {"POST", "/_control/reset", true, true, true, false, h_reset, NULL},
+    {"POST", "/_control/codes", true, true, true, false, h_codes_mint, NULL},
+    {"POST", "/_control/payouts/{id}/return", true, true, true, false,
+     h_return, PAYOUTS},
 };
 const size_t og_sbx_n_routes = sizeof og_sbx_routes / sizeof og_sbx_routes[0];

@@ -85,6 +85,29 @@ void og_sbx_log_int(og_sbx_req *r, const char *key, int64_t value)
  * The first call: route, headers, query.
  * ========================================================================= */
 
+/* 1 when path matches pattern: byte for byte, except that a "{id}"
+ * segment of pattern matches one segment of 1..OG_SBX_PATH_ARG_MAX bytes,
+ * copied to arg (which is left alone otherwise). */
+static bool path_match(const char *pattern, const char *path,
+                       char arg[OG_SBX_PATH_ARG_MAX + 1])
+{
+    const char *hole = strstr(pattern, "{id}");
+    size_t pre, n;
+
+    if (!hole)
+        return strcmp(pattern, path) == 0;
+    pre = (size_t)(hole - pattern);
+    if (strncmp(pattern, path, pre) != 0)
+        return false;
+    n = strcspn(path + pre, "/");
+    if (n == 0 || n > OG_SBX_PATH_ARG_MAX ||
+        strcmp(hole + 4, path + pre + n) != 0)
+        return false;
+    memcpy(arg, path + pre, n);
+    arg[n] = '\0';
+    return true;
+}
+
 /* Finds the route for method and path; control routes exist only with
  * --control. No match: 404, or 405 with every method the path has. */
 static void route_find(og_sbx_req *r)
@@ -95,7 +118,7 @@ static void route_find(og_sbx_req *r)
         const og_sbx_route *rt = &og_sbx_routes[i];
 
         if ((rt->control && !r->srv->cfg.control) ||
-            strcmp(rt->path, r->path) != 0)
+            !path_match(rt->path, r->path, r->path_id))
             continue;
         if (strcmp(rt->method, r->method) == 0) {
             r->route = rt;

@@ -62,9 +62,11 @@ static const flag flags[] = {
     {"listen", F_LISTEN, 0, "HOST:PORT", 0, 0, 0, 0,
      "address to listen on; port 0 picks a free port (printed when ready)"},
     {"state", F_PATH, CFG(state_path), "PATH", 0, 0, 0, 0,
-     "SQLite state file (created when absent): credits, keys, counters"},
+     "SQLite state file (created when absent): credits, payouts, keys, "
+     "codes, counters"},
     {"control", F_SET, CFG(control), NULL, 0, 0, 0, 0,
-     "serve /_control/* (faults, stats, reset); without it they are 404"},
+     "serve /_control/* (faults, stats, reset, codes, payout returns); "
+     "without it they are 404"},
     {"api-key-file", F_PATH, CFG(api_key_file), "PATH", 0, 0, 0, 0,
      "require Authorization: Bearer <the file's content, trimmed>"},
     {"retention-seconds", F_INT, CFG(policy.retention_us), "N", 86400, 1,
@@ -73,9 +75,11 @@ static const flag flags[] = {
     {"skew-seconds", F_INT, CFG(policy.skew_us), "N", 5, 0, 86400, S_US,
      "a create takes effect only until expires_at + N"},
     {"visibility-delay-ms", F_INT, CFG(policy.visibility_delay_us), "N", 0, 0,
-     3600000, MS_US, "a new credit is hidden from lookups for N ms"},
+     3600000, MS_US, "a new credit or payout is hidden from lookups for N ms"},
     {"async-complete-ms", F_INT, CFG(policy.async_complete_us), "N", 1000, 0,
-     3600000, MS_US, "an async- account's credit stays pending for N ms"},
+     3600000, MS_US,
+     "an async- account's credit (dst_async_ destination's payout) stays "
+     "pending for N ms"},
     {"no-atomic-same-key", F_CLEAR, CFG(policy.atomic_same_key), NULL, 0, 0,
      0, 0, "concurrent first uses of a key race and may create duplicates"},
     {"race-gap-ms", F_INT, CFG(policy.race_gap_us), "N", 50, 0, 60000, MS_US,

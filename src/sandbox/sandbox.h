@@ -3,13 +3,14 @@
  * documented, configurable and durable idempotency contract
  * (docs/sandbox.md). Private to src/sandbox/.
  *
- *   core.c      PURE: request validation, parameter comparison, the create
- *               decision, answers, the fault queue, time and amount text,
- *               the form-encoded token request. No I/O, no clock: time
+ *   core.c      PURE: the resource table (credits, payouts), request
+ *               validation, parameter comparison, the create decision,
+ *               answers, the fault queue, time and amount text, the
+ *               form-encoded token request. No I/O, no clock: time
  *               arrives as an argument.
  *   store.c     the state: SQLite (WAL, synchronous=FULL) holding credits,
- *               idempotency keys, authorization codes and counters; one
- *               transaction per request
+ *               payouts, their idempotency keys, authorization codes and
+ *               counters; one transaction per request
  *   log.c       one JSON object per line on stderr; identifiers only
  *   http.c      the libmicrohttpd edge: two-call pattern, routing, body
  *               cap, bearer authentication, dropping a connection
@@ -49,15 +50,16 @@ enum {
  * Limits (docs/sandbox.md, "Requests").
  * ========================================================================= */
 #define OG_SBX_KEY_MAX 255        /* Idempotency-Key bytes */
-#define OG_SBX_ACCOUNT_MAX 128
+#define OG_SBX_TARGET_MAX 128    /* account, destination */
 #define OG_SBX_REFERENCE_MAX 128
 #define OG_SBX_AMOUNT_MAX 40      /* canonical: 38 digits and a point */
 #define OG_SBX_AMOUNT_DIGITS 38   /* significant digits */
 #define OG_SBX_AMOUNT_SCALE 18    /* fraction digits */
 #define OG_SBX_TIME_MAX 64        /* RFC 3339 input bytes */
-#define OG_SBX_CREDIT_ID_LEN 27   /* "cr_" + 24 hex digits */
+#define OG_SBX_ID_LEN 27          /* "cr_"/"po_" + 24 hex digits */
+#define OG_SBX_PATH_ARG_MAX 64    /* the {id} segment of a route */
 #define OG_SBX_BODY_MAX 65536     /* request bodies above it: 413 */
-#define OG_SBX_LOOKUP_MAX 1000    /* credits one lookup returns */
+#define OG_SBX_LOOKUP_MAX 1000    /* records one lookup returns */
 #define OG_SBX_FAULTS_MAX 64      /* armed fault entries */
 #define OG_SBX_FAULT_COUNT_MAX 1000
 #define OG_SBX_FAULT_MS_MAX 60000
@@ -93,6 +95,12 @@ enum {
       "application/x-www-form-urlencoded)")                                    \
     X(ACCOUNT_CLOSED, 422, "account_closed",                                   \
       "the account is closed: no credit was created")                          \
+    X(DESTINATION_CLOSED, 422, "destination_closed",                           \
+      "the destination is closed: no payout was created, and none will be "   \
+      "for this key")                                                          \
+    X(PAYOUT_NOT_FOUND, 404, "payout_not_found", "no payout has this id")      \
+    X(PAYOUT_NOT_RETURNABLE, 409, "payout_not_returnable",                     \
+      "only a completed payout that was not returned yet can be returned")    \
     X(IDEMPOTENCY_MISMATCH, 422, "idempotency_mismatch",                       \
       "this Idempotency-Key was used with other parameters")                   \
     X(REQUEST_EXPIRED, 422, "request_expired",                                 \
@@ -124,6 +132,9 @@ int og_sbx_code_parse(const char *text);
 /* {"error": name, "message": message} (+ "field" when field is non-NULL).
  * New reference; NULL on out of memory. */
 json_t *og_sbx_error_json(og_sbx_code c, const char *field);
+/* The same with another message text (NULL: the code's own). */
+json_t *og_sbx_error_json_text(og_sbx_code c, const char *field,
+                               const char *message);
 
 /* ===========================================================================
  * Text: identifiers, amounts, time (core.c, pure).
@@ -151,12 +162,65 @@ int og_sbx_listen_parse(const char *hostport, char *host, size_t hostlen,
                         int *port);
 
 /* ===========================================================================
- * Credit requests (core.c, pure).
+ * Resources (core.c, pure data): what a create makes. Credits
+ * (POST /v1/credits) and payouts (POST /v1/payouts) share ONE contract —
+ * validation, idempotency with saved results and retention, expiry with
+ * skew, the visibility delay, atomic same-key handling, the fault queue —
+ * and differ only in their row of og_sbx_resources. Every function below
+ * that takes a resource is the one implementation for both: a new kind of
+ * resource is a new row (and its tables in store.c's schema), never a copy
+ * of a handler, a statement or a rule.
+ * ========================================================================= */
+typedef enum og_sbx_kind {
+    OG_SBX_CREDIT,
+    OG_SBX_PAYOUT,
+    OG_SBX_N_KINDS
+} og_sbx_kind;
+
+/* The documented test targets (accounts, destinations), by prefix. */
+typedef enum og_sbx_target_class {
+    OG_SBX_TARGET_OPEN,
+    OG_SBX_TARGET_CLOSED, /* 422 the resource's closed code, key recorded */
+    OG_SBX_TARGET_BUSY,   /* 429 rate_limited, key not recorded */
+    OG_SBX_TARGET_ASYNC,  /* 202 pending, completes later */
+    OG_SBX_N_TARGET_CLASSES
+} og_sbx_target_class;
+
+typedef struct og_sbx_resource {
+    og_sbx_kind kind;
+    const char *path;        /* create (POST) and lookups (GET) */
+    const char *list;        /* the lookup answer's array member */
+    const char *id_prefix;   /* 3 bytes, then 24 lower-case hex digits */
+    const char *id_log;      /* the log field of an id ("credit_id") */
+    const char *target;      /* the member naming where the money goes */
+    bool target_secret;      /* never logged: only a SHA-256 prefix is */
+    const char *prefix[OG_SBX_N_TARGET_CLASSES]; /* [OPEN] is NULL */
+    og_sbx_code closed;      /* the refusal of a closed target */
+    const char *completed;   /* the status of a complete effect */
+    bool returns;            /* a complete effect may be returned later */
+    /* Messages of the two shared refusals that name the resource; NULL:
+     * the code's own (which the credits API has always answered). */
+    const char *msg_expired, *msg_rate_limited;
+    /* store.c: the rows, the keys, the key's column naming its row. */
+    const char *table, *keys_table, *key_ref;
+    /* Stats members (og_sbx_stats): counters the requests update, and
+     * the row counts (c_returned NULL without returns). */
+    const char *c_requests, *c_replays, *c_mismatches, *c_lookups;
+    const char *c_rows, *c_returned;
+} og_sbx_resource;
+
+extern const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS];
+
+/* 1 when id is res's prefix and 24 lower-case hex digits. */
+bool og_sbx_id_valid(const og_sbx_resource *res, const char *id);
+
+/* ===========================================================================
+ * Create requests (core.c, pure).
  * ========================================================================= */
 
 /* The parameters a key is compared on, all validated and canonical. */
 typedef struct og_sbx_params {
-    char account[OG_SBX_ACCOUNT_MAX + 1];
+    char target[OG_SBX_TARGET_MAX + 1];      /* account or destination */
     char amount[OG_SBX_AMOUNT_MAX + 1];      /* canonical */
     char currency[4];
     char reference[OG_SBX_REFERENCE_MAX + 1];
@@ -170,25 +234,19 @@ typedef struct og_sbx_problem {
     char field[80];
 } og_sbx_problem;
 
-/* Reads the create body {account, amount, currency, reference,
+/* Reads the create body {<res->target>, amount, currency, reference,
  * expires_at} (body borrowed). 0 and *out; or -1 and *why (invalid_request
  * naming the first unknown, missing, mistyped or invalid member). */
-int og_sbx_params_parse(json_t *body, og_sbx_params *out,
-                        og_sbx_problem *why);
+int og_sbx_params_parse(const og_sbx_resource *res, json_t *body,
+                        og_sbx_params *out, og_sbx_problem *why);
 
-/* 1 when a and b are the same request: account, canonical amount,
+/* 1 when a and b are the same request: target, canonical amount,
  * currency, reference and the expires_at instant all equal. */
 bool og_sbx_params_equal(const og_sbx_params *a, const og_sbx_params *b);
 
-/* The account classes of the documented test accounts, by id prefix. */
-typedef enum og_sbx_account_class {
-    OG_SBX_ACCOUNT_OPEN,
-    OG_SBX_ACCOUNT_CLOSED,  /* "closed-": 422 account_closed, key recorded */
-    OG_SBX_ACCOUNT_BUSY,    /* "busy-": 429 rate_limited, key not recorded */
-    OG_SBX_ACCOUNT_ASYNC,   /* "async-": 202 pending, completes later */
-} og_sbx_account_class;
-
-og_sbx_account_class og_sbx_account_classify(const char *account);
+/* The class of a target by res's documented prefixes. */
+og_sbx_target_class og_sbx_target_classify(const og_sbx_resource *res,
+                                           const char *target);
 
 /* ===========================================================================
  * Time rules (core.c, pure). Every bound is half-open and uses one clock:
@@ -199,8 +257,8 @@ og_sbx_account_class og_sbx_account_classify(const char *account);
 typedef struct og_sbx_policy {
     int64_t retention_us;        /* a key is retained this long */
     int64_t skew_us;             /* tolerated lateness after expires_at */
-    int64_t visibility_delay_us; /* a credit is hidden from lookups so long */
-    int64_t async_complete_us;   /* an async- credit is pending so long */
+    int64_t visibility_delay_us; /* a new effect is hidden from lookups */
+    int64_t async_complete_us;   /* an async effect is pending so long */
     int64_t race_gap_us;         /* non-atomic: lookup-to-insert gap */
     bool atomic_same_key;        /* false: --no-atomic-same-key */
 } og_sbx_policy;
@@ -211,40 +269,50 @@ bool og_sbx_key_retained(const og_sbx_policy *p, int64_t recorded_us,
 /* A request may take effect while now <= expires_at + skew. */
 bool og_sbx_request_expired(const og_sbx_policy *p, int64_t expires_at_us,
                             int64_t now_us);
-/* A credit is visible to lookups once now >= created + visibility delay. */
-bool og_sbx_credit_visible(const og_sbx_policy *p, int64_t created_us,
+/* An effect is visible to lookups once now >= created + visibility delay.
+ * With the rule above this is the processing-window guarantee of
+ * docs/sandbox.md: nothing is created after expires_at + skew, so a lookup
+ * at or after expires_at + skew + visibility delay lists every effect its
+ * request ever had, or will have. */
+bool og_sbx_effect_visible(const og_sbx_policy *p, int64_t created_us,
                            int64_t now_us);
 
 /* ===========================================================================
- * Credits, saved results and the create decision (core.c, pure).
+ * Effects, saved results and the create decision (core.c, pure).
  *
- * A key's life (one row in idempotency_keys):
+ * A key's life (one row in the resource's keys table):
  *
- *             new key, open account             same parameters
- *   (absent) ---------------------> [credit] --------------------> replay
- *      |  |   new key, async-          |  pending -> succeeded at
+ *             new key, open target              same parameters
+ *   (absent) ---------------------> [effect] --------------------> replay
+ *      |  |   new key, async           |  pending -> complete at
  *      |  +----------------------------+  created + async_complete
- *      |      new key, closed-                  other parameters
+ *      |      new key, closed target            other parameters
  *      +----------------------------> [refusal] -----------------> 422
- *   busy-, expired, error_500_before:        idempotency_mismatch
+ *   busy, expired, error_500_before:         idempotency_mismatch
  *   nothing is recorded (absent stays absent)
- *   [credit] / [refusal] --- now >= recorded + retention ---> (absent)
+ *   [effect] / [refusal] --- now >= recorded + retention ---> (absent)
+ *
+ * A return (payouts) is a later event on the effect, not on the key: the
+ * key keeps replaying the answer the create gave.
  * ========================================================================= */
 
-typedef struct og_sbx_credit {
-    char id[OG_SBX_CREDIT_ID_LEN + 1];
+/* One credit or payout. */
+typedef struct og_sbx_record {
+    char id[OG_SBX_ID_LEN + 1];
     og_sbx_params params;
     int64_t created_us;
-    int64_t completes_us;   /* == created_us unless async- */
-} og_sbx_credit;
+    int64_t completes_us;   /* == created_us unless async */
+    bool returned;          /* returns only */
+    int64_t returned_us;    /* when returned */
+} og_sbx_record;
 
-/* A retained key's saved result: a credit, or a refusal code. */
+/* A retained key's saved result: an effect, or a refusal code. */
 typedef struct og_sbx_saved {
     og_sbx_params params;   /* what the key was first used with */
     int64_t recorded_us;
-    bool refused;           /* true: refusal; false: credit */
-    og_sbx_code refusal;    /* OG_SBX_C_ACCOUNT_CLOSED when refused */
-    og_sbx_credit credit;   /* when !refused */
+    bool refused;           /* true: refusal; false: record */
+    og_sbx_code refusal;    /* the resource's closed code when refused */
+    og_sbx_record record;   /* when !refused */
 } og_sbx_saved;
 
 typedef enum og_sbx_decision {
@@ -252,20 +320,21 @@ typedef enum og_sbx_decision {
     OG_SBX_DO_MISMATCH,      /* 422 idempotency_mismatch, nothing new */
     OG_SBX_DO_RATE_LIMIT,    /* 429, nothing recorded */
     OG_SBX_DO_EXPIRE,        /* 422 request_expired, nothing recorded */
-    OG_SBX_DO_REFUSE_CLOSED, /* record the key with 422 account_closed */
-    OG_SBX_DO_CREATE,        /* record a credit and the key */
-    OG_SBX_DO_CREATE_ASYNC,  /* record a pending credit and the key */
+    OG_SBX_DO_REFUSE_CLOSED, /* record the key with the closed refusal */
+    OG_SBX_DO_CREATE,        /* record an effect and the key */
+    OG_SBX_DO_CREATE_ASYNC,  /* record a pending effect and the key */
 } og_sbx_decision;
 
-/* What a create request does, given the key's retained saved result
- * (NULL: none) and the time of the decision. Pure; the store calls it
- * inside the transaction that acts on it. */
-og_sbx_decision og_sbx_create_decide(const og_sbx_policy *p,
+/* What a create request for res does, given the key's retained saved
+ * result (NULL: none) and the time of the decision. Pure; the store calls
+ * it inside the transaction that acts on it. */
+og_sbx_decision og_sbx_create_decide(const og_sbx_resource *res,
+                                     const og_sbx_policy *p,
                                      const og_sbx_params *req,
                                      const og_sbx_saved *saved,
                                      int64_t now_us);
 
-/* True when the decision records something (a credit or a refusal). */
+/* True when the decision records something (an effect or a refusal). */
 bool og_sbx_decision_writes(og_sbx_decision d);
 
 /* The outcome of one create: the decision, its time, and the key's saved
@@ -276,16 +345,19 @@ typedef struct og_sbx_result {
     og_sbx_saved saved;
 } og_sbx_result;
 
-/* A credit as answered: {"id","account","amount","currency","reference",
- * "status","created_at"}; status "pending" before completes_us, else
- * "succeeded". New reference; NULL on out of memory. */
-json_t *og_sbx_credit_json(const og_sbx_credit *c, int64_t now_us);
+/* A record as lookups show it: {"id", <target>, "amount", "currency",
+ * "reference", "status", "created_at"} and, once returned, "returned_at";
+ * status "pending" before completes_us, then res->completed, "returned"
+ * once returned. New reference; NULL on out of memory. */
+json_t *og_sbx_record_json(const og_sbx_resource *res,
+                           const og_sbx_record *c, int64_t now_us);
 
-/* The answer to a create: *status and *body (a new reference). A credit
- * that is still pending answers 202 {"id","status":"pending"}, a completed
- * one 201 with the credit. 0, or OG_SBX_ENOMEM. */
-int og_sbx_result_answer(const og_sbx_result *r, unsigned *status,
-                         json_t **body);
+/* The answer to a create: *status and *body (a new reference). An effect
+ * that is still pending answers 202 {"id","status":"pending"}, a complete
+ * one 201 with the record as the create made it — a later return never
+ * shows here. 0, or OG_SBX_ENOMEM. */
+int og_sbx_result_answer(const og_sbx_resource *res, const og_sbx_result *r,
+                         unsigned *status, json_t **body);
 
 /* ===========================================================================
  * Authorization codes and the token request (core.c, pure): RFC 6749
@@ -376,30 +448,26 @@ json_t *og_sbx_faults_json(const og_sbx_faults *q);
 typedef struct og_sbx_store og_sbx_store;
 
 /* Opens (creating when absent) the state database at path: WAL,
- * synchronous=FULL, foreign keys, schema version 1. 0, or OG_SBX_ESTORE
- * with one line in err. */
+ * synchronous=FULL, foreign keys, schema version 3 (older versions are
+ * upgraded in place). 0, or OG_SBX_ESTORE with one line in err. */
 int og_sbx_store_open(const char *path, og_sbx_store **out, char *err,
                       size_t errlen);
 void og_sbx_store_free(og_sbx_store *s);
 
-/* Runs one create request for key with req: prunes keys past retention,
- * reads the key, decides (og_sbx_create_decide) and acts, counting the
- * request, in one transaction — or, without atomic_same_key, in two
- * transactions with race_gap between the read and the write. 0 and *out
- * after COMMIT returned; a negative code with nothing changed. */
-int og_sbx_store_create(og_sbx_store *s, const og_sbx_policy *p,
-                        const char *key, const og_sbx_params *req,
-                        og_sbx_result *out);
+/* Runs one create request of res for key with req: prunes keys past
+ * retention, reads the key, decides (og_sbx_create_decide) and acts,
+ * counting the request, in one transaction — or, without atomic_same_key,
+ * in two transactions with race_gap between the read and the write. 0 and
+ * *out after COMMIT returned; a negative code with nothing changed. */
+int og_sbx_store_create(og_sbx_store *s, const og_sbx_resource *res,
+                        const og_sbx_policy *p, const char *key,
+                        const og_sbx_params *req, og_sbx_result *out);
 
-/* Which request og_sbx_store_count_request counts. */
-typedef enum og_sbx_request_kind {
-    OG_SBX_REQ_CREATE,  /* create_requests */
-    OG_SBX_REQ_TOKEN,   /* token_requests */
-} og_sbx_request_kind;
-
-/* Counts a request answered before it reached the state (the
- * error_500_before_effect fault). 0 or a negative code. */
-int og_sbx_store_count_request(og_sbx_store *s, og_sbx_request_kind kind);
+/* Adds one to the counter named counter (a member of og_sbx_stats that
+ * requests update: res->c_requests, "token_requests") for a request
+ * answered before it reached the state (the error_500_before_effect
+ * fault). 0 or a negative code. */
+int og_sbx_store_count_request(og_sbx_store *s, const char *counter);
 
 /* Mints a new authorization code ("ac_" and 128 random bits in hex) and
  * records it, in one transaction. 0 and out, or a negative code. */
@@ -418,25 +486,67 @@ typedef enum og_sbx_lookup_by {
     OG_SBX_BY_KEY,
 } og_sbx_lookup_by;
 
-/* The credits visible now whose reference (or creating key) is value,
- * oldest first, at most OG_SBX_LOOKUP_MAX; counts the lookup. *out is
- * malloc'd (the caller frees; NULL when *n is 0); *now_us is the time the
- * lookup saw. 0 or a negative code. */
-int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_policy *p,
-                        og_sbx_lookup_by by, const char *value,
-                        og_sbx_credit **out, size_t *n, int64_t *now_us);
+/* The records of res visible now whose reference (or creating key) is
+ * value, oldest first, at most OG_SBX_LOOKUP_MAX; counts the lookup. *out
+ * is malloc'd (the caller frees; NULL when *n is 0); *now_us is the time
+ * the lookup saw. 0 or a negative code. */
+int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
+                        const og_sbx_policy *p, og_sbx_lookup_by by,
+                        const char *value, og_sbx_record **out, size_t *n,
+                        int64_t *now_us);
+
+/* What og_sbx_store_return found. */
+typedef enum og_sbx_return_outcome {
+    OG_SBX_RETURNED,         /* marked returned now */
+    OG_SBX_RETURN_NOT_FOUND, /* no record has the id */
+    OG_SBX_RETURN_REFUSED,   /* pending, or returned already */
+} og_sbx_return_outcome;
+
+/* Marks the record id of res (res->returns) returned, in ONE write
+ * transaction: a conditional UPDATE that changes only a complete record
+ * not yet returned. 0 with *outcome, and *out and *now_us (the record as
+ * it now is, whatever the outcome but NOT_FOUND), or a negative code with
+ * nothing changed. */
+int og_sbx_store_return(og_sbx_store *s, const og_sbx_resource *res,
+                        const char *id, og_sbx_return_outcome *outcome,
+                        og_sbx_record *out, int64_t *now_us);
+
+/* GET /_control/stats, in answer order. The counters are rows of the
+ * counters table, each updated in the transaction of the request it
+ * counts; *_created, payouts_returned, codes_minted and code_exchanges
+ * are counted from the state's own rows. */
+#define OG_SBX_STATS_MAP(X)                                                    \
+    X(create_requests)                                                         \
+    X(credits_created)                                                         \
+    X(lookups)                                                                 \
+    X(idempotent_replays)                                                      \
+    X(mismatches)                                                              \
+    X(codes_minted)                                                            \
+    X(code_exchanges)                                                          \
+    X(token_requests)                                                          \
+    X(invalid_grants)                                                          \
+    X(payout_requests)                                                         \
+    X(payouts_created)                                                         \
+    X(payouts_returned)                                                        \
+    X(payout_lookups)                                                          \
+    X(payout_replays)                                                          \
+    X(payout_mismatches)
 
 typedef struct og_sbx_stats {
-    int64_t create_requests, credits_created, lookups, idempotent_replays,
-        mismatches;
-    int64_t codes_minted, code_exchanges, token_requests, invalid_grants;
+#define OG__SBX_STAT_FIELD(name) int64_t name;
+    OG_SBX_STATS_MAP(OG__SBX_STAT_FIELD)
+#undef OG__SBX_STAT_FIELD
 } og_sbx_stats;
 
-/* The counters, the number of credit rows, of code rows and of exchanged
- * codes, from one snapshot. */
+/* The member of *s named name, or NULL (core.c). */
+int64_t *og_sbx_stat(og_sbx_stats *s, const char *name);
+/* {name: value, …} in OG_SBX_STATS_MAP order. New reference or NULL. */
+json_t *og_sbx_stats_json(const og_sbx_stats *s);
+
+/* The counters and the row counts, from one snapshot. */
 int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out);
 
-/* Deletes every credit, key, code and counter in one transaction. */
+/* Deletes every record, key, code and counter in one transaction. */
 int og_sbx_store_reset(og_sbx_store *s);
 
 /* The wall clock in microseconds (the store's and the rules' clock). */
@@ -491,6 +601,7 @@ typedef struct og_sbx_req {
     const char *method;
     char path[256];
     const struct og_sbx_route *route;
+    char path_id[OG_SBX_PATH_ARG_MAX + 1]; /* the route's {id}, if any */
     int64_t start_us;                 /* monotonic */
 
     /* Headers and query, captured on the first call. */
@@ -522,9 +633,12 @@ typedef struct og_sbx_req {
 
 typedef void (*og_sbx_handler)(og_sbx_req *r);
 
-/* One route. body: takes a JSON object (optional_body: or nothing); form:
- * takes an application/x-www-form-urlencoded body instead, which the
- * handler parses itself from r->body (r->json stays NULL). */
+/* One route. path may hold one "{id}" segment, which matches a segment of
+ * 1..OG_SBX_PATH_ARG_MAX bytes (into r->path_id). body: takes a JSON
+ * object (optional_body: or nothing); form: takes an
+ * application/x-www-form-urlencoded body instead, which the handler
+ * parses itself from r->body (r->json stays NULL). res: the resource a
+ * generic handler serves (NULL for the others). */
 typedef struct og_sbx_route {
     const char *method;
     const char *path;
@@ -533,6 +647,7 @@ typedef struct og_sbx_route {
     bool optional_body;
     bool form;
     og_sbx_handler fn;
+    const og_sbx_resource *res;
 } og_sbx_route;
 
 extern const og_sbx_route og_sbx_routes[];

@@ -1,8 +1,8 @@
 /*
- * store.c — the sandbox's state in one SQLite file: credits, idempotency
- * keys with their saved results, and the request counters. The decisions
- * come from core.c; this file carries them out, and its statements sit
- * next to the code that runs them.
+ * store.c — the sandbox's state in one SQLite file: credits and payouts,
+ * their idempotency keys with the saved results, authorization codes, and
+ * the request counters. The decisions come from core.c; this file carries
+ * them out, and its statements sit next to the code that runs them.
  *
  * Invariants:
  *   S1  Durable before answered: WAL with synchronous=FULL fsyncs the log
@@ -36,6 +36,23 @@
  *       processes on one file — exactly one changes the row. The tokens it
  *       answers are not stored: like a real authorization server, the
  *       sandbox never hands out the same exchange result twice.
+ *   S9  One resource, one set of statements: every table and statement of
+ *       a credit or payout is a template instantiated per row of
+ *       og_sbx_resources (expand()), so S1-S7 hold for payouts because
+ *       they are the same code. Each resource has its own keys table: a
+ *       key names one request of one resource.
+ *   S10 A return is ONE conditional UPDATE (returned_us IS NULL, complete
+ *       by now) in a write transaction: it never undoes the create and
+ *       never touches the key, whose saved result keeps replaying (core.c
+ *       C7).
+ *   S11 Nothing becomes visible late: a record is created at the time its
+ *       transaction read after taking the write lock, and a lookup reads
+ *       its time after taking the same lock, so a lookup at time L lists
+ *       every record created at or before L - visibility delay. With S4
+ *       (nothing is created after expires_at + skew) a lookup made at or
+ *       after expires_at + skew + visibility delay lists every record its
+ *       request ever had or will have (docs/sandbox.md, "The processing
+ *       window").
  *
  * One connection serves every thread; the mutex makes each call's
  * transaction exclusive on it. Throughput is not the point of a sandbox;
@@ -52,38 +69,57 @@
 
 #include "sandbox.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define BUSY_TIMEOUT_MS 10000  /* another process holding the file */
 
-static const char schema_v1[] =
-    "CREATE TABLE credits ("
+/* ===========================================================================
+ * SQL templates (S9): every statement and table of a resource is written
+ * ONCE, with these names, and instantiated for each row of
+ * og_sbx_resources by expand():
+ *   @T        the records' table ("credits", "payouts")
+ *   @K        the keys' table ("idempotency_keys", "payout_keys")
+ *   @target   the target column ("account", "destination")
+ *   @ref      the key's column naming its record ("credit_id", "payout_id")
+ *   @returned "returned_us" with returns, else the SQL NULL
+ *   @retcol   the returned_us column's definition with returns, else ""
+ * ========================================================================= */
+
+/* A resource's tables (schema version 1 for credits, 3 for payouts). IF
+ * NOT EXISTS: a step may meet the tables of a later one in a file whose
+ * version was set back by hand; their rows stay. */
+static const char resource_tables[] =
+    "CREATE TABLE IF NOT EXISTS @T ("
     "  seq           INTEGER PRIMARY KEY," /* creation order */
     "  id            TEXT    NOT NULL UNIQUE,"
     "  idempotency_key TEXT  NOT NULL," /* the key that created it */
-    "  account       TEXT    NOT NULL,"
+    "  @target       TEXT    NOT NULL,"
     "  amount        TEXT    NOT NULL," /* canonical decimal (S7) */
     "  currency      TEXT    NOT NULL,"
     "  reference     TEXT    NOT NULL,"
     "  expires_at_us INTEGER NOT NULL,"
     "  created_us    INTEGER NOT NULL,"
     "  completes_us  INTEGER NOT NULL CHECK (completes_us >= created_us)"
+    "  @retcol"
     ");"
-    "CREATE INDEX credits_reference ON credits (reference, seq);"
-    "CREATE INDEX credits_key ON credits (idempotency_key, seq);"
-    "CREATE TABLE idempotency_keys ("
+    "CREATE INDEX IF NOT EXISTS @T_reference ON @T (reference, seq);"
+    "CREATE INDEX IF NOT EXISTS @T_key ON @T (idempotency_key, seq);"
+    "CREATE TABLE IF NOT EXISTS @K ("
     "  key           TEXT    PRIMARY KEY,"
-    "  account       TEXT    NOT NULL,"
+    "  @target       TEXT    NOT NULL,"
     "  amount        TEXT    NOT NULL,"
     "  currency      TEXT    NOT NULL,"
     "  reference     TEXT    NOT NULL,"
     "  expires_at_us INTEGER NOT NULL,"
     "  recorded_us   INTEGER NOT NULL,"
-    "  credit_id     TEXT    REFERENCES credits (id)," /* a credit, or */
-    "  error         TEXT,"                            /* a refusal */
-    "  CHECK ((credit_id IS NULL) <> (error IS NULL))"
+    "  @ref          TEXT    REFERENCES @T (id)," /* a record, or */
+    "  error         TEXT,"                       /* a refusal */
+    "  CHECK ((@ref IS NULL) <> (error IS NULL))"
     ") WITHOUT ROWID;"
-    "CREATE INDEX idempotency_keys_recorded ON idempotency_keys (recorded_us);"
-    "CREATE TABLE counters ("
+    "CREATE INDEX IF NOT EXISTS @K_recorded ON @K (recorded_us);";
+
+/* Version 1: credits, their keys, the counters. */
+static const char schema_v1[] =
+    "CREATE TABLE IF NOT EXISTS counters ("
     "  name  TEXT    PRIMARY KEY,"
     "  value INTEGER NOT NULL"
     ") WITHOUT ROWID;"
@@ -98,52 +134,26 @@ static const char schema_v2[] =
     ") WITHOUT ROWID;"
     "PRAGMA user_version = 2;";
 
-#define CREDIT_COLS                                                            \
-    "id, account, amount, currency, reference, expires_at_us, created_us,"    \
+/* Version 3: payouts (their tables come from resource_tables). */
+static const char schema_v3[] = "PRAGMA user_version = 3;";
+
+#define ROW_COLS                                                               \
+    "id, @target, amount, currency, reference, expires_at_us, created_us,"    \
     " completes_us"
 
 /* ===========================================================================
- * Statements, prepared once at open.
+ * Statements, prepared once at open: the ones of the whole state, then
+ * one block per resource (S9).
  * ========================================================================= */
 #define ST_MAP(X)                                                              \
     X(BEGIN_WRITE, "BEGIN IMMEDIATE")                                          \
     X(BEGIN_READ, "BEGIN")                                                     \
     X(COMMIT, "COMMIT")                                                        \
     X(ROLLBACK, "ROLLBACK")                                                    \
-    /* Keys past retention (og_sbx_key_retained is false): ?1 retention,     \
-     * ?2 now. */                                                              \
-    X(PRUNE_KEYS,                                                              \
-      "DELETE FROM idempotency_keys WHERE recorded_us + ?1 <= ?2")             \
-    /* A key's saved result with its credit, if it has one: ?1 key. */         \
-    X(KEY_GET,                                                                 \
-      "SELECT k.account, k.amount, k.currency, k.reference,"                   \
-      "       k.expires_at_us, k.recorded_us, k.error,"                        \
-      "       c.id, c.account, c.amount, c.currency, c.reference,"             \
-      "       c.expires_at_us, c.created_us, c.completes_us"                   \
-      " FROM idempotency_keys k LEFT JOIN credits c ON c.id = k.credit_id"     \
-      " WHERE k.key = ?1")                                                     \
-    X(CREDIT_INSERT,                                                           \
-      "INSERT INTO credits (idempotency_key, " CREDIT_COLS ")"                 \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")                          \
-    /* The first to commit owns the key (S2: never conflicts; S3: may). */    \
-    X(KEY_INSERT,                                                              \
-      "INSERT INTO idempotency_keys (key, account, amount, currency,"          \
-      "  reference, expires_at_us, recorded_us, credit_id, error)"             \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"                           \
-      " ON CONFLICT (key) DO NOTHING")                                         \
     X(COUNT_ADD,                                                               \
       "INSERT INTO counters (name, value) VALUES (?1, 1)"                      \
       " ON CONFLICT (name) DO UPDATE SET value = value + 1")                   \
-    X(BY_REFERENCE,                                                            \
-      "SELECT " CREDIT_COLS " FROM credits WHERE reference = ?1"               \
-      " ORDER BY seq")                                                         \
-    X(BY_KEY,                                                                  \
-      "SELECT " CREDIT_COLS " FROM credits WHERE idempotency_key = ?1"         \
-      " ORDER BY seq")                                                         \
     X(COUNTERS, "SELECT name, value FROM counters")                            \
-    X(CREDIT_COUNT, "SELECT count(*) FROM credits")                            \
-    X(RESET_KEYS, "DELETE FROM idempotency_keys")                              \
-    X(RESET_CREDITS, "DELETE FROM credits")                                    \
     X(RESET_COUNTERS, "DELETE FROM counters")                                  \
     X(RESET_CODES, "DELETE FROM codes")                                        \
     /* ?1 code, ?2 now. */                                                     \
@@ -155,12 +165,59 @@ static const char schema_v2[] =
     X(CODE_COUNTS,                                                             \
       "SELECT count(*), count(exchanged_us) FROM codes")
 
+/* X(name, returns only, template). */
+#define RST_MAP(X)                                                             \
+    /* Keys past retention (og_sbx_key_retained is false): ?1 retention,     \
+     * ?2 now. */                                                              \
+    X(PRUNE_KEYS, false, "DELETE FROM @K WHERE recorded_us + ?1 <= ?2")       \
+    /* A key's saved result with its record, if it has one: ?1 key. */         \
+    X(KEY_GET, false,                                                          \
+      "SELECT k.@target, k.amount, k.currency, k.reference,"                   \
+      "       k.expires_at_us, k.recorded_us, k.error,"                        \
+      "       c.id, c.@target, c.amount, c.currency, c.reference,"             \
+      "       c.expires_at_us, c.created_us, c.completes_us"                   \
+      " FROM @K k LEFT JOIN @T c ON c.id = k.@ref"                             \
+      " WHERE k.key = ?1")                                                     \
+    X(INSERT, false,                                                           \
+      "INSERT INTO @T (idempotency_key, " ROW_COLS ")"                         \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")                          \
+    /* The first to commit owns the key (S2: never conflicts; S3: may). */    \
+    X(KEY_INSERT, false,                                                       \
+      "INSERT INTO @K (key, @target, amount, currency,"                        \
+      "  reference, expires_at_us, recorded_us, @ref, error)"                  \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"                           \
+      " ON CONFLICT (key) DO NOTHING")                                         \
+    X(BY_REFERENCE, false,                                                     \
+      "SELECT " ROW_COLS ", @returned FROM @T WHERE reference = ?1"            \
+      " ORDER BY seq")                                                         \
+    X(BY_KEY, false,                                                           \
+      "SELECT " ROW_COLS ", @returned FROM @T WHERE idempotency_key = ?1"      \
+      " ORDER BY seq")                                                         \
+    X(ROW_COUNTS, false, "SELECT count(*), count(@returned) FROM @T")          \
+    X(RESET_KEYS, false, "DELETE FROM @K")                                     \
+    X(RESET_ROWS, false, "DELETE FROM @T")                                     \
+    /* S10: a row only when this statement returned a complete record. ?1   \
+     * id, ?2 now. */                                                          \
+    X(RETURN, true,                                                            \
+      "UPDATE @T SET returned_us = ?2 WHERE id = ?1 AND returned_us IS NULL"   \
+      " AND completes_us <= ?2 RETURNING 1")                                   \
+    X(BY_ID, true, "SELECT " ROW_COLS ", @returned FROM @T WHERE id = ?1")
+
 enum {
 #define ST_ENUM(name, sql) ST_##name,
     ST_MAP(ST_ENUM)
 #undef ST_ENUM
     ST_N
 };
+
+enum {
+#define RST_ENUM(name, returns, sql) RST_##name,
+    RST_MAP(RST_ENUM)
+#undef RST_ENUM
+    RST_N
+};
+
+#define ALL_ST (ST_N + OG_SBX_N_KINDS * RST_N)
 
 static const char *const st_sql[ST_N] = {
 #define ST_SQL(name, sql) sql,
@@ -174,20 +231,83 @@ static const char *const st_names[ST_N] = {
 #undef ST_NAME
 };
 
+static const struct {
+    const char *name;
+    bool returns;   /* prepared only for a resource with returns */
+    const char *sql;
+} rst_table[RST_N] = {
+#define RST_ROW(name, returns, sql) {#name, returns, sql},
+    RST_MAP(RST_ROW)
+#undef RST_ROW
+};
+
+/* Statement k of resource res, as an index of og_sbx_store.st. */
+static int rst(const og_sbx_resource *res, int k)
+{
+    return ST_N + (int)res->kind * RST_N + k;
+}
+
+/* The name of statement i, for logs ("PRUNE_KEYS"). */
+static const char *st_name(int i)
+{
+    return i < ST_N ? st_names[i] : rst_table[(i - ST_N) % RST_N].name;
+}
+
 struct og_sbx_store {
     pthread_mutex_t mu;    /* one transaction at a time on db */
     sqlite3 *db;
-    sqlite3_stmt *st[ST_N];
+    sqlite3_stmt *st[ALL_ST]; /* NULL: not prepared (returns only) */
     bool broken;           /* S6: a ROLLBACK failed */
 };
 
-/* Counter names (stats members). */
-#define C_CREATE_REQUESTS "create_requests"
-#define C_LOOKUPS "lookups"
-#define C_REPLAYS "idempotent_replays"
-#define C_MISMATCHES "mismatches"
+/* Counter names (stats members) that no resource row carries. */
 #define C_TOKEN_REQUESTS "token_requests"
 #define C_INVALID_GRANTS "invalid_grants"
+
+/* Expands template t for res into out (len). 0, or -1 when it does not
+ * fit. */
+static int expand(const og_sbx_resource *res, const char *t, char *out,
+                  size_t len)
+{
+    const struct {
+        const char *name, *value;
+    } sub[] = {
+        {"@target", res->target},
+        {"@returned", res->returns ? "returned_us" : "NULL"},
+        {"@retcol", res->returns ? ", returned_us INTEGER CHECK (returned_us"
+                                   " >= completes_us)"
+                                 : ""},
+        {"@ref", res->key_ref},
+        {"@T", res->table},
+        {"@K", res->keys_table},
+    };
+    size_t o = 0;
+
+    while (*t) {
+        const char *v = NULL;
+        size_t k, n = 1;
+
+        for (k = 0; *t == '@' && k < sizeof sub / sizeof sub[0]; k++)
+            if (strncmp(t, sub[k].name, strlen(sub[k].name)) == 0) {
+                v = sub[k].value;
+                n = strlen(sub[k].name);
+                break;
+            }
+        if (!v) {
+            if (o + 1 >= len)
+                return -1;
+            out[o++] = *t++;
+            continue;
+        }
+        if (o + strlen(v) >= len)
+            return -1;
+        memcpy(out + o, v, strlen(v));
+        o += strlen(v);
+        t += n;
+    }
+    out[o] = '\0';
+    return 0;
+}
 
 /* ===========================================================================
  * Clock
@@ -263,12 +383,23 @@ static void b_int(binder *b, int64_t v)
     b->next++;
 }
 
+/* The parameters a key is compared on, in column order: target, amount,
+ * currency, reference, expires_at_us. */
+static void b_params(binder *b, const og_sbx_params *q)
+{
+    b_text(b, q->target);
+    b_text(b, q->amount);
+    b_text(b, q->currency);
+    b_text(b, q->reference);
+    b_int(b, q->expires_at_us);
+}
+
 /* 0, OG_SBX_ESTORE on a failed bind, or OG_SBX_EINTERNAL when the number
  * of values differs from the statement's parameters (a defect). */
 static int b_done(binder *b)
 {
     if (b->rc != SQLITE_OK)
-        return sq_fail(b->s, st_names[b->i]);
+        return sq_fail(b->s, st_name(b->i));
     if (b->next - 1 != sqlite3_bind_parameter_count(b->s->st[b->i]))
         return OG_SBX_EINTERNAL;
     return 0;
@@ -280,7 +411,7 @@ static int run(og_sbx_store *s, int i)
     int rc = sqlite3_step(s->st[i]);
 
     sqlite3_reset(s->st[i]);
-    return rc == SQLITE_DONE ? 0 : sq_fail(s, st_names[i]);
+    return rc == SQLITE_DONE ? 0 : sq_fail(s, st_name(i));
 }
 
 /* Steps statement i: 1 a row, 0 done, or OG_SBX_ESTORE. */
@@ -291,7 +422,7 @@ static int next_row(og_sbx_store *s, int i)
     if (rc == SQLITE_ROW)
         return 1;
     sqlite3_reset(s->st[i]);
-    return rc == SQLITE_DONE ? 0 : sq_fail(s, st_names[i]);
+    return rc == SQLITE_DONE ? 0 : sq_fail(s, st_name(i));
 }
 
 /* Column col of statement i as text into buf (len); NULL is "". 0, or
@@ -313,13 +444,13 @@ static int col_text(og_sbx_store *s, int i, int col, char *buf, size_t len)
     return 0;
 }
 
-/* Reads parameters from columns first.. of statement i (account, amount,
+/* Reads parameters from columns first.. of statement i (target, amount,
  * currency, reference, expires_at_us). */
 static int col_params(og_sbx_store *s, int i, int first, og_sbx_params *p)
 {
     int rc;
 
-    if ((rc = col_text(s, i, first, p->account, sizeof p->account)) ||
+    if ((rc = col_text(s, i, first, p->target, sizeof p->target)) ||
         (rc = col_text(s, i, first + 1, p->amount, sizeof p->amount)) ||
         (rc = col_text(s, i, first + 2, p->currency, sizeof p->currency)) ||
         (rc = col_text(s, i, first + 3, p->reference, sizeof p->reference)))
@@ -328,16 +459,24 @@ static int col_params(og_sbx_store *s, int i, int first, og_sbx_params *p)
     return 0;
 }
 
-/* A credit from CREDIT_COLS starting at column first of statement i. */
-static int col_credit(og_sbx_store *s, int i, int first, og_sbx_credit *c)
+/* A record from ROW_COLS starting at column first of statement i, and,
+ * with_returned, the @returned column after them. */
+static int col_record(og_sbx_store *s, int i, int first, bool with_returned,
+                      og_sbx_record *c)
 {
     int rc;
 
+    memset(c, 0, sizeof *c);
     if ((rc = col_text(s, i, first, c->id, sizeof c->id)) ||
         (rc = col_params(s, i, first + 1, &c->params)))
         return rc;
     c->created_us = sqlite3_column_int64(s->st[i], first + 6);
     c->completes_us = sqlite3_column_int64(s->st[i], first + 7);
+    if (with_returned &&
+        sqlite3_column_type(s->st[i], first + 8) != SQLITE_NULL) {
+        c->returned = true;
+        c->returned_us = sqlite3_column_int64(s->st[i], first + 8);
+    }
     return 0;
 }
 
@@ -366,8 +505,9 @@ static int txn_begin(og_sbx_store *s, bool write)
  * or OG_SBX_ESTORE when the COMMIT failed (then rolled back). */
 static int txn_end(og_sbx_store *s, int rc)
 {
-    for (int i = 0; i < ST_N; i++)
-        sqlite3_reset(s->st[i]); /* no statement keeps a read open */
+    for (int i = 0; i < ALL_ST; i++)
+        sqlite3_reset(s->st[i]); /* no statement keeps a read open; NULL is
+                                    a no-op */
     if (rc == 0 && run(s, ST_COMMIT) != 0)
         rc = OG_SBX_ESTORE;
     if (rc != 0 && !sqlite3_get_autocommit(s->db) &&
@@ -424,7 +564,37 @@ static int set_wal(sqlite3 *db, char *err, size_t errlen)
     return rc;
 }
 
-/* Creates the schema in a new file; refuses a version it does not know. */
+/* The step from version i to i + 1: the resource whose tables it
+ * creates (-1: none), then its script. */
+static const struct {
+    int kind;
+    const char *sql;
+} steps[SCHEMA_VERSION] = {
+    {OG_SBX_CREDIT, schema_v1},
+    {-1, schema_v2},
+    {OG_SBX_PAYOUT, schema_v3},
+};
+
+/* Runs the step from version v. */
+static int migrate_step(sqlite3 *db, int v, char *err, size_t errlen)
+{
+    char sql[4096];
+    int rc;
+
+    if (steps[v].kind >= 0) {
+        if (expand(&og_sbx_resources[steps[v].kind], resource_tables, sql,
+                   sizeof sql) != 0) {
+            snprintf(err, errlen, "state: schema template too long");
+            return OG_SBX_EINTERNAL;
+        }
+        if ((rc = exec_or_fail(db, sql, err, errlen)) != 0)
+            return rc;
+    }
+    return exec_or_fail(db, steps[v].sql, err, errlen);
+}
+
+/* Creates the schema in a new file and upgrades an older one in place,
+ * step by step, in one transaction; refuses a version it does not know. */
 static int migrate(sqlite3 *db, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
@@ -437,17 +607,16 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
         sqlite3_step(q) == SQLITE_ROW)
         version = sqlite3_column_int(q, 0);
     sqlite3_finalize(q);
-    /* Each version's script from the one found: a version 1 file (credits
-     * only) gains the codes table and keeps its credits. */
-    if (version == 0)
-        rc = exec_or_fail(db, schema_v1, err, errlen);
-    if (rc == 0 && (version == 0 || version == 1))
-        rc = exec_or_fail(db, schema_v2, err, errlen);
-    else if (rc == 0 && version != SCHEMA_VERSION) {
+    /* Each version's step from the one found: a version 1 file (credits
+     * only) gains the codes table, a version 2 file the payout tables; the
+     * rows they hold stay. */
+    if (version < 0 || version > SCHEMA_VERSION) {
         snprintf(err, errlen, "state: schema version %d is not %d", version,
                  SCHEMA_VERSION);
         rc = OG_SBX_ESTORE;
     }
+    for (int v = version; rc == 0 && v < SCHEMA_VERSION; v++)
+        rc = migrate_step(db, v, err, errlen);
     if (rc == 0)
         return exec_or_fail(db, "COMMIT", err, errlen);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL); /* closing anyway */
@@ -484,6 +653,32 @@ static int open_db(const char *path, sqlite3 **out, char *err, size_t errlen)
     return 0;
 }
 
+/* Prepares ST_MAP, then RST_MAP for each resource (S9). */
+static int prepare_all(og_sbx_store *s, char *err, size_t errlen)
+{
+    char sql[2048];
+
+    for (int i = 0; i < ALL_ST; i++) {
+        const og_sbx_resource *res =
+            i < ST_N ? NULL : &og_sbx_resources[(i - ST_N) / RST_N];
+        int k = i < ST_N ? 0 : (i - ST_N) % RST_N;
+
+        if (res && rst_table[k].returns && !res->returns)
+            continue; /* stays NULL */
+        if (res && expand(res, rst_table[k].sql, sql, sizeof sql) != 0) {
+            snprintf(err, errlen, "state: %s: template too long", st_name(i));
+            return -1;
+        }
+        if (sqlite3_prepare_v2(s->db, res ? sql : st_sql[i], -1, &s->st[i],
+                               NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "state: preparing %s: %s", st_name(i),
+                     sqlite3_errmsg(s->db));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int og_sbx_store_open(const char *path, og_sbx_store **out, char *err,
                       size_t errlen)
 {
@@ -500,15 +695,8 @@ int og_sbx_store_open(const char *path, og_sbx_store **out, char *err,
         snprintf(err, errlen, "state: cannot create a mutex");
         return OG_SBX_ESTORE;
     }
-    if (open_db(path, &s->db, err, errlen) != 0)
+    if (open_db(path, &s->db, err, errlen) != 0 || prepare_all(s, err, errlen))
         goto fail;
-    for (int i = 0; i < ST_N; i++)
-        if (sqlite3_prepare_v2(s->db, st_sql[i], -1, &s->st[i], NULL) !=
-            SQLITE_OK) {
-            snprintf(err, errlen, "state: preparing %s: %s", st_names[i],
-                     sqlite3_errmsg(s->db));
-            goto fail;
-        }
     *out = s;
     return 0;
 fail:
@@ -520,7 +708,7 @@ void og_sbx_store_free(og_sbx_store *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < ST_N; i++)
+    for (int i = 0; i < ALL_ST; i++)
         sqlite3_finalize(s->st[i]); /* NULL is a no-op */
     sqlite3_close(s->db);
     pthread_mutex_destroy(&s->mu);
@@ -528,149 +716,142 @@ void og_sbx_store_free(og_sbx_store *s)
 }
 
 /* ===========================================================================
- * Creates (S2, S3, S4)
+ * Creates (S2, S3, S4), for any resource (S9)
  * ========================================================================= */
+
+/* One create request: what every step below reads. */
+typedef struct create_req {
+    og_sbx_store *s;
+    const og_sbx_resource *res;
+    const og_sbx_policy *p;
+    const char *key;
+    const og_sbx_params *req;
+} create_req;
 
 /* Deletes keys past retention, so the PRIMARY KEY only ever holds
  * retained keys. */
-static int prune(og_sbx_store *s, const og_sbx_policy *p, int64_t now)
+static int prune(const create_req *c, int64_t now)
 {
-    int rc;
+    int i = rst(c->res, RST_PRUNE_KEYS), rc;
+    binder b = b_start(c->s, i);
 
-    binder b = b_start(s, ST_PRUNE_KEYS);
-
-    st(s, ST_PRUNE_KEYS);
-    b_int(&b, p->retention_us);
+    st(c->s, i);
+    b_int(&b, c->p->retention_us);
     b_int(&b, now);
     if ((rc = b_done(&b)) != 0)
         return rc;
-    return run(s, ST_PRUNE_KEYS);
+    return run(c->s, i);
 }
 
 /* The key's retained saved result into *out: 1 found, 0 none, or < 0. */
-static int key_get(og_sbx_store *s, const og_sbx_policy *p, const char *key,
-                   int64_t now, og_sbx_saved *out)
+static int key_get(const create_req *c, int64_t now, og_sbx_saved *out)
 {
+    og_sbx_store *s = c->s;
+    int i = rst(c->res, RST_KEY_GET), rc, code;
+    binder b = b_start(s, i);
     char error[64];
-    int rc, code;
 
-    binder b = b_start(s, ST_KEY_GET);
-
-    st(s, ST_KEY_GET);
-    b_text(&b, key);
-    if ((rc = b_done(&b)) != 0 || (rc = next_row(s, ST_KEY_GET)) <= 0)
+    st(s, i);
+    b_text(&b, c->key);
+    if ((rc = b_done(&b)) != 0 || (rc = next_row(s, i)) <= 0)
         return rc;
     memset(out, 0, sizeof *out);
-    if ((rc = col_params(s, ST_KEY_GET, 0, &out->params)) != 0 ||
-        (rc = col_text(s, ST_KEY_GET, 6, error, sizeof error)) != 0)
+    if ((rc = col_params(s, i, 0, &out->params)) != 0 ||
+        (rc = col_text(s, i, 6, error, sizeof error)) != 0)
         return rc;
-    out->recorded_us = sqlite3_column_int64(s->st[ST_KEY_GET], 5);
+    out->recorded_us = sqlite3_column_int64(s->st[i], 5);
     out->refused = error[0] != '\0';
     if (out->refused) {
         if ((code = og_sbx_code_parse(error)) < 0)
             return OG_SBX_EINTERNAL; /* only the sandbox writes codes */
         out->refusal = (og_sbx_code)code;
-    } else if ((rc = col_credit(s, ST_KEY_GET, 7, &out->credit)) != 0) {
+    } else if ((rc = col_record(s, i, 7, false, &out->record)) != 0) {
         return rc;
     }
-    return og_sbx_key_retained(p, out->recorded_us, now) ? 1 : 0;
+    return og_sbx_key_retained(c->p, out->recorded_us, now) ? 1 : 0;
 }
 
-/* A new credit id: "cr_" and 96 random bits in hex. */
-static void credit_id_new(char out[OG_SBX_CREDIT_ID_LEN + 1])
+/* A new id: the resource's prefix and 96 random bits in hex. */
+static void id_new(const og_sbx_resource *res, char out[OG_SBX_ID_LEN + 1])
 {
     unsigned char b[12];
     char hex[2 * sizeof b + 1];
 
     randombytes_buf(b, sizeof b);
     sodium_bin2hex(hex, sizeof hex, b, sizeof b);
-    snprintf(out, OG_SBX_CREDIT_ID_LEN + 1, "cr_%s", hex);
+    snprintf(out, OG_SBX_ID_LEN + 1, "%s%s", res->id_prefix, hex);
 }
 
-/* Writes the credit and, in atomic mode, checks the key row was written. */
-static int insert_credit(og_sbx_store *s, const char *key,
-                         const og_sbx_credit *c)
+/* Writes the record. */
+static int insert_record(const create_req *c, const og_sbx_record *r)
 {
-    const og_sbx_params *q = &c->params;
-    int rc;
+    const og_sbx_params *q = &r->params;
+    int i = rst(c->res, RST_INSERT), rc;
+    binder b = b_start(c->s, i);
 
-    binder b = b_start(s, ST_CREDIT_INSERT);
-
-    st(s, ST_CREDIT_INSERT);
-    b_text(&b, key);
-    b_text(&b, c->id);
-    b_text(&b, q->account);
-    b_text(&b, q->amount);
-    b_text(&b, q->currency);
-    b_text(&b, q->reference);
-    b_int(&b, q->expires_at_us);
-    b_int(&b, c->created_us);
-    b_int(&b, c->completes_us);
+    st(c->s, i);
+    b_text(&b, c->key);
+    b_text(&b, r->id);
+    b_params(&b, q);
+    b_int(&b, r->created_us);
+    b_int(&b, r->completes_us);
     if ((rc = b_done(&b)) != 0)
         return rc;
-    return run(s, ST_CREDIT_INSERT);
+    return run(c->s, i);
 }
 
-/* Records key with saved's result; 1 when this call took the key, 0 when
- * another had (S3). */
-static int insert_key(og_sbx_store *s, const char *key,
-                      const og_sbx_saved *v)
+/* Records the key with saved's result; 1 when this call took the key, 0
+ * when another had (S3). */
+static int insert_key(const create_req *c, const og_sbx_saved *v)
 {
     const og_sbx_params *q = &v->params;
-    int rc;
+    int i = rst(c->res, RST_KEY_INSERT), rc;
+    binder b = b_start(c->s, i);
 
-    binder b = b_start(s, ST_KEY_INSERT);
-
-    st(s, ST_KEY_INSERT);
-    b_text(&b, key);
-    b_text(&b, q->account);
-    b_text(&b, q->amount);
-    b_text(&b, q->currency);
-    b_text(&b, q->reference);
-    b_int(&b, q->expires_at_us);
+    st(c->s, i);
+    b_text(&b, c->key);
+    b_params(&b, q);
     b_int(&b, v->recorded_us);
-    b_text(&b, v->refused ? NULL : v->credit.id);
+    b_text(&b, v->refused ? NULL : v->record.id);
     b_text(&b, v->refused ? og_sbx_code_name(v->refusal) : NULL);
-    if ((rc = b_done(&b)) != 0 || (rc = run(s, ST_KEY_INSERT)) != 0)
+    if ((rc = b_done(&b)) != 0 || (rc = run(c->s, i)) != 0)
         return rc;
-    return sqlite3_changes(s->db) == 1;
+    return sqlite3_changes(c->s->db) == 1;
 }
 
 /* Carries out a decision that writes: the saved result it records goes to
  * res->saved. */
-static int record(og_sbx_store *s, const og_sbx_policy *p, const char *key,
-                  const og_sbx_params *req, og_sbx_result *res)
+static int record(const create_req *c, og_sbx_result *res)
 {
     og_sbx_saved *v = &res->saved;
     int rc;
 
     memset(v, 0, sizeof *v);
-    v->params = *req;
+    v->params = *c->req;
     v->recorded_us = res->now_us;
     if (res->decision == OG_SBX_DO_REFUSE_CLOSED) {
         v->refused = true;
-        v->refusal = OG_SBX_C_ACCOUNT_CLOSED;
+        v->refusal = c->res->closed;
     } else {
-        credit_id_new(v->credit.id);
-        v->credit.params = *req;
-        v->credit.created_us = res->now_us;
-        v->credit.completes_us =
+        id_new(c->res, v->record.id);
+        v->record.params = *c->req;
+        v->record.created_us = res->now_us;
+        v->record.completes_us =
             res->now_us + (res->decision == OG_SBX_DO_CREATE_ASYNC
-                               ? p->async_complete_us
+                               ? c->p->async_complete_us
                                : 0);
-        if ((rc = insert_credit(s, key, &v->credit)) != 0)
+        if ((rc = insert_record(c, &v->record)) != 0)
             return rc;
     }
-    if ((rc = insert_key(s, key, v)) < 0)
+    if ((rc = insert_key(c, v)) < 0)
         return rc;
     /* S2: in one transaction the key was absent, so the insert took it. */
-    return rc == 0 && p->atomic_same_key ? OG_SBX_EINTERNAL : 0;
+    return rc == 0 && c->p->atomic_same_key ? OG_SBX_EINTERNAL : 0;
 }
 
 /* Acts on res->decision (saved: the key's retained result, or NULL) and
  * counts the request; runs inside the caller's write transaction. */
-static int act(og_sbx_store *s, const og_sbx_policy *p, const char *key,
-               const og_sbx_params *req, const og_sbx_saved *saved,
+static int act(const create_req *c, const og_sbx_saved *saved,
                og_sbx_result *res)
 {
     int rc = 0;
@@ -678,10 +859,10 @@ static int act(og_sbx_store *s, const og_sbx_policy *p, const char *key,
     switch (res->decision) {
     case OG_SBX_DO_REPLAY:
         res->saved = *saved;
-        rc = count(s, C_REPLAYS);
+        rc = count(c->s, c->res->c_replays);
         break;
     case OG_SBX_DO_MISMATCH:
-        rc = count(s, C_MISMATCHES);
+        rc = count(c->s, c->res->c_mismatches);
         break;
     case OG_SBX_DO_RATE_LIMIT:
     case OG_SBX_DO_EXPIRE:
@@ -689,100 +870,95 @@ static int act(og_sbx_store *s, const og_sbx_policy *p, const char *key,
     case OG_SBX_DO_REFUSE_CLOSED:
     case OG_SBX_DO_CREATE:
     case OG_SBX_DO_CREATE_ASYNC:
-        rc = record(s, p, key, req, res);
+        rc = record(c, res);
         break;
     }
-    return rc != 0 ? rc : count(s, C_CREATE_REQUESTS);
+    return rc != 0 ? rc : count(c->s, c->res->c_requests);
 }
 
 /* Reads the key and decides at the current time, inside a write
  * transaction (S4). */
-static int decide(og_sbx_store *s, const og_sbx_policy *p, const char *key,
-                  const og_sbx_params *req, og_sbx_saved *saved, bool *found,
+static int decide(const create_req *c, og_sbx_saved *saved, bool *found,
                   og_sbx_result *res)
 {
     int rc;
 
     res->now_us = og_sbx_now_us();
-    if ((rc = prune(s, p, res->now_us)) != 0 ||
-        (rc = key_get(s, p, key, res->now_us, saved)) < 0)
+    if ((rc = prune(c, res->now_us)) != 0 ||
+        (rc = key_get(c, res->now_us, saved)) < 0)
         return rc;
     *found = rc == 1;
-    res->decision = og_sbx_create_decide(p, req, *found ? saved : NULL,
-                                         res->now_us);
+    res->decision = og_sbx_create_decide(c->res, c->p, c->req,
+                                         *found ? saved : NULL, res->now_us);
     return 0;
 }
 
 /* S2: read, decide and write in one transaction. */
-static int create_atomic(og_sbx_store *s, const og_sbx_policy *p,
-                         const char *key, const og_sbx_params *req,
-                         og_sbx_result *res)
+static int create_atomic(const create_req *c, og_sbx_result *res)
 {
     og_sbx_saved saved;
     bool found;
     int rc;
 
-    if ((rc = txn_begin(s, true)) != 0)
+    if ((rc = txn_begin(c->s, true)) != 0)
         return rc;
-    rc = decide(s, p, key, req, &saved, &found, res);
+    rc = decide(c, &saved, &found, res);
     if (rc == 0)
-        rc = act(s, p, key, req, found ? &saved : NULL, res);
-    return txn_end(s, rc);
+        rc = act(c, found ? &saved : NULL, res);
+    return txn_end(c->s, rc);
 }
 
 /* S3: check, wait race_gap with no lock held, then act without checking
  * again — the hazard a provider without atomic handling has. */
-static int create_racy(og_sbx_store *s, const og_sbx_policy *p,
-                       const char *key, const og_sbx_params *req,
-                       og_sbx_result *res)
+static int create_racy(const create_req *c, og_sbx_result *res)
 {
     og_sbx_saved saved;
     bool found;
     int rc;
 
-    if ((rc = txn_begin(s, true)) != 0)
+    if ((rc = txn_begin(c->s, true)) != 0)
         return rc;
-    rc = decide(s, p, key, req, &saved, &found, res);
+    rc = decide(c, &saved, &found, res);
     if (rc == 0 && !og_sbx_decision_writes(res->decision))
-        return txn_end(s, act(s, p, key, req, found ? &saved : NULL, res));
-    if ((rc = txn_end(s, rc)) != 0)
+        return txn_end(c->s, act(c, found ? &saved : NULL, res));
+    if ((rc = txn_end(c->s, rc)) != 0)
         return rc;
-    og_sbx_sleep_us(p->race_gap_us);
-    if ((rc = txn_begin(s, true)) != 0)
+    og_sbx_sleep_us(c->p->race_gap_us);
+    if ((rc = txn_begin(c->s, true)) != 0)
         return rc;
     /* Decided again as a new key only for the time rules (C4): a request
      * never creates after its expiry, even in the gap. */
     res->now_us = og_sbx_now_us();
-    if ((rc = prune(s, p, res->now_us)) == 0) {
-        res->decision = og_sbx_create_decide(p, req, NULL, res->now_us);
-        rc = act(s, p, key, req, NULL, res);
+    if ((rc = prune(c, res->now_us)) == 0) {
+        res->decision =
+            og_sbx_create_decide(c->res, c->p, c->req, NULL, res->now_us);
+        rc = act(c, NULL, res);
     }
-    return txn_end(s, rc);
+    return txn_end(c->s, rc);
 }
 
-int og_sbx_store_create(og_sbx_store *s, const og_sbx_policy *p,
-                        const char *key, const og_sbx_params *req,
-                        og_sbx_result *out)
+int og_sbx_store_create(og_sbx_store *s, const og_sbx_resource *res,
+                        const og_sbx_policy *p, const char *key,
+                        const og_sbx_params *req, og_sbx_result *out)
 {
-    og_sbx_result res;
+    const create_req c = {s, res, p, key, req};
+    og_sbx_result r;
     int rc;
 
-    memset(&res, 0, sizeof res);
-    rc = p->atomic_same_key ? create_atomic(s, p, key, req, &res)
-                            : create_racy(s, p, key, req, &res);
+    memset(&r, 0, sizeof r);
+    rc = p->atomic_same_key ? create_atomic(&c, &r) : create_racy(&c, &r);
     if (rc == 0)
-        *out = res;
+        *out = r;
     return rc;
 }
 
-int og_sbx_store_count_request(og_sbx_store *s, og_sbx_request_kind kind)
+int og_sbx_store_count_request(og_sbx_store *s, const char *counter)
 {
     int rc;
 
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
-    return txn_end(s, count(s, kind == OG_SBX_REQ_TOKEN ? C_TOKEN_REQUESTS
-                                                        : C_CREATE_REQUESTS));
+    return txn_end(s, count(s, counter));
 }
 
 /* ===========================================================================
@@ -840,37 +1016,37 @@ int og_sbx_store_code_exchange(og_sbx_store *s, const char *code,
 }
 
 /* ===========================================================================
- * Lookups, stats, reset
+ * Lookups and returns (S11, S10)
  * ========================================================================= */
 
 /* Appends the row of statement i to *v (grown by doubling; *cap slots). */
-static int push_credit(og_sbx_store *s, int i, og_sbx_credit **v, size_t *n,
+static int push_record(og_sbx_store *s, int i, og_sbx_record **v, size_t *n,
                        size_t *cap)
 {
     if (*n == *cap) {
         size_t want = *cap ? 2 * *cap : 8;
-        og_sbx_credit *g = realloc(*v, want * sizeof **v);
+        og_sbx_record *g = realloc(*v, want * sizeof **v);
 
         if (!g)
             return OG_SBX_ENOMEM;
         *v = g;
         *cap = want;
     }
-    return col_credit(s, i, 0, &(*v)[(*n)++]);
+    return col_record(s, i, 0, true, &(*v)[(*n)++]);
 }
 
-/* The visible credits of statement i (bound), oldest first, capped. */
+/* The visible records of statement i (bound), oldest first, capped. */
 static int collect(og_sbx_store *s, const og_sbx_policy *p, int i,
-                   int64_t now, og_sbx_credit **out, size_t *n)
+                   int64_t now, og_sbx_record **out, size_t *n)
 {
-    og_sbx_credit *v = NULL;
+    og_sbx_record *v = NULL;
     size_t k = 0, cap = 0;
     int rc = 0;
 
     while (k < OG_SBX_LOOKUP_MAX && (rc = next_row(s, i)) == 1) {
-        if (!og_sbx_credit_visible(p, sqlite3_column_int64(s->st[i], 6), now))
+        if (!og_sbx_effect_visible(p, sqlite3_column_int64(s->st[i], 6), now))
             continue;
-        if ((rc = push_credit(s, i, &v, &k, &cap)) != 0)
+        if ((rc = push_record(s, i, &v, &k, &cap)) != 0)
             break;
     }
     if (rc < 0) {
@@ -882,17 +1058,19 @@ static int collect(og_sbx_store *s, const og_sbx_policy *p, int i,
     return 0;
 }
 
-int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_policy *p,
-                        og_sbx_lookup_by by, const char *value,
-                        og_sbx_credit **out, size_t *n, int64_t *now_us)
+int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
+                        const og_sbx_policy *p, og_sbx_lookup_by by,
+                        const char *value, og_sbx_record **out, size_t *n,
+                        int64_t *now_us)
 {
-    int i = by == OG_SBX_BY_KEY ? ST_BY_KEY : ST_BY_REFERENCE;
+    int i = rst(res, by == OG_SBX_BY_KEY ? RST_BY_KEY : RST_BY_REFERENCE);
     binder b = b_start(s, i);
-    og_sbx_credit *v = NULL;
+    og_sbx_record *v = NULL;
     size_t k = 0;
     int64_t now;
     int rc;
 
+    /* A write transaction: the time is read after the write lock (S11). */
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
     now = og_sbx_now_us();
@@ -900,7 +1078,7 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_policy *p,
     b_text(&b, value);
     if ((rc = b_done(&b)) == 0 &&
         (rc = collect(s, p, i, now, &v, &k)) == 0)
-        rc = count(s, C_LOOKUPS);
+        rc = count(s, res->c_lookups);
     if ((rc = txn_end(s, rc)) != 0) {
         free(v);
         return rc;
@@ -911,32 +1089,98 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_policy *p,
     return 0;
 }
 
+/* Reads the record id of res (statement BY_ID) into *out: 1, 0 when there
+ * is none, or < 0. */
+static int by_id(og_sbx_store *s, const og_sbx_resource *res, const char *id,
+                 og_sbx_record *out)
+{
+    int i = rst(res, RST_BY_ID), rc;
+    binder b = b_start(s, i);
+
+    st(s, i);
+    b_text(&b, id);
+    if ((rc = b_done(&b)) != 0 || (rc = next_row(s, i)) <= 0)
+        return rc;
+    return (rc = col_record(s, i, 0, true, out)) != 0 ? rc : 1;
+}
+
+int og_sbx_store_return(og_sbx_store *s, const og_sbx_resource *res,
+                        const char *id, og_sbx_return_outcome *outcome,
+                        og_sbx_record *out, int64_t *now_us)
+{
+    int i = rst(res, RST_RETURN), rc;
+    binder b = b_start(s, i);
+    og_sbx_return_outcome o = OG_SBX_RETURN_NOT_FOUND;
+    og_sbx_record r;
+    int64_t now;
+
+    memset(&r, 0, sizeof r);
+    if (!res->returns)
+        return OG_SBX_EINTERNAL; /* a route serves returns of returns only */
+    if ((rc = txn_begin(s, true)) != 0)
+        return rc;
+    now = og_sbx_now_us(); /* after the write lock (S4) */
+    st(s, i);
+    b_text(&b, id);
+    b_int(&b, now);
+    if ((rc = b_done(&b)) == 0 && (rc = next_row(s, i)) == 1) {
+        o = OG_SBX_RETURNED;
+        /* Steps the UPDATE to its end; the id is unique. */
+        if ((rc = next_row(s, i)) == 1)
+            rc = OG_SBX_EINTERNAL;
+    }
+    if (rc == 0 && (rc = by_id(s, res, id, &r)) == 1) {
+        if (o != OG_SBX_RETURNED)
+            o = OG_SBX_RETURN_REFUSED;
+        rc = 0;
+    } else if (rc == 0 && o == OG_SBX_RETURNED) {
+        rc = OG_SBX_EINTERNAL; /* returned a row it cannot read back */
+    }
+    if ((rc = txn_end(s, rc)) != 0)
+        return rc;
+    *outcome = o;
+    if (o != OG_SBX_RETURN_NOT_FOUND)
+        *out = r;
+    *now_us = now;
+    return 0;
+}
+
+/* ===========================================================================
+ * Stats, reset
+ * ========================================================================= */
+
 /* Reads the counters into *o (absent counters stay 0). */
 static int read_counters(og_sbx_store *s, og_sbx_stats *o)
 {
     char name[64];
+    int64_t *field;
     int rc;
 
     st(s, ST_COUNTERS);
     while ((rc = next_row(s, ST_COUNTERS)) == 1) {
-        int64_t v = sqlite3_column_int64(s->st[ST_COUNTERS], 1);
-
         if ((rc = col_text(s, ST_COUNTERS, 0, name, sizeof name)) != 0)
             return rc;
-        if (strcmp(name, C_CREATE_REQUESTS) == 0)
-            o->create_requests = v;
-        else if (strcmp(name, C_LOOKUPS) == 0)
-            o->lookups = v;
-        else if (strcmp(name, C_REPLAYS) == 0)
-            o->idempotent_replays = v;
-        else if (strcmp(name, C_MISMATCHES) == 0)
-            o->mismatches = v;
-        else if (strcmp(name, C_TOKEN_REQUESTS) == 0)
-            o->token_requests = v;
-        else if (strcmp(name, C_INVALID_GRANTS) == 0)
-            o->invalid_grants = v;
+        if ((field = og_sbx_stat(o, name)))
+            *field = sqlite3_column_int64(s->st[ST_COUNTERS], 1);
     }
     return rc;
+}
+
+/* Runs statement i, which answers one row of two counts, into *a and *b
+ * (b may be NULL). */
+static int read_counts(og_sbx_store *s, int i, int64_t *a, int64_t *b)
+{
+    int rc;
+
+    st(s, i);
+    if ((rc = next_row(s, i)) == 0)
+        return OG_SBX_EINTERNAL; /* count(*) always answers a row */
+    if (rc < 0)
+        return rc;
+    *a = sqlite3_column_int64(s->st[i], 0);
+    if (b)
+        *b = sqlite3_column_int64(s->st[i], 1);
+    return 0;
 }
 
 int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out)
@@ -947,28 +1191,21 @@ int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out)
     memset(&o, 0, sizeof o);
     if ((rc = txn_begin(s, false)) != 0)
         return rc;
-    if ((rc = read_counters(s, &o)) == 0) {
-        st(s, ST_CREDIT_COUNT);
-        rc = next_row(s, ST_CREDIT_COUNT);
-        if (rc == 1) {
-            o.credits_created =
-                sqlite3_column_int64(s->st[ST_CREDIT_COUNT], 0);
-            rc = 0;
-        } else if (rc == 0) {
-            rc = OG_SBX_EINTERNAL; /* count(*) always answers a row */
-        }
+    rc = read_counters(s, &o);
+    for (int k = 0; rc == 0 && k < OG_SBX_N_KINDS; k++) {
+        const og_sbx_resource *res = &og_sbx_resources[k];
+        int64_t *rows = og_sbx_stat(&o, res->c_rows), *returned = NULL;
+        int64_t ignored;
+
+        if (res->c_returned && !(returned = og_sbx_stat(&o, res->c_returned)))
+            rows = NULL;
+        rc = rows ? read_counts(s, rst(res, RST_ROW_COUNTS), rows,
+                                returned ? returned : &ignored)
+                  : OG_SBX_EINTERNAL; /* a row names no stats member */
     }
-    if (rc == 0) {
-        st(s, ST_CODE_COUNTS);
-        rc = next_row(s, ST_CODE_COUNTS);
-        if (rc == 1) {
-            o.codes_minted = sqlite3_column_int64(s->st[ST_CODE_COUNTS], 0);
-            o.code_exchanges = sqlite3_column_int64(s->st[ST_CODE_COUNTS], 1);
-            rc = 0;
-        } else if (rc == 0) {
-            rc = OG_SBX_EINTERNAL;
-        }
-    }
+    if (rc == 0)
+        rc = read_counts(s, ST_CODE_COUNTS, &o.codes_minted,
+                         &o.code_exchanges);
     if ((rc = txn_end(s, rc)) == 0)
         *out = o;
     return rc;
@@ -980,11 +1217,15 @@ int og_sbx_store_reset(og_sbx_store *s)
 
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
-    /* Keys first: they reference credits. */
-    st(s, ST_RESET_KEYS);
-    if ((rc = run(s, ST_RESET_KEYS)) == 0) {
-        st(s, ST_RESET_CREDITS);
-        rc = run(s, ST_RESET_CREDITS);
+    /* Keys first: they reference their records. */
+    for (int k = 0; rc == 0 && k < OG_SBX_N_KINDS; k++) {
+        const og_sbx_resource *res = &og_sbx_resources[k];
+
+        st(s, rst(res, RST_RESET_KEYS));
+        if ((rc = run(s, rst(res, RST_RESET_KEYS))) == 0) {
+            st(s, rst(res, RST_RESET_ROWS));
+            rc = run(s, rst(res, RST_RESET_ROWS));
+        }
     }
     if (rc == 0) {
         st(s, ST_RESET_COUNTERS);
