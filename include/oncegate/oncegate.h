@@ -196,7 +196,32 @@ extern "C" {
       "beneficiary id, or reserved_today without this payout's reservation")   \
     X(PAYOUT_INTENT_MISMATCH, "input.payout_intent_mismatch",                  \
       "the intent's terms differ from the payout record's: an intent is "      \
-      "bound from the authoritative record, never from a request body")
+      "bound from the authoritative record, never from a request body")        \
+    X(PAYOUT_ID, "input.payout_id_invalid",                                    \
+      "payout id must be 1-128 printable ASCII characters without spaces")     \
+    X(PAYOUT_OFFSET, "input.settlement_offset_invalid",                        \
+      "a settlement offset must be whole minutes from -840 to 840 "            \
+      "(UTC-14:00 to UTC+14:00)")                                              \
+    X(PAYOUT_LIMIT, "input.payout_limit_invalid",                              \
+      "a daily limit or an approval limit must be 0 to 999999999999999999 "    \
+      "minor units of its currency")                                           \
+    X(PAYOUT_WINDOW, "input.grant_window_invalid",                             \
+      "a payout grant's window must have 1970 <= not_before < expires_at <= "  \
+      "9999-12-31 and last at most the store's max_grant_lifetime")            \
+    X(PAYOUT_REQUESTER, "input.requester_invalid",                             \
+      "requester id and role must be 1-128 printable ASCII characters "        \
+      "without spaces")                                                        \
+    X(PAYOUT_CORRELATION, "input.correlation_id_invalid",                      \
+      "correlation id must be 1-128 printable ASCII characters without "       \
+      "spaces")                                                                \
+    X(PAYOUT_TOKEN, "input.provider_token_invalid",                            \
+      "provider token must be 1-512 printable ASCII characters without "       \
+      "spaces")                                                                \
+    X(PAYOUT_JOB, "input.job_id_invalid",                                      \
+      "job id must be a non-nil UUID (8-4-4-4-12 hex)")                        \
+    X(PAYOUT_VERSION, "input.record_version_invalid",                          \
+      "a record version must be >= 1, or 0 where the call gives 0 a meaning "  \
+      "(create; the version as read)")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
