@@ -487,6 +487,20 @@ void t_set_op_time(const char *url, const char *op_id, const char *column,
     t_raw_close(r);
 }
 
+const char *t_undo_migration_7_sql(void)
+{
+    /* the tables that reference others first; their triggers go with them */
+#define T_PAYOUT_TABLES                                                        \
+    " DROP TABLE payout_events; DROP TABLE payout_jobs;"                       \
+    " DROP TABLE payout_grants; DROP TABLE payout_decisions;"                  \
+    " DROP TABLE payouts; DROP TABLE destinations; DROP TABLE beneficiaries;"  \
+    " DROP TABLE tenant_days; DROP TABLE tenants;"
+    return t_kind == T_POSTGRES
+               ? T_PAYOUT_TABLES " DROP FUNCTION og_append_only();"
+               : T_PAYOUT_TABLES;
+#undef T_PAYOUT_TABLES
+}
+
 typedef struct t_migrator {
     const char *url;
     int rc, from, to;

@@ -132,6 +132,12 @@ void t_set_op_time(const char *url, const char *op_id, const char *column,
  * exactly one, when migrations serialize. */
 int t_concurrent_migrations(const char *url, int n, int from);
 
+/* SQL statements (each ending with ';', for inside a transaction the
+ * caller opens) that drop what migration 7 (the payout store) creates, in
+ * the backend under test, so a test can take a store back below schema 7;
+ * the caller deletes the migration records. */
+const char *t_undo_migration_7_sql(void);
+
 /* Path of the oncegate binary (OG_TEST_ONCEGATE). */
 const char *t_oncegate_bin(void);
 

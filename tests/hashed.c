@@ -531,9 +531,9 @@ static void store_mode_is_recorded_in_the_store_and_read_on_open(void **state)
 /* A readable store BELOW schema 5 that is migrated hashed gets its claims
  * rewritten under their keys, in migration 5's transaction: every replay
  * that was refused before is refused after. Below-5 is made by undoing
- * migrations 6 and 5 of a readable store by hand (what they add: the
- * redemptions table; the settings row and table, the function; their
- * versions). */
+ * migrations 7, 6 and 5 of a readable store by hand (what they add: the
+ * payout store's tables; the redemptions table; the settings row and
+ * table, the function; their versions). */
 static void readable_store_below_schema_5_migrated_hashed_keeps_every_claim(
     void **state)
 {
@@ -569,21 +569,21 @@ static void readable_store_below_schema_5_migrated_hashed_keeps_every_claim(
     assert_true(cr.consumed);
     og_store_free(s);
 
-    assert_int_equal(t_raw_exec(raw, t_kind == T_POSTGRES
-                                         ? "BEGIN;"
-                                           " DROP TABLE redemptions;"
-                                           " DROP TABLE og_store_settings;"
-                                           " DROP FUNCTION og_consumption_key(text, text);"
-                                           " DELETE FROM og_schema_migrations"
-                                           "   WHERE version >= 5;"
-                                           " COMMIT"
-                                         : "BEGIN;"
-                                           " DROP TABLE redemptions;"
-                                           " DROP TABLE og_store_settings;"
-                                           " DELETE FROM og_schema_migrations"
-                                           "   WHERE version >= 5;"
-                                           " COMMIT"),
-                     0);
+    {
+        char sql[2048];
+
+        snprintf(sql, sizeof sql,
+                 "BEGIN;%s"
+                 " DROP TABLE redemptions;"
+                 " DROP TABLE og_store_settings;%s"
+                 " DELETE FROM og_schema_migrations WHERE version >= 5;"
+                 " COMMIT",
+                 t_undo_migration_7_sql(),
+                 t_kind == T_POSTGRES
+                     ? " DROP FUNCTION og_consumption_key(text, text);"
+                     : "");
+        assert_int_equal(t_raw_exec(raw, sql), 0);
+    }
     assert_int_equal(og_store_migrate(url, &asked, &from, &to), 0);
     assert_int_equal(from, 4); /* migration 4 (retention) stays applied */
     assert_int_equal(to, OG_SCHEMA_VERSION);

@@ -10,8 +10,9 @@
  *     answers for its grant and its id: refused, or the archived record,
  *     never a second admission;
  *   - a store at schema 3 or 4 with data migrates to the current schema
- *     (6), once, under concurrent migrators, in the suite's keys, and
- *     cleanup, archiving and redemption recovery points work on it.
+ *     (7), once, under concurrent migrators, in the suite's keys, and
+ *     cleanup, archiving, redemption recovery points and the payout store
+ *     work on it.
  * Every test works in its own fresh store: cleanup and archiving act on the
  * whole store, and the counts they report are the claims under test. Times
  * are moved with SQL relative to the store's own clock; nothing sleeps.
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "oncegate/payout_store.h"
 
 #define SEC INT64_C(1000000)
 #define ISSUER "support-approvals"
@@ -779,21 +781,22 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
  * Schema 3 or 4 with data -> the current schema, under concurrent migrators
  * ========================================================================= */
 
-/* Takes e's store, at the current schema (6) and readable, back to schema
+/* Takes e's store, at the current schema (7) and readable, back to schema
  * `version` (3 or 4) with its data: the objects of the later migrations and
  * their records dropped by hand. Every store below 5 is readable (5 records
  * the keys). */
 static void r_back_to(r_env *e, int version)
 {
-    char sql[1024];
+    char sql[2048];
 
     snprintf(sql, sizeof sql,
-             "BEGIN;"
+             "BEGIN;%s"
              " DROP TABLE redemptions;"
              " DROP TABLE og_store_settings;"
              "%s%s"
              " DELETE FROM og_schema_migrations WHERE version > %d;"
              " COMMIT",
+             t_undo_migration_7_sql(),
              t_kind == T_POSTGRES
                  ? " DROP FUNCTION og_consumption_key(text, text);"
                  : "",
@@ -827,13 +830,13 @@ static bool r_has_retain_until_index(r_env *e)
 
 /* A readable store at schema `version` with data — a finished operation
  * (c), an open one (d), a revoked grant, and an admission past retention
- * (due) — migrated to 6 by four migrators at once asking for the suite's
+ * (due) — migrated to 7 by four migrators at once asking for the suite's
  * keys: exactly one finds it at `version`; the store is then in the suite's
  * keys (a hashed suite's store has its claims rewritten under their keys),
- * keeps the index cleanup walks, and its data works under 6 — refusals,
+ * keeps the index cleanup walks, and its data works under 7 — refusals,
  * cleanup, archiving, the archived operation's answers — beside the
  * redemption recovery points migration 6 adds. */
-static void r_migrates_to_6_once(int version)
+static void r_migrates_to_current_once(int version)
 {
     char tag[32];
     og_store *s = NULL;
@@ -885,7 +888,7 @@ static void r_migrates_to_6_once(int version)
     assert_true(r_held(&e, ISSUER, c.grant_id)); /* by the suite's key */
     assert_true(r_held(&e, ISSUER, rev.grant_id));
 
-    /* The data of schema `version` works under 6. */
+    /* The data of schema `version` works under 7. */
     assert_int_equal(og_operation_get(e.s, c.op, &op), 1);
     assert_int_equal(op.status, OG_OP_SUCCEEDED);
     a = r_other_op(&e, &d);
@@ -933,19 +936,29 @@ static void r_migrates_to_6_once(int version)
         assert_int_equal(p.sealed_len, sizeof sealed);
         og_redemption_point_clear(&p);
     }
+    /* And migration 7 the payout store. */
+    {
+        og_payout_tenant_settings t = {"T-migrated", false, 100, "EUR", 0};
+        og_payout_put_result pr = {OG_PAYOUT_REFUSED, 0};
+
+        assert_int_equal(og_payout_tenant_put(e.s, &t, 0, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
     r_close(&e);
 }
 
-static void version_3_store_with_data_migrates_to_6_once(void **state)
+static void version_3_store_with_data_migrates_to_the_current_schema_once(
+    void **state)
 {
     (void)state;
-    r_migrates_to_6_once(3);
+    r_migrates_to_current_once(3);
 }
 
-static void version_4_store_with_data_migrates_to_6_once(void **state)
+static void version_4_store_with_data_migrates_to_the_current_schema_once(
+    void **state)
 {
     (void)state;
-    r_migrates_to_6_once(4);
+    r_migrates_to_current_once(4);
 }
 
 const struct CMUnitTest t_retention_tests[] = {
@@ -959,8 +972,10 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(
         archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
     cmocka_unit_test(admission_and_cleanup_plans_use_indexes),
-    cmocka_unit_test(version_3_store_with_data_migrates_to_6_once),
-    cmocka_unit_test(version_4_store_with_data_migrates_to_6_once),
+    cmocka_unit_test(
+        version_3_store_with_data_migrates_to_the_current_schema_once),
+    cmocka_unit_test(
+        version_4_store_with_data_migrates_to_the_current_schema_once),
 };
 const size_t t_retention_tests_count =
     sizeof t_retention_tests / sizeof t_retention_tests[0];

@@ -425,8 +425,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
                                           og_session_bounds *out);
 
 /* The schema version this build needs: 4 operation archive (retention), 5
- * consumption keys (hashed keys), 6 redemption recovery points. */
-#define OG_SCHEMA_VERSION 6
+ * consumption keys (hashed keys), 6 redemption recovery points, 7 the
+ * payout decision side (oncegate/payout_store.h). */
+#define OG_SCHEMA_VERSION 7
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -742,8 +743,10 @@ OG_MUST_CHECK int og_store_cleanup(og_store *s, int batch, int max_batches,
 
 /* The query plans the store's engine picks, on its tables as they are now
  * and in its consumption-keys mode, for the admission statements (token and
- * row form, and the follow-up read of a claim that did not happen) and for
- * one cleanup batch of batch (1..OG_RETENTION_BATCH_MAX) rows, as Markdown:
+ * row form, and the follow-up read of a claim that did not happen), for
+ * one cleanup batch of batch (1..OG_RETENTION_BATCH_MAX) rows, and for the
+ * payout store's daily-limit reservation, job take and expiry batch
+ * (oncegate/payout_store.h), as Markdown:
  * each statement's text exactly as the store prepares it, the values it is
  * planned with, then the plan. PostgreSQL: EXPLAIN EXECUTE of the store's
  * own prepared statements, the custom plan and the generic plan PostgreSQL
