@@ -699,14 +699,17 @@ static int r_count_of(const char *hay, const char *needle)
  * shows — of the very statements the store prepares, PostgreSQL's custom
  * and generic plan each — never scan grant_consumptions: the admission's
  * claim arbitrates on its primary key and its report reads by it, and
- * cleanup walks grant_consumptions_retain_until_idx. Explaining claims and
- * deletes nothing. Every ```sql block of the output is in docs/plans.md
+ * cleanup walks grant_consumptions_retain_until_idx; the payout store's
+ * daily-limit reservation arbitrates on tenant_days_pkey, a job take walks
+ * payout_jobs_available_idx and an expiry batch
+ * payout_grants_unreleased_idx. Explaining claims and deletes nothing.
+ * Every ```sql block of the output is in docs/plans.md
  * verbatim, so the document shows the statements this build runs (its
  * plans are scripts/plans' run on a loaded store). */
 static void admission_and_cleanup_plans_use_indexes(void **state)
 {
     const char *root = getenv("OG_TEST_SOURCE_ROOT");
-    char *plan = NULL, *doc, *cleanup, path[4096];
+    char *plan = NULL, *doc, *cleanup, *reserve, *take, *expire, path[4096];
     int64_t rows, ops;
     r_env e;
 
@@ -727,6 +730,40 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
 
     cleanup = strstr(plan, "### Cleanup");
     assert_non_null(cleanup);
+    reserve = strstr(plan, "### Payout decision: the daily-limit reservation");
+    take = strstr(plan, "### Payout jobs: take");
+    expire = strstr(plan, "### Payout grants: one expiry batch");
+    assert_non_null(reserve);
+    assert_non_null(take);
+    assert_non_null(expire);
+    /* the payout store's: the reservation arbitrates on the day's key and
+     * reads the tenant by its key, a take walks the available jobs' index,
+     * an expiry batch the unreleased bindings' (each plan of each) */
+    if (t_kind == T_POSTGRES) {
+        if (strstr(reserve, "Seq Scan") || strstr(take, "Seq Scan on payout") ||
+            strstr(expire, "Seq Scan on payout_grants"))
+            fprintf(stderr, "plans:\n%s\n", reserve);
+        assert_null(strstr(reserve, "Seq Scan"));
+        assert_null(strstr(take, "Seq Scan on payout"));
+        assert_null(strstr(expire, "Seq Scan on payout_grants"));
+        assert_int_equal(r_count_of(reserve, "Conflict Arbiter Indexes: "
+                                             "tenant_days_pkey"),
+                         2);
+        assert_true(r_count_of(reserve, "using tenants_pkey") >= 2);
+        assert_true(r_count_of(take, "payout_jobs_available_idx") >= 2);
+        assert_true(r_count_of(expire, "payout_grants_unreleased_idx") >= 2);
+    } else {
+        if (strstr(reserve, "SCAN ") || strstr(take, "SCAN payout_jobs") ||
+            strstr(expire, "SCAN "))
+            fprintf(stderr, "plans:\n%s\n", reserve);
+        assert_null(strstr(reserve, "SCAN "));
+        assert_non_null(strstr(reserve, "SEARCH tenants USING PRIMARY KEY"));
+        assert_null(strstr(take, "SCAN payout_jobs"));
+        assert_non_null(strstr(take, "USING INDEX payout_jobs_available_idx"));
+        assert_null(strstr(expire, "SCAN "));
+        assert_non_null(strstr(expire,
+                               "USING INDEX payout_grants_unreleased_idx"));
+    }
     if (t_kind == T_POSTGRES) {
         if (strstr(plan, "Seq Scan on grant_consumptions") ||
             r_count_of(cleanup, "grant_consumptions_retain_until_idx") < 2)
