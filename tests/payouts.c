@@ -1060,11 +1060,10 @@ static og_payout_decision p_decide_window_past(og_store *s, const char *id,
 
 static int64_t p_released_events(t_raw *raw, const char *grant_id)
 {
-    char where[1024];
-
-    snprintf(where, sizeof where,
-             "grant_id = '%s' AND kind = 'reservation-released'", grant_id);
-    return p_count(raw, "payout_events", where);
+    return t_raw_int(raw,
+                     "SELECT count(*) FROM payout_events WHERE grant_id = '%s'"
+                     " AND kind = 'reservation-released'",
+                     grant_id);
 }
 
 #define EXPIRY_JANITORS 4

@@ -776,6 +776,15 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
+/* v (0 .. 10^n - 1) as exactly n decimal digits, zero-padded. */
+static void put_digits(char *p, int64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
 int og_payout_release_day(int64_t at_us, int offset_minutes,
                           char out[OG_PAYOUT_DAY_LEN + 1])
 {
@@ -805,7 +814,11 @@ int og_payout_release_day(int64_t at_us, int offset_minutes,
     /* 9999-12-31 + 14 h is 10000-01-01: four digits no longer hold it. */
     if (y < 0 || y > 9999)
         return OG_EINVAL;
-    snprintf(out, OG_PAYOUT_DAY_LEN + 1, "%04d-%02d-%02d", (int)y, (int)m,
-             (int)d);
+    put_digits(out, y, 4);
+    out[4] = '-';
+    put_digits(out + 5, m, 2); /* 1..12 */
+    out[7] = '-';
+    put_digits(out + 8, d, 2); /* 1..31 */
+    out[OG_PAYOUT_DAY_LEN] = '\0';
     return 0;
 }
