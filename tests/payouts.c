@@ -1747,6 +1747,57 @@ static void context_versions_move_with_every_change(void **state)
 }
 
 /* ===========================================================================
+ * A store that cannot be read or locked: unavailable, nothing decided
+ * ========================================================================= */
+static void context_that_cannot_be_read_is_unavailable_and_nothing_is_decided(
+    void **state)
+{
+    og_store *s = t_store(0, 0), *quick = t_store(1, 300);
+    t_raw *raw = t_raw_open(), *holder = t_raw_open();
+    og_payout_snapshot snap;
+    og_payout_decide_req r;
+    og_payout_decision d;
+    char id[64];
+    p_world w;
+
+    (void)state;
+    p_world_new(s, raw, &w, "locked", 5000000);
+    p_id(id, &w, "PAY", 1);
+    p_draft(s, &w, id, "4250.00");
+    r = p_req(id);
+
+    /* Another session holds what the decision needs: SQLite's write lock;
+     * on PostgreSQL an exclusive lock on payouts, which the reads wait
+     * for too (until the store's timeout). */
+    p_raw_exec(holder, t_kind == T_POSTGRES
+                           ? "BEGIN; LOCK TABLE payouts IN ACCESS EXCLUSIVE MODE"
+                           : "BEGIN IMMEDIATE");
+    assert_int_equal(og_payout_decide(quick, &r, &d), OG_ESTORE_UNAVAILABLE);
+    assert_int_equal(og_payout_context_read(quick, id, r.not_before_us, &snap),
+                     0);
+    if (t_kind == T_POSTGRES) {
+        /* "cannot read": unavailable — wait, never allow, never old facts */
+        assert_true(snap.ctx.unavailable);
+        assert_int_equal(snap.why, OG_PAYOUT_UNAVAILABLE_STORE);
+    } else {
+        /* a WAL snapshot reads past a writer: the facts as committed */
+        assert_false(snap.ctx.unavailable);
+        assert_int_equal(snap.ctx.payout.version, 1);
+    }
+    p_raw_exec(holder, "ROLLBACK");
+
+    /* Nothing of the failed decision exists; the payout decides now. */
+    assert_int_equal(p_count_payout(raw, "payout_decisions", id), 0);
+    assert_int_equal(p_get(s, id).version, 1);
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
+    t_raw_close(holder);
+    t_raw_close(raw);
+    og_store_free(quick);
+    og_store_free(s);
+}
+
+/* ===========================================================================
  * Bad input: the pure core's codes, nothing written
  * ========================================================================= */
 static void bad_payout_input_gets_the_cores_error_and_writes_nothing(
@@ -1977,6 +2028,8 @@ const struct CMUnitTest t_payout_tests[] = {
         job_is_redelivered_after_its_delivery_lease_and_acknowledged_once),
     cmocka_unit_test(resubmitted_job_points_at_the_same_grant),
     cmocka_unit_test(no_destination_token_in_decisions_grants_jobs_or_events),
+    cmocka_unit_test(
+        context_that_cannot_be_read_is_unavailable_and_nothing_is_decided),
 };
 const size_t t_payout_tests_count =
     sizeof t_payout_tests / sizeof t_payout_tests[0];
