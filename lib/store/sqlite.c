@@ -3565,11 +3565,14 @@ static int sq_payout_destination_put(void *impl,
 
 /* ---- the executor's read of a token (S7) -------------------------------- */
 
-static int sq_payout_destination_token(void *impl, const char *id,
-                                       int64_t version, char *out,
-                                       size_t outlen)
+/* A one-row read on a pool connection, outside a transaction (one SELECT
+ * is one WAL snapshot): statement which with ?1 key (and ?2 n when the
+ * statement has it); on a row, read(s, st, out). 1 read, 0 no row, or the
+ * error. */
+static int sq_read_row(sq_store *s, int which, const char *key, int64_t n,
+                       int (*read)(sq_store *, sqlite3_stmt *, void *),
+                       void *out)
 {
-    sq_store *s = impl;
     sqlite3_stmt *st;
     void *conn;
     int rc;
@@ -3577,18 +3580,35 @@ static int sq_payout_destination_token(void *impl, const char *id,
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
     sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
-    if (!(st = sq_stmt(conn, SQ_PAYOUT_DESTINATION_TOKEN))) {
+    if (!(st = sq_stmt(conn, which))) {
         rc = sq_err(conn);
     } else {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, version);
-        if ((rc = sq_step(conn, st)) == 1 &&
-            sq_text(st, 0, out, outlen) < 0)
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_bind_parameter_count(st) >= 2)
+            sqlite3_bind_int64(st, 2, n);
+        if ((rc = sq_step(conn, st)) == 1 && read(s, st, out) < 0)
             rc = OG_EINTERNAL;
         sqlite3_reset(st);
     }
     og__pool_put(s->pool, conn, false);
     return rc;
+}
+
+/* The token's reader: out is OG_PAYOUT_TOKEN_MAX + 1 bytes. */
+static int sq_token_row(sq_store *s, sqlite3_stmt *st, void *out)
+{
+    (void)s;
+    return sq_text(st, 0, out, OG_PAYOUT_TOKEN_MAX + 1);
+}
+
+static int sq_payout_destination_token(void *impl, const char *id,
+                                       int64_t version, char *out,
+                                       size_t outlen)
+{
+    if (outlen < OG_PAYOUT_TOKEN_MAX + 1)
+        return OG_EINTERNAL; /* store.c passes its own buffer */
+    return sq_read_row(impl, SQ_PAYOUT_DESTINATION_TOKEN, id, version,
+                       sq_token_row, out);
 }
 
 /* ---- drafts and cancellations -------------------------------------------- */
@@ -3763,26 +3783,15 @@ static int sq_payout_view(sqlite3_stmt *st, og_payout_view *v)
     return 0;
 }
 
+static int sq_payout_view_row(sq_store *s, sqlite3_stmt *st, void *out)
+{
+    (void)s;
+    return sq_payout_view(st, out);
+}
+
 static int sq_payout_get(void *impl, const char *id, og_payout_view *out)
 {
-    sq_store *s = impl;
-    sqlite3_stmt *st;
-    void *conn;
-    int rc;
-
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
-        return rc;
-    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
-    if (!(st = sq_stmt(conn, SQ_PAYOUT_GET))) {
-        rc = sq_err(conn);
-    } else {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if ((rc = sq_step(conn, st)) == 1 && sq_payout_view(st, out) < 0)
-            rc = OG_EINTERNAL;
-        sqlite3_reset(st);
-    }
-    og__pool_put(s->pool, conn, false);
-    return rc;
+    return sq_read_row(impl, SQ_PAYOUT_GET, id, 0, sq_payout_view_row, out);
 }
 
 /* The current row of SQ_PAYOUT_FACTS into *f. */
@@ -4241,9 +4250,10 @@ static int sq_payout_job_resubmit(void *impl, const char *id,
 
 /* ---- payout grants (Q28) --------------------------------------------------- */
 
-static int sq_payout_grant_row(sq_store *s, sqlite3_stmt *st,
-                               og_payout_grant_view *v)
+static int sq_payout_grant_row(sq_store *s, sqlite3_stmt *st, void *out)
 {
+    og_payout_grant_view *v = out;
+
     memset(v, 0, sizeof *v);
     if (sq_text(st, 0, v->grant_id, sizeof v->grant_id) < 0 ||
         sq_text(st, 1, v->decision_id, sizeof v->decision_id) < 0 ||
@@ -4277,25 +4287,8 @@ static int sq_payout_grant_row(sq_store *s, sqlite3_stmt *st,
 static int sq_payout_grant_get(void *impl, const char *grant_id,
                                og_payout_grant_view *out)
 {
-    sq_store *s = impl;
-    sqlite3_stmt *st;
-    void *conn;
-    int rc;
-
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
-        return rc;
-    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
-    if (!(st = sq_stmt(conn, SQ_PAYOUT_GRANT_GET))) {
-        rc = sq_err(conn);
-    } else {
-        sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
-        if ((rc = sq_step(conn, st)) == 1 &&
-            sq_payout_grant_row(s, st, out) < 0)
-            rc = OG_EINTERNAL;
-        sqlite3_reset(st);
-    }
-    og__pool_put(s->pool, conn, false);
-    return rc;
+    return sq_read_row(impl, SQ_PAYOUT_GRANT_GET, grant_id, 0,
+                       sq_payout_grant_row, out);
 }
 
 /* Releases grant_id's reservation once (Q28), at `at`, for `cause`, with
