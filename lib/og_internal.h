@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "oncegate/oncegate.h"
+#include "oncegate/payout_store.h"
 #include "oncegate/redeem.h"
 
 /* Admission writes the operation at this owner version. One constant, so the
@@ -265,6 +266,171 @@ typedef struct og__revoke_req {
 int og__strv_push(og_strv *sv, const char *id);
 
 /* ===========================================================================
+ * The payout store (schema 7): validated requests (store.c builds them, so
+ * a backend never sees raw input) and the pure pieces both backends share
+ * (lib/core/payout_plan.c): what the facts they read mean, and what a
+ * decision writes. Ids are checked, money is in minor units, times are in
+ * range.
+ * ========================================================================= */
+typedef struct og__payout_tenant_req {
+    char tenant_id[OG_ID_MAX + 1];
+    bool payouts_suspended;
+    int64_t daily_limit;
+    char currency[OG_CURRENCY_LEN + 1];
+    int offset_minutes;
+    int64_t expected_version; /* 0: create */
+} og__payout_tenant_req;
+
+typedef struct og__payout_beneficiary_req {
+    char beneficiary_id[OG_ID_MAX + 1];
+    char tenant_id[OG_ID_MAX + 1];
+    bool verified;
+    const char *status; /* og_payout_beneficiary_status_name(): static */
+    int64_t expected_version;
+} og__payout_beneficiary_req;
+
+typedef struct og__payout_destination_req {
+    char destination_id[OG_ID_MAX + 1];
+    char beneficiary_id[OG_ID_MAX + 1];
+    char provider_token[OG_PAYOUT_TOKEN_MAX + 1]; /* SECRET: store.c wipes
+                                                     it after the call */
+    int64_t expected_version;
+} og__payout_destination_req;
+
+typedef struct og__payout_draft_req {
+    char payout_id[OG_ID_MAX + 1];
+    char tenant_id[OG_ID_MAX + 1];
+    char beneficiary_id[OG_ID_MAX + 1];
+    char destination_id[OG_ID_MAX + 1];
+    int64_t destination_version;
+    int64_t amount_minor;
+    char currency[OG_CURRENCY_LEN + 1];
+    bool has_purpose;
+    char purpose[OG_PAYOUT_PURPOSE_MAX + 1]; /* normalized */
+    char requester_id[OG_ID_MAX + 1];
+} og__payout_draft_req;
+
+typedef struct og__payout_decide_req {
+    char payout_id[OG_ID_MAX + 1];
+    int64_t payout_version; /* 0: as read */
+    bool reauthorize;
+    char requester_id[OG_ID_MAX + 1];
+    char requester_role[OG_ID_MAX + 1];
+    int64_t approval_limit;
+    int64_t not_before_us, expires_at_us;
+    char correlation_id[OG_ID_MAX + 1];
+    /* fresh identifiers (store.c), used only when the decision writes
+     * them: the decision's always, the grant's and the job's if Allowed */
+    char decision_id[OG_UUID_LEN + 1];
+    char grant_id[OG_ID_MAX + 1];
+    char job_id[OG_UUID_LEN + 1];
+} og__payout_decide_req;
+
+/* Everything a decision reads, as the backend's two reads return it (the
+ * payout with its tenant, beneficiary and destination; then the counters
+ * of the release day). */
+typedef struct og__payout_facts {
+    bool found;                   /* false: no payout; nothing else is set
+                                     but observed_at_us */
+    char payout_id[OG_ID_MAX + 1];
+    og_payout_state state;
+    int64_t version, attempt_count;
+    char active_attempt[OG_UUID_LEN + 1]; /* "" when NULL */
+    char tenant_id[OG_ID_MAX + 1];
+    char beneficiary_id[OG_ID_MAX + 1];
+    char destination_id[OG_ID_MAX + 1];
+    int64_t destination_version;  /* the payout's terms */
+    int64_t amount_minor;
+    char currency[OG_CURRENCY_LEN + 1];
+    bool has_purpose;
+    char purpose[OG_PAYOUT_PURPOSE_MAX + 1];
+    /* tenants */
+    bool payouts_suspended;
+    int64_t daily_limit;
+    char tenant_currency[OG_CURRENCY_LEN + 1];
+    int offset_minutes;
+    int64_t settings_version;
+    /* beneficiaries */
+    bool verified;
+    og_payout_beneficiary_status beneficiary_status;
+    int64_t beneficiary_version;
+    /* destinations (never the token) */
+    char destination_beneficiary_id[OG_ID_MAX + 1];
+    int64_t destination_record_version;
+    int64_t destination_changed_at_us;
+    /* tenant_days of release_day: 0, 0, 0 when there is no row yet */
+    char release_day[OG_PAYOUT_DAY_LEN + 1];
+    int64_t paid, reserved, day_version;
+    int64_t observed_at_us;       /* the store's clock at the read */
+} og__payout_facts;
+
+/* What a decision writes, computed from the facts (og__payout_plan_decide). */
+typedef struct og__payout_plan {
+    og_payout_verdict verdict;
+    bool allowed;                 /* the verdict is Allowed: reserve,
+                                     approve, grant, job */
+    const char *mode;             /* "submit" | "reauthorize" */
+    const char *from_state;       /* the payout's state as read (Allowed) */
+    int64_t new_version;          /* Allowed: version + 1 */
+    int64_t attempt_number;       /* Allowed: attempt_count + 1 */
+} og__payout_plan;
+
+/* Text -> enum for the stored state and status: -1 when not one. */
+int og__payout_state_parse(const char *text);
+int og__payout_bstatus_parse(const char *text);
+
+/* The public snapshot of f (amount formatted, pointers bound). 0, or
+ * OG_EINTERNAL for facts the schema forbids (a currency the core refuses,
+ * a tenant currency other than the payout's). */
+int og__payout_snapshot_build(const og__payout_facts *f,
+                              og_payout_snapshot *out);
+
+/* The decision on f for r: the pure core's verdict (og_payout_evaluate,
+ * or og_payout_evaluate_reauthorization with the active attempt) over the
+ * snapshot of f with r's intent version and requester facts; a missing
+ * payout is the core's Deferred context.unavailable. 0, or OG_EINTERNAL
+ * when the core refuses the stored facts (they break the schema's rules). */
+int og__payout_plan_decide(const og__payout_facts *f, const og__payout_decide_req *r,
+                    og__payout_plan *out);
+
+/* The reservation's conditional update took nothing — another decision's
+ * reservation committed first: the decision written is Denied
+ * tenant.daily-limit, alone (the evaluated versions and fingerprint stay). */
+void og__payout_plan_limit_taken(og__payout_plan *p);
+
+/* The decision as written, for og_payout_decide's caller: r's ids, p's
+ * verdict, f's observation, the instant decided_at_us; Allowed also the
+ * grant, job, attempt, version, reservation and day. */
+void og__payout_decision_fill(const og__payout_decide_req *r,
+                              const og__payout_facts *f,
+                              const og__payout_plan *p, int64_t decided_at_us,
+                              og_payout_decision *out);
+
+/* What a put that wrote nothing means, from the report of the record as it
+ * is (exists, its version, whether a fixed field — a tenant's currency, a
+ * beneficiary's tenant — matches the request) and whether the records it
+ * names exist. */
+og_payout_write og__payout_put_classify(int64_t expected_version, bool exists,
+                                        int64_t stored_version,
+                                        bool fixed_same, bool refs_exist);
+
+/* A payout grant's state from its row at the store's clock now_us. */
+og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
+                                             int64_t expires_at_us,
+                                             int64_t leeway_us,
+                                             int64_t now_us);
+
+/* Fault points of the decision transaction (lib/core/fault.c): each acts
+ * as if the store failed there, so everything before it rolls back. */
+#define OG__FAULT_DECIDE_AFTER_RESERVATION "payout_decide_after_reservation"
+#define OG__FAULT_DECIDE_AFTER_DECISION "payout_decide_after_decision"
+#define OG__FAULT_DECIDE_BEFORE_COMMIT "payout_decide_before_commit"
+
+/* A fresh version 4 UUID (libsodium's CSPRNG), lower case. 0, or
+ * OG_EINTERNAL when libsodium cannot start. */
+int og__uuid_new(char out[OG_UUID_LEN + 1]);
+
+/* ===========================================================================
  * Backends. One const table each; store.c calls through it. A method that
  * fails writes nothing to its out-parameters.
  * ========================================================================= */
@@ -403,9 +569,10 @@ typedef struct og__store_methods {
                          og_archive_stats *out);
 
     /* Writes to out, as Markdown sections (og__explain_statement, then a
-     * plan block each), the plans of this backend's admission statements
-     * and of a cleanup batch of batch rows, in the store's keys. Executes
-     * none of them; a connection it changed a setting on is closed. */
+     * plan block each), the plans of this backend's admission statements,
+     * of a cleanup batch of batch rows, in the store's keys, and of the
+     * payout store's reservation, job take and expiry batch. Executes none
+     * of them; a connection it changed a setting on is closed. */
     int (*explain)(void *impl, int batch, FILE *out);
 
     /* ---- redemption recovery points (schema 6) ----
@@ -420,6 +587,63 @@ typedef struct og__store_methods {
     int (*redemption_get)(void *impl, const char *caller, const char *key,
                           const char *code_hash, og_redemption_found *found,
                           og_redemption_point *out);
+
+    /* ---- the payout store (schema 7) ----
+     * Inputs are validated (store.c). Each write is ONE transaction (SQLite:
+     * BEGIN IMMEDIATE; PostgreSQL: one statement, or for the decision one
+     * explicit transaction) and says what it did in *out; a write that
+     * changed nothing reports why from a read of the same transaction
+     * (SQLite) or statement (PostgreSQL), with og__payout_put_classify. */
+    int (*payout_tenant_put)(void *impl, const og__payout_tenant_req *r,
+                             og_payout_put_result *out);
+    int (*payout_beneficiary_put)(void *impl,
+                                  const og__payout_beneficiary_req *r,
+                                  og_payout_put_result *out);
+    int (*payout_destination_put)(void *impl,
+                                  const og__payout_destination_req *r,
+                                  og_payout_put_result *out);
+    /* 1 and the token in out (outlen >= OG_PAYOUT_TOKEN_MAX + 1), 0, <0. */
+    int (*payout_destination_token)(void *impl, const char *destination_id,
+                                    int64_t version, char *out,
+                                    size_t outlen);
+    int (*payout_draft)(void *impl, const og__payout_draft_req *r,
+                        og_payout_put_result *out);
+    int (*payout_cancel)(void *impl, const char *payout_id,
+                         int64_t expected_version, const char *actor,
+                         og_payout_put_result *out);
+    /* 1 found, 0 not, negative error. */
+    int (*payout_get)(void *impl, const char *payout_id, og_payout_view *out);
+    /* ONE consistent read (SQLite: a read transaction; PostgreSQL:
+     * REPEATABLE READ, READ ONLY) of the facts, the day being the release
+     * day of release_at_us in the tenant's offset. */
+    int (*payout_facts)(void *impl, const char *payout_id,
+                        int64_t release_at_us, og__payout_facts *out);
+    /* The decision transaction (og_payout_decide): the facts read with the
+     * rows locked (PostgreSQL) or under the write lock (SQLite),
+     * og__payout_plan_decide, then the writes; fault points
+     * OG__FAULT_DECIDE_*. */
+    int (*payout_decide)(void *impl, const og__payout_decide_req *r,
+                         og_payout_decision *out);
+    /* 1 taken, 0 none available, negative error. */
+    int (*payout_job_take)(void *impl, int64_t lease_us, og_payout_job *out);
+    int (*payout_job_ack)(void *impl, const char *job_id, int64_t delivery,
+                          bool *acked);
+    int (*payout_job_postpone)(void *impl, const char *job_id,
+                               int64_t delivery, int64_t delay_us,
+                               bool *postponed);
+    /* 1 and new_id written (store.c generated it), 0 no such job. */
+    int (*payout_job_resubmit)(void *impl, const char *job_id,
+                               const char *actor, const char *new_id);
+    /* 1 found (state derived with og__payout_grant_state), 0, <0. */
+    int (*payout_grant_get)(void *impl, const char *grant_id,
+                            og_payout_grant_view *out);
+    int (*payout_grant_revoke)(void *impl, const char *grant_id,
+                               const char *actor, og_revoke_outcome *out);
+    /* ONE batch of og_payout_expire_grants, with a keyset cursor on
+     * expires_at as cleanup_batch's: *taken the grants released (at most
+     * batch), *from_us raised to the greatest expires_at taken. */
+    int (*payout_expire_batch)(void *impl, int batch, int64_t *from_us,
+                               int64_t *taken);
 } og__store_methods;
 
 /* og_store_explain's Markdown: a statement's heading, its text as the

@@ -860,6 +860,9 @@ extern const size_t t_hashed_tests_count;
 /* Redemption recovery points: redemption.c. */
 extern const struct CMUnitTest t_redemption_tests[];
 extern const size_t t_redemption_tests_count;
+/* The payout decision side (schema 7): payouts.c. */
+extern const struct CMUnitTest t_payout_tests[];
+extern const size_t t_payout_tests_count;
 
 int main(int argc, char **argv)
 {
@@ -925,6 +928,10 @@ int main(int argc, char **argv)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "redemption-sqlite" : "redemption-postgres",
             t_redemption_tests, t_redemption_tests_count, NULL, NULL);
+    else if (strcmp(group, "payouts") == 0)
+        rc = _cmocka_run_group_tests(
+            t_kind == T_SQLITE ? "payouts-sqlite" : "payouts-postgres",
+            t_payout_tests, t_payout_tests_count, NULL, NULL);
     else if (strcmp(group, "outage") == 0)
         rc = _cmocka_run_group_tests(
             t_kind == T_SQLITE ? "outage-sqlite" : "outage-postgres",

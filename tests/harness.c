@@ -575,6 +575,24 @@ void t_undo_migration_7(t_raw *r)
     assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
 }
 
+void t_undo_migration_8(t_raw *r)
+{
+    char sql[1024];
+
+    /* the tables that reference others first; their triggers go with them */
+#define T_PAYOUT_TABLES                                                        \
+    " DROP TABLE payout_events; DROP TABLE payout_jobs;"                       \
+    " DROP TABLE payout_grants; DROP TABLE payout_decisions;"                  \
+    " DROP TABLE payouts; DROP TABLE destinations; DROP TABLE beneficiaries;"  \
+    " DROP TABLE tenant_days; DROP TABLE tenants;"
+    snprintf(sql, sizeof sql, "BEGIN;%s%s"
+             " DELETE FROM og_schema_migrations WHERE version = 8; COMMIT",
+             T_PAYOUT_TABLES,
+             t_kind == T_POSTGRES ? " DROP FUNCTION og_append_only();" : "");
+#undef T_PAYOUT_TABLES
+    assert_int_equal(t_raw_exec(r, sql), 0);
+}
+
 typedef struct t_migrator {
     const char *url;
     int rc, from, to;

@@ -151,6 +151,11 @@ void t_undo_migration_7(t_raw *r);
  * exactly one, when migrations serialize. */
 int t_concurrent_migrations(const char *url, int n, int from);
 
+/* Drops what migration 8 (the payout store) creates, in the backend under
+ * test, and its version row, in one transaction, so a test can take a
+ * store back below schema 8 (then t_undo_migration_7). Aborts on failure. */
+void t_undo_migration_8(t_raw *r);
+
 /* Path of the oncegate binary (OG_TEST_ONCEGATE). */
 const char *t_oncegate_bin(void);
 

@@ -10,11 +10,11 @@
  *     answers for its grant and its id: refused, or the archived record,
  *     never a second admission;
  *   - a store at schema 3, 4 or 6 with data migrates to the current schema
- *     (7), once, under concurrent migrators, in the suite's keys, and
- *     cleanup, archiving and redemption recovery points work on it; from
- *     6, every old operation is a credit whose key and reference are its
- *     id, its history and event numbering carry on, and PostgreSQL does
- *     not rewrite operations;
+ *     (8), once, under concurrent migrators, in the suite's keys, and
+ *     cleanup, archiving, redemption recovery points and the payout store
+ *     work on it; from 6, every old operation is a credit whose key and
+ *     reference are its id, its history and event numbering carry on, and
+ *     PostgreSQL does not rewrite operations;
  *   - archiving takes every terminal status (NotStarted and NotApplied
  *     too), never a Started operation.
  * Every test works in its own fresh store: cleanup and archiving act on the
@@ -29,6 +29,7 @@
 
 #include "harness.h"
 #include "og_internal.h" /* og__store_migrate_to: a store as schema 6 left it */
+#include "oncegate/payout_store.h"
 
 #define SEC INT64_C(1000000)
 #define ISSUER "support-approvals"
@@ -703,14 +704,17 @@ static int r_count_of(const char *hay, const char *needle)
  * shows — of the very statements the store prepares, PostgreSQL's custom
  * and generic plan each — never scan grant_consumptions: the admission's
  * claim arbitrates on its primary key and its report reads by it, and
- * cleanup walks grant_consumptions_retain_until_idx. Explaining claims and
- * deletes nothing. Every ```sql block of the output is in docs/plans.md
+ * cleanup walks grant_consumptions_retain_until_idx; the payout store's
+ * daily-limit reservation arbitrates on tenant_days_pkey, a job take walks
+ * payout_jobs_available_idx and an expiry batch
+ * payout_grants_unreleased_idx. Explaining claims and deletes nothing.
+ * Every ```sql block of the output is in docs/plans.md
  * verbatim, so the document shows the statements this build runs (its
  * plans are scripts/plans' run on a loaded store). */
 static void admission_and_cleanup_plans_use_indexes(void **state)
 {
     const char *root = getenv("OG_TEST_SOURCE_ROOT");
-    char *plan = NULL, *doc, *cleanup, path[4096];
+    char *plan = NULL, *doc, *cleanup, *reserve, *take, *expire, path[4096];
     int64_t rows, ops;
     r_env e;
 
@@ -731,6 +735,40 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
 
     cleanup = strstr(plan, "### Cleanup");
     assert_non_null(cleanup);
+    reserve = strstr(plan, "### Payout decision: the daily-limit reservation");
+    take = strstr(plan, "### Payout jobs: take");
+    expire = strstr(plan, "### Payout grants: one expiry batch");
+    assert_non_null(reserve);
+    assert_non_null(take);
+    assert_non_null(expire);
+    /* the payout store's: the reservation arbitrates on the day's key and
+     * reads the tenant by its key, a take walks the available jobs' index,
+     * an expiry batch the unreleased bindings' (each plan of each) */
+    if (t_kind == T_POSTGRES) {
+        if (strstr(reserve, "Seq Scan") || strstr(take, "Seq Scan on payout") ||
+            strstr(expire, "Seq Scan on payout_grants"))
+            fprintf(stderr, "plans:\n%s\n", reserve);
+        assert_null(strstr(reserve, "Seq Scan"));
+        assert_null(strstr(take, "Seq Scan on payout"));
+        assert_null(strstr(expire, "Seq Scan on payout_grants"));
+        assert_int_equal(r_count_of(reserve, "Conflict Arbiter Indexes: "
+                                             "tenant_days_pkey"),
+                         2);
+        assert_true(r_count_of(reserve, "using tenants_pkey") >= 2);
+        assert_true(r_count_of(take, "payout_jobs_available_idx") >= 2);
+        assert_true(r_count_of(expire, "payout_grants_unreleased_idx") >= 2);
+    } else {
+        if (strstr(reserve, "SCAN ") || strstr(take, "SCAN payout_jobs") ||
+            strstr(expire, "SCAN "))
+            fprintf(stderr, "plans:\n%s\n", reserve);
+        assert_null(strstr(reserve, "SCAN "));
+        assert_non_null(strstr(reserve, "SEARCH tenants USING PRIMARY KEY"));
+        assert_null(strstr(take, "SCAN payout_jobs"));
+        assert_non_null(strstr(take, "USING INDEX payout_jobs_available_idx"));
+        assert_null(strstr(expire, "SCAN "));
+        assert_non_null(strstr(expire,
+                               "USING INDEX payout_grants_unreleased_idx"));
+    }
     if (t_kind == T_POSTGRES) {
         if (strstr(plan, "Seq Scan on grant_consumptions") ||
             r_count_of(cleanup, "grant_consumptions_retain_until_idx") < 2)
@@ -785,14 +823,16 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
  * Schema 3 or 4 with data -> the current schema, under concurrent migrators
  * ========================================================================= */
 
-/* Takes e's store, at the current schema (7) and readable, back to schema
+/* Takes e's store, at the current schema (8) and readable, back to schema
  * `version` (3 or 4) with its data: the objects of the later migrations and
- * their records dropped by hand (migration 7's by t_undo_migration_7).
+ * their records dropped by hand (migrations 8 and 7 by t_undo_migration_8
+ * and t_undo_migration_7).
  * Every store below 5 is readable (5 records the keys). */
 static void r_back_to(r_env *e, int version)
 {
-    char sql[1024];
+    char sql[2048];
 
+    t_undo_migration_8(e->raw);
     t_undo_migration_7(e->raw);
     snprintf(sql, sizeof sql,
              "BEGIN;"
@@ -840,7 +880,7 @@ static bool r_has_retain_until_index(r_env *e)
  * keeps the index cleanup walks, and its data works under 7 — refusals,
  * cleanup, archiving, the archived operation's answers — beside the
  * redemption recovery points migration 6 adds. */
-static void r_migrates_to_7_once(int version)
+static void r_migrates_to_current_once(int version)
 {
     char tag[32];
     og_store *s = NULL;
@@ -940,19 +980,29 @@ static void r_migrates_to_7_once(int version)
         assert_int_equal(p.sealed_len, sizeof sealed);
         og_redemption_point_clear(&p);
     }
+    /* And migration 7 the payout store. */
+    {
+        og_payout_tenant_settings t = {"T-migrated", false, 100, "EUR", 0};
+        og_payout_put_result pr = {OG_PAYOUT_REFUSED, 0};
+
+        assert_int_equal(og_payout_tenant_put(e.s, &t, 0, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
     r_close(&e);
 }
 
-static void version_3_store_with_data_migrates_to_7_once(void **state)
+static void version_3_store_with_data_migrates_to_the_current_schema_once(
+    void **state)
 {
     (void)state;
-    r_migrates_to_7_once(3);
+    r_migrates_to_current_once(3);
 }
 
-static void version_4_store_with_data_migrates_to_7_once(void **state)
+static void version_4_store_with_data_migrates_to_the_current_schema_once(
+    void **state)
 {
     (void)state;
-    r_migrates_to_7_once(4);
+    r_migrates_to_current_once(4);
 }
 
 /* ===========================================================================
@@ -1021,7 +1071,8 @@ static void r_assert_credit_of_its_own_id(const og_operation *op)
  * checks and keep counting events past the archived ones; admissions,
  * recovery's scan, outcomes and archiving work on the old data; and a
  * payout attempt can be started on it. */
-static void version_6_store_with_data_migrates_to_7_once(void **state)
+static void version_6_store_with_data_migrates_to_the_current_schema_once(
+    void **state)
 {
     og_store_options o;
     og_store *s = NULL;
@@ -1257,9 +1308,12 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(
         archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
     cmocka_unit_test(admission_and_cleanup_plans_use_indexes),
-    cmocka_unit_test(version_3_store_with_data_migrates_to_7_once),
-    cmocka_unit_test(version_4_store_with_data_migrates_to_7_once),
-    cmocka_unit_test(version_6_store_with_data_migrates_to_7_once),
+    cmocka_unit_test(
+        version_3_store_with_data_migrates_to_the_current_schema_once),
+    cmocka_unit_test(
+        version_4_store_with_data_migrates_to_the_current_schema_once),
+    cmocka_unit_test(
+        version_6_store_with_data_migrates_to_the_current_schema_once),
     cmocka_unit_test(
         archive_takes_every_terminal_status_and_never_a_started_operation),
 };

@@ -1658,6 +1658,120 @@ static void names_are_the_seeds_and_stable(void **state)
         og_payout_exec_outcome_name((og_payout_exec_outcome)N(exec)), "?");
 }
 
+/* ===========================================================================
+ * Re-authorization (seed section 16) and the release day
+ * ========================================================================= */
+
+/* A re-authorization runs the same rules in the same order; only rule 4
+ * expects Approved with no active attempt instead of Draft. */
+static void reauthorization_expects_approved_without_an_active_attempt(
+    void **state)
+{
+    og_payout_context c = base_context();
+    og_payout_verdict v;
+
+    (void)state;
+    c.payout.state = OG_PAYOUT_STATE_APPROVED;
+    c.payout.version = 9;
+    c.intent.payout_version = 9;
+    assert_int_equal(og_payout_evaluate_reauthorization(&c, false, &v), 0);
+    assert_int_equal(v.outcome, OG_PAYOUT_ALLOWED);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_ALLOWED);
+    assert_string_equal(v.terms_fingerprint, FP_PAY3107);
+    assert_int_equal(v.evaluated.payout, 9);
+    /* an attempt still Claimed, Started or Unknown */
+    assert_int_equal(og_payout_evaluate_reauthorization(&c, true, &v), 0);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_PAYOUT_NOT_SUBMITTABLE);
+    assert_int_equal(v.outcome, OG_PAYOUT_DENIED);
+    /* a first submission of an Approved payout, and a re-authorization of
+     * a Draft, a Cancelled or an Executing one, or at another version */
+    assert_int_equal(og_payout_evaluate(&c, &v), 0);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_PAYOUT_NOT_SUBMITTABLE);
+    c.intent.payout_version = 8;
+    assert_int_equal(og_payout_evaluate_reauthorization(&c, false, &v), 0);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_PAYOUT_NOT_SUBMITTABLE);
+    c.intent.payout_version = 9;
+    {
+        static const og_payout_state others[] = {
+            OG_PAYOUT_STATE_DRAFT, OG_PAYOUT_STATE_EXECUTING,
+            OG_PAYOUT_STATE_PAID, OG_PAYOUT_STATE_CANCELLED};
+        for (size_t i = 0; i < N(others); i++) {
+            og_payout_context o = c;
+            o.payout.state = others[i];
+            assert_int_equal(og_payout_evaluate_reauthorization(&o, false, &v),
+                             0);
+            assert_int_equal(v.reason,
+                             OG_PAYOUT_REASON_PAYOUT_NOT_SUBMITTABLE);
+        }
+    }
+    /* the order of checks is the policy's: an earlier rule reports first */
+    c.tenant.payouts_suspended = true;
+    assert_int_equal(og_payout_evaluate_reauthorization(&c, true, &v), 0);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_TENANT_SUSPENDED);
+    c.tenant.payouts_suspended = false;
+    c.tenant.reserved_today = c.tenant.daily_limit;
+    assert_int_equal(og_payout_evaluate_reauthorization(&c, false, &v), 0);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_DAILY_LIMIT);
+    /* unavailable: Deferred, nothing read */
+    c.unavailable = true;
+    assert_int_equal(og_payout_evaluate_reauthorization(&c, true, &v), 0);
+    assert_int_equal(v.reason, OG_PAYOUT_REASON_CONTEXT_UNAVAILABLE);
+    assert_int_equal(og_payout_evaluate_reauthorization(NULL, false, &v),
+                     OG_EINVAL);
+}
+
+/* The local date at the tenant's offset: midnights, leap days, the ends of
+ * the range, both extreme offsets. */
+static void release_day_is_the_local_date_at_the_settlement_offset(
+    void **state)
+{
+    static const struct {
+        const char *what;
+        int64_t at_us;
+        int offset;
+        const char *day;
+    } rows[] = {
+        {"the epoch", 0, 0, "1970-01-01"},
+        {"one minute west of the epoch", 0, -1, "1969-12-31"},
+        {"UTC midnight", INT64_C(1772323200000000), 0, "2026-03-01"},
+        {"the microsecond before", INT64_C(1772323199999999), 0,
+         "2026-02-28"},
+        {"UTC midnight seen from UTC-05:00", INT64_C(1772323200000000), -300,
+         "2026-02-28"},
+        {"2024 is a leap year", INT64_C(1709208000000000), 0, "2024-02-29"},
+        {"2000 is a leap year", INT64_C(951782400000000), 0, "2000-02-29"},
+        {"2100 is not: 23:30Z at UTC+01:00", INT64_C(4107540600000000), 60,
+         "2100-03-01"},
+        {"the seed's 09:58 batch day, UTC+14:00", NOW, 840, "2027-01-15"},
+        {"16:00Z at UTC+14:00 is the next day", NOW + 8 * 3600 * SEC, 840,
+         "2027-01-16"},
+        {"08:00Z at UTC-14:00 is the day before", NOW, -840, "2027-01-14"},
+        {"the last instant", INT64_C(253402300799999999), 0, "9999-12-31"},
+    };
+    char day[OG_PAYOUT_DAY_LEN + 1];
+
+    (void)state;
+    for (size_t i = 0; i < N(rows); i++) {
+        memset(day, 0, sizeof day);
+        assert_int_equal(og_payout_release_day(rows[i].at_us, rows[i].offset,
+                                               day),
+                         0);
+        if (strcmp(day, rows[i].day) != 0)
+            fprintf(stderr, "%s: %s\n", rows[i].what, day);
+        assert_string_equal(day, rows[i].day);
+    }
+    strcpy(day, "untouched!");
+    assert_int_equal(og_payout_release_day(0, 841, day), OG_EPAYOUT_OFFSET);
+    assert_int_equal(og_payout_release_day(0, -841, day), OG_EPAYOUT_OFFSET);
+    assert_int_equal(og_payout_release_day(-1, 0, day), OG_EINVAL);
+    /* 9999-12-31T23:59Z at UTC+00:01 is in year 10000 */
+    assert_int_equal(og_payout_release_day(INT64_C(253402300799999999), 1,
+                                           day),
+                     OG_EINVAL);
+    assert_string_equal(day, "untouched!");
+    assert_int_equal(og_payout_release_day(0, 0, NULL), OG_EINVAL);
+}
+
 /* The new codes were appended: the existing ones keep their values. */
 static void error_codes_were_appended(void **state)
 {
@@ -1675,6 +1789,16 @@ static void error_codes_were_appended(void **state)
         {OG_EPAYOUT_FINGERPRINT, "input.terms_fingerprint_invalid"},
         {OG_EPAYOUT_CONTEXT, "input.payout_context_invalid"},
         {OG_EPAYOUT_INTENT_MISMATCH, "input.payout_intent_mismatch"},
+        /* the payout store's (schema 7) */
+        {OG_EPAYOUT_ID, "input.payout_id_invalid"},
+        {OG_EPAYOUT_OFFSET, "input.settlement_offset_invalid"},
+        {OG_EPAYOUT_LIMIT, "input.payout_limit_invalid"},
+        {OG_EPAYOUT_WINDOW, "input.grant_window_invalid"},
+        {OG_EPAYOUT_REQUESTER, "input.requester_invalid"},
+        {OG_EPAYOUT_CORRELATION, "input.correlation_id_invalid"},
+        {OG_EPAYOUT_TOKEN, "input.provider_token_invalid"},
+        {OG_EPAYOUT_JOB, "input.job_id_invalid"},
+        {OG_EPAYOUT_VERSION, "input.record_version_invalid"},
     };
 
     (void)state;
@@ -1715,6 +1839,9 @@ int main(void)
         cmocka_unit_test(execution_recheck),
         cmocka_unit_test(decision_fingerprint_is_what_the_recheck_compares),
         cmocka_unit_test(execution_recheck_errors),
+        cmocka_unit_test(
+            reauthorization_expects_approved_without_an_active_attempt),
+        cmocka_unit_test(release_day_is_the_local_date_at_the_settlement_offset),
         cmocka_unit_test(names_are_the_seeds_and_stable),
         cmocka_unit_test(error_codes_were_appended),
     };

@@ -202,7 +202,32 @@ extern "C" {
       "bound from the authoritative record, never from a request body")        \
     X(DESTINATION, "input.destination_invalid",                                \
       "payout destination must be 1-128 printable ASCII characters without "   \
-      "spaces")
+      "spaces")                                                                \
+    X(PAYOUT_ID, "input.payout_id_invalid",                                    \
+      "payout id must be 1-128 printable ASCII characters without spaces")     \
+    X(PAYOUT_OFFSET, "input.settlement_offset_invalid",                        \
+      "a settlement offset must be whole minutes from -840 to 840 "            \
+      "(UTC-14:00 to UTC+14:00)")                                              \
+    X(PAYOUT_LIMIT, "input.payout_limit_invalid",                              \
+      "a daily limit or an approval limit must be 0 to 999999999999999999 "    \
+      "minor units of its currency")                                           \
+    X(PAYOUT_WINDOW, "input.grant_window_invalid",                             \
+      "a payout grant's window must have 1970 <= not_before < expires_at <= "  \
+      "9999-12-31 and last at most the store's max_grant_lifetime")            \
+    X(PAYOUT_REQUESTER, "input.requester_invalid",                             \
+      "requester id and role must be 1-128 printable ASCII characters "        \
+      "without spaces")                                                        \
+    X(PAYOUT_CORRELATION, "input.correlation_id_invalid",                      \
+      "correlation id must be 1-128 printable ASCII characters without "       \
+      "spaces")                                                                \
+    X(PAYOUT_TOKEN, "input.provider_token_invalid",                            \
+      "provider token must be 1-512 printable ASCII characters without "       \
+      "spaces")                                                                \
+    X(PAYOUT_JOB, "input.job_id_invalid",                                      \
+      "job id must be a non-nil UUID (8-4-4-4-12 hex)")                        \
+    X(PAYOUT_VERSION, "input.record_version_invalid",                          \
+      "a record version must be >= 1, or 0 where the call gives 0 a meaning "  \
+      "(create; the version as read)")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -408,8 +433,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
 /* The schema version this build needs: 4 operation archive (retention), 5
  * consumption keys (hashed keys), 6 redemption recovery points, 7 operation
  * kinds, idempotency keys and client references, and the statuses Started,
- * NotStarted and NotApplied (payout attempts). */
-#define OG_SCHEMA_VERSION 7
+ * NotStarted and NotApplied (payout attempts), 8 the payout decision side
+ * (oncegate/payout_store.h). */
+#define OG_SCHEMA_VERSION 8
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -828,8 +854,10 @@ OG_MUST_CHECK int og_store_cleanup(og_store *s, int batch, int max_batches,
 
 /* The query plans the store's engine picks, on its tables as they are now
  * and in its consumption-keys mode, for the admission statements (token and
- * row form, and the follow-up read of a claim that did not happen) and for
- * one cleanup batch of batch (1..OG_RETENTION_BATCH_MAX) rows, as Markdown:
+ * row form, and the follow-up read of a claim that did not happen), for
+ * one cleanup batch of batch (1..OG_RETENTION_BATCH_MAX) rows, and for the
+ * payout store's daily-limit reservation, job take and expiry batch
+ * (oncegate/payout_store.h), as Markdown:
  * each statement's text exactly as the store prepares it, the values it is
  * planned with, then the plan. PostgreSQL: EXPLAIN EXECUTE of the store's
  * own prepared statements, the custom plan and the generic plan PostgreSQL

@@ -330,8 +330,9 @@ typedef enum og_payout_outcome {
     X(BENEFICIARY_NOT_ELIGIBLE, "beneficiary.not-eligible", DENIED)            \
     /* registered to another beneficiary, or at another version */             \
     X(DESTINATION_NOT_REGISTERED, "destination.not-registered", DENIED)        \
-    /* not in the expected state (Draft; Approved for a recheck), or the       \
-     * record's version is not the one evaluated */                            \
+    /* not in the expected state (Draft; for a re-authorization Approved     \
+     * with no active attempt; Approved for a recheck), or the record's       \
+     * version is not the one evaluated */                                    \
     X(PAYOUT_NOT_SUBMITTABLE, "payout.not-submittable", DENIED)                \
     /* paid + reserved + amount > daily limit, or the sum overflows */         \
     X(DAILY_LIMIT, "tenant.daily-limit", DENIED)                               \
@@ -379,6 +380,41 @@ typedef struct og_payout_verdict {
  * OG_EPAYOUT_INTENT_MISMATCH, with *out untouched. */
 OG_MUST_CHECK int og_payout_evaluate(const og_payout_context *ctx,
                                      og_payout_verdict *out);
+
+/* The same for a re-authorization (seed section 16: a materially new
+ * attempt of a payout whose earlier attempt reached a terminal state): the
+ * rules of og_payout_evaluate in the same order, except that rule 4
+ * (payout.not-submittable) expects the payout Approved at
+ * ctx->intent.payout_version with no active attempt (active_attempt false:
+ * no attempt is Claimed, Started or Unknown) instead of Draft. Returns as
+ * og_payout_evaluate. */
+OG_MUST_CHECK int og_payout_evaluate_reauthorization(
+    const og_payout_context *ctx, bool active_attempt, og_payout_verdict *out);
+
+/* ---------------------------------------------------------------------------
+ * The release day (seed section 5: "A reservation belongs to the payout's
+ * release date in the tenant's settlement time zone").
+ *
+ * A tenant's settlement time zone is a fixed offset from UTC in whole
+ * minutes, not a zone name: the day is then the same arithmetic in every
+ * engine and in C, with no time-zone database whose version could make two
+ * services disagree about a day. A zone that observes daylight saving time
+ * is an operator's change of the offset twice a year, a settings change
+ * like any other (it moves the tenant's settings version, which the claim
+ * fences). A reservation keeps the day it was made for.
+ * ------------------------------------------------------------------------- */
+#define OG_PAYOUT_DAY_LEN 10     /* "YYYY-MM-DD" */
+#define OG_PAYOUT_OFFSET_MAX 840 /* minutes: UTC-14:00 .. UTC+14:00 */
+
+/* The calendar date (proleptic Gregorian) of the instant at_us
+ * (microseconds since the epoch, 1970-01-01 .. 9999-12-31T23:59:59.999999Z)
+ * seen at UTC + offset_minutes, as "YYYY-MM-DD" into out. A day runs from
+ * local midnight inclusive to the next midnight exclusive. Returns 0, or
+ * OG_EPAYOUT_OFFSET (|offset_minutes| > OG_PAYOUT_OFFSET_MAX), OG_EINVAL
+ * (at_us out of range, a date after 9999-12-31, out NULL), with out
+ * untouched. */
+OG_MUST_CHECK int og_payout_release_day(int64_t at_us, int offset_minutes,
+                                        char out[OG_PAYOUT_DAY_LEN + 1]);
 
 /* ---------------------------------------------------------------------------
  * The execution recheck (seed section 9, EvaluateForExecution).

@@ -19,6 +19,12 @@
  *                   succeeded: the admitted callers get
  *                   OG_ESTORE_UNAVAILABLE as if the acknowledgment was lost;
  *                   the commit stays.
+ *   payout_decide_after_reservation, payout_decide_after_decision,
+ *   payout_decide_before_commit
+ *                   both backends' og_payout_decide, after the reservation,
+ *                   after the decision row, before COMMIT: the call fails
+ *                   with OG_ESTORE_UNAVAILABLE as if the store failed there,
+ *                   and the transaction is rolled back (nothing of it stays).
  */
 #include <stdlib.h>
 #include <string.h>

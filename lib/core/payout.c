@@ -516,6 +516,8 @@ typedef struct og__eval {
     const og__terms *terms;
     og_payout_state want_state;
     int64_t want_version;
+    bool active_attempt; /* a re-authorization's payout has an attempt that
+                            is not terminal yet: not submittable */
     bool own_reserved;
 } og__eval;
 
@@ -540,7 +542,7 @@ static bool destination_not_registered(const og__eval *e)
 static bool payout_not_submittable(const og__eval *e)
 {
     return e->ctx->payout.state != e->want_state ||
-           e->ctx->payout.version != e->want_version;
+           e->ctx->payout.version != e->want_version || e->active_attempt;
 }
 
 /* paid + reserved + amount > limit, where reserved excludes this payout's
@@ -644,7 +646,11 @@ static int context_check(const og_payout_context *ctx)
     return 0;
 }
 
-int og_payout_evaluate(const og_payout_context *ctx, og_payout_verdict *out)
+/* og_payout_evaluate and og_payout_evaluate_reauthorization: the payout
+ * expected in want_state at ctx->intent.payout_version. */
+static int evaluate_intent(const og_payout_context *ctx,
+                           og_payout_state want_state, bool active_attempt,
+                           og_payout_verdict *out)
 {
     og_payout_verdict v;
     og__terms intent, record;
@@ -673,11 +679,23 @@ int og_payout_evaluate(const og_payout_context *ctx, og_payout_verdict *out)
     if (strcmp(v.terms_fingerprint, record_fp) != 0)
         return OG_EPAYOUT_INTENT_MISMATCH;
 
-    og__eval e = {ctx, &intent, OG_PAYOUT_STATE_DRAFT,
-                  ctx->intent.payout_version, false};
+    og__eval e = {ctx, &intent, want_state, ctx->intent.payout_version,
+                  active_attempt, false};
     rules_run(&e, &v);
     *out = v;
     return 0;
+}
+
+int og_payout_evaluate(const og_payout_context *ctx, og_payout_verdict *out)
+{
+    return evaluate_intent(ctx, OG_PAYOUT_STATE_DRAFT, false, out);
+}
+
+int og_payout_evaluate_reauthorization(const og_payout_context *ctx,
+                                       bool active_attempt,
+                                       og_payout_verdict *out)
+{
+    return evaluate_intent(ctx, OG_PAYOUT_STATE_APPROVED, active_attempt, out);
 }
 
 int og_payout_evaluate_for_execution(const og_payout_context *ctx,
@@ -729,7 +747,7 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
         return OG_EPAYOUT_CONTEXT;
 
     og__eval e = {ctx, &current, OG_PAYOUT_STATE_APPROVED,
-                  grant->executable_payout_version, true};
+                  grant->executable_payout_version, false, true};
     rules_run(&e, &x.recheck);
     memcpy(x.recheck.terms_fingerprint, current_fp, sizeof current_fp);
     x.rechecked = true;
@@ -742,5 +760,65 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
     x.reason = OG_PAYOUT_WORKER_NONE;
     x.relied = x.recheck.evaluated;
     *out = x;
+    return 0;
+}
+
+/* ===========================================================================
+ * The release day
+ * ========================================================================= */
+
+/* Floor division for a positive divisor: the day of an instant before a
+ * local midnight is the earlier one, also below zero. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* v (0 .. 10^n - 1) as exactly n decimal digits, zero-padded. */
+static void put_digits(char *p, int64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+int og_payout_release_day(int64_t at_us, int offset_minutes,
+                          char out[OG_PAYOUT_DAY_LEN + 1])
+{
+    int64_t days, z, era, doe, yoe, y, doy, mp, d, m;
+
+    if (offset_minutes < -OG_PAYOUT_OFFSET_MAX ||
+        offset_minutes > OG_PAYOUT_OFFSET_MAX)
+        return OG_EPAYOUT_OFFSET;
+    if (out == NULL || at_us < OG__TIME_MIN_US || at_us > OG__TIME_MAX_US)
+        return OG_EINVAL;
+    /* Local days since 1970-01-01; no overflow: |at_us| < 2^58. */
+    days = floor_div(at_us + (int64_t)offset_minutes * 60 * 1000000,
+                     INT64_C(86400) * 1000000);
+    /* civil_from_days (H. Hinnant, "chrono-Compatible Low-Level Date
+     * Algorithms"): exact for every day of the range, no libc, no
+     * locale, no time zone. */
+    z = days + 719468;
+    era = floor_div(z, 146097);
+    doe = z - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    y = yoe + era * 400;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    d = doy - (153 * mp + 2) / 5 + 1;
+    m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    /* 9999-12-31 + 14 h is 10000-01-01: four digits no longer hold it. */
+    if (y < 0 || y > 9999)
+        return OG_EINVAL;
+    put_digits(out, y, 4);
+    out[4] = '-';
+    put_digits(out + 5, m, 2); /* 1..12 */
+    out[7] = '-';
+    put_digits(out + 8, d, 2); /* 1..31 */
+    out[OG_PAYOUT_DAY_LEN] = '\0';
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * postgres.c — the PostgreSQL backend (libpq 15).
  *
- * Invariants this file protects. Comments below cite them as (I1)...(I25).
+ * Invariants this file protects. Comments below cite them as (I1)...(I30).
  *
  *  I1  One statement admits. The claim and the insert into operations are
  *      ONE statement, run alone in its own implicit Read Committed
@@ -202,6 +202,57 @@
  *      operations_not_started_check): a statement that broke one would fail
  *      as a defect (I5), never commit. The credit path's statements are
  *      those of schema 6 apart from the columns every read returns.
+ *  I26 The payout decision (og_payout_decide, pg_payout_decide) is ONE
+ *      explicit transaction under Read Committed with one client deadline:
+ *      the facts' statement locks the payout's row FOR UPDATE and its
+ *      tenant's, beneficiary's and destination's rows FOR SHARE, so a
+ *      change to any of them either committed before (and is read: a
+ *      locker that waited reads the newest version) or waits until the
+ *      decision commits; the pure core decides (og__payout_plan_decide,
+ *      lib/core/payout_plan.c); then the reservation (I27), the decision
+ *      row with its history entry, and for Allowed one statement writing
+ *      the approval (I28), the grant's `grants` row (issuer 'payouts', row
+ *      form), its bindings, the job and their history; anything else
+ *      writes the decision alone. COMMIT is confirmed at ReadyForQuery
+ *      (I2); any failure, the fault points OG__FAULT_DECIDE_* included,
+ *      rolls everything back. The context read alone is one REPEATABLE
+ *      READ, READ ONLY transaction: one snapshot. A trigger refuses every
+ *      UPDATE, DELETE and TRUNCATE of payout_decisions and payout_events.
+ *  I27 The reservation is ONE conditional write of the tenant's day row:
+ *      INSERT ... ON CONFLICT DO UPDATE ... WHERE paid + reserved + amount
+ *      <= daily_limit. The day's counters are read without a lock (locking
+ *      them FOR SHARE would deadlock two reservations); ON CONFLICT DO
+ *      UPDATE locks the row and evaluates its WHERE on the newest committed
+ *      version after waiting for a concurrent reservation, so two decisions
+ *      never both pass on the same headroom. When it takes nothing, the
+ *      decision written is Denied tenant.daily-limit, alone.
+ *  I28 The attempt number is attempt_count + 1, allocated by the approval's
+ *      UPDATE, conditional on the version read, the state the mode expects
+ *      and no active attempt, on a row the decision holds FOR UPDATE: two
+ *      re-authorizations are ordered by that lock and the second reads the
+ *      first's result. payout_grants_attempt_key (payout_id,
+ *      attempt_number) is the schema's own guard.
+ *  I29 A binding's reservation is released exactly once: released_at IS
+ *      NULL is re-checked on the newest version by every release. A
+ *      revocation (pg_payout_grant_revoke_sql) is ONE statement: the
+ *      grant's row live (unconsumed, unrevoked; a claim in flight is
+ *      waited for and re-checked), then the binding's release and the
+ *      day's counter from its RETURNING. An expiry batch (pg_payout_
+ *      expire_sql) is ONE statement over unconsumed grants with expires_at
+ *      < statement_timestamp() - admission leeway - cleanup margin, their
+ *      binding and grant rows locked SKIP LOCKED (janitors split the work;
+ *      a claim or revocation in flight keeps its rows), the day rows
+ *      locked in key order before they change (no deadlock between
+ *      janitors). A consumed grant's reservation is never released here:
+ *      it follows its attempt.
+ *  I30 The outbox is the queue. A take is ONE statement: the oldest job
+ *      with done_at IS NULL AND available_at <= now over
+ *      payout_jobs_available_idx, FOR UPDATE SKIP LOCKED (takers split the
+ *      queue), then deliveries + 1 and available_at = now + lease, so a job
+ *      whose taker went quiet is delivered again when the lease ends.
+ *      Acknowledgment and postponement are conditional on (deliveries =
+ *      the delivery held, not acknowledged). A job holds references only;
+ *      a resubmission copies them under a new id.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
@@ -557,6 +608,151 @@ static const char pg_migration_7_validate[] =
     "END\n"
     "$og$";
 
+/* Migration 8: the payout decision side (I26-I30). New tables only: it
+ * changes nothing of migrations 1-7 (a payout grant is a row of the
+ * existing `grants` table, issuer 'payouts'; its bindings are a table of
+ * their own), so readable and hashed stores get the same. Money is bigint
+ * minor units of the tenant's one currency. The history tables are
+ * append-only, enforced by the store: a trigger refuses UPDATE, DELETE and
+ * TRUNCATE (seed section 12: "enforced by the store rather than by
+ * convention"). destinations.provider_token is a SECRET: no other table
+ * holds it and no statement but the executor's read returns it. */
+static const char pg_migration_8_sql[] =
+    "CREATE TABLE tenants (\n"
+    "  tenant_id                 text        PRIMARY KEY CHECK (octet_length(tenant_id) BETWEEN 1 AND 128),\n"
+    "  payouts_suspended         boolean     NOT NULL,\n"
+    "  daily_limit               bigint      NOT NULL CHECK (daily_limit BETWEEN 0 AND 999999999999999999),  -- minor units\n"
+    "  currency                  text        NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),   -- fixed at creation\n"
+    "  settlement_offset_minutes integer     NOT NULL CHECK (settlement_offset_minutes BETWEEN -840 AND 840),\n"
+    "  settings_version          bigint      NOT NULL CHECK (settings_version >= 1),     -- every settings change\n"
+    "  updated_at                timestamptz NOT NULL);\n"
+    "CREATE TABLE tenant_days (                        -- the reservation counters of a release day (I27)\n"
+    "  tenant_id text   NOT NULL REFERENCES tenants (tenant_id),\n"
+    "  day       date   NOT NULL,\n"
+    "  paid      bigint NOT NULL CHECK (paid >= 0),\n"
+    "  reserved  bigint NOT NULL CHECK (reserved >= 0),\n"
+    "  version   bigint NOT NULL CHECK (version >= 1),\n"
+    "  CONSTRAINT tenant_days_pkey PRIMARY KEY (tenant_id, day));\n"
+    "CREATE TABLE beneficiaries (\n"
+    "  beneficiary_id text        PRIMARY KEY CHECK (octet_length(beneficiary_id) BETWEEN 1 AND 128),\n"
+    "  tenant_id      text        NOT NULL REFERENCES tenants (tenant_id),   -- fixed at creation\n"
+    "  verified       boolean     NOT NULL,\n"
+    "  status         text        NOT NULL CHECK (status IN ('Active','Suspended','Closed')),\n"
+    "  version        bigint      NOT NULL CHECK (version >= 1),\n"
+    "  updated_at     timestamptz NOT NULL,\n"
+    "  CONSTRAINT beneficiaries_tenant_key UNIQUE (tenant_id, beneficiary_id));\n"
+    "CREATE TABLE destinations (\n"
+    "  destination_id text        PRIMARY KEY CHECK (octet_length(destination_id) BETWEEN 1 AND 128),\n"
+    "  beneficiary_id text        NOT NULL REFERENCES beneficiaries (beneficiary_id),\n"
+    "  provider_token text        NOT NULL CHECK (octet_length(provider_token) BETWEEN 1 AND 512),  -- SECRET\n"
+    "  version        bigint      NOT NULL CHECK (version >= 1),\n"
+    "  changed_at     timestamptz NOT NULL);\n"
+    "CREATE TABLE payouts (\n"
+    "  payout_id           text        PRIMARY KEY CHECK (octet_length(payout_id) BETWEEN 1 AND 128),\n"
+    "  tenant_id           text        NOT NULL,\n"
+    "  beneficiary_id      text        NOT NULL,\n"
+    "  destination_id      text        NOT NULL REFERENCES destinations (destination_id),\n"
+    "  destination_version bigint      NOT NULL CHECK (destination_version >= 1),\n"
+    "  amount              bigint      NOT NULL CHECK (amount BETWEEN 1 AND 999999999999999),  -- minor units\n"
+    "  currency            text        NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),\n"
+    "  purpose             text        CHECK (octet_length(purpose) BETWEEN 1 AND 140),  -- NULL: absent\n"
+    "  state               text        NOT NULL CHECK (state IN ('Draft','Approved','Executing','Paid','Failed','Unknown','Cancelled')),\n"
+    "  version             bigint      NOT NULL CHECK (version >= 1),\n"
+    "  attempt_count       bigint      NOT NULL CHECK (attempt_count >= 0),\n"
+    "  active_attempt      uuid,                   -- set by the claim\n"
+    "  release_day         date,                   -- of the last Allowed decision\n"
+    "  requester_id        text        NOT NULL CHECK (octet_length(requester_id) BETWEEN 1 AND 128),\n"
+    "  created_at          timestamptz NOT NULL,\n"
+    "  updated_at          timestamptz NOT NULL,\n"
+    "  FOREIGN KEY (tenant_id, beneficiary_id) REFERENCES beneficiaries (tenant_id, beneficiary_id));\n"
+    "CREATE TABLE payout_decisions (                   -- history (I26): no foreign key, a missing payout's Deferred counts\n"
+    "  decision_id              uuid        PRIMARY KEY,\n"
+    "  payout_id                text        NOT NULL,\n"
+    "  tenant_id                text,                -- NULL: the payout was missing\n"
+    "  mode                     text        NOT NULL CHECK (mode IN ('submit','reauthorize')),\n"
+    "  outcome                  text        NOT NULL CHECK (outcome IN ('Allowed','Denied','Deferred','AcknowledgmentRequired','EscalationRecommended')),\n"
+    "  reason                   text        NOT NULL CHECK (octet_length(reason) BETWEEN 1 AND 64),\n"
+    "  policy_version           text        NOT NULL,\n"
+    "  terms_fingerprint        text        CHECK (terms_fingerprint ~ '^[0-9a-f]{64}$'),\n"
+    "  tenant_settings_version  bigint,              -- the versions evaluated; NULL when nothing was read\n"
+    "  beneficiary_version      bigint,\n"
+    "  destination_version      bigint,\n"
+    "  payout_version           bigint,\n"
+    "  requester_id             text        NOT NULL,   -- captured\n"
+    "  requester_role           text        NOT NULL,\n"
+    "  requester_approval_limit bigint      NOT NULL,\n"
+    "  observed_at              timestamptz NOT NULL,   -- the facts' read\n"
+    "  decided_at               timestamptz NOT NULL,   -- store clock\n"
+    "  correlation_id           text        NOT NULL);\n"
+    "CREATE INDEX payout_decisions_payout_idx ON payout_decisions (payout_id, decided_at);\n"
+    "CREATE FUNCTION og_append_only() RETURNS trigger LANGUAGE plpgsql AS\n"
+    "  $$BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END$$;\n"
+    "CREATE TRIGGER payout_decisions_append_only BEFORE UPDATE OR DELETE ON payout_decisions\n"
+    "  FOR EACH ROW EXECUTE FUNCTION og_append_only();\n"
+    "CREATE TRIGGER payout_decisions_no_truncate BEFORE TRUNCATE ON payout_decisions\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n"
+    "CREATE TABLE payout_grants (                      -- a payout grant's bindings; the grant is its grants row\n"
+    "  grant_id                  text        PRIMARY KEY,\n"
+    "  issuer                    text        NOT NULL CHECK (issuer = 'payouts'),\n"
+    "  decision_id               uuid        NOT NULL UNIQUE REFERENCES payout_decisions (decision_id),\n"
+    "  payout_id                 text        NOT NULL REFERENCES payouts (payout_id),\n"
+    "  tenant_id                 text        NOT NULL,\n"
+    "  operation                 text        NOT NULL CHECK (operation = 'payout.submit'),\n"
+    "  audience                  text        NOT NULL,\n"
+    "  terms_fingerprint         text        NOT NULL CHECK (terms_fingerprint ~ '^[0-9a-f]{64}$'),\n"
+    "  executable_payout_version bigint      NOT NULL CHECK (executable_payout_version >= 1),\n"
+    "  attempt_number            bigint      NOT NULL CHECK (attempt_number >= 1),\n"
+    "  policy_version            text        NOT NULL,\n"
+    "  amount                    bigint      NOT NULL CHECK (amount >= 1),   -- reserved\n"
+    "  release_day               date        NOT NULL,\n"
+    "  not_before                timestamptz NOT NULL,\n"
+    "  expires_at                timestamptz NOT NULL,\n"
+    "  created_at                timestamptz NOT NULL,\n"
+    "  released_at               timestamptz,         -- the reservation released, once (I29)\n"
+    "  release_cause             text        CHECK (release_cause IN ('expired','revoked')),\n"
+    "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),\n"
+    "  CHECK (not_before < expires_at),\n"
+    "  CONSTRAINT payout_grants_attempt_key UNIQUE (payout_id, attempt_number),   -- one grant per attempt\n"
+    "  FOREIGN KEY (issuer, grant_id) REFERENCES grants (issuer, grant_id),\n"
+    "  FOREIGN KEY (tenant_id, release_day) REFERENCES tenant_days (tenant_id, day));\n"
+    "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at) WHERE released_at IS NULL;\n"
+    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);   -- the day's FK, child side\n"
+    "CREATE TABLE payout_jobs (                        -- the outbox is the queue (I30): references only\n"
+    "  job_id           uuid        PRIMARY KEY,\n"
+    "  payout_id        text        NOT NULL,\n"
+    "  grant_id         text        NOT NULL REFERENCES payout_grants (grant_id),\n"
+    "  correlation_id   text        NOT NULL,\n"
+    "  resubmitted_from uuid        REFERENCES payout_jobs (job_id),\n"
+    "  created_at       timestamptz NOT NULL,\n"
+    "  available_at     timestamptz NOT NULL,       -- deliverable from then\n"
+    "  deliveries       bigint      NOT NULL CHECK (deliveries >= 0),\n"
+    "  delivered_at     timestamptz,\n"
+    "  done_at          timestamptz);               -- acknowledged\n"
+    "CREATE INDEX payout_jobs_available_idx ON payout_jobs (available_at, job_id) WHERE done_at IS NULL;\n"
+    "CREATE TABLE payout_events (                      -- the payout's history, a row per step (I26)\n"
+    "  seq            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n"
+    "  payout_id      text        NOT NULL,\n"
+    "  at             timestamptz NOT NULL,\n"
+    "  kind           text        NOT NULL CHECK (kind IN ('drafted','decided','reserved','approved',\n"
+    "                   'grant-issued','job-queued','cancelled','grant-revoked','reservation-released',\n"
+    "                   'job-resubmitted')),\n"
+    "  actor          text        NOT NULL,\n"
+    "  correlation_id text,\n"
+    "  decision_id    uuid,\n"
+    "  grant_id       text,\n"
+    "  job_id         uuid,\n"
+    "  from_state     text,\n"
+    "  to_state       text,\n"
+    "  payout_version bigint,\n"
+    "  amount         bigint,\n"
+    "  release_day    date,\n"
+    "  reason         text);\n"
+    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);\n"
+    "CREATE TRIGGER payout_events_append_only BEFORE UPDATE OR DELETE ON payout_events\n"
+    "  FOR EACH ROW EXECUTE FUNCTION og_append_only();\n"
+    "CREATE TRIGGER payout_events_no_truncate BEFORE TRUNCATE ON payout_events\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -581,6 +777,8 @@ static const pg_migration pg_migrations[] = {
     {7, "operation kinds, idempotency keys, client references; statuses "
         "Started, NotStarted, NotApplied",
      pg_migration_7_sql, NULL, pg_migration_7_validate},
+    {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
+     pg_migration_8_sql, NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -1392,6 +1590,422 @@ static const char pg_redemption_get_sql[] =
     "WHERE (caller = $1::text AND idempotency_key = $2::text) OR code_hash = $3::text\n"
     "ORDER BY own DESC LIMIT 1";
 
+/* ===========================================================================
+ * The payout store (I26-I30). Each put, draft, cancellation, job write,
+ * revocation and expiry batch is ONE statement in its own implicit
+ * transaction, confirmed at ReadyForQuery (I2), whose CTEs write the record
+ * and its history together and whose last SELECT reports, from the
+ * statement's snapshot, what the record was — for a write that changed
+ * nothing, og__payout_put_classify says why. The decision is one explicit
+ * transaction of several of these (pg_payout_decide).
+ * ========================================================================= */
+
+/* A put's report: the version written (NULL: nothing), then the record as
+ * the statement's snapshot shows it — its version (NULL: none), whether its
+ * fixed field matches the request, whether what it names exists. */
+#define PG_PUT_NCOLS 4
+
+/* Tenants: $1 id  $2 suspended  $3 daily limit  $4 currency  $5 offset
+ * $6 expected settings_version (0: create). The currency is fixed: an
+ * update names it in its condition. */
+static const char pg_payout_tenant_put_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO tenants (tenant_id, payouts_suspended, daily_limit, currency,\n"
+    "                       settlement_offset_minutes, settings_version, updated_at)\n"
+    "  SELECT $1::text, $2::bool, $3::bigint, $4::text, $5::integer, 1, clock_timestamp()\n"
+    "  WHERE $6::bigint = 0\n"
+    "  ON CONFLICT (tenant_id) DO NOTHING\n"
+    "  RETURNING settings_version),\n"
+    "upd AS (\n"
+    "  UPDATE tenants SET payouts_suspended = $2::bool, daily_limit = $3::bigint,\n"
+    "         settlement_offset_minutes = $5::integer,\n"
+    "         settings_version = settings_version + 1, updated_at = clock_timestamp()\n"
+    "  WHERE $6::bigint > 0 AND tenant_id = $1::text AND settings_version = $6::bigint\n"
+    "    AND currency = $4::text\n"
+    "  RETURNING settings_version)\n"
+    "SELECT (SELECT settings_version FROM ins UNION ALL SELECT settings_version FROM upd),\n"
+    "       t.settings_version, t.currency = $4::text, true\n"
+    "FROM (SELECT 1) x LEFT JOIN tenants t ON t.tenant_id = $1::text";
+
+/* Beneficiaries: $1 id  $2 tenant (fixed)  $3 verified  $4 status
+ * $5 expected (0: create, into a tenant that exists). */
+static const char pg_payout_beneficiary_put_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO beneficiaries (beneficiary_id, tenant_id, verified, status, version, updated_at)\n"
+    "  SELECT $1::text, t.tenant_id, $3::bool, $4::text, 1, clock_timestamp()\n"
+    "  FROM tenants t WHERE $5::bigint = 0 AND t.tenant_id = $2::text\n"
+    "  ON CONFLICT DO NOTHING\n"
+    "  RETURNING version),\n"
+    "upd AS (\n"
+    "  UPDATE beneficiaries SET verified = $3::bool, status = $4::text,\n"
+    "         version = version + 1, updated_at = clock_timestamp()\n"
+    "  WHERE $5::bigint > 0 AND beneficiary_id = $1::text AND version = $5::bigint\n"
+    "    AND tenant_id = $2::text\n"
+    "  RETURNING version)\n"
+    "SELECT (SELECT version FROM ins UNION ALL SELECT version FROM upd),\n"
+    "       b.version, b.tenant_id = $2::text,\n"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text)\n"
+    "FROM (SELECT 1) x LEFT JOIN beneficiaries b ON b.beneficiary_id = $1::text";
+
+/* Destinations: $1 id  $2 beneficiary  $3 provider token (SECRET: a
+ * parameter only, S7)  $4 expected. Every write moves changed_at. */
+static const char pg_payout_destination_put_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO destinations (destination_id, beneficiary_id, provider_token, version, changed_at)\n"
+    "  SELECT $1::text, b.beneficiary_id, $3::text, 1, clock_timestamp()\n"
+    "  FROM beneficiaries b WHERE $4::bigint = 0 AND b.beneficiary_id = $2::text\n"
+    "  ON CONFLICT DO NOTHING\n"
+    "  RETURNING version),\n"
+    "upd AS (\n"
+    "  UPDATE destinations SET beneficiary_id = $2::text, provider_token = $3::text,\n"
+    "         version = version + 1, changed_at = clock_timestamp()\n"
+    "  WHERE $4::bigint > 0 AND destination_id = $1::text AND version = $4::bigint\n"
+    "    AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = $2::text)\n"
+    "  RETURNING version)\n"
+    "SELECT (SELECT version FROM ins UNION ALL SELECT version FROM upd),\n"
+    "       d.version, true, EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = $2::text)\n"
+    "FROM (SELECT 1) x LEFT JOIN destinations d ON d.destination_id = $1::text";
+
+/* The executor's read of the secret (S7): $1 id  $2 version. */
+static const char pg_payout_destination_token_sql[] =
+    "SELECT provider_token FROM destinations\n"
+    "WHERE destination_id = $1::text AND version = $2::bigint";
+
+/* A draft: $1 payout  $2 tenant  $3 beneficiary  $4 destination
+ * $5 destination version  $6 amount  $7 currency  $8 purpose (NULL: none)
+ * $9 requester. Only into a tenant of that currency, with that tenant's
+ * beneficiary and an existing destination; with its "drafted" entry. One
+ * row: written, then why not (payout, tenant, currency, beneficiary,
+ * destination). */
+static const char pg_payout_draft_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO payouts (payout_id, tenant_id, beneficiary_id, destination_id, destination_version,\n"
+    "                       amount, currency, purpose, state, version, attempt_count, requester_id,\n"
+    "                       created_at, updated_at)\n"
+    "  SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::text,\n"
+    "         'Draft', 1, 0, $9::text, t.now, t.now\n"
+    "  FROM (SELECT clock_timestamp() AS now) t\n"
+    "  WHERE EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text AND currency = $7::text)\n"
+    "    AND EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = $2::text AND beneficiary_id = $3::text)\n"
+    "    AND EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text)\n"
+    "  ON CONFLICT (payout_id) DO NOTHING\n"
+    "  RETURNING payout_id, created_at, amount),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, to_state, payout_version, amount)\n"
+    "  SELECT payout_id, created_at, 'drafted', $9::text, 'Draft', 1, amount FROM ins\n"
+    "  RETURNING 1)\n"
+    "SELECT EXISTS (SELECT 1 FROM ins),\n"
+    "       EXISTS (SELECT 1 FROM payouts WHERE payout_id = $1::text),\n"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text),\n"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text AND currency = $7::text),\n"
+    "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = $2::text AND beneficiary_id = $3::text),\n"
+    "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text)";
+
+/* A cancellation: $1 payout  $2 expected version  $3 actor. cur locks the
+ * row (a waiter re-reads its newest version) and gives the state replaced;
+ * upd re-checks the version and the state; ev records it. One row: the new
+ * version (NULL: not cancelled), the version cur saw (NULL: no payout). */
+static const char pg_payout_cancel_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT payout_id, state, version FROM payouts WHERE payout_id = $1::text FOR UPDATE),\n"
+    "upd AS (\n"
+    "  UPDATE payouts p SET state = 'Cancelled', version = p.version + 1, updated_at = clock_timestamp()\n"
+    "  FROM cur\n"
+    "  WHERE p.payout_id = cur.payout_id AND p.version = $2::bigint\n"
+    "    AND (p.state = 'Draft' OR (p.state = 'Approved' AND p.active_attempt IS NULL))\n"
+    "  RETURNING p.payout_id, cur.state AS from_state, p.version, p.updated_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, from_state, to_state, payout_version)\n"
+    "  SELECT payout_id, updated_at, 'cancelled', $3::text, from_state, 'Cancelled', version FROM upd\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT version FROM upd), (SELECT version FROM cur)";
+
+/* A payout as stored: $1 payout. */
+#define PG_PAYOUT_VIEW_NCOLS 16
+static const char pg_payout_get_sql[] =
+    "SELECT payout_id, tenant_id, beneficiary_id, destination_id, destination_version, amount,\n"
+    "       currency, purpose, state, version, attempt_count, active_attempt::text,\n"
+    "       to_char(release_day, 'YYYY-MM-DD'), requester_id,\n"
+    "       " PG_EPOCH_US("created_at") ", " PG_EPOCH_US("updated_at") "\n"
+    "FROM payouts WHERE payout_id = $1::text";
+
+/* The facts a decision reads (I26), in pg_facts_parse's order: $1 payout.
+ * The foreign keys make the joins total. The decision's instance locks the
+ * payout's row FOR UPDATE (it will write it) and the tenant's, the
+ * beneficiary's and the destination's FOR SHARE, so none of them can
+ * change until the decision commits; a change in flight is waited for and
+ * its result read (Read Committed re-reads the newest version of a row it
+ * waited for). The context read's instance locks nothing: it runs in a
+ * REPEATABLE READ, READ ONLY transaction with the day's read, one
+ * snapshot. */
+#define PG_PAYOUT_FACTS_NCOLS 22
+#define PG_PAYOUT_FACTS_SQL(lock)                                              \
+    "SELECT p.state, p.version, p.attempt_count, p.active_attempt::text,\n"    \
+    "       p.tenant_id, p.beneficiary_id, p.destination_id, p.destination_version,\n" \
+    "       p.amount, p.currency, p.purpose,\n"                                \
+    "       t.payouts_suspended, t.daily_limit, t.currency, t.settlement_offset_minutes,\n" \
+    "       t.settings_version, b.verified, b.status, b.version,\n"            \
+    "       d.beneficiary_id, d.version, " PG_EPOCH_US("d.changed_at") "\n"    \
+    "FROM payouts p\n"                                                         \
+    "JOIN tenants t ON t.tenant_id = p.tenant_id\n"                            \
+    "JOIN beneficiaries b ON b.beneficiary_id = p.beneficiary_id\n"            \
+    "JOIN destinations d ON d.destination_id = p.destination_id\n"             \
+    "WHERE p.payout_id = $1::text" lock
+static const char pg_payout_facts_sql[] = PG_PAYOUT_FACTS_SQL("");
+static const char pg_payout_facts_locked_sql[] =
+    PG_PAYOUT_FACTS_SQL("\nFOR UPDATE OF p FOR SHARE OF t, b, d");
+
+/* The counters of a release day and the store's clock (the observation):
+ * $1 tenant  $2 day (NULL, NULL: only the clock). Not locked: the
+ * reservation decides on the newest counters itself (I27). */
+static const char pg_payout_day_sql[] =
+    "SELECT d.paid, d.reserved, d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
+    "FROM (SELECT 1) x LEFT JOIN tenant_days d ON d.tenant_id = $1::text AND d.day = $2::date";
+
+/* The reservation (I27): ONE conditional write of the day's row. $1 tenant
+ * $2 day  $3 amount. The day's first reservation inserts the row within
+ * the limit; any later one adds to it only while paid + reserved + amount
+ * stays within it. ON CONFLICT DO UPDATE locks the row and evaluates its
+ * WHERE on the newest committed version, after waiting for a concurrent
+ * reservation: two decisions can never both pass on the same headroom. The
+ * limit is read from the tenant's row, which the decision holds FOR SHARE.
+ * One row (the new reserved total) only when it reserved. */
+static const char pg_payout_reserve_sql[] =
+    "INSERT INTO tenant_days AS d (tenant_id, day, paid, reserved, version)\n"
+    "SELECT $1::text, $2::date, 0, $3::bigint, 1 FROM tenants t\n"
+    "WHERE t.tenant_id = $1::text AND $3::bigint <= t.daily_limit\n"
+    "ON CONFLICT (tenant_id, day) DO UPDATE\n"
+    "  SET reserved = d.reserved + excluded.reserved, version = d.version + 1\n"
+    "  WHERE d.paid + d.reserved + excluded.reserved\n"
+    "        <= (SELECT t.daily_limit FROM tenants t WHERE t.tenant_id = excluded.tenant_id)\n"
+    "RETURNING d.reserved";
+
+/* The decision (append-only) and its "decided" entry, at one instant:
+ * $1 id  $2 payout  $3 tenant (NULL: missing)  $4 mode  $5 outcome
+ * $6 reason  $7 policy  $8 fingerprint  $9-$12 the versions evaluated
+ * (NULL: nothing read)  $13 requester  $14 role  $15 approval limit
+ * $16 observed_at (µs)  $17 correlation. One row: decided_at (µs). */
+static const char pg_payout_decision_sql[] =
+    "WITH t AS MATERIALIZED (SELECT clock_timestamp() AS now),\n"
+    "dec AS (\n"
+    "  INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode, outcome, reason,\n"
+    "      policy_version, terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
+    "      destination_version, payout_version, requester_id, requester_role,\n"
+    "      requester_approval_limit, observed_at, decided_at, correlation_id)\n"
+    "  SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text,\n"
+    "         $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text, $14::text,\n"
+    "         $15::bigint, " PG_TS("$16") ", t.now, $17::text\n"
+    "  FROM t\n"
+    "  RETURNING decision_id, payout_id, decided_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id, decision_id, reason)\n"
+    "  SELECT payout_id, decided_at, 'decided', $13::text, $17::text, decision_id, $6::text FROM dec\n"
+    "  RETURNING 1)\n"
+    "SELECT " PG_EPOCH_US("decided_at") " FROM dec";
+
+/* What an Allowed decision enables, after its reservation and its row
+ * (I28): $1 payout  $2 the version read  $3 the state expected (Draft;
+ * Approved for a re-authorization)  $4 release day  $5 the decision's
+ * instant (µs)  $6 grant id  $7 not_before  $8 expires_at  $9 decision
+ * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester.
+ *  - upd: the payout -> Approved at version + 1, attempt_count + 1 (the
+ *    attempt number, allocated by this write: two re-authorizations are
+ *    ordered by the payout's row lock and get two numbers), conditional
+ *    on the version and state read and no active attempt;
+ *  - gr: the grant's row (row form, issuer 'payouts', no family, the
+ *    window's end as its trusted expiry), from upd only;
+ *  - bind: its bindings; job: the outbox row, references only;
+ *  - ev: the history, a row per step.
+ * One row (none when upd changed nothing): version, attempt, jobs,
+ * entries. */
+static const char pg_payout_approve_sql[] =
+    "WITH upd AS (\n"
+    "  UPDATE payouts p SET state = 'Approved', version = p.version + 1,\n"
+    "         attempt_count = p.attempt_count + 1, release_day = $4::date,\n"
+    "         updated_at = " PG_TS("$5") "\n"
+    "  WHERE p.payout_id = $1::text AND p.version = $2::bigint AND p.state = $3::text\n"
+    "    AND p.active_attempt IS NULL\n"
+    "  RETURNING p.payout_id, p.tenant_id, p.version, p.attempt_count, p.amount),\n"
+    "gr AS (\n"
+    "  INSERT INTO grants (issuer, grant_id, family, expires_at)\n"
+    "  SELECT '" OG_PAYOUT_ISSUER "', $6::text, NULL, " PG_TS("$8") " FROM upd\n"
+    "  RETURNING issuer, grant_id),\n"
+    "bind AS (\n"
+    "  INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id, tenant_id, operation,\n"
+    "      audience, terms_fingerprint, executable_payout_version, attempt_number,\n"
+    "      policy_version, amount, release_day, not_before, expires_at, created_at)\n"
+    "  SELECT gr.grant_id, gr.issuer, $9::uuid, upd.payout_id, upd.tenant_id,\n"
+    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "', $10::text,\n"
+    "         upd.version, upd.attempt_count, $11::text, upd.amount, $4::date,\n"
+    "         " PG_TS("$7") ", " PG_TS("$8") ", " PG_TS("$5") "\n"
+    "  FROM gr, upd\n"
+    "  RETURNING grant_id, payout_id, executable_payout_version, amount),\n"
+    "job AS (\n"
+    "  INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id, created_at,\n"
+    "                           available_at, deliveries)\n"
+    "  SELECT $12::uuid, payout_id, grant_id, $13::text, " PG_TS("$5") ", " PG_TS("$5") ", 0\n"
+    "  FROM bind\n"
+    "  RETURNING job_id),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id, decision_id, grant_id,\n"
+    "                             job_id, from_state, to_state, payout_version, amount, release_day)\n"
+    "  SELECT b.payout_id, " PG_TS("$5") ", k.kind, $14::text, $13::text, $9::uuid,\n"
+    "         CASE WHEN k.kind IN ('grant-issued', 'job-queued') THEN b.grant_id END,\n"
+    "         CASE WHEN k.kind = 'job-queued' THEN j.job_id END,\n"
+    "         CASE WHEN k.kind = 'approved' THEN $3::text END,\n"
+    "         CASE WHEN k.kind = 'approved' THEN 'Approved' END,\n"
+    "         CASE WHEN k.kind = 'approved' THEN b.executable_payout_version END,\n"
+    "         CASE WHEN k.kind = 'reserved' THEN b.amount END,\n"
+    "         CASE WHEN k.kind = 'reserved' THEN $4::date END\n"
+    "  FROM bind b, job j,\n"
+    "       (VALUES (1, 'reserved'), (2, 'approved'), (3, 'grant-issued'), (4, 'job-queued')) k (n, kind)\n"
+    "  ORDER BY k.n\n"
+    "  RETURNING 1)\n"
+    "SELECT upd.version, upd.attempt_count, (SELECT count(*) FROM job), (SELECT count(*) FROM ev)\n"
+    "FROM upd";
+
+/* Take (I30): $1 lease (µs). pick: the oldest available job over
+ * payout_jobs_available_idx, skipping any another taker holds (FOR UPDATE
+ * SKIP LOCKED: takers split the queue instead of queueing on one row); the
+ * UPDATE starts its delivery. Zero rows: none available. */
+#define PG_PAYOUT_JOB_NCOLS 7
+static const char pg_payout_job_take_sql[] =
+    "WITH pick AS (\n"
+    "  SELECT job_id FROM payout_jobs\n"
+    "  WHERE done_at IS NULL AND available_at <= statement_timestamp()\n"
+    "  ORDER BY available_at, job_id\n"
+    "  LIMIT 1\n"
+    "  FOR UPDATE SKIP LOCKED)\n"
+    "UPDATE payout_jobs j SET deliveries = j.deliveries + 1, delivered_at = statement_timestamp(),\n"
+    "       available_at = statement_timestamp() + " PG_US("$1") "\n"
+    "FROM pick WHERE j.job_id = pick.job_id\n"
+    "RETURNING j.job_id::text, j.payout_id, j.grant_id, j.correlation_id, j.resubmitted_from::text,\n"
+    "          j.deliveries, " PG_EPOCH_US("j.available_at");
+
+/* Ack and postpone, conditional on the delivery held: $1 job  $2 delivery
+ * ($3 delay, µs). One row only when it changed the job. */
+static const char pg_payout_job_ack_sql[] =
+    "UPDATE payout_jobs SET done_at = clock_timestamp()\n"
+    "WHERE job_id = $1::uuid AND deliveries = $2::bigint AND done_at IS NULL\n"
+    "RETURNING 1";
+static const char pg_payout_job_postpone_sql[] =
+    "UPDATE payout_jobs SET available_at = clock_timestamp() + " PG_US("$3") "\n"
+    "WHERE job_id = $1::uuid AND deliveries = $2::bigint AND done_at IS NULL\n"
+    "RETURNING 1";
+
+/* Resubmission: $1 the job copied  $2 the new id  $3 actor. One row: how
+ * many it wrote (0: no such job). */
+static const char pg_payout_job_resubmit_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id, resubmitted_from,\n"
+    "                           created_at, available_at, deliveries)\n"
+    "  SELECT $2::uuid, j.payout_id, j.grant_id, j.correlation_id, j.job_id, t.now, t.now, 0\n"
+    "  FROM payout_jobs j, (SELECT clock_timestamp() AS now) t WHERE j.job_id = $1::uuid\n"
+    "  RETURNING job_id, payout_id, grant_id, correlation_id, created_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id, grant_id, job_id)\n"
+    "  SELECT payout_id, created_at, 'job-resubmitted', $3::text, correlation_id, grant_id, job_id\n"
+    "  FROM ins\n"
+    "  RETURNING 1)\n"
+    "SELECT count(*) FROM ins";
+
+/* A payout grant and its row, with the clock its state is derived at:
+ * $1 grant. */
+#define PG_PAYOUT_GRANT_NCOLS 20
+static const char pg_payout_grant_get_sql[] =
+    "SELECT b.grant_id, b.decision_id::text, b.payout_id, b.tenant_id, b.operation, b.audience,\n"
+    "       b.terms_fingerprint, b.policy_version, b.executable_payout_version, b.attempt_number,\n"
+    "       b.amount, to_char(b.release_day, 'YYYY-MM-DD'), " PG_EPOCH_US("b.not_before") ",\n"
+    "       " PG_EPOCH_US("g.expires_at") ", " PG_EPOCH_US("b.created_at") ",\n"
+    "       " PG_EPOCH_US("g.consumed_at") ", g.consumed_by_operation::text,\n"
+    "       " PG_EPOCH_US("g.revoked_at") ", " PG_EPOCH_US("b.released_at") ",\n"
+    "       " PG_EPOCH_US("clock_timestamp()") "\n"
+    "FROM payout_grants b JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id\n"
+    "WHERE b.grant_id = $1::text";
+
+/* A finance hold (I29): $1 grant  $2 actor.
+ *  - rv: the grant's row, live (unconsumed, unrevoked): ONE conditional
+ *    write; a claim or a revocation in flight is waited for and the row
+ *    re-checked;
+ *  - rel: its binding's reservation released, once: released_at IS NULL
+ *    is re-checked on the newest version, so an expiry that committed
+ *    first leaves nothing to release;
+ *  - days: the day's counter, from rel only; ev: the history.
+ * One row: revoked, is it a payout grant, days changed, bindings released. */
+static const char pg_payout_grant_revoke_sql[] =
+    "WITH rv AS (\n"
+    "  UPDATE grants g SET revoked_at = clock_timestamp()\n"
+    "  FROM payout_grants b\n"
+    "  WHERE g.issuer = '" OG_PAYOUT_ISSUER "' AND g.grant_id = $1::text AND b.grant_id = g.grant_id\n"
+    "    AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
+    "  RETURNING g.grant_id, g.revoked_at, b.payout_id),\n"
+    "rel AS (\n"
+    "  UPDATE payout_grants b SET released_at = rv.revoked_at, release_cause = 'revoked'\n"
+    "  FROM rv WHERE b.grant_id = rv.grant_id AND b.released_at IS NULL\n"
+    "  RETURNING b.grant_id, b.payout_id, b.tenant_id, b.release_day, b.amount, b.released_at),\n"
+    "days AS (\n"
+    "  UPDATE tenant_days d SET reserved = d.reserved - rel.amount, version = d.version + 1\n"
+    "  FROM rel WHERE d.tenant_id = rel.tenant_id AND d.day = rel.release_day\n"
+    "  RETURNING 1),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, grant_id, amount, release_day, reason)\n"
+    "  SELECT payout_id, revoked_at, 'grant-revoked', $2::text, grant_id, NULL::bigint, NULL::date,\n"
+    "         NULL::text FROM rv\n"
+    "  UNION ALL\n"
+    "  SELECT payout_id, released_at, 'reservation-released', $2::text, grant_id, amount,\n"
+    "         release_day, 'revoked' FROM rel\n"
+    "  RETURNING 1)\n"
+    "SELECT EXISTS (SELECT 1 FROM rv), EXISTS (SELECT 1 FROM payout_grants WHERE grant_id = $1::text),\n"
+    "       (SELECT count(*) FROM days), (SELECT count(*) FROM rel)";
+
+/* One expiry batch (I29): $1 leeway + cleanup margin (µs)  $2 batch
+ * $3 cursor (µs).
+ *  - pick: at most $2 unreleased bindings of unconsumed grants past
+ *    expires_at + leeway + margin, oldest first from the cursor, in the
+ *    order of payout_grants_unreleased_idx; the binding's and the grant's
+ *    rows locked, SKIP LOCKED (janitors split the work; a claim or a
+ *    revocation in flight keeps its rows);
+ *  - rel: released_at set, re-checked (once), each picked row by its key
+ *    (= ANY (ARRAY(...)): an index lookup per id, as pg_archive_sql);
+ *  - sums, lk, days: per (tenant, day) the amount released, the day rows
+ *    locked in key order (two janitors cannot deadlock) and decreased;
+ *  - ev: a history entry per grant.
+ * One row: released, bindings picked, day rows changed, the new cursor. */
+static const char pg_payout_expire_sql[] =
+    "WITH pick AS MATERIALIZED (\n"
+    "  SELECT b.grant_id, b.expires_at FROM payout_grants b\n"
+    "  JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id\n"
+    "  WHERE b.released_at IS NULL AND g.consumed_at IS NULL\n"
+    "    AND b.expires_at >= " PG_TS("$3") "\n"
+    "    AND b.expires_at < statement_timestamp() - " PG_US("$1") "\n"
+    "  ORDER BY b.expires_at\n"
+    "  LIMIT $2::integer\n"
+    "  FOR UPDATE OF b, g SKIP LOCKED),\n"
+    "rel AS (\n"
+    "  UPDATE payout_grants b SET released_at = statement_timestamp(), release_cause = 'expired'\n"
+    "  WHERE b.grant_id = ANY (ARRAY(SELECT grant_id FROM pick)) AND b.released_at IS NULL\n"
+    "  RETURNING b.grant_id, b.payout_id, b.tenant_id, b.release_day, b.amount, b.released_at),\n"
+    "sums AS (\n"
+    "  SELECT tenant_id, release_day, sum(amount) AS amount FROM rel GROUP BY tenant_id, release_day),\n"
+    "lk AS MATERIALIZED (\n"
+    "  SELECT d.tenant_id, d.day FROM tenant_days d\n"
+    "  JOIN sums s ON d.tenant_id = s.tenant_id AND d.day = s.release_day\n"
+    "  ORDER BY d.tenant_id, d.day\n"
+    "  FOR UPDATE OF d),\n"
+    "days AS (\n"
+    "  UPDATE tenant_days d SET reserved = d.reserved - s.amount, version = d.version + 1\n"
+    "  FROM sums s, lk\n"
+    "  WHERE d.tenant_id = s.tenant_id AND d.day = s.release_day\n"
+    "    AND lk.tenant_id = d.tenant_id AND lk.day = d.day\n"
+    "  RETURNING 1),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, grant_id, amount, release_day, reason)\n"
+    "  SELECT payout_id, released_at, 'reservation-released', 'janitor', grant_id, amount,\n"
+    "         release_day, 'expired' FROM rel\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT count(*) FROM rel), (SELECT count(*) FROM pick), (SELECT count(*) FROM days),\n"
+    "       coalesce((SELECT " PG_EPOCH_US("max(expires_at)") " FROM pick), $3::bigint)";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol).
  * Each statement that names grant_consumptions' key comes twice, NAME and
@@ -1429,6 +2043,26 @@ enum {
     PG_STMT_ARCHIVE,
     PG_STMT_REDEMPTION_PUT,
     PG_STMT_REDEMPTION_GET,
+    PG_STMT_PAYOUT_TENANT_PUT,
+    PG_STMT_PAYOUT_BENEFICIARY_PUT,
+    PG_STMT_PAYOUT_DESTINATION_PUT,
+    PG_STMT_PAYOUT_DESTINATION_TOKEN,
+    PG_STMT_PAYOUT_DRAFT,
+    PG_STMT_PAYOUT_CANCEL,
+    PG_STMT_PAYOUT_GET,
+    PG_STMT_PAYOUT_FACTS,
+    PG_STMT_PAYOUT_FACTS_LOCKED,
+    PG_STMT_PAYOUT_DAY,
+    PG_STMT_PAYOUT_RESERVE,
+    PG_STMT_PAYOUT_DECISION,
+    PG_STMT_PAYOUT_APPROVE,
+    PG_STMT_PAYOUT_JOB_TAKE,
+    PG_STMT_PAYOUT_JOB_ACK,
+    PG_STMT_PAYOUT_JOB_POSTPONE,
+    PG_STMT_PAYOUT_JOB_RESUBMIT,
+    PG_STMT_PAYOUT_GRANT_GET,
+    PG_STMT_PAYOUT_GRANT_REVOKE,
+    PG_STMT_PAYOUT_EXPIRE,
     PG_STMT_COUNT
 };
 
@@ -1475,8 +2109,35 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_STMT(ARCHIVE, "og_archive", pg_archive, 4),
     PG_STMT(REDEMPTION_PUT, "og_redemption_put", pg_redemption_put, 5),
     PG_STMT(REDEMPTION_GET, "og_redemption_get", pg_redemption_get, 3),
+    PG_STMT(PAYOUT_TENANT_PUT, "og_payout_tenant_put", pg_payout_tenant_put, 6),
+    PG_STMT(PAYOUT_BENEFICIARY_PUT, "og_payout_beneficiary_put",
+            pg_payout_beneficiary_put, 5),
+    PG_STMT(PAYOUT_DESTINATION_PUT, "og_payout_destination_put",
+            pg_payout_destination_put, 4),
+    PG_STMT(PAYOUT_DESTINATION_TOKEN, "og_payout_destination_token",
+            pg_payout_destination_token, 2),
+    PG_STMT(PAYOUT_DRAFT, "og_payout_draft", pg_payout_draft, 9),
+    PG_STMT(PAYOUT_CANCEL, "og_payout_cancel", pg_payout_cancel, 3),
+    PG_STMT(PAYOUT_GET, "og_payout_get", pg_payout_get, 1),
+    PG_STMT(PAYOUT_FACTS, "og_payout_facts", pg_payout_facts, 1),
+    PG_STMT(PAYOUT_FACTS_LOCKED, "og_payout_facts_locked",
+            pg_payout_facts_locked, 1),
+    PG_STMT(PAYOUT_DAY, "og_payout_day", pg_payout_day, 2),
+    PG_STMT(PAYOUT_RESERVE, "og_payout_reserve", pg_payout_reserve, 3),
+    PG_STMT(PAYOUT_DECISION, "og_payout_decision", pg_payout_decision, 17),
+    PG_STMT(PAYOUT_APPROVE, "og_payout_approve", pg_payout_approve, 14),
+    PG_STMT(PAYOUT_JOB_TAKE, "og_payout_job_take", pg_payout_job_take, 1),
+    PG_STMT(PAYOUT_JOB_ACK, "og_payout_job_ack", pg_payout_job_ack, 2),
+    PG_STMT(PAYOUT_JOB_POSTPONE, "og_payout_job_postpone",
+            pg_payout_job_postpone, 3),
+    PG_STMT(PAYOUT_JOB_RESUBMIT, "og_payout_job_resubmit",
+            pg_payout_job_resubmit, 3),
+    PG_STMT(PAYOUT_GRANT_GET, "og_payout_grant_get", pg_payout_grant_get, 1),
+    PG_STMT(PAYOUT_GRANT_REVOKE, "og_payout_grant_revoke",
+            pg_payout_grant_revoke, 2),
+    PG_STMT(PAYOUT_EXPIRE, "og_payout_expire", pg_payout_expire, 3),
 };
-_Static_assert(PG_STMT_COUNT <= 32, "pg_conn.prepared is a 32-bit mask");
+_Static_assert(PG_STMT_COUNT <= 64, "pg_conn.prepared is a 64-bit mask");
 
 /* ===========================================================================
  * Store and connection state.
@@ -1519,6 +2180,10 @@ typedef struct og_pg {
                           + leeway, the retention of a revocation whose
                           issuance records no expiry (I9) */
     char cleanup_margin[24]; /* microseconds: cleanup's margin (I19) */
+    char expiry_margin[24]; /* microseconds: leeway + cleanup margin, past
+                               which an unconsumed payout grant's
+                               reservation is released (I29) */
+    int64_t admission_leeway_us; /* a payout grant's derived state (I29) */
     og_consumption_keys keys; /* I23: AS_STORED until pg_read_keys, then
                                  the store's; never changes after */
 } og_pg;
@@ -1529,7 +2194,7 @@ typedef struct og_pg {
 
 typedef struct pg_conn {
     PGconn *conn;
-    unsigned prepared;     /* bit i set: pg_stmts[i] is prepared here */
+    uint64_t prepared;     /* bit i set: pg_stmts[i] is prepared here */
     bool syncrep_cancelled; /* set by the notice receiver (I4) */
     bool broken;           /* discard on release: state unknown */
     char sqlstate[6];      /* of the last error result, "" if none */
@@ -1799,36 +2464,44 @@ static int pg_send_failed(pg_conn *c)
 /* Prepares pg_stmts[i] on c if it is not yet. */
 static int pg_prepare(og_pg *pg, pg_conn *c, int i)
 {
+    PGTransactionStatusType state;
     PGresult *res = NULL;
     int rc;
 
-    if (c->prepared & (1u << i))
+    if (c->prepared & (UINT64_C(1) << i))
         return 0;
+    /* Idle, or inside a payout decision's transaction (I26), which it
+     * leaves as it found it. */
+    state = PQtransactionStatus(c->conn);
     pg_begin_statement(c);
     if (!PQsendPrepare(c->conn, pg_stmts[i].name, pg_stmts[i].sql,
                        pg_stmts[i].nparams, NULL))
         return pg_send_failed(c);
-    rc = pg_collect(c, pg_mono_us() + pg->timeout_us, PQTRANS_IDLE, &res,
-                    NULL, 0);
+    rc = pg_collect(c, pg_mono_us() + pg->timeout_us, state, &res, NULL, 0);
     PQclear(res);
     if (rc == OG__PG_REFUSE)
         rc = OG_EINTERNAL;
     if (rc == 0)
-        c->prepared |= 1u << i;
+        c->prepared |= UINT64_C(1) << i;
     return rc;
 }
 
 /* Runs prepared statement i in its own implicit transaction. The connection
  * must be idle: the admission's reasoning rests on a transaction that holds
  * nothing but this statement (I1). */
-static int pg_exec_prepared(og_pg *pg, pg_conn *c, int i,
-                            const char *const *params, PGresult **rows,
-                            char *constraint, size_t conlen)
+/* pg_exec_prepared in transaction status `state` (PQTRANS_IDLE; or
+ * PQTRANS_INTRANS inside a payout decision's transaction, I26), which the
+ * connection must be in before and after, with the deadline deadline_us. */
+static int pg_exec_prepared_in(og_pg *pg, pg_conn *c, int i,
+                               const char *const *params, PGresult **rows,
+                               char *constraint, size_t conlen,
+                               PGTransactionStatusType state,
+                               int64_t deadline_us)
 {
     int rc;
 
     if (PQstatus(c->conn) != CONNECTION_OK ||
-        PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+        PQtransactionStatus(c->conn) != state)
         return pg_send_failed(c);
     rc = pg_prepare(pg, c, i);
     if (rc != 0)
@@ -1837,8 +2510,15 @@ static int pg_exec_prepared(og_pg *pg, pg_conn *c, int i,
     if (!PQsendQueryPrepared(c->conn, pg_stmts[i].name, pg_stmts[i].nparams,
                              params, NULL, NULL, 0))
         return pg_send_failed(c);
-    return pg_collect(c, pg_mono_us() + pg->timeout_us, PQTRANS_IDLE, rows,
-                      constraint, conlen);
+    return pg_collect(c, deadline_us, state, rows, constraint, conlen);
+}
+
+static int pg_exec_prepared(og_pg *pg, pg_conn *c, int i,
+                            const char *const *params, PGresult **rows,
+                            char *constraint, size_t conlen)
+{
+    return pg_exec_prepared_in(pg, c, i, params, rows, constraint, conlen,
+                               PQTRANS_IDLE, pg_mono_us() + pg->timeout_us);
 }
 
 /* Runs one unnamed statement (setup, schema, migrations): extended protocol
@@ -2114,6 +2794,10 @@ static int pg_open(const char *target, const og_store_options *opts,
                opts->timings.recovery_lease_us);
     pg_fmt_i64(pg->cleanup_margin, sizeof pg->cleanup_margin,
                opts->timings.cleanup_margin_us);
+    pg_fmt_i64(pg->expiry_margin, sizeof pg->expiry_margin,
+               opts->timings.admission_leeway_us +
+                   opts->timings.cleanup_margin_us);
+    pg->admission_leeway_us = opts->timings.admission_leeway_us;
     /* Bounded by og_timings_check() (T5, T6 and the leeway's own bound), so
      * the sum cannot overflow for a checked configuration. */
     pg_fmt_i64(pg->fallback, sizeof pg->fallback,
@@ -3446,18 +4130,29 @@ static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
     return rc;
 }
 
+/* Runs a keyset batch statement stmt — $1 a margin (µs), $2 the batch,
+ * $3 the pass's cursor (µs) — and reads its four bigints (three counts,
+ * then the new cursor) into v: cleanup and the payout grants' expiry. */
+static int pg_run_batch(og_pg *pg, int stmt, const char *margin, int batch,
+                        int64_t from_us, int64_t v[4])
+{
+    char limit[16], from[24];
+    const char *params[3] = {margin, limit, from};
+
+    snprintf(limit, sizeof limit, "%d", batch);
+    pg_fmt_i64(from, sizeof from, from_us);
+    return pg_run_counts(pg, stmt, params, v, 4);
+}
+
 static int pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
                             og_cleanup_stats *out)
 {
     og_pg *pg = impl;
-    char limit[16], from[24];
-    const char *params[3] = {pg->cleanup_margin, limit, from};
     int64_t v[4];
     int rc;
 
-    snprintf(limit, sizeof limit, "%d", batch);
-    pg_fmt_i64(from, sizeof from, *from_us);
-    rc = pg_run_counts(pg, PG_STMT_CLEANUP, params, v, 4);
+    rc = pg_run_batch(pg, PG_STMT_CLEANUP, pg->cleanup_margin, batch,
+                      *from_us, v);
     if (rc == 0) {
         out->admissions = v[0];
         out->revocations = v[1];
@@ -3583,6 +4278,793 @@ static int pg_redemption_get(void *impl, const char *caller, const char *key,
 }
 
 /* ===========================================================================
+ * The payout store (I26-I30).
+ * ========================================================================= */
+
+/* The single row of a put's statement (PG_PUT_NCOLS) into *out:
+ * WRITTEN with the version written, else what og__payout_put_classify
+ * makes of the record as the statement saw it. */
+static int pg_put_parse(const PGresult *res, int64_t expected,
+                        og_payout_put_result *out)
+{
+    og_payout_put_result r = {OG_PAYOUT_WRITTEN, 0};
+    int64_t stored = 0;
+    bool exists;
+
+    if (PQntuples(res) != 1 || pg_shape(res, PG_PUT_NCOLS, 1) != 0)
+        return OG_EINTERNAL;
+    if (!PQgetisnull(res, 0, 0)) {
+        if (pg_get_i64(res, 0, 0, &r.version) != 0)
+            return OG_EINTERNAL;
+        *out = r;
+        return 0;
+    }
+    exists = !PQgetisnull(res, 0, 1);
+    if (exists && pg_get_i64(res, 0, 1, &stored) != 0)
+        return OG_EINTERNAL;
+    r.outcome = og__payout_put_classify(expected, exists, stored,
+                                        pg_get_bool(res, 0, 2),
+                                        pg_get_bool(res, 0, 3));
+    *out = r;
+    return 0;
+}
+
+/* Runs the put statement stmt with params (its last is the expected
+ * version, formatted from expected) and reads its report. */
+static int pg_put(og_pg *pg, int stmt, const char *const *params,
+                  int64_t expected, og_payout_put_result *out)
+{
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_payout_put_result r;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, stmt, params, &res);
+    if (rc == 0)
+        rc = pg_put_parse(res, expected, &r);
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = r;
+    return rc;
+}
+
+static int pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+                                og_payout_put_result *out)
+{
+    char limit[24], offset[16], expected[24];
+    const char *params[6] = {r->tenant_id,
+                             r->payouts_suspended ? "true" : "false", limit,
+                             r->currency, offset, expected};
+
+    pg_fmt_i64(limit, sizeof limit, r->daily_limit);
+    snprintf(offset, sizeof offset, "%d", r->offset_minutes);
+    pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, PG_STMT_PAYOUT_TENANT_PUT, params, r->expected_version,
+                  out);
+}
+
+static int pg_payout_beneficiary_put(void *impl,
+                                     const og__payout_beneficiary_req *r,
+                                     og_payout_put_result *out)
+{
+    char expected[24];
+    const char *params[5] = {r->beneficiary_id, r->tenant_id,
+                             r->verified ? "true" : "false", r->status,
+                             expected};
+
+    pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, PG_STMT_PAYOUT_BENEFICIARY_PUT, params,
+                  r->expected_version, out);
+}
+
+static int pg_payout_destination_put(void *impl,
+                                     const og__payout_destination_req *r,
+                                     og_payout_put_result *out)
+{
+    char expected[24];
+    /* The token is a parameter only: this file logs nothing (I7), and
+     * libpq keeps no copy once the call returns (S7). */
+    const char *params[4] = {r->destination_id, r->beneficiary_id,
+                             r->provider_token, expected};
+
+    pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, PG_STMT_PAYOUT_DESTINATION_PUT, params,
+                  r->expected_version, out);
+}
+
+static int pg_payout_destination_token(void *impl, const char *id,
+                                       int64_t version, char *out,
+                                       size_t outlen)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char v[24];
+    const char *params[2] = {id, v};
+    int rc;
+
+    pg_fmt_i64(v, sizeof v, version);
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_DESTINATION_TOKEN, params, &res);
+    if (rc == 0 && pg_shape(res, 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_get_text(res, 0, 0, out, outlen) == 0 ? 1 : OG_EINTERNAL;
+    /* The token's only other copy: libpq's result (S7). */
+    if (res != NULL && PQntuples(res) == 1 && PQnfields(res) == 1 &&
+        !PQgetisnull(res, 0, 0)) {
+        char *t = PQgetvalue(res, 0, 0);
+
+        sodium_memzero(t, strlen(t));
+    }
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+static int pg_payout_draft(void *impl, const og__payout_draft_req *r,
+                           og_payout_put_result *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
+    char dv[24], amount[24];
+    const char *params[9] = {r->payout_id,      r->tenant_id,
+                             r->beneficiary_id, r->destination_id,
+                             dv,                amount,
+                             r->currency,       r->has_purpose ? r->purpose
+                                                               : NULL,
+                             r->requester_id};
+    int rc;
+
+    pg_fmt_i64(dv, sizeof dv, r->destination_version);
+    pg_fmt_i64(amount, sizeof amount, r->amount_minor);
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_DRAFT, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 6, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0) {
+        if (pg_get_bool(res, 0, 0))
+            result.version = 1;
+        else if (pg_get_bool(res, 0, 1))
+            result.outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
+        else if (!pg_get_bool(res, 0, 2) || !pg_get_bool(res, 0, 4) ||
+                 !pg_get_bool(res, 0, 5))
+            result.outcome = OG_PAYOUT_NOT_FOUND;
+        else if (!pg_get_bool(res, 0, 3))
+            result.outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
+        else /* a concurrent draft of the id committed during the statement */
+            result.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    }
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = result;
+    return rc;
+}
+
+static int pg_payout_cancel(void *impl, const char *id, int64_t expected,
+                            const char *actor, og_payout_put_result *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
+    char ev[24];
+    const char *params[3] = {id, ev, actor};
+    int64_t seen = 0;
+    int rc;
+
+    pg_fmt_i64(ev, sizeof ev, expected);
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_CANCEL, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0 && !PQgetisnull(res, 0, 0)) {
+        rc = pg_get_i64(res, 0, 0, &result.version);
+    } else if (rc == 0 && PQgetisnull(res, 0, 1)) {
+        result.outcome = OG_PAYOUT_NOT_FOUND;
+    } else if (rc == 0 && (rc = pg_get_i64(res, 0, 1, &seen)) == 0) {
+        result.outcome = seen != expected ? OG_PAYOUT_VERSION_CONFLICT
+                                          : OG_PAYOUT_REFUSED;
+    }
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = result;
+    return rc;
+}
+
+/* Row 0 of a pg_payout_get_sql result into *v. */
+static int pg_payout_view_parse(const PGresult *r, og_payout_view *v)
+{
+    int state;
+
+    memset(v, 0, sizeof *v);
+    if (pg_shape(r, PG_PAYOUT_VIEW_NCOLS, 1) != 0 ||
+        pg_get_text(r, 0, 0, v->payout_id, sizeof v->payout_id) ||
+        pg_get_text(r, 0, 1, v->tenant_id, sizeof v->tenant_id) ||
+        pg_get_text(r, 0, 2, v->beneficiary_id, sizeof v->beneficiary_id) ||
+        pg_get_text(r, 0, 3, v->destination_id, sizeof v->destination_id) ||
+        pg_get_i64(r, 0, 4, &v->destination_version) ||
+        pg_get_i64(r, 0, 5, &v->amount_minor) ||
+        pg_get_text(r, 0, 6, v->currency, sizeof v->currency) ||
+        pg_get_opt_text(r, 0, 7, v->purpose, sizeof v->purpose) ||
+        PQgetisnull(r, 0, 8) || pg_get_i64(r, 0, 9, &v->version) ||
+        pg_get_i64(r, 0, 10, &v->attempt_count) ||
+        pg_get_opt_text(r, 0, 11, v->active_attempt,
+                        sizeof v->active_attempt) ||
+        pg_get_opt_text(r, 0, 12, v->release_day, sizeof v->release_day) ||
+        pg_get_text(r, 0, 13, v->requester_id, sizeof v->requester_id) ||
+        pg_get_i64(r, 0, 14, &v->created_at_us) ||
+        pg_get_i64(r, 0, 15, &v->updated_at_us))
+        return OG_EINTERNAL;
+    v->has_purpose = !PQgetisnull(r, 0, 7);
+    state = og__payout_state_parse(PQgetvalue(r, 0, 8));
+    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
+                                             v->amount, sizeof v->amount) != 0)
+        return OG_EINTERNAL;
+    v->state = (og_payout_state)state;
+    return 0;
+}
+
+static int pg_payout_get(void *impl, const char *id, og_payout_view *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {id};
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_GET, params, &res);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_payout_view_parse(res, out) == 0 ? 1 : OG_EINTERNAL;
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+/* ---- the decision's transaction (I26-I28) ---------------------------------- */
+
+/* Runs a transaction-control command (BEGIN ..., COMMIT, ROLLBACK) on c
+ * before deadline_us; expect is the status that confirms it. */
+static int pg_txn(og_pg *pg, pg_conn *c, const char *sql,
+                  PGTransactionStatusType expect, int64_t deadline_us)
+{
+    PGresult *res = NULL;
+    int rc;
+
+    (void)pg;
+    pg_begin_statement(c);
+    if (!PQsendQueryParams(c->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+        return pg_send_failed(c);
+    rc = pg_collect(c, deadline_us, expect, &res, NULL, 0);
+    PQclear(res);
+    return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
+}
+
+/* Runs prepared statement i inside the transaction open on c, before the
+ * call's deadline: every statement of a decision shares one (I26). Every
+ * failure is an error; the caller ends the transaction. */
+static int pg_run_in(og_pg *pg, pg_conn *c, int i, const char *const *params,
+                     PGresult **rows, int64_t deadline_us)
+{
+    int rc = pg_exec_prepared_in(pg, c, i, params, rows, NULL, 0,
+                                 PQTRANS_INTRANS, deadline_us);
+
+    return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
+}
+
+/* Ends the transaction open on c: COMMIT when rc is 0 (confirmed at
+ * ReadyForQuery, I2: an unconfirmed commit is OG_ESTORE_UNAVAILABLE), else
+ * ROLLBACK; a connection whose state is then unknown is discarded. */
+static int pg_txn_end(og_pg *pg, pg_conn *c, int rc, int64_t deadline_us)
+{
+    if (rc == 0)
+        return pg_txn(pg, c, "COMMIT", PQTRANS_IDLE, deadline_us);
+    if (!c->broken && PQstatus(c->conn) == CONNECTION_OK &&
+        PQtransactionStatus(c->conn) != PQTRANS_IDLE &&
+        pg_txn(pg, c, "ROLLBACK", PQTRANS_IDLE, deadline_us) != 0)
+        c->broken = true; /* pg_release closes it: the server rolls back */
+    return rc;
+}
+
+/* Row 0 of a facts statement (PG_PAYOUT_FACTS_NCOLS) into *f. */
+static int pg_facts_parse(const PGresult *r, og__payout_facts *f)
+{
+    int64_t offset = 0;
+    int state, status;
+
+    if (pg_shape(r, PG_PAYOUT_FACTS_NCOLS, 1) != 0 || PQgetisnull(r, 0, 0) ||
+        pg_get_i64(r, 0, 1, &f->version) ||
+        pg_get_i64(r, 0, 2, &f->attempt_count) ||
+        pg_get_opt_text(r, 0, 3, f->active_attempt,
+                        sizeof f->active_attempt) ||
+        pg_get_text(r, 0, 4, f->tenant_id, sizeof f->tenant_id) ||
+        pg_get_text(r, 0, 5, f->beneficiary_id, sizeof f->beneficiary_id) ||
+        pg_get_text(r, 0, 6, f->destination_id, sizeof f->destination_id) ||
+        pg_get_i64(r, 0, 7, &f->destination_version) ||
+        pg_get_i64(r, 0, 8, &f->amount_minor) ||
+        pg_get_text(r, 0, 9, f->currency, sizeof f->currency) ||
+        pg_get_opt_text(r, 0, 10, f->purpose, sizeof f->purpose) ||
+        PQgetisnull(r, 0, 11) || pg_get_i64(r, 0, 12, &f->daily_limit) ||
+        pg_get_text(r, 0, 13, f->tenant_currency,
+                    sizeof f->tenant_currency) ||
+        pg_get_i64(r, 0, 14, &offset) ||
+        pg_get_i64(r, 0, 15, &f->settings_version) ||
+        PQgetisnull(r, 0, 16) || PQgetisnull(r, 0, 17) ||
+        pg_get_i64(r, 0, 18, &f->beneficiary_version) ||
+        pg_get_text(r, 0, 19, f->destination_beneficiary_id,
+                    sizeof f->destination_beneficiary_id) ||
+        pg_get_i64(r, 0, 20, &f->destination_record_version) ||
+        pg_get_i64(r, 0, 21, &f->destination_changed_at_us))
+        return OG_EINTERNAL;
+    state = og__payout_state_parse(PQgetvalue(r, 0, 0));
+    status = og__payout_bstatus_parse(PQgetvalue(r, 0, 17));
+    if (state < 0 || status < 0 || offset < -OG_PAYOUT_OFFSET_MAX ||
+        offset > OG_PAYOUT_OFFSET_MAX)
+        return OG_EINTERNAL;
+    f->found = true;
+    f->state = (og_payout_state)state;
+    f->has_purpose = !PQgetisnull(r, 0, 10);
+    f->payouts_suspended = pg_get_bool(r, 0, 11);
+    f->offset_minutes = (int)offset;
+    f->verified = pg_get_bool(r, 0, 16);
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    return 0;
+}
+
+/* Reads the facts of payout id inside the transaction open on c, with the
+ * facts statement which (PG_STMT_PAYOUT_FACTS or _LOCKED), then the
+ * counters of the release day of release_at_us and the store's clock. */
+static int pg_read_facts(og_pg *pg, pg_conn *c, int which, const char *id,
+                         int64_t release_at_us, og__payout_facts *f,
+                         int64_t deadline_us)
+{
+    const char *fparams[1] = {id};
+    const char *dparams[2] = {NULL, NULL};
+    PGresult *res = NULL;
+    int rc;
+
+    memset(f, 0, sizeof *f);
+    rc = pg_run_in(pg, c, which, fparams, &res, deadline_us);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_facts_parse(res, f);
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    res = NULL;
+    if (rc != 0)
+        return rc;
+    if (f->found) {
+        if (og__copy(f->payout_id, sizeof f->payout_id, id) != 0 ||
+            og_payout_release_day(release_at_us, f->offset_minutes,
+                                  f->release_day) != 0)
+            return OG_EINTERNAL; /* both checked before the store */
+        dparams[0] = f->tenant_id;
+        dparams[1] = f->release_day;
+    }
+    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_DAY, dparams, &res, deadline_us);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
+                    pg_get_i64(res, 0, 3, &f->observed_at_us) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0 && !PQgetisnull(res, 0, 0) &&
+        (pg_get_i64(res, 0, 0, &f->paid) != 0 ||
+         pg_get_i64(res, 0, 1, &f->reserved) != 0 ||
+         pg_get_i64(res, 0, 2, &f->day_version) != 0))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+static int pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
+                           og__payout_facts *out)
+{
+    og_pg *pg = impl;
+    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og__payout_facts f;
+    pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    /* One snapshot for both reads (I26). */
+    rc = pg_txn(pg, c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                PQTRANS_INTRANS, deadline);
+    if (rc == 0)
+        rc = pg_read_facts(pg, c, PG_STMT_PAYOUT_FACTS, id, release_at_us, &f,
+                           deadline);
+    rc = pg_txn_end(pg, c, rc, deadline);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = f;
+    return rc;
+}
+
+/* The decision row and its "decided" entry; *decided_at its instant. */
+static int pg_decision_write(og_pg *pg, pg_conn *c,
+                             const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t deadline_us,
+                             int64_t *decided_at)
+{
+    const og_payout_verdict *v = &p->verdict;
+    bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
+    char ver[4][24], limit[24], observed[24];
+    const char *params[17];
+    PGresult *res = NULL;
+    int rc;
+
+    pg_fmt_i64(ver[0], sizeof ver[0], v->evaluated.tenant_settings);
+    pg_fmt_i64(ver[1], sizeof ver[1], v->evaluated.beneficiary);
+    pg_fmt_i64(ver[2], sizeof ver[2], v->evaluated.destination);
+    pg_fmt_i64(ver[3], sizeof ver[3], v->evaluated.payout);
+    pg_fmt_i64(limit, sizeof limit, r->approval_limit);
+    pg_fmt_i64(observed, sizeof observed, f->observed_at_us);
+    params[0] = r->decision_id;
+    params[1] = r->payout_id;
+    params[2] = f->found ? f->tenant_id : NULL;
+    params[3] = p->mode;
+    params[4] = og_payout_outcome_name(v->outcome);
+    params[5] = og_payout_reason_name(v->reason);
+    params[6] = v->policy_version;
+    params[7] = read ? v->terms_fingerprint : NULL;
+    for (int i = 0; i < 4; i++)
+        params[8 + i] = read ? ver[i] : NULL;
+    params[12] = r->requester_id;
+    params[13] = r->requester_role;
+    params[14] = limit;
+    params[15] = observed;
+    params[16] = r->correlation_id;
+    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_DECISION, params, &res, deadline_us);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
+                    pg_get_i64(res, 0, 0, decided_at) != 0))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+/* What an Allowed decision enables (pg_payout_approve_sql). */
+static int pg_decision_issue(og_pg *pg, pg_conn *c,
+                             const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t now,
+                             int64_t deadline_us)
+{
+    char version[24], at[24], nb[24], exp[24];
+    const char *params[14] = {r->payout_id, version, p->from_state,
+                              f->release_day, at, r->grant_id, nb, exp,
+                              r->decision_id, p->verdict.terms_fingerprint,
+                              p->verdict.policy_version, r->job_id,
+                              r->correlation_id, r->requester_id};
+    int64_t v = 0, attempt = 0, jobs = 0, events = 0;
+    PGresult *res = NULL;
+    int rc;
+
+    pg_fmt_i64(version, sizeof version, f->version);
+    pg_fmt_i64(at, sizeof at, now);
+    pg_fmt_i64(nb, sizeof nb, r->not_before_us);
+    pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
+    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_APPROVE, params, &res, deadline_us);
+    /* The row is ours (FOR UPDATE since the facts' read): it cannot have
+     * moved, and every step wrote its one row. */
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
+                    pg_get_i64(res, 0, 0, &v) != 0 ||
+                    pg_get_i64(res, 0, 1, &attempt) != 0 ||
+                    pg_get_i64(res, 0, 2, &jobs) != 0 ||
+                    pg_get_i64(res, 0, 3, &events) != 0 ||
+                    v != p->new_version || attempt != p->attempt_number ||
+                    jobs != 1 || events != 4))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+static int pg_payout_decide_in(og_pg *pg, pg_conn *c,
+                               const og__payout_decide_req *r,
+                               og_payout_decision *out, int64_t deadline_us)
+{
+    og__payout_facts f;
+    og__payout_plan p;
+    PGresult *res = NULL;
+    int64_t now = 0;
+    int rc;
+
+    /* 1. The facts, their rows locked until the commit (I26). */
+    if ((rc = pg_read_facts(pg, c, PG_STMT_PAYOUT_FACTS_LOCKED, r->payout_id,
+                            r->not_before_us, &f, deadline_us)) != 0)
+        return rc;
+    /* 2. The pure core decides (PP1). */
+    if ((rc = og__payout_plan_decide(&f, r, &p)) != 0)
+        return rc;
+    /* 3. The reservation (I27): the counters read above were not locked,
+     * so a concurrent decision may have reserved since; this write decides
+     * on the newest ones, and when it takes nothing the decision is Denied
+     * tenant.daily-limit, alone. */
+    if (p.allowed) {
+        char amount[24];
+        const char *params[3] = {f.tenant_id, f.release_day, amount};
+
+        pg_fmt_i64(amount, sizeof amount, f.amount_minor);
+        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_RESERVE, params, &res,
+                       deadline_us);
+        if (rc == 0 && pg_shape(res, 1, 1) != 0)
+            rc = OG_EINTERNAL;
+        if (rc == 0 && PQntuples(res) == 0)
+            og__payout_plan_limit_taken(&p);
+        PQclear(res);
+        if (rc != 0)
+            return rc;
+    }
+    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
+        return OG_ESTORE_UNAVAILABLE;
+    if ((rc = pg_decision_write(pg, c, r, &f, &p, deadline_us, &now)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
+        return OG_ESTORE_UNAVAILABLE;
+    if (p.allowed &&
+        (rc = pg_decision_issue(pg, c, r, &f, &p, now, deadline_us)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+
+    og__payout_decision_fill(r, &f, &p, now, out);
+    return 0;
+}
+
+/* ONE explicit transaction (I26): Read Committed (the session default)
+ * with the facts' rows locked, one deadline for all of it. */
+static int pg_payout_decide(void *impl, const og__payout_decide_req *r,
+                            og_payout_decision *out)
+{
+    og_pg *pg = impl;
+    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og_payout_decision d;
+    pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    if (rc == 0)
+        rc = pg_payout_decide_in(pg, c, r, &d, deadline);
+    rc = pg_txn_end(pg, c, rc, deadline);
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = d;
+    return rc;
+}
+
+/* ---- jobs (I30) ---------------------------------------------------------- */
+
+static int pg_payout_job_take(void *impl, int64_t lease_us,
+                              og_payout_job *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char lease[24];
+    const char *params[1] = {lease};
+    og_payout_job j;
+    int rc;
+
+    pg_fmt_i64(lease, sizeof lease, lease_us);
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_JOB_TAKE, params, &res);
+    if (rc == 0 && pg_shape(res, PG_PAYOUT_JOB_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1) {
+        memset(&j, 0, sizeof j);
+        rc = pg_get_text(res, 0, 0, j.job_id, sizeof j.job_id) ||
+                     pg_get_text(res, 0, 1, j.payout_id, sizeof j.payout_id) ||
+                     pg_get_text(res, 0, 2, j.grant_id, sizeof j.grant_id) ||
+                     pg_get_text(res, 0, 3, j.correlation_id,
+                                 sizeof j.correlation_id) ||
+                     pg_get_opt_text(res, 0, 4, j.resubmitted_from,
+                                     sizeof j.resubmitted_from) ||
+                     pg_get_i64(res, 0, 5, &j.delivery) ||
+                     pg_get_i64(res, 0, 6, &j.lease_until_us)
+                 ? OG_EINTERNAL
+                 : 1;
+    }
+    PQclear(res);
+    pg_release(pg, c);
+    if (rc == 1)
+        *out = j;
+    return rc;
+}
+
+/* Runs a job write whose statement returns a row exactly when it changed
+ * the job: *done. */
+static int pg_payout_job_write(og_pg *pg, int stmt, const char *const *params,
+                               bool *done)
+{
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 && pg_shape(res, 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *done = PQntuples(res) == 1;
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+static int pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
+                             bool *acked)
+{
+    char d[24];
+    const char *params[2] = {id, d};
+
+    pg_fmt_i64(d, sizeof d, delivery);
+    return pg_payout_job_write(impl, PG_STMT_PAYOUT_JOB_ACK, params, acked);
+}
+
+static int pg_payout_job_postpone(void *impl, const char *id,
+                                  int64_t delivery, int64_t delay_us,
+                                  bool *postponed)
+{
+    char d[24], delay[24];
+    const char *params[3] = {id, d, delay};
+
+    pg_fmt_i64(d, sizeof d, delivery);
+    pg_fmt_i64(delay, sizeof delay, delay_us);
+    return pg_payout_job_write(impl, PG_STMT_PAYOUT_JOB_POSTPONE, params,
+                               postponed);
+}
+
+static int pg_payout_job_resubmit(void *impl, const char *id,
+                                  const char *actor, const char *new_id)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[3] = {id, new_id, actor};
+    int64_t n = 0;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_JOB_RESUBMIT, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
+                    pg_get_i64(res, 0, 0, &n) != 0 || n < 0 || n > 1))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    pg_release(pg, c);
+    return rc == 0 ? (int)n : rc;
+}
+
+/* ---- payout grants (I29) ----------------------------------------------------- */
+
+/* A nullable µs column: NULL reads 0. */
+static int pg_get_opt_i64(const PGresult *r, int col, int64_t *out)
+{
+    if (PQgetisnull(r, 0, col)) {
+        *out = 0;
+        return 0;
+    }
+    return pg_get_i64(r, 0, col, out);
+}
+
+static int pg_payout_grant_get(void *impl, const char *grant_id,
+                               og_payout_grant_view *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {grant_id};
+    og_payout_grant_view v;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_GRANT_GET, params, &res);
+    if (rc == 0 && pg_shape(res, PG_PAYOUT_GRANT_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1) {
+        memset(&v, 0, sizeof v);
+        if (pg_get_text(res, 0, 0, v.grant_id, sizeof v.grant_id) ||
+            pg_get_text(res, 0, 1, v.decision_id, sizeof v.decision_id) ||
+            pg_get_text(res, 0, 2, v.payout_id, sizeof v.payout_id) ||
+            pg_get_text(res, 0, 3, v.tenant_id, sizeof v.tenant_id) ||
+            pg_get_text(res, 0, 4, v.operation, sizeof v.operation) ||
+            pg_get_text(res, 0, 5, v.audience, sizeof v.audience) ||
+            pg_get_text(res, 0, 6, v.terms_fingerprint,
+                        sizeof v.terms_fingerprint) ||
+            pg_get_text(res, 0, 7, v.policy_version,
+                        sizeof v.policy_version) ||
+            pg_get_i64(res, 0, 8, &v.executable_payout_version) ||
+            pg_get_i64(res, 0, 9, &v.attempt_number) ||
+            pg_get_i64(res, 0, 10, &v.reserved_minor) ||
+            pg_get_text(res, 0, 11, v.release_day, sizeof v.release_day) ||
+            pg_get_i64(res, 0, 12, &v.not_before_us) ||
+            pg_get_i64(res, 0, 13, &v.expires_at_us) ||
+            pg_get_i64(res, 0, 14, &v.created_at_us) ||
+            pg_get_opt_i64(res, 15, &v.consumed_at_us) ||
+            pg_get_opt_text(res, 0, 16, v.consumed_by_operation,
+                            sizeof v.consumed_by_operation) ||
+            pg_get_opt_i64(res, 17, &v.revoked_at_us) ||
+            pg_get_opt_i64(res, 18, &v.released_at_us) ||
+            pg_get_i64(res, 0, 19, &v.read_at_us)) {
+            rc = OG_EINTERNAL;
+        } else {
+            v.state = og__payout_grant_state(
+                !PQgetisnull(res, 0, 15), !PQgetisnull(res, 0, 17),
+                v.expires_at_us, pg->admission_leeway_us, v.read_at_us);
+            *out = v;
+            rc = 1;
+        }
+    }
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+static int pg_payout_grant_revoke(void *impl, const char *grant_id,
+                                  const char *actor, og_revoke_outcome *out)
+{
+    og_pg *pg = impl;
+    pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[2] = {grant_id, actor};
+    int64_t days = 0, released = 0;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_run(pg, c, PG_STMT_PAYOUT_GRANT_REVOKE, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
+                    pg_get_i64(res, 0, 2, &days) != 0 ||
+                    pg_get_i64(res, 0, 3, &released) != 0 ||
+                    days != released)) /* each binding has its day row */
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *out = pg_get_bool(res, 0, 0) ? OG_REVOKE_REVOKED
+               : pg_get_bool(res, 0, 1) ? OG_REVOKE_ALREADY_USED_OR_REVOKED
+                                        : OG_REVOKE_NOT_ISSUED;
+    PQclear(res);
+    pg_release(pg, c);
+    return rc;
+}
+
+static int pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
+                                  int64_t *taken)
+{
+    og_pg *pg = impl;
+    int64_t v[4];
+    int rc;
+
+    rc = pg_run_batch(pg, PG_STMT_PAYOUT_EXPIRE, pg->expiry_margin, batch,
+                      *from_us, v);
+    /* released = picked (the pick locked them unreleased), each release
+     * changed its day's row: sums over fewer rows, never more */
+    if (rc == 0 && (v[0] != v[1] || v[2] > v[0] || (v[0] > 0 && v[2] < 1)))
+        rc = OG_EINTERNAL;
+    if (rc == 0) {
+        *taken = v[0];
+        *from_us = v[3];
+    }
+    return rc;
+}
+
+/* ===========================================================================
  * The method table.
  * ========================================================================= */
 /* ===========================================================================
@@ -3689,6 +5171,10 @@ static int pg_explain(void *impl, int batch, FILE *out)
     const char *unclaimed[4] = {"support-approvals", "g-explain-1",
                                 "00000000-0000-4000-8000-000000000001", NULL};
     const char *cleanup[3] = {pg->cleanup_margin, limit, from};
+    /* A tenant's day of no row, a 30 s delivery lease, a janitor batch. */
+    const char *reserve[3] = {"T-explain", "2026-01-15", "425000"};
+    const char *take[1] = {"30000000"};
+    const char *expire[3] = {pg->expiry_margin, limit, from};
     int rc;
 
     pg_fmt_i64(expires, sizeof expires,
@@ -3711,6 +5197,16 @@ static int pg_explain(void *impl, int batch, FILE *out)
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Cleanup, one batch", PG_STMT_CLEANUP,
                              cleanup, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c,
+                             "Payout decision: the daily-limit reservation",
+                             PG_STMT_PAYOUT_RESERVE, reserve, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c, "Payout jobs: take the oldest available",
+                             PG_STMT_PAYOUT_JOB_TAKE, take, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c, "Payout grants: one expiry batch",
+                             PG_STMT_PAYOUT_EXPIRE, expire, out);
     /* plan_cache_mode was changed on this session: it ends with it. */
     c->broken = true;
     pg_release(pg, c);
@@ -3746,4 +5242,20 @@ const og__store_methods og__postgres_methods = {
     .redemption_put = pg_redemption_put,
     .redemption_get = pg_redemption_get,
     .explain = pg_explain,
+    .payout_tenant_put = pg_payout_tenant_put,
+    .payout_beneficiary_put = pg_payout_beneficiary_put,
+    .payout_destination_put = pg_payout_destination_put,
+    .payout_destination_token = pg_payout_destination_token,
+    .payout_draft = pg_payout_draft,
+    .payout_cancel = pg_payout_cancel,
+    .payout_get = pg_payout_get,
+    .payout_facts = pg_payout_facts,
+    .payout_decide = pg_payout_decide,
+    .payout_job_take = pg_payout_job_take,
+    .payout_job_ack = pg_payout_job_ack,
+    .payout_job_postpone = pg_payout_job_postpone,
+    .payout_job_resubmit = pg_payout_job_resubmit,
+    .payout_grant_get = pg_payout_grant_get,
+    .payout_grant_revoke = pg_payout_grant_revoke,
+    .payout_expire_batch = pg_payout_expire_batch,
 };

@@ -172,6 +172,55 @@
  *       connection and checked before the commit, and carries
  *       operation_events' AUTOINCREMENT high-water mark over, so no event
  *       number is ever handed out twice.
+ *   Q26 The payout decision (og_payout_decide, sq_payout_decide) is ONE
+ *       BEGIN IMMEDIATE transaction: it reads the facts — the payout, its
+ *       tenant's settings, beneficiary and destination, the release day's
+ *       counters — under the write lock (Q1), so none can change before it
+ *       commits; the pure core decides (og__payout_plan_decide,
+ *       lib/core/payout_plan.c); then it writes. Allowed: the reservation
+ *       (Q27), the decision row, the approval with the attempt number
+ *       (Q28), the grant's `grants` row (issuer 'payouts', row form, no
+ *       family, the window's end as its expiry), its bindings, the job and
+ *       a payout_events entry per step, all at one instant of SQLite's
+ *       clock. Anything else: the decision row and its entry alone. Any
+ *       failure, the fault points OG__FAULT_DECIDE_* included, rolls all
+ *       of it back. Decisions and history entries are never changed or
+ *       removed: triggers abort every UPDATE and DELETE of payout_decisions
+ *       and payout_events.
+ *   Q27 The reservation is ONE conditional write of the tenant's day row
+ *       (SQ_PAYOUT_RESERVE: INSERT ... ON CONFLICT DO UPDATE ... WHERE
+ *       paid + reserved + amount <= daily_limit). Under the write lock it
+ *       checks the very counters the decision read, so it takes whatever
+ *       the core allowed; should it take nothing, the decision written is
+ *       Denied tenant.daily-limit, alone. The day is the release day of the
+ *       grant's not_before at the tenant's offset (og_payout_release_day),
+ *       kept on the binding, so a release goes back to that day whatever
+ *       the offset becomes.
+ *   Q28 The attempt number is attempt_count + 1, allocated by the
+ *       approval's conditional UPDATE (SQ_PAYOUT_APPROVE: the version read,
+ *       the state the mode expects, no active attempt) in the decision's
+ *       transaction; re-authorizations are serialized by the write lock,
+ *       and payout_grants' UNIQUE (payout_id, attempt_number) is the
+ *       schema's own guard.
+ *   Q29 A binding's reservation is released exactly once: released_at is
+ *       set only where it is NULL, by a revocation (SQ_PAYOUT_GRANT_REVOKE:
+ *       the grant's row live, unconsumed and unrevoked, ONE conditional
+ *       write; then SQ_PAYOUT_RELEASE and the day's counter, in the same
+ *       transaction) or by an expiry batch (one BEGIN IMMEDIATE per batch,
+ *       unconsumed grants with expires_at < now - admission leeway -
+ *       cleanup margin, every statement of the batch selecting the same
+ *       set, SQ_PAYOUT_EXPIRE_PICK, with one clock, as Q21; the marks
+ *       last). A consumed grant's reservation is never released here: it
+ *       follows its attempt.
+ *   Q30 The outbox is the queue. A take (SQ_PAYOUT_JOB_TAKE) is ONE UPDATE
+ *       under the write lock of the oldest job with done_at IS NULL AND
+ *       available_at <= now, over payout_jobs_available_idx: deliveries +
+ *       1, available_at = now + lease, so a job whose taker went quiet is
+ *       delivered again when the lease ends. An acknowledgment or a
+ *       postponement is conditional on (deliveries = the delivery held, not
+ *       acknowledged): a superseded delivery changes nothing. A job holds
+ *       references only (payout, grant, correlation); a resubmission copies
+ *       them under a new id.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
@@ -407,6 +456,216 @@ typedef struct sq_migration {
     "ALTER TABLE grant_consumptions_hashed RENAME TO grant_consumptions;"     \
     "CREATE INDEX grant_consumptions_retain_until_idx"                        \
     "  ON grant_consumptions (retain_until);"
+
+/* Migration 8: the payout decision side (Q26-Q30). New tables only: it
+ * changes nothing of migrations 1-6 (the payout grants are rows of the
+ * existing `grants` table, issuer 'payouts', and their bindings are a
+ * table of their own), so it applies the same to a readable and a hashed
+ * store. Money is INTEGER minor units of the tenant's one currency; a day
+ * is 'YYYY-MM-DD' (og_payout_release_day). The history tables are
+ * append-only, enforced by the store (triggers), not by convention. */
+#define SQ_PAYOUT_ID_CHECK(c) "CHECK (length(CAST(" c " AS BLOB)) BETWEEN 1 AND 128)"
+#define SQ_PAYOUT_CURRENCY_CHECK(c)                                           \
+    "CHECK (length(" c ") = 3 AND " c " NOT GLOB '*[^A-Z]*')"
+#define SQ_PAYOUT_DAY_CHECK(c)                                                \
+    "CHECK (" c " GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]')"
+#define SQ_PAYOUT_FP_CHECK(c)                                                 \
+    "CHECK (length(" c ") = 64 AND " c " NOT GLOB '*[^0-9a-f]*')"
+#define SQ_PAYOUT_STATES                                                      \
+    "('Draft', 'Approved', 'Executing', 'Paid', 'Failed', 'Unknown',"         \
+    " 'Cancelled')"
+#define SQ_APPEND_ONLY(t)                                                     \
+    "CREATE TRIGGER " t "_append_only_update BEFORE UPDATE ON " t             \
+    "  BEGIN SELECT RAISE(ABORT, '" t " is append-only'); END;"               \
+    "CREATE TRIGGER " t "_append_only_delete BEFORE DELETE ON " t             \
+    "  BEGIN SELECT RAISE(ABORT, '" t " is append-only'); END;"
+#define SQ_MIGRATION_8                                                        \
+    /* A tenant's settings; settings_version moves with each of them and   \
+     * never with the counters (the claim fences it). */                    \
+    "CREATE TABLE tenants ("                                                  \
+    "  tenant_id                 TEXT    NOT NULL PRIMARY KEY"                \
+    "                            " SQ_PAYOUT_ID_CHECK("tenant_id") ","        \
+    "  payouts_suspended         INTEGER NOT NULL"                            \
+    "                            CHECK (payouts_suspended IN (0, 1)),"        \
+    "  daily_limit               INTEGER NOT NULL  /* minor units */"         \
+    "                            CHECK (daily_limit BETWEEN 0 AND"            \
+    "                                   999999999999999999),"                 \
+    "  currency                  TEXT    NOT NULL  /* fixed */"               \
+    "                            " SQ_PAYOUT_CURRENCY_CHECK("currency") ","   \
+    "  settlement_offset_minutes INTEGER NOT NULL"                            \
+    "                            CHECK (settlement_offset_minutes"            \
+    "                                   BETWEEN -840 AND 840),"               \
+    "  settings_version          INTEGER NOT NULL CHECK (settings_version >= 1)," \
+    "  updated_at                INTEGER NOT NULL"                            \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    /* The reservation counters of one release day (Q27). */               \
+    "CREATE TABLE tenant_days ("                                              \
+    "  tenant_id TEXT    NOT NULL REFERENCES tenants (tenant_id),"            \
+    "  day       TEXT    NOT NULL " SQ_PAYOUT_DAY_CHECK("day") ","            \
+    "  paid      INTEGER NOT NULL CHECK (paid >= 0),"                         \
+    "  reserved  INTEGER NOT NULL CHECK (reserved >= 0),"                     \
+    "  version   INTEGER NOT NULL CHECK (version >= 1),"                      \
+    "  PRIMARY KEY (tenant_id, day)"                                          \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "CREATE TABLE beneficiaries ("                                            \
+    "  beneficiary_id TEXT    NOT NULL PRIMARY KEY"                           \
+    "                 " SQ_PAYOUT_ID_CHECK("beneficiary_id") ","              \
+    "  tenant_id      TEXT    NOT NULL REFERENCES tenants (tenant_id),"       \
+    "  verified       INTEGER NOT NULL CHECK (verified IN (0, 1)),"           \
+    "  status         TEXT    NOT NULL"                                       \
+    "                 CHECK (status IN ('Active', 'Suspended', 'Closed')),"   \
+    "  version        INTEGER NOT NULL CHECK (version >= 1),"                 \
+    "  updated_at     INTEGER NOT NULL,"                                      \
+    "  UNIQUE (tenant_id, beneficiary_id)  /* payouts name both */"           \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    /* provider_token is a SECRET: no other table, result or log has it. */ \
+    "CREATE TABLE destinations ("                                             \
+    "  destination_id TEXT    NOT NULL PRIMARY KEY"                           \
+    "                 " SQ_PAYOUT_ID_CHECK("destination_id") ","              \
+    "  beneficiary_id TEXT    NOT NULL REFERENCES beneficiaries (beneficiary_id)," \
+    "  provider_token TEXT    NOT NULL"                                       \
+    "                 CHECK (length(CAST(provider_token AS BLOB))"            \
+    "                        BETWEEN 1 AND 512),"                             \
+    "  version        INTEGER NOT NULL CHECK (version >= 1),"                 \
+    "  changed_at     INTEGER NOT NULL  /* store clock, every change */"      \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "CREATE TABLE payouts ("                                                  \
+    "  payout_id           TEXT    NOT NULL PRIMARY KEY"                      \
+    "                      " SQ_PAYOUT_ID_CHECK("payout_id") ","              \
+    "  tenant_id           TEXT    NOT NULL,"                                 \
+    "  beneficiary_id      TEXT    NOT NULL,"                                 \
+    "  destination_id      TEXT    NOT NULL"                                  \
+    "                      REFERENCES destinations (destination_id),"         \
+    "  destination_version INTEGER NOT NULL CHECK (destination_version >= 1)," \
+    "  amount              INTEGER NOT NULL  /* minor units */"               \
+    "                      CHECK (amount BETWEEN 1 AND 999999999999999),"     \
+    "  currency            TEXT    NOT NULL " SQ_PAYOUT_CURRENCY_CHECK("currency") "," \
+    "  purpose             TEXT    /* NULL: absent; else normalized */"       \
+    "                      CHECK (purpose IS NULL OR"                         \
+    "                             length(CAST(purpose AS BLOB)) BETWEEN 1 AND 140)," \
+    "  state               TEXT    NOT NULL CHECK (state IN " SQ_PAYOUT_STATES ")," \
+    "  version             INTEGER NOT NULL CHECK (version >= 1),"            \
+    "  attempt_count       INTEGER NOT NULL CHECK (attempt_count >= 0),"      \
+    "  active_attempt      TEXT    /* set by the claim */"                    \
+    "                      CHECK (active_attempt IS NULL OR"                  \
+    "                             length(active_attempt) = 36),"              \
+    "  release_day         TEXT    CHECK (release_day IS NULL OR"             \
+    "                                     release_day GLOB '[0-9]*'),"        \
+    "  requester_id        TEXT    NOT NULL " SQ_PAYOUT_ID_CHECK("requester_id") "," \
+    "  created_at          INTEGER NOT NULL,"                                 \
+    "  updated_at          INTEGER NOT NULL,"                                 \
+    "  FOREIGN KEY (tenant_id, beneficiary_id)"                               \
+    "    REFERENCES beneficiaries (tenant_id, beneficiary_id)"                \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    /* History (Q26): no foreign key, so a missing payout's Deferred        \
+     * decision is recorded too. */                                          \
+    "CREATE TABLE payout_decisions ("                                         \
+    "  decision_id              TEXT    NOT NULL PRIMARY KEY"                 \
+    "                           CHECK (length(decision_id) = 36),"            \
+    "  payout_id                TEXT    NOT NULL,"                            \
+    "  tenant_id                TEXT,   /* NULL: the payout was missing */"   \
+    "  mode                     TEXT    NOT NULL"                             \
+    "                           CHECK (mode IN ('submit', 'reauthorize')),"   \
+    "  outcome                  TEXT    NOT NULL CHECK (outcome IN ('Allowed'," \
+    "                             'Denied', 'Deferred', 'AcknowledgmentRequired'," \
+    "                             'EscalationRecommended')),"                 \
+    "  reason                   TEXT    NOT NULL"                             \
+    "                           CHECK (length(reason) BETWEEN 1 AND 64),"     \
+    "  policy_version           TEXT    NOT NULL,"                            \
+    "  terms_fingerprint        TEXT    CHECK (terms_fingerprint IS NULL OR"  \
+    "                             (length(terms_fingerprint) = 64 AND"        \
+    "                              terms_fingerprint NOT GLOB '*[^0-9a-f]*')),"\
+    "  tenant_settings_version  INTEGER,  /* the versions evaluated; NULL */" \
+    "  beneficiary_version      INTEGER,  /* when nothing could be read */"   \
+    "  destination_version      INTEGER,"                                     \
+    "  payout_version           INTEGER,"                                     \
+    "  requester_id             TEXT    NOT NULL,  /* captured */"            \
+    "  requester_role           TEXT    NOT NULL,"                            \
+    "  requester_approval_limit INTEGER NOT NULL,"                            \
+    "  observed_at              INTEGER NOT NULL,  /* the facts' read */"     \
+    "  decided_at               INTEGER NOT NULL,  /* store clock */"         \
+    "  correlation_id           TEXT    NOT NULL"                             \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "CREATE INDEX payout_decisions_payout_idx"                                \
+    "  ON payout_decisions (payout_id, decided_at);"                          \
+    SQ_APPEND_ONLY("payout_decisions")                                        \
+    /* A payout grant's bindings; the grant itself is its `grants` row.     \
+     * released_at is set once, by an expiry or a revocation (Q29). */       \
+    "CREATE TABLE payout_grants ("                                            \
+    "  grant_id                  TEXT    NOT NULL PRIMARY KEY,"               \
+    "  issuer                    TEXT    NOT NULL CHECK (issuer = 'payouts')," \
+    "  decision_id               TEXT    NOT NULL UNIQUE"                     \
+    "                            REFERENCES payout_decisions (decision_id),"  \
+    "  payout_id                 TEXT    NOT NULL REFERENCES payouts (payout_id)," \
+    "  tenant_id                 TEXT    NOT NULL,"                           \
+    "  operation                 TEXT    NOT NULL"                            \
+    "                            CHECK (operation = 'payout.submit'),"        \
+    "  audience                  TEXT    NOT NULL,"                           \
+    "  terms_fingerprint         TEXT    NOT NULL "                           \
+    "                            " SQ_PAYOUT_FP_CHECK("terms_fingerprint") "," \
+    "  executable_payout_version INTEGER NOT NULL"                            \
+    "                            CHECK (executable_payout_version >= 1),"     \
+    "  attempt_number            INTEGER NOT NULL CHECK (attempt_number >= 1)," \
+    "  policy_version            TEXT    NOT NULL,"                           \
+    "  amount                    INTEGER NOT NULL CHECK (amount >= 1),"       \
+    "  release_day               TEXT    NOT NULL,"                           \
+    "  not_before                INTEGER NOT NULL,"                           \
+    "  expires_at                INTEGER NOT NULL,"                           \
+    "  created_at                INTEGER NOT NULL,"                           \
+    "  released_at               INTEGER,  /* reservation released */"        \
+    "  release_cause             TEXT    CHECK (release_cause IS NULL OR"     \
+    "                              release_cause IN ('expired', 'revoked')),"  \
+    "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),"              \
+    "  CHECK (not_before < expires_at),"                                      \
+    "  UNIQUE (payout_id, attempt_number),  /* one grant per attempt */"      \
+    "  FOREIGN KEY (issuer, grant_id) REFERENCES grants (issuer, grant_id),"  \
+    "  FOREIGN KEY (tenant_id, release_day)"                                  \
+    "    REFERENCES tenant_days (tenant_id, day)"                             \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    /* The janitor's scan (Q29): unreleased bindings by expiry. */          \
+    "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
+    "  WHERE released_at IS NULL;"                                            \
+    /* A day's bindings: the foreign key's child side, so that writing a    \
+     * day's row never scans the bindings. */                                \
+    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);" \
+    /* The outbox is the queue (Q30): references only. */                   \
+    "CREATE TABLE payout_jobs ("                                              \
+    "  job_id           TEXT    NOT NULL PRIMARY KEY CHECK (length(job_id) = 36)," \
+    "  payout_id        TEXT    NOT NULL,"                                    \
+    "  grant_id         TEXT    NOT NULL REFERENCES payout_grants (grant_id)," \
+    "  correlation_id   TEXT    NOT NULL,"                                    \
+    "  resubmitted_from TEXT    REFERENCES payout_jobs (job_id),"             \
+    "  created_at       INTEGER NOT NULL,"                                    \
+    "  available_at     INTEGER NOT NULL,  /* deliverable from then */"       \
+    "  deliveries       INTEGER NOT NULL CHECK (deliveries >= 0),"            \
+    "  delivered_at     INTEGER,"                                             \
+    "  done_at          INTEGER            /* acknowledged */"                \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "CREATE INDEX payout_jobs_available_idx ON payout_jobs (available_at, job_id)" \
+    "  WHERE done_at IS NULL;"                                                \
+    /* The payout's history: one row per step (Q26), append-only. */        \
+    "CREATE TABLE payout_events ("                                            \
+    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
+    "  payout_id      TEXT    NOT NULL,"                                      \
+    "  at             INTEGER NOT NULL,  /* store clock */"                   \
+    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
+    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
+    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
+    "                   'job-resubmitted')),"                                 \
+    "  actor          TEXT    NOT NULL,"                                      \
+    "  correlation_id TEXT,"                                                  \
+    "  decision_id    TEXT,"                                                  \
+    "  grant_id       TEXT,"                                                  \
+    "  job_id         TEXT,"                                                  \
+    "  from_state     TEXT,"                                                  \
+    "  to_state       TEXT,"                                                  \
+    "  payout_version INTEGER,"                                               \
+    "  amount         INTEGER,"                                               \
+    "  release_day    TEXT,"                                                  \
+    "  reason         TEXT"                                                   \
+    ") STRICT;"                                                               \
+    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
+    SQ_APPEND_ONLY("payout_events")
 
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
@@ -651,6 +910,8 @@ static const sq_migration sq_migrations[] = {
     {7, "operation kinds, idempotency keys, client references; statuses "
         "Started, NotStarted, NotApplied",
      SQ_MIGRATION_7, NULL, "operation_events"},
+    {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
+     SQ_MIGRATION_8, NULL, NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -753,6 +1014,292 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     "   ORDER BY retain_until LIMIT ?2)"                                       \
     "   AND retain_until < " SQ_NOW " - ?1"                                    \
     " RETURNING kind, retain_until"
+
+/* ===========================================================================
+ * The payout store's statements (Q26-Q30). The code that runs them is
+ * "The payout store" below; each write runs inside one BEGIN IMMEDIATE
+ * transaction (sq_begin), the reads inside one read transaction.
+ * ========================================================================= */
+
+/* The payout's columns og_payout_get reads (sq_payout_view). */
+#define SQ_PAYOUT_VIEW_COLS                                                    \
+    "payout_id, tenant_id, beneficiary_id, destination_id,"                    \
+    " destination_version, amount, currency, purpose, state, version,"         \
+    " attempt_count, active_attempt, release_day, requester_id, created_at,"   \
+    " updated_at"
+/* Every fact a decision reads, in sq_read_facts' order: the payout, its
+ * tenant's settings, its beneficiary, its destination (never the token),
+ * and the store's clock. The foreign keys make the joins total. */
+#define SQ_PAYOUT_FACTS_SQL                                                    \
+    "SELECT p.state, p.version, p.attempt_count, p.active_attempt,"            \
+    "       p.tenant_id, p.beneficiary_id, p.destination_id,"                  \
+    "       p.destination_version, p.amount, p.currency, p.purpose,"           \
+    "       t.payouts_suspended, t.daily_limit, t.currency,"                   \
+    "       t.settlement_offset_minutes, t.settings_version,"                  \
+    "       b.verified, b.status, b.version,"                                  \
+    "       d.beneficiary_id, d.version, d.changed_at, " SQ_NOW                \
+    " FROM payouts p"                                                          \
+    " JOIN tenants t ON t.tenant_id = p.tenant_id"                             \
+    " JOIN beneficiaries b ON b.beneficiary_id = p.beneficiary_id"             \
+    " JOIN destinations d ON d.destination_id = p.destination_id"              \
+    " WHERE p.payout_id = ?1"
+/* The unreleased, unconsumed payout grants past ?1 (= now - leeway -
+ * margin, read once), from the cursor ?3, oldest expiry first, at most ?2:
+ * one expiry batch (Q29). Every statement of the batch selects this one
+ * set (the write lock holds it still); INDEXED BY: the janitor's scan. */
+#define SQ_PAYOUT_EXPIRE_PICK                                                  \
+    "SELECT b.grant_id FROM payout_grants b"                                   \
+    "   INDEXED BY payout_grants_unreleased_idx"                               \
+    " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"        \
+    " WHERE b.released_at IS NULL AND g.consumed_at IS NULL"                   \
+    "   AND b.expires_at >= ?3 AND b.expires_at < ?1"                          \
+    " ORDER BY b.expires_at, b.grant_id LIMIT ?2"
+
+#define SQ_PAYOUT_STATEMENTS(X)                                                \
+    X(BEGIN_READ, "BEGIN")                                                     \
+    /* Tenants: ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset,       \
+     * ?6 expected settings_version. A row only when written. */             \
+    X(PAYOUT_TENANT_CREATE,                                                    \
+      "INSERT INTO tenants (tenant_id, payouts_suspended, daily_limit,"        \
+      "   currency, settlement_offset_minutes, settings_version, updated_at)"  \
+      " VALUES (?1, ?2, ?3, ?4, ?5, 1, " SQ_NOW ")"                            \
+      " ON CONFLICT DO NOTHING RETURNING settings_version")                    \
+    X(PAYOUT_TENANT_UPDATE,                                                    \
+      "UPDATE tenants SET payouts_suspended = ?2, daily_limit = ?3,"           \
+      "   settlement_offset_minutes = ?5,"                                     \
+      "   settings_version = settings_version + 1, updated_at = " SQ_NOW       \
+      " WHERE tenant_id = ?1 AND settings_version = ?6 AND currency = ?4"      \
+      " RETURNING settings_version")                                           \
+    /* A put's report, one row: the record's version (NULL: none), whether \
+     * its fixed field matches ?2, whether what it names exists. */           \
+    X(PAYOUT_TENANT_STATE,                                                     \
+      "SELECT t.settings_version, t.currency = ?2, 1"                          \
+      " FROM (SELECT 1) LEFT JOIN tenants t ON t.tenant_id = ?1")              \
+    /* Beneficiaries: ?1 id, ?2 tenant, ?3 verified, ?4 status, ?5 expected. \
+     * A create names a tenant that exists (no foreign-key error). */        \
+    X(PAYOUT_BENEFICIARY_CREATE,                                               \
+      "INSERT INTO beneficiaries (beneficiary_id, tenant_id, verified, status," \
+      "   version, updated_at)"                                                \
+      " SELECT ?1, ?2, ?3, ?4, 1, " SQ_NOW " FROM tenants WHERE tenant_id = ?2" \
+      " ON CONFLICT DO NOTHING RETURNING version")                             \
+    X(PAYOUT_BENEFICIARY_UPDATE,                                               \
+      "UPDATE beneficiaries SET verified = ?3, status = ?4,"                   \
+      "   version = version + 1, updated_at = " SQ_NOW                         \
+      " WHERE beneficiary_id = ?1 AND version = ?5 AND tenant_id = ?2"         \
+      " RETURNING version")                                                    \
+    X(PAYOUT_BENEFICIARY_STATE,                                                \
+      "SELECT b.version, b.tenant_id = ?2,"                                    \
+      "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2)"             \
+      " FROM (SELECT 1) LEFT JOIN beneficiaries b ON b.beneficiary_id = ?1")   \
+    /* Destinations: ?1 id, ?2 beneficiary, ?3 token, ?4 expected. Every     \
+     * write moves changed_at (a token rotation is a change). */             \
+    X(PAYOUT_DESTINATION_CREATE,                                               \
+      "INSERT INTO destinations (destination_id, beneficiary_id,"              \
+      "   provider_token, version, changed_at)"                                \
+      " SELECT ?1, ?2, ?3, 1, " SQ_NOW " FROM beneficiaries"                   \
+      " WHERE beneficiary_id = ?2"                                             \
+      " ON CONFLICT DO NOTHING RETURNING version")                             \
+    X(PAYOUT_DESTINATION_UPDATE,                                               \
+      "UPDATE destinations SET beneficiary_id = ?2, provider_token = ?3,"      \
+      "   version = version + 1, changed_at = " SQ_NOW                         \
+      " WHERE destination_id = ?1 AND version = ?4"                            \
+      "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"  \
+      " RETURNING version")                                                    \
+    X(PAYOUT_DESTINATION_STATE,                                                \
+      "SELECT d.version, 1,"                                                   \
+      "       EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"  \
+      " FROM (SELECT 1) LEFT JOIN destinations d ON d.destination_id = ?1")    \
+    /* The executor's read of the secret (S7): ?1 id, ?2 version. */         \
+    X(PAYOUT_DESTINATION_TOKEN,                                                \
+      "SELECT provider_token FROM destinations"                                \
+      " WHERE destination_id = ?1 AND version = ?2")                           \
+    /* A draft: ?1 payout, ?2 tenant, ?3 beneficiary, ?4 destination,        \
+     * ?5 destination version, ?6 amount, ?7 currency, ?8 purpose or NULL,   \
+     * ?9 requester. Only into a tenant of that currency, with the           \
+     * beneficiary of that tenant and an existing destination. */            \
+    X(PAYOUT_DRAFT,                                                            \
+      "INSERT INTO payouts (payout_id, tenant_id, beneficiary_id,"             \
+      "   destination_id, destination_version, amount, currency, purpose,"     \
+      "   state, version, attempt_count, requester_id, created_at, updated_at)" \
+      " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'Draft', 1, 0, ?9, t.now, t.now" \
+      " FROM (SELECT " SQ_NOW " AS now) t"                                     \
+      " WHERE EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2"              \
+      "                 AND currency = ?7)"                                    \
+      "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?2"        \
+      "                 AND beneficiary_id = ?3)"                              \
+      "   AND EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)"   \
+      " ON CONFLICT DO NOTHING RETURNING created_at")                          \
+    /* Why a draft wrote nothing: payout, tenant, currency, beneficiary of   \
+     * the tenant, destination. */                                            \
+    X(PAYOUT_DRAFT_STATE,                                                      \
+      "SELECT EXISTS (SELECT 1 FROM payouts WHERE payout_id = ?1),"            \
+      "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2),"            \
+      "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2"              \
+      "                 AND currency = ?7),"                                   \
+      "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?2"        \
+      "                 AND beneficiary_id = ?3),"                             \
+      "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)")  \
+    /* History (Q26): ?1 payout, ?2 at, ?3 kind, ?4 actor, ?5 correlation,   \
+     * ?6 decision, ?7 grant, ?8 job, ?9 from state, ?10 to state,           \
+     * ?11 payout version, ?12 amount, ?13 release day, ?14 reason. */       \
+    X(PAYOUT_EVENT,                                                            \
+      "INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id," \
+      "   decision_id, grant_id, job_id, from_state, to_state, payout_version," \
+      "   amount, release_day, reason)"                                        \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)") \
+    /* A cancellation: the state it replaces, read under the write lock,     \
+     * then ?1 payout, ?2 expected version. */                               \
+    X(PAYOUT_STATE,                                                            \
+      "SELECT state, version FROM payouts WHERE payout_id = ?1")               \
+    X(PAYOUT_CANCEL,                                                           \
+      "UPDATE payouts SET state = 'Cancelled', version = version + 1,"         \
+      "   updated_at = " SQ_NOW                                                \
+      " WHERE payout_id = ?1 AND version = ?2"                                 \
+      "   AND (state = 'Draft' OR"                                             \
+      "        (state = 'Approved' AND active_attempt IS NULL))"               \
+      " RETURNING version, updated_at")                                        \
+    X(PAYOUT_GET,                                                              \
+      "SELECT " SQ_PAYOUT_VIEW_COLS " FROM payouts WHERE payout_id = ?1")      \
+    /* The facts (Q26): ?1 payout; then the day's counters, ?1 tenant,       \
+     * ?2 day. */                                                             \
+    X(PAYOUT_FACTS, SQ_PAYOUT_FACTS_SQL)                                       \
+    X(PAYOUT_DAY,                                                              \
+      "SELECT paid, reserved, version FROM tenant_days"                        \
+      " WHERE tenant_id = ?1 AND day = ?2")                                    \
+    /* The reservation (Q27): ONE conditional write of the day's row, ?1     \
+     * tenant, ?2 day, ?3 amount. The first of a day inserts it within the   \
+     * limit; later ones add to it while paid + reserved + amount stays      \
+     * within the limit. A row (the new reserved total) only when it         \
+     * reserved. */                                                           \
+    X(PAYOUT_RESERVE,                                                          \
+      "INSERT INTO tenant_days (tenant_id, day, paid, reserved, version)"      \
+      " SELECT ?1, ?2, 0, ?3, 1 FROM tenants"                                  \
+      " WHERE tenant_id = ?1 AND ?3 <= daily_limit"                            \
+      " ON CONFLICT (tenant_id, day) DO UPDATE"                                \
+      "   SET reserved = tenant_days.reserved + excluded.reserved,"            \
+      "       version = tenant_days.version + 1"                               \
+      "   WHERE tenant_days.paid + tenant_days.reserved + excluded.reserved"   \
+      "         <= (SELECT t.daily_limit FROM tenants t"                       \
+      "             WHERE t.tenant_id = excluded.tenant_id)"                   \
+      " RETURNING reserved")                                                   \
+    /* The decision (append-only): ?1 id, ?2 payout, ?3 tenant or NULL,      \
+     * ?4 mode, ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL,    \
+     * ?9..?12 the versions evaluated or NULL, ?13 requester, ?14 role,      \
+     * ?15 approval limit, ?16 observed_at, ?17 decided_at, ?18 correlation. */ \
+    X(PAYOUT_DECISION,                                                         \
+      "INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode," \
+      "   outcome, reason, policy_version, terms_fingerprint,"                 \
+      "   tenant_settings_version, beneficiary_version, destination_version,"  \
+      "   payout_version, requester_id, requester_role,"                       \
+      "   requester_approval_limit, observed_at, decided_at, correlation_id)"  \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"  \
+      "         ?15, ?16, ?17, ?18)")                                          \
+    /* The approval: ?1 payout, ?2 the version read, ?3 the state expected   \
+     * (Draft; Approved for a re-authorization), ?4 release day, ?5 now.     \
+     * The attempt number is attempt_count + 1, allocated here (Q28). */     \
+    X(PAYOUT_APPROVE,                                                          \
+      "UPDATE payouts SET state = 'Approved', version = version + 1,"          \
+      "   attempt_count = attempt_count + 1, release_day = ?4, updated_at = ?5" \
+      " WHERE payout_id = ?1 AND version = ?2 AND state = ?3"                  \
+      "   AND active_attempt IS NULL"                                          \
+      " RETURNING version, attempt_count, amount, tenant_id")                  \
+    /* The grant's bindings: ?1 grant, ?2 decision, ?3 payout, ?4 tenant,    \
+     * ?5 fingerprint, ?6 executable version, ?7 attempt, ?8 policy,         \
+     * ?9 amount, ?10 day, ?11 not_before, ?12 expires_at, ?13 now. */       \
+    X(PAYOUT_BIND,                                                             \
+      "INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id,"   \
+      "   tenant_id, operation, audience, terms_fingerprint,"                  \
+      "   executable_payout_version, attempt_number, policy_version, amount,"  \
+      "   release_day, not_before, expires_at, created_at)"                    \
+      " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4,"                       \
+      "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"          \
+      "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")                      \
+    /* The job (Q30): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */ \
+    X(PAYOUT_JOB,                                                              \
+      "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"  \
+      "   created_at, available_at, deliveries)"                               \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)")                                   \
+    /* Take (Q30): the oldest available job, over payout_jobs_available_idx, \
+     * ?1 lease. A row only when one was taken. */                            \
+    X(PAYOUT_JOB_TAKE,                                                         \
+      "UPDATE payout_jobs SET deliveries = deliveries + 1,"                    \
+      "   delivered_at = " SQ_NOW ", available_at = " SQ_NOW " + ?1"           \
+      " WHERE job_id = (SELECT job_id FROM payout_jobs"                        \
+      "                 WHERE done_at IS NULL AND available_at <= " SQ_NOW     \
+      "                 ORDER BY available_at, job_id LIMIT 1)"                \
+      " RETURNING job_id, payout_id, grant_id, correlation_id,"                \
+      "   resubmitted_from, deliveries, available_at")                         \
+    /* Ack and postpone: ?1 job, ?2 the delivery held, ?3 delay. */          \
+    X(PAYOUT_JOB_ACK,                                                          \
+      "UPDATE payout_jobs SET done_at = " SQ_NOW                               \
+      " WHERE job_id = ?1 AND deliveries = ?2 AND done_at IS NULL"             \
+      " RETURNING 1")                                                          \
+    X(PAYOUT_JOB_POSTPONE,                                                     \
+      "UPDATE payout_jobs SET available_at = " SQ_NOW " + ?3"                  \
+      " WHERE job_id = ?1 AND deliveries = ?2 AND done_at IS NULL"             \
+      " RETURNING 1")                                                          \
+    /* Resubmission: ?1 the job copied, ?2 the new id. */                    \
+    X(PAYOUT_JOB_RESUBMIT,                                                     \
+      "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"  \
+      "   resubmitted_from, created_at, available_at, deliveries)"             \
+      " SELECT ?2, j.payout_id, j.grant_id, j.correlation_id, j.job_id,"       \
+      "        t.now, t.now, 0"                                                \
+      " FROM payout_jobs j, (SELECT " SQ_NOW " AS now) t WHERE j.job_id = ?1"  \
+      " RETURNING payout_id, grant_id, correlation_id, created_at")            \
+    /* A payout grant and its row, with the clock its state is derived at:   \
+     * ?1 grant. */                                                           \
+    X(PAYOUT_GRANT_GET,                                                        \
+      "SELECT b.grant_id, b.decision_id, b.payout_id, b.tenant_id,"            \
+      "       b.operation, b.audience, b.terms_fingerprint, b.policy_version,"  \
+      "       b.executable_payout_version, b.attempt_number, b.amount,"        \
+      "       b.release_day, b.not_before, g.expires_at, b.created_at,"        \
+      "       g.consumed_at, g.consumed_by_operation, g.revoked_at,"           \
+      "       b.released_at, " SQ_NOW                                          \
+      " FROM payout_grants b"                                                  \
+      " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"      \
+      " WHERE b.grant_id = ?1")                                                \
+    /* A finance hold (Q29): ?1 grant. The grant's row, live. */             \
+    X(PAYOUT_GRANT_REVOKE,                                                     \
+      "UPDATE grants SET revoked_at = " SQ_NOW                                 \
+      " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"               \
+      "   AND consumed_at IS NULL AND revoked_at IS NULL"                      \
+      "   AND EXISTS (SELECT 1 FROM payout_grants b WHERE b.grant_id = ?1)"    \
+      " RETURNING revoked_at")                                                 \
+    X(PAYOUT_GRANT_PAYOUT,                                                     \
+      "SELECT payout_id FROM payout_grants WHERE grant_id = ?1")               \
+    /* Releases one binding's reservation, once: ?1 grant, ?2 now,           \
+     * ?3 cause. */                                                           \
+    X(PAYOUT_RELEASE,                                                          \
+      "UPDATE payout_grants SET released_at = ?2, release_cause = ?3"          \
+      " WHERE grant_id = ?1 AND released_at IS NULL"                           \
+      " RETURNING payout_id, tenant_id, release_day, amount")                  \
+    X(PAYOUT_UNRESERVE,                                                        \
+      "UPDATE tenant_days SET reserved = reserved - ?3, version = version + 1" \
+      " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved")                 \
+    /* One expiry batch (Q29): ?1 now - leeway - margin, ?2 batch,           \
+     * ?3 cursor, ?4 now. First the batch's size and greatest expiry (the    \
+     * next cursor), then its reservations, history and marks; the marks     \
+     * last, since the pick reads released_at. */                             \
+    X(PAYOUT_EXPIRE_CURSOR,                                                    \
+      "SELECT count(*), max(expires_at) FROM payout_grants"                    \
+      " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")")                        \
+    X(PAYOUT_EXPIRE_DAYS,                                                      \
+      "UPDATE tenant_days SET reserved = reserved - s.amount,"                 \
+      "   version = version + 1"                                               \
+      " FROM (SELECT tenant_id, release_day, sum(amount) AS amount"            \
+      "       FROM payout_grants WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")" \
+      "       GROUP BY tenant_id, release_day) s"                              \
+      " WHERE tenant_days.tenant_id = s.tenant_id"                             \
+      "   AND tenant_days.day = s.release_day")                                \
+    X(PAYOUT_EXPIRE_EVENTS,                                                    \
+      "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id,"       \
+      "   amount, release_day, reason)"                                        \
+      " SELECT payout_id, ?4, 'reservation-released', 'janitor', grant_id,"    \
+      "        amount, release_day, 'expired'"                                 \
+      " FROM payout_grants WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")")     \
+    X(PAYOUT_EXPIRE_MARK,                                                      \
+      "UPDATE payout_grants SET released_at = ?4, release_cause = 'expired'"   \
+      " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")")
 
 #define SQ_STATEMENTS(X)                                                       \
     X(BEGIN, "BEGIN IMMEDIATE")                                                \
@@ -986,7 +1533,8 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "SELECT count(*) FROM sqlite_schema"                                     \
       " WHERE type = 'table' AND name = 'og_schema_migrations'")               \
     X(SCHEMA_VERSION, "SELECT coalesce(max(version), 0) FROM og_schema_migrations") \
-    X(READ_KEYS, "SELECT consumption_keys FROM og_store_settings")
+    X(READ_KEYS, "SELECT consumption_keys FROM og_store_settings")          \
+    SQ_PAYOUT_STATEMENTS(X)
 
 enum {
 #define X(name, sql) SQ_##name,
@@ -1840,7 +2388,9 @@ static int sq_operation_get(void *impl, const char *id, og_operation *out)
  * gives the connection back.
  * ========================================================================= */
 
-static int sq_begin(sq_store *s, sq_conn **out)
+/* sq_begin with the BEGIN statement `which`: SQ_BEGIN (IMMEDIATE: the
+ * write lock first) or SQ_BEGIN_READ (one snapshot for several reads). */
+static int sq_begin_as(sq_store *s, int which, sq_conn **out)
 {
     int64_t deadline = sq_mono_us() + s->opts.timings.store_timeout_us;
     void *conn;
@@ -1849,12 +2399,17 @@ static int sq_begin(sq_store *s, sq_conn **out)
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
     sq_arm(conn, deadline); /* the lock wait ends here (Q7) */
-    if ((rc = sq_exec(conn, SQ_BEGIN)) < 0) {
+    if ((rc = sq_exec(conn, which)) < 0) {
         og__pool_put(s->pool, conn, !sq_rollback(conn));
         return rc;
     }
     *out = conn;
     return 0;
+}
+
+static int sq_begin(sq_store *s, sq_conn **out)
+{
+    return sq_begin_as(s, SQ_BEGIN, out);
 }
 
 /* Ends the transaction sq_begin() opened: COMMIT when rc is 0 and keep,
@@ -3116,6 +3671,1132 @@ out:
 }
 
 /* ===========================================================================
+ * The payout store (Q26-Q30). Every write is ONE BEGIN IMMEDIATE
+ * transaction (sq_begin/sq_end, as in Q8) holding its history entries; a
+ * write that changed nothing rolls back and reports why from a read of the
+ * same transaction. The statements are SQ_PAYOUT_STATEMENTS above.
+ * ========================================================================= */
+
+/* Steps st (a write RETURNING at most one integer, or a one-row read): 1
+ * and *v = column 0 when it yields a row, 0 when none, or the error. Runs
+ * it to completion and resets it. */
+static int sq_one_i64(sq_conn *c, sqlite3_stmt *st, int64_t *v)
+{
+    int rc = sq_step(c, st);
+
+    if (rc != 1) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    *v = sqlite3_column_int64(st, 0);
+    return (rc = sq_done(c, st)) < 0 ? rc : 1;
+}
+
+/* Binds v, or NULL for 0 (no version, no amount). */
+static void sq_bind_i64_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v != 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* One history entry (Q26): NULL (or 0) fields are absent. */
+typedef struct sq_payout_event {
+    const char *payout_id;
+    int64_t at;
+    const char *kind, *actor, *correlation_id, *decision_id, *grant_id,
+        *job_id, *from_state, *to_state;
+    int64_t payout_version, amount;
+    const char *release_day, *reason;
+} sq_payout_event;
+
+static int sq_payout_event_add(sq_conn *c, const sq_payout_event *e)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_EVENT);
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, e->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, e->at);
+    sqlite3_bind_text(st, 3, e->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, e->actor, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 5, e->correlation_id);
+    sq_bind_opt(st, 6, e->decision_id);
+    sq_bind_opt(st, 7, e->grant_id);
+    sq_bind_opt(st, 8, e->job_id);
+    sq_bind_opt(st, 9, e->from_state);
+    sq_bind_opt(st, 10, e->to_state);
+    sq_bind_i64_opt(st, 11, e->payout_version);
+    sq_bind_i64_opt(st, 12, e->amount);
+    sq_bind_opt(st, 13, e->release_day);
+    sq_bind_opt(st, 14, e->reason);
+    return sq_done(c, st);
+}
+
+/* ---- puts ---------------------------------------------------------------- */
+
+/* Finishes a put whose write statement w and report statement state are
+ * bound: WRITTEN with the version w returned, else the report's meaning
+ * (og__payout_put_classify). *keep when written. */
+static int sq_put_finish(sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
+                         int64_t expected, og_payout_put_result *out,
+                         bool *keep)
+{
+    int64_t v = 0;
+    int rc = sq_one_i64(c, w, &v);
+
+    if (rc != 0) {
+        sqlite3_reset(state);
+        if (rc < 0)
+            return rc;
+        out->outcome = OG_PAYOUT_WRITTEN;
+        out->version = v;
+        *keep = true;
+        return 0;
+    }
+    if ((rc = sq_step(c, state)) == 1) {
+        bool exists = sqlite3_column_type(state, 0) != SQLITE_NULL;
+
+        out->outcome = og__payout_put_classify(
+            expected, exists, sqlite3_column_int64(state, 0),
+            sqlite3_column_int(state, 1) != 0,
+            sqlite3_column_int(state, 2) != 0);
+        out->version = 0;
+    }
+    sqlite3_reset(state);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL; /* the report is a row */
+}
+
+/* Runs a put: the write (create when expected is 0, else update) and its
+ * report, both bound by bind(c, write, state, arg), in ONE transaction. */
+static int sq_put(sq_store *s, int create, int update, int report,
+                  int64_t expected,
+                  void (*bind)(sqlite3_stmt *, sqlite3_stmt *, const void *),
+                  const void *arg, og_payout_put_result *out)
+{
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    sqlite3_stmt *w, *state;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    if (!(w = sq_stmt(c, expected == 0 ? create : update)) ||
+        !(state = sq_stmt(c, report))) {
+        rc = sq_err(c);
+    } else {
+        bind(w, state, arg);
+        rc = sq_put_finish(c, w, state, expected, &res, &keep);
+        /* No binding outlives the call: the caller's buffers (a provider
+         * token, S7) are wiped or gone once it returns. */
+        sqlite3_clear_bindings(w);
+        sqlite3_clear_bindings(state);
+    }
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* The tenant's: ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset,
+ * ?6 expected (the create has no ?6); report ?1 id, ?2 currency. */
+static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
+                           const void *arg)
+{
+    const og__payout_tenant_req *r = arg;
+
+    sqlite3_bind_text(w, 1, r->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(w, 2, r->payouts_suspended);
+    sqlite3_bind_int64(w, 3, r->daily_limit);
+    sqlite3_bind_text(w, 4, r->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_int(w, 5, r->offset_minutes);
+    if (sqlite3_bind_parameter_count(w) >= 6)
+        sqlite3_bind_int64(w, 6, r->expected_version);
+    sqlite3_bind_text(state, 1, r->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(state, 2, r->currency, -1, SQLITE_STATIC);
+}
+
+static int sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+                                og_payout_put_result *out)
+{
+    return sq_put(impl, SQ_PAYOUT_TENANT_CREATE, SQ_PAYOUT_TENANT_UPDATE,
+                  SQ_PAYOUT_TENANT_STATE, r->expected_version, sq_bind_tenant,
+                  r, out);
+}
+
+/* ?1 id, ?2 tenant, ?3 verified, ?4 status, ?5 expected (update only);
+ * report ?1 id, ?2 tenant. */
+static void sq_bind_beneficiary(sqlite3_stmt *w, sqlite3_stmt *state,
+                                const void *arg)
+{
+    const og__payout_beneficiary_req *r = arg;
+
+    sqlite3_bind_text(w, 1, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 2, r->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(w, 3, r->verified);
+    sqlite3_bind_text(w, 4, r->status, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(w) >= 5)
+        sqlite3_bind_int64(w, 5, r->expected_version);
+    sqlite3_bind_text(state, 1, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(state, 2, r->tenant_id, -1, SQLITE_STATIC);
+}
+
+static int sq_payout_beneficiary_put(void *impl,
+                                     const og__payout_beneficiary_req *r,
+                                     og_payout_put_result *out)
+{
+    return sq_put(impl, SQ_PAYOUT_BENEFICIARY_CREATE,
+                  SQ_PAYOUT_BENEFICIARY_UPDATE, SQ_PAYOUT_BENEFICIARY_STATE,
+                  r->expected_version, sq_bind_beneficiary, r, out);
+}
+
+/* ?1 id, ?2 beneficiary, ?3 token (bound, never copied: S7), ?4 expected
+ * (update only); report ?1 id, ?2 beneficiary. */
+static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
+                                const void *arg)
+{
+    const og__payout_destination_req *r = arg;
+
+    sqlite3_bind_text(w, 1, r->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 2, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 3, r->provider_token, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(w) >= 4)
+        sqlite3_bind_int64(w, 4, r->expected_version);
+    sqlite3_bind_text(state, 1, r->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(state, 2, r->beneficiary_id, -1, SQLITE_STATIC);
+}
+
+static int sq_payout_destination_put(void *impl,
+                                     const og__payout_destination_req *r,
+                                     og_payout_put_result *out)
+{
+    return sq_put(impl, SQ_PAYOUT_DESTINATION_CREATE,
+                  SQ_PAYOUT_DESTINATION_UPDATE, SQ_PAYOUT_DESTINATION_STATE,
+                  r->expected_version, sq_bind_destination, r, out);
+}
+
+/* ---- the executor's read of a token (S7) -------------------------------- */
+
+/* A one-row read on a pool connection, outside a transaction (one SELECT
+ * is one WAL snapshot): statement which with ?1 key (and ?2 n when the
+ * statement has it); on a row, read(s, st, out). 1 read, 0 no row, or the
+ * error. */
+static int sq_read_row(sq_store *s, int which, const char *key, int64_t n,
+                       int (*read)(sq_store *, sqlite3_stmt *, void *),
+                       void *out)
+{
+    sqlite3_stmt *st;
+    void *conn;
+    int rc;
+
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
+    if (!(st = sq_stmt(conn, which))) {
+        rc = sq_err(conn);
+    } else {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_bind_parameter_count(st) >= 2)
+            sqlite3_bind_int64(st, 2, n);
+        if ((rc = sq_step(conn, st)) == 1 && read(s, st, out) < 0)
+            rc = OG_EINTERNAL;
+        sqlite3_reset(st);
+    }
+    og__pool_put(s->pool, conn, false);
+    return rc;
+}
+
+/* The token's reader: out is OG_PAYOUT_TOKEN_MAX + 1 bytes. */
+static int sq_token_row(sq_store *s, sqlite3_stmt *st, void *out)
+{
+    (void)s;
+    return sq_text(st, 0, out, OG_PAYOUT_TOKEN_MAX + 1);
+}
+
+static int sq_payout_destination_token(void *impl, const char *id,
+                                       int64_t version, char *out,
+                                       size_t outlen)
+{
+    if (outlen < OG_PAYOUT_TOKEN_MAX + 1)
+        return OG_EINTERNAL; /* store.c passes its own buffer */
+    return sq_read_row(impl, SQ_PAYOUT_DESTINATION_TOKEN, id, version,
+                       sq_token_row, out);
+}
+
+/* ---- drafts and cancellations -------------------------------------------- */
+
+static int sq_payout_draft_in(sq_conn *c, const og__payout_draft_req *r,
+                              og_payout_put_result *out, bool *keep)
+{
+    sqlite3_stmt *st;
+    int64_t at = 0;
+    int rc, i;
+
+    for (i = 0; i < 2; i++) { /* the draft, then (nothing written) why */
+        if (!(st = sq_stmt(c, i == 0 ? SQ_PAYOUT_DRAFT : SQ_PAYOUT_DRAFT_STATE)))
+            return sq_err(c);
+        sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, r->tenant_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->beneficiary_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->destination_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, r->destination_version);
+        sqlite3_bind_int64(st, 6, r->amount_minor);
+        sqlite3_bind_text(st, 7, r->currency, -1, SQLITE_STATIC);
+        if (i == 1)
+            break;
+        sq_bind_opt(st, 8, r->has_purpose ? r->purpose : NULL);
+        sqlite3_bind_text(st, 9, r->requester_id, -1, SQLITE_STATIC);
+        if ((rc = sq_one_i64(c, st, &at)) != 0) {
+            sq_payout_event ev = {
+                .payout_id = r->payout_id, .at = at, .kind = "drafted",
+                .actor = r->requester_id, .to_state = "Draft",
+                .payout_version = 1, .amount = r->amount_minor};
+
+            if (rc < 0 || (rc = sq_payout_event_add(c, &ev)) < 0)
+                return rc;
+            out->outcome = OG_PAYOUT_WRITTEN;
+            out->version = 1;
+            *keep = true;
+            return 0;
+        }
+    }
+    if ((rc = sq_step(c, st)) == 1) {
+        if (sqlite3_column_int(st, 0))
+            out->outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
+        else if (!sqlite3_column_int(st, 1) || !sqlite3_column_int(st, 3) ||
+                 !sqlite3_column_int(st, 4))
+            out->outcome = OG_PAYOUT_NOT_FOUND;
+        else if (!sqlite3_column_int(st, 2))
+            out->outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
+        else
+            rc = OG_EINTERNAL; /* nothing explains it under the write lock */
+        out->version = 0;
+    }
+    sqlite3_reset(st);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
+}
+
+static int sq_payout_draft(void *impl, const og__payout_draft_req *r,
+                           og_payout_put_result *out)
+{
+    sq_store *s = impl;
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_draft_in(c, r, &res, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+static int sq_payout_cancel_in(sq_conn *c, const char *id, int64_t expected,
+                               const char *actor, og_payout_put_result *out,
+                               bool *keep)
+{
+    char from[16];
+    int64_t version = 0, at;
+    sqlite3_stmt *st;
+    int rc;
+
+    /* The state it replaces, read under the write lock (Q1). */
+    if (!(st = sq_stmt(c, SQ_PAYOUT_STATE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1) {
+        version = sqlite3_column_int64(st, 1);
+        rc = sq_text(st, 0, from, sizeof from) < 0 ? OG_EINTERNAL : 1;
+    }
+    sqlite3_reset(st);
+    if (rc <= 0) {
+        out->outcome = OG_PAYOUT_NOT_FOUND;
+        return rc;
+    }
+    if (!(st = sq_stmt(c, SQ_PAYOUT_CANCEL)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, expected);
+    if ((rc = sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        out->outcome = version != expected ? OG_PAYOUT_VERSION_CONFLICT
+                                           : OG_PAYOUT_REFUSED;
+        return rc;
+    }
+    version = sqlite3_column_int64(st, 0);
+    at = sqlite3_column_int64(st, 1);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    {
+        sq_payout_event ev = {.payout_id = id, .at = at, .kind = "cancelled",
+                              .actor = actor, .from_state = from,
+                              .to_state = "Cancelled",
+                              .payout_version = version};
+        if ((rc = sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    out->outcome = OG_PAYOUT_WRITTEN;
+    out->version = version;
+    *keep = true;
+    return 0;
+}
+
+static int sq_payout_cancel(void *impl, const char *id, int64_t expected,
+                            const char *actor, og_payout_put_result *out)
+{
+    sq_store *s = impl;
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_cancel_in(c, id, expected, actor, &res, &keep);
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* ---- reads ---------------------------------------------------------------- */
+
+/* Reads the SQ_PAYOUT_VIEW_COLS of the current row. */
+static int sq_payout_view(sqlite3_stmt *st, og_payout_view *v)
+{
+    int state;
+
+    memset(v, 0, sizeof *v);
+    if (sq_text(st, 0, v->payout_id, sizeof v->payout_id) < 0 ||
+        sq_text(st, 1, v->tenant_id, sizeof v->tenant_id) < 0 ||
+        sq_text(st, 2, v->beneficiary_id, sizeof v->beneficiary_id) < 0 ||
+        sq_text(st, 3, v->destination_id, sizeof v->destination_id) < 0 ||
+        sq_text(st, 6, v->currency, sizeof v->currency) < 0 ||
+        sq_text_opt(st, 7, v->purpose, sizeof v->purpose) < 0 ||
+        sq_text_opt(st, 11, v->active_attempt, sizeof v->active_attempt) < 0 ||
+        sq_text_opt(st, 12, v->release_day, sizeof v->release_day) < 0 ||
+        sq_text(st, 13, v->requester_id, sizeof v->requester_id) < 0)
+        return OG_EINTERNAL;
+    state = og__payout_state_parse((const char *)sqlite3_column_text(st, 8));
+    v->destination_version = sqlite3_column_int64(st, 4);
+    v->amount_minor = sqlite3_column_int64(st, 5);
+    v->has_purpose = sqlite3_column_type(st, 7) != SQLITE_NULL;
+    v->version = sqlite3_column_int64(st, 9);
+    v->attempt_count = sqlite3_column_int64(st, 10);
+    v->created_at_us = sqlite3_column_int64(st, 14);
+    v->updated_at_us = sqlite3_column_int64(st, 15);
+    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
+                                             v->amount, sizeof v->amount) != 0)
+        return OG_EINTERNAL;
+    v->state = (og_payout_state)state;
+    return 0;
+}
+
+static int sq_payout_view_row(sq_store *s, sqlite3_stmt *st, void *out)
+{
+    (void)s;
+    return sq_payout_view(st, out);
+}
+
+static int sq_payout_get(void *impl, const char *id, og_payout_view *out)
+{
+    return sq_read_row(impl, SQ_PAYOUT_GET, id, 0, sq_payout_view_row, out);
+}
+
+/* The current row of SQ_PAYOUT_FACTS into *f. */
+static int sq_facts_row(sqlite3_stmt *st, og__payout_facts *f)
+{
+    int state, status;
+
+    if (sq_text_opt(st, 3, f->active_attempt, sizeof f->active_attempt) < 0 ||
+        sq_text(st, 4, f->tenant_id, sizeof f->tenant_id) < 0 ||
+        sq_text(st, 5, f->beneficiary_id, sizeof f->beneficiary_id) < 0 ||
+        sq_text(st, 6, f->destination_id, sizeof f->destination_id) < 0 ||
+        sq_text(st, 9, f->currency, sizeof f->currency) < 0 ||
+        sq_text_opt(st, 10, f->purpose, sizeof f->purpose) < 0 ||
+        sq_text(st, 13, f->tenant_currency, sizeof f->tenant_currency) < 0 ||
+        sq_text(st, 19, f->destination_beneficiary_id,
+                sizeof f->destination_beneficiary_id) < 0)
+        return OG_EINTERNAL;
+    state = og__payout_state_parse((const char *)sqlite3_column_text(st, 0));
+    status = og__payout_bstatus_parse((const char *)sqlite3_column_text(st, 17));
+    if (state < 0 || status < 0)
+        return OG_EINTERNAL;
+    f->found = true;
+    f->state = (og_payout_state)state;
+    f->version = sqlite3_column_int64(st, 1);
+    f->attempt_count = sqlite3_column_int64(st, 2);
+    f->destination_version = sqlite3_column_int64(st, 7);
+    f->amount_minor = sqlite3_column_int64(st, 8);
+    f->has_purpose = sqlite3_column_type(st, 10) != SQLITE_NULL;
+    f->payouts_suspended = sqlite3_column_int(st, 11) != 0;
+    f->daily_limit = sqlite3_column_int64(st, 12);
+    f->offset_minutes = sqlite3_column_int(st, 14);
+    f->settings_version = sqlite3_column_int64(st, 15);
+    f->verified = sqlite3_column_int(st, 16) != 0;
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    f->beneficiary_version = sqlite3_column_int64(st, 18);
+    f->destination_record_version = sqlite3_column_int64(st, 20);
+    f->destination_changed_at_us = sqlite3_column_int64(st, 21);
+    f->observed_at_us = sqlite3_column_int64(st, 22);
+    return 0;
+}
+
+/* Reads the facts of payout id inside c's transaction: the payout with its
+ * tenant, beneficiary and destination, then the counters of the release
+ * day of release_at_us in the tenant's offset. A missing payout is
+ * found = false at the store's clock. */
+static int sq_read_facts(sq_conn *c, const char *id, int64_t release_at_us,
+                         og__payout_facts *f)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    memset(f, 0, sizeof *f);
+    if (!(st = sq_stmt(c, SQ_PAYOUT_FACTS)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1)
+        rc = sq_facts_row(st, f);
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    if (!f->found) {
+        if (!(st = sq_stmt(c, SQ_CLOCK)))
+            return sq_err(c);
+        return sq_one_i64(c, st, &f->observed_at_us) == 1 ? 0 : sq_err(c);
+    }
+    if (og__copy(f->payout_id, sizeof f->payout_id, id) < 0 ||
+        og_payout_release_day(release_at_us, f->offset_minutes,
+                              f->release_day) != 0)
+        return OG_EINTERNAL; /* both checked before the store */
+    if (!(st = sq_stmt(c, SQ_PAYOUT_DAY)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, f->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f->release_day, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1) {
+        f->paid = sqlite3_column_int64(st, 0);
+        f->reserved = sqlite3_column_int64(st, 1);
+        f->day_version = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    return rc < 0 ? rc : 0;
+}
+
+/* One read transaction: one WAL snapshot for both reads. */
+static int sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
+                           og__payout_facts *out)
+{
+    sq_store *s = impl;
+    og__payout_facts f;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin_as(s, SQ_BEGIN_READ, &c)) < 0)
+        return rc;
+    rc = sq_read_facts(c, id, release_at_us, &f);
+    rc = sq_end(s, c, rc, false); /* a read: ROLLBACK ends it */
+    if (rc == 0)
+        *out = f;
+    return rc;
+}
+
+/* ---- the decision (Q26-Q28) ------------------------------------------------ */
+
+/* The decision row and its history entry. */
+static int sq_decision_write(sq_conn *c, const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t now)
+{
+    const og_payout_verdict *v = &p->verdict;
+    const char *reason = og_payout_reason_name(v->reason);
+    bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_DECISION);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, r->decision_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 3, f->found ? f->tenant_id : NULL);
+    sqlite3_bind_text(st, 4, p->mode, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, og_payout_outcome_name(v->outcome), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, v->policy_version, -1, SQLITE_STATIC);
+    sq_bind_opt(st, 8, read ? v->terms_fingerprint : NULL);
+    sq_bind_i64_opt(st, 9, read ? v->evaluated.tenant_settings : 0);
+    sq_bind_i64_opt(st, 10, read ? v->evaluated.beneficiary : 0);
+    sq_bind_i64_opt(st, 11, read ? v->evaluated.destination : 0);
+    sq_bind_i64_opt(st, 12, read ? v->evaluated.payout : 0);
+    sqlite3_bind_text(st, 13, r->requester_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 14, r->requester_role, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 15, r->approval_limit);
+    sqlite3_bind_int64(st, 16, f->observed_at_us);
+    sqlite3_bind_int64(st, 17, now);
+    sqlite3_bind_text(st, 18, r->correlation_id, -1, SQLITE_STATIC);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    {
+        sq_payout_event ev = {.payout_id = r->payout_id, .at = now,
+                              .kind = "decided", .actor = r->requester_id,
+                              .correlation_id = r->correlation_id,
+                              .decision_id = r->decision_id, .reason = reason};
+        return sq_payout_event_add(c, &ev);
+    }
+}
+
+/* What an Allowed decision enables, after the reservation and the
+ * decision: the approval with the attempt number (Q28), the grant's row
+ * and bindings, the job, a history entry per step. */
+static int sq_decision_issue(sq_store *s, sq_conn *c,
+                             const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t now)
+{
+    sqlite3_stmt *st;
+    int64_t version, attempt;
+    int rc;
+
+    if (!(st = sq_stmt(c, SQ_PAYOUT_APPROVE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f->version);
+    sqlite3_bind_text(st, 3, p->from_state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->release_day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, now);
+    if ((rc = sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        /* read in this transaction, under the write lock: it cannot have
+         * moved */
+        return rc < 0 ? rc : OG_EINTERNAL;
+    }
+    version = sqlite3_column_int64(st, 0);
+    attempt = sqlite3_column_int64(st, 1);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if (version != p->new_version || attempt != p->attempt_number)
+        return OG_EINTERNAL;
+
+    /* The grant's row: row form, no family, the window's end trusted. */
+    if (!(st = sq_stmt(c, SQ_GRANT_INSERT)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, OG_PAYOUT_ISSUER, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, r->expires_at_us);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if (!(st = sq_stmt(c, SQ_PAYOUT_BIND)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->decision_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->verdict.terms_fingerprint, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, version);
+    sqlite3_bind_int64(st, 7, attempt);
+    sqlite3_bind_text(st, 8, p->verdict.policy_version, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, f->amount_minor);
+    sqlite3_bind_text(st, 10, f->release_day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 11, r->not_before_us);
+    sqlite3_bind_int64(st, 12, r->expires_at_us);
+    sqlite3_bind_int64(st, 13, now);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if (!(st = sq_stmt(c, SQ_PAYOUT_JOB)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, r->job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r->correlation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, now);
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    {
+        const sq_payout_event evs[] = {
+            {.kind = "reserved", .amount = f->amount_minor,
+             .release_day = f->release_day},
+            {.kind = "approved", .from_state = p->from_state,
+             .to_state = "Approved", .payout_version = version},
+            {.kind = "grant-issued", .grant_id = r->grant_id},
+            {.kind = "job-queued", .grant_id = r->grant_id,
+             .job_id = r->job_id},
+        };
+        for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+            sq_payout_event ev = evs[i];
+
+            ev.payout_id = r->payout_id;
+            ev.at = now;
+            ev.actor = r->requester_id;
+            ev.correlation_id = r->correlation_id;
+            ev.decision_id = r->decision_id;
+            if ((rc = sq_payout_event_add(c, &ev)) < 0)
+                return rc;
+        }
+    }
+    (void)s;
+    return 0;
+}
+
+static int sq_payout_decide_in(sq_store *s, sq_conn *c,
+                               const og__payout_decide_req *r,
+                               og_payout_decision *out)
+{
+    og__payout_facts f;
+    og__payout_plan p;
+    sqlite3_stmt *st;
+    int64_t now = 0, reserved = 0;
+    int rc;
+
+    /* 1. The facts, under the write lock: nothing changes them before the
+     * commit (Q1, Q26). */
+    if ((rc = sq_read_facts(c, r->payout_id, r->not_before_us, &f)) < 0)
+        return rc;
+    /* 2. The pure core decides (PP1). */
+    if ((rc = og__payout_plan_decide(&f, r, &p)) < 0)
+        return rc;
+    /* 3. The reservation, ONE conditional write (Q27). Under the write
+     * lock the counters just read are the ones it checks, so it succeeds
+     * whenever the core allowed; it still decides on its own. */
+    if (p.allowed) {
+        if (!(st = sq_stmt(c, SQ_PAYOUT_RESERVE)))
+            return sq_err(c);
+        sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, f.amount_minor);
+        if ((rc = sq_one_i64(c, st, &reserved)) < 0)
+            return rc;
+        if (rc == 0)
+            og__payout_plan_limit_taken(&p);
+    }
+    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
+        return OG_ESTORE_UNAVAILABLE;
+    /* 4. One instant for the decision and everything it writes. */
+    if (!(st = sq_stmt(c, SQ_CLOCK)))
+        return sq_err(c);
+    if ((rc = sq_one_i64(c, st, &now)) != 1)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    if ((rc = sq_decision_write(c, r, &f, &p, now)) < 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
+        return OG_ESTORE_UNAVAILABLE;
+    if (p.allowed && (rc = sq_decision_issue(s, c, r, &f, &p, now)) < 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+
+    og__payout_decision_fill(r, &f, &p, now, out);
+    return 0;
+}
+
+static int sq_payout_decide(void *impl, const og__payout_decide_req *r,
+                            og_payout_decision *out)
+{
+    sq_store *s = impl;
+    og_payout_decision d;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_decide_in(s, c, r, &d);
+    /* Every decision is kept: Allowed or not, it is history (Q26). Any
+     * error rolls all of it back. */
+    rc = sq_end(s, c, rc, true);
+    if (rc == 0)
+        *out = d;
+    return rc;
+}
+
+/* ---- jobs (Q30) ---------------------------------------------------------- */
+
+static int sq_payout_job_take_in(sq_conn *c, int64_t lease_us,
+                                 og_payout_job *out, bool *keep)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_JOB_TAKE);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_int64(st, 1, lease_us);
+    if ((rc = sq_step(c, st)) == 1) {
+        memset(out, 0, sizeof *out);
+        if (sq_text(st, 0, out->job_id, sizeof out->job_id) < 0 ||
+            sq_text(st, 1, out->payout_id, sizeof out->payout_id) < 0 ||
+            sq_text(st, 2, out->grant_id, sizeof out->grant_id) < 0 ||
+            sq_text(st, 3, out->correlation_id, sizeof out->correlation_id) < 0 ||
+            sq_text_opt(st, 4, out->resubmitted_from,
+                        sizeof out->resubmitted_from) < 0) {
+            sqlite3_reset(st);
+            return OG_EINTERNAL;
+        }
+        out->delivery = sqlite3_column_int64(st, 5);
+        out->lease_until_us = sqlite3_column_int64(st, 6);
+        if ((rc = sq_done(c, st)) < 0)
+            return rc;
+        *keep = true;
+        return 1;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+static int sq_payout_job_take(void *impl, int64_t lease_us,
+                              og_payout_job *out)
+{
+    sq_store *s = impl;
+    og_payout_job j;
+    bool keep = false;
+    sq_conn *c;
+    int rc, end;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_job_take_in(c, lease_us, &j, &keep);
+    if ((end = sq_end(s, c, rc < 0 ? rc : 0, keep)) < 0)
+        return end; /* a take not known to have committed took nothing */
+    if (rc == 1)
+        *out = j;
+    return rc;
+}
+
+/* Ack (SQ_PAYOUT_JOB_ACK) or postpone (SQ_PAYOUT_JOB_POSTPONE, ?3 the
+ * delay): ONE conditional write on the delivery held. */
+static int sq_payout_job_settle(sq_store *s, int which, const char *id,
+                                int64_t delivery, int64_t delay_us,
+                                bool *done)
+{
+    sqlite3_stmt *st;
+    int64_t one = 0;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    if (!(st = sq_stmt(c, which))) {
+        rc = sq_err(c);
+    } else {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, delivery);
+        if (which == SQ_PAYOUT_JOB_POSTPONE)
+            sqlite3_bind_int64(st, 3, delay_us);
+        rc = sq_one_i64(c, st, &one);
+    }
+    if ((rc = sq_end(s, c, rc < 0 ? rc : 0, rc == 1)) == 0)
+        *done = one == 1;
+    return rc;
+}
+
+static int sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
+                             bool *acked)
+{
+    return sq_payout_job_settle(impl, SQ_PAYOUT_JOB_ACK, id, delivery, 0,
+                                acked);
+}
+
+static int sq_payout_job_postpone(void *impl, const char *id,
+                                  int64_t delivery, int64_t delay_us,
+                                  bool *postponed)
+{
+    return sq_payout_job_settle(impl, SQ_PAYOUT_JOB_POSTPONE, id, delivery,
+                                delay_us, postponed);
+}
+
+static int sq_payout_job_resubmit_in(sq_conn *c, const char *id,
+                                     const char *actor, const char *new_id,
+                                     bool *keep)
+{
+    char payout[OG_ID_MAX + 1], grant[OG_ID_MAX + 1], corr[OG_ID_MAX + 1];
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_JOB_RESUBMIT);
+    int64_t at;
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, new_id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: no such job */
+    }
+    at = sqlite3_column_int64(st, 3);
+    if (sq_text(st, 0, payout, sizeof payout) < 0 ||
+        sq_text(st, 1, grant, sizeof grant) < 0 ||
+        sq_text(st, 2, corr, sizeof corr) < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    {
+        sq_payout_event ev = {.payout_id = payout, .at = at,
+                              .kind = "job-resubmitted", .actor = actor,
+                              .correlation_id = corr, .grant_id = grant,
+                              .job_id = new_id};
+        if ((rc = sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    *keep = true;
+    return 1;
+}
+
+static int sq_payout_job_resubmit(void *impl, const char *id,
+                                  const char *actor, const char *new_id)
+{
+    sq_store *s = impl;
+    bool keep = false;
+    sq_conn *c;
+    int rc, end;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_job_resubmit_in(c, id, actor, new_id, &keep);
+    if ((end = sq_end(s, c, rc < 0 ? rc : 0, keep)) < 0)
+        return end;
+    return rc;
+}
+
+/* ---- payout grants (Q29) --------------------------------------------------- */
+
+static int sq_payout_grant_row(sq_store *s, sqlite3_stmt *st, void *out)
+{
+    og_payout_grant_view *v = out;
+
+    memset(v, 0, sizeof *v);
+    if (sq_text(st, 0, v->grant_id, sizeof v->grant_id) < 0 ||
+        sq_text(st, 1, v->decision_id, sizeof v->decision_id) < 0 ||
+        sq_text(st, 2, v->payout_id, sizeof v->payout_id) < 0 ||
+        sq_text(st, 3, v->tenant_id, sizeof v->tenant_id) < 0 ||
+        sq_text(st, 4, v->operation, sizeof v->operation) < 0 ||
+        sq_text(st, 5, v->audience, sizeof v->audience) < 0 ||
+        sq_text(st, 6, v->terms_fingerprint, sizeof v->terms_fingerprint) < 0 ||
+        sq_text(st, 7, v->policy_version, sizeof v->policy_version) < 0 ||
+        sq_text(st, 11, v->release_day, sizeof v->release_day) < 0 ||
+        sq_text_opt(st, 16, v->consumed_by_operation,
+                    sizeof v->consumed_by_operation) < 0)
+        return OG_EINTERNAL;
+    v->executable_payout_version = sqlite3_column_int64(st, 8);
+    v->attempt_number = sqlite3_column_int64(st, 9);
+    v->reserved_minor = sqlite3_column_int64(st, 10);
+    v->not_before_us = sqlite3_column_int64(st, 12);
+    v->expires_at_us = sqlite3_column_int64(st, 13);
+    v->created_at_us = sqlite3_column_int64(st, 14);
+    v->consumed_at_us = sqlite3_column_int64(st, 15); /* NULL reads 0 */
+    v->revoked_at_us = sqlite3_column_int64(st, 17);
+    v->released_at_us = sqlite3_column_int64(st, 18);
+    v->read_at_us = sqlite3_column_int64(st, 19);
+    v->state = og__payout_grant_state(
+        sqlite3_column_type(st, 15) != SQLITE_NULL,
+        sqlite3_column_type(st, 17) != SQLITE_NULL, v->expires_at_us,
+        s->opts.timings.admission_leeway_us, v->read_at_us);
+    return 0;
+}
+
+static int sq_payout_grant_get(void *impl, const char *grant_id,
+                               og_payout_grant_view *out)
+{
+    return sq_read_row(impl, SQ_PAYOUT_GRANT_GET, grant_id, 0,
+                       sq_payout_grant_row, out);
+}
+
+/* Releases grant_id's reservation once (Q29), at `at`, for `cause`, with
+ * its history entry; nothing when it was released before. */
+static int sq_release(sq_conn *c, const char *grant_id, int64_t at,
+                      const char *cause, const char *actor)
+{
+    char payout[OG_ID_MAX + 1], tenant[OG_ID_MAX + 1],
+        day[OG_PAYOUT_DAY_LEN + 1];
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_RELEASE);
+    int64_t amount, left;
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, at);
+    sqlite3_bind_text(st, 3, cause, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: released before, once is all */
+    }
+    amount = sqlite3_column_int64(st, 3);
+    if (sq_text(st, 0, payout, sizeof payout) < 0 ||
+        sq_text(st, 1, tenant, sizeof tenant) < 0 ||
+        sq_text(st, 2, day, sizeof day) < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    if (!(st = sq_stmt(c, SQ_PAYOUT_UNRESERVE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, amount);
+    if ((rc = sq_one_i64(c, st, &left)) != 1)
+        return rc < 0 ? rc : OG_EINTERNAL; /* the binding's day row exists */
+    {
+        sq_payout_event ev = {.payout_id = payout, .at = at,
+                              .kind = "reservation-released", .actor = actor,
+                              .grant_id = grant_id, .amount = amount,
+                              .release_day = day, .reason = cause};
+        return sq_payout_event_add(c, &ev);
+    }
+}
+
+static int sq_payout_grant_revoke_in(sq_conn *c, const char *grant_id,
+                                     const char *actor,
+                                     og_revoke_outcome *out, bool *keep)
+{
+    char payout[OG_ID_MAX + 1];
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_GRANT_PAYOUT);
+    int64_t at = 0;
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1)
+        rc = sq_text(st, 0, payout, sizeof payout) < 0 ? OG_EINTERNAL : 1;
+    sqlite3_reset(st);
+    if (rc <= 0) {
+        *out = OG_REVOKE_NOT_ISSUED; /* not a payout grant */
+        return rc;
+    }
+    /* The grant's row, live: ONE conditional write (Q29). */
+    if (!(st = sq_stmt(c, SQ_PAYOUT_GRANT_REVOKE)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = sq_one_i64(c, st, &at)) <= 0) {
+        *out = OG_REVOKE_ALREADY_USED_OR_REVOKED;
+        return rc;
+    }
+    {
+        sq_payout_event ev = {.payout_id = payout, .at = at,
+                              .kind = "grant-revoked", .actor = actor,
+                              .grant_id = grant_id};
+        if ((rc = sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    /* Unconsumed: its reservation goes with it, unless an expiry released
+     * it already. */
+    if ((rc = sq_release(c, grant_id, at, "revoked", actor)) < 0)
+        return rc;
+    *out = OG_REVOKE_REVOKED;
+    *keep = true;
+    return 0;
+}
+
+static int sq_payout_grant_revoke(void *impl, const char *grant_id,
+                                  const char *actor, og_revoke_outcome *out)
+{
+    sq_store *s = impl;
+    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_grant_revoke_in(c, grant_id, actor, &o, &keep);
+    if ((rc = sq_end(s, c, rc, keep)) == 0)
+        *out = o;
+    return rc;
+}
+
+/* One expiry batch's fixed parameters (Q29), as the archive's (Q21). */
+typedef struct sq_expire_args {
+    int64_t cutoff; /* ?1: now - leeway - cleanup margin */
+    int batch;      /* ?2 */
+    int64_t from;   /* ?3: the pass's keyset cursor */
+    int64_t now;    /* ?4: released_at, the history's time */
+} sq_expire_args;
+
+static int sq_expire_step(sq_conn *c, int i, const sq_expire_args *a,
+                          int64_t *count, int64_t *last)
+{
+    sqlite3_stmt *st = sq_stmt(c, i);
+    int rc;
+
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_int64(st, 1, a->cutoff);
+    sqlite3_bind_int(st, 2, a->batch);
+    sqlite3_bind_int64(st, 3, a->from);
+    if (sqlite3_bind_parameter_count(st) >= 4)
+        sqlite3_bind_int64(st, 4, a->now);
+    if (i != SQ_PAYOUT_EXPIRE_CURSOR)
+        return sq_done(c, st);
+    if ((rc = sq_step(c, st)) == 1) {
+        *count = sqlite3_column_int64(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            *last = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
+}
+
+static int sq_payout_expire_in(sq_store *s, sq_conn *c, int batch,
+                               int64_t *from_us, int64_t *taken, bool *keep)
+{
+    const og_timings *t = &s->opts.timings;
+    sq_expire_args a = {0, batch, *from_us, 0};
+    int64_t count = 0, last = *from_us, marked;
+    sqlite3_stmt *st;
+    int rc;
+
+    /* One clock for the whole batch: every statement picks the same set. */
+    if (!(st = sq_stmt(c, SQ_CLOCK)))
+        return sq_err(c);
+    if ((rc = sq_one_i64(c, st, &a.now)) != 1)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    a.cutoff = a.now - t->admission_leeway_us - t->cleanup_margin_us;
+    if ((rc = sq_expire_step(c, SQ_PAYOUT_EXPIRE_CURSOR, &a, &count, &last)) <
+        0)
+        return rc;
+    if (count == 0) {
+        *taken = 0;
+        return 0;
+    }
+    if ((rc = sq_expire_step(c, SQ_PAYOUT_EXPIRE_DAYS, &a, NULL, NULL)) < 0 ||
+        (rc = sq_expire_step(c, SQ_PAYOUT_EXPIRE_EVENTS, &a, NULL, NULL)) < 0 ||
+        (rc = sq_expire_step(c, SQ_PAYOUT_EXPIRE_MARK, &a, NULL, NULL)) < 0)
+        return rc;
+    marked = sqlite3_changes64(c->db);
+    if (marked != count)
+        return OG_EINTERNAL; /* the pick is one set under the write lock */
+    *taken = count;
+    *from_us = last;
+    *keep = true;
+    return 0;
+}
+
+static int sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
+                                  int64_t *taken)
+{
+    sq_store *s = impl;
+    int64_t from = *from_us, n = 0;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_expire_in(s, c, batch, &from, &n, &keep);
+    if ((rc = sq_end(s, c, rc, keep)) == 0) {
+        *taken = n;
+        *from_us = from;
+    }
+    return rc;
+}
+
+/* ===========================================================================
  * Schema version and migrations
  * ========================================================================= */
 
@@ -3412,6 +5093,9 @@ static int sq_explain(void *impl, int batch, FILE *out)
         {"Admission: what holds a key the claim did not take",
          SQ_KEYED(s, READ_CONSUMPTION)},
         {"Cleanup, one batch", SQ_KEYED(s, CLEANUP)},
+        {"Payout decision: the daily-limit reservation", SQ_PAYOUT_RESERVE},
+        {"Payout jobs: take the oldest available", SQ_PAYOUT_JOB_TAKE},
+        {"Payout grants: one expiry batch (its pick)", SQ_PAYOUT_EXPIRE_MARK},
     };
     void *conn;
     int rc = 0;
@@ -3458,4 +5142,20 @@ const og__store_methods og__sqlite_methods = {
     .redemption_put = sq_redemption_put,
     .redemption_get = sq_redemption_get,
     .explain = sq_explain,
+    .payout_tenant_put = sq_payout_tenant_put,
+    .payout_beneficiary_put = sq_payout_beneficiary_put,
+    .payout_destination_put = sq_payout_destination_put,
+    .payout_destination_token = sq_payout_destination_token,
+    .payout_draft = sq_payout_draft,
+    .payout_cancel = sq_payout_cancel,
+    .payout_get = sq_payout_get,
+    .payout_facts = sq_payout_facts,
+    .payout_decide = sq_payout_decide,
+    .payout_job_take = sq_payout_job_take,
+    .payout_job_ack = sq_payout_job_ack,
+    .payout_job_postpone = sq_payout_job_postpone,
+    .payout_job_resubmit = sq_payout_job_resubmit,
+    .payout_grant_get = sq_payout_grant_get,
+    .payout_grant_revoke = sq_payout_grant_revoke,
+    .payout_expire_batch = sq_payout_expire_batch,
 };

@@ -1,0 +1,486 @@
+/*
+ * payout_store.h — the decision side of a delayed payout in the store
+ * (schema 7; seed 002, docs/payouts.md section 4): the authoritative
+ * context records, the decision transaction, the jobs, the payout grants'
+ * reads, revocation and expiry. The pure rules are oncegate/payout.h; this
+ * header is the part that reads and writes.
+ *
+ *   context    tenants (settings, versioned), tenant_days (the paid and
+ *              reserved counters of one release day), beneficiaries,
+ *              destinations (with the provider token: a SECRET), payouts.
+ *              Every change moves the record's version.
+ *   decision   og_payout_decide: the context read and the decision written
+ *              in ONE transaction; an Allowed decision also reserves the
+ *              amount against the day's limit, approves the payout,
+ *              allocates the attempt number, issues a row-form grant
+ *              (issuer OG_PAYOUT_ISSUER, the `grants` table) with its
+ *              bindings, and queues a job — all of it or nothing.
+ *   jobs       the outbox IS the queue: taken with a delivery lease,
+ *              acknowledged once, postponed, redelivered when the lease
+ *              lapses, resubmitted by an operator. Delivery is at least
+ *              once; a job carries references only.
+ *   grants     read with their derived state, revoked (a finance hold),
+ *              expired by a janitor; the reservation of an unconsumed grant
+ *              is released exactly once, by whichever comes first.
+ *
+ * What is NOT here: the claim of a grant (an attempt: another branch's
+ * operation changes), the attempt's outcome and the release of a consumed
+ * grant's reservation, which follows its attempt.
+ *
+ * Conventions as in oncegate.h: 0 (or a documented non-negative answer) or
+ * a negative OG_E* code; an outcome is a value, never an error; every input
+ * is validated before anything reaches the store, and a bad one writes
+ * nothing; out-parameters are written only on success; every pointer is
+ * borrowed for the call. OG_ESTORE_UNAVAILABLE from a write means it may or
+ * may not have happened: read before retrying. Times are the store's clock,
+ * microseconds since the epoch.
+ *
+ * The provider token of a destination never leaves the store except through
+ * og_payout_destination_token (the executor's read): no decision, grant,
+ * job, event, snapshot or error carries it, and the store logs nothing.
+ */
+#ifndef ONCEGATE_PAYOUT_STORE_H
+#define ONCEGATE_PAYOUT_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oncegate/oncegate.h"
+#include "oncegate/payout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a payout grant is, in the grants table and its bindings. */
+#define OG_PAYOUT_ISSUER "payouts"          /* grants.issuer */
+#define OG_PAYOUT_OPERATION "payout.submit" /* the one operation */
+#define OG_PAYOUT_AUDIENCE "payout-executor"
+
+/* Limits, checked before the store. */
+#define OG_PAYOUT_LIMIT_MAX INT64_C(999999999999999999) /* daily and
+                                                          approval limits */
+#define OG_PAYOUT_TOKEN_MAX 512 /* a provider token's bytes */
+#define OG_PAYOUT_LEASE_MAX_US (INT64_C(86400) * 1000000) /* job lease,
+                                                             postponement */
+
+/* ---------------------------------------------------------------------------
+ * Writes of the context records: one conditional write each.
+ * ------------------------------------------------------------------------- */
+
+/* X(NAME, stable text) — what a conditional write did. */
+#define OG_PAYOUT_WRITE_MAP(X)                                                 \
+    X(WRITTEN, "written")     /* created or changed: version is the new one */ \
+    X(VERSION_CONFLICT, "version_conflict") /* the record is not at the       \
+                                 expected version (it exists when 0 = create  \
+                                 was expected): nothing written */             \
+    X(NOT_FOUND, "not_found") /* the record, or one it names, does not exist: \
+                                 nothing written */                            \
+    X(REFUSED, "refused")     /* the change is not allowed (each function     \
+                                 says when): nothing written */
+
+typedef enum og_payout_write {
+#define OG__PW_ENUM(name, text) OG_PAYOUT_##name,
+    OG_PAYOUT_WRITE_MAP(OG__PW_ENUM)
+#undef OG__PW_ENUM
+} og_payout_write;
+
+typedef struct og_payout_put_result {
+    og_payout_write outcome;
+    int64_t version; /* WRITTEN: the record's version now; else 0 */
+} og_payout_put_result;
+
+/* A tenant's payout settings. */
+typedef struct og_payout_tenant_settings {
+    const char *tenant_id;      /* og_id_valid() */
+    bool payouts_suspended;
+    int64_t daily_limit;        /* minor units of currency,
+                                   0..OG_PAYOUT_LIMIT_MAX */
+    const char *currency;       /* og_payout_currency_scale(); fixed when the
+                                   tenant is created: every payout, limit and
+                                   counter of the tenant is in it */
+    int settlement_offset_minutes; /* the settlement time zone as UTC +
+                                   offset (og_payout_release_day) */
+} og_payout_tenant_settings;
+
+/* Creates the tenant (expected_version 0) or changes its settings
+ * (expected_version: its settings_version now), moving settings_version:
+ * ONE conditional write. Outcomes: WRITTEN; VERSION_CONFLICT; NOT_FOUND (a
+ * change of a tenant that does not exist); REFUSED (a change of its
+ * currency). Errors: OG_EPAYOUT_TENANT, OG_EPAYOUT_LIMIT,
+ * OG_EPAYOUT_CURRENCY, OG_EPAYOUT_OFFSET, OG_EPAYOUT_VERSION, OG_EINVAL,
+ * store errors. */
+OG_MUST_CHECK int og_payout_tenant_put(og_store *s,
+                                       const og_payout_tenant_settings *t,
+                                       int64_t expected_version,
+                                       og_payout_put_result *out);
+
+typedef struct og_payout_beneficiary_record {
+    const char *beneficiary_id; /* og_id_valid(); unique across tenants */
+    const char *tenant_id;      /* fixed when created */
+    bool verified;
+    og_payout_beneficiary_status status;
+} og_payout_beneficiary_record;
+
+/* Creates (expected_version 0) or changes a beneficiary, moving its
+ * version: ONE conditional write. NOT_FOUND: its tenant does not exist (or,
+ * for a change, the beneficiary); REFUSED: a change of its tenant. Errors:
+ * OG_EPAYOUT_BENEFICIARY, OG_EPAYOUT_TENANT, OG_EPAYOUT_VERSION, OG_EINVAL
+ * (a status outside the list), store errors. */
+OG_MUST_CHECK int og_payout_beneficiary_put(
+    og_store *s, const og_payout_beneficiary_record *b,
+    int64_t expected_version, og_payout_put_result *out);
+
+typedef struct og_payout_destination_record {
+    const char *destination_id; /* og_id_valid(); unique across tenants */
+    const char *beneficiary_id; /* whom it is registered to; may change (the
+                                   policy then denies destination.not-
+                                   registered for payouts naming the old) */
+    const char *provider_token; /* SECRET: 1..OG_PAYOUT_TOKEN_MAX printable
+                                   ASCII without spaces */
+} og_payout_destination_record;
+
+/* Creates (expected_version 0) or changes a destination: ONE conditional
+ * write that moves its version and sets changed_at to the store's clock
+ * (a token rotation is a change: seed "destination changed in the last 7
+ * days"). NOT_FOUND: the beneficiary (or, for a change, the destination)
+ * does not exist. Errors: OG_EPAYOUT_DESTINATION, OG_EPAYOUT_BENEFICIARY,
+ * OG_EPAYOUT_TOKEN, OG_EPAYOUT_VERSION, OG_EINVAL, store errors. The token
+ * appears in no error and no log. */
+OG_MUST_CHECK int og_payout_destination_put(
+    og_store *s, const og_payout_destination_record *d,
+    int64_t expected_version, og_payout_put_result *out);
+
+/* The executor's read, and the only read of a provider token: the token of
+ * destination_id if the destination is at version (the one the claim
+ * fenced), NUL-terminated into out (outlen >= OG_PAYOUT_TOKEN_MAX + 1;
+ * wipe it after use). Returns 1 and out, 0 (no such destination at that
+ * version; out untouched), or an error. */
+OG_MUST_CHECK int og_payout_destination_token(og_store *s,
+                                              const char *destination_id,
+                                              int64_t version, char *out,
+                                              size_t outlen);
+
+/* A clerk's draft: the exact payout, as terms. */
+typedef struct og_payout_draft_req {
+    const char *payout_id;    /* og_id_valid(): unique across tenants */
+    og_payout_terms terms;    /* validated by the pure core: its input.*
+                                 codes (OG_EPAYOUT_TENANT, _AMOUNT, ...) */
+    const char *requester_id; /* the authenticated clerk */
+} og_payout_draft_req;
+
+/* Creates the payout in Draft at version 1 (attempt_count 0, no active
+ * attempt), with a "drafted" history entry: ONE conditional write. The
+ * amount is stored in minor units and the purpose normalized. Outcomes:
+ * WRITTEN; VERSION_CONFLICT (the payout id exists); NOT_FOUND (the tenant,
+ * the beneficiary within that tenant, or the destination); REFUSED (the
+ * currency is not the tenant's). */
+OG_MUST_CHECK int og_payout_draft(og_store *s, const og_payout_draft_req *r,
+                                  og_payout_put_result *out);
+
+/* Cancels the payout at expected_version (>= 1): Draft, or Approved with no
+ * active attempt, -> Cancelled at version + 1, with a "cancelled" history
+ * entry: ONE conditional write. An issued grant is left as it is: the
+ * worker refuses it (payout.not-executable) and its reservation is released
+ * when it expires unused (og_payout_expire_grants) or is revoked.
+ * VERSION_CONFLICT; NOT_FOUND; REFUSED (another state, or an attempt is
+ * active). */
+OG_MUST_CHECK int og_payout_cancel(og_store *s, const char *payout_id,
+                                   int64_t expected_version,
+                                   const char *actor,
+                                   og_payout_put_result *out);
+
+/* A payout as stored. */
+typedef struct og_payout_view {
+    char payout_id[OG_ID_MAX + 1];
+    char tenant_id[OG_ID_MAX + 1];
+    char beneficiary_id[OG_ID_MAX + 1];
+    char destination_id[OG_ID_MAX + 1];
+    int64_t destination_version;
+    int64_t amount_minor;
+    char amount[OG_PAYOUT_MONEY_TEXT_MAX + 1]; /* canonical text */
+    char currency[OG_CURRENCY_LEN + 1];
+    bool has_purpose;
+    char purpose[OG_PAYOUT_PURPOSE_MAX + 1];   /* "" when absent */
+    og_payout_state state;
+    int64_t version;
+    int64_t attempt_count;                      /* attempts allocated */
+    char active_attempt[OG_UUID_LEN + 1];       /* "" when none */
+    char release_day[OG_PAYOUT_DAY_LEN + 1];    /* of the last Allowed
+                                                   decision; "" before */
+    char requester_id[OG_ID_MAX + 1];           /* who drafted it */
+    int64_t created_at_us, updated_at_us;
+} og_payout_view;
+
+/* Reads a payout: 1 and *out, 0 when there is none, or an error. */
+OG_MUST_CHECK int og_payout_get(og_store *s, const char *payout_id,
+                                og_payout_view *out);
+
+/* ---------------------------------------------------------------------------
+ * The context, read as one consistent state.
+ * ------------------------------------------------------------------------- */
+
+/* Why a context is unavailable. */
+#define OG_PAYOUT_UNAVAILABLE_MAP(X)                                           \
+    X(NONE, "none")                                                            \
+    X(MISSING, "missing")  /* the payout (or a record it names) is not there */\
+    X(STORE, "store")      /* the store could not be read (unreachable,       \
+                              timed out, busy past its deadline) */
+
+typedef enum og_payout_unavailable {
+#define OG__PU_ENUM(name, text) OG_PAYOUT_UNAVAILABLE_##name,
+    OG_PAYOUT_UNAVAILABLE_MAP(OG__PU_ENUM)
+#undef OG__PU_ENUM
+} og_payout_unavailable;
+
+/* A context with the storage its pointers point into. ctx.payout.terms,
+ * ctx.intent.terms and ctx.destination.beneficiary_id point into this
+ * struct: a copy keeps pointing at the original until
+ * og_payout_snapshot_bind() re-points it. */
+typedef struct og_payout_snapshot {
+    og_payout_context ctx;      /* unavailable, the facts, observed_at (the
+                                   store's clock at the read); intent = the
+                                   record's terms at the record's version;
+                                   requester zeroed: the caller passes the
+                                   facts a decision captured */
+    og_payout_unavailable why;  /* NONE exactly when !ctx.unavailable */
+    char payout_id[OG_ID_MAX + 1];
+    char tenant_id[OG_ID_MAX + 1];
+    char beneficiary_id[OG_ID_MAX + 1];
+    char destination_id[OG_ID_MAX + 1];
+    char destination_beneficiary_id[OG_ID_MAX + 1];
+    char amount[OG_PAYOUT_MONEY_TEXT_MAX + 1];
+    char currency[OG_CURRENCY_LEN + 1];
+    bool has_purpose;
+    char purpose[OG_PAYOUT_PURPOSE_MAX + 1];
+    int64_t amount_minor;
+    char release_day[OG_PAYOUT_DAY_LEN + 1]; /* the day whose counters are
+                                                in ctx.tenant */
+    int settlement_offset_minutes;
+    int64_t day_version;        /* the day row's version; 0: no row yet */
+    int64_t attempt_count;
+    char active_attempt[OG_UUID_LEN + 1]; /* "" when none */
+} og_payout_snapshot;
+
+/* Re-points s->ctx's strings at s's own buffers (after a copy). */
+void og_payout_snapshot_bind(og_payout_snapshot *s);
+
+/* Reads, as ONE consistent state (SQLite: one read transaction; PostgreSQL:
+ * one REPEATABLE READ, READ ONLY transaction), the payout, its tenant's
+ * settings, the counters of the release day of release_at_us in the
+ * tenant's settlement offset (a worker passes its grant's not_before: the
+ * day the decision reserved on, unless the offset changed since, which
+ * moves settings_version), its beneficiary and its destination.
+ *
+ * "Unavailable" (0, ctx.unavailable, and why) means the facts cannot be had
+ * right now, and the answer is to wait, never to allow: MISSING when the
+ * payout is not there (the schema's foreign keys keep every record a payout
+ * names), STORE when the store could not answer (OG_ESTORE_UNAVAILABLE:
+ * unreachable, timed out, busy). Errors stay errors: input (OG_EPAYOUT_ID,
+ * OG_EINVAL: release_at_us out of range), OG_EINTERNAL (a row that breaks
+ * the schema's rules: a defect to see, not a wait), OG_ENOMEM. */
+OG_MUST_CHECK int og_payout_context_read(og_store *s, const char *payout_id,
+                                         int64_t release_at_us,
+                                         og_payout_snapshot *out);
+
+/* ---------------------------------------------------------------------------
+ * The decision (seed section 5, "One persistence sequence").
+ * ------------------------------------------------------------------------- */
+
+typedef struct og_payout_decide_req {
+    const char *payout_id;
+    int64_t payout_version;     /* the version the requester acted on (the
+                                   intent's); 0: the version read */
+    bool reauthorize;           /* seed section 16: Approved with no active
+                                   attempt is expected instead of Draft */
+    const char *requester_id;   /* the authenticated principal: captured */
+    const char *requester_role; /* captured */
+    int64_t requester_approval_limit; /* minor units of the payout's
+                                   currency, 0..OG_PAYOUT_LIMIT_MAX: captured */
+    int64_t not_before_us;      /* the grant's window: the release batch */
+    int64_t expires_at_us;      /* <= not_before + max_grant_lifetime */
+    const char *correlation_id; /* groups records; never authorizes */
+} og_payout_decide_req;
+
+/* A decision as written. */
+typedef struct og_payout_decision {
+    char decision_id[OG_UUID_LEN + 1];
+    og_payout_verdict verdict;  /* outcome, reason, policy version, terms
+                                   fingerprint, evaluated versions */
+    int64_t observed_at_us;     /* the facts' read (store clock) */
+    int64_t decided_at_us;      /* the decision's write (store clock) */
+    bool issued;                /* Allowed: everything below was written */
+    char grant_id[OG_ID_MAX + 1];
+    char job_id[OG_UUID_LEN + 1];
+    int64_t attempt_number;
+    int64_t executable_payout_version;
+    int64_t reserved_minor;
+    char release_day[OG_PAYOUT_DAY_LEN + 1];
+} og_payout_decision;
+
+/* Decides on a payout. In ONE transaction (SQLite: BEGIN IMMEDIATE;
+ * PostgreSQL: the payout's row FOR UPDATE and its tenant, beneficiary and
+ * destination rows FOR SHARE, so none of the facts can change before the
+ * decision commits) it reads the context, evaluates it with
+ * og_payout_evaluate (og_payout_evaluate_reauthorization when reauthorize),
+ * and writes:
+ *   - Allowed: the reservation — ONE conditional update of the tenant's
+ *     day row (paid + reserved + amount <= daily limit); when it fails the
+ *     decision written is Denied tenant.daily-limit, alone — then the
+ *     decision (append-only), the payout's move to Approved at version + 1
+ *     with attempt_count + 1 (the attempt number), the row-form grant
+ *     (issuer OG_PAYOUT_ISSUER, expires_at = the window's end), its
+ *     bindings, the job, and a history entry per step;
+ *   - anything else: the decision and its history entry, alone.
+ * A missing payout is Deferred context.unavailable (written). Any failure
+ * rolls everything back and is returned: nothing of the decision exists.
+ * Returns 0 and *out, or an input error (OG_EPAYOUT_ID, OG_EPAYOUT_VERSION,
+ * OG_EPAYOUT_REQUESTER, OG_EPAYOUT_LIMIT, OG_EPAYOUT_WINDOW,
+ * OG_EPAYOUT_CORRELATION, OG_EINVAL), OG_ESTORE_UNAVAILABLE (not known to
+ * have committed: read the payout before deciding again), OG_EINTERNAL. */
+OG_MUST_CHECK int og_payout_decide(og_store *s, const og_payout_decide_req *r,
+                                   og_payout_decision *out);
+
+/* ---------------------------------------------------------------------------
+ * Jobs: the outbox is the durable queue (seed section 7). A job is
+ * available from its available_at on; taking it starts a delivery (its
+ * number, and a lease: the job is available again when the lease ends), so
+ * a taker that dies leaves it to be redelivered. Delivery is at least once.
+ * ------------------------------------------------------------------------- */
+
+typedef struct og_payout_job {
+    char job_id[OG_UUID_LEN + 1];
+    char payout_id[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];
+    char correlation_id[OG_ID_MAX + 1];
+    char resubmitted_from[OG_UUID_LEN + 1]; /* "" unless an operator's copy */
+    int64_t delivery;           /* this delivery's number (1, 2, ...) */
+    int64_t lease_until_us;     /* available again from then */
+} og_payout_job;
+
+/* Takes the oldest available job (not acknowledged, available_at <= now:
+ * new, postponed, or whose last delivery lease lapsed) for lease_us (1 ms ..
+ * OG_PAYOUT_LEASE_MAX_US): deliveries + 1, available_at = now + lease. ONE
+ * conditional write; PostgreSQL skips jobs another taker holds (FOR UPDATE
+ * SKIP LOCKED), SQLite takes it under its write lock. Returns 1 and *out, 0
+ * when none is available, or an error (OG_EINVAL, store errors). */
+OG_MUST_CHECK int og_payout_job_take(og_store *s, int64_t lease_us,
+                                     og_payout_job *out);
+
+/* Acknowledges delivery `delivery` of job_id: done, never delivered again.
+ * ONE conditional write on (not acknowledged, deliveries = delivery), so a
+ * delivery that was superseded by a redelivery changes nothing. *acked
+ * false: superseded, already acknowledged, or no such job. */
+OG_MUST_CHECK int og_payout_job_ack(og_store *s, const char *job_id,
+                                    int64_t delivery, bool *acked);
+
+/* Makes delivery `delivery` of job_id available again delay_us (0 ..
+ * OG_PAYOUT_LEASE_MAX_US) from now — the worker's context.unavailable path:
+ * the grant is not consumed. ONE conditional write on the same condition as
+ * og_payout_job_ack. */
+OG_MUST_CHECK int og_payout_job_postpone(og_store *s, const char *job_id,
+                                         int64_t delivery, int64_t delay_us,
+                                         bool *postponed);
+
+/* An operator republishes job_id: a new job (new id, available now, no
+ * delivery yet) for the same payout, grant and correlation id, recording
+ * which it copies, and a "job-resubmitted" history entry: ONE write. It
+ * changes nothing about authority: the grant decides. Returns 1 and
+ * new_job_id, 0 when job_id does not exist, or an error (OG_EPAYOUT_JOB,
+ * OG_EACTOR, store errors). */
+OG_MUST_CHECK int og_payout_job_resubmit(og_store *s, const char *job_id,
+                                         const char *actor,
+                                         char new_job_id[OG_UUID_LEN + 1]);
+
+/* ---------------------------------------------------------------------------
+ * Payout grants: reads, revocation, expiry.
+ * ------------------------------------------------------------------------- */
+
+/* X(NAME, stable text) — a payout grant's state, derived from its grants
+ * row at the store's clock, in this order: Consumed (consumed_at set: an
+ * attempt claimed it; never reset), Revoked (revoked_at set), Expired (now
+ * >= expires_at + the store's admission leeway: no claim can succeed any
+ * more), else Issued. */
+#define OG_PAYOUT_GRANT_STATE_MAP(X)                                           \
+    X(ISSUED, "Issued")                                                        \
+    X(CONSUMED, "Consumed")                                                    \
+    X(REVOKED, "Revoked")                                                      \
+    X(EXPIRED, "Expired")
+
+typedef enum og_payout_grant_state {
+#define OG__PG_ENUM(name, text) OG_PAYOUT_GRANT_##name,
+    OG_PAYOUT_GRANT_STATE_MAP(OG__PG_ENUM)
+#undef OG__PG_ENUM
+} og_payout_grant_state;
+
+/* A payout grant: its bindings (everything from the decision and the
+ * intent, nothing from a request, no credential) and its row's state. */
+typedef struct og_payout_grant_view {
+    char grant_id[OG_ID_MAX + 1];
+    char decision_id[OG_UUID_LEN + 1];
+    char payout_id[OG_ID_MAX + 1];
+    char tenant_id[OG_ID_MAX + 1];
+    char operation[OG_ID_MAX + 1];        /* OG_PAYOUT_OPERATION */
+    char audience[OG_ID_MAX + 1];         /* OG_PAYOUT_AUDIENCE */
+    char terms_fingerprint[OG_PAYOUT_FINGERPRINT_HEX + 1];
+    char policy_version[OG_ID_MAX + 1];
+    int64_t executable_payout_version;
+    int64_t attempt_number;
+    int64_t reserved_minor;               /* what the decision reserved */
+    char release_day[OG_PAYOUT_DAY_LEN + 1];
+    int64_t not_before_us, expires_at_us, created_at_us;
+    og_payout_grant_state state;
+    int64_t consumed_at_us;               /* 0: not consumed */
+    char consumed_by_operation[OG_UUID_LEN + 1]; /* "" when none */
+    int64_t revoked_at_us;                /* 0: not revoked */
+    int64_t released_at_us;               /* 0: the reservation is held */
+    int64_t read_at_us;                   /* the clock state is derived at */
+} og_payout_grant_view;
+
+/* Reads a payout grant: 1 and *out, 0 when grant_id is not a payout
+ * grant, or an error (OG_EGRANT_ID, store errors). */
+OG_MUST_CHECK int og_payout_grant_get(og_store *s, const char *grant_id,
+                                      og_payout_grant_view *out);
+
+/* A finance hold: revokes the payout grant if it is neither consumed nor
+ * revoked — ONE conditional write of its grants row — and, in the same
+ * transaction, releases its reservation unless an expiry released it
+ * already (the binding's released_at, set once), with history entries.
+ * *out: OG_REVOKE_REVOKED, OG_REVOKE_ALREADY_USED_OR_REVOKED (consumed or
+ * revoked before: nothing changed), OG_REVOKE_NOT_ISSUED (not a payout
+ * grant). Errors: OG_EGRANT_ID, OG_EACTOR, store errors. */
+OG_MUST_CHECK int og_payout_grant_revoke(og_store *s, const char *grant_id,
+                                         const char *actor,
+                                         og_revoke_outcome *out);
+
+typedef struct og_payout_expiry_stats {
+    int64_t grants;  /* reservations released (bindings marked released) */
+    int batches;     /* transactions run, the last one included */
+} og_payout_expiry_stats;
+
+/* The janitor: releases the reservation of every payout grant that is
+ * unconsumed, not released yet, and past expires_at + admission leeway +
+ * cleanup margin on the store's clock (after the last moment a claim could
+ * still succeed, with the margin cleanup keeps against clock steps), and
+ * marks its binding released — at most batch (1..OG_RETENTION_BATCH_MAX)
+ * grants per transaction, oldest expiry first, until a batch takes fewer
+ * or max_batches (1..OG_RETENTION_BATCHES_MAX) have run. ONE conditional
+ * write per batch. A consumed grant's reservation is never released here:
+ * it follows its attempt. Revoked and expired alike, a reservation is
+ * released once. Returns 0 and *out, or an error; committed batches stay. */
+OG_MUST_CHECK int og_payout_expire_grants(og_store *s, int batch,
+                                          int max_batches,
+                                          og_payout_expiry_stats *out);
+
+/* ---------------------------------------------------------------------------
+ * Names: the stable text of each list above, "?" outside it.
+ * ------------------------------------------------------------------------- */
+const char *og_payout_write_name(og_payout_write w);
+const char *og_payout_unavailable_name(og_payout_unavailable u);
+const char *og_payout_grant_state_name(og_payout_grant_state g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ONCEGATE_PAYOUT_STORE_H */

@@ -1,0 +1,276 @@
+/*
+ * payout_plan.c — the payout store's pure pieces, shared by both backends
+ * (lib/store/sqlite.c, lib/store/postgres.c): what the facts a backend read
+ * mean as a context (og__payout_snapshot_build), what a decision on them
+ * writes (og__payout_plan_decide), what a put that wrote nothing means, and a
+ * payout grant's derived state. No I/O, no clock, no randomness: the
+ * backends read and write, this decides, so the two engines cannot decide
+ * differently.
+ *
+ * Invariants:
+ *   PP1  A decision's verdict is always the pure core's (lib/core/payout.c)
+ *        over the facts read in the decision's own transaction: nothing
+ *        here sets an outcome, except og__payout_plan_limit_taken, which
+ *        writes the one the core would give when the counters it read were
+ *        overtaken by a concurrent reservation (Denied tenant.daily-limit).
+ *   PP2  The intent is bound from the record, never from a request: the
+ *        terms are the payout's as stored; only the version the requester
+ *        acted on comes from the request (0: the version read).
+ *   PP3  Stored facts the core refuses are a defect (OG_EINTERNAL), never
+ *        an input error and never a Deferred decision: the schema's checks
+ *        forbid them, so something is wrong that a wait will not fix.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "oncegate/payout.h"
+#include "og_internal.h"
+
+/* ===========================================================================
+ * Names
+ * ========================================================================= */
+
+#define OG__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define OG__NAME(table, v)                                                     \
+    ((unsigned)(v) < OG__COUNT(table) ? table[(unsigned)(v)] : "?")
+
+static const char *const og__write_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_WRITE_MAP(X)
+#undef X
+};
+
+static const char *const og__unavailable_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_UNAVAILABLE_MAP(X)
+#undef X
+};
+
+static const char *const og__grant_state_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_GRANT_STATE_MAP(X)
+#undef X
+};
+
+const char *og_payout_write_name(og_payout_write w)
+{
+    return OG__NAME(og__write_names, w);
+}
+
+const char *og_payout_unavailable_name(og_payout_unavailable u)
+{
+    return OG__NAME(og__unavailable_names, u);
+}
+
+const char *og_payout_grant_state_name(og_payout_grant_state g)
+{
+    return OG__NAME(og__grant_state_names, g);
+}
+
+/* ===========================================================================
+ * Facts, snapshot, plan
+ * ========================================================================= */
+
+static int parse_name(const char *text, const char *(*name)(int), int n)
+{
+    if (text == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(text, name(i)) == 0)
+            return i;
+    return -1;
+}
+
+static const char *state_name(int i)
+{
+    return og_payout_state_name((og_payout_state)i);
+}
+
+static const char *bstatus_name(int i)
+{
+    return og_payout_beneficiary_status_name((og_payout_beneficiary_status)i);
+}
+
+int og__payout_state_parse(const char *text)
+{
+    return parse_name(text, state_name, OG_PAYOUT_STATE_CANCELLED + 1);
+}
+
+int og__payout_bstatus_parse(const char *text)
+{
+    return parse_name(text, bstatus_name, OG_PAYOUT_BENEFICIARY_CLOSED + 1);
+}
+
+void og_payout_snapshot_bind(og_payout_snapshot *s)
+{
+    og_payout_terms t;
+
+    if (s == NULL)
+        return;
+    t.tenant_id = s->tenant_id;
+    t.beneficiary_id = s->beneficiary_id;
+    t.destination_id = s->destination_id;
+    t.destination_version = s->ctx.payout.terms.destination_version;
+    t.amount = s->amount;
+    t.currency = s->currency;
+    t.purpose = s->has_purpose ? s->purpose : NULL;
+    s->ctx.payout.terms = t;
+    s->ctx.intent.terms = t;
+    s->ctx.destination.beneficiary_id = s->destination_beneficiary_id;
+}
+
+int og__payout_snapshot_build(const og__payout_facts *f,
+                              og_payout_snapshot *out)
+{
+    og_payout_snapshot s;
+
+    memset(&s, 0, sizeof s);
+    s.ctx.observed_at_us = f->observed_at_us;
+    if (!f->found) {
+        s.ctx.unavailable = true;
+        s.why = OG_PAYOUT_UNAVAILABLE_MISSING;
+        *out = s;
+        return 0;
+    }
+    /* Every money value of a payout, its tenant's limit and counters are
+     * in one currency (the draft checks it; a tenant's currency never
+     * changes): anything else is a defect (PP3). */
+    if (strcmp(f->currency, f->tenant_currency) != 0 ||
+        og_payout_amount_format(f->amount_minor, f->currency, s.amount,
+                                sizeof s.amount) != 0)
+        return OG_EINTERNAL;
+    s.why = OG_PAYOUT_UNAVAILABLE_NONE;
+    memcpy(s.payout_id, f->payout_id, sizeof s.payout_id);
+    memcpy(s.tenant_id, f->tenant_id, sizeof s.tenant_id);
+    memcpy(s.beneficiary_id, f->beneficiary_id, sizeof s.beneficiary_id);
+    memcpy(s.destination_id, f->destination_id, sizeof s.destination_id);
+    memcpy(s.destination_beneficiary_id, f->destination_beneficiary_id,
+           sizeof s.destination_beneficiary_id);
+    memcpy(s.currency, f->currency, sizeof s.currency);
+    s.has_purpose = f->has_purpose;
+    memcpy(s.purpose, f->purpose, sizeof s.purpose);
+    s.amount_minor = f->amount_minor;
+    memcpy(s.release_day, f->release_day, sizeof s.release_day);
+    s.settlement_offset_minutes = f->offset_minutes;
+    s.day_version = f->day_version;
+    s.attempt_count = f->attempt_count;
+    memcpy(s.active_attempt, f->active_attempt, sizeof s.active_attempt);
+
+    s.ctx.tenant.payouts_suspended = f->payouts_suspended;
+    s.ctx.tenant.daily_limit = f->daily_limit;
+    s.ctx.tenant.paid_today = f->paid;
+    s.ctx.tenant.reserved_today = f->reserved;
+    s.ctx.tenant.settings_version = f->settings_version;
+    s.ctx.beneficiary.verified = f->verified;
+    s.ctx.beneficiary.status = f->beneficiary_status;
+    s.ctx.beneficiary.version = f->beneficiary_version;
+    s.ctx.destination.version = f->destination_record_version;
+    s.ctx.destination.changed_at_us = f->destination_changed_at_us;
+    s.ctx.payout.state = f->state;
+    s.ctx.payout.version = f->version;
+    s.ctx.payout.terms.destination_version = f->destination_version;
+    s.ctx.intent.payout_version = f->version; /* PP2 */
+    *out = s;
+    og_payout_snapshot_bind(out);
+    return 0;
+}
+
+int og__payout_plan_decide(const og__payout_facts *f, const og__payout_decide_req *r,
+                    og__payout_plan *out)
+{
+    og__payout_plan p;
+    og_payout_snapshot s;
+    int rc;
+
+    memset(&p, 0, sizeof p);
+    p.mode = r->reauthorize ? "reauthorize" : "submit";
+    if ((rc = og__payout_snapshot_build(f, &s)) != 0)
+        return rc;
+    if (!s.ctx.unavailable) {
+        if (r->payout_version != 0)
+            s.ctx.intent.payout_version = r->payout_version; /* PP2 */
+        s.ctx.requester.approval_limit = r->approval_limit;
+    }
+    rc = r->reauthorize
+             ? og_payout_evaluate_reauthorization(
+                   &s.ctx, s.active_attempt[0] != '\0', &p.verdict)
+             : og_payout_evaluate(&s.ctx, &p.verdict);
+    if (rc != 0)
+        return OG_EINTERNAL; /* PP3 */
+    p.allowed = p.verdict.outcome == OG_PAYOUT_ALLOWED;
+    if (p.allowed) {
+        p.from_state = og_payout_state_name(f->state);
+        p.new_version = f->version + 1;
+        p.attempt_number = f->attempt_count + 1;
+    }
+    *out = p;
+    return 0;
+}
+
+void og__payout_plan_limit_taken(og__payout_plan *p)
+{
+    p->verdict.reason = OG_PAYOUT_REASON_DAILY_LIMIT;
+    p->verdict.outcome = og_payout_reason_outcome(p->verdict.reason);
+    p->allowed = false;
+    p->from_state = NULL;
+    p->new_version = 0;
+    p->attempt_number = 0;
+}
+
+void og__payout_decision_fill(const og__payout_decide_req *r,
+                              const og__payout_facts *f,
+                              const og__payout_plan *p, int64_t decided_at_us,
+                              og_payout_decision *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->decision_id, r->decision_id, sizeof out->decision_id);
+    out->verdict = p->verdict;
+    out->observed_at_us = f->observed_at_us;
+    out->decided_at_us = decided_at_us;
+    out->issued = p->allowed;
+    if (p->allowed) {
+        memcpy(out->grant_id, r->grant_id, sizeof out->grant_id);
+        memcpy(out->job_id, r->job_id, sizeof out->job_id);
+        out->attempt_number = p->attempt_number;
+        out->executable_payout_version = p->new_version;
+        out->reserved_minor = f->amount_minor;
+        memcpy(out->release_day, f->release_day, sizeof out->release_day);
+    }
+}
+
+og_payout_write og__payout_put_classify(int64_t expected_version, bool exists,
+                                        int64_t stored_version,
+                                        bool fixed_same, bool refs_exist)
+{
+    if (expected_version == 0)
+        /* A create: the record was there (or came, concurrently), or what
+         * it names is not. */
+        return exists || refs_exist ? OG_PAYOUT_VERSION_CONFLICT
+                                    : OG_PAYOUT_NOT_FOUND;
+    if (!exists)
+        return OG_PAYOUT_NOT_FOUND;
+    if (stored_version != expected_version)
+        return OG_PAYOUT_VERSION_CONFLICT;
+    if (!fixed_same)
+        return OG_PAYOUT_REFUSED;
+    if (!refs_exist)
+        return OG_PAYOUT_NOT_FOUND;
+    /* At the expected version when read, yet not changed: a concurrent
+     * change committed in between (PostgreSQL re-checks after a wait). */
+    return OG_PAYOUT_VERSION_CONFLICT;
+}
+
+og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
+                                             int64_t expires_at_us,
+                                             int64_t leeway_us,
+                                             int64_t now_us)
+{
+    if (consumed)
+        return OG_PAYOUT_GRANT_CONSUMED;
+    if (revoked)
+        return OG_PAYOUT_GRANT_REVOKED;
+    /* The row-form claim admits while expires_at + leeway > now. */
+    if (expires_at_us + leeway_us <= now_us)
+        return OG_PAYOUT_GRANT_EXPIRED;
+    return OG_PAYOUT_GRANT_ISSUED;
+}
