@@ -1789,7 +1789,9 @@ static void error_codes_were_appended(void **state)
         {OG_EPAYOUT_FINGERPRINT, "input.terms_fingerprint_invalid"},
         {OG_EPAYOUT_CONTEXT, "input.payout_context_invalid"},
         {OG_EPAYOUT_INTENT_MISMATCH, "input.payout_intent_mismatch"},
-        /* the payout store's (schema 7) */
+        /* the provider client's payout destination */
+        {OG_EDESTINATION, "input.destination_invalid"},
+        /* the payout store's (schema 8) */
         {OG_EPAYOUT_ID, "input.payout_id_invalid"},
         {OG_EPAYOUT_OFFSET, "input.settlement_offset_invalid"},
         {OG_EPAYOUT_LIMIT, "input.payout_limit_invalid"},
