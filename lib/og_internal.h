@@ -420,11 +420,83 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
                                              int64_t leeway_us,
                                              int64_t now_us);
 
+/* A validated claim (og_payout_claim): the caller's inputs, the attempt's
+ * fresh id (store.c), windows in microseconds. */
+typedef struct og__payout_claim_req {
+    char grant_id[OG_ID_MAX + 1];
+    char worker_id[OG_ID_MAX + 1];
+    char audience[OG_ID_MAX + 1];
+    og_payout_versions relied;
+    char policy_version[OG_ID_MAX + 1];
+    int64_t send_window_us, lease_us;
+    char operation_id[OG_UUID_LEN + 1];
+} og__payout_claim_req;
+
+/* What a claim reads, in its own transaction, with the rows locked
+ * (PostgreSQL) or under the write lock (SQLite): the grant's row and
+ * bindings, the operation that consumed it (if any), the payout and its
+ * context, the store's clock. */
+typedef struct og__payout_claim_facts {
+    bool found;                    /* a payout grant: binding + grants row */
+    char payout_id[OG_ID_MAX + 1];
+    char audience[OG_ID_MAX + 1];
+    int64_t executable_version, attempt_number;
+    int64_t not_before_us, expires_at_us;
+    bool consumed, revoked;
+    char consumed_by[OG_UUID_LEN + 1]; /* "" when none */
+    bool consumer_found;           /* the consuming operation's row */
+    bool consumer_payout;          /* it is kind payout */
+    char consumer_reference[OG_ID_MAX + 1];
+    /* the payout */
+    og_payout_state state;
+    int64_t payout_version;
+    bool active_attempt;
+    int64_t amount_minor;
+    char currency[OG_CURRENCY_LEN + 1];
+    char destination_id[OG_ID_MAX + 1];
+    /* its context */
+    bool payouts_suspended;
+    int64_t settings_version;
+    og_payout_beneficiary_status beneficiary_status;
+    int64_t beneficiary_version;
+    int64_t destination_version;   /* the destination record's */
+    int64_t now_us;
+} og__payout_claim_facts;
+
+/* What the claim writes, computed from the facts (og__payout_plan_claim). */
+typedef struct og__payout_claim_plan {
+    og_payout_claim_outcome outcome;
+    char idempotency_key[OG_ID_MAX + 1]; /* "payout-<payout>-a<N>" */
+    char client_reference[OG_ID_MAX + 1]; /* "<payout>-a<N>" */
+    char amount[OG_AMOUNT_MAX + 1];      /* canonical decimal of the
+                                            payout's minor units */
+    int64_t new_version;                 /* CLAIMED: payout version + 1 */
+} og__payout_claim_plan;
+
+/* The attempt's key and reference for (payout_id, attempt): 0, or -1 when
+ * they would not be ids (longer than OG_ID_MAX). */
+int og__payout_attempt_names(const char *payout_id, int64_t attempt,
+                             char key[OG_ID_MAX + 1],
+                             char reference[OG_ID_MAX + 1]);
+
+/* The claim's verdict on f for r (leeway: the store's admission leeway),
+ * in this order: MISMATCH (no payout grant, another audience), DUPLICATE
+ * (consumed by a payout operation carrying this binding's reference), LOST
+ * (consumed otherwise, revoked, now < not_before, now >= expires_at +
+ * leeway), CONTEXT_CHANGED (any fence), else CLAIMED with the key,
+ * reference, amount and new version. 0, or OG_EINTERNAL for facts the
+ * schema forbids. */
+int og__payout_plan_claim(const og__payout_claim_facts *f,
+                          const og__payout_claim_req *r, int64_t leeway_us,
+                          og__payout_claim_plan *out);
+
 /* Fault points of the decision transaction (lib/core/fault.c): each acts
  * as if the store failed there, so everything before it rolls back. */
 #define OG__FAULT_DECIDE_AFTER_RESERVATION "payout_decide_after_reservation"
 #define OG__FAULT_DECIDE_AFTER_DECISION "payout_decide_after_decision"
 #define OG__FAULT_DECIDE_BEFORE_COMMIT "payout_decide_before_commit"
+/* The claim's writes done, not committed: rolled back (nothing claimed). */
+#define OG__FAULT_CLAIM_BEFORE_COMMIT "payout_claim_before_commit"
 
 /* A fresh version 4 UUID (libsodium's CSPRNG), lower case. 0, or
  * OG_EINTERNAL when libsodium cannot start. */
@@ -631,6 +703,15 @@ typedef struct og__store_methods {
     int (*payout_job_postpone)(void *impl, const char *job_id,
                                int64_t delivery, int64_t delay_us,
                                bool *postponed);
+    /* The claim (og_payout_claim): ONE transaction — the facts read with
+     * the rows locked (PostgreSQL) or under the write lock (SQLite),
+     * og__payout_plan_claim, and for CLAIMED the writes, each re-asserting
+     * its conditions (anything that then writes nothing is OG_EINTERNAL:
+     * rolled back). *out: outcome, payout id, attempt number, and for
+     * CLAIMED the new operation (has_attempt); DUPLICATE's attempt is read
+     * by store.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
+    int (*payout_claim)(void *impl, const og__payout_claim_req *r,
+                        og_payout_claim_result *out);
     /* 1 and new_id written (store.c generated it), 0 no such job. */
     int (*payout_job_resubmit)(void *impl, const char *job_id,
                                const char *actor, const char *new_id);

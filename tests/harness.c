@@ -577,6 +577,8 @@ void t_undo_migration_7(t_raw *r)
 
 void t_undo_migration_8(t_raw *r)
 {
+    /* Migration 9 only widened a CHECK of a table dropped here: undoing 8
+     * undoes 9 as well. */
     char sql[1024];
 
     /* the tables that reference others first; their triggers go with them */
@@ -586,7 +588,7 @@ void t_undo_migration_8(t_raw *r)
     " DROP TABLE payouts; DROP TABLE destinations; DROP TABLE beneficiaries;"  \
     " DROP TABLE tenant_days; DROP TABLE tenants;"
     snprintf(sql, sizeof sql, "BEGIN;%s%s"
-             " DELETE FROM og_schema_migrations WHERE version = 8; COMMIT",
+             " DELETE FROM og_schema_migrations WHERE version >= 8; COMMIT",
              T_PAYOUT_TABLES,
              t_kind == T_POSTGRES ? " DROP FUNCTION og_append_only();" : "");
 #undef T_PAYOUT_TABLES

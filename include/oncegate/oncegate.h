@@ -435,7 +435,7 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * kinds, idempotency keys and client references, and the statuses Started,
  * NotStarted and NotApplied (payout attempts), 8 the payout decision side
  * (oncegate/payout_store.h). */
-#define OG_SCHEMA_VERSION 8
+#define OG_SCHEMA_VERSION 9
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the

@@ -23,9 +23,12 @@
  *              expired by a janitor; the reservation of an unconsumed grant
  *              is released exactly once, by whichever comes first.
  *
- * What is NOT here: the claim of a grant (an attempt: another branch's
- * operation changes), the attempt's outcome and the release of a consumed
- * grant's reservation, which follows its attempt.
+ *   claim      og_payout_claim: the grant consumed, the context fenced, the
+ *              payout Executing and its attempt (an operation of kind
+ *              payout) inserted — all of it or nothing (schema 9).
+ *
+ * What is NOT here yet: the attempt's resolution and the release of a
+ * consumed grant's reservation, which follows its attempt.
  *
  * Conventions as in oncegate.h: 0 (or a documented non-negative answer) or
  * a negative OG_E* code; an outcome is a value, never an error; every input
@@ -474,11 +477,102 @@ OG_MUST_CHECK int og_payout_expire_grants(og_store *s, int batch,
                                           og_payout_expiry_stats *out);
 
 /* ---------------------------------------------------------------------------
+ * The claim (seed section 10, docs/payouts.md section 5 step 3): the one
+ * write that turns a VALID payout grant into an attempt.
+ * ------------------------------------------------------------------------- */
+
+/* X(NAME, stable text) — what a claim did. Only CLAIMED wrote anything. */
+#define OG_PAYOUT_CLAIM_MAP(X)                                                 \
+    X(CLAIMED, "claimed")     /* the grant consumed, the payout Executing,   \
+                                 the attempt Admitted: the caller owns it */  \
+    X(LOST, "claim.lost")     /* the grant was consumed by another payout's  \
+                                 attempt (or by no attempt), revoked, not    \
+                                 yet valid or expired: nothing written */     \
+    X(CONTEXT_CHANGED, "claim.context-changed") /* a fenced fact moved since \
+                                 validation (tenant settings or suspension,  \
+                                 beneficiary version or status, destination  \
+                                 version, payout state/version/attempt, or   \
+                                 the policy): nothing written */             \
+    X(DUPLICATE, "duplicate") /* the grant is consumed by this payout's     \
+                                 attempt for this binding: a redelivery;     \
+                                 acknowledge the job, change nothing */       \
+    X(MISMATCH, "binding.mismatch") /* grant_id is not a payout grant, or    \
+                                 its audience is not the presenter's:        \
+                                 nothing written */
+
+typedef enum og_payout_claim_outcome {
+#define OG__PC_ENUM(name, text) OG_PAYOUT_CLAIM_##name,
+    OG_PAYOUT_CLAIM_MAP(OG__PC_ENUM)
+#undef OG__PC_ENUM
+} og_payout_claim_outcome;
+
+typedef struct og_payout_claim_req {
+    const char *grant_id;       /* the job's grant */
+    const char *worker_id;      /* the presenting principal: the attempt's
+                                   caller (og_id_valid) */
+    const char *audience;       /* the presenter's audience: must be the
+                                   grant's (OG_PAYOUT_AUDIENCE) */
+    og_payout_versions relied;  /* what the VALID recheck relied on
+                                   (og_payout_exec_verdict.relied), each >= 1 */
+    const char *policy_version; /* the policy the recheck ran: fenced against
+                                   OG_PAYOUT_POLICY_VERSION, the current one */
+    int64_t send_window_us;     /* submit_by = the claim's instant + this
+                                   (1 ms .. OG_PAYOUT_LEASE_MAX_US) */
+    int64_t lease_us;           /* lease_until = the claim's instant + this
+                                   (1 ms .. OG_PAYOUT_LEASE_MAX_US) */
+} og_payout_claim_req;
+
+typedef struct og_payout_claim_result {
+    og_payout_claim_outcome outcome;
+    char payout_id[OG_ID_MAX + 1];      /* "" for MISMATCH */
+    int64_t attempt_number;             /* the binding's; 0 for MISMATCH */
+    bool has_attempt;                   /* CLAIMED, and DUPLICATE when the
+                                           consuming attempt is readable */
+    og_operation attempt;               /* CLAIMED: the new attempt (kind
+                                           payout, Admitted, owner version 1,
+                                           key "payout-<payout>-a<N>",
+                                           reference "<payout>-a<N>");
+                                           DUPLICATE: the attempt as it is */
+} og_payout_claim_result;
+
+/* Claims payout grant r->grant_id for r->worker_id. ONE transaction
+ * (SQLite: BEGIN IMMEDIATE; PostgreSQL: one explicit Read Committed
+ * transaction whose first statement locks the grant's and the payout's
+ * rows FOR UPDATE and the tenant's, beneficiary's and destination's FOR
+ * SHARE — so a change to a fenced fact either committed before and is
+ * read, or waits for the claim — and whose second statement writes it
+ * all, re-asserting every condition): the grant's `grants` row consumed
+ * (consumed_at IS NULL AND revoked_at IS NULL AND not_before <= now AND
+ * now < expires_at + admission leeway, the store's clock), the context
+ * fenced (tenant settings_version and not suspended, beneficiary version
+ * and Active, destination version, payout Approved at the grant's
+ * executable version = r->relied.payout with no active attempt, the
+ * policy), the payout moved to Executing at version + 1 with
+ * active_attempt = the new attempt, the attempt inserted (kind payout,
+ * Admitted, owner version 1, lease_until = now + lease, submit_by = now +
+ * send window, the key and reference above, amount, currency and account
+ * = destination id from the payout, caller the worker, issuer
+ * OG_PAYOUT_ISSUER and the grant id), and a "claimed" history entry.
+ * The daily limit is not checked: the decision reserved the amount.
+ *
+ * Returns 0 and *out (the outcome is a value: nothing is written unless
+ * CLAIMED), or an error: OG_EGRANT_ID, OG_EACTOR (worker), OG_EINVAL
+ * (audience, versions, policy version, windows), OG_EINTERNAL, or
+ * OG_ESTORE_UNAVAILABLE — which means UNKNOWN: the claim may have
+ * committed. The caller MUST NOT send; it acknowledges nothing and lets
+ * the job be redelivered (a later delivery reports DUPLICATE if it did
+ * commit) or the sweeper find the Admitted attempt, which provably sent
+ * nothing (P2). */
+OG_MUST_CHECK int og_payout_claim(og_store *s, const og_payout_claim_req *r,
+                                  og_payout_claim_result *out);
+
+/* ---------------------------------------------------------------------------
  * Names: the stable text of each list above, "?" outside it.
  * ------------------------------------------------------------------------- */
 const char *og_payout_write_name(og_payout_write w);
 const char *og_payout_unavailable_name(og_payout_unavailable u);
 const char *og_payout_grant_state_name(og_payout_grant_state g);
+const char *og_payout_claim_outcome_name(og_payout_claim_outcome o);
 
 #ifdef __cplusplus
 }

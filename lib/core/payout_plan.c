@@ -274,3 +274,93 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
         return OG_PAYOUT_GRANT_EXPIRED;
     return OG_PAYOUT_GRANT_ISSUED;
 }
+
+/* ===========================================================================
+ * The claim (og_payout_claim)
+ *
+ *   PP4  A claim's verdict is decided here, from the facts read in the
+ *        claim's own transaction, in one order for both engines: the
+ *        binding, then the grant's row (a redelivery is recognised by the
+ *        consuming attempt's reference, which only this binding's claim
+ *        writes), then the fence. Nothing but CLAIMED lets a backend write.
+ * ========================================================================= */
+
+static const char *const og__claim_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_CLAIM_MAP(X)
+#undef X
+};
+
+const char *og_payout_claim_outcome_name(og_payout_claim_outcome o)
+{
+    return OG__NAME(og__claim_names, o);
+}
+
+int og__payout_attempt_names(const char *payout_id, int64_t attempt,
+                             char key[OG_ID_MAX + 1],
+                             char reference[OG_ID_MAX + 1])
+{
+    char k[OG_ID_MAX + 32], ref[OG_ID_MAX + 32];
+    int nk, nr;
+
+    if (!payout_id || attempt < 1)
+        return -1;
+    nk = snprintf(k, sizeof k, "payout-%s-a%lld", payout_id,
+                  (long long)attempt);
+    nr = snprintf(ref, sizeof ref, "%s-a%lld", payout_id, (long long)attempt);
+    if (nk < 0 || nr < 0 || (size_t)nk > OG_ID_MAX || (size_t)nr > OG_ID_MAX)
+        return -1;
+    memcpy(key, k, (size_t)nk + 1);
+    memcpy(reference, ref, (size_t)nr + 1);
+    return 0;
+}
+
+int og__payout_plan_claim(const og__payout_claim_facts *f,
+                          const og__payout_claim_req *r, int64_t leeway_us,
+                          og__payout_claim_plan *out)
+{
+    og__payout_claim_plan p;
+    char text[OG_PAYOUT_MONEY_TEXT_MAX + 1];
+
+    memset(&p, 0, sizeof p);
+    if (!f->found || strcmp(f->audience, r->audience) != 0) {
+        p.outcome = OG_PAYOUT_CLAIM_MISMATCH;
+        *out = p;
+        return 0;
+    }
+    /* The names exist for every binding the schema allows (ids are at most
+     * OG_ID_MAX, and the store checked the payout id leaves room). A
+     * payout id too long for them cannot have a claimable grant. */
+    if (og__payout_attempt_names(f->payout_id, f->attempt_number,
+                                 p.idempotency_key, p.client_reference) != 0)
+        return OG_EINTERNAL;
+    if (f->consumed) {
+        p.outcome = f->consumer_found && f->consumer_payout &&
+                            strcmp(f->consumer_reference,
+                                   p.client_reference) == 0
+                        ? OG_PAYOUT_CLAIM_DUPLICATE
+                        : OG_PAYOUT_CLAIM_LOST;
+    } else if (f->revoked || f->now_us < f->not_before_us ||
+               f->now_us >= f->expires_at_us + leeway_us) {
+        p.outcome = OG_PAYOUT_CLAIM_LOST;
+    } else if (f->payouts_suspended ||
+               f->settings_version != r->relied.tenant_settings ||
+               f->beneficiary_status != OG_PAYOUT_BENEFICIARY_ACTIVE ||
+               f->beneficiary_version != r->relied.beneficiary ||
+               f->destination_version != r->relied.destination ||
+               f->state != OG_PAYOUT_STATE_APPROVED ||
+               f->payout_version != f->executable_version ||
+               f->payout_version != r->relied.payout || f->active_attempt ||
+               strcmp(r->policy_version, OG_PAYOUT_POLICY_VERSION) != 0) {
+        p.outcome = OG_PAYOUT_CLAIM_CONTEXT_CHANGED;
+    } else {
+        if (og_payout_amount_format(f->amount_minor, f->currency, text,
+                                    sizeof text) != 0 ||
+            og_amount_canonical(text, p.amount, sizeof p.amount) != 0)
+            return OG_EINTERNAL; /* PP3: the schema's checks forbid it */
+        p.outcome = OG_PAYOUT_CLAIM_CLAIMED;
+        p.new_version = f->payout_version + 1;
+    }
+    *out = p;
+    return 0;
+}

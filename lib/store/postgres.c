@@ -753,6 +753,16 @@ static const char pg_migration_8_sql[] =
     "CREATE TRIGGER payout_events_no_truncate BEFORE TRUNCATE ON payout_events\n"
     "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n";
 
+/* Migration 9: the claim's history (I31). payout_events' kind CHECK gains
+ * 'claimed': dropped and added again in one ALTER TABLE (a scan of the
+ * history under its lock; every old row satisfies the wider list). */
+static const char pg_migration_9_sql[] =
+    "ALTER TABLE payout_events\n"
+    "  DROP CONSTRAINT payout_events_kind_check,\n"
+    "  ADD CONSTRAINT payout_events_kind_check CHECK (kind IN ('drafted','decided','reserved',\n"
+    "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
+    "      'reservation-released','job-resubmitted','claimed'));\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -779,6 +789,7 @@ static const pg_migration pg_migrations[] = {
      pg_migration_7_sql, NULL, pg_migration_7_validate},
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
      pg_migration_8_sql, NULL, NULL},
+    {9, "payouts: the claim's history entry", pg_migration_9_sql, NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -2006,6 +2017,84 @@ static const char pg_payout_expire_sql[] =
     "SELECT (SELECT count(*) FROM rel), (SELECT count(*) FROM pick), (SELECT count(*) FROM days),\n"
     "       coalesce((SELECT " PG_EPOCH_US("max(expires_at)") " FROM pick), $3::bigint)";
 
+/* The claim's facts (I31), in pg_claim_facts_parse's order: $1 grant.
+ * The grant's row and the payout's are locked FOR UPDATE (the claim writes
+ * both), the tenant's, beneficiary's and destination's FOR SHARE: a
+ * change to any fenced fact either committed before — and a locker that
+ * waited reads its newest version — or waits until the claim commits
+ * (seed section 10). The consuming operation (a redelivery's evidence) is
+ * read, not locked. Then the store's clock, after the locks: the instant
+ * the claim decides and writes at. */
+#define PG_CLAIM_FACTS_NCOLS 24
+static const char pg_payout_claim_facts_sql[] =
+    "SELECT b.payout_id, b.audience, b.executable_payout_version, b.attempt_number,\n"
+    "       " PG_EPOCH_US("b.not_before") ", " PG_EPOCH_US("g.expires_at") ",\n"
+    "       g.consumed_at IS NOT NULL, g.consumed_by_operation::text, g.revoked_at IS NOT NULL,\n"
+    "       o.operation_id IS NOT NULL, o.kind = 'payout',\n"
+    "       coalesce(o.client_reference, o.operation_id::text),\n"
+    "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount, p.currency,\n"
+    "       p.destination_id, t.payouts_suspended, t.settings_version, bn.status, bn.version,\n"
+    "       d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
+    "FROM payout_grants b\n"
+    "JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id\n"
+    "JOIN payouts p ON p.payout_id = b.payout_id\n"
+    "JOIN tenants t ON t.tenant_id = p.tenant_id\n"
+    "JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id\n"
+    "JOIN destinations d ON d.destination_id = p.destination_id\n"
+    "LEFT JOIN operations o ON o.operation_id = g.consumed_by_operation\n"
+    "WHERE b.grant_id = $1::text\n"
+    "FOR UPDATE OF g, p FOR SHARE OF t, bn, d";
+
+/* The claim's writes (I31), ONE statement at the facts' instant, each CTE
+ * re-asserting its conditions as the row-form admission does (the rows are
+ * ours since the facts' read, so they hold; repeating them keeps the
+ * guarantee readable in one place): $1 grant  $2 operation  $3 now (µs)
+ * $4 leeway (µs)  $5 executable version  $6 worker  $7 amount (decimal)
+ * $8 lease (µs)  $9 send window (µs)  $10 key  $11 reference.
+ *  - gr: the grant's row consumed (unconsumed, unrevoked, not_before <=
+ *    now < expires_at + leeway);
+ *  - pay: the payout Approved at the executable version with no active
+ *    attempt -> Executing, version + 1, active_attempt;
+ *  - op: the attempt, kind payout, Admitted at the initial owner version;
+ *  - ev: the "claimed" history entry.
+ * One row (none when a step took nothing): the operation, the payout's new
+ * version, the entries written. */
+static const char pg_payout_claim_sql[] =
+    "WITH gr AS (\n"
+    "  UPDATE grants g SET consumed_at = " PG_TS("$3") ", consumed_by_operation = $2::uuid\n"
+    "  FROM payout_grants b\n"
+    "  WHERE g.issuer = '" OG_PAYOUT_ISSUER "' AND g.grant_id = $1::text\n"
+    "    AND b.grant_id = g.grant_id AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
+    "    AND b.not_before <= " PG_TS("$3") "\n"
+    "    AND g.expires_at + " PG_US("$4") " > " PG_TS("$3") "\n"
+    "  RETURNING g.grant_id, b.payout_id),\n"
+    "pay AS (\n"
+    "  UPDATE payouts p SET state = 'Executing', version = p.version + 1,\n"
+    "         active_attempt = $2::uuid, updated_at = " PG_TS("$3") "\n"
+    "  FROM gr\n"
+    "  WHERE p.payout_id = gr.payout_id AND p.version = $5::bigint AND p.state = 'Approved'\n"
+    "    AND p.active_attempt IS NULL\n"
+    "  RETURNING p.payout_id, p.version, p.destination_id, p.currency),\n"
+    "op AS (\n"
+    "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount,\n"
+    "      currency, status, owner_version, lease_until, submit_by, created_at, kind,\n"
+    "      idempotency_key, client_reference)\n"
+    "  SELECT $2::uuid, '" OG_PAYOUT_ISSUER "', gr.grant_id, $6::text, pay.destination_id,\n"
+    "         $7::numeric, pay.currency, 'Admitted', " PG_STR(OG__INITIAL_OWNER_VERSION) ",\n"
+    "         " PG_TS("$3") " + " PG_US("$8") ", " PG_TS("$3") " + " PG_US("$9") ",\n"
+    "         " PG_TS("$3") ", 'payout', $10::text, $11::text\n"
+    "  FROM gr, pay\n"
+    "  RETURNING *),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, grant_id, from_state, to_state,\n"
+    "                             payout_version, reason)\n"
+    "  SELECT pay.payout_id, " PG_TS("$3") ", 'claimed', $6::text, gr.grant_id, 'Approved',\n"
+    "         'Executing', pay.version, $11::text\n"
+    "  FROM gr, pay, op\n"
+    "  RETURNING 1)\n"
+    "SELECT " PG_OP_COLUMNS("op.") ", (SELECT version FROM pay), (SELECT count(*) FROM ev)\n"
+    "FROM op";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol).
  * Each statement that names grant_consumptions' key comes twice, NAME and
@@ -2063,6 +2152,8 @@ enum {
     PG_STMT_PAYOUT_GRANT_GET,
     PG_STMT_PAYOUT_GRANT_REVOKE,
     PG_STMT_PAYOUT_EXPIRE,
+    PG_STMT_PAYOUT_CLAIM_FACTS,
+    PG_STMT_PAYOUT_CLAIM,
     PG_STMT_COUNT
 };
 
@@ -2136,6 +2227,9 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_STMT(PAYOUT_GRANT_REVOKE, "og_payout_grant_revoke",
             pg_payout_grant_revoke, 2),
     PG_STMT(PAYOUT_EXPIRE, "og_payout_expire", pg_payout_expire, 3),
+    PG_STMT(PAYOUT_CLAIM_FACTS, "og_payout_claim_facts",
+            pg_payout_claim_facts, 1),
+    PG_STMT(PAYOUT_CLAIM, "og_payout_claim", pg_payout_claim, 11),
 };
 _Static_assert(PG_STMT_COUNT <= 64, "pg_conn.prepared is a 64-bit mask");
 
@@ -4846,6 +4940,152 @@ static int pg_payout_decide(void *impl, const og__payout_decide_req *r,
     return rc;
 }
 
+/* ---- the claim (I31) ------------------------------------------------------ */
+
+/* Row 0 of pg_payout_claim_facts_sql into *f. */
+static int pg_claim_facts_parse(const PGresult *r, og__payout_claim_facts *f)
+{
+    int state, status;
+
+    if (pg_shape(r, PG_CLAIM_FACTS_NCOLS, 1) != 0 ||
+        pg_get_text(r, 0, 0, f->payout_id, sizeof f->payout_id) ||
+        pg_get_text(r, 0, 1, f->audience, sizeof f->audience) ||
+        pg_get_i64(r, 0, 2, &f->executable_version) ||
+        pg_get_i64(r, 0, 3, &f->attempt_number) ||
+        pg_get_i64(r, 0, 4, &f->not_before_us) ||
+        pg_get_i64(r, 0, 5, &f->expires_at_us) || PQgetisnull(r, 0, 6) ||
+        pg_get_opt_text(r, 0, 7, f->consumed_by, sizeof f->consumed_by) ||
+        PQgetisnull(r, 0, 8) || PQgetisnull(r, 0, 9) ||
+        pg_get_opt_text(r, 0, 11, f->consumer_reference,
+                        sizeof f->consumer_reference) ||
+        pg_get_i64(r, 0, 13, &f->payout_version) || PQgetisnull(r, 0, 14) ||
+        pg_get_i64(r, 0, 15, &f->amount_minor) ||
+        pg_get_text(r, 0, 16, f->currency, sizeof f->currency) ||
+        pg_get_text(r, 0, 17, f->destination_id, sizeof f->destination_id) ||
+        PQgetisnull(r, 0, 18) || pg_get_i64(r, 0, 19, &f->settings_version) ||
+        pg_get_i64(r, 0, 21, &f->beneficiary_version) ||
+        pg_get_i64(r, 0, 22, &f->destination_version) ||
+        pg_get_i64(r, 0, 23, &f->now_us))
+        return OG_EINTERNAL;
+    state = og__payout_state_parse(PQgetvalue(r, 0, 12));
+    status = og__payout_bstatus_parse(PQgetvalue(r, 0, 20));
+    if (state < 0 || status < 0)
+        return OG_EINTERNAL;
+    f->found = true;
+    f->consumed = pg_get_bool(r, 0, 6);
+    f->revoked = pg_get_bool(r, 0, 8);
+    f->consumer_found = pg_get_bool(r, 0, 9);
+    f->consumer_payout = !PQgetisnull(r, 0, 10) && pg_get_bool(r, 0, 10);
+    f->state = (og_payout_state)state;
+    f->active_attempt = pg_get_bool(r, 0, 14);
+    f->payouts_suspended = pg_get_bool(r, 0, 18);
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    return 0;
+}
+
+static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
+                              const og__payout_claim_req *r,
+                              og_payout_claim_result *out, bool *claimed,
+                              int64_t deadline_us)
+{
+    const char *fparams[1] = {r->grant_id};
+    og__payout_claim_facts f;
+    og__payout_claim_plan p;
+    PGresult *res = NULL;
+    int64_t v = 0, events = 0;
+    int rc;
+
+    /* 1. The facts, their rows locked until the commit (I31). */
+    memset(&f, 0, sizeof f);
+    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_CLAIM_FACTS, fparams, &res,
+                   deadline_us);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_claim_facts_parse(res, &f);
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    res = NULL;
+    if (rc != 0)
+        return rc;
+    /* 2. The pure verdict (PP4). */
+    if ((rc = og__payout_plan_claim(&f, r, pg->admission_leeway_us, &p)) != 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->outcome = p.outcome;
+    if (f.found) {
+        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+        out->attempt_number = f.attempt_number;
+    }
+    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
+        memcpy(out->attempt.operation_id, f.consumed_by,
+               sizeof out->attempt.operation_id);
+    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
+        return 0; /* nothing written; the caller rolls back */
+    /* 3. The writes, ONE statement. */
+    {
+        char now[24], exec[24], lease[24], window[24];
+        const char *params[11] = {r->grant_id, r->operation_id, now,
+                                  pg->leeway, exec, r->worker_id, p.amount,
+                                  lease, window, p.idempotency_key,
+                                  p.client_reference};
+
+        pg_fmt_i64(now, sizeof now, f.now_us);
+        pg_fmt_i64(exec, sizeof exec, f.executable_version);
+        pg_fmt_i64(lease, sizeof lease, r->lease_us);
+        pg_fmt_i64(window, sizeof window, r->send_window_us);
+        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_CLAIM, params, &res, deadline_us);
+    }
+    /* The rows are ours: every step wrote its one row, or it is a defect. */
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || pg_shape(res, PG_OP_NCOLS + 2, 1) != 0 ||
+         pg_op_parse(res, 0, 0, &out->attempt) != 0 ||
+         pg_get_i64(res, 0, PG_OP_NCOLS, &v) != 0 ||
+         pg_get_i64(res, 0, PG_OP_NCOLS + 1, &events) != 0 ||
+         v != p.new_version || events != 1))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    if (rc != 0)
+        return rc;
+    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->has_attempt = true;
+    *claimed = true;
+    return 0;
+}
+
+/* ONE explicit transaction (I31): Read Committed with the facts' rows
+ * locked, one deadline for all of it; only CLAIMED commits. */
+static int pg_payout_claim(void *impl, const og__payout_claim_req *r,
+                           og_payout_claim_result *out)
+{
+    og_pg *pg = impl;
+    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og_payout_claim_result res;
+    bool claimed = false;
+    pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    if (rc == 0) {
+        rc = pg_payout_claim_in(pg, c, r, &res, &claimed, deadline);
+        /* Anything but CLAIMED wrote nothing: roll back (pg_txn_end rolls
+         * back on a non-zero rc). */
+        if (rc == 0 && !claimed) {
+            /* A ROLLBACK that fails discards the connection (the server
+             * then rolls back): either way nothing was written. */
+            (void)pg_txn_end(pg, c, 1, deadline);
+        } else {
+            rc = pg_txn_end(pg, c, rc, deadline);
+        }
+    }
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
 /* ---- jobs (I30) ---------------------------------------------------------- */
 
 static int pg_payout_job_take(void *impl, int64_t lease_us,
@@ -5251,6 +5491,7 @@ const og__store_methods og__postgres_methods = {
     .payout_get = pg_payout_get,
     .payout_facts = pg_payout_facts,
     .payout_decide = pg_payout_decide,
+    .payout_claim = pg_payout_claim,
     .payout_job_take = pg_payout_job_take,
     .payout_job_ack = pg_payout_job_ack,
     .payout_job_postpone = pg_payout_job_postpone,

@@ -667,6 +667,47 @@ typedef struct sq_migration {
     "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
     SQ_APPEND_ONLY("payout_events")
 
+/* Migration 9: the claim's history (Q31). payout_events' kind CHECK
+ * gains 'claimed'; SQLite cannot alter a CHECK, so the table is rebuilt as
+ * migration 7 rebuilds (the new table, every row copied, the old dropped,
+ * the new renamed, its index and triggers created again), keeping its
+ * AUTOINCREMENT high-water mark. No table references payout_events. */
+#define SQ_PAYOUT_EVENT_COLS                                                  \
+    "seq, payout_id, at, kind, actor, correlation_id, decision_id, grant_id," \
+    " job_id, from_state, to_state, payout_version, amount, release_day,"     \
+    " reason"
+#define SQ_MIGRATION_9                                                        \
+    "CREATE TABLE payout_events_v9 ("                                         \
+    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
+    "  payout_id      TEXT    NOT NULL,"                                      \
+    "  at             INTEGER NOT NULL,  /* store clock */"                   \
+    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
+    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
+    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
+    "                   'job-resubmitted', 'claimed')),"                      \
+    "  actor          TEXT    NOT NULL,"                                      \
+    "  correlation_id TEXT,"                                                  \
+    "  decision_id    TEXT,"                                                  \
+    "  grant_id       TEXT,"                                                  \
+    "  job_id         TEXT,"                                                  \
+    "  from_state     TEXT,"                                                  \
+    "  to_state       TEXT,"                                                  \
+    "  payout_version INTEGER,"                                               \
+    "  amount         INTEGER,"                                               \
+    "  release_day    TEXT,"                                                  \
+    "  reason         TEXT"                                                   \
+    ") STRICT;"                                                               \
+    "INSERT INTO payout_events_v9 (" SQ_PAYOUT_EVENT_COLS ")"                 \
+    "  SELECT " SQ_PAYOUT_EVENT_COLS " FROM payout_events ORDER BY seq;"      \
+    "DELETE FROM sqlite_sequence WHERE name = 'payout_events_v9';"            \
+    "INSERT INTO sqlite_sequence (name, seq)"                                 \
+    "  SELECT 'payout_events_v9', seq FROM sqlite_sequence"                   \
+    "  WHERE name = 'payout_events';"                                         \
+    "DROP TABLE payout_events;"                                               \
+    "ALTER TABLE payout_events_v9 RENAME TO payout_events;"                   \
+    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
+    SQ_APPEND_ONLY("payout_events")
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -912,6 +953,7 @@ static const sq_migration sq_migrations[] = {
      SQ_MIGRATION_7, NULL, "operation_events"},
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
      SQ_MIGRATION_8, NULL, NULL},
+    {9, "payouts: the claim's history entry", SQ_MIGRATION_9, NULL, NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -1299,7 +1341,55 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       " FROM payout_grants WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")")     \
     X(PAYOUT_EXPIRE_MARK,                                                      \
       "UPDATE payout_grants SET released_at = ?4, release_cause = 'expired'"   \
-      " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")")
+      " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")")                                                   \
+    /* The claim's facts (Q31): ?1 grant. The binding and its grants row,    \
+     * the operation that consumed it, the payout, its tenant, beneficiary   \
+     * and destination (never the token), the store's clock: under the      \
+     * write lock, none of it changes before the commit. */                  \
+    X(PAYOUT_CLAIM_FACTS,                                                      \
+      "SELECT b.payout_id, b.audience, b.executable_payout_version,"           \
+      "       b.attempt_number, b.not_before, g.expires_at,"                   \
+      "       g.consumed_at IS NOT NULL, g.consumed_by_operation,"             \
+      "       g.revoked_at IS NOT NULL, o.operation_id IS NOT NULL,"           \
+      "       o.kind = 'payout', coalesce(o.client_reference, o.operation_id)," \
+      "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount,"     \
+      "       p.currency, p.destination_id, t.payouts_suspended,"              \
+      "       t.settings_version, bn.status, bn.version, d.version, " SQ_NOW   \
+      " FROM payout_grants b"                                                  \
+      " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"      \
+      " JOIN payouts p ON p.payout_id = b.payout_id"                           \
+      " JOIN tenants t ON t.tenant_id = p.tenant_id"                           \
+      " JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id"         \
+      " JOIN destinations d ON d.destination_id = p.destination_id"            \
+      " LEFT JOIN operations o ON o.operation_id = g.consumed_by_operation"    \
+      " WHERE b.grant_id = ?1")                                                \
+    /* The claim's writes (Q31), each conditional as if nothing had been     \
+     * read: ?1 grant, ?2 operation, ?3 now, ?4 leeway. */                   \
+    X(PAYOUT_CLAIM_GRANT,                                                      \
+      "UPDATE grants SET consumed_at = ?3, consumed_by_operation = ?2"         \
+      " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"               \
+      "   AND consumed_at IS NULL AND revoked_at IS NULL"                      \
+      "   AND expires_at + ?4 > ?3"                                            \
+      "   AND EXISTS (SELECT 1 FROM payout_grants b"                           \
+      "               WHERE b.grant_id = ?1 AND b.not_before <= ?3)"           \
+      " RETURNING 1")                                                          \
+    /* ?1 payout, ?2 its executable version, ?3 operation, ?4 now. */        \
+    X(PAYOUT_CLAIM_PAYOUT,                                                     \
+      "UPDATE payouts SET state = 'Executing', version = version + 1,"         \
+      "   active_attempt = ?3, updated_at = ?4"                                \
+      " WHERE payout_id = ?1 AND version = ?2 AND state = 'Approved'"          \
+      "   AND active_attempt IS NULL"                                          \
+      " RETURNING version")                                                    \
+    /* The attempt: ?1 operation, ?2 grant, ?3 worker, ?4 destination,       \
+     * ?5 amount, ?6 currency, ?7 now, ?8 lease, ?9 send window, ?10 key,    \
+     * ?11 reference. */                                                      \
+    X(PAYOUT_CLAIM_OP,                                                         \
+      "INSERT INTO operations (" SQ_OP_INSERT_COLS ", kind, idempotency_key,"  \
+      "   client_reference)"                                                   \
+      " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4, ?5, ?6, 'Admitted', "   \
+      SQ_STR(OG__INITIAL_OWNER_VERSION) ", ?7 + ?8, ?7 + ?9, ?7, 'payout',"    \
+      "         ?10, ?11)"                                                     \
+      " RETURNING " SQ_OP_COLS)
 
 #define SQ_STATEMENTS(X)                                                       \
     X(BEGIN, "BEGIN IMMEDIATE")                                                \
@@ -4414,6 +4504,178 @@ static int sq_payout_decide(void *impl, const og__payout_decide_req *r,
     return rc;
 }
 
+/* ---- the claim (Q31) ------------------------------------------------------ */
+
+/* Reads the claim's facts of r's grant: 1 (a payout grant), 0, <0. */
+static int sq_claim_facts(sq_conn *c, const char *grant_id,
+                          og__payout_claim_facts *f)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_CLAIM_FACTS);
+    int rc, state, status;
+
+    memset(f, 0, sizeof *f);
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    state = og__payout_state_parse((const char *)sqlite3_column_text(st, 12));
+    status = og__payout_bstatus_parse((const char *)sqlite3_column_text(st, 20));
+    if (sq_text(st, 0, f->payout_id, sizeof f->payout_id) < 0 ||
+        sq_text(st, 1, f->audience, sizeof f->audience) < 0 ||
+        sq_text_opt(st, 7, f->consumed_by, sizeof f->consumed_by) < 0 ||
+        sq_text_opt(st, 11, f->consumer_reference,
+                    sizeof f->consumer_reference) < 0 ||
+        sq_text(st, 16, f->currency, sizeof f->currency) < 0 ||
+        sq_text(st, 17, f->destination_id, sizeof f->destination_id) < 0 ||
+        state < 0 || status < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    f->found = true;
+    f->executable_version = sqlite3_column_int64(st, 2);
+    f->attempt_number = sqlite3_column_int64(st, 3);
+    f->not_before_us = sqlite3_column_int64(st, 4);
+    f->expires_at_us = sqlite3_column_int64(st, 5);
+    f->consumed = sqlite3_column_int(st, 6) != 0;
+    f->revoked = sqlite3_column_int(st, 8) != 0;
+    f->consumer_found = sqlite3_column_int(st, 9) != 0;
+    f->consumer_payout = sqlite3_column_int(st, 10) != 0;
+    f->state = (og_payout_state)state;
+    f->payout_version = sqlite3_column_int64(st, 13);
+    f->active_attempt = sqlite3_column_int(st, 14) != 0;
+    f->amount_minor = sqlite3_column_int64(st, 15);
+    f->payouts_suspended = sqlite3_column_int(st, 18) != 0;
+    f->settings_version = sqlite3_column_int64(st, 19);
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    f->beneficiary_version = sqlite3_column_int64(st, 21);
+    f->destination_version = sqlite3_column_int64(st, 22);
+    f->now_us = sqlite3_column_int64(st, 23);
+    return (rc = sq_done(c, st)) < 0 ? rc : 1;
+}
+
+/* The claim's writes, at the facts' instant. Each re-asserts its
+ * conditions; under the write lock they hold, so a write that takes
+ * nothing is a defect (rolled back). */
+static int sq_claim_write(sq_store *s, sq_conn *c,
+                          const og__payout_claim_req *r,
+                          const og__payout_claim_facts *f,
+                          const og__payout_claim_plan *p, og_operation *op)
+{
+    sqlite3_stmt *st;
+    int64_t v = 0;
+    int rc;
+
+    if (!(st = sq_stmt(c, SQ_PAYOUT_CLAIM_GRANT)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->now_us);
+    sqlite3_bind_int64(st, 4, s->opts.timings.admission_leeway_us);
+    if ((rc = sq_one_i64(c, st, &v)) != 1)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    if (!(st = sq_stmt(c, SQ_PAYOUT_CLAIM_PAYOUT)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, f->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f->executable_version);
+    sqlite3_bind_text(st, 3, r->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, f->now_us);
+    if ((rc = sq_one_i64(c, st, &v)) != 1 || v != p->new_version)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    if (!(st = sq_stmt(c, SQ_PAYOUT_CLAIM_OP)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, r->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->worker_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->amount, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, f->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, f->now_us);
+    sqlite3_bind_int64(st, 8, r->lease_us);
+    sqlite3_bind_int64(st, 9, r->send_window_us);
+    sqlite3_bind_text(st, 10, p->idempotency_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, p->client_reference, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) == 1)
+        rc = sq_read_op(st, op);
+    else if (rc == 0)
+        rc = OG_EINTERNAL; /* VALUES always inserts or fails */
+    if (rc < 0) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    if ((rc = sq_done(c, st)) < 0)
+        return rc;
+    return sq_payout_event_add(c, &(sq_payout_event){
+                                      .payout_id = f->payout_id,
+                                      .at = f->now_us,
+                                      .kind = "claimed",
+                                      .actor = r->worker_id,
+                                      .grant_id = r->grant_id,
+                                      .from_state = "Approved",
+                                      .to_state = "Executing",
+                                      .payout_version = p->new_version,
+                                      .reason = p->client_reference,
+                                  });
+}
+
+static int sq_payout_claim_in(sq_store *s, sq_conn *c,
+                              const og__payout_claim_req *r,
+                              og_payout_claim_result *out, bool *keep)
+{
+    og__payout_claim_facts f;
+    og__payout_claim_plan p;
+    int rc;
+
+    /* 1. The facts, under the write lock (Q1, Q31). */
+    if ((rc = sq_claim_facts(c, r->grant_id, &f)) < 0)
+        return rc;
+    /* 2. The pure verdict (PP4). */
+    if ((rc = og__payout_plan_claim(&f, r, s->opts.timings.admission_leeway_us,
+                                    &p)) < 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->outcome = p.outcome;
+    if (f.found) {
+        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+        out->attempt_number = f.attempt_number;
+    }
+    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
+        memcpy(out->attempt.operation_id, f.consumed_by,
+               sizeof out->attempt.operation_id);
+    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
+        return 0; /* nothing written: the caller rolls back */
+    /* 3. The writes. */
+    if ((rc = sq_claim_write(s, c, r, &f, &p, &out->attempt)) < 0)
+        return rc;
+    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->has_attempt = true;
+    *keep = true;
+    return 0;
+}
+
+static int sq_payout_claim(void *impl, const og__payout_claim_req *r,
+                           og_payout_claim_result *out)
+{
+    sq_store *s = impl;
+    og_payout_claim_result res;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_claim_in(s, c, r, &res, &keep);
+    /* Only CLAIMED commits; every other outcome and any error roll back:
+     * zero rows anywhere (Q31). */
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
 /* ---- jobs (Q30) ---------------------------------------------------------- */
 
 static int sq_payout_job_take_in(sq_conn *c, int64_t lease_us,
@@ -5151,6 +5413,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_get = sq_payout_get,
     .payout_facts = sq_payout_facts,
     .payout_decide = sq_payout_decide,
+    .payout_claim = sq_payout_claim,
     .payout_job_take = sq_payout_job_take,
     .payout_job_ack = sq_payout_job_ack,
     .payout_job_postpone = sq_payout_job_postpone,

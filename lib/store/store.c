@@ -1493,6 +1493,59 @@ int og_payout_grant_revoke(og_store *s, const char *grant_id,
     return rc;
 }
 
+/* S-claim: the inputs are checked before any I/O; the attempt's id is
+ * fresh (og__uuid_new); the backend decides and writes in ONE transaction
+ * (og__payout_plan_claim); a DUPLICATE's consuming attempt is read after
+ * it, from the store, for the caller's evidence. */
+int og_payout_claim(og_store *s, const og_payout_claim_req *c,
+                    og_payout_claim_result *out)
+{
+    og__payout_claim_req r;
+    og_payout_claim_result res;
+    int rc;
+
+    if (!s || !c || !out)
+        return OG_EINVAL;
+    if (og__id_check(c->grant_id) != 0)
+        return OG_EGRANT_ID;
+    if (og__id_check(c->worker_id) != 0)
+        return OG_EACTOR;
+    if (og__id_check(c->audience) != 0 || og__id_check(c->policy_version) != 0 ||
+        c->relied.tenant_settings < 1 || c->relied.beneficiary < 1 ||
+        c->relied.destination < 1 || c->relied.payout < 1 ||
+        c->send_window_us < 1000 || c->send_window_us > OG_PAYOUT_LEASE_MAX_US ||
+        c->lease_us < 1000 || c->lease_us > OG_PAYOUT_LEASE_MAX_US)
+        return OG_EINVAL;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.grant_id, c->grant_id);
+    og__idcpy(r.worker_id, c->worker_id);
+    og__idcpy(r.audience, c->audience);
+    og__idcpy(r.policy_version, c->policy_version);
+    r.relied = c->relied;
+    r.send_window_us = c->send_window_us;
+    r.lease_us = c->lease_us;
+    if ((rc = og__uuid_new(r.operation_id)) != 0)
+        return rc;
+    memset(&res, 0, sizeof res);
+    if ((rc = s->m->payout_claim(s->impl, &r, &res)) != 0)
+        return rc;
+    if (res.outcome == OG_PAYOUT_CLAIM_DUPLICATE && !res.has_attempt &&
+        res.attempt.operation_id[0] != '\0') {
+        og_operation op;
+
+        if ((rc = s->m->operation_get(s->impl, res.attempt.operation_id,
+                                      &op)) < 0)
+            return rc;
+        memset(&res.attempt, 0, sizeof res.attempt);
+        if (rc == 1) {
+            res.attempt = op;
+            res.has_attempt = true;
+        }
+    }
+    *out = res;
+    return 0;
+}
+
 int og_payout_expire_grants(og_store *s, int batch, int max_batches,
                             og_payout_expiry_stats *out)
 {
