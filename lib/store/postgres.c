@@ -2045,6 +2045,15 @@ static const char pg_payout_claim_facts_sql[] =
     "WHERE b.grant_id = $1::text\n"
     "FOR UPDATE OF g, p FOR SHARE OF t, bn, d";
 
+/* The operation that consumed a grant, read in a statement of its own: $1
+ * operation. The facts' statement reads it from its snapshot, taken BEFORE
+ * a lock wait on the grant's row; a claim that waited for the winner sees
+ * the winner's consumed_at (the newest row version) but not its operation
+ * — a fresh statement does (Read Committed: a new snapshot). */
+static const char pg_payout_claim_consumer_sql[] =
+    "SELECT kind = 'payout', coalesce(client_reference, operation_id::text)\n"
+    "FROM operations WHERE operation_id = $1::uuid";
+
 /* The claim's writes (I31), ONE statement at the facts' instant, each CTE
  * re-asserting its conditions as the row-form admission does (the rows are
  * ours since the facts' read, so they hold; repeating them keeps the
@@ -2153,6 +2162,7 @@ enum {
     PG_STMT_PAYOUT_GRANT_REVOKE,
     PG_STMT_PAYOUT_EXPIRE,
     PG_STMT_PAYOUT_CLAIM_FACTS,
+    PG_STMT_PAYOUT_CLAIM_CONSUMER,
     PG_STMT_PAYOUT_CLAIM,
     PG_STMT_COUNT
 };
@@ -2229,6 +2239,8 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_STMT(PAYOUT_EXPIRE, "og_payout_expire", pg_payout_expire, 3),
     PG_STMT(PAYOUT_CLAIM_FACTS, "og_payout_claim_facts",
             pg_payout_claim_facts, 1),
+    PG_STMT(PAYOUT_CLAIM_CONSUMER, "og_payout_claim_consumer",
+            pg_payout_claim_consumer, 1),
     PG_STMT(PAYOUT_CLAIM, "og_payout_claim", pg_payout_claim, 11),
 };
 _Static_assert(PG_STMT_COUNT <= 64, "pg_conn.prepared is a 64-bit mask");
@@ -5007,6 +5019,26 @@ static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
     res = NULL;
     if (rc != 0)
         return rc;
+    if (f.found && f.consumed && f.consumed_by[0] != '\0' &&
+        !f.consumer_found) {
+        const char *oparams[1] = {f.consumed_by};
+
+        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_CLAIM_CONSUMER, oparams, &res,
+                       deadline_us);
+        if (rc == 0 && pg_shape(res, 2, 1) != 0)
+            rc = OG_EINTERNAL;
+        if (rc == 0 && PQntuples(res) == 1) {
+            f.consumer_found = true;
+            f.consumer_payout = pg_get_bool(res, 0, 0);
+            if (pg_get_text(res, 0, 1, f.consumer_reference,
+                            sizeof f.consumer_reference) != 0)
+                rc = OG_EINTERNAL;
+        }
+        PQclear(res);
+        res = NULL;
+        if (rc != 0)
+            return rc;
+    }
     /* 2. The pure verdict (PP4). */
     if ((rc = og__payout_plan_claim(&f, r, pg->admission_leeway_us, &p)) != 0)
         return rc;
