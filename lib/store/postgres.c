@@ -253,6 +253,32 @@
  *      Acknowledgment and postponement are conditional on (deliveries =
  *      the delivery held, not acknowledged). A job holds references only;
  *      a resubmission copies them under a new id.
+ *  I31 The claim (og_payout_claim, pg_payout_claim) is ONE explicit Read
+ *      Committed transaction, not one statement: the fence must hold the
+ *      context rows until the commit (seed section 10: FOR SHARE, or a
+ *      concurrent suspension could commit between a check and the claim's
+ *      commit), and the attempt's amount is the payout's minor units in its
+ *      currency's scale, which the pure core formats. Its facts' statement
+ *      (pg_payout_claim_facts_sql) locks the grant's and the payout's rows
+ *      FOR UPDATE and the tenant's, beneficiary's and destination's FOR
+ *      SHARE — a change in flight is waited for and its newest version
+ *      read; a claim that waited for another claim reads the consuming
+ *      operation in a fresh statement (pg_payout_claim_consumer_sql: the
+ *      facts' snapshot predates that commit) — then the pure verdict
+ *      (og__payout_plan_claim, PP4) and, for CLAIMED only, ONE statement
+ *      (pg_payout_claim_sql) built like the row-form admission: the
+ *      conditional UPDATE of the grant's row (unconsumed, unrevoked,
+ *      not_before <= now < expires_at + leeway), the payout Approved at the
+ *      executable version with no active attempt -> Executing, the
+ *      attempt's insert (kind payout, Admitted, owner version 1, key and
+ *      reference) and the "claimed" entry, from each other's RETURNING;
+ *      anything it does not write is a defect and rolls back. Every other
+ *      outcome rolls back: zero rows anywhere. COMMIT is confirmed at
+ *      ReadyForQuery (I2); an unconfirmed one is OG_ESTORE_UNAVAILABLE:
+ *      unknown, do not send. operations_grant_key is the schema's guard of
+ *      one attempt per grant. The grant's row is locked before the payout's
+ *      and no writer locks a payout and then an issued grant's row, so
+ *      claims, revocations and decisions cannot deadlock.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the

@@ -221,6 +221,23 @@
  *       acknowledged): a superseded delivery changes nothing. A job holds
  *       references only (payout, grant, correlation); a resubmission copies
  *       them under a new id.
+ *   Q31 The claim (og_payout_claim, sq_payout_claim) is ONE BEGIN IMMEDIATE
+ *       transaction: the facts (SQ_PAYOUT_CLAIM_FACTS: the binding, its
+ *       grants row, the consuming operation, the payout, its tenant,
+ *       beneficiary and destination, the clock) read under the write lock,
+ *       so no fenced fact can change before the commit; the pure verdict
+ *       (og__payout_plan_claim, PP4); and for CLAIMED only, at the facts'
+ *       instant, the grant's row consumed (SQ_PAYOUT_CLAIM_GRANT, its
+ *       conditions re-asserted: unconsumed, unrevoked, not_before <= now <
+ *       expires_at + leeway), the payout Approved at the executable
+ *       version with no active attempt -> Executing (SQ_PAYOUT_CLAIM_PAYOUT),
+ *       the attempt (SQ_PAYOUT_CLAIM_OP: kind payout, Admitted at the
+ *       initial owner version, key and reference fixed before any send) and
+ *       the "claimed" entry. A write that then takes nothing is a defect:
+ *       everything rolls back. Every other outcome rolls back: zero rows
+ *       anywhere. The daily limit is not checked (the decision reserved).
+ *       A commit that is not confirmed is OG_ESTORE_UNAVAILABLE: unknown,
+ *       do not send.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
