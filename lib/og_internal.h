@@ -490,6 +490,47 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
                           const og__payout_claim_req *r, int64_t leeway_us,
                           og__payout_claim_plan *out);
 
+/* What a resolution reads, in its own transaction after the outcome's
+ * conditional write: the attempt's binding (through the operation's grant)
+ * and its payout, locked (PostgreSQL) or under the write lock (SQLite). */
+typedef struct og__payout_resolve_facts {
+    bool found;                    /* a payout attempt with a binding */
+    char payout_id[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];
+    char release_day[OG_PAYOUT_DAY_LEN + 1];
+    int64_t amount_minor;          /* the binding's reservation */
+    bool released;                 /* the binding's released_at is set */
+    og_payout_state state;
+    int64_t payout_version;
+    bool active;                   /* payouts.active_attempt = the attempt */
+} og__payout_resolve_facts;
+
+/* What a resolution writes (og__payout_plan_resolve). */
+typedef struct og__payout_resolve_plan {
+    og_payout_resolve_outcome outcome; /* RESOLVED or NOT_ACTIVE */
+    og_payout_state to;
+    const char *from_state, *to_state; /* stored texts */
+    int64_t new_version;           /* payout version + 1 */
+    bool clear_attempt;            /* terminal outcomes */
+    og_payout_reservation reservation;
+    const char *release_cause;     /* NULL when HELD; else 'paid', 'failed',
+                                      'not-started', 'not-applied' */
+} og__payout_resolve_plan;
+
+/* The consequence of an attempt recorded at status st for f: NOT_ACTIVE
+ * unless f is an Executing or Unknown payout whose active attempt it is;
+ * else RESOLVED with the state, the reservation's move and its cause
+ * (payout_store.h, og_payout_resolve). 0, or OG_EINTERNAL for facts the
+ * schema forbids (an active attempt whose reservation is released) or a
+ * status the owner cannot record. */
+int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
+                            og__payout_resolve_plan *out);
+
+/* og_op_record's input checks, shared with og_payout_resolve: 0, or the
+ * error og_op_record returns for it (OG_ETRANSITION, OG_EREASON, ...). */
+int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
+                         const og_op_outcome *o);
+
 /* Fault points of the decision transaction (lib/core/fault.c): each acts
  * as if the store failed there, so everything before it rolls back. */
 #define OG__FAULT_DECIDE_AFTER_RESERVATION "payout_decide_after_reservation"
@@ -497,6 +538,9 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
 #define OG__FAULT_DECIDE_BEFORE_COMMIT "payout_decide_before_commit"
 /* The claim's writes done, not committed: rolled back (nothing claimed). */
 #define OG__FAULT_CLAIM_BEFORE_COMMIT "payout_claim_before_commit"
+/* The resolution's writes done, not committed: rolled back (the outcome
+ * too). */
+#define OG__FAULT_RESOLVE_BEFORE_COMMIT "payout_resolve_before_commit"
 
 /* A fresh version 4 UUID (libsodium's CSPRNG), lower case. 0, or
  * OG_EINTERNAL when libsodium cannot start. */
@@ -712,6 +756,15 @@ typedef struct og__store_methods {
      * by store.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
     int (*payout_claim)(void *impl, const og__payout_claim_req *r,
                         og_payout_claim_result *out);
+    /* The resolution (og_payout_resolve): ONE transaction — the backend's
+     * own op_record write (its statement, not a copy), then the attempt's
+     * facts, og__payout_plan_resolve, and for RESOLVED the payout, the
+     * reservation and the history, each conditional (anything that then
+     * writes nothing is OG_EINTERNAL: rolled back). NOT_RECORDED and
+     * NOT_ACTIVE roll back. Fault point OG__FAULT_RESOLVE_BEFORE_COMMIT. */
+    int (*payout_resolve)(void *impl, const char *operation_id,
+                          unsigned expected, int64_t owner_version,
+                          const og_op_outcome *o, og_payout_resolution *out);
     /* 1 and new_id written (store.c generated it), 0 no such job. */
     int (*payout_job_resubmit)(void *impl, const char *job_id,
                                const char *actor, const char *new_id);

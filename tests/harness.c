@@ -577,8 +577,8 @@ void t_undo_migration_7(t_raw *r)
 
 void t_undo_migration_8(t_raw *r)
 {
-    /* Migration 9 only widened a CHECK of a table dropped here: undoing 8
-     * undoes 9 as well. */
+    /* Migrations 9 and 10 only widened CHECKs of tables dropped here:
+     * undoing 8 undoes them as well. */
     char sql[1024];
 
     /* the tables that reference others first; their triggers go with them */

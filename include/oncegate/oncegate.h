@@ -434,8 +434,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * consumption keys (hashed keys), 6 redemption recovery points, 7 operation
  * kinds, idempotency keys and client references, and the statuses Started,
  * NotStarted and NotApplied (payout attempts), 8 the payout decision side
- * (oncegate/payout_store.h). */
-#define OG_SCHEMA_VERSION 9
+ * (oncegate/payout_store.h), 9 the claim's history entry, 10 the
+ * resolution's release causes and history entry. */
+#define OG_SCHEMA_VERSION 10
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the

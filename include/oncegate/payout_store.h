@@ -1,6 +1,6 @@
 /*
  * payout_store.h — the decision side of a delayed payout in the store
- * (schema 7; seed 002, docs/payouts.md section 4): the authoritative
+ * (schemas 8-10; seed 002, docs/payouts.md section 4): the authoritative
  * context records, the decision transaction, the jobs, the payout grants'
  * reads, revocation and expiry. The pure rules are oncegate/payout.h; this
  * header is the part that reads and writes.
@@ -26,9 +26,10 @@
  *   claim      og_payout_claim: the grant consumed, the context fenced, the
  *              payout Executing and its attempt (an operation of kind
  *              payout) inserted — all of it or nothing (schema 9).
- *
- * What is NOT here yet: the attempt's resolution and the release of a
- * consumed grant's reservation, which follows its attempt.
+ *   resolution og_payout_resolve: the attempt's outcome recorded with
+ *              og_op_record's conditional write, and in the same
+ *              transaction the payout and the consumed grant's reservation
+ *              moved to follow it (paid, released or held; schema 10).
  *
  * Conventions as in oncegate.h: 0 (or a documented non-negative answer) or
  * a negative OG_E* code; an outcome is a value, never an error; every input
@@ -567,12 +568,104 @@ OG_MUST_CHECK int og_payout_claim(og_store *s, const og_payout_claim_req *r,
                                   og_payout_claim_result *out);
 
 /* ---------------------------------------------------------------------------
+ * The resolution (seed sections 11 and 16, docs/payouts.md section 5 step
+ * 5): an attempt's outcome, and what follows from it for its payout and
+ * its reservation, in ONE transaction.
+ * ------------------------------------------------------------------------- */
+
+/* X(NAME, stable text) — what a resolution did. Only RESOLVED wrote. */
+#define OG_PAYOUT_RESOLVE_MAP(X)                                               \
+    X(RESOLVED, "resolved")   /* the outcome recorded, the payout and the   \
+                                 reservation moved, one history entry */     \
+    X(NOT_RECORDED, "not-recorded") /* og_op_record's conditional write took \
+                                 nothing (another owner version — a         \
+                                 takeover fenced this owner —, a status not \
+                                 expected, no such operation): nothing      \
+                                 changed anywhere */                         \
+    X(NOT_ACTIVE, "not-active") /* the operation is not its payout's active \
+                                 attempt (a credit, or a payout that moved  \
+                                 on): the outcome rolled back, nothing      \
+                                 changed */
+
+typedef enum og_payout_resolve_outcome {
+#define OG__PR_ENUM(name, text) OG_PAYOUT_RESOLVE_##name,
+    OG_PAYOUT_RESOLVE_MAP(OG__PR_ENUM)
+#undef OG__PR_ENUM
+} og_payout_resolve_outcome;
+
+/* X(NAME, stable text) — what became of the binding's reservation. */
+#define OG_PAYOUT_RESERVATION_MAP(X)                                           \
+    X(HELD, "held")         /* Unknown, NeedsReconciliation: still reserved */ \
+    X(PAID, "paid")         /* Succeeded: moved from reserved to paid */       \
+    X(RELEASED, "released") /* Failed, NotStarted, NotApplied: unreserved */
+
+typedef enum og_payout_reservation {
+#define OG__PRS_ENUM(name, text) OG_PAYOUT_RESERVATION_##name,
+    OG_PAYOUT_RESERVATION_MAP(OG__PRS_ENUM)
+#undef OG__PRS_ENUM
+} og_payout_reservation;
+
+typedef struct og_payout_resolution {
+    og_payout_resolve_outcome outcome;
+    /* RESOLVED only (zeroed otherwise): */
+    char payout_id[OG_ID_MAX + 1];
+    char grant_id[OG_ID_MAX + 1];      /* the consumed grant's binding */
+    og_payout_state state;             /* the payout's new state */
+    int64_t payout_version;            /* its new version */
+    bool attempt_cleared;              /* active_attempt is NULL now */
+    og_payout_reservation reservation;
+    int64_t amount_minor;              /* the binding's reserved amount */
+    char release_day[OG_PAYOUT_DAY_LEN + 1]; /* the day it was reserved on */
+} og_payout_resolution;
+
+/* Records outcome o of payout attempt operation_id and applies it to the
+ * payout and the reservation, in ONE transaction (SQLite: BEGIN IMMEDIATE;
+ * PostgreSQL: one explicit Read Committed transaction):
+ *   1. og_op_record's own conditional write (status in expected AND
+ *      owner_version = expected_owner_version, the same statement, with its
+ *      "outcome" event); when it takes nothing: NOT_RECORDED, nothing
+ *      changed;
+ *   2. the attempt's payout and binding read (PostgreSQL: FOR UPDATE); the
+ *      payout must be Executing or Unknown with this attempt active, else
+ *      NOT_ACTIVE and everything rolls back;
+ *   3. the consequence (og_payout_reservation), conditional on the version
+ *      read and the active attempt:
+ *        Succeeded            -> payout Paid, the binding's amount moved
+ *                                from reserved to paid on its release day;
+ *        Failed               -> payout Failed, released;
+ *        NotStarted, NotApplied -> payout Approved (awaiting fresh
+ *                                authority: og_payout_decide's
+ *                                reauthorization, a new grant, attempt
+ *                                N + 1), released;
+ *        Unknown, NeedsReconciliation -> payout Unknown, held, the active
+ *                                attempt kept (P5: no re-authorization);
+ *      each at version + 1; in the terminal cases active_attempt is
+ *      cleared and the binding's released_at and release_cause ('paid',
+ *      'failed', 'not-started', 'not-applied') set, once — so a
+ *      reservation is never released while its attempt lives;
+ *   4. one "resolved" history entry (from/to state, version, the attempt's
+ *      status as reason, amount and day when the reservation moved).
+ * Input is og_op_record's, checked the same way before any I/O (the
+ * transition table: OG_ETRANSITION; OG_EOPERATION_ID, OG_EREASON,
+ * OG_EPROVIDER_REFERENCE, OG_EACTOR, OG_EINVAL). Returns 0 and *out, or an
+ * error: OG_EINTERNAL (rolled back), OG_ESTORE_UNAVAILABLE — unknown
+ * whether it committed: read the attempt and the payout, then resolve
+ * again with the owner version and status they show. */
+OG_MUST_CHECK int og_payout_resolve(og_store *s, const char *operation_id,
+                                    unsigned expected,
+                                    int64_t expected_owner_version,
+                                    const og_op_outcome *o,
+                                    og_payout_resolution *out);
+
+/* ---------------------------------------------------------------------------
  * Names: the stable text of each list above, "?" outside it.
  * ------------------------------------------------------------------------- */
 const char *og_payout_write_name(og_payout_write w);
 const char *og_payout_unavailable_name(og_payout_unavailable u);
 const char *og_payout_grant_state_name(og_payout_grant_state g);
 const char *og_payout_claim_outcome_name(og_payout_claim_outcome o);
+const char *og_payout_resolve_outcome_name(og_payout_resolve_outcome o);
+const char *og_payout_reservation_name(og_payout_reservation r);
 
 #ifdef __cplusplus
 }

@@ -364,3 +364,92 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
     *out = p;
     return 0;
 }
+
+/* ===========================================================================
+ * The resolution (og_payout_resolve)
+ *
+ *   PP5  The reservation follows the attempt's outcome (seed section 11):
+ *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
+ *        held on Unknown and NeedsReconciliation. Only a terminal outcome
+ *        clears the payout's active attempt, and it always moves the
+ *        reservation with it: no reservation is released while its attempt
+ *        lives, and none stays held once it cannot. The payout follows
+ *        too: Paid, Failed, back to Approved (NotStarted, NotApplied: a new
+ *        attempt needs a new decision and grant, section 16), or Unknown.
+ * ========================================================================= */
+
+static const char *const og__resolve_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_RESOLVE_MAP(X)
+#undef X
+};
+
+static const char *const og__reservation_names[] = {
+#define X(name, text) text,
+    OG_PAYOUT_RESERVATION_MAP(X)
+#undef X
+};
+
+const char *og_payout_resolve_outcome_name(og_payout_resolve_outcome o)
+{
+    return OG__NAME(og__resolve_names, o);
+}
+
+const char *og_payout_reservation_name(og_payout_reservation r)
+{
+    return OG__NAME(og__reservation_names, r);
+}
+
+int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
+                            og__payout_resolve_plan *out)
+{
+    og__payout_resolve_plan p;
+
+    memset(&p, 0, sizeof p);
+    if (!f->found || !f->active ||
+        (f->state != OG_PAYOUT_STATE_EXECUTING &&
+         f->state != OG_PAYOUT_STATE_UNKNOWN)) {
+        p.outcome = OG_PAYOUT_RESOLVE_NOT_ACTIVE;
+        *out = p;
+        return 0;
+    }
+    if (f->released)
+        return OG_EINTERNAL; /* PP5: a live attempt's reservation is held */
+    switch (st) {
+    case OG_OP_SUCCEEDED:
+        p.to = OG_PAYOUT_STATE_PAID;
+        p.reservation = OG_PAYOUT_RESERVATION_PAID;
+        p.release_cause = "paid";
+        break;
+    case OG_OP_FAILED:
+        p.to = OG_PAYOUT_STATE_FAILED;
+        p.reservation = OG_PAYOUT_RESERVATION_RELEASED;
+        p.release_cause = "failed";
+        break;
+    case OG_OP_NOT_STARTED:
+        p.to = OG_PAYOUT_STATE_APPROVED;
+        p.reservation = OG_PAYOUT_RESERVATION_RELEASED;
+        p.release_cause = "not-started";
+        break;
+    case OG_OP_NOT_APPLIED:
+        p.to = OG_PAYOUT_STATE_APPROVED;
+        p.reservation = OG_PAYOUT_RESERVATION_RELEASED;
+        p.release_cause = "not-applied";
+        break;
+    case OG_OP_UNKNOWN:
+    case OG_OP_NEEDS_RECONCILIATION:
+        p.to = OG_PAYOUT_STATE_UNKNOWN;
+        p.reservation = OG_PAYOUT_RESERVATION_HELD;
+        break;
+    case OG_OP_ADMITTED:
+    case OG_OP_STARTED:
+        return OG_EINTERNAL; /* store.c checked the transition */
+    }
+    p.outcome = OG_PAYOUT_RESOLVE_RESOLVED;
+    p.clear_attempt = p.release_cause != NULL;
+    p.from_state = og_payout_state_name(f->state);
+    p.to_state = og_payout_state_name(p.to);
+    p.new_version = f->payout_version + 1;
+    *out = p;
+    return 0;
+}

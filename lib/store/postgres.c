@@ -789,6 +789,21 @@ static const char pg_migration_9_sql[] =
     "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
     "      'reservation-released','job-resubmitted','claimed'));\n";
 
+/* Migration 10: the resolution (I32). payout_grants' release_cause CHECK
+ * gains the attempt's ends and payout_events' kind CHECK 'resolved': each
+ * dropped and added again in one ALTER TABLE, as migration 9 (every old
+ * row satisfies the wider lists). */
+static const char pg_migration_10_sql[] =
+    "ALTER TABLE payout_grants\n"
+    "  DROP CONSTRAINT payout_grants_release_cause_check,\n"
+    "  ADD CONSTRAINT payout_grants_release_cause_check CHECK (release_cause IN ('expired',\n"
+    "      'revoked','paid','failed','not-started','not-applied'));\n"
+    "ALTER TABLE payout_events\n"
+    "  DROP CONSTRAINT payout_events_kind_check,\n"
+    "  ADD CONSTRAINT payout_events_kind_check CHECK (kind IN ('drafted','decided','reserved',\n"
+    "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
+    "      'reservation-released','job-resubmitted','claimed','resolved'));\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -816,6 +831,8 @@ static const pg_migration pg_migrations[] = {
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
      pg_migration_8_sql, NULL, NULL},
     {9, "payouts: the claim's history entry", pg_migration_9_sql, NULL, NULL},
+    {10, "payouts: the resolution's release causes and history entry",
+     pg_migration_10_sql, NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -2130,6 +2147,60 @@ static const char pg_payout_claim_sql[] =
     "SELECT " PG_OP_COLUMNS("op.") ", (SELECT version FROM pay), (SELECT count(*) FROM ev)\n"
     "FROM op";
 
+/* The resolution's facts (I32), in pg_resolve_facts_parse's order: $1 the
+ * attempt. Its binding through the operation's grant, and its payout, each
+ * by its key, both locked FOR UPDATE (the resolution writes both). */
+static const char pg_payout_resolve_facts_sql[] =
+    "SELECT b.payout_id, b.grant_id, to_char(b.release_day, 'YYYY-MM-DD'), b.amount,\n"
+    "       b.released_at IS NOT NULL, p.state, p.version,\n"
+    "       coalesce(p.active_attempt = o.operation_id, false)\n"
+    "FROM operations o\n"
+    "JOIN payout_grants b ON b.grant_id = o.grant_id\n"
+    "JOIN payouts p ON p.payout_id = b.payout_id\n"
+    "WHERE o.operation_id = $1::uuid AND o.kind = 'payout' AND o.issuer = '" OG_PAYOUT_ISSUER "'\n"
+    "FOR UPDATE OF b, p";
+
+/* The resolution's writes (I32), ONE statement after the outcome's: $1
+ * payout  $2 version read  $3 the attempt  $4 new state  $5 clear the active
+ * attempt  $6 grant  $7 release cause (NULL: held)  $8 actor  $9 from state
+ * $10 the attempt's status.
+ *  - pay: the payout, conditional on the version read and the attempt;
+ *  - rel: the binding released once ($7 set, released_at IS NULL);
+ *  - days: its day, reserved -> paid ('paid') or unreserved;
+ *  - ev: one "resolved" entry.
+ * One row: the new version, bindings released, days changed, entries. */
+static const char pg_payout_resolve_sql[] =
+    "WITH t AS MATERIALIZED (SELECT clock_timestamp() AS now),\n"
+    "pay AS (\n"
+    "  UPDATE payouts p SET state = $4::text, version = p.version + 1,\n"
+    "         active_attempt = CASE WHEN $5::boolean THEN NULL ELSE p.active_attempt END,\n"
+    "         updated_at = t.now\n"
+    "  FROM t\n"
+    "  WHERE p.payout_id = $1::text AND p.version = $2::bigint AND p.active_attempt = $3::uuid\n"
+    "    AND p.state IN ('Executing','Unknown')\n"
+    "  RETURNING p.payout_id, p.version, t.now),\n"
+    "rel AS (\n"
+    "  UPDATE payout_grants b SET released_at = pay.now, release_cause = $7::text\n"
+    "  FROM pay\n"
+    "  WHERE $7::text IS NOT NULL AND b.grant_id = $6::text AND b.payout_id = pay.payout_id\n"
+    "    AND b.released_at IS NULL\n"
+    "  RETURNING b.tenant_id, b.release_day, b.amount),\n"
+    "days AS (\n"
+    "  UPDATE tenant_days d SET reserved = d.reserved - rel.amount,\n"
+    "         paid = d.paid + CASE WHEN $7::text = 'paid' THEN rel.amount ELSE 0 END,\n"
+    "         version = d.version + 1\n"
+    "  FROM rel WHERE d.tenant_id = rel.tenant_id AND d.day = rel.release_day\n"
+    "  RETURNING 1),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, grant_id, from_state, to_state,\n"
+    "                             payout_version, amount, release_day, reason)\n"
+    "  SELECT pay.payout_id, pay.now, 'resolved', $8::text, $6::text, $9::text, $4::text,\n"
+    "         pay.version, (SELECT amount FROM rel), (SELECT release_day FROM rel), $10::text\n"
+    "  FROM pay\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT version FROM pay), (SELECT count(*) FROM rel), (SELECT count(*) FROM days),\n"
+    "       (SELECT count(*) FROM ev)";
+
 /* Prepared once per connection: the extended protocol with a named statement
  * skips parse and plan on every call (about 1.75x the simple protocol).
  * Each statement that names grant_consumptions' key comes twice, NAME and
@@ -2190,6 +2261,8 @@ enum {
     PG_STMT_PAYOUT_CLAIM_FACTS,
     PG_STMT_PAYOUT_CLAIM_CONSUMER,
     PG_STMT_PAYOUT_CLAIM,
+    PG_STMT_PAYOUT_RESOLVE_FACTS,
+    PG_STMT_PAYOUT_RESOLVE,
     PG_STMT_COUNT
 };
 
@@ -2268,6 +2341,9 @@ static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
     PG_STMT(PAYOUT_CLAIM_CONSUMER, "og_payout_claim_consumer",
             pg_payout_claim_consumer, 1),
     PG_STMT(PAYOUT_CLAIM, "og_payout_claim", pg_payout_claim, 11),
+    PG_STMT(PAYOUT_RESOLVE_FACTS, "og_payout_resolve_facts",
+            pg_payout_resolve_facts, 1),
+    PG_STMT(PAYOUT_RESOLVE, "og_payout_resolve", pg_payout_resolve, 10),
 };
 _Static_assert(PG_STMT_COUNT <= 64, "pg_conn.prepared is a 64-bit mask");
 
@@ -3975,22 +4051,23 @@ static int pg_op_start(void *impl, const char *operation_id,
     return pg_run_bool(pg, PG_STMT_OP_START, params, started);
 }
 
-static int pg_op_record(void *impl, const char *operation_id,
-                        unsigned expected, int64_t owner_version,
-                        const og_op_outcome *o, bool *recorded)
+/* pg_op_record_sql's parameters, into params[7]; version and statuses are
+ * the caller's buffers (24 and PG_STATUSES_MAX bytes). Shared by the
+ * outcome alone and the resolution (I32), so both run the one statement. */
+static int pg_op_record_params(const char *operation_id, unsigned expected,
+                               int64_t owner_version, const og_op_outcome *o,
+                               char *version, char *statuses,
+                               const char *params[7])
 {
-    og_pg *pg = impl;
-    char version[24], statuses[PG_STATUSES_MAX];
-    const char *params[7];
     const char *to = og_op_status_name(o->status);
     int rc;
 
     if (expected == 0 || strcmp(to, "?") == 0)
         return OG_EINTERNAL; /* store.c checked the transition: a defect */
-    rc = pg_status_array(expected, statuses, sizeof statuses);
+    rc = pg_status_array(expected, statuses, PG_STATUSES_MAX);
     if (rc != 0)
         return rc;
-    pg_fmt_i64(version, sizeof version, owner_version);
+    pg_fmt_i64(version, 24, owner_version);
     params[0] = operation_id;
     params[1] = statuses;
     params[2] = version;
@@ -3998,6 +4075,21 @@ static int pg_op_record(void *impl, const char *operation_id,
     params[4] = o->reason;
     params[5] = o->provider_reference;
     params[6] = o->actor;
+    return 0;
+}
+
+static int pg_op_record(void *impl, const char *operation_id,
+                        unsigned expected, int64_t owner_version,
+                        const og_op_outcome *o, bool *recorded)
+{
+    og_pg *pg = impl;
+    char version[24], statuses[PG_STATUSES_MAX];
+    const char *params[7];
+    int rc = pg_op_record_params(operation_id, expected, owner_version, o,
+                                 version, statuses, params);
+
+    if (rc != 0)
+        return rc;
     return pg_run_bool(pg, PG_STMT_OP_RECORD, params, recorded);
 }
 
@@ -5511,6 +5603,156 @@ static int pg_explain(void *impl, int batch, FILE *out)
     return rc;
 }
 
+/* ---- the resolution (I32) ------------------------------------------------- */
+
+/* Row 0 of pg_payout_resolve_facts_sql into *f. */
+static int pg_resolve_facts_parse(const PGresult *r,
+                                  og__payout_resolve_facts *f)
+{
+    char state[32];
+    int st;
+
+    if (pg_shape(r, 8, 1) != 0 ||
+        pg_get_text(r, 0, 0, f->payout_id, sizeof f->payout_id) ||
+        pg_get_text(r, 0, 1, f->grant_id, sizeof f->grant_id) ||
+        pg_get_text(r, 0, 2, f->release_day, sizeof f->release_day) ||
+        pg_get_i64(r, 0, 3, &f->amount_minor) ||
+        pg_get_text(r, 0, 5, state, sizeof state) ||
+        pg_get_i64(r, 0, 6, &f->payout_version) ||
+        (st = og__payout_state_parse(state)) < 0)
+        return OG_EINTERNAL;
+    f->found = true;
+    f->released = pg_get_bool(r, 0, 4);
+    f->state = (og_payout_state)st;
+    f->active = pg_get_bool(r, 0, 7);
+    return 0;
+}
+
+static int pg_payout_resolve_in(og_pg *pg, pg_conn *c, const char *id,
+                                unsigned expected, int64_t owner_version,
+                                const og_op_outcome *o,
+                                og_payout_resolution *out, bool *keep,
+                                int64_t deadline_us)
+{
+    char version[24], statuses[PG_STATUSES_MAX];
+    const char *rparams[7];
+    og__payout_resolve_facts f;
+    og__payout_resolve_plan p;
+    PGresult *res = NULL;
+    int64_t v = 0, rel = 0, days = 0, events = 0;
+    bool recorded = false;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    /* 1. The outcome: og_op_record's own statement, in this transaction. */
+    if ((rc = pg_op_record_params(id, expected, owner_version, o, version,
+                                  statuses, rparams)) != 0)
+        return rc;
+    rc = pg_run_in(pg, c, PG_STMT_OP_RECORD, rparams, &res, deadline_us);
+    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
+                    PQgetisnull(res, 0, 0)))
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        recorded = pg_get_bool(res, 0, 0);
+    PQclear(res);
+    res = NULL;
+    if (rc != 0)
+        return rc;
+    if (!recorded) {
+        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
+        return 0; /* nothing written: the caller rolls back */
+    }
+    /* 2. The attempt's binding and payout, locked (PP5). */
+    {
+        const char *fparams[1] = {id};
+
+        memset(&f, 0, sizeof f);
+        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_RESOLVE_FACTS, fparams, &res,
+                       deadline_us);
+        if (rc == 0 && PQntuples(res) == 1)
+            rc = pg_resolve_facts_parse(res, &f);
+        else if (rc == 0 && PQntuples(res) != 0)
+            rc = OG_EINTERNAL;
+        PQclear(res);
+        res = NULL;
+        if (rc != 0)
+            return rc;
+    }
+    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) != 0)
+        return rc;
+    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
+        out->outcome = p.outcome;
+        return 0; /* the outcome rolls back with the rest */
+    }
+    /* 3. The writes, ONE statement. */
+    {
+        char pv[24];
+        const char *params[10] = {f.payout_id, pv, id, p.to_state,
+                                  p.clear_attempt ? "true" : "false",
+                                  f.grant_id, p.release_cause, o->actor,
+                                  p.from_state, og_op_status_name(o->status)};
+
+        pg_fmt_i64(pv, sizeof pv, f.payout_version);
+        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_RESOLVE, params, &res,
+                       deadline_us);
+    }
+    /* The rows are ours: each step wrote exactly what the plan says, or it
+     * is a defect. */
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
+         pg_get_i64(res, 0, 0, &v) != 0 || pg_get_i64(res, 0, 1, &rel) != 0 ||
+         pg_get_i64(res, 0, 2, &days) != 0 ||
+         pg_get_i64(res, 0, 3, &events) != 0 || v != p.new_version ||
+         rel != (p.release_cause ? 1 : 0) || days != rel || events != 1))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    if (rc != 0)
+        return rc;
+    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
+    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
+    out->state = p.to;
+    out->payout_version = p.new_version;
+    out->attempt_cleared = p.clear_attempt;
+    out->reservation = p.reservation;
+    out->amount_minor = f.amount_minor;
+    memcpy(out->release_day, f.release_day, sizeof out->release_day);
+    *keep = true;
+    return 0;
+}
+
+static int pg_payout_resolve(void *impl, const char *id, unsigned expected,
+                             int64_t owner_version, const og_op_outcome *o,
+                             og_payout_resolution *out)
+{
+    og_pg *pg = impl;
+    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og_payout_resolution res;
+    bool keep = false;
+    pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    if (rc == 0) {
+        rc = pg_payout_resolve_in(pg, c, id, expected, owner_version, o, &res,
+                                  &keep, deadline);
+        /* Only RESOLVED commits; NOT_RECORDED and NOT_ACTIVE roll back
+         * (the outcome's write with them): nothing changed (I32). */
+        if (rc == 0 && !keep)
+            (void)pg_txn_end(pg, c, 1, deadline);
+        else
+            rc = pg_txn_end(pg, c, rc, deadline);
+    }
+    pg_release(pg, c);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
 const og__store_methods og__postgres_methods = {
     .name = "postgres",
     .open = pg_open,
@@ -5550,6 +5792,7 @@ const og__store_methods og__postgres_methods = {
     .payout_facts = pg_payout_facts,
     .payout_decide = pg_payout_decide,
     .payout_claim = pg_payout_claim,
+    .payout_resolve = pg_payout_resolve,
     .payout_job_take = pg_payout_job_take,
     .payout_job_ack = pg_payout_job_ack,
     .payout_job_postpone = pg_payout_job_postpone,

@@ -725,6 +725,89 @@ typedef struct sq_migration {
     "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
     SQ_APPEND_ONLY("payout_events")
 
+/* Migration 10: the resolution (Q32). payout_grants' release_cause CHECK
+ * gains the attempt's ends ('paid', 'failed', 'not-started',
+ * 'not-applied') and payout_events' kind CHECK 'resolved'. Both tables are
+ * rebuilt as migration 9 rebuilds payout_events (the history keeps its
+ * AUTOINCREMENT high-water mark); payout_jobs names payout_grants, so its
+ * foreign keys are checked before the commit (sq_migration.fk_check). */
+#define SQ_PAYOUT_GRANT_COLS                                                  \
+    "grant_id, issuer, decision_id, payout_id, tenant_id, operation,"        \
+    " audience, terms_fingerprint, executable_payout_version,"               \
+    " attempt_number, policy_version, amount, release_day, not_before,"      \
+    " expires_at, created_at, released_at, release_cause"
+#define SQ_MIGRATION_10                                                       \
+    "CREATE TABLE payout_grants_v10 ("                                        \
+    "  grant_id                  TEXT    NOT NULL PRIMARY KEY,"               \
+    "  issuer                    TEXT    NOT NULL CHECK (issuer = 'payouts')," \
+    "  decision_id               TEXT    NOT NULL UNIQUE"                     \
+    "                            REFERENCES payout_decisions (decision_id),"  \
+    "  payout_id                 TEXT    NOT NULL REFERENCES payouts (payout_id)," \
+    "  tenant_id                 TEXT    NOT NULL,"                           \
+    "  operation                 TEXT    NOT NULL"                            \
+    "                            CHECK (operation = 'payout.submit'),"        \
+    "  audience                  TEXT    NOT NULL,"                           \
+    "  terms_fingerprint         TEXT    NOT NULL "                           \
+    "                            " SQ_PAYOUT_FP_CHECK("terms_fingerprint") "," \
+    "  executable_payout_version INTEGER NOT NULL"                            \
+    "                            CHECK (executable_payout_version >= 1),"     \
+    "  attempt_number            INTEGER NOT NULL CHECK (attempt_number >= 1)," \
+    "  policy_version            TEXT    NOT NULL,"                           \
+    "  amount                    INTEGER NOT NULL CHECK (amount >= 1),"       \
+    "  release_day               TEXT    NOT NULL,"                           \
+    "  not_before                INTEGER NOT NULL,"                           \
+    "  expires_at                INTEGER NOT NULL,"                           \
+    "  created_at                INTEGER NOT NULL,"                           \
+    "  released_at               INTEGER,  /* reservation released */"        \
+    "  release_cause             TEXT    CHECK (release_cause IS NULL OR"     \
+    "                              release_cause IN ('expired', 'revoked',"   \
+    "                              'paid', 'failed', 'not-started',"          \
+    "                              'not-applied')),"                          \
+    "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),"              \
+    "  CHECK (not_before < expires_at),"                                      \
+    "  UNIQUE (payout_id, attempt_number),  /* one grant per attempt */"      \
+    "  FOREIGN KEY (issuer, grant_id) REFERENCES grants (issuer, grant_id),"  \
+    "  FOREIGN KEY (tenant_id, release_day)"                                  \
+    "    REFERENCES tenant_days (tenant_id, day)"                             \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "INSERT INTO payout_grants_v10 (" SQ_PAYOUT_GRANT_COLS ")"                \
+    "  SELECT " SQ_PAYOUT_GRANT_COLS " FROM payout_grants;"                   \
+    "DROP TABLE payout_grants;"                                               \
+    "ALTER TABLE payout_grants_v10 RENAME TO payout_grants;"                  \
+    "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
+    "  WHERE released_at IS NULL;"                                            \
+    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);" \
+    "CREATE TABLE payout_events_v10 ("                                        \
+    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
+    "  payout_id      TEXT    NOT NULL,"                                      \
+    "  at             INTEGER NOT NULL,  /* store clock */"                   \
+    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
+    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
+    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
+    "                   'job-resubmitted', 'claimed', 'resolved')),"          \
+    "  actor          TEXT    NOT NULL,"                                      \
+    "  correlation_id TEXT,"                                                  \
+    "  decision_id    TEXT,"                                                  \
+    "  grant_id       TEXT,"                                                  \
+    "  job_id         TEXT,"                                                  \
+    "  from_state     TEXT,"                                                  \
+    "  to_state       TEXT,"                                                  \
+    "  payout_version INTEGER,"                                               \
+    "  amount         INTEGER,"                                               \
+    "  release_day    TEXT,"                                                  \
+    "  reason         TEXT"                                                   \
+    ") STRICT;"                                                               \
+    "INSERT INTO payout_events_v10 (" SQ_PAYOUT_EVENT_COLS ")"                \
+    "  SELECT " SQ_PAYOUT_EVENT_COLS " FROM payout_events ORDER BY seq;"      \
+    "DELETE FROM sqlite_sequence WHERE name = 'payout_events_v10';"           \
+    "INSERT INTO sqlite_sequence (name, seq)"                                 \
+    "  SELECT 'payout_events_v10', seq FROM sqlite_sequence"                  \
+    "  WHERE name = 'payout_events';"                                         \
+    "DROP TABLE payout_events;"                                               \
+    "ALTER TABLE payout_events_v10 RENAME TO payout_events;"                  \
+    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
+    SQ_APPEND_ONLY("payout_events")
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -971,6 +1054,8 @@ static const sq_migration sq_migrations[] = {
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
      SQ_MIGRATION_8, NULL, NULL},
     {9, "payouts: the claim's history entry", SQ_MIGRATION_9, NULL, NULL},
+    {10, "payouts: the resolution's release causes and history entry",
+     SQ_MIGRATION_10, NULL, "payout_jobs"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -1406,7 +1491,33 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4, ?5, ?6, 'Admitted', "   \
       SQ_STR(OG__INITIAL_OWNER_VERSION) ", ?7 + ?8, ?7 + ?9, ?7, 'payout',"    \
       "         ?10, ?11)"                                                     \
-      " RETURNING " SQ_OP_COLS)
+      " RETURNING " SQ_OP_COLS)                                                \
+    /* The resolution's facts (Q32): ?1 the attempt. Its binding, through   \
+     * the operation's grant (each by its key), and the payout. */          \
+    X(PAYOUT_RESOLVE_FACTS,                                                    \
+      "SELECT b.payout_id, b.grant_id, b.release_day, b.amount,"               \
+      "       b.released_at IS NOT NULL, p.state, p.version,"                  \
+      "       coalesce(p.active_attempt = o.operation_id, 0)"                  \
+      " FROM operations o"                                                     \
+      " JOIN payout_grants b ON b.grant_id = o.grant_id"                       \
+      " JOIN payouts p ON p.payout_id = b.payout_id"                           \
+      " WHERE o.operation_id = ?1 AND o.kind = 'payout'"                       \
+      "   AND o.issuer = '" OG_PAYOUT_ISSUER "'")                              \
+    /* ?1 payout, ?2 version read, ?3 the attempt, ?4 new state, ?5 1: clear \
+     * the active attempt, ?6 now. */                                         \
+    X(PAYOUT_RESOLVE_PAYOUT,                                                   \
+      "UPDATE payouts SET state = ?4, version = version + 1,"                  \
+      "   active_attempt = CASE WHEN ?5 THEN NULL ELSE active_attempt END,"    \
+      "   updated_at = ?6"                                                     \
+      " WHERE payout_id = ?1 AND version = ?2 AND active_attempt = ?3"         \
+      "   AND state IN ('Executing', 'Unknown')"                               \
+      " RETURNING version")                                                    \
+    /* A Succeeded attempt's amount, reserved -> paid: ?1 tenant, ?2 day,    \
+     * ?3 amount. */                                                          \
+    X(PAYOUT_PAY,                                                              \
+      "UPDATE tenant_days SET reserved = reserved - ?3, paid = paid + ?3,"     \
+      "   version = version + 1"                                               \
+      " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved")
 
 #define SQ_STATEMENTS(X)                                                       \
     X(BEGIN, "BEGIN IMMEDIATE")                                                \
@@ -3120,7 +3231,7 @@ static int sq_op_start(void *impl, const char *id, int64_t owner_version,
 
 static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
                            int64_t owner_version, const og_op_outcome *o,
-                           bool *recorded)
+                           bool *recorded, int64_t *at_out)
 {
     og_op_status from = OG_OP_ADMITTED; /* set below; gcc -O3 cannot see it */
     sqlite3_stmt *st;
@@ -3167,6 +3278,8 @@ static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
                           o->actor, NULL)) < 0)
         return rc;
     *recorded = true;
+    if (at_out)
+        *at_out = at;
     return 0;
 }
 
@@ -3181,7 +3294,7 @@ static int sq_op_record(void *impl, const char *id, unsigned expected,
 
     if ((rc = sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_op_record_in(c, id, expected, owner_version, o, &r);
+    rc = sq_op_record_in(c, id, expected, owner_version, o, &r, NULL);
     rc = sq_end(s, c, rc, r); /* nothing hit: ROLLBACK, nothing written */
     if (rc == 0)
         *recorded = r;
@@ -4884,15 +4997,17 @@ static int sq_payout_grant_get(void *impl, const char *grant_id,
                        sq_payout_grant_row, out);
 }
 
-/* Releases grant_id's reservation once (Q29), at `at`, for `cause`, with
- * its history entry; nothing when it was released before. */
-static int sq_release(sq_conn *c, const char *grant_id, int64_t at,
-                      const char *cause, const char *actor)
+/* Marks grant_id's binding released at `at` for `cause` — only where it is
+ * not yet (Q29) — and moves its amount off the day's reserved counter
+ * (onto paid when `paid`). 1 and the amount and day, 0 when it was
+ * released before (nothing written), or an error. */
+static int sq_settle(sq_conn *c, const char *grant_id, int64_t at,
+                     const char *cause, bool paid, char *payout,
+                     int64_t *amount, char day[OG_PAYOUT_DAY_LEN + 1])
 {
-    char payout[OG_ID_MAX + 1], tenant[OG_ID_MAX + 1],
-        day[OG_PAYOUT_DAY_LEN + 1];
+    char tenant[OG_ID_MAX + 1];
     sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_RELEASE);
-    int64_t amount, left;
+    int64_t left;
     int rc;
 
     if (!st)
@@ -4904,22 +5019,37 @@ static int sq_release(sq_conn *c, const char *grant_id, int64_t at,
         sqlite3_reset(st);
         return rc; /* 0: released before, once is all */
     }
-    amount = sqlite3_column_int64(st, 3);
-    if (sq_text(st, 0, payout, sizeof payout) < 0 ||
+    *amount = sqlite3_column_int64(st, 3);
+    if (sq_text(st, 0, payout, OG_ID_MAX + 1) < 0 ||
         sq_text(st, 1, tenant, sizeof tenant) < 0 ||
-        sq_text(st, 2, day, sizeof day) < 0) {
+        sq_text(st, 2, day, OG_PAYOUT_DAY_LEN + 1) < 0) {
         sqlite3_reset(st);
         return OG_EINTERNAL;
     }
     if ((rc = sq_done(c, st)) < 0)
         return rc;
-    if (!(st = sq_stmt(c, SQ_PAYOUT_UNRESERVE)))
+    if (!(st = sq_stmt(c, paid ? SQ_PAYOUT_PAY : SQ_PAYOUT_UNRESERVE)))
         return sq_err(c);
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, day, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, amount);
+    sqlite3_bind_int64(st, 3, *amount);
     if ((rc = sq_one_i64(c, st, &left)) != 1)
         return rc < 0 ? rc : OG_EINTERNAL; /* the binding's day row exists */
+    return 1;
+}
+
+/* Releases grant_id's reservation once (Q29), at `at`, for `cause`, with
+ * its history entry; nothing when it was released before. */
+static int sq_release(sq_conn *c, const char *grant_id, int64_t at,
+                      const char *cause, const char *actor)
+{
+    char payout[OG_ID_MAX + 1], day[OG_PAYOUT_DAY_LEN + 1];
+    int64_t amount = 0;
+    int rc;
+
+    if ((rc = sq_settle(c, grant_id, at, cause, false, payout, &amount,
+                        day)) <= 0)
+        return rc;
     {
         sq_payout_event ev = {.payout_id = payout, .at = at,
                               .kind = "reservation-released", .actor = actor,
@@ -5393,6 +5523,138 @@ static int sq_explain(void *impl, int batch, FILE *out)
     return rc;
 }
 
+/* ---- the resolution (Q32) ----------------------------------------------- */
+
+static int sq_resolve_facts(sq_conn *c, const char *id,
+                            og__payout_resolve_facts *f)
+{
+    sqlite3_stmt *st = sq_stmt(c, SQ_PAYOUT_RESOLVE_FACTS);
+    int rc, state;
+
+    memset(f, 0, sizeof *f);
+    if (!st)
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: not a payout attempt with a binding */
+    }
+    state = og__payout_state_parse((const char *)sqlite3_column_text(st, 5));
+    if (sq_text(st, 0, f->payout_id, sizeof f->payout_id) < 0 ||
+        sq_text(st, 1, f->grant_id, sizeof f->grant_id) < 0 ||
+        sq_text(st, 2, f->release_day, sizeof f->release_day) < 0 ||
+        state < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    f->found = true;
+    f->amount_minor = sqlite3_column_int64(st, 3);
+    f->released = sqlite3_column_int(st, 4) != 0;
+    f->state = (og_payout_state)state;
+    f->payout_version = sqlite3_column_int64(st, 6);
+    f->active = sqlite3_column_int(st, 7) != 0;
+    return (rc = sq_done(c, st)) < 0 ? rc : 1;
+}
+
+static int sq_payout_resolve_in(sq_conn *c, const char *id, unsigned expected,
+                                int64_t owner_version, const og_op_outcome *o,
+                                og_payout_resolution *out, bool *keep)
+{
+    og__payout_resolve_facts f;
+    og__payout_resolve_plan p;
+    sqlite3_stmt *st;
+    bool recorded = false;
+    int64_t at = 0, v = 0, amount = 0;
+    char payout[OG_ID_MAX + 1], day[OG_PAYOUT_DAY_LEN + 1] = "";
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    /* 1. The outcome: og_op_record's own write, under the write lock. */
+    if ((rc = sq_op_record_in(c, id, expected, owner_version, o, &recorded,
+                              &at)) < 0)
+        return rc;
+    if (!recorded) {
+        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
+        return 0; /* nothing written: the caller rolls back */
+    }
+    /* 2. The attempt's payout and binding, and what follows (PP5). */
+    if ((rc = sq_resolve_facts(c, id, &f)) < 0)
+        return rc;
+    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) < 0)
+        return rc;
+    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
+        out->outcome = p.outcome;
+        return 0; /* the outcome rolls back with the rest */
+    }
+    /* 3. The payout, conditional on what was read. */
+    if (!(st = sq_stmt(c, SQ_PAYOUT_RESOLVE_PAYOUT)))
+        return sq_err(c);
+    sqlite3_bind_text(st, 1, f.payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f.payout_version);
+    sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, p.to_state, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, p.clear_attempt ? 1 : 0);
+    sqlite3_bind_int64(st, 6, at);
+    if ((rc = sq_one_i64(c, st, &v)) != 1 || v != p.new_version)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    /* 4. The reservation, once, with the attempt's end. */
+    if (p.release_cause) {
+        rc = sq_settle(c, f.grant_id, at, p.release_cause,
+                       p.reservation == OG_PAYOUT_RESERVATION_PAID, payout,
+                       &amount, day);
+        if (rc != 1)
+            return rc < 0 ? rc : OG_EINTERNAL; /* read unreleased: a defect */
+    }
+    /* 5. The history. */
+    {
+        sq_payout_event ev = {.payout_id = f.payout_id, .at = at,
+                              .kind = "resolved", .actor = o->actor,
+                              .grant_id = f.grant_id,
+                              .from_state = p.from_state,
+                              .to_state = p.to_state,
+                              .payout_version = p.new_version,
+                              .amount = amount,
+                              .release_day = p.release_cause ? day : NULL,
+                              .reason = og_op_status_name(o->status)};
+        if ((rc = sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
+    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
+    out->state = p.to;
+    out->payout_version = p.new_version;
+    out->attempt_cleared = p.clear_attempt;
+    out->reservation = p.reservation;
+    out->amount_minor = f.amount_minor;
+    memcpy(out->release_day, f.release_day, sizeof out->release_day);
+    *keep = true;
+    return 0;
+}
+
+static int sq_payout_resolve(void *impl, const char *id, unsigned expected,
+                             int64_t owner_version, const og_op_outcome *o,
+                             og_payout_resolution *out)
+{
+    sq_store *s = impl;
+    og_payout_resolution res;
+    bool keep = false;
+    sq_conn *c;
+    int rc;
+
+    if ((rc = sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_resolve_in(c, id, expected, owner_version, o, &res, &keep);
+    /* Only RESOLVED commits; NOT_RECORDED, NOT_ACTIVE and any error roll
+     * back: nothing changed anywhere (Q32). */
+    rc = sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
 const og__store_methods og__sqlite_methods = {
     .name = "sqlite",
     .open = sq_open,
@@ -5431,6 +5693,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_facts = sq_payout_facts,
     .payout_decide = sq_payout_decide,
     .payout_claim = sq_payout_claim,
+    .payout_resolve = sq_payout_resolve,
     .payout_job_take = sq_payout_job_take,
     .payout_job_ack = sq_payout_job_ack,
     .payout_job_postpone = sq_payout_job_postpone,

@@ -742,6 +742,20 @@ int og_op_start(og_store *s, const char *operation_id, int64_t owner_version,
     return rc;
 }
 
+int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
+                         const og_op_outcome *o)
+{
+    if (!og__owner_transition_ok(expected, expected_owner_version, o->status))
+        return OG_ETRANSITION;
+    if (o->reason && !og__code_ok(o->reason, OG_REASON_MAX))
+        return OG_EREASON;
+    if (o->provider_reference && !og__code_ok(o->provider_reference, OG_ID_MAX))
+        return OG_EPROVIDER_REFERENCE;
+    if (!og__code_ok(o->actor, OG_ID_MAX))
+        return OG_EACTOR;
+    return 0;
+}
+
 int og_op_record(og_store *s, const char *operation_id, unsigned expected,
                  int64_t expected_owner_version, const og_op_outcome *o,
                  bool *recorded)
@@ -755,14 +769,8 @@ int og_op_record(og_store *s, const char *operation_id, unsigned expected,
         return OG_EINVAL;
     if (og__uuid_normalize(operation_id, id) < 0)
         return OG_EOPERATION_ID;
-    if (!og__owner_transition_ok(expected, expected_owner_version, o->status))
-        return OG_ETRANSITION;
-    if (o->reason && !og__code_ok(o->reason, OG_REASON_MAX))
-        return OG_EREASON;
-    if (o->provider_reference && !og__code_ok(o->provider_reference, OG_ID_MAX))
-        return OG_EPROVIDER_REFERENCE;
-    if (!og__code_ok(o->actor, OG_ID_MAX))
-        return OG_EACTOR;
+    if ((rc = og__op_outcome_check(expected, expected_owner_version, o)) != 0)
+        return rc;
     rc = s->m->op_record(s->impl, id, expected, expected_owner_version, o, &r);
     if (rc == 0)
         *recorded = r;
@@ -1542,6 +1550,28 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
             res.has_attempt = true;
         }
     }
+    *out = res;
+    return 0;
+}
+
+int og_payout_resolve(og_store *s, const char *operation_id,
+                      unsigned expected, int64_t expected_owner_version,
+                      const og_op_outcome *o, og_payout_resolution *out)
+{
+    char id[OG_UUID_LEN + 1];
+    og_payout_resolution res;
+    int rc;
+
+    if (!s || !o || !out || expected_owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if ((rc = og__op_outcome_check(expected, expected_owner_version, o)) != 0)
+        return rc;
+    memset(&res, 0, sizeof res);
+    if ((rc = s->m->payout_resolve(s->impl, id, expected,
+                                   expected_owner_version, o, &res)) != 0)
+        return rc;
     *out = res;
     return 0;
 }
