@@ -266,7 +266,7 @@ typedef struct og__revoke_req {
 int og__strv_push(og_strv *sv, const char *id);
 
 /* ===========================================================================
- * The payout store (schema 7): validated requests (store.c builds them, so
+ * The payout store (schemas 8-10): validated requests (store.c builds them, so
  * a backend never sees raw input) and the pure pieces both backends share
  * (lib/core/payout_plan.c): what the facts they read mean, and what a
  * decision writes. Ids are checked, money is in minor units, times are in
@@ -704,7 +704,7 @@ typedef struct og__store_methods {
                           const char *code_hash, og_redemption_found *found,
                           og_redemption_point *out);
 
-    /* ---- the payout store (schema 7) ----
+    /* ---- the payout store (schemas 8-10) ----
      * Inputs are validated (store.c). Each write is ONE transaction (SQLite:
      * BEGIN IMMEDIATE; PostgreSQL: one statement, or for the decision one
      * explicit transaction) and says what it did in *out; a write that

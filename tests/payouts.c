@@ -1,5 +1,5 @@
 /*
- * payouts.c — the payout decision side in the store (schema 7,
+ * payouts.c — the payout store (schemas 8-10: decision, claim, resolution,
  * oncegate/payout_store.h; seed 002 sections 5, 6, 7, 12, 16), run
  * unchanged on both engines and both consumption-keys modes:
  *
@@ -3021,6 +3021,113 @@ static void reauthorization_after_not_applied_gets_attempt_2_with_its_own_key(
     og_store_free(s);
 }
 
+/* A redelivery after the consuming attempt was archived (retention) is
+ * still a duplicate: the claim reads operations_archive too. */
+static void redelivery_after_the_attempt_was_archived_is_a_duplicate(
+    void **state)
+{
+    char url[4200], id[64];
+    og_store *s = t_fresh_store("parch", url, sizeof url);
+    t_raw *raw = t_raw_open_url(url);
+    og_payout_decision d;
+    og_payout_claim_req c;
+    og_payout_claim_result first, again;
+    og_payout_view was;
+    og_archive_stats st;
+    int64_t before[P_CLAIM_TABLES];
+    char where[256];
+    p_world w;
+
+    (void)state;
+    first = p_claimed(s, raw, &w, "arch", id, &d, 2 * MINUTE);
+    p_start(s, &first);
+    assert_int_equal(p_resolve(s, first.attempt.operation_id,
+                               OG_OP_BIT(OG_OP_STARTED), 1, OG_OP_SUCCEEDED,
+                               "worker-7")
+                         .outcome,
+                     OG_PAYOUT_RESOLVE_RESOLVED);
+    usleep(20000); /* its last change lies before the archive's clock */
+    memset(&st, 0, sizeof st);
+    assert_int_equal(og_store_archive_operations(s, 0, OG_ARCHIVE_MOVE, 10, 1,
+                                                 &st),
+                     0);
+    assert_int_equal(st.operations, 1);
+    snprintf(where, sizeof where, "operation_id = '%s'",
+             first.attempt.operation_id);
+    assert_int_equal(p_count(raw, "operations", where), 0);
+    assert_int_equal(p_count(raw, "operations_archive", where), 1);
+    was = p_get(s, id);
+    p_counts(raw, before);
+    c = p_claim_req(&d, "worker-8");
+    c.relied.payout = d.executable_payout_version;
+    again = p_claim(s, &c);
+    assert_int_equal(again.outcome, OG_PAYOUT_CLAIM_DUPLICATE);
+    assert_string_equal(again.payout_id, id);
+    assert_int_equal(again.attempt_number, 1);
+    assert_false(again.has_attempt); /* og_operation_get no longer sees it */
+    {
+        int64_t now[P_CLAIM_TABLES];
+        og_payout_view v = p_get(s, id);
+
+        p_counts(raw, now);
+        for (size_t k = 0; k < P_CLAIM_TABLES; k++)
+            assert_int_equal(now[k], before[k]);
+        assert_int_equal(v.version, was.version);
+        assert_int_equal(v.state, OG_PAYOUT_STATE_PAID);
+    }
+    t_raw_close(raw);
+    og_store_free(s);
+}
+
+/* A claim that fails before its commit wrote nothing: the grant is still
+ * Issued and the same claim then succeeds. */
+static void claim_failing_before_its_commit_writes_nothing(void **state)
+{
+    char url[4200], id[64];
+    og_store *s = t_fresh_store("pcfault", url, sizeof url);
+    t_raw *raw = t_raw_open_url(url);
+    og_payout_decision d;
+    og_payout_claim_req c;
+    og_payout_claim_result r;
+    og_payout_grant_view g;
+    og_payout_view was;
+    int64_t before[P_CLAIM_TABLES];
+    p_world w;
+
+    (void)state;
+    if (!OG_TEST_FAULT_INJECTION) {
+        fprintf(stderr, "(fault points not compiled in: "
+                        "-Dfault_injection=true runs this test)\n");
+        t_raw_close(raw);
+        og_store_free(s);
+        return;
+    }
+    p_world_new(s, raw, &w, "cfault", 5000000);
+    p_id(id, &w, "PAY", 1);
+    p_draft(s, &w, id, "100.00");
+    d = p_decide_now(s, id);
+    c = p_claim_req(&d, "worker-7");
+    was = p_get(s, id);
+    p_counts(raw, before);
+    assert_int_equal(setenv("OG_FAULT", "payout_claim_before_commit", 1), 0);
+    memset(&r, 0x5a, sizeof r);
+    assert_int_equal(og_payout_claim(s, &c, &r), OG_ESTORE_UNAVAILABLE);
+    assert_int_equal(unsetenv("OG_FAULT"), 0);
+    assert_int_equal(r.payout_id[0], 0x5a); /* out untouched */
+    p_assert_unclaimed(s, raw, before, id, &was, d.grant_id);
+    assert_int_equal(og_payout_grant_get(s, d.grant_id, &g), 1);
+    assert_int_equal(g.state, OG_PAYOUT_GRANT_ISSUED);
+    {
+        char where[256];
+
+        snprintf(where, sizeof where, "grant_id = '%s'", d.grant_id);
+        assert_int_equal(p_count(raw, "operations", where), 0);
+    }
+    assert_int_equal(p_claim(s, &c).outcome, OG_PAYOUT_CLAIM_CLAIMED);
+    t_raw_close(raw);
+    og_store_free(s);
+}
+
 const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(
         claim_sets_the_attempt_key_and_reference_from_the_payout_and_attempt_number),
@@ -3028,6 +3135,8 @@ const struct CMUnitTest t_payout_tests[] = {
         redelivery_after_the_claim_is_a_duplicate_with_no_state_change),
     cmocka_unit_test(
         context_change_between_validation_and_claim_rolls_the_claim_back),
+    cmocka_unit_test(redelivery_after_the_attempt_was_archived_is_a_duplicate),
+    cmocka_unit_test(claim_failing_before_its_commit_writes_nothing),
     cmocka_unit_test(resolution_moves_the_reservation_with_the_outcome),
     cmocka_unit_test(stale_owner_cannot_resolve),
     cmocka_unit_test(unknown_holds_the_reservation_and_blocks_reauthorization),

@@ -2073,8 +2073,10 @@ static const char pg_payout_claim_facts_sql[] =
     "SELECT b.payout_id, b.audience, b.executable_payout_version, b.attempt_number,\n"
     "       " PG_EPOCH_US("b.not_before") ", " PG_EPOCH_US("g.expires_at") ",\n"
     "       g.consumed_at IS NOT NULL, g.consumed_by_operation::text, g.revoked_at IS NOT NULL,\n"
-    "       o.operation_id IS NOT NULL, o.kind = 'payout',\n"
-    "       coalesce(o.client_reference, o.operation_id::text),\n"
+    "       (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL),\n"
+    "       coalesce(o.kind, a.kind) = 'payout',\n"
+    "       coalesce(o.client_reference, a.client_reference, o.operation_id::text,\n"
+    "                a.operation_id::text),\n"
     "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount, p.currency,\n"
     "       p.destination_id, t.payouts_suspended, t.settings_version, bn.status, bn.version,\n"
     "       d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
@@ -2085,6 +2087,7 @@ static const char pg_payout_claim_facts_sql[] =
     "JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id\n"
     "JOIN destinations d ON d.destination_id = p.destination_id\n"
     "LEFT JOIN operations o ON o.operation_id = g.consumed_by_operation\n"
+    "LEFT JOIN operations_archive a ON a.operation_id = g.consumed_by_operation\n"
     "WHERE b.grant_id = $1::text\n"
     "FOR UPDATE OF g, p FOR SHARE OF t, bn, d";
 
@@ -2095,7 +2098,11 @@ static const char pg_payout_claim_facts_sql[] =
  * — a fresh statement does (Read Committed: a new snapshot). */
 static const char pg_payout_claim_consumer_sql[] =
     "SELECT kind = 'payout', coalesce(client_reference, operation_id::text)\n"
-    "FROM operations WHERE operation_id = $1::uuid";
+    "FROM operations WHERE operation_id = $1::uuid\n"
+    "UNION ALL\n"
+    "SELECT kind = 'payout', coalesce(client_reference, operation_id::text)\n"
+    "FROM operations_archive WHERE operation_id = $1::uuid\n"
+    "LIMIT 1";
 
 /* The claim's writes (I31), ONE statement at the facts' instant, each CTE
  * re-asserting its conditions as the row-form admission does (the rows are

@@ -1452,8 +1452,11 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       "SELECT b.payout_id, b.audience, b.executable_payout_version,"           \
       "       b.attempt_number, b.not_before, g.expires_at,"                   \
       "       g.consumed_at IS NOT NULL, g.consumed_by_operation,"             \
-      "       g.revoked_at IS NOT NULL, o.operation_id IS NOT NULL,"           \
-      "       o.kind = 'payout', coalesce(o.client_reference, o.operation_id)," \
+      "       g.revoked_at IS NOT NULL,"                                       \
+      "       (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL),"     \
+      "       coalesce(o.kind, a.kind) = 'payout',"                            \
+      "       coalesce(o.client_reference, a.client_reference,"                \
+      "                o.operation_id, a.operation_id),"                       \
       "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount,"     \
       "       p.currency, p.destination_id, t.payouts_suspended,"              \
       "       t.settings_version, bn.status, bn.version, d.version, " SQ_NOW   \
@@ -1464,6 +1467,8 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
       " JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id"         \
       " JOIN destinations d ON d.destination_id = p.destination_id"            \
       " LEFT JOIN operations o ON o.operation_id = g.consumed_by_operation"    \
+      " LEFT JOIN operations_archive a"                                        \
+      "   ON a.operation_id = g.consumed_by_operation"                         \
       " WHERE b.grant_id = ?1")                                                \
     /* The claim's writes (Q31), each conditional as if nothing had been     \
      * read: ?1 grant, ?2 operation, ?3 now, ?4 leeway. */                   \
