@@ -279,6 +279,22 @@
  *      one attempt per grant. The grant's row is locked before the payout's
  *      and no writer locks a payout and then an issued grant's row, so
  *      claims, revocations and decisions cannot deadlock.
+ *  I32 The resolution (og_payout_resolve, pg_payout_resolve) is ONE explicit
+ *      Read Committed transaction: og_op_record's own prepared statement
+ *      (pg_op_record_sql, its parameters from pg_op_record_params: status
+ *      in the expected set AND owner version = v, the row locked FOR NO
+ *      KEY UPDATE, its "outcome" event); when it takes nothing,
+ *      NOT_RECORDED and ROLLBACK. Then the attempt's binding and payout
+ *      FOR UPDATE (pg_payout_resolve_facts_sql, each by its key), the pure
+ *      plan (og__payout_plan_resolve, PP5), and for RESOLVED ONE statement
+ *      (pg_payout_resolve_sql): the payout conditional on the version read
+ *      and this attempt active, the binding released once (released_at IS
+ *      NULL) for a terminal outcome, its day's counters (reserved -> paid,
+ *      or unreserved), and one "resolved" entry; a count other than the
+ *      plan's is a defect and rolls back. NOT_ACTIVE rolls the outcome
+ *      back too. Lock order: the operation, then the payout and binding,
+ *      then the day — the claim never locks an operation, and decisions
+ *      and expiries take a payout or binding before a day.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries a pg_conn wrapper that holds the

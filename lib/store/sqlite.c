@@ -238,6 +238,20 @@
  *       anywhere. The daily limit is not checked (the decision reserved).
  *       A commit that is not confirmed is OG_ESTORE_UNAVAILABLE: unknown,
  *       do not send.
+ *   Q32 The resolution (og_payout_resolve, sq_payout_resolve) is ONE BEGIN
+ *       IMMEDIATE transaction: og_op_record's own write (sq_op_record_in:
+ *       SQ_OP_RECORD, status in the expected set AND owner version = v,
+ *       and its "outcome" event); when it takes nothing, NOT_RECORDED and
+ *       everything rolls back. Then the attempt's binding and payout
+ *       (SQ_PAYOUT_RESOLVE_FACTS, each by its key), the pure plan
+ *       (og__payout_plan_resolve, PP5), and for RESOLVED the payout's
+ *       conditional move (SQ_PAYOUT_RESOLVE_PAYOUT: the version read, this
+ *       attempt active, Executing or Unknown), for a terminal outcome the
+ *       binding's release once (SQ_PAYOUT_RELEASE on released_at IS NULL)
+ *       with its day (SQ_PAYOUT_PAY: reserved -> paid, or
+ *       SQ_PAYOUT_UNRESERVE), and one "resolved" entry, all at the
+ *       outcome's instant. A write that then takes nothing is a defect:
+ *       rolled back. NOT_ACTIVE rolls the outcome back too.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
  * millisecond resolution of SQLite's clock.
