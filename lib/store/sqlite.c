@@ -488,6 +488,83 @@ typedef struct sq_migration {
     "CREATE INDEX grant_consumptions_retain_until_idx"                        \
     "  ON grant_consumptions (retain_until);"
 
+/* payout_events as each migration creates it: name, and the kinds added
+ * after migration 8's (", 'claimed'" ...). Migrations 9 and 10 rebuild the
+ * table to widen the kind CHECK, the one thing SQLite cannot alter. */
+#define SQ_PAYOUT_EVENTS_TABLE(name, kinds)                                   \
+    "CREATE TABLE " name " ("                                                 \
+    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
+    "  payout_id      TEXT    NOT NULL,"                                      \
+    "  at             INTEGER NOT NULL,  /* store clock */"                   \
+    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
+    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
+    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
+    "                   'job-resubmitted'" kinds "))," /* + later kinds */     \
+    "  actor          TEXT    NOT NULL,"                                      \
+    "  correlation_id TEXT,"                                                  \
+    "  decision_id    TEXT,"                                                  \
+    "  grant_id       TEXT,"                                                  \
+    "  job_id         TEXT,"                                                  \
+    "  from_state     TEXT,"                                                  \
+    "  to_state       TEXT,"                                                  \
+    "  payout_version INTEGER,"                                               \
+    "  amount         INTEGER,"                                               \
+    "  release_day    TEXT,"                                                  \
+    "  reason         TEXT"                                                   \
+    ") STRICT;"
+
+/* Moves payout_events' rows into its rebuilt table tmp, with its
+ * AUTOINCREMENT high-water mark, and puts tmp in its place with its index
+ * and append-only triggers. */
+#define SQ_PAYOUT_EVENTS_REBUILD(tmp)                                         \
+    "INSERT INTO " tmp " (" SQ_PAYOUT_EVENT_COLS ")"                          \
+    "  SELECT " SQ_PAYOUT_EVENT_COLS " FROM payout_events ORDER BY seq;"      \
+    "DELETE FROM sqlite_sequence WHERE name = '" tmp "';"                     \
+    "INSERT INTO sqlite_sequence (name, seq)"                                 \
+    "  SELECT '" tmp "', seq FROM sqlite_sequence"                            \
+    "  WHERE name = 'payout_events';"                                         \
+    "DROP TABLE payout_events;"                                               \
+    "ALTER TABLE " tmp " RENAME TO payout_events;"                            \
+    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
+    SQ_APPEND_ONLY("payout_events")
+
+/* payout_grants as each migration creates it: name, and the release
+ * causes added after migration 8's. Migration 10 rebuilds the table to
+ * widen the release_cause CHECK. */
+#define SQ_PAYOUT_GRANTS_TABLE(name, causes)                                  \
+    "CREATE TABLE " name " ("                                                 \
+    "  grant_id                  TEXT    NOT NULL PRIMARY KEY,"               \
+    "  issuer                    TEXT    NOT NULL CHECK (issuer = 'payouts')," \
+    "  decision_id               TEXT    NOT NULL UNIQUE"                     \
+    "                            REFERENCES payout_decisions (decision_id),"  \
+    "  payout_id                 TEXT    NOT NULL REFERENCES payouts (payout_id)," \
+    "  tenant_id                 TEXT    NOT NULL,"                           \
+    "  operation                 TEXT    NOT NULL"                            \
+    "                            CHECK (operation = 'payout.submit'),"        \
+    "  audience                  TEXT    NOT NULL,"                           \
+    "  terms_fingerprint         TEXT    NOT NULL "                           \
+    "                            " SQ_PAYOUT_FP_CHECK("terms_fingerprint") "," \
+    "  executable_payout_version INTEGER NOT NULL"                            \
+    "                            CHECK (executable_payout_version >= 1),"     \
+    "  attempt_number            INTEGER NOT NULL CHECK (attempt_number >= 1)," \
+    "  policy_version            TEXT    NOT NULL,"                           \
+    "  amount                    INTEGER NOT NULL CHECK (amount >= 1),"       \
+    "  release_day               TEXT    NOT NULL,"                           \
+    "  not_before                INTEGER NOT NULL,"                           \
+    "  expires_at                INTEGER NOT NULL,"                           \
+    "  created_at                INTEGER NOT NULL,"                           \
+    "  released_at               INTEGER,  /* reservation released */"        \
+    "  release_cause             TEXT    CHECK (release_cause IS NULL OR"     \
+    "                              release_cause IN ('expired', 'revoked'"    \
+    causes "))," /* + the attempt's ends from migration 10 */                \
+    "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),"              \
+    "  CHECK (not_before < expires_at),"                                      \
+    "  UNIQUE (payout_id, attempt_number),  /* one grant per attempt */"      \
+    "  FOREIGN KEY (issuer, grant_id) REFERENCES grants (issuer, grant_id),"  \
+    "  FOREIGN KEY (tenant_id, release_day)"                                  \
+    "    REFERENCES tenant_days (tenant_id, day)"                             \
+    ") STRICT, WITHOUT ROWID;"
+
 /* Migration 8: the payout decision side (Q26-Q30). New tables only: it
  * changes nothing of migrations 1-6 (the payout grants are rows of the
  * existing `grants` table, issuer 'payouts', and their bindings are a
@@ -622,37 +699,7 @@ typedef struct sq_migration {
     SQ_APPEND_ONLY("payout_decisions")                                        \
     /* A payout grant's bindings; the grant itself is its `grants` row.     \
      * released_at is set once, by an expiry or a revocation (Q29). */       \
-    "CREATE TABLE payout_grants ("                                            \
-    "  grant_id                  TEXT    NOT NULL PRIMARY KEY,"               \
-    "  issuer                    TEXT    NOT NULL CHECK (issuer = 'payouts')," \
-    "  decision_id               TEXT    NOT NULL UNIQUE"                     \
-    "                            REFERENCES payout_decisions (decision_id),"  \
-    "  payout_id                 TEXT    NOT NULL REFERENCES payouts (payout_id)," \
-    "  tenant_id                 TEXT    NOT NULL,"                           \
-    "  operation                 TEXT    NOT NULL"                            \
-    "                            CHECK (operation = 'payout.submit'),"        \
-    "  audience                  TEXT    NOT NULL,"                           \
-    "  terms_fingerprint         TEXT    NOT NULL "                           \
-    "                            " SQ_PAYOUT_FP_CHECK("terms_fingerprint") "," \
-    "  executable_payout_version INTEGER NOT NULL"                            \
-    "                            CHECK (executable_payout_version >= 1),"     \
-    "  attempt_number            INTEGER NOT NULL CHECK (attempt_number >= 1)," \
-    "  policy_version            TEXT    NOT NULL,"                           \
-    "  amount                    INTEGER NOT NULL CHECK (amount >= 1),"       \
-    "  release_day               TEXT    NOT NULL,"                           \
-    "  not_before                INTEGER NOT NULL,"                           \
-    "  expires_at                INTEGER NOT NULL,"                           \
-    "  created_at                INTEGER NOT NULL,"                           \
-    "  released_at               INTEGER,  /* reservation released */"        \
-    "  release_cause             TEXT    CHECK (release_cause IS NULL OR"     \
-    "                              release_cause IN ('expired', 'revoked')),"  \
-    "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),"              \
-    "  CHECK (not_before < expires_at),"                                      \
-    "  UNIQUE (payout_id, attempt_number),  /* one grant per attempt */"      \
-    "  FOREIGN KEY (issuer, grant_id) REFERENCES grants (issuer, grant_id),"  \
-    "  FOREIGN KEY (tenant_id, release_day)"                                  \
-    "    REFERENCES tenant_days (tenant_id, day)"                             \
-    ") STRICT, WITHOUT ROWID;"                                                \
+    SQ_PAYOUT_GRANTS_TABLE("payout_grants", "")                              \
     /* The janitor's scan (Q29): unreleased bindings by expiry. */          \
     "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
     "  WHERE released_at IS NULL;"                                            \
@@ -675,26 +722,7 @@ typedef struct sq_migration {
     "CREATE INDEX payout_jobs_available_idx ON payout_jobs (available_at, job_id)" \
     "  WHERE done_at IS NULL;"                                                \
     /* The payout's history: one row per step (Q26), append-only. */        \
-    "CREATE TABLE payout_events ("                                            \
-    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
-    "  payout_id      TEXT    NOT NULL,"                                      \
-    "  at             INTEGER NOT NULL,  /* store clock */"                   \
-    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
-    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
-    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
-    "                   'job-resubmitted')),"                                 \
-    "  actor          TEXT    NOT NULL,"                                      \
-    "  correlation_id TEXT,"                                                  \
-    "  decision_id    TEXT,"                                                  \
-    "  grant_id       TEXT,"                                                  \
-    "  job_id         TEXT,"                                                  \
-    "  from_state     TEXT,"                                                  \
-    "  to_state       TEXT,"                                                  \
-    "  payout_version INTEGER,"                                               \
-    "  amount         INTEGER,"                                               \
-    "  release_day    TEXT,"                                                  \
-    "  reason         TEXT"                                                   \
-    ") STRICT;"                                                               \
+    SQ_PAYOUT_EVENTS_TABLE("payout_events", "")                              \
     "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
     SQ_APPEND_ONLY("payout_events")
 
@@ -708,36 +736,8 @@ typedef struct sq_migration {
     " job_id, from_state, to_state, payout_version, amount, release_day,"     \
     " reason"
 #define SQ_MIGRATION_9                                                        \
-    "CREATE TABLE payout_events_v9 ("                                         \
-    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
-    "  payout_id      TEXT    NOT NULL,"                                      \
-    "  at             INTEGER NOT NULL,  /* store clock */"                   \
-    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
-    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
-    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
-    "                   'job-resubmitted', 'claimed')),"                      \
-    "  actor          TEXT    NOT NULL,"                                      \
-    "  correlation_id TEXT,"                                                  \
-    "  decision_id    TEXT,"                                                  \
-    "  grant_id       TEXT,"                                                  \
-    "  job_id         TEXT,"                                                  \
-    "  from_state     TEXT,"                                                  \
-    "  to_state       TEXT,"                                                  \
-    "  payout_version INTEGER,"                                               \
-    "  amount         INTEGER,"                                               \
-    "  release_day    TEXT,"                                                  \
-    "  reason         TEXT"                                                   \
-    ") STRICT;"                                                               \
-    "INSERT INTO payout_events_v9 (" SQ_PAYOUT_EVENT_COLS ")"                 \
-    "  SELECT " SQ_PAYOUT_EVENT_COLS " FROM payout_events ORDER BY seq;"      \
-    "DELETE FROM sqlite_sequence WHERE name = 'payout_events_v9';"            \
-    "INSERT INTO sqlite_sequence (name, seq)"                                 \
-    "  SELECT 'payout_events_v9', seq FROM sqlite_sequence"                   \
-    "  WHERE name = 'payout_events';"                                         \
-    "DROP TABLE payout_events;"                                               \
-    "ALTER TABLE payout_events_v9 RENAME TO payout_events;"                   \
-    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
-    SQ_APPEND_ONLY("payout_events")
+    SQ_PAYOUT_EVENTS_TABLE("payout_events_v9", ", 'claimed'")                \
+    SQ_PAYOUT_EVENTS_REBUILD("payout_events_v9")
 
 /* Migration 10: the resolution (Q32). payout_grants' release_cause CHECK
  * gains the attempt's ends ('paid', 'failed', 'not-started',
@@ -751,39 +751,8 @@ typedef struct sq_migration {
     " attempt_number, policy_version, amount, release_day, not_before,"      \
     " expires_at, created_at, released_at, release_cause"
 #define SQ_MIGRATION_10                                                       \
-    "CREATE TABLE payout_grants_v10 ("                                        \
-    "  grant_id                  TEXT    NOT NULL PRIMARY KEY,"               \
-    "  issuer                    TEXT    NOT NULL CHECK (issuer = 'payouts')," \
-    "  decision_id               TEXT    NOT NULL UNIQUE"                     \
-    "                            REFERENCES payout_decisions (decision_id),"  \
-    "  payout_id                 TEXT    NOT NULL REFERENCES payouts (payout_id)," \
-    "  tenant_id                 TEXT    NOT NULL,"                           \
-    "  operation                 TEXT    NOT NULL"                            \
-    "                            CHECK (operation = 'payout.submit'),"        \
-    "  audience                  TEXT    NOT NULL,"                           \
-    "  terms_fingerprint         TEXT    NOT NULL "                           \
-    "                            " SQ_PAYOUT_FP_CHECK("terms_fingerprint") "," \
-    "  executable_payout_version INTEGER NOT NULL"                            \
-    "                            CHECK (executable_payout_version >= 1),"     \
-    "  attempt_number            INTEGER NOT NULL CHECK (attempt_number >= 1)," \
-    "  policy_version            TEXT    NOT NULL,"                           \
-    "  amount                    INTEGER NOT NULL CHECK (amount >= 1),"       \
-    "  release_day               TEXT    NOT NULL,"                           \
-    "  not_before                INTEGER NOT NULL,"                           \
-    "  expires_at                INTEGER NOT NULL,"                           \
-    "  created_at                INTEGER NOT NULL,"                           \
-    "  released_at               INTEGER,  /* reservation released */"        \
-    "  release_cause             TEXT    CHECK (release_cause IS NULL OR"     \
-    "                              release_cause IN ('expired', 'revoked',"   \
-    "                              'paid', 'failed', 'not-started',"          \
-    "                              'not-applied')),"                          \
-    "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),"              \
-    "  CHECK (not_before < expires_at),"                                      \
-    "  UNIQUE (payout_id, attempt_number),  /* one grant per attempt */"      \
-    "  FOREIGN KEY (issuer, grant_id) REFERENCES grants (issuer, grant_id),"  \
-    "  FOREIGN KEY (tenant_id, release_day)"                                  \
-    "    REFERENCES tenant_days (tenant_id, day)"                             \
-    ") STRICT, WITHOUT ROWID;"                                                \
+    SQ_PAYOUT_GRANTS_TABLE("payout_grants_v10",                              \
+                           ", 'paid', 'failed', 'not-started', 'not-applied'") \
     "INSERT INTO payout_grants_v10 (" SQ_PAYOUT_GRANT_COLS ")"                \
     "  SELECT " SQ_PAYOUT_GRANT_COLS " FROM payout_grants;"                   \
     "DROP TABLE payout_grants;"                                               \
@@ -791,36 +760,8 @@ typedef struct sq_migration {
     "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
     "  WHERE released_at IS NULL;"                                            \
     "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);" \
-    "CREATE TABLE payout_events_v10 ("                                        \
-    "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
-    "  payout_id      TEXT    NOT NULL,"                                      \
-    "  at             INTEGER NOT NULL,  /* store clock */"                   \
-    "  kind           TEXT    NOT NULL CHECK (kind IN ('drafted', 'decided'," \
-    "                   'reserved', 'approved', 'grant-issued', 'job-queued'," \
-    "                   'cancelled', 'grant-revoked', 'reservation-released'," \
-    "                   'job-resubmitted', 'claimed', 'resolved')),"          \
-    "  actor          TEXT    NOT NULL,"                                      \
-    "  correlation_id TEXT,"                                                  \
-    "  decision_id    TEXT,"                                                  \
-    "  grant_id       TEXT,"                                                  \
-    "  job_id         TEXT,"                                                  \
-    "  from_state     TEXT,"                                                  \
-    "  to_state       TEXT,"                                                  \
-    "  payout_version INTEGER,"                                               \
-    "  amount         INTEGER,"                                               \
-    "  release_day    TEXT,"                                                  \
-    "  reason         TEXT"                                                   \
-    ") STRICT;"                                                               \
-    "INSERT INTO payout_events_v10 (" SQ_PAYOUT_EVENT_COLS ")"                \
-    "  SELECT " SQ_PAYOUT_EVENT_COLS " FROM payout_events ORDER BY seq;"      \
-    "DELETE FROM sqlite_sequence WHERE name = 'payout_events_v10';"           \
-    "INSERT INTO sqlite_sequence (name, seq)"                                 \
-    "  SELECT 'payout_events_v10', seq FROM sqlite_sequence"                  \
-    "  WHERE name = 'payout_events';"                                         \
-    "DROP TABLE payout_events;"                                               \
-    "ALTER TABLE payout_events_v10 RENAME TO payout_events;"                  \
-    "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
-    SQ_APPEND_ONLY("payout_events")
+    SQ_PAYOUT_EVENTS_TABLE("payout_events_v10", ", 'claimed', 'resolved'")   \
+    SQ_PAYOUT_EVENTS_REBUILD("payout_events_v10")
 
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
