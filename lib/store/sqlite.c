@@ -262,46 +262,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "og_internal.h"
+#include "sqlite/internal.h"
 
-/* SQLite's clock in microseconds (millisecond resolution, exact). */
-#define SQ_NOW \
-    "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)"
-
-/* The columns admission writes, in the order sq_read_op() reads them. */
-#define SQ_OP_INSERT_COLS                                                     \
-    "operation_id, issuer, grant_id, caller_id, account_id, amount, "         \
-    "currency, status, owner_version, lease_until, submit_by, created_at"
-
-/* Every read of an operation (sq_read_op()): the admitted columns, then
- * migration 3's, then migration 7's. updated_at is NULL until the first
- * status change (Q17); a NULL idempotency key or client reference is the
- * operation id (Q25). */
-#define SQ_OP_COLS                                                            \
-    SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
-    " provider_reference, outcome_reason, kind,"                              \
-    " coalesce(idempotency_key, operation_id),"                               \
-    " coalesce(client_reference, operation_id)"
 #define SQ_OP_NCOLS 18 /* the columns SQ_OP_COLS names */
-
-/* Every stored column of operations and operation_events up to schema 6
- * (what migration 7 copies), and from schema 7 (what the archives repeat). */
-#define SQ_V6_OP_COLS                                                         \
-    SQ_OP_INSERT_COLS ", updated_at, provider_reference, outcome_reason"
-#define SQ_OP_STORED_COLS                                                     \
-    SQ_V6_OP_COLS ", kind, idempotency_key, client_reference"
-#define SQ_EVENT_COLS                                                         \
-    "seq, operation_id, at, kind, from_status, to_status, owner_version,"     \
-    " reason, provider_reference, actor, evidence"
-
 /* Status sets as migration 7 leaves them in the schema; each partial
  * index's predicate is repeated verbatim by the statements that use the
  * index (Q18, Q21). */
 #define SQ_V7_STATUSES                                                        \
     "('Admitted', 'Succeeded', 'Failed', 'Unknown', 'NeedsReconciliation',"   \
     " 'Started', 'NotStarted', 'NotApplied')"
-#define SQ_OWNED "('Admitted', 'Started', 'Unknown')"
-#define SQ_TERMINAL "('Succeeded', 'Failed', 'NotStarted', 'NotApplied')"
 
 /* ===========================================================================
  * Schema: versioned migrations. Each runs inside the migrator's
@@ -318,8 +287,6 @@ typedef struct sq_migration {
                                with foreign keys off (Q25) */
 } sq_migration;
 
-#define SQ_STR_(x) #x
-#define SQ_STR(x) SQ_STR_(x)
 
 /* Migration 7: operation kinds, their idempotency keys and client
  * references, and the statuses of a payout attempt (Q25). SQLite cannot
@@ -1039,28 +1006,6 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
     "   AND coalesce(updated_at, created_at) < ?1"                            \
     " ORDER BY coalesce(updated_at, created_at), operation_id LIMIT ?2"
 
-/* The statements that claim, read or delete a consumption key, written once
- * each as a template of K, READABLE or HASHED (Q23), and listed below in both
- * variants (NAME and NAME_HASHED). A readable store runs exactly the
- * statements schema 4 ran. */
-#define SQ_KCOLS_READABLE "issuer, grant_id"
-#define SQ_KCOLS_HASHED "key_hash"
-#define SQ_KVALS_READABLE(i, g) i ", " g
-#define SQ_KVALS_HASHED(i, g) "og_consumption_key(" i ", " g ")"
-#define SQ_KEQ_READABLE(i, g) "issuer = " i " AND grant_id = " g
-#define SQ_KEQ_HASHED(i, g) "key_hash = og_consumption_key(" i ", " g ")"
-#define SQ_KRET_READABLE "grant_id"
-#define SQ_KRET_HASHED "key_hash"
-/* "INSERT INTO grant_consumptions (key columns, ...) SELECT <key>, " and
- * the conflict clause every claim ends with: a row only when it took the
- * key. */
-#define SQ_CLAIM_INTO(K, i, g)                                                 \
-    "INSERT INTO grant_consumptions"                                           \
-    " (" SQ_KCOLS_##K ", operation_id, consumed_at, retain_until, kind)"       \
-    " SELECT " SQ_KVALS_##K(i, g) ", "
-#define SQ_CLAIM_END(K)                                                        \
-    " ON CONFLICT (" SQ_KCOLS_##K ") DO NOTHING"                               \
-    " RETURNING " SQ_KRET_##K
 
 /* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for
  * the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a row
@@ -1734,291 +1679,37 @@ static const char *const sq_names[SQ_N] = {
 #undef X
 };
 
-typedef struct sq_store {
-    char *path;
-    og_store_options opts;
-    og__pool *pool;
-    /* Group commit (see "Group commit" below): the queue of admissions
-     * waiting for a leader, and whether one is running a batch. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    struct sq_waiter *head, *tail;
-    bool leading;
-    og_consumption_keys keys; /* Q23: read by sq_read_keys at open */
-} sq_store;
-
-/* Statement NAME in the store's consumption keys (Q23). */
-#define SQ_KEYED(s, NAME)                                                      \
+/* Until each subsystem has its file in lib/store/sqlite/: the statements
+ * of the list above run through the folder's statement cache (conn.c). */
+typedef og__sq_store sq_store;
+typedef og__sq_conn sq_conn;
+#define SQ_KEYED_I(s, NAME)                                                    \
     ((s)->keys == OG_KEYS_HASHED ? SQ_##NAME##_HASHED : SQ_##NAME)
-
-typedef struct sq_conn {
-    sqlite3 *db;
-    sqlite3_stmt *st[SQ_N];
-    int64_t deadline_us; /* CLOCK_MONOTONIC; the busy handler gives up here */
-    uint32_t jitter;     /* xorshift state for the busy handler's sleeps */
-} sq_conn;
-
-static int64_t sq_mono_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* SQLite's busy handler: 0 gives up (SQLITE_BUSY, i.e. unavailable), 1 asks
- * SQLite to try again. Sleeps 50 us .. ~2 ms, growing with the attempt count,
- * jittered so that processes polling the same lock do not move in step (Q7). */
-static int sq_busy(void *arg, int count)
-{
-    sq_conn *c = arg;
-    int64_t left = c->deadline_us - sq_mono_us();
-    int64_t cap = count < 5 ? INT64_C(50) << count : 2000;
-    struct timespec ts;
-    int64_t us;
-
-    if (left <= 0)
-        return 0;
-    c->jitter ^= c->jitter << 13;
-    c->jitter ^= c->jitter >> 17;
-    c->jitter ^= c->jitter << 5;
-    us = cap / 2 + (int64_t)(c->jitter % (uint32_t)(cap / 2 + 1));
-    if (us > left)
-        us = left;
-    ts.tv_sec = (time_t)(us / 1000000);
-    ts.tv_nsec = (long)(us % 1000000) * 1000;
-    nanosleep(&ts, NULL);
-    return 1;
-}
-
-/* Arms the deadline for one store call on c. */
-static void sq_arm(sq_conn *c, int64_t deadline_us)
-{
-    c->deadline_us = deadline_us;
-}
-
-/* ===========================================================================
- * Connections
- * ========================================================================= */
-
-/* og_consumption_key(issuer, grant_id) in SQL (Q23): the C function of
- * lib/core/consumption_key.c over the arguments' bytes. NULL for a NULL
- * argument, as a strict SQL function. */
-static void sq_key_function(sqlite3_context *ctx, int argc, sqlite3_value **v)
-{
-    unsigned char key[OG_CONSUMPTION_KEY_LEN];
-    const unsigned char *issuer, *grant_id;
-    int issuer_len, grant_id_len;
-
-    (void)argc;
-    if (sqlite3_value_type(v[0]) == SQLITE_NULL ||
-        sqlite3_value_type(v[1]) == SQLITE_NULL) {
-        sqlite3_result_null(ctx);
-        return;
-    }
-    /* text first, then its length: the documented order of the calls */
-    issuer = sqlite3_value_text(v[0]);
-    issuer_len = sqlite3_value_bytes(v[0]);
-    grant_id = sqlite3_value_text(v[1]);
-    grant_id_len = sqlite3_value_bytes(v[1]);
-    if (!issuer || !grant_id) {
-        sqlite3_result_error_nomem(ctx);
-        return;
-    }
-    if (og__consumption_key((const char *)issuer, (size_t)issuer_len,
-                            (const char *)grant_id, (size_t)grant_id_len,
-                            key) != 0) {
-        sqlite3_result_error(ctx, "og_consumption_key: argument too long", -1);
-        return;
-    }
-    sqlite3_result_blob(ctx, key, sizeof key, SQLITE_TRANSIENT);
-}
-
-int og__sqlite_register_key_function(sqlite3 *db)
-{
-    return sqlite3_create_function_v2(
-        db, "og_consumption_key", 2,
-        SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-        sq_key_function, NULL, NULL, NULL);
-}
-
-/* Applies the per-connection settings every store call relies on (Q4). */
-static int sq_configure(sqlite3 *db, const og_store_options *o)
-{
-    int ms = (int)(o->timings.store_timeout_us / 1000);
-    int rc;
-
-    sqlite3_busy_timeout(db, ms > 0 ? ms : 1);
-    /* foreign_keys: the schema's references hold here as in PostgreSQL. */
-    rc = sqlite3_exec(db,
-                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                      " PRAGMA foreign_keys=ON;",
-                      NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return og__sqlite_classify(sqlite3_extended_errcode(db));
-    return 0;
-}
-
-/* Opens a connection; create=true only for migrations, so opening a store
- * that was never migrated does not leave an empty file behind. */
-static int sq_open_db(const sq_store *s, bool create, sqlite3 **out)
-{
-    sqlite3 *db = NULL;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
-                (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(s->path, &db, flags, NULL);
-
-    if (rc != SQLITE_OK) {
-        rc = db ? og__sqlite_classify(sqlite3_extended_errcode(db))
-                : OG_ENOMEM;
-        sqlite3_close(db);
-        return rc;
-    }
-    sqlite3_extended_result_codes(db, 1);
-    if (og__sqlite_register_key_function(db) != SQLITE_OK) { /* Q23 */
-        rc = og__sqlite_classify(sqlite3_extended_errcode(db));
-        sqlite3_close(db);
-        return rc;
-    }
-    if ((rc = sq_configure(db, &s->opts)) < 0) {
-        sqlite3_close(db);
-        return rc;
-    }
-    *out = db;
-    return 0;
-}
-
-static int sq_connect(void *ctx, void **conn)
-{
-    sq_conn *c = calloc(1, sizeof *c);
-    int rc;
-
-    if (!c)
-        return OG_ENOMEM;
-    if ((rc = sq_open_db(ctx, false, &c->db)) < 0) {
-        free(c);
-        return rc;
-    }
-    /* Replaces sq_configure's busy_timeout: the deadline is per call. */
-    c->jitter = ((uint32_t)(uintptr_t)c ^ (uint32_t)getpid() ^
-                 (uint32_t)sq_mono_us()) | 1u;
-    c->deadline_us = sq_mono_us() + ((sq_store *)ctx)->opts.timings.store_timeout_us;
-    sqlite3_busy_handler(c->db, sq_busy, c);
-    *conn = c;
-    return 0;
-}
-
-static void sq_disconnect(void *ctx, void *conn)
-{
-    sq_conn *c = conn;
-
-    for (int i = 0; i < SQ_N; i++)
-        sqlite3_finalize(c->st[i]);
-    sqlite3_close(c->db);
-    free(c);
-}
-
-static const og__pool_ops sq_pool_ops = {.connect = sq_connect,
-                                         .disconnect = sq_disconnect};
-
-/* The prepared statement i, reset and with bindings cleared, or NULL. */
 static sqlite3_stmt *sq_stmt(sq_conn *c, int i)
 {
-    if (!c->st[i]) {
-        if (sqlite3_prepare_v3(c->db, sq_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-                               &c->st[i], NULL) != SQLITE_OK)
-            return NULL;
-    }
-    sqlite3_reset(c->st[i]);
-    sqlite3_clear_bindings(c->st[i]);
-    return c->st[i];
-}
+    sqlite3_stmt *st;
 
-/* The error for the connection's last failure. */
-static int sq_err(sq_conn *c)
-{
-    return og__sqlite_classify(sqlite3_extended_errcode(c->db));
+    return og__sq_stmt(c, sq_sql[i], &st) < 0 ? NULL : st;
 }
-
-/* Runs a statement that returns no row. */
 static int sq_exec(sq_conn *c, int i)
 {
-    sqlite3_stmt *st = sq_stmt(c, i);
-    int rc;
-
-    if (!st)
-        return sq_err(c);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : sq_err(c);
+    return og__sq_exec(c, sq_sql[i]);
 }
+#define sq_mono_us og__sq_mono_us
+#define sq_arm og__sq_arm
+#define sq_open_db og__sq_open_db
+#define sq_err og__sq_err
+#define sq_rollback og__sq_rollback
+#define sq_text og__sq_text
+#define sq_text_opt og__sq_text_opt
+#define sq_read_op og__sq_read_op
+#define sq_step og__sq_step
+#define sq_done og__sq_done
+#define sq_bind_opt og__sq_bind_opt
+#define sq_begin og__sq_begin
+#define sq_end og__sq_end
+#define sq_one_i64 og__sq_one_i64
 
-/* Ends a failed transaction. false when the connection's state is unknown
- * and it must be closed (Q6). */
-static bool sq_rollback(sq_conn *c)
-{
-    for (int i = 0; i < SQ_N; i++)
-        if (c->st[i])
-            sqlite3_reset(c->st[i]);
-    if (sqlite3_get_autocommit(c->db))
-        return true; /* SQLite already rolled back (e.g. after an I/O error) */
-    return sq_exec(c, SQ_ROLLBACK) == 0;
-}
-
-/* ===========================================================================
- * Rows
- * ========================================================================= */
-static int sq_text(sqlite3_stmt *st, int col, char *dst, size_t n)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return og__copy(dst, n, (const char *)t) < 0 ? OG_EINTERNAL : 0;
-}
-
-/* Copies a column that may be NULL ("" then) into a fixed buffer. */
-static int sq_text_opt(sqlite3_stmt *st, int col, char *dst, size_t n)
-{
-    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
-        dst[0] = '\0';
-        return 0;
-    }
-    return sq_text(st, col, dst, n);
-}
-
-/* Fills *op from the SQ_OP_COLS columns of the current row. */
-static int sq_read_op(sqlite3_stmt *st, og_operation *op)
-{
-    int status;
-
-    memset(op, 0, sizeof *op);
-    if (sq_text(st, 0, op->operation_id, sizeof op->operation_id) < 0 ||
-        sq_text(st, 1, op->issuer, sizeof op->issuer) < 0 ||
-        sq_text(st, 2, op->grant_id, sizeof op->grant_id) < 0 ||
-        sq_text(st, 3, op->caller_id, sizeof op->caller_id) < 0 ||
-        sq_text(st, 4, op->account_id, sizeof op->account_id) < 0 ||
-        sq_text(st, 5, op->amount, sizeof op->amount) < 0 ||
-        sq_text(st, 6, op->currency, sizeof op->currency) < 0)
-        return OG_EINTERNAL;
-    status = og__op_status_parse((const char *)sqlite3_column_text(st, 7));
-    if (status < 0)
-        return OG_EINTERNAL;
-    op->status = (og_op_status)status;
-    op->owner_version = sqlite3_column_int64(st, 8);
-    op->lease_until_us = sqlite3_column_int64(st, 9);
-    op->submit_by_us = sqlite3_column_int64(st, 10);
-    op->created_at_us = sqlite3_column_int64(st, 11);
-    op->updated_at_us = sqlite3_column_int64(st, 12);
-    if (sq_text_opt(st, 13, op->provider_reference,
-                    sizeof op->provider_reference) < 0 ||
-        sq_text_opt(st, 14, op->reason, sizeof op->reason) < 0 ||
-        sq_text(st, 16, op->idempotency_key, sizeof op->idempotency_key) < 0 ||
-        sq_text(st, 17, op->client_reference, sizeof op->client_reference) < 0)
-        return OG_EINTERNAL;
-    status = og__op_kind_parse((const char *)sqlite3_column_text(st, 15));
-    if (status < 0)
-        return OG_EINTERNAL;
-    op->kind = (og_op_kind)status;
-    return 0;
-}
 
 /* Reads the operation by id on c with statement which (SQ_READ_OP: live
  * only; SQ_READ_OP_ANY: live, else archived): 1 found, 0 not, negative
@@ -2043,49 +1734,10 @@ static int sq_read_op_by_id(sq_conn *c, int which, const char *id,
     return rc;
 }
 
-/* Steps st once: 1 when it yields a row (its columns readable until the next
- * step or reset), 0 when it is done, or the error. */
-static int sq_step(sq_conn *c, sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : sq_err(c);
-}
-
-/* Runs st to completion — from its start, or after a row sq_step() returned,
- * never after it returned 0 (stepping a finished statement runs it again) —
- * and resets it. 0 or the error. */
-static int sq_done(sq_conn *c, sqlite3_stmt *st)
-{
-    int rc;
-
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        ;
-    rc = rc == SQLITE_DONE ? 0 : sq_err(c);
-    sqlite3_reset(st);
-    return rc;
-}
-
-/* Binds text, or NULL for NULL or "" (no family, no operation). */
-static void sq_bind_opt(sqlite3_stmt *st, int i, const char *text)
-{
-    if (text && text[0])
-        sqlite3_bind_text(st, i, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
-}
-
 /* ===========================================================================
  * Families (Q9)
  * ========================================================================= */
-typedef enum sq_family {
-    SQ_FAM_UNNAMED = 0, /* the grant names no family: nothing to order */
-    SQ_FAM_LIVE,
-    SQ_FAM_MISSING,     /* never created: nothing was issued into it */
-    SQ_FAM_REVOKED,
-} sq_family;
+typedef og__sq_family sq_family;
 
 /* The family's row, read inside the caller's write transaction. */
 static int sq_family_state(sq_conn *c, const char *issuer, const char *family,
@@ -2169,7 +1821,7 @@ static int sq_claim(sq_store *s, sq_conn *c, const og__admit_req *req,
         sq_bind_opt(st, 3, op_id);
         sqlite3_bind_int64(st, 4, t->admission_leeway_us);
     } else {
-        if (!(st = sq_stmt(c, SQ_KEYED(s, CLAIM))))
+        if (!(st = sq_stmt(c, SQ_KEYED_I(s, CLAIM))))
             return sq_err(c);
         sq_bind_opt(st, 3, op_id);
         sqlite3_bind_int64(st, 4, req->expires_at_us);
@@ -2223,7 +1875,7 @@ static int sq_consumption(const sq_store *s, sq_conn *c,
     if (req->form == OG_FORM_ROW) {
         if (!(st = sq_stmt(c, SQ_READ_GRANT)))
             return sq_err(c);
-    } else if (!(st = sq_stmt(c, SQ_KEYED(s, READ_CONSUMPTION)))) {
+    } else if (!(st = sq_stmt(c, SQ_KEYED_I(s, READ_CONSUMPTION)))) {
         return sq_err(c);
     }
     sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
@@ -2374,14 +2026,14 @@ static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
  * ========================================================================= */
 #define SQ_BATCH_MAX 128
 
-typedef struct sq_waiter {
+typedef struct og__sq_waiter {
     const og__admit_req *req;
     og_admission res;
     int rc;
     int64_t deadline_us;
     bool taken; /* in a batch: its result is coming */
     bool done;
-    struct sq_waiter *next;
+    struct og__sq_waiter *next;
 } sq_waiter;
 
 /* Runs a savepoint statement; false when the transaction is gone. */
@@ -2415,9 +2067,7 @@ static void sq_run_batch(sq_store *s, sq_conn *c, sq_waiter **batch, int n)
             rc = batch[i]->rc < 0 ? batch[i]->rc : OG_ESTORE_UNAVAILABLE;
             goto fail_all;
         }
-        for (int k = 0; k < SQ_N; k++) /* no statement may stay active */
-            if (c->st[k])
-                sqlite3_reset(c->st[k]);
+        og__sq_reset_all(c); /* no statement may stay active */
         if (batch[i]->rc < 0 || !keep) {
             if (!sq_savepoint(c, SQ_ROLLBACK_TO)) { /* G1 */
                 rc = OG_ESTORE_UNAVAILABLE;
@@ -2484,7 +2134,7 @@ static struct timespec sq_abs_mono(int64_t us)
     return ts;
 }
 
-static int sq_admit(void *impl, const og__admit_req *req, og_admission *out)
+int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
     sq_store *s = impl;
     sq_waiter w = {.req = req, .rc = 0,
@@ -2544,7 +2194,7 @@ static int sq_admit(void *impl, const og__admit_req *req, og_admission *out)
     return w.rc;
 }
 
-static int sq_operation_get(void *impl, const char *id, og_operation *out)
+int og__sq_operation_get(void *impl, const char *id, og_operation *out)
 {
     sq_store *s = impl;
     void *conn;
@@ -2565,41 +2215,6 @@ static int sq_operation_get(void *impl, const char *id, og_operation *out)
  * commits when the call wrote something to keep, rolls back otherwise, and
  * gives the connection back.
  * ========================================================================= */
-
-/* sq_begin with the BEGIN statement `which`: SQ_BEGIN (IMMEDIATE: the
- * write lock first) or SQ_BEGIN_READ (one snapshot for several reads). */
-static int sq_begin_as(sq_store *s, int which, sq_conn **out)
-{
-    int64_t deadline = sq_mono_us() + s->opts.timings.store_timeout_us;
-    void *conn;
-    int rc;
-
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
-        return rc;
-    sq_arm(conn, deadline); /* the lock wait ends here (Q7) */
-    if ((rc = sq_exec(conn, which)) < 0) {
-        og__pool_put(s->pool, conn, !sq_rollback(conn));
-        return rc;
-    }
-    *out = conn;
-    return 0;
-}
-
-static int sq_begin(sq_store *s, sq_conn **out)
-{
-    return sq_begin_as(s, SQ_BEGIN, out);
-}
-
-/* Ends the transaction sq_begin() opened: COMMIT when rc is 0 and keep,
- * else ROLLBACK. Returns rc, or the commit's error (the write is then not
- * confirmed: OG_ESTORE_UNAVAILABLE, Q4). */
-static int sq_end(sq_store *s, sq_conn *c, int rc, bool keep)
-{
-    if (rc == 0 && keep)
-        rc = sq_exec(c, SQ_COMMIT);
-    og__pool_put(s->pool, c, !sq_rollback(c)); /* no-op after COMMIT (Q6) */
-    return rc;
-}
 
 /* The fallback retention beyond now (Q12). */
 static int64_t sq_fallback_us(const og_timings *t)
@@ -2662,7 +2277,7 @@ static int sq_issue_in(sq_store *s, sq_conn *c, const og__issuance_req *req,
     return 0;
 }
 
-static int sq_issuance_record(void *impl, const og__issuance_req *req,
+int og__sq_issuance_record(void *impl, const og__issuance_req *req,
                               og_issue_outcome *out)
 {
     sq_store *s = impl;
@@ -2693,7 +2308,7 @@ static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
         if (!(st = sq_stmt(c, SQ_REVOKE_ROW)))
             return sq_err(c);
     } else {
-        if (!(st = sq_stmt(c, SQ_KEYED(s, REVOKE_TOKEN))))
+        if (!(st = sq_stmt(c, SQ_KEYED_I(s, REVOKE_TOKEN))))
             return sq_err(c);
         sqlite3_bind_int64(st, 3, req->trusted_expires_at_us);
         sqlite3_bind_int64(st, 4, t->admission_leeway_us);
@@ -2718,7 +2333,7 @@ static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
      * that the grant was ever issued. */
     if (!(st = sq_stmt(c, req->form == OG_FORM_ROW
                               ? SQ_READ_GRANT
-                              : SQ_KEYED(s, READ_CONSUMPTION))))
+                              : SQ_KEYED_I(s, READ_CONSUMPTION))))
         return sq_err(c);
     sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
@@ -2730,7 +2345,7 @@ static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
     return 0;
 }
 
-static int sq_revoke(void *impl, const og__revoke_req *req,
+int og__sq_revoke(void *impl, const og__revoke_req *req,
                      og_revoke_outcome *out)
 {
     sq_store *s = impl;
@@ -2878,7 +2493,7 @@ static int sq_family_revoke_in(sq_store *s, sq_conn *c, const char *issuer,
     return 0;
 }
 
-static int sq_family_revoke(void *impl, const char *issuer, const char *family,
+int og__sq_family_revoke(void *impl, const char *issuer, const char *family,
                             og_strv *out)
 {
     sq_store *s = impl;
@@ -2931,7 +2546,7 @@ static int sq_consume_in(sq_store *s, sq_conn *c, const og__admit_req *req,
     return 0;
 }
 
-static int sq_consume(void *impl, const og__admit_req *req,
+int og__sq_consume(void *impl, const og__admit_req *req,
                       og_consume_result *out)
 {
     sq_store *s = impl;
@@ -2964,7 +2579,7 @@ static int sq_ticket_insert(sq_conn *c, const char *hash, const char *issuer,
     return sq_done(c, st);
 }
 
-static int sq_ticket_create(void *impl, const char *issuer, const char *family,
+int og__sq_ticket_create(void *impl, const char *issuer, const char *family,
                             const char *hash, og_ticket_outcome *out)
 {
     sq_store *s = impl;
@@ -3045,7 +2660,7 @@ static int sq_ticket_rotate_in(sq_store *s, sq_conn *c, const char *old_hash,
     return 0;
 }
 
-static int sq_ticket_rotate(void *impl, const char *old_hash,
+int og__sq_ticket_rotate(void *impl, const char *old_hash,
                             const char *new_hash, og_ticket_outcome *out,
                             char *issuer, char *family)
 {
@@ -3114,7 +2729,7 @@ static int sq_status_col(sqlite3_stmt *st, int col, og_op_status *out)
     return 0;
 }
 
-static int sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
+int og__sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
                             bool *may)
 {
     sq_store *s = impl;
@@ -3168,7 +2783,7 @@ static int sq_op_start_in(sq_conn *c, const char *id, int64_t owner_version,
     return 0;
 }
 
-static int sq_op_start(void *impl, const char *id, int64_t owner_version,
+int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
                        const char *actor, bool *started)
 {
     sq_store *s = impl;
@@ -3243,7 +2858,7 @@ static int sq_op_record_in(sq_conn *c, const char *id, unsigned expected,
     return 0;
 }
 
-static int sq_op_record(void *impl, const char *id, unsigned expected,
+int og__sq_op_record(void *impl, const char *id, unsigned expected,
                         int64_t owner_version, const og_op_outcome *o,
                         bool *recorded)
 {
@@ -3298,7 +2913,7 @@ static int sq_op_takeover_in(sq_store *s, sq_conn *c, const char *id,
     return 0;
 }
 
-static int sq_op_takeover(void *impl, const char *id, int64_t owner_version,
+int og__sq_op_takeover(void *impl, const char *id, int64_t owner_version,
                           const char *actor, og_operation *out, bool *taken)
 {
     sq_store *s = impl;
@@ -3352,7 +2967,7 @@ static int sq_op_resolve_in(sq_conn *c, const char *id, og_op_status to,
     return 0;
 }
 
-static int sq_op_resolve(void *impl, const char *id, og_op_status to,
+int og__sq_op_resolve(void *impl, const char *id, og_op_status to,
                          const char *operator_id, const char *reason,
                          const char *evidence, const char *provider_reference,
                          bool *resolved)
@@ -3374,7 +2989,7 @@ static int sq_op_resolve(void *impl, const char *id, og_op_status to,
 
 /* ---- og__op_insert (tests only) ----------------------------------------- */
 
-static int sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+int og__sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
                         const char *idempotency_key,
                         const char *client_reference, og_operation *out)
 {
@@ -3514,7 +3129,7 @@ static int sq_op_list_on(sq_conn *c, const og_op_filter *f, og_op_list *out)
     return 0;
 }
 
-static int sq_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+int og__sq_op_list(void *impl, const og_op_filter *f, og_op_list *out)
 {
     sq_store *s = impl;
     void *conn;
@@ -3584,7 +3199,7 @@ static int sq_op_history_on(sq_conn *c, const char *id, og_op_events *out)
     return 0;
 }
 
-static int sq_op_history(void *impl, const char *id, og_op_events *out)
+int og__sq_op_history(void *impl, const char *id, og_op_events *out)
 {
     sq_store *s = impl;
     void *conn;
@@ -3606,7 +3221,7 @@ static int sq_op_history(void *impl, const char *id, og_op_events *out)
 static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
                          int64_t *from_us, og_cleanup_stats *out, bool *keep)
 {
-    sqlite3_stmt *st = sq_stmt(c, SQ_KEYED(s, CLEANUP));
+    sqlite3_stmt *st = sq_stmt(c, SQ_KEYED_I(s, CLEANUP));
     og__claim_kind kind;
     int rc;
 
@@ -3635,7 +3250,7 @@ static int sq_cleanup_in(sq_store *s, sq_conn *c, int batch,
     return rc;
 }
 
-static int sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
+int og__sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
                             og_cleanup_stats *out)
 {
     sq_store *s = impl;
@@ -3736,7 +3351,7 @@ static int sq_archive_in(sq_conn *c, int64_t older_than_us,
     return 0;
 }
 
-static int sq_archive_batch(void *impl, int64_t older_than_us,
+int og__sq_archive_batch(void *impl, int64_t older_than_us,
                             og_archive_mode mode, int batch, int64_t *from_us,
                             og_archive_stats *out)
 {
@@ -3762,7 +3377,7 @@ static int sq_archive_batch(void *impl, int64_t older_than_us,
  * Redemption recovery points (Q24)
  * ========================================================================= */
 
-static int sq_redemption_put(void *impl, const og_redemption_record *r,
+int og__sq_redemption_put(void *impl, const og_redemption_record *r,
                              bool *inserted)
 {
     sq_store *s = impl;
@@ -3816,7 +3431,7 @@ static int sq_read_point(sqlite3_stmt *st, og_redemption_point *out)
     return 0;
 }
 
-static int sq_redemption_get(void *impl, const char *caller, const char *key,
+int og__sq_redemption_get(void *impl, const char *caller, const char *key,
                              const char *code_hash, og_redemption_found *found,
                              og_redemption_point *out)
 {
@@ -3856,21 +3471,6 @@ out:
  * write that changed nothing rolls back and reports why from a read of the
  * same transaction. The statements are SQ_PAYOUT_STATEMENTS above.
  * ========================================================================= */
-
-/* Steps st (a write RETURNING at most one integer, or a one-row read): 1
- * and *v = column 0 when it yields a row, 0 when none, or the error. Runs
- * it to completion and resets it. */
-static int sq_one_i64(sq_conn *c, sqlite3_stmt *st, int64_t *v)
-{
-    int rc = sq_step(c, st);
-
-    if (rc != 1) {
-        sqlite3_reset(st);
-        return rc;
-    }
-    *v = sqlite3_column_int64(st, 0);
-    return (rc = sq_done(c, st)) < 0 ? rc : 1;
-}
 
 /* Binds v, or NULL for 0 (no version, no amount). */
 static void sq_bind_i64_opt(sqlite3_stmt *st, int i, int64_t v)
@@ -3998,7 +3598,7 @@ static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
     sqlite3_bind_text(state, 2, r->currency, -1, SQLITE_STATIC);
 }
 
-static int sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
                                 og_payout_put_result *out)
 {
     return sq_put(impl, SQ_PAYOUT_TENANT_CREATE, SQ_PAYOUT_TENANT_UPDATE,
@@ -4023,7 +3623,7 @@ static void sq_bind_beneficiary(sqlite3_stmt *w, sqlite3_stmt *state,
     sqlite3_bind_text(state, 2, r->tenant_id, -1, SQLITE_STATIC);
 }
 
-static int sq_payout_beneficiary_put(void *impl,
+int og__sq_payout_beneficiary_put(void *impl,
                                      const og__payout_beneficiary_req *r,
                                      og_payout_put_result *out)
 {
@@ -4048,7 +3648,7 @@ static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
     sqlite3_bind_text(state, 2, r->beneficiary_id, -1, SQLITE_STATIC);
 }
 
-static int sq_payout_destination_put(void *impl,
+int og__sq_payout_destination_put(void *impl,
                                      const og__payout_destination_req *r,
                                      og_payout_put_result *out)
 {
@@ -4059,35 +3659,6 @@ static int sq_payout_destination_put(void *impl,
 
 /* ---- the executor's read of a token (S7) -------------------------------- */
 
-/* A one-row read on a pool connection, outside a transaction (one SELECT
- * is one WAL snapshot): statement which with ?1 key (and ?2 n when the
- * statement has it); on a row, read(s, st, out). 1 read, 0 no row, or the
- * error. */
-static int sq_read_row(sq_store *s, int which, const char *key, int64_t n,
-                       int (*read)(sq_store *, sqlite3_stmt *, void *),
-                       void *out)
-{
-    sqlite3_stmt *st;
-    void *conn;
-    int rc;
-
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
-        return rc;
-    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
-    if (!(st = sq_stmt(conn, which))) {
-        rc = sq_err(conn);
-    } else {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        if (sqlite3_bind_parameter_count(st) >= 2)
-            sqlite3_bind_int64(st, 2, n);
-        if ((rc = sq_step(conn, st)) == 1 && read(s, st, out) < 0)
-            rc = OG_EINTERNAL;
-        sqlite3_reset(st);
-    }
-    og__pool_put(s->pool, conn, false);
-    return rc;
-}
-
 /* The token's reader: out is OG_PAYOUT_TOKEN_MAX + 1 bytes. */
 static int sq_token_row(sq_store *s, sqlite3_stmt *st, void *out)
 {
@@ -4095,13 +3666,13 @@ static int sq_token_row(sq_store *s, sqlite3_stmt *st, void *out)
     return sq_text(st, 0, out, OG_PAYOUT_TOKEN_MAX + 1);
 }
 
-static int sq_payout_destination_token(void *impl, const char *id,
+int og__sq_payout_destination_token(void *impl, const char *id,
                                        int64_t version, char *out,
                                        size_t outlen)
 {
     if (outlen < OG_PAYOUT_TOKEN_MAX + 1)
         return OG_EINTERNAL; /* store.c passes its own buffer */
-    return sq_read_row(impl, SQ_PAYOUT_DESTINATION_TOKEN, id, version,
+    return og__sq_read_row(impl, sq_sql[SQ_PAYOUT_DESTINATION_TOKEN], id, version,
                        sq_token_row, out);
 }
 
@@ -4158,7 +3729,7 @@ static int sq_payout_draft_in(sq_conn *c, const og__payout_draft_req *r,
     return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
 }
 
-static int sq_payout_draft(void *impl, const og__payout_draft_req *r,
+int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
                            og_payout_put_result *out)
 {
     sq_store *s = impl;
@@ -4226,7 +3797,7 @@ static int sq_payout_cancel_in(sq_conn *c, const char *id, int64_t expected,
     return 0;
 }
 
-static int sq_payout_cancel(void *impl, const char *id, int64_t expected,
+int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
                             const char *actor, og_payout_put_result *out)
 {
     sq_store *s = impl;
@@ -4283,9 +3854,9 @@ static int sq_payout_view_row(sq_store *s, sqlite3_stmt *st, void *out)
     return sq_payout_view(st, out);
 }
 
-static int sq_payout_get(void *impl, const char *id, og_payout_view *out)
+int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
 {
-    return sq_read_row(impl, SQ_PAYOUT_GET, id, 0, sq_payout_view_row, out);
+    return og__sq_read_row(impl, sq_sql[SQ_PAYOUT_GET], id, 0, sq_payout_view_row, out);
 }
 
 /* The current row of SQ_PAYOUT_FACTS into *f. */
@@ -4369,7 +3940,7 @@ static int sq_read_facts(sq_conn *c, const char *id, int64_t release_at_us,
 }
 
 /* One read transaction: one WAL snapshot for both reads. */
-static int sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
+int og__sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
                            og__payout_facts *out)
 {
     sq_store *s = impl;
@@ -4377,7 +3948,7 @@ static int sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
     sq_conn *c;
     int rc;
 
-    if ((rc = sq_begin_as(s, SQ_BEGIN_READ, &c)) < 0)
+    if ((rc = og__sq_begin_read(s, &c)) < 0)
         return rc;
     rc = sq_read_facts(c, id, release_at_us, &f);
     rc = sq_end(s, c, rc, false); /* a read: ROLLBACK ends it */
@@ -4575,7 +4146,7 @@ static int sq_payout_decide_in(sq_store *s, sq_conn *c,
     return 0;
 }
 
-static int sq_payout_decide(void *impl, const og__payout_decide_req *r,
+int og__sq_payout_decide(void *impl, const og__payout_decide_req *r,
                             og_payout_decision *out)
 {
     sq_store *s = impl;
@@ -4746,7 +4317,7 @@ static int sq_payout_claim_in(sq_store *s, sq_conn *c,
     return 0;
 }
 
-static int sq_payout_claim(void *impl, const og__payout_claim_req *r,
+int og__sq_payout_claim(void *impl, const og__payout_claim_req *r,
                            og_payout_claim_result *out)
 {
     sq_store *s = impl;
@@ -4799,7 +4370,7 @@ static int sq_payout_job_take_in(sq_conn *c, int64_t lease_us,
     return rc;
 }
 
-static int sq_payout_job_take(void *impl, int64_t lease_us,
+int og__sq_payout_job_take(void *impl, int64_t lease_us,
                               og_payout_job *out)
 {
     sq_store *s = impl;
@@ -4845,14 +4416,14 @@ static int sq_payout_job_settle(sq_store *s, int which, const char *id,
     return rc;
 }
 
-static int sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
+int og__sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
                              bool *acked)
 {
     return sq_payout_job_settle(impl, SQ_PAYOUT_JOB_ACK, id, delivery, 0,
                                 acked);
 }
 
-static int sq_payout_job_postpone(void *impl, const char *id,
+int og__sq_payout_job_postpone(void *impl, const char *id,
                                   int64_t delivery, int64_t delay_us,
                                   bool *postponed)
 {
@@ -4898,7 +4469,7 @@ static int sq_payout_job_resubmit_in(sq_conn *c, const char *id,
     return 1;
 }
 
-static int sq_payout_job_resubmit(void *impl, const char *id,
+int og__sq_payout_job_resubmit(void *impl, const char *id,
                                   const char *actor, const char *new_id)
 {
     sq_store *s = impl;
@@ -4950,10 +4521,10 @@ static int sq_payout_grant_row(sq_store *s, sqlite3_stmt *st, void *out)
     return 0;
 }
 
-static int sq_payout_grant_get(void *impl, const char *grant_id,
+int og__sq_payout_grant_get(void *impl, const char *grant_id,
                                og_payout_grant_view *out)
 {
-    return sq_read_row(impl, SQ_PAYOUT_GRANT_GET, grant_id, 0,
+    return og__sq_read_row(impl, sq_sql[SQ_PAYOUT_GRANT_GET], grant_id, 0,
                        sq_payout_grant_row, out);
 }
 
@@ -5062,7 +4633,7 @@ static int sq_payout_grant_revoke_in(sq_conn *c, const char *grant_id,
     return 0;
 }
 
-static int sq_payout_grant_revoke(void *impl, const char *grant_id,
+int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
                                   const char *actor, og_revoke_outcome *out)
 {
     sq_store *s = impl;
@@ -5146,7 +4717,7 @@ static int sq_payout_expire_in(sq_store *s, sq_conn *c, int batch,
     return 0;
 }
 
-static int sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
+int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
                                   int64_t *taken)
 {
     sq_store *s = impl;
@@ -5196,7 +4767,7 @@ fail:
     return rc;
 }
 
-static int sq_schema_version(void *impl, int *version)
+int og__sq_schema_version(void *impl, int *version)
 {
     sq_store *s = impl;
     void *conn;
@@ -5238,7 +4809,7 @@ static int sq_fk_check(sqlite3 *db, const char *table)
     return rc;
 }
 
-static int sq_migrate(void *impl, og_consumption_keys keys, int target,
+int og__sq_migrate(void *impl, og_consumption_keys keys, int target,
                       int *from, int *to)
 {
     sq_store *s = impl;
@@ -5318,7 +4889,7 @@ out:
 
 /* The consumption keys the store records (Q23); the store object runs that
  * mode's statements from now on. */
-static int sq_read_keys(void *impl, og_consumption_keys *keys)
+int og__sq_read_keys(void *impl, og_consumption_keys *keys)
 {
     sq_store *s = impl;
     og_consumption_keys k = OG_KEYS_READABLE;
@@ -5347,50 +4918,6 @@ static int sq_read_keys(void *impl, og_consumption_keys *keys)
     s->keys = k;
     *keys = k;
     return 0;
-}
-
-/* ===========================================================================
- * Open / close
- * ========================================================================= */
-static int sq_open(const char *target, const og_store_options *opts,
-                   void **impl)
-{
-    sq_store *s = calloc(1, sizeof *s);
-
-    if (!s)
-        return OG_ENOMEM;
-    s->path = strdup(target);
-    s->opts = *opts;
-    s->keys = OG_KEYS_READABLE; /* until sq_read_keys */
-    s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
-                           opts->timings.store_timeout_us);
-    if (!s->path || !s->pool) {
-        og__pool_free(s->pool);
-        free(s->path);
-        free(s);
-        return OG_ENOMEM;
-    }
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
-    pthread_mutex_init(&s->mu, NULL);
-    *impl = s;
-    return 0;
-}
-
-static void sq_close(void *impl)
-{
-    sq_store *s = impl;
-
-    og__pool_free(s->pool);
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
-    free(s->path);
-    free(s);
 }
 
 /* ===========================================================================
@@ -5447,7 +4974,7 @@ static int sq_explain_stmt(sq_conn *c, const char *title, int i, FILE *out)
     return rc;
 }
 
-static int sq_explain(void *impl, int batch, FILE *out)
+int og__sq_explain(void *impl, int batch, FILE *out)
 {
     sq_store *s = impl;
     const struct {
@@ -5456,12 +4983,12 @@ static int sq_explain(void *impl, int batch, FILE *out)
     } steps[] = {
         {"Admission, token form: the family's state (a grant with a family)",
          SQ_FAMILY_STATE},
-        {"Admission, token form: the claim", SQ_KEYED(s, CLAIM)},
+        {"Admission, token form: the claim", SQ_KEYED_I(s, CLAIM)},
         {"Admission, row form: the claim", SQ_ROW_CLAIM},
         {"Admission: the operation, in the same transaction", SQ_INSERT_OP},
         {"Admission: what holds a key the claim did not take",
-         SQ_KEYED(s, READ_CONSUMPTION)},
-        {"Cleanup, one batch", SQ_KEYED(s, CLEANUP)},
+         SQ_KEYED_I(s, READ_CONSUMPTION)},
+        {"Cleanup, one batch", SQ_KEYED_I(s, CLEANUP)},
         {"Payout decision: the daily-limit reservation", SQ_PAYOUT_RESERVE},
         {"Payout jobs: take the oldest available", SQ_PAYOUT_JOB_TAKE},
         {"Payout grants: one expiry batch (its pick)", SQ_PAYOUT_EXPIRE_MARK},
@@ -5594,7 +5121,7 @@ static int sq_payout_resolve_in(sq_conn *c, const char *id, unsigned expected,
     return 0;
 }
 
-static int sq_payout_resolve(void *impl, const char *id, unsigned expected,
+int og__sq_payout_resolve(void *impl, const char *id, unsigned expected,
                              int64_t owner_version, const og_op_outcome *o,
                              og_payout_resolution *out)
 {
@@ -5614,51 +5141,3 @@ static int sq_payout_resolve(void *impl, const char *id, unsigned expected,
         *out = res;
     return rc;
 }
-
-const og__store_methods og__sqlite_methods = {
-    .name = "sqlite",
-    .open = sq_open,
-    .close = sq_close,
-    .schema_version = sq_schema_version,
-    .migrate = sq_migrate,
-    .read_keys = sq_read_keys,
-    .admit = sq_admit,
-    .operation_get = sq_operation_get,
-    .issuance_record = sq_issuance_record,
-    .revoke = sq_revoke,
-    .family_revoke = sq_family_revoke,
-    .consume = sq_consume,
-    .ticket_create = sq_ticket_create,
-    .ticket_rotate = sq_ticket_rotate,
-    .op_may_submit = sq_op_may_submit,
-    .op_start = sq_op_start,
-    .op_record = sq_op_record,
-    .op_takeover = sq_op_takeover,
-    .op_resolve = sq_op_resolve,
-    .op_list = sq_op_list,
-    .op_insert = sq_op_insert,
-    .op_history = sq_op_history,
-    .cleanup_batch = sq_cleanup_batch,
-    .archive_batch = sq_archive_batch,
-    .redemption_put = sq_redemption_put,
-    .redemption_get = sq_redemption_get,
-    .explain = sq_explain,
-    .payout_tenant_put = sq_payout_tenant_put,
-    .payout_beneficiary_put = sq_payout_beneficiary_put,
-    .payout_destination_put = sq_payout_destination_put,
-    .payout_destination_token = sq_payout_destination_token,
-    .payout_draft = sq_payout_draft,
-    .payout_cancel = sq_payout_cancel,
-    .payout_get = sq_payout_get,
-    .payout_facts = sq_payout_facts,
-    .payout_decide = sq_payout_decide,
-    .payout_claim = sq_payout_claim,
-    .payout_resolve = sq_payout_resolve,
-    .payout_job_take = sq_payout_job_take,
-    .payout_job_ack = sq_payout_job_ack,
-    .payout_job_postpone = sq_payout_job_postpone,
-    .payout_job_resubmit = sq_payout_job_resubmit,
-    .payout_grant_get = sq_payout_grant_get,
-    .payout_grant_revoke = sq_payout_grant_revoke,
-    .payout_expire_batch = sq_payout_expire_batch,
-};
