@@ -269,13 +269,6 @@
  * Statements, prepared once per connection on first use.
  * ========================================================================= */
 
-/* The claim's condition that an archived operation keeps its id (Q22); ?3
- * is the operation id (NULL for the consume verdict: no row matches). */
-#define SQ_OP_ID_NOT_ARCHIVED                                                 \
-    "NOT EXISTS (SELECT 1 FROM operations_archive a"                          \
-    " WHERE a.operation_id = ?3)"
-
-
 /* One archive batch (Q21): at most ?2 terminal operations whose last change
  * lies in [?4, ?1), in a total order, over operations_terminal_idx (its
  * expression and predicate repeated verbatim). INDEXED BY: without ANALYZE
@@ -289,44 +282,6 @@
     " ORDER BY coalesce(updated_at, created_at), operation_id LIMIT ?2"
 
 
-/* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for
- * the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a row
- * only when this statement took the key. Both instances, as the row form's
- * claim, leave an archived operation's id alone (Q22). */
-#define SQ_CLAIM_SQL(K)                                                        \
-    SQ_CLAIM_INTO(K, "?1", "?2") "?3, " SQ_NOW ", ?4 + ?5, ?6"                 \
-    " WHERE ?4 + ?5 > " SQ_NOW " AND " SQ_OP_ID_NOT_ARCHIVED                   \
-    SQ_CLAIM_END(K)
-/* What holds a key: ?1 issuer, ?2 grant id. */
-#define SQ_READ_CONSUMPTION_SQL(K)                                             \
-    "SELECT operation_id, kind FROM grant_consumptions"                        \
-    " WHERE " SQ_KEQ_##K("?1", "?2")
-/* The family's live token-form grants (readable: claimed as a set, their
- * ids RETURNED): ?1 issuer, ?2 family, ?3 leeway, ?4 max lifetime + issue
- * skew + leeway (the fallback, Q12). INDEXED BY: without ANALYZE statistics
- * the planner prefers the issuer's whole primary-key range, a scan of all
- * its grants under the write lock. A hashed table cannot RETURN a grant
- * id, so the hashed store lists the same rows with FAMILY_TOKENS and claims
- * each with FAMILY_TOKEN_CLAIM_HASHED, in the same transaction. */
-#define SQ_FAMILY_TOKENS_FROM                                                  \
-    " FROM grant_issuance gi INDEXED BY grant_issuance_family_idx,"            \
-    "      (SELECT " SQ_NOW " AS now) t"                                       \
-    " WHERE gi.issuer = ?1 AND gi.family = ?2 AND gi.form = 'token'"           \
-    "   AND (gi.expires_at IS NULL OR gi.expires_at + ?3 > t.now)"
-#define SQ_FAMILY_RETAIN "coalesce(gi.expires_at + ?3, t.now + ?4)"
-/* One grant's revocation, token form: ?1 issuer, ?2 grant id, ?3 trusted
- * expires_at (0: none), ?4 leeway, ?5 max lifetime + issue skew + leeway.
- * Retained until the trusted expiry + leeway, else the issuance log's, else
- * the fallback (Q12); nothing without proof of issuance. */
-#define SQ_REVOKE_TOKEN_SQL(K)                                                 \
-    SQ_CLAIM_INTO(K, "?1", "?2") "NULL, r.now, r.retain, 'revocation'"         \
-    " FROM (SELECT t.now, CASE WHEN ?3 > 0 THEN ?3 + ?4 ELSE"                  \
-    "         (SELECT coalesce(gi.expires_at + ?4, t.now + ?5)"                \
-    "          FROM grant_issuance gi"                                         \
-    "          WHERE gi.issuer = ?1 AND gi.grant_id = ?2) END AS retain"       \
-    "       FROM (SELECT " SQ_NOW " AS now) t) r"                              \
-    " WHERE r.retain IS NOT NULL"                                              \
-    SQ_CLAIM_END(K)
 /* Cleanup (Q19, Q20): ?1 cleanup_margin, ?2 batch, ?3 the pass's keyset
  * cursor. At most ?2 due rows, oldest first over
  * grant_consumptions_retain_until_idx, picked by their primary key (the
@@ -707,117 +662,25 @@
       " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved")
 
 #define SQ_STATEMENTS(X)                                                       \
-    X(BEGIN, "BEGIN IMMEDIATE")                                                \
-    X(COMMIT, "COMMIT")                                                        \
-    X(ROLLBACK, "ROLLBACK")                                                    \
-    X(SAVEPOINT, "SAVEPOINT og_admit")                                         \
-    X(RELEASE, "RELEASE og_admit")                                             \
-    X(ROLLBACK_TO, "ROLLBACK TO og_admit")                                     \
     /* The claim, token form (SQ_CLAIM_SQL; Q22). */                        \
-    X(CLAIM, SQ_CLAIM_SQL(READABLE))                                           \
-    X(CLAIM_HASHED, SQ_CLAIM_SQL(HASHED))                                      \
     /* The claim, row form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for \
      * the verdict), ?4 leeway. The row's expires_at is the trusted deadline; \
      * the request's is ignored. Returns the row's family when it took it. */ \
-    X(ROW_CLAIM,                                                               \
-      "UPDATE grants SET consumed_at = " SQ_NOW ", consumed_by_operation = ?3" \
-      " WHERE issuer = ?1 AND grant_id = ?2 AND consumed_at IS NULL"           \
-      "   AND revoked_at IS NULL AND expires_at + ?4 > " SQ_NOW                \
-      "   AND " SQ_OP_ID_NOT_ARCHIVED                                          \
-      " RETURNING family")                                                     \
     /* The operation, in the same transaction: ?1..?7 the binding,            \
      * ?8 owner version, ?9 execution lease, ?10 submission window. */        \
-    X(INSERT_OP,                                                               \
-      "INSERT INTO operations (" SQ_OP_INSERT_COLS ")"                         \
-      " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'Admitted', ?8,"                    \
-      "        t.now + ?9, t.now + ?10, t.now"                                 \
-      " FROM (SELECT " SQ_NOW " AS now) t"                                     \
-      " RETURNING " SQ_OP_COLS)                                                \
-    X(READ_CONSUMPTION, SQ_READ_CONSUMPTION_SQL(READABLE))                     \
-    X(READ_CONSUMPTION_HASHED, SQ_READ_CONSUMPTION_SQL(HASHED))                \
-    X(READ_GRANT,                                                              \
-      "SELECT consumed_at IS NOT NULL, consumed_by_operation,"                 \
-      "       revoked_at IS NOT NULL"                                          \
-      " FROM grants WHERE issuer = ?1 AND grant_id = ?2")                      \
     /* Families (Q9): ?1 issuer, ?2 family. */                                 \
-    X(FAMILY_STATE,                                                            \
-      "SELECT revoked_at IS NULL FROM families"                                \
-      " WHERE issuer = ?1 AND family = ?2")                                    \
-    X(FAMILY_CREATE,                                                           \
-      "INSERT INTO families (issuer, family, created_at)"                      \
-      " VALUES (?1, ?2, " SQ_NOW ")")                                          \
     /* Marks the family revoked, creating it revoked when never seen; a row   \
      * only when this call revoked it. */                                      \
-    X(FAMILY_REVOKE,                                                           \
-      "INSERT INTO families (issuer, family, created_at, revoked_at)"          \
-      " VALUES (?1, ?2, " SQ_NOW ", " SQ_NOW ")"                               \
-      " ON CONFLICT (issuer, family) DO UPDATE"                                \
-      "   SET revoked_at = excluded.revoked_at"                                \
-      "   WHERE families.revoked_at IS NULL"                                   \
-      " RETURNING 1")                                                          \
     /* The family's live token-form grants (SQ_FAMILY_TOKENS_FROM). */       \
-    X(FAMILY_REVOKE_TOKENS,                                                    \
-      SQ_CLAIM_INTO(READABLE, "gi.issuer", "gi.grant_id") "NULL, t.now,"       \
-      "        " SQ_FAMILY_RETAIN ", 'revocation'"                             \
-      SQ_FAMILY_TOKENS_FROM                                                    \
-      SQ_CLAIM_END(READABLE))                                                  \
     /* Hashed: the same grants, listed with when and how long to hold them */ \
-    X(FAMILY_TOKENS,                                                           \
-      "SELECT gi.grant_id, t.now, " SQ_FAMILY_RETAIN SQ_FAMILY_TOKENS_FROM)     \
     /* ...and each claimed: ?1 issuer, ?2 grant id, ?3 now, ?4 retain. */     \
-    X(FAMILY_TOKEN_CLAIM_HASHED,                                               \
-      SQ_CLAIM_INTO(HASHED, "?1", "?2") "NULL, ?3, ?4, 'revocation'"           \
-      SQ_CLAIM_END(HASHED))                                                    \
-    X(FAMILY_REVOKE_ROWS,                                                      \
-      "UPDATE grants INDEXED BY grants_family_idx"                             \
-      " SET revoked_at = " SQ_NOW                                              \
-      " WHERE issuer = ?1 AND family = ?2"                                     \
-      "   AND consumed_at IS NULL AND revoked_at IS NULL"                      \
-      " RETURNING grant_id")                                                   \
     /* Issuance: ?1 issuer, ?2 grant id, ?3 family or NULL, ?4 subject,       \
      * ?5 action, ?6 params digest, ?7 issued_at, ?8 expires_at or NULL,      \
      * ?9 form. A row only when the key was new. */                            \
-    X(ISSUANCE_INSERT,                                                         \
-      "INSERT INTO grant_issuance (issuer, grant_id, family, subject, action," \
-      "   params_digest, issued_at, expires_at, form, recorded_at)"            \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " SQ_NOW ")"               \
-      " ON CONFLICT (issuer, grant_id) DO NOTHING"                             \
-      " RETURNING grant_id")                                                   \
-    X(GRANT_INSERT,                                                            \
-      "INSERT INTO grants (issuer, grant_id, family, expires_at)"              \
-      " VALUES (?1, ?2, ?3, ?4)")                                              \
     /* One grant's revocation, token form (SQ_REVOKE_TOKEN_SQL). */          \
-    X(REVOKE_TOKEN, SQ_REVOKE_TOKEN_SQL(READABLE))                             \
-    X(REVOKE_TOKEN_HASHED, SQ_REVOKE_TOKEN_SQL(HASHED))                        \
-    X(REVOKE_ROW,                                                              \
-      "UPDATE grants SET revoked_at = " SQ_NOW                                 \
-      " WHERE issuer = ?1 AND grant_id = ?2"                                   \
-      "   AND consumed_at IS NULL AND revoked_at IS NULL"                      \
-      " RETURNING grant_id")                                                   \
     /* Tickets: ?1 hash, ?2 issuer, ?3 family. */                              \
-    X(TICKET_INSERT,                                                           \
-      "INSERT INTO tickets (ticket_hash, issuer, family, created_at)"          \
-      " VALUES (?1, ?2, ?3, " SQ_NOW ")")                                      \
     /* Rotation's first half: ?1 the presented ticket's hash. */              \
-    X(TICKET_ROTATE,                                                           \
-      "UPDATE tickets SET rotated_at = " SQ_NOW                                \
-      " WHERE ticket_hash = ?1 AND rotated_at IS NULL"                         \
-      "   AND EXISTS (SELECT 1 FROM families f WHERE f.issuer = tickets.issuer" \
-      "               AND f.family = tickets.family AND f.revoked_at IS NULL)" \
-      " RETURNING issuer, family")                                             \
-    X(TICKET_READ,                                                             \
-      "SELECT t.rotated_at IS NOT NULL, t.issuer, t.family,"                   \
-      "       coalesce(f.revoked_at IS NOT NULL, 1)"                           \
-      " FROM tickets t LEFT JOIN families f"                                   \
-      "   ON f.issuer = t.issuer AND f.family = t.family"                      \
-      " WHERE t.ticket_hash = ?1")                                             \
-    X(READ_OP, "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1") \
     /* The admission's follow-up (Q22): live, else archived. */                \
-    X(READ_OP_ANY,                                                             \
-      "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1"          \
-      " UNION ALL"                                                             \
-      " SELECT " SQ_OP_COLS " FROM operations_archive WHERE operation_id = ?1" \
-      " LIMIT 1")                                                              \
     /* Retention (Q19-Q22). Cleanup (SQ_CLEANUP_SQL). */                   \
     X(CLEANUP, SQ_CLEANUP_SQL(READABLE))                                       \
     X(CLEANUP_HASHED, SQ_CLEANUP_SQL(HASHED))                                  \
@@ -968,10 +831,6 @@ static sqlite3_stmt *sq_stmt(sq_conn *c, int i)
 
     return og__sq_stmt(c, sq_sql[i], &st) < 0 ? NULL : st;
 }
-static int sq_exec(sq_conn *c, int i)
-{
-    return og__sq_exec(c, sq_sql[i]);
-}
 #define sq_mono_us og__sq_mono_us
 #define sq_arm og__sq_arm
 #define sq_open_db og__sq_open_db
@@ -986,981 +845,9 @@ static int sq_exec(sq_conn *c, int i)
 #define sq_begin og__sq_begin
 #define sq_end og__sq_end
 #define sq_one_i64 og__sq_one_i64
+#define sq_bind_new_op og__sq_bind_new_op
+#define sq_kind_parse og__sq_claim_kind_parse
 
-
-/* Reads the operation by id on c with statement which (SQ_READ_OP: live
- * only; SQ_READ_OP_ANY: live, else archived): 1 found, 0 not, negative
- * error. */
-static int sq_read_op_by_id(sq_conn *c, int which, const char *id,
-                            og_operation *op)
-{
-    sqlite3_stmt *st = sq_stmt(c, which);
-    int rc;
-
-    if (!st)
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        rc = sq_read_op(st, op) < 0 ? OG_EINTERNAL : 1;
-    else if (rc == SQLITE_DONE)
-        rc = 0;
-    else
-        rc = sq_err(c);
-    sqlite3_reset(st);
-    return rc;
-}
-
-/* ===========================================================================
- * Families (Q9)
- * ========================================================================= */
-typedef og__sq_family sq_family;
-
-/* The family's row, read inside the caller's write transaction. */
-static int sq_family_state(sq_conn *c, const char *issuer, const char *family,
-                           sq_family *state)
-{
-    sqlite3_stmt *st;
-    int rc;
-
-    if (!family[0]) {
-        *state = SQ_FAM_UNNAMED;
-        return 0;
-    }
-    if (!(st = sq_stmt(c, SQ_FAMILY_STATE)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
-    if ((rc = sq_step(c, st)) == 1)
-        *state = sqlite3_column_int(st, 0) ? SQ_FAM_LIVE : SQ_FAM_REVOKED;
-    else if (rc == 0)
-        *state = SQ_FAM_MISSING;
-    sqlite3_reset(st);
-    return rc < 0 ? rc : 0;
-}
-
-/* A live family for issuance and tickets: creates a missing one. 1 live
- * (now), 0 revoked, or the error. */
-static int sq_family_ensure(sq_conn *c, const char *issuer, const char *family)
-{
-    sq_family fam;
-    sqlite3_stmt *st;
-    int rc;
-
-    if ((rc = sq_family_state(c, issuer, family, &fam)) < 0)
-        return rc;
-    if (fam == SQ_FAM_REVOKED)
-        return 0;
-    if (fam == SQ_FAM_LIVE || fam == SQ_FAM_UNNAMED)
-        return 1;
-    if (!(st = sq_stmt(c, SQ_FAMILY_CREATE)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
-    return (rc = sq_done(c, st)) < 0 ? rc : 1;
-}
-
-/* Binds ?1..?10 of a new operation's insert (SQ_INSERT_OP, SQ_OP_INSERT):
- * req's binding, the initial owner version, the lease and the window. */
-static void sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
-                           const og_timings *t)
-{
-    sqlite3_bind_text(st, 1, req->operation_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, req->grant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, req->caller_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, req->account_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, req->amount, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, req->currency, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, OG__INITIAL_OWNER_VERSION);
-    sqlite3_bind_int64(st, 9, t->execution_lease_us);
-    sqlite3_bind_int64(st, 10, t->submission_window_us);
-}
-
-/* ===========================================================================
- * The admission
- * ========================================================================= */
-
-/* The claim for req in its form, on SQLite's clock (Q3): by op_id, or by the
- * consume verdict when op_id is NULL. 1 when this statement took the grant
- * (row form: the row's family copied into row_family, "" for none), 0 when
- * it took nothing, or the error. The caller has checked the family (Q9). */
-static int sq_claim(sq_store *s, sq_conn *c, const og__admit_req *req,
-                    const char *op_id, char row_family[OG_ID_MAX + 1])
-{
-    const og_timings *t = &s->opts.timings;
-    sqlite3_stmt *st;
-    int rc, claimed;
-
-    if (req->form == OG_FORM_ROW) {
-        if (!(st = sq_stmt(c, SQ_ROW_CLAIM)))
-            return sq_err(c);
-        sq_bind_opt(st, 3, op_id);
-        sqlite3_bind_int64(st, 4, t->admission_leeway_us);
-    } else {
-        if (!(st = sq_stmt(c, SQ_KEYED_I(s, CLAIM))))
-            return sq_err(c);
-        sq_bind_opt(st, 3, op_id);
-        sqlite3_bind_int64(st, 4, req->expires_at_us);
-        sqlite3_bind_int64(st, 5, t->admission_leeway_us);
-        sqlite3_bind_text(st, 6, op_id ? "admission" : "consume", -1,
-                          SQLITE_STATIC);
-    }
-    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    /* RETURNING: a row only if this statement took the grant. */
-    if ((claimed = sq_step(c, st)) <= 0) {
-        sqlite3_reset(st);
-        return claimed;
-    }
-    if (req->form == OG_FORM_ROW && row_family &&
-        sq_text_opt(st, 0, row_family, OG_ID_MAX + 1) < 0) {
-        sqlite3_reset(st);
-        return OG_EINTERNAL;
-    }
-    if ((rc = sq_done(c, st)) < 0)
-        return rc;
-    return 1;
-}
-
-static int sq_kind_parse(const char *text, og__claim_kind *kind)
-{
-    if (!text)
-        return OG_EINTERNAL;
-    if (strcmp(text, "admission") == 0)
-        *kind = OG__CLAIM_ADMISSION;
-    else if (strcmp(text, "revocation") == 0)
-        *kind = OG__CLAIM_REVOCATION;
-    else if (strcmp(text, "consume") == 0)
-        *kind = OG__CLAIM_CONSUME;
-    else
-        return OG_EINTERNAL;
-    return 0;
-}
-
-/* After a claim that took nothing, inside the same transaction: what holds
- * req's grant, in the shape both forms share, and whether its family
- * blocked the claim (fam: sq_family_state() of the same transaction). */
-static int sq_consumption(const sq_store *s, sq_conn *c,
-                          const og__admit_req *req, sq_family fam,
-                          og__consumption *cons)
-{
-    og__consumption r = {0};
-    sqlite3_stmt *st;
-    int rc;
-
-    if (req->form == OG_FORM_ROW) {
-        if (!(st = sq_stmt(c, SQ_READ_GRANT)))
-            return sq_err(c);
-    } else if (!(st = sq_stmt(c, SQ_KEYED_I(s, READ_CONSUMPTION)))) {
-        return sq_err(c);
-    }
-    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    rc = sq_step(c, st);
-    if (rc == 0 && req->form == OG_FORM_ROW) {
-        r.not_issued = true; /* no row: nothing was issued under the key */
-    } else if (rc == 1 && req->form == OG_FORM_ROW) {
-        if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
-            r.present = r.has_operation = true;
-            r.kind = OG__CLAIM_ADMISSION;
-            rc = sq_text(st, 1, r.operation_id, sizeof r.operation_id);
-        } else if (sqlite3_column_int(st, 0)) {
-            r.present = true;
-            r.kind = OG__CLAIM_CONSUME;
-        } else if (sqlite3_column_int(st, 2)) {
-            r.present = true;
-            r.kind = OG__CLAIM_REVOCATION;
-        } /* else a live row: the deadline or the family refused it */
-    } else if (rc == 1) {
-        r.present = true;
-        rc = sq_kind_parse((const char *)sqlite3_column_text(st, 1), &r.kind);
-        if (rc == 0 && r.kind == OG__CLAIM_ADMISSION) {
-            r.has_operation = true;
-            rc = sq_text(st, 0, r.operation_id, sizeof r.operation_id);
-        }
-    }
-    sqlite3_reset(st);
-    if (rc < 0)
-        return rc;
-    r.family_blocked = fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED;
-    *cons = r;
-    return 0;
-}
-
-/* After a claim that took nothing, inside the same transaction: read what
- * holds the key and what the operation id names, and classify. */
-static int sq_followup(const sq_store *s, sq_conn *c, const og__admit_req *req,
-                       sq_family fam, og_admission *out)
-{
-    og__consumption cons;
-    og_operation op;
-    int rc;
-
-    if ((rc = sq_consumption(s, c, req, fam, &cons)) < 0)
-        return rc;
-    rc = sq_read_op_by_id(c, SQ_READ_OP_ANY, req->operation_id, &op); /* Q22 */
-    if (rc < 0)
-        return rc;
-    og__classify_unclaimed(req, &cons, rc == 1 ? &op : NULL, out);
-    return 0;
-}
-
-/* One admission inside the batch's write transaction, in its own savepoint:
- * the family's row (Q9), the claim, then the operation insert (Q1, Q2).
- * Returns 0 with *out, or a negative error. *keep says whether the savepoint
- * holds a write to keep (ADMITTED); every other answer rolls the savepoint
- * back. */
-static int sq_admit_one(sq_store *s, sq_conn *c, const og__admit_req *req,
-                        og_admission *out, bool *keep)
-{
-    const og_timings *t = &s->opts.timings;
-    og_admission res;
-    sqlite3_stmt *st;
-    sq_family fam;
-    int rc, step;
-
-    *keep = false;
-    /* 1. The family, read under the write lock: a revocation committed
-     * before this transaction is seen, one after it waits for it (Q9). */
-    if ((rc = sq_family_state(c, req->issuer, req->family, &fam)) < 0)
-        return rc;
-    if (fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED)
-        return sq_followup(s, c, req, fam, out); /* no claim; report */
-
-    /* 2. The claim: the key (token form) or the row (row form) and the
-     * deadline, on SQLite's clock (Q3). */
-    if ((rc = sq_claim(s, c, req, req->operation_id, NULL)) < 0)
-        return rc;
-    if (rc == 0)
-        return sq_followup(s, c, req, fam, out); /* nothing written; report */
-
-    /* 3. The operation, bound to the grant, in the same transaction (row
-     * form: chained to the row's UPDATE exactly as to the key's insert). */
-    if (!(st = sq_stmt(c, SQ_INSERT_OP)))
-        return sq_err(c);
-    sq_bind_new_op(st, req, t);
-    step = sqlite3_step(st);
-    if (step != SQLITE_ROW) {
-        int ext = sqlite3_extended_errcode(c->db);
-        sqlite3_reset(st);
-        /* Q2: a taken operation id or a grant already bound to an operation
-         * refuses the whole admission; rolling back the savepoint undoes the
-         * claim. */
-        if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE) {
-            memset(out, 0, sizeof *out);
-            out->outcome = OG_OUTCOME_REFUSED;
-            out->refusal = ext == SQLITE_CONSTRAINT_PRIMARYKEY
-                               ? OG_REFUSAL_OPERATION_ID_TAKEN
-                               : OG_REFUSAL_GRANT_SPENT;
-            return 0;
-        }
-        return og__sqlite_classify(ext);
-    }
-    memset(&res, 0, sizeof res);
-    res.outcome = OG_OUTCOME_ADMITTED;
-    rc = sq_read_op(st, &res.operation);
-    step = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc < 0)
-        return rc;
-    if (step != SQLITE_DONE)
-        return sq_err(c);
-    *out = res;
-    *keep = true;
-    return 0;
-}
-
-/* ===========================================================================
- * Group commit
- *
- * SQLite has one writer at a time and every commit fsyncs the WAL (Q4), so
- * the obvious design — one transaction per admission — spends one fsync per
- * admission and makes concurrent callers poll for the lock. Instead, callers
- * of one store object queue; one of them, the leader, takes every queued
- * admission (up to SQ_BATCH_MAX), runs them in ONE BEGIN IMMEDIATE
- * transaction, each in its own SAVEPOINT, and commits once. Invariants:
- *
- *   G1  Each admission is still atomic on its own: its claim and its
- *       operation insert are one savepoint, released together or rolled
- *       back together.
- *   G2  No answer before the commit: every caller in a batch learns its
- *       outcome only after COMMIT returned SQLITE_OK. An admission refused
- *       because of a batch-mate's claim is therefore refused on committed
- *       state. A failed commit answers OG_ESTORE_UNAVAILABLE to every caller
- *       in the batch — true, since none of their writes is confirmed.
- *   G3  A caller whose deadline passes while it is still queued leaves the
- *       queue with OG_ESTORE_UNAVAILABLE; nothing of it has run. A caller
- *       taken into a batch waits for the batch, which is bounded by the
- *       earliest deadline in it.
- *   G4  An error confined to one admission (a defect such as a CHECK
- *       failure) rolls back that admission's savepoint only; an error that
- *       ends the transaction (I/O, full disk) fails the whole batch.
- *   G5  Each admission reads its family's row inside the batch's transaction
- *       (Q9), so a family revocation comes before or after the whole batch,
- *       never between its admissions, and it cannot list a grant the batch
- *       admitted: its claim is committed before the revocation runs.
- * ========================================================================= */
-#define SQ_BATCH_MAX 128
-
-typedef struct og__sq_waiter {
-    const og__admit_req *req;
-    og_admission res;
-    int rc;
-    int64_t deadline_us;
-    bool taken; /* in a batch: its result is coming */
-    bool done;
-    struct og__sq_waiter *next;
-} sq_waiter;
-
-/* Runs a savepoint statement; false when the transaction is gone. */
-static bool sq_savepoint(sq_conn *c, int which)
-{
-    return sq_exec(c, which) == 0 && !sqlite3_get_autocommit(c->db);
-}
-
-/* Runs batch[0..n) in one write transaction on c; fills each rc/res. */
-static void sq_run_batch(sq_store *s, sq_conn *c, sq_waiter **batch, int n)
-{
-    int64_t deadline = batch[0]->deadline_us;
-    int rc, i;
-
-    for (i = 1; i < n; i++)
-        if (batch[i]->deadline_us < deadline)
-            deadline = batch[i]->deadline_us;
-    sq_arm(c, deadline);
-
-    if ((rc = sq_exec(c, SQ_BEGIN)) < 0) /* lock wait past the deadline */
-        goto fail_all;
-    for (i = 0; i < n; i++) {
-        bool keep = false;
-
-        if (!sq_savepoint(c, SQ_SAVEPOINT)) {
-            rc = sq_err(c);
-            goto fail_all;
-        }
-        batch[i]->rc = sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
-        if (sqlite3_get_autocommit(c->db)) { /* G4: SQLite ended the txn */
-            rc = batch[i]->rc < 0 ? batch[i]->rc : OG_ESTORE_UNAVAILABLE;
-            goto fail_all;
-        }
-        og__sq_reset_all(c); /* no statement may stay active */
-        if (batch[i]->rc < 0 || !keep) {
-            if (!sq_savepoint(c, SQ_ROLLBACK_TO)) { /* G1 */
-                rc = OG_ESTORE_UNAVAILABLE;
-                goto fail_all;
-            }
-        }
-        if (sq_exec(c, SQ_RELEASE) < 0) {
-            rc = sq_err(c);
-            goto fail_all;
-        }
-    }
-    if ((rc = sq_exec(c, SQ_COMMIT)) < 0) /* G2 */
-        goto fail_all;
-    for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
-        if (batch[i]->rc == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
-            og__fault("admit_ack_lost"))
-            batch[i]->rc = OG_ESTORE_UNAVAILABLE;
-    return;
-
-fail_all:
-    if (rc >= 0)
-        rc = OG_ESTORE_UNAVAILABLE;
-    /* Not committed, or not confirmed: every caller in the batch gets the
-     * error that ended the transaction, never an outcome (G2). */
-    for (i = 0; i < n; i++)
-        batch[i]->rc = rc;
-}
-
-/* Takes up to SQ_BATCH_MAX waiters off the queue (FIFO). Called with mu. */
-static int sq_take_batch(sq_store *s, sq_waiter **batch)
-{
-    int n = 0;
-
-    while (s->head && n < SQ_BATCH_MAX) {
-        sq_waiter *w = s->head;
-        s->head = w->next;
-        if (!s->head)
-            s->tail = NULL;
-        w->taken = true;
-        batch[n++] = w;
-    }
-    return n;
-}
-
-/* Removes w from the queue (it gave up before being taken). With mu. */
-static void sq_unqueue(sq_store *s, sq_waiter *w)
-{
-    sq_waiter **pp = &s->head, *prev = NULL;
-
-    while (*pp && *pp != w) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (*pp) {
-        *pp = w->next;
-        if (s->tail == w)
-            s->tail = prev;
-    }
-}
-
-static struct timespec sq_abs_mono(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    return ts;
-}
-
-int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
-{
-    sq_store *s = impl;
-    sq_waiter w = {.req = req, .rc = 0,
-                   .deadline_us = sq_mono_us() + s->opts.timings.store_timeout_us};
-    sq_waiter *batch[SQ_BATCH_MAX];
-
-    pthread_mutex_lock(&s->mu);
-    if (s->tail)
-        s->tail->next = &w;
-    else
-        s->head = &w;
-    s->tail = &w;
-
-    while (!w.done) {
-        if (!s->leading) {
-            /* Lead: run everything queued, then hand over. */
-            void *conn = NULL;
-            bool broken = false;
-            int n, rc;
-
-            s->leading = true;
-            n = sq_take_batch(s, batch);
-            pthread_mutex_unlock(&s->mu);
-
-            rc = og__pool_get(s->pool, &conn);
-            if (rc < 0) {
-                for (int i = 0; i < n; i++)
-                    batch[i]->rc = rc;
-            } else {
-                sq_run_batch(s, conn, batch, n);
-                broken = !sq_rollback(conn); /* no-op after a commit */
-                og__pool_put(s->pool, conn, broken);
-            }
-
-            pthread_mutex_lock(&s->mu);
-            for (int i = 0; i < n; i++)
-                batch[i]->done = true;
-            s->leading = false;
-            pthread_cond_broadcast(&s->cv);
-            continue;
-        }
-        if (!w.taken && sq_mono_us() >= w.deadline_us) {
-            sq_unqueue(s, &w); /* G3: never ran */
-            w.rc = OG_ESTORE_UNAVAILABLE;
-            break;
-        }
-        if (w.taken) {
-            pthread_cond_wait(&s->cv, &s->mu);
-        } else {
-            struct timespec until = sq_abs_mono(w.deadline_us);
-            pthread_cond_timedwait(&s->cv, &s->mu, &until);
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (w.rc == 0)
-        *out = w.res;
-    return w.rc;
-}
-
-int og__sq_operation_get(void *impl, const char *id, og_operation *out)
-{
-    sq_store *s = impl;
-    void *conn;
-    int rc;
-
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
-        return rc;
-    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
-    rc = sq_read_op_by_id(conn, SQ_READ_OP, id, out);
-    og__pool_put(s->pool, conn, false);
-    return rc;
-}
-
-/* ===========================================================================
- * Grant lifecycle: issuance, revocation, families, the consume verdict,
- * tickets. Each call is ONE write transaction (Q8): sq_begin() takes a pool
- * connection, arms the call's deadline and runs BEGIN IMMEDIATE; sq_end()
- * commits when the call wrote something to keep, rolls back otherwise, and
- * gives the connection back.
- * ========================================================================= */
-
-/* The fallback retention beyond now (Q12). */
-static int64_t sq_fallback_us(const og_timings *t)
-{
-    return t->max_grant_lifetime_us + t->issue_time_skew_us +
-           t->admission_leeway_us;
-}
-
-/* ---- issuance ----------------------------------------------------------- */
-
-static int sq_issue_in(sq_store *s, sq_conn *c, const og__issuance_req *req,
-                       og_issue_outcome *out, bool *keep)
-{
-    sqlite3_stmt *st;
-    int rc;
-
-    /* The family first: ordered against its revocation (Q9). */
-    if ((rc = sq_family_ensure(c, req->issuer, req->family)) <= 0) {
-        *out = OG_ISSUE_FAMILY_REVOKED;
-        return rc;
-    }
-    if (!(st = sq_stmt(c, SQ_ISSUANCE_INSERT)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    sq_bind_opt(st, 3, req->family);
-    sqlite3_bind_text(st, 4, req->subject, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, req->action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, req->params_digest, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, req->issued_at_us);
-    if (req->expires_at_us != 0)
-        sqlite3_bind_int64(st, 8, req->expires_at_us);
-    else
-        sqlite3_bind_null(st, 8); /* no trusted expiry: fallback retention */
-    sqlite3_bind_text(st, 9, req->form == OG_FORM_ROW ? "row" : "token", -1,
-                      SQLITE_STATIC);
-    if ((rc = sq_step(c, st)) <= 0) {
-        sqlite3_reset(st);
-        /* The key was issued before. A family created above stays, as in
-         * PostgreSQL's single statement, so both backends hold the same
-         * families after the same history. */
-        *out = OG_ISSUE_DUPLICATE_ID;
-        *keep = true;
-        return rc;
-    }
-    if ((rc = sq_done(c, st)) < 0)
-        return rc;
-    if (req->form == OG_FORM_ROW) {
-        if (!(st = sq_stmt(c, SQ_GRANT_INSERT)))
-            return sq_err(c);
-        sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-        sq_bind_opt(st, 3, req->family);
-        sqlite3_bind_int64(st, 4, req->expires_at_us);
-        if ((rc = sq_done(c, st)) < 0)
-            return rc;
-    }
-    *out = OG_ISSUE_RECORDED;
-    *keep = true;
-    return 0;
-}
-
-int og__sq_issuance_record(void *impl, const og__issuance_req *req,
-                              og_issue_outcome *out)
-{
-    sq_store *s = impl;
-    og_issue_outcome o = OG_ISSUE_RECORDED;
-    bool keep = false;
-    sq_conn *c;
-    int rc;
-
-    if ((rc = sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_issue_in(s, c, req, &o, &keep);
-    rc = sq_end(s, c, rc, keep);
-    if (rc == 0)
-        *out = o;
-    return rc;
-}
-
-/* ---- one grant's revocation --------------------------------------------- */
-
-static int sq_revoke_in(sq_store *s, sq_conn *c, const og__revoke_req *req,
-                        og_revoke_outcome *out, bool *keep)
-{
-    const og_timings *t = &s->opts.timings;
-    sqlite3_stmt *st;
-    int rc;
-
-    if (req->form == OG_FORM_ROW) {
-        if (!(st = sq_stmt(c, SQ_REVOKE_ROW)))
-            return sq_err(c);
-    } else {
-        if (!(st = sq_stmt(c, SQ_KEYED_I(s, REVOKE_TOKEN))))
-            return sq_err(c);
-        sqlite3_bind_int64(st, 3, req->trusted_expires_at_us);
-        sqlite3_bind_int64(st, 4, t->admission_leeway_us);
-        sqlite3_bind_int64(st, 5, sq_fallback_us(t));
-    }
-    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    if ((rc = sq_step(c, st)) < 0) {
-        sqlite3_reset(st);
-        return rc;
-    }
-    if (rc == 1) {
-        if ((rc = sq_done(c, st)) < 0)
-            return rc;
-        *out = OG_REVOKE_REVOKED;
-        *keep = true;
-        return 0;
-    }
-    sqlite3_reset(st);
-
-    /* Nothing written: the key (row) is held already, or there is no proof
-     * that the grant was ever issued. */
-    if (!(st = sq_stmt(c, req->form == OG_FORM_ROW
-                              ? SQ_READ_GRANT
-                              : SQ_KEYED_I(s, READ_CONSUMPTION))))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
-    rc = sq_step(c, st);
-    sqlite3_reset(st);
-    if (rc < 0)
-        return rc;
-    *out = rc == 1 ? OG_REVOKE_ALREADY_USED_OR_REVOKED : OG_REVOKE_NOT_ISSUED;
-    return 0;
-}
-
-int og__sq_revoke(void *impl, const og__revoke_req *req,
-                     og_revoke_outcome *out)
-{
-    sq_store *s = impl;
-    og_revoke_outcome o = OG_REVOKE_REVOKED;
-    bool keep = false;
-    sq_conn *c;
-    int rc;
-
-    if ((rc = sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_revoke_in(s, c, req, &o, &keep);
-    rc = sq_end(s, c, rc, keep);
-    if (rc == 0)
-        *out = o;
-    return rc;
-}
-
-/* ---- family revocation -------------------------------------------------- */
-
-static int sq_strcmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Runs a RETURNING grant_id statement, pushing each id onto list (NULL:
- * discarded). 0 or the error. */
-static int sq_collect(sq_conn *c, sqlite3_stmt *st, og_strv *list)
-{
-    int rc;
-
-    while ((rc = sq_step(c, st)) == 1) {
-        const char *id = (const char *)sqlite3_column_text(st, 0);
-
-        if (!id) {
-            rc = OG_EINTERNAL;
-            break;
-        }
-        if (list && (rc = og__strv_push(list, id)) < 0)
-            break;
-    }
-    sqlite3_reset(st);
-    return rc;
-}
-
-/* A hashed store's claims of the family's live token-form grants (Q23): the
- * table cannot RETURN a grant id, so the grants are listed (FAMILY_TOKENS:
- * the very rows and retention FAMILY_REVOKE_TOKENS would claim, at one
- * 'now') and each key is claimed on its own, pushing the ids whose claim
- * took the key. Under the write lock (Q1) nothing else runs in between, so
- * this claims what the readable set-based statement claims. */
-static int sq_family_claim_hashed(sq_conn *c, const og_timings *t,
-                                  const char *issuer, const char *family,
-                                  int64_t fallback_us, og_strv *list)
-{
-    sqlite3_stmt *grants, *claim;
-    int rc, took;
-
-    if (!(grants = sq_stmt(c, SQ_FAMILY_TOKENS)))
-        return sq_err(c);
-    sqlite3_bind_text(grants, 1, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(grants, 2, family, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(grants, 3, t->admission_leeway_us);
-    sqlite3_bind_int64(grants, 4, fallback_us);
-    while ((rc = sq_step(c, grants)) == 1) {
-        const char *id = (const char *)sqlite3_column_text(grants, 0);
-
-        if (!id) {
-            rc = OG_EINTERNAL;
-            break;
-        }
-        /* grant_issuance is read, grant_consumptions written: the listing
-         * statement may stay active across the claims. */
-        if (!(claim = sq_stmt(c, SQ_FAMILY_TOKEN_CLAIM_HASHED))) {
-            rc = sq_err(c);
-            break;
-        }
-        sqlite3_bind_text(claim, 1, issuer, -1, SQLITE_STATIC);
-        sqlite3_bind_text(claim, 2, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(claim, 3, sqlite3_column_int64(grants, 1));
-        sqlite3_bind_int64(claim, 4, sqlite3_column_int64(grants, 2));
-        took = sq_step(c, claim); /* 1: RETURNING, this claim took it */
-        if (took != 1) {
-            sqlite3_reset(claim);
-            if ((rc = took) < 0)
-                break;
-            continue;
-        }
-        if ((rc = sq_done(c, claim)) < 0 ||
-            (list && (rc = og__strv_push(list, id)) < 0))
-            break;
-    }
-    sqlite3_reset(grants);
-    return rc;
-}
-
-/* Revokes (issuer, family) inside c's transaction: marks the family's row
- * revoked (creating it revoked when never seen), then revokes its live
- * token-form grants (claims their keys as revocations) and its live rows.
- * Appends the grants this call revoked to *list (NULL: discarded), sorted
- * bytewise; none when the family was revoked already. *keep when anything
- * was written. */
-static int sq_family_revoke_in(sq_store *s, sq_conn *c, const char *issuer,
-                               const char *family, og_strv *list, bool *keep)
-{
-    const og_timings *t = &s->opts.timings;
-    size_t first = list ? list->n : 0;
-    sqlite3_stmt *st;
-    int rc;
-
-    if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
-    if ((rc = sq_step(c, st)) <= 0) {
-        sqlite3_reset(st);
-        return rc; /* 0: revoked before; its grants were revoked then */
-    }
-    if ((rc = sq_done(c, st)) < 0)
-        return rc;
-    *keep = true;
-
-    if (s->keys == OG_KEYS_HASHED) {
-        rc = sq_family_claim_hashed(c, t, issuer, family, sq_fallback_us(t),
-                                    list);
-    } else {
-        if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_TOKENS)))
-            return sq_err(c);
-        sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, t->admission_leeway_us);
-        sqlite3_bind_int64(st, 4, sq_fallback_us(t));
-        rc = sq_collect(c, st, list);
-    }
-    if (rc < 0)
-        return rc;
-
-    if (!(st = sq_stmt(c, SQ_FAMILY_REVOKE_ROWS)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
-    if ((rc = sq_collect(c, st, list)) < 0)
-        return rc;
-    if (list && list->n > first)
-        qsort(list->v + first, list->n - first, sizeof *list->v, sq_strcmp);
-    return 0;
-}
-
-int og__sq_family_revoke(void *impl, const char *issuer, const char *family,
-                            og_strv *out)
-{
-    sq_store *s = impl;
-    og_strv list = {NULL, 0};
-    bool keep = false;
-    sq_conn *c;
-    int rc;
-
-    if ((rc = sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_family_revoke_in(s, c, issuer, family, &list, &keep);
-    rc = sq_end(s, c, rc, keep);
-    if (rc < 0) {
-        og_strv_free(&list); /* nothing committed: nothing to report */
-        return rc;
-    }
-    *out = list;
-    return 0;
-}
-
-/* ---- the consume verdict ------------------------------------------------ */
-
-static int sq_consume_in(sq_store *s, sq_conn *c, const og__admit_req *req,
-                         og_consume_result *out, bool *keep)
-{
-    og__consumption cons;
-    sq_family fam;
-    int rc;
-
-    memset(out, 0, sizeof *out);
-    if ((rc = sq_family_state(c, req->issuer, req->family, &fam)) < 0)
-        return rc;
-    if (fam != SQ_FAM_MISSING && fam != SQ_FAM_REVOKED) {
-        /* The admission's claim with no operation (Q9, Q3). */
-        if ((rc = sq_claim(s, c, req, NULL, out->family)) < 0)
-            return rc;
-        if (rc == 1) {
-            if (req->form == OG_FORM_TOKEN)
-                memcpy(out->family, req->family, sizeof out->family);
-            out->consumed = true;
-            out->refusal = OG_REFUSAL_NONE;
-            *keep = true;
-            return 0;
-        }
-    }
-    if ((rc = sq_consumption(s, c, req, fam, &cons)) < 0)
-        return rc;
-    out->consumed = false; /* a denial, without exception */
-    out->refusal = og__classify_consume(&cons);
-    return 0;
-}
-
-int og__sq_consume(void *impl, const og__admit_req *req,
-                      og_consume_result *out)
-{
-    sq_store *s = impl;
-    og_consume_result res;
-    bool keep = false;
-    sq_conn *c;
-    int rc;
-
-    if ((rc = sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_consume_in(s, c, req, &res, &keep);
-    rc = sq_end(s, c, rc, keep);
-    if (rc == 0)
-        *out = res;
-    return rc;
-}
-
-/* ---- tickets ------------------------------------------------------------ */
-
-static int sq_ticket_insert(sq_conn *c, const char *hash, const char *issuer,
-                            const char *family)
-{
-    sqlite3_stmt *st = sq_stmt(c, SQ_TICKET_INSERT);
-
-    if (!st)
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, issuer, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, family, -1, SQLITE_STATIC);
-    return sq_done(c, st);
-}
-
-int og__sq_ticket_create(void *impl, const char *issuer, const char *family,
-                            const char *hash, og_ticket_outcome *out)
-{
-    sq_store *s = impl;
-    og_ticket_outcome o = OG_TICKET_FAMILY_REVOKED;
-    bool keep = false;
-    sq_conn *c;
-    int rc;
-
-    if ((rc = sq_begin(s, &c)) < 0)
-        return rc;
-    /* The family first, ordered against its revocation (Q9). */
-    if ((rc = sq_family_ensure(c, issuer, family)) == 1 &&
-        (rc = sq_ticket_insert(c, hash, issuer, family)) == 0) {
-        o = OG_TICKET_ISSUED;
-        keep = true;
-    }
-    rc = sq_end(s, c, rc < 0 ? rc : 0, keep);
-    if (rc == 0)
-        *out = o;
-    return rc;
-}
-
-static int sq_ticket_rotate_in(sq_store *s, sq_conn *c, const char *old_hash,
-                               const char *new_hash, og_ticket_outcome *out,
-                               char *issuer, char *family, bool *keep)
-{
-    sqlite3_stmt *st;
-    bool rotated = false, revoked = false;
-    int rc;
-
-    /* The rotation: the old ticket, live and in a live family, is marked
-     * rotated and the new one created in its family. */
-    if (!(st = sq_stmt(c, SQ_TICKET_ROTATE)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, old_hash, -1, SQLITE_STATIC);
-    if ((rc = sq_step(c, st)) == 1) {
-        if (sq_text(st, 0, issuer, OG_ID_MAX + 1) < 0 ||
-            sq_text(st, 1, family, OG_ID_MAX + 1) < 0) {
-            sqlite3_reset(st);
-            return OG_EINTERNAL;
-        }
-        if ((rc = sq_done(c, st)) < 0 ||
-            (rc = sq_ticket_insert(c, new_hash, issuer, family)) < 0)
-            return rc;
-        *out = OG_TICKET_ISSUED;
-        *keep = true;
-        return 0;
-    }
-    sqlite3_reset(st);
-    if (rc < 0)
-        return rc;
-
-    /* Nothing rotated: unknown, reused, or its family is revoked. */
-    if (!(st = sq_stmt(c, SQ_TICKET_READ)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, old_hash, -1, SQLITE_STATIC);
-    if ((rc = sq_step(c, st)) == 1) {
-        rotated = sqlite3_column_int(st, 0) != 0;
-        revoked = sqlite3_column_int(st, 3) != 0;
-        if (sq_text(st, 1, issuer, OG_ID_MAX + 1) < 0 ||
-            sq_text(st, 2, family, OG_ID_MAX + 1) < 0)
-            rc = OG_EINTERNAL;
-    }
-    sqlite3_reset(st);
-    if (rc <= 0) {
-        *out = OG_TICKET_NOT_FOUND;
-        return rc;
-    }
-    if (rotated) {
-        /* Reuse, including a concurrent presentation that lost the race:
-         * theft. The family goes in this same transaction (Q11). */
-        *out = OG_TICKET_REUSED;
-        return sq_family_revoke_in(s, c, issuer, family, NULL, keep);
-    }
-    if (!revoked) /* live, unrotated, family live: the UPDATE would have run */
-        return OG_EINTERNAL;
-    *out = OG_TICKET_FAMILY_REVOKED;
-    return 0;
-}
-
-int og__sq_ticket_rotate(void *impl, const char *old_hash,
-                            const char *new_hash, og_ticket_outcome *out,
-                            char *issuer, char *family)
-{
-    sq_store *s = impl;
-    og_ticket_outcome o = OG_TICKET_NOT_FOUND;
-    char iss[OG_ID_MAX + 1] = "", fam[OG_ID_MAX + 1] = "";
-    bool keep = false;
-    sq_conn *c;
-    int rc;
-
-    if ((rc = sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_ticket_rotate_in(s, c, old_hash, new_hash, &o, iss, fam, &keep);
-    rc = sq_end(s, c, rc, keep);
-    if (rc < 0)
-        return rc;
-    *out = o;
-    if (iss[0]) { /* known: the ticket exists */
-        memcpy(issuer, iss, sizeof iss);
-        memcpy(family, fam, sizeof fam);
-    }
-    return 0;
-}
 
 /* ===========================================================================
  * Execution: the ownership protocol (Q13-Q18). Each write is ONE write
@@ -3312,13 +2199,8 @@ static int sq_decision_issue(sq_store *s, sq_conn *c,
         return OG_EINTERNAL;
 
     /* The grant's row: row form, no family, the window's end trusted. */
-    if (!(st = sq_stmt(c, SQ_GRANT_INSERT)))
-        return sq_err(c);
-    sqlite3_bind_text(st, 1, OG_PAYOUT_ISSUER, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->grant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_null(st, 3);
-    sqlite3_bind_int64(st, 4, r->expires_at_us);
-    if ((rc = sq_done(c, st)) < 0)
+    if ((rc = og__sq_grant_insert(c, OG_PAYOUT_ISSUER, r->grant_id, NULL,
+                                  r->expires_at_us)) < 0)
         return rc;
     if (!(st = sq_stmt(c, SQ_PAYOUT_BIND)))
         return sq_err(c);
@@ -4021,11 +2903,15 @@ int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
 
 #define SQ_EQP_MAX 256 /* plan rows; ours have a handful */
 
-/* The plan of statement i as the sqlite3 shell draws it (indented by
- * depth), written as a block. */
-static int sq_explain_stmt(sq_conn *c, const char *title, int i, FILE *out)
+/* The columns of an EXPLAIN QUERY PLAN row. */
+enum { EQP_ID, EQP_PARENT, EQP_NOTUSED, EQP_DETAIL };
+
+/* The plan of statement sql, headed title and name, as the sqlite3 shell
+ * draws it (indented by depth), written as a block. */
+static int sq_explain_stmt(og__sq_conn *c, const char *title,
+                           const char *name, const char *stmt, FILE *out)
 {
-    char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sq_sql[i]);
+    char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", stmt);
     int ids[SQ_EQP_MAX], depth[SQ_EQP_MAX], n = 0, rc;
     char *text[SQ_EQP_MAX];
     sqlite3_stmt *st = NULL;
@@ -4035,10 +2921,11 @@ static int sq_explain_stmt(sq_conn *c, const char *title, int i, FILE *out)
     rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
     sqlite3_free(sql);
     if (rc != SQLITE_OK)
-        return sq_err(c);
+        return og__sq_err(c);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < SQ_EQP_MAX) {
-        int id = sqlite3_column_int(st, 0), parent = sqlite3_column_int(st, 1);
-        const char *detail = (const char *)sqlite3_column_text(st, 3);
+        int id = sqlite3_column_int(st, EQP_ID);
+        int parent = sqlite3_column_int(st, EQP_PARENT);
+        const char *detail = (const char *)sqlite3_column_text(st, EQP_DETAIL);
 
         depth[n] = 0;
         for (int k = n - 1; k >= 0; k--)
@@ -4056,10 +2943,10 @@ static int sq_explain_stmt(sq_conn *c, const char *title, int i, FILE *out)
     if (rc == SQLITE_ROW || rc == SQLITE_DONE)
         rc = n > 0 && text[n - 1] ? 0 : OG_EINTERNAL;
     else
-        rc = sq_err(c);
+        rc = og__sq_err(c);
     sqlite3_finalize(st);
     if (rc == 0) {
-        og__explain_statement(out, title, sq_names[i], sq_sql[i], NULL, 0);
+        og__explain_statement(out, title, name, stmt, NULL, 0);
         og__explain_plan(out, NULL, (const char *const *)text, n);
     }
     for (int k = 0; k < n; k++)
@@ -4067,39 +2954,52 @@ static int sq_explain_stmt(sq_conn *c, const char *title, int i, FILE *out)
     return rc;
 }
 
+/* The variant of statement name in s's consumption keys, with its heading
+ * name: NAME, or NAME_HASHED. */
+#define SQ_KEYED_STEP(s, title, NAME, name)                                    \
+    {title, (s)->keys == OG_KEYS_HASHED ? #NAME "_HASHED" : #NAME,             \
+     SQ_KEYED(s, name)}
+
 int og__sq_explain(void *impl, int batch, FILE *out)
 {
-    sq_store *s = impl;
+    og__sq_store *s = impl;
     const struct {
         const char *title;
-        int stmt;
+        const char *name; /* the heading's (docs/plans.md) */
+        const char *sql;
     } steps[] = {
         {"Admission, token form: the family's state (a grant with a family)",
-         SQ_FAMILY_STATE},
-        {"Admission, token form: the claim", SQ_KEYED_I(s, CLAIM)},
-        {"Admission, row form: the claim", SQ_ROW_CLAIM},
-        {"Admission: the operation, in the same transaction", SQ_INSERT_OP},
-        {"Admission: what holds a key the claim did not take",
-         SQ_KEYED_I(s, READ_CONSUMPTION)},
-        {"Cleanup, one batch", SQ_KEYED_I(s, CLEANUP)},
-        {"Payout decision: the daily-limit reservation", SQ_PAYOUT_RESERVE},
-        {"Payout jobs: take the oldest available", SQ_PAYOUT_JOB_TAKE},
-        {"Payout grants: one expiry batch (its pick)", SQ_PAYOUT_EXPIRE_MARK},
+         "FAMILY_STATE", og__sq_family_state_sql},
+        SQ_KEYED_STEP(s, "Admission, token form: the claim", CLAIM,
+                      og__sq_claim),
+        {"Admission, row form: the claim", "ROW_CLAIM", og__sq_row_claim_sql},
+        {"Admission: the operation, in the same transaction", "INSERT_OP",
+         og__sq_insert_op_sql},
+        SQ_KEYED_STEP(s, "Admission: what holds a key the claim did not take",
+                      READ_CONSUMPTION, og__sq_read_consumption),
+        {"Cleanup, one batch", sq_names[SQ_KEYED_I(s, CLEANUP)],
+         sq_sql[SQ_KEYED_I(s, CLEANUP)]},
+        {"Payout decision: the daily-limit reservation",
+         sq_names[SQ_PAYOUT_RESERVE], sq_sql[SQ_PAYOUT_RESERVE]},
+        {"Payout jobs: take the oldest available",
+         sq_names[SQ_PAYOUT_JOB_TAKE], sq_sql[SQ_PAYOUT_JOB_TAKE]},
+        {"Payout grants: one expiry batch (its pick)",
+         sq_names[SQ_PAYOUT_EXPIRE_MARK], sq_sql[SQ_PAYOUT_EXPIRE_MARK]},
     };
-    void *conn;
+    og__sq_conn *c;
     int rc = 0;
 
     (void)batch; /* a LIMIT value: no bearing on SQLite's plan */
-    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+    if ((rc = og__sq_acquire(s, &c)) < 0)
         return rc;
-    sq_arm(conn, sq_mono_us() + s->opts.timings.store_timeout_us);
     fputs("SQLite runs the statements below for each admission in its own "
           "savepoint (claim and operation together, G1), queued admissions "
           "grouped in one `BEGIN IMMEDIATE` transaction with one commit "
           "(group commit).\n\n", out);
     for (size_t k = 0; rc == 0 && k < sizeof steps / sizeof steps[0]; k++)
-        rc = sq_explain_stmt(conn, steps[k].title, steps[k].stmt, out);
-    og__pool_put(s->pool, conn, false);
+        rc = sq_explain_stmt(c, steps[k].title, steps[k].name, steps[k].sql,
+                             out);
+    og__sq_release(s, c, false);
     return rc;
 }
 
