@@ -47,7 +47,7 @@ typedef struct sq_migration {
  * SQLite documents it ("Making Other Kinds Of Table Schema Changes"): the
  * new table, a copy of every row, the old table dropped, the new one
  * renamed, its indexes created again — inside the migrator's BEGIN
- * IMMEDIATE with foreign keys off on that connection (sq_migrate), and
+ * IMMEDIATE with foreign keys off on that connection (og__sq_migrate), and
  * PRAGMA foreign_key_check on operation_events before the commit.
  * operation_events keeps its AUTOINCREMENT high-water mark: the copy's
  * sqlite_sequence row is set to the old table's, so no event number an
