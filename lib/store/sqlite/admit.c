@@ -42,7 +42,7 @@
 const char og__sq_family_state_sql[] =
     "SELECT revoked_at IS NULL FROM families"
     " WHERE issuer = ?1 AND family = ?2";
-enum { FAMILY_STATE_LIVE };
+enum { FAMILY_STATE_LIVE, FAMILY_STATE_NCOLS };
 
 int og__sq_family_state(og__sq_conn *c, const char *issuer,
                         const char *family, og__sq_family *state)
@@ -97,7 +97,7 @@ const char og__sq_row_claim_sql[] =
     "   AND revoked_at IS NULL AND expires_at + ?4 > " SQ_NOW
     "   AND " SQ_OP_ID_NOT_ARCHIVED
     " RETURNING family";
-enum { ROW_CLAIM_FAMILY };
+enum { ROW_CLAIM_FAMILY, ROW_CLAIM_NCOLS };
 
 int og__sq_claim(og__sq_store *s, og__sq_conn *c, const og__admit_req *req,
                  const char *op_id, char row_family[OG_ID_MAX + 1])
@@ -163,14 +163,23 @@ int og__sq_claim_kind_parse(const char *text, og__claim_kind *kind)
 const char og__sq_read_consumption_sql[] = SQ_READ_CONSUMPTION_SQL(READABLE);
 const char og__sq_read_consumption_hashed_sql[] =
     SQ_READ_CONSUMPTION_SQL(HASHED);
-enum { READ_CONSUMPTION_OPERATION_ID, READ_CONSUMPTION_KIND };
+enum {
+    READ_CONSUMPTION_OPERATION_ID,
+    READ_CONSUMPTION_KIND,
+    READ_CONSUMPTION_NCOLS
+};
 
 /* ...and row form: the grant's row. */
 static const char sq_read_grant_sql[] =
     "SELECT consumed_at IS NOT NULL, consumed_by_operation,"
     "       revoked_at IS NOT NULL"
     " FROM grants WHERE issuer = ?1 AND grant_id = ?2";
-enum { READ_GRANT_CONSUMED, READ_GRANT_OPERATION_ID, READ_GRANT_REVOKED };
+enum {
+    READ_GRANT_CONSUMED,
+    READ_GRANT_OPERATION_ID,
+    READ_GRANT_REVOKED,
+    READ_GRANT_NCOLS
+};
 
 /* The read of what holds (issuer, grant_id) in form, bound, in *out. */
 static int sq_holder_stmt(const og__sq_store *s, og__sq_conn *c,
@@ -253,7 +262,7 @@ int og__sq_holder_exists(const og__sq_store *s, og__sq_conn *c,
 }
 
 /* ===========================================================================
- * Reading an operation
+ * An operation by id
  * ========================================================================= */
 
 /* ?1 the operation id: live only (og_operation_get), or live, else archived

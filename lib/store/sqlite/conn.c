@@ -390,7 +390,8 @@ int og__sq_read_op(sqlite3_stmt *st, og_operation *op)
                     sizeof op->operation_id) < 0 ||
         og__sq_text(st, OP_ISSUER, op->issuer, sizeof op->issuer) < 0 ||
         og__sq_text(st, OP_GRANT_ID, op->grant_id, sizeof op->grant_id) < 0 ||
-        og__sq_text(st, OP_CALLER_ID, op->caller_id, sizeof op->caller_id) < 0 ||
+        og__sq_text(st, OP_CALLER_ID, op->caller_id,
+                    sizeof op->caller_id) < 0 ||
         og__sq_text(st, OP_ACCOUNT_ID, op->account_id,
                     sizeof op->account_id) < 0 ||
         og__sq_text(st, OP_AMOUNT, op->amount, sizeof op->amount) < 0 ||

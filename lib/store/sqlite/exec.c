@@ -172,7 +172,7 @@ static const char sq_op_start_sql[] =
     "   AND owner_version = ?2"
     "   AND lease_until > " SQ_NOW " AND submit_by > " SQ_NOW
     " RETURNING updated_at";
-enum { OP_START_UPDATED_AT };
+enum { OP_START_UPDATED_AT, OP_START_NCOLS };
 
 static int sq_op_start_in(og__sq_conn *c, const char *id,
                           int64_t owner_version, const char *actor,
@@ -229,7 +229,7 @@ int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
  * the operation id. */
 static const char sq_op_status_sql[] =
     "SELECT status FROM operations WHERE operation_id = ?1";
-enum { OP_STATUS_STATUS };
+enum { OP_STATUS_STATUS, OP_STATUS_NCOLS };
 
 /* An outcome: ?1 the operation id, ?2 expected owner version, ?3 'Admitted'
  * or NULL, ?4 'Started' or NULL, ?5 'Unknown' or NULL (the expected set;
@@ -246,7 +246,7 @@ static const char sq_op_record_sql[] =
     "   AND (?6 <> 'NotStarted' OR (kind = 'payout' AND owner_version > "
     SQ_STR(OG__INITIAL_OWNER_VERSION) "))"
     " RETURNING updated_at";
-enum { OP_RECORD_UPDATED_AT };
+enum { OP_RECORD_UPDATED_AT, OP_RECORD_NCOLS };
 
 int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
                         int64_t owner_version, const og_op_outcome *o,
@@ -335,7 +335,8 @@ static const char sq_op_takeover_sql[] =
     " WHERE operation_id = ?1 AND status IN " SQ_OWNED
     "   AND lease_until < " SQ_NOW " AND owner_version = ?2"
     " RETURNING " SQ_OP_COLS ", " SQ_NOW;
-enum { OP_TAKEOVER_NOW = OP_NCOLS }; /* after the operation's columns */
+/* The step's clock, after the operation's columns. */
+enum { OP_TAKEOVER_NOW = OP_NCOLS, OP_TAKEOVER_NCOLS };
 
 static int sq_op_takeover_in(og__sq_store *s, og__sq_conn *c, const char *id,
                              int64_t owner_version, const char *actor,
@@ -406,7 +407,7 @@ static const char sq_op_resolve_sql[] =
     "   updated_at = " SQ_NOW
     " WHERE operation_id = ?1 AND status = 'NeedsReconciliation'"
     " RETURNING owner_version, updated_at";
-enum { OP_RESOLVE_OWNER_VERSION, OP_RESOLVE_UPDATED_AT };
+enum { OP_RESOLVE_OWNER_VERSION, OP_RESOLVE_UPDATED_AT, OP_RESOLVE_NCOLS };
 
 static int sq_op_resolve_in(og__sq_conn *c, const char *id, og_op_status to,
                             const char *operator_id, const char *reason,
@@ -649,7 +650,8 @@ enum {
     OP_HISTORY_REASON,
     OP_HISTORY_PROVIDER_REFERENCE,
     OP_HISTORY_ACTOR,
-    OP_HISTORY_EVIDENCE
+    OP_HISTORY_EVIDENCE,
+    OP_HISTORY_NCOLS
 };
 
 /* Fills *e from the sq_op_history_sql columns of the current row. */

@@ -10,7 +10,7 @@
 #define SQ_EQP_MAX 256 /* plan rows; ours have a handful */
 
 /* The columns of an EXPLAIN QUERY PLAN row. */
-enum { EQP_ID, EQP_PARENT, EQP_NOTUSED, EQP_DETAIL };
+enum { EQP_ID, EQP_PARENT, EQP_NOTUSED, EQP_DETAIL, EQP_NCOLS };
 
 /* The plan of statement sql, headed title and name, as the sqlite3 shell
  * draws it (indented by depth), written as a block. */

@@ -158,7 +158,7 @@ int og__sq_issuance_record(void *impl, const og__issuance_req *req,
 }
 
 /* ===========================================================================
- * One grant's revocation
+ * Revocation of one grant
  * ========================================================================= */
 
 /* One grant's revocation, token form: ?1 issuer, ?2 grant id, ?3 trusted
@@ -307,7 +307,12 @@ static const char sq_family_revoke_tokens_sql[] =
 /* Hashed: the same grants, listed with when and how long to hold them */
 static const char sq_family_tokens_sql[] =
     "SELECT gi.grant_id, t.now, " SQ_FAMILY_RETAIN SQ_FAMILY_TOKENS_FROM;
-enum { FAMILY_TOKENS_GRANT_ID, FAMILY_TOKENS_NOW, FAMILY_TOKENS_RETAIN };
+enum {
+    FAMILY_TOKENS_GRANT_ID,
+    FAMILY_TOKENS_NOW,
+    FAMILY_TOKENS_RETAIN,
+    FAMILY_TOKENS_NCOLS
+};
 /* ...and each claimed: ?1 issuer, ?2 grant id, ?3 now, ?4 retain. */
 static const char sq_family_token_claim_hashed_sql[] =
     SQ_CLAIM_INTO(HASHED, "?1", "?2") "NULL, ?3, ?4, 'revocation'"
@@ -555,7 +560,7 @@ static const char sq_ticket_rotate_sql[] =
     "   AND EXISTS (SELECT 1 FROM families f WHERE f.issuer = tickets.issuer"
     "               AND f.family = tickets.family AND f.revoked_at IS NULL)"
     " RETURNING issuer, family";
-enum { TICKET_ROTATE_ISSUER, TICKET_ROTATE_FAMILY };
+enum { TICKET_ROTATE_ISSUER, TICKET_ROTATE_FAMILY, TICKET_ROTATE_NCOLS };
 /* Why nothing rotated: ?1 the presented ticket's hash. */
 static const char sq_ticket_read_sql[] =
     "SELECT t.rotated_at IS NOT NULL, t.issuer, t.family,"
@@ -567,7 +572,8 @@ enum {
     TICKET_READ_ROTATED,
     TICKET_READ_ISSUER,
     TICKET_READ_FAMILY,
-    TICKET_READ_FAMILY_REVOKED
+    TICKET_READ_FAMILY_REVOKED,
+    TICKET_READ_NCOLS
 };
 
 static int sq_ticket_rotate_in(og__sq_store *s, og__sq_conn *c,

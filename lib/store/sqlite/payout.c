@@ -96,7 +96,7 @@ int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e)
 /* Every put's report (sq_payout_*_state_sql), one row: the record's version
  * (NULL: none), whether its fixed field matches ?2, whether what it names
  * exists. */
-enum { PUT_REPORT_VERSION, PUT_REPORT_FIXED_MATCHES, PUT_REPORT_NAMED_EXISTS };
+enum { PUT_STORED, PUT_FIXED_MATCHES, PUT_NAMED_EXISTS, PUT_NCOLS };
 
 /* Finishes a put whose write statement w and report statement state are
  * bound: WRITTEN with the version w returned, else the report's meaning
@@ -119,12 +119,12 @@ static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
     }
     if ((rc = og__sq_step(c, state)) == 1) {
         bool exists =
-            sqlite3_column_type(state, PUT_REPORT_VERSION) != SQLITE_NULL;
+            sqlite3_column_type(state, PUT_STORED) != SQLITE_NULL;
 
         out->outcome = og__payout_put_classify(
-            expected, exists, sqlite3_column_int64(state, PUT_REPORT_VERSION),
-            sqlite3_column_int(state, PUT_REPORT_FIXED_MATCHES) != 0,
-            sqlite3_column_int(state, PUT_REPORT_NAMED_EXISTS) != 0);
+            expected, exists, sqlite3_column_int64(state, PUT_STORED),
+            sqlite3_column_int(state, PUT_FIXED_MATCHES) != 0,
+            sqlite3_column_int(state, PUT_NAMED_EXISTS) != 0);
         out->version = 0;
     }
     sqlite3_reset(state);
@@ -161,7 +161,7 @@ static int sq_put(og__sq_store *s, const char *create, const char *update,
     return rc;
 }
 
-/* ---- tenants -------------------------------------------------------------- */
+/* ---- tenants ------------------------------------------------------------ */
 
 /* ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset, ?6 expected
  * settings_version. A row only when written. */
@@ -176,7 +176,7 @@ static const char sq_payout_tenant_update_sql[] =
     "   settings_version = settings_version + 1, updated_at = " SQ_NOW
     " WHERE tenant_id = ?1 AND settings_version = ?6 AND currency = ?4"
     " RETURNING settings_version";
-/* The put's report (PUT_REPORT_*): ?1 id, ?2 currency. */
+/* The put's report (PUT_*): ?1 id, ?2 currency. */
 static const char sq_payout_tenant_state_sql[] =
     "SELECT t.settings_version, t.currency = ?2, 1"
     " FROM (SELECT 1) LEFT JOIN tenants t ON t.tenant_id = ?1";
@@ -207,7 +207,7 @@ int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
                   r->expected_version, sq_bind_tenant, r, out);
 }
 
-/* ---- beneficiaries -------------------------------------------------------- */
+/* ---- beneficiaries ------------------------------------------------------ */
 
 /* ?1 id, ?2 tenant, ?3 verified, ?4 status, ?5 expected. A create names a
  * tenant that exists (no foreign-key error). */
@@ -221,7 +221,7 @@ static const char sq_payout_beneficiary_update_sql[] =
     "   version = version + 1, updated_at = " SQ_NOW
     " WHERE beneficiary_id = ?1 AND version = ?5 AND tenant_id = ?2"
     " RETURNING version";
-/* The put's report (PUT_REPORT_*): ?1 id, ?2 tenant. */
+/* The put's report (PUT_*): ?1 id, ?2 tenant. */
 static const char sq_payout_beneficiary_state_sql[] =
     "SELECT b.version, b.tenant_id = ?2,"
     "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2)"
@@ -254,7 +254,7 @@ int og__sq_payout_beneficiary_put(void *impl,
                   sq_bind_beneficiary, r, out);
 }
 
-/* ---- destinations --------------------------------------------------------- */
+/* ---- destinations ------------------------------------------------------- */
 
 /* ?1 id, ?2 beneficiary, ?3 token, ?4 expected. Every write moves
  * changed_at (a token rotation is a change). */
@@ -270,7 +270,7 @@ static const char sq_payout_destination_update_sql[] =
     " WHERE destination_id = ?1 AND version = ?4"
     "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
     " RETURNING version";
-/* The put's report (PUT_REPORT_*): ?1 id, ?2 beneficiary. */
+/* The put's report (PUT_*): ?1 id, ?2 beneficiary. */
 static const char sq_payout_destination_state_sql[] =
     "SELECT d.version, 1,"
     "       EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
@@ -310,7 +310,7 @@ int og__sq_payout_destination_put(void *impl,
 static const char sq_payout_destination_token_sql[] =
     "SELECT provider_token FROM destinations"
     " WHERE destination_id = ?1 AND version = ?2";
-enum { DESTINATION_TOKEN_TOKEN };
+enum { DESTINATION_TOKEN_TOKEN, DESTINATION_TOKEN_NCOLS };
 
 /* The token's reader: out is OG_PAYOUT_TOKEN_MAX + 1 bytes. */
 static int sq_token_row(og__sq_store *s, sqlite3_stmt *st, void *out)
@@ -361,11 +361,12 @@ static const char sq_payout_draft_state_sql[] =
     "                 AND beneficiary_id = ?3),"
     "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)";
 enum {
-    DRAFT_STATE_PAYOUT,
-    DRAFT_STATE_TENANT,
-    DRAFT_STATE_CURRENCY,
-    DRAFT_STATE_BENEFICIARY,
-    DRAFT_STATE_DESTINATION
+    DRAFT_PAYOUT_EXISTS,
+    DRAFT_TENANT_EXISTS,
+    DRAFT_CURRENCY_MATCHES,
+    DRAFT_BENEFICIARY_EXISTS,
+    DRAFT_DESTINATION_EXISTS,
+    DRAFT_NCOLS
 };
 
 static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
@@ -407,13 +408,13 @@ static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
         }
     }
     if ((rc = og__sq_step(c, st)) == 1) {
-        if (sqlite3_column_int(st, DRAFT_STATE_PAYOUT))
+        if (sqlite3_column_int(st, DRAFT_PAYOUT_EXISTS))
             out->outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
-        else if (!sqlite3_column_int(st, DRAFT_STATE_TENANT) ||
-                 !sqlite3_column_int(st, DRAFT_STATE_BENEFICIARY) ||
-                 !sqlite3_column_int(st, DRAFT_STATE_DESTINATION))
+        else if (!sqlite3_column_int(st, DRAFT_TENANT_EXISTS) ||
+                 !sqlite3_column_int(st, DRAFT_BENEFICIARY_EXISTS) ||
+                 !sqlite3_column_int(st, DRAFT_DESTINATION_EXISTS))
             out->outcome = OG_PAYOUT_NOT_FOUND;
-        else if (!sqlite3_column_int(st, DRAFT_STATE_CURRENCY))
+        else if (!sqlite3_column_int(st, DRAFT_CURRENCY_MATCHES))
             out->outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
         else
             rc = OG_EINTERNAL; /* nothing explains it under the write lock */
@@ -445,7 +446,7 @@ int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
  * ?1 payout, ?2 expected version. */
 static const char sq_payout_state_sql[] =
     "SELECT state, version FROM payouts WHERE payout_id = ?1";
-enum { PAYOUT_STATE_STATE, PAYOUT_STATE_VERSION };
+enum { PAYOUT_STATE_STATE, PAYOUT_STATE_VERSION, PAYOUT_STATE_NCOLS };
 static const char sq_payout_cancel_sql[] =
     "UPDATE payouts SET state = 'Cancelled', version = version + 1,"
     "   updated_at = " SQ_NOW
@@ -453,7 +454,7 @@ static const char sq_payout_cancel_sql[] =
     "   AND (state = 'Draft' OR"
     "        (state = 'Approved' AND active_attempt IS NULL))"
     " RETURNING version, updated_at";
-enum { PAYOUT_CANCEL_VERSION, PAYOUT_CANCEL_UPDATED_AT };
+enum { CANCEL_VERSION, CANCEL_UPDATED_AT, CANCEL_NCOLS };
 
 static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
                                int64_t expected, const char *actor,
@@ -489,8 +490,8 @@ static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
                                            : OG_PAYOUT_REFUSED;
         return rc;
     }
-    version = sqlite3_column_int64(st, PAYOUT_CANCEL_VERSION);
-    at = sqlite3_column_int64(st, PAYOUT_CANCEL_UPDATED_AT);
+    version = sqlite3_column_int64(st, CANCEL_VERSION);
+    at = sqlite3_column_int64(st, CANCEL_UPDATED_AT);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     {
@@ -537,22 +538,23 @@ static const char sq_payout_get_sql[] =
     " attempt_count, active_attempt, release_day, requester_id, created_at,"
     " updated_at FROM payouts WHERE payout_id = ?1";
 enum {
-    PAYOUT_GET_PAYOUT_ID,
-    PAYOUT_GET_TENANT_ID,
-    PAYOUT_GET_BENEFICIARY_ID,
-    PAYOUT_GET_DESTINATION_ID,
-    PAYOUT_GET_DESTINATION_VERSION,
-    PAYOUT_GET_AMOUNT,
-    PAYOUT_GET_CURRENCY,
-    PAYOUT_GET_PURPOSE,
-    PAYOUT_GET_STATE,
-    PAYOUT_GET_VERSION,
-    PAYOUT_GET_ATTEMPT_COUNT,
-    PAYOUT_GET_ACTIVE_ATTEMPT,
-    PAYOUT_GET_RELEASE_DAY,
-    PAYOUT_GET_REQUESTER_ID,
-    PAYOUT_GET_CREATED_AT,
-    PAYOUT_GET_UPDATED_AT
+    PAYOUT_VIEW_PAYOUT_ID,
+    PAYOUT_VIEW_TENANT_ID,
+    PAYOUT_VIEW_BENEFICIARY_ID,
+    PAYOUT_VIEW_DESTINATION_ID,
+    PAYOUT_VIEW_DESTINATION_VERSION,
+    PAYOUT_VIEW_AMOUNT,
+    PAYOUT_VIEW_CURRENCY,
+    PAYOUT_VIEW_PURPOSE,
+    PAYOUT_VIEW_STATE,
+    PAYOUT_VIEW_VERSION,
+    PAYOUT_VIEW_ATTEMPT_COUNT,
+    PAYOUT_VIEW_ACTIVE_ATTEMPT,
+    PAYOUT_VIEW_RELEASE_DAY,
+    PAYOUT_VIEW_REQUESTER_ID,
+    PAYOUT_VIEW_CREATED_AT,
+    PAYOUT_VIEW_UPDATED_AT,
+    PAYOUT_VIEW_NCOLS
 };
 
 /* Reads the sq_payout_get_sql columns of the current row. */
@@ -561,35 +563,36 @@ static int sq_payout_view(sqlite3_stmt *st, og_payout_view *v)
     int state;
 
     memset(v, 0, sizeof *v);
-    if (og__sq_text(st, PAYOUT_GET_PAYOUT_ID, v->payout_id,
+    if (og__sq_text(st, PAYOUT_VIEW_PAYOUT_ID, v->payout_id,
                     sizeof v->payout_id) < 0 ||
-        og__sq_text(st, PAYOUT_GET_TENANT_ID, v->tenant_id,
+        og__sq_text(st, PAYOUT_VIEW_TENANT_ID, v->tenant_id,
                     sizeof v->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_GET_BENEFICIARY_ID, v->beneficiary_id,
+        og__sq_text(st, PAYOUT_VIEW_BENEFICIARY_ID, v->beneficiary_id,
                     sizeof v->beneficiary_id) < 0 ||
-        og__sq_text(st, PAYOUT_GET_DESTINATION_ID, v->destination_id,
+        og__sq_text(st, PAYOUT_VIEW_DESTINATION_ID, v->destination_id,
                     sizeof v->destination_id) < 0 ||
-        og__sq_text(st, PAYOUT_GET_CURRENCY, v->currency,
+        og__sq_text(st, PAYOUT_VIEW_CURRENCY, v->currency,
                     sizeof v->currency) < 0 ||
-        og__sq_text_opt(st, PAYOUT_GET_PURPOSE, v->purpose,
+        og__sq_text_opt(st, PAYOUT_VIEW_PURPOSE, v->purpose,
                         sizeof v->purpose) < 0 ||
-        og__sq_text_opt(st, PAYOUT_GET_ACTIVE_ATTEMPT, v->active_attempt,
+        og__sq_text_opt(st, PAYOUT_VIEW_ACTIVE_ATTEMPT, v->active_attempt,
                         sizeof v->active_attempt) < 0 ||
-        og__sq_text_opt(st, PAYOUT_GET_RELEASE_DAY, v->release_day,
+        og__sq_text_opt(st, PAYOUT_VIEW_RELEASE_DAY, v->release_day,
                         sizeof v->release_day) < 0 ||
-        og__sq_text(st, PAYOUT_GET_REQUESTER_ID, v->requester_id,
+        og__sq_text(st, PAYOUT_VIEW_REQUESTER_ID, v->requester_id,
                     sizeof v->requester_id) < 0)
         return OG_EINTERNAL;
     state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_GET_STATE));
+        (const char *)sqlite3_column_text(st, PAYOUT_VIEW_STATE));
     v->destination_version =
-        sqlite3_column_int64(st, PAYOUT_GET_DESTINATION_VERSION);
-    v->amount_minor = sqlite3_column_int64(st, PAYOUT_GET_AMOUNT);
-    v->has_purpose = sqlite3_column_type(st, PAYOUT_GET_PURPOSE) != SQLITE_NULL;
-    v->version = sqlite3_column_int64(st, PAYOUT_GET_VERSION);
-    v->attempt_count = sqlite3_column_int64(st, PAYOUT_GET_ATTEMPT_COUNT);
-    v->created_at_us = sqlite3_column_int64(st, PAYOUT_GET_CREATED_AT);
-    v->updated_at_us = sqlite3_column_int64(st, PAYOUT_GET_UPDATED_AT);
+        sqlite3_column_int64(st, PAYOUT_VIEW_DESTINATION_VERSION);
+    v->amount_minor = sqlite3_column_int64(st, PAYOUT_VIEW_AMOUNT);
+    v->has_purpose =
+        sqlite3_column_type(st, PAYOUT_VIEW_PURPOSE) != SQLITE_NULL;
+    v->version = sqlite3_column_int64(st, PAYOUT_VIEW_VERSION);
+    v->attempt_count = sqlite3_column_int64(st, PAYOUT_VIEW_ATTEMPT_COUNT);
+    v->created_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_CREATED_AT);
+    v->updated_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_UPDATED_AT);
     if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
                                              v->amount, sizeof v->amount) != 0)
         return OG_EINTERNAL;
@@ -659,7 +662,12 @@ enum {
 static const char sq_payout_day_sql[] =
     "SELECT paid, reserved, version FROM tenant_days"
     " WHERE tenant_id = ?1 AND day = ?2";
-enum { PAYOUT_DAY_PAID, PAYOUT_DAY_RESERVED, PAYOUT_DAY_VERSION };
+enum {
+    PAYOUT_DAY_PAID,
+    PAYOUT_DAY_RESERVED,
+    PAYOUT_DAY_VERSION,
+    PAYOUT_DAY_NCOLS
+};
 
 /* The current row of sq_payout_facts_sql into *f. */
 static int sq_facts_row(sqlite3_stmt *st, og__payout_facts *f)
@@ -860,10 +868,11 @@ static const char sq_payout_approve_sql[] =
     "   AND active_attempt IS NULL"
     " RETURNING version, attempt_count, amount, tenant_id";
 enum {
-    PAYOUT_APPROVE_VERSION,
-    PAYOUT_APPROVE_ATTEMPT,
-    PAYOUT_APPROVE_AMOUNT,
-    PAYOUT_APPROVE_TENANT_ID
+    APPROVE_VERSION,
+    APPROVE_ATTEMPT,
+    APPROVE_AMOUNT,
+    APPROVE_TENANT_ID,
+    APPROVE_NCOLS
 };
 /* The grant's bindings: ?1 grant, ?2 decision, ?3 payout, ?4 tenant,
  * ?5 fingerprint, ?6 executable version, ?7 attempt, ?8 policy, ?9 amount,
@@ -906,8 +915,8 @@ static int sq_decision_issue(og__sq_conn *c, const og__payout_decide_req *r,
          * moved */
         return rc < 0 ? rc : OG_EINTERNAL;
     }
-    version = sqlite3_column_int64(st, PAYOUT_APPROVE_VERSION);
-    attempt = sqlite3_column_int64(st, PAYOUT_APPROVE_ATTEMPT);
+    version = sqlite3_column_int64(st, APPROVE_VERSION);
+    attempt = sqlite3_column_int64(st, APPROVE_ATTEMPT);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     if (version != p->new_version || attempt != p->attempt_number)

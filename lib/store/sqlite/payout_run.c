@@ -78,13 +78,14 @@ const char og__sq_payout_job_take_sql[] =
     " RETURNING job_id, payout_id, grant_id, correlation_id,"
     "   resubmitted_from, deliveries, available_at";
 enum {
-    JOB_TAKE_JOB_ID,
-    JOB_TAKE_PAYOUT_ID,
-    JOB_TAKE_GRANT_ID,
-    JOB_TAKE_CORRELATION_ID,
-    JOB_TAKE_RESUBMITTED_FROM,
-    JOB_TAKE_DELIVERIES,
-    JOB_TAKE_AVAILABLE_AT
+    PAYOUT_JOB_JOB_ID,
+    PAYOUT_JOB_PAYOUT_ID,
+    PAYOUT_JOB_GRANT_ID,
+    PAYOUT_JOB_CORRELATION_ID,
+    PAYOUT_JOB_RESUBMITTED_FROM,
+    PAYOUT_JOB_DELIVERY,
+    PAYOUT_JOB_LEASE_UNTIL,
+    PAYOUT_JOB_NCOLS
 };
 
 static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
@@ -98,22 +99,22 @@ static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
     sqlite3_bind_int64(st, 1, lease_us);
     if ((rc = og__sq_step(c, st)) == 1) {
         memset(out, 0, sizeof *out);
-        if (og__sq_text(st, JOB_TAKE_JOB_ID, out->job_id,
+        if (og__sq_text(st, PAYOUT_JOB_JOB_ID, out->job_id,
                         sizeof out->job_id) < 0 ||
-            og__sq_text(st, JOB_TAKE_PAYOUT_ID, out->payout_id,
+            og__sq_text(st, PAYOUT_JOB_PAYOUT_ID, out->payout_id,
                         sizeof out->payout_id) < 0 ||
-            og__sq_text(st, JOB_TAKE_GRANT_ID, out->grant_id,
+            og__sq_text(st, PAYOUT_JOB_GRANT_ID, out->grant_id,
                         sizeof out->grant_id) < 0 ||
-            og__sq_text(st, JOB_TAKE_CORRELATION_ID, out->correlation_id,
+            og__sq_text(st, PAYOUT_JOB_CORRELATION_ID, out->correlation_id,
                         sizeof out->correlation_id) < 0 ||
-            og__sq_text_opt(st, JOB_TAKE_RESUBMITTED_FROM,
+            og__sq_text_opt(st, PAYOUT_JOB_RESUBMITTED_FROM,
                             out->resubmitted_from,
                             sizeof out->resubmitted_from) < 0) {
             sqlite3_reset(st);
             return OG_EINTERNAL;
         }
-        out->delivery = sqlite3_column_int64(st, JOB_TAKE_DELIVERIES);
-        out->lease_until_us = sqlite3_column_int64(st, JOB_TAKE_AVAILABLE_AT);
+        out->delivery = sqlite3_column_int64(st, PAYOUT_JOB_DELIVERY);
+        out->lease_until_us = sqlite3_column_int64(st, PAYOUT_JOB_LEASE_UNTIL);
         if ((rc = og__sq_done(c, st)) < 0)
             return rc;
         *keep = true;
@@ -475,7 +476,8 @@ enum {
     PAYOUT_RELEASE_PAYOUT_ID,
     PAYOUT_RELEASE_TENANT_ID,
     PAYOUT_RELEASE_DAY,
-    PAYOUT_RELEASE_AMOUNT
+    PAYOUT_RELEASE_AMOUNT,
+    PAYOUT_RELEASE_NCOLS
 };
 /* The day's counters: ?1 tenant, ?2 day, ?3 amount; reserved -> paid (a
  * Succeeded attempt's), or reserved released. */
@@ -573,8 +575,9 @@ enum {
     RESOLVE_FACTS_AMOUNT,
     RESOLVE_FACTS_RELEASED,
     RESOLVE_FACTS_STATE,
-    RESOLVE_FACTS_PAYOUT_VERSION,
-    RESOLVE_FACTS_ACTIVE
+    RESOLVE_FACTS_VERSION,
+    RESOLVE_FACTS_ACTIVE,
+    RESOLVE_FACTS_NCOLS
 };
 
 static int sq_resolve_facts(og__sq_conn *c, const char *id,
@@ -607,7 +610,7 @@ static int sq_resolve_facts(og__sq_conn *c, const char *id,
     f->amount_minor = sqlite3_column_int64(st, RESOLVE_FACTS_AMOUNT);
     f->released = sqlite3_column_int(st, RESOLVE_FACTS_RELEASED) != 0;
     f->state = (og_payout_state)state;
-    f->payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_PAYOUT_VERSION);
+    f->payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_VERSION);
     f->active = sqlite3_column_int(st, RESOLVE_FACTS_ACTIVE) != 0;
     return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
 }
@@ -723,7 +726,7 @@ int og__sq_payout_resolve(void *impl, const char *id, unsigned expected,
 }
 
 /* ===========================================================================
- * A job's resubmission (Q30)
+ * Resubmission (Q30)
  * ========================================================================= */
 
 /* ?1 the job copied, ?2 the new id. */
@@ -735,10 +738,11 @@ static const char sq_payout_job_resubmit_sql[] =
     " FROM payout_jobs j, (SELECT " SQ_NOW " AS now) t WHERE j.job_id = ?1"
     " RETURNING payout_id, grant_id, correlation_id, created_at";
 enum {
-    JOB_RESUBMIT_PAYOUT_ID,
-    JOB_RESUBMIT_GRANT_ID,
-    JOB_RESUBMIT_CORRELATION_ID,
-    JOB_RESUBMIT_CREATED_AT
+    RESUBMIT_PAYOUT_ID,
+    RESUBMIT_GRANT_ID,
+    RESUBMIT_CORRELATION_ID,
+    RESUBMIT_CREATED_AT,
+    RESUBMIT_NCOLS
 };
 
 static int sq_payout_job_resubmit_in(og__sq_conn *c, const char *id,
@@ -758,10 +762,10 @@ static int sq_payout_job_resubmit_in(og__sq_conn *c, const char *id,
         sqlite3_reset(st);
         return rc; /* 0: no such job */
     }
-    at = sqlite3_column_int64(st, JOB_RESUBMIT_CREATED_AT);
-    if (og__sq_text(st, JOB_RESUBMIT_PAYOUT_ID, payout, sizeof payout) < 0 ||
-        og__sq_text(st, JOB_RESUBMIT_GRANT_ID, grant, sizeof grant) < 0 ||
-        og__sq_text(st, JOB_RESUBMIT_CORRELATION_ID, corr, sizeof corr) < 0) {
+    at = sqlite3_column_int64(st, RESUBMIT_CREATED_AT);
+    if (og__sq_text(st, RESUBMIT_PAYOUT_ID, payout, sizeof payout) < 0 ||
+        og__sq_text(st, RESUBMIT_GRANT_ID, grant, sizeof grant) < 0 ||
+        og__sq_text(st, RESUBMIT_CORRELATION_ID, corr, sizeof corr) < 0) {
         sqlite3_reset(st);
         return OG_EINTERNAL;
     }
@@ -812,26 +816,27 @@ static const char sq_payout_grant_get_sql[] =
     " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
     " WHERE b.grant_id = ?1";
 enum {
-    GRANT_GET_GRANT_ID,
-    GRANT_GET_DECISION_ID,
-    GRANT_GET_PAYOUT_ID,
-    GRANT_GET_TENANT_ID,
-    GRANT_GET_OPERATION,
-    GRANT_GET_AUDIENCE,
-    GRANT_GET_TERMS_FINGERPRINT,
-    GRANT_GET_POLICY_VERSION,
-    GRANT_GET_EXECUTABLE_VERSION,
-    GRANT_GET_ATTEMPT_NUMBER,
-    GRANT_GET_AMOUNT,
-    GRANT_GET_RELEASE_DAY,
-    GRANT_GET_NOT_BEFORE,
-    GRANT_GET_EXPIRES_AT,
-    GRANT_GET_CREATED_AT,
-    GRANT_GET_CONSUMED_AT,
-    GRANT_GET_CONSUMED_BY,
-    GRANT_GET_REVOKED_AT,
-    GRANT_GET_RELEASED_AT,
-    GRANT_GET_NOW
+    PAYOUT_GRANT_GRANT_ID,
+    PAYOUT_GRANT_DECISION_ID,
+    PAYOUT_GRANT_PAYOUT_ID,
+    PAYOUT_GRANT_TENANT_ID,
+    PAYOUT_GRANT_OPERATION,
+    PAYOUT_GRANT_AUDIENCE,
+    PAYOUT_GRANT_TERMS_FINGERPRINT,
+    PAYOUT_GRANT_POLICY_VERSION,
+    PAYOUT_GRANT_EXECUTABLE_VERSION,
+    PAYOUT_GRANT_ATTEMPT_NUMBER,
+    PAYOUT_GRANT_AMOUNT,
+    PAYOUT_GRANT_RELEASE_DAY,
+    PAYOUT_GRANT_NOT_BEFORE,
+    PAYOUT_GRANT_EXPIRES_AT,
+    PAYOUT_GRANT_CREATED_AT,
+    PAYOUT_GRANT_CONSUMED_AT,
+    PAYOUT_GRANT_CONSUMED_BY,
+    PAYOUT_GRANT_REVOKED_AT,
+    PAYOUT_GRANT_RELEASED_AT,
+    PAYOUT_GRANT_NOW,
+    PAYOUT_GRANT_NCOLS
 };
 
 static int sq_payout_grant_row(og__sq_store *s, sqlite3_stmt *st, void *out)
@@ -839,42 +844,42 @@ static int sq_payout_grant_row(og__sq_store *s, sqlite3_stmt *st, void *out)
     og_payout_grant_view *v = out;
 
     memset(v, 0, sizeof *v);
-    if (og__sq_text(st, GRANT_GET_GRANT_ID, v->grant_id,
+    if (og__sq_text(st, PAYOUT_GRANT_GRANT_ID, v->grant_id,
                     sizeof v->grant_id) < 0 ||
-        og__sq_text(st, GRANT_GET_DECISION_ID, v->decision_id,
+        og__sq_text(st, PAYOUT_GRANT_DECISION_ID, v->decision_id,
                     sizeof v->decision_id) < 0 ||
-        og__sq_text(st, GRANT_GET_PAYOUT_ID, v->payout_id,
+        og__sq_text(st, PAYOUT_GRANT_PAYOUT_ID, v->payout_id,
                     sizeof v->payout_id) < 0 ||
-        og__sq_text(st, GRANT_GET_TENANT_ID, v->tenant_id,
+        og__sq_text(st, PAYOUT_GRANT_TENANT_ID, v->tenant_id,
                     sizeof v->tenant_id) < 0 ||
-        og__sq_text(st, GRANT_GET_OPERATION, v->operation,
+        og__sq_text(st, PAYOUT_GRANT_OPERATION, v->operation,
                     sizeof v->operation) < 0 ||
-        og__sq_text(st, GRANT_GET_AUDIENCE, v->audience,
+        og__sq_text(st, PAYOUT_GRANT_AUDIENCE, v->audience,
                     sizeof v->audience) < 0 ||
-        og__sq_text(st, GRANT_GET_TERMS_FINGERPRINT, v->terms_fingerprint,
+        og__sq_text(st, PAYOUT_GRANT_TERMS_FINGERPRINT, v->terms_fingerprint,
                     sizeof v->terms_fingerprint) < 0 ||
-        og__sq_text(st, GRANT_GET_POLICY_VERSION, v->policy_version,
+        og__sq_text(st, PAYOUT_GRANT_POLICY_VERSION, v->policy_version,
                     sizeof v->policy_version) < 0 ||
-        og__sq_text(st, GRANT_GET_RELEASE_DAY, v->release_day,
+        og__sq_text(st, PAYOUT_GRANT_RELEASE_DAY, v->release_day,
                     sizeof v->release_day) < 0 ||
-        og__sq_text_opt(st, GRANT_GET_CONSUMED_BY, v->consumed_by_operation,
+        og__sq_text_opt(st, PAYOUT_GRANT_CONSUMED_BY, v->consumed_by_operation,
                         sizeof v->consumed_by_operation) < 0)
         return OG_EINTERNAL;
     v->executable_payout_version =
-        sqlite3_column_int64(st, GRANT_GET_EXECUTABLE_VERSION);
-    v->attempt_number = sqlite3_column_int64(st, GRANT_GET_ATTEMPT_NUMBER);
-    v->reserved_minor = sqlite3_column_int64(st, GRANT_GET_AMOUNT);
-    v->not_before_us = sqlite3_column_int64(st, GRANT_GET_NOT_BEFORE);
-    v->expires_at_us = sqlite3_column_int64(st, GRANT_GET_EXPIRES_AT);
-    v->created_at_us = sqlite3_column_int64(st, GRANT_GET_CREATED_AT);
+        sqlite3_column_int64(st, PAYOUT_GRANT_EXECUTABLE_VERSION);
+    v->attempt_number = sqlite3_column_int64(st, PAYOUT_GRANT_ATTEMPT_NUMBER);
+    v->reserved_minor = sqlite3_column_int64(st, PAYOUT_GRANT_AMOUNT);
+    v->not_before_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOT_BEFORE);
+    v->expires_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_EXPIRES_AT);
+    v->created_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_CREATED_AT);
     v->consumed_at_us =
-        sqlite3_column_int64(st, GRANT_GET_CONSUMED_AT); /* NULL reads 0 */
-    v->revoked_at_us = sqlite3_column_int64(st, GRANT_GET_REVOKED_AT);
-    v->released_at_us = sqlite3_column_int64(st, GRANT_GET_RELEASED_AT);
-    v->read_at_us = sqlite3_column_int64(st, GRANT_GET_NOW);
+        sqlite3_column_int64(st, PAYOUT_GRANT_CONSUMED_AT); /* NULL reads 0 */
+    v->revoked_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_REVOKED_AT);
+    v->released_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_RELEASED_AT);
+    v->read_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOW);
     v->state = og__payout_grant_state(
-        sqlite3_column_type(st, GRANT_GET_CONSUMED_AT) != SQLITE_NULL,
-        sqlite3_column_type(st, GRANT_GET_REVOKED_AT) != SQLITE_NULL,
+        sqlite3_column_type(st, PAYOUT_GRANT_CONSUMED_AT) != SQLITE_NULL,
+        sqlite3_column_type(st, PAYOUT_GRANT_REVOKED_AT) != SQLITE_NULL,
         v->expires_at_us, s->opts.timings.admission_leeway_us,
         v->read_at_us);
     return 0;
@@ -891,7 +896,7 @@ int og__sq_payout_grant_get(void *impl, const char *grant_id,
  * grant's row, live: ONE conditional write (Q29). */
 static const char sq_payout_grant_payout_sql[] =
     "SELECT payout_id FROM payout_grants WHERE grant_id = ?1";
-enum { GRANT_PAYOUT_PAYOUT_ID };
+enum { GRANT_PAYOUT_PAYOUT_ID, GRANT_PAYOUT_NCOLS };
 static const char sq_payout_grant_revoke_sql[] =
     "UPDATE grants SET revoked_at = " SQ_NOW
     " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"
@@ -980,7 +985,7 @@ int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
 static const char sq_payout_expire_cursor_sql[] =
     "SELECT count(*), max(expires_at) FROM payout_grants"
     " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
-enum { EXPIRE_CURSOR_COUNT, EXPIRE_CURSOR_LAST };
+enum { EXPIRE_PICKED, EXPIRE_CURSOR, EXPIRE_NCOLS };
 static const char sq_payout_expire_days_sql[] =
     "UPDATE tenant_days SET reserved = reserved - s.amount,"
     "   version = version + 1"
@@ -1042,9 +1047,9 @@ static int sq_expire_cursor(og__sq_conn *c, const sq_expire_args *a,
         return rc;
     sq_expire_bind(st, a);
     if ((rc = og__sq_step(c, st)) == 1) {
-        *count = sqlite3_column_int64(st, EXPIRE_CURSOR_COUNT);
-        if (sqlite3_column_type(st, EXPIRE_CURSOR_LAST) != SQLITE_NULL)
-            *last = sqlite3_column_int64(st, EXPIRE_CURSOR_LAST);
+        *count = sqlite3_column_int64(st, EXPIRE_PICKED);
+        if (sqlite3_column_type(st, EXPIRE_CURSOR) != SQLITE_NULL)
+            *last = sqlite3_column_int64(st, EXPIRE_CURSOR);
     }
     sqlite3_reset(st);
     return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;

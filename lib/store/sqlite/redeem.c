@@ -71,7 +71,8 @@ enum {
     REDEMPTION_GET_CODE_HASH,
     REDEMPTION_GET_NONCE,
     REDEMPTION_GET_SEALED,
-    REDEMPTION_GET_CREATED_AT
+    REDEMPTION_GET_CREATED_AT,
+    REDEMPTION_GET_NCOLS
 };
 
 /* Copies the OWN row of sq_redemption_get_sql into *out (sealed

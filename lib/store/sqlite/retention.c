@@ -49,7 +49,7 @@
     " RETURNING kind, retain_until"
 const char og__sq_cleanup_sql[] = SQ_CLEANUP_SQL(READABLE);
 const char og__sq_cleanup_hashed_sql[] = SQ_CLEANUP_SQL(HASHED);
-enum { CLEANUP_KIND, CLEANUP_RETAIN_UNTIL };
+enum { CLEANUP_KIND, CLEANUP_RETAIN_UNTIL, CLEANUP_NCOLS };
 
 static int sq_cleanup_in(og__sq_store *s, og__sq_conn *c, int batch,
                          int64_t *from_us, og_cleanup_stats *out, bool *keep)
@@ -127,7 +127,7 @@ int og__sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
 static const char sq_archive_cursor_sql[] =
     "SELECT max(coalesce(updated_at, created_at)) FROM operations"
     " WHERE operation_id IN (" SQ_ARCHIVE_PICK ")";
-enum { ARCHIVE_CURSOR_LAST };
+enum { ARCHIVE_CURSOR_LAST, ARCHIVE_CURSOR_NCOLS };
 static const char sq_archive_events_sql[] =
     "INSERT INTO operation_events_archive (" SQ_EVENT_COLS ", archived_at)"
     " SELECT " SQ_EVENT_COLS ", ?3 FROM operation_events"

@@ -743,10 +743,10 @@ _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
 static const char sq_schema_table_sql[] =
     "SELECT count(*) FROM sqlite_schema"
     " WHERE type = 'table' AND name = 'og_schema_migrations'";
-enum { SCHEMA_TABLE_COUNT };
+enum { SCHEMA_TABLE_COUNT, SCHEMA_TABLE_NCOLS };
 static const char sq_schema_version_sql[] =
     "SELECT coalesce(max(version), 0) FROM og_schema_migrations";
-enum { SCHEMA_VERSION_VERSION };
+enum { SCHEMA_VERSION_VERSION, SCHEMA_VERSION_NCOLS };
 
 /* Version on an open connection: 0 when never migrated. */
 static int sq_version_on(sqlite3 *db, int *version)
@@ -902,7 +902,7 @@ out:
 /* The store's one settings row (migration 5). */
 static const char sq_read_keys_sql[] =
     "SELECT consumption_keys FROM og_store_settings";
-enum { READ_KEYS_KEYS };
+enum { READ_KEYS_KEYS, READ_KEYS_NCOLS };
 
 /* The consumption keys the store records (Q23); the store object runs that
  * mode's statements from now on. */
