@@ -135,7 +135,7 @@ int og__consumption_key(const char *issuer, size_t issuer_len,
                         unsigned char out[OG_CONSUMPTION_KEY_LEN]);
 
 /* Registers og_consumption_key(issuer, grant_id) on db: the function above,
- * deterministic and innocuous. lib/store/sqlite.c does it on every
+ * deterministic and innocuous. lib/store/sqlite/conn.c does it on every
  * connection; tests call it on their raw ones. SQLITE_OK or an error code. */
 struct sqlite3;
 int og__sqlite_register_key_function(struct sqlite3 *db);
@@ -154,13 +154,6 @@ int og__sqlite_register_key_function(struct sqlite3 *db);
  *   everything else, including any other constraint failure. */
 #define OG__PG_REFUSE 1
 int og__pg_classify(const char *sqlstate, const char *constraint);
-
-/* Maps an SQLite extended result code to OG_ESTORE_UNAVAILABLE (busy,
- * locked, I/O, full, cantopen, interrupt, protocol...) or OG_EINTERNAL. */
-int og__sqlite_classify(int extended_rc);
-
-/* The SQLite extended codes for the two unique keys that mean "refused":
- * SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE on operations. */
 
 /* ===========================================================================
  * Core: redeeming a single-use token (lib/core/redeem.c). Pure: the nonce
@@ -792,6 +785,14 @@ void og__explain_plan(FILE *out, const char *caption,
 
 extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;
+
+/* Maps an SQLite extended result code to OG_ESTORE_UNAVAILABLE (busy,
+ * locked, I/O, full, cantopen, interrupt, protocol...) or OG_EINTERNAL
+ * (lib/store/sqlite/conn.c; tests/test_core.c checks its table). The
+ * SQLite extended codes for the two unique keys that mean "refused",
+ * SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE on operations,
+ * are the admission's to read (lib/store/sqlite/admit.c). */
+int og__sqlite_classify(int extended_rc);
 
 /* Fault injection for tests (lib/core/fault.c): 1 when the build has
  * OG_FAULT_INJECTION (-Dfault_injection=true) and the environment variable

@@ -16,8 +16,13 @@
  *       unknown.
  *   E3  Anything unrecognised is internal, never unavailable, so a defect is
  *       not silently retried forever.
+ *
+ * PostgreSQL's failures arrive as strings (SQLSTATE, constraint name), so
+ * their table is here; SQLite's arrive as its result codes, so its table
+ * (og__sqlite_classify: E2, E3; the admission applies E1 to SQLite's
+ * constraint codes) lives with its backend in lib/store/sqlite/conn.c, and
+ * core includes no backend header.
  */
-#include <sqlite3.h>
 #include <string.h>
 
 #include "og_internal.h"
@@ -59,24 +64,4 @@ int og__pg_classify(const char *sqlstate, const char *constraint)
         if (strncmp(sqlstate, og__pg_unavailable_classes[i], 2) == 0)
             return OG_ESTORE_UNAVAILABLE;
     return OG_EINTERNAL; /* E3 */
-}
-
-int og__sqlite_classify(int extended_rc)
-{
-    switch (extended_rc & 0xff) {
-    case SQLITE_BUSY:      /* busy_timeout elapsed */
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:     /* includes a failed fsync at commit */
-    case SQLITE_FULL:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PROTOCOL:
-    case SQLITE_INTERRUPT: /* cancelled */
-    case SQLITE_READONLY:
-    case SQLITE_SCHEMA:
-        return OG_ESTORE_UNAVAILABLE;
-    case SQLITE_NOMEM:
-        return OG_ENOMEM;
-    default:               /* CONSTRAINT, CORRUPT, NOTADB, ERROR, MISUSE... */
-        return OG_EINTERNAL;
-    }
 }

@@ -1,0 +1,635 @@
+/*
+ * admit.c — the SQLite store's admission: the family's state, the claim,
+ * the operation insert and, when the claim took nothing, the follow-up read
+ * and its classification; the group commit that runs queued admissions in
+ * one transaction; and og_operation_get. The claim and the reads of what
+ * holds a key serve the consume verdict and revocation too (grants.c).
+ *
+ * SQLite has no data-modifying CTEs, so the admission is ONE write
+ * transaction (BEGIN IMMEDIATE … COMMIT) holding the claim and the
+ * operation insert. The claim is the insert into grant_consumptions (token
+ * form) or the conditional UPDATE of the grant's row (row form). Besides
+ * Q1, Q4, Q7, Q9 and Q23 (internal.h), the admission protects:
+ *
+ *   Q2  The claim and the operation insert commit together or not at all: a
+ *       unique violation on operations rolls the claim back (REFUSED).
+ *   Q3  The deadline is checked in the claim itself against SQLite's clock
+ *       ('now' is fixed for the duration of one sqlite3_step, like
+ *       statement_timestamp()); lease_until, submit_by and created_at come
+ *       from a later 'now', when the operation row is written (like
+ *       clock_timestamp()).
+ *   Q22 An archived operation still answers for its id: the claim requires
+ *       that operations_archive does not hold the request's operation id,
+ *       and the follow-up read finds the operation in operations, else in
+ *       operations_archive, so a same-operation retry is ALREADY_ADMITTED
+ *       with the archived record and another grant under the id is refused
+ *       (OPERATION_ID_TAKEN). Exact here: the write lock orders the archive
+ *       (retention.c) and the admission.
+ *
+ * and the group commit's G1-G5 ("Group commit" below).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* ===========================================================================
+ * Families (Q9)
+ * ========================================================================= */
+
+/* ?1 issuer, ?2 family. */
+const char og__sq_family_state_sql[] =
+    "SELECT revoked_at IS NULL FROM families"
+    " WHERE issuer = ?1 AND family = ?2";
+enum { FAMILY_STATE_LIVE, FAMILY_STATE_NCOLS };
+
+int og__sq_family_state(og__sq_conn *c, const char *issuer,
+                        const char *family, og__sq_family *state)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if (!family[0]) {
+        *state = SQ_FAM_UNNAMED;
+        return 0;
+    }
+    if ((rc = og__sq_stmt(c, og__sq_family_state_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, family, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        *state = sqlite3_column_int(st, FAMILY_STATE_LIVE) ? SQ_FAM_LIVE
+                                                           : SQ_FAM_REVOKED;
+    else if (rc == 0)
+        *state = SQ_FAM_MISSING;
+    sqlite3_reset(st);
+    return rc < 0 ? rc : 0;
+}
+
+/* ===========================================================================
+ * The claim (Q3, Q22)
+ * ========================================================================= */
+
+/* The claim's condition that an archived operation keeps its id (Q22); ?3
+ * is the operation id (NULL for the consume verdict: no row matches). */
+#define SQ_OP_ID_NOT_ARCHIVED                                                 \
+    "NOT EXISTS (SELECT 1 FROM operations_archive a"                          \
+    " WHERE a.operation_id = ?3)"
+
+/* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for
+ * the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a row
+ * only when this statement took the key. Both instances, as the row form's
+ * claim, leave an archived operation's id alone (Q22). */
+#define SQ_CLAIM_SQL(K)                                                        \
+    SQ_CLAIM_INTO(K, "?1", "?2") "?3, " SQ_NOW ", ?4 + ?5, ?6"                 \
+    " WHERE ?4 + ?5 > " SQ_NOW " AND " SQ_OP_ID_NOT_ARCHIVED                   \
+    SQ_CLAIM_END(K)
+const char og__sq_claim_sql[] = SQ_CLAIM_SQL(READABLE);
+const char og__sq_claim_hashed_sql[] = SQ_CLAIM_SQL(HASHED);
+
+/* The claim, row form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for
+ * the verdict), ?4 leeway. The row's expires_at is the trusted deadline;
+ * the request's is ignored. Returns the row's family when it took it. */
+const char og__sq_row_claim_sql[] =
+    "UPDATE grants SET consumed_at = " SQ_NOW ", consumed_by_operation = ?3"
+    " WHERE issuer = ?1 AND grant_id = ?2 AND consumed_at IS NULL"
+    "   AND revoked_at IS NULL AND expires_at + ?4 > " SQ_NOW
+    "   AND " SQ_OP_ID_NOT_ARCHIVED
+    " RETURNING family";
+enum { ROW_CLAIM_FAMILY, ROW_CLAIM_NCOLS };
+
+int og__sq_claim(og__sq_store *s, og__sq_conn *c, const og__admit_req *req,
+                 const char *op_id, char row_family[OG_ID_MAX + 1])
+{
+    const og_timings *t = &s->opts.timings;
+    sqlite3_stmt *st;
+    int rc, claimed;
+
+    if (req->form == OG_FORM_ROW) {
+        if ((rc = og__sq_stmt(c, og__sq_row_claim_sql, &st)) < 0)
+            return rc;
+        og__sq_bind_opt(st, 3, op_id);
+        sqlite3_bind_int64(st, 4, t->admission_leeway_us);
+    } else {
+        if ((rc = og__sq_stmt(c, SQ_KEYED(s, og__sq_claim), &st)) < 0)
+            return rc;
+        og__sq_bind_opt(st, 3, op_id);
+        sqlite3_bind_int64(st, 4, req->expires_at_us);
+        sqlite3_bind_int64(st, 5, t->admission_leeway_us);
+        sqlite3_bind_text(st, 6, op_id ? "admission" : "consume", -1,
+                          SQLITE_STATIC);
+    }
+    sqlite3_bind_text(st, 1, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->grant_id, -1, SQLITE_STATIC);
+    /* RETURNING: a row only if this statement took the grant. */
+    if ((claimed = og__sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return claimed;
+    }
+    if (req->form == OG_FORM_ROW && row_family &&
+        og__sq_text_opt(st, ROW_CLAIM_FAMILY, row_family, OG_ID_MAX + 1) < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    return 1;
+}
+
+/* ===========================================================================
+ * What holds a key the claim did not take
+ * ========================================================================= */
+
+int og__sq_claim_kind_parse(const char *text, og__claim_kind *kind)
+{
+    if (!text)
+        return OG_EINTERNAL;
+    if (strcmp(text, "admission") == 0)
+        *kind = OG__CLAIM_ADMISSION;
+    else if (strcmp(text, "revocation") == 0)
+        *kind = OG__CLAIM_REVOCATION;
+    else if (strcmp(text, "consume") == 0)
+        *kind = OG__CLAIM_CONSUME;
+    else
+        return OG_EINTERNAL;
+    return 0;
+}
+
+/* What holds a key, token form: ?1 issuer, ?2 grant id. */
+#define SQ_READ_CONSUMPTION_SQL(K)                                             \
+    "SELECT operation_id, kind FROM grant_consumptions"                        \
+    " WHERE " SQ_KEQ_##K("?1", "?2")
+const char og__sq_read_consumption_sql[] = SQ_READ_CONSUMPTION_SQL(READABLE);
+const char og__sq_read_consumption_hashed_sql[] =
+    SQ_READ_CONSUMPTION_SQL(HASHED);
+enum {
+    READ_CONSUMPTION_OPERATION_ID,
+    READ_CONSUMPTION_KIND,
+    READ_CONSUMPTION_NCOLS
+};
+
+/* ...and row form: the grant's row. */
+static const char sq_read_grant_sql[] =
+    "SELECT consumed_at IS NOT NULL, consumed_by_operation,"
+    "       revoked_at IS NOT NULL"
+    " FROM grants WHERE issuer = ?1 AND grant_id = ?2";
+enum {
+    READ_GRANT_CONSUMED,
+    READ_GRANT_OPERATION_ID,
+    READ_GRANT_REVOKED,
+    READ_GRANT_NCOLS
+};
+
+/* The read of what holds (issuer, grant_id) in form, bound, in *out. */
+static int sq_holder_stmt(const og__sq_store *s, og__sq_conn *c,
+                          og_grant_form form, const char *issuer,
+                          const char *grant_id, sqlite3_stmt **out)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c,
+                          form == OG_FORM_ROW
+                              ? sq_read_grant_sql
+                              : SQ_KEYED(s, og__sq_read_consumption),
+                          &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, grant_id, -1, SQLITE_STATIC);
+    *out = st;
+    return 0;
+}
+
+int og__sq_consumption(const og__sq_store *s, og__sq_conn *c,
+                       const og__admit_req *req, og__sq_family fam,
+                       og__consumption *cons)
+{
+    og__consumption r = {0};
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = sq_holder_stmt(s, c, req->form, req->issuer, req->grant_id,
+                             &st)) < 0)
+        return rc;
+    rc = og__sq_step(c, st);
+    if (rc == 0 && req->form == OG_FORM_ROW) {
+        r.not_issued = true; /* no row: nothing was issued under the key */
+    } else if (rc == 1 && req->form == OG_FORM_ROW) {
+        if (sqlite3_column_type(st, READ_GRANT_OPERATION_ID) != SQLITE_NULL) {
+            r.present = r.has_operation = true;
+            r.kind = OG__CLAIM_ADMISSION;
+            rc = og__sq_text(st, READ_GRANT_OPERATION_ID, r.operation_id,
+                             sizeof r.operation_id);
+        } else if (sqlite3_column_int(st, READ_GRANT_CONSUMED)) {
+            r.present = true;
+            r.kind = OG__CLAIM_CONSUME;
+        } else if (sqlite3_column_int(st, READ_GRANT_REVOKED)) {
+            r.present = true;
+            r.kind = OG__CLAIM_REVOCATION;
+        } /* else a live row: the deadline or the family refused it */
+    } else if (rc == 1) {
+        r.present = true;
+        rc = og__sq_claim_kind_parse(
+            (const char *)sqlite3_column_text(st, READ_CONSUMPTION_KIND),
+            &r.kind);
+        if (rc == 0 && r.kind == OG__CLAIM_ADMISSION) {
+            r.has_operation = true;
+            rc = og__sq_text(st, READ_CONSUMPTION_OPERATION_ID,
+                             r.operation_id, sizeof r.operation_id);
+        }
+    }
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    r.family_blocked = fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED;
+    *cons = r;
+    return 0;
+}
+
+int og__sq_holder_exists(const og__sq_store *s, og__sq_conn *c,
+                         og_grant_form form, const char *issuer,
+                         const char *grant_id)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = sq_holder_stmt(s, c, form, issuer, grant_id, &st)) < 0)
+        return rc;
+    rc = og__sq_step(c, st);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* ===========================================================================
+ * An operation by id
+ * ========================================================================= */
+
+/* ?1 the operation id: live only (og_operation_get), or live, else archived
+ * (the admission's follow-up, Q22). */
+static const char sq_read_op_sql[] =
+    "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1";
+static const char sq_read_op_any_sql[] =
+    "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1"
+    " UNION ALL"
+    " SELECT " SQ_OP_COLS " FROM operations_archive WHERE operation_id = ?1"
+    " LIMIT 1";
+
+/* Reads the operation by id on c with statement sql (sq_read_op_sql or
+ * sq_read_op_any_sql): 1 found, 0 not, negative error. */
+static int sq_read_op_by_id(og__sq_conn *c, const char *sql, const char *id,
+                            og_operation *op)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        rc = og__sq_read_op(st, op) < 0 ? OG_EINTERNAL : 1;
+    else if (rc == SQLITE_DONE)
+        rc = 0;
+    else
+        rc = og__sq_err(c);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* After a claim that took nothing, inside the same transaction: read what
+ * holds the key and what the operation id names, and classify. */
+static int sq_followup(const og__sq_store *s, og__sq_conn *c,
+                       const og__admit_req *req, og__sq_family fam,
+                       og_admission *out)
+{
+    og__consumption cons;
+    og_operation op;
+    int rc;
+
+    if ((rc = og__sq_consumption(s, c, req, fam, &cons)) < 0)
+        return rc;
+    rc = sq_read_op_by_id(c, sq_read_op_any_sql, req->operation_id,
+                          &op); /* Q22 */
+    if (rc < 0)
+        return rc;
+    og__classify_unclaimed(req, &cons, rc == 1 ? &op : NULL, out);
+    return 0;
+}
+
+/* ===========================================================================
+ * The admission
+ * ========================================================================= */
+
+/* The operation, in the claim's transaction: ?1..?7 the binding,
+ * ?8 owner version, ?9 execution lease, ?10 submission window. */
+const char og__sq_insert_op_sql[] =
+    "INSERT INTO operations (" SQ_OP_INSERT_COLS ")"
+    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'Admitted', ?8,"
+    "        t.now + ?9, t.now + ?10, t.now"
+    " FROM (SELECT " SQ_NOW " AS now) t"
+    " RETURNING " SQ_OP_COLS;
+
+void og__sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
+                        const og_timings *t)
+{
+    sqlite3_bind_text(st, 1, req->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->issuer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, req->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, req->caller_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, req->account_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, req->amount, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, req->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, OG__INITIAL_OWNER_VERSION);
+    sqlite3_bind_int64(st, 9, t->execution_lease_us);
+    sqlite3_bind_int64(st, 10, t->submission_window_us);
+}
+
+/* One admission inside the batch's write transaction, in its own savepoint:
+ * the family's row (Q9), the claim, then the operation insert (Q1, Q2).
+ * Returns 0 with *out, or a negative error. *keep says whether the savepoint
+ * holds a write to keep (ADMITTED); every other answer rolls the savepoint
+ * back. */
+static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
+                        const og__admit_req *req, og_admission *out,
+                        bool *keep)
+{
+    const og_timings *t = &s->opts.timings;
+    og_admission res;
+    sqlite3_stmt *st;
+    og__sq_family fam;
+    int rc, step;
+
+    *keep = false;
+    /* 1. The family, read under the write lock: a revocation committed
+     * before this transaction is seen, one after it waits for it (Q9). */
+    if ((rc = og__sq_family_state(c, req->issuer, req->family, &fam)) < 0)
+        return rc;
+    if (fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED)
+        return sq_followup(s, c, req, fam, out); /* no claim; report */
+
+    /* 2. The claim: the key (token form) or the row (row form) and the
+     * deadline, on SQLite's clock (Q3). */
+    if ((rc = og__sq_claim(s, c, req, req->operation_id, NULL)) < 0)
+        return rc;
+    if (rc == 0)
+        return sq_followup(s, c, req, fam, out); /* nothing written; report */
+
+    /* 3. The operation, bound to the grant, in the same transaction (row
+     * form: chained to the row's UPDATE exactly as to the key's insert). */
+    if ((rc = og__sq_stmt(c, og__sq_insert_op_sql, &st)) < 0)
+        return rc;
+    og__sq_bind_new_op(st, req, t);
+    step = sqlite3_step(st);
+    if (step != SQLITE_ROW) {
+        int ext = sqlite3_extended_errcode(c->db);
+        sqlite3_reset(st);
+        /* Q2: a taken operation id or a grant already bound to an operation
+         * refuses the whole admission; rolling back the savepoint undoes the
+         * claim. */
+        if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE) {
+            memset(out, 0, sizeof *out);
+            out->outcome = OG_OUTCOME_REFUSED;
+            out->refusal = ext == SQLITE_CONSTRAINT_PRIMARYKEY
+                               ? OG_REFUSAL_OPERATION_ID_TAKEN
+                               : OG_REFUSAL_GRANT_SPENT;
+            return 0;
+        }
+        return og__sqlite_classify(ext);
+    }
+    memset(&res, 0, sizeof res);
+    res.outcome = OG_OUTCOME_ADMITTED;
+    rc = og__sq_read_op(st, &res.operation);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    if (step != SQLITE_DONE)
+        return og__sq_err(c);
+    *out = res;
+    *keep = true;
+    return 0;
+}
+
+/* ===========================================================================
+ * Group commit
+ *
+ * SQLite has one writer at a time and every commit fsyncs the WAL (Q4), so
+ * the obvious design — one transaction per admission — spends one fsync per
+ * admission and makes concurrent callers poll for the lock. Instead, callers
+ * of one store object queue; one of them, the leader, takes every queued
+ * admission (up to SQ_BATCH_MAX), runs them in ONE BEGIN IMMEDIATE
+ * transaction, each in its own SAVEPOINT, and commits once. Invariants:
+ *
+ *   G1  Each admission is still atomic on its own: its claim and its
+ *       operation insert are one savepoint, released together or rolled
+ *       back together.
+ *   G2  No answer before the commit: every caller in a batch learns its
+ *       outcome only after COMMIT returned SQLITE_OK. An admission refused
+ *       because of a batch-mate's claim is therefore refused on committed
+ *       state. A failed commit answers OG_ESTORE_UNAVAILABLE to every caller
+ *       in the batch — true, since none of their writes is confirmed.
+ *   G3  A caller whose deadline passes while it is still queued leaves the
+ *       queue with OG_ESTORE_UNAVAILABLE; nothing of it has run. A caller
+ *       taken into a batch waits for the batch, which is bounded by the
+ *       earliest deadline in it.
+ *   G4  An error confined to one admission (a defect such as a CHECK
+ *       failure) rolls back that admission's savepoint only; an error that
+ *       ends the transaction (I/O, full disk) fails the whole batch.
+ *   G5  Each admission reads its family's row inside the batch's transaction
+ *       (Q9), so a family revocation comes before or after the whole batch,
+ *       never between its admissions, and it cannot list a grant the batch
+ *       admitted: its claim is committed before the revocation runs.
+ * ========================================================================= */
+#define SQ_BATCH_MAX 128
+
+typedef struct og__sq_waiter {
+    const og__admit_req *req;
+    og_admission res;
+    int rc;
+    int64_t deadline_us;
+    bool taken; /* in a batch: its result is coming */
+    bool done;
+    struct og__sq_waiter *next;
+} sq_waiter;
+
+static const char sq_savepoint_sql[] = "SAVEPOINT og_admit";
+static const char sq_release_sql[] = "RELEASE og_admit";
+static const char sq_rollback_to_sql[] = "ROLLBACK TO og_admit";
+
+/* Runs a savepoint statement; false when the transaction is gone. */
+static bool sq_savepoint(og__sq_conn *c, const char *sql)
+{
+    return og__sq_exec(c, sql) == 0 && !sqlite3_get_autocommit(c->db);
+}
+
+/* Runs batch[0..n) in one write transaction on c; fills each rc/res. */
+static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
+                         int n)
+{
+    int64_t deadline = batch[0]->deadline_us;
+    int rc, i;
+
+    for (i = 1; i < n; i++)
+        if (batch[i]->deadline_us < deadline)
+            deadline = batch[i]->deadline_us;
+    og__sq_arm(c, deadline);
+
+    if ((rc = og__sq_begin_on(c)) < 0) /* lock wait past the deadline */
+        goto fail_all;
+    for (i = 0; i < n; i++) {
+        bool keep = false;
+
+        if (!sq_savepoint(c, sq_savepoint_sql)) {
+            rc = og__sq_err(c);
+            goto fail_all;
+        }
+        batch[i]->rc = sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
+        if (sqlite3_get_autocommit(c->db)) { /* G4: SQLite ended the txn */
+            rc = batch[i]->rc < 0 ? batch[i]->rc : OG_ESTORE_UNAVAILABLE;
+            goto fail_all;
+        }
+        og__sq_reset_all(c); /* no statement may stay active */
+        if (batch[i]->rc < 0 || !keep) {
+            if (!sq_savepoint(c, sq_rollback_to_sql)) { /* G1 */
+                rc = OG_ESTORE_UNAVAILABLE;
+                goto fail_all;
+            }
+        }
+        if (og__sq_exec(c, sq_release_sql) < 0) {
+            rc = og__sq_err(c);
+            goto fail_all;
+        }
+    }
+    if ((rc = og__sq_commit(c)) < 0) /* G2 */
+        goto fail_all;
+    for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
+        if (batch[i]->rc == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
+            og__fault("admit_ack_lost"))
+            batch[i]->rc = OG_ESTORE_UNAVAILABLE;
+    return;
+
+fail_all:
+    if (rc >= 0)
+        rc = OG_ESTORE_UNAVAILABLE;
+    /* Not committed, or not confirmed: every caller in the batch gets the
+     * error that ended the transaction, never an outcome (G2). */
+    for (i = 0; i < n; i++)
+        batch[i]->rc = rc;
+}
+
+/* Takes up to SQ_BATCH_MAX waiters off the queue (FIFO). Called with mu. */
+static int sq_take_batch(og__sq_store *s, sq_waiter **batch)
+{
+    int n = 0;
+
+    while (s->head && n < SQ_BATCH_MAX) {
+        sq_waiter *w = s->head;
+        s->head = w->next;
+        if (!s->head)
+            s->tail = NULL;
+        w->taken = true;
+        batch[n++] = w;
+    }
+    return n;
+}
+
+/* Removes w from the queue (it gave up before being taken). With mu. */
+static void sq_unqueue(og__sq_store *s, sq_waiter *w)
+{
+    sq_waiter **pp = &s->head, *prev = NULL;
+
+    while (*pp && *pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp) {
+        *pp = w->next;
+        if (s->tail == w)
+            s->tail = prev;
+    }
+}
+
+static struct timespec sq_abs_mono(int64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    return ts;
+}
+
+int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
+{
+    og__sq_store *s = impl;
+    sq_waiter w = {.req = req, .rc = 0,
+                   .deadline_us = og__sq_mono_us() +
+                                  s->opts.timings.store_timeout_us};
+    sq_waiter *batch[SQ_BATCH_MAX];
+
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = &w;
+    else
+        s->head = &w;
+    s->tail = &w;
+
+    while (!w.done) {
+        if (!s->leading) {
+            /* Lead: run everything queued, then hand over. */
+            void *conn = NULL;
+            bool broken = false;
+            int n, rc;
+
+            s->leading = true;
+            n = sq_take_batch(s, batch);
+            pthread_mutex_unlock(&s->mu);
+
+            rc = og__pool_get(s->pool, &conn);
+            if (rc < 0) {
+                for (int i = 0; i < n; i++)
+                    batch[i]->rc = rc;
+            } else {
+                sq_run_batch(s, conn, batch, n);
+                broken = !og__sq_rollback(conn); /* no-op after a commit */
+                og__sq_release(s, conn, broken);
+            }
+
+            pthread_mutex_lock(&s->mu);
+            for (int i = 0; i < n; i++)
+                batch[i]->done = true;
+            s->leading = false;
+            pthread_cond_broadcast(&s->cv);
+            continue;
+        }
+        if (!w.taken && og__sq_mono_us() >= w.deadline_us) {
+            sq_unqueue(s, &w); /* G3: never ran */
+            w.rc = OG_ESTORE_UNAVAILABLE;
+            break;
+        }
+        if (w.taken) {
+            pthread_cond_wait(&s->cv, &s->mu);
+        } else {
+            struct timespec until = sq_abs_mono(w.deadline_us);
+            pthread_cond_timedwait(&s->cv, &s->mu, &until);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (w.rc == 0)
+        *out = w.res;
+    return w.rc;
+}
+
+/* ===========================================================================
+ * og_operation_get
+ * ========================================================================= */
+
+int og__sq_operation_get(void *impl, const char *id, og_operation *out)
+{
+    og__sq_store *s = impl;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    rc = sq_read_op_by_id(c, sq_read_op_sql, id, out);
+    og__sq_release(s, c, false);
+    return rc;
+}

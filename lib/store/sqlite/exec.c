@@ -1,0 +1,726 @@
+/*
+ * exec.c — the SQLite store's execution: the ownership protocol that moves
+ * an admitted operation (op_may_submit, op_start, op_record, op_takeover,
+ * op_resolve), the operators' listing, og__op_insert (tests) and the
+ * history. Each write is ONE write transaction (og__sq_begin/og__sq_end, as
+ * in Q8): the conditional UPDATE on (status, owner_version) and its event
+ * row commit together, or nothing does. The reads run on a pool connection
+ * without a transaction: one SELECT is one snapshot in WAL mode.
+ *
+ * Invariants:
+ *
+ *   Q13 Every execution write — a payout's start (og__sq_op_start), an
+ *       outcome (og__sq_op_record), recovery's takeover, an operator's
+ *       resolution — is ONE BEGIN IMMEDIATE
+ *       transaction (og__sq_begin/og__sq_end) holding the conditional UPDATE
+ *       of the operation and the INSERT of its operation_events row: both
+ *       commit or neither does. An UPDATE that hits no row rolls back, so a
+ *       stale writer leaves neither a change nor an event. An outcome's
+ *       from_status is read in the same transaction, under the write lock
+ *       (Q1), so it is the status the UPDATE replaced.
+ *   Q14 Each UPDATE names the state it expects, and the owner version where
+ *       the protocol has one: an outcome requires status IN the expected set
+ *       AND owner_version = v, and its statement can only ever name
+ *       'Admitted', 'Started' and 'Unknown' (other bits are never bound), so
+ *       Succeeded, Failed, NotStarted, NotApplied and NeedsReconciliation
+ *       are never overwritten by an owner; a start requires Admitted AND
+ *       owner_version = v AND lease_until and submit_by ahead (Q25); a
+ *       takeover requires Admitted/Started/Unknown AND lease_until < now AND
+ *       owner_version = v; a resolution requires NeedsReconciliation. A
+ *       takeover and a resolution raise owner_version, fencing every writer
+ *       that still expects the old one — a start included; an outcome and a
+ *       start keep it.
+ *   Q15 One clock, one instant per statement: SQLite's 'now' is fixed for
+ *       one sqlite3_step, so a takeover's expiry test, its new lease_until
+ *       (now + the store's recovery_lease) and its event's time are the same
+ *       instant, as are an outcome's or a resolution's updated_at and the
+ *       event's at (taken from RETURNING, never from this process's clock).
+ *   Q16 op_may_submit is a read (no transaction; one SELECT is one WAL
+ *       snapshot) of owner_version = v AND now < min(lease_until,
+ *       submit_by) on SQLite's clock AND status IN (Admitted, Unknown) for a
+ *       credit, Started for a payout (Q25). Any error is returned, never
+ *       turned into "yes".
+ *   Q17 operations.updated_at is NULL until the first status change and is
+ *       read as created_at, so admission stays ONE insert (no event row,
+ *       no new column written) and migration 3 needs no backfill. A takeover
+ *       leaves it unchanged: it tracks status changes.
+ *   Q18 op_list's statement is assembled from fixed fragments and the fixed
+ *       status names, never from caller text (the bound and the limit are
+ *       parameters), and so is the kind. When the status set lies within
+ *       Admitted/Started/Unknown, the recovery scan index's predicate
+ *       (SQ_OWNED) is repeated verbatim: SQLite uses a partial index only
+ *       when the query's WHERE implies the index's.
+ *   Q25 Operation kinds (schema 7). An operation is a credit (admission's:
+ *       kind's DEFAULT, so og__sq_insert_op_sql writes no new column) or a
+ *       payout attempt; a NULL idempotency key or client reference reads as
+ *       the operation id. A payout is sent only once Started (P1):
+ *       sq_op_start_sql is the one write to Started — an Admitted payout at
+ *       the owner's version whose lease_until and submit_by are ahead of the
+ *       step's 'now' —, sq_op_may_submit_sql says yes for a payout only in
+ *       Started, and sq_op_record_sql writes NotStarted only for a payout
+ *       whose owner version a takeover raised (P2). The rebuilt operations
+ *       table holds both rules as CHECKs too. Migration 7 (schema.c)
+ *       rebuilds operations, operation_events and operations_archive
+ *       (SQLite cannot alter a CHECK) in the migrator's transaction, with
+ *       foreign keys off on the migrating connection and checked before the
+ *       commit, and carries operation_events' AUTOINCREMENT high-water mark
+ *       over, so no event number is ever handed out twice.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ===========================================================================
+ * Events and statuses
+ * ========================================================================= */
+
+/* The event of the write above, in its transaction: ?1 operation id, ?2 at,
+ * ?3 kind, ?4 from, ?5 to, ?6 owner version after, ?7 reason, ?8 provider
+ * reference, ?9 actor, ?10 evidence (NULL: none). */
+static const char sq_op_event_sql[] =
+    "INSERT INTO operation_events (operation_id, at, kind, from_status,"
+    "   to_status, owner_version, reason, provider_reference, actor,"
+    "   evidence)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/* Appends the event of the write just made, in its transaction (Q13). */
+static int sq_op_event(og__sq_conn *c, const char *id, int64_t at,
+                       const char *kind, og_op_status from, og_op_status to,
+                       int64_t owner_version, const char *reason,
+                       const char *provider_reference, const char *actor,
+                       const char *evidence)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_op_event_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, at);
+    sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, og_op_status_name(from), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, og_op_status_name(to), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, owner_version);
+    og__sq_bind_opt(st, 7, reason);
+    og__sq_bind_opt(st, 8, provider_reference);
+    sqlite3_bind_text(st, 9, actor, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 10, evidence);
+    return og__sq_done(c, st);
+}
+
+/* Reads a status column of the current row; OG_EINTERNAL when it is not
+ * one (the schema's CHECK forbids that). */
+static int sq_status_col(sqlite3_stmt *st, int col, og_op_status *out)
+{
+    int v = og__op_status_parse((const char *)sqlite3_column_text(st, col));
+
+    if (v < 0)
+        return OG_EINTERNAL;
+    *out = (og_op_status)v;
+    return 0;
+}
+
+/* ===========================================================================
+ * op_may_submit (Q16)
+ * ========================================================================= */
+
+/* May the owner at version ?2 send a create request now? ?1 the operation
+ * id. A read: a credit from Admitted or Unknown, a payout only once Started
+ * (Q25). */
+static const char sq_op_may_submit_sql[] =
+    "SELECT 1 FROM operations"
+    " WHERE operation_id = ?1"
+    "   AND ((kind = 'credit' AND status IN ('Admitted', 'Unknown'))"
+    "        OR (kind = 'payout' AND status = 'Started'))"
+    "   AND owner_version = ?2"
+    "   AND " SQ_NOW " < min(lease_until, submit_by)";
+
+int og__sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
+                         bool *may)
+{
+    og__sq_store *s = impl;
+    sqlite3_stmt *st;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_op_may_submit_sql, &st)) == 0) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, owner_version);
+        rc = og__sq_step(c, st);
+        sqlite3_reset(st);
+    }
+    og__sq_release(s, c, false);
+    if (rc < 0)
+        return rc; /* Q16: an error is "no", never a stale "yes" */
+    *may = rc == 1;
+    return 0;
+}
+
+/* ===========================================================================
+ * A payout attempt's start (Q25: P1, P2)
+ * ========================================================================= */
+
+/* ?1 the operation id, ?2 the owner's version. One 'now' for the lease and
+ * submit_by tests and the returned event time (Q15), read under the write
+ * lock. A row only when it started. */
+static const char sq_op_start_sql[] =
+    "UPDATE operations SET status = 'Started', updated_at = " SQ_NOW
+    " WHERE operation_id = ?1 AND kind = 'payout' AND status = 'Admitted'"
+    "   AND owner_version = ?2"
+    "   AND lease_until > " SQ_NOW " AND submit_by > " SQ_NOW
+    " RETURNING updated_at";
+enum { OP_START_UPDATED_AT, OP_START_NCOLS };
+
+static int sq_op_start_in(og__sq_conn *c, const char *id,
+                          int64_t owner_version, const char *actor,
+                          bool *started)
+{
+    sqlite3_stmt *st;
+    int64_t at;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_op_start_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, owner_version);
+    if ((rc = og__sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: not an Admitted payout at this version, or the
+                      lease or submit_by passed: nothing written */
+    }
+    at = sqlite3_column_int64(st, OP_START_UPDATED_AT); /* the step's 'now'
+                                                           (Q15) */
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = sq_op_event(c, id, at, "started", OG_OP_ADMITTED, OG_OP_STARTED,
+                          owner_version, NULL, NULL, actor, NULL)) < 0)
+        return rc;
+    *started = true;
+    return 0;
+}
+
+int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
+                    const char *actor, bool *started)
+{
+    og__sq_store *s = impl;
+    bool st = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_start_in(c, id, owner_version, actor, &st);
+    /* true only after COMMIT returned SQLITE_OK (Q4): then, and only then,
+     * the caller may send (P1) */
+    rc = og__sq_end(s, c, rc, st);
+    if (rc == 0)
+        *started = st;
+    return rc;
+}
+
+/* ===========================================================================
+ * Outcomes (Q13, Q14)
+ * ========================================================================= */
+
+/* The status an execution write replaces, read under the write lock: ?1
+ * the operation id. */
+static const char sq_op_status_sql[] =
+    "SELECT status FROM operations WHERE operation_id = ?1";
+enum { OP_STATUS_STATUS, OP_STATUS_NCOLS };
+
+/* An outcome: ?1 the operation id, ?2 expected owner version, ?3 'Admitted'
+ * or NULL, ?4 'Started' or NULL, ?5 'Unknown' or NULL (the expected set;
+ * nothing else can be replaced, Q14), ?6 new status, ?7 reason or NULL, ?8
+ * provider reference or NULL. NotStarted only for a payout above the
+ * initial owner version (Q25: P2), whatever store.c checked. A row only
+ * when it hit. */
+static const char sq_op_record_sql[] =
+    "UPDATE operations SET status = ?6, outcome_reason = ?7,"
+    "   provider_reference = coalesce(?8, provider_reference),"
+    "   updated_at = " SQ_NOW
+    " WHERE operation_id = ?1 AND owner_version = ?2"
+    "   AND status IN (?3, ?4, ?5)"
+    "   AND (?6 <> 'NotStarted' OR (kind = 'payout' AND owner_version > "
+    SQ_STR(OG__INITIAL_OWNER_VERSION) "))"
+    " RETURNING updated_at";
+enum { OP_RECORD_UPDATED_AT, OP_RECORD_NCOLS };
+
+int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
+                        int64_t owner_version, const og_op_outcome *o,
+                        bool *recorded, int64_t *at_out)
+{
+    og_op_status from = OG_OP_ADMITTED; /* set below; gcc -O3 cannot see it */
+    sqlite3_stmt *st;
+    int64_t at;
+    int rc;
+
+    /* The status the UPDATE would replace: read under the write lock, so
+     * no writer runs between this read and the UPDATE (Q1, Q13). */
+    if ((rc = og__sq_stmt(c, sq_op_status_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = sq_status_col(st, OP_STATUS_STATUS, &from) < 0 ? OG_EINTERNAL
+                                                             : 1;
+    sqlite3_reset(st);
+    if (rc <= 0)
+        return rc; /* 0: no such operation, nothing recorded */
+
+    /* The conditional write: expected status and owner version (Q14). */
+    if ((rc = og__sq_stmt(c, sq_op_record_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, owner_version);
+    if (expected & OG_OP_BIT(OG_OP_ADMITTED))
+        sqlite3_bind_text(st, 3, og_op_status_name(OG_OP_ADMITTED), -1,
+                          SQLITE_STATIC);
+    if (expected & OG_OP_BIT(OG_OP_STARTED))
+        sqlite3_bind_text(st, 4, og_op_status_name(OG_OP_STARTED), -1,
+                          SQLITE_STATIC);
+    if (expected & OG_OP_BIT(OG_OP_UNKNOWN))
+        sqlite3_bind_text(st, 5, og_op_status_name(OG_OP_UNKNOWN), -1,
+                          SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, og_op_status_name(o->status), -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 7, o->reason);
+    og__sq_bind_opt(st, 8, o->provider_reference);
+    if ((rc = og__sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: another owner moved on, or not expected */
+    }
+    at = sqlite3_column_int64(st, OP_RECORD_UPDATED_AT);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = sq_op_event(c, id, at, "outcome", from, o->status,
+                          owner_version, o->reason, o->provider_reference,
+                          o->actor, NULL)) < 0)
+        return rc;
+    *recorded = true;
+    if (at_out)
+        *at_out = at;
+    return 0;
+}
+
+int og__sq_op_record(void *impl, const char *id, unsigned expected,
+                     int64_t owner_version, const og_op_outcome *o,
+                     bool *recorded)
+{
+    og__sq_store *s = impl;
+    bool r = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = og__sq_op_record_in(c, id, expected, owner_version, o, &r, NULL);
+    rc = og__sq_end(s, c, rc, r); /* nothing hit: ROLLBACK, nothing written */
+    if (rc == 0)
+        *recorded = r;
+    return rc;
+}
+
+/* ===========================================================================
+ * Recovery's takeover (Q14, Q15)
+ * ========================================================================= */
+
+/* ?1 the operation id, ?2 expected owner version, ?3 recovery lease. 'now'
+ * is one value for the whole step (Q15): the expiry test, the new lease and
+ * the returned event time. A Started payout is taken over too (P3); the new
+ * version fences its old owner's start and records. */
+static const char sq_op_takeover_sql[] =
+    "UPDATE operations SET owner_version = owner_version + 1,"
+    "   lease_until = " SQ_NOW " + ?3"
+    " WHERE operation_id = ?1 AND status IN " SQ_OWNED
+    "   AND lease_until < " SQ_NOW " AND owner_version = ?2"
+    " RETURNING " SQ_OP_COLS ", " SQ_NOW;
+/* The step's clock, after the operation's columns. */
+enum { OP_TAKEOVER_NOW = OP_NCOLS, OP_TAKEOVER_NCOLS };
+
+static int sq_op_takeover_in(og__sq_store *s, og__sq_conn *c, const char *id,
+                             int64_t owner_version, const char *actor,
+                             og_operation *out, bool *taken)
+{
+    og_operation op;
+    sqlite3_stmt *st;
+    int64_t at;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_op_takeover_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, owner_version);
+    sqlite3_bind_int64(st, 3, s->opts.timings.recovery_lease_us);
+    if ((rc = og__sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: owned by a live lease, moved on, or final */
+    }
+    rc = og__sq_read_op(st, &op);
+    at = sqlite3_column_int64(st, OP_TAKEOVER_NOW); /* the step's 'now' (Q15) */
+    if (rc < 0) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    /* The status does not change: from = to. */
+    if ((rc = sq_op_event(c, id, at, "takeover", op.status, op.status,
+                          op.owner_version, NULL, NULL, actor, NULL)) < 0)
+        return rc;
+    *out = op;
+    *taken = true;
+    return 0;
+}
+
+int og__sq_op_takeover(void *impl, const char *id, int64_t owner_version,
+                       const char *actor, og_operation *out, bool *taken)
+{
+    og__sq_store *s = impl;
+    og_operation op;
+    bool t = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_takeover_in(s, c, id, owner_version, actor, &op, &t);
+    rc = og__sq_end(s, c, rc, t);
+    if (rc < 0)
+        return rc; /* not confirmed: the caller owns nothing */
+    *taken = t;
+    if (t)
+        *out = op;
+    return 0;
+}
+
+/* ===========================================================================
+ * An operator's resolution (Q14)
+ * ========================================================================= */
+
+/* ?1 the operation id, ?2 'Succeeded', 'Failed' or 'NotApplied', ?3 reason,
+ * ?4 provider reference or NULL. */
+static const char sq_op_resolve_sql[] =
+    "UPDATE operations SET status = ?2, owner_version = owner_version + 1,"
+    "   outcome_reason = ?3,"
+    "   provider_reference = coalesce(?4, provider_reference),"
+    "   updated_at = " SQ_NOW
+    " WHERE operation_id = ?1 AND status = 'NeedsReconciliation'"
+    " RETURNING owner_version, updated_at";
+enum { OP_RESOLVE_OWNER_VERSION, OP_RESOLVE_UPDATED_AT, OP_RESOLVE_NCOLS };
+
+static int sq_op_resolve_in(og__sq_conn *c, const char *id, og_op_status to,
+                            const char *operator_id, const char *reason,
+                            const char *evidence,
+                            const char *provider_reference, bool *resolved)
+{
+    sqlite3_stmt *st;
+    int64_t version, at;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_op_resolve_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, og_op_status_name(to), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, reason, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 4, provider_reference);
+    if ((rc = og__sq_step(c, st)) <= 0) {
+        sqlite3_reset(st);
+        return rc; /* 0: not NeedsReconciliation (any more) */
+    }
+    version = sqlite3_column_int64(st, OP_RESOLVE_OWNER_VERSION);
+    at = sqlite3_column_int64(st, OP_RESOLVE_UPDATED_AT);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = sq_op_event(c, id, at, "resolved", OG_OP_NEEDS_RECONCILIATION,
+                          to, version, reason, provider_reference,
+                          operator_id, evidence)) < 0)
+        return rc;
+    *resolved = true;
+    return 0;
+}
+
+int og__sq_op_resolve(void *impl, const char *id, og_op_status to,
+                      const char *operator_id, const char *reason,
+                      const char *evidence, const char *provider_reference,
+                      bool *resolved)
+{
+    og__sq_store *s = impl;
+    bool r = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_op_resolve_in(c, id, to, operator_id, reason, evidence,
+                          provider_reference, &r);
+    rc = og__sq_end(s, c, rc, r);
+    if (rc == 0)
+        *resolved = r;
+    return rc;
+}
+
+/* ===========================================================================
+ * Listing (Q18)
+ * ========================================================================= */
+
+/* Appends text to sql (size n); -1 when it does not fit. */
+static int sq_cat(char *sql, size_t n, const char *text)
+{
+    size_t used = strlen(sql), add = strlen(text);
+
+    if (used + add >= n)
+        return -1;
+    memcpy(sql + used, text, add + 1);
+    return 0;
+}
+
+/* The listing statement for f (Q18): status literals from the fixed status
+ * table, never caller text; the creation bound (?1) and the limit (?2)
+ * bound. When the set lies within the owned statuses, the recovery scan
+ * index's own predicate is repeated verbatim so the planner may use that
+ * partial index. Its rows are SQ_OP_COLS (OP_*). */
+static int sq_list_sql(const og_op_filter *f, char *sql, size_t n)
+{
+    const unsigned owned = OG__OP_OWNED;
+    int bad = 0;
+
+    sql[0] = '\0';
+    bad |= sq_cat(sql, n, "SELECT " SQ_OP_COLS " FROM operations WHERE 1");
+    if (f->statuses != 0 && (f->statuses & ~owned) == 0)
+        bad |= sq_cat(sql, n, " AND status IN " SQ_OWNED);
+    if (f->statuses != 0 && f->statuses != owned) {
+        const char *sep = " AND status IN (";
+
+        for (int st = 0; st < OG_OP_STATUS_COUNT; st++) {
+            if (!(f->statuses & OG_OP_BIT(st)))
+                continue;
+            bad |= sq_cat(sql, n, sep);
+            bad |= sq_cat(sql, n, "'");
+            bad |= sq_cat(sql, n, og_op_status_name((og_op_status)st));
+            bad |= sq_cat(sql, n, "'");
+            sep = ", ";
+        }
+        bad |= sq_cat(sql, n, ")");
+    }
+    /* One kind, or all (there are two): its fixed name, as the statuses. */
+    for (int k = 0; k < OG_OP_KIND_COUNT; k++)
+        if (f->kinds == OG_OP_KIND_BIT(k)) {
+            bad |= sq_cat(sql, n, " AND kind = '");
+            bad |= sq_cat(sql, n, og_op_kind_name((og_op_kind)k));
+            bad |= sq_cat(sql, n, "'");
+        }
+    if (f->lease_expired)
+        bad |= sq_cat(sql, n, " AND lease_until < " SQ_NOW);
+    if (f->created_before_us > 0)
+        bad |= sq_cat(sql, n, " AND created_at < ?1");
+    bad |= sq_cat(sql, n, " ORDER BY created_at, operation_id LIMIT ?2");
+    return bad ? OG_EINTERNAL : 0;
+}
+
+/* The listing runs a statement of its own, prepared for the call and
+ * finalized after it: its text varies with the filter, so it is not a
+ * cached statement. */
+static int sq_op_list_on(og__sq_conn *c, const og_op_filter *f,
+                         og_op_list *out)
+{
+    char sql[2048];
+    og_op_list l = {NULL, 0};
+    size_t cap = 0;
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if ((rc = sq_list_sql(f, sql, sizeof sql)) < 0)
+        return rc;
+    if (sqlite3_prepare_v3(c->db, sql, -1, 0, &st, NULL) != SQLITE_OK)
+        return og__sq_err(c);
+    if (f->created_before_us > 0)
+        sqlite3_bind_int64(st, 1, f->created_before_us);
+    sqlite3_bind_int(st, 2, f->limit);
+    while ((rc = og__sq_step(c, st)) == 1) {
+        if (l.n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            og_operation *v;
+
+            if (ncap > (size_t)f->limit)
+                ncap = (size_t)f->limit; /* the LIMIT caps the rows */
+            if (ncap <= l.n) {
+                rc = OG_EINTERNAL; /* more rows than the LIMIT */
+                break;
+            }
+            if (!(v = realloc(l.v, ncap * sizeof *v))) {
+                rc = OG_ENOMEM;
+                break;
+            }
+            l.v = v;
+            cap = ncap;
+        }
+        if ((rc = og__sq_read_op(st, &l.v[l.n])) < 0)
+            break;
+        l.n++;
+    }
+    sqlite3_finalize(st);
+    if (rc < 0) {
+        og_op_list_free(&l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+int og__sq_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+{
+    og__sq_store *s = impl;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    rc = sq_op_list_on(c, f, out);
+    og__sq_release(s, c, false);
+    return rc;
+}
+
+/* ===========================================================================
+ * og__op_insert (tests only)
+ * ========================================================================= */
+
+/* ?1..?7 the binding, ?8 owner version, ?9 execution lease, ?10 submission
+ * window, ?11 kind, ?12 idempotency key, ?13 client reference (NULL: the
+ * operation id). No claim. */
+static const char sq_op_insert_sql[] =
+    "INSERT INTO operations (" SQ_OP_INSERT_COLS ", kind, idempotency_key,"
+    "   client_reference)"
+    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'Admitted', ?8,"
+    "        t.now + ?9, t.now + ?10, t.now, ?11, ?12, ?13"
+    " FROM (SELECT " SQ_NOW " AS now) t"
+    " RETURNING " SQ_OP_COLS;
+
+int og__sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+                     const char *idempotency_key,
+                     const char *client_reference, og_operation *out)
+{
+    og__sq_store *s = impl;
+    const og_timings *t = &s->opts.timings;
+    sqlite3_stmt *st;
+    og_operation op;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_op_insert_sql, &st)) < 0)
+        goto out;
+    og__sq_bind_new_op(st, req, t);
+    sqlite3_bind_text(st, 11, og_op_kind_name(k), -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 12, idempotency_key);
+    og__sq_bind_opt(st, 13, client_reference);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = og__sq_read_op(st, &op);
+    else if (rc == 0)
+        rc = OG_EINTERNAL; /* RETURNING always yields the row */
+    if (rc < 0) {
+        sqlite3_reset(st);
+        goto out;
+    }
+    /* Autocommit: committed when the statement completes (Q4). */
+    if ((rc = og__sq_done(c, st)) == 0)
+        *out = op;
+out:
+    og__sq_release(s, c, !og__sq_rollback(c));
+    return rc;
+}
+
+/* ===========================================================================
+ * History
+ * ========================================================================= */
+
+/* ?1 the operation id. */
+static const char sq_op_history_sql[] =
+    "SELECT seq, at, kind, from_status, to_status, owner_version, reason,"
+    "       provider_reference, actor, evidence"
+    " FROM operation_events WHERE operation_id = ?1 ORDER BY seq";
+enum {
+    OP_HISTORY_SEQ,
+    OP_HISTORY_AT,
+    OP_HISTORY_KIND,
+    OP_HISTORY_FROM_STATUS,
+    OP_HISTORY_TO_STATUS,
+    OP_HISTORY_OWNER_VERSION,
+    OP_HISTORY_REASON,
+    OP_HISTORY_PROVIDER_REFERENCE,
+    OP_HISTORY_ACTOR,
+    OP_HISTORY_EVIDENCE,
+    OP_HISTORY_NCOLS
+};
+
+/* Fills *e from the sq_op_history_sql columns of the current row. */
+static int sq_read_event(sqlite3_stmt *st, og_op_event *e)
+{
+    memset(e, 0, sizeof *e);
+    e->seq = sqlite3_column_int64(st, OP_HISTORY_SEQ);
+    e->at_us = sqlite3_column_int64(st, OP_HISTORY_AT);
+    e->owner_version = sqlite3_column_int64(st, OP_HISTORY_OWNER_VERSION);
+    if (og__sq_text(st, OP_HISTORY_KIND, e->kind, sizeof e->kind) < 0 ||
+        sq_status_col(st, OP_HISTORY_FROM_STATUS, &e->from_status) < 0 ||
+        sq_status_col(st, OP_HISTORY_TO_STATUS, &e->to_status) < 0 ||
+        og__sq_text_opt(st, OP_HISTORY_REASON, e->reason,
+                        sizeof e->reason) < 0 ||
+        og__sq_text_opt(st, OP_HISTORY_PROVIDER_REFERENCE,
+                        e->provider_reference,
+                        sizeof e->provider_reference) < 0 ||
+        og__sq_text(st, OP_HISTORY_ACTOR, e->actor, sizeof e->actor) < 0 ||
+        og__sq_text_opt(st, OP_HISTORY_EVIDENCE, e->evidence,
+                        sizeof e->evidence) < 0)
+        return OG_EINTERNAL;
+    return 0;
+}
+
+static int sq_op_history_on(og__sq_conn *c, const char *id,
+                            og_op_events *out)
+{
+    og_op_events l = {NULL, 0};
+    size_t cap = 0;
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_op_history_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    while ((rc = og__sq_step(c, st)) == 1) {
+        if (l.n == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            og_op_event *v = realloc(l.v, ncap * sizeof *v);
+
+            if (!v) {
+                rc = OG_ENOMEM;
+                break;
+            }
+            l.v = v;
+            cap = ncap;
+        }
+        if ((rc = sq_read_event(st, &l.v[l.n])) < 0)
+            break;
+        l.n++;
+    }
+    sqlite3_reset(st);
+    if (rc < 0) {
+        og_op_events_free(&l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+int og__sq_op_history(void *impl, const char *id, og_op_events *out)
+{
+    og__sq_store *s = impl;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    rc = sq_op_history_on(c, id, out);
+    og__sq_release(s, c, false);
+    return rc;
+}

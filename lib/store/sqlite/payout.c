@@ -1,0 +1,1045 @@
+/*
+ * payout.c — the SQLite payout store's decision side (schema 8): tenant,
+ * beneficiary and destination puts, the executor's read of a destination
+ * token, drafts, cancellations, og_payout_get, the facts and the decision.
+ * What runs a decided payout is payout_run.c.
+ *
+ * Every write is ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end,
+ * as in Q8) holding its history entries; a write that changed nothing rolls
+ * back and reports why from a read of the same transaction. Invariants:
+ *
+ *   Q26 The payout decision (og_payout_decide, og__sq_payout_decide) is ONE
+ *       BEGIN IMMEDIATE transaction: it reads the facts — the payout, its
+ *       tenant's settings, beneficiary and destination, the release day's
+ *       counters — under the write lock (Q1), so none can change before it
+ *       commits; the pure core decides (og__payout_plan_decide,
+ *       lib/core/payout_plan.c); then it writes. Allowed: the reservation
+ *       (Q27), the decision row, the approval with the attempt number
+ *       (Q28), the grant's `grants` row (issuer 'payouts', row form, no
+ *       family, the window's end as its expiry), its bindings, the job and
+ *       a payout_events entry per step, all at one instant of SQLite's
+ *       clock. Anything else: the decision row and its entry alone. Any
+ *       failure, the fault points OG__FAULT_DECIDE_* included, rolls all
+ *       of it back. Decisions and history entries are never changed or
+ *       removed: triggers abort every UPDATE and DELETE of payout_decisions
+ *       and payout_events.
+ *   Q27 The reservation is ONE conditional write of the tenant's day row
+ *       (og__sq_payout_reserve_sql: INSERT ... ON CONFLICT DO UPDATE ...
+ *       WHERE paid + reserved + amount <= daily_limit). Under the write lock
+ *       it checks the very counters the decision read, so it takes whatever
+ *       the core allowed; should it take nothing, the decision written is
+ *       Denied tenant.daily-limit, alone. The day is the release day of the
+ *       grant's not_before at the tenant's offset (og_payout_release_day),
+ *       kept on the binding, so a release goes back to that day whatever
+ *       the offset becomes.
+ *   Q28 The attempt number is attempt_count + 1, allocated by the
+ *       approval's conditional UPDATE (sq_payout_approve_sql: the version
+ *       read, the state the mode expects, no active attempt) in the
+ *       decision's transaction; re-authorizations are serialized by the
+ *       write lock, and payout_grants' UNIQUE (payout_id, attempt_number) is
+ *       the schema's own guard.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Binds v, or NULL for 0 (no version, no amount). */
+static void sq_bind_i64_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v != 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* ===========================================================================
+ * History (Q26)
+ * ========================================================================= */
+
+/* ?1 payout, ?2 at, ?3 kind, ?4 actor, ?5 correlation, ?6 decision,
+ * ?7 grant, ?8 job, ?9 from state, ?10 to state, ?11 payout version,
+ * ?12 amount, ?13 release day, ?14 reason. */
+static const char sq_payout_event_sql[] =
+    "INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id,"
+    "   decision_id, grant_id, job_id, from_state, to_state, payout_version,"
+    "   amount, release_day, reason)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_event_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, e->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, e->at);
+    sqlite3_bind_text(st, 3, e->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, e->actor, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 5, e->correlation_id);
+    og__sq_bind_opt(st, 6, e->decision_id);
+    og__sq_bind_opt(st, 7, e->grant_id);
+    og__sq_bind_opt(st, 8, e->job_id);
+    og__sq_bind_opt(st, 9, e->from_state);
+    og__sq_bind_opt(st, 10, e->to_state);
+    sq_bind_i64_opt(st, 11, e->payout_version);
+    sq_bind_i64_opt(st, 12, e->amount);
+    og__sq_bind_opt(st, 13, e->release_day);
+    og__sq_bind_opt(st, 14, e->reason);
+    return og__sq_done(c, st);
+}
+
+/* ===========================================================================
+ * Puts
+ * ========================================================================= */
+
+/* Every put's report (sq_payout_*_state_sql), one row: the record's version
+ * (NULL: none), whether its fixed field matches ?2, whether what it names
+ * exists. */
+enum { PUT_STORED, PUT_FIXED_MATCHES, PUT_NAMED_EXISTS, PUT_NCOLS };
+
+/* Finishes a put whose write statement w and report statement state are
+ * bound: WRITTEN with the version w returned, else the report's meaning
+ * (og__payout_put_classify). *keep when written. */
+static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
+                         int64_t expected, og_payout_put_result *out,
+                         bool *keep)
+{
+    int64_t v = 0;
+    int rc = og__sq_one_i64(c, w, &v);
+
+    if (rc != 0) {
+        sqlite3_reset(state);
+        if (rc < 0)
+            return rc;
+        out->outcome = OG_PAYOUT_WRITTEN;
+        out->version = v;
+        *keep = true;
+        return 0;
+    }
+    if ((rc = og__sq_step(c, state)) == 1) {
+        bool exists =
+            sqlite3_column_type(state, PUT_STORED) != SQLITE_NULL;
+
+        out->outcome = og__payout_put_classify(
+            expected, exists, sqlite3_column_int64(state, PUT_STORED),
+            sqlite3_column_int(state, PUT_FIXED_MATCHES) != 0,
+            sqlite3_column_int(state, PUT_NAMED_EXISTS) != 0);
+        out->version = 0;
+    }
+    sqlite3_reset(state);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL; /* the report is a row */
+}
+
+/* Runs a put: the write (create when expected is 0, else update) and its
+ * report, both bound by bind(write, state, arg), in ONE transaction. */
+static int sq_put(og__sq_store *s, const char *create, const char *update,
+                  const char *report, int64_t expected,
+                  void (*bind)(sqlite3_stmt *, sqlite3_stmt *, const void *),
+                  const void *arg, og_payout_put_result *out)
+{
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    sqlite3_stmt *w, *state;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, expected == 0 ? create : update, &w)) == 0 &&
+        (rc = og__sq_stmt(c, report, &state)) == 0) {
+        bind(w, state, arg);
+        rc = sq_put_finish(c, w, state, expected, &res, &keep);
+        /* No binding outlives the call: the caller's buffers (a provider
+         * token, S7) are wiped or gone once it returns. */
+        sqlite3_clear_bindings(w);
+        sqlite3_clear_bindings(state);
+    }
+    rc = og__sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* ---- tenants ------------------------------------------------------------ */
+
+/* ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset, ?6 expected
+ * settings_version. A row only when written. */
+static const char sq_payout_tenant_create_sql[] =
+    "INSERT INTO tenants (tenant_id, payouts_suspended, daily_limit,"
+    "   currency, settlement_offset_minutes, settings_version, updated_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, 1, " SQ_NOW ")"
+    " ON CONFLICT DO NOTHING RETURNING settings_version";
+static const char sq_payout_tenant_update_sql[] =
+    "UPDATE tenants SET payouts_suspended = ?2, daily_limit = ?3,"
+    "   settlement_offset_minutes = ?5,"
+    "   settings_version = settings_version + 1, updated_at = " SQ_NOW
+    " WHERE tenant_id = ?1 AND settings_version = ?6 AND currency = ?4"
+    " RETURNING settings_version";
+/* The put's report (PUT_*): ?1 id, ?2 currency. */
+static const char sq_payout_tenant_state_sql[] =
+    "SELECT t.settings_version, t.currency = ?2, 1"
+    " FROM (SELECT 1) LEFT JOIN tenants t ON t.tenant_id = ?1";
+
+/* The tenant's: ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset,
+ * ?6 expected (the create has no ?6); report ?1 id, ?2 currency. */
+static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
+                           const void *arg)
+{
+    const og__payout_tenant_req *r = arg;
+
+    sqlite3_bind_text(w, 1, r->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(w, 2, r->payouts_suspended);
+    sqlite3_bind_int64(w, 3, r->daily_limit);
+    sqlite3_bind_text(w, 4, r->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_int(w, 5, r->offset_minutes);
+    if (sqlite3_bind_parameter_count(w) >= 6)
+        sqlite3_bind_int64(w, 6, r->expected_version);
+    sqlite3_bind_text(state, 1, r->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(state, 2, r->currency, -1, SQLITE_STATIC);
+}
+
+int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+                             og_payout_put_result *out)
+{
+    return sq_put(impl, sq_payout_tenant_create_sql,
+                  sq_payout_tenant_update_sql, sq_payout_tenant_state_sql,
+                  r->expected_version, sq_bind_tenant, r, out);
+}
+
+/* ---- beneficiaries ------------------------------------------------------ */
+
+/* ?1 id, ?2 tenant, ?3 verified, ?4 status, ?5 expected. A create names a
+ * tenant that exists (no foreign-key error). */
+static const char sq_payout_beneficiary_create_sql[] =
+    "INSERT INTO beneficiaries (beneficiary_id, tenant_id, verified, status,"
+    "   version, updated_at)"
+    " SELECT ?1, ?2, ?3, ?4, 1, " SQ_NOW " FROM tenants WHERE tenant_id = ?2"
+    " ON CONFLICT DO NOTHING RETURNING version";
+static const char sq_payout_beneficiary_update_sql[] =
+    "UPDATE beneficiaries SET verified = ?3, status = ?4,"
+    "   version = version + 1, updated_at = " SQ_NOW
+    " WHERE beneficiary_id = ?1 AND version = ?5 AND tenant_id = ?2"
+    " RETURNING version";
+/* The put's report (PUT_*): ?1 id, ?2 tenant. */
+static const char sq_payout_beneficiary_state_sql[] =
+    "SELECT b.version, b.tenant_id = ?2,"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2)"
+    " FROM (SELECT 1) LEFT JOIN beneficiaries b ON b.beneficiary_id = ?1";
+
+/* ?1 id, ?2 tenant, ?3 verified, ?4 status, ?5 expected (update only);
+ * report ?1 id, ?2 tenant. */
+static void sq_bind_beneficiary(sqlite3_stmt *w, sqlite3_stmt *state,
+                                const void *arg)
+{
+    const og__payout_beneficiary_req *r = arg;
+
+    sqlite3_bind_text(w, 1, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 2, r->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(w, 3, r->verified);
+    sqlite3_bind_text(w, 4, r->status, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(w) >= 5)
+        sqlite3_bind_int64(w, 5, r->expected_version);
+    sqlite3_bind_text(state, 1, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(state, 2, r->tenant_id, -1, SQLITE_STATIC);
+}
+
+int og__sq_payout_beneficiary_put(void *impl,
+                                  const og__payout_beneficiary_req *r,
+                                  og_payout_put_result *out)
+{
+    return sq_put(impl, sq_payout_beneficiary_create_sql,
+                  sq_payout_beneficiary_update_sql,
+                  sq_payout_beneficiary_state_sql, r->expected_version,
+                  sq_bind_beneficiary, r, out);
+}
+
+/* ---- destinations ------------------------------------------------------- */
+
+/* ?1 id, ?2 beneficiary, ?3 token, ?4 expected. Every write moves
+ * changed_at (a token rotation is a change). */
+static const char sq_payout_destination_create_sql[] =
+    "INSERT INTO destinations (destination_id, beneficiary_id,"
+    "   provider_token, version, changed_at)"
+    " SELECT ?1, ?2, ?3, 1, " SQ_NOW " FROM beneficiaries"
+    " WHERE beneficiary_id = ?2"
+    " ON CONFLICT DO NOTHING RETURNING version";
+static const char sq_payout_destination_update_sql[] =
+    "UPDATE destinations SET beneficiary_id = ?2, provider_token = ?3,"
+    "   version = version + 1, changed_at = " SQ_NOW
+    " WHERE destination_id = ?1 AND version = ?4"
+    "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
+    " RETURNING version";
+/* The put's report (PUT_*): ?1 id, ?2 beneficiary. */
+static const char sq_payout_destination_state_sql[] =
+    "SELECT d.version, 1,"
+    "       EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
+    " FROM (SELECT 1) LEFT JOIN destinations d ON d.destination_id = ?1";
+
+/* ?1 id, ?2 beneficiary, ?3 token (bound, never copied: S7), ?4 expected
+ * (update only); report ?1 id, ?2 beneficiary. */
+static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
+                                const void *arg)
+{
+    const og__payout_destination_req *r = arg;
+
+    sqlite3_bind_text(w, 1, r->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 2, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 3, r->provider_token, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(w) >= 4)
+        sqlite3_bind_int64(w, 4, r->expected_version);
+    sqlite3_bind_text(state, 1, r->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(state, 2, r->beneficiary_id, -1, SQLITE_STATIC);
+}
+
+int og__sq_payout_destination_put(void *impl,
+                                  const og__payout_destination_req *r,
+                                  og_payout_put_result *out)
+{
+    return sq_put(impl, sq_payout_destination_create_sql,
+                  sq_payout_destination_update_sql,
+                  sq_payout_destination_state_sql, r->expected_version,
+                  sq_bind_destination, r, out);
+}
+
+/* ===========================================================================
+ * The executor's read of a token (S7)
+ * ========================================================================= */
+
+/* ?1 id, ?2 version. */
+static const char sq_payout_destination_token_sql[] =
+    "SELECT provider_token FROM destinations"
+    " WHERE destination_id = ?1 AND version = ?2";
+enum { DESTINATION_TOKEN_TOKEN, DESTINATION_TOKEN_NCOLS };
+
+/* The token's reader: out is OG_PAYOUT_TOKEN_MAX + 1 bytes. */
+static int sq_token_row(og__sq_store *s, sqlite3_stmt *st, void *out)
+{
+    (void)s;
+    return og__sq_text(st, DESTINATION_TOKEN_TOKEN, out,
+                       OG_PAYOUT_TOKEN_MAX + 1);
+}
+
+int og__sq_payout_destination_token(void *impl, const char *id,
+                                    int64_t version, char *out,
+                                    size_t outlen)
+{
+    if (outlen < OG_PAYOUT_TOKEN_MAX + 1)
+        return OG_EINTERNAL; /* store.c passes its own buffer */
+    return og__sq_read_row(impl, sq_payout_destination_token_sql, id,
+                           version, sq_token_row, out);
+}
+
+/* ===========================================================================
+ * Drafts and cancellations
+ * ========================================================================= */
+
+/* A draft: ?1 payout, ?2 tenant, ?3 beneficiary, ?4 destination,
+ * ?5 destination version, ?6 amount, ?7 currency, ?8 purpose or NULL,
+ * ?9 requester. Only into a tenant of that currency, with the beneficiary
+ * of that tenant and an existing destination. */
+static const char sq_payout_draft_sql[] =
+    "INSERT INTO payouts (payout_id, tenant_id, beneficiary_id,"
+    "   destination_id, destination_version, amount, currency, purpose,"
+    "   state, version, attempt_count, requester_id, created_at, updated_at)"
+    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'Draft', 1, 0, ?9, t.now, t.now"
+    " FROM (SELECT " SQ_NOW " AS now) t"
+    " WHERE EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2"
+    "                 AND currency = ?7)"
+    "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?2"
+    "                 AND beneficiary_id = ?3)"
+    "   AND EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)"
+    " ON CONFLICT DO NOTHING RETURNING created_at";
+/* Why a draft wrote nothing: payout, tenant, currency, beneficiary of the
+ * tenant, destination. */
+static const char sq_payout_draft_state_sql[] =
+    "SELECT EXISTS (SELECT 1 FROM payouts WHERE payout_id = ?1),"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2),"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2"
+    "                 AND currency = ?7),"
+    "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?2"
+    "                 AND beneficiary_id = ?3),"
+    "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)";
+enum {
+    DRAFT_PAYOUT_EXISTS,
+    DRAFT_TENANT_EXISTS,
+    DRAFT_CURRENCY_MATCHES,
+    DRAFT_BENEFICIARY_EXISTS,
+    DRAFT_DESTINATION_EXISTS,
+    DRAFT_NCOLS
+};
+
+static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
+                              og_payout_put_result *out, bool *keep)
+{
+    sqlite3_stmt *st;
+    int64_t at = 0;
+    int rc, i;
+
+    for (i = 0; i < 2; i++) { /* the draft, then (nothing written) why */
+        if ((rc = og__sq_stmt(c,
+                              i == 0 ? sq_payout_draft_sql
+                                     : sq_payout_draft_state_sql,
+                              &st)) < 0)
+            return rc;
+        sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, r->tenant_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->beneficiary_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->destination_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, r->destination_version);
+        sqlite3_bind_int64(st, 6, r->amount_minor);
+        sqlite3_bind_text(st, 7, r->currency, -1, SQLITE_STATIC);
+        if (i == 1)
+            break;
+        og__sq_bind_opt(st, 8, r->has_purpose ? r->purpose : NULL);
+        sqlite3_bind_text(st, 9, r->requester_id, -1, SQLITE_STATIC);
+        if ((rc = og__sq_one_i64(c, st, &at)) != 0) {
+            og__sq_payout_event ev = {
+                .payout_id = r->payout_id, .at = at, .kind = "drafted",
+                .actor = r->requester_id, .to_state = "Draft",
+                .payout_version = 1, .amount = r->amount_minor};
+
+            if (rc < 0 || (rc = og__sq_payout_event_add(c, &ev)) < 0)
+                return rc;
+            out->outcome = OG_PAYOUT_WRITTEN;
+            out->version = 1;
+            *keep = true;
+            return 0;
+        }
+    }
+    if ((rc = og__sq_step(c, st)) == 1) {
+        if (sqlite3_column_int(st, DRAFT_PAYOUT_EXISTS))
+            out->outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
+        else if (!sqlite3_column_int(st, DRAFT_TENANT_EXISTS) ||
+                 !sqlite3_column_int(st, DRAFT_BENEFICIARY_EXISTS) ||
+                 !sqlite3_column_int(st, DRAFT_DESTINATION_EXISTS))
+            out->outcome = OG_PAYOUT_NOT_FOUND;
+        else if (!sqlite3_column_int(st, DRAFT_CURRENCY_MATCHES))
+            out->outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
+        else
+            rc = OG_EINTERNAL; /* nothing explains it under the write lock */
+        out->version = 0;
+    }
+    sqlite3_reset(st);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
+}
+
+int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
+                        og_payout_put_result *out)
+{
+    og__sq_store *s = impl;
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_draft_in(c, r, &res, &keep);
+    rc = og__sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* A cancellation: the state it replaces, read under the write lock, then
+ * ?1 payout, ?2 expected version. */
+static const char sq_payout_state_sql[] =
+    "SELECT state, version FROM payouts WHERE payout_id = ?1";
+enum { PAYOUT_STATE_STATE, PAYOUT_STATE_VERSION, PAYOUT_STATE_NCOLS };
+static const char sq_payout_cancel_sql[] =
+    "UPDATE payouts SET state = 'Cancelled', version = version + 1,"
+    "   updated_at = " SQ_NOW
+    " WHERE payout_id = ?1 AND version = ?2"
+    "   AND (state = 'Draft' OR"
+    "        (state = 'Approved' AND active_attempt IS NULL))"
+    " RETURNING version, updated_at";
+enum { CANCEL_VERSION, CANCEL_UPDATED_AT, CANCEL_NCOLS };
+
+static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
+                               int64_t expected, const char *actor,
+                               og_payout_put_result *out, bool *keep)
+{
+    char from[16];
+    int64_t version = 0, at;
+    sqlite3_stmt *st;
+    int rc;
+
+    /* The state it replaces, read under the write lock (Q1). */
+    if ((rc = og__sq_stmt(c, sq_payout_state_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1) {
+        version = sqlite3_column_int64(st, PAYOUT_STATE_VERSION);
+        rc = og__sq_text(st, PAYOUT_STATE_STATE, from, sizeof from) < 0
+                 ? OG_EINTERNAL
+                 : 1;
+    }
+    sqlite3_reset(st);
+    if (rc <= 0) {
+        out->outcome = OG_PAYOUT_NOT_FOUND;
+        return rc;
+    }
+    if ((rc = og__sq_stmt(c, sq_payout_cancel_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, expected);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        out->outcome = version != expected ? OG_PAYOUT_VERSION_CONFLICT
+                                           : OG_PAYOUT_REFUSED;
+        return rc;
+    }
+    version = sqlite3_column_int64(st, CANCEL_VERSION);
+    at = sqlite3_column_int64(st, CANCEL_UPDATED_AT);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    {
+        og__sq_payout_event ev = {.payout_id = id, .at = at,
+                                  .kind = "cancelled", .actor = actor,
+                                  .from_state = from,
+                                  .to_state = "Cancelled",
+                                  .payout_version = version};
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    out->outcome = OG_PAYOUT_WRITTEN;
+    out->version = version;
+    *keep = true;
+    return 0;
+}
+
+int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
+                         const char *actor, og_payout_put_result *out)
+{
+    og__sq_store *s = impl;
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_cancel_in(c, id, expected, actor, &res, &keep);
+    rc = og__sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* ===========================================================================
+ * og_payout_get
+ * ========================================================================= */
+
+/* ?1 payout. */
+static const char sq_payout_get_sql[] =
+    "SELECT payout_id, tenant_id, beneficiary_id, destination_id,"
+    " destination_version, amount, currency, purpose, state, version,"
+    " attempt_count, active_attempt, release_day, requester_id, created_at,"
+    " updated_at FROM payouts WHERE payout_id = ?1";
+enum {
+    PAYOUT_VIEW_PAYOUT_ID,
+    PAYOUT_VIEW_TENANT_ID,
+    PAYOUT_VIEW_BENEFICIARY_ID,
+    PAYOUT_VIEW_DESTINATION_ID,
+    PAYOUT_VIEW_DESTINATION_VERSION,
+    PAYOUT_VIEW_AMOUNT,
+    PAYOUT_VIEW_CURRENCY,
+    PAYOUT_VIEW_PURPOSE,
+    PAYOUT_VIEW_STATE,
+    PAYOUT_VIEW_VERSION,
+    PAYOUT_VIEW_ATTEMPT_COUNT,
+    PAYOUT_VIEW_ACTIVE_ATTEMPT,
+    PAYOUT_VIEW_RELEASE_DAY,
+    PAYOUT_VIEW_REQUESTER_ID,
+    PAYOUT_VIEW_CREATED_AT,
+    PAYOUT_VIEW_UPDATED_AT,
+    PAYOUT_VIEW_NCOLS
+};
+
+/* Reads the sq_payout_get_sql columns of the current row. */
+static int sq_payout_view(sqlite3_stmt *st, og_payout_view *v)
+{
+    int state;
+
+    memset(v, 0, sizeof *v);
+    if (og__sq_text(st, PAYOUT_VIEW_PAYOUT_ID, v->payout_id,
+                    sizeof v->payout_id) < 0 ||
+        og__sq_text(st, PAYOUT_VIEW_TENANT_ID, v->tenant_id,
+                    sizeof v->tenant_id) < 0 ||
+        og__sq_text(st, PAYOUT_VIEW_BENEFICIARY_ID, v->beneficiary_id,
+                    sizeof v->beneficiary_id) < 0 ||
+        og__sq_text(st, PAYOUT_VIEW_DESTINATION_ID, v->destination_id,
+                    sizeof v->destination_id) < 0 ||
+        og__sq_text(st, PAYOUT_VIEW_CURRENCY, v->currency,
+                    sizeof v->currency) < 0 ||
+        og__sq_text_opt(st, PAYOUT_VIEW_PURPOSE, v->purpose,
+                        sizeof v->purpose) < 0 ||
+        og__sq_text_opt(st, PAYOUT_VIEW_ACTIVE_ATTEMPT, v->active_attempt,
+                        sizeof v->active_attempt) < 0 ||
+        og__sq_text_opt(st, PAYOUT_VIEW_RELEASE_DAY, v->release_day,
+                        sizeof v->release_day) < 0 ||
+        og__sq_text(st, PAYOUT_VIEW_REQUESTER_ID, v->requester_id,
+                    sizeof v->requester_id) < 0)
+        return OG_EINTERNAL;
+    state = og__payout_state_parse(
+        (const char *)sqlite3_column_text(st, PAYOUT_VIEW_STATE));
+    v->destination_version =
+        sqlite3_column_int64(st, PAYOUT_VIEW_DESTINATION_VERSION);
+    v->amount_minor = sqlite3_column_int64(st, PAYOUT_VIEW_AMOUNT);
+    v->has_purpose =
+        sqlite3_column_type(st, PAYOUT_VIEW_PURPOSE) != SQLITE_NULL;
+    v->version = sqlite3_column_int64(st, PAYOUT_VIEW_VERSION);
+    v->attempt_count = sqlite3_column_int64(st, PAYOUT_VIEW_ATTEMPT_COUNT);
+    v->created_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_CREATED_AT);
+    v->updated_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_UPDATED_AT);
+    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
+                                             v->amount, sizeof v->amount) != 0)
+        return OG_EINTERNAL;
+    v->state = (og_payout_state)state;
+    return 0;
+}
+
+static int sq_payout_view_row(og__sq_store *s, sqlite3_stmt *st, void *out)
+{
+    (void)s;
+    return sq_payout_view(st, out);
+}
+
+int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
+{
+    return og__sq_read_row(impl, sq_payout_get_sql, id, 0,
+                           sq_payout_view_row, out);
+}
+
+/* ===========================================================================
+ * The facts (Q26)
+ * ========================================================================= */
+
+/* Every fact a decision reads: the payout, its tenant's settings, its
+ * beneficiary, its destination (never the token), and the store's clock;
+ * ?1 payout. The foreign keys make the joins total. */
+static const char sq_payout_facts_sql[] =
+    "SELECT p.state, p.version, p.attempt_count, p.active_attempt,"
+    "       p.tenant_id, p.beneficiary_id, p.destination_id,"
+    "       p.destination_version, p.amount, p.currency, p.purpose,"
+    "       t.payouts_suspended, t.daily_limit, t.currency,"
+    "       t.settlement_offset_minutes, t.settings_version,"
+    "       b.verified, b.status, b.version,"
+    "       d.beneficiary_id, d.version, d.changed_at, " SQ_NOW
+    " FROM payouts p"
+    " JOIN tenants t ON t.tenant_id = p.tenant_id"
+    " JOIN beneficiaries b ON b.beneficiary_id = p.beneficiary_id"
+    " JOIN destinations d ON d.destination_id = p.destination_id"
+    " WHERE p.payout_id = ?1";
+enum {
+    PAYOUT_FACTS_STATE,
+    PAYOUT_FACTS_VERSION,
+    PAYOUT_FACTS_ATTEMPT_COUNT,
+    PAYOUT_FACTS_ACTIVE_ATTEMPT,
+    PAYOUT_FACTS_TENANT_ID,
+    PAYOUT_FACTS_BENEFICIARY_ID,
+    PAYOUT_FACTS_DESTINATION_ID,
+    PAYOUT_FACTS_DESTINATION_VERSION,
+    PAYOUT_FACTS_AMOUNT,
+    PAYOUT_FACTS_CURRENCY,
+    PAYOUT_FACTS_PURPOSE,
+    PAYOUT_FACTS_PAYOUTS_SUSPENDED,
+    PAYOUT_FACTS_DAILY_LIMIT,
+    PAYOUT_FACTS_TENANT_CURRENCY,
+    PAYOUT_FACTS_OFFSET_MINUTES,
+    PAYOUT_FACTS_SETTINGS_VERSION,
+    PAYOUT_FACTS_VERIFIED,
+    PAYOUT_FACTS_BENEFICIARY_STATUS,
+    PAYOUT_FACTS_BENEFICIARY_VERSION,
+    PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
+    PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
+    PAYOUT_FACTS_DESTINATION_CHANGED_AT,
+    PAYOUT_FACTS_NOW,
+    PAYOUT_FACTS_NCOLS
+};
+/* The day's counters: ?1 tenant, ?2 day. */
+static const char sq_payout_day_sql[] =
+    "SELECT paid, reserved, version FROM tenant_days"
+    " WHERE tenant_id = ?1 AND day = ?2";
+enum {
+    PAYOUT_DAY_PAID,
+    PAYOUT_DAY_RESERVED,
+    PAYOUT_DAY_VERSION,
+    PAYOUT_DAY_NCOLS
+};
+
+/* The current row of sq_payout_facts_sql into *f. */
+static int sq_facts_row(sqlite3_stmt *st, og__payout_facts *f)
+{
+    int state, status;
+
+    if (og__sq_text_opt(st, PAYOUT_FACTS_ACTIVE_ATTEMPT, f->active_attempt,
+                        sizeof f->active_attempt) < 0 ||
+        og__sq_text(st, PAYOUT_FACTS_TENANT_ID, f->tenant_id,
+                    sizeof f->tenant_id) < 0 ||
+        og__sq_text(st, PAYOUT_FACTS_BENEFICIARY_ID, f->beneficiary_id,
+                    sizeof f->beneficiary_id) < 0 ||
+        og__sq_text(st, PAYOUT_FACTS_DESTINATION_ID, f->destination_id,
+                    sizeof f->destination_id) < 0 ||
+        og__sq_text(st, PAYOUT_FACTS_CURRENCY, f->currency,
+                    sizeof f->currency) < 0 ||
+        og__sq_text_opt(st, PAYOUT_FACTS_PURPOSE, f->purpose,
+                        sizeof f->purpose) < 0 ||
+        og__sq_text(st, PAYOUT_FACTS_TENANT_CURRENCY, f->tenant_currency,
+                    sizeof f->tenant_currency) < 0 ||
+        og__sq_text(st, PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
+                    f->destination_beneficiary_id,
+                    sizeof f->destination_beneficiary_id) < 0)
+        return OG_EINTERNAL;
+    state = og__payout_state_parse(
+        (const char *)sqlite3_column_text(st, PAYOUT_FACTS_STATE));
+    status = og__payout_bstatus_parse(
+        (const char *)sqlite3_column_text(st, PAYOUT_FACTS_BENEFICIARY_STATUS));
+    if (state < 0 || status < 0)
+        return OG_EINTERNAL;
+    f->found = true;
+    f->state = (og_payout_state)state;
+    f->version = sqlite3_column_int64(st, PAYOUT_FACTS_VERSION);
+    f->attempt_count = sqlite3_column_int64(st, PAYOUT_FACTS_ATTEMPT_COUNT);
+    f->destination_version =
+        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_VERSION);
+    f->amount_minor = sqlite3_column_int64(st, PAYOUT_FACTS_AMOUNT);
+    f->has_purpose =
+        sqlite3_column_type(st, PAYOUT_FACTS_PURPOSE) != SQLITE_NULL;
+    f->payouts_suspended =
+        sqlite3_column_int(st, PAYOUT_FACTS_PAYOUTS_SUSPENDED) != 0;
+    f->daily_limit = sqlite3_column_int64(st, PAYOUT_FACTS_DAILY_LIMIT);
+    f->offset_minutes = sqlite3_column_int(st, PAYOUT_FACTS_OFFSET_MINUTES);
+    f->settings_version =
+        sqlite3_column_int64(st, PAYOUT_FACTS_SETTINGS_VERSION);
+    f->verified = sqlite3_column_int(st, PAYOUT_FACTS_VERIFIED) != 0;
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    f->beneficiary_version =
+        sqlite3_column_int64(st, PAYOUT_FACTS_BENEFICIARY_VERSION);
+    f->destination_record_version =
+        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_RECORD_VERSION);
+    f->destination_changed_at_us =
+        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_CHANGED_AT);
+    f->observed_at_us = sqlite3_column_int64(st, PAYOUT_FACTS_NOW);
+    return 0;
+}
+
+/* Reads the facts of payout id inside c's transaction: the payout with its
+ * tenant, beneficiary and destination, then the counters of the release
+ * day of release_at_us in the tenant's offset. A missing payout is
+ * found = false at the store's clock. */
+static int sq_read_facts(og__sq_conn *c, const char *id,
+                         int64_t release_at_us, og__payout_facts *f)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    memset(f, 0, sizeof *f);
+    if ((rc = og__sq_stmt(c, sq_payout_facts_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = sq_facts_row(st, f);
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    if (!f->found)
+        return og__sq_clock(c, &f->observed_at_us);
+    if (og__copy(f->payout_id, sizeof f->payout_id, id) < 0 ||
+        og_payout_release_day(release_at_us, f->offset_minutes,
+                              f->release_day) != 0)
+        return OG_EINTERNAL; /* both checked before the store */
+    if ((rc = og__sq_stmt(c, sq_payout_day_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, f->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f->release_day, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1) {
+        f->paid = sqlite3_column_int64(st, PAYOUT_DAY_PAID);
+        f->reserved = sqlite3_column_int64(st, PAYOUT_DAY_RESERVED);
+        f->day_version = sqlite3_column_int64(st, PAYOUT_DAY_VERSION);
+    }
+    sqlite3_reset(st);
+    return rc < 0 ? rc : 0;
+}
+
+/* One read transaction: one WAL snapshot for both reads. */
+int og__sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
+                        og__payout_facts *out)
+{
+    og__sq_store *s = impl;
+    og__payout_facts f;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin_read(s, &c)) < 0)
+        return rc;
+    rc = sq_read_facts(c, id, release_at_us, &f);
+    rc = og__sq_end(s, c, rc, false); /* a read: ROLLBACK ends it */
+    if (rc == 0)
+        *out = f;
+    return rc;
+}
+
+/* ===========================================================================
+ * The decision (Q26-Q28)
+ * ========================================================================= */
+
+/* The reservation (Q27): ONE conditional write of the day's row, ?1 tenant,
+ * ?2 day, ?3 amount. The first of a day inserts it within the limit; later
+ * ones add to it while paid + reserved + amount stays within the limit. A
+ * row (the new reserved total) only when it reserved. */
+const char og__sq_payout_reserve_sql[] =
+    "INSERT INTO tenant_days (tenant_id, day, paid, reserved, version)"
+    " SELECT ?1, ?2, 0, ?3, 1 FROM tenants"
+    " WHERE tenant_id = ?1 AND ?3 <= daily_limit"
+    " ON CONFLICT (tenant_id, day) DO UPDATE"
+    "   SET reserved = tenant_days.reserved + excluded.reserved,"
+    "       version = tenant_days.version + 1"
+    "   WHERE tenant_days.paid + tenant_days.reserved + excluded.reserved"
+    "         <= (SELECT t.daily_limit FROM tenants t"
+    "             WHERE t.tenant_id = excluded.tenant_id)"
+    " RETURNING reserved";
+
+/* The decision (append-only): ?1 id, ?2 payout, ?3 tenant or NULL, ?4 mode,
+ * ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL, ?9..?12 the
+ * versions evaluated or NULL, ?13 requester, ?14 role, ?15 approval limit,
+ * ?16 observed_at, ?17 decided_at, ?18 correlation. */
+static const char sq_payout_decision_sql[] =
+    "INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode,"
+    "   outcome, reason, policy_version, terms_fingerprint,"
+    "   tenant_settings_version, beneficiary_version, destination_version,"
+    "   payout_version, requester_id, requester_role,"
+    "   requester_approval_limit, observed_at, decided_at, correlation_id)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+    "         ?15, ?16, ?17, ?18)";
+
+/* The decision row and its history entry. */
+static int sq_decision_write(og__sq_conn *c, const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t now)
+{
+    const og_payout_verdict *v = &p->verdict;
+    const char *reason = og_payout_reason_name(v->reason);
+    bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_decision_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, r->decision_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 3, f->found ? f->tenant_id : NULL);
+    sqlite3_bind_text(st, 4, p->mode, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, og_payout_outcome_name(v->outcome), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, v->policy_version, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 8, read ? v->terms_fingerprint : NULL);
+    sq_bind_i64_opt(st, 9, read ? v->evaluated.tenant_settings : 0);
+    sq_bind_i64_opt(st, 10, read ? v->evaluated.beneficiary : 0);
+    sq_bind_i64_opt(st, 11, read ? v->evaluated.destination : 0);
+    sq_bind_i64_opt(st, 12, read ? v->evaluated.payout : 0);
+    sqlite3_bind_text(st, 13, r->requester_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 14, r->requester_role, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 15, r->approval_limit);
+    sqlite3_bind_int64(st, 16, f->observed_at_us);
+    sqlite3_bind_int64(st, 17, now);
+    sqlite3_bind_text(st, 18, r->correlation_id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    {
+        og__sq_payout_event ev = {.payout_id = r->payout_id, .at = now,
+                                  .kind = "decided", .actor = r->requester_id,
+                                  .correlation_id = r->correlation_id,
+                                  .decision_id = r->decision_id,
+                                  .reason = reason};
+        return og__sq_payout_event_add(c, &ev);
+    }
+}
+
+/* The approval: ?1 payout, ?2 the version read, ?3 the state expected
+ * (Draft; Approved for a re-authorization), ?4 release day, ?5 now. The
+ * attempt number is attempt_count + 1, allocated here (Q28). */
+static const char sq_payout_approve_sql[] =
+    "UPDATE payouts SET state = 'Approved', version = version + 1,"
+    "   attempt_count = attempt_count + 1, release_day = ?4, updated_at = ?5"
+    " WHERE payout_id = ?1 AND version = ?2 AND state = ?3"
+    "   AND active_attempt IS NULL"
+    " RETURNING version, attempt_count, amount, tenant_id";
+enum {
+    APPROVE_VERSION,
+    APPROVE_ATTEMPT,
+    APPROVE_AMOUNT,
+    APPROVE_TENANT_ID,
+    APPROVE_NCOLS
+};
+/* The grant's bindings: ?1 grant, ?2 decision, ?3 payout, ?4 tenant,
+ * ?5 fingerprint, ?6 executable version, ?7 attempt, ?8 policy, ?9 amount,
+ * ?10 day, ?11 not_before, ?12 expires_at, ?13 now. */
+static const char sq_payout_bind_sql[] =
+    "INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id,"
+    "   tenant_id, operation, audience, terms_fingerprint,"
+    "   executable_payout_version, attempt_number, policy_version, amount,"
+    "   release_day, not_before, expires_at, created_at)"
+    " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4,"
+    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"
+    "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+/* The job (Q30): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
+static const char sq_payout_job_sql[] =
+    "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"
+    "   created_at, available_at, deliveries)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)";
+
+/* What an Allowed decision enables, after the reservation and the
+ * decision: the approval with the attempt number (Q28), the grant's row
+ * and bindings, the job, a history entry per step. */
+static int sq_decision_issue(og__sq_conn *c, const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t now)
+{
+    sqlite3_stmt *st;
+    int64_t version, attempt;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_approve_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f->version);
+    sqlite3_bind_text(st, 3, p->from_state, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->release_day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, now);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        /* read in this transaction, under the write lock: it cannot have
+         * moved */
+        return rc < 0 ? rc : OG_EINTERNAL;
+    }
+    version = sqlite3_column_int64(st, APPROVE_VERSION);
+    attempt = sqlite3_column_int64(st, APPROVE_ATTEMPT);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    if (version != p->new_version || attempt != p->attempt_number)
+        return OG_EINTERNAL;
+
+    /* The grant's row: row form, no family, the window's end trusted. */
+    if ((rc = og__sq_grant_insert(c, OG_PAYOUT_ISSUER, r->grant_id, NULL,
+                                  r->expires_at_us)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_payout_bind_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->decision_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->verdict.terms_fingerprint, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, version);
+    sqlite3_bind_int64(st, 7, attempt);
+    sqlite3_bind_text(st, 8, p->verdict.policy_version, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, f->amount_minor);
+    sqlite3_bind_text(st, 10, f->release_day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 11, r->not_before_us);
+    sqlite3_bind_int64(st, 12, r->expires_at_us);
+    sqlite3_bind_int64(st, 13, now);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_payout_job_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, r->job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r->correlation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, now);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    {
+        const og__sq_payout_event evs[] = {
+            {.kind = "reserved", .amount = f->amount_minor,
+             .release_day = f->release_day},
+            {.kind = "approved", .from_state = p->from_state,
+             .to_state = "Approved", .payout_version = version},
+            {.kind = "grant-issued", .grant_id = r->grant_id},
+            {.kind = "job-queued", .grant_id = r->grant_id,
+             .job_id = r->job_id},
+        };
+        for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+            og__sq_payout_event ev = evs[i];
+
+            ev.payout_id = r->payout_id;
+            ev.at = now;
+            ev.actor = r->requester_id;
+            ev.correlation_id = r->correlation_id;
+            ev.decision_id = r->decision_id;
+            if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int sq_payout_decide_in(og__sq_conn *c, const og__payout_decide_req *r,
+                               og_payout_decision *out)
+{
+    og__payout_facts f;
+    og__payout_plan p;
+    sqlite3_stmt *st;
+    int64_t now = 0, reserved = 0;
+    int rc;
+
+    /* 1. The facts, under the write lock: nothing changes them before the
+     * commit (Q1, Q26). */
+    if ((rc = sq_read_facts(c, r->payout_id, r->not_before_us, &f)) < 0)
+        return rc;
+    /* 2. The pure core decides (PP1). */
+    if ((rc = og__payout_plan_decide(&f, r, &p)) < 0)
+        return rc;
+    /* 3. The reservation, ONE conditional write (Q27). Under the write
+     * lock the counters just read are the ones it checks, so it succeeds
+     * whenever the core allowed; it still decides on its own. */
+    if (p.allowed) {
+        if ((rc = og__sq_stmt(c, og__sq_payout_reserve_sql, &st)) < 0)
+            return rc;
+        sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, f.amount_minor);
+        if ((rc = og__sq_one_i64(c, st, &reserved)) < 0)
+            return rc;
+        if (rc == 0)
+            og__payout_plan_limit_taken(&p);
+    }
+    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
+        return OG_ESTORE_UNAVAILABLE;
+    /* 4. One instant for the decision and everything it writes. */
+    if ((rc = og__sq_clock(c, &now)) < 0)
+        return rc;
+    if ((rc = sq_decision_write(c, r, &f, &p, now)) < 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
+        return OG_ESTORE_UNAVAILABLE;
+    if (p.allowed && (rc = sq_decision_issue(c, r, &f, &p, now)) < 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+
+    og__payout_decision_fill(r, &f, &p, now, out);
+    return 0;
+}
+
+int og__sq_payout_decide(void *impl, const og__payout_decide_req *r,
+                         og_payout_decision *out)
+{
+    og__sq_store *s = impl;
+    og_payout_decision d;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_decide_in(c, r, &d);
+    /* Every decision is kept: Allowed or not, it is history (Q26). Any
+     * error rolls all of it back. */
+    rc = og__sq_end(s, c, rc, true);
+    if (rc == 0)
+        *out = d;
+    return rc;
+}

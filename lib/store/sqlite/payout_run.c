@@ -1,0 +1,1106 @@
+/*
+ * payout_run.c — what runs a decided payout in the SQLite store (schemas
+ * 8-10): the jobs (take, ack, postpone, resubmit), the claim, the
+ * resolution, and the payout grants (get, revoke, the expiry batch). The
+ * decision that creates them is payout.c.
+ *
+ * Every write is ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end,
+ * as in Q8) holding its history entries (og__sq_payout_event_add). Besides
+ * Q26-Q28 (payout.c), invariants:
+ *
+ *   Q29 A binding's reservation is released exactly once: released_at is
+ *       set only where it is NULL, by a revocation
+ *       (sq_payout_grant_revoke_sql: the grant's row live, unconsumed and
+ *       unrevoked, ONE conditional write; then sq_payout_release_sql and
+ *       the day's counter, in the same transaction) or by an expiry batch
+ *       (one BEGIN IMMEDIATE per batch, unconsumed grants with expires_at <
+ *       now - admission leeway - cleanup margin, every statement of the
+ *       batch selecting the same set, SQ_PAYOUT_EXPIRE_PICK, with one
+ *       clock, as Q21; the marks last). A consumed grant's reservation is
+ *       never released here: it follows its attempt.
+ *   Q30 The outbox is the queue. A take (og__sq_payout_job_take_sql) is ONE
+ *       UPDATE under the write lock of the oldest job with done_at IS NULL
+ *       AND available_at <= now, over payout_jobs_available_idx: deliveries
+ *       + 1, available_at = now + lease, so a job whose taker went quiet is
+ *       delivered again when the lease ends. An acknowledgment or a
+ *       postponement is conditional on (deliveries = the delivery held, not
+ *       acknowledged): a superseded delivery changes nothing. A job holds
+ *       references only (payout, grant, correlation); a resubmission copies
+ *       them under a new id.
+ *   Q31 The claim (og_payout_claim, og__sq_payout_claim) is ONE BEGIN
+ *       IMMEDIATE transaction: the facts (sq_payout_claim_facts_sql: the
+ *       binding, its grants row, the consuming operation, the payout, its
+ *       tenant, beneficiary and destination, the clock) read under the
+ *       write lock, so no fenced fact can change before the commit; the
+ *       pure verdict (og__payout_plan_claim, PP4); and for CLAIMED only, at
+ *       the facts' instant, the grant's row consumed
+ *       (sq_payout_claim_grant_sql, its conditions re-asserted: unconsumed,
+ *       unrevoked, not_before <= now < expires_at + leeway), the payout
+ *       Approved at the executable version with no active attempt ->
+ *       Executing (sq_payout_claim_payout_sql), the attempt
+ *       (sq_payout_claim_op_sql: kind payout, Admitted at the initial owner
+ *       version, key and reference fixed before any send) and the "claimed"
+ *       entry. A write that then takes nothing is a defect: everything
+ *       rolls back. Every other outcome rolls back: zero rows anywhere. The
+ *       daily limit is not checked (the decision reserved). A commit that
+ *       is not confirmed is OG_ESTORE_UNAVAILABLE: unknown, do not send.
+ *   Q32 The resolution (og_payout_resolve, og__sq_payout_resolve) is ONE
+ *       BEGIN IMMEDIATE transaction: og_op_record's own write
+ *       (og__sq_op_record_in, exec.c: its statement, status in the expected
+ *       set AND owner version = v, and its "outcome" event); when it takes
+ *       nothing, NOT_RECORDED and everything rolls back. Then the attempt's
+ *       binding and payout (sq_payout_resolve_facts_sql, each by its key),
+ *       the pure plan (og__payout_plan_resolve, PP5), and for RESOLVED the
+ *       payout's conditional move (sq_payout_resolve_payout_sql: the
+ *       version read, this attempt active, Executing or Unknown), for a
+ *       terminal outcome the binding's release once (sq_payout_release_sql
+ *       on released_at IS NULL) with its day (sq_payout_pay_sql: reserved
+ *       -> paid, or sq_payout_unreserve_sql), and one "resolved" entry, all
+ *       at the outcome's instant. A write that then takes nothing is a
+ *       defect: rolled back. NOT_ACTIVE rolls the outcome back too.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* ===========================================================================
+ * Jobs (Q30)
+ * ========================================================================= */
+
+/* Take: the oldest available job, over payout_jobs_available_idx, ?1 lease.
+ * A row only when one was taken. */
+const char og__sq_payout_job_take_sql[] =
+    "UPDATE payout_jobs SET deliveries = deliveries + 1,"
+    "   delivered_at = " SQ_NOW ", available_at = " SQ_NOW " + ?1"
+    " WHERE job_id = (SELECT job_id FROM payout_jobs"
+    "                 WHERE done_at IS NULL AND available_at <= " SQ_NOW
+    "                 ORDER BY available_at, job_id LIMIT 1)"
+    " RETURNING job_id, payout_id, grant_id, correlation_id,"
+    "   resubmitted_from, deliveries, available_at";
+enum {
+    PAYOUT_JOB_JOB_ID,
+    PAYOUT_JOB_PAYOUT_ID,
+    PAYOUT_JOB_GRANT_ID,
+    PAYOUT_JOB_CORRELATION_ID,
+    PAYOUT_JOB_RESUBMITTED_FROM,
+    PAYOUT_JOB_DELIVERY,
+    PAYOUT_JOB_LEASE_UNTIL,
+    PAYOUT_JOB_NCOLS
+};
+
+static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
+                                 og_payout_job *out, bool *keep)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, og__sq_payout_job_take_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, lease_us);
+    if ((rc = og__sq_step(c, st)) == 1) {
+        memset(out, 0, sizeof *out);
+        if (og__sq_text(st, PAYOUT_JOB_JOB_ID, out->job_id,
+                        sizeof out->job_id) < 0 ||
+            og__sq_text(st, PAYOUT_JOB_PAYOUT_ID, out->payout_id,
+                        sizeof out->payout_id) < 0 ||
+            og__sq_text(st, PAYOUT_JOB_GRANT_ID, out->grant_id,
+                        sizeof out->grant_id) < 0 ||
+            og__sq_text(st, PAYOUT_JOB_CORRELATION_ID, out->correlation_id,
+                        sizeof out->correlation_id) < 0 ||
+            og__sq_text_opt(st, PAYOUT_JOB_RESUBMITTED_FROM,
+                            out->resubmitted_from,
+                            sizeof out->resubmitted_from) < 0) {
+            sqlite3_reset(st);
+            return OG_EINTERNAL;
+        }
+        out->delivery = sqlite3_column_int64(st, PAYOUT_JOB_DELIVERY);
+        out->lease_until_us = sqlite3_column_int64(st, PAYOUT_JOB_LEASE_UNTIL);
+        if ((rc = og__sq_done(c, st)) < 0)
+            return rc;
+        *keep = true;
+        return 1;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int og__sq_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
+{
+    og__sq_store *s = impl;
+    og_payout_job j;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc, end;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_job_take_in(c, lease_us, &j, &keep);
+    if ((end = og__sq_end(s, c, rc < 0 ? rc : 0, keep)) < 0)
+        return end; /* a take not known to have committed took nothing */
+    if (rc == 1)
+        *out = j;
+    return rc;
+}
+
+/* Ack and postpone: ?1 job, ?2 the delivery held, ?3 delay. */
+static const char sq_payout_job_ack_sql[] =
+    "UPDATE payout_jobs SET done_at = " SQ_NOW
+    " WHERE job_id = ?1 AND deliveries = ?2 AND done_at IS NULL"
+    " RETURNING 1";
+static const char sq_payout_job_postpone_sql[] =
+    "UPDATE payout_jobs SET available_at = " SQ_NOW " + ?3"
+    " WHERE job_id = ?1 AND deliveries = ?2 AND done_at IS NULL"
+    " RETURNING 1";
+
+/* Ack (sq_payout_job_ack_sql) or postpone (sq_payout_job_postpone_sql, ?3
+ * the delay): ONE conditional write on the delivery held. */
+static int sq_payout_job_settle(og__sq_store *s, const char *sql,
+                                const char *id, int64_t delivery,
+                                int64_t delay_us, bool *done)
+{
+    sqlite3_stmt *st;
+    int64_t one = 0;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sql, &st)) == 0) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, delivery);
+        if (sql == sq_payout_job_postpone_sql)
+            sqlite3_bind_int64(st, 3, delay_us);
+        rc = og__sq_one_i64(c, st, &one);
+    }
+    if ((rc = og__sq_end(s, c, rc < 0 ? rc : 0, rc == 1)) == 0)
+        *done = one == 1;
+    return rc;
+}
+
+int og__sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
+                          bool *acked)
+{
+    return sq_payout_job_settle(impl, sq_payout_job_ack_sql, id, delivery, 0,
+                                acked);
+}
+
+int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
+                               int64_t delay_us, bool *postponed)
+{
+    return sq_payout_job_settle(impl, sq_payout_job_postpone_sql, id,
+                                delivery, delay_us, postponed);
+}
+
+/* ===========================================================================
+ * The claim (Q31)
+ * ========================================================================= */
+
+/* The claim's facts: ?1 grant. The binding and its grants row, the
+ * operation that consumed it, the payout, its tenant, beneficiary and
+ * destination (never the token), the store's clock: under the write lock,
+ * none of it changes before the commit. */
+static const char sq_payout_claim_facts_sql[] =
+    "SELECT b.payout_id, b.audience, b.executable_payout_version,"
+    "       b.attempt_number, b.not_before, g.expires_at,"
+    "       g.consumed_at IS NOT NULL, g.consumed_by_operation,"
+    "       g.revoked_at IS NOT NULL,"
+    "       (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL),"
+    "       coalesce(o.kind, a.kind) = 'payout',"
+    "       coalesce(o.client_reference, a.client_reference,"
+    "                o.operation_id, a.operation_id),"
+    "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount,"
+    "       p.currency, p.destination_id, t.payouts_suspended,"
+    "       t.settings_version, bn.status, bn.version, d.version, " SQ_NOW
+    " FROM payout_grants b"
+    " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
+    " JOIN payouts p ON p.payout_id = b.payout_id"
+    " JOIN tenants t ON t.tenant_id = p.tenant_id"
+    " JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id"
+    " JOIN destinations d ON d.destination_id = p.destination_id"
+    " LEFT JOIN operations o ON o.operation_id = g.consumed_by_operation"
+    " LEFT JOIN operations_archive a"
+    "   ON a.operation_id = g.consumed_by_operation"
+    " WHERE b.grant_id = ?1";
+enum {
+    CLAIM_FACTS_PAYOUT_ID,
+    CLAIM_FACTS_AUDIENCE,
+    CLAIM_FACTS_EXECUTABLE_VERSION,
+    CLAIM_FACTS_ATTEMPT_NUMBER,
+    CLAIM_FACTS_NOT_BEFORE,
+    CLAIM_FACTS_EXPIRES_AT,
+    CLAIM_FACTS_CONSUMED,
+    CLAIM_FACTS_CONSUMED_BY,
+    CLAIM_FACTS_REVOKED,
+    CLAIM_FACTS_CONSUMER_FOUND,
+    CLAIM_FACTS_CONSUMER_PAYOUT,
+    CLAIM_FACTS_CONSUMER_REFERENCE,
+    CLAIM_FACTS_STATE,
+    CLAIM_FACTS_PAYOUT_VERSION,
+    CLAIM_FACTS_ACTIVE_ATTEMPT,
+    CLAIM_FACTS_AMOUNT,
+    CLAIM_FACTS_CURRENCY,
+    CLAIM_FACTS_DESTINATION_ID,
+    CLAIM_FACTS_PAYOUTS_SUSPENDED,
+    CLAIM_FACTS_SETTINGS_VERSION,
+    CLAIM_FACTS_BENEFICIARY_STATUS,
+    CLAIM_FACTS_BENEFICIARY_VERSION,
+    CLAIM_FACTS_DESTINATION_VERSION,
+    CLAIM_FACTS_NOW,
+    CLAIM_FACTS_NCOLS
+};
+
+/* Reads the claim's facts of r's grant: 1 (a payout grant), 0, <0. */
+static int sq_claim_facts(og__sq_conn *c, const char *grant_id,
+                          og__payout_claim_facts *f)
+{
+    sqlite3_stmt *st;
+    int rc, state, status;
+
+    memset(f, 0, sizeof *f);
+    if ((rc = og__sq_stmt(c, sq_payout_claim_facts_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    state = og__payout_state_parse(
+        (const char *)sqlite3_column_text(st, CLAIM_FACTS_STATE));
+    status = og__payout_bstatus_parse(
+        (const char *)sqlite3_column_text(st, CLAIM_FACTS_BENEFICIARY_STATUS));
+    if (og__sq_text(st, CLAIM_FACTS_PAYOUT_ID, f->payout_id,
+                    sizeof f->payout_id) < 0 ||
+        og__sq_text(st, CLAIM_FACTS_AUDIENCE, f->audience,
+                    sizeof f->audience) < 0 ||
+        og__sq_text_opt(st, CLAIM_FACTS_CONSUMED_BY, f->consumed_by,
+                        sizeof f->consumed_by) < 0 ||
+        og__sq_text_opt(st, CLAIM_FACTS_CONSUMER_REFERENCE,
+                        f->consumer_reference,
+                        sizeof f->consumer_reference) < 0 ||
+        og__sq_text(st, CLAIM_FACTS_CURRENCY, f->currency,
+                    sizeof f->currency) < 0 ||
+        og__sq_text(st, CLAIM_FACTS_DESTINATION_ID, f->destination_id,
+                    sizeof f->destination_id) < 0 ||
+        state < 0 || status < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    f->found = true;
+    f->executable_version =
+        sqlite3_column_int64(st, CLAIM_FACTS_EXECUTABLE_VERSION);
+    f->attempt_number = sqlite3_column_int64(st, CLAIM_FACTS_ATTEMPT_NUMBER);
+    f->not_before_us = sqlite3_column_int64(st, CLAIM_FACTS_NOT_BEFORE);
+    f->expires_at_us = sqlite3_column_int64(st, CLAIM_FACTS_EXPIRES_AT);
+    f->consumed = sqlite3_column_int(st, CLAIM_FACTS_CONSUMED) != 0;
+    f->revoked = sqlite3_column_int(st, CLAIM_FACTS_REVOKED) != 0;
+    f->consumer_found =
+        sqlite3_column_int(st, CLAIM_FACTS_CONSUMER_FOUND) != 0;
+    f->consumer_payout =
+        sqlite3_column_int(st, CLAIM_FACTS_CONSUMER_PAYOUT) != 0;
+    f->state = (og_payout_state)state;
+    f->payout_version = sqlite3_column_int64(st, CLAIM_FACTS_PAYOUT_VERSION);
+    f->active_attempt =
+        sqlite3_column_int(st, CLAIM_FACTS_ACTIVE_ATTEMPT) != 0;
+    f->amount_minor = sqlite3_column_int64(st, CLAIM_FACTS_AMOUNT);
+    f->payouts_suspended =
+        sqlite3_column_int(st, CLAIM_FACTS_PAYOUTS_SUSPENDED) != 0;
+    f->settings_version =
+        sqlite3_column_int64(st, CLAIM_FACTS_SETTINGS_VERSION);
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    f->beneficiary_version =
+        sqlite3_column_int64(st, CLAIM_FACTS_BENEFICIARY_VERSION);
+    f->destination_version =
+        sqlite3_column_int64(st, CLAIM_FACTS_DESTINATION_VERSION);
+    f->now_us = sqlite3_column_int64(st, CLAIM_FACTS_NOW);
+    return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
+}
+
+/* The claim's writes, each conditional as if nothing had been read:
+ * ?1 grant, ?2 operation, ?3 now, ?4 leeway. */
+static const char sq_payout_claim_grant_sql[] =
+    "UPDATE grants SET consumed_at = ?3, consumed_by_operation = ?2"
+    " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"
+    "   AND consumed_at IS NULL AND revoked_at IS NULL"
+    "   AND expires_at + ?4 > ?3"
+    "   AND EXISTS (SELECT 1 FROM payout_grants b"
+    "               WHERE b.grant_id = ?1 AND b.not_before <= ?3)"
+    " RETURNING 1";
+/* ?1 payout, ?2 its executable version, ?3 operation, ?4 now. */
+static const char sq_payout_claim_payout_sql[] =
+    "UPDATE payouts SET state = 'Executing', version = version + 1,"
+    "   active_attempt = ?3, updated_at = ?4"
+    " WHERE payout_id = ?1 AND version = ?2 AND state = 'Approved'"
+    "   AND active_attempt IS NULL"
+    " RETURNING version";
+/* The attempt: ?1 operation, ?2 grant, ?3 worker, ?4 destination,
+ * ?5 amount, ?6 currency, ?7 now, ?8 lease, ?9 send window, ?10 key,
+ * ?11 reference. Its row is SQ_OP_COLS (OP_*). */
+static const char sq_payout_claim_op_sql[] =
+    "INSERT INTO operations (" SQ_OP_INSERT_COLS ", kind, idempotency_key,"
+    "   client_reference)"
+    " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4, ?5, ?6, 'Admitted', "
+    SQ_STR(OG__INITIAL_OWNER_VERSION) ", ?7 + ?8, ?7 + ?9, ?7, 'payout',"
+    "         ?10, ?11)"
+    " RETURNING " SQ_OP_COLS;
+
+/* The claim's writes, at the facts' instant. Each re-asserts its
+ * conditions; under the write lock they hold, so a write that takes
+ * nothing is a defect (rolled back). */
+static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
+                          const og__payout_claim_req *r,
+                          const og__payout_claim_facts *f,
+                          const og__payout_claim_plan *p, og_operation *op)
+{
+    sqlite3_stmt *st;
+    int64_t v = 0;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_claim_grant_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->now_us);
+    sqlite3_bind_int64(st, 4, s->opts.timings.admission_leeway_us);
+    if ((rc = og__sq_one_i64(c, st, &v)) != 1)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    if ((rc = og__sq_stmt(c, sq_payout_claim_payout_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, f->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f->executable_version);
+    sqlite3_bind_text(st, 3, r->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, f->now_us);
+    if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p->new_version)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    if ((rc = og__sq_stmt(c, sq_payout_claim_op_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, r->operation_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->worker_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->amount, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, f->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, f->now_us);
+    sqlite3_bind_int64(st, 8, r->lease_us);
+    sqlite3_bind_int64(st, 9, r->send_window_us);
+    sqlite3_bind_text(st, 10, p->idempotency_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, p->client_reference, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = og__sq_read_op(st, op);
+    else if (rc == 0)
+        rc = OG_EINTERNAL; /* VALUES always inserts or fails */
+    if (rc < 0) {
+        sqlite3_reset(st);
+        return rc;
+    }
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    return og__sq_payout_event_add(c, &(og__sq_payout_event){
+                                          .payout_id = f->payout_id,
+                                          .at = f->now_us,
+                                          .kind = "claimed",
+                                          .actor = r->worker_id,
+                                          .grant_id = r->grant_id,
+                                          .from_state = "Approved",
+                                          .to_state = "Executing",
+                                          .payout_version = p->new_version,
+                                          .reason = p->client_reference,
+                                      });
+}
+
+static int sq_payout_claim_in(og__sq_store *s, og__sq_conn *c,
+                              const og__payout_claim_req *r,
+                              og_payout_claim_result *out, bool *keep)
+{
+    og__payout_claim_facts f;
+    og__payout_claim_plan p;
+    int rc;
+
+    /* 1. The facts, under the write lock (Q1, Q31). */
+    if ((rc = sq_claim_facts(c, r->grant_id, &f)) < 0)
+        return rc;
+    /* 2. The pure verdict (PP4). */
+    if ((rc = og__payout_plan_claim(&f, r, s->opts.timings.admission_leeway_us,
+                                    &p)) < 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->outcome = p.outcome;
+    if (f.found) {
+        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+        out->attempt_number = f.attempt_number;
+    }
+    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
+        memcpy(out->attempt.operation_id, f.consumed_by,
+               sizeof out->attempt.operation_id);
+    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
+        return 0; /* nothing written: the caller rolls back */
+    /* 3. The writes. */
+    if ((rc = sq_claim_write(s, c, r, &f, &p, &out->attempt)) < 0)
+        return rc;
+    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->has_attempt = true;
+    *keep = true;
+    return 0;
+}
+
+int og__sq_payout_claim(void *impl, const og__payout_claim_req *r,
+                        og_payout_claim_result *out)
+{
+    og__sq_store *s = impl;
+    og_payout_claim_result res;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_claim_in(s, c, r, &res, &keep);
+    /* Only CLAIMED commits; every other outcome and any error roll back:
+     * zero rows anywhere (Q31). */
+    rc = og__sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* ===========================================================================
+ * A binding's reservation, released once (Q29)
+ * ========================================================================= */
+
+/* Releases one binding's reservation, once: ?1 grant, ?2 now, ?3 cause. */
+static const char sq_payout_release_sql[] =
+    "UPDATE payout_grants SET released_at = ?2, release_cause = ?3"
+    " WHERE grant_id = ?1 AND released_at IS NULL"
+    " RETURNING payout_id, tenant_id, release_day, amount";
+enum {
+    PAYOUT_RELEASE_PAYOUT_ID,
+    PAYOUT_RELEASE_TENANT_ID,
+    PAYOUT_RELEASE_DAY,
+    PAYOUT_RELEASE_AMOUNT,
+    PAYOUT_RELEASE_NCOLS
+};
+/* The day's counters: ?1 tenant, ?2 day, ?3 amount; reserved -> paid (a
+ * Succeeded attempt's), or reserved released. */
+static const char sq_payout_pay_sql[] =
+    "UPDATE tenant_days SET reserved = reserved - ?3, paid = paid + ?3,"
+    "   version = version + 1"
+    " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved";
+static const char sq_payout_unreserve_sql[] =
+    "UPDATE tenant_days SET reserved = reserved - ?3, version = version + 1"
+    " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved";
+
+/* Marks grant_id's binding released at `at` for `cause` — only where it is
+ * not yet (Q29) — and moves its amount off the day's reserved counter
+ * (onto paid when `paid`). 1 and the amount and day, 0 when it was
+ * released before (nothing written), or an error. */
+static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
+                     const char *cause, bool paid, char *payout,
+                     int64_t *amount, char day[OG_PAYOUT_DAY_LEN + 1])
+{
+    char tenant[OG_ID_MAX + 1];
+    sqlite3_stmt *st;
+    int64_t left;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_release_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, at);
+    sqlite3_bind_text(st, 3, cause, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: released before, once is all */
+    }
+    *amount = sqlite3_column_int64(st, PAYOUT_RELEASE_AMOUNT);
+    if (og__sq_text(st, PAYOUT_RELEASE_PAYOUT_ID, payout, OG_ID_MAX + 1) < 0 ||
+        og__sq_text(st, PAYOUT_RELEASE_TENANT_ID, tenant, sizeof tenant) < 0 ||
+        og__sq_text(st, PAYOUT_RELEASE_DAY, day, OG_PAYOUT_DAY_LEN + 1) < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, paid ? sq_payout_pay_sql : sq_payout_unreserve_sql,
+                          &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, *amount);
+    if ((rc = og__sq_one_i64(c, st, &left)) != 1)
+        return rc < 0 ? rc : OG_EINTERNAL; /* the binding's day row exists */
+    return 1;
+}
+
+/* Releases grant_id's reservation once (Q29), at `at`, for `cause`, with
+ * its history entry; nothing when it was released before. */
+static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
+                      const char *cause, const char *actor)
+{
+    char payout[OG_ID_MAX + 1], day[OG_PAYOUT_DAY_LEN + 1];
+    int64_t amount = 0;
+    int rc;
+
+    if ((rc = sq_settle(c, grant_id, at, cause, false, payout, &amount,
+                        day)) <= 0)
+        return rc;
+    {
+        og__sq_payout_event ev = {.payout_id = payout, .at = at,
+                                  .kind = "reservation-released",
+                                  .actor = actor, .grant_id = grant_id,
+                                  .amount = amount, .release_day = day,
+                                  .reason = cause};
+        return og__sq_payout_event_add(c, &ev);
+    }
+}
+
+/* ===========================================================================
+ * The resolution (Q32)
+ * ========================================================================= */
+
+/* The resolution's facts: ?1 the attempt. Its binding, through the
+ * operation's grant (each by its key), and the payout. */
+static const char sq_payout_resolve_facts_sql[] =
+    "SELECT b.payout_id, b.grant_id, b.release_day, b.amount,"
+    "       b.released_at IS NOT NULL, p.state, p.version,"
+    "       coalesce(p.active_attempt = o.operation_id, 0)"
+    " FROM operations o"
+    " JOIN payout_grants b ON b.grant_id = o.grant_id"
+    " JOIN payouts p ON p.payout_id = b.payout_id"
+    " WHERE o.operation_id = ?1 AND o.kind = 'payout'"
+    "   AND o.issuer = '" OG_PAYOUT_ISSUER "'";
+enum {
+    RESOLVE_FACTS_PAYOUT_ID,
+    RESOLVE_FACTS_GRANT_ID,
+    RESOLVE_FACTS_RELEASE_DAY,
+    RESOLVE_FACTS_AMOUNT,
+    RESOLVE_FACTS_RELEASED,
+    RESOLVE_FACTS_STATE,
+    RESOLVE_FACTS_VERSION,
+    RESOLVE_FACTS_ACTIVE,
+    RESOLVE_FACTS_NCOLS
+};
+
+static int sq_resolve_facts(og__sq_conn *c, const char *id,
+                            og__payout_resolve_facts *f)
+{
+    sqlite3_stmt *st;
+    int rc, state;
+
+    memset(f, 0, sizeof *f);
+    if ((rc = og__sq_stmt(c, sq_payout_resolve_facts_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: not a payout attempt with a binding */
+    }
+    state = og__payout_state_parse(
+        (const char *)sqlite3_column_text(st, RESOLVE_FACTS_STATE));
+    if (og__sq_text(st, RESOLVE_FACTS_PAYOUT_ID, f->payout_id,
+                    sizeof f->payout_id) < 0 ||
+        og__sq_text(st, RESOLVE_FACTS_GRANT_ID, f->grant_id,
+                    sizeof f->grant_id) < 0 ||
+        og__sq_text(st, RESOLVE_FACTS_RELEASE_DAY, f->release_day,
+                    sizeof f->release_day) < 0 ||
+        state < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    f->found = true;
+    f->amount_minor = sqlite3_column_int64(st, RESOLVE_FACTS_AMOUNT);
+    f->released = sqlite3_column_int(st, RESOLVE_FACTS_RELEASED) != 0;
+    f->state = (og_payout_state)state;
+    f->payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_VERSION);
+    f->active = sqlite3_column_int(st, RESOLVE_FACTS_ACTIVE) != 0;
+    return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
+}
+
+/* ?1 payout, ?2 version read, ?3 the attempt, ?4 new state, ?5 1: clear
+ * the active attempt, ?6 now. */
+static const char sq_payout_resolve_payout_sql[] =
+    "UPDATE payouts SET state = ?4, version = version + 1,"
+    "   active_attempt = CASE WHEN ?5 THEN NULL ELSE active_attempt END,"
+    "   updated_at = ?6"
+    " WHERE payout_id = ?1 AND version = ?2 AND active_attempt = ?3"
+    "   AND state IN ('Executing', 'Unknown')"
+    " RETURNING version";
+
+static int sq_payout_resolve_in(og__sq_conn *c, const char *id,
+                                unsigned expected, int64_t owner_version,
+                                const og_op_outcome *o,
+                                og_payout_resolution *out, bool *keep)
+{
+    og__payout_resolve_facts f;
+    og__payout_resolve_plan p;
+    sqlite3_stmt *st;
+    bool recorded = false;
+    int64_t at = 0, v = 0, amount = 0;
+    char payout[OG_ID_MAX + 1], day[OG_PAYOUT_DAY_LEN + 1] = "";
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    /* 1. The outcome: og_op_record's own write, under the write lock. */
+    if ((rc = og__sq_op_record_in(c, id, expected, owner_version, o,
+                                  &recorded, &at)) < 0)
+        return rc;
+    if (!recorded) {
+        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
+        return 0; /* nothing written: the caller rolls back */
+    }
+    /* 2. The attempt's payout and binding, and what follows (PP5). */
+    if ((rc = sq_resolve_facts(c, id, &f)) < 0)
+        return rc;
+    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) < 0)
+        return rc;
+    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
+        out->outcome = p.outcome;
+        return 0; /* the outcome rolls back with the rest */
+    }
+    /* 3. The payout, conditional on what was read. */
+    if ((rc = og__sq_stmt(c, sq_payout_resolve_payout_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, f.payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f.payout_version);
+    sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, p.to_state, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, p.clear_attempt ? 1 : 0);
+    sqlite3_bind_int64(st, 6, at);
+    if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p.new_version)
+        return rc < 0 ? rc : OG_EINTERNAL;
+    /* 4. The reservation, once, with the attempt's end. */
+    if (p.release_cause) {
+        rc = sq_settle(c, f.grant_id, at, p.release_cause,
+                       p.reservation == OG_PAYOUT_RESERVATION_PAID, payout,
+                       &amount, day);
+        if (rc != 1)
+            return rc < 0 ? rc : OG_EINTERNAL; /* read unreleased: a defect */
+    }
+    /* 5. The history. */
+    {
+        og__sq_payout_event ev = {.payout_id = f.payout_id, .at = at,
+                                  .kind = "resolved", .actor = o->actor,
+                                  .grant_id = f.grant_id,
+                                  .from_state = p.from_state,
+                                  .to_state = p.to_state,
+                                  .payout_version = p.new_version,
+                                  .amount = amount,
+                                  .release_day = p.release_cause ? day : NULL,
+                                  .reason = og_op_status_name(o->status)};
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
+    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
+    out->state = p.to;
+    out->payout_version = p.new_version;
+    out->attempt_cleared = p.clear_attempt;
+    out->reservation = p.reservation;
+    out->amount_minor = f.amount_minor;
+    memcpy(out->release_day, f.release_day, sizeof out->release_day);
+    *keep = true;
+    return 0;
+}
+
+int og__sq_payout_resolve(void *impl, const char *id, unsigned expected,
+                          int64_t owner_version, const og_op_outcome *o,
+                          og_payout_resolution *out)
+{
+    og__sq_store *s = impl;
+    og_payout_resolution res;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_resolve_in(c, id, expected, owner_version, o, &res, &keep);
+    /* Only RESOLVED commits; NOT_RECORDED, NOT_ACTIVE and any error roll
+     * back: nothing changed anywhere (Q32). */
+    rc = og__sq_end(s, c, rc, keep);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}
+
+/* ===========================================================================
+ * Resubmission (Q30)
+ * ========================================================================= */
+
+/* ?1 the job copied, ?2 the new id. */
+static const char sq_payout_job_resubmit_sql[] =
+    "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"
+    "   resubmitted_from, created_at, available_at, deliveries)"
+    " SELECT ?2, j.payout_id, j.grant_id, j.correlation_id, j.job_id,"
+    "        t.now, t.now, 0"
+    " FROM payout_jobs j, (SELECT " SQ_NOW " AS now) t WHERE j.job_id = ?1"
+    " RETURNING payout_id, grant_id, correlation_id, created_at";
+enum {
+    RESUBMIT_PAYOUT_ID,
+    RESUBMIT_GRANT_ID,
+    RESUBMIT_CORRELATION_ID,
+    RESUBMIT_CREATED_AT,
+    RESUBMIT_NCOLS
+};
+
+static int sq_payout_job_resubmit_in(og__sq_conn *c, const char *id,
+                                     const char *actor, const char *new_id,
+                                     bool *keep)
+{
+    char payout[OG_ID_MAX + 1], grant[OG_ID_MAX + 1], corr[OG_ID_MAX + 1];
+    sqlite3_stmt *st;
+    int64_t at;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_job_resubmit_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, new_id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: no such job */
+    }
+    at = sqlite3_column_int64(st, RESUBMIT_CREATED_AT);
+    if (og__sq_text(st, RESUBMIT_PAYOUT_ID, payout, sizeof payout) < 0 ||
+        og__sq_text(st, RESUBMIT_GRANT_ID, grant, sizeof grant) < 0 ||
+        og__sq_text(st, RESUBMIT_CORRELATION_ID, corr, sizeof corr) < 0) {
+        sqlite3_reset(st);
+        return OG_EINTERNAL;
+    }
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    {
+        og__sq_payout_event ev = {.payout_id = payout, .at = at,
+                                  .kind = "job-resubmitted", .actor = actor,
+                                  .correlation_id = corr, .grant_id = grant,
+                                  .job_id = new_id};
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    *keep = true;
+    return 1;
+}
+
+int og__sq_payout_job_resubmit(void *impl, const char *id, const char *actor,
+                               const char *new_id)
+{
+    og__sq_store *s = impl;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc, end;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_job_resubmit_in(c, id, actor, new_id, &keep);
+    if ((end = og__sq_end(s, c, rc < 0 ? rc : 0, keep)) < 0)
+        return end;
+    return rc;
+}
+
+/* ===========================================================================
+ * Payout grants (Q29)
+ * ========================================================================= */
+
+/* A payout grant and its row, with the clock its state is derived at:
+ * ?1 grant. */
+static const char sq_payout_grant_get_sql[] =
+    "SELECT b.grant_id, b.decision_id, b.payout_id, b.tenant_id,"
+    "       b.operation, b.audience, b.terms_fingerprint, b.policy_version,"
+    "       b.executable_payout_version, b.attempt_number, b.amount,"
+    "       b.release_day, b.not_before, g.expires_at, b.created_at,"
+    "       g.consumed_at, g.consumed_by_operation, g.revoked_at,"
+    "       b.released_at, " SQ_NOW
+    " FROM payout_grants b"
+    " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
+    " WHERE b.grant_id = ?1";
+enum {
+    PAYOUT_GRANT_GRANT_ID,
+    PAYOUT_GRANT_DECISION_ID,
+    PAYOUT_GRANT_PAYOUT_ID,
+    PAYOUT_GRANT_TENANT_ID,
+    PAYOUT_GRANT_OPERATION,
+    PAYOUT_GRANT_AUDIENCE,
+    PAYOUT_GRANT_TERMS_FINGERPRINT,
+    PAYOUT_GRANT_POLICY_VERSION,
+    PAYOUT_GRANT_EXECUTABLE_VERSION,
+    PAYOUT_GRANT_ATTEMPT_NUMBER,
+    PAYOUT_GRANT_AMOUNT,
+    PAYOUT_GRANT_RELEASE_DAY,
+    PAYOUT_GRANT_NOT_BEFORE,
+    PAYOUT_GRANT_EXPIRES_AT,
+    PAYOUT_GRANT_CREATED_AT,
+    PAYOUT_GRANT_CONSUMED_AT,
+    PAYOUT_GRANT_CONSUMED_BY,
+    PAYOUT_GRANT_REVOKED_AT,
+    PAYOUT_GRANT_RELEASED_AT,
+    PAYOUT_GRANT_NOW,
+    PAYOUT_GRANT_NCOLS
+};
+
+static int sq_payout_grant_row(og__sq_store *s, sqlite3_stmt *st, void *out)
+{
+    og_payout_grant_view *v = out;
+
+    memset(v, 0, sizeof *v);
+    if (og__sq_text(st, PAYOUT_GRANT_GRANT_ID, v->grant_id,
+                    sizeof v->grant_id) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_DECISION_ID, v->decision_id,
+                    sizeof v->decision_id) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_PAYOUT_ID, v->payout_id,
+                    sizeof v->payout_id) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_TENANT_ID, v->tenant_id,
+                    sizeof v->tenant_id) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_OPERATION, v->operation,
+                    sizeof v->operation) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_AUDIENCE, v->audience,
+                    sizeof v->audience) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_TERMS_FINGERPRINT, v->terms_fingerprint,
+                    sizeof v->terms_fingerprint) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_POLICY_VERSION, v->policy_version,
+                    sizeof v->policy_version) < 0 ||
+        og__sq_text(st, PAYOUT_GRANT_RELEASE_DAY, v->release_day,
+                    sizeof v->release_day) < 0 ||
+        og__sq_text_opt(st, PAYOUT_GRANT_CONSUMED_BY, v->consumed_by_operation,
+                        sizeof v->consumed_by_operation) < 0)
+        return OG_EINTERNAL;
+    v->executable_payout_version =
+        sqlite3_column_int64(st, PAYOUT_GRANT_EXECUTABLE_VERSION);
+    v->attempt_number = sqlite3_column_int64(st, PAYOUT_GRANT_ATTEMPT_NUMBER);
+    v->reserved_minor = sqlite3_column_int64(st, PAYOUT_GRANT_AMOUNT);
+    v->not_before_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOT_BEFORE);
+    v->expires_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_EXPIRES_AT);
+    v->created_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_CREATED_AT);
+    v->consumed_at_us =
+        sqlite3_column_int64(st, PAYOUT_GRANT_CONSUMED_AT); /* NULL reads 0 */
+    v->revoked_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_REVOKED_AT);
+    v->released_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_RELEASED_AT);
+    v->read_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOW);
+    v->state = og__payout_grant_state(
+        sqlite3_column_type(st, PAYOUT_GRANT_CONSUMED_AT) != SQLITE_NULL,
+        sqlite3_column_type(st, PAYOUT_GRANT_REVOKED_AT) != SQLITE_NULL,
+        v->expires_at_us, s->opts.timings.admission_leeway_us,
+        v->read_at_us);
+    return 0;
+}
+
+int og__sq_payout_grant_get(void *impl, const char *grant_id,
+                            og_payout_grant_view *out)
+{
+    return og__sq_read_row(impl, sq_payout_grant_get_sql, grant_id, 0,
+                           sq_payout_grant_row, out);
+}
+
+/* A finance hold: ?1 grant. Its payout (is it a payout grant?), then the
+ * grant's row, live: ONE conditional write (Q29). */
+static const char sq_payout_grant_payout_sql[] =
+    "SELECT payout_id FROM payout_grants WHERE grant_id = ?1";
+enum { GRANT_PAYOUT_PAYOUT_ID, GRANT_PAYOUT_NCOLS };
+static const char sq_payout_grant_revoke_sql[] =
+    "UPDATE grants SET revoked_at = " SQ_NOW
+    " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"
+    "   AND consumed_at IS NULL AND revoked_at IS NULL"
+    "   AND EXISTS (SELECT 1 FROM payout_grants b WHERE b.grant_id = ?1)"
+    " RETURNING revoked_at";
+
+static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
+                                     const char *actor,
+                                     og_revoke_outcome *out, bool *keep)
+{
+    char payout[OG_ID_MAX + 1];
+    sqlite3_stmt *st;
+    int64_t at = 0;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_grant_payout_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = og__sq_text(st, GRANT_PAYOUT_PAYOUT_ID, payout, sizeof payout) < 0
+                 ? OG_EINTERNAL
+                 : 1;
+    sqlite3_reset(st);
+    if (rc <= 0) {
+        *out = OG_REVOKE_NOT_ISSUED; /* not a payout grant */
+        return rc;
+    }
+    /* The grant's row, live: ONE conditional write (Q29). */
+    if ((rc = og__sq_stmt(c, sq_payout_grant_revoke_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_one_i64(c, st, &at)) <= 0) {
+        *out = OG_REVOKE_ALREADY_USED_OR_REVOKED;
+        return rc;
+    }
+    {
+        og__sq_payout_event ev = {.payout_id = payout, .at = at,
+                                  .kind = "grant-revoked", .actor = actor,
+                                  .grant_id = grant_id};
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    /* Unconsumed: its reservation goes with it, unless an expiry released
+     * it already. */
+    if ((rc = sq_release(c, grant_id, at, "revoked", actor)) < 0)
+        return rc;
+    *out = OG_REVOKE_REVOKED;
+    *keep = true;
+    return 0;
+}
+
+int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
+                               const char *actor, og_revoke_outcome *out)
+{
+    og__sq_store *s = impl;
+    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_grant_revoke_in(c, grant_id, actor, &o, &keep);
+    if ((rc = og__sq_end(s, c, rc, keep)) == 0)
+        *out = o;
+    return rc;
+}
+
+/* The unreleased, unconsumed payout grants past ?1 (= now - leeway -
+ * margin, read once), from the cursor ?3, oldest expiry first, at most ?2:
+ * one expiry batch (Q29). Every statement of the batch selects this one
+ * set (the write lock holds it still); INDEXED BY: the janitor's scan. */
+#define SQ_PAYOUT_EXPIRE_PICK                                                  \
+    "SELECT b.grant_id FROM payout_grants b"                                   \
+    "   INDEXED BY payout_grants_unreleased_idx"                               \
+    " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"        \
+    " WHERE b.released_at IS NULL AND g.consumed_at IS NULL"                   \
+    "   AND b.expires_at >= ?3 AND b.expires_at < ?1"                          \
+    " ORDER BY b.expires_at, b.grant_id LIMIT ?2"
+
+/* One expiry batch (Q29): ?1 now - leeway - margin, ?2 batch, ?3 cursor,
+ * ?4 now. First the batch's size and greatest expiry (the next cursor),
+ * then its reservations, history and marks; the marks last, since the pick
+ * reads released_at. */
+static const char sq_payout_expire_cursor_sql[] =
+    "SELECT count(*), max(expires_at) FROM payout_grants"
+    " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
+enum { EXPIRE_PICKED, EXPIRE_CURSOR, EXPIRE_NCOLS };
+static const char sq_payout_expire_days_sql[] =
+    "UPDATE tenant_days SET reserved = reserved - s.amount,"
+    "   version = version + 1"
+    " FROM (SELECT tenant_id, release_day, sum(amount) AS amount"
+    "       FROM payout_grants WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")"
+    "       GROUP BY tenant_id, release_day) s"
+    " WHERE tenant_days.tenant_id = s.tenant_id"
+    "   AND tenant_days.day = s.release_day";
+static const char sq_payout_expire_events_sql[] =
+    "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id,"
+    "   amount, release_day, reason)"
+    " SELECT payout_id, ?4, 'reservation-released', 'janitor', grant_id,"
+    "        amount, release_day, 'expired'"
+    " FROM payout_grants WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
+const char og__sq_payout_expire_mark_sql[] =
+    "UPDATE payout_grants SET released_at = ?4, release_cause = 'expired'"
+    " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
+
+/* One expiry batch's fixed parameters (Q29), as the archive's (Q21). */
+typedef struct sq_expire_args {
+    int64_t cutoff; /* ?1: now - leeway - cleanup margin */
+    int batch;      /* ?2 */
+    int64_t from;   /* ?3: the pass's keyset cursor */
+    int64_t now;    /* ?4: released_at, the history's time */
+} sq_expire_args;
+
+/* Binds the batch a to statement st (?4 when it has it). */
+static void sq_expire_bind(sqlite3_stmt *st, const sq_expire_args *a)
+{
+    sqlite3_bind_int64(st, 1, a->cutoff);
+    sqlite3_bind_int(st, 2, a->batch);
+    sqlite3_bind_int64(st, 3, a->from);
+    if (sqlite3_bind_parameter_count(st) >= 4)
+        sqlite3_bind_int64(st, 4, a->now);
+}
+
+/* Runs the batch a's write sql. */
+static int sq_expire_step(og__sq_conn *c, const char *sql,
+                          const sq_expire_args *a)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sql, &st)) < 0)
+        return rc;
+    sq_expire_bind(st, a);
+    return og__sq_done(c, st);
+}
+
+/* The batch a's size into *count and its greatest expiry into *last (left
+ * as it is when the batch is empty). */
+static int sq_expire_cursor(og__sq_conn *c, const sq_expire_args *a,
+                            int64_t *count, int64_t *last)
+{
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_stmt(c, sq_payout_expire_cursor_sql, &st)) < 0)
+        return rc;
+    sq_expire_bind(st, a);
+    if ((rc = og__sq_step(c, st)) == 1) {
+        *count = sqlite3_column_int64(st, EXPIRE_PICKED);
+        if (sqlite3_column_type(st, EXPIRE_CURSOR) != SQLITE_NULL)
+            *last = sqlite3_column_int64(st, EXPIRE_CURSOR);
+    }
+    sqlite3_reset(st);
+    return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
+}
+
+static int sq_payout_expire_in(og__sq_store *s, og__sq_conn *c, int batch,
+                               int64_t *from_us, int64_t *taken, bool *keep)
+{
+    const og_timings *t = &s->opts.timings;
+    sq_expire_args a = {0, batch, *from_us, 0};
+    int64_t count = 0, last = *from_us, marked;
+    int rc;
+
+    /* One clock for the whole batch: every statement picks the same set. */
+    if ((rc = og__sq_clock(c, &a.now)) < 0)
+        return rc;
+    a.cutoff = a.now - t->admission_leeway_us - t->cleanup_margin_us;
+    if ((rc = sq_expire_cursor(c, &a, &count, &last)) < 0)
+        return rc;
+    if (count == 0) {
+        *taken = 0;
+        return 0;
+    }
+    if ((rc = sq_expire_step(c, sq_payout_expire_days_sql, &a)) < 0 ||
+        (rc = sq_expire_step(c, sq_payout_expire_events_sql, &a)) < 0 ||
+        (rc = sq_expire_step(c, og__sq_payout_expire_mark_sql, &a)) < 0)
+        return rc;
+    marked = sqlite3_changes64(c->db);
+    if (marked != count)
+        return OG_EINTERNAL; /* the pick is one set under the write lock */
+    *taken = count;
+    *from_us = last;
+    *keep = true;
+    return 0;
+}
+
+int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
+                               int64_t *taken)
+{
+    og__sq_store *s = impl;
+    int64_t from = *from_us, n = 0;
+    bool keep = false;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_expire_in(s, c, batch, &from, &n, &keep);
+    if ((rc = og__sq_end(s, c, rc, keep)) == 0) {
+        *taken = n;
+        *from_us = from;
+    }
+    return rc;
+}
