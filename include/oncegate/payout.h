@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
+#include "oncegate/core.h"
 
 #ifdef __cplusplus
 extern "C" {

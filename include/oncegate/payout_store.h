@@ -50,8 +50,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
+#include "oncegate/core.h"
 #include "oncegate/payout.h"
+#include "oncegate/store.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 bool og__operation_matches(const og__admit_req *req, const og_operation *op)
 {

@@ -71,7 +71,7 @@
 
 #include <jansson.h>
 
-#include "oncegate/provider.h"
+#include "oncegate/classify.h"
 
 #define OG__NAME_MAX 64   /* member names, error codes, provider names */
 

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 int og__consumption_key(const char *issuer, size_t issuer_len,
                         const char *grant_id, size_t grant_id_len,

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 static const char *const og__err_names[] = {
 #define X(name, code, msg) code,

@@ -77,7 +77,7 @@
  */
 #include <string.h>
 
-#include "og_internal.h" /* OG__INITIAL_OWNER_VERSION */
+#include "core/core_int.h" /* OG__INITIAL_OWNER_VERSION */
 #include "oncegate/execute.h"
 
 const char *og_exec_action_name(og_exec_action a)

@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "oncegate/payout.h"
-#include "og_internal.h"
+#include "core/core_int.h"
 
 /* ===========================================================================
  * Names

@@ -41,8 +41,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "og_internal.h"
-#include "oncegate/provider.h"
+#include "core/core_int.h"
 
 /* ===========================================================================
  * What an exchange's answer means (RFC 6749 5.1, 5.2)

@@ -20,7 +20,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 /* SQLSTATE classes (first two characters) and codes that mean "retry". */
 static const char *const og__pg_unavailable_classes[] = {

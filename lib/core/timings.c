@@ -31,7 +31,7 @@
  *   T12 0 <= max_clock_step <= 1 h, recovery_delay > 0, and every value
  *       at most 1 year, so sums cannot overflow.
  */
-#include "og_internal.h"
+#include "core/core_int.h"
 
 #define SEC INT64_C(1000000)
 #define YEAR (366 * 24 * 3600 * SEC)

@@ -262,7 +262,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "og_internal.h"
+#include "store/store_int.h"
 
 /* SQLite's clock in microseconds (millisecond resolution, exact). */
 #define SQ_NOW \

@@ -47,17 +47,11 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "oncegate/payout_store.h"
-#include "og_internal.h"
+#include "store/dispatch.h"
+#include "store/store_int.h"
+#include "token/token_int.h"
 
 #define OG__URL_MAX 4096
-
-struct og_store {
-    const og__store_methods *m;
-    void *impl;
-    og_store_options opts;
-    og_consumption_keys keys; /* S5: as the store records them */
-};
 
 void og_store_options_default(og_store_options *o)
 {

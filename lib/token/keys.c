@@ -21,7 +21,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 /* ===========================================================================
  * Names

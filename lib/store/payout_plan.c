@@ -5,7 +5,9 @@
  * writes (og__payout_plan_decide), what a put that wrote nothing means, and a
  * payout grant's derived state. No I/O, no clock, no randomness: the
  * backends read and write, this decides, so the two engines cannot decide
- * differently.
+ * differently. Pure, yet in the store layer: what it reads and writes are
+ * the store's records (store_int.h, oncegate/payout_store.h); the policy
+ * it applies is the core's.
  *
  * Invariants:
  *   PP1  A decision's verdict is always the pure core's (lib/core/payout.c)
@@ -23,8 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "oncegate/payout.h"
-#include "og_internal.h"
+#include "store/store_int.h"
 
 /* ===========================================================================
  * Names

@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 #define US_PER_SEC INT64_C(1000000)
 /* NumericDate bounds: 1970-01-01 .. 9999-12-31T23:59:59Z, so every value
