@@ -45,7 +45,7 @@
 #include <sodium.h>
 
 #include "cli.h"
-#include "serve.h" /* og_srv_sandbox_path */
+#include "commands.h" /* og_srv_sandbox_path */
 
 
 /* ===========================================================================
@@ -805,14 +805,14 @@ static int demo_check_store(const char *url)
         (rc = og_store_open(url, NULL, &s)) < 0) {
         fprintf(stderr, "oncegate demo: cannot use %s: %s\n", url,
                 og_strerror(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     rc = og_op_scan(s, &f, &l);
     og_store_free(s);
     if (rc < 0) {
         fprintf(stderr, "oncegate demo: cannot read %s: %s\n", url,
                 og_strerror(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     if (l.n > 0) {
         fprintf(stderr,

@@ -62,7 +62,7 @@ static int og_fail(const char *what, int rc)
             og_strerror(rc));
     og_cli_print_json(out);
     json_decref(out);
-    return og_cli_exit_for_error(rc);
+    return og_exit_for_error(rc);
 }
 
 static int og_cmd_grant_issue(int argc, char **argv)

@@ -24,6 +24,8 @@
  *               background loops (recovery, cleanup, archiving) and the
  *               commands that run one of them on its own (`recover`,
  *               `cleanup`, `archive-operations`)
+ *   commands.h  what src/cli/ may see of all this: the subcommands above
+ *               and the sandbox's path
  *
  * Conventions as in the library: 0 or a negative OG_E* code, or a documented
  * non-negative result; out-parameters written only on success; x_free(NULL)
@@ -41,6 +43,7 @@
 
 #include <jansson.h>
 
+#include "commands.h"
 #include "oncegate/oncegate.h"
 
 /* ===========================================================================
@@ -241,13 +244,6 @@ int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
                              og_srv_dev_sandbox *sb, char *err,
                              size_t errlen);
 
-/* The sandbox's executable name, and its path beside this executable (a
- * build directory, or the bindir both were installed to): malloc'd (the
- * caller frees it), or NULL when it is not there — then exec looks
- * OG_SANDBOX_BIN up in PATH. Used by serve --dev and oncegate demo. */
-#define OG_SANDBOX_BIN "oncegate-sandbox"
-char *og_srv_sandbox_path(void);
-
 /* Stops a sandbox started by og_srv_dev_sandbox_start (SIGTERM, then
  * SIGKILL after 10 s) and reaps it. No-op when none runs. */
 void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
@@ -261,10 +257,6 @@ void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
 void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
                        const char *url, const char *argv0,
                        const og_srv_dev_sandbox *sb);
-
-/* `oncegate dev-env [--data-dir DIR]`: prints `export OG_<ROLE>_KEY=...`
- * lines from DIR/dev-credentials.json for eval in a shell. Exit code. */
-int og_cli_dev_env(int argc, char **argv);
 
 /* ===========================================================================
  * Authentication snapshot (auth.c): immutable once built, swapped whole on
@@ -374,26 +366,5 @@ void og_metrics_response(unsigned status);
 /* The Prometheus text exposition (version 0.0.4), malloc'd into *out. 0 or
  * OG_ENOMEM. */
 int og_metrics_render(char **out, size_t *len);
-
-/* ===========================================================================
- * The server (server.c, http.c, handlers.c).
- * ========================================================================= */
-
-/* `oncegate serve ...`. Returns the process exit code. */
-int og_cli_serve(int argc, char **argv);
-extern const char og_usage_serve[];
-
-/* `oncegate recover --config FILE [--once]`. Returns the exit code. */
-int og_cli_recover(int argc, char **argv);
-extern const char og_usage_recover[];
-
-/* `oncegate cleanup --config FILE [--once]`. Returns the exit code. */
-int og_cli_cleanup(int argc, char **argv);
-extern const char og_usage_cleanup[];
-
-/* `oncegate archive-operations --config FILE [--delete]`. Returns the exit
- * code. */
-int og_cli_archive_operations(int argc, char **argv);
-extern const char og_usage_archive_operations[];
 
 #endif /* OG_SERVE_H */
