@@ -6,8 +6,10 @@
  * function (og_admit, og_consume, ...) and maps the outcome to HTTP. All
  * single-use decisions stay in the store; nothing here caches a verdict.
  *
- *   config.c    the configuration table (name, type, bounds, default, doc),
- *               the JSON config loader, docs/config.md generation
+ *   config.c    the configuration table (name, type, bounds, default, doc)
+ *               and docs/config.md, generated from it (config_table.h)
+ *   config_load.c  the JSON config loader driven by the table, the
+ *               setters and the checks across keys
  *   dev.c       `serve --dev`: data directory, issuer keys, one principal
  *               per role, dev-credentials.json, the ready banner
  *   auth.c      principals: hashed API keys, constant-time lookup, roles;
@@ -84,7 +86,7 @@ typedef struct og_principal {
 } og_principal;
 
 /* ===========================================================================
- * Configuration (config.c).
+ * Configuration (config.c, config_load.c).
  * ========================================================================= */
 /* What the background retention loop does with finished operations
  * (operations.retention_mode). */
@@ -143,7 +145,7 @@ typedef struct og_srv_config {
 } og_srv_config;
 
 /* Writes "PREFIX: " and the formatted message to err (NULL or errlen 0:
- * nothing) and returns rc: how config.c and dev.c report one failure in
+ * nothing) and returns rc: how config_load.c and dev.c report one failure in
  * one statement. */
 __attribute__((format(printf, 5, 0))) int
 og_srv_vfail(char *err, size_t errlen, int rc, const char *prefix,
