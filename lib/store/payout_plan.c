@@ -31,23 +31,23 @@
  * Names
  * ========================================================================= */
 
-#define OG__COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define OG__NAME(table, v)                                                     \
-    ((unsigned)(v) < OG__COUNT(table) ? table[(unsigned)(v)] : "?")
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define NAME_OF(table, v)                                                      \
+    ((unsigned)(v) < COUNT_OF(table) ? table[(unsigned)(v)] : "?")
 
-static const char *const og__write_names[] = {
+static const char *const write_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_WRITE_MAP(X)
 #undef X
 };
 
-static const char *const og__unavailable_names[] = {
+static const char *const unavailable_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_UNAVAILABLE_MAP(X)
 #undef X
 };
 
-static const char *const og__grant_state_names[] = {
+static const char *const grant_state_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_GRANT_STATE_MAP(X)
 #undef X
@@ -55,17 +55,17 @@ static const char *const og__grant_state_names[] = {
 
 const char *og_payout_write_name(og_payout_write w)
 {
-    return OG__NAME(og__write_names, w);
+    return NAME_OF(write_names, w);
 }
 
 const char *og_payout_unavailable_name(og_payout_unavailable u)
 {
-    return OG__NAME(og__unavailable_names, u);
+    return NAME_OF(unavailable_names, u);
 }
 
 const char *og_payout_grant_state_name(og_payout_grant_state g)
 {
-    return OG__NAME(og__grant_state_names, g);
+    return NAME_OF(grant_state_names, g);
 }
 
 /* ===========================================================================
@@ -286,7 +286,7 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
  *        writes), then the fence. Nothing but CLAIMED lets a backend write.
  * ========================================================================= */
 
-static const char *const og__claim_names[] = {
+static const char *const claim_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_CLAIM_MAP(X)
 #undef X
@@ -294,7 +294,7 @@ static const char *const og__claim_names[] = {
 
 const char *og_payout_claim_outcome_name(og_payout_claim_outcome o)
 {
-    return OG__NAME(og__claim_names, o);
+    return NAME_OF(claim_names, o);
 }
 
 int og__payout_attempt_names(const char *payout_id, int64_t attempt,
@@ -379,13 +379,13 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
  *        attempt needs a new decision and grant, section 16), or Unknown.
  * ========================================================================= */
 
-static const char *const og__resolve_names[] = {
+static const char *const resolve_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_RESOLVE_MAP(X)
 #undef X
 };
 
-static const char *const og__reservation_names[] = {
+static const char *const reservation_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_RESERVATION_MAP(X)
 #undef X
@@ -393,12 +393,12 @@ static const char *const og__reservation_names[] = {
 
 const char *og_payout_resolve_outcome_name(og_payout_resolve_outcome o)
 {
-    return OG__NAME(og__resolve_names, o);
+    return NAME_OF(resolve_names, o);
 }
 
 const char *og_payout_reservation_name(og_payout_reservation r)
 {
-    return OG__NAME(og__reservation_names, r);
+    return NAME_OF(reservation_names, r);
 }
 
 int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
