@@ -550,7 +550,8 @@ typedef enum og_revoke_outcome {
 OG_MUST_CHECK int og_revoke(og_store *s, const og_revoke_policy *policy,
                             const og_revocation *r, og_revoke_outcome *out);
 
-/* A list of grant ids returned by the store; free with og_strv_free. */
+/* A list of grant ids returned by the store (at most 2^20 of them: the
+ * library builds no longer one, OG_ENOMEM); free with og_strv_free. */
 typedef struct og_strv {
     char **v;
     size_t n;

@@ -27,19 +27,40 @@ void og_strv_free(og_strv *sv)
     sv->n = 0;
 }
 
+/* The slots an og_strv's array has when it holds n ids: 0, then 8, 16, 32,
+ * ... (the least power of two >= n, at least 8). og__strv_push keeps it so,
+ * growing only when n reaches it, so og_strv needs no capacity member. */
+static size_t strv_slots(size_t n)
+{
+    size_t slots = 8;
+
+    if (n == 0)
+        return 0;
+    while (slots < n)
+        slots *= 2;
+    return slots;
+}
+
 int og__strv_push(og_strv *sv, const char *id)
 {
-    char **v, *copy = strdup(id);
+    size_t slots = strv_slots(sv->n);
+    char *copy;
 
-    if (!copy)
+    if (sv->n >= OG__STRV_MAX)
         return OG_ENOMEM;
-    v = realloc(sv->v, (sv->n + 1) * sizeof *v);
-    if (!v) {
-        free(copy);
+    if (!(copy = strdup(id)))
         return OG_ENOMEM;
+    if (sv->n == slots) {
+        size_t grown = slots ? 2 * slots : 8; /* <= OG__STRV_MAX */
+        char **v = realloc(sv->v, grown * sizeof *v);
+
+        if (!v) {
+            free(copy);
+            return OG_ENOMEM;
+        }
+        sv->v = v;
     }
-    v[sv->n++] = copy;
-    sv->v = v;
+    sv->v[sv->n++] = copy;
     return 0;
 }
 

@@ -97,7 +97,15 @@ typedef struct og__revoke_req {
     og_grant_form form;
 } og__revoke_req;
 
-/* Appends a copy of id to sv. 0 or OG_ENOMEM. */
+/* The most ids one og_strv holds: a family revocation's list of the grants
+ * it revoked (2^20 ids of at most OG_ID_MAX bytes: ~140 MB at worst). A
+ * power of two, so the doubling array ends exactly at it. */
+#define OG__STRV_MAX ((size_t)1 << 20)
+
+/* Appends a copy of id to sv (which starts as {NULL, 0} and is only ever
+ * grown here), doubling its array from 8 slots: amortized O(1) per id.
+ * 0, or OG_ENOMEM — out of memory, or sv already holds OG__STRV_MAX ids
+ * (sv is unchanged then). */
 int og__strv_push(og_strv *sv, const char *id);
 
 /* ===========================================================================
