@@ -944,7 +944,7 @@ int og_provider_classify_lookup_terms(const og_provider_table *t,
             goto out;
         /* An effect under this reference with other terms is not this
          * attempt's: it proves nothing about it, and outweighs every other
-         * finding (seed 002, section 13: on any mismatch, escalate). */
+         * finding (docs/payouts.md, P7: on any mismatch, escalate). */
         if (!has_terms(item, terms, n_terms)) {
             if (!state || strcmp(state, "terms_mismatch") != 0) {
                 state = "terms_mismatch";

@@ -6,8 +6,8 @@
  *
  * Length-prefixed so that no two (issuer, grant_id) pairs share an encoding:
  * with plain concatenation ("ab", "c") and ("a", "bc") would hash alike and
- * one grant's claim would refuse the other (seed 000, "Retention and
- * Cleanup"). Lengths are in bytes of the identifiers as stored (printable
+ * one grant's claim would refuse the other (docs/design.md, "Hashed
+ * consumption keys"). Lengths are in bytes of the identifiers as stored (printable
  * ASCII, og__id_check), i.e. their UTF-8 bytes.
  *
  * This is the one C implementation. SQLite runs it as the SQL function

@@ -1,6 +1,6 @@
 /*
  * error.c — names and messages generated from the X-macro lists in
- * oncegate.h, so a code, its stable string and its message cannot drift.
+ * oncegate/core.h, so a code, its stable string and its message cannot drift.
  * Pure.
  */
 #include <string.h>

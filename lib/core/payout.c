@@ -1,6 +1,6 @@
 /*
- * payout.c — the decision side of a delayed payout (seed 002): money in
- * minor units, the terms' canonical serialization and fingerprint, the
+ * payout.c — the decision side of a delayed payout (docs/payouts.md,
+ * sections 1 and 4): money in minor units, the terms' canonical serialization and fingerprint, the
  * policy and the execution recheck. PURE: no I/O, no clock, no randomness,
  * no allocation, no locale; the only library call is libsodium's SHA-256.
  *
@@ -21,7 +21,7 @@
  *       sets one without the other. A rule that cannot be evaluated
  *       (overflow) fails — Denied, never Allowed.
  *   P5  An unavailable context is answered before any other field is read:
- *       the seed's "checked before any field is read".
+ *       an unavailable context decides nothing else.
  *   P6  Rules run in OG_PAYOUT_REASON_MAP's order (rule_table below lists
  *       them in that order); the first that fails decides.
  */
@@ -581,7 +581,7 @@ static bool above_requester_limit(const eval_input *e)
     return e->terms->amount_minor > e->ctx->requester.approval_limit;
 }
 
-/* P6: the seed's order of checks, which is OG_PAYOUT_REASON_MAP's order
+/* P6: the order of checks, which is OG_PAYOUT_REASON_MAP's order
  * (context.unavailable is answered before any of these, payout.allowed
  * after all of them). */
 static const struct {
@@ -740,7 +740,7 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
     }
     /* The terms are the granted ones, so the grant reserved exactly this
      * amount when it was issued, and the reservation is held until the
-     * attempt resolves (seed section 11). A smaller total means the
+     * attempt resolves (docs/payouts.md, P5). A smaller total means the
      * counters do not hold it: counting the amount "once" is then
      * undefined, and guessing either way could allow too much. */
     if (ctx->tenant.reserved_today < current.amount_minor)

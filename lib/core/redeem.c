@@ -1,6 +1,7 @@
 /*
  * redeem.c — the pure part of redeeming an external single-use token
- * (seed 003): what a token exchange's answer means, how a result is sealed
+ * (docs/design.md, "Redeeming an external single-use token"): what a token
+ * exchange's answer means, how a result is sealed
  * for the store, and the decisions of the catch-up loop. No I/O, no clock:
  * time, randomness (the nonce) and what the store holds arrive as
  * arguments. lib/exec/redeem.c runs the loop; lib/provider/client.c sends

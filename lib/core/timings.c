@@ -1,6 +1,6 @@
 /*
  * timings.c — the timing values in one place and the relations between them
- * (seed 000, "The timing values in one place"). Pure.
+ * (docs/design.md, "Timing values"). Pure.
  *
  * Relations, checked in this order (the first that fails is named):
  *   T1  0 <= admission_leeway <= 1 h: one bounded clock tolerance.

@@ -42,10 +42,10 @@ static bool evidence_ok(const char *s)
     return probe != NULL;
 }
 
-/* The transition table of oncegate.h: may an owner (not an operator) at
- * owner_version move an operation from a status in expected to to?
- * Started is og_op_start's alone; the owned statuses are the only ones an
- * owner may expect, so a terminal status is never replaced. */
+/* The transition table of store.h ("Execution"): may an owner (not an
+ * operator) at owner_version move an operation from a status in expected
+ * to to? Started is og_op_start's alone; the owned statuses are the only
+ * ones an owner may expect, so a terminal status is never replaced. */
 static bool owner_transition_ok(unsigned expected, int64_t owner_version,
                                 og_op_status to)
 {

@@ -176,8 +176,9 @@ int og__payout_snapshot_build(const og__payout_facts *f,
     return 0;
 }
 
-int og__payout_plan_decide(const og__payout_facts *f, const og__payout_decide_req *r,
-                    og__payout_plan *out)
+int og__payout_plan_decide(const og__payout_facts *f,
+                           const og__payout_decide_req *r,
+                           og__payout_plan *out)
 {
     og__payout_plan p;
     og_payout_snapshot s;
@@ -369,7 +370,7 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
 /* ===========================================================================
  * The resolution (og_payout_resolve)
  *
- *   PP5  The reservation follows the attempt's outcome (seed section 11):
+ *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
  *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
  *        held on Unknown and NeedsReconciliation. Only a terminal outcome
  *        clears the payout's active attempt, and it always moves the
@@ -444,7 +445,7 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
         break;
     case OG_OP_ADMITTED:
     case OG_OP_STARTED:
-        return OG_EINTERNAL; /* store.c checked the transition */
+        return OG_EINTERNAL; /* exec.c checked the transition */
     }
     p.outcome = OG_PAYOUT_RESOLVE_RESOLVED;
     p.clear_attempt = p.release_cause != NULL;

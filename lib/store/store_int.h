@@ -68,15 +68,16 @@ og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
  * been put back. NULL is a no-op. */
 void og__pool_free(og__pool *p);
 /* Takes a connection, connecting a new one if none is idle and fewer than
- * max exist; idle ones ops->alive rejects are closed on the way (P6). 0 and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when
- * none came free within the pool's wait. */
+ * max exist; idle ones ops->alive rejects are closed on the way (P6). 0
+ * and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when none came
+ * free within the pool's wait. */
 int og__pool_get(og__pool *p, void **conn);
 /* Returns conn. broken=true closes it instead of keeping it (connection lost,
  * state unknown), so the next caller gets a fresh one. */
 void og__pool_put(og__pool *p, void *conn, bool broken);
 
 /* ===========================================================================
- * Validated requests for the grant-lifecycle methods (store.c builds them).
+ * Validated requests for the grant-lifecycle methods (grants.c builds them).
  * ========================================================================= */
 typedef struct og__issuance_req {
     char issuer[OG_ID_MAX + 1];
@@ -109,11 +110,11 @@ typedef struct og__revoke_req {
 int og__strv_push(og_strv *sv, const char *id);
 
 /* ===========================================================================
- * The payout store (schemas 8-10): validated requests (store.c builds them, so
- * a backend never sees raw input) and the pure pieces both backends share
- * (lib/store/payout_plan.c): what the facts they read mean, and what a
- * decision writes. Ids are checked, money is in minor units, times are in
- * range.
+ * The payout store (schemas 8-10): validated requests (payout.c and
+ * payout_run.c build them, so a backend never sees raw input) and the pure
+ * pieces both backends share (lib/store/payout_plan.c): what the facts
+ * they read mean, and what a decision writes. Ids are checked, money is in
+ * minor units, times are in range.
  * ========================================================================= */
 typedef struct og__payout_tenant_req {
     char tenant_id[OG_ID_MAX + 1];
@@ -135,7 +136,7 @@ typedef struct og__payout_beneficiary_req {
 typedef struct og__payout_destination_req {
     char destination_id[OG_ID_MAX + 1];
     char beneficiary_id[OG_ID_MAX + 1];
-    char provider_token[OG_PAYOUT_TOKEN_MAX + 1]; /* SECRET: store.c wipes
+    char provider_token[OG_PAYOUT_TOKEN_MAX + 1]; /* SECRET: payout.c wipes
                                                      it after the call */
     int64_t expected_version;
 } og__payout_destination_req;
@@ -162,7 +163,7 @@ typedef struct og__payout_decide_req {
     int64_t approval_limit;
     int64_t not_before_us, expires_at_us;
     char correlation_id[OG_ID_MAX + 1];
-    /* fresh identifiers (store.c), used only when the decision writes
+    /* fresh identifiers (payout.c), used only when the decision writes
      * them: the decision's always, the grant's and the job's if Allowed */
     char decision_id[OG_UUID_LEN + 1];
     char grant_id[OG_ID_MAX + 1];
@@ -233,8 +234,9 @@ int og__payout_snapshot_build(const og__payout_facts *f,
  * snapshot of f with r's intent version and requester facts; a missing
  * payout is the core's Deferred context.unavailable. 0, or OG_EINTERNAL
  * when the core refuses the stored facts (they break the schema's rules). */
-int og__payout_plan_decide(const og__payout_facts *f, const og__payout_decide_req *r,
-                    og__payout_plan *out);
+int og__payout_plan_decide(const og__payout_facts *f,
+                           const og__payout_decide_req *r,
+                           og__payout_plan *out);
 
 /* The reservation's conditional update took nothing — another decision's
  * reservation committed first: the decision written is Denied
@@ -264,7 +266,7 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
                                              int64_t now_us);
 
 /* A validated claim (og_payout_claim): the caller's inputs, the attempt's
- * fresh id (store.c), windows in microseconds. */
+ * fresh id (payout_run.c), windows in microseconds. */
 typedef struct og__payout_claim_req {
     char grant_id[OG_ID_MAX + 1];
     char worker_id[OG_ID_MAX + 1];
@@ -382,8 +384,8 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
 #define OG__FAULT_RESOLVE_BEFORE_COMMIT "payout_resolve_before_commit"
 
 /* ===========================================================================
- * Backends. One const table each; store.c calls through it. A method that
- * fails writes nothing to its out-parameters.
+ * Backends. One const table each; the files above them call through it. A
+ * method that fails writes nothing to its out-parameters.
  * ========================================================================= */
 typedef struct og__store_methods {
     const char *name; /* "sqlite", "postgres" */
@@ -427,7 +429,7 @@ typedef struct og__store_methods {
 
     /* ---- grants: issuance, revocation, families, consume, tickets ----
      * Each is ONE statement in PostgreSQL and ONE transaction in SQLite.
-     * Inputs are validated and canonical (store.c). */
+     * Inputs are validated and canonical (grants.c). */
 
     /* Issuance log entry (+ the grants row in row form) in a live family. */
     int (*issuance_record)(void *impl, const og__issuance_req *req,
@@ -451,8 +453,9 @@ typedef struct og__store_methods {
                          char *issuer, char *family);
 
     /* ---- execution (schema 3) ----
-     * Inputs are validated and canonical (store.c); the transition is one
-     * the table in oncegate.h allows. Times are the store's clock. */
+     * Inputs are validated and canonical (exec.c); the transition is one
+     * the table in store.h ("Execution") allows. Times are the store's
+     * clock. */
     int (*op_may_submit)(void *impl, const char *operation_id,
                          int64_t owner_version, bool *may);
     /* ONE conditional write: kind payout AND status Admitted AND
@@ -464,7 +467,7 @@ typedef struct og__store_methods {
     /* ONE conditional write: status IN expected AND owner_version = v ->
      * the outcome, updated_at = now, + an "outcome" event. NotStarted
      * additionally requires kind payout and owner_version above the
-     * initial one (P2), re-checked here whatever store.c checked. */
+     * initial one (P2), re-checked here whatever exec.c checked. */
     int (*op_record)(void *impl, const char *operation_id, unsigned expected,
                      int64_t owner_version, const og_op_outcome *o,
                      bool *recorded);
@@ -490,11 +493,11 @@ typedef struct og__store_methods {
     int (*op_insert)(void *impl, const og__admit_req *req, og_op_kind k,
                      const char *idempotency_key,
                      const char *client_reference, og_operation *out);
-    /* Stored events only (store.c prepends the "admitted" one). */
+    /* Stored events only (exec.c prepends the "admitted" one). */
     int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
 
     /* ---- retention (schema 4) ----
-     * ONE batch each, in its own short transaction; store.c loops and
+     * ONE batch each, in its own short transaction; retention.c loops and
      * decides when to stop. *out is this batch's counts only (its batches
      * member untouched); a batch never takes more than batch rows.
      * *from_us is a keyset cursor over the index the batch walks: the batch
@@ -527,7 +530,7 @@ typedef struct og__store_methods {
     int (*explain)(void *impl, int batch, FILE *out);
 
     /* ---- redemption recovery points (schema 6) ----
-     * Inputs are validated (store.c). */
+     * Inputs are validated (redeem.c). */
     /* ONE conditional insert, ON CONFLICT (caller, idempotency_key) DO
      * NOTHING: *inserted false when the key already held a point. */
     int (*redemption_put)(void *impl, const og_redemption_record *r,
@@ -540,11 +543,12 @@ typedef struct og__store_methods {
                           og_redemption_point *out);
 
     /* ---- the payout store (schemas 8-10) ----
-     * Inputs are validated (store.c). Each write is ONE transaction (SQLite:
-     * BEGIN IMMEDIATE; PostgreSQL: one statement, or for the decision one
-     * explicit transaction) and says what it did in *out; a write that
-     * changed nothing reports why from a read of the same transaction
-     * (SQLite) or statement (PostgreSQL), with og__payout_put_classify. */
+     * Inputs are validated (payout.c, payout_run.c). Each write is ONE
+     * transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: one statement, or
+     * for the decision one explicit transaction) and says what it did in
+     * *out; a write that changed nothing reports why from a read of the
+     * same transaction (SQLite) or statement (PostgreSQL), with
+     * og__payout_put_classify. */
     int (*payout_tenant_put)(void *impl, const og__payout_tenant_req *r,
                              og_payout_put_result *out);
     int (*payout_beneficiary_put)(void *impl,
@@ -588,7 +592,7 @@ typedef struct og__store_methods {
      * its conditions (anything that then writes nothing is OG_EINTERNAL:
      * rolled back). *out: outcome, payout id, attempt number, and for
      * CLAIMED the new operation (has_attempt); DUPLICATE's attempt is read
-     * by store.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
+     * by payout_run.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
     int (*payout_claim)(void *impl, const og__payout_claim_req *r,
                         og_payout_claim_result *out);
     /* The resolution (og_payout_resolve): ONE transaction — the backend's
@@ -600,7 +604,7 @@ typedef struct og__store_methods {
     int (*payout_resolve)(void *impl, const char *operation_id,
                           unsigned expected, int64_t owner_version,
                           const og_op_outcome *o, og_payout_resolution *out);
-    /* 1 and new_id written (store.c generated it), 0 no such job. */
+    /* 1 and new_id written (payout_run.c generated it), 0 no such job. */
     int (*payout_job_resubmit)(void *impl, const char *job_id,
                                const char *actor, const char *new_id);
     /* 1 found (state derived with og__payout_grant_state), 0, <0. */
@@ -629,7 +633,7 @@ extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;
 
 /* ===========================================================================
- * Test hooks (store.c). Not used by the library itself.
+ * Test hooks (store.c, exec.c). Not used by the library itself.
  * ========================================================================= */
 
 /* og_store_migrate, stopping at schema `version` (1..OG_SCHEMA_VERSION), so

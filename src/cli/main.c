@@ -31,7 +31,7 @@ static const char og_usage[] =
     "commands:\n"
     "  migrate   create or upgrade a store's schema\n"
     "  admit     admit a grant for one operation (one atomic write)\n"
-    "  demo      replay seed 000's incidents: two serve instances, a sandbox\n"
+    "  demo      two replay incidents, live: two serve instances, a sandbox\n"
     "  grant     grant issue: sign a grant and record its issuance\n"
     "  consume   the consume verdict: spend a grant once, or be told no\n"
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
@@ -110,7 +110,8 @@ static const char og_usage_admit[] =
 static const char og_usage_demo[] =
     "usage: oncegate demo [--store URL]\n"
     "\n"
-    "Replays the two incidents of seed 000 over HTTP against real processes:\n"
+    "Replays two incidents of replay protection over HTTP against real\n"
+    "processes:\n"
     "one oncegate-sandbox (the billing provider, control endpoint on) and two\n"
     "`oncegate serve --dev` instances, A and B, sharing a throwaway data\n"
     "directory and one store (SQLite in that directory unless --store).\n"

@@ -187,11 +187,11 @@ const char *og_srv_config_redemption_url(const og_srv_config *c);
  * OG_EINVAL with one line naming the relation in err. */
 int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen);
 
-/* Checks the store's server-side bound on admissions (seed 000, "Retention
- * and Cleanup") against c: on a backend that has such settings, both
- * statement_timeout and lock_timeout must be finite (non-zero) and no
- * longer than timings.store_timeout, the admission bound relation T9
- * relies on. 0, or OG_ETIMINGS with one line in err. Pure. */
+/* Checks the store's server-side bound on admissions (docs/design.md, "The
+ * server-side bound on an admission, and what it does not cover") against
+ * c: on a backend that has such settings, both statement_timeout and
+ * lock_timeout must be finite (non-zero) and no longer than
+ * timings.store_timeout, the admission bound relation T9 relies on. 0, or OG_ETIMINGS with one line in err. Pure. */
 int og_srv_config_check_bounds(const og_srv_config *c,
                                const og_session_bounds *b, char *err,
                                size_t errlen);

@@ -125,9 +125,10 @@ static int load_config(og_srv *srv, const serve_args *a)
     return OG_EXIT_OK;
 }
 
-/* Checks the server-side bound on admissions (seed 000, "Retention and
- * Cleanup"): a client deadline alone lets the server keep working after
- * the client stopped waiting. Exit code. */
+/* Checks the server-side bound on admissions (docs/design.md, "The
+ * server-side bound on an admission, and what it does not cover"): a client
+ * deadline alone lets the server keep working after the client stopped
+ * waiting. Exit code. */
 static int check_admission_bound(og_srv *srv)
 {
     og_session_bounds b;
