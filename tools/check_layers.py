@@ -26,10 +26,12 @@ layer or of a layer it stands on, and nothing else:
 
 A layer may also name the only headers it shows the layers above it
 (EXPORTS): cli sees serve through src/serve/commands.h alone. fuzz and tests
-see every header of the layers they stand on.
+see every header of the layers they stand on. And a backend's own header
+(#include <libpq-fe.h>, ...) belongs to the layers that talk to that backend
+(BACKEND_HEADERS): the core, for one, includes none.
 
 The check fails, naming file and line, when a file includes a header of a
-layer it does not stand on, when an include cannot be resolved or resolves
+layer it does not stand on, or a backend's header its layer may not use, when an include cannot be resolved or resolves
 two ways, when a file or header has no layer (a new directory or public
 header is placed deliberately, in PLACES), and when headers include each
 other in a cycle. When it passes it prints how many files each layer holds.
@@ -69,6 +71,16 @@ EXPORTS = {
 
 # Layers that see every header of the layers they stand on, EXPORTS aside.
 WHITEBOX = ('fuzz', 'tests')
+
+# The headers of the engines and services oncegate talks to, and the only
+# layers that may include each: the store speaks to PostgreSQL, the provider
+# client (and the demo, a client of oncegate serve) over libcurl, serve and
+# the sandbox serve HTTP with libmicrohttpd.
+BACKEND_HEADERS = {
+    'libpq-fe.h': ('store', 'tests'),
+    'curl/curl.h': ('provider', 'cli', 'tests'),
+    'microhttpd.h': ('serve', 'sandbox', 'fuzz', 'tests'),
+}
 
 # Where each file belongs: a directory (ending in '/': the files directly
 # in it, not its subdirectories) or one file. A file's own entry wins over
@@ -110,6 +122,7 @@ SUFFIXES = ('.c', '.h', '.inc')
 SEARCH = ('include', 'lib', 'src/common', 'src/serve', 'src/cli')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>')
 
 
 def closure(name):
@@ -219,6 +232,7 @@ def path_through(graph, comp):
 
 def check(root):
     errors, graph, counts, n_includes = [], {}, {}, 0
+    line_of = {}  # (file, included file): the line of the first #include
     for name in LAYERS:
         for used in LAYERS[name][0]:
             if used not in LAYERS:
@@ -240,6 +254,14 @@ def check(root):
         graph.setdefault(rel, set())
         with open(os.path.join(root, rel), encoding='utf-8') as f:
             for lineno, line in enumerate(f, 1):
+                m = SYSTEM_INCLUDE.match(line)
+                if m and m.group(1) in BACKEND_HEADERS and \
+                        own not in BACKEND_HEADERS[m.group(1)]:
+                    errors.append('%s:%d: includes <%s>, a backend header '
+                                  'layer %s may not use (only %s)' %
+                                  (rel, lineno, m.group(1), own,
+                                   ', '.join(BACKEND_HEADERS[m.group(1)])))
+                    continue
                 m = INCLUDE.match(line)
                 if not m:
                     continue
@@ -257,6 +279,7 @@ def check(root):
                     continue
                 target = found[0]
                 graph[rel].add(target)
+                line_of.setdefault((rel, target), lineno)
                 theirs = layer_of(target)
                 if theirs is None:
                     continue  # reported as a file without a layer
@@ -277,8 +300,9 @@ def check(root):
                                   '%s)' % (where, target, theirs,
                                            ', '.join(shown)))
     for c in cycles(graph):
-        errors.append('%s: headers include each other in a cycle: %s' %
-                      (c[0], ' -> '.join(c)))
+        steps = ['%s:%d' % (a, line_of[(a, b)]) for a, b in zip(c, c[1:])]
+        errors.append('%s: headers include each other in a cycle: %s -> %s'
+                      % (steps[0], ' -> '.join(steps), c[-1]))
     return errors, counts, len(files), n_includes
 
 
