@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

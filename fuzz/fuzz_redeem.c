@@ -24,7 +24,7 @@
 
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

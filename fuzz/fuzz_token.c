@@ -1,7 +1,7 @@
 /*
  * fuzz_token.c — libFuzzer target for the grant token parser and verifier
- * (lib/token/, lib/core/grant.c), the code between a presented token and
- * admission.
+ * (lib/token/, the validator in grant.c included), the code between a
+ * presented token and admission.
  *
  * The first byte picks a mode:
  *   'P'  the rest is a claim set (payload JSON). The target signs it with
@@ -36,7 +36,7 @@
 
 #include <jansson.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

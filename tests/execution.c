@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "og_internal.h" /* og__op_insert: payout attempts before their claim */
+#include "store/store_int.h" /* og__op_insert: payout attempts before their claim */
 #include "oncegate/execute.h"
 
 #define SEC INT64_C(1000000)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "og_internal.h" /* og__sqlite_register_key_function */
+#include "store/store_int.h" /* og__sqlite_register_key_function */
 
 t_backend t_kind;
 char t_url[4096];

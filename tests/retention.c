@@ -29,7 +29,7 @@
 #include <time.h>
 
 #include "harness.h"
-#include "og_internal.h" /* og__store_migrate_to: a store as schema 6 left it */
+#include "store/store_int.h" /* og__store_migrate_to: a store as schema 6 left it */
 #include "oncegate/payout_store.h"
 
 #define SEC INT64_C(1000000)

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "store/store_int.h"
 
 #define OP "6f1c2a8e-3b4d-4c5e-8f90-123456789abc"
 #define OP2 "0a1b2c3d-4e5f-4a6b-9c7d-8e9fa0b1c2d3"

@@ -26,7 +26,8 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "og_internal.h"
+#include "oncegate/store.h"
+#include "token/token_int.h"
 
 /* A fixed clock: 2027-01-15T08:00:00Z. */
 #define NOW INT64_C(1800000000)

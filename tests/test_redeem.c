@@ -18,7 +18,8 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
+#include "oncegate/redeem.h"
 
 #define TOKEN_OK                                                               \
     "{\"access_token\":\"at_1\",\"token_type\":\"Bearer\","                    \

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
-#include "oncegate/provider.h"
+#include "oncegate/classify.h"
+#include "oncegate/core.h"
 
 #ifdef __cplusplus
 extern "C" {

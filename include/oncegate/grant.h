@@ -1,6 +1,7 @@
 /*
- * grant.h — keys, grant tokens and the grant validator. Part of the public
- * API; oncegate.h includes it, and it may be included on its own.
+ * grant.h — keys, grant tokens and the grant validator (lib/token/). Part
+ * of the public API; oncegate.h includes it with the rest. Issuing a grant
+ * into the store (og_grant_issue) is oncegate/store.h's.
  *
  * A grant token is a compact JWS (RFC 7515) signed with EdDSA over Ed25519
  * (RFC 8037) whose payload is a JWT claim set (RFC 7519). The validator,
@@ -20,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
+#include "oncegate/core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -187,18 +188,6 @@ OG_MUST_CHECK int og_grant_new_id(char out[OG_GRANT_ID_LEN + 1]);
 OG_MUST_CHECK int og_grant_token_sign(const og_signer *s,
                                       const og_grant_claims *claims,
                                       char **token);
-
-/* Issues a grant: signs claims and records the issuance (the proof of
- * issuance and the trusted expiry revocation needs) in the store, in the
- * issuer's form (OG_FORM_ROW also creates the grant's row). Returns 0 and
- * *out; *token (malloc'd, the caller frees it) only when *out is
- * OG_ISSUE_RECORDED, else NULL — a grant into a revoked family is refused,
- * ordered against the family's revocation by the store. Errors as
- * og_grant_token_sign and og_issuance_record. */
-OG_MUST_CHECK int og_grant_issue(og_store *s, const og_signer *signer,
-                                 const og_grant_claims *claims,
-                                 og_grant_form form, char **token,
-                                 og_issue_outcome *out);
 
 /* ---------------------------------------------------------------------------
  * The validator.

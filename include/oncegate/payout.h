@@ -1,8 +1,8 @@
 /*
- * payout.h — the decision side of a delayed payout (seed 002, "Delayed
- * Financial Payout and Ambiguous External Commit"), as pure functions.
+ * payout.h — the decision side of a delayed payout (docs/payouts.md), as
+ * pure functions (lib/core/payout.c).
  *
- * The artifacts, kept apart as the seed keeps them:
+ * The artifacts, kept apart (docs/payouts.md, section 1):
  *
  *   Terms         WHAT is paid: tenant, beneficiary, destination and its
  *                 version, amount, currency, purpose (og_payout_terms).
@@ -17,10 +17,10 @@
  *                 evaluated — over a context of authoritative facts: an
  *                 outcome (Allowed, Denied, Deferred, AcknowledgmentRequired,
  *                 EscalationRecommended) and ONE reason code, the first rule
- *                 that failed in the seed's order of checks
+ *                 that failed in the policy's order of checks
  *                 (og_payout_evaluate). Only Allowed may lead to a grant.
  *   Execution     What a worker holding a grant re-establishes before it may
- *   recheck       claim (seed section 9, EvaluateForExecution): the payout is
+ *   recheck       claim (docs/payouts.md, section 5, step 2): the payout is
  *                 Approved at the grant's version, its current terms still
  *                 have the grant's fingerprint, and the same rules still
  *                 allow it now — with this payout's own reservation counted
@@ -34,8 +34,8 @@
  * recheck relied on in the claim. Identifiers (DecisionId, GrantId), the
  * grant's own checks (unknown, audience, revoked, consumed, expired) and
  * currency conversion are the caller's: every amount in a context is in
- * minor units of the payout's own currency, as the seed says ("Multi-currency
- * conversion ... outside this case").
+ * minor units of the payout's own currency: converting between
+ * currencies is outside this design.
  *
  * Conventions as in oncegate.h: 0 or a negative OG_E* code; an outcome is a
  * value, never an error; out-parameters are written only on success; every
@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
+#include "oncegate/core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,7 +96,7 @@ extern "C" {
      OG_PAYOUT_MONEY_TEXT_MAX + OG_CURRENCY_LEN + OG_PAYOUT_PURPOSE_MAX)
 
 /* A destination changed less than this before the observation is "recently
- * changed" (seed: "Destination changed in the last 7 days"). */
+ * changed": the policy's "destination changed in the last 7 days". */
 #define OG_PAYOUT_RECENT_CHANGE_US (INT64_C(7) * 24 * 3600 * 1000000)
 
 /* ---------------------------------------------------------------------------
@@ -144,7 +144,7 @@ OG_MUST_CHECK int og_payout_amount_format(int64_t minor, const char *currency,
                                           char *out, size_t outlen);
 
 /* ---------------------------------------------------------------------------
- * Terms and their fingerprint (seed section 4).
+ * Terms and their fingerprint (docs/payouts.md, section 1).
  * ------------------------------------------------------------------------- */
 
 /* The material terms of one payout. Every pointer is borrowed. */
@@ -293,7 +293,7 @@ typedef struct og_payout_context {
 } og_payout_context;
 
 /* The record versions a verdict relied on: a decision records them, and a
- * claim fences them (seed section 10). */
+ * claim fences them (docs/payouts.md, section 5, step 3). */
 typedef struct og_payout_versions {
     int64_t tenant_settings;
     int64_t beneficiary;
@@ -302,10 +302,10 @@ typedef struct og_payout_versions {
 } og_payout_versions;
 
 /* ---------------------------------------------------------------------------
- * The decision (seed sections 1 and 5).
+ * The decision (docs/payouts.md, sections 1 and 4).
  * ------------------------------------------------------------------------- */
 
-/* X(NAME, stable text) — the seed's outcome names. */
+/* X(NAME, stable text) — the policy's outcome names. */
 #define OG_PAYOUT_OUTCOME_MAP(X)                                               \
     X(ALLOWED, "Allowed")                                                      \
     X(DENIED, "Denied")                                                        \
@@ -319,7 +319,7 @@ typedef enum og_payout_outcome {
 #undef OG__PO_ENUM
 } og_payout_outcome;
 
-/* X(NAME, stable code, outcome) — the seed's reason codes, IN THE ORDER
+/* X(NAME, stable code, outcome) — the policy's reason codes, IN THE ORDER
  * THE POLICY CHECKS THEM: a context that fails several rules reports the
  * first. Each reason has exactly one outcome. */
 #define OG_PAYOUT_REASON_MAP(X)                                                \
@@ -362,16 +362,17 @@ typedef struct og_payout_verdict {
     og_payout_versions evaluated;  /* all 0 when unavailable */
 } og_payout_verdict;
 
-/* Evaluates ctx->intent against the facts in ctx (seed section 5): pure,
- * deterministic, and reading neither clock nor store. The order:
+/* Evaluates ctx->intent against the facts in ctx (docs/payouts.md,
+ * section 4): pure, deterministic, and reading neither clock nor store. The
+ * order:
  *   1. ctx->unavailable: DEFERRED context.unavailable, nothing else read;
  *   2. the intent's terms are validated, then the context
  *      (OG_EPAYOUT_CONTEXT: an amount or total < 0, a version < 1, a state
  *      or status outside its enum, a bad destination beneficiary_id), then
  *      the record's terms;
  *   3. the intent's terms must be the record's terms (same fingerprint):
- *      otherwise OG_EPAYOUT_INTENT_MISMATCH — the seed rejects such a
- *      request before policy runs;
+ *      otherwise OG_EPAYOUT_INTENT_MISMATCH — such a request is rejected
+ *      before policy runs;
  *   4. the rules of OG_PAYOUT_REASON_MAP in order, the payout expected in
  *      Draft at ctx->intent.payout_version; the first that fails decides.
  * Arithmetic is checked: a daily-limit sum that would overflow int64 is
@@ -381,7 +382,7 @@ typedef struct og_payout_verdict {
 OG_MUST_CHECK int og_payout_evaluate(const og_payout_context *ctx,
                                      og_payout_verdict *out);
 
-/* The same for a re-authorization (seed section 16: a materially new
+/* The same for a re-authorization (docs/payouts.md, P5: a materially new
  * attempt of a payout whose earlier attempt reached a terminal state): the
  * rules of og_payout_evaluate in the same order, except that rule 4
  * (payout.not-submittable) expects the payout Approved at
@@ -392,8 +393,8 @@ OG_MUST_CHECK int og_payout_evaluate_reauthorization(
     const og_payout_context *ctx, bool active_attempt, og_payout_verdict *out);
 
 /* ---------------------------------------------------------------------------
- * The release day (seed section 5: "A reservation belongs to the payout's
- * release date in the tenant's settlement time zone").
+ * The release day (docs/payouts.md, section 4): a reservation belongs to
+ * the payout's release date in the tenant's settlement time zone.
  *
  * A tenant's settlement time zone is a fixed offset from UTC in whole
  * minutes, not a zone name: the day is then the same arithmetic in every
@@ -417,7 +418,7 @@ OG_MUST_CHECK int og_payout_release_day(int64_t at_us, int offset_minutes,
                                         char out[OG_PAYOUT_DAY_LEN + 1]);
 
 /* ---------------------------------------------------------------------------
- * The execution recheck (seed section 9, EvaluateForExecution).
+ * The execution recheck (docs/payouts.md, section 5, step 2).
  * ------------------------------------------------------------------------- */
 
 #define OG_PAYOUT_EXEC_OUTCOME_MAP(X)                                          \
@@ -432,7 +433,7 @@ typedef enum og_payout_exec_outcome {
 #undef OG__EO_ENUM
 } og_payout_exec_outcome;
 
-/* The worker pipeline's reason codes (seed sections 9, 10 and 19), in the
+/* The worker pipeline's reason codes (docs/payouts.md, section 5), in the
  * order the pipeline meets them. og_payout_evaluate_for_execution reports
  * NONE, CONTEXT_UNAVAILABLE, PAYOUT_NOT_EXECUTABLE, BINDING_MISMATCH and
  * POLICY_NO_LONGER_ALLOWS; the grant's own checks and the claim are the
@@ -483,7 +484,7 @@ typedef struct og_payout_exec_verdict {
  * ctx holds the CURRENT facts; ctx->intent is not read — the current terms
  * are ctx->payout.terms and the expected version is the grant's — and
  * ctx->requester holds the requester facts the decision captured (a later
- * entitlement change is for the host to fence or revoke; seed section 9).
+ * entitlement change is for the host to fence or revoke).
  * The order:
  *   1. ctx->unavailable: POSTPONED context.unavailable, nothing else read;
  *   2. the grant binding, the record's terms and the context are validated

@@ -1,6 +1,6 @@
 /*
  * payout_store.h — the decision side of a delayed payout in the store
- * (schemas 8-10; seed 002, docs/payouts.md section 4): the authoritative
+ * (schemas 8-10; docs/payouts.md, section 4): the authoritative
  * context records, the decision transaction, the jobs, the payout grants'
  * reads, revocation and expiry. The pure rules are oncegate/payout.h; this
  * header is the part that reads and writes.
@@ -50,8 +50,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
+#include "oncegate/core.h"
 #include "oncegate/payout.h"
+#include "oncegate/store.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -147,8 +148,8 @@ typedef struct og_payout_destination_record {
 
 /* Creates (expected_version 0) or changes a destination: ONE conditional
  * write that moves its version and sets changed_at to the store's clock
- * (a token rotation is a change: seed "destination changed in the last 7
- * days"). NOT_FOUND: the beneficiary (or, for a change, the destination)
+ * (a token rotation is a change: the policy's "destination changed in the
+ * last 7 days"). NOT_FOUND: the beneficiary (or, for a change, the destination)
  * does not exist. Errors: OG_EPAYOUT_DESTINATION, OG_EPAYOUT_BENEFICIARY,
  * OG_EPAYOUT_TOKEN, OG_EPAYOUT_VERSION, OG_EINVAL, store errors. The token
  * appears in no error and no log. */
@@ -289,15 +290,16 @@ OG_MUST_CHECK int og_payout_context_read(og_store *s, const char *payout_id,
                                          og_payout_snapshot *out);
 
 /* ---------------------------------------------------------------------------
- * The decision (seed section 5, "One persistence sequence").
+ * The decision (docs/payouts.md, section 4): one persistence sequence.
  * ------------------------------------------------------------------------- */
 
 typedef struct og_payout_decide_req {
     const char *payout_id;
     int64_t payout_version;     /* the version the requester acted on (the
                                    intent's); 0: the version read */
-    bool reauthorize;           /* seed section 16: Approved with no active
-                                   attempt is expected instead of Draft */
+    bool reauthorize;           /* docs/payouts.md, P5: Approved with no
+                                   active attempt is expected instead of
+                                   Draft */
     const char *requester_id;   /* the authenticated principal: captured */
     const char *requester_role; /* captured */
     int64_t requester_approval_limit; /* minor units of the payout's
@@ -347,8 +349,8 @@ OG_MUST_CHECK int og_payout_decide(og_store *s, const og_payout_decide_req *r,
                                    og_payout_decision *out);
 
 /* ---------------------------------------------------------------------------
- * Jobs: the outbox is the durable queue (seed section 7). A job is
- * available from its available_at on; taking it starts a delivery (its
+ * Jobs: the outbox is the durable queue (docs/payouts.md, section 1). A job
+ * is available from its available_at on; taking it starts a delivery (its
  * number, and a lease: the job is available again when the lease ends), so
  * a taker that dies leaves it to be redelivered. Delivery is at least once.
  * ------------------------------------------------------------------------- */
@@ -478,7 +480,7 @@ OG_MUST_CHECK int og_payout_expire_grants(og_store *s, int batch,
                                           og_payout_expiry_stats *out);
 
 /* ---------------------------------------------------------------------------
- * The claim (seed section 10, docs/payouts.md section 5 step 3): the one
+ * The claim (docs/payouts.md, section 5, step 3): the one
  * write that turns a VALID payout grant into an attempt.
  * ------------------------------------------------------------------------- */
 
@@ -568,9 +570,9 @@ OG_MUST_CHECK int og_payout_claim(og_store *s, const og_payout_claim_req *r,
                                   og_payout_claim_result *out);
 
 /* ---------------------------------------------------------------------------
- * The resolution (seed sections 11 and 16, docs/payouts.md section 5 step
- * 5): an attempt's outcome, and what follows from it for its payout and
- * its reservation, in ONE transaction.
+ * The resolution (docs/payouts.md, section 5, step 5, and P5): an
+ * attempt's outcome, and what follows from it for its payout and its
+ * reservation, in ONE transaction.
  * ------------------------------------------------------------------------- */
 
 /* X(NAME, stable text) — what a resolution did. Only RESOLVED wrote. */

@@ -1,5 +1,6 @@
 /*
- * redeem.h — redeeming an external single-use token safely (seed 003).
+ * redeem.h — redeeming an external single-use token safely (docs/design.md,
+ * "Redeeming an external single-use token").
  *
  * Some external systems enforce single use themselves: an OAuth
  * authorization code can be exchanged exactly once. A duplicate callback, a
@@ -37,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oncegate/oncegate.h"
+#include "oncegate/core.h"
 #include "oncegate/provider.h"
 
 #ifdef __cplusplus
@@ -75,41 +76,8 @@ void og_redeem_key_free(og_redeem_key *k);
  * Redeeming.
  * ------------------------------------------------------------------------- */
 
-/* How a redemption ended. X(NAME, stable text); the text is API (logs and
- * HTTP answers use it). */
-#define OG_REDEEM_OUTCOME_MAP(X)                                               \
-    /* this call exchanged the token; result set (persisted or not) */         \
-    X(REDEEMED, "redeemed")                                                    \
-    /* the key's point existed when the call began: its result */              \
-    X(RECOVERED, "recovered")                                                  \
-    /* "already used" (or an unknown answer), and the key's point appeared     \
-     * within the bound: its result */                                         \
-    X(CAUGHT_UP, "caught_up")                                                  \
-    /* the token's point is under another idempotency key: it was redeemed     \
-     * by another operation, whose result is not this one's */                 \
-    X(CODE_SPENT, "code_spent")                                                \
-    /* the key's point holds another token: the key was reused */              \
-    X(KEY_REUSED, "idempotency_key_reused")                                    \
-    /* "already used" and no point appeared within the bound: the token was   \
-     * spent and no result was persisted */                                    \
-    X(LOST, "redemption_lost")                                                 \
-    /* the exchange's answer was lost or undocumented and no point appeared    \
-     * within the bound: the token may or may not be spent; a retry with the   \
-     * same key and token finds out (it never exchanges twice what the         \
-     * provider counts once) */                                                \
-    X(UNKNOWN, "redemption_unknown")                                           \
-    /* the provider refused the request itself (invalid_client, ...): the      \
-     * token was not exchanged */                                              \
-    X(REJECTED, "provider_rejected")
-
-typedef enum og_redeem_outcome {
-#define OG__RO_ENUM(name, text) OG_REDEEM_##name,
-    OG_REDEEM_OUTCOME_MAP(OG__RO_ENUM)
-#undef OG__RO_ENUM
-} og_redeem_outcome;
-
-/* The outcome's stable text ("redemption_lost"); "?" for a bad value. */
-const char *og_redeem_outcome_name(og_redeem_outcome o);
+/* How a redemption ends, og_redeem_outcome, is oncegate/core.h's: the pure
+ * core (lib/core/redeem.c) decides it. */
 
 /* One redemption. Every pointer is borrowed for the call. */
 typedef struct og_redeem_request {

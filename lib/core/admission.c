@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 bool og__operation_matches(const og__admit_req *req, const og_operation *op)
 {
@@ -40,7 +40,7 @@ bool og__operation_matches(const og__admit_req *req, const og_operation *op)
            strcmp(op->currency, req->currency) == 0;
 }
 
-static void og__refuse(og_admission *out, og_refusal why)
+static void refuse(og_admission *out, og_refusal why)
 {
     memset(out, 0, sizeof *out);
     out->outcome = OG_OUTCOME_REFUSED;
@@ -48,7 +48,7 @@ static void og__refuse(og_admission *out, og_refusal why)
 }
 
 /* What holds a key that is present, when it is not this operation. */
-static og_refusal og__held_by(const og__consumption *c)
+static og_refusal held_by(const og__consumption *c)
 {
     switch (c->kind) {
     case OG__CLAIM_REVOCATION:
@@ -64,7 +64,7 @@ static og_refusal og__held_by(const og__consumption *c)
 og_refusal og__classify_consume(const og__consumption *c)
 {
     if (c->present)
-        return og__held_by(c);
+        return held_by(c);
     if (c->not_issued)
         return OG_REFUSAL_NOT_ISSUED;
     if (c->family_blocked)
@@ -78,11 +78,11 @@ void og__classify_unclaimed(const og__admit_req *req,
 {
     if (c->present) {
         if (!c->has_operation) {
-            og__refuse(out, og__held_by(c)); /* C3 */
+            refuse(out, held_by(c)); /* C3 */
             return;
         }
         if (strcmp(c->operation_id, req->operation_id) != 0) {
-            og__refuse(out, OG_REFUSAL_GRANT_SPENT);
+            refuse(out, OG_REFUSAL_GRANT_SPENT);
             return;
         }
         if (op && og__operation_matches(req, op)) {
@@ -92,17 +92,17 @@ void og__classify_unclaimed(const og__admit_req *req,
             out->operation = *op;
             return;
         }
-        og__refuse(out, OG_REFUSAL_OPERATION_MISMATCH);
+        refuse(out, OG_REFUSAL_OPERATION_MISMATCH);
         return;
     }
 
     /* Nothing to claim (row form), or the family blocked the claim (C4). */
     if (c->not_issued) {
-        og__refuse(out, OG_REFUSAL_NOT_ISSUED);
+        refuse(out, OG_REFUSAL_NOT_ISSUED);
         return;
     }
     if (c->family_blocked) {
-        og__refuse(out, OG_REFUSAL_FAMILY_REVOKED);
+        refuse(out, OG_REFUSAL_FAMILY_REVOKED);
         return;
     }
 
@@ -117,11 +117,11 @@ void og__classify_unclaimed(const og__admit_req *req,
             out->operation = *op;
             return;
         }
-        og__refuse(out, strcmp(op->issuer, req->issuer) == 0 &&
+        refuse(out, strcmp(op->issuer, req->issuer) == 0 &&
                                 strcmp(op->grant_id, req->grant_id) == 0
                             ? OG_REFUSAL_OPERATION_MISMATCH
                             : OG_REFUSAL_OPERATION_ID_TAKEN);
         return;
     }
-    og__refuse(out, OG_REFUSAL_DEADLINE_PASSED);
+    refuse(out, OG_REFUSAL_DEADLINE_PASSED);
 }

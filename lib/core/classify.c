@@ -71,60 +71,60 @@
 
 #include <jansson.h>
 
-#include "oncegate/provider.h"
+#include "oncegate/classify.h"
 
-#define OG__NAME_MAX 64   /* member names, error codes, provider names */
+#define MEMBER_MAX 64   /* member names, error codes, provider names */
 
-typedef struct og__rule {
+typedef struct table_rule {
     bool is_transport;
     int status;
     og_provider_transport transport;
     bool has_error;
-    char error[OG__NAME_MAX + 1];
+    char error[MEMBER_MAX + 1];
     og_outcome_class cls;
     char reason[OG_PROVIDER_REASON_MAX + 1];
     bool has_reference;
-    char reference[OG__NAME_MAX + 1];
+    char reference[MEMBER_MAX + 1];
     json_t *require;                 /* object of strings, or NULL; owned */
-} og__rule;
+} table_rule;
 
-typedef struct og__lookup {
+typedef struct table_lookup {
     bool present;
     int status;
-    char list[OG__NAME_MAX + 1];      /* the array of effects found */
-    char match[OG__NAME_MAX + 1];     /* item member equal to the query */
-    char reference[OG__NAME_MAX + 1]; /* item member holding the id */
+    char list[MEMBER_MAX + 1];      /* the array of effects found */
+    char match[MEMBER_MAX + 1];     /* item member equal to the query */
+    char reference[MEMBER_MAX + 1]; /* item member holding the id */
     json_t *succeeded_if;             /* owned: an array of conditions */
     json_t *pending_if;               /* owned, the same, may be NULL */
-} og__lookup;
+} table_lookup;
 
 struct og_provider_table {
     og_provider_properties props;
-    char error_member[OG__NAME_MAX + 1];
+    char error_member[MEMBER_MAX + 1];
     size_t n_rules;
-    og__rule rules[OG_PROVIDER_RULES_MAX];
-    og__lookup lookup;
+    table_rule rules[OG_PROVIDER_RULES_MAX];
+    table_lookup lookup;
 };
 
 /* ===========================================================================
  * Names
  * ========================================================================= */
-static const char *const og__class_names[] = {
+static const char *const class_names[] = {
 #define X(name, text) text,
     OG_OUTCOME_CLASS_MAP(X)
 #undef X
 };
-#define OG__N_CLASSES (sizeof og__class_names / sizeof og__class_names[0])
+#define N_CLASSES (sizeof class_names / sizeof class_names[0])
 
-static const char *const og__transport_names[] = {
+static const char *const transport_names[] = {
 #define X(name, text) text,
     OG_TRANSPORT_MAP(X)
 #undef X
 };
-#define OG__N_TRANSPORTS                                                       \
-    (sizeof og__transport_names / sizeof og__transport_names[0])
+#define N_TRANSPORTS                                                           \
+    (sizeof transport_names / sizeof transport_names[0])
 
-static const char *const og__table_err_names[] = {
+static const char *const table_err_names[] = {
 #define X(name, text) text,
     OG_PROVIDER_TABLE_ERR_MAP(X)
 #undef X
@@ -132,35 +132,35 @@ static const char *const og__table_err_names[] = {
 
 const char *og_outcome_class_name(og_outcome_class c)
 {
-    return (unsigned)c < OG__N_CLASSES ? og__class_names[c] : "?";
+    return (unsigned)c < N_CLASSES ? class_names[c] : "?";
 }
 
 int og_outcome_class_parse(const char *text)
 {
-    for (size_t i = 0; text && i < OG__N_CLASSES; i++)
-        if (strcmp(text, og__class_names[i]) == 0)
+    for (size_t i = 0; text && i < N_CLASSES; i++)
+        if (strcmp(text, class_names[i]) == 0)
             return (int)i;
     return -1;
 }
 
 const char *og_provider_transport_name(og_provider_transport t)
 {
-    return (unsigned)t < OG__N_TRANSPORTS ? og__transport_names[t] : "?";
+    return (unsigned)t < N_TRANSPORTS ? transport_names[t] : "?";
 }
 
 int og_provider_transport_parse(const char *text)
 {
-    for (size_t i = 0; text && i < OG__N_TRANSPORTS; i++)
-        if (strcmp(text, og__transport_names[i]) == 0)
+    for (size_t i = 0; text && i < N_TRANSPORTS; i++)
+        if (strcmp(text, transport_names[i]) == 0)
             return (int)i;
     return -1;
 }
 
 const char *og_provider_table_err_name(og_provider_table_err e)
 {
-    if ((unsigned)e >= sizeof og__table_err_names / sizeof og__table_err_names[0])
+    if ((unsigned)e >= sizeof table_err_names / sizeof table_err_names[0])
         return "?";
-    return og__table_err_names[e];
+    return table_err_names[e];
 }
 
 /* ===========================================================================
@@ -239,13 +239,13 @@ static bool token(const char *s, size_t max, bool dash)
 /* What a text member may hold: 1-2000 bytes of anything (why,
  * documentation), a name (1-64 visible ASCII), a token ([a-z0-9._-]), a
  * reason ([a-z0-9_.], 1-63). */
-typedef enum { OG__ANY_TEXT, OG__NAME, OG__TOKEN, OG__REASON } og__text_kind;
+typedef enum { TEXT_ANY, TEXT_NAME, TEXT_TOKEN, TEXT_REASON } text_kind;
 
 /* Member name of obj as text of kind: 0 and *out; MISSING_MEMBER when
  * absent and required, TYPE when not a string or not of its kind. *out is
  * NULL when absent and optional. */
 static int get_text(const json_t *obj, const char *name, const char *where,
-                    bool required, og__text_kind kind, const char **out,
+                    bool required, text_kind kind, const char **out,
                     og_provider_table_error *e)
 {
     json_t *v = json_object_get(obj, name);
@@ -263,17 +263,17 @@ static int get_text(const json_t *obj, const char *name, const char *where,
         return fail(e, OG_PROVIDER_TABLE_E_TYPE, path, "must be a string");
     s = json_string_value(v);
     switch (kind) {
-    case OG__ANY_TEXT: ok = strlen(s) >= 1 && strlen(s) <= 2000; break;
-    case OG__NAME: ok = visible(s, OG__NAME_MAX); break;
-    case OG__TOKEN: ok = token(s, OG__NAME_MAX, true); break;
-    case OG__REASON: ok = token(s, OG_PROVIDER_REASON_MAX, false); break;
+    case TEXT_ANY: ok = strlen(s) >= 1 && strlen(s) <= 2000; break;
+    case TEXT_NAME: ok = visible(s, MEMBER_MAX); break;
+    case TEXT_TOKEN: ok = token(s, MEMBER_MAX, true); break;
+    case TEXT_REASON: ok = token(s, OG_PROVIDER_REASON_MAX, false); break;
     default: ok = false; break;
     }
     if (!ok)
         return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
-                    kind == OG__ANY_TEXT  ? "must be 1-2000 bytes"
-                    : kind == OG__NAME    ? "must be 1-64 visible ASCII"
-                    : kind == OG__TOKEN   ? "must be 1-64 of [a-z0-9._-]"
+                    kind == TEXT_ANY  ? "must be 1-2000 bytes"
+                    : kind == TEXT_NAME    ? "must be 1-64 visible ASCII"
+                    : kind == TEXT_TOKEN   ? "must be 1-64 of [a-z0-9._-]"
                                           : "must be 1-63 of [a-z0-9_.]");
     *out = s;
     return 0;
@@ -314,7 +314,7 @@ static int get_bool(const json_t *obj, const char *name, const char *where,
     return 0;
 }
 
-#define OG__CONDITIONS_MAX 8 /* alternatives of one lookup condition */
+#define CONDITIONS_MAX 8 /* alternatives of one lookup condition */
 
 /* Checks v as a {member: "value", ...} condition: 1..16 members, names and
  * values 1-64 visible ASCII. 0, or TYPE at path. */
@@ -329,8 +329,8 @@ static int check_condition(const json_t *v, const char *path,
         return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
                     "must be an object of 1-16 members");
     json_object_foreach((json_t *)v, key, m) {
-        if (!visible(key, OG__NAME_MAX) || !json_is_string(m) ||
-            !visible(json_string_value(m), OG__NAME_MAX))
+        if (!visible(key, MEMBER_MAX) || !json_is_string(m) ||
+            !visible(json_string_value(m), MEMBER_MAX))
             return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
                         "names and values must be 1-64 visible ASCII");
     }
@@ -359,10 +359,10 @@ static int get_condition(const json_t *obj, const char *name,
         *out = any ? json_pack("[O]", v) : json_incref(v);
         return *out ? 0 : OG_ENOMEM;
     }
-    if (json_array_size(v) < 1 || json_array_size(v) > OG__CONDITIONS_MAX)
+    if (json_array_size(v) < 1 || json_array_size(v) > CONDITIONS_MAX)
         return fail(e, OG_PROVIDER_TABLE_E_TYPE, path,
                     "must be a condition or an array of 1-%d conditions",
-                    OG__CONDITIONS_MAX);
+                    CONDITIONS_MAX);
     for (i = 0; i < json_array_size(v); i++) {
         char item[sizeof path + 24];
 
@@ -440,7 +440,7 @@ static int load_properties(const json_t *root, og_provider_table *t,
 }
 
 /* Reads create[i] into *r, checking R1-R5. */
-static int load_rule(const json_t *j, size_t i, og__rule *r,
+static int load_rule(const json_t *j, size_t i, table_rule *r,
                      og_provider_table_error *e)
 {
     static const char *const allowed[] = {"status", "transport", "error",
@@ -462,7 +462,7 @@ static int load_rule(const json_t *j, size_t i, og__rule *r,
         return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
                     "a rule matches a status or a transport, not both");
     if (json_object_get(j, "transport")) {
-        if ((rc = get_text(j, "transport", where, true, OG__TOKEN, &s, e)) < 0)
+        if ((rc = get_text(j, "transport", where, true, TEXT_TOKEN, &s, e)) < 0)
             return rc;
         k = og_provider_transport_parse(s);
         snprintf(path, sizeof path, "%s.transport", where);
@@ -477,7 +477,7 @@ static int load_rule(const json_t *j, size_t i, og__rule *r,
         r->status = (int)status;
     }
 
-    if ((rc = get_text(j, "class", where, true, OG__TOKEN, &s, e)) < 0)
+    if ((rc = get_text(j, "class", where, true, TEXT_TOKEN, &s, e)) < 0)
         return rc;
     k = og_outcome_class_parse(s);
     if (k < 0) {
@@ -487,13 +487,13 @@ static int load_rule(const json_t *j, size_t i, og__rule *r,
     }
     r->cls = (og_outcome_class)k;
 
-    if ((rc = get_text(j, "reason", where, true, OG__REASON, &s, e)) < 0)
+    if ((rc = get_text(j, "reason", where, true, TEXT_REASON, &s, e)) < 0)
         return rc;
     snprintf(r->reason, sizeof r->reason, "%s", s);
-    if ((rc = get_text(j, "why", where, false, OG__ANY_TEXT, &why, e)) < 0)
+    if ((rc = get_text(j, "why", where, false, TEXT_ANY, &why, e)) < 0)
         return rc;
 
-    if ((rc = get_text(j, "error", where, false, OG__NAME, &s, e)) < 0)
+    if ((rc = get_text(j, "error", where, false, TEXT_NAME, &s, e)) < 0)
         return rc;
     if (s) {
         if (r->is_transport)
@@ -503,7 +503,7 @@ static int load_rule(const json_t *j, size_t i, og__rule *r,
         snprintf(r->error, sizeof r->error, "%s", s);
     }
 
-    if ((rc = get_text(j, "reference", where, false, OG__NAME, &s, e)) < 0)
+    if ((rc = get_text(j, "reference", where, false, TEXT_NAME, &s, e)) < 0)
         return rc;
     if (s) {
         if (r->cls != OG_CLASS_SUCCEEDED && r->cls != OG_CLASS_UNKNOWN)
@@ -555,7 +555,7 @@ static int load_rule(const json_t *j, size_t i, og__rule *r,
     return 0;
 }
 
-static bool same_match(const og__rule *a, const og__rule *b)
+static bool same_match(const table_rule *a, const table_rule *b)
 {
     if (a->is_transport || b->is_transport)
         return a->is_transport && b->is_transport &&
@@ -581,7 +581,7 @@ static int load_rules(const json_t *root, og_provider_table *t,
         return fail(e, OG_PROVIDER_TABLE_E_TYPE, "create",
                     "must be an array of 1-%d rules", OG_PROVIDER_RULES_MAX);
     for (i = 0; i < json_array_size(c); i++) {
-        og__rule *r = &t->rules[i];
+        table_rule *r = &t->rules[i];
         t->n_rules = i + 1; /* so og_provider_table_free releases require */
         if ((rc = load_rule(json_array_get(c, i), i, r, e)) < 0)
             return rc;
@@ -602,7 +602,7 @@ static int load_lookup(const json_t *root, og_provider_table *t,
                                           "reference", "succeeded_if",
                                           "pending_if", "why", NULL};
     json_t *l = json_object_get(root, "lookup");
-    og__lookup *lk = &t->lookup;
+    table_lookup *lk = &t->lookup;
     json_int_t status;
     const char *s;
     int rc;
@@ -624,16 +624,16 @@ static int load_lookup(const json_t *root, og_provider_table *t,
     if ((rc = get_int(l, "status", "lookup", 200, 299, &status, e)) < 0)
         return rc;
     lk->status = (int)status;
-    if ((rc = get_text(l, "list", "lookup", true, OG__NAME, &s, e)) < 0)
+    if ((rc = get_text(l, "list", "lookup", true, TEXT_NAME, &s, e)) < 0)
         return rc;
     snprintf(lk->list, sizeof lk->list, "%s", s);
-    if ((rc = get_text(l, "match", "lookup", true, OG__NAME, &s, e)) < 0)
+    if ((rc = get_text(l, "match", "lookup", true, TEXT_NAME, &s, e)) < 0)
         return rc;
     snprintf(lk->match, sizeof lk->match, "%s", s);
-    if ((rc = get_text(l, "reference", "lookup", true, OG__NAME, &s, e)) < 0)
+    if ((rc = get_text(l, "reference", "lookup", true, TEXT_NAME, &s, e)) < 0)
         return rc;
     snprintf(lk->reference, sizeof lk->reference, "%s", s);
-    if ((rc = get_text(l, "why", "lookup", false, OG__ANY_TEXT, &s, e)) < 0)
+    if ((rc = get_text(l, "why", "lookup", false, TEXT_ANY, &s, e)) < 0)
         return rc;
     if ((rc = get_condition(l, "succeeded_if", "lookup", true,
                             &lk->succeeded_if, e)) < 0 ||
@@ -697,16 +697,17 @@ int og_provider_table_load(const char *json, size_t len,
     t->props.version = 1;
     if ((rc = only_members(root, allowed, "$", err)) < 0)
         goto out;
-    if ((rc = get_text(root, "provider", "$", true, OG__TOKEN, &s, err)) < 0)
+    if ((rc = get_text(root, "provider", "$", true, TEXT_TOKEN, &s, err)) < 0)
         goto out;
     snprintf(t->props.provider, sizeof t->props.provider, "%s", s);
-    if ((rc = get_text(root, "api", "$", true, OG__TOKEN, &s, err)) < 0)
+    if ((rc = get_text(root, "api", "$", true, TEXT_TOKEN, &s, err)) < 0)
         goto out;
     snprintf(t->props.api, sizeof t->props.api, "%s", s);
-    if ((rc = get_text(root, "documentation", "$", false, OG__ANY_TEXT, &s,
+    if ((rc = get_text(root, "documentation", "$", false, TEXT_ANY, &s,
                        err)) < 0)
         goto out;
-    if ((rc = get_text(root, "error_member", "$", true, OG__NAME, &s, err)) < 0)
+    if ((rc = get_text(root, "error_member", "$", true, TEXT_NAME, &s,
+                       err)) < 0)
         goto out;
     snprintf(t->error_member, sizeof t->error_member, "%s", s);
     if ((rc = load_properties(root, t, err)) < 0 ||
@@ -830,7 +831,7 @@ void og_provider_classify(const og_provider_table *t,
 {
     og_provider_outcome o = {.cls = OG_CLASS_UNKNOWN, .rule = -1,
                              .retry_after_s = -1};
-    const og__rule *rule = NULL, *generic = NULL;
+    const table_rule *rule = NULL, *generic = NULL;
     const char *code = NULL, *ref;
     bool status_has_rules = false;
     json_t *body = NULL;
@@ -854,7 +855,7 @@ void og_provider_classify(const og_provider_table *t,
     if (body)
         code = json_string_value(json_object_get(body, t->error_member));
     for (size_t i = 0; i < t->n_rules; i++) {
-        const og__rule *c = &t->rules[i];
+        const table_rule *c = &t->rules[i];
         if (c->is_transport || c->status != r->status)
             continue;
         status_has_rules = true;
@@ -913,7 +914,7 @@ int og_provider_classify_lookup_terms(const og_provider_table *t,
 {
     og_provider_outcome o = {.cls = OG_CLASS_UNKNOWN, .rule = -1,
                              .retry_after_s = -1};
-    const og__lookup *lk;
+    const table_lookup *lk;
     json_t *body = NULL, *list, *item;
     const char *ref, *chosen = NULL, *state = NULL;
     size_t i, n;
@@ -943,7 +944,7 @@ int og_provider_classify_lookup_terms(const og_provider_table *t,
             goto out;
         /* An effect under this reference with other terms is not this
          * attempt's: it proves nothing about it, and outweighs every other
-         * finding (seed 002, section 13: on any mismatch, escalate). */
+         * finding (docs/payouts.md, P7: on any mismatch, escalate). */
         if (!has_terms(item, terms, n_terms)) {
             if (!state || strcmp(state, "terms_mismatch") != 0) {
                 state = "terms_mismatch";

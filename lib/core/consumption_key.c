@@ -6,8 +6,8 @@
  *
  * Length-prefixed so that no two (issuer, grant_id) pairs share an encoding:
  * with plain concatenation ("ab", "c") and ("a", "bc") would hash alike and
- * one grant's claim would refuse the other (seed 000, "Retention and
- * Cleanup"). Lengths are in bytes of the identifiers as stored (printable
+ * one grant's claim would refuse the other (docs/design.md, "Hashed
+ * consumption keys"). Lengths are in bytes of the identifiers as stored (printable
  * ASCII, og__id_check), i.e. their UTF-8 bytes.
  *
  * This is the one C implementation. SQLite runs it as the SQL function
@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 int og__consumption_key(const char *issuer, size_t issuer_len,
                         const char *grant_id, size_t grant_id_len,

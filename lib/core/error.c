@@ -1,26 +1,26 @@
 /*
  * error.c — names and messages generated from the X-macro lists in
- * oncegate.h, so a code, its stable string and its message cannot drift.
+ * oncegate/core.h, so a code, its stable string and its message cannot drift.
  * Pure.
  */
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
-static const char *const og__err_names[] = {
+static const char *const err_names[] = {
 #define X(name, code, msg) code,
     OG_ERRNO_MAP(X)
 #undef X
 };
 
-static const char *const og__err_msgs[] = {
+static const char *const err_msgs[] = {
 #define X(name, code, msg) msg,
     OG_ERRNO_MAP(X)
 #undef X
 };
 
 /* -1 -> 0, -2 -> 1, ...; -1 when err is not an OG_E* code. */
-static int og__err_index(int err)
+static int err_index(int err)
 {
     if (err >= 0 || err < -OG__ERR_COUNT)
         return -1;
@@ -29,26 +29,26 @@ static int og__err_index(int err)
 
 const char *og_strerror(int err)
 {
-    int i = og__err_index(err);
-    return i < 0 ? "unknown error" : og__err_msgs[i];
+    int i = err_index(err);
+    return i < 0 ? "unknown error" : err_msgs[i];
 }
 
 const char *og_err_name(int err)
 {
-    int i = og__err_index(err);
-    return i < 0 ? "unknown_error" : og__err_names[i];
+    int i = err_index(err);
+    return i < 0 ? "unknown_error" : err_names[i];
 }
 
 /* Name tables: name i of table t (n entries), "?" out of range; the index
  * of text in t, -1 when absent. */
-#define OG__NAMES(t) (t), sizeof(t) / sizeof(t)[0]
+#define NAMES(t) (t), sizeof(t) / sizeof(t)[0]
 
-static const char *og__name_at(const char *const *t, size_t n, unsigned i)
+static const char *name_at(const char *const *t, size_t n, unsigned i)
 {
     return i < n ? t[i] : "?";
 }
 
-static int og__name_index(const char *const *t, size_t n, const char *text)
+static int name_index(const char *const *t, size_t n, const char *text)
 {
     for (size_t i = 0; text && i < n; i++)
         if (strcmp(text, t[i]) == 0)
@@ -56,7 +56,7 @@ static int og__name_index(const char *const *t, size_t n, const char *text)
     return -1;
 }
 
-static const char *const og__status_names[] = {
+static const char *const status_names[] = {
 #define X(name, text) text,
     OG_OP_STATUS_MAP(X)
 #undef X
@@ -64,15 +64,15 @@ static const char *const og__status_names[] = {
 
 const char *og_op_status_name(og_op_status st)
 {
-    return og__name_at(OG__NAMES(og__status_names), (unsigned)st);
+    return name_at(NAMES(status_names), (unsigned)st);
 }
 
 int og__op_status_parse(const char *text)
 {
-    return og__name_index(OG__NAMES(og__status_names), text);
+    return name_index(NAMES(status_names), text);
 }
 
-static const char *const og__kind_names[] = {
+static const char *const kind_names[] = {
 #define X(name, text) text,
     OG_OP_KIND_MAP(X)
 #undef X
@@ -80,15 +80,15 @@ static const char *const og__kind_names[] = {
 
 const char *og_op_kind_name(og_op_kind k)
 {
-    return og__name_at(OG__NAMES(og__kind_names), (unsigned)k);
+    return name_at(NAMES(kind_names), (unsigned)k);
 }
 
 int og__op_kind_parse(const char *text)
 {
-    return og__name_index(OG__NAMES(og__kind_names), text);
+    return name_index(NAMES(kind_names), text);
 }
 
-static const char *const og__outcome_names[] = {
+static const char *const outcome_names[] = {
 #define X(name, text) text,
     OG_OUTCOME_MAP(X)
 #undef X
@@ -96,10 +96,10 @@ static const char *const og__outcome_names[] = {
 
 const char *og_outcome_name(og_outcome o)
 {
-    return og__name_at(OG__NAMES(og__outcome_names), (unsigned)o);
+    return name_at(NAMES(outcome_names), (unsigned)o);
 }
 
-static const char *const og__refusal_names[] = {
+static const char *const refusal_names[] = {
 #define X(name, text) text,
     OG_REFUSAL_MAP(X)
 #undef X
@@ -107,7 +107,7 @@ static const char *const og__refusal_names[] = {
 
 const char *og_refusal_name(og_refusal r)
 {
-    return og__name_at(OG__NAMES(og__refusal_names), (unsigned)r);
+    return name_at(NAMES(refusal_names), (unsigned)r);
 }
 
 int og__copy(char *dst, size_t n, const char *src)

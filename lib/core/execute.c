@@ -1,7 +1,7 @@
 /*
  * execute.c — the operation state machine: what the owner of an admitted
- * operation does next (seed 000, "Where Admission Belongs" through
- * "Recovery and the original executor share one ownership protocol").
+ * operation does next (docs/design.md, "The one operation: og_admit" and
+ * "Execution: one owner at a time").
  * Pure: the store's writes (og_op_record, og_op_takeover, og_op_resolve)
  * and the provider client do the I/O; this file only decides.
  *
@@ -77,7 +77,7 @@
  */
 #include <string.h>
 
-#include "og_internal.h" /* OG__INITIAL_OWNER_VERSION */
+#include "core/core_int.h" /* OG__INITIAL_OWNER_VERSION */
 #include "oncegate/execute.h"
 
 const char *og_exec_action_name(og_exec_action a)

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 int og__fault(const char *name)
 {

@@ -1,6 +1,6 @@
 /*
- * payout.c — the decision side of a delayed payout (seed 002): money in
- * minor units, the terms' canonical serialization and fingerprint, the
+ * payout.c — the decision side of a delayed payout (docs/payouts.md,
+ * sections 1 and 4): money in minor units, the terms' canonical serialization and fingerprint, the
  * policy and the execution recheck. PURE: no I/O, no clock, no randomness,
  * no allocation, no locale; the only library call is libsodium's SHA-256.
  *
@@ -21,8 +21,8 @@
  *       sets one without the other. A rule that cannot be evaluated
  *       (overflow) fails — Denied, never Allowed.
  *   P5  An unavailable context is answered before any other field is read:
- *       the seed's "checked before any field is read".
- *   P6  Rules run in OG_PAYOUT_REASON_MAP's order (og__rules below lists
+ *       an unavailable context decides nothing else.
+ *   P6  Rules run in OG_PAYOUT_REASON_MAP's order (rule_table below lists
  *       them in that order); the first that fails decides.
  */
 #include <sodium.h>
@@ -32,95 +32,95 @@
 #include <string.h>
 
 #include "oncegate/payout.h"
-#include "og_internal.h"
+#include "core/core_int.h"
 
 /* ===========================================================================
  * Names
  * ========================================================================= */
 
-#define OG__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const og__state_names[] = {
+static const char *const state_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_STATE_MAP(X)
 #undef X
 };
 
-static const char *const og__bstatus_names[] = {
+static const char *const bstatus_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_BENEFICIARY_STATUS_MAP(X)
 #undef X
 };
 
-static const char *const og__outcome_names[] = {
+static const char *const outcome_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_OUTCOME_MAP(X)
 #undef X
 };
 
-static const char *const og__reason_names[] = {
+static const char *const reason_names[] = {
 #define X(name, code, outcome) code,
     OG_PAYOUT_REASON_MAP(X)
 #undef X
 };
 
-static const og_payout_outcome og__reason_outcomes[] = {
+static const og_payout_outcome reason_outcomes[] = {
 #define X(name, code, outcome) OG_PAYOUT_##outcome,
     OG_PAYOUT_REASON_MAP(X)
 #undef X
 };
 
-static const char *const og__exec_outcome_names[] = {
+static const char *const exec_outcome_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_EXEC_OUTCOME_MAP(X)
 #undef X
 };
 
-static const char *const og__worker_reason_names[] = {
+static const char *const worker_reason_names[] = {
 #define X(name, code) code,
     OG_PAYOUT_WORKER_REASON_MAP(X)
 #undef X
 };
 
 /* (unsigned) folds negative values of a corrupted enum into "too large". */
-#define OG__NAME(table, v)                                                     \
-    ((unsigned)(v) < OG__COUNT(table) ? table[(unsigned)(v)] : "?")
+#define NAME_OF(table, v)                                                      \
+    ((unsigned)(v) < COUNT_OF(table) ? table[(unsigned)(v)] : "?")
 
 const char *og_payout_state_name(og_payout_state s)
 {
-    return OG__NAME(og__state_names, s);
+    return NAME_OF(state_names, s);
 }
 
 const char *og_payout_beneficiary_status_name(og_payout_beneficiary_status s)
 {
-    return OG__NAME(og__bstatus_names, s);
+    return NAME_OF(bstatus_names, s);
 }
 
 const char *og_payout_outcome_name(og_payout_outcome o)
 {
-    return OG__NAME(og__outcome_names, o);
+    return NAME_OF(outcome_names, o);
 }
 
 const char *og_payout_reason_name(og_payout_reason r)
 {
-    return OG__NAME(og__reason_names, r);
+    return NAME_OF(reason_names, r);
 }
 
 const char *og_payout_exec_outcome_name(og_payout_exec_outcome o)
 {
-    return OG__NAME(og__exec_outcome_names, o);
+    return NAME_OF(exec_outcome_names, o);
 }
 
 const char *og_payout_worker_reason_name(og_payout_worker_reason r)
 {
-    return OG__NAME(og__worker_reason_names, r);
+    return NAME_OF(worker_reason_names, r);
 }
 
 og_payout_outcome og_payout_reason_outcome(og_payout_reason r)
 {
-    if ((unsigned)r >= OG__COUNT(og__reason_outcomes))
+    if ((unsigned)r >= COUNT_OF(reason_outcomes))
         return OG_PAYOUT_DENIED;
-    return og__reason_outcomes[(unsigned)r];
+    return reason_outcomes[(unsigned)r];
 }
 
 /* ===========================================================================
@@ -158,18 +158,18 @@ static bool add_nonneg(int64_t a, int64_t b, int64_t *sum)
  * script for both sources and for why it is not generated at build time.
  * ========================================================================= */
 
-typedef struct og__currency {
+typedef struct currency_row {
     char code[OG_CURRENCY_LEN + 1];
     int scale; /* 0..4, or -1: no minor unit, refused for payouts */
-} og__currency;
+} currency_row;
 
-static const og__currency og__currencies[] = {
+static const currency_row currencies[] = {
 #include "payout_currencies.inc"
 };
 
 static int currency_cmp(const void *key, const void *elem)
 {
-    return memcmp(key, ((const og__currency *)elem)->code, OG_CURRENCY_LEN);
+    return memcmp(key, ((const currency_row *)elem)->code, OG_CURRENCY_LEN);
 }
 
 /* The scale of currency, or -1 when it is not a payout currency. */
@@ -184,9 +184,9 @@ static int currency_scale(const char *currency)
             return -1; /* also stops at the terminator of a short string */
     if (currency[OG_CURRENCY_LEN] != '\0')
         return -1;
-    const og__currency *c =
-        bsearch(currency, og__currencies, OG__COUNT(og__currencies),
-                sizeof og__currencies[0], currency_cmp);
+    const currency_row *c =
+        bsearch(currency, currencies, COUNT_OF(currencies),
+                sizeof currencies[0], currency_cmp);
     return c ? c->scale : -1;
 }
 
@@ -360,7 +360,7 @@ int og_payout_purpose_normalize(const char *in, char *out, size_t outlen)
  * ========================================================================= */
 
 /* Terms after validation, in their canonical spellings. */
-typedef struct og__terms {
+typedef struct canon_terms {
     const char *tenant, *beneficiary, *destination; /* borrowed, checked */
     int64_t destination_version;                    /* >= 1 */
     char version[24];                               /* the same, decimal */
@@ -369,11 +369,11 @@ typedef struct og__terms {
     char currency[OG_CURRENCY_LEN + 1];
     bool has_purpose;
     char purpose[OG_PAYOUT_PURPOSE_MAX + 1];        /* normalized */
-} og__terms;
+} canon_terms;
 
 /* Validates t in the documented order and fills *c. 0 or the first bad
  * field's code. */
-static int terms_check(const og_payout_terms *t, og__terms *c)
+static int terms_check(const og_payout_terms *t, canon_terms *c)
 {
     int rc;
 
@@ -429,7 +429,7 @@ static size_t put_field(unsigned char *p, const char *s)
 
 /* Writes the serialization of c into buf (OG_PAYOUT_TERMS_CANONICAL_MAX
  * bytes) and returns its length. */
-static size_t terms_encode(const og__terms *c, unsigned char *buf)
+static size_t terms_encode(const canon_terms *c, unsigned char *buf)
 {
     size_t o = 0;
     o += put_field(buf + o, OG_PAYOUT_TERMS_TAG);
@@ -449,7 +449,7 @@ static size_t terms_encode(const og__terms *c, unsigned char *buf)
 int og_payout_terms_canonicalize(const og_payout_terms *t, unsigned char *out,
                                  size_t outlen, size_t *len)
 {
-    og__terms c;
+    canon_terms c;
     unsigned char buf[OG_PAYOUT_TERMS_CANONICAL_MAX];
     int rc;
 
@@ -466,7 +466,7 @@ int og_payout_terms_canonicalize(const og_payout_terms *t, unsigned char *out,
 }
 
 /* The fingerprint of validated terms, as hex into out. */
-static void fingerprint_of(const og__terms *c,
+static void fingerprint_of(const canon_terms *c,
                            char out[OG_PAYOUT_FINGERPRINT_HEX + 1])
 {
     unsigned char buf[OG_PAYOUT_TERMS_CANONICAL_MAX];
@@ -480,7 +480,7 @@ static void fingerprint_of(const og__terms *c,
 int og_payout_terms_fingerprint(const og_payout_terms *t,
                                 char out[OG_PAYOUT_FINGERPRINT_HEX + 1])
 {
-    og__terms c;
+    canon_terms c;
     int rc;
 
     if (t == NULL || out == NULL)
@@ -511,35 +511,35 @@ static bool fingerprint_valid(const char *s)
  * already among the reserved total (a recheck after the grant reserved it).
  * ========================================================================= */
 
-typedef struct og__eval {
+typedef struct eval_input {
     const og_payout_context *ctx;
-    const og__terms *terms;
+    const canon_terms *terms;
     og_payout_state want_state;
     int64_t want_version;
     bool active_attempt; /* a re-authorization's payout has an attempt that
                             is not terminal yet: not submittable */
     bool own_reserved;
-} og__eval;
+} eval_input;
 
-static bool tenant_suspended(const og__eval *e)
+static bool tenant_suspended(const eval_input *e)
 {
     return e->ctx->tenant.payouts_suspended;
 }
 
-static bool beneficiary_not_eligible(const og__eval *e)
+static bool beneficiary_not_eligible(const eval_input *e)
 {
     const og_payout_beneficiary *b = &e->ctx->beneficiary;
     return !(b->verified && b->status == OG_PAYOUT_BENEFICIARY_ACTIVE);
 }
 
-static bool destination_not_registered(const og__eval *e)
+static bool destination_not_registered(const eval_input *e)
 {
     const og_payout_destination *d = &e->ctx->destination;
     return strcmp(d->beneficiary_id, e->terms->beneficiary) != 0 ||
            d->version != e->terms->destination_version;
 }
 
-static bool payout_not_submittable(const og__eval *e)
+static bool payout_not_submittable(const eval_input *e)
 {
     return e->ctx->payout.state != e->want_state ||
            e->ctx->payout.version != e->want_version || e->active_attempt;
@@ -548,7 +548,7 @@ static bool payout_not_submittable(const og__eval *e)
 /* paid + reserved + amount > limit, where reserved excludes this payout's
  * own reservation when it is already held (context validation made sure
  * reserved_today >= amount then). An overflowing sum fails the rule. */
-static bool daily_limit_exceeded(const og__eval *e)
+static bool daily_limit_exceeded(const eval_input *e)
 {
     const og_payout_tenant *t = &e->ctx->tenant;
     int64_t others = t->reserved_today, sum;
@@ -565,7 +565,7 @@ static bool daily_limit_exceeded(const og__eval *e)
  * change at or after the observation (clock skew between writers) counts
  * as recent, and a positive difference is computed in uint64, where it
  * cannot overflow. */
-static bool destination_recently_changed(const og__eval *e)
+static bool destination_recently_changed(const eval_input *e)
 {
     int64_t observed = e->ctx->observed_at_us;
     int64_t changed = e->ctx->destination.changed_at_us;
@@ -576,18 +576,18 @@ static bool destination_recently_changed(const og__eval *e)
            (uint64_t)OG_PAYOUT_RECENT_CHANGE_US;
 }
 
-static bool above_requester_limit(const og__eval *e)
+static bool above_requester_limit(const eval_input *e)
 {
     return e->terms->amount_minor > e->ctx->requester.approval_limit;
 }
 
-/* P6: the seed's order of checks, which is OG_PAYOUT_REASON_MAP's order
+/* P6: the order of checks, which is OG_PAYOUT_REASON_MAP's order
  * (context.unavailable is answered before any of these, payout.allowed
  * after all of them). */
 static const struct {
     og_payout_reason reason;
-    bool (*fails)(const og__eval *);
-} og__rules[] = {
+    bool (*fails)(const eval_input *);
+} rule_table[] = {
     {OG_PAYOUT_REASON_TENANT_SUSPENDED, tenant_suspended},
     {OG_PAYOUT_REASON_BENEFICIARY_NOT_ELIGIBLE, beneficiary_not_eligible},
     {OG_PAYOUT_REASON_DESTINATION_NOT_REGISTERED, destination_not_registered},
@@ -608,13 +608,13 @@ static void verdict_set(og_payout_verdict *v, og_payout_reason r)
 
 /* Runs the rules; fills the verdict's outcome, reason and versions. The
  * caller sets the fingerprint. */
-static void rules_run(const og__eval *e, og_payout_verdict *v)
+static void rules_run(const eval_input *e, og_payout_verdict *v)
 {
     og_payout_reason r = OG_PAYOUT_REASON_ALLOWED;
 
-    for (size_t i = 0; i < OG__COUNT(og__rules); i++) {
-        if (og__rules[i].fails(e)) {
-            r = og__rules[i].reason;
+    for (size_t i = 0; i < COUNT_OF(rule_table); i++) {
+        if (rule_table[i].fails(e)) {
+            r = rule_table[i].reason;
             break;
         }
     }
@@ -634,13 +634,13 @@ static int context_check(const og_payout_context *ctx)
     if (t->daily_limit < 0 || t->paid_today < 0 || t->reserved_today < 0 ||
         t->settings_version < 1 || ctx->requester.approval_limit < 0)
         return OG_EPAYOUT_CONTEXT;
-    if ((unsigned)ctx->beneficiary.status >= OG__COUNT(og__bstatus_names) ||
+    if ((unsigned)ctx->beneficiary.status >= COUNT_OF(bstatus_names) ||
         ctx->beneficiary.version < 1)
         return OG_EPAYOUT_CONTEXT;
     if (og__id_check(ctx->destination.beneficiary_id) != 0 ||
         ctx->destination.version < 1)
         return OG_EPAYOUT_CONTEXT;
-    if ((unsigned)ctx->payout.state >= OG__COUNT(og__state_names) ||
+    if ((unsigned)ctx->payout.state >= COUNT_OF(state_names) ||
         ctx->payout.version < 1)
         return OG_EPAYOUT_CONTEXT;
     return 0;
@@ -653,7 +653,7 @@ static int evaluate_intent(const og_payout_context *ctx,
                            og_payout_verdict *out)
 {
     og_payout_verdict v;
-    og__terms intent, record;
+    canon_terms intent, record;
     char record_fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
     int rc;
 
@@ -679,7 +679,7 @@ static int evaluate_intent(const og_payout_context *ctx,
     if (strcmp(v.terms_fingerprint, record_fp) != 0)
         return OG_EPAYOUT_INTENT_MISMATCH;
 
-    og__eval e = {ctx, &intent, want_state, ctx->intent.payout_version,
+    eval_input e = {ctx, &intent, want_state, ctx->intent.payout_version,
                   active_attempt, false};
     rules_run(&e, &v);
     *out = v;
@@ -703,7 +703,7 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
                                      og_payout_exec_verdict *out)
 {
     og_payout_exec_verdict x;
-    og__terms current;
+    canon_terms current;
     char current_fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
     int rc;
 
@@ -740,13 +740,13 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
     }
     /* The terms are the granted ones, so the grant reserved exactly this
      * amount when it was issued, and the reservation is held until the
-     * attempt resolves (seed section 11). A smaller total means the
+     * attempt resolves (docs/payouts.md, P5). A smaller total means the
      * counters do not hold it: counting the amount "once" is then
      * undefined, and guessing either way could allow too much. */
     if (ctx->tenant.reserved_today < current.amount_minor)
         return OG_EPAYOUT_CONTEXT;
 
-    og__eval e = {ctx, &current, OG_PAYOUT_STATE_APPROVED,
+    eval_input e = {ctx, &current, OG_PAYOUT_STATE_APPROVED,
                   grant->executable_payout_version, false, true};
     rules_run(&e, &x.recheck);
     memcpy(x.recheck.terms_fingerprint, current_fp, sizeof current_fp);

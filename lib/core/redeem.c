@@ -1,6 +1,7 @@
 /*
  * redeem.c — the pure part of redeeming an external single-use token
- * (seed 003): what a token exchange's answer means, how a result is sealed
+ * (docs/design.md, "Redeeming an external single-use token"): what a token
+ * exchange's answer means, how a result is sealed
  * for the store, and the decisions of the catch-up loop. No I/O, no clock:
  * time, randomness (the nonce) and what the store holds arrive as
  * arguments. lib/exec/redeem.c runs the loop; lib/provider/client.c sends
@@ -41,52 +42,51 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "og_internal.h"
-#include "oncegate/provider.h"
+#include "core/core_int.h"
 
 /* ===========================================================================
  * What an exchange's answer means (RFC 6749 5.1, 5.2)
  * ========================================================================= */
 
-static const char *const og__xc_names[] = {
+static const char *const xc_names[] = {
 #define X(name, text) text,
     OG_EXCHANGE_CLASS_MAP(X)
 #undef X
 };
 
-static const char *const og__ro_names[] = {
+static const char *const ro_names[] = {
 #define X(name, text) text,
     OG_REDEEM_OUTCOME_MAP(X)
 #undef X
 };
 
 /* names[i], or "?" when i is not below n. */
-static const char *og__name(const char *const *names, size_t n, unsigned i)
+static const char *name_of(const char *const *names, size_t n, unsigned i)
 {
     return i < n ? names[i] : "?";
 }
 
 const char *og_exchange_class_name(og_exchange_class c)
 {
-    return og__name(og__xc_names, sizeof og__xc_names / sizeof og__xc_names[0],
+    return name_of(xc_names, sizeof xc_names / sizeof xc_names[0],
                     (unsigned)c);
 }
 
 const char *og_redeem_outcome_name(og_redeem_outcome o)
 {
-    return og__name(og__ro_names, sizeof og__ro_names / sizeof og__ro_names[0],
+    return name_of(ro_names, sizeof ro_names / sizeof ro_names[0],
                     (unsigned)o);
 }
 
 /* The error codes RFC 6749 5.2 uses for a request refused as such: the
  * code was not exchanged. */
-static const char *const og__rejections[] = {
+static const char *const rejections[] = {
     "invalid_request", "invalid_client", "unauthorized_client",
     "unsupported_grant_type", "invalid_scope",
 };
 
 /* A non-empty string of VSCHAR (0x20-0x7e), RFC 6749 A.12/A.17. */
-static bool og__vschar_string(json_t *v)
+static bool vschar_string(json_t *v)
 {
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
@@ -101,25 +101,25 @@ static bool og__vschar_string(json_t *v)
 
 /* True when body is a token response (RFC 6749 5.1). Other members are
  * allowed (id_token, extensions) and kept. */
-static bool og__token_response_ok(json_t *body)
+static bool token_response_ok(json_t *body)
 {
     json_t *v;
 
     if (!json_is_object(body) ||
-        !og__vschar_string(json_object_get(body, "access_token")) ||
-        !og__vschar_string(json_object_get(body, "token_type")))
+        !vschar_string(json_object_get(body, "access_token")) ||
+        !vschar_string(json_object_get(body, "token_type")))
         return false;
     v = json_object_get(body, "expires_in");
     if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
         return false;
     v = json_object_get(body, "refresh_token");
-    if (v && !og__vschar_string(v))
+    if (v && !vschar_string(v))
         return false;
     v = json_object_get(body, "scope");
     return !v || json_is_string(v);
 }
 
-static void og__xc_set(og_exchange_outcome *out, og_exchange_class c,
+static void xc_set(og_exchange_outcome *out, og_exchange_class c,
                        const char *reason)
 {
     out->cls = c;
@@ -127,33 +127,33 @@ static void og__xc_set(og_exchange_outcome *out, og_exchange_class c,
 }
 
 /* A 200's body: SUCCEEDED with the compact text, or UNKNOWN. */
-static void og__classify_success(json_t *body, og_exchange_outcome *out)
+static void classify_success(json_t *body, og_exchange_outcome *out)
 {
     char *text;
     size_t n;
 
-    if (!og__token_response_ok(body)) {
-        og__xc_set(out, OG_EXCHANGE_UNKNOWN, "malformed_success");
+    if (!token_response_ok(body)) {
+        xc_set(out, OG_EXCHANGE_UNKNOWN, "malformed_success");
         return;
     }
     if (!(text = json_dumps(body, JSON_COMPACT))) {
-        og__xc_set(out, OG_EXCHANGE_UNKNOWN, "out_of_memory");
+        xc_set(out, OG_EXCHANGE_UNKNOWN, "out_of_memory");
         return;
     }
     n = strlen(text);
     if (n > OG_REDEMPTION_RESULT_MAX) {
         sodium_memzero(text, n);
         free(text);
-        og__xc_set(out, OG_EXCHANGE_UNKNOWN, "malformed_success");
+        xc_set(out, OG_EXCHANGE_UNKNOWN, "malformed_success");
         return;
     }
     out->result = text;
     out->result_len = n;
-    og__xc_set(out, OG_EXCHANGE_SUCCEEDED, "exchanged");
+    xc_set(out, OG_EXCHANGE_SUCCEEDED, "exchanged");
 }
 
 /* A 400 or 401's body: ALREADY_USED, REJECTED or UNKNOWN. */
-static void og__classify_error(int status, json_t *body,
+static void classify_error(int status, json_t *body,
                                og_exchange_outcome *out)
 {
     const char *e = json_is_object(body)
@@ -162,17 +162,17 @@ static void og__classify_error(int status, json_t *body,
     char reason[OG_PROVIDER_REASON_MAX + 1];
 
     if (e && status == 400 && strcmp(e, "invalid_grant") == 0) {
-        og__xc_set(out, OG_EXCHANGE_ALREADY_USED, "invalid_grant");
+        xc_set(out, OG_EXCHANGE_ALREADY_USED, "invalid_grant");
         return;
     }
-    for (size_t i = 0; e && i < sizeof og__rejections / sizeof og__rejections[0];
+    for (size_t i = 0; e && i < sizeof rejections / sizeof rejections[0];
          i++)
-        if (strcmp(e, og__rejections[i]) == 0) {
-            og__xc_set(out, OG_EXCHANGE_REJECTED, og__rejections[i]); /* R4 */
+        if (strcmp(e, rejections[i]) == 0) {
+            xc_set(out, OG_EXCHANGE_REJECTED, rejections[i]); /* R4 */
             return;
         }
     snprintf(reason, sizeof reason, "undocumented_error_%d", status);
-    og__xc_set(out, OG_EXCHANGE_UNKNOWN, reason);
+    xc_set(out, OG_EXCHANGE_UNKNOWN, reason);
 }
 
 void og_exchange_classify(const og_provider_response *r,
@@ -185,18 +185,18 @@ void og_exchange_classify(const og_provider_response *r,
     if (r->transport != OG_TRANSPORT_OK) {
         snprintf(reason, sizeof reason, "transport_%s",
                  og_provider_transport_name(r->transport));
-        og__xc_set(out, OG_EXCHANGE_UNKNOWN, reason);
+        xc_set(out, OG_EXCHANGE_UNKNOWN, reason);
         return;
     }
     if (r->body && r->body_len > 0)
         body = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, NULL);
     if (r->status == 200) {
-        og__classify_success(body, out);
+        classify_success(body, out);
     } else if (r->status == 400 || r->status == 401) {
-        og__classify_error(r->status, body, out);
+        classify_error(r->status, body, out);
     } else {
         snprintf(reason, sizeof reason, "undocumented_status_%d", r->status);
-        og__xc_set(out, OG_EXCHANGE_UNKNOWN, reason);
+        xc_set(out, OG_EXCHANGE_UNKNOWN, reason);
     }
     json_decref(body); /* jansson frees its copies unwiped (design.md) */
 }
@@ -216,8 +216,8 @@ void og_exchange_outcome_clear(og_exchange_outcome *o)
  * Sealing (R3): XChaCha20-Poly1305 with a random nonce per record.
  * ========================================================================= */
 
-#define OG__AD_TAG "oncegate/redemption/v1"
-#define OG__AD_MAX (sizeof OG__AD_TAG + 2 * (OG_ID_MAX + 1) + OG_CODE_HASH_LEN)
+#define AD_TAG "oncegate/redemption/v1"
+#define AD_MAX (sizeof AD_TAG + 2 * (OG_ID_MAX + 1) + OG_CODE_HASH_LEN)
 
 void og__redeem_code_hash(const char *code, char out[OG_CODE_HASH_LEN + 1])
 {
@@ -230,16 +230,16 @@ void og__redeem_code_hash(const char *code, char out[OG_CODE_HASH_LEN + 1])
 /* The associated data: tag, caller, key and code hash, each followed by a
  * NUL (none of them holds one), so no two records share it. Its length, or
  * 0 when a field is too long. */
-static size_t og__ad(const char *caller, const char *key,
-                     const char *code_hash, unsigned char ad[OG__AD_MAX])
+static size_t ad_build(const char *caller, const char *key,
+                     const char *code_hash, unsigned char ad[AD_MAX])
 {
-    const char *parts[4] = {OG__AD_TAG, caller, key, code_hash};
+    const char *parts[4] = {AD_TAG, caller, key, code_hash};
     size_t n = 0;
 
     for (int i = 0; i < 4; i++) {
         size_t len = strlen(parts[i]);
 
-        if (n + len + 1 > OG__AD_MAX)
+        if (n + len + 1 > AD_MAX)
             return 0;
         memcpy(ad + n, parts[i], len + 1);
         n += len + 1;
@@ -253,9 +253,9 @@ int og__redeem_seal(const unsigned char key[OG__REDEEM_KEY_LEN],
                     const char *code_hash, const unsigned char *plain,
                     size_t len, unsigned char *sealed)
 {
-    unsigned char ad[OG__AD_MAX];
+    unsigned char ad[AD_MAX];
     unsigned long long clen = 0;
-    size_t adlen = og__ad(caller, ikey, code_hash, ad);
+    size_t adlen = ad_build(caller, ikey, code_hash, ad);
 
     if (adlen == 0 || len == 0 || len > OG_REDEMPTION_RESULT_MAX)
         return OG_EINVAL;
@@ -270,9 +270,9 @@ int og__redeem_open(const unsigned char key[OG__REDEEM_KEY_LEN],
                     const char *code_hash, const unsigned char *sealed,
                     size_t sealed_len, unsigned char *plain)
 {
-    unsigned char ad[OG__AD_MAX];
+    unsigned char ad[AD_MAX];
     unsigned long long plen = 0;
-    size_t adlen = og__ad(caller, ikey, code_hash, ad);
+    size_t adlen = ad_build(caller, ikey, code_hash, ad);
 
     if (adlen == 0 || sealed_len <= OG_REDEMPTION_TAG_LEN ||
         sealed_len > OG_REDEMPTION_SEALED_MAX)

@@ -25,10 +25,10 @@
  */
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 /* SQLSTATE classes (first two characters) and codes that mean "retry". */
-static const char *const og__pg_unavailable_classes[] = {
+static const char *const pg_unavailable_classes[] = {
     "08", /* connection exception */
     "40", /* transaction rollback: serialization, deadlock, completion unknown */
     "53", /* insufficient resources: disk full, out of memory, too many conns */
@@ -37,7 +37,7 @@ static const char *const og__pg_unavailable_classes[] = {
     "58", /* system error: I/O error */
 };
 
-static const char *const og__pg_unavailable_codes[] = {
+static const char *const pg_unavailable_codes[] = {
     "25006", /* read_only_sql_transaction: connected to a standby */
     "25P03", /* idle_in_transaction_session_timeout */
     "25P04", /* transaction_timeout (PostgreSQL 17+) */
@@ -57,11 +57,13 @@ int og__pg_classify(const char *sqlstate, const char *constraint)
             return OG__PG_REFUSE; /* E1 */
         return OG_EINTERNAL;
     }
-    for (i = 0; i < sizeof og__pg_unavailable_codes / sizeof og__pg_unavailable_codes[0]; i++)
-        if (strcmp(sqlstate, og__pg_unavailable_codes[i]) == 0)
+    for (i = 0; i < sizeof pg_unavailable_codes / sizeof *pg_unavailable_codes;
+         i++)
+        if (strcmp(sqlstate, pg_unavailable_codes[i]) == 0)
             return OG_ESTORE_UNAVAILABLE;
-    for (i = 0; i < sizeof og__pg_unavailable_classes / sizeof og__pg_unavailable_classes[0]; i++)
-        if (strncmp(sqlstate, og__pg_unavailable_classes[i], 2) == 0)
+    for (i = 0; i < sizeof pg_unavailable_classes / sizeof *pg_unavailable_classes;
+         i++)
+        if (strncmp(sqlstate, pg_unavailable_classes[i], 2) == 0)
             return OG_ESTORE_UNAVAILABLE;
     return OG_EINTERNAL; /* E3 */
 }

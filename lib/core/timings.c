@@ -1,6 +1,6 @@
 /*
  * timings.c — the timing values in one place and the relations between them
- * (seed 000, "The timing values in one place"). Pure.
+ * (docs/design.md, "Timing values"). Pure.
  *
  * Relations, checked in this order (the first that fails is named):
  *   T1  0 <= admission_leeway <= 1 h: one bounded clock tolerance.
@@ -31,7 +31,7 @@
  *   T12 0 <= max_clock_step <= 1 h, recovery_delay > 0, and every value
  *       at most 1 year, so sums cannot overflow.
  */
-#include "og_internal.h"
+#include "core/core_int.h"
 
 #define SEC INT64_C(1000000)
 #define YEAR (366 * 24 * 3600 * SEC)

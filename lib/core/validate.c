@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
 
 /* ===========================================================================
  * Small helpers

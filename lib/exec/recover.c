@@ -20,6 +20,8 @@
 #include <time.h>
 
 #include "oncegate/execute.h"
+#include "oncegate/provider.h"
+#include "oncegate/store.h"
 
 #define ACTOR "recovery"
 

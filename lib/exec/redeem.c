@@ -32,7 +32,9 @@
 
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "core/core_int.h"
+#include "oncegate/redeem.h"
+#include "oncegate/store.h"
 
 struct og_redeem_key {
     unsigned char k[OG__REDEEM_KEY_LEN];

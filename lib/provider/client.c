@@ -33,8 +33,8 @@
  *       unknown outcome the code may be spent, and only the caller's
  *       recovery point can tell (og_redeem).
  *   C8  Credits and payouts are one request builder (create_effect,
- *       lookup_effect) read through a resource row (og__credits,
- *       og__payouts): the path, the target member, its error code and
+ *       lookup_effect) read through a resource row (credits_api,
+ *       payouts_api): the path, the target member, its error code and
  *       whether it is a secret. A payout's destination is one: it is refused with a fixed
  *       error, never copied into an outcome, and the request text and the
  *       answer that held it are wiped (jansson's and libcurl's own copies
@@ -55,17 +55,17 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "core/core_int.h" /* OG__TIME_MAX_US: the last instant RFC 3339
+                               text can name, 9999-12-31T23:59:59.999999Z */
 #include "oncegate/provider.h"
 
-#define OG__URL_MAX 2048          /* base URL bytes */
-#define OG__API_KEY_MAX 4096      /* API key bytes */
-#define OG__RETRY_AFTER_MAX 63    /* Retry-After header value bytes kept */
-#define OG__TIMEOUT_MAX_US (INT64_C(3600) * 1000000) /* one hour */
-/* 9999-12-31T23:59:59.999999Z, the last instant RFC 3339 text can name. */
-#define OG__TIME_MAX_US INT64_C(253402300799999999)
+#define URL_MAX 2048          /* base URL bytes */
+#define API_KEY_MAX 4096      /* API key bytes */
+#define RETRY_AFTER_MAX 63    /* Retry-After header value bytes kept */
+#define TIMEOUT_MAX_US (INT64_C(3600) * 1000000) /* one hour */
 
 struct og_provider {
-    char base_url[OG__URL_MAX + 1]; /* no trailing '/' */
+    char base_url[URL_MAX + 1]; /* no trailing '/' */
     bool https;
     char *auth_header;              /* "Authorization: Bearer <key>" or
                                        NULL; a secret (C5) */
@@ -128,12 +128,12 @@ int og_provider_table_load_file(const char *path, og_provider_table **out,
 /* ===========================================================================
  * Opening
  * ========================================================================= */
-static pthread_once_t og__curl_once = PTHREAD_ONCE_INIT;
-static CURLcode og__curl_init_rc = CURLE_FAILED_INIT;
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_FAILED_INIT;
 
 static void curl_init_once(void)
 {
-    og__curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* len bytes of s are all in [lo, hi]. */
@@ -158,7 +158,7 @@ static int open_client(const char *base_url, const char *api_key,
     n = strlen(base_url);
     /* An absolute http(s) URL without query, fragment, spaces or controls:
      * paths are appended to it. */
-    if (n > OG__URL_MAX || !bytes_in(base_url, n, 0x21, 0x7e) ||
+    if (n > URL_MAX || !bytes_in(base_url, n, 0x21, 0x7e) ||
         strpbrk(base_url, "?#") ||
         !((n > 7 && strncmp(base_url, "http://", 7) == 0) ||
           (n > 8 && strncmp(base_url, "https://", 8) == 0)))
@@ -166,12 +166,12 @@ static int open_client(const char *base_url, const char *api_key,
     if (api_key) {
         klen = strlen(api_key);
         /* Visible ASCII only: no CR/LF can split the header. */
-        if (klen < 1 || klen > OG__API_KEY_MAX ||
+        if (klen < 1 || klen > API_KEY_MAX ||
             !bytes_in(api_key, klen, 0x21, 0x7e))
             return OG_EINVAL;
     }
-    pthread_once(&og__curl_once, curl_init_once);
-    if (og__curl_init_rc != CURLE_OK)
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
         return OG_ENOMEM;
 
     p = calloc(1, sizeof *p);
@@ -223,17 +223,17 @@ void og_provider_free(og_provider *p)
 /* ===========================================================================
  * One exchange
  * ========================================================================= */
-typedef struct og__exchange {
+typedef struct http_exchange {
     char *body;         /* OG_PROVIDER_BODY_MAX bytes */
     size_t body_len;
     bool over;          /* the body exceeded the cap (C4) */
-    char retry_after[OG__RETRY_AFTER_MAX + 1];
+    char retry_after[RETRY_AFTER_MAX + 1];
     bool has_retry_after;
-} og__exchange;
+} http_exchange;
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-    og__exchange *x = ud;
+    http_exchange *x = ud;
     size_t n = size * nmemb;
 
     if (n > OG_PROVIDER_BODY_MAX - x->body_len) {
@@ -248,7 +248,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     static const char name[] = "Retry-After:";
-    og__exchange *x = ud;
+    http_exchange *x = ud;
     size_t n = size * nmemb, i = sizeof name - 1, end;
 
     /* A status line starts a new response (after a 1xx): forget the last. */
@@ -263,7 +263,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
                        ptr[end - 1] == ' ' || ptr[end - 1] == '\t'))
         end--;
     /* A value over the cap is no delta-seconds we would honour: dropped. */
-    if (end - i <= OG__RETRY_AFTER_MAX && bytes_in(ptr + i, end - i, 0x20, 0x7e)) {
+    if (end - i <= RETRY_AFTER_MAX && bytes_in(ptr + i, end - i, 0x20, 0x7e)) {
         memcpy(x->retry_after, ptr + i, end - i);
         x->retry_after[end - i] = '\0';
         x->has_retry_after = true;
@@ -273,7 +273,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 
 /* How the exchange ended (C2). */
 static og_provider_transport transport_of(const og_provider *p, CURL *c,
-                                          CURLcode rc, const og__exchange *x)
+                                          CURLcode rc, const http_exchange *x)
 {
     curl_off_t connect_us = 0, appconnect_us = 0;
     bool established;
@@ -318,7 +318,7 @@ static og_provider_transport transport_of(const og_provider *p, CURL *c,
 static int exchange(const og_provider *p, const char *url,
                     const char *post_body, const char *content_type,
                     const char *idempotency_key, int64_t timeout_us,
-                    og__exchange *x, og_provider_response *resp)
+                    http_exchange *x, og_provider_response *resp)
 {
     char key_header[32 + OG_PROVIDER_KEY_MAX];
     struct curl_slist *h = NULL, *h2;
@@ -421,24 +421,24 @@ static bool key_valid(const char *key)
 
 static bool timeout_valid(int64_t timeout_us)
 {
-    return timeout_us > 0 && timeout_us <= OG__TIMEOUT_MAX_US;
+    return timeout_us > 0 && timeout_us <= TIMEOUT_MAX_US;
 }
 
 /* What a provider API's calls differ in (C8). */
-typedef struct og__resource {
+typedef struct api_resource {
     const char *path;    /* create (POST) and lookup (GET) */
     const char *target;  /* the body member naming where money goes */
     int target_err;      /* the error for a bad target */
     bool secret;         /* the target is a secret */
-} og__resource;
+} api_resource;
 
-static const og__resource og__credits = {"/v1/credits", "account",
+static const api_resource credits_api = {"/v1/credits", "account",
                                          OG_EACCOUNT, false};
-static const og__resource og__payouts = {"/v1/payouts", "destination",
+static const api_resource payouts_api = {"/v1/payouts", "destination",
                                          OG_EDESTINATION, true};
 
 /* Frees x's body, wiped first when it may hold a secret (C8). */
-static void exchange_free(og__exchange *x, bool secret)
+static void exchange_free(http_exchange *x, bool secret)
 {
     if (x->body && secret)
         sodium_memzero(x->body, x->body_len);
@@ -447,15 +447,15 @@ static void exchange_free(og__exchange *x, bool secret)
 }
 
 /* POST res->path: the one create request (C8). */
-static int create_effect(og_provider *p, const og__resource *res,
+static int create_effect(og_provider *p, const api_resource *res,
                          const char *idempotency_key, const char *target,
                          const char *amount, const char *currency,
                          const char *reference, int64_t expires_at_us,
                          int64_t timeout_us, og_provider_outcome *out)
 {
-    char canon[OG_AMOUNT_MAX + 1], expires[40], url[OG__URL_MAX + 32];
+    char canon[OG_AMOUNT_MAX + 1], expires[40], url[URL_MAX + 32];
     og_provider_response resp;
-    og__exchange x = {0};
+    http_exchange x = {0};
     json_t *body = NULL;
     char *text = NULL;
     int rc;
@@ -496,14 +496,14 @@ out:
 }
 
 /* GET res->path?reference=R, classified with terms (C8). */
-static int lookup_effect(og_provider *p, const og__resource *res,
+static int lookup_effect(og_provider *p, const api_resource *res,
                          const char *reference, const og_provider_term *terms,
                          size_t n_terms, int64_t timeout_us,
                          og_provider_outcome *out)
 {
-    char url[OG__URL_MAX + 32 + 3 * OG_ID_MAX];
+    char url[URL_MAX + 32 + 3 * OG_ID_MAX];
     og_provider_response resp;
-    og__exchange x = {0};
+    http_exchange x = {0};
     char *esc = NULL;
     CURL *c = NULL;
     int rc;
@@ -538,14 +538,14 @@ int og_provider_create_credit(og_provider *p, const char *idempotency_key,
                               int64_t expires_at_us, int64_t timeout_us,
                               og_provider_outcome *out)
 {
-    return create_effect(p, &og__credits, idempotency_key, account, amount,
+    return create_effect(p, &credits_api, idempotency_key, account, amount,
                          currency, reference, expires_at_us, timeout_us, out);
 }
 
 int og_provider_lookup(og_provider *p, const char *reference,
                        int64_t timeout_us, og_provider_outcome *out)
 {
-    return lookup_effect(p, &og__credits, reference, NULL, 0, timeout_us,
+    return lookup_effect(p, &credits_api, reference, NULL, 0, timeout_us,
                          out);
 }
 
@@ -555,7 +555,7 @@ int og_provider_create_payout(og_provider *p, const char *idempotency_key,
                               int64_t expires_at_us, int64_t timeout_us,
                               og_provider_outcome *out)
 {
-    return create_effect(p, &og__payouts, idempotency_key, destination,
+    return create_effect(p, &payouts_api, idempotency_key, destination,
                          amount, currency, reference, expires_at_us,
                          timeout_us, out);
 }
@@ -567,7 +567,7 @@ int og_provider_lookup_payout(og_provider *p, const char *reference,
 {
     char canon[OG_AMOUNT_MAX + 1];
     const og_provider_term terms[] = {
-        {og__payouts.target, destination},
+        {payouts_api.target, destination},
         {"amount", canon},
         {"currency", currency},
     };
@@ -578,7 +578,7 @@ int og_provider_lookup_payout(og_provider *p, const char *reference,
         return OG_EAMOUNT;
     if (!currency || strlen(currency) != 3 || !bytes_in(currency, 3, 'A', 'Z'))
         return OG_ECURRENCY;
-    return lookup_effect(p, &og__payouts, reference, terms,
+    return lookup_effect(p, &payouts_api, reference, terms,
                          sizeof terms / sizeof terms[0], timeout_us, out);
 }
 
@@ -594,9 +594,9 @@ int og_provider_exchange_code(og_provider *p, const char *code,
                               int64_t timeout_us, og_exchange_outcome *out)
 {
     static const char prefix[] = "grant_type=authorization_code&code=";
-    char url[OG__URL_MAX + 32];
+    char url[URL_MAX + 32];
     og_provider_response resp;
-    og__exchange x = {0};
+    http_exchange x = {0};
     char *esc = NULL, *form = NULL;
     size_t n = 0;
     CURL *c;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "og_internal.h"
+#include "store/store_int.h"
 
 struct og__pool {
     pthread_mutex_t mu;

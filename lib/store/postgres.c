@@ -313,7 +313,7 @@
 #include <libpq-fe.h>
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "store/store_int.h"
 
 /* ===========================================================================
  * Schema: versioned migrations.

@@ -12,7 +12,7 @@
 
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 int og__b64url_decode(const char *in, size_t len, unsigned char *out,
                       size_t outmax, size_t *outlen)

@@ -1,7 +1,7 @@
 /*
  * issue.c — the issuing side: fresh grant ids, fresh UUIDs (decisions,
  * jobs) and signed grant tokens.
- * The claim rules are the validator's (lib/core/grant.c); this file only
+ * The claim rules are the validator's (grant.c); this file only
  * adds randomness and the signature.
  */
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 int og_grant_new_id(char out[OG_GRANT_ID_LEN + 1])
 {

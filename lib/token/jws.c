@@ -27,7 +27,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 void og__jws_clear(og__jws *j)
 {

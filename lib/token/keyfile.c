@@ -25,7 +25,7 @@
 
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 /* ===========================================================================
  * Reading

@@ -21,7 +21,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 /* ===========================================================================
  * Names
@@ -159,15 +159,15 @@ bad:
  * Keysets
  * ========================================================================= */
 
-typedef struct og__key {
+typedef struct key_entry {
     char issuer[OG_ID_MAX + 1];
     char kid[OG_KID_MAX + 1];
     unsigned char pk[OG__ED25519_PK];
-} og__key;
+} key_entry;
 
 struct og_keyset {
     size_t n, cap;
-    og__key *keys;
+    key_entry *keys;
 };
 
 int og_keyset_new(og_keyset **out)
@@ -224,7 +224,7 @@ int og__keyset_find(const og_keyset *ks, const char *issuer, const char *kid,
 int og_keyset_add(og_keyset *ks, const char *issuer, const char *public_jwk,
                   char kid_out[OG_KID_MAX + 1])
 {
-    og__key k;
+    key_entry k;
     json_t *o = NULL;
     int rc;
 
@@ -248,7 +248,7 @@ int og_keyset_add(og_keyset *ks, const char *issuer, const char *public_jwk,
         return OG_EKEY_INVALID;
     if (ks->n == ks->cap) {
         size_t cap = ks->cap ? ks->cap * 2 : 4;
-        og__key *nk = realloc(ks->keys, cap * sizeof *nk);
+        key_entry *nk = realloc(ks->keys, cap * sizeof *nk);
         if (nk == NULL)
             return OG_ENOMEM;
         ks->keys = nk;

@@ -6,22 +6,8 @@
 
 #include <jansson.h>
 
+#include "exit.h" /* the exit codes every subcommand shares */
 #include "oncegate/oncegate.h"
-
-/* Exit codes (sysexits-style where one fits). */
-enum {
-    OG_EXIT_OK = 0,           /* admitted or already admitted; success */
-    OG_EXIT_REFUSED = 1,      /* refused */
-    OG_EXIT_USAGE = 2,        /* bad input or usage */
-    OG_EXIT_INTERNAL = 70,    /* internal error */
-    OG_EXIT_CANTCREAT = 73,   /* keygen: a key file already exists */
-    OG_EXIT_IOERR = 74,       /* keygen: directory missing, write failed */
-    OG_EXIT_UNAVAILABLE = 75, /* store unavailable: retry, same operation id */
-    OG_EXIT_CONFIG = 78,      /* schema mismatch, bad store URL, bad timings */
-};
-
-/* The exit code for a negative OG_E* error. */
-int og_cli_exit_for_error(int err);
 
 /* A new JSON object describing op (timestamps as RFC 3339). NULL on OOM. */
 json_t *og_cli_operation_json(const og_operation *op);

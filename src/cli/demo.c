@@ -1,7 +1,7 @@
 /*
- * demo.c — `oncegate demo`: the two incidents of seed 000, replayed through
- * two real `oncegate serve --dev` processes and the sandbox billing
- * provider.
+ * demo.c — `oncegate demo`: two incidents of replay protection (a lost
+ * answer, a restart with empty memory), replayed through two real
+ * `oncegate serve --dev` processes and the sandbox billing provider.
  *
  * The demo starts ONE `oncegate-sandbox` (control endpoint on) and TWO
  * `oncegate serve --dev` processes, "serve A" and "serve B", that share a
@@ -45,7 +45,7 @@
 #include <sodium.h>
 
 #include "cli.h"
-#include "serve.h" /* og_srv_sandbox_path */
+#include "commands.h" /* og_srv_sandbox_path */
 
 
 /* ===========================================================================
@@ -430,7 +430,7 @@ static int demo_read_credentials(demo *d)
 }
 
 /* POST /v1/grants as the issuer: one credit of 250.00 USD to A-1187 for the
- * agent, 15 minutes to live, as in the seed. */
+ * agent, 15 minutes to live. */
 static int demo_issue(demo *d, demo_grant *g)
 {
     json_t *req = json_pack(
@@ -721,8 +721,8 @@ static int demo_incident1(demo *d)
     if (demo_issue(d, &g) != 0)
         return -1;
     demo_uuids(op, 2);
-    printf("Incident 1 — grant %s (the seed's g-41c9) allows ONE credit of "
-           "250.00 USD to A-1187\n", g.id);
+    printf("Incident 1 — grant %s allows ONE credit of 250.00 USD to "
+           "A-1187\n", g.id);
     if (demo_arm_drop(d) != 0) {
         demo_grant_clear(&g);
         return -1;
@@ -761,8 +761,7 @@ static int demo_incident2(demo *d)
     if (demo_issue(d, &g) != 0)
         return -1;
     demo_uuids(op, 2);
-    printf("\nIncident 2 — grant %s (the seed's g-52d0), applied on A, then A "
-           "restarts\n", g.id);
+    printf("\nIncident 2 — grant %s, applied on A, then A restarts\n", g.id);
     demo_step(d, &d->a, &g, op[0], "the agent applies the credit",
               demo_applied, false, "applied once", "expected 200 applied",
               ref, sizeof ref);
@@ -805,14 +804,14 @@ static int demo_check_store(const char *url)
         (rc = og_store_open(url, NULL, &s)) < 0) {
         fprintf(stderr, "oncegate demo: cannot use %s: %s\n", url,
                 og_strerror(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     rc = og_op_scan(s, &f, &l);
     og_store_free(s);
     if (rc < 0) {
         fprintf(stderr, "oncegate demo: cannot read %s: %s\n", url,
                 og_strerror(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     if (l.n > 0) {
         fprintf(stderr,

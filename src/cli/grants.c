@@ -32,9 +32,9 @@ const char og_usage_consume[] =
     "                        --expires-at RFC3339 [--family F]\n"
     "                        [--form token|row]\n"
     "\n"
-    "The consume verdict (seed 001) for an enforcement point that runs the\n"
-    "effect itself, with a grant it has already verified: ONE conditional\n"
-    "write. Prints {\"consumed\":true,\"family\":…} or\n"
+    "The consume verdict for an enforcement point that runs the effect\n"
+    "itself, with a grant it has already verified: ONE conditional write.\n"
+    "Prints {\"consumed\":true,\"family\":…} or\n"
     "{\"consumed\":false,\"error\":\"already_consumed\"}; the second is a\n"
     "denial, without exception.\n"
     "\n"
@@ -62,7 +62,7 @@ static int og_fail(const char *what, int rc)
             og_strerror(rc));
     og_cli_print_json(out);
     json_decref(out);
-    return og_cli_exit_for_error(rc);
+    return og_exit_for_error(rc);
 }
 
 static int og_cmd_grant_issue(int argc, char **argv)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "serve.h"
+#include "commands.h"
 
 static const char og_usage[] =
     "usage: oncegate <command> [options]\n"
@@ -31,7 +31,7 @@ static const char og_usage[] =
     "commands:\n"
     "  migrate   create or upgrade a store's schema\n"
     "  admit     admit a grant for one operation (one atomic write)\n"
-    "  demo      replay seed 000's incidents: two serve instances, a sandbox\n"
+    "  demo      two replay incidents, live: two serve instances, a sandbox\n"
     "  grant     grant issue: sign a grant and record its issuance\n"
     "  consume   the consume verdict: spend a grant once, or be told no\n"
     "  keygen    generate an issuer's Ed25519 signing key (JWK files)\n"
@@ -110,7 +110,8 @@ static const char og_usage_admit[] =
 static const char og_usage_demo[] =
     "usage: oncegate demo [--store URL]\n"
     "\n"
-    "Replays the two incidents of seed 000 over HTTP against real processes:\n"
+    "Replays two incidents of replay protection over HTTP against real\n"
+    "processes:\n"
     "one oncegate-sandbox (the billing provider, control endpoint on) and two\n"
     "`oncegate serve --dev` instances, A and B, sharing a throwaway data\n"
     "directory and one store (SQLite in that directory unless --store).\n"
@@ -155,28 +156,6 @@ static const char og_usage_keygen[] =
 /* ===========================================================================
  * Shared helpers
  * ========================================================================= */
-int og_cli_exit_for_error(int err)
-{
-    switch (err) {
-    case OG_ESTORE_UNAVAILABLE:
-        return OG_EXIT_UNAVAILABLE;
-    case OG_ESCHEMA:
-    case OG_EBAD_URL:
-    case OG_ETIMINGS:
-    case OG_ESTORE_KEYS:
-        return OG_EXIT_CONFIG;
-    case OG_EINTERNAL:
-    case OG_ENOMEM:
-        return OG_EXIT_INTERNAL;
-    case OG_EKEY_EXISTS:
-        return OG_EXIT_CANTCREAT;
-    case OG_EKEY_IO:
-        return OG_EXIT_IOERR;
-    default:
-        return OG_EXIT_USAGE;
-    }
-}
-
 void og_cli_print_json(json_t *v)
 {
     char *s = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -233,7 +212,7 @@ int og_cli_admit(og_store *s, const og_grant *g, const og_intent *in,
         fprintf(stderr, "oncegate: admit error %s: %s\n", og_err_name(rc),
                 og_strerror(rc));
         *answer = og_cli_error_json(rc);
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     switch (res.outcome) {
     case OG_OUTCOME_ADMITTED:
@@ -311,7 +290,7 @@ static int og_cmd_migrate(int argc, char **argv)
         out = og_cli_error_json(rc);
         og_cli_print_json(out);
         json_decref(out);
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     out = json_pack("{s:i, s:i, s:s}", "from", from, "to", to,
                     "consumption_keys", og_consumption_keys_name(keys));
@@ -426,7 +405,7 @@ static int og_cmd_admit(int argc, char **argv)
                      : og_cli_error_json(rc);
         og_cli_print_json(answer);
         json_decref(answer);
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     rc = og_cli_admit(s, &g, &in, &answer);
     og_cli_print_json(answer);
@@ -488,7 +467,7 @@ static int og_cmd_explain(int argc, char **argv)
     if (rc < 0) {
         fprintf(stderr, "oncegate: explain: %s: %s\n", og_err_name(rc),
                 og_strerror(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     fputs(text, stdout);
     free(text);
@@ -536,7 +515,7 @@ static int og_cmd_keygen(int argc, char **argv)
         out = og_cli_error_json(rc);
         og_cli_print_json(out);
         json_decref(out);
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     out = json_pack("{s:s, s:s, s:s, s:s}", "issuer", issuer, "kid", r.kid,
                     "private_key", r.private_path, "public_key",

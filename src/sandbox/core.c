@@ -47,9 +47,9 @@ static const struct {
     unsigned status;
     const char *message;
 } code_table[] = {
-#define OG__SBX_CODE_ROW(name, status, text, msg) {text, status, msg},
-    OG_SBX_CODE_MAP(OG__SBX_CODE_ROW)
-#undef OG__SBX_CODE_ROW
+#define CODE_ROW(name, status, text, msg) {text, status, msg},
+    OG_SBX_CODE_MAP(CODE_ROW)
+#undef CODE_ROW
 };
 
 const char *og_sbx_code_name(og_sbx_code c)
@@ -732,9 +732,9 @@ static const struct {
     const char *name;
     size_t off;
 } stat_table[] = {
-#define OG__SBX_STAT_ROW(name) {#name, offsetof(og_sbx_stats, name)},
-    OG_SBX_STATS_MAP(OG__SBX_STAT_ROW)
-#undef OG__SBX_STAT_ROW
+#define STAT_ROW(name) {#name, offsetof(og_sbx_stats, name)},
+    OG_SBX_STATS_MAP(STAT_ROW)
+#undef STAT_ROW
 };
 #define N_STATS (sizeof stat_table / sizeof stat_table[0])
 
@@ -909,9 +909,9 @@ static const struct {
     bool delay;
 } fault_table[] = {
     {"none", false},
-#define OG__SBX_FAULT_ROW(name, text, delay) {text, delay},
-    OG_SBX_FAULT_MAP(OG__SBX_FAULT_ROW)
-#undef OG__SBX_FAULT_ROW
+#define FAULT_ROW(name, text, delay) {text, delay},
+    OG_SBX_FAULT_MAP(FAULT_ROW)
+#undef FAULT_ROW
 };
 #define N_FAULT_KINDS (sizeof fault_table / sizeof fault_table[0])
 

@@ -114,8 +114,8 @@ static void route_find(og_sbx_req *r)
 {
     size_t used = 0;
 
-    for (size_t i = 0; i < og_sbx_n_routes; i++) {
-        const og_sbx_route *rt = &og_sbx_routes[i];
+    for (size_t i = 0; i < r->srv->n_routes; i++) {
+        const og_sbx_route *rt = &r->srv->routes[i];
 
         if ((rt->control && !r->srv->cfg.control) ||
             !path_match(rt->path, r->path, r->path_id))

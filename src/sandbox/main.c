@@ -350,6 +350,8 @@ int main(int argc, char **argv)
     int rc;
 
     memset(&srv, 0, sizeof srv);
+    srv.routes = og_sbx_routes;
+    srv.n_routes = og_sbx_n_routes;
     if ((rc = parse_args(argc, argv, &srv.cfg, &done)) != 0 || done)
         return rc;
     if (sodium_init() < 0 || pthread_mutex_init(&srv.faults_mu, NULL) != 0 ||

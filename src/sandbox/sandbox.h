@@ -12,6 +12,8 @@
  *               payouts, their idempotency keys, authorization codes and
  *               counters; one transaction per request
  *   log.c       one JSON object per line on stderr; identifiers only
+ *   clock.c     the wall clock and sleeping: below store.c and log.c, so
+ *               neither needs the other for the time
  *   http.c      the libmicrohttpd edge: two-call pattern, routing, body
  *               cap, bearer authentication, dropping a connection
  *   handlers.c  one function per endpoint, and the route table
@@ -549,6 +551,11 @@ int og_sbx_store_stats(og_sbx_store *s, og_sbx_stats *out);
 /* Deletes every record, key, code and counter in one transaction. */
 int og_sbx_store_reset(og_sbx_store *s);
 
+/* ===========================================================================
+ * The clock (clock.c): the one place the sandbox reads the time, for the
+ * store, the rules (as an argument) and the log lines alike.
+ * ========================================================================= */
+
 /* The wall clock in microseconds (the store's and the rules' clock). */
 int64_t og_sbx_now_us(void);
 /* Sleeps us microseconds (restarting after signals). */
@@ -592,6 +599,11 @@ typedef struct og_sbx_srv {
     atomic_bool draining;       /* SIGTERM seen: answers carry close */
     pthread_mutex_t drain_mu;   /* with drain_cv: inflight reached 0 */
     pthread_cond_t drain_cv;
+    const struct og_sbx_route *routes; /* handlers.c's table, set by main.c:
+                                   http.c routes through it and names no
+                                   handler, so the edge stands below the
+                                   handlers that answer through it */
+    size_t n_routes;
 } og_sbx_srv;
 
 /* One request as handlers see it. Owned by http.c; handlers set the

@@ -310,25 +310,6 @@ static int expand(const og_sbx_resource *res, const char *t, char *out,
 }
 
 /* ===========================================================================
- * Clock
- * ========================================================================= */
-int64_t og_sbx_now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-void og_sbx_sleep_us(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-
-    while (us > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* ===========================================================================
  * Statement helpers: every SQLite result is checked here.
  * ========================================================================= */
 

@@ -15,9 +15,9 @@
 #include "serve.h"
 
 static const char *const role_names[] = {
-#define OG__ROLE_NAME(name, text) text,
-    OG_ROLE_MAP(OG__ROLE_NAME)
-#undef OG__ROLE_NAME
+#define ROLE_NAME(name, text) text,
+    OG_ROLE_MAP(ROLE_NAME)
+#undef ROLE_NAME
 };
 
 const char *og_role_name(unsigned role_bit)

@@ -55,7 +55,7 @@
 
 #include <sodium.h>
 
-#include "../cli/cli.h" /* the exit codes every subcommand shares */
+#include "exit.h" /* the exit codes every subcommand shares */
 #include "serve.h"
 
 #define DEV_CREDS_MAX 16384      /* bytes of dev-credentials.json */

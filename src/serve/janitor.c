@@ -1,7 +1,7 @@
 /*
  * janitor.c — the retention passes of `oncegate serve` and of the
- * `oncegate cleanup` / `oncegate archive-operations` commands (seed 000,
- * "Retention and Cleanup"): ONE library call each, then its log line, its
+ * `oncegate cleanup` / `oncegate archive-operations` commands
+ * (docs/design.md, "Retention: refusal records and operation records"): ONE library call each, then its log line, its
  * metrics and, for the commands, its JSON summary on stdout.
  *
  * Two jobs, kept apart because they answer two questions:

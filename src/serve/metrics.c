@@ -28,13 +28,13 @@
 /* ===========================================================================
  * The counters.
  * ========================================================================= */
-#define OG__COUNT_ONE(name, text) +1
+#define COUNT_ONE(name, text) +1
 enum {
-    N_OUTCOMES = 0 OG_OUTCOME_MAP(OG__COUNT_ONE),
-    N_REFUSALS = 0 OG_REFUSAL_MAP(OG__COUNT_ONE),
-    N_REDEEM = 0 OG_REDEEM_OUTCOME_MAP(OG__COUNT_ONE),
+    N_OUTCOMES = 0 OG_OUTCOME_MAP(COUNT_ONE),
+    N_REFUSALS = 0 OG_REFUSAL_MAP(COUNT_ONE),
+    N_REDEEM = 0 OG_REDEEM_OUTCOME_MAP(COUNT_ONE),
 };
-#undef OG__COUNT_ONE
+#undef COUNT_ONE
 
 /* Bucket upper bounds (inclusive, "le"), as microseconds to compare with
  * and as the text Prometheus sees. The +Inf bucket follows them. */
@@ -51,9 +51,9 @@ _Static_assert(sizeof bucket_le / sizeof bucket_le[0] == N_BOUNDS,
                "one text per bucket bound");
 
 static const char *const op_names[] = {
-#define OG__MOP_NAME(name, text) text,
-    OG_METRIC_OP_MAP(OG__MOP_NAME)
-#undef OG__MOP_NAME
+#define MOP_NAME(name, text) text,
+    OG_METRIC_OP_MAP(MOP_NAME)
+#undef MOP_NAME
 };
 
 #define STATUS_MIN 100

@@ -6,8 +6,10 @@
  * function (og_admit, og_consume, ...) and maps the outcome to HTTP. All
  * single-use decisions stay in the store; nothing here caches a verdict.
  *
- *   config.c    the configuration table (name, type, bounds, default, doc),
- *               the JSON config loader, docs/config.md generation
+ *   config.c    the configuration table (name, type, bounds, default, doc)
+ *               and docs/config.md, generated from it (config_table.h)
+ *   config_load.c  the JSON config loader driven by the table, the
+ *               setters and the checks across keys
  *   dev.c       `serve --dev`: data directory, issuer keys, one principal
  *               per role, dev-credentials.json, the ready banner
  *   auth.c      principals: hashed API keys, constant-time lookup, roles;
@@ -24,6 +26,8 @@
  *               background loops (recovery, cleanup, archiving) and the
  *               commands that run one of them on its own (`recover`,
  *               `cleanup`, `archive-operations`)
+ *   commands.h  what src/cli/ may see of all this: the subcommands above
+ *               and the sandbox's path
  *
  * Conventions as in the library: 0 or a negative OG_E* code, or a documented
  * non-negative result; out-parameters written only on success; x_free(NULL)
@@ -41,6 +45,7 @@
 
 #include <jansson.h>
 
+#include "commands.h"
 #include "oncegate/oncegate.h"
 
 /* ===========================================================================
@@ -81,7 +86,7 @@ typedef struct og_principal {
 } og_principal;
 
 /* ===========================================================================
- * Configuration (config.c).
+ * Configuration (config.c, config_load.c).
  * ========================================================================= */
 /* What the background retention loop does with finished operations
  * (operations.retention_mode). */
@@ -140,7 +145,7 @@ typedef struct og_srv_config {
 } og_srv_config;
 
 /* Writes "PREFIX: " and the formatted message to err (NULL or errlen 0:
- * nothing) and returns rc: how config.c and dev.c report one failure in
+ * nothing) and returns rc: how config_load.c and dev.c report one failure in
  * one statement. */
 __attribute__((format(printf, 5, 0))) int
 og_srv_vfail(char *err, size_t errlen, int rc, const char *prefix,
@@ -182,11 +187,11 @@ const char *og_srv_config_redemption_url(const og_srv_config *c);
  * OG_EINVAL with one line naming the relation in err. */
 int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen);
 
-/* Checks the store's server-side bound on admissions (seed 000, "Retention
- * and Cleanup") against c: on a backend that has such settings, both
- * statement_timeout and lock_timeout must be finite (non-zero) and no
- * longer than timings.store_timeout, the admission bound relation T9
- * relies on. 0, or OG_ETIMINGS with one line in err. Pure. */
+/* Checks the store's server-side bound on admissions (docs/design.md, "The
+ * server-side bound on an admission, and what it does not cover") against
+ * c: on a backend that has such settings, both statement_timeout and
+ * lock_timeout must be finite (non-zero) and no longer than
+ * timings.store_timeout, the admission bound relation T9 relies on. 0, or OG_ETIMINGS with one line in err. Pure. */
 int og_srv_config_check_bounds(const og_srv_config *c,
                                const og_session_bounds *b, char *err,
                                size_t errlen);
@@ -241,13 +246,6 @@ int og_srv_dev_sandbox_start(og_srv_config *c, const char *dir,
                              og_srv_dev_sandbox *sb, char *err,
                              size_t errlen);
 
-/* The sandbox's executable name, and its path beside this executable (a
- * build directory, or the bindir both were installed to): malloc'd (the
- * caller frees it), or NULL when it is not there — then exec looks
- * OG_SANDBOX_BIN up in PATH. Used by serve --dev and oncegate demo. */
-#define OG_SANDBOX_BIN "oncegate-sandbox"
-char *og_srv_sandbox_path(void);
-
 /* Stops a sandbox started by og_srv_dev_sandbox_start (SIGTERM, then
  * SIGKILL after 10 s) and reaps it. No-op when none runs. */
 void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
@@ -261,10 +259,6 @@ void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
 void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
                        const char *url, const char *argv0,
                        const og_srv_dev_sandbox *sb);
-
-/* `oncegate dev-env [--data-dir DIR]`: prints `export OG_<ROLE>_KEY=...`
- * lines from DIR/dev-credentials.json for eval in a shell. Exit code. */
-int og_cli_dev_env(int argc, char **argv);
 
 /* ===========================================================================
  * Authentication snapshot (auth.c): immutable once built, swapped whole on
@@ -374,26 +368,5 @@ void og_metrics_response(unsigned status);
 /* The Prometheus text exposition (version 0.0.4), malloc'd into *out. 0 or
  * OG_ENOMEM. */
 int og_metrics_render(char **out, size_t *len);
-
-/* ===========================================================================
- * The server (server.c, http.c, handlers.c).
- * ========================================================================= */
-
-/* `oncegate serve ...`. Returns the process exit code. */
-int og_cli_serve(int argc, char **argv);
-extern const char og_usage_serve[];
-
-/* `oncegate recover --config FILE [--once]`. Returns the exit code. */
-int og_cli_recover(int argc, char **argv);
-extern const char og_usage_recover[];
-
-/* `oncegate cleanup --config FILE [--once]`. Returns the exit code. */
-int og_cli_cleanup(int argc, char **argv);
-extern const char og_usage_cleanup[];
-
-/* `oncegate archive-operations --config FILE [--delete]`. Returns the exit
- * code. */
-int og_cli_archive_operations(int argc, char **argv);
-extern const char og_usage_archive_operations[];
 
 #endif /* OG_SERVE_H */

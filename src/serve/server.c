@@ -22,7 +22,7 @@
 #include <microhttpd.h>
 #include <sodium.h>
 
-#include "cli.h"
+#include "exit.h" /* the exit codes every subcommand shares */
 #include "http.h"
 
 const char og_usage_serve[] =
@@ -125,9 +125,10 @@ static int load_config(og_srv *srv, const serve_args *a)
     return OG_EXIT_OK;
 }
 
-/* Checks the server-side bound on admissions (seed 000, "Retention and
- * Cleanup"): a client deadline alone lets the server keep working after
- * the client stopped waiting. Exit code. */
+/* Checks the server-side bound on admissions (docs/design.md, "The
+ * server-side bound on an admission, and what it does not cover"): a client
+ * deadline alone lets the server keep working after the client stopped
+ * waiting. Exit code. */
 static int check_admission_bound(og_srv *srv)
 {
     og_session_bounds b;
@@ -137,7 +138,7 @@ static int check_admission_bound(og_srv *srv)
     if (rc != 0) {
         fprintf(stderr, "oncegate: serve: reading the admission bound: %s\n",
                 og_err_name(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     if (og_srv_config_check_bounds(&srv->cfg, &b, msg, sizeof msg) != 0)
         return refuse(msg);
@@ -172,14 +173,14 @@ static int open_store(og_srv *srv)
         (rc = og_store_migrate(srv->cfg.store_url, &o, NULL, NULL)) != 0) {
         fprintf(stderr, "oncegate: serve: migrating the store: %s: %s\n",
                 og_err_name(rc), og_strerror(rc));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     if ((rc = og_store_open(srv->cfg.store_url, &o, &srv->store)) != 0) {
         fprintf(stderr, "oncegate: serve: opening the store: %s: %s\n",
                 og_err_name(rc), og_strerror(rc));
         og_log(OG_LOG_ERROR, "store_open_failed",
                json_pack("{s:s}", "error", og_err_name(rc)));
-        return og_cli_exit_for_error(rc);
+        return og_exit_for_error(rc);
     }
     return check_admission_bound(srv);
 }
@@ -946,7 +947,7 @@ static int run_job(const og_job *job, int argc, char **argv)
          * process (a batch cut short rolls back; the ones before stay). */
         pthread_sigmask(SIG_UNBLOCK, &set, NULL);
         rc = job->pass(&srv, true);
-        rc = rc != 0 ? og_cli_exit_for_error(rc) : OG_EXIT_OK;
+        rc = rc != 0 ? og_exit_for_error(rc) : OG_EXIT_OK;
         goto out;
     }
     /* A dedicated thread runs the passes; this one waits for a signal. */

@@ -88,7 +88,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "og_internal.h"
+#include "store/store_int.h"
 
 /* ===========================================================================
  * SQL fragments several files' statements are written from

@@ -13,7 +13,7 @@
  *       tenant's settings, beneficiary and destination, the release day's
  *       counters — under the write lock (Q1), so none can change before it
  *       commits; the pure core decides (og__payout_plan_decide,
- *       lib/core/payout_plan.c); then it writes. Allowed: the reservation
+ *       lib/store/payout_plan.c); then it writes. Allowed: the reservation
  *       (Q27), the decision row, the approval with the attempt number
  *       (Q28), the grant's `grants` row (issuer 'payouts', row form, no
  *       family, the window's end as its expiry), its bindings, the job and

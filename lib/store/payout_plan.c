@@ -5,7 +5,9 @@
  * writes (og__payout_plan_decide), what a put that wrote nothing means, and a
  * payout grant's derived state. No I/O, no clock, no randomness: the
  * backends read and write, this decides, so the two engines cannot decide
- * differently.
+ * differently. Pure, yet in the store layer: what it reads and writes are
+ * the store's records (store_int.h, oncegate/payout_store.h); the policy
+ * it applies is the core's.
  *
  * Invariants:
  *   PP1  A decision's verdict is always the pure core's (lib/core/payout.c)
@@ -23,30 +25,29 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "oncegate/payout.h"
-#include "og_internal.h"
+#include "store/store_int.h"
 
 /* ===========================================================================
  * Names
  * ========================================================================= */
 
-#define OG__COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define OG__NAME(table, v)                                                     \
-    ((unsigned)(v) < OG__COUNT(table) ? table[(unsigned)(v)] : "?")
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define NAME_OF(table, v)                                                      \
+    ((unsigned)(v) < COUNT_OF(table) ? table[(unsigned)(v)] : "?")
 
-static const char *const og__write_names[] = {
+static const char *const write_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_WRITE_MAP(X)
 #undef X
 };
 
-static const char *const og__unavailable_names[] = {
+static const char *const unavailable_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_UNAVAILABLE_MAP(X)
 #undef X
 };
 
-static const char *const og__grant_state_names[] = {
+static const char *const grant_state_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_GRANT_STATE_MAP(X)
 #undef X
@@ -54,17 +55,17 @@ static const char *const og__grant_state_names[] = {
 
 const char *og_payout_write_name(og_payout_write w)
 {
-    return OG__NAME(og__write_names, w);
+    return NAME_OF(write_names, w);
 }
 
 const char *og_payout_unavailable_name(og_payout_unavailable u)
 {
-    return OG__NAME(og__unavailable_names, u);
+    return NAME_OF(unavailable_names, u);
 }
 
 const char *og_payout_grant_state_name(og_payout_grant_state g)
 {
-    return OG__NAME(og__grant_state_names, g);
+    return NAME_OF(grant_state_names, g);
 }
 
 /* ===========================================================================
@@ -175,8 +176,9 @@ int og__payout_snapshot_build(const og__payout_facts *f,
     return 0;
 }
 
-int og__payout_plan_decide(const og__payout_facts *f, const og__payout_decide_req *r,
-                    og__payout_plan *out)
+int og__payout_plan_decide(const og__payout_facts *f,
+                           const og__payout_decide_req *r,
+                           og__payout_plan *out)
 {
     og__payout_plan p;
     og_payout_snapshot s;
@@ -285,7 +287,7 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
  *        writes), then the fence. Nothing but CLAIMED lets a backend write.
  * ========================================================================= */
 
-static const char *const og__claim_names[] = {
+static const char *const claim_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_CLAIM_MAP(X)
 #undef X
@@ -293,7 +295,7 @@ static const char *const og__claim_names[] = {
 
 const char *og_payout_claim_outcome_name(og_payout_claim_outcome o)
 {
-    return OG__NAME(og__claim_names, o);
+    return NAME_OF(claim_names, o);
 }
 
 int og__payout_attempt_names(const char *payout_id, int64_t attempt,
@@ -368,7 +370,7 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
 /* ===========================================================================
  * The resolution (og_payout_resolve)
  *
- *   PP5  The reservation follows the attempt's outcome (seed section 11):
+ *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
  *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
  *        held on Unknown and NeedsReconciliation. Only a terminal outcome
  *        clears the payout's active attempt, and it always moves the
@@ -378,13 +380,13 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
  *        attempt needs a new decision and grant, section 16), or Unknown.
  * ========================================================================= */
 
-static const char *const og__resolve_names[] = {
+static const char *const resolve_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_RESOLVE_MAP(X)
 #undef X
 };
 
-static const char *const og__reservation_names[] = {
+static const char *const reservation_names[] = {
 #define X(name, text) text,
     OG_PAYOUT_RESERVATION_MAP(X)
 #undef X
@@ -392,12 +394,12 @@ static const char *const og__reservation_names[] = {
 
 const char *og_payout_resolve_outcome_name(og_payout_resolve_outcome o)
 {
-    return OG__NAME(og__resolve_names, o);
+    return NAME_OF(resolve_names, o);
 }
 
 const char *og_payout_reservation_name(og_payout_reservation r)
 {
-    return OG__NAME(og__reservation_names, r);
+    return NAME_OF(reservation_names, r);
 }
 
 int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
@@ -443,7 +445,7 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
         break;
     case OG_OP_ADMITTED:
     case OG_OP_STARTED:
-        return OG_EINTERNAL; /* store.c checked the transition */
+        return OG_EINTERNAL; /* exec.c checked the transition */
     }
     p.outcome = OG_PAYOUT_RESOLVE_RESOLVED;
     p.clear_attempt = p.release_cause != NULL;

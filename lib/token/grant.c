@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "og_internal.h"
+#include "token/token_int.h"
 
 #define US_PER_SEC INT64_C(1000000)
 /* NumericDate bounds: 1970-01-01 .. 9999-12-31T23:59:59Z, so every value
@@ -238,8 +238,8 @@ static int check_claims(const claims *c, const og_grant_policy *p,
         return OG_EGRANT_NOT_YET_VALID;
     if (!(exp_us + p->admission_leeway_us > now_us))
         return OG_EGRANT_EXPIRED;
-    /* The two limits revocation's fallback retention relies on (seed 000,
-     * "Revocation contends for the same key"). */
+    /* The two limits revocation's fallback retention relies on
+     * (docs/design.md, "The grant lifecycle"). */
     if (exp_us - iat_us > p->max_lifetime_us)
         return OG_EGRANT_LIFETIME_EXCEEDED;
     if (iat_us > now_us + p->issue_skew_us)

@@ -1,204 +1,46 @@
 /*
- * og_internal.h — interfaces shared between oncegate's own files. Not API.
+ * store_int.h — the store layer's private interface: what lib/store's files
+ * share with each other. Not API.
  *
- * Map:
- *   lib/core/    pure code, no I/O: errors, input validation, the admission
- *                classification both backends share, store-error
- *                classification, timings.
- *                lib/core/grant.c is the grant validator (claims, policy,
- *                binding) — pure as well: keys and time are arguments.
- *   lib/store/   store.c dispatches through one og__store_methods table per
- *                backend: sqlite.c, postgres.c. pool.c is the connection pool
- *                both use. Each backend keeps its SQL beside the code that
- *                runs it — the admission statement is og__pg_admit_sql in
- *                postgres.c and the BEGIN IMMEDIATE block in sqlite.c.
- *   lib/token/   base64url.c (strict codec), jws.c (compact JWS: header
- *                rules, signing input, signature), keys.c (JWKs, keysets,
- *                signers; no I/O), keyfile.c (key files: keygen, loading —
- *                the only file of the token code that touches the disk).
+ *   store.c       opening, migrating and checking a store; the admission;
+ *                 og_store_explain's dispatch
+ *   grants.c      issuance, revocation, families, consume, tickets
+ *   exec.c        the ownership protocol of execution
+ *   retention.c   cleanup (refusal records) and archiving (operations)
+ *   redeem.c      redemption recovery points
+ *   payout.c, payout_run.c   the payout store's decision and run sides
+ *   payout_plan.c the pure pieces both backends share: what the facts they
+ *                 read mean, and what a decision, a claim or a resolution
+ *                 writes
+ *   pool.c        the connection pool both backends use
+ *   sqlite.c, postgres.c  the backends: one og__store_methods table each,
+ *                 with the SQL beside the code that runs it
+ *
+ * The files above the backends (store.c ... payout_run.c) check every
+ * input and build the validated requests below (so a backend never sees
+ * raw input), then call through the method table; lib/store/dispatch.h is
+ * what they share besides. This header also makes lib/core's private
+ * interface (core_int.h) visible, as the backends use it.
+ *
+ * Included by lib/store/ and the layers above it only
+ * (tools/check_layers.py).
  */
-#ifndef OG_INTERNAL_H
-#define OG_INTERNAL_H
+#ifndef OG_STORE_INT_H
+#define OG_STORE_INT_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "oncegate/oncegate.h"
+#include "core/core_int.h"
 #include "oncegate/payout_store.h"
-#include "oncegate/redeem.h"
-
-/* Admission writes the operation at this owner version. One constant, so the
- * statement and every later ownership check cannot drift apart. */
-#define OG__INITIAL_OWNER_VERSION 1
+#include "oncegate/store.h"
 
 /* The statuses an owner holds an operation in: what og_op_record may
- * expect and what a takeover takes over (oncegate.h, "Execution"). */
+ * expect and what a takeover takes over (store.h, "Execution"). */
 #define OG__OP_OWNED                                                           \
     (OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_STARTED) |                    \
      OG_OP_BIT(OG_OP_UNKNOWN))
-
-/* ===========================================================================
- * Core: input validation (lib/core/validate.c). Pure.
- * ========================================================================= */
-
-/* 0 when s is 1..OG_ID_MAX bytes of printable ASCII 0x21..0x7e; else -1. */
-int og__id_check(const char *s);
-
-/* Validates a UUID in any case and writes the canonical lower-case form to
- * out (OG_UUID_LEN + 1 bytes). The nil UUID is refused. 0 or -1. */
-int og__uuid_normalize(const char *in, char out[OG_UUID_LEN + 1]);
-
-/* 0 when s is exactly three upper-case ASCII letters; else -1. */
-int og__currency_check(const char *s);
-
-/* Expires-at bounds: 1970-01-01 .. 9999-12-31T23:59:59.999999Z. */
-#define OG__TIME_MIN_US INT64_C(0)
-#define OG__TIME_MAX_US INT64_C(253402300799999999)
-
-/* A validated, canonical admission request: everything the backends write.
- * Built only by og__admit_req_build(), so a backend never sees raw input. */
-typedef struct og__admit_req {
-    char issuer[OG_ID_MAX + 1];
-    char grant_id[OG_ID_MAX + 1];
-    int64_t expires_at_us;
-    char operation_id[OG_UUID_LEN + 1];
-    char caller_id[OG_ID_MAX + 1];
-    char account_id[OG_ID_MAX + 1];
-    char amount[OG_AMOUNT_MAX + 1]; /* canonical */
-    char currency[OG_CURRENCY_LEN + 1];
-    char family[OG_ID_MAX + 1];     /* "" when the grant has none */
-    og_grant_form form;
-} og__admit_req;
-
-/* Builds the grant part only (issuer, grant id, expires_at, family, form),
- * for og_consume. Returns 0 or the OG_E* input code. */
-int og__grant_req_build(const og_grant *g, og__admit_req *req);
-
-/* Checks every field and fills *req. Returns 0 or the OG_E* input code of the
- * first bad field (issuer, grant id, expires_at, family, form, operation id,
- * caller, account, amount, currency — in that order). */
-int og__admit_req_build(const og_grant *g, const og_intent *in,
-                        og__admit_req *req);
-
-/* ===========================================================================
- * Core: what a zero-row admission means (lib/core/admission.c). Pure.
- *
- * The claim already decided; this only reports. Both backends read the
- * consumption row for the grant key and the operation row for the operation
- * id after a claim that returned nothing, and hand them here.
- * ========================================================================= */
-typedef enum og__claim_kind {
-    OG__CLAIM_ADMISSION = 0, /* operation_id set */
-    OG__CLAIM_REVOCATION,    /* no operation */
-    OG__CLAIM_CONSUME,       /* the consume verdict; no operation */
-} og__claim_kind;
-
-/* What holds a grant after a claim that took nothing. Row form maps its
- * grants row onto the same shape: consumed by an operation = ADMISSION,
- * revoked_at set = REVOCATION, consumed with no operation = CONSUME. */
-typedef struct og__consumption {
-    bool present;
-    bool has_operation;                  /* kind == ADMISSION */
-    og__claim_kind kind;
-    char operation_id[OG_UUID_LEN + 1];  /* when has_operation */
-    bool family_blocked;  /* the grant names a family whose row is missing
-                             or revoked: the claim could not happen */
-    bool not_issued;      /* row form: no grants row for the key */
-} og__consumption;
-
-/* Classifies a claim that admitted nothing. op may be NULL (no operation row
- * with the request's id). Fills *out: ALREADY_ADMITTED with op copied into
- * out->operation only when the key is held by this operation id and the
- * stored issuer, grant id, caller, account, amount and currency all equal
- * the request's; otherwise REFUSED with the reason. */
-void og__classify_unclaimed(const og__admit_req *req,
-                            const og__consumption *c, const og_operation *op,
-                            og_admission *out);
-
-/* The refusal reason for a consume verdict that claimed nothing. */
-og_refusal og__classify_consume(const og__consumption *c);
-
-/* True when the stored operation carries exactly the request's binding. */
-bool og__operation_matches(const og__admit_req *req, const og_operation *op);
-
-/* ===========================================================================
- * Core: the hashed consumption key (lib/core/consumption_key.c). Pure.
- * ========================================================================= */
-
-/* SHA-256 over u32be(issuer_len) || issuer || u32be(grant_id_len) ||
- * grant_id into out: og_consumption_key() without the identifier checks,
- * for the SQL function SQLite runs over stored rows. 0, or -1 when a length
- * does not fit 32 bits. */
-int og__consumption_key(const char *issuer, size_t issuer_len,
-                        const char *grant_id, size_t grant_id_len,
-                        unsigned char out[OG_CONSUMPTION_KEY_LEN]);
-
-/* Registers og_consumption_key(issuer, grant_id) on db: the function above,
- * deterministic and innocuous. lib/store/sqlite/conn.c does it on every
- * connection; tests call it on their raw ones. SQLITE_OK or an error code. */
-struct sqlite3;
-int og__sqlite_register_key_function(struct sqlite3 *db);
-
-/* ===========================================================================
- * Core: what a store failure means (lib/core/storeerr.c). Pure.
- * ========================================================================= */
-
-/* Maps a PostgreSQL SQLSTATE (5 chars) and, for unique violations, the
- * violated constraint's name to an outcome of the admission:
- *   OG__PG_REFUSE   a unique violation on operations_pkey or
- *                   operations_grant_key: the admission is refused;
- *   otherwise a negative OG_E* code — OG_ESTORE_UNAVAILABLE for connection
- *   loss, cancellation, timeouts, shutdown, resource exhaustion,
- *   serialization failures and read-only (standby) targets; OG_EINTERNAL for
- *   everything else, including any other constraint failure. */
-#define OG__PG_REFUSE 1
-int og__pg_classify(const char *sqlstate, const char *constraint);
-
-/* ===========================================================================
- * Core: redeeming a single-use token (lib/core/redeem.c). Pure: the nonce
- * and every record arrive as arguments.
- * ========================================================================= */
-#define OG__REDEEM_KEY_LEN 32
-#define OG__REDEEM_BACKOFF_FIRST_US 20000  /* the first wait between looks */
-#define OG__REDEEM_BACKOFF_MAX_US 500000   /* the longest */
-
-/* SHA-256 of code as 64 lower-case hex: all the store keeps of a token. */
-void og__redeem_code_hash(const char *code, char out[OG_CODE_HASH_LEN + 1]);
-
-/* Seals len (1..OG_REDEMPTION_RESULT_MAX) bytes of plain into sealed (len
- * + OG_REDEMPTION_TAG_LEN bytes) under key and nonce, bound to caller, ikey
- * and code_hash (R3). 0, or OG_EINVAL. */
-int og__redeem_seal(const unsigned char key[OG__REDEEM_KEY_LEN],
-                    const unsigned char nonce[OG_REDEMPTION_NONCE_LEN],
-                    const char *caller, const char *ikey,
-                    const char *code_hash, const unsigned char *plain,
-                    size_t len, unsigned char *sealed);
-
-/* Opens sealed (sealed_len bytes) into plain (sealed_len -
- * OG_REDEMPTION_TAG_LEN bytes). 0, or -1 when it does not open under this
- * key and record (plain's content is then unspecified: wipe it). */
-int og__redeem_open(const unsigned char key[OG__REDEEM_KEY_LEN],
-                    const unsigned char nonce[OG_REDEMPTION_NONCE_LEN],
-                    const char *caller, const char *ikey,
-                    const char *code_hash, const unsigned char *sealed,
-                    size_t sealed_len, unsigned char *plain);
-
-/* The wait before look number attempt + 1: 20 ms doubling to 500 ms. */
-int64_t og__redeem_backoff_us(int attempt);
-
-/* How long to look for a recovery point after exchange answer x: -1 not at
- * all (SUCCEEDED, REJECTED settle it), 0 one look (nothing was sent),
- * else bound_us. */
-int64_t og__redeem_catch_up_us(const og_exchange_outcome *x, int64_t bound_us);
-
-/* The outcome one look decides (an og_redeem_outcome), or -1: nothing
- * yet, look again until the bound. same_code: the key's own point holds
- * this token's hash. */
-int og__redeem_after_look(og_redemption_found found, bool same_code);
-
-/* The outcome at the bound when no look found anything. */
-og_redeem_outcome og__redeem_at_bound(og_exchange_class c);
 
 /* ===========================================================================
  * Connection pool (lib/store/pool.c). Thread-safe. Connections are created
@@ -226,15 +68,16 @@ og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
  * been put back. NULL is a no-op. */
 void og__pool_free(og__pool *p);
 /* Takes a connection, connecting a new one if none is idle and fewer than
- * max exist; idle ones ops->alive rejects are closed on the way (P6). 0 and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when
- * none came free within the pool's wait. */
+ * max exist; idle ones ops->alive rejects are closed on the way (P6). 0
+ * and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when none came
+ * free within the pool's wait. */
 int og__pool_get(og__pool *p, void **conn);
 /* Returns conn. broken=true closes it instead of keeping it (connection lost,
  * state unknown), so the next caller gets a fresh one. */
 void og__pool_put(og__pool *p, void *conn, bool broken);
 
 /* ===========================================================================
- * Validated requests for the grant-lifecycle methods (store.c builds them).
+ * Validated requests for the grant-lifecycle methods (grants.c builds them).
  * ========================================================================= */
 typedef struct og__issuance_req {
     char issuer[OG_ID_MAX + 1];
@@ -255,15 +98,23 @@ typedef struct og__revoke_req {
     og_grant_form form;
 } og__revoke_req;
 
-/* Appends a copy of id to sv. 0 or OG_ENOMEM. */
+/* The most ids one og_strv holds: a family revocation's list of the grants
+ * it revoked (2^20 ids of at most OG_ID_MAX bytes: ~140 MB at worst). A
+ * power of two, so the doubling array ends exactly at it. */
+#define OG__STRV_MAX ((size_t)1 << 20)
+
+/* Appends a copy of id to sv (which starts as {NULL, 0} and is only ever
+ * grown here), doubling its array from 8 slots: amortized O(1) per id.
+ * 0, or OG_ENOMEM — out of memory, or sv already holds OG__STRV_MAX ids
+ * (sv is unchanged then). */
 int og__strv_push(og_strv *sv, const char *id);
 
 /* ===========================================================================
- * The payout store (schemas 8-10): validated requests (store.c builds them, so
- * a backend never sees raw input) and the pure pieces both backends share
- * (lib/core/payout_plan.c): what the facts they read mean, and what a
- * decision writes. Ids are checked, money is in minor units, times are in
- * range.
+ * The payout store (schemas 8-10): validated requests (payout.c and
+ * payout_run.c build them, so a backend never sees raw input) and the pure
+ * pieces both backends share (lib/store/payout_plan.c): what the facts
+ * they read mean, and what a decision writes. Ids are checked, money is in
+ * minor units, times are in range.
  * ========================================================================= */
 typedef struct og__payout_tenant_req {
     char tenant_id[OG_ID_MAX + 1];
@@ -285,7 +136,7 @@ typedef struct og__payout_beneficiary_req {
 typedef struct og__payout_destination_req {
     char destination_id[OG_ID_MAX + 1];
     char beneficiary_id[OG_ID_MAX + 1];
-    char provider_token[OG_PAYOUT_TOKEN_MAX + 1]; /* SECRET: store.c wipes
+    char provider_token[OG_PAYOUT_TOKEN_MAX + 1]; /* SECRET: payout.c wipes
                                                      it after the call */
     int64_t expected_version;
 } og__payout_destination_req;
@@ -312,7 +163,7 @@ typedef struct og__payout_decide_req {
     int64_t approval_limit;
     int64_t not_before_us, expires_at_us;
     char correlation_id[OG_ID_MAX + 1];
-    /* fresh identifiers (store.c), used only when the decision writes
+    /* fresh identifiers (payout.c), used only when the decision writes
      * them: the decision's always, the grant's and the job's if Allowed */
     char decision_id[OG_UUID_LEN + 1];
     char grant_id[OG_ID_MAX + 1];
@@ -383,8 +234,9 @@ int og__payout_snapshot_build(const og__payout_facts *f,
  * snapshot of f with r's intent version and requester facts; a missing
  * payout is the core's Deferred context.unavailable. 0, or OG_EINTERNAL
  * when the core refuses the stored facts (they break the schema's rules). */
-int og__payout_plan_decide(const og__payout_facts *f, const og__payout_decide_req *r,
-                    og__payout_plan *out);
+int og__payout_plan_decide(const og__payout_facts *f,
+                           const og__payout_decide_req *r,
+                           og__payout_plan *out);
 
 /* The reservation's conditional update took nothing — another decision's
  * reservation committed first: the decision written is Denied
@@ -414,7 +266,7 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
                                              int64_t now_us);
 
 /* A validated claim (og_payout_claim): the caller's inputs, the attempt's
- * fresh id (store.c), windows in microseconds. */
+ * fresh id (payout_run.c), windows in microseconds. */
 typedef struct og__payout_claim_req {
     char grant_id[OG_ID_MAX + 1];
     char worker_id[OG_ID_MAX + 1];
@@ -519,10 +371,6 @@ typedef struct og__payout_resolve_plan {
 int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
                             og__payout_resolve_plan *out);
 
-/* og_op_record's input checks, shared with og_payout_resolve: 0, or the
- * error og_op_record returns for it (OG_ETRANSITION, OG_EREASON, ...). */
-int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
-                         const og_op_outcome *o);
 
 /* Fault points of the decision transaction (lib/core/fault.c): each acts
  * as if the store failed there, so everything before it rolls back. */
@@ -535,13 +383,9 @@ int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
  * too). */
 #define OG__FAULT_RESOLVE_BEFORE_COMMIT "payout_resolve_before_commit"
 
-/* A fresh version 4 UUID (libsodium's CSPRNG), lower case. 0, or
- * OG_EINTERNAL when libsodium cannot start. */
-int og__uuid_new(char out[OG_UUID_LEN + 1]);
-
 /* ===========================================================================
- * Backends. One const table each; store.c calls through it. A method that
- * fails writes nothing to its out-parameters.
+ * Backends. One const table each; the files above them call through it. A
+ * method that fails writes nothing to its out-parameters.
  * ========================================================================= */
 typedef struct og__store_methods {
     const char *name; /* "sqlite", "postgres" */
@@ -585,7 +429,7 @@ typedef struct og__store_methods {
 
     /* ---- grants: issuance, revocation, families, consume, tickets ----
      * Each is ONE statement in PostgreSQL and ONE transaction in SQLite.
-     * Inputs are validated and canonical (store.c). */
+     * Inputs are validated and canonical (grants.c). */
 
     /* Issuance log entry (+ the grants row in row form) in a live family. */
     int (*issuance_record)(void *impl, const og__issuance_req *req,
@@ -609,8 +453,9 @@ typedef struct og__store_methods {
                          char *issuer, char *family);
 
     /* ---- execution (schema 3) ----
-     * Inputs are validated and canonical (store.c); the transition is one
-     * the table in oncegate.h allows. Times are the store's clock. */
+     * Inputs are validated and canonical (exec.c); the transition is one
+     * the table in store.h ("Execution") allows. Times are the store's
+     * clock. */
     int (*op_may_submit)(void *impl, const char *operation_id,
                          int64_t owner_version, bool *may);
     /* ONE conditional write: kind payout AND status Admitted AND
@@ -622,7 +467,7 @@ typedef struct og__store_methods {
     /* ONE conditional write: status IN expected AND owner_version = v ->
      * the outcome, updated_at = now, + an "outcome" event. NotStarted
      * additionally requires kind payout and owner_version above the
-     * initial one (P2), re-checked here whatever store.c checked. */
+     * initial one (P2), re-checked here whatever exec.c checked. */
     int (*op_record)(void *impl, const char *operation_id, unsigned expected,
                      int64_t owner_version, const og_op_outcome *o,
                      bool *recorded);
@@ -648,11 +493,11 @@ typedef struct og__store_methods {
     int (*op_insert)(void *impl, const og__admit_req *req, og_op_kind k,
                      const char *idempotency_key,
                      const char *client_reference, og_operation *out);
-    /* Stored events only (store.c prepends the "admitted" one). */
+    /* Stored events only (exec.c prepends the "admitted" one). */
     int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
 
     /* ---- retention (schema 4) ----
-     * ONE batch each, in its own short transaction; store.c loops and
+     * ONE batch each, in its own short transaction; retention.c loops and
      * decides when to stop. *out is this batch's counts only (its batches
      * member untouched); a batch never takes more than batch rows.
      * *from_us is a keyset cursor over the index the batch walks: the batch
@@ -685,7 +530,7 @@ typedef struct og__store_methods {
     int (*explain)(void *impl, int batch, FILE *out);
 
     /* ---- redemption recovery points (schema 6) ----
-     * Inputs are validated (store.c). */
+     * Inputs are validated (redeem.c). */
     /* ONE conditional insert, ON CONFLICT (caller, idempotency_key) DO
      * NOTHING: *inserted false when the key already held a point. */
     int (*redemption_put)(void *impl, const og_redemption_record *r,
@@ -698,11 +543,12 @@ typedef struct og__store_methods {
                           og_redemption_point *out);
 
     /* ---- the payout store (schemas 8-10) ----
-     * Inputs are validated (store.c). Each write is ONE transaction (SQLite:
-     * BEGIN IMMEDIATE; PostgreSQL: one statement, or for the decision one
-     * explicit transaction) and says what it did in *out; a write that
-     * changed nothing reports why from a read of the same transaction
-     * (SQLite) or statement (PostgreSQL), with og__payout_put_classify. */
+     * Inputs are validated (payout.c, payout_run.c). Each write is ONE
+     * transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: one statement, or
+     * for the decision one explicit transaction) and says what it did in
+     * *out; a write that changed nothing reports why from a read of the
+     * same transaction (SQLite) or statement (PostgreSQL), with
+     * og__payout_put_classify. */
     int (*payout_tenant_put)(void *impl, const og__payout_tenant_req *r,
                              og_payout_put_result *out);
     int (*payout_beneficiary_put)(void *impl,
@@ -746,7 +592,7 @@ typedef struct og__store_methods {
      * its conditions (anything that then writes nothing is OG_EINTERNAL:
      * rolled back). *out: outcome, payout id, attempt number, and for
      * CLAIMED the new operation (has_attempt); DUPLICATE's attempt is read
-     * by store.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
+     * by payout_run.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
     int (*payout_claim)(void *impl, const og__payout_claim_req *r,
                         og_payout_claim_result *out);
     /* The resolution (og_payout_resolve): ONE transaction — the backend's
@@ -758,7 +604,7 @@ typedef struct og__store_methods {
     int (*payout_resolve)(void *impl, const char *operation_id,
                           unsigned expected, int64_t owner_version,
                           const og_op_outcome *o, og_payout_resolution *out);
-    /* 1 and new_id written (store.c generated it), 0 no such job. */
+    /* 1 and new_id written (payout_run.c generated it), 0 no such job. */
     int (*payout_job_resubmit)(void *impl, const char *job_id,
                                const char *actor, const char *new_id);
     /* 1 found (state derived with og__payout_grant_state), 0, <0. */
@@ -786,26 +632,8 @@ void og__explain_plan(FILE *out, const char *caption,
 extern const og__store_methods og__sqlite_methods;
 extern const og__store_methods og__postgres_methods;
 
-/* Maps an SQLite extended result code to OG_ESTORE_UNAVAILABLE (busy,
- * locked, I/O, full, cantopen, interrupt, protocol...) or OG_EINTERNAL
- * (lib/store/sqlite/conn.c; tests/test_core.c checks its table). The
- * SQLite extended codes for the two unique keys that mean "refused",
- * SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE on operations,
- * are the admission's to read (lib/store/sqlite/admit.c). */
-int og__sqlite_classify(int extended_rc);
-
-/* Fault injection for tests (lib/core/fault.c): 1 when the build has
- * OG_FAULT_INJECTION (-Dfault_injection=true) and the environment variable
- * OG_FAULT names this point; always 0 in a build without it. */
-int og__fault(const char *name);
-
-/* Status text <-> enum for the backends: -1 when text is not a status. */
-int og__op_status_parse(const char *text);
-/* Kind text <-> enum: -1 when text is not a kind. */
-int og__op_kind_parse(const char *text);
-
 /* ===========================================================================
- * Test hooks (store.c). Not used by the library itself.
+ * Test hooks (store.c, exec.c). Not used by the library itself.
  * ========================================================================= */
 
 /* og_store_migrate, stopping at schema `version` (1..OG_SCHEMA_VERSION), so
@@ -827,116 +655,22 @@ int og__op_insert(og_store *s, og_op_kind k, const og_grant *g,
                   const og_intent *in, const char *idempotency_key,
                   const char *client_reference, og_operation *out);
 
-/* Copies src into a fixed buffer of size n; -1 (and dst untouched) when it
- * does not fit. */
-int og__copy(char *dst, size_t n, const char *src);
-
 /* ===========================================================================
- * Core: grant claims (lib/core/grant.c). Pure.
+ * SQLite's pieces that tests and lib/core share.
  * ========================================================================= */
 
-/* Builds the compact JSON claim set for gc (amount canonical) into a
- * malloc'd *text of *len bytes, after checking it with the validator's own
- * claim rules. 0, OG_EGRANT_MALFORMED or OG_ENOMEM. */
-int og__grant_claims_json(const og_grant_claims *gc, char **text, size_t *len);
+/* Registers og_consumption_key(issuer, grant_id) on db: the function above,
+ * deterministic and innocuous. lib/store/sqlite/conn.c does it on every
+ * connection; tests call it on their raw ones. SQLITE_OK or an error code. */
+struct sqlite3;
+int og__sqlite_register_key_function(struct sqlite3 *db);
 
-/* ===========================================================================
- * Token: base64url (lib/token/base64url.c). Pure.
- * ========================================================================= */
+/* Maps an SQLite extended result code to OG_ESTORE_UNAVAILABLE (busy,
+ * locked, I/O, full, cantopen, interrupt, protocol...) or OG_EINTERNAL
+ * (lib/store/sqlite/conn.c; tests/test_core.c checks its table). The
+ * SQLite extended codes for the two unique keys that mean "refused",
+ * SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE on operations,
+ * are the admission's to read (lib/store/sqlite/admit.c). */
+int og__sqlite_classify(int extended_rc);
 
-/* Decodes unpadded base64url (RFC 4648 5) of exactly len bytes into out
- * (room for outmax bytes; out non-NULL even when len is 0). Refuses padding,
- * any byte outside the alphabet, a length of 1 mod 4 and non-zero trailing
- * bits — so every byte string has exactly one accepted spelling. Returns 0
- * and *outlen, or -1 (out may be partly written). */
-int og__b64url_decode(const char *in, size_t len, unsigned char *out,
-                      size_t outmax, size_t *outlen);
-
-/* Encoded length of n bytes, without the terminator. */
-#define OG__B64URL_LEN(n) (((n) / 3) * 4 + ((n) % 3 ? (n) % 3 + 1 : 0))
-
-/* Encodes n bytes into out (room for OG__B64URL_LEN(n) + 1) and terminates
- * it. Returns out. */
-char *og__b64url_encode(const unsigned char *in, size_t n, char *out);
-
-/* ===========================================================================
- * Token: keys (lib/token/keys.c). No I/O.
- * ========================================================================= */
-#define OG__ED25519_PK 32
-#define OG__ED25519_SEED 32
-#define OG__ED25519_SIG 64
-
-/* 0 when kid is 1..OG_KID_MAX printable ASCII without '.', '/' or '\\'
- * (a kid names files); else -1. */
-int og__kid_check(const char *kid);
-
-/* 0 when issuer can name a key file: og__id_check() and only
- * [A-Za-z0-9._~-], not starting with '.'; else -1. */
-int og__issuer_file_check(const char *issuer);
-
-/* The RFC 7638 thumbprint of an Ed25519 public key: base64url(SHA-256(
- * {"crv":"Ed25519","kty":"OKP","x":X})), 43 characters. 0 or OG_ENOMEM. */
-int og__jwk_thumbprint(const unsigned char pk[OG__ED25519_PK],
-                       char kid[OG_KID_MAX + 1]);
-
-/* The public key of (issuer, kid) into pk: 0, OG_EGRANT_UNKNOWN_ISSUER when
- * ks has no key for issuer, OG_EGRANT_UNKNOWN_KEY when it has keys for
- * issuer but not kid. */
-int og__keyset_find(const og_keyset *ks, const char *issuer, const char *kid,
-                    unsigned char pk[OG__ED25519_PK]);
-
-/* Truncates ks back to its first n keys (undo for all-or-nothing loads). */
-void og__keyset_truncate(og_keyset *ks, size_t n);
-
-/* A private JWK text for seed, with kid (the thumbprint), into a malloc'd
- * string the caller must wipe (sodium_memzero) and free. 0 or OG_ENOMEM. */
-int og__jwk_private_text(const unsigned char seed[OG__ED25519_SEED],
-                         char **text, char kid[OG_KID_MAX + 1]);
-
-/* Signs msg with s: a detached Ed25519 signature. */
-void og__signer_sign(const og_signer *s, const unsigned char *msg, size_t len,
-                     unsigned char sig[OG__ED25519_SIG]);
-
-/* og_keygen() from a given seed (tests: deterministic names). */
-int og__keygen_seed(const char *issuer, const char *dir,
-                    const unsigned char seed[OG__ED25519_SEED],
-                    og_keygen_result *out);
-
-/* ===========================================================================
- * Token: compact JWS (lib/token/jws.c). Pure.
- * ========================================================================= */
-struct json_t;
-
-/* A token split and parsed, nothing verified yet. */
-typedef struct og__jws {
-    char kid[OG_KID_MAX + 1];
-    struct json_t *payload;   /* a JSON object; owned: og__jws_clear() */
-    size_t signing_input_len; /* "header.payload": token[0, len) */
-    unsigned char sig[OG__ED25519_SIG];
-} og__jws;
-
-/* Splits and parses token, in this order: length (OG_EGRANT_TOO_LARGE over
- * OG_TOKEN_MAX, measured before anything else), three base64url parts
- * (OG_EGRANT_MALFORMED), the header object (OG_EGRANT_MALFORMED), alg
- * (OG_EGRANT_UNSUPPORTED_ALG unless exactly "EdDSA"), the other header
- * members — kid required, typ optional and "JWT", anything else including
- * crit refused (OG_EGRANT_MALFORMED) — the 64-byte signature and the payload
- * object (OG_EGRANT_MALFORMED). Duplicate member names are refused in both
- * objects. Returns 0 and fills *out, or the code; OG_ENOMEM. */
-int og__jws_decode(const char *token, og__jws *out);
-
-/* 0 when out's signature verifies over token's signing input with pk;
- * OG_EGRANT_BAD_SIGNATURE otherwise. */
-int og__jws_verify(const char *token, const og__jws *j,
-                   const unsigned char pk[OG__ED25519_PK]);
-
-/* Releases what og__jws_decode() allocated. */
-void og__jws_clear(og__jws *j);
-
-/* Signs payload (compact JSON text) as a compact JWS under s into a malloc'd
- * *token. OG_EGRANT_TOO_LARGE when the result would exceed OG_TOKEN_MAX;
- * OG_ENOMEM. */
-int og__jws_sign(const og_signer *s, const char *payload, size_t len,
-                 char **token);
-
-#endif /* OG_INTERNAL_H */
+#endif /* OG_STORE_INT_H */

@@ -1,0 +1,335 @@
+/*
+ * payout.c — the payout store's decision side (oncegate/payout_store.h):
+ * the context records' puts, the provider token's one read, drafts,
+ * cancellations, reads, the context read and the decision. Every input is
+ * checked here, before the store (S1, dispatch.h), with the pure core's own
+ * rules and codes where it has them (ids, currencies, amounts, purposes).
+ * Fresh identifiers (decision, grant, job) are made here, so both backends
+ * write the same kinds. What runs a decided payout is payout_run.c.
+ *
+ * Invariants:
+ *   S6  The payout store (schemas 8-10, oncegate/payout_store.h): one
+ *       transaction per call. A put, a draft, a cancellation, a job's
+ *       take, acknowledgment, postponement or resubmission, a revocation
+ *       and an expiry batch each write in ONE transaction that also holds
+ *       their history entries; a decision reads its facts and writes
+ *       everything it decides in ONE transaction (Q25-Q29 in sqlite.c,
+ *       I25-I29 in postgres.c). Inputs are checked here first, with the
+ *       pure core's own rules and codes (S1).
+ *   S7  A provider token reaches the store through
+ *       og_payout_destination_put and leaves it through
+ *       og_payout_destination_token only; no other record, result or error
+ *       carries it, and this file's copies are wiped.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "store/dispatch.h"
+#include "store/store_int.h"
+#include "token/token_int.h"
+
+/* og_id_valid(): 0, or err. */
+static int checked_id(const char *id, int err)
+{
+    return og__id_check(id) == 0 ? 0 : err;
+}
+
+static int limit_check(int64_t v)
+{
+    return v >= 0 && v <= OG_PAYOUT_LIMIT_MAX ? 0 : OG_EPAYOUT_LIMIT;
+}
+
+static void put_result_zero(og_payout_put_result *r)
+{
+    r->outcome = OG_PAYOUT_WRITTEN;
+    r->version = 0;
+}
+
+int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
+                         int64_t expected_version, og_payout_put_result *out)
+{
+    og__payout_tenant_req r;
+    og_payout_put_result res;
+    int scale, rc;
+
+    if (!s || !t || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(t->tenant_id, OG_EPAYOUT_TENANT)) != 0 ||
+        (rc = limit_check(t->daily_limit)) != 0 ||
+        (rc = og_payout_currency_scale(t->currency, &scale)) != 0)
+        return rc;
+    if (t->settlement_offset_minutes < -OG_PAYOUT_OFFSET_MAX ||
+        t->settlement_offset_minutes > OG_PAYOUT_OFFSET_MAX)
+        return OG_EPAYOUT_OFFSET;
+    if (expected_version < 0)
+        return OG_EPAYOUT_VERSION;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.tenant_id, t->tenant_id);
+    r.payouts_suspended = t->payouts_suspended;
+    r.daily_limit = t->daily_limit;
+    memcpy(r.currency, t->currency, OG_CURRENCY_LEN + 1);
+    r.offset_minutes = t->settlement_offset_minutes;
+    r.expected_version = expected_version;
+    put_result_zero(&res);
+    if ((rc = s->m->payout_tenant_put(s->impl, &r, &res)) != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
+int og_payout_beneficiary_put(og_store *s,
+                              const og_payout_beneficiary_record *b,
+                              int64_t expected_version,
+                              og_payout_put_result *out)
+{
+    og__payout_beneficiary_req r;
+    og_payout_put_result res;
+    const char *status;
+    int rc;
+
+    if (!s || !b || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(b->beneficiary_id, OG_EPAYOUT_BENEFICIARY)) != 0 ||
+        (rc = checked_id(b->tenant_id, OG_EPAYOUT_TENANT)) != 0)
+        return rc;
+    status = og_payout_beneficiary_status_name(b->status);
+    if (strcmp(status, "?") == 0)
+        return OG_EINVAL;
+    if (expected_version < 0)
+        return OG_EPAYOUT_VERSION;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.beneficiary_id, b->beneficiary_id);
+    og__idcpy(r.tenant_id, b->tenant_id);
+    r.verified = b->verified;
+    r.status = status;
+    r.expected_version = expected_version;
+    put_result_zero(&res);
+    if ((rc = s->m->payout_beneficiary_put(s->impl, &r, &res)) != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
+/* A provider token: 1..OG_PAYOUT_TOKEN_MAX printable ASCII, no spaces. */
+static int token_check(const char *t)
+{
+    size_t n = 0;
+
+    if (!t)
+        return OG_EPAYOUT_TOKEN;
+    while (n <= OG_PAYOUT_TOKEN_MAX && t[n] != '\0') {
+        if ((unsigned char)t[n] < 0x21 || (unsigned char)t[n] > 0x7e)
+            return OG_EPAYOUT_TOKEN;
+        n++;
+    }
+    return n >= 1 && n <= OG_PAYOUT_TOKEN_MAX ? 0 : OG_EPAYOUT_TOKEN;
+}
+
+int og_payout_destination_put(og_store *s,
+                              const og_payout_destination_record *d,
+                              int64_t expected_version,
+                              og_payout_put_result *out)
+{
+    og__payout_destination_req r;
+    og_payout_put_result res;
+    int rc;
+
+    if (!s || !d || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(d->destination_id, OG_EPAYOUT_DESTINATION)) != 0 ||
+        (rc = checked_id(d->beneficiary_id, OG_EPAYOUT_BENEFICIARY)) != 0 ||
+        (rc = token_check(d->provider_token)) != 0)
+        return rc;
+    if (expected_version < 0)
+        return OG_EPAYOUT_VERSION;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.destination_id, d->destination_id);
+    og__idcpy(r.beneficiary_id, d->beneficiary_id);
+    memcpy(r.provider_token, d->provider_token, strlen(d->provider_token) + 1);
+    r.expected_version = expected_version;
+    put_result_zero(&res);
+    rc = s->m->payout_destination_put(s->impl, &r, &res);
+    sodium_memzero(r.provider_token, sizeof r.provider_token); /* S7 */
+    if (rc != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
+int og_payout_destination_token(og_store *s, const char *destination_id,
+                                int64_t version, char *out, size_t outlen)
+{
+    char token[OG_PAYOUT_TOKEN_MAX + 1];
+    int rc;
+
+    if (!s || !out || outlen < sizeof token)
+        return OG_EINVAL;
+    if ((rc = checked_id(destination_id, OG_EPAYOUT_DESTINATION)) != 0)
+        return rc;
+    if (version < 1)
+        return OG_EPAYOUT_VERSION;
+    rc = s->m->payout_destination_token(s->impl, destination_id, version,
+                                        token, sizeof token);
+    if (rc == 1)
+        memcpy(out, token, strlen(token) + 1);
+    sodium_memzero(token, sizeof token); /* S7 */
+    return rc;
+}
+
+int og_payout_draft(og_store *s, const og_payout_draft_req *d,
+                    og_payout_put_result *out)
+{
+    og__payout_draft_req r;
+    og_payout_put_result res;
+    char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
+    int rc;
+
+    if (!s || !d || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(d->payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    /* The terms by the pure core's rules, in its order and with its codes
+     * (OG_EPAYOUT_TENANT ... OG_EPAYOUT_PURPOSE). */
+    if ((rc = og_payout_terms_fingerprint(&d->terms, fp)) != 0)
+        return rc;
+    if ((rc = checked_id(d->requester_id, OG_EPAYOUT_REQUESTER)) != 0)
+        return rc;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.payout_id, d->payout_id);
+    og__idcpy(r.tenant_id, d->terms.tenant_id);
+    og__idcpy(r.beneficiary_id, d->terms.beneficiary_id);
+    og__idcpy(r.destination_id, d->terms.destination_id);
+    r.destination_version = d->terms.destination_version;
+    if (og_payout_amount_parse(d->terms.amount, d->terms.currency,
+                               &r.amount_minor) != 0)
+        return OG_EINTERNAL; /* the fingerprint just parsed it */
+    memcpy(r.currency, d->terms.currency, OG_CURRENCY_LEN + 1);
+    r.has_purpose = d->terms.purpose != NULL;
+    if (r.has_purpose && og_payout_purpose_normalize(
+                             d->terms.purpose, r.purpose, sizeof r.purpose) != 0)
+        return OG_EINTERNAL; /* likewise */
+    og__idcpy(r.requester_id, d->requester_id);
+    put_result_zero(&res);
+    if ((rc = s->m->payout_draft(s->impl, &r, &res)) != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
+int og_payout_cancel(og_store *s, const char *payout_id,
+                     int64_t expected_version, const char *actor,
+                     og_payout_put_result *out)
+{
+    og_payout_put_result res;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    if (expected_version < 1)
+        return OG_EPAYOUT_VERSION;
+    if (og__id_check(actor) != 0)
+        return OG_EACTOR;
+    put_result_zero(&res);
+    if ((rc = s->m->payout_cancel(s->impl, payout_id, expected_version, actor,
+                                  &res)) != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
+int og_payout_get(og_store *s, const char *payout_id, og_payout_view *out)
+{
+    og_payout_view v;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    memset(&v, 0, sizeof v);
+    rc = s->m->payout_get(s->impl, payout_id, &v);
+    if (rc == 1)
+        *out = v;
+    return rc;
+}
+
+int og_payout_context_read(og_store *s, const char *payout_id,
+                           int64_t release_at_us, og_payout_snapshot *out)
+{
+    og__payout_facts f;
+    og_payout_snapshot snap;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    if (!og__time_ok(release_at_us))
+        return OG_EINVAL;
+    memset(&f, 0, sizeof f);
+    rc = s->m->payout_facts(s->impl, payout_id, release_at_us, &f);
+    if (rc == OG_ESTORE_UNAVAILABLE) {
+        /* "Cannot read": unavailable, never an answer from old facts. */
+        memset(&snap, 0, sizeof snap);
+        snap.ctx.unavailable = true;
+        snap.why = OG_PAYOUT_UNAVAILABLE_STORE;
+    } else if (rc != 0 || (rc = og__payout_snapshot_build(&f, &snap)) != 0) {
+        return rc;
+    }
+    *out = snap;
+    og_payout_snapshot_bind(out);
+    return 0;
+}
+
+int og_payout_decide(og_store *s, const og_payout_decide_req *d,
+                     og_payout_decision *out)
+{
+    og__payout_decide_req r;
+    og_payout_decision res;
+    int rc;
+
+    if (!s || !d || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(d->payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    if (d->payout_version < 0)
+        return OG_EPAYOUT_VERSION;
+    if ((rc = checked_id(d->requester_id, OG_EPAYOUT_REQUESTER)) != 0 ||
+        (rc = checked_id(d->requester_role, OG_EPAYOUT_REQUESTER)) != 0 ||
+        (rc = limit_check(d->requester_approval_limit)) != 0)
+        return rc;
+    /* A short-lived window (docs/payouts.md, section 4): at most the
+     * lifetime the store's validators allow any grant. */
+    if (!og__time_ok(d->not_before_us) || !og__time_ok(d->expires_at_us) ||
+        d->expires_at_us <= d->not_before_us ||
+        d->expires_at_us - d->not_before_us >
+            s->opts.timings.max_grant_lifetime_us)
+        return OG_EPAYOUT_WINDOW;
+    if ((rc = checked_id(d->correlation_id, OG_EPAYOUT_CORRELATION)) != 0)
+        return rc;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.payout_id, d->payout_id);
+    r.payout_version = d->payout_version;
+    r.reauthorize = d->reauthorize;
+    og__idcpy(r.requester_id, d->requester_id);
+    og__idcpy(r.requester_role, d->requester_role);
+    r.approval_limit = d->requester_approval_limit;
+    r.not_before_us = d->not_before_us;
+    r.expires_at_us = d->expires_at_us;
+    og__idcpy(r.correlation_id, d->correlation_id);
+    if ((rc = og__uuid_new(r.decision_id)) != 0 ||
+        (rc = og__uuid_new(r.job_id)) != 0 ||
+        (rc = og_grant_new_id(r.grant_id)) != 0)
+        return rc;
+    memset(&res, 0, sizeof res);
+    if ((rc = s->m->payout_decide(s->impl, &r, &res)) != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+

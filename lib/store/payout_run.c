@@ -1,0 +1,224 @@
+/*
+ * payout_run.c — what runs a decided payout (oncegate/payout_store.h): the
+ * jobs (take, acknowledge, postpone, resubmit), the payout grants (read,
+ * revoke, expire), the claim and the resolution. Every input is checked
+ * here, before the store (S1, dispatch.h); each call is one transaction
+ * (S6, payout.c).
+ *
+ * Invariants:
+ *   S8  A claim's inputs are checked before any I/O; the attempt's id is
+ *       fresh (og__uuid_new); the backend decides and writes in ONE
+ *       transaction (og__payout_plan_claim); a DUPLICATE's consuming
+ *       attempt is read after it, from the store, for the caller's
+ *       evidence.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "store/dispatch.h"
+#include "store/store_int.h"
+#include "token/token_int.h"
+
+static int job_id_check(const char *in, char out[OG_UUID_LEN + 1])
+{
+    return og__uuid_normalize(in, out) == 0 ? 0 : OG_EPAYOUT_JOB;
+}
+
+int og_payout_job_take(og_store *s, int64_t lease_us, og_payout_job *out)
+{
+    og_payout_job j;
+    int rc;
+
+    if (!s || !out || lease_us < 1000 || lease_us > OG_PAYOUT_LEASE_MAX_US)
+        return OG_EINVAL;
+    memset(&j, 0, sizeof j);
+    rc = s->m->payout_job_take(s->impl, lease_us, &j);
+    if (rc == 1)
+        *out = j;
+    return rc;
+}
+
+int og_payout_job_ack(og_store *s, const char *job_id, int64_t delivery,
+                      bool *acked)
+{
+    char id[OG_UUID_LEN + 1];
+    bool a = false;
+    int rc;
+
+    if (!s || !acked || delivery < 1)
+        return OG_EINVAL;
+    if ((rc = job_id_check(job_id, id)) != 0)
+        return rc;
+    if ((rc = s->m->payout_job_ack(s->impl, id, delivery, &a)) == 0)
+        *acked = a;
+    return rc;
+}
+
+int og_payout_job_postpone(og_store *s, const char *job_id, int64_t delivery,
+                           int64_t delay_us, bool *postponed)
+{
+    char id[OG_UUID_LEN + 1];
+    bool p = false;
+    int rc;
+
+    if (!s || !postponed || delivery < 1 || delay_us < 0 ||
+        delay_us > OG_PAYOUT_LEASE_MAX_US)
+        return OG_EINVAL;
+    if ((rc = job_id_check(job_id, id)) != 0)
+        return rc;
+    if ((rc = s->m->payout_job_postpone(s->impl, id, delivery, delay_us,
+                                        &p)) == 0)
+        *postponed = p;
+    return rc;
+}
+
+int og_payout_job_resubmit(og_store *s, const char *job_id, const char *actor,
+                           char new_job_id[OG_UUID_LEN + 1])
+{
+    char id[OG_UUID_LEN + 1], fresh[OG_UUID_LEN + 1];
+    int rc;
+
+    if (!s || !new_job_id)
+        return OG_EINVAL;
+    if ((rc = job_id_check(job_id, id)) != 0)
+        return rc;
+    if (og__id_check(actor) != 0)
+        return OG_EACTOR;
+    if ((rc = og__uuid_new(fresh)) != 0)
+        return rc;
+    rc = s->m->payout_job_resubmit(s->impl, id, actor, fresh);
+    if (rc == 1)
+        memcpy(new_job_id, fresh, sizeof fresh);
+    return rc;
+}
+
+int og_payout_grant_get(og_store *s, const char *grant_id,
+                        og_payout_grant_view *out)
+{
+    og_payout_grant_view v;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if (og__id_check(grant_id) != 0)
+        return OG_EGRANT_ID;
+    memset(&v, 0, sizeof v);
+    rc = s->m->payout_grant_get(s->impl, grant_id, &v);
+    if (rc == 1)
+        *out = v;
+    return rc;
+}
+
+int og_payout_grant_revoke(og_store *s, const char *grant_id,
+                           const char *actor, og_revoke_outcome *out)
+{
+    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if (og__id_check(grant_id) != 0)
+        return OG_EGRANT_ID;
+    if (og__id_check(actor) != 0)
+        return OG_EACTOR;
+    if ((rc = s->m->payout_grant_revoke(s->impl, grant_id, actor, &o)) == 0)
+        *out = o;
+    return rc;
+}
+
+/* S8: the claim, checked, then ONE backend transaction. */
+int og_payout_claim(og_store *s, const og_payout_claim_req *c,
+                    og_payout_claim_result *out)
+{
+    og__payout_claim_req r;
+    og_payout_claim_result res;
+    int rc;
+
+    if (!s || !c || !out)
+        return OG_EINVAL;
+    if (og__id_check(c->grant_id) != 0)
+        return OG_EGRANT_ID;
+    if (og__id_check(c->worker_id) != 0)
+        return OG_EACTOR;
+    if (og__id_check(c->audience) != 0 || og__id_check(c->policy_version) != 0 ||
+        c->relied.tenant_settings < 1 || c->relied.beneficiary < 1 ||
+        c->relied.destination < 1 || c->relied.payout < 1 ||
+        c->send_window_us < 1000 || c->send_window_us > OG_PAYOUT_LEASE_MAX_US ||
+        c->lease_us < 1000 || c->lease_us > OG_PAYOUT_LEASE_MAX_US)
+        return OG_EINVAL;
+    memset(&r, 0, sizeof r);
+    og__idcpy(r.grant_id, c->grant_id);
+    og__idcpy(r.worker_id, c->worker_id);
+    og__idcpy(r.audience, c->audience);
+    og__idcpy(r.policy_version, c->policy_version);
+    r.relied = c->relied;
+    r.send_window_us = c->send_window_us;
+    r.lease_us = c->lease_us;
+    if ((rc = og__uuid_new(r.operation_id)) != 0)
+        return rc;
+    memset(&res, 0, sizeof res);
+    if ((rc = s->m->payout_claim(s->impl, &r, &res)) != 0)
+        return rc;
+    if (res.outcome == OG_PAYOUT_CLAIM_DUPLICATE && !res.has_attempt &&
+        res.attempt.operation_id[0] != '\0') {
+        og_operation op;
+
+        if ((rc = s->m->operation_get(s->impl, res.attempt.operation_id,
+                                      &op)) < 0)
+            return rc;
+        memset(&res.attempt, 0, sizeof res.attempt);
+        if (rc == 1) {
+            res.attempt = op;
+            res.has_attempt = true;
+        }
+    }
+    *out = res;
+    return 0;
+}
+
+int og_payout_resolve(og_store *s, const char *operation_id,
+                      unsigned expected, int64_t expected_owner_version,
+                      const og_op_outcome *o, og_payout_resolution *out)
+{
+    char id[OG_UUID_LEN + 1];
+    og_payout_resolution res;
+    int rc;
+
+    if (!s || !o || !out || expected_owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if ((rc = og__op_outcome_check(expected, expected_owner_version, o)) != 0)
+        return rc;
+    memset(&res, 0, sizeof res);
+    if ((rc = s->m->payout_resolve(s->impl, id, expected,
+                                   expected_owner_version, o, &res)) != 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
+int og_payout_expire_grants(og_store *s, int batch, int max_batches,
+                            og_payout_expiry_stats *out)
+{
+    og_payout_expiry_stats total = {0, 0};
+    int64_t from = OG__RETENTION_FROM_US, taken;
+    int rc;
+
+    if (!s || !out || !og__batch_args_ok(batch, max_batches))
+        return OG_EINVAL;
+    do { /* S4: bounded batches, each its own transaction */
+        taken = 0;
+        if ((rc = s->m->payout_expire_batch(s->impl, batch, &from, &taken)) <
+            0)
+            return rc;
+        if (taken < 0 || taken > batch)
+            return OG_EINTERNAL;
+        total.grants += taken;
+        total.batches++;
+    } while (taken == batch && total.batches < max_batches);
+    *out = total;
+    return 0;
+}
+

@@ -1,0 +1,41 @@
+/*
+ * commands.h — what src/serve/ offers the oncegate command (src/cli/): the
+ * subcommands it implements, and where the sandbox executable is. The only
+ * header of src/serve/ that src/cli/ includes (tools/check_layers.py): the
+ * rest of serve.h and http.h stays inside the service.
+ *
+ * Each subcommand takes the command's argv from its own name on and returns
+ * the process exit code (src/common/exit.h).
+ */
+#ifndef OG_SERVE_COMMANDS_H
+#define OG_SERVE_COMMANDS_H
+
+/* `oncegate serve ...`. Returns the process exit code. */
+int og_cli_serve(int argc, char **argv);
+extern const char og_usage_serve[];
+
+/* `oncegate recover --config FILE [--once]`. Returns the exit code. */
+int og_cli_recover(int argc, char **argv);
+extern const char og_usage_recover[];
+
+/* `oncegate cleanup --config FILE [--once]`. Returns the exit code. */
+int og_cli_cleanup(int argc, char **argv);
+extern const char og_usage_cleanup[];
+
+/* `oncegate archive-operations --config FILE [--delete]`. Returns the exit
+ * code. */
+int og_cli_archive_operations(int argc, char **argv);
+extern const char og_usage_archive_operations[];
+
+/* `oncegate dev-env [--data-dir DIR]`: prints `export OG_<ROLE>_KEY=...`
+ * lines from DIR/dev-credentials.json for eval in a shell. Exit code. */
+int og_cli_dev_env(int argc, char **argv);
+
+/* The sandbox's executable name, and its path beside this executable (a
+ * build directory, or the bindir both were installed to): malloc'd (the
+ * caller frees it), or NULL when it is not there — then exec looks
+ * OG_SANDBOX_BIN up in PATH. Used by serve --dev and oncegate demo. */
+#define OG_SANDBOX_BIN "oncegate-sandbox"
+char *og_srv_sandbox_path(void);
+
+#endif /* OG_SERVE_COMMANDS_H */
