@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "og_internal.h"
+#include "support.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -720,5 +721,5 @@ int main(void)
         cmocka_unit_test(test_req_build_null),
         cmocka_unit_test(test_req_build_canonical),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return t_run_tests("validate", tests, NULL, NULL);
 }
