@@ -313,6 +313,8 @@ const api *other_api(const api *a)
 
 char *g_dests[256];
 size_t g_n_dests;
+/* Guards the appends to g_dests and g_secrets. */
+static pthread_mutex_t g_record_mu = PTHREAD_MUTEX_INITIALIZER;
 
 char *effect_body(const api *a, const char *target, const char *amount,
                   const char *currency, const char *reference,
@@ -345,8 +347,14 @@ void create_in(const sbx *s, const api *a, const char *key,
     char *body = effect_body(a, target, amount, currency, reference,
                              expires_at ? expires_at : g_later);
 
-    if (a == &PAYOUTS && g_n_dests < sizeof g_dests / sizeof g_dests[0])
-        g_dests[g_n_dests++] = strdup(target);
+    if (a == &PAYOUTS) {
+        /* Racers create from threads of their own: one append at a time,
+         * or two take one slot and a string is lost. */
+        pthread_mutex_lock(&g_record_mu);
+        if (g_n_dests < sizeof g_dests / sizeof g_dests[0])
+            g_dests[g_n_dests++] = strdup(target);
+        pthread_mutex_unlock(&g_record_mu);
+    }
     snprintf(kh, sizeof kh, "Idempotency-Key: %s", key);
     http(s, "POST", a->path, headers, body, strlen(body), out);
     free(body);
@@ -495,8 +503,11 @@ size_t g_n_secrets;
 
 void secret_add(const char *s)
 {
+    /* Concurrent exchanges answer from threads of their own (codes.c). */
+    pthread_mutex_lock(&g_record_mu);
     if (s && g_n_secrets < sizeof g_secrets / sizeof g_secrets[0])
         g_secrets[g_n_secrets++] = strdup(s);
+    pthread_mutex_unlock(&g_record_mu);
 }
 
 void mint(const sbx *s, char out[64])
