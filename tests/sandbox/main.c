@@ -153,13 +153,15 @@ int main(void)
         free(g_secrets[i]);
     for (size_t i = 0; i < g_n_dests; i++)
         free(g_dests[i]);
-    if (rc == 0) {
+    /* A failed run keeps the sandboxes' logs; a run that started none (a
+     * filter that matched no test) has none to keep. */
+    if (rc == 0 || g_n_logs == 0) {
         char cmd[512];
 
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
         if (system(cmd) != 0)
             fprintf(stderr, "could not remove %s\n", g_tmp);
-        return 0;
+        return rc;
     }
     fprintf(stderr, "kept %s (sandbox logs) for inspection\n", g_tmp);
     /* A failed assertion longjmps past its test's frees; LeakSanitizer

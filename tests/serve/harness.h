@@ -150,8 +150,8 @@ extern struct principal g_p[P_COUNT];
 int suite_setup(const char *backend);
 
 /* Ends the run that returned rc: every server killed, and the temp
- * directory removed when rc is 0, else kept (its server logs) for
- * inspection and the process ends here. Returns rc. */
+ * directory removed when rc is 0 or no server was started, else kept (its
+ * server logs) for inspection and the process ends here. Returns rc. */
 int suite_end(int rc);
 
 /* ---------------------------------------------------------------------------
