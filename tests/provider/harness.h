@@ -125,9 +125,9 @@ int fx_up_with(void **state, const char *const *extra);
 /* async- credits (dst_async_ payouts) complete after 300 ms, not 1 s. */
 extern const char *const async_fast[];
 
-/* The tests' setups: credits, credits completing async- after 300 ms,
- * payouts, payouts completing dst_async_ after 300 ms; and the teardown
- * of every one. */
+/* The tests' setups: credits, credits completing async- after 300 ms, a
+ * client of the payouts API (providers/sandbox-payouts.v1.json), the same
+ * completing dst_async_ after 300 ms; and the teardown of every one. */
 int fx_up(void **state);
 int fx_up_async(void **state);
 int fx_up_payouts(void **state);

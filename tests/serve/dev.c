@@ -171,6 +171,11 @@ static char *banner_script(const char *banner)
     return out;
 }
 
+/* After the banner's step 5 (the sandbox's answer lost after it made the
+ * credit): the dev instance's own recovery loop settles the operation —
+ * $OP, read from the shell's saved variables — as succeeded by lookup
+ * within seconds, and the dev sandbox (URL from the banner) counts one
+ * credit per presentation and one create request each. */
 static void dev_banner_recovery_settles(const srv *a, const char *banner,
                                         const char *vars_path,
                                         const char *dir)
