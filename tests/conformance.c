@@ -5,10 +5,15 @@
  *   conformance sqlite            (a temp SQLite file)
  *   conformance postgres          (OG_TEST_PG_URL: a throwaway cluster)
  *
- * Each test is named for the claim it proves (seed 000, "Testing Across
- * Store Instances and Restarts"). Concurrency claims race real concurrent
- * callers — threads on two separate store objects, and separate OS
- * processes — against the real engine, and repeat.
+ * Each test is named for the claim it proves (docs/design.md, "The store
+ * contract both backends meet" and "Which failures the guarantee
+ * survives"). Concurrency claims race real concurrent callers — threads on
+ * two separate store objects, and separate OS processes — against the real
+ * engine, and repeat.
+ *
+ * argv[2] chooses the group (t_groups, at the end: one row per group);
+ * OG_TEST_FILTER (tests/support/support.h) runs the tests of that group
+ * whose names match a glob.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +27,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "support.h"
 
 extern char **environ;
 
@@ -837,7 +843,30 @@ static void concurrent_migrations_serialize(void **state)
     t_raw_close(raw);
 }
 
-/* Backend-specific store-failure tests live in failures.c. */
+/* The store suite's own tests: argv[2] "main". */
+static const struct CMUnitTest t_main_tests[] = {
+    cmocka_unit_test(bad_store_urls_are_rejected),
+    cmocka_unit_test(admitted_operation_is_recorded_with_store_clock_fields),
+    cmocka_unit_test(same_operation_retry_gets_the_stored_record),
+    cmocka_unit_test(operation_id_reused_with_other_details_is_refused),
+    cmocka_unit_test(operation_id_reused_for_another_grant_is_refused),
+    cmocka_unit_test(another_operation_for_a_spent_grant_is_refused),
+    cmocka_unit_test(grant_key_held_by_a_revocation_is_refused),
+    cmocka_unit_test(recreated_store_client_still_refuses),
+    cmocka_unit_test(store_enforces_the_admission_deadline),
+    cmocka_unit_test(bad_input_gets_a_clear_error_and_writes_nothing),
+    cmocka_unit_test(schema_version_is_checked_when_a_store_is_opened),
+    cmocka_unit_test(concurrent_migrations_serialize),
+    cmocka_unit_test(separate_store_instances_cannot_both_admit),
+    cmocka_unit_test(separate_processes_cannot_both_admit),
+    cmocka_unit_test(one_operation_id_raced_across_grants_binds_one),
+    cmocka_unit_test(cli_processes_launched_concurrently_admit_once),
+};
+static const size_t t_main_tests_count =
+    sizeof t_main_tests / sizeof t_main_tests[0];
+
+/* The groups of the other files, each an array and its length. */
+/* Backend-specific store-failure tests: failures.c. */
 extern const struct CMUnitTest t_failure_tests[];
 extern const size_t t_failure_tests_count;
 extern const struct CMUnitTest t_outage_tests[];
@@ -864,80 +893,53 @@ extern const size_t t_redemption_tests_count;
 extern const struct CMUnitTest t_payout_tests[];
 extern const size_t t_payout_tests_count;
 
+/* argv[2] chooses one group: its tests run as "<label>-<backend>", the
+ * name cmocka prints (tests/meson.build runs each group as its own meson
+ * test). */
+static const struct t_group {
+    const char *name;                /* argv[2] */
+    const char *label;               /* cmocka's group name, before -BACKEND */
+    const struct CMUnitTest *tests;
+    const size_t *count;
+} t_groups[] = {
+    {"main", "conformance", t_main_tests, &t_main_tests_count},
+    {"lifecycle", "lifecycle", t_lifecycle_tests, &t_lifecycle_tests_count},
+    {"execution", "execution", t_execution_tests, &t_execution_tests_count},
+    {"recovery", "recovery", t_recovery_tests, &t_recovery_tests_count},
+    {"retention", "retention", t_retention_tests, &t_retention_tests_count},
+    {"failures", "failures", t_failure_tests, &t_failure_tests_count},
+    {"hashed", "hashed", t_hashed_tests, &t_hashed_tests_count},
+    {"redemption", "redemption", t_redemption_tests,
+     &t_redemption_tests_count},
+    {"payouts", "payouts", t_payout_tests, &t_payout_tests_count},
+    {"outage", "outage", t_outage_tests, &t_outage_tests_count},
+};
+
 int main(int argc, char **argv)
 {
-    static const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_store_urls_are_rejected),
-        cmocka_unit_test(admitted_operation_is_recorded_with_store_clock_fields),
-        cmocka_unit_test(same_operation_retry_gets_the_stored_record),
-        cmocka_unit_test(operation_id_reused_with_other_details_is_refused),
-        cmocka_unit_test(operation_id_reused_for_another_grant_is_refused),
-        cmocka_unit_test(another_operation_for_a_spent_grant_is_refused),
-        cmocka_unit_test(grant_key_held_by_a_revocation_is_refused),
-        cmocka_unit_test(recreated_store_client_still_refuses),
-        cmocka_unit_test(store_enforces_the_admission_deadline),
-        cmocka_unit_test(bad_input_gets_a_clear_error_and_writes_nothing),
-        cmocka_unit_test(schema_version_is_checked_when_a_store_is_opened),
-        cmocka_unit_test(concurrent_migrations_serialize),
-        cmocka_unit_test(separate_store_instances_cannot_both_admit),
-        cmocka_unit_test(separate_processes_cannot_both_admit),
-        cmocka_unit_test(one_operation_id_raced_across_grants_binds_one),
-        cmocka_unit_test(cli_processes_launched_concurrently_admit_once),
-    };
     const char *group = argc > 2 ? argv[2] : "main";
+    const struct t_group *g = NULL;
+    char name[64];
     int rc;
 
+    for (size_t i = 0; i < sizeof t_groups / sizeof t_groups[0]; i++)
+        if (strcmp(t_groups[i].name, group) == 0)
+            g = &t_groups[i];
     /* form and keys first: the suite's store is migrated in its keys */
-    if (t_suite_args(argc, argv) != 0) {
+    if (!g || t_suite_args(argc, argv) != 0) {
         fprintf(stderr, "usage: conformance BACKEND [GROUP [token|row "
-                        "[readable|hashed]]]\n");
+                        "[readable|hashed]]]\nGROUP:");
+        for (size_t i = 0; i < sizeof t_groups / sizeof t_groups[0]; i++)
+            fprintf(stderr, " %s", t_groups[i].name);
+        fprintf(stderr, "\n");
         return 1;
     }
     rc = t_setup_backend(argc > 1 ? argv[1] : NULL);
     if (rc != 0)
         return rc;
-    if (strcmp(group, "main") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "conformance-sqlite" : "conformance-postgres",
-            tests, sizeof tests / sizeof tests[0], NULL, NULL);
-    else if (strcmp(group, "lifecycle") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "lifecycle-sqlite" : "lifecycle-postgres",
-            t_lifecycle_tests, t_lifecycle_tests_count, NULL, NULL);
-    else if (strcmp(group, "execution") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "execution-sqlite" : "execution-postgres",
-            t_execution_tests, t_execution_tests_count, NULL, NULL);
-    else if (strcmp(group, "recovery") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "recovery-sqlite" : "recovery-postgres",
-            t_recovery_tests, t_recovery_tests_count, NULL, NULL);
-    else if (strcmp(group, "retention") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "retention-sqlite" : "retention-postgres",
-            t_retention_tests, t_retention_tests_count, NULL, NULL);
-    else if (strcmp(group, "failures") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "failures-sqlite" : "failures-postgres",
-            t_failure_tests, t_failure_tests_count, NULL, NULL);
-    else if (strcmp(group, "hashed") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "hashed-sqlite" : "hashed-postgres",
-            t_hashed_tests, t_hashed_tests_count, NULL, NULL);
-    else if (strcmp(group, "redemption") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "redemption-sqlite" : "redemption-postgres",
-            t_redemption_tests, t_redemption_tests_count, NULL, NULL);
-    else if (strcmp(group, "payouts") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "payouts-sqlite" : "payouts-postgres",
-            t_payout_tests, t_payout_tests_count, NULL, NULL);
-    else if (strcmp(group, "outage") == 0)
-        rc = _cmocka_run_group_tests(
-            t_kind == T_SQLITE ? "outage-sqlite" : "outage-postgres",
-            t_outage_tests, t_outage_tests_count, NULL, NULL);
-    else
-        rc = 1;
+    snprintf(name, sizeof name, "%s-%s", g->label,
+             t_kind == T_SQLITE ? "sqlite" : "postgres");
+    rc = t_run_group(name, g->tests, *g->count, NULL, NULL);
     t_teardown_backend();
     return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * recovery.c — og_recover_once() against the real engine and the real
  * oncegate-sandbox (OG_TEST_SANDBOX), each test asserting the sandbox's
- * counters as well as the store's state. The claims (seed 000's test list):
+ * counters as well as the store's state. The claims (docs/design.md,
+ * "Execution: one owner at a time"):
  *   - billing succeeded but the answer was lost: recovery looks up and
  *     records Succeeded; one credit, no second create;
  *   - a crash right after admission: recovery finds nothing and, since the
@@ -28,6 +29,7 @@
 #include <jansson.h>
 
 #include "harness.h"
+#include "support.h"
 #include "oncegate/execute.h"
 
 #define SEC INT64_C(1000000)
@@ -39,50 +41,37 @@ typedef struct r_sandbox {
 } r_sandbox;
 
 /* Starts oncegate-sandbox on a free port with a fresh state; waits for its
- * ready line. */
+ * ready line (tests/support/proc.c). */
 static void r_sandbox_start(r_sandbox *sb)
 {
     const char *bin = getenv("OG_TEST_SANDBOX");
-    char state[128], line[256];
-    int fds[2];
-    FILE *f;
+    char state[128], out[128], err[128];
+    char *argv[] = {(char *)bin, (char *)"--listen", (char *)"127.0.0.1:0",
+                    (char *)"--state", state, (char *)"--control", NULL};
+    int port = 0;
 
     if (!bin || !*bin)
         fail_msg("OG_TEST_SANDBOX must name the oncegate-sandbox binary");
     snprintf(sb->dir, sizeof sb->dir, "/tmp/og-recovery-XXXXXX");
     assert_non_null(mkdtemp(sb->dir));
     snprintf(state, sizeof state, "%s/sandbox.db", sb->dir);
-    assert_int_equal(pipe(fds), 0);
-    sb->pid = fork();
-    assert_true(sb->pid >= 0);
-    if (sb->pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-
-        dup2(fds[1], 1);
-        if (null >= 0)
-            dup2(null, 2);
-        close(fds[0]);
-        execl(bin, bin, "--listen", "127.0.0.1:0", "--state", state,
-              "--control", (char *)NULL);
-        _exit(127);
+    snprintf(out, sizeof out, "%s/stdout", sb->dir);
+    snprintf(err, sizeof err, "%s/stderr", sb->dir);
+    sb->pid = t_proc_spawn(argv, NULL, out, err);
+    assert_true(sb->pid > 0);
+    if (t_proc_wait_ready(sb->pid, out, "oncegate-sandbox: listening on http://",
+                          30000, &port, NULL) != 0) {
+        t_proc_print_output(out, err);
+        fail_msg("oncegate-sandbox did not become ready");
     }
-    close(fds[1]);
-    f = fdopen(fds[0], "r");
-    assert_non_null(f);
-    assert_non_null(fgets(line, sizeof line, f));
-    fclose(f);
-    assert_int_equal(sscanf(line, "oncegate-sandbox: listening on %127s",
-                            sb->url),
-                     1);
+    snprintf(sb->url, sizeof sb->url, "http://127.0.0.1:%d", port);
 }
 
 static void r_sandbox_stop(r_sandbox *sb)
 {
     char cmd[128];
-    int status = 0;
 
-    kill(sb->pid, SIGTERM);
-    waitpid(sb->pid, &status, 0);
+    t_proc_stop(sb->pid, SIGTERM, 30000, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", sb->dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", sb->dir);

@@ -43,6 +43,7 @@
 #include <jansson.h>
 
 #include "oncegate/provider.h"
+#include "support.h"
 
 #define TABLE_PATH "providers/sandbox-credits.v1.json"
 #define VECTORS_PATH "tests/vectors/sandbox-credits.v1.jsonl"
@@ -1308,5 +1309,5 @@ int main(void)
         cmocka_unit_test(lookup_of_an_effect_with_other_terms_is_terms_mismatch),
         cmocka_unit_test(names_round_trip),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return t_run_tests("classify", tests, setup, teardown);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "store/store_int.h"
+#include "support.h"
 
 #define OP "6f1c2a8e-3b4d-4c5e-8f90-123456789abc"
 #define OP2 "0a1b2c3d-4e5f-4a6b-9c7d-8e9fa0b1c2d3"
@@ -496,5 +497,5 @@ int main(void)
         cmocka_unit_test(names_are_generated_and_stable),
         cmocka_unit_test(copy_refuses_what_does_not_fit),
     };
-    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+    return t_run_tests("core", tests, NULL, NULL);
 }

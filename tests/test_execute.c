@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "oncegate/execute.h"
+#include "support.h"
 
 #define SEC INT64_C(1000000)
 #define NOW (INT64_C(1800000000) * SEC)
@@ -355,5 +356,5 @@ int main(void)
         cmocka_unit_test(
             payout_sweeper_never_records_not_started_for_a_started_attempt),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return t_run_tests("execute", tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 
 #include "oncegate/store.h"
 #include "token/token_int.h"
+#include "support.h"
 
 /* A fixed clock: 2027-01-15T08:00:00Z. */
 #define NOW INT64_C(1800000000)
@@ -600,8 +601,9 @@ static void verify_table(void **state)
     assert_int_equal(failures, 0);
 }
 
-/* A handler as the seed draws it: validate, then admit using the validated
- * grant only. Every refused row must leave the store empty. */
+/* A handler as docs/design.md ("Tests and fuzzing") draws it: validate,
+ * then admit using the validated grant only. Every refused row must leave
+ * the store empty. */
 static int handle(og_store *s, const char *tok, const og_grant_request *req,
                   int64_t now_us, og_admission *res)
 {
@@ -1338,5 +1340,5 @@ int main(void)
         cmocka_unit_test(keygen_never_overwrites),
         cmocka_unit_test(fixture_key_and_fuzz_seeds),
     };
-    return cmocka_run_group_tests_name("grant", tests, setup, teardown);
+    return t_run_tests("grant", tests, setup, teardown);
 }

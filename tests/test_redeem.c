@@ -20,6 +20,7 @@
 
 #include "core/core_int.h"
 #include "oncegate/redeem.h"
+#include "support.h"
 
 #define TOKEN_OK                                                               \
     "{\"access_token\":\"at_1\",\"token_type\":\"Bearer\","                    \
@@ -447,5 +448,5 @@ int main(void)
         cmocka_unit_test(outcome_names_are_the_stable_codes),
         cmocka_unit_test(key_files_hold_32_bytes_readable_by_their_owner_only),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return t_run_tests("redeem", tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "serve.h"
+#include "support.h"
 
 /* ===========================================================================
  * Helpers: files and lines.
@@ -1184,5 +1185,5 @@ int main(void)
         cmocka_unit_test(metrics_concurrent_increments_are_exact),
     };
 #undef LOG_TEST
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return t_run_tests("serve-unit", tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /*
  * test_validate.c — table-driven tests for lib/core/validate.c: identifiers,
  * UUIDs, currencies, amounts, RFC 3339 timestamps and the admission request
- * builder. Each table row is a claim from the contract in og_internal.h and
- * oncegate.h; a failing row names its input.
+ * builder. Each table row is a claim from the contract in lib/core/core_int.h and
+ * include/oncegate/core.h; a failing row names its input.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/core_int.h"
+#include "support.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -720,5 +721,5 @@ int main(void)
         cmocka_unit_test(test_req_build_null),
         cmocka_unit_test(test_req_build_canonical),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return t_run_tests("validate", tests, NULL, NULL);
 }

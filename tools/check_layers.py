@@ -111,6 +111,10 @@ PLACES = {
     'bench/': 'bench',
     'fuzz/': 'fuzz',
     'tests/': 'tests',
+    'tests/support/': 'tests',
+    'tests/serve/': 'tests',
+    'tests/sandbox/': 'tests',
+    'tests/provider/': 'tests',
 }
 
 # The trees checked, and the kinds of file in them.
@@ -120,7 +124,7 @@ SUFFIXES = ('.c', '.h', '.inc')
 # Where #include "..." looks after the including file's own directory: the
 # include_directories of meson.build, fuzz/meson.build and tests/ taken
 # together. A name found in two of them is refused as ambiguous.
-SEARCH = ('include', 'lib', 'src/common', 'src/serve', 'src/cli')
+SEARCH = ('include', 'lib', 'src/common', 'src/serve', 'src/cli', 'tests/support')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>')

@@ -1,11 +1,11 @@
 /*
- * redeem_test.c — POST /v1/redemptions over real HTTP (seed 003): real
- * `oncegate serve` processes on one store (SQLite or PostgreSQL), two
- * instances where a claim is about concurrency, against a real
- * oncegate-sandbox whose /oauth/token lets each code be exchanged once.
- * The claims of docs/http.md ("POST /v1/redemptions") and docs/design.md
- * ("Redeeming an external single-use token") that a client and the
- * sandbox's counters can observe:
+ * redeem.c — POST /v1/redemptions over real HTTP: real `oncegate serve`
+ * processes on one store (SQLite or PostgreSQL), two instances where a
+ * claim is about concurrency, against a real oncegate-sandbox whose
+ * /oauth/token lets each code be exchanged once. The claims of
+ * docs/http.md ("POST /v1/redemptions") and docs/design.md ("Redeeming an
+ * external single-use token") that a client and the sandbox's counters can
+ * observe:
  *   - twenty concurrent redemptions of one code under one key, over two
  *     instances, make exactly one exchange and all get the same result;
  *   - a duplicate arriving while the winner is still inside the exchange
@@ -18,10 +18,11 @@
  *   - a result the store cannot persist is still answered (persisted:
  *     false), and the duplicates then end redemption_lost.
  *
- * This file is compiled as part of serve_test.c (it uses that file's
- * harness: processes, sites, the sandbox, HTTP, the secret scan) and runs
- * as its own group, `serve_test BACKEND redeem`.
+ * These tests use serve_test's harness (harness.h) and run as their own
+ * group, `serve_test BACKEND redeem` (main.c lists them).
  */
+#include "harness.h"
+#include "cases.h"
 
 /* Timings of every redemption site: the exchange's own timeout
  * (timings.provider_timeout_ms), the store's, and the catch-up bound, which
@@ -116,12 +117,12 @@ static char *redeem_body(const char *key, const char *code)
 static void redeem_as(hres *r, const srv *s, int p, const char *key,
                       const char *code, int64_t *ms)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = t_now_ms();
 
     post(r, s, "/v1/redemptions", KEY(p),
          json_pack("{s:s, s:s}", "idempotency_key", key, "code", code));
     if (ms)
-        *ms = now_ms() - t0;
+        *ms = t_now_ms() - t0;
     redeem_secrets(r);
 }
 
@@ -196,8 +197,7 @@ static char *redeem_body_for(racer *me, const void *arg)
     return redeem_body(a->key, a->code);
 }
 
-static void twenty_concurrent_redemptions_over_two_instances_exchange_once_and_agree(
-    void **state)
+void twenty_concurrent_redemptions_over_two_instances_exchange_once_and_agree(void **state)
 {
     racer rs[R_RACERS];
     char code[64], key[OG_UUID_LEN + 1];
@@ -241,8 +241,7 @@ static void twenty_concurrent_redemptions_over_two_instances_exchange_once_and_a
     race_free(rs, R_RACERS);
 }
 
-static void duplicate_during_a_slow_exchange_waits_and_catches_up(
-    void **state)
+void duplicate_during_a_slow_exchange_waits_and_catches_up(void **state)
 {
     char code[64], key[OG_UUID_LEN + 1];
     bg_redeem win;
@@ -279,8 +278,7 @@ static void duplicate_during_a_slow_exchange_waits_and_catches_up(
  * The window the pattern does not cover
  * ========================================================================= */
 
-static void winner_killed_after_the_exchange_leaves_the_others_redemption_lost_and_never_exchanges_twice(
-    void **state)
+void winner_killed_after_the_exchange_leaves_the_others_redemption_lost_and_never_exchanges_twice(void **state)
 {
     enum { OTHERS = 3 };
     char code[64], key[OG_UUID_LEN + 1];
@@ -332,8 +330,7 @@ static void winner_killed_after_the_exchange_leaves_the_others_redemption_lost_a
  * before the catch-up bound, and B exits 0 without its stop watchdog
  * firing. The winner then persists, and the key recovers its result on A:
  * one exchange in all. */
-static void redemption_catching_up_when_the_drain_begins_is_503_and_the_server_exits_0(
-    void **state)
+void redemption_catching_up_when_the_drain_begins_is_503_and_the_server_exits_0(void **state)
 {
     char code[64], key[OG_UUID_LEN + 1];
     bg_redeem win, dup;
@@ -353,13 +350,13 @@ static void redemption_catching_up_when_the_drain_begins_is_503_and_the_server_e
     dup = (bg_redeem){e.b, key, code, {0}, 0};
     assert_int_equal(pthread_create(&dth, NULL, bg_redeem_main, &dup), 0);
     sbx_wait_stat(&e.x, "invalid_grants", 1); /* B is catching up */
-    sleep_ms(300);
+    t_sleep_ms(300);
     assert_int_equal(srv_stop(e.b, SIGTERM, EXIT_MS), 0);
     pthread_join(dth, NULL);
     assert_error(&dup.r, 503, "retry_later");
     assert_null(json_object_get(dup.r.json, "result"));
     assert_true(dup.ms < R_CATCH_UP_MS / 2);
-    log = slurp(e.b->log_path, NULL);
+    log = t_slurp(e.b->log_path, NULL);
     assert_non_null(log);
     assert_null(strstr(log, "stop_stuck"));
     free(log);
@@ -380,8 +377,7 @@ static void redemption_catching_up_when_the_drain_begins_is_503_and_the_server_e
 /* The store takes no writes: the winner's result cannot be persisted. It
  * is still answered, once, to the caller that holds it (persisted:
  * false); a duplicate of the key then ends redemption_lost. */
-static void result_the_store_cannot_persist_is_still_answered_and_duplicates_end_lost(
-    void **state)
+void result_the_store_cannot_persist_is_still_answered_and_duplicates_end_lost(void **state)
 {
     char code[64], key[OG_UUID_LEN + 1];
     hres r, dup;
@@ -423,8 +419,7 @@ static void result_the_store_cannot_persist_is_still_answered_and_duplicates_end
  * Refusals
  * ========================================================================= */
 
-static void spent_code_under_another_key_is_refused_as_code_spent(
-    void **state)
+void spent_code_under_another_key_is_refused_as_code_spent(void **state)
 {
     char code[64], k1[OG_UUID_LEN + 1], k2[OG_UUID_LEN + 1],
         k3[OG_UUID_LEN + 1];
@@ -475,7 +470,7 @@ static void spent_code_under_another_key_is_refused_as_code_spent(
     json_decref(b);
 }
 
-static void bad_redemption_requests_are_400_and_send_nothing(void **state)
+void bad_redemption_requests_are_400_and_send_nothing(void **state)
 {
     static const struct {
         const char *body, *error, *field;
@@ -563,14 +558,14 @@ static bool store_shows(const site *st, const char *needle)
 
         snprintf(path, sizeof path, "%s%s", st->direct_url + strlen("sqlite:"),
                  i ? "-wal" : "");
-        bytes = slurp(path, &n);
+        bytes = t_slurp(path, &n);
         found |= bytes_contain(bytes, n, needle);
         free(bytes);
     }
     return found;
 }
 
-static void stored_result_is_unreadable_without_the_key(void **state)
+void stored_result_is_unreadable_without_the_key(void **state)
 {
     char code[64], key[OG_UUID_LEN + 1], hash[65], other_key[PATHLEN],
         other_conf[PATHLEN];
@@ -625,7 +620,7 @@ static void stored_result_is_unreadable_without_the_key(void **state)
     json_decref(res);
 }
 
-static void key_file_readable_by_others_refuses_to_start(void **state)
+void key_file_readable_by_others_refuses_to_start(void **state)
 {
     char *log = NULL;
     renv e;
@@ -647,8 +642,7 @@ static void key_file_readable_by_others_refuses_to_start(void **state)
 
 /* serve --dev seals with DIR/redemption.key (0600, generated) and redeems
  * at the sandbox it started (named in its "redemption" log event). */
-static void dev_mode_redeems_at_its_sandbox_with_a_generated_key(
-    void **state)
+void dev_mode_redeems_at_its_sandbox_with_a_generated_key(void **state)
 {
     char dir[512], path[PATHLEN], code[64], url[64];
     const char *at, *end;
@@ -673,7 +667,7 @@ static void dev_mode_redeems_at_its_sandbox_with_a_generated_key(
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal(sb.st_mode & 07777, 0600);
     assert_true(log_wait_for(d, "\"event\":\"redemption\"", 10000));
-    log = slurp(d->log_path, NULL);
+    log = t_slurp(d->log_path, NULL);
     at = strstr(log, "\"token_endpoint\":\"");
     assert_non_null(at);
     at += strlen("\"token_endpoint\":\"");
@@ -700,39 +694,3 @@ static void dev_mode_redeems_at_its_sandbox_with_a_generated_key(
     json_decref(doc);
     free(creds);
 }
-
-/* Last in the group, as in the serve group: every server stopped, exits
- * and logs checked (codes and tokens are among the secrets). */
-static const struct CMUnitTest g_redeem_tests[] = {
-    cmocka_unit_test_teardown(
-        twenty_concurrent_redemptions_over_two_instances_exchange_once_and_agree,
-        test_teardown),
-    cmocka_unit_test_teardown(
-        duplicate_during_a_slow_exchange_waits_and_catches_up, test_teardown),
-    cmocka_unit_test_teardown(
-        winner_killed_after_the_exchange_leaves_the_others_redemption_lost_and_never_exchanges_twice,
-        test_teardown),
-    cmocka_unit_test_teardown(
-        result_the_store_cannot_persist_is_still_answered_and_duplicates_end_lost,
-        test_teardown),
-    cmocka_unit_test_teardown(
-        spent_code_under_another_key_is_refused_as_code_spent, test_teardown),
-    cmocka_unit_test_teardown(
-        redemption_catching_up_when_the_drain_begins_is_503_and_the_server_exits_0,
-        test_teardown),
-    cmocka_unit_test_teardown(bad_redemption_requests_are_400_and_send_nothing,
-                              test_teardown),
-    cmocka_unit_test_teardown(stored_result_is_unreadable_without_the_key,
-                              test_teardown),
-    cmocka_unit_test_teardown(key_file_readable_by_others_refuses_to_start,
-                              test_teardown),
-    cmocka_unit_test_teardown(
-        dev_mode_redeems_at_its_sandbox_with_a_generated_key, test_teardown),
-    cmocka_unit_test_teardown(
-        every_response_carried_a_request_id_and_every_error_a_code_and_message,
-        test_teardown),
-    cmocka_unit_test_teardown(every_server_stopped_by_sigterm_exited_0,
-                              test_teardown),
-    cmocka_unit_test_teardown(
-        logs_are_json_lines_without_tokens_keys_or_credentials, test_teardown),
-};

@@ -1,0 +1,159 @@
+/*
+ * cases.h — the test cases of serve_test, file by file. main.c lists them
+ * in the order they run, each with its fixture; each file defines its own.
+ */
+#ifndef OG_TEST_SERVE_CASES_H
+#define OG_TEST_SERVE_CASES_H
+
+/* announce.c */
+void server_announces_readiness_with_one_stdout_line_and_a_ready_event(
+    void **state);
+void openapi_paths_and_methods_equal_serve_routes(void **state);
+void every_documented_route_answers_other_than_route_not_found_or_405(
+    void **state);
+void unknown_path_is_404_route_not_found_and_wrong_method_is_405_with_allow(
+    void **state);
+void healthz_and_readyz_answer_without_a_key_on_every_instance(void **state);
+void metrics_count_admissions_refusals_consumes_and_responses(void **state);
+void request_id_is_echoed_and_logged_as_correlation_id(void **state);
+void janitor_and_archive_loops_run_in_the_background(void **state);
+
+/* authorization.c */
+void every_endpoint_without_a_known_bearer_key_is_401(void **state);
+void every_endpoint_with_a_key_lacking_its_role_is_403(void **state);
+void another_callers_operation_is_404_like_a_missing_one(void **state);
+
+/* endpoints.c */
+void issued_grant_is_201_with_the_documented_fields(void **state);
+void fresh_grant_is_admitted_with_202(void **state);
+void same_operation_retry_is_202_already_admitted_on_every_instance(
+    void **state);
+void operation_id_reused_for_another_grant_is_409(void **state);
+void operation_read_by_its_caller_is_200_with_fields(void **state);
+void consume_verdict_is_200_once_then_409_and_the_grant_cannot_be_admitted(
+    void **state);
+void revoked_grant_is_refused_and_a_second_revocation_is_409(void **state);
+void revocation_never_recalls_an_operation_admitted_before_it(void **state);
+void revoked_family_refuses_its_grants_tickets_and_new_issuance(void **state);
+void refusal_reason_is_logged_for_operators_but_not_told_to_the_caller(
+    void **state);
+void grant_issuing_without_a_signing_key_is_501(void **state);
+
+/* bad_input.c */
+void malformed_json_is_400_malformed_request_and_changes_nothing(void **state);
+void duplicated_member_is_400_naming_it_and_changes_nothing(void **state);
+void wrong_content_type_is_415_and_changes_nothing(void **state);
+void body_over_max_body_bytes_is_413_and_changes_nothing(void **state);
+void invalid_operation_id_is_400_operation_id_invalid_and_changes_nothing(
+    void **state);
+void operation_id_breaking_its_rule_in_the_get_path_is_400(void **state);
+void unknown_missing_or_mistyped_member_is_400_naming_it_and_changes_nothing(
+    void **state);
+void tampered_token_is_403_bad_signature_and_changes_nothing(void **state);
+void alg_none_token_is_403_unsupported_alg_and_changes_nothing(void **state);
+void token_signed_with_another_key_is_403_and_changes_nothing(void **state);
+void grant_refused_by_validation_is_403_with_its_reason_and_changes_nothing(
+    void **state);
+
+/* races.c */
+void fifty_concurrent_admissions_on_two_instances_admit_exactly_one(
+    void **state);
+void grant_admitted_on_one_instance_is_409_on_the_other(void **state);
+void grant_admitted_before_a_restart_is_409_after_it(void **state);
+void fifty_concurrent_consumes_on_two_instances_consume_exactly_one(
+    void **state);
+void grant_consumed_on_one_instance_is_409_on_the_other(void **state);
+void grant_consumed_before_a_restart_is_409_after_it(void **state);
+void fifty_concurrent_rotations_of_one_ticket_rotate_exactly_one(void **state);
+void ticket_rotated_on_one_instance_is_409_on_the_other(void **state);
+void ticket_rotated_before_a_restart_is_409_after_it(void **state);
+
+/* startup.c */
+void billing_timeout_not_shorter_than_lease_minus_margin_refuses_to_start_naming_T4(
+    void **state);
+void unknown_configuration_key_refuses_to_start_naming_it(void **state);
+void unreachable_store_at_startup_exits_75(void **state);
+void auto_migrate_prepares_an_empty_store(void **state);
+void auto_migrate_with_hashed_consumption_keys_creates_a_hashed_store(
+    void **state);
+void serve_with_an_unknown_option_exits_2(void **state);
+void provider_url_without_table_refuses_to_start(void **state);
+void table_retention_shorter_than_config_refuses_to_start(void **state);
+
+/* signals.c */
+void sighup_after_adding_a_principal_accepts_its_key_without_restart(
+    void **state);
+void sighup_after_removing_a_principal_refuses_its_key(void **state);
+void failed_reload_keeps_the_old_principals_and_logs_reload_failed(
+    void **state);
+void sigterm_lets_requests_in_flight_complete_and_exits_0(void **state);
+void sigint_drains_and_exits_0_like_sigterm(void **state);
+void sighup_after_adding_a_verification_key_accepts_its_grants(void **state);
+
+/* outage.c */
+void store_stopped_while_serving_is_503_then_the_same_operation_retry_gets_the_status(
+    void **state);
+
+/* dev.c */
+void dev_mode_credentials_are_0600_and_reused_by_a_second_instance(
+    void **state);
+void dev_instances_started_together_agree_on_credentials(void **state);
+void dev_banner_commands_admit_then_refuse(void **state);
+
+/* execution.c */
+void executed_operation_is_applied_once_with_the_operation_id_as_key(
+    void **state);
+void action_other_than_credit_apply_is_422_and_changes_nothing(void **state);
+void deployment_without_the_server_side_bound_is_refused_at_startup(
+    void **state);
+void definite_refusal_is_failed_and_the_grant_stays_spent(void **state);
+void dropped_response_is_pending_unknown_and_one_credit_exists(void **state);
+void recovery_loop_settles_a_lost_answer_by_lookup(void **state);
+void same_operation_retry_while_the_first_is_in_flight_gets_pending_without_a_billing_call(
+    void **state);
+void provider_timeout_is_pending_unknown(void **state);
+void transient_refusal_leaves_the_operation_admitted(void **state);
+void store_unavailable_at_admission_makes_no_billing_call(void **state);
+
+/* operators.c */
+void operator_lists_the_reconciliation_backlog_oldest_first(void **state);
+void operator_resolves_needs_reconciliation_with_evidence_and_the_grant_stays_spent(
+    void **state);
+void resolving_an_operation_not_awaiting_reconciliation_is_409(void **state);
+void operator_endpoints_refuse_other_roles_and_missing_keys(void **state);
+void caller_sees_the_history_without_evidence(void **state);
+void metrics_show_the_backlog_by_age_and_outcomes_by_source(void **state);
+void bad_operator_queries_are_400_naming_the_parameter(void **state);
+
+/* failures.c */
+void admission_committed_with_its_acknowledgment_lost_bills_nothing_and_the_retry_gets_the_status(
+    void **state);
+void billing_success_then_failure_to_record_it_is_pending_and_recovery_makes_it_succeeded_with_one_credit(
+    void **state);
+void original_handler_paused_past_its_lease_loses_its_late_write(void **state);
+void late_unknown_from_a_paused_handler_cannot_overwrite_a_recovered_succeeded(
+    void **state);
+void recovery_finds_nothing_while_the_original_call_may_be_in_flight_never_fails_it(
+    void **state);
+void recovery_finds_nothing_with_atomic_same_key_resubmits_the_same_key_and_one_credit_results(
+    void **state);
+void operation_id_reused_by_another_caller_or_with_other_details_is_409_reveals_nothing_and_bills_nothing(
+    void **state);
+
+/* redeem.c */
+void twenty_concurrent_redemptions_over_two_instances_exchange_once_and_agree(
+    void **state);
+void duplicate_during_a_slow_exchange_waits_and_catches_up(void **state);
+void winner_killed_after_the_exchange_leaves_the_others_redemption_lost_and_never_exchanges_twice(
+    void **state);
+void redemption_catching_up_when_the_drain_begins_is_503_and_the_server_exits_0(
+    void **state);
+void result_the_store_cannot_persist_is_still_answered_and_duplicates_end_lost(
+    void **state);
+void spent_code_under_another_key_is_refused_as_code_spent(void **state);
+void bad_redemption_requests_are_400_and_send_nothing(void **state);
+void stored_result_is_unreadable_without_the_key(void **state);
+void key_file_readable_by_others_refuses_to_start(void **state);
+void dev_mode_redeems_at_its_sandbox_with_a_generated_key(void **state);
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * dev.c — dev mode (`oncegate serve --dev`): its credentials file (0600,
+ * reused by a second instance, agreed on by instances started together)
+ * and the banner's commands, run as printed.
+ */
+#include "harness.h"
+#include "cases.h"
+
+/* ===========================================================================
+ * Dev mode
+ * ========================================================================= */
+/* The dev instances a and b share principals and the issuer key: a grant
+ * issued on one is admitted on the other with the agent key from the
+ * credentials file, and executed there (dev mode starts a sandbox beside
+ * each instance). */
+static void assert_dev_pair_shares_credentials(const srv *a, const srv *b,
+                                               json_t *doc)
+{
+    char op[OG_UUID_LEN + 1], path[128];
+    const char *tok;
+    hres r;
+
+    uuid4(op);
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    get(&r, b, path, dev_key(doc, "agent"));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+
+    post(&r, a, "/v1/grants", dev_key(doc, "issuer"),
+         grant_request("dev-agent", NULL, 900));
+    assert_http(&r, 201);
+    assert_str(jstr(r.json, "issuer"), "oncegate-dev");
+    tok = jstr(r.json, "token");
+    assert_non_null(tok);
+    secret_add_token(tok);
+    {
+        hres r2;
+        post(&r2, b, "/v1/operations", dev_key(doc, "agent"), admit_body(op, tok));
+        assert_http(&r2, 200);
+        assert_str(jstr(r2.json, "outcome"), "admitted");
+        assert_str(jstr(r2.json, "result"), "applied");
+        hres_free(&r2);
+    }
+    hres_free(&r);
+}
+
+void dev_mode_credentials_are_0600_and_reused_by_a_second_instance(
+    void **state)
+{
+    char dir[PATHLEN], envout[PATHLEN], enverr[PATHLEN];
+    char *first, *second, *env;
+    site *pgsite = NULL;
+    json_t *doc, *doc2;
+    srv *a, *b;
+
+    if (g_pg)
+        assert_non_null(pgsite = site_new("dev-pg", false, 0, true));
+    snprintf(dir, sizeof dir, "%s/dev-shared", g_tmp);
+    a = dev_server(dir, pgsite);
+    assert_int_equal(srv_start(a), 0);
+    first = dev_credentials(dir, &doc);
+
+    b = dev_server(dir, pgsite);
+    assert_int_equal(srv_start(b), 0);
+    assert_true(a->port != b->port);
+    second = dev_credentials(dir, &doc2);
+    assert_str(second, first);
+    assert_dev_pair_shares_credentials(a, b, doc);
+    assert_dev_pair_shares_credentials(b, a, doc);
+
+    /* dev-env prints the same keys for a shell. */
+    {
+        char *argv[] = {(char *)g_bin, "dev-env", "--data-dir", dir, NULL};
+        snprintf(envout, sizeof envout, "%s/dev-env.out", g_tmp);
+        snprintf(enverr, sizeof enverr, "%s/dev-env.err", g_tmp);
+        outfile_add(enverr, OUT_LOG_TEXT);
+        assert_int_equal(t_proc_run(argv, envout, enverr, 30000), 0);
+        env = t_slurp(envout, NULL);
+        assert_non_null(env);
+        for (size_t i = 0; i < sizeof g_dev_roles / sizeof g_dev_roles[0]; i++) {
+            char var[64];
+            snprintf(var, sizeof var, "OG_%s_KEY", g_dev_roles[i]);
+            for (char *c = var; *c; c++)
+                *c = (char)toupper((unsigned char)*c);
+            if (!strstr(env, var) || !strstr(env, dev_key(doc, g_dev_roles[i])))
+                fail_msg("dev-env lacks %s with the %s key", var, g_dev_roles[i]);
+        }
+        free(env);
+    }
+    free(first);
+    free(second);
+    json_decref(doc);
+    json_decref(doc2);
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+    assert_int_equal(srv_stop(b, SIGTERM, EXIT_MS), 0);
+}
+
+void dev_instances_started_together_agree_on_credentials(void **state)
+{
+    char dir[PATHLEN];
+    site *pgsite = NULL;
+    json_t *doc, *doc2;
+    char *t1, *t2;
+    srv *a, *b;
+
+    if (g_pg)
+        assert_non_null(pgsite = site_new("dev-pg-together", false, 0, true));
+    snprintf(dir, sizeof dir, "%s/dev-together", g_tmp);
+    a = dev_server(dir, pgsite);
+    b = dev_server(dir, pgsite);
+    assert_int_equal(srv_exec(a), 0);
+    assert_int_equal(srv_exec(b), 0);
+    if (srv_wait_ready(a, READY_MS) != 0 || srv_wait_ready(b, READY_MS) != 0) {
+        srv_print_log(a);
+        srv_print_log(b);
+        fail_msg("dev instances started together did not both serve");
+    }
+    t1 = dev_credentials(dir, &doc);
+    t2 = dev_credentials(dir, &doc2);
+    assert_str(t1, t2);
+    assert_dev_pair_shares_credentials(a, b, doc);
+    assert_dev_pair_shares_credentials(b, a, doc);
+    free(t1);
+    free(t2);
+    json_decref(doc);
+    json_decref(doc2);
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+    assert_int_equal(srv_stop(b, SIGTERM, EXIT_MS), 0);
+}
+
+/* The banner's shell commands: every line (after an optional "$ " prompt)
+ * that starts with "curl" or assigns a shell variable, with backslash
+ * continuations joined. */
+static char *banner_script(const char *banner)
+{
+    size_t cap = strlen(banner) + 1, n = 0;
+    char *out = calloc(1, cap + 1);
+    const char *p = banner;
+    bool cont = false;
+
+    if (!out)
+        abort();
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        const char *s = p;
+        size_t sl = len;
+        bool take;
+
+        while (sl && (*s == ' ' || *s == '\t'))
+            s++, sl--;
+        if (!cont && sl >= 2 && s[0] == '$' && s[1] == ' ')
+            s += 2, sl -= 2;
+        take = cont || (sl > 5 && strncmp(s, "curl ", 5) == 0);
+        if (!take && !cont) {
+            /* NAME=$(...) or NAME=value */
+            size_t i = 0;
+            while (i < sl && (isalnum((unsigned char)s[i]) || s[i] == '_'))
+                i++;
+            take = i > 0 && i < sl && s[i] == '=' && !isdigit((unsigned char)s[0]);
+        }
+        if (take) {
+            memcpy(out + n, s, sl);
+            n += sl;
+            out[n++] = '\n';
+            cont = sl > 0 && s[sl - 1] == '\\';
+        }
+        p = eol ? eol + 1 : p + len;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* After the banner's step 5 (the sandbox's answer lost after it made the
+ * credit): the dev instance's own recovery loop settles the operation —
+ * $OP, read from the shell's saved variables — as succeeded by lookup
+ * within seconds, and the dev sandbox (URL from the banner) counts one
+ * credit per presentation and one create request each. */
+static void dev_banner_recovery_settles(const srv *a, const char *banner,
+                                        const char *vars_path,
+                                        const char *dir)
+{
+    char *vars = t_slurp(vars_path, NULL), *p, op[OG_UUID_LEN + 1] = "";
+    char path[128];
+    const char *status = NULL, *u;
+    json_t *doc;
+    int64_t deadline = t_now_ms() + 30000;
+    srv sbx;
+    hres r;
+
+    assert_non_null(vars);
+    p = strstr(vars, "\nOP=");
+    assert_non_null(p);
+    p += 4;
+    if (*p == '\'')
+        p++;
+    snprintf(op, sizeof op, "%.36s", p);
+    free(vars);
+    free(dev_credentials(dir, &doc));
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    for (;;) {
+        get(&r, a, path, dev_key(doc, "agent"));
+        assert_http(&r, 200);
+        status = jstr(r.json, "status");
+        if ((status && strcmp(status, "succeeded") == 0) ||
+            t_now_ms() > deadline)
+            break;
+        hres_free(&r);
+        t_sleep_ms(200);
+    }
+    if (!status || strcmp(status, "succeeded") != 0)
+        fail_msg("recovery did not settle %s within 30 s: %s", op, r.body);
+    assert_str(jstr(r.json, "reason"), "found");
+    hres_free(&r);
+    json_decref(doc);
+
+    /* The banner names the sandbox: "provider     http://127.0.0.1:PORT: ". */
+    u = strstr(banner, "provider     http://");
+    assert_non_null(u);
+    memset(&sbx, 0, sizeof sbx);
+    u += strlen("provider     ");
+    assert_non_null(strstr(u, ": "));
+    snprintf(sbx.base, sizeof sbx.base, "%.*s", (int)(strstr(u, ": ") - u),
+             u);
+    sbx_http(&r, &sbx, "GET", "/_control/stats", NULL, NULL);
+    assert_http(&r, 200);
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "credits_created")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "create_requests")),
+                     2);
+    hres_free(&r);
+}
+
+void dev_banner_commands_admit_then_refuse(void **state)
+{
+    char dir[PATHLEN], script_path[PATHLEN], out_path[PATHLEN], err_path[PATHLEN];
+    char vars_path[PATHLEN];
+    char *banner, *cmds, *script, *out;
+    json_t *doc;
+    size_t sz;
+    srv *a;
+    char *first, *admitted, *refused, *pending;
+
+    snprintf(dir, sizeof dir, "%s/dev-banner", g_tmp);
+    a = dev_server(dir, NULL);
+    assert_int_equal(srv_start(a), 0);
+    free(dev_credentials(dir, &doc));
+    json_decref(doc);
+
+    /* The banner is on stdout, after (or before) the ready line. */
+    {
+        int64_t deadline = t_now_ms() + 10000;
+        for (;;) {
+            banner = t_slurp(a->out_path, NULL);
+            assert_non_null(banner);
+            cmds = banner_script(banner);
+            if (strstr(cmds, "curl") || t_now_ms() > deadline)
+                break;
+            free(banner);
+            free(cmds);
+            t_sleep_ms(100);
+        }
+    }
+    if (!strstr(cmds, "curl")) {
+        fprintf(stderr, "banner:\n%s\n", banner);
+        fail_msg("no curl command in the banner");
+    }
+    snprintf(vars_path, sizeof vars_path, "%s/banner.vars", g_tmp);
+    sz = strlen(cmds) + 4 * PATHLEN + 256;
+    script = malloc(sz);
+    /* The shell's variables are saved afterwards: a token the commands
+     * obtained joins the secrets the log scan looks for. */
+    snprintf(script, sz,
+             "set -e\n"
+             "export PATH=\"$(dirname '%s'):$PATH\"\n"
+             "eval \"$('%s' dev-env --data-dir '%s')\"\n"
+             "%s"
+             "set > '%s'\n",
+             g_bin, g_bin, dir, cmds, vars_path);
+    snprintf(script_path, sizeof script_path, "%s/banner.sh", g_tmp);
+    snprintf(out_path, sizeof out_path, "%s/banner.out", g_tmp);
+    snprintf(err_path, sizeof err_path, "%s/banner.err", g_tmp);
+    assert_int_equal(write_file(script_path, script), 0);
+    {
+        char *argv[] = {"/bin/sh", script_path, NULL};
+        int code = t_proc_run(argv, out_path, err_path, 60000);
+        out = t_slurp(out_path, NULL);
+        if (code != 0 || !out) {
+            char *err = t_slurp(err_path, NULL);
+            fprintf(stderr, "banner:\n%s\nscript:\n%s\nstdout:\n%s\nstderr:\n%s\n",
+                    banner, script, out ? out : "", err ? err : "");
+            free(err);
+        }
+        assert_int_equal(code, 0);
+    }
+    assert_non_null(out);
+    {
+        char *vars = t_slurp(vars_path, NULL), *save = NULL;
+        for (char *w = strtok_r(vars, "\n'=", &save); w;
+             w = strtok_r(NULL, "\n'=", &save))
+            if (strlen(w) > 100 && strchr(w, '.'))
+                secret_add_token(w);
+        free(vars);
+    }
+    /* It applied (200: admitted and executed at the dev sandbox), then
+     * refused the replay (409); step 5's presentation lost the provider's
+     * answer (202 pending). */
+    admitted = strstr(out, "\"result\":\"applied\"");
+    first = admitted ? strstr(admitted, "\n200\n") : NULL;
+    refused = first ? strstr(first, "grant_not_available") : NULL;
+    pending = refused ? strstr(refused, "\"result\":\"pending\"") : NULL;
+    if (!admitted || !first || !refused || !strstr(refused, "\n409\n") ||
+        !pending || !strstr(pending, "\n202\n")) {
+        fprintf(stderr, "banner:\n%s\nscript:\n%s\noutput:\n%s\n", banner,
+                script, out);
+        fail_msg("the banner's commands did not apply, refuse, then pend");
+    }
+    dev_banner_recovery_settles(a, banner, vars_path, dir);
+    free(out);
+    free(script);
+    free(cmds);
+    free(banner);
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+}
