@@ -161,8 +161,15 @@ int t_proc_stop(pid_t pid, int sig, int timeout_ms, int *status)
 {
     int st, code;
 
-    kill(pid, sig);
+    /* SIGCONT first: a test's SIGSTOP must not outlive it, and a SIGCONT
+     * sent AFTER sig can land while the exiting process is inside
+     * LeakSanitizer's exit-time check, whose tracer stops every thread
+     * with ptrace: SIGCONT discards that pending stop and the tracer waits
+     * for it forever (a drained server that never exits; seen under load
+     * as "did not exit 0 after SIGTERM"). Continued first, the process
+     * then takes sig as it would have. */
     kill(pid, SIGCONT);
+    kill(pid, sig);
     st = t_proc_wait(pid, timeout_ms);
     if (st < 0) {
         kill(pid, SIGKILL);

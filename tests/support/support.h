@@ -88,7 +88,7 @@ int t_proc_wait(pid_t pid, int timeout_ms);
  * ended it, -1 for -1 or anything else. */
 int t_proc_exit_code(int status);
 
-/* Sends sig to pid (and SIGCONT, so a test's SIGSTOP cannot outlive it) and
+/* Sends SIGCONT (a test's SIGSTOP cannot outlive it) and then sig to pid, and
  * waits up to timeout_ms for the exit; SIGKILL after that. *status (when not
  * NULL) gets the wait status, -1 when it had to be killed. Returns the exit
  * code (t_proc_exit_code), -1 when it had to be killed. */
