@@ -15,14 +15,17 @@
 
 #define OG_DEFAULT_ACTION "credit.apply"
 
-/* Times one store call into the latency histogram. */
-#define STORE_CALL(op, expr)                                                   \
-    ({                                                                         \
-        int64_t t0_ = og_http_mono_us();                                       \
-        int rc_ = (expr);                                                      \
-        og_metrics_store_call((op), og_http_mono_us() - t0_, rc_);             \
-        rc_;                                                                   \
-    })
+/* Times one store call into the latency histogram
+ * (oncegate_store_latency_seconds{op}, and store_unavailable_total{op} for
+ * OG_ESTORE_UNAVAILABLE): t0_us is og_http_mono_us() read in a statement
+ * of its own just before the call — so it is sequenced before it, which an
+ * argument beside the call would not be — and rc is the call's result,
+ * returned. */
+static int store_timed(og_metric_op op, int64_t t0_us, int rc)
+{
+    og_metrics_store_call(op, og_http_mono_us() - t0_us, rc);
+    return rc;
+}
 
 /* The reason code of a grant that does not validate, answered 403. Errors
  * that are not about the grant (OG_ENOMEM, OG_EINVAL) are 500s. */
@@ -128,6 +131,7 @@ static int h_grants_issue(og_http_req *r)
     og_grant_claims gc;
     og_issue_outcome out;
     char *token = NULL;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -170,9 +174,10 @@ static int h_grants_issue(og_http_req *r)
     og_http_log_str(r, "issuer", srv->cfg.issuer);
     og_http_log_str(r, "grant_id", jti);
     og_http_log_str(r, "family", family);
-    rc = STORE_CALL(OG_MOP_ISSUE,
-                    og_grant_issue(srv->store, signer, &gc,
-                                   srv->cfg.grant_form, &token, &out));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_ISSUE, t0,
+                     og_grant_issue(srv->store, signer, &gc,
+                                    srv->cfg.grant_form, &token, &out));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (out != OG_ISSUE_RECORDED) {
@@ -211,6 +216,7 @@ static int h_grants_consume(og_http_req *r)
     og_validated_grant v;
     og_consume_result res;
     og_grant g;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -228,7 +234,8 @@ static int h_grants_consume(og_http_req *r)
     g.expires_at_us = v.expires_at_us;
     g.family = v.family[0] ? v.family : NULL;
     g.form = srv->cfg.grant_form;
-    rc = STORE_CALL(OG_MOP_CONSUME, og_consume(srv->store, &g, &res));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_CONSUME, t0, og_consume(srv->store, &g, &res));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     og_metrics_consume(res.consumed);
@@ -256,6 +263,7 @@ static int h_grants_revoke(og_http_req *r)
     og_validated_grant v;
     og_revocation rv;
     og_revoke_outcome out;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -287,9 +295,10 @@ static int h_grants_revoke(og_http_req *r)
     rv.form = srv->cfg.grant_form;
     og_http_log_str(r, "issuer", rv.issuer);
     og_http_log_str(r, "grant_id", rv.grant_id);
-    rc = STORE_CALL(OG_MOP_REVOKE,
-                    og_revoke(srv->store, og_srv_auth_revokers(r->auth), &rv,
-                              &out));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_REVOKE, t0,
+                     og_revoke(srv->store, og_srv_auth_revokers(r->auth), &rv,
+                               &out));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     switch (out) {
@@ -326,6 +335,7 @@ static int h_family_revoke(og_http_req *r)
     og_revoke_outcome out;
     og_strv list = {0};
     json_t *ids;
+    int64_t t0;
     int rc;
 
     if (r->json && (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -335,11 +345,12 @@ static int h_family_revoke(og_http_req *r)
         issuer = srv->cfg.issuer;
     og_http_log_str(r, "issuer", issuer);
     og_http_log_str(r, "family", r->param);
-    rc = STORE_CALL(OG_MOP_FAMILY_REVOKE,
-                    og_family_revoke(srv->store,
-                                     og_srv_auth_revokers(r->auth), issuer,
-                                     r->param, r->principal->id, &out,
-                                     &list));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_FAMILY_REVOKE, t0,
+                     og_family_revoke(srv->store,
+                                      og_srv_auth_revokers(r->auth), issuer,
+                                      r->param, r->principal->id, &out,
+                                      &list));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (out == OG_REVOKE_NOT_PERMITTED) {
@@ -369,6 +380,7 @@ static int h_tickets_create(og_http_req *r)
     char fam[OG_ID_MAX + 1];
     char id[OG_GRANT_ID_LEN + 1];
     og_ticket_result res;
+    int64_t t0;
     int rc;
 
     if (r->json && (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -384,9 +396,10 @@ static int h_tickets_create(og_http_req *r)
     }
     og_http_log_str(r, "issuer", srv->cfg.issuer);
     og_http_log_str(r, "family", family);
-    rc = STORE_CALL(OG_MOP_TICKET_CREATE,
-                    og_ticket_create(srv->store, srv->cfg.issuer, family,
-                                     &res));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_TICKET_CREATE, t0,
+                     og_ticket_create(srv->store, srv->cfg.issuer, family,
+                                      &res));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (res.outcome != OG_TICKET_ISSUED) {
@@ -408,13 +421,15 @@ static int h_tickets_rotate(og_http_req *r)
     og_srv *srv = r->srv;
     const char *ticket;
     og_ticket_result res;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
         og_http_str(r, r->json, "ticket", true, &ticket) != 0)
         return 0;
-    rc = STORE_CALL(OG_MOP_TICKET_ROTATE,
-                    og_ticket_rotate(srv->store, ticket, &res));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_TICKET_ROTATE, t0,
+                     og_ticket_rotate(srv->store, ticket, &res));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     og_http_log_str(r, "issuer", res.issuer[0] ? res.issuer : NULL);
@@ -490,11 +505,13 @@ static void execute_admitted(og_http_req *r, const og_operation *admitted)
     og_exec_decision d;
     og_op_outcome oc;
     bool may = false, recorded = false;
+    int64_t t0;
     int rc;
 
-    rc = STORE_CALL(OG_MOP_MAY_SUBMIT,
-                    og_op_may_submit(srv->store, op.operation_id,
-                                     op.owner_version, &may));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_MAY_SUBMIT, t0,
+                     og_op_may_submit(srv->store, op.operation_id,
+                                      op.owner_version, &may));
     if (rc != 0 || !may) {
         /* Could not confirm ownership: send nothing (E1). */
         og_http_log_str(r, "execution", rc != 0 ? "may_submit_failed"
@@ -524,10 +541,11 @@ static void execute_admitted(og_http_req *r, const og_operation *admitted)
         return;
     }
     oc = (og_op_outcome){d.status, d.reason, d.reference, "handler"};
-    rc = STORE_CALL(OG_MOP_RECORD,
-                    og_op_record(srv->store, op.operation_id,
-                                 OG_OP_BIT(OG_OP_ADMITTED), op.owner_version,
-                                 &oc, &recorded));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_RECORD, t0,
+                     og_op_record(srv->store, op.operation_id,
+                                  OG_OP_BIT(OG_OP_ADMITTED), op.owner_version,
+                                  &oc, &recorded));
     if (rc != 0 || !recorded) {
         /* The outcome is known here but not recorded: recovery will
          * reconcile it; this request never calls the provider again. Log
@@ -577,6 +595,7 @@ static int h_operations_post(og_http_req *r)
     og_grant g;
     og_intent in;
     json_t *params;
+    int64_t t0;
     int rc;
 
     /* Validation first: the request, then the grant; the store last. */
@@ -618,7 +637,8 @@ static int h_operations_post(og_http_req *r)
     if ((rc = og_validated_grant_admission(&v, op_id, &g, &in)) != 0)
         return og_http_lib_error(r, rc), 0;
     g.form = srv->cfg.grant_form;
-    rc = STORE_CALL(OG_MOP_ADMIT, og_admit(srv->store, &g, &in, &adm));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_ADMIT, t0, og_admit(srv->store, &g, &in, &adm));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     og_metrics_admission(adm.outcome, adm.refusal);
@@ -652,11 +672,12 @@ static int h_operations_post(og_http_req *r)
 static json_t *history_json(og_http_req *r, const char *op_id,
                             bool with_evidence)
 {
+    int64_t t0 = og_http_mono_us();
     og_op_events h;
     json_t *a;
 
-    if (STORE_CALL(OG_MOP_OPERATION_GET, og_op_history(r->srv->store, op_id,
-                                                       &h)) != 0)
+    if (store_timed(OG_MOP_OPERATION_GET, t0,
+                    og_op_history(r->srv->store, op_id, &h)) != 0)
         return NULL;
     a = json_array();
     for (size_t i = 0; a && i < h.n; i++) {
@@ -690,6 +711,7 @@ static int h_operations_get(og_http_req *r)
     og_srv *srv = r->srv;
     char id[OG_UUID_LEN + 1];
     og_operation op;
+    int64_t t0;
     int rc;
 
     /* An id that breaks the UUID rule is the caller's own mistake, answered
@@ -697,8 +719,9 @@ static int h_operations_get(og_http_req *r)
      * operation. */
     if ((rc = og_operation_id_canonical(r->param, id)) != 0)
         return og_http_lib_error(r, rc), 0;
-    rc = STORE_CALL(OG_MOP_OPERATION_GET,
-                    og_operation_get(srv->store, id, &op));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_OPERATION_GET, t0,
+                     og_operation_get(srv->store, id, &op));
     if (rc < 0)
         return og_http_lib_error(r, rc), 0;
     if (rc == 1 && strcmp(op.caller_id, r->principal->id) == 0) {
@@ -936,6 +959,7 @@ static int h_admin_list(og_http_req *r)
     int64_t now = og_http_now_us(), v;
     og_op_list l = {0};
     json_t *ops;
+    int64_t t0;
     int rc;
 
     if (qs && parse_statuses(qs, &f.statuses) != 0)
@@ -957,7 +981,8 @@ static int h_admin_list(og_http_req *r)
                    0;
         f.limit = (int)v;
     }
-    rc = STORE_CALL(OG_MOP_OPERATION_GET, og_op_scan(srv->store, &f, &l));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_OPERATION_GET, t0, og_op_scan(srv->store, &f, &l));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     ops = json_array();
@@ -998,12 +1023,14 @@ static json_t *admin_operation_json(og_http_req *r, const og_operation *op)
 static int admin_find(og_http_req *r, og_operation *op)
 {
     char id[OG_UUID_LEN + 1];
+    int64_t t0;
     int rc;
 
     if ((rc = og_operation_id_canonical(r->param, id)) != 0)
         return og_http_lib_error(r, rc), 0;
-    rc = STORE_CALL(OG_MOP_OPERATION_GET,
-                    og_operation_get(r->srv->store, id, op));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_OPERATION_GET, t0,
+                     og_operation_get(r->srv->store, id, op));
     if (rc < 0)
         return og_http_lib_error(r, rc), 0;
     if (rc == 0) {
@@ -1033,6 +1060,7 @@ static int h_admin_resolve(og_http_req *r)
     const char *status, *reason, *evidence, *ref;
     og_operation op;
     bool resolved = false;
+    int64_t t0;
     int to, rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -1049,10 +1077,11 @@ static int h_admin_resolve(og_http_req *r)
     }
     if (!admin_find(r, &op))
         return 0;
-    rc = STORE_CALL(OG_MOP_RECORD,
-                    og_op_resolve(srv->store, op.operation_id,
-                                  (og_op_status)to, r->principal->id, reason,
-                                  evidence, ref, &resolved));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_RECORD, t0,
+                     og_op_resolve(srv->store, op.operation_id,
+                                   (og_op_status)to, r->principal->id, reason,
+                                   evidence, ref, &resolved));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (!resolved) {
@@ -1139,7 +1168,8 @@ static int h_healthz(og_http_req *r)
 
 static int h_readyz(og_http_req *r)
 {
-    int rc = STORE_CALL(OG_MOP_CHECK, og_store_check(r->srv->store));
+    int64_t t0 = og_http_mono_us();
+    int rc = store_timed(OG_MOP_CHECK, t0, og_store_check(r->srv->store));
 
     if (rc == 0)
         og_http_json(r, 200, json_pack("{s:b}", "ready", 1));
