@@ -737,10 +737,11 @@ static int h_operations_get(og_http_req *r)
 }
 
 /* ===========================================================================
- * POST /v1/redemptions (agent): redeem an external single-use token (seed
- * 003) with catch-up, in ONE library call (og_redeem). The code and the
- * result are secrets: neither reaches r->log; the key, the outcome and the
- * exchange's reason do.
+ * POST /v1/redemptions (agent): redeem an external single-use token
+ * (docs/design.md, "Redeeming an external single-use token") with
+ * catch-up, in ONE library call (og_redeem). The code and the result are
+ * secrets: neither reaches r->log; the key, the outcome and the exchange's
+ * reason do.
  * ========================================================================= */
 
 /* The 200 answer {"idempotency_key","outcome","persisted","result"}, with
