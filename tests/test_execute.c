@@ -1,7 +1,8 @@
 /*
  * test_execute.c — the operation state machine's decisions
  * (lib/core/execute.c), one table per question, every invariant E2-E5,
- * R1-R7 and S1-S4 (the payout sweeper) by name. Pure: no store, no
+ * R1-R7 and S1-S4 (the payout sweeper) by name; and what og_exec_drive
+ * decides before any I/O (lib/exec/execute.c). Pure: no store, no
  * provider.
  */
 #include <setjmp.h>
@@ -13,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "oncegate/execute.h"
+#include "oncegate/exec.h"
 #include "support.h"
 
 #define SEC INT64_C(1000000)
@@ -342,6 +343,76 @@ static void answers_and_names(void **state)
     assert_string_equal(og_exec_action_name((og_exec_action)99), "?");
 }
 
+/* og_exec_drive and og_exec_admit (lib/exec/execute.c): the ends' names
+ * are stable (the service logs them), and bad input is refused before any
+ * I/O — the handles below are not a store or a client, and touching either
+ * would crash the test. */
+static void drive_ends_and_refusals_before_io(void **state)
+{
+    static const struct {
+        og_exec_end end;
+        const char *name;
+    } ends[] = {
+        {OG_EXEC_END_MAY_SUBMIT_FAILED, "may_submit_failed"},
+        {OG_EXEC_END_MAY_SUBMIT_REFUSED, "may_submit_refused"},
+        {OG_EXEC_END_NOT_SENT, "not_sent"},
+        {OG_EXEC_END_TRANSIENT, "transient"},
+        {OG_EXEC_END_RECORD_FAILED, "record_failed"},
+        {OG_EXEC_END_RECORD_SUPERSEDED, "record_superseded"},
+        {OG_EXEC_END_RECORDED, "recorded"},
+    };
+    static char not_a_handle[64];
+    og_store *s = (og_store *)(void *)not_a_handle;
+    og_provider *p = (og_provider *)(void *)not_a_handle;
+    const unsigned admitted = OG_OP_BIT(OG_OP_ADMITTED);
+    const og_exec_drive_req good = {"handler", admitted, SEC, NULL};
+    const og_exec_drive_req bad[] = {
+        {NULL, admitted, SEC, NULL},                   /* no actor */
+        {"handler", admitted, 0, NULL},                /* no timeout */
+        {"handler", 0, SEC, NULL},                     /* expects nothing */
+        {"handler", admitted | OG_OP_BIT(OG_OP_STARTED), SEC, NULL},
+        {"handler", OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION), SEC, NULL},
+    };
+    og_operation op = op_in(OG_OP_ADMITTED, NOW + SEC);
+    og_validated_grant v;
+    og_exec_admit_req aq;
+    og_exec_admitted ares;
+    og_exec_run run;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        assert_string_equal(og_exec_end_name(ends[i].end), ends[i].name);
+    assert_string_equal(og_exec_end_name((og_exec_end)99), "?");
+
+    op.kind = OG_OP_KIND_CREDIT;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(og_exec_drive(s, p, &op, &bad[i], &run), OG_EINVAL);
+    assert_int_equal(og_exec_drive(NULL, p, &op, &good, &run), OG_EINVAL);
+    assert_int_equal(og_exec_drive(s, NULL, &op, &good, &run), OG_EINVAL);
+    assert_int_equal(og_exec_drive(s, p, NULL, &good, &run), OG_EINVAL);
+    assert_int_equal(og_exec_drive(s, p, &op, NULL, &run), OG_EINVAL);
+    assert_int_equal(og_exec_drive(s, p, &op, &good, NULL), OG_EINVAL);
+    /* A payout attempt is sent by its worker after og_op_start, never
+     * driven here. */
+    op.kind = OG_OP_KIND_PAYOUT;
+    assert_int_equal(og_exec_drive(s, p, &op, &good, &run), OG_EINVAL);
+
+    /* With a provider, what the drive needs is checked before admission:
+     * nothing may fail for want of an argument once admitted. */
+    memset(&v, 0, sizeof v);
+    aq = (og_exec_admit_req){&v, "0b6c1e52-3f0e-4c1a-9a55-3f1d2b7c9e10",
+                             OG_FORM_TOKEN, "handler", SEC, NULL};
+    aq.actor = NULL;
+    assert_int_equal(og_exec_admit(s, p, &aq, &ares), OG_EINVAL);
+    aq.actor = "handler";
+    aq.timeout_us = 0;
+    assert_int_equal(og_exec_admit(s, p, &aq, &ares), OG_EINVAL);
+    aq.timeout_us = SEC;
+    aq.grant = NULL;
+    assert_int_equal(og_exec_admit(s, p, &aq, &ares), OG_EINVAL);
+    assert_int_equal(og_exec_admit(NULL, p, &aq, &ares), OG_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +426,7 @@ int main(void)
             payout_sweeper_decides_not_started_only_for_admitted_after_a_takeover),
         cmocka_unit_test(
             payout_sweeper_never_records_not_started_for_a_started_attempt),
+        cmocka_unit_test(drive_ends_and_refusals_before_io),
     };
     return t_run_tests("execute", tests, NULL, NULL);
 }

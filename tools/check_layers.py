@@ -96,6 +96,7 @@ PLACES = {
     'include/oncegate/payout_store.h': 'store',
     'include/oncegate/provider.h': 'provider',
     'include/oncegate/redeem.h': 'exec',
+    'include/oncegate/exec.h': 'exec',
     'include/oncegate/oncegate.h': 'api',
     'lib/core/': 'core',
     'lib/token/': 'token',

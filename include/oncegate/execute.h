@@ -1,11 +1,14 @@
 /*
  * execute.h — what an owner of an admitted operation does next: the pure
- * decisions of the handler and of recovery (lib/core/execute.c, which draws
- * the state machine and its numbered invariants). No I/O: the caller runs
- * the decided step — a conditional write through og_op_record(), a create
- * call after og_op_may_submit(), or nothing until the next round.
+ * decisions of the handler, of recovery and of the payout sweeper
+ * (lib/core/execute.c, which draws the state machine and its numbered
+ * invariants). No I/O: the caller runs the decided step — a conditional
+ * write through og_op_record(), a create call after og_op_may_submit(), or
+ * nothing until the next round. The I/O that runs them, once for every
+ * owner, is oncegate/exec.h (lib/exec/). docs/design.md, "Execution: one
+ * owner at a time", describes the protocol.
  *
- * Conventions as in oncegate.h. Part of the public API.
+ * Layer: core. Conventions as in oncegate/core.h. Part of the public API.
  */
 #ifndef ONCEGATE_EXECUTE_H
 #define ONCEGATE_EXECUTE_H
@@ -75,38 +78,6 @@ void og_payout_after_takeover(const og_operation *op, og_exec_decision *d);
  * (Succeeded), "rejected" (Failed), or "pending" (anything else: check
  * again, never "done"). */
 const char *og_exec_answer(og_op_status st);
-
-/* What one recovery pass did (counts of operations). */
-typedef struct og_recovery_stats {
-    int scanned;      /* stalled operations found (lease ended) */
-    int taken;        /* taken over (owner_version + 1) */
-    int succeeded;    /* recorded Succeeded (found, or resubmitted) */
-    int failed;       /* recorded Failed (a resubmit was refused) */
-    int unknown;      /* recorded Unknown */
-    int reconcile;    /* recorded NeedsReconciliation */
-    int resubmitted;  /* create calls sent (same key), after MaySubmit */
-    int later;        /* left for a later pass (lookup unavailable, ...) */
-    int errors;       /* store or client errors (the operation is left as
-                         it was, for a later pass) */
-} og_recovery_stats;
-
-/* One recovery pass (seed 000, "Recovery and the original executor share
- * one ownership protocol"): scans up to limit (1..1000) Admitted or Unknown
- * credit operations whose lease ended, oldest first — never an operation of
- * another kind: a payout attempt is neither taken over, looked up nor
- * resent here (og_payout_after_takeover is its sweeper's rule); takes each
- * over
- * (og_op_takeover); looks its effect up by reference (= operation id, as
- * the handler sends it); decides with og_recovery_after_lookup(); and
- * records, or resubmits the SAME create (key, parameters, expires_at =
- * submit_by) only after og_op_may_submit() says yes for the new owner
- * version. Every write expects the version the takeover returned. Returns
- * 0 and *stats, or the scan's store error; errors on one operation are
- * counted and leave it for a later pass. p and t may not be NULL. */
-OG_MUST_CHECK int og_recover_once(og_store *s, og_provider *p,
-                                  const og_provider_table *t,
-                                  int64_t provider_timeout_us, int limit,
-                                  og_recovery_stats *stats);
 
 #ifdef __cplusplus
 }

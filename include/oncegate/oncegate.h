@@ -17,17 +17,19 @@
  *                                  their names, small pure helpers
  *             oncegate/payout.h    a payout's terms, fingerprint and policy
  *             oncegate/classify.h  what a provider's answer means
- *             oncegate/execute.h   an owner's next step (pure decisions),
- *                                  and og_recover_once (lib/exec/recover.c)
+ *             oncegate/execute.h   an owner's next step (pure decisions)
  *   token     oncegate/grant.h     keys, grant tokens, the validator
  *   store     oncegate/store.h     the store: admission, execution writes,
  *                                  retention, redemption points, the grant
  *                                  lifecycle
  *             oncegate/payout_store.h  the payout store
  *   provider  oncegate/provider.h  the provider client (libcurl)
- *   exec      oncegate/redeem.h    redeeming an external single-use token
+ *   exec      oncegate/exec.h      one create and its record for every
+ *                                  owner (og_exec_drive, og_exec_admit),
+ *                                  a recovery pass (og_recover_once)
+ *             oncegate/redeem.h    redeeming an external single-use token
  *
- * Conventions (see STYLE.md):
+ * Conventions:
  *  - Functions return 0 (or a documented non-negative outcome) on success and
  *    a negative OG_E* code on error. og_strerror() and og_err_name() describe
  *    a code; both are generated from the one list OG_ERRNO_MAP.
@@ -44,6 +46,7 @@
 
 #include "oncegate/classify.h"
 #include "oncegate/core.h"
+#include "oncegate/exec.h"
 #include "oncegate/execute.h"
 #include "oncegate/grant.h"
 #include "oncegate/payout.h"

@@ -12,18 +12,23 @@
  * takeover returned:
  *   takeover -> lookup by reference -> decide ->
  *     record                       (found; reconcile; pending), or
- *     may_submit -> create -> decide -> record   (resubmit, R4 + E1), or
+ *     og_exec_drive: may_submit -> create -> decide -> record
+ *                                  (resubmit, R4 + E1: the drive the
+ *                                  admitting request runs too,
+ *                                  lib/exec/execute.c), or
  *     nothing                      (ask again later, R6).
  */
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
-#include "oncegate/execute.h"
+#include "oncegate/exec.h"
 #include "oncegate/provider.h"
 #include "oncegate/store.h"
 
 #define ACTOR "recovery"
+/* What recovery owns after a takeover, and so what its records expect. */
+#define RECOVERABLE (OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN))
 
 static int64_t wall_us(void)
 {
@@ -33,25 +38,10 @@ static int64_t wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Records d for op (owned at op->owner_version); counts the result. */
-static void record(og_store *s, const og_operation *op,
-                   const og_exec_decision *d, og_recovery_stats *st)
+/* Counts an outcome this pass recorded. */
+static void count(og_recovery_stats *st, og_op_status recorded)
 {
-    og_op_outcome o = {d->status, d->reason, d->reference, ACTOR};
-    bool recorded = false;
-    int rc = og_op_record(s, op->operation_id,
-                          OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
-                          op->owner_version, &o, &recorded);
-
-    if (rc != 0) {
-        st->errors++;
-        return;
-    }
-    if (!recorded) { /* someone newer owns it now: not ours to count */
-        st->later++;
-        return;
-    }
-    switch (d->status) {
+    switch (recorded) {
     case OG_OP_SUCCEEDED: st->succeeded++; break;
     case OG_OP_FAILED: st->failed++; break;
     case OG_OP_UNKNOWN: st->unknown++; break;
@@ -64,36 +54,63 @@ static void record(og_store *s, const og_operation *op,
     }
 }
 
-/* R4: the same create again, only while MaySubmit holds for this owner. */
-static void resubmit(og_store *s, og_provider *p, const og_operation *op,
-                     int64_t timeout_us, og_recovery_stats *st)
+/* Records d for op (owned at op->owner_version); counts the result. */
+static void record(og_store *s, const og_operation *op,
+                   const og_exec_decision *d, og_recovery_stats *st)
 {
-    og_provider_outcome po;
-    og_exec_decision d;
-    bool may = false;
+    og_op_outcome o = {d->status, d->reason, d->reference, ACTOR};
+    bool recorded = false;
+    int rc = og_op_record(s, op->operation_id, RECOVERABLE, op->owner_version,
+                          &o, &recorded);
 
-    if (og_op_may_submit(s, op->operation_id, op->owner_version, &may) != 0) {
+    if (rc != 0) {
         st->errors++;
         return;
     }
-    if (!may) { /* past submit_by or lost ownership: never send (E1) */
-        d = (og_exec_decision){OG_EXEC_RECORD, OG_OP_NEEDS_RECONCILIATION,
-                               "submit_window_passed", NULL, 0};
-        record(s, op, &d, st);
+    if (!recorded) { /* someone newer owns it now: not ours to count */
+        st->later++;
         return;
     }
-    if (og_provider_create_credit(p, op->operation_id, op->account_id,
-                                  op->amount, op->currency, op->operation_id,
-                                  op->submit_by_us, timeout_us, &po) != 0) {
+    count(st, d->status);
+}
+
+/* R4: the same create again (og_exec_drive), only while MaySubmit holds
+ * for this owner. What recovery does with each end is tabled at
+ * og_exec_drive (lib/exec/execute.c). */
+static void resubmit(og_store *s, og_provider *p, const og_operation *op,
+                     int64_t timeout_us, og_recovery_stats *st)
+{
+    const og_exec_drive_req q = {ACTOR, RECOVERABLE, timeout_us, NULL};
+    og_exec_decision d;
+    og_exec_run run;
+
+    if (og_exec_drive(s, p, op, &q, &run) != 0) {
         st->errors++; /* nothing was sent */
         return;
     }
-    st->resubmitted++;
-    og_exec_after_create(&po, &d);
-    if (d.action == OG_EXEC_RECORD)
+    if (run.sent)
+        st->resubmitted++;
+    switch (run.end) {
+    case OG_EXEC_END_MAY_SUBMIT_REFUSED:
+        /* Past submit_by or lost ownership: never send (E1); the
+         * operation waits for an operator. */
+        d = (og_exec_decision){OG_EXEC_RECORD, OG_OP_NEEDS_RECONCILIATION,
+                               "submit_window_passed", NULL, 0};
         record(s, op, &d, st);
-    else
+        break;
+    case OG_EXEC_END_MAY_SUBMIT_FAILED:
+    case OG_EXEC_END_NOT_SENT:       /* nothing was sent */
+    case OG_EXEC_END_RECORD_FAILED:  /* a later pass looks it up (R1, R2) */
+        st->errors++;
+        break;
+    case OG_EXEC_END_TRANSIENT:
+    case OG_EXEC_END_RECORD_SUPERSEDED: /* someone newer owns it now */
         st->later++;
+        break;
+    case OG_EXEC_END_RECORDED:
+        count(st, run.op.status);
+        break;
+    }
 }
 
 /* Takes one stalled operation over and moves it forward. */
@@ -145,8 +162,8 @@ int og_recover_once(og_store *s, og_provider *p, const og_provider_table *t,
                     int64_t provider_timeout_us, int limit,
                     og_recovery_stats *stats)
 {
-    og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
-                      true, 0, limit, OG_OP_KIND_BIT(OG_OP_KIND_CREDIT)};
+    og_op_filter f = {RECOVERABLE, true, 0, limit,
+                      OG_OP_KIND_BIT(OG_OP_KIND_CREDIT)};
     og_recovery_stats st;
     og_op_list l = {0};
     int rc;

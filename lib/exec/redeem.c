@@ -66,8 +66,8 @@ void og_redeem_key_free(og_redeem_key *k)
 
 /* Decodes text (n bytes, white space trimmed) as 64 hex digits or base64 of
  * 32 bytes into key. 0 or -1. */
-static int og__key_decode(const char *text, size_t n,
-                          unsigned char key[OG__REDEEM_KEY_LEN])
+static int key_decode(const char *text, size_t n,
+                      unsigned char key[OG__REDEEM_KEY_LEN])
 {
     static const int variants[] = {
         sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
@@ -89,7 +89,7 @@ static int og__key_decode(const char *text, size_t n,
 
 /* Reads at most OG_REDEEM_KEY_FILE_MAX bytes of the owner-only regular file
  * at path into buf (room for one more). Length, or a negative error. */
-static int og__key_read(const char *path, char *buf)
+static int key_read(const char *path, char *buf)
 {
     struct stat st;
     size_t n = 0;
@@ -134,14 +134,14 @@ int og_redeem_key_load_file(const char *path, og_redeem_key **out)
 
     if (!path || !out)
         return OG_EINVAL;
-    if ((n = og__key_read(path, buf)) < 0)
+    if ((n = key_read(path, buf)) < 0)
         return n;
     b = (size_t)n;
     while (a < b && strchr(" \t\r\n", buf[a]))
         a++;
     while (b > a && strchr(" \t\r\n", buf[b - 1]))
         b--;
-    rc = og__key_decode(buf + a, b - a, key) == 0
+    rc = key_decode(buf + a, b - a, key) == 0
              ? og_redeem_key_from_bytes(key, out)
              : OG_EREDEMPTION_KEY;
     sodium_memzero(buf, sizeof buf);
@@ -152,7 +152,7 @@ int og_redeem_key_load_file(const char *path, og_redeem_key **out)
 /* ===========================================================================
  * Clocks
  * ========================================================================= */
-static int64_t og__mono_us(void)
+static int64_t mono_us(void)
 {
     struct timespec ts;
 
@@ -160,7 +160,7 @@ static int64_t og__mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void og__sleep_us(int64_t us)
+static void sleep_us(int64_t us)
 {
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
 
@@ -174,8 +174,8 @@ static void og__sleep_us(int64_t us)
 
 /* Opens p (the key's own point) into r->result. 0,
  * OG_EREDEMPTION_UNDECRYPTABLE or OG_ENOMEM. */
-static int og__point_open(const og_redeem_key *k, const og_redeem_request *q,
-                          const og_redemption_point *p, og_redeem_result *r)
+static int point_open(const og_redeem_key *k, const og_redeem_request *q,
+                      const og_redemption_point *p, og_redeem_result *r)
 {
     size_t n = p->sealed_len - OG_REDEMPTION_TAG_LEN;
     char *plain = malloc(n + 1);
@@ -200,9 +200,9 @@ static int og__point_open(const og_redeem_key *k, const og_redeem_request *q,
 /* Seals x's result and writes it as the key's point (X2). Sets
  * r->persisted and r->persist_error; 0, or OG_ENOMEM / OG_EINTERNAL when
  * it could not even be sealed (nothing written). */
-static int og__persist(og_store *s, const og_redeem_key *k,
-                       const og_redeem_request *q, const char *code_hash,
-                       const og_exchange_outcome *x, og_redeem_result *r)
+static int persist(og_store *s, const og_redeem_key *k,
+                   const og_redeem_request *q, const char *code_hash,
+                   const og_exchange_outcome *x, og_redeem_result *r)
 {
     unsigned char nonce[OG_REDEMPTION_NONCE_LEN];
     size_t len = x->result_len + OG_REDEMPTION_TAG_LEN;
@@ -234,7 +234,7 @@ static int og__persist(og_store *s, const og_redeem_key *k,
  * The call
  * ========================================================================= */
 
-static int og__request_check(const og_redeem_request *q)
+static int request_check(const og_redeem_request *q)
 {
     if (og__id_check(q->caller) != 0)
         return OG_ECALLER;
@@ -253,9 +253,9 @@ static int og__request_check(const og_redeem_request *q)
 
 /* One look at the recovery points: the key's own, else the code under
  * another key (with_code). Sets *decided to an outcome, or -1. */
-static int og__look(og_store *s, const og_redeem_key *k,
-                    const og_redeem_request *q, const char *code_hash,
-                    bool with_code, int *decided, og_redeem_result *r)
+static int look(og_store *s, const og_redeem_key *k,
+                const og_redeem_request *q, const char *code_hash,
+                bool with_code, int *decided, og_redeem_result *r)
 {
     og_redemption_found f = OG_REDEMPTION_ABSENT;
     og_redemption_point p;
@@ -267,7 +267,7 @@ static int og__look(og_store *s, const og_redeem_key *k,
     *decided = og__redeem_after_look(
         f, f == OG_REDEMPTION_OWN && strcmp(p.code_hash, code_hash) == 0);
     if (*decided == OG_REDEEM_CAUGHT_UP)
-        rc = og__point_open(k, q, &p, r);
+        rc = point_open(k, q, &p, r);
     if (f == OG_REDEMPTION_OWN)
         og_redemption_point_clear(&p);
     return rc;
@@ -276,17 +276,17 @@ static int og__look(og_store *s, const og_redeem_key *k,
 /* Step 4: looks with backoff until the bound after the exchange answered
  * x (R2: never exchanging again). 0 with r->outcome set, or the last
  * look's error (X3). */
-static int og__catch_up(og_store *s, const og_redeem_key *k,
-                        const og_redeem_request *q, const char *code_hash,
-                        const og_exchange_outcome *x, og_redeem_result *r)
+static int catch_up(og_store *s, const og_redeem_key *k,
+                    const og_redeem_request *q, const char *code_hash,
+                    const og_exchange_outcome *x, og_redeem_result *r)
 {
-    int64_t deadline = og__mono_us() + og__redeem_catch_up_us(x, q->catch_up_us);
+    int64_t deadline = mono_us() + og__redeem_catch_up_us(x, q->catch_up_us);
     int decided = -1, rc;
 
     for (int attempt = 0;; attempt++) {
         int64_t left;
 
-        rc = og__look(s, k, q, code_hash, true, &decided, r);
+        rc = look(s, k, q, code_hash, true, &decided, r);
         r->looks++;
         if (rc == 0 && decided >= 0) {
             r->outcome = (og_redeem_outcome)decided;
@@ -294,13 +294,13 @@ static int og__catch_up(og_store *s, const og_redeem_key *k,
         }
         if (rc != 0 && rc != OG_ESTORE_UNAVAILABLE)
             return rc; /* a defect or a key that does not open: no waiting */
-        if ((left = deadline - og__mono_us()) <= 0)
+        if ((left = deadline - mono_us()) <= 0)
             break;
         if (q->stopping && q->stopping(q->stopping_arg))
             return OG_ESTOPPED; /* undecided: the retry looks again */
-        og__sleep_us(left < og__redeem_backoff_us(attempt)
-                         ? left
-                         : og__redeem_backoff_us(attempt));
+        sleep_us(left < og__redeem_backoff_us(attempt)
+                     ? left
+                     : og__redeem_backoff_us(attempt));
     }
     if (rc != 0)
         return rc; /* the last look failed: not known (X3, R1) */
@@ -318,14 +318,14 @@ int og_redeem(og_store *s, og_provider *p, const og_redeem_key *k,
 
     if (!s || !p || !k || !q || !out)
         return OG_EINVAL;
-    if ((rc = og__request_check(q)) != 0)
+    if ((rc = request_check(q)) != 0)
         return rc;
     memset(&r, 0, sizeof r);
     memset(&x, 0, sizeof x);
     og__redeem_code_hash(q->code, code_hash);
 
     /* Step 1: the key's own point (X1). */
-    if ((rc = og__look(s, k, q, code_hash, false, &decided, &r)) != 0)
+    if ((rc = look(s, k, q, code_hash, false, &decided, &r)) != 0)
         goto fail;
     if (decided >= 0) {
         r.outcome = decided == OG_REDEEM_CAUGHT_UP ? OG_REDEEM_RECOVERED
@@ -341,7 +341,7 @@ int og_redeem(og_store *s, og_provider *p, const og_redeem_key *k,
     switch (x.cls) {
     case OG_EXCHANGE_SUCCEEDED:
         /* Step 3: persist at once (X2), then answer with it. */
-        if ((rc = og__persist(s, k, q, code_hash, &x, &r)) != 0)
+        if ((rc = persist(s, k, q, code_hash, &x, &r)) != 0)
             goto fail;
         r.outcome = OG_REDEEM_REDEEMED;
         r.result = x.result; /* moved: wiped by og_redeem_result_clear */
@@ -354,7 +354,7 @@ int og_redeem(og_store *s, og_provider *p, const og_redeem_key *k,
     case OG_EXCHANGE_ALREADY_USED:
     case OG_EXCHANGE_UNKNOWN:
         /* Step 4: someone spent it — maybe us: catch up. */
-        if ((rc = og__catch_up(s, k, q, code_hash, &x, &r)) != 0)
+        if ((rc = catch_up(s, k, q, code_hash, &x, &r)) != 0)
             goto fail;
         break;
     }

@@ -15,14 +15,35 @@
 
 #define OG_DEFAULT_ACTION "credit.apply"
 
-/* Times one store call into the latency histogram. */
-#define STORE_CALL(op, expr)                                                   \
-    ({                                                                         \
-        int64_t t0_ = og_http_mono_us();                                       \
-        int rc_ = (expr);                                                      \
-        og_metrics_store_call((op), og_http_mono_us() - t0_, rc_);             \
-        rc_;                                                                   \
-    })
+/* Times one store call into the latency histogram
+ * (oncegate_store_latency_seconds{op}, and store_unavailable_total{op} for
+ * OG_ESTORE_UNAVAILABLE): t0_us is og_http_mono_us() read in a statement
+ * of its own just before the call — so it is sequenced before it, which an
+ * argument beside the call would not be — and rc is the call's result,
+ * returned. */
+static int store_timed(og_metric_op op, int64_t t0_us, int rc)
+{
+    og_metrics_store_call(op, og_http_mono_us() - t0_us, rc);
+    return rc;
+}
+
+/* og_exec_observer: the store calls lib/exec makes for POST /v1/operations
+ * go into the same histogram, under the same names. */
+static void exec_store_call(void *arg, og_exec_call call, int64_t elapsed_us,
+                            int rc)
+{
+    static const og_metric_op ops[] = {
+        [OG_EXEC_CALL_ADMIT] = OG_MOP_ADMIT,
+        [OG_EXEC_CALL_MAY_SUBMIT] = OG_MOP_MAY_SUBMIT,
+        [OG_EXEC_CALL_RECORD] = OG_MOP_RECORD,
+    };
+
+    (void)arg;
+    if ((unsigned)call < sizeof ops / sizeof ops[0])
+        og_metrics_store_call(ops[call], elapsed_us, rc);
+}
+
+static const og_exec_observer exec_observer = {exec_store_call, NULL};
 
 /* The reason code of a grant that does not validate, answered 403. Errors
  * that are not about the grant (OG_ENOMEM, OG_EINVAL) are 500s. */
@@ -128,6 +149,7 @@ static int h_grants_issue(og_http_req *r)
     og_grant_claims gc;
     og_issue_outcome out;
     char *token = NULL;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -170,9 +192,10 @@ static int h_grants_issue(og_http_req *r)
     og_http_log_str(r, "issuer", srv->cfg.issuer);
     og_http_log_str(r, "grant_id", jti);
     og_http_log_str(r, "family", family);
-    rc = STORE_CALL(OG_MOP_ISSUE,
-                    og_grant_issue(srv->store, signer, &gc,
-                                   srv->cfg.grant_form, &token, &out));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_ISSUE, t0,
+                     og_grant_issue(srv->store, signer, &gc,
+                                    srv->cfg.grant_form, &token, &out));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (out != OG_ISSUE_RECORDED) {
@@ -211,6 +234,7 @@ static int h_grants_consume(og_http_req *r)
     og_validated_grant v;
     og_consume_result res;
     og_grant g;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -228,7 +252,8 @@ static int h_grants_consume(og_http_req *r)
     g.expires_at_us = v.expires_at_us;
     g.family = v.family[0] ? v.family : NULL;
     g.form = srv->cfg.grant_form;
-    rc = STORE_CALL(OG_MOP_CONSUME, og_consume(srv->store, &g, &res));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_CONSUME, t0, og_consume(srv->store, &g, &res));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     og_metrics_consume(res.consumed);
@@ -256,6 +281,7 @@ static int h_grants_revoke(og_http_req *r)
     og_validated_grant v;
     og_revocation rv;
     og_revoke_outcome out;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -287,9 +313,10 @@ static int h_grants_revoke(og_http_req *r)
     rv.form = srv->cfg.grant_form;
     og_http_log_str(r, "issuer", rv.issuer);
     og_http_log_str(r, "grant_id", rv.grant_id);
-    rc = STORE_CALL(OG_MOP_REVOKE,
-                    og_revoke(srv->store, og_srv_auth_revokers(r->auth), &rv,
-                              &out));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_REVOKE, t0,
+                     og_revoke(srv->store, og_srv_auth_revokers(r->auth), &rv,
+                               &out));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     switch (out) {
@@ -326,6 +353,7 @@ static int h_family_revoke(og_http_req *r)
     og_revoke_outcome out;
     og_strv list = {0};
     json_t *ids;
+    int64_t t0;
     int rc;
 
     if (r->json && (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -335,11 +363,12 @@ static int h_family_revoke(og_http_req *r)
         issuer = srv->cfg.issuer;
     og_http_log_str(r, "issuer", issuer);
     og_http_log_str(r, "family", r->param);
-    rc = STORE_CALL(OG_MOP_FAMILY_REVOKE,
-                    og_family_revoke(srv->store,
-                                     og_srv_auth_revokers(r->auth), issuer,
-                                     r->param, r->principal->id, &out,
-                                     &list));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_FAMILY_REVOKE, t0,
+                     og_family_revoke(srv->store,
+                                      og_srv_auth_revokers(r->auth), issuer,
+                                      r->param, r->principal->id, &out,
+                                      &list));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (out == OG_REVOKE_NOT_PERMITTED) {
@@ -369,6 +398,7 @@ static int h_tickets_create(og_http_req *r)
     char fam[OG_ID_MAX + 1];
     char id[OG_GRANT_ID_LEN + 1];
     og_ticket_result res;
+    int64_t t0;
     int rc;
 
     if (r->json && (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -384,9 +414,10 @@ static int h_tickets_create(og_http_req *r)
     }
     og_http_log_str(r, "issuer", srv->cfg.issuer);
     og_http_log_str(r, "family", family);
-    rc = STORE_CALL(OG_MOP_TICKET_CREATE,
-                    og_ticket_create(srv->store, srv->cfg.issuer, family,
-                                     &res));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_TICKET_CREATE, t0,
+                     og_ticket_create(srv->store, srv->cfg.issuer, family,
+                                      &res));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (res.outcome != OG_TICKET_ISSUED) {
@@ -408,13 +439,15 @@ static int h_tickets_rotate(og_http_req *r)
     og_srv *srv = r->srv;
     const char *ticket;
     og_ticket_result res;
+    int64_t t0;
     int rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
         og_http_str(r, r->json, "ticket", true, &ticket) != 0)
         return 0;
-    rc = STORE_CALL(OG_MOP_TICKET_ROTATE,
-                    og_ticket_rotate(srv->store, ticket, &res));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_TICKET_ROTATE, t0,
+                     og_ticket_rotate(srv->store, ticket, &res));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     og_http_log_str(r, "issuer", res.issuer[0] ? res.issuer : NULL);
@@ -474,94 +507,66 @@ static json_t *operation_answer(const og_operation *op, og_op_status st,
                                                : NULL);
 }
 
-/* Runs the protected call for the operation this request just admitted, in
- * the seed's order: MaySubmit (still Admitted, this owner version, before
- * least(lease_until, submit_by) on the store's clock) -> the create call
- * with the operation id as idempotency key and the provider call's OWN
- * timeout -> the outcome write, conditional on Admitted and this owner
- * version -> the answer. Whatever happens, nothing here calls the provider
- * twice: a transient refusal, an unknown outcome or a failed write leave
- * the operation to recovery, and the caller is told "pending". */
-static void execute_admitted(og_http_req *r, const og_operation *admitted)
+/* The answer to the request that admitted an operation and drove it
+ * (og_exec_admit, lib/exec/execute.c, docs/http.md "POST /v1/operations"):
+ * 200 applied or 422 rejected when the outcome is recorded Succeeded or
+ * Failed; 202 pending for everything else — a MaySubmit that failed or
+ * said no, a request the client never sent, a transient answer, an unknown
+ * outcome, a record that failed or was superseded: recovery takes it from
+ * there, and this request never calls the provider again. The log line
+ * says what became of the create and of its record, with identifiers and
+ * error names only. */
+static void execution_answer(og_http_req *r, const og_exec_run *run)
 {
-    og_srv *srv = r->srv;
-    og_operation op = *admitted;
-    og_provider_outcome po;
-    og_exec_decision d;
-    og_op_outcome oc;
-    bool may = false, recorded = false;
-    int rc;
+    const og_operation *op = &run->op;
+    unsigned status = 202;
+    json_t *a;
 
-    rc = STORE_CALL(OG_MOP_MAY_SUBMIT,
-                    og_op_may_submit(srv->store, op.operation_id,
-                                     op.owner_version, &may));
-    if (rc != 0 || !may) {
-        /* Could not confirm ownership: send nothing (E1). */
-        og_http_log_str(r, "execution", rc != 0 ? "may_submit_failed"
-                                                : "may_submit_refused");
-        og_http_log_str(r, "store_error", rc != 0 ? og_err_name(rc) : NULL);
-        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
-        return;
+    if (run->sent) {
+        og_http_log_str(r, "provider_class",
+                        og_outcome_class_name(run->answer.cls));
+        og_http_log_str(r, "provider_reason", run->answer.reason);
     }
-    rc = og_provider_create_credit(srv->provider, op.operation_id,
-                                   op.account_id, op.amount, op.currency,
-                                   op.operation_id, op.submit_by_us,
-                                   srv->cfg.timings.provider_timeout_us, &po);
-    if (rc != 0) {
-        /* Nothing was sent (the client refused the request before I/O). */
-        og_http_log_str(r, "execution", "not_sent");
-        og_http_log_str(r, "provider_error", og_err_name(rc));
-        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
-        return;
-    }
-    og_http_log_str(r, "provider_class", og_outcome_class_name(po.cls));
-    og_http_log_str(r, "provider_reason", po.reason);
-    og_exec_after_create(&po, &d);
-    if (d.action != OG_EXEC_RECORD) {
-        /* Transient, documented no effect: stays Admitted (E5). */
-        og_http_log_str(r, "execution", "transient");
-        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
-        return;
-    }
-    oc = (og_op_outcome){d.status, d.reason, d.reference, "handler"};
-    rc = STORE_CALL(OG_MOP_RECORD,
-                    og_op_record(srv->store, op.operation_id,
-                                 OG_OP_BIT(OG_OP_ADMITTED), op.owner_version,
-                                 &oc, &recorded));
-    if (rc != 0 || !recorded) {
+    switch (run->end) {
+    case OG_EXEC_END_MAY_SUBMIT_FAILED:
+    case OG_EXEC_END_MAY_SUBMIT_REFUSED:
+    case OG_EXEC_END_TRANSIENT:
+        og_http_log_str(r, "execution", og_exec_end_name(run->end));
+        og_http_log_str(r, "store_error",
+                        run->error ? og_err_name(run->error) : NULL);
+        break;
+    case OG_EXEC_END_NOT_SENT:
+        og_http_log_str(r, "execution", og_exec_end_name(run->end));
+        og_http_log_str(r, "provider_error", og_err_name(run->error));
+        break;
+    case OG_EXEC_END_RECORD_FAILED:
+    case OG_EXEC_END_RECORD_SUPERSEDED:
         /* The outcome is known here but not recorded: recovery will
-         * reconcile it; this request never calls the provider again. Log
-         * the operation id (already on the line), owner version and the
-         * error type only. */
-        og_http_log_str(r, "execution", rc != 0 ? "record_failed"
-                                                : "record_superseded");
-        og_http_log_str(r, "store_error", rc != 0 ? og_err_name(rc) : NULL);
+         * reconcile it. The operation id is already on the line; the owner
+         * version and the error's name join it. */
+        og_http_log_str(r, "execution", og_exec_end_name(run->end));
+        og_http_log_str(r, "store_error",
+                        run->error ? og_err_name(run->error) : NULL);
         json_object_set_new(r->log, "owner_version",
-                            json_integer(op.owner_version));
-        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
-        return;
+                            json_integer(op->owner_version));
+        break;
+    case OG_EXEC_END_RECORDED:
+        og_metrics_outcome(op->status, OG_SOURCE_HANDLER);
+        og_http_log_str(r, "execution", status_api_name(op->status));
+        status = status_http(op->status);
+        break;
     }
-    og_metrics_outcome(d.status, OG_SOURCE_HANDLER);
-    op.status = d.status;
-    if (d.reference)
-        snprintf(op.provider_reference, sizeof op.provider_reference, "%s",
-                 d.reference);
-    og_http_log_str(r, "execution", status_api_name(op.status));
-    if (op.status == OG_OP_SUCCEEDED) {
-        og_http_json(r, 200, operation_answer(&op, op.status, "admitted"));
-    } else if (op.status == OG_OP_FAILED) {
-        json_t *a = operation_answer(&op, op.status, "admitted");
-
+    a = operation_answer(op, op->status, "admitted");
+    if (run->end == OG_EXEC_END_RECORDED && op->status == OG_OP_FAILED) {
+        status = 422;
         json_object_set_new(a, "error", json_string("provider_rejected"));
-        json_object_set_new(a, "reason", json_string(d.reason));
+        json_object_set_new(a, "reason", json_string(op->reason));
         json_object_set_new(a, "message",
                             json_string("the provider refused the operation "
                                         "with a documented no-effect answer; "
                                         "the grant stays spent"));
-        og_http_json(r, 422, a);
-    } else {
-        og_http_json(r, 202, operation_answer(&op, op.status, "admitted"));
     }
+    og_http_json(r, status, a);
 }
 
 static int h_operations_post(og_http_req *r)
@@ -573,9 +578,9 @@ static int h_operations_post(og_http_req *r)
     char op_id[OG_UUID_LEN + 1];
     og_grant_request greq;
     og_validated_grant v;
-    og_admission adm;
-    og_grant g;
-    og_intent in;
+    og_exec_admit_req q;
+    og_exec_admitted res;
+    const og_admission *adm = &res.admission;
     json_t *params;
     int rc;
 
@@ -603,6 +608,8 @@ static int h_operations_post(og_http_req *r)
                       "action");
         return 0;
     }
+    /* Authorization: the grant, verified with this snapshot's keys for this
+     * caller and these parameters. */
     greq.caller = r->principal->id;
     greq.action = action;
     greq.account = account;
@@ -614,35 +621,40 @@ static int h_operations_post(og_http_req *r)
         return grant_invalid(r, rc), 0;
     og_http_log_str(r, "issuer", v.issuer);
     og_http_log_str(r, "grant_id", v.grant_id);
-    /* Everything below uses the validated grant, not the request. */
-    if ((rc = og_validated_grant_admission(&v, op_id, &g, &in)) != 0)
-        return og_http_lib_error(r, rc), 0;
-    g.form = srv->cfg.grant_form;
-    rc = STORE_CALL(OG_MOP_ADMIT, og_admit(srv->store, &g, &in, &adm));
+    /* ONE library call admits from the validated grant (never from the
+     * request) and, when this request admitted it and a provider is
+     * configured, executes it. */
+    q = (og_exec_admit_req){.grant = &v,
+                            .operation_id = op_id,
+                            .form = srv->cfg.grant_form,
+                            .actor = "handler",
+                            .timeout_us = srv->cfg.timings.provider_timeout_us,
+                            .observe = &exec_observer};
+    rc = og_exec_admit(srv->store, srv->provider, &q, &res);
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
-    og_metrics_admission(adm.outcome, adm.refusal);
-    og_http_log_str(r, "outcome", og_outcome_name(adm.outcome));
-    if (adm.outcome == OG_OUTCOME_REFUSED) {
+    og_metrics_admission(adm->outcome, adm->refusal);
+    og_http_log_str(r, "outcome", og_outcome_name(adm->outcome));
+    if (adm->outcome == OG_OUTCOME_REFUSED) {
         /* The reason is for operators; the caller learns only that this
          * grant is not available, never about another operation. */
-        og_http_log_str(r, "refusal", og_refusal_name(adm.refusal));
+        og_http_log_str(r, "refusal", og_refusal_name(adm->refusal));
         og_http_error(r, 409, "grant_not_available",
                       "the grant is spent, revoked, or bound to another "
                       "operation",
                       NULL);
         return 0;
     }
-    if (adm.outcome == OG_OUTCOME_ADMITTED && srv->provider) {
-        execute_admitted(r, &adm.operation);
+    if (res.driven) {
+        execution_answer(r, &res.run);
         return 0;
     }
-    /* Admitted without a provider, or a same-operation retry: report,
-     * never execute — only the admitting request and recovery call the
+    /* Admitted without a provider, or a same-operation retry: reported,
+     * never executed — only the admitting request and recovery call the
      * provider. */
-    og_http_json(r, status_http(adm.operation.status),
-                 operation_answer(&adm.operation, adm.operation.status,
-                                  og_outcome_name(adm.outcome)));
+    og_http_json(r, status_http(adm->operation.status),
+                 operation_answer(&adm->operation, adm->operation.status,
+                                  og_outcome_name(adm->outcome)));
     return 0;
 }
 
@@ -652,11 +664,12 @@ static int h_operations_post(og_http_req *r)
 static json_t *history_json(og_http_req *r, const char *op_id,
                             bool with_evidence)
 {
+    int64_t t0 = og_http_mono_us();
     og_op_events h;
     json_t *a;
 
-    if (STORE_CALL(OG_MOP_OPERATION_GET, og_op_history(r->srv->store, op_id,
-                                                       &h)) != 0)
+    if (store_timed(OG_MOP_OPERATION_GET, t0,
+                    og_op_history(r->srv->store, op_id, &h)) != 0)
         return NULL;
     a = json_array();
     for (size_t i = 0; a && i < h.n; i++) {
@@ -690,6 +703,7 @@ static int h_operations_get(og_http_req *r)
     og_srv *srv = r->srv;
     char id[OG_UUID_LEN + 1];
     og_operation op;
+    int64_t t0;
     int rc;
 
     /* An id that breaks the UUID rule is the caller's own mistake, answered
@@ -697,8 +711,9 @@ static int h_operations_get(og_http_req *r)
      * operation. */
     if ((rc = og_operation_id_canonical(r->param, id)) != 0)
         return og_http_lib_error(r, rc), 0;
-    rc = STORE_CALL(OG_MOP_OPERATION_GET,
-                    og_operation_get(srv->store, id, &op));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_OPERATION_GET, t0,
+                     og_operation_get(srv->store, id, &op));
     if (rc < 0)
         return og_http_lib_error(r, rc), 0;
     if (rc == 1 && strcmp(op.caller_id, r->principal->id) == 0) {
@@ -722,10 +737,11 @@ static int h_operations_get(og_http_req *r)
 }
 
 /* ===========================================================================
- * POST /v1/redemptions (agent): redeem an external single-use token (seed
- * 003) with catch-up, in ONE library call (og_redeem). The code and the
- * result are secrets: neither reaches r->log; the key, the outcome and the
- * exchange's reason do.
+ * POST /v1/redemptions (agent): redeem an external single-use token
+ * (docs/design.md, "Redeeming an external single-use token") with
+ * catch-up, in ONE library call (og_redeem). The code and the result are
+ * secrets: neither reaches r->log; the key, the outcome and the exchange's
+ * reason do.
  * ========================================================================= */
 
 /* The 200 answer {"idempotency_key","outcome","persisted","result"}, with
@@ -936,6 +952,7 @@ static int h_admin_list(og_http_req *r)
     int64_t now = og_http_now_us(), v;
     og_op_list l = {0};
     json_t *ops;
+    int64_t t0;
     int rc;
 
     if (qs && parse_statuses(qs, &f.statuses) != 0)
@@ -957,7 +974,8 @@ static int h_admin_list(og_http_req *r)
                    0;
         f.limit = (int)v;
     }
-    rc = STORE_CALL(OG_MOP_OPERATION_GET, og_op_scan(srv->store, &f, &l));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_OPERATION_GET, t0, og_op_scan(srv->store, &f, &l));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     ops = json_array();
@@ -998,12 +1016,14 @@ static json_t *admin_operation_json(og_http_req *r, const og_operation *op)
 static int admin_find(og_http_req *r, og_operation *op)
 {
     char id[OG_UUID_LEN + 1];
+    int64_t t0;
     int rc;
 
     if ((rc = og_operation_id_canonical(r->param, id)) != 0)
         return og_http_lib_error(r, rc), 0;
-    rc = STORE_CALL(OG_MOP_OPERATION_GET,
-                    og_operation_get(r->srv->store, id, op));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_OPERATION_GET, t0,
+                     og_operation_get(r->srv->store, id, op));
     if (rc < 0)
         return og_http_lib_error(r, rc), 0;
     if (rc == 0) {
@@ -1033,6 +1053,7 @@ static int h_admin_resolve(og_http_req *r)
     const char *status, *reason, *evidence, *ref;
     og_operation op;
     bool resolved = false;
+    int64_t t0;
     int to, rc;
 
     if (og_http_members_only(r, r->json, allowed, NULL) != 0 ||
@@ -1049,10 +1070,11 @@ static int h_admin_resolve(og_http_req *r)
     }
     if (!admin_find(r, &op))
         return 0;
-    rc = STORE_CALL(OG_MOP_RECORD,
-                    og_op_resolve(srv->store, op.operation_id,
-                                  (og_op_status)to, r->principal->id, reason,
-                                  evidence, ref, &resolved));
+    t0 = og_http_mono_us();
+    rc = store_timed(OG_MOP_RECORD, t0,
+                     og_op_resolve(srv->store, op.operation_id,
+                                   (og_op_status)to, r->principal->id, reason,
+                                   evidence, ref, &resolved));
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     if (!resolved) {
@@ -1139,7 +1161,8 @@ static int h_healthz(og_http_req *r)
 
 static int h_readyz(og_http_req *r)
 {
-    int rc = STORE_CALL(OG_MOP_CHECK, og_store_check(r->srv->store));
+    int64_t t0 = og_http_mono_us();
+    int rc = store_timed(OG_MOP_CHECK, t0, og_store_check(r->srv->store));
 
     if (rc == 0)
         og_http_json(r, 200, json_pack("{s:b}", "ready", 1));

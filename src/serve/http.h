@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "oncegate/execute.h"
+#include "oncegate/exec.h"
 #include "oncegate/provider.h"
 #include "oncegate/redeem.h"
 #include "serve.h"
