@@ -739,8 +739,9 @@ static const char *const g_ages[] = {"lt_1m", "lt_10m", "lt_1h", "lt_1d",
                                      "ge_1d"};
 
 /* The backlog gauges equal want[status][age] (status 0 unknown, 1
- * needs_reconciliation). */
-static void assert_backlog_gauges(const srv *s, const int want[2][5], int line)
+ * needs_reconciliation). want is not const: before C23 a pointer to an array
+ * of int does not convert to a pointer to an array of const int. */
+static void assert_backlog_gauges(const srv *s, int want[2][5], int line)
 {
     char *text = scrape(s);
 
