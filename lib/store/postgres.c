@@ -5,8 +5,8 @@
  *
  *  I1  One statement admits. The claim and the insert into operations are
  *      ONE statement, run alone in its own implicit Read Committed
- *      transaction: og__pg_admit_sql (token form: the claim is an insert on
- *      grant_consumptions) or og__pg_admit_row_sql (row form: the claim is
+ *      transaction: pg_admit_sql (token form: the claim is an insert on
+ *      grant_consumptions) or pg_admit_row_sql (row form: the claim is
  *      the conditional UPDATE of the grant's row in grants), or their hashed
  *      instances (I23). Both rows commit together or neither does; the
  *      unique key (issuer, grant_id) — in a hashed store key_hash —, resp.
@@ -119,7 +119,7 @@
  *      and whether commits wait for a synchronous standby, so the service
  *      can refuse a cleanup margin that does not cover them.
  *  I19 A refusal record outlives every admission that could still commit.
- *      Cleanup (og__pg_cleanup_sql) deletes a grant_consumptions row only
+ *      Cleanup (pg_cleanup_sql) deletes a grant_consumptions row only
  *      where retain_until < statement_timestamp() - cleanup_margin, and the
  *      DELETE re-checks that on the row it removes. An admission that could
  *      still claim the key evaluated its deadline (retain_until is exactly
@@ -177,7 +177,7 @@
  *      comes from the statement's parameters or from grant_issuance rows
  *      (family revocation): within one store there is one implementation.
  *      The mode is read from og_store_settings when the store object opens
- *      (pg_read_keys) and decides which statements its connections prepare.
+ *      (og__pg_read_keys) and decides which statements its connections prepare.
  *  I24 A redemption recovery point is written by ONE statement, INSERT ...
  *      ON CONFLICT (caller, idempotency_key) DO NOTHING, in its own implicit
  *      transaction: the primary key lets exactly one writer of a key win
@@ -202,7 +202,7 @@
  *      operations_not_started_check): a statement that broke one would fail
  *      as a defect (I5), never commit. The credit path's statements are
  *      those of schema 6 apart from the columns every read returns.
- *  I26 The payout decision (og_payout_decide, pg_payout_decide) is ONE
+ *  I26 The payout decision (og_payout_decide, og__pg_payout_decide) is ONE
  *      explicit transaction under Read Committed with one client deadline:
  *      the facts' statement locks the payout's row FOR UPDATE and its
  *      tenant's, beneficiary's and destination's rows FOR SHARE, so a
@@ -253,7 +253,7 @@
  *      Acknowledgment and postponement are conditional on (deliveries =
  *      the delivery held, not acknowledged). A job holds references only;
  *      a resubmission copies them under a new id.
- *  I31 The claim (og_payout_claim, pg_payout_claim) is ONE explicit Read
+ *  I31 The claim (og_payout_claim, og__pg_payout_claim) is ONE explicit Read
  *      Committed transaction, not one statement: the fence must hold the
  *      context rows until the commit (seed section 10: FOR SHARE, or a
  *      concurrent suspension could commit between a check and the claim's
@@ -279,7 +279,7 @@
  *      one attempt per grant. The grant's row is locked before the payout's
  *      and no writer locks a payout and then an issued grant's row, so
  *      claims, revocations and decisions cannot deadlock.
- *  I32 The resolution (og_payout_resolve, pg_payout_resolve) is ONE explicit
+ *  I32 The resolution (og_payout_resolve, og__pg_payout_resolve) is ONE explicit
  *      Read Committed transaction: og_op_record's own prepared statement
  *      (pg_op_record_sql, its parameters from pg_op_record_params: status
  *      in the expected set AND owner version = v, the row locked FOR NO
@@ -297,7 +297,7 @@
  *      and expiries take a payout or binding before a day.
  *
  * Connections come from og__pool. Each PGconn is used by one thread at a
- * time (the pool guarantees it) and carries a pg_conn wrapper that holds the
+ * time (the pool guarantees it) and carries a og__pg_conn wrapper that holds the
  * notice-receiver state (I4) and which statements are prepared on it.
  */
 #include <errno.h>
@@ -313,7 +313,14 @@
 #include <libpq-fe.h>
 #include <sodium.h>
 
-#include "og_internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "postgres/internal.h"
 
 /* ===========================================================================
  * Schema: versioned migrations.
@@ -589,8 +596,6 @@ static const char pg_migration_6_sql[] =
     "'Started','NotStarted','NotApplied')"
 #define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
 #define PG_V7_OWNED "('Admitted','Started','Unknown')"
-#define PG_STR_(x) #x
-#define PG_STR(x) PG_STR_(x)
 static const char pg_migration_7_sql[] =
     "ALTER TABLE operations\n"
     "  ADD COLUMN kind             text NOT NULL DEFAULT 'credit',   -- catalog only: no rewrite\n"
@@ -867,68 +872,6 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  * integer; an interval without day or month parts adds without any time-zone
  * dependence.
  * ========================================================================= */
-#define PG_US(p)                                                               \
-    "((" p "::bigint / 1000000) * interval '1 second'"                         \
-    " + (" p "::bigint % 1000000) * interval '1 microsecond')"
-#define PG_TS(p) "('epoch'::timestamptz + " PG_US(p) ")"
-
-/* The operation columns, in the order pg_op_parse() reads them. Timestamps
- * come back as exact bigint microseconds (extract() is numeric since 14);
- * a NULL updated_at reads as created_at (I17); a NULL idempotency key or
- * client reference reads as the operation id (I25). */
-#define PG_OP_NCOLS 18
-#define PG_OP_COLUMNS(t)                                                       \
-    t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
-    t "account_id, " t "amount::text, " t "currency, " t "status, "            \
-    t "owner_version, "                                                        \
-    "(extract(epoch FROM " t "lease_until) * 1000000)::bigint, "               \
-    "(extract(epoch FROM " t "submit_by) * 1000000)::bigint, "                 \
-    "(extract(epoch FROM " t "created_at) * 1000000)::bigint, "                \
-    "(extract(epoch FROM coalesce(" t "updated_at, " t "created_at))"          \
-    " * 1000000)::bigint, "                                                    \
-    t "provider_reference, " t "outcome_reason, " t "kind, "                   \
-    "coalesce(" t "idempotency_key, " t "operation_id::text), "                \
-    "coalesce(" t "client_reference, " t "operation_id::text)"
-
-/* The family's fair queue (I8a): a transaction-scoped advisory lock keyed on
- * (issuer, family), length-prefixed so that no two pairs share a text.
- * Row locks alone starve a revocation: new FOR SHARE lockers do not queue
- * behind a waiting UPDATE, so under steady admissions of one family its
- * revocation waited past the store timeout. The heavyweight lock manager
- * queues fairly — a shared request waits behind a queued exclusive one — so
- * admissions and consumes take it shared, and revocation, issuance and
- * ticket creation take it exclusive, ALWAYS before the family's row lock
- * (no cycle: whoever holds a row lock on the family already holds a
- * compatible advisory lock). A hash collision between two families only
- * serializes them more than needed. */
-#define PG_FAMILY_KEY(i, f)                                                    \
-    "hashtextextended(length(" i "::text)::text || ':' || " i "::text || "    \
-    f "::text, 0)"
-#define PG_FAMILY_XLOCK_CTE(i, f)                                              \
-    "flk AS (\n"                                                               \
-    "  SELECT pg_advisory_xact_lock(" PG_FAMILY_KEY(i, f) ") AS held\n"         \
-    "  WHERE " f "::text IS NOT NULL)"
-
-/* The family lock of an admission or a consume (I8): the family's row, live,
- * under FOR SHARE, which a concurrent revocation's UPDATE of that row waits
- * for (and which waits for it: Read Committed then re-checks revoked_at on
- * the row's newest version and the row drops out). Many admissions of one
- * family share the lock; only the revocation is exclusive. f is the family
- * parameter, SQL NULL when the grant has none. The claim's WHERE carries
- * PG_FAMILY_LIVE(f), so without the locked live row nothing is claimed. It
- * is not a snapshot NOT EXISTS on a revocation: a snapshot taken before a
- * revocation committed would still say "live" after it. */
-#define PG_FAMILY_CTE(f)                                                       \
-    "flk AS (\n"                                                               \
-    "  SELECT pg_advisory_xact_lock_shared(" PG_FAMILY_KEY("$1", f) ") AS held\n" \
-    "  WHERE " f "::text IS NOT NULL),\n"                                       \
-    "fam AS (\n"                                                               \
-    "  SELECT 1 FROM families\n"                                               \
-    "  WHERE issuer = $1::text AND family = " f "::text AND revoked_at IS NULL\n" \
-    "    AND EXISTS (SELECT 1 FROM flk)\n"                                      \
-    "  FOR SHARE OF families)"
-#define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
-
 /* ===========================================================================
  * Consumption keys (I23).
  *
@@ -950,23 +893,6 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *                       or (hashed: the row has none) the statement's i, g
  *   PG_KRETID_K(g)      the same for grant_id alone
  * ========================================================================= */
-#define PG_KCOLS_READABLE "issuer, grant_id"
-#define PG_KCOLS_HASHED "key_hash"
-#define PG_KVALS_READABLE(i, g) i ", " g
-#define PG_KVALS_HASHED(i, g) "og_consumption_key(" i ", " g ")"
-#define PG_KEQ_READABLE(t, i, g) t "issuer = " i " AND " t "grant_id = " g
-#define PG_KEQ_HASHED(t, i, g) t "key_hash = og_consumption_key(" i ", " g ")"
-#define PG_KHELD_READABLE(t) t "issuer IS NOT NULL"
-#define PG_KHELD_HASHED(t) t "key_hash IS NOT NULL"
-#define PG_KRET_READABLE(i, g) "issuer, grant_id"
-#define PG_KRET_HASHED(i, g) i " AS issuer, " g " AS grant_id"
-#define PG_KRETID_READABLE(g) "grant_id"
-#define PG_KRETID_HASHED(g) g " AS grant_id"
-/* The head and the conflict clause of every claim of a key. */
-#define PG_CLAIM_INTO(K)                                                       \
-    "INSERT INTO grant_consumptions (" PG_KCOLS_##K                            \
-    ", operation_id, consumed_at, retain_until, kind)"
-#define PG_ON_KEY_CONFLICT(K) "ON CONFLICT (" PG_KCOLS_##K ") DO NOTHING"
 
 /* The tail both admission statements end with: the operation insert, and
  * in the SAME statement the report of a claim that did not happen.
@@ -982,9 +908,9 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
  *    statement's snapshot — the columns of pg_unclaimed_sql. A replay or a
  *    same-operation retry meets a key committed before the statement began,
  *    so one round trip answers it (I12). The snapshot can miss a holder that
- *    committed while this statement waited; pg_admit() then reads again
+ *    committed while this statement waited; og__pg_admit() then reads again
  *    with a fresh statement. Reporting only: the claim already decided.
- * Parameters $3 and $5..$12 as in og__pg_admit_sql; f is the family, K the
+ * Parameters $3 and $5..$12 as in pg_admit_sql; f is the family, K the
  * store's consumption keys (I23). */
 #define PG_ADMIT_TAIL(f, K)                                                    \
     "ins AS (\n"                                                               \
@@ -1023,11 +949,6 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
 
 /* The operation with id p, live or archived (I22): one snapshot sees it in
  * exactly one of the two tables. */
-#define PG_OP_STORED_COLS                                                      \
-    "operation_id, issuer, grant_id, caller_id, account_id, amount, currency, " \
-    "status, owner_version, lease_until, submit_by, created_at, updated_at, "  \
-    "provider_reference, outcome_reason, kind, idempotency_key, "              \
-    "client_reference"
 #define PG_OP_LIVE_OR_ARCHIVED(p)                                              \
     "SELECT " PG_OP_STORED_COLS " FROM operations WHERE operation_id = " p "::uuid\n" \
     "  UNION ALL\n"                                                            \
@@ -1040,7 +961,7 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
 /* ===========================================================================
  * The admission statements (I1, I2, I5, I6, I8).
  *
- * Token form, og__pg_admit_sql. Parameters (text format; every time value
+ * Token form, pg_admit_sql. Parameters (text format; every time value
  * is bigint microseconds):
  *   $1 issuer   $2 grant_id   $3 operation_id   $4 expires_at (since epoch)
  *   $5 caller   $6 account    $7 amount (canonical decimal)   $8 currency
@@ -1089,10 +1010,10 @@ _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] ==
     "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
     "  RETURNING " PG_KRET_##K("$1::text", "$2::text") "),\n"                  \
     PG_ADMIT_TAIL("$13", K)
-static const char og__pg_admit_sql[] = PG_ADMIT_SQL(READABLE);
-static const char og__pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
+static const char pg_admit_sql[] = PG_ADMIT_SQL(READABLE);
+static const char pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
 
-/* Row form, og__pg_admit_row_sql. Parameters as og__pg_admit_sql, except
+/* Row form, pg_admit_row_sql. Parameters as pg_admit_sql, except
  * $4 is the family (NULL: none) and there is no $13: the request's
  * expires_at is not used, the grant's row carries the trusted one.
  *  - claim: the conditional UPDATE of the grant's row. It row-locks the
@@ -1118,8 +1039,8 @@ static const char og__pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
     "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"                                \
     "  RETURNING issuer, grant_id),\n"                                         \
     PG_ADMIT_TAIL("$4", K)
-static const char og__pg_admit_row_sql[] = PG_ADMIT_ROW_SQL(READABLE);
-static const char og__pg_admit_row_hashed_sql[] = PG_ADMIT_ROW_SQL(HASHED);
+static const char pg_admit_row_sql[] = PG_ADMIT_ROW_SQL(READABLE);
+static const char pg_admit_row_hashed_sql[] = PG_ADMIT_ROW_SQL(HASHED);
 
 /* After an admission or a consume that claimed nothing: what holds the key
  * (token form: the consumption row; row form: the grant's row), whether the
@@ -1143,7 +1064,7 @@ static const char pg_operation_get_sql[] =
  * operation (I1, I6, I8, I10). A returned row is the only "consumed".
  *
  * Token form: $1 issuer $2 grant_id $3 expires_at $4 leeway $5 family.
- * The same key, deadline and family conditions as og__pg_admit_sql; kind
+ * The same key, deadline and family conditions as pg_admit_sql; kind
  * 'consume' with operation_id NULL names the holder. K: I23.
  * ========================================================================= */
 #define PG_CONSUME_SQL(K)                                                      \
@@ -1159,7 +1080,7 @@ static const char pg_consume_sql[] = PG_CONSUME_SQL(READABLE);
 static const char pg_consume_hashed_sql[] = PG_CONSUME_SQL(HASHED);
 
 /* Row form: $1 issuer $2 grant_id $3 leeway $4 family. The same row
- * conditions as og__pg_admit_row_sql; consumed_at set with no operation is
+ * conditions as pg_admit_row_sql; consumed_at set with no operation is
  * the verdict's mark. Returns the row's family, the trusted one. */
 static const char pg_consume_row_sql[] =
     "WITH " PG_FAMILY_CTE("$4") "\n"
@@ -1532,7 +1453,7 @@ static const char pg_op_list_sql[] =
     "LIMIT $4::integer";
 
 /* og__op_insert (tests only, run unprepared): one operation of kind $11,
- * without a claim. $1..$7 the binding as in og__pg_admit_sql's $3, $1, $2,
+ * without a claim. $1..$7 the binding as in pg_admit_sql's $3, $1, $2,
  * $5..$8  $8 initial owner version  $9 execution lease  $10 submission
  * window  $12 idempotency key, $13 client reference (NULL: the operation
  * id). The times as an admission sets them: one clock_timestamp(). */
@@ -1569,8 +1490,7 @@ static const char pg_op_history_sql[] =
  * waiting only makes it delete less. One row: the deleted rows by kind and
  * the new cursor (the greatest retain_until deleted; $3 when none).
  * ========================================================================= */
-#define PG_EPOCH_US(c) "(extract(epoch FROM " c ") * 1000000)::bigint"
-static const char og__pg_cleanup_sql[] =
+static const char pg_cleanup_sql[] =
     "WITH gone AS (\n"
     "  DELETE FROM grant_consumptions\n"
     "  WHERE ctid = ANY (ARRAY(\n"
@@ -1667,7 +1587,7 @@ static const char pg_redemption_get_sql[] =
  * and its history together and whose last SELECT reports, from the
  * statement's snapshot, what the record was — for a write that changed
  * nothing, og__payout_put_classify says why. The decision is one explicit
- * transaction of several of these (pg_payout_decide).
+ * transaction of several of these (og__pg_payout_decide).
  * ========================================================================= */
 
 /* A put's report: the version written (NULL: nothing), then the record as
@@ -2223,850 +2143,63 @@ static const char pg_payout_resolve_sql[] =
     "  RETURNING 1)\n"
     "SELECT (SELECT version FROM pay), (SELECT count(*) FROM rel), (SELECT count(*) FROM days),\n"
     "       (SELECT count(*) FROM ev)";
-
-/* Prepared once per connection: the extended protocol with a named statement
- * skips parse and plan on every call (about 1.75x the simple protocol).
- * Each statement that names grant_consumptions' key comes twice, NAME and
- * NAME_HASHED (I23); PG_KEYED() picks the store's. Cleanup touches that
- * table by ctid and retain_until alone, so one instance serves both. */
-enum {
-    PG_STMT_ADMIT,
-    PG_STMT_ADMIT_HASHED,
-    PG_STMT_ADMIT_ROW,
-    PG_STMT_ADMIT_ROW_HASHED,
-    PG_STMT_UNCLAIMED,
-    PG_STMT_UNCLAIMED_HASHED,
-    PG_STMT_OPERATION_GET,
-    PG_STMT_CONSUME,
-    PG_STMT_CONSUME_HASHED,
-    PG_STMT_CONSUME_ROW,
-    PG_STMT_ISSUANCE,
-    PG_STMT_REVOKE,
-    PG_STMT_REVOKE_HASHED,
-    PG_STMT_REVOKE_ROW,
-    PG_STMT_REVOKE_CHECK,
-    PG_STMT_REVOKE_CHECK_HASHED,
-    PG_STMT_FAMILY_REVOKE,
-    PG_STMT_FAMILY_REVOKE_HASHED,
-    PG_STMT_TICKET_CREATE,
-    PG_STMT_TICKET_ROTATE,
-    PG_STMT_TICKET_STATE,
-    PG_STMT_OP_MAY_SUBMIT,
-    PG_STMT_OP_START,
-    PG_STMT_OP_RECORD,
-    PG_STMT_OP_TAKEOVER,
-    PG_STMT_OP_RESOLVE,
-    PG_STMT_OP_HISTORY,
-    PG_STMT_CLEANUP,
-    PG_STMT_ARCHIVE,
-    PG_STMT_REDEMPTION_PUT,
-    PG_STMT_REDEMPTION_GET,
-    PG_STMT_PAYOUT_TENANT_PUT,
-    PG_STMT_PAYOUT_BENEFICIARY_PUT,
-    PG_STMT_PAYOUT_DESTINATION_PUT,
-    PG_STMT_PAYOUT_DESTINATION_TOKEN,
-    PG_STMT_PAYOUT_DRAFT,
-    PG_STMT_PAYOUT_CANCEL,
-    PG_STMT_PAYOUT_GET,
-    PG_STMT_PAYOUT_FACTS,
-    PG_STMT_PAYOUT_FACTS_LOCKED,
-    PG_STMT_PAYOUT_DAY,
-    PG_STMT_PAYOUT_RESERVE,
-    PG_STMT_PAYOUT_DECISION,
-    PG_STMT_PAYOUT_APPROVE,
-    PG_STMT_PAYOUT_JOB_TAKE,
-    PG_STMT_PAYOUT_JOB_ACK,
-    PG_STMT_PAYOUT_JOB_POSTPONE,
-    PG_STMT_PAYOUT_JOB_RESUBMIT,
-    PG_STMT_PAYOUT_GRANT_GET,
-    PG_STMT_PAYOUT_GRANT_REVOKE,
-    PG_STMT_PAYOUT_EXPIRE,
-    PG_STMT_PAYOUT_CLAIM_FACTS,
-    PG_STMT_PAYOUT_CLAIM_CONSUMER,
-    PG_STMT_PAYOUT_CLAIM,
-    PG_STMT_PAYOUT_RESOLVE_FACTS,
-    PG_STMT_PAYOUT_RESOLVE,
-    PG_STMT_COUNT
-};
-
-typedef struct pg_stmt {
-    const char *name;
-    const char *sql;
-    int nparams;
-    og_consumption_keys keys; /* I23: prepared only on a store with these
-                                 keys; AS_STORED: on every store */
-} pg_stmt;
-
-/* A statement every store prepares, and the readable and the hashed
- * instance of one that touches grant_consumptions: the same parameters, a
- * name each. */
-#define PG_STMT(NAME, name, sql, n)                                            \
-    [PG_STMT_##NAME] = {name, sql##_sql, n, OG_KEYS_AS_STORED}
-#define PG_KEYED_STMTS(NAME, name, sql, n)                                     \
-    [PG_STMT_##NAME] = {name, sql##_sql, n, OG_KEYS_READABLE},                 \
-    [PG_STMT_##NAME##_HASHED] = {name "_hashed", sql##_hashed_sql, n,          \
-                                 OG_KEYS_HASHED}
-
-static const pg_stmt pg_stmts[PG_STMT_COUNT] = {
-    PG_KEYED_STMTS(ADMIT, "og_admit", og__pg_admit, 13),
-    PG_KEYED_STMTS(ADMIT_ROW, "og_admit_row", og__pg_admit_row, 12),
-    PG_KEYED_STMTS(UNCLAIMED, "og_unclaimed", pg_unclaimed, 4),
-    PG_STMT(OPERATION_GET, "og_operation_get", pg_operation_get, 1),
-    PG_KEYED_STMTS(CONSUME, "og_consume", pg_consume, 5),
-    PG_STMT(CONSUME_ROW, "og_consume_row", pg_consume_row, 4),
-    PG_STMT(ISSUANCE, "og_issuance", pg_issuance, 9),
-    PG_KEYED_STMTS(REVOKE, "og_revoke", pg_revoke, 5),
-    PG_STMT(REVOKE_ROW, "og_revoke_row", pg_revoke_row, 2),
-    PG_KEYED_STMTS(REVOKE_CHECK, "og_revoke_check", pg_revoke_check, 2),
-    PG_KEYED_STMTS(FAMILY_REVOKE, "og_family_revoke", pg_family_revoke, 4),
-    PG_STMT(TICKET_CREATE, "og_ticket_create", pg_ticket_create, 3),
-    PG_STMT(TICKET_ROTATE, "og_ticket_rotate", pg_ticket_rotate, 2),
-    PG_STMT(TICKET_STATE, "og_ticket_state", pg_ticket_state, 1),
-    PG_STMT(OP_MAY_SUBMIT, "og_op_may_submit", pg_op_may_submit, 2),
-    PG_STMT(OP_START, "og_op_start", pg_op_start, 3),
-    PG_STMT(OP_RECORD, "og_op_record", pg_op_record, 7),
-    PG_STMT(OP_TAKEOVER, "og_op_takeover", pg_op_takeover, 4),
-    PG_STMT(OP_RESOLVE, "og_op_resolve", pg_op_resolve, 6),
-    PG_STMT(OP_HISTORY, "og_op_history", pg_op_history, 1),
-    PG_STMT(CLEANUP, "og_cleanup", og__pg_cleanup, 3),
-    PG_STMT(ARCHIVE, "og_archive", pg_archive, 4),
-    PG_STMT(REDEMPTION_PUT, "og_redemption_put", pg_redemption_put, 5),
-    PG_STMT(REDEMPTION_GET, "og_redemption_get", pg_redemption_get, 3),
-    PG_STMT(PAYOUT_TENANT_PUT, "og_payout_tenant_put", pg_payout_tenant_put, 6),
-    PG_STMT(PAYOUT_BENEFICIARY_PUT, "og_payout_beneficiary_put",
-            pg_payout_beneficiary_put, 5),
-    PG_STMT(PAYOUT_DESTINATION_PUT, "og_payout_destination_put",
-            pg_payout_destination_put, 4),
-    PG_STMT(PAYOUT_DESTINATION_TOKEN, "og_payout_destination_token",
-            pg_payout_destination_token, 2),
-    PG_STMT(PAYOUT_DRAFT, "og_payout_draft", pg_payout_draft, 9),
-    PG_STMT(PAYOUT_CANCEL, "og_payout_cancel", pg_payout_cancel, 3),
-    PG_STMT(PAYOUT_GET, "og_payout_get", pg_payout_get, 1),
-    PG_STMT(PAYOUT_FACTS, "og_payout_facts", pg_payout_facts, 1),
-    PG_STMT(PAYOUT_FACTS_LOCKED, "og_payout_facts_locked",
-            pg_payout_facts_locked, 1),
-    PG_STMT(PAYOUT_DAY, "og_payout_day", pg_payout_day, 2),
-    PG_STMT(PAYOUT_RESERVE, "og_payout_reserve", pg_payout_reserve, 3),
-    PG_STMT(PAYOUT_DECISION, "og_payout_decision", pg_payout_decision, 17),
-    PG_STMT(PAYOUT_APPROVE, "og_payout_approve", pg_payout_approve, 14),
-    PG_STMT(PAYOUT_JOB_TAKE, "og_payout_job_take", pg_payout_job_take, 1),
-    PG_STMT(PAYOUT_JOB_ACK, "og_payout_job_ack", pg_payout_job_ack, 2),
-    PG_STMT(PAYOUT_JOB_POSTPONE, "og_payout_job_postpone",
-            pg_payout_job_postpone, 3),
-    PG_STMT(PAYOUT_JOB_RESUBMIT, "og_payout_job_resubmit",
-            pg_payout_job_resubmit, 3),
-    PG_STMT(PAYOUT_GRANT_GET, "og_payout_grant_get", pg_payout_grant_get, 1),
-    PG_STMT(PAYOUT_GRANT_REVOKE, "og_payout_grant_revoke",
-            pg_payout_grant_revoke, 2),
-    PG_STMT(PAYOUT_EXPIRE, "og_payout_expire", pg_payout_expire, 3),
-    PG_STMT(PAYOUT_CLAIM_FACTS, "og_payout_claim_facts",
-            pg_payout_claim_facts, 1),
-    PG_STMT(PAYOUT_CLAIM_CONSUMER, "og_payout_claim_consumer",
-            pg_payout_claim_consumer, 1),
-    PG_STMT(PAYOUT_CLAIM, "og_payout_claim", pg_payout_claim, 11),
-    PG_STMT(PAYOUT_RESOLVE_FACTS, "og_payout_resolve_facts",
-            pg_payout_resolve_facts, 1),
-    PG_STMT(PAYOUT_RESOLVE, "og_payout_resolve", pg_payout_resolve, 10),
-};
-_Static_assert(PG_STMT_COUNT <= 64, "pg_conn.prepared is a 64-bit mask");
-
-/* ===========================================================================
- * Store and connection state.
- * ========================================================================= */
-
-/* Connection keywords, in libpq's processing order: our defaults come BEFORE
- * "dbname", whose value (the user's URI or key=value string) is expanded
- * (expand_dbname=1) and so overrides any of them the user wrote. */
-enum {
-    PG_KW_APPNAME,
-    PG_KW_CONNECT_TIMEOUT,
-    PG_KW_KEEPALIVES,
-    PG_KW_TCP_USER_TIMEOUT,
-    PG_KW_DBNAME,
-    PG_KW_COUNT
-};
-static const char *const pg_keywords[PG_KW_COUNT + 1] = {
-    /* fallback_: an application_name in the string or PGAPPNAME still wins */
-    [PG_KW_APPNAME] = "fallback_application_name",
-    [PG_KW_CONNECT_TIMEOUT] = "connect_timeout",
-    [PG_KW_KEEPALIVES] = "keepalives",
-    [PG_KW_TCP_USER_TIMEOUT] = "tcp_user_timeout",
-    [PG_KW_DBNAME] = "dbname",
-    [PG_KW_COUNT] = NULL,
-};
-
-typedef struct og_pg {
-    og__pool *pool;
-    char *target;                          /* owned copy of the conninfo */
-    const char *values[PG_KW_COUNT + 1];   /* point into this struct */
-    int64_t timeout_us;                    /* client deadline per statement */
-    char connect_timeout[24];              /* seconds */
-    char tcp_user_timeout[24];             /* milliseconds */
-    char statement_timeout[32];            /* "Nms", server side */
-    bool role_bounds;                      /* the deployment sets the bounds
-                                              (ALTER ROLE): only checked */
-    char leeway[24], lease[24], window[24]; /* microseconds, admission params */
-    char recovery_lease[24]; /* microseconds: a takeover's lease (I14) */
-    char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
-                          + leeway, the retention of a revocation whose
-                          issuance records no expiry (I9) */
-    char cleanup_margin[24]; /* microseconds: cleanup's margin (I19) */
-    char expiry_margin[24]; /* microseconds: leeway + cleanup margin, past
-                               which an unconsumed payout grant's
-                               reservation is released (I29) */
-    int64_t admission_leeway_us; /* a payout grant's derived state (I29) */
-    og_consumption_keys keys; /* I23: AS_STORED until pg_read_keys, then
-                                 the store's; never changes after */
-} og_pg;
-
-/* Statement NAME in the store's consumption keys (I23). */
-#define PG_KEYED(pg, NAME)                                                     \
-    ((pg)->keys == OG_KEYS_HASHED ? PG_STMT_##NAME##_HASHED : PG_STMT_##NAME)
-
-typedef struct pg_conn {
-    PGconn *conn;
-    uint64_t prepared;     /* bit i set: pg_stmts[i] is prepared here */
-    bool syncrep_cancelled; /* set by the notice receiver (I4) */
-    bool broken;           /* discard on release: state unknown */
-    char sqlstate[6];      /* of the last error result, "" if none */
-} pg_conn;
-
-/* ===========================================================================
- * Small helpers.
- * ========================================================================= */
-
-static int64_t pg_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* Strict base-10 int64: the whole string, no overflow. */
-static int pg_parse_i64(const char *s, int64_t *out)
-{
-    char *end;
-    long long v;
-
-    if (s == NULL || *s == '\0')
-        return -1;
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return -1;
-    *out = (int64_t)v;
-    return 0;
-}
-
-static void pg_fmt_i64(char *buf, size_t n, int64_t v)
-{
-    snprintf(buf, n, "%" PRId64, v);
-}
-
-/* ===========================================================================
- * Notices (I4).
- *
- * The server emits this WARNING when a commit stopped waiting for the
- * synchronous standby (cancel, statement_timeout, or shutdown) and then
- * reports success: the transaction committed locally but a failover may lose
- * it. The two English texts are PostgreSQL's (syncrep.c); the detail is
- * checked too so that a variant of the primary text is still caught. The
- * texts are localized: a server with synchronous replication must run with
- * an English lc_messages (e.g. C) for this check to see them.
- * ========================================================================= */
-static void pg_notice(void *arg, const PGresult *res)
-{
-    pg_conn *c = arg;
-    const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-    const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
-
-    if (sev == NULL)
-        sev = PQresultErrorField(res, PG_DIAG_SEVERITY);
-    if (sev == NULL || strcmp(sev, "WARNING") != 0)
-        return;
-    if ((msg != NULL &&
-         (strstr(msg, "canceling wait for synchronous replication") != NULL ||
-          strstr(msg, "canceling the wait for synchronous replication") !=
-              NULL)) ||
-        (detail != NULL &&
-         strstr(detail, "might not have been replicated to the standby") !=
-             NULL))
-        c->syncrep_cancelled = true;
-}
-
-/* ===========================================================================
- * Running one statement with a deadline (I2, I3, I4).
- * ========================================================================= */
-
-/* Waits until the socket is readable. 1 readable, 0 deadline passed, -1
- * socket error. */
-static int pg_wait_readable(pg_conn *c, int64_t deadline_us)
-{
-    int fd = PQsocket(c->conn);
-
-    if (fd < 0)
-        return -1;
-    for (;;) {
-        int64_t left = deadline_us - pg_mono_us();
-        struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
-        int ms, r;
-
-        if (left <= 0)
-            return 0;
-        ms = left / 1000 + (left % 1000 != 0);
-        r = poll(&pfd, 1, ms);
-        if (r > 0)
-            return 1;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-/* Asks the server to stop the statement so it does not run on after we gave
- * up. The connection is discarded either way, so the outcome is not needed. */
-static void pg_cancel(pg_conn *c)
-{
-    char errbuf[256];
-    PGcancel *cancel = PQgetCancel(c->conn);
-
-    if (cancel == NULL)
-        return;
-    (void)PQcancel(cancel, errbuf, (int)sizeof errbuf);
-    PQfreeCancel(cancel);
-}
-
-/* SQLSTATEs after which the connection must not be reused even when it looks
- * healthy: a connection exception (08), operator intervention (57P: admin
- * shutdown and friends), or a read-only target (25006: we reached a standby,
- * and a fresh connection with target_session_attrs=read-write finds the new
- * primary). */
-static bool pg_state_poisons(const char *st)
-{
-    return strncmp(st, "08", 2) == 0 || strncmp(st, "57P", 3) == 0 ||
-           strcmp(st, "25006") == 0;
-}
-
-/* Classifies one error result. OG__PG_REFUSE copies the constraint name. */
-static int pg_error(pg_conn *c, const PGresult *res, char *constraint,
-                    size_t conlen)
-{
-    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    const char *cons = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
-    int rc;
-
-    if (st == NULL) {
-        /* Generated by libpq itself (connection lost, out of memory, protocol
-         * trouble): we do not know what the server did (I3). */
-        c->broken = true;
-        return OG_ESTORE_UNAVAILABLE;
-    }
-    if (og__copy(c->sqlstate, sizeof c->sqlstate, st) != 0)
-        c->sqlstate[0] = '\0';
-    if (pg_state_poisons(st))
-        c->broken = true;
-    rc = og__pg_classify(st, cons);
-    if (rc == OG__PG_REFUSE) {
-        if (cons == NULL || constraint == NULL ||
-            og__copy(constraint, conlen, cons) != 0)
-            return OG_EINTERNAL;
-    }
-    return rc;
-}
-
-/* Collects every result of the statement just sent until PQgetResult()
- * returns NULL, i.e. until ReadyForQuery (I2). Returns 0 and *rows (the last
- * non-error result; the caller clears it), OG__PG_REFUSE, or a negative
- * code. expect is the transaction status that confirms success. Sets
- * c->broken whenever the connection's state is not known to be clean. */
-static int pg_collect(pg_conn *c, int64_t deadline_us,
-                      PGTransactionStatusType expect, PGresult **rows,
-                      char *constraint, size_t conlen)
-{
-    PGresult *keep = NULL;
-    PGresult *res = NULL;
-    bool have_error = false;
-    int rc = 0;
-
-    for (;;) {
-        while (PQisBusy(c->conn)) {
-            int w = pg_wait_readable(c, deadline_us);
-
-            if (w == 0) {
-                /* Deadline: the commit may or may not happen (I3). */
-                pg_cancel(c);
-                c->broken = true;
-                rc = OG_ESTORE_UNAVAILABLE;
-                goto out;
-            }
-            if (w < 0 || !PQconsumeInput(c->conn)) {
-                c->broken = true;
-                rc = OG_ESTORE_UNAVAILABLE;
-                goto out;
-            }
-        }
-        res = PQgetResult(c->conn);
-        if (res == NULL)
-            break;
-        switch (PQresultStatus(res)) {
-        case PGRES_TUPLES_OK:
-        case PGRES_COMMAND_OK:
-            if (!have_error) {
-                PQclear(keep);
-                keep = res;
-                res = NULL;
-            }
-            break;
-        case PGRES_FATAL_ERROR:
-        case PGRES_NONFATAL_ERROR:
-            /* The first error decides; an error after the rows means the
-             * commit failed (I2). Keep draining to ReadyForQuery. */
-            if (!have_error) {
-                have_error = true;
-                rc = pg_error(c, res, constraint, conlen);
-            }
-            break;
-        default:
-            /* COPY, empty query, pipeline states: this file never asks for
-             * them, and in COPY libpq would hand back the same state forever,
-             * so stop here and drop the connection. */
-            if (!have_error)
-                rc = OG_EINTERNAL;
-            c->broken = true;
-            goto out;
-        }
-        PQclear(res);
-        res = NULL;
-    }
-
-    if (c->syncrep_cancelled) {
-        /* Committed locally, not known to be on the standby (I4). */
-        c->broken = true;
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto out;
-    }
-    if (PQstatus(c->conn) != CONNECTION_OK) {
-        c->broken = true;
-        if (rc == 0)
-            rc = OG_ESTORE_UNAVAILABLE;
-        goto out;
-    }
-    if (have_error) {
-        /* Keep the connection only when it is demonstrably healthy and idle;
-         * pg_error() already condemned poisoning SQLSTATEs. */
-        if (PQtransactionStatus(c->conn) != PQTRANS_IDLE)
-            c->broken = true;
-        goto out;
-    }
-    if (PQtransactionStatus(c->conn) != expect) {
-        c->broken = true;
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto out;
-    }
-    if (keep == NULL) {
-        c->broken = true;
-        rc = OG_EINTERNAL;
-        goto out;
-    }
-out:
-    PQclear(res);
-    if (rc == 0)
-        *rows = keep;
-    else
-        PQclear(keep);
-    return rc;
-}
-
-/* Resets per-statement state before sending. */
-static void pg_begin_statement(pg_conn *c)
-{
-    c->syncrep_cancelled = false;
-    c->sqlstate[0] = '\0';
-}
-
-/* A statement that could not even be sent: nothing reached the server, but
- * the connection is unusable. */
-static int pg_send_failed(pg_conn *c)
-{
-    c->broken = true;
-    return OG_ESTORE_UNAVAILABLE;
-}
-
-/* Prepares pg_stmts[i] on c if it is not yet. */
-static int pg_prepare(og_pg *pg, pg_conn *c, int i)
-{
-    PGTransactionStatusType state;
-    PGresult *res = NULL;
-    int rc;
-
-    if (c->prepared & (UINT64_C(1) << i))
-        return 0;
-    /* Idle, or inside a payout decision's transaction (I26), which it
-     * leaves as it found it. */
-    state = PQtransactionStatus(c->conn);
-    pg_begin_statement(c);
-    if (!PQsendPrepare(c->conn, pg_stmts[i].name, pg_stmts[i].sql,
-                       pg_stmts[i].nparams, NULL))
-        return pg_send_failed(c);
-    rc = pg_collect(c, pg_mono_us() + pg->timeout_us, state, &res, NULL, 0);
-    PQclear(res);
-    if (rc == OG__PG_REFUSE)
-        rc = OG_EINTERNAL;
-    if (rc == 0)
-        c->prepared |= UINT64_C(1) << i;
-    return rc;
-}
-
-/* Runs prepared statement i in its own implicit transaction. The connection
- * must be idle: the admission's reasoning rests on a transaction that holds
- * nothing but this statement (I1). */
-/* pg_exec_prepared in transaction status `state` (PQTRANS_IDLE; or
- * PQTRANS_INTRANS inside a payout decision's transaction, I26), which the
- * connection must be in before and after, with the deadline deadline_us. */
-static int pg_exec_prepared_in(og_pg *pg, pg_conn *c, int i,
-                               const char *const *params, PGresult **rows,
-                               char *constraint, size_t conlen,
-                               PGTransactionStatusType state,
-                               int64_t deadline_us)
-{
-    int rc;
-
-    if (PQstatus(c->conn) != CONNECTION_OK ||
-        PQtransactionStatus(c->conn) != state)
-        return pg_send_failed(c);
-    rc = pg_prepare(pg, c, i);
-    if (rc != 0)
-        return rc;
-    pg_begin_statement(c);
-    if (!PQsendQueryPrepared(c->conn, pg_stmts[i].name, pg_stmts[i].nparams,
-                             params, NULL, NULL, 0))
-        return pg_send_failed(c);
-    return pg_collect(c, deadline_us, state, rows, constraint, conlen);
-}
-
-static int pg_exec_prepared(og_pg *pg, pg_conn *c, int i,
-                            const char *const *params, PGresult **rows,
-                            char *constraint, size_t conlen)
-{
-    return pg_exec_prepared_in(pg, c, i, params, rows, constraint, conlen,
-                               PQTRANS_IDLE, pg_mono_us() + pg->timeout_us);
-}
-
-/* Runs one unnamed statement (setup, schema, migrations): extended protocol
- * with parameters. */
-static int pg_exec_params(og_pg *pg, pg_conn *c, const char *sql, int n,
-                          const char *const *params,
-                          PGTransactionStatusType expect, PGresult **rows)
-{
-    PGresult *res = NULL;
-    int rc;
-
-    pg_begin_statement(c);
-    if (!PQsendQueryParams(c->conn, sql, n, NULL, params, NULL, NULL, 0))
-        return pg_send_failed(c);
-    rc = pg_collect(c, pg_mono_us() + pg->timeout_us, expect, &res, NULL, 0);
-    if (rc == OG__PG_REFUSE)
-        rc = OG_EINTERNAL;
-    if (rc == 0 && rows != NULL)
-        *rows = res;
-    else
-        PQclear(res);
-    return rc;
-}
-
-/* Runs a script of several statements (a migration body): the simple
- * protocol, the only one that accepts more than one statement per string. */
-static int pg_exec_script(og_pg *pg, pg_conn *c, const char *sql,
-                          PGTransactionStatusType expect)
-{
-    PGresult *res = NULL;
-    int rc;
-
-    pg_begin_statement(c);
-    if (!PQsendQuery(c->conn, sql))
-        return pg_send_failed(c);
-    rc = pg_collect(c, pg_mono_us() + pg->timeout_us, expect, &res, NULL, 0);
-    if (rc == OG__PG_REFUSE)
-        rc = OG_EINTERNAL;
-    PQclear(res);
-    return rc;
-}
-
-/* ===========================================================================
- * Pool callbacks and connection lifetime.
- * ========================================================================= */
-
-static void pg_disconnect(void *ctx, void *conn)
-{
-    pg_conn *c = conn;
-
-    (void)ctx;
-    if (c == NULL)
-        return;
-    PQfinish(c->conn);
-    free(c);
-}
-
-/* Session settings every statement relies on: the server-side bound on a
- * statement and on its lock waits (the client deadline alone lets the server
- * run on; og_store_session_bounds() reads them back), a bound on a
- * transaction left open by a dead client (it would hold the advisory lock or
- * a claimed key), and Read Committed, the isolation the admission statement
- * is reasoned under (I1). SET after connecting rather than "options" in the
- * conninfo, so a user's own options= cannot silently drop them. */
-static int pg_session_setup(og_pg *pg, pg_conn *c)
-{
-    /* From 17, transaction_timeout bounds the implicit single-statement
-     * transaction as a whole (I18). */
-    static const char sql17[] =
-        "SELECT set_config('statement_timeout', $1, false),"
-        " set_config('lock_timeout', $1, false),"
-        " set_config('transaction_timeout', $1, false),"
-        " set_config('idle_in_transaction_session_timeout', $1, false),"
-        " set_config('default_transaction_isolation', 'read committed', false)";
-    static const char sql[] =
-        "SELECT set_config('statement_timeout', $1, false),"
-        " set_config('lock_timeout', $1, false),"
-        " set_config('idle_in_transaction_session_timeout', $1, false),"
-        " set_config('default_transaction_isolation', 'read committed', false)";
-    /* Role mode: the bounds are the deployment's (I18); isolation is ours. */
-    static const char sql_role[] =
-        "SELECT set_config('default_transaction_isolation', 'read committed',"
-        " false)";
-    const char *params[1] = {pg->statement_timeout};
-
-    if (pg->role_bounds)
-        return pg_exec_params(pg, c, sql_role, 0, NULL, PQTRANS_IDLE, NULL);
-    return pg_exec_params(pg, c,
-                          PQserverVersion(c->conn) >= 170000 ? sql17 : sql, 1,
-                          params, PQTRANS_IDLE, NULL);
-}
-
-static int pg_connect(void *ctx, void **conn)
-{
-    og_pg *pg = ctx;
-    pg_conn *c = calloc(1, sizeof *c);
-    int rc = 0;
-    int i;
-
-    if (c == NULL)
-        return OG_ENOMEM;
-    c->conn = PQconnectdbParams(pg_keywords, pg->values, 1);
-    if (c->conn == NULL) {
-        rc = OG_ENOMEM;
-        goto out;
-    }
-    if (PQstatus(c->conn) != CONNECTION_OK) {
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto out;
-    }
-    /* Before the first statement, so no notice escapes the check (I4) and
-     * none goes to libpq's default stderr printer. */
-    PQsetNoticeReceiver(c->conn, pg_notice, c);
-    rc = pg_session_setup(pg, c);
-    if (rc != 0)
-        goto out;
-    for (i = 0; i < PG_STMT_COUNT; i++) {
-        /* Only this store's variants (I23); before its keys are known (the
-         * connection pg_open makes), none of them: they are prepared on
-         * first use. */
-        if (pg_stmts[i].keys != OG_KEYS_AS_STORED &&
-            pg_stmts[i].keys != pg->keys)
-            continue;
-        rc = pg_prepare(pg, c, i);
-        /* An unmigrated or partly migrated database lacks tables or columns
-         * (undefined_table, undefined_column): the connection is still good
-         * for schema_version and migrate, and every statement not yet
-         * prepared is prepared on first use instead. */
-        if (rc != 0 && !c->broken &&
-            (strcmp(c->sqlstate, "42P01") == 0 ||
-             strcmp(c->sqlstate, "42703") == 0)) {
-            rc = 0;
-            break;
-        }
-        if (rc != 0)
-            goto out;
-    }
-out:
-    if (rc != 0) {
-        pg_disconnect(pg, c);
-        return rc;
-    }
-    *conn = c;
-    return 0;
-}
-
-/* Pool alive check (P6): an idle connection with anything to read is
- * dropped. Between our statements the server speaks unprompted only to say
- * it is going away (a FATAL, then end of file: shutdown, failover,
- * pg_terminate_backend, a cut socket) or, rarely, to report a changed
- * parameter; a reconnect is cheap either way, and using a closed one would
- * fail a request the store could have served. Never blocks (poll, 0 ms). */
-static bool pg_alive(void *ctx, void *conn)
-{
-    pg_conn *c = conn;
-    struct pollfd p;
-    int sock;
-
-    (void)ctx;
-    if (PQstatus(c->conn) != CONNECTION_OK ||
-        PQtransactionStatus(c->conn) != PQTRANS_IDLE)
-        return false;
-    sock = PQsocket(c->conn);
-    if (sock < 0)
-        return false;
-    p = (struct pollfd){.fd = sock, .events = POLLIN};
-    while (poll(&p, 1, 0) < 0)
-        if (errno != EINTR)
-            return false;
-    return (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0;
-}
-
-static const og__pool_ops pg_pool_ops = {
-    .connect = pg_connect,
-    .disconnect = pg_disconnect,
-    .alive = pg_alive,
-};
-
-static int pg_acquire(og_pg *pg, pg_conn **out)
-{
-    void *v = NULL;
-    int rc = og__pool_get(pg->pool, &v);
-    pg_conn *c;
-
-    if (rc < 0)
-        return rc;
-    c = v;
-    c->broken = false;
-    *out = c;
-    return 0;
-}
-
-/* Never hands a connection back to the pool inside a transaction or in a
- * state we could not confirm. */
-static void pg_release(og_pg *pg, pg_conn *c)
-{
-    bool broken = c->broken || PQstatus(c->conn) != CONNECTION_OK ||
-                  PQtransactionStatus(c->conn) != PQTRANS_IDLE;
-
-    og__pool_put(pg->pool, c, broken);
-}
-
-/* ===========================================================================
- * Open / close.
- * ========================================================================= */
-
-static void pg_close(void *impl)
-{
-    og_pg *pg = impl;
-
-    if (pg == NULL)
-        return;
-    og__pool_free(pg->pool);
-    free(pg->target);
-    free(pg);
-}
-
-static int pg_open(const char *target, const og_store_options *opts,
-                   void **impl)
-{
-    og_store_options defaults;
-    og_pg *pg = NULL;
-    PQconninfoOption *parsed = NULL;
-    char *errmsg = NULL;
-    pg_conn *c = NULL;
-    int64_t timeout_ms, connect_s;
-    int rc = 0;
-
-    if (target == NULL)
-        return OG_EBAD_URL;
-    if (opts == NULL) {
-        og_store_options_default(&defaults);
-        opts = &defaults;
-    }
-    if (opts->pool_size < 1)
-        return OG_EINVAL;
-    if (opts->timings.store_timeout_us <= 0)
-        return OG_ETIMINGS;
-
-    /* Reject what libpq cannot parse before trying to connect. */
-    parsed = PQconninfoParse(target, &errmsg);
-    if (parsed == NULL) {
-        rc = errmsg != NULL ? OG_EBAD_URL : OG_ENOMEM;
-        goto out;
-    }
-
-    pg = calloc(1, sizeof *pg);
-    if (pg == NULL) {
-        rc = OG_ENOMEM;
-        goto out;
-    }
-    pg->target = strdup(target);
-    if (pg->target == NULL) {
-        rc = OG_ENOMEM;
-        goto out;
-    }
-    pg->timeout_us = opts->timings.store_timeout_us;
-    pg->role_bounds = opts->session_bounds_from_role;
-    timeout_ms = pg->timeout_us / 1000 + (pg->timeout_us % 1000 != 0);
-    connect_s = pg->timeout_us / 1000000 + (pg->timeout_us % 1000000 != 0);
-    if (connect_s < 2) /* libpq treats 1 as 2 anyway; say what happens */
-        connect_s = 2;
-    pg_fmt_i64(pg->connect_timeout, sizeof pg->connect_timeout, connect_s);
-    pg_fmt_i64(pg->tcp_user_timeout, sizeof pg->tcp_user_timeout, timeout_ms);
-    snprintf(pg->statement_timeout, sizeof pg->statement_timeout,
-             "%" PRId64 "ms", timeout_ms);
-    pg_fmt_i64(pg->leeway, sizeof pg->leeway,
-               opts->timings.admission_leeway_us);
-    pg_fmt_i64(pg->lease, sizeof pg->lease, opts->timings.execution_lease_us);
-    pg_fmt_i64(pg->window, sizeof pg->window,
-               opts->timings.submission_window_us);
-    pg_fmt_i64(pg->recovery_lease, sizeof pg->recovery_lease,
-               opts->timings.recovery_lease_us);
-    pg_fmt_i64(pg->cleanup_margin, sizeof pg->cleanup_margin,
-               opts->timings.cleanup_margin_us);
-    pg_fmt_i64(pg->expiry_margin, sizeof pg->expiry_margin,
-               opts->timings.admission_leeway_us +
-                   opts->timings.cleanup_margin_us);
-    pg->admission_leeway_us = opts->timings.admission_leeway_us;
-    /* Bounded by og_timings_check() (T5, T6 and the leeway's own bound), so
-     * the sum cannot overflow for a checked configuration. */
-    pg_fmt_i64(pg->fallback, sizeof pg->fallback,
-               opts->timings.max_grant_lifetime_us +
-                   opts->timings.issue_time_skew_us +
-                   opts->timings.admission_leeway_us);
-
-    pg->values[PG_KW_APPNAME] = "oncegate";
-    pg->values[PG_KW_CONNECT_TIMEOUT] = pg->connect_timeout;
-    pg->values[PG_KW_KEEPALIVES] = "1";
-    pg->values[PG_KW_TCP_USER_TIMEOUT] = pg->tcp_user_timeout;
-    pg->values[PG_KW_DBNAME] = pg->target;
-    pg->values[PG_KW_COUNT] = NULL;
-
-    pg->pool = og__pool_new(&pg_pool_ops, pg, opts->pool_size,
-                            opts->timings.store_timeout_us);
-    if (pg->pool == NULL) {
-        rc = OG_ENOMEM;
-        goto out;
-    }
-
-    /* Connect once now, so an unreachable store fails here and not at the
-     * first admission. */
-    rc = pg_acquire(pg, &c);
-    if (rc != 0)
-        goto out;
-    pg_release(pg, c);
-
-out:
-    PQconninfoFree(parsed);
-    PQfreemem(errmsg);
-    if (rc != 0) {
-        pg_close(pg);
-        return rc;
-    }
-    *impl = pg;
-    return 0;
-}
+/* Intermediate: the descriptors, until each moves beside its function. */
+const og__pg_stmt og__pg_admit_stmt = {"og_admit", pg_admit_sql, 13, OG_KEYS_READABLE};
+const og__pg_stmt og__pg_admit_hashed_stmt = {"og_admit_hashed", pg_admit_hashed_sql, 13, OG_KEYS_HASHED};
+const og__pg_stmt og__pg_admit_row_stmt = {"og_admit_row", pg_admit_row_sql, 12, OG_KEYS_READABLE};
+const og__pg_stmt og__pg_admit_row_hashed_stmt = {"og_admit_row_hashed", pg_admit_row_hashed_sql, 12, OG_KEYS_HASHED};
+const og__pg_stmt og__pg_unclaimed_stmt = {"og_unclaimed", pg_unclaimed_sql, 4, OG_KEYS_READABLE};
+const og__pg_stmt og__pg_unclaimed_hashed_stmt = {"og_unclaimed_hashed", pg_unclaimed_hashed_sql, 4, OG_KEYS_HASHED};
+static const og__pg_stmt pg_operation_get_stmt = {"og_operation_get", pg_operation_get_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_consume_stmt = {"og_consume", pg_consume_sql, 5, OG_KEYS_READABLE};
+static const og__pg_stmt pg_consume_hashed_stmt = {"og_consume_hashed", pg_consume_hashed_sql, 5, OG_KEYS_HASHED};
+static const og__pg_stmt pg_consume_row_stmt = {"og_consume_row", pg_consume_row_sql, 4, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_issuance_stmt = {"og_issuance", pg_issuance_sql, 9, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_revoke_stmt = {"og_revoke", pg_revoke_sql, 5, OG_KEYS_READABLE};
+static const og__pg_stmt pg_revoke_hashed_stmt = {"og_revoke_hashed", pg_revoke_hashed_sql, 5, OG_KEYS_HASHED};
+static const og__pg_stmt pg_revoke_row_stmt = {"og_revoke_row", pg_revoke_row_sql, 2, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_revoke_check_stmt = {"og_revoke_check", pg_revoke_check_sql, 2, OG_KEYS_READABLE};
+static const og__pg_stmt pg_revoke_check_hashed_stmt = {"og_revoke_check_hashed", pg_revoke_check_hashed_sql, 2, OG_KEYS_HASHED};
+static const og__pg_stmt pg_family_revoke_stmt = {"og_family_revoke", pg_family_revoke_sql, 4, OG_KEYS_READABLE};
+static const og__pg_stmt pg_family_revoke_hashed_stmt = {"og_family_revoke_hashed", pg_family_revoke_hashed_sql, 4, OG_KEYS_HASHED};
+static const og__pg_stmt pg_ticket_create_stmt = {"og_ticket_create", pg_ticket_create_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_ticket_rotate_stmt = {"og_ticket_rotate", pg_ticket_rotate_sql, 2, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_ticket_state_stmt = {"og_ticket_state", pg_ticket_state_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_op_may_submit_stmt = {"og_op_may_submit", pg_op_may_submit_sql, 2, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_op_start_stmt = {"og_op_start", pg_op_start_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_op_record_stmt = {"og_op_record", pg_op_record_sql, 7, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_op_takeover_stmt = {"og_op_takeover", pg_op_takeover_sql, 4, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_op_resolve_stmt = {"og_op_resolve", pg_op_resolve_sql, 6, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_op_history_stmt = {"og_op_history", pg_op_history_sql, 1, OG_KEYS_AS_STORED};
+const og__pg_stmt og__pg_cleanup_stmt = {"og_cleanup", pg_cleanup_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_archive_stmt = {"og_archive", pg_archive_sql, 4, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_redemption_put_stmt = {"og_redemption_put", pg_redemption_put_sql, 5, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_redemption_get_stmt = {"og_redemption_get", pg_redemption_get_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_tenant_put_stmt = {"og_payout_tenant_put", pg_payout_tenant_put_sql, 6, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_beneficiary_put_stmt = {"og_payout_beneficiary_put", pg_payout_beneficiary_put_sql, 5, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_destination_put_stmt = {"og_payout_destination_put", pg_payout_destination_put_sql, 4, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_destination_token_stmt = {"og_payout_destination_token", pg_payout_destination_token_sql, 2, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_draft_stmt = {"og_payout_draft", pg_payout_draft_sql, 9, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_cancel_stmt = {"og_payout_cancel", pg_payout_cancel_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_get_stmt = {"og_payout_get", pg_payout_get_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_facts_stmt = {"og_payout_facts", pg_payout_facts_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_facts_locked_stmt = {"og_payout_facts_locked", pg_payout_facts_locked_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_day_stmt = {"og_payout_day", pg_payout_day_sql, 2, OG_KEYS_AS_STORED};
+const og__pg_stmt og__pg_payout_reserve_stmt = {"og_payout_reserve", pg_payout_reserve_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_decision_stmt = {"og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_approve_stmt = {"og_payout_approve", pg_payout_approve_sql, 14, OG_KEYS_AS_STORED};
+const og__pg_stmt og__pg_payout_job_take_stmt = {"og_payout_job_take", pg_payout_job_take_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_job_ack_stmt = {"og_payout_job_ack", pg_payout_job_ack_sql, 2, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_job_postpone_stmt = {"og_payout_job_postpone", pg_payout_job_postpone_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_job_resubmit_stmt = {"og_payout_job_resubmit", pg_payout_job_resubmit_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_grant_get_stmt = {"og_payout_grant_get", pg_payout_grant_get_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_grant_revoke_stmt = {"og_payout_grant_revoke", pg_payout_grant_revoke_sql, 2, OG_KEYS_AS_STORED};
+const og__pg_stmt og__pg_payout_expire_stmt = {"og_payout_expire", pg_payout_expire_sql, 3, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_claim_facts_stmt = {"og_payout_claim_facts", pg_payout_claim_facts_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_claim_consumer_stmt = {"og_payout_claim_consumer", pg_payout_claim_consumer_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_claim_stmt = {"og_payout_claim", pg_payout_claim_sql, 11, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_resolve_facts_stmt = {"og_payout_resolve_facts", pg_payout_resolve_facts_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_resolve_stmt = {"og_payout_resolve", pg_payout_resolve_sql, 10, OG_KEYS_AS_STORED};
 
 /* ===========================================================================
  * Schema version and migrations.
@@ -3079,21 +2212,21 @@ static int pg_result_int(const PGresult *res, int *out)
 
     if (PQntuples(res) != 1 || PQnfields(res) != 1 || PQgetisnull(res, 0, 0))
         return OG_EINTERNAL;
-    if (pg_parse_i64(PQgetvalue(res, 0, 0), &v) != 0 || v < 0 || v > INT32_MAX)
+    if (og__pg_parse_i64(PQgetvalue(res, 0, 0), &v) != 0 || v < 0 || v > INT32_MAX)
         return OG_EINTERNAL;
     *out = (int)v;
     return 0;
 }
 
 /* The current version on c: 0 without a migrations table. */
-static int pg_version_on(og_pg *pg, pg_conn *c, PGTransactionStatusType expect,
+static int pg_version_on(og__pg_store *pg, og__pg_conn *c, PGTransactionStatusType expect,
                          int *version)
 {
     PGresult *res = NULL;
     int exists = 0, v = 0;
     int rc;
 
-    rc = pg_exec_params(pg, c,
+    rc = og__pg_exec_params(pg, c,
                         "SELECT (to_regclass('og_schema_migrations') "
                         "IS NOT NULL)::int",
                         0, NULL, expect, &res);
@@ -3104,7 +2237,7 @@ static int pg_version_on(og_pg *pg, pg_conn *c, PGTransactionStatusType expect,
         goto out;
     PQclear(res);
     res = NULL;
-    rc = pg_exec_params(pg, c,
+    rc = og__pg_exec_params(pg, c,
                         "SELECT coalesce(max(version), 0) "
                         "FROM og_schema_migrations",
                         0, NULL, expect, &res);
@@ -3118,23 +2251,23 @@ out:
     return rc;
 }
 
-static int pg_schema_version(void *impl, int *version)
+int og__pg_schema_version(void *impl, int *version)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
     rc = pg_version_on(pg, c, PQTRANS_IDLE, version);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
 /* The server-side bounds an admission connection carries, read back from
  * pg_settings (milliseconds; NULL for transaction_timeout before 17). */
-static int pg_session_bounds(void *impl, og_session_bounds *out)
+int og__pg_session_bounds(void *impl, og_session_bounds *out)
 {
     static const char sql[] =
         "SELECT (SELECT setting FROM pg_settings"
@@ -3145,17 +2278,17 @@ static int pg_session_bounds(void *impl, og_session_bounds *out)
         " current_setting('synchronous_standby_names') <> '' AND"
         "   current_setting('synchronous_commit')"
         "     IN ('on', 'remote_write', 'remote_apply')";
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_session_bounds b;
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_exec_params(pg, c, sql, 0, NULL, PQTRANS_IDLE, &res);
-    pg_release(pg, c);
+    rc = og__pg_exec_params(pg, c, sql, 0, NULL, PQTRANS_IDLE, &res);
+    og__pg_release(pg, c);
     if (rc != 0)
         return rc;
     if (PQntuples(res) != 1 || PQnfields(res) != 5) {
@@ -3179,7 +2312,7 @@ static int pg_session_bounds(void *impl, og_session_bounds *out)
 /* Applies migration m unless another migrator got there first. Any failure
  * leaves the transaction open; the caller discards the connection, which
  * rolls it back. */
-static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m,
+static int pg_apply(og__pg_store *pg, og__pg_conn *c, const pg_migration *m,
                     og_consumption_keys keys, int *seen)
 {
     char version[16];
@@ -3187,14 +2320,14 @@ static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m,
     int cur = 0;
     int rc;
 
-    rc = pg_exec_params(pg, c, "BEGIN", 0, NULL, PQTRANS_INTRANS, NULL);
+    rc = og__pg_exec_params(pg, c, "BEGIN", 0, NULL, PQTRANS_INTRANS, NULL);
     if (rc != 0)
         return rc;
-    rc = pg_exec_params(pg, c, PG_MIGRATE_LOCK_SQL, 0, NULL, PQTRANS_INTRANS,
+    rc = og__pg_exec_params(pg, c, PG_MIGRATE_LOCK_SQL, 0, NULL, PQTRANS_INTRANS,
                         NULL);
     if (rc != 0)
         return rc;
-    rc = pg_exec_params(pg, c, pg_migrations_table_sql, 0, NULL,
+    rc = og__pg_exec_params(pg, c, pg_migrations_table_sql, 0, NULL,
                         PQTRANS_INTRANS, NULL);
     if (rc != 0)
         return rc;
@@ -3208,8 +2341,8 @@ static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m,
         return OG_ESCHEMA;
     }
     if (cur >= m->version)
-        return pg_exec_params(pg, c, "ROLLBACK", 0, NULL, PQTRANS_IDLE, NULL);
-    rc = pg_exec_script(pg, c,
+        return og__pg_exec_params(pg, c, "ROLLBACK", 0, NULL, PQTRANS_IDLE, NULL);
+    rc = og__pg_exec_script(pg, c,
                         keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
                                                                 : m->sql,
                         PQTRANS_INTRANS);
@@ -3218,38 +2351,38 @@ static int pg_apply(og_pg *pg, pg_conn *c, const pg_migration *m,
     snprintf(version, sizeof version, "%d", m->version);
     params[0] = version;
     params[1] = m->description;
-    rc = pg_exec_params(pg, c,
+    rc = og__pg_exec_params(pg, c,
                         "INSERT INTO og_schema_migrations (version, description)"
                         " VALUES ($1::integer, $2::text)",
                         2, params, PQTRANS_INTRANS, NULL);
     if (rc != 0)
         return rc;
-    return pg_exec_params(pg, c, "COMMIT", 0, NULL, PQTRANS_IDLE, NULL);
+    return og__pg_exec_params(pg, c, "COMMIT", 0, NULL, PQTRANS_IDLE, NULL);
 }
 
 /* Runs the validate step of every migration the store has (pg_migration):
  * each its own implicit transaction, after the migrations committed. */
-static int pg_validate(og_pg *pg, pg_conn *c, int version)
+static int pg_validate(og__pg_store *pg, og__pg_conn *c, int version)
 {
     int rc = 0, i;
 
     for (i = 0; i < PG_MIGRATION_COUNT && rc == 0; i++)
         if (pg_migrations[i].validate && pg_migrations[i].version <= version)
-            rc = pg_exec_script(pg, c, pg_migrations[i].validate,
+            rc = og__pg_exec_script(pg, c, pg_migrations[i].validate,
                                 PQTRANS_IDLE);
     return rc;
 }
 
-static int pg_migrate(void *impl, og_consumption_keys keys, int target,
+int og__pg_migrate(void *impl, og_consumption_keys keys, int target,
                       int *from, int *to)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     int before = 0, after = 0, seen = 0;
     bool first = true;
     int rc, i;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
     rc = pg_version_on(pg, c, PQTRANS_IDLE, &before);
@@ -3280,7 +2413,7 @@ static int pg_migrate(void *impl, og_consumption_keys keys, int target,
     if (rc == 0)
         rc = pg_validate(pg, c, after);
 out:
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0) {
         *from = before;
         *to = after;
@@ -3290,21 +2423,21 @@ out:
 
 /* The consumption keys the store records (I23); from now on this store
  * object's connections prepare and run that mode's statements. */
-static int pg_read_keys(void *impl, og_consumption_keys *keys)
+int og__pg_read_keys(void *impl, og_consumption_keys *keys)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_consumption_keys k = OG_KEYS_READABLE;
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_exec_params(pg, c,
+    rc = og__pg_exec_params(pg, c,
                         "SELECT consumption_keys FROM og_store_settings", 0,
                         NULL, PQTRANS_IDLE, &res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc != 0)
         return rc;
     /* migration 5 writes exactly one row */
@@ -3317,107 +2450,6 @@ static int pg_read_keys(void *impl, og_consumption_keys *keys)
     pg->keys = k;
     *keys = k;
     return 0;
-}
-
-/* ===========================================================================
- * Reading rows.
- * ========================================================================= */
-
-static int pg_get_text(const PGresult *r, int row, int col, char *dst,
-                       size_t n)
-{
-    if (PQgetisnull(r, row, col))
-        return OG_EINTERNAL;
-    return og__copy(dst, n, PQgetvalue(r, row, col)) == 0 ? 0 : OG_EINTERNAL;
-}
-
-static int pg_get_i64(const PGresult *r, int row, int col, int64_t *out)
-{
-    if (PQgetisnull(r, row, col))
-        return OG_EINTERNAL;
-    return pg_parse_i64(PQgetvalue(r, row, col), out) == 0 ? 0 : OG_EINTERNAL;
-}
-
-/* A nullable text column: NULL reads as "". */
-static int pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
-                           size_t n)
-{
-    if (PQgetisnull(r, row, col)) {
-        dst[0] = '\0';
-        return 0;
-    }
-    return og__copy(dst, n, PQgetvalue(r, row, col)) == 0 ? 0 : OG_EINTERNAL;
-}
-
-/* Reads the PG_OP_COLUMNS starting at column col of row into *out. */
-static int pg_op_parse(const PGresult *r, int row, int col, og_operation *out)
-{
-    og_operation op;
-    int st;
-
-    memset(&op, 0, sizeof op);
-    if (PQnfields(r) < col + PG_OP_NCOLS)
-        return OG_EINTERNAL;
-    if (pg_get_text(r, row, col + 0, op.operation_id, sizeof op.operation_id) ||
-        pg_get_text(r, row, col + 1, op.issuer, sizeof op.issuer) ||
-        pg_get_text(r, row, col + 2, op.grant_id, sizeof op.grant_id) ||
-        pg_get_text(r, row, col + 3, op.caller_id, sizeof op.caller_id) ||
-        pg_get_text(r, row, col + 4, op.account_id, sizeof op.account_id) ||
-        PQgetisnull(r, row, col + 5) ||
-        og_amount_canonical(PQgetvalue(r, row, col + 5), op.amount,
-                            sizeof op.amount) != 0 ||
-        pg_get_text(r, row, col + 6, op.currency, sizeof op.currency) ||
-        PQgetisnull(r, row, col + 7) ||
-        pg_get_i64(r, row, col + 8, &op.owner_version) ||
-        pg_get_i64(r, row, col + 9, &op.lease_until_us) ||
-        pg_get_i64(r, row, col + 10, &op.submit_by_us) ||
-        pg_get_i64(r, row, col + 11, &op.created_at_us) ||
-        pg_get_i64(r, row, col + 12, &op.updated_at_us) ||
-        pg_get_opt_text(r, row, col + 13, op.provider_reference,
-                        sizeof op.provider_reference) ||
-        pg_get_opt_text(r, row, col + 14, op.reason, sizeof op.reason) ||
-        PQgetisnull(r, row, col + 15) ||
-        pg_get_text(r, row, col + 16, op.idempotency_key,
-                    sizeof op.idempotency_key) ||
-        pg_get_text(r, row, col + 17, op.client_reference,
-                    sizeof op.client_reference))
-        return OG_EINTERNAL;
-    st = og__op_status_parse(PQgetvalue(r, row, col + 7));
-    if (st < 0)
-        return OG_EINTERNAL;
-    op.status = (og_op_status)st;
-    if ((st = og__op_kind_parse(PQgetvalue(r, row, col + 15))) < 0)
-        return OG_EINTERNAL;
-    op.kind = (og_op_kind)st;
-    *out = op;
-    return 0;
-}
-
-static bool pg_get_bool(const PGresult *r, int row, int col)
-{
-    return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] == 't';
-}
-
-/* ===========================================================================
- * Running a statement whose failures are never an outcome.
- * ========================================================================= */
-
-/* Runs prepared statement i on c. Only the admission turns a unique
- * violation into a refusal (I5); here every failure is an error. */
-static int pg_run(og_pg *pg, pg_conn *c, int i, const char *const *params,
-                  PGresult **res)
-{
-    int rc = pg_exec_prepared(pg, c, i, params, res, NULL, 0);
-
-    return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
-}
-
-/* A result of exactly `cols` columns and at most `maxrows` rows, or
- * OG_EINTERNAL: a statement this file wrote returned something else. */
-static int pg_shape(const PGresult *res, int cols, int maxrows)
-{
-    return PQnfields(res) == cols && PQntuples(res) <= maxrows ? 0
-                                                              : OG_EINTERNAL;
 }
 
 /* ===========================================================================
@@ -3448,20 +2480,20 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
     memset(&cn, 0, sizeof cn);
     memset(&opr, 0, sizeof opr);
     if (req->form == OG_FORM_ROW) {
-        if (!pg_get_bool(res, 0, u + 3)) {
+        if (!og__pg_get_bool(res, 0, u + 3)) {
             cn.not_issued = true;
         } else if (!PQgetisnull(res, 0, u + 5)) {
             cn.present = true;
             cn.kind = OG__CLAIM_ADMISSION;
             holder = PQgetvalue(res, 0, u + 5);
-        } else if (pg_get_bool(res, 0, u + 4)) {
+        } else if (og__pg_get_bool(res, 0, u + 4)) {
             cn.present = true;
             cn.kind = OG__CLAIM_CONSUME;
-        } else if (pg_get_bool(res, 0, u + 6)) {
+        } else if (og__pg_get_bool(res, 0, u + 6)) {
             cn.present = true;
             cn.kind = OG__CLAIM_REVOCATION;
         }
-    } else if (pg_get_bool(res, 0, u)) {
+    } else if (og__pg_get_bool(res, 0, u)) {
         cn.present = true;
         kind = PQgetisnull(res, 0, u + 1) ? "" : PQgetvalue(res, 0, u + 1);
         if (strcmp(kind, "admission") == 0)
@@ -3484,9 +2516,9 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
         if (og__copy(cn.operation_id, sizeof cn.operation_id, holder) != 0)
             return OG_EINTERNAL;
     }
-    cn.family_blocked = pg_get_bool(res, 0, u + 7);
-    hop = with_op && pg_get_bool(res, 0, u + 8);
-    if (hop && (rc = pg_op_parse(res, 0, o, &opr)) != 0)
+    cn.family_blocked = og__pg_get_bool(res, 0, u + 7);
+    hop = with_op && og__pg_get_bool(res, 0, u + 8);
+    if (hop && (rc = og__pg_op_parse(res, 0, o, &opr)) != 0)
         return rc;
     *cons = cn;
     if (op != NULL)
@@ -3498,7 +2530,7 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
 
 /* After a claim that did not happen: what holds the key, read by a fresh
  * statement (pg_unclaimed_sql). */
-static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
+int og__pg_consumption_read(og__pg_store *pg, og__pg_conn *c, const og__admit_req *req,
                                bool with_op, og__consumption *cons,
                                og_operation *op, bool *have_op)
 {
@@ -3508,9 +2540,9 @@ static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
     PGresult *res = NULL;
     int rc;
 
-    rc = pg_run(pg, c, PG_KEYED(pg, UNCLAIMED), params, &res);
+    rc = og__pg_run(pg, c, og__pg_keyed(pg, &og__pg_unclaimed_stmt, &og__pg_unclaimed_hashed_stmt), params, &res);
     if (rc == 0 && (PQntuples(res) != 1 ||
-                    pg_shape(res, PG_UNCLAIMED_NCOLS + PG_OP_NCOLS, 1) != 0))
+                    og__pg_shape(res, PG_UNCLAIMED_NCOLS + OP_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0)
         rc = pg_unclaimed_parse(res, 0, PG_UNCLAIMED_NCOLS, req, with_op, cons,
@@ -3523,10 +2555,10 @@ static int pg_consumption_read(og_pg *pg, pg_conn *c, const og__admit_req *req,
  * Admission.
  * ========================================================================= */
 
-static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
+int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_admission result;
     og__consumption cons;
@@ -3535,13 +2567,13 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     char expires[24], owner[24], constraint[64];
     const char *family = req->family[0] ? req->family : NULL;
     const char *params[13];
-    int stmt;
+    const og__pg_stmt *stmt;
     int rc;
 
     memset(&result, 0, sizeof result);
     constraint[0] = '\0';
-    pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
-    pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
+    og__pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
+    og__pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
     params[0] = req->issuer;
     params[1] = req->grant_id;
     params[2] = req->operation_id;
@@ -3555,19 +2587,19 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     params[11] = owner;
     if (req->form == OG_FORM_ROW) {
         /* The row's expires_at is the trusted deadline; $4 is the family. */
-        stmt = PG_KEYED(pg, ADMIT_ROW);
+        stmt = og__pg_keyed(pg, &og__pg_admit_row_stmt, &og__pg_admit_row_hashed_stmt);
         params[3] = family;
         params[12] = NULL; /* not sent: the row statement takes 12 */
     } else {
-        stmt = PG_KEYED(pg, ADMIT);
+        stmt = og__pg_keyed(pg, &og__pg_admit_stmt, &og__pg_admit_hashed_stmt);
         params[3] = expires;
         params[12] = family;
     }
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_exec_prepared(pg, c, stmt, params, &res, constraint,
+    rc = og__pg_exec_prepared(pg, c, stmt, params, &res, constraint,
                           sizeof constraint);
     if (rc == OG__PG_REFUSE) {
         /* The statement aborted whole (I1, I5): nothing was claimed. */
@@ -3584,13 +2616,13 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     if (rc != 0)
         goto out;
     if (PQntuples(res) != 1 ||
-        PQnfields(res) != 1 + PG_OP_NCOLS + PG_UNCLAIMED_NCOLS) {
+        PQnfields(res) != 1 + OP_NCOLS + PG_UNCLAIMED_NCOLS) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    if (pg_get_bool(res, 0, 0)) {
+    if (og__pg_get_bool(res, 0, 0)) {
         /* Confirmed at ReadyForQuery by pg_collect() (I2). */
-        rc = pg_op_parse(res, 0, 1, &result.operation);
+        rc = og__pg_op_parse(res, 0, 1, &result.operation);
         if (rc == 0) {
             result.outcome = OG_OUTCOME_ADMITTED;
             result.refusal = OG_REFUSAL_NONE;
@@ -3601,53 +2633,53 @@ static int pg_admit(void *impl, const og__admit_req *req, og_admission *out)
      * holder it shows committed before the statement and never changes
      * (I12). When it shows none (a holder that committed while the
      * statement waited, a family, a deadline), a fresh statement says why. */
-    rc = pg_unclaimed_parse(res, 1 + PG_OP_NCOLS, 1, req, true, &cons, &op,
+    rc = pg_unclaimed_parse(res, 1 + OP_NCOLS, 1, req, true, &cons, &op,
                             &have_op);
     if (rc == 0 && !cons.present)
-        rc = pg_consumption_read(pg, c, req, true, &cons, &op, &have_op);
+        rc = og__pg_consumption_read(pg, c, req, true, &cons, &op, &have_op);
     if (rc == 0)
         og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
 out:
     PQclear(res);
     if (c != NULL)
-        pg_release(pg, c);
+        og__pg_release(pg, c);
     if (rc == 0)
         *out = result;
     return rc;
 }
 
-static int pg_operation_get(void *impl, const char *operation_id,
+int og__pg_operation_get(void *impl, const char *operation_id,
                             og_operation *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[1] = {operation_id};
     og_operation op;
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_OPERATION_GET, params, &res);
+    rc = og__pg_run(pg, c, &pg_operation_get_stmt, params, &res);
     if (rc != 0)
         goto out;
     if (PQntuples(res) == 0) {
         rc = 0;
         goto out;
     }
-    if (PQntuples(res) != 1 || PQnfields(res) != PG_OP_NCOLS) {
+    if (PQntuples(res) != 1 || PQnfields(res) != OP_NCOLS) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    rc = pg_op_parse(res, 0, 0, &op);
+    rc = og__pg_op_parse(res, 0, 0, &op);
     if (rc == 0) {
         *out = op;
         rc = 1;
     }
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
@@ -3655,11 +2687,11 @@ out:
  * The consume verdict.
  * ========================================================================= */
 
-static int pg_consume(void *impl, const og__admit_req *req,
+int og__pg_consume(void *impl, const og__admit_req *req,
                       og_consume_result *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_consume_result result;
     og__consumption cons;
@@ -3676,22 +2708,22 @@ static int pg_consume(void *impl, const og__admit_req *req,
         params[3] = family;
         params[4] = NULL; /* not sent */
     } else {
-        pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
+        og__pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
         params[2] = expires;
         params[3] = pg->leeway;
         params[4] = family;
     }
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c,
-                req->form == OG_FORM_ROW ? PG_STMT_CONSUME_ROW
-                                         : PG_KEYED(pg, CONSUME),
+    rc = og__pg_run(pg, c,
+                req->form == OG_FORM_ROW ? &pg_consume_row_stmt
+                                         : og__pg_keyed(pg, &pg_consume_stmt, &pg_consume_hashed_stmt),
                 params, &res);
     if (rc != 0)
         goto out;
-    if (pg_shape(res, 1, 1) != 0) {
+    if (og__pg_shape(res, 1, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
@@ -3701,7 +2733,7 @@ static int pg_consume(void *impl, const og__admit_req *req,
         result.consumed = true;
         result.refusal = OG_REFUSAL_NONE;
         if (req->form == OG_FORM_ROW)
-            rc = pg_get_text(res, 0, 0, result.family, sizeof result.family);
+            rc = og__pg_get_text(res, 0, 0, result.family, sizeof result.family);
         else
             rc = og__copy(result.family, sizeof result.family, req->family) == 0
                      ? 0
@@ -3709,14 +2741,14 @@ static int pg_consume(void *impl, const og__admit_req *req,
         goto out;
     }
     /* Zero rows: a denial, without exception. The read only says why. */
-    rc = pg_consumption_read(pg, c, req, false, &cons, NULL, NULL);
+    rc = og__pg_consumption_read(pg, c, req, false, &cons, NULL, NULL);
     if (rc == 0) {
         result.consumed = false;
         result.refusal = og__classify_consume(&cons);
     }
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = result;
     return rc;
@@ -3726,19 +2758,19 @@ out:
  * Issuance.
  * ========================================================================= */
 
-static int pg_issuance_record(void *impl, const og__issuance_req *req,
+int og__pg_issuance_record(void *impl, const og__issuance_req *req,
                               og_issue_outcome *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char issued[24], expires[24];
     const char *params[9];
     og_issue_outcome outcome = OG_ISSUE_RECORDED;
     int rc;
 
-    pg_fmt_i64(issued, sizeof issued, req->issued_at_us);
-    pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
+    og__pg_fmt_i64(issued, sizeof issued, req->issued_at_us);
+    og__pg_fmt_i64(expires, sizeof expires, req->expires_at_us);
     params[0] = req->issuer;
     params[1] = req->grant_id;
     params[2] = req->family[0] ? req->family : NULL;
@@ -3749,26 +2781,26 @@ static int pg_issuance_record(void *impl, const og__issuance_req *req,
     params[7] = req->expires_at_us != 0 ? expires : NULL; /* fallback (I9) */
     params[8] = req->form == OG_FORM_ROW ? "row" : "token";
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_ISSUANCE, params, &res);
+    rc = og__pg_run(pg, c, &pg_issuance_stmt, params, &res);
     if (rc != 0)
         goto out;
-    if (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0 ||
+    if (PQntuples(res) != 1 || og__pg_shape(res, 2, 1) != 0 ||
         PQgetisnull(res, 0, 0) || PQgetisnull(res, 0, 1)) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    if (pg_get_bool(res, 0, 0))
+    if (og__pg_get_bool(res, 0, 0))
         outcome = OG_ISSUE_RECORDED;
-    else if (!pg_get_bool(res, 0, 1))
+    else if (!og__pg_get_bool(res, 0, 1))
         outcome = OG_ISSUE_FAMILY_REVOKED; /* ordered after its revocation */
     else
         outcome = OG_ISSUE_DUPLICATE_ID;
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = outcome;
     return rc;
@@ -3778,11 +2810,11 @@ out:
  * Revocation of one grant.
  * ========================================================================= */
 
-static int pg_revoke(void *impl, const og__revoke_req *req,
+int og__pg_revoke(void *impl, const og__revoke_req *req,
                      og_revoke_outcome *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char trusted[24];
     const char *params[5];
@@ -3790,21 +2822,21 @@ static int pg_revoke(void *impl, const og__revoke_req *req,
     bool row = req->form == OG_FORM_ROW;
     int rc;
 
-    pg_fmt_i64(trusted, sizeof trusted, req->trusted_expires_at_us);
+    og__pg_fmt_i64(trusted, sizeof trusted, req->trusted_expires_at_us);
     params[0] = req->issuer;
     params[1] = req->grant_id;
     params[2] = req->trusted_expires_at_us > 0 ? trusted : NULL;
     params[3] = pg->leeway;
     params[4] = pg->fallback;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, row ? PG_STMT_REVOKE_ROW : PG_KEYED(pg, REVOKE), params,
+    rc = og__pg_run(pg, c, row ? &pg_revoke_row_stmt : og__pg_keyed(pg, &pg_revoke_stmt, &pg_revoke_hashed_stmt), params,
                 &res);
     if (rc != 0)
         goto out;
-    if (pg_shape(res, 1, 1) != 0) {
+    if (og__pg_shape(res, 1, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
@@ -3815,19 +2847,19 @@ static int pg_revoke(void *impl, const og__revoke_req *req,
     /* Nothing written: held already, or no proof of issuance. */
     PQclear(res);
     res = NULL;
-    rc = pg_run(pg, c, PG_KEYED(pg, REVOKE_CHECK), params, &res);
+    rc = og__pg_run(pg, c, og__pg_keyed(pg, &pg_revoke_check_stmt, &pg_revoke_check_hashed_stmt), params, &res);
     if (rc != 0)
         goto out;
-    if (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0) {
+    if (PQntuples(res) != 1 || og__pg_shape(res, 2, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    outcome = pg_get_bool(res, 0, row ? 1 : 0)
+    outcome = og__pg_get_bool(res, 0, row ? 1 : 0)
                   ? OG_REVOKE_ALREADY_USED_OR_REVOKED
                   : OG_REVOKE_NOT_ISSUED;
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = outcome;
     return rc;
@@ -3839,14 +2871,14 @@ out:
 
 /* Runs the family revocation on c and appends what it revoked to *out
  * (which the caller owns and frees, on failure too). */
-static int pg_family_revoke_on(og_pg *pg, pg_conn *c, const char *issuer,
+static int pg_family_revoke_on(og__pg_store *pg, og__pg_conn *c, const char *issuer,
                                const char *family, og_strv *out)
 {
     const char *params[4] = {issuer, family, pg->leeway, pg->fallback};
     PGresult *res = NULL;
     int rc, i;
 
-    rc = pg_run(pg, c, PG_KEYED(pg, FAMILY_REVOKE), params, &res);
+    rc = og__pg_run(pg, c, og__pg_keyed(pg, &pg_family_revoke_stmt, &pg_family_revoke_hashed_stmt), params, &res);
     if (rc != 0)
         goto out;
     if (PQnfields(res) != 1) {
@@ -3864,19 +2896,19 @@ out:
     return rc;
 }
 
-static int pg_family_revoke(void *impl, const char *issuer,
+int og__pg_family_revoke(void *impl, const char *issuer,
                             const char *family, og_strv *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     og_strv list = {NULL, 0};
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
     rc = pg_family_revoke_on(pg, c, issuer, family, &list);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc != 0) {
         og_strv_free(&list);
         return rc;
@@ -3889,24 +2921,24 @@ static int pg_family_revoke(void *impl, const char *issuer,
  * Tickets.
  * ========================================================================= */
 
-static int pg_ticket_create(void *impl, const char *issuer,
+int og__pg_ticket_create(void *impl, const char *issuer,
                             const char *family, const char *hash,
                             og_ticket_outcome *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[3] = {issuer, family, hash};
     og_ticket_outcome outcome = OG_TICKET_ISSUED;
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_TICKET_CREATE, params, &res);
+    rc = og__pg_run(pg, c, &pg_ticket_create_stmt, params, &res);
     if (rc != 0)
         goto out;
-    if (pg_shape(res, 1, 1) != 0) {
+    if (og__pg_shape(res, 1, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
@@ -3914,18 +2946,18 @@ static int pg_ticket_create(void *impl, const char *issuer,
                                   : OG_TICKET_FAMILY_REVOKED;
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = outcome;
     return rc;
 }
 
-static int pg_ticket_rotate(void *impl, const char *old_hash,
+int og__pg_ticket_rotate(void *impl, const char *old_hash,
                             const char *new_hash, og_ticket_outcome *out,
                             char *issuer, char *family)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[2] = {old_hash, new_hash};
     og_ticket_outcome outcome = OG_TICKET_NOT_FOUND;
@@ -3933,30 +2965,30 @@ static int pg_ticket_rotate(void *impl, const char *old_hash,
     char iss[OG_ID_MAX + 1] = "", fam[OG_ID_MAX + 1] = "";
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_TICKET_ROTATE, params, &res);
+    rc = og__pg_run(pg, c, &pg_ticket_rotate_stmt, params, &res);
     if (rc != 0)
         goto out;
-    if (pg_shape(res, 2, 1) != 0) {
+    if (og__pg_shape(res, 2, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
     if (PQntuples(res) == 1) {
         outcome = OG_TICKET_ISSUED;
-        if (pg_get_text(res, 0, 0, iss, sizeof iss) != 0 ||
-            pg_get_text(res, 0, 1, fam, sizeof fam) != 0)
+        if (og__pg_get_text(res, 0, 0, iss, sizeof iss) != 0 ||
+            og__pg_get_text(res, 0, 1, fam, sizeof fam) != 0)
             rc = OG_EINTERNAL;
         goto out;
     }
     /* Rotated nothing: unknown, already rotated, or its family revoked. */
     PQclear(res);
     res = NULL;
-    rc = pg_run(pg, c, PG_STMT_TICKET_STATE, params, &res);
+    rc = og__pg_run(pg, c, &pg_ticket_state_stmt, params, &res);
     if (rc != 0)
         goto out;
-    if (pg_shape(res, 4, 1) != 0) {
+    if (og__pg_shape(res, 4, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
@@ -3964,12 +2996,12 @@ static int pg_ticket_rotate(void *impl, const char *old_hash,
         outcome = OG_TICKET_NOT_FOUND;
         goto out;
     }
-    if (pg_get_text(res, 0, 1, iss, sizeof iss) != 0 ||
-        pg_get_text(res, 0, 2, fam, sizeof fam) != 0) {
+    if (og__pg_get_text(res, 0, 1, iss, sizeof iss) != 0 ||
+        og__pg_get_text(res, 0, 2, fam, sizeof fam) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    if (pg_get_bool(res, 0, 0)) {
+    if (og__pg_get_bool(res, 0, 0)) {
         /* Reuse of a rotated ticket — a replay, or a concurrent duplicate
          * that lost the race — is treated as theft: the family goes, in a
          * second statement (I10). If it fails, the call fails and a retry
@@ -3977,7 +3009,7 @@ static int pg_ticket_rotate(void *impl, const char *old_hash,
         outcome = OG_TICKET_REUSED;
         rc = pg_family_revoke_on(pg, c, iss, fam, &discarded);
         og_strv_free(&discarded);
-    } else if (pg_get_bool(res, 0, 3)) {
+    } else if (og__pg_get_bool(res, 0, 3)) {
         outcome = OG_TICKET_FAMILY_REVOKED;
     } else {
         /* Not rotated, family live, yet the rotation's conditions failed:
@@ -3986,7 +3018,7 @@ static int pg_ticket_rotate(void *impl, const char *old_hash,
     }
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0) {
         *out = outcome;
         if (issuer != NULL)
@@ -4029,49 +3061,49 @@ static int pg_status_array(unsigned bits, char *buf, size_t n)
 
 /* Runs a statement whose single row holds a single bool (may_submit,
  * record, resolve) and reads it into *out. */
-static int pg_run_bool(og_pg *pg, int stmt, const char *const *params,
+static int pg_run_bool(og__pg_store *pg, const og__pg_stmt *stmt, const char *const *params,
                        bool *out)
 {
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     int rc;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, stmt, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
+    rc = og__pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 1, 1) != 0 ||
                     PQgetisnull(res, 0, 0)))
         rc = OG_EINTERNAL;
     if (rc == 0)
-        *out = pg_get_bool(res, 0, 0);
+        *out = og__pg_get_bool(res, 0, 0);
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
-static int pg_op_may_submit(void *impl, const char *operation_id,
+int og__pg_op_may_submit(void *impl, const char *operation_id,
                             int64_t owner_version, bool *may)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     char version[24];
     const char *params[2] = {operation_id, version};
 
-    pg_fmt_i64(version, sizeof version, owner_version);
-    return pg_run_bool(pg, PG_STMT_OP_MAY_SUBMIT, params, may);
+    og__pg_fmt_i64(version, sizeof version, owner_version);
+    return pg_run_bool(pg, &pg_op_may_submit_stmt, params, may);
 }
 
-static int pg_op_start(void *impl, const char *operation_id,
+int og__pg_op_start(void *impl, const char *operation_id,
                        int64_t owner_version, const char *actor,
                        bool *started)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     char version[24];
     const char *params[3] = {operation_id, version, actor};
 
-    pg_fmt_i64(version, sizeof version, owner_version);
+    og__pg_fmt_i64(version, sizeof version, owner_version);
     /* true only after ReadyForQuery (I2): the caller may send (P1) */
-    return pg_run_bool(pg, PG_STMT_OP_START, params, started);
+    return pg_run_bool(pg, &pg_op_start_stmt, params, started);
 }
 
 /* pg_op_record_sql's parameters, into params[7]; version and statuses are
@@ -4090,7 +3122,7 @@ static int pg_op_record_params(const char *operation_id, unsigned expected,
     rc = pg_status_array(expected, statuses, PG_STATUSES_MAX);
     if (rc != 0)
         return rc;
-    pg_fmt_i64(version, 24, owner_version);
+    og__pg_fmt_i64(version, 24, owner_version);
     params[0] = operation_id;
     params[1] = statuses;
     params[2] = version;
@@ -4101,11 +3133,11 @@ static int pg_op_record_params(const char *operation_id, unsigned expected,
     return 0;
 }
 
-static int pg_op_record(void *impl, const char *operation_id,
+int og__pg_op_record(void *impl, const char *operation_id,
                         unsigned expected, int64_t owner_version,
                         const og_op_outcome *o, bool *recorded)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     char version[24], statuses[PG_STATUSES_MAX];
     const char *params[7];
     int rc = pg_op_record_params(operation_id, expected, owner_version, o,
@@ -4113,15 +3145,15 @@ static int pg_op_record(void *impl, const char *operation_id,
 
     if (rc != 0)
         return rc;
-    return pg_run_bool(pg, PG_STMT_OP_RECORD, params, recorded);
+    return pg_run_bool(pg, &pg_op_record_stmt, params, recorded);
 }
 
-static int pg_op_takeover(void *impl, const char *operation_id,
+int og__pg_op_takeover(void *impl, const char *operation_id,
                           int64_t owner_version, const char *actor,
                           og_operation *out, bool *taken)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char version[24];
     const char *params[4] = {operation_id, version, pg->recovery_lease,
@@ -4130,25 +3162,25 @@ static int pg_op_takeover(void *impl, const char *operation_id,
     bool t = false;
     int rc;
 
-    pg_fmt_i64(version, sizeof version, owner_version);
-    rc = pg_acquire(pg, &c);
+    og__pg_fmt_i64(version, sizeof version, owner_version);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_OP_TAKEOVER, params, &res);
+    rc = og__pg_run(pg, c, &pg_op_takeover_stmt, params, &res);
     if (rc != 0)
         goto out;
-    if (pg_shape(res, PG_OP_NCOLS, 1) != 0) {
+    if (og__pg_shape(res, OP_NCOLS, 1) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
     if (PQntuples(res) == 1) {
         /* Confirmed at ReadyForQuery (I2), event included (I13). */
-        rc = pg_op_parse(res, 0, 0, &op);
+        rc = og__pg_op_parse(res, 0, 0, &op);
         t = rc == 0;
     }
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0) {
         *taken = t;
         if (t)
@@ -4157,12 +3189,12 @@ out:
     return rc;
 }
 
-static int pg_op_resolve(void *impl, const char *operation_id,
+int og__pg_op_resolve(void *impl, const char *operation_id,
                          og_op_status to, const char *operator_id,
                          const char *reason, const char *evidence,
                          const char *provider_reference, bool *resolved)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     const char *params[6];
 
     if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED && to != OG_OP_NOT_APPLIED)
@@ -4173,13 +3205,13 @@ static int pg_op_resolve(void *impl, const char *operation_id,
     params[3] = reason;
     params[4] = evidence;
     params[5] = provider_reference;
-    return pg_run_bool(pg, PG_STMT_OP_RESOLVE, params, resolved);
+    return pg_run_bool(pg, &pg_op_resolve_stmt, params, resolved);
 }
 
-static int pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char statuses[PG_STATUSES_MAX], before[24], limit[16];
     const char *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
@@ -4203,21 +3235,21 @@ static int pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
             return rc;
         params[0] = statuses;
     }
-    pg_fmt_i64(before, sizeof before, f->created_before_us);
+    og__pg_fmt_i64(before, sizeof before, f->created_before_us);
     snprintf(limit, sizeof limit, "%d", f->limit);
     params[1] = f->lease_expired ? "true" : "false";
     params[2] = f->created_before_us > 0 ? before : NULL;
     params[3] = limit;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
     /* Unnamed: planned with these values (I16). */
-    rc = pg_exec_params(pg, c, pg_op_list_sql, 6, params, PQTRANS_IDLE, &res);
+    rc = og__pg_exec_params(pg, c, pg_op_list_sql, 6, params, PQTRANS_IDLE, &res);
     if (rc != 0)
         goto out;
     n = PQntuples(res);
-    if (pg_shape(res, PG_OP_NCOLS, f->limit) != 0) {
+    if (og__pg_shape(res, OP_NCOLS, f->limit) != 0) {
         rc = OG_EINTERNAL;
         goto out;
     }
@@ -4229,11 +3261,11 @@ static int pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
         }
     }
     for (i = 0; i < n && rc == 0; i++)
-        rc = pg_op_parse(res, i, 0, &l.v[i]);
+        rc = og__pg_op_parse(res, i, 0, &l.v[i]);
     l.n = (size_t)n;
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc != 0) {
         free(l.v);
         return rc;
@@ -4242,12 +3274,12 @@ out:
     return 0;
 }
 
-static int pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+int og__pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
                         const char *idempotency_key,
                         const char *client_reference, og_operation *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char version[24];
     const char *params[13] = {
@@ -4259,17 +3291,17 @@ static int pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
     og_operation op;
     int rc;
 
-    pg_fmt_i64(version, sizeof version, OG__INITIAL_OWNER_VERSION);
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    og__pg_fmt_i64(version, sizeof version, OG__INITIAL_OWNER_VERSION);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_exec_params(pg, c, pg_op_insert_sql, 13, params, PQTRANS_IDLE,
+    rc = og__pg_exec_params(pg, c, pg_op_insert_sql, 13, params, PQTRANS_IDLE,
                         &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, PG_OP_NCOLS, 1) != 0))
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, OP_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0)
-        rc = pg_op_parse(res, 0, 0, &op);
+        rc = og__pg_op_parse(res, 0, 0, &op);
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = op;
     return rc;
@@ -4282,15 +3314,15 @@ static int pg_event_parse(const PGresult *r, int row, og_op_event *out)
     int from, to;
 
     memset(&ev, 0, sizeof ev);
-    if (pg_get_i64(r, row, 0, &ev.seq) || pg_get_i64(r, row, 1, &ev.at_us) ||
-        pg_get_text(r, row, 2, ev.kind, sizeof ev.kind) ||
+    if (og__pg_get_i64(r, row, 0, &ev.seq) || og__pg_get_i64(r, row, 1, &ev.at_us) ||
+        og__pg_get_text(r, row, 2, ev.kind, sizeof ev.kind) ||
         PQgetisnull(r, row, 3) || PQgetisnull(r, row, 4) ||
-        pg_get_i64(r, row, 5, &ev.owner_version) ||
-        pg_get_opt_text(r, row, 6, ev.reason, sizeof ev.reason) ||
-        pg_get_opt_text(r, row, 7, ev.provider_reference,
+        og__pg_get_i64(r, row, 5, &ev.owner_version) ||
+        og__pg_get_opt_text(r, row, 6, ev.reason, sizeof ev.reason) ||
+        og__pg_get_opt_text(r, row, 7, ev.provider_reference,
                         sizeof ev.provider_reference) ||
-        pg_get_text(r, row, 8, ev.actor, sizeof ev.actor) ||
-        pg_get_opt_text(r, row, 9, ev.evidence, sizeof ev.evidence))
+        og__pg_get_text(r, row, 8, ev.actor, sizeof ev.actor) ||
+        og__pg_get_opt_text(r, row, 9, ev.evidence, sizeof ev.evidence))
         return OG_EINTERNAL;
     from = og__op_status_parse(PQgetvalue(r, row, 3));
     to = og__op_status_parse(PQgetvalue(r, row, 4));
@@ -4302,20 +3334,20 @@ static int pg_event_parse(const PGresult *r, int row, og_op_event *out)
     return 0;
 }
 
-static int pg_op_history(void *impl, const char *operation_id,
+int og__pg_op_history(void *impl, const char *operation_id,
                          og_op_events *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[1] = {operation_id};
     og_op_events e = {NULL, 0};
     int rc, i, n;
 
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_OP_HISTORY, params, &res);
+    rc = og__pg_run(pg, c, &pg_op_history_stmt, params, &res);
     if (rc != 0)
         goto out;
     n = PQntuples(res);
@@ -4335,7 +3367,7 @@ static int pg_op_history(void *impl, const char *operation_id,
     e.n = (size_t)n;
 out:
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc != 0) {
         free(e.v);
         return rc;
@@ -4350,28 +3382,28 @@ out:
 
 /* Runs retention statement stmt and reads its single row of n bigints —
  * counts, then the new cursor — into v. */
-static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
+static int pg_run_counts(og__pg_store *pg, const og__pg_stmt *stmt, const char *const *params,
                          int64_t *v, int n)
 {
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     int64_t got[4];
     int rc, i;
 
     if (n > 4)
         return OG_EINTERNAL;
-    rc = pg_acquire(pg, &c);
+    rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = pg_run(pg, c, stmt, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, n, 1) != 0))
+    rc = og__pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, n, 1) != 0))
         rc = OG_EINTERNAL;
     for (i = 0; rc == 0 && i < n; i++)
-        if (pg_get_i64(res, 0, i, &got[i]) != 0 || (i < n - 1 && got[i] < 0))
+        if (og__pg_get_i64(res, 0, i, &got[i]) != 0 || (i < n - 1 && got[i] < 0))
             rc = OG_EINTERNAL; /* counts are never negative; the cursor
                                   (last) is a time */
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         memcpy(v, got, (size_t)n * sizeof *v);
     return rc;
@@ -4380,25 +3412,25 @@ static int pg_run_counts(og_pg *pg, int stmt, const char *const *params,
 /* Runs a keyset batch statement stmt — $1 a margin (µs), $2 the batch,
  * $3 the pass's cursor (µs) — and reads its four bigints (three counts,
  * then the new cursor) into v: cleanup and the payout grants' expiry. */
-static int pg_run_batch(og_pg *pg, int stmt, const char *margin, int batch,
+int og__pg_run_batch(og__pg_store *pg, const og__pg_stmt *stmt, const char *margin, int batch,
                         int64_t from_us, int64_t v[4])
 {
     char limit[16], from[24];
     const char *params[3] = {margin, limit, from};
 
     snprintf(limit, sizeof limit, "%d", batch);
-    pg_fmt_i64(from, sizeof from, from_us);
+    og__pg_fmt_i64(from, sizeof from, from_us);
     return pg_run_counts(pg, stmt, params, v, 4);
 }
 
-static int pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
+int og__pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
                             og_cleanup_stats *out)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     int64_t v[4];
     int rc;
 
-    rc = pg_run_batch(pg, PG_STMT_CLEANUP, pg->cleanup_margin, batch,
+    rc = og__pg_run_batch(pg, &og__pg_cleanup_stmt, pg->cleanup_margin, batch,
                       *from_us, v);
     if (rc == 0) {
         out->admissions = v[0];
@@ -4409,21 +3441,21 @@ static int pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
     return rc;
 }
 
-static int pg_archive_batch(void *impl, int64_t older_than_us,
+int og__pg_archive_batch(void *impl, int64_t older_than_us,
                             og_archive_mode mode, int batch, int64_t *from_us,
                             og_archive_stats *out)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     char age[24], limit[16], from[24];
     const char *params[4] = {age, limit,
                              mode == OG_ARCHIVE_MOVE ? "true" : "false", from};
     int64_t v[3];
     int rc;
 
-    pg_fmt_i64(age, sizeof age, older_than_us);
+    og__pg_fmt_i64(age, sizeof age, older_than_us);
     snprintf(limit, sizeof limit, "%d", batch);
-    pg_fmt_i64(from, sizeof from, *from_us);
-    rc = pg_run_counts(pg, PG_STMT_ARCHIVE, params, v, 3);
+    og__pg_fmt_i64(from, sizeof from, *from_us);
+    rc = pg_run_counts(pg, &pg_archive_stmt, params, v, 3);
     if (rc == 0) {
         out->operations = v[0];
         out->events = v[1];
@@ -4436,11 +3468,11 @@ static int pg_archive_batch(void *impl, int64_t older_than_us,
  * Redemption recovery points (I24).
  * ========================================================================= */
 
-static int pg_redemption_put(void *impl, const og_redemption_record *r,
+int og__pg_redemption_put(void *impl, const og_redemption_record *r,
                              bool *inserted)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char nonce[2 * OG_REDEMPTION_NONCE_LEN + 1], *sealed;
     const char *params[5];
@@ -4455,15 +3487,15 @@ static int pg_redemption_put(void *impl, const og_redemption_record *r,
     params[2] = r->code_hash;
     params[3] = nonce;
     params[4] = sealed;
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         goto out;
-    rc = pg_run(pg, c, PG_STMT_REDEMPTION_PUT, params, &res);
-    if (rc == 0 && pg_shape(res, 1, 1) != 0)
+    rc = og__pg_run(pg, c, &pg_redemption_put_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
         rc = OG_EINTERNAL;
-    if (rc == 0) /* committed: pg_run confirmed ReadyForQuery (I2) */
+    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I2) */
         *inserted = PQntuples(res) == 1;
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
 out:
     free(sealed);
     return rc;
@@ -4476,8 +3508,8 @@ static int pg_point_parse(const PGresult *res, og_redemption_point *out)
     size_t nlen = 0, slen = 0, shex;
 
     if (PQgetisnull(res, 0, 2) || PQgetisnull(res, 0, 3) ||
-        pg_get_text(res, 0, 1, out->code_hash, sizeof out->code_hash) != 0 ||
-        pg_get_i64(res, 0, 4, &out->created_at_us) != 0)
+        og__pg_get_text(res, 0, 1, out->code_hash, sizeof out->code_hash) != 0 ||
+        og__pg_get_i64(res, 0, 4, &out->created_at_us) != 0)
         return OG_EINTERNAL;
     nonce = PQgetvalue(res, 0, 2);
     sealed = PQgetvalue(res, 0, 3);
@@ -4498,29 +3530,29 @@ static int pg_point_parse(const PGresult *res, og_redemption_point *out)
     return 0;
 }
 
-static int pg_redemption_get(void *impl, const char *caller, const char *key,
+int og__pg_redemption_get(void *impl, const char *caller, const char *key,
                              const char *code_hash, og_redemption_found *found,
                              og_redemption_point *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[3] = {caller, key, code_hash};
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_REDEMPTION_GET, params, &res);
-    if (rc == 0 && pg_shape(res, 5, 1) != 0)
+    rc = og__pg_run(pg, c, &pg_redemption_get_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, 5, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 0)
         *found = OG_REDEMPTION_ABSENT;
-    else if (rc == 0 && !pg_get_bool(res, 0, 0))
+    else if (rc == 0 && !og__pg_get_bool(res, 0, 0))
         *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
     else if (rc == 0 && (rc = pg_point_parse(res, out)) == 0)
         *found = OG_REDEMPTION_OWN;
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
@@ -4538,47 +3570,47 @@ static int pg_put_parse(const PGresult *res, int64_t expected,
     int64_t stored = 0;
     bool exists;
 
-    if (PQntuples(res) != 1 || pg_shape(res, PG_PUT_NCOLS, 1) != 0)
+    if (PQntuples(res) != 1 || og__pg_shape(res, PG_PUT_NCOLS, 1) != 0)
         return OG_EINTERNAL;
     if (!PQgetisnull(res, 0, 0)) {
-        if (pg_get_i64(res, 0, 0, &r.version) != 0)
+        if (og__pg_get_i64(res, 0, 0, &r.version) != 0)
             return OG_EINTERNAL;
         *out = r;
         return 0;
     }
     exists = !PQgetisnull(res, 0, 1);
-    if (exists && pg_get_i64(res, 0, 1, &stored) != 0)
+    if (exists && og__pg_get_i64(res, 0, 1, &stored) != 0)
         return OG_EINTERNAL;
     r.outcome = og__payout_put_classify(expected, exists, stored,
-                                        pg_get_bool(res, 0, 2),
-                                        pg_get_bool(res, 0, 3));
+                                        og__pg_get_bool(res, 0, 2),
+                                        og__pg_get_bool(res, 0, 3));
     *out = r;
     return 0;
 }
 
 /* Runs the put statement stmt with params (its last is the expected
  * version, formatted from expected) and reads its report. */
-static int pg_put(og_pg *pg, int stmt, const char *const *params,
+static int pg_put(og__pg_store *pg, const og__pg_stmt *stmt, const char *const *params,
                   int64_t expected, og_payout_put_result *out)
 {
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_payout_put_result r;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, stmt, params, &res);
+    rc = og__pg_run(pg, c, stmt, params, &res);
     if (rc == 0)
         rc = pg_put_parse(res, expected, &r);
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = r;
     return rc;
 }
 
-static int pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
                                 og_payout_put_result *out)
 {
     char limit[24], offset[16], expected[24];
@@ -4586,14 +3618,14 @@ static int pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
                              r->payouts_suspended ? "true" : "false", limit,
                              r->currency, offset, expected};
 
-    pg_fmt_i64(limit, sizeof limit, r->daily_limit);
+    og__pg_fmt_i64(limit, sizeof limit, r->daily_limit);
     snprintf(offset, sizeof offset, "%d", r->offset_minutes);
-    pg_fmt_i64(expected, sizeof expected, r->expected_version);
-    return pg_put(impl, PG_STMT_PAYOUT_TENANT_PUT, params, r->expected_version,
+    og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, &pg_payout_tenant_put_stmt, params, r->expected_version,
                   out);
 }
 
-static int pg_payout_beneficiary_put(void *impl,
+int og__pg_payout_beneficiary_put(void *impl,
                                      const og__payout_beneficiary_req *r,
                                      og_payout_put_result *out)
 {
@@ -4602,12 +3634,12 @@ static int pg_payout_beneficiary_put(void *impl,
                              r->verified ? "true" : "false", r->status,
                              expected};
 
-    pg_fmt_i64(expected, sizeof expected, r->expected_version);
-    return pg_put(impl, PG_STMT_PAYOUT_BENEFICIARY_PUT, params,
+    og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, &pg_payout_beneficiary_put_stmt, params,
                   r->expected_version, out);
 }
 
-static int pg_payout_destination_put(void *impl,
+int og__pg_payout_destination_put(void *impl,
                                      const og__payout_destination_req *r,
                                      og_payout_put_result *out)
 {
@@ -4617,30 +3649,30 @@ static int pg_payout_destination_put(void *impl,
     const char *params[4] = {r->destination_id, r->beneficiary_id,
                              r->provider_token, expected};
 
-    pg_fmt_i64(expected, sizeof expected, r->expected_version);
-    return pg_put(impl, PG_STMT_PAYOUT_DESTINATION_PUT, params,
+    og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, &pg_payout_destination_put_stmt, params,
                   r->expected_version, out);
 }
 
-static int pg_payout_destination_token(void *impl, const char *id,
+int og__pg_payout_destination_token(void *impl, const char *id,
                                        int64_t version, char *out,
                                        size_t outlen)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char v[24];
     const char *params[2] = {id, v};
     int rc;
 
-    pg_fmt_i64(v, sizeof v, version);
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    og__pg_fmt_i64(v, sizeof v, version);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_DESTINATION_TOKEN, params, &res);
-    if (rc == 0 && pg_shape(res, 1, 1) != 0)
+    rc = og__pg_run(pg, c, &pg_payout_destination_token_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_get_text(res, 0, 0, out, outlen) == 0 ? 1 : OG_EINTERNAL;
+        rc = og__pg_get_text(res, 0, 0, out, outlen) == 0 ? 1 : OG_EINTERNAL;
     /* The token's only other copy: libpq's result (S7). */
     if (res != NULL && PQntuples(res) == 1 && PQnfields(res) == 1 &&
         !PQgetisnull(res, 0, 0)) {
@@ -4649,15 +3681,15 @@ static int pg_payout_destination_token(void *impl, const char *id,
         sodium_memzero(t, strlen(t));
     }
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
-static int pg_payout_draft(void *impl, const og__payout_draft_req *r,
+int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
                            og_payout_put_result *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
     char dv[24], amount[24];
@@ -4669,38 +3701,38 @@ static int pg_payout_draft(void *impl, const og__payout_draft_req *r,
                              r->requester_id};
     int rc;
 
-    pg_fmt_i64(dv, sizeof dv, r->destination_version);
-    pg_fmt_i64(amount, sizeof amount, r->amount_minor);
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    og__pg_fmt_i64(dv, sizeof dv, r->destination_version);
+    og__pg_fmt_i64(amount, sizeof amount, r->amount_minor);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_DRAFT, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 6, 1) != 0))
+    rc = og__pg_run(pg, c, &pg_payout_draft_stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 6, 1) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0) {
-        if (pg_get_bool(res, 0, 0))
+        if (og__pg_get_bool(res, 0, 0))
             result.version = 1;
-        else if (pg_get_bool(res, 0, 1))
+        else if (og__pg_get_bool(res, 0, 1))
             result.outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
-        else if (!pg_get_bool(res, 0, 2) || !pg_get_bool(res, 0, 4) ||
-                 !pg_get_bool(res, 0, 5))
+        else if (!og__pg_get_bool(res, 0, 2) || !og__pg_get_bool(res, 0, 4) ||
+                 !og__pg_get_bool(res, 0, 5))
             result.outcome = OG_PAYOUT_NOT_FOUND;
-        else if (!pg_get_bool(res, 0, 3))
+        else if (!og__pg_get_bool(res, 0, 3))
             result.outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
         else /* a concurrent draft of the id committed during the statement */
             result.outcome = OG_PAYOUT_VERSION_CONFLICT;
     }
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = result;
     return rc;
 }
 
-static int pg_payout_cancel(void *impl, const char *id, int64_t expected,
+int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
                             const char *actor, og_payout_put_result *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
     char ev[24];
@@ -4708,22 +3740,22 @@ static int pg_payout_cancel(void *impl, const char *id, int64_t expected,
     int64_t seen = 0;
     int rc;
 
-    pg_fmt_i64(ev, sizeof ev, expected);
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    og__pg_fmt_i64(ev, sizeof ev, expected);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_CANCEL, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 2, 1) != 0))
+    rc = og__pg_run(pg, c, &pg_payout_cancel_stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 2, 1) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0 && !PQgetisnull(res, 0, 0)) {
-        rc = pg_get_i64(res, 0, 0, &result.version);
+        rc = og__pg_get_i64(res, 0, 0, &result.version);
     } else if (rc == 0 && PQgetisnull(res, 0, 1)) {
         result.outcome = OG_PAYOUT_NOT_FOUND;
-    } else if (rc == 0 && (rc = pg_get_i64(res, 0, 1, &seen)) == 0) {
+    } else if (rc == 0 && (rc = og__pg_get_i64(res, 0, 1, &seen)) == 0) {
         result.outcome = seen != expected ? OG_PAYOUT_VERSION_CONFLICT
                                           : OG_PAYOUT_REFUSED;
     }
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = result;
     return rc;
@@ -4735,23 +3767,23 @@ static int pg_payout_view_parse(const PGresult *r, og_payout_view *v)
     int state;
 
     memset(v, 0, sizeof *v);
-    if (pg_shape(r, PG_PAYOUT_VIEW_NCOLS, 1) != 0 ||
-        pg_get_text(r, 0, 0, v->payout_id, sizeof v->payout_id) ||
-        pg_get_text(r, 0, 1, v->tenant_id, sizeof v->tenant_id) ||
-        pg_get_text(r, 0, 2, v->beneficiary_id, sizeof v->beneficiary_id) ||
-        pg_get_text(r, 0, 3, v->destination_id, sizeof v->destination_id) ||
-        pg_get_i64(r, 0, 4, &v->destination_version) ||
-        pg_get_i64(r, 0, 5, &v->amount_minor) ||
-        pg_get_text(r, 0, 6, v->currency, sizeof v->currency) ||
-        pg_get_opt_text(r, 0, 7, v->purpose, sizeof v->purpose) ||
-        PQgetisnull(r, 0, 8) || pg_get_i64(r, 0, 9, &v->version) ||
-        pg_get_i64(r, 0, 10, &v->attempt_count) ||
-        pg_get_opt_text(r, 0, 11, v->active_attempt,
+    if (og__pg_shape(r, PG_PAYOUT_VIEW_NCOLS, 1) != 0 ||
+        og__pg_get_text(r, 0, 0, v->payout_id, sizeof v->payout_id) ||
+        og__pg_get_text(r, 0, 1, v->tenant_id, sizeof v->tenant_id) ||
+        og__pg_get_text(r, 0, 2, v->beneficiary_id, sizeof v->beneficiary_id) ||
+        og__pg_get_text(r, 0, 3, v->destination_id, sizeof v->destination_id) ||
+        og__pg_get_i64(r, 0, 4, &v->destination_version) ||
+        og__pg_get_i64(r, 0, 5, &v->amount_minor) ||
+        og__pg_get_text(r, 0, 6, v->currency, sizeof v->currency) ||
+        og__pg_get_opt_text(r, 0, 7, v->purpose, sizeof v->purpose) ||
+        PQgetisnull(r, 0, 8) || og__pg_get_i64(r, 0, 9, &v->version) ||
+        og__pg_get_i64(r, 0, 10, &v->attempt_count) ||
+        og__pg_get_opt_text(r, 0, 11, v->active_attempt,
                         sizeof v->active_attempt) ||
-        pg_get_opt_text(r, 0, 12, v->release_day, sizeof v->release_day) ||
-        pg_get_text(r, 0, 13, v->requester_id, sizeof v->requester_id) ||
-        pg_get_i64(r, 0, 14, &v->created_at_us) ||
-        pg_get_i64(r, 0, 15, &v->updated_at_us))
+        og__pg_get_opt_text(r, 0, 12, v->release_day, sizeof v->release_day) ||
+        og__pg_get_text(r, 0, 13, v->requester_id, sizeof v->requester_id) ||
+        og__pg_get_i64(r, 0, 14, &v->created_at_us) ||
+        og__pg_get_i64(r, 0, 15, &v->updated_at_us))
         return OG_EINTERNAL;
     v->has_purpose = !PQgetisnull(r, 0, 7);
     state = og__payout_state_parse(PQgetvalue(r, 0, 8));
@@ -4762,100 +3794,56 @@ static int pg_payout_view_parse(const PGresult *r, og_payout_view *v)
     return 0;
 }
 
-static int pg_payout_get(void *impl, const char *id, og_payout_view *out)
+int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[1] = {id};
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_GET, params, &res);
+    rc = og__pg_run(pg, c, &pg_payout_get_stmt, params, &res);
     if (rc == 0 && PQntuples(res) == 1)
         rc = pg_payout_view_parse(res, out) == 0 ? 1 : OG_EINTERNAL;
     else if (rc == 0 && PQntuples(res) != 0)
         rc = OG_EINTERNAL;
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
 /* ---- the decision's transaction (I26-I28) ---------------------------------- */
-
-/* Runs a transaction-control command (BEGIN ..., COMMIT, ROLLBACK) on c
- * before deadline_us; expect is the status that confirms it. */
-static int pg_txn(og_pg *pg, pg_conn *c, const char *sql,
-                  PGTransactionStatusType expect, int64_t deadline_us)
-{
-    PGresult *res = NULL;
-    int rc;
-
-    (void)pg;
-    pg_begin_statement(c);
-    if (!PQsendQueryParams(c->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
-        return pg_send_failed(c);
-    rc = pg_collect(c, deadline_us, expect, &res, NULL, 0);
-    PQclear(res);
-    return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
-}
-
-/* Runs prepared statement i inside the transaction open on c, before the
- * call's deadline: every statement of a decision shares one (I26). Every
- * failure is an error; the caller ends the transaction. */
-static int pg_run_in(og_pg *pg, pg_conn *c, int i, const char *const *params,
-                     PGresult **rows, int64_t deadline_us)
-{
-    int rc = pg_exec_prepared_in(pg, c, i, params, rows, NULL, 0,
-                                 PQTRANS_INTRANS, deadline_us);
-
-    return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
-}
-
-/* Ends the transaction open on c: COMMIT when rc is 0 (confirmed at
- * ReadyForQuery, I2: an unconfirmed commit is OG_ESTORE_UNAVAILABLE), else
- * ROLLBACK; a connection whose state is then unknown is discarded. */
-static int pg_txn_end(og_pg *pg, pg_conn *c, int rc, int64_t deadline_us)
-{
-    if (rc == 0)
-        return pg_txn(pg, c, "COMMIT", PQTRANS_IDLE, deadline_us);
-    if (!c->broken && PQstatus(c->conn) == CONNECTION_OK &&
-        PQtransactionStatus(c->conn) != PQTRANS_IDLE &&
-        pg_txn(pg, c, "ROLLBACK", PQTRANS_IDLE, deadline_us) != 0)
-        c->broken = true; /* pg_release closes it: the server rolls back */
-    return rc;
-}
-
 /* Row 0 of a facts statement (PG_PAYOUT_FACTS_NCOLS) into *f. */
 static int pg_facts_parse(const PGresult *r, og__payout_facts *f)
 {
     int64_t offset = 0;
     int state, status;
 
-    if (pg_shape(r, PG_PAYOUT_FACTS_NCOLS, 1) != 0 || PQgetisnull(r, 0, 0) ||
-        pg_get_i64(r, 0, 1, &f->version) ||
-        pg_get_i64(r, 0, 2, &f->attempt_count) ||
-        pg_get_opt_text(r, 0, 3, f->active_attempt,
+    if (og__pg_shape(r, PG_PAYOUT_FACTS_NCOLS, 1) != 0 || PQgetisnull(r, 0, 0) ||
+        og__pg_get_i64(r, 0, 1, &f->version) ||
+        og__pg_get_i64(r, 0, 2, &f->attempt_count) ||
+        og__pg_get_opt_text(r, 0, 3, f->active_attempt,
                         sizeof f->active_attempt) ||
-        pg_get_text(r, 0, 4, f->tenant_id, sizeof f->tenant_id) ||
-        pg_get_text(r, 0, 5, f->beneficiary_id, sizeof f->beneficiary_id) ||
-        pg_get_text(r, 0, 6, f->destination_id, sizeof f->destination_id) ||
-        pg_get_i64(r, 0, 7, &f->destination_version) ||
-        pg_get_i64(r, 0, 8, &f->amount_minor) ||
-        pg_get_text(r, 0, 9, f->currency, sizeof f->currency) ||
-        pg_get_opt_text(r, 0, 10, f->purpose, sizeof f->purpose) ||
-        PQgetisnull(r, 0, 11) || pg_get_i64(r, 0, 12, &f->daily_limit) ||
-        pg_get_text(r, 0, 13, f->tenant_currency,
+        og__pg_get_text(r, 0, 4, f->tenant_id, sizeof f->tenant_id) ||
+        og__pg_get_text(r, 0, 5, f->beneficiary_id, sizeof f->beneficiary_id) ||
+        og__pg_get_text(r, 0, 6, f->destination_id, sizeof f->destination_id) ||
+        og__pg_get_i64(r, 0, 7, &f->destination_version) ||
+        og__pg_get_i64(r, 0, 8, &f->amount_minor) ||
+        og__pg_get_text(r, 0, 9, f->currency, sizeof f->currency) ||
+        og__pg_get_opt_text(r, 0, 10, f->purpose, sizeof f->purpose) ||
+        PQgetisnull(r, 0, 11) || og__pg_get_i64(r, 0, 12, &f->daily_limit) ||
+        og__pg_get_text(r, 0, 13, f->tenant_currency,
                     sizeof f->tenant_currency) ||
-        pg_get_i64(r, 0, 14, &offset) ||
-        pg_get_i64(r, 0, 15, &f->settings_version) ||
+        og__pg_get_i64(r, 0, 14, &offset) ||
+        og__pg_get_i64(r, 0, 15, &f->settings_version) ||
         PQgetisnull(r, 0, 16) || PQgetisnull(r, 0, 17) ||
-        pg_get_i64(r, 0, 18, &f->beneficiary_version) ||
-        pg_get_text(r, 0, 19, f->destination_beneficiary_id,
+        og__pg_get_i64(r, 0, 18, &f->beneficiary_version) ||
+        og__pg_get_text(r, 0, 19, f->destination_beneficiary_id,
                     sizeof f->destination_beneficiary_id) ||
-        pg_get_i64(r, 0, 20, &f->destination_record_version) ||
-        pg_get_i64(r, 0, 21, &f->destination_changed_at_us))
+        og__pg_get_i64(r, 0, 20, &f->destination_record_version) ||
+        og__pg_get_i64(r, 0, 21, &f->destination_changed_at_us))
         return OG_EINTERNAL;
     state = og__payout_state_parse(PQgetvalue(r, 0, 0));
     status = og__payout_bstatus_parse(PQgetvalue(r, 0, 17));
@@ -4865,17 +3853,17 @@ static int pg_facts_parse(const PGresult *r, og__payout_facts *f)
     f->found = true;
     f->state = (og_payout_state)state;
     f->has_purpose = !PQgetisnull(r, 0, 10);
-    f->payouts_suspended = pg_get_bool(r, 0, 11);
+    f->payouts_suspended = og__pg_get_bool(r, 0, 11);
     f->offset_minutes = (int)offset;
-    f->verified = pg_get_bool(r, 0, 16);
+    f->verified = og__pg_get_bool(r, 0, 16);
     f->beneficiary_status = (og_payout_beneficiary_status)status;
     return 0;
 }
 
 /* Reads the facts of payout id inside the transaction open on c, with the
- * facts statement which (PG_STMT_PAYOUT_FACTS or _LOCKED), then the
+ * facts statement which (&pg_payout_facts_stmt or _LOCKED), then the
  * counters of the release day of release_at_us and the store's clock. */
-static int pg_read_facts(og_pg *pg, pg_conn *c, int which, const char *id,
+static int pg_read_facts(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *which, const char *id,
                          int64_t release_at_us, og__payout_facts *f,
                          int64_t deadline_us)
 {
@@ -4885,7 +3873,7 @@ static int pg_read_facts(og_pg *pg, pg_conn *c, int which, const char *id,
     int rc;
 
     memset(f, 0, sizeof *f);
-    rc = pg_run_in(pg, c, which, fparams, &res, deadline_us);
+    rc = og__pg_run_in(pg, c, which, fparams, &res, deadline_us);
     if (rc == 0 && PQntuples(res) == 1)
         rc = pg_facts_parse(res, f);
     else if (rc == 0 && PQntuples(res) != 0)
@@ -4902,45 +3890,45 @@ static int pg_read_facts(og_pg *pg, pg_conn *c, int which, const char *id,
         dparams[0] = f->tenant_id;
         dparams[1] = f->release_day;
     }
-    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_DAY, dparams, &res, deadline_us);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
-                    pg_get_i64(res, 0, 3, &f->observed_at_us) != 0))
+    rc = og__pg_run_in(pg, c, &pg_payout_day_stmt, dparams, &res, deadline_us);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 4, 1) != 0 ||
+                    og__pg_get_i64(res, 0, 3, &f->observed_at_us) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0 && !PQgetisnull(res, 0, 0) &&
-        (pg_get_i64(res, 0, 0, &f->paid) != 0 ||
-         pg_get_i64(res, 0, 1, &f->reserved) != 0 ||
-         pg_get_i64(res, 0, 2, &f->day_version) != 0))
+        (og__pg_get_i64(res, 0, 0, &f->paid) != 0 ||
+         og__pg_get_i64(res, 0, 1, &f->reserved) != 0 ||
+         og__pg_get_i64(res, 0, 2, &f->day_version) != 0))
         rc = OG_EINTERNAL;
     PQclear(res);
     return rc;
 }
 
-static int pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
+int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
                            og__payout_facts *out)
 {
-    og_pg *pg = impl;
-    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
     og__payout_facts f;
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
     /* One snapshot for both reads (I26). */
-    rc = pg_txn(pg, c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+    rc = og__pg_txn(pg, c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
                 PQTRANS_INTRANS, deadline);
     if (rc == 0)
-        rc = pg_read_facts(pg, c, PG_STMT_PAYOUT_FACTS, id, release_at_us, &f,
+        rc = pg_read_facts(pg, c, &pg_payout_facts_stmt, id, release_at_us, &f,
                            deadline);
-    rc = pg_txn_end(pg, c, rc, deadline);
-    pg_release(pg, c);
+    rc = og__pg_txn_end(pg, c, rc, deadline);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = f;
     return rc;
 }
 
 /* The decision row and its "decided" entry; *decided_at its instant. */
-static int pg_decision_write(og_pg *pg, pg_conn *c,
+static int pg_decision_write(og__pg_store *pg, og__pg_conn *c,
                              const og__payout_decide_req *r,
                              const og__payout_facts *f,
                              const og__payout_plan *p, int64_t deadline_us,
@@ -4953,12 +3941,12 @@ static int pg_decision_write(og_pg *pg, pg_conn *c,
     PGresult *res = NULL;
     int rc;
 
-    pg_fmt_i64(ver[0], sizeof ver[0], v->evaluated.tenant_settings);
-    pg_fmt_i64(ver[1], sizeof ver[1], v->evaluated.beneficiary);
-    pg_fmt_i64(ver[2], sizeof ver[2], v->evaluated.destination);
-    pg_fmt_i64(ver[3], sizeof ver[3], v->evaluated.payout);
-    pg_fmt_i64(limit, sizeof limit, r->approval_limit);
-    pg_fmt_i64(observed, sizeof observed, f->observed_at_us);
+    og__pg_fmt_i64(ver[0], sizeof ver[0], v->evaluated.tenant_settings);
+    og__pg_fmt_i64(ver[1], sizeof ver[1], v->evaluated.beneficiary);
+    og__pg_fmt_i64(ver[2], sizeof ver[2], v->evaluated.destination);
+    og__pg_fmt_i64(ver[3], sizeof ver[3], v->evaluated.payout);
+    og__pg_fmt_i64(limit, sizeof limit, r->approval_limit);
+    og__pg_fmt_i64(observed, sizeof observed, f->observed_at_us);
     params[0] = r->decision_id;
     params[1] = r->payout_id;
     params[2] = f->found ? f->tenant_id : NULL;
@@ -4974,16 +3962,16 @@ static int pg_decision_write(og_pg *pg, pg_conn *c,
     params[14] = limit;
     params[15] = observed;
     params[16] = r->correlation_id;
-    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_DECISION, params, &res, deadline_us);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
-                    pg_get_i64(res, 0, 0, decided_at) != 0))
+    rc = og__pg_run_in(pg, c, &pg_payout_decision_stmt, params, &res, deadline_us);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 1, 1) != 0 ||
+                    og__pg_get_i64(res, 0, 0, decided_at) != 0))
         rc = OG_EINTERNAL;
     PQclear(res);
     return rc;
 }
 
 /* What an Allowed decision enables (pg_payout_approve_sql). */
-static int pg_decision_issue(og_pg *pg, pg_conn *c,
+static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
                              const og__payout_decide_req *r,
                              const og__payout_facts *f,
                              const og__payout_plan *p, int64_t now,
@@ -4999,18 +3987,18 @@ static int pg_decision_issue(og_pg *pg, pg_conn *c,
     PGresult *res = NULL;
     int rc;
 
-    pg_fmt_i64(version, sizeof version, f->version);
-    pg_fmt_i64(at, sizeof at, now);
-    pg_fmt_i64(nb, sizeof nb, r->not_before_us);
-    pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
-    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_APPROVE, params, &res, deadline_us);
+    og__pg_fmt_i64(version, sizeof version, f->version);
+    og__pg_fmt_i64(at, sizeof at, now);
+    og__pg_fmt_i64(nb, sizeof nb, r->not_before_us);
+    og__pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
+    rc = og__pg_run_in(pg, c, &pg_payout_approve_stmt, params, &res, deadline_us);
     /* The row is ours (FOR UPDATE since the facts' read): it cannot have
      * moved, and every step wrote its one row. */
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
-                    pg_get_i64(res, 0, 0, &v) != 0 ||
-                    pg_get_i64(res, 0, 1, &attempt) != 0 ||
-                    pg_get_i64(res, 0, 2, &jobs) != 0 ||
-                    pg_get_i64(res, 0, 3, &events) != 0 ||
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 4, 1) != 0 ||
+                    og__pg_get_i64(res, 0, 0, &v) != 0 ||
+                    og__pg_get_i64(res, 0, 1, &attempt) != 0 ||
+                    og__pg_get_i64(res, 0, 2, &jobs) != 0 ||
+                    og__pg_get_i64(res, 0, 3, &events) != 0 ||
                     v != p->new_version || attempt != p->attempt_number ||
                     jobs != 1 || events != 4))
         rc = OG_EINTERNAL;
@@ -5018,7 +4006,7 @@ static int pg_decision_issue(og_pg *pg, pg_conn *c,
     return rc;
 }
 
-static int pg_payout_decide_in(og_pg *pg, pg_conn *c,
+static int pg_payout_decide_in(og__pg_store *pg, og__pg_conn *c,
                                const og__payout_decide_req *r,
                                og_payout_decision *out, int64_t deadline_us)
 {
@@ -5029,7 +4017,7 @@ static int pg_payout_decide_in(og_pg *pg, pg_conn *c,
     int rc;
 
     /* 1. The facts, their rows locked until the commit (I26). */
-    if ((rc = pg_read_facts(pg, c, PG_STMT_PAYOUT_FACTS_LOCKED, r->payout_id,
+    if ((rc = pg_read_facts(pg, c, &pg_payout_facts_locked_stmt, r->payout_id,
                             r->not_before_us, &f, deadline_us)) != 0)
         return rc;
     /* 2. The pure core decides (PP1). */
@@ -5043,10 +4031,10 @@ static int pg_payout_decide_in(og_pg *pg, pg_conn *c,
         char amount[24];
         const char *params[3] = {f.tenant_id, f.release_day, amount};
 
-        pg_fmt_i64(amount, sizeof amount, f.amount_minor);
-        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_RESERVE, params, &res,
+        og__pg_fmt_i64(amount, sizeof amount, f.amount_minor);
+        rc = og__pg_run_in(pg, c, &og__pg_payout_reserve_stmt, params, &res,
                        deadline_us);
-        if (rc == 0 && pg_shape(res, 1, 1) != 0)
+        if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
             rc = OG_EINTERNAL;
         if (rc == 0 && PQntuples(res) == 0)
             og__payout_plan_limit_taken(&p);
@@ -5072,22 +4060,22 @@ static int pg_payout_decide_in(og_pg *pg, pg_conn *c,
 
 /* ONE explicit transaction (I26): Read Committed (the session default)
  * with the facts' rows locked, one deadline for all of it. */
-static int pg_payout_decide(void *impl, const og__payout_decide_req *r,
+int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
                             og_payout_decision *out)
 {
-    og_pg *pg = impl;
-    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
     og_payout_decision d;
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
     if (rc == 0)
         rc = pg_payout_decide_in(pg, c, r, &d, deadline);
-    rc = pg_txn_end(pg, c, rc, deadline);
-    pg_release(pg, c);
+    rc = og__pg_txn_end(pg, c, rc, deadline);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = d;
     return rc;
@@ -5100,43 +4088,43 @@ static int pg_claim_facts_parse(const PGresult *r, og__payout_claim_facts *f)
 {
     int state, status;
 
-    if (pg_shape(r, PG_CLAIM_FACTS_NCOLS, 1) != 0 ||
-        pg_get_text(r, 0, 0, f->payout_id, sizeof f->payout_id) ||
-        pg_get_text(r, 0, 1, f->audience, sizeof f->audience) ||
-        pg_get_i64(r, 0, 2, &f->executable_version) ||
-        pg_get_i64(r, 0, 3, &f->attempt_number) ||
-        pg_get_i64(r, 0, 4, &f->not_before_us) ||
-        pg_get_i64(r, 0, 5, &f->expires_at_us) || PQgetisnull(r, 0, 6) ||
-        pg_get_opt_text(r, 0, 7, f->consumed_by, sizeof f->consumed_by) ||
+    if (og__pg_shape(r, PG_CLAIM_FACTS_NCOLS, 1) != 0 ||
+        og__pg_get_text(r, 0, 0, f->payout_id, sizeof f->payout_id) ||
+        og__pg_get_text(r, 0, 1, f->audience, sizeof f->audience) ||
+        og__pg_get_i64(r, 0, 2, &f->executable_version) ||
+        og__pg_get_i64(r, 0, 3, &f->attempt_number) ||
+        og__pg_get_i64(r, 0, 4, &f->not_before_us) ||
+        og__pg_get_i64(r, 0, 5, &f->expires_at_us) || PQgetisnull(r, 0, 6) ||
+        og__pg_get_opt_text(r, 0, 7, f->consumed_by, sizeof f->consumed_by) ||
         PQgetisnull(r, 0, 8) || PQgetisnull(r, 0, 9) ||
-        pg_get_opt_text(r, 0, 11, f->consumer_reference,
+        og__pg_get_opt_text(r, 0, 11, f->consumer_reference,
                         sizeof f->consumer_reference) ||
-        pg_get_i64(r, 0, 13, &f->payout_version) || PQgetisnull(r, 0, 14) ||
-        pg_get_i64(r, 0, 15, &f->amount_minor) ||
-        pg_get_text(r, 0, 16, f->currency, sizeof f->currency) ||
-        pg_get_text(r, 0, 17, f->destination_id, sizeof f->destination_id) ||
-        PQgetisnull(r, 0, 18) || pg_get_i64(r, 0, 19, &f->settings_version) ||
-        pg_get_i64(r, 0, 21, &f->beneficiary_version) ||
-        pg_get_i64(r, 0, 22, &f->destination_version) ||
-        pg_get_i64(r, 0, 23, &f->now_us))
+        og__pg_get_i64(r, 0, 13, &f->payout_version) || PQgetisnull(r, 0, 14) ||
+        og__pg_get_i64(r, 0, 15, &f->amount_minor) ||
+        og__pg_get_text(r, 0, 16, f->currency, sizeof f->currency) ||
+        og__pg_get_text(r, 0, 17, f->destination_id, sizeof f->destination_id) ||
+        PQgetisnull(r, 0, 18) || og__pg_get_i64(r, 0, 19, &f->settings_version) ||
+        og__pg_get_i64(r, 0, 21, &f->beneficiary_version) ||
+        og__pg_get_i64(r, 0, 22, &f->destination_version) ||
+        og__pg_get_i64(r, 0, 23, &f->now_us))
         return OG_EINTERNAL;
     state = og__payout_state_parse(PQgetvalue(r, 0, 12));
     status = og__payout_bstatus_parse(PQgetvalue(r, 0, 20));
     if (state < 0 || status < 0)
         return OG_EINTERNAL;
     f->found = true;
-    f->consumed = pg_get_bool(r, 0, 6);
-    f->revoked = pg_get_bool(r, 0, 8);
-    f->consumer_found = pg_get_bool(r, 0, 9);
-    f->consumer_payout = !PQgetisnull(r, 0, 10) && pg_get_bool(r, 0, 10);
+    f->consumed = og__pg_get_bool(r, 0, 6);
+    f->revoked = og__pg_get_bool(r, 0, 8);
+    f->consumer_found = og__pg_get_bool(r, 0, 9);
+    f->consumer_payout = !PQgetisnull(r, 0, 10) && og__pg_get_bool(r, 0, 10);
     f->state = (og_payout_state)state;
-    f->active_attempt = pg_get_bool(r, 0, 14);
-    f->payouts_suspended = pg_get_bool(r, 0, 18);
+    f->active_attempt = og__pg_get_bool(r, 0, 14);
+    f->payouts_suspended = og__pg_get_bool(r, 0, 18);
     f->beneficiary_status = (og_payout_beneficiary_status)status;
     return 0;
 }
 
-static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
+static int pg_payout_claim_in(og__pg_store *pg, og__pg_conn *c,
                               const og__payout_claim_req *r,
                               og_payout_claim_result *out, bool *claimed,
                               int64_t deadline_us)
@@ -5150,7 +4138,7 @@ static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
 
     /* 1. The facts, their rows locked until the commit (I31). */
     memset(&f, 0, sizeof f);
-    rc = pg_run_in(pg, c, PG_STMT_PAYOUT_CLAIM_FACTS, fparams, &res,
+    rc = og__pg_run_in(pg, c, &pg_payout_claim_facts_stmt, fparams, &res,
                    deadline_us);
     if (rc == 0 && PQntuples(res) == 1)
         rc = pg_claim_facts_parse(res, &f);
@@ -5164,14 +4152,14 @@ static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
         !f.consumer_found) {
         const char *oparams[1] = {f.consumed_by};
 
-        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_CLAIM_CONSUMER, oparams, &res,
+        rc = og__pg_run_in(pg, c, &pg_payout_claim_consumer_stmt, oparams, &res,
                        deadline_us);
-        if (rc == 0 && pg_shape(res, 2, 1) != 0)
+        if (rc == 0 && og__pg_shape(res, 2, 1) != 0)
             rc = OG_EINTERNAL;
         if (rc == 0 && PQntuples(res) == 1) {
             f.consumer_found = true;
-            f.consumer_payout = pg_get_bool(res, 0, 0);
-            if (pg_get_text(res, 0, 1, f.consumer_reference,
+            f.consumer_payout = og__pg_get_bool(res, 0, 0);
+            if (og__pg_get_text(res, 0, 1, f.consumer_reference,
                             sizeof f.consumer_reference) != 0)
                 rc = OG_EINTERNAL;
         }
@@ -5202,18 +4190,18 @@ static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
                                   lease, window, p.idempotency_key,
                                   p.client_reference};
 
-        pg_fmt_i64(now, sizeof now, f.now_us);
-        pg_fmt_i64(exec, sizeof exec, f.executable_version);
-        pg_fmt_i64(lease, sizeof lease, r->lease_us);
-        pg_fmt_i64(window, sizeof window, r->send_window_us);
-        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_CLAIM, params, &res, deadline_us);
+        og__pg_fmt_i64(now, sizeof now, f.now_us);
+        og__pg_fmt_i64(exec, sizeof exec, f.executable_version);
+        og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
+        og__pg_fmt_i64(window, sizeof window, r->send_window_us);
+        rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res, deadline_us);
     }
     /* The rows are ours: every step wrote its one row, or it is a defect. */
     if (rc == 0 &&
-        (PQntuples(res) != 1 || pg_shape(res, PG_OP_NCOLS + 2, 1) != 0 ||
-         pg_op_parse(res, 0, 0, &out->attempt) != 0 ||
-         pg_get_i64(res, 0, PG_OP_NCOLS, &v) != 0 ||
-         pg_get_i64(res, 0, PG_OP_NCOLS + 1, &events) != 0 ||
+        (PQntuples(res) != 1 || og__pg_shape(res, OP_NCOLS + 2, 1) != 0 ||
+         og__pg_op_parse(res, 0, 0, &out->attempt) != 0 ||
+         og__pg_get_i64(res, 0, OP_NCOLS, &v) != 0 ||
+         og__pg_get_i64(res, 0, OP_NCOLS + 1, &events) != 0 ||
          v != p.new_version || events != 1))
         rc = OG_EINTERNAL;
     PQclear(res);
@@ -5228,32 +4216,32 @@ static int pg_payout_claim_in(og_pg *pg, pg_conn *c,
 
 /* ONE explicit transaction (I31): Read Committed with the facts' rows
  * locked, one deadline for all of it; only CLAIMED commits. */
-static int pg_payout_claim(void *impl, const og__payout_claim_req *r,
+int og__pg_payout_claim(void *impl, const og__payout_claim_req *r,
                            og_payout_claim_result *out)
 {
-    og_pg *pg = impl;
-    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
     og_payout_claim_result res;
     bool claimed = false;
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
     if (rc == 0) {
         rc = pg_payout_claim_in(pg, c, r, &res, &claimed, deadline);
-        /* Anything but CLAIMED wrote nothing: roll back (pg_txn_end rolls
+        /* Anything but CLAIMED wrote nothing: roll back (og__pg_txn_end rolls
          * back on a non-zero rc). */
         if (rc == 0 && !claimed) {
             /* A ROLLBACK that fails discards the connection (the server
              * then rolls back): either way nothing was written. */
-            (void)pg_txn_end(pg, c, 1, deadline);
+            (void)og__pg_txn_end(pg, c, 1, deadline);
         } else {
-            rc = pg_txn_end(pg, c, rc, deadline);
+            rc = og__pg_txn_end(pg, c, rc, deadline);
         }
     }
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = res;
     return rc;
@@ -5261,39 +4249,39 @@ static int pg_payout_claim(void *impl, const og__payout_claim_req *r,
 
 /* ---- jobs (I30) ---------------------------------------------------------- */
 
-static int pg_payout_job_take(void *impl, int64_t lease_us,
+int og__pg_payout_job_take(void *impl, int64_t lease_us,
                               og_payout_job *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     char lease[24];
     const char *params[1] = {lease};
     og_payout_job j;
     int rc;
 
-    pg_fmt_i64(lease, sizeof lease, lease_us);
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    og__pg_fmt_i64(lease, sizeof lease, lease_us);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_JOB_TAKE, params, &res);
-    if (rc == 0 && pg_shape(res, PG_PAYOUT_JOB_NCOLS, 1) != 0)
+    rc = og__pg_run(pg, c, &og__pg_payout_job_take_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, PG_PAYOUT_JOB_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1) {
         memset(&j, 0, sizeof j);
-        rc = pg_get_text(res, 0, 0, j.job_id, sizeof j.job_id) ||
-                     pg_get_text(res, 0, 1, j.payout_id, sizeof j.payout_id) ||
-                     pg_get_text(res, 0, 2, j.grant_id, sizeof j.grant_id) ||
-                     pg_get_text(res, 0, 3, j.correlation_id,
+        rc = og__pg_get_text(res, 0, 0, j.job_id, sizeof j.job_id) ||
+                     og__pg_get_text(res, 0, 1, j.payout_id, sizeof j.payout_id) ||
+                     og__pg_get_text(res, 0, 2, j.grant_id, sizeof j.grant_id) ||
+                     og__pg_get_text(res, 0, 3, j.correlation_id,
                                  sizeof j.correlation_id) ||
-                     pg_get_opt_text(res, 0, 4, j.resubmitted_from,
+                     og__pg_get_opt_text(res, 0, 4, j.resubmitted_from,
                                      sizeof j.resubmitted_from) ||
-                     pg_get_i64(res, 0, 5, &j.delivery) ||
-                     pg_get_i64(res, 0, 6, &j.lease_until_us)
+                     og__pg_get_i64(res, 0, 5, &j.delivery) ||
+                     og__pg_get_i64(res, 0, 6, &j.lease_until_us)
                  ? OG_EINTERNAL
                  : 1;
     }
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 1)
         *out = j;
     return rc;
@@ -5301,66 +4289,66 @@ static int pg_payout_job_take(void *impl, int64_t lease_us,
 
 /* Runs a job write whose statement returns a row exactly when it changed
  * the job: *done. */
-static int pg_payout_job_write(og_pg *pg, int stmt, const char *const *params,
+static int pg_payout_job_write(og__pg_store *pg, const og__pg_stmt *stmt, const char *const *params,
                                bool *done)
 {
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, stmt, params, &res);
-    if (rc == 0 && pg_shape(res, 1, 1) != 0)
+    rc = og__pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0)
         *done = PQntuples(res) == 1;
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
-static int pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
+int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
                              bool *acked)
 {
     char d[24];
     const char *params[2] = {id, d};
 
-    pg_fmt_i64(d, sizeof d, delivery);
-    return pg_payout_job_write(impl, PG_STMT_PAYOUT_JOB_ACK, params, acked);
+    og__pg_fmt_i64(d, sizeof d, delivery);
+    return pg_payout_job_write(impl, &pg_payout_job_ack_stmt, params, acked);
 }
 
-static int pg_payout_job_postpone(void *impl, const char *id,
+int og__pg_payout_job_postpone(void *impl, const char *id,
                                   int64_t delivery, int64_t delay_us,
                                   bool *postponed)
 {
     char d[24], delay[24];
     const char *params[3] = {id, d, delay};
 
-    pg_fmt_i64(d, sizeof d, delivery);
-    pg_fmt_i64(delay, sizeof delay, delay_us);
-    return pg_payout_job_write(impl, PG_STMT_PAYOUT_JOB_POSTPONE, params,
+    og__pg_fmt_i64(d, sizeof d, delivery);
+    og__pg_fmt_i64(delay, sizeof delay, delay_us);
+    return pg_payout_job_write(impl, &pg_payout_job_postpone_stmt, params,
                                postponed);
 }
 
-static int pg_payout_job_resubmit(void *impl, const char *id,
+int og__pg_payout_job_resubmit(void *impl, const char *id,
                                   const char *actor, const char *new_id)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[3] = {id, new_id, actor};
     int64_t n = 0;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_JOB_RESUBMIT, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
-                    pg_get_i64(res, 0, 0, &n) != 0 || n < 0 || n > 1))
+    rc = og__pg_run(pg, c, &pg_payout_job_resubmit_stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 1, 1) != 0 ||
+                    og__pg_get_i64(res, 0, 0, &n) != 0 || n < 0 || n > 1))
         rc = OG_EINTERNAL;
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc == 0 ? (int)n : rc;
 }
 
@@ -5373,49 +4361,49 @@ static int pg_get_opt_i64(const PGresult *r, int col, int64_t *out)
         *out = 0;
         return 0;
     }
-    return pg_get_i64(r, 0, col, out);
+    return og__pg_get_i64(r, 0, col, out);
 }
 
-static int pg_payout_grant_get(void *impl, const char *grant_id,
+int og__pg_payout_grant_get(void *impl, const char *grant_id,
                                og_payout_grant_view *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[1] = {grant_id};
     og_payout_grant_view v;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_GRANT_GET, params, &res);
-    if (rc == 0 && pg_shape(res, PG_PAYOUT_GRANT_NCOLS, 1) != 0)
+    rc = og__pg_run(pg, c, &pg_payout_grant_get_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, PG_PAYOUT_GRANT_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1) {
         memset(&v, 0, sizeof v);
-        if (pg_get_text(res, 0, 0, v.grant_id, sizeof v.grant_id) ||
-            pg_get_text(res, 0, 1, v.decision_id, sizeof v.decision_id) ||
-            pg_get_text(res, 0, 2, v.payout_id, sizeof v.payout_id) ||
-            pg_get_text(res, 0, 3, v.tenant_id, sizeof v.tenant_id) ||
-            pg_get_text(res, 0, 4, v.operation, sizeof v.operation) ||
-            pg_get_text(res, 0, 5, v.audience, sizeof v.audience) ||
-            pg_get_text(res, 0, 6, v.terms_fingerprint,
+        if (og__pg_get_text(res, 0, 0, v.grant_id, sizeof v.grant_id) ||
+            og__pg_get_text(res, 0, 1, v.decision_id, sizeof v.decision_id) ||
+            og__pg_get_text(res, 0, 2, v.payout_id, sizeof v.payout_id) ||
+            og__pg_get_text(res, 0, 3, v.tenant_id, sizeof v.tenant_id) ||
+            og__pg_get_text(res, 0, 4, v.operation, sizeof v.operation) ||
+            og__pg_get_text(res, 0, 5, v.audience, sizeof v.audience) ||
+            og__pg_get_text(res, 0, 6, v.terms_fingerprint,
                         sizeof v.terms_fingerprint) ||
-            pg_get_text(res, 0, 7, v.policy_version,
+            og__pg_get_text(res, 0, 7, v.policy_version,
                         sizeof v.policy_version) ||
-            pg_get_i64(res, 0, 8, &v.executable_payout_version) ||
-            pg_get_i64(res, 0, 9, &v.attempt_number) ||
-            pg_get_i64(res, 0, 10, &v.reserved_minor) ||
-            pg_get_text(res, 0, 11, v.release_day, sizeof v.release_day) ||
-            pg_get_i64(res, 0, 12, &v.not_before_us) ||
-            pg_get_i64(res, 0, 13, &v.expires_at_us) ||
-            pg_get_i64(res, 0, 14, &v.created_at_us) ||
+            og__pg_get_i64(res, 0, 8, &v.executable_payout_version) ||
+            og__pg_get_i64(res, 0, 9, &v.attempt_number) ||
+            og__pg_get_i64(res, 0, 10, &v.reserved_minor) ||
+            og__pg_get_text(res, 0, 11, v.release_day, sizeof v.release_day) ||
+            og__pg_get_i64(res, 0, 12, &v.not_before_us) ||
+            og__pg_get_i64(res, 0, 13, &v.expires_at_us) ||
+            og__pg_get_i64(res, 0, 14, &v.created_at_us) ||
             pg_get_opt_i64(res, 15, &v.consumed_at_us) ||
-            pg_get_opt_text(res, 0, 16, v.consumed_by_operation,
+            og__pg_get_opt_text(res, 0, 16, v.consumed_by_operation,
                             sizeof v.consumed_by_operation) ||
             pg_get_opt_i64(res, 17, &v.revoked_at_us) ||
             pg_get_opt_i64(res, 18, &v.released_at_us) ||
-            pg_get_i64(res, 0, 19, &v.read_at_us)) {
+            og__pg_get_i64(res, 0, 19, &v.read_at_us)) {
             rc = OG_EINTERNAL;
         } else {
             v.state = og__payout_grant_state(
@@ -5426,45 +4414,45 @@ static int pg_payout_grant_get(void *impl, const char *grant_id,
         }
     }
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
-static int pg_payout_grant_revoke(void *impl, const char *grant_id,
+int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
                                   const char *actor, og_revoke_outcome *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c = NULL;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[2] = {grant_id, actor};
     int64_t days = 0, released = 0;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_run(pg, c, PG_STMT_PAYOUT_GRANT_REVOKE, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
-                    pg_get_i64(res, 0, 2, &days) != 0 ||
-                    pg_get_i64(res, 0, 3, &released) != 0 ||
+    rc = og__pg_run(pg, c, &pg_payout_grant_revoke_stmt, params, &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 4, 1) != 0 ||
+                    og__pg_get_i64(res, 0, 2, &days) != 0 ||
+                    og__pg_get_i64(res, 0, 3, &released) != 0 ||
                     days != released)) /* each binding has its day row */
         rc = OG_EINTERNAL;
     if (rc == 0)
-        *out = pg_get_bool(res, 0, 0) ? OG_REVOKE_REVOKED
-               : pg_get_bool(res, 0, 1) ? OG_REVOKE_ALREADY_USED_OR_REVOKED
+        *out = og__pg_get_bool(res, 0, 0) ? OG_REVOKE_REVOKED
+               : og__pg_get_bool(res, 0, 1) ? OG_REVOKE_ALREADY_USED_OR_REVOKED
                                         : OG_REVOKE_NOT_ISSUED;
     PQclear(res);
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
-static int pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
+int og__pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
                                   int64_t *taken)
 {
-    og_pg *pg = impl;
+    og__pg_store *pg = impl;
     int64_t v[4];
     int rc;
 
-    rc = pg_run_batch(pg, PG_STMT_PAYOUT_EXPIRE, pg->expiry_margin, batch,
+    rc = og__pg_run_batch(pg, &og__pg_payout_expire_stmt, pg->expiry_margin, batch,
                       *from_us, v);
     /* released = picked (the pick locked them unreleased), each release
      * changed its day's row: sums over fewer rows, never more */
@@ -5487,7 +4475,7 @@ static int pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
 
 /* The plan of prepared statement i on c for the n literal values (NULL:
  * SQL NULL) under plan_cache_mode = mode, written as a block. */
-static int pg_explain_one(og_pg *pg, pg_conn *c, int i,
+static int pg_explain_one(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
                           const char *const *values, int n, const char *mode,
                           const char *caption, FILE *out)
 {
@@ -5499,13 +4487,14 @@ static int pg_explain_one(og_pg *pg, pg_conn *c, int i,
     int rc, rows;
 
     snprintf(set, sizeof set, "SET plan_cache_mode = %s", mode);
-    if ((rc = pg_exec_params(pg, c, set, 0, NULL, PQTRANS_IDLE, NULL)) != 0)
+    if ((rc = og__pg_exec_params(pg, c, set, 0, NULL, PQTRANS_IDLE, NULL)) != 0)
         return rc;
-    if ((rc = pg_prepare(pg, c, i)) != 0)
+    if ((rc = og__pg_prepare(pg, c, s, og__pg_mono_us() + pg->timeout_us)) !=
+        0)
         return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
     if (!(q = open_memstream(&sql, &len)))
         return OG_ENOMEM;
-    fprintf(q, "EXPLAIN EXECUTE %s", pg_stmts[i].name);
+    fprintf(q, "EXPLAIN EXECUTE %s", s->name);
     for (int k = 0; k < n; k++) {
         char *lit = values[k] ? PQescapeLiteral(c->conn, values[k],
                                                 strlen(values[k]))
@@ -5523,7 +4512,7 @@ static int pg_explain_one(og_pg *pg, pg_conn *c, int i,
         free(sql);
         return OG_ENOMEM;
     }
-    rc = pg_exec_params(pg, c, sql, 0, NULL, PQTRANS_IDLE, &res);
+    rc = og__pg_exec_params(pg, c, sql, 0, NULL, PQTRANS_IDLE, &res);
     free(sql);
     if (rc != 0)
         return rc;
@@ -5546,30 +4535,29 @@ static int pg_explain_one(og_pg *pg, pg_conn *c, int i,
 
 /* One statement's section: its text, its values, its custom and generic
  * plans. */
-static int pg_explain_stmt(og_pg *pg, pg_conn *c, const char *title, int i,
+static int pg_explain_stmt(og__pg_store *pg, og__pg_conn *c, const char *title, const og__pg_stmt *s,
                            const char *const *values, FILE *out)
 {
-    int rc, n = pg_stmts[i].nparams;
+    int rc, n = s->nparams;
 
-    og__explain_statement(out, title, pg_stmts[i].name, pg_stmts[i].sql,
-                          values, n);
-    rc = pg_explain_one(pg, c, i, values, n, "force_custom_plan",
+    og__explain_statement(out, title, s->name, s->sql, values, n);
+    rc = pg_explain_one(pg, c, s, values, n, "force_custom_plan",
                         "Custom plan (planned for these values, as "
                         "PostgreSQL does for a prepared statement's first "
                         "five executions):",
                         out);
     if (rc == 0)
-        rc = pg_explain_one(pg, c, i, values, n, "force_generic_plan",
+        rc = pg_explain_one(pg, c, s, values, n, "force_generic_plan",
                             "Generic plan (the one PostgreSQL may keep "
                             "after five executions, for any values):",
                             out);
     return rc;
 }
 
-static int pg_explain(void *impl, int batch, FILE *out)
+int og__pg_explain(void *impl, int batch, FILE *out)
 {
-    og_pg *pg = impl;
-    pg_conn *c;
+    og__pg_store *pg = impl;
+    og__pg_conn *c;
     char expires[24], owner[24], limit[16], from[24];
     /* A grant of the default lifetime (15 min) on its first admission;
      * the ids are of the documented shapes, held by no row. */
@@ -5590,39 +4578,39 @@ static int pg_explain(void *impl, int batch, FILE *out)
     const char *expire[3] = {pg->expiry_margin, limit, from};
     int rc;
 
-    pg_fmt_i64(expires, sizeof expires,
+    og__pg_fmt_i64(expires, sizeof expires,
                (int64_t)time(NULL) * 1000000 + INT64_C(900000000));
-    pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
+    og__pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
     snprintf(limit, sizeof limit, "%d", batch);
-    pg_fmt_i64(from, sizeof from, OG__TIME_MIN_US); /* a pass's first batch */
-    if ((rc = pg_acquire(pg, &c)) < 0)
+    og__pg_fmt_i64(from, sizeof from, OG__TIME_MIN_US); /* a pass's first batch */
+    if ((rc = og__pg_acquire(pg, &c)) < 0)
         return rc;
-    rc = pg_explain_stmt(pg, c, "Admission, token form", PG_KEYED(pg, ADMIT),
+    rc = pg_explain_stmt(pg, c, "Admission, token form", og__pg_keyed(pg, &og__pg_admit_stmt, &og__pg_admit_hashed_stmt),
                          admit, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Admission, row form",
-                             PG_KEYED(pg, ADMIT_ROW), row, out);
+                             og__pg_keyed(pg, &og__pg_admit_row_stmt, &og__pg_admit_row_hashed_stmt), row, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c,
                              "Admission, the follow-up read of a claim that "
                              "did not happen",
-                             PG_KEYED(pg, UNCLAIMED), unclaimed, out);
+                             og__pg_keyed(pg, &og__pg_unclaimed_stmt, &og__pg_unclaimed_hashed_stmt), unclaimed, out);
     if (rc == 0)
-        rc = pg_explain_stmt(pg, c, "Cleanup, one batch", PG_STMT_CLEANUP,
+        rc = pg_explain_stmt(pg, c, "Cleanup, one batch", &og__pg_cleanup_stmt,
                              cleanup, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c,
                              "Payout decision: the daily-limit reservation",
-                             PG_STMT_PAYOUT_RESERVE, reserve, out);
+                             &og__pg_payout_reserve_stmt, reserve, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Payout jobs: take the oldest available",
-                             PG_STMT_PAYOUT_JOB_TAKE, take, out);
+                             &og__pg_payout_job_take_stmt, take, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Payout grants: one expiry batch",
-                             PG_STMT_PAYOUT_EXPIRE, expire, out);
+                             &og__pg_payout_expire_stmt, expire, out);
     /* plan_cache_mode was changed on this session: it ends with it. */
     c->broken = true;
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     return rc;
 }
 
@@ -5635,23 +4623,23 @@ static int pg_resolve_facts_parse(const PGresult *r,
     char state[32];
     int st;
 
-    if (pg_shape(r, 8, 1) != 0 ||
-        pg_get_text(r, 0, 0, f->payout_id, sizeof f->payout_id) ||
-        pg_get_text(r, 0, 1, f->grant_id, sizeof f->grant_id) ||
-        pg_get_text(r, 0, 2, f->release_day, sizeof f->release_day) ||
-        pg_get_i64(r, 0, 3, &f->amount_minor) ||
-        pg_get_text(r, 0, 5, state, sizeof state) ||
-        pg_get_i64(r, 0, 6, &f->payout_version) ||
+    if (og__pg_shape(r, 8, 1) != 0 ||
+        og__pg_get_text(r, 0, 0, f->payout_id, sizeof f->payout_id) ||
+        og__pg_get_text(r, 0, 1, f->grant_id, sizeof f->grant_id) ||
+        og__pg_get_text(r, 0, 2, f->release_day, sizeof f->release_day) ||
+        og__pg_get_i64(r, 0, 3, &f->amount_minor) ||
+        og__pg_get_text(r, 0, 5, state, sizeof state) ||
+        og__pg_get_i64(r, 0, 6, &f->payout_version) ||
         (st = og__payout_state_parse(state)) < 0)
         return OG_EINTERNAL;
     f->found = true;
-    f->released = pg_get_bool(r, 0, 4);
+    f->released = og__pg_get_bool(r, 0, 4);
     f->state = (og_payout_state)st;
-    f->active = pg_get_bool(r, 0, 7);
+    f->active = og__pg_get_bool(r, 0, 7);
     return 0;
 }
 
-static int pg_payout_resolve_in(og_pg *pg, pg_conn *c, const char *id,
+static int pg_payout_resolve_in(og__pg_store *pg, og__pg_conn *c, const char *id,
                                 unsigned expected, int64_t owner_version,
                                 const og_op_outcome *o,
                                 og_payout_resolution *out, bool *keep,
@@ -5671,12 +4659,12 @@ static int pg_payout_resolve_in(og_pg *pg, pg_conn *c, const char *id,
     if ((rc = pg_op_record_params(id, expected, owner_version, o, version,
                                   statuses, rparams)) != 0)
         return rc;
-    rc = pg_run_in(pg, c, PG_STMT_OP_RECORD, rparams, &res, deadline_us);
-    if (rc == 0 && (PQntuples(res) != 1 || pg_shape(res, 1, 1) != 0 ||
+    rc = og__pg_run_in(pg, c, &pg_op_record_stmt, rparams, &res, deadline_us);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, 1, 1) != 0 ||
                     PQgetisnull(res, 0, 0)))
         rc = OG_EINTERNAL;
     if (rc == 0)
-        recorded = pg_get_bool(res, 0, 0);
+        recorded = og__pg_get_bool(res, 0, 0);
     PQclear(res);
     res = NULL;
     if (rc != 0)
@@ -5690,7 +4678,7 @@ static int pg_payout_resolve_in(og_pg *pg, pg_conn *c, const char *id,
         const char *fparams[1] = {id};
 
         memset(&f, 0, sizeof f);
-        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_RESOLVE_FACTS, fparams, &res,
+        rc = og__pg_run_in(pg, c, &pg_payout_resolve_facts_stmt, fparams, &res,
                        deadline_us);
         if (rc == 0 && PQntuples(res) == 1)
             rc = pg_resolve_facts_parse(res, &f);
@@ -5715,17 +4703,17 @@ static int pg_payout_resolve_in(og_pg *pg, pg_conn *c, const char *id,
                                   f.grant_id, p.release_cause, o->actor,
                                   p.from_state, og_op_status_name(o->status)};
 
-        pg_fmt_i64(pv, sizeof pv, f.payout_version);
-        rc = pg_run_in(pg, c, PG_STMT_PAYOUT_RESOLVE, params, &res,
+        og__pg_fmt_i64(pv, sizeof pv, f.payout_version);
+        rc = og__pg_run_in(pg, c, &pg_payout_resolve_stmt, params, &res,
                        deadline_us);
     }
     /* The rows are ours: each step wrote exactly what the plan says, or it
      * is a defect. */
     if (rc == 0 &&
-        (PQntuples(res) != 1 || pg_shape(res, 4, 1) != 0 ||
-         pg_get_i64(res, 0, 0, &v) != 0 || pg_get_i64(res, 0, 1, &rel) != 0 ||
-         pg_get_i64(res, 0, 2, &days) != 0 ||
-         pg_get_i64(res, 0, 3, &events) != 0 || v != p.new_version ||
+        (PQntuples(res) != 1 || og__pg_shape(res, 4, 1) != 0 ||
+         og__pg_get_i64(res, 0, 0, &v) != 0 || og__pg_get_i64(res, 0, 1, &rel) != 0 ||
+         og__pg_get_i64(res, 0, 2, &days) != 0 ||
+         og__pg_get_i64(res, 0, 3, &events) != 0 || v != p.new_version ||
          rel != (p.release_cause ? 1 : 0) || days != rel || events != 1))
         rc = OG_EINTERNAL;
     PQclear(res);
@@ -5746,81 +4734,33 @@ static int pg_payout_resolve_in(og_pg *pg, pg_conn *c, const char *id,
     return 0;
 }
 
-static int pg_payout_resolve(void *impl, const char *id, unsigned expected,
+int og__pg_payout_resolve(void *impl, const char *id, unsigned expected,
                              int64_t owner_version, const og_op_outcome *o,
                              og_payout_resolution *out)
 {
-    og_pg *pg = impl;
-    int64_t deadline = pg_mono_us() + pg->timeout_us;
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
     og_payout_resolution res;
     bool keep = false;
-    pg_conn *c = NULL;
+    og__pg_conn *c = NULL;
     int rc;
 
-    if ((rc = pg_acquire(pg, &c)) != 0)
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
     if (rc == 0) {
         rc = pg_payout_resolve_in(pg, c, id, expected, owner_version, o, &res,
                                   &keep, deadline);
         /* Only RESOLVED commits; NOT_RECORDED and NOT_ACTIVE roll back
          * (the outcome's write with them): nothing changed (I32). */
         if (rc == 0 && !keep)
-            (void)pg_txn_end(pg, c, 1, deadline);
+            (void)og__pg_txn_end(pg, c, 1, deadline);
         else
-            rc = pg_txn_end(pg, c, rc, deadline);
+            rc = og__pg_txn_end(pg, c, rc, deadline);
     }
-    pg_release(pg, c);
+    og__pg_release(pg, c);
     if (rc == 0)
         *out = res;
     return rc;
 }
 
-const og__store_methods og__postgres_methods = {
-    .name = "postgres",
-    .open = pg_open,
-    .close = pg_close,
-    .schema_version = pg_schema_version,
-    .session_bounds = pg_session_bounds,
-    .migrate = pg_migrate,
-    .read_keys = pg_read_keys,
-    .admit = pg_admit,
-    .operation_get = pg_operation_get,
-    .issuance_record = pg_issuance_record,
-    .revoke = pg_revoke,
-    .family_revoke = pg_family_revoke,
-    .consume = pg_consume,
-    .ticket_create = pg_ticket_create,
-    .ticket_rotate = pg_ticket_rotate,
-    .op_may_submit = pg_op_may_submit,
-    .op_start = pg_op_start,
-    .op_record = pg_op_record,
-    .op_takeover = pg_op_takeover,
-    .op_resolve = pg_op_resolve,
-    .op_list = pg_op_list,
-    .op_insert = pg_op_insert,
-    .op_history = pg_op_history,
-    .cleanup_batch = pg_cleanup_batch,
-    .archive_batch = pg_archive_batch,
-    .redemption_put = pg_redemption_put,
-    .redemption_get = pg_redemption_get,
-    .explain = pg_explain,
-    .payout_tenant_put = pg_payout_tenant_put,
-    .payout_beneficiary_put = pg_payout_beneficiary_put,
-    .payout_destination_put = pg_payout_destination_put,
-    .payout_destination_token = pg_payout_destination_token,
-    .payout_draft = pg_payout_draft,
-    .payout_cancel = pg_payout_cancel,
-    .payout_get = pg_payout_get,
-    .payout_facts = pg_payout_facts,
-    .payout_decide = pg_payout_decide,
-    .payout_claim = pg_payout_claim,
-    .payout_resolve = pg_payout_resolve,
-    .payout_job_take = pg_payout_job_take,
-    .payout_job_ack = pg_payout_job_ack,
-    .payout_job_postpone = pg_payout_job_postpone,
-    .payout_job_resubmit = pg_payout_job_resubmit,
-    .payout_grant_get = pg_payout_grant_get,
-    .payout_grant_revoke = pg_payout_grant_revoke,
-    .payout_expire_batch = pg_payout_expire_batch,
-};
