@@ -323,86 +323,6 @@
 #include "postgres/internal.h"
 
 /* ===========================================================================
- * Retention (I19-I22): one batch per statement, each its own implicit
- * transaction; store.c loops and carries the keyset cursor (og_internal.h).
- *
- * Cleanup. $1 cleanup_margin (µs)  $2 batch  $3 cursor (µs since the
- * epoch). The inner SELECT walks grant_consumptions_retain_until_idx from
- * the cursor — not from the oldest entry: the entries earlier batches
- * deleted stay in the index until a vacuum, and walking them again made a
- * pass quadratic — and locks at most $2 rows that no other janitor holds
- * (I20); the DELETE removes them by ctid and re-checks the bound on each
- * row it removes (I19), so even a row a ctid no longer names correctly is
- * never deleted early. statement_timestamp() is the statement's start:
- * waiting only makes it delete less. One row: the deleted rows by kind and
- * the new cursor (the greatest retain_until deleted; $3 when none).
- * ========================================================================= */
-static const char pg_cleanup_sql[] =
-    "WITH gone AS (\n"
-    "  DELETE FROM grant_consumptions\n"
-    "  WHERE ctid = ANY (ARRAY(\n"
-    "          SELECT ctid FROM grant_consumptions\n"
-    "          WHERE retain_until >= " PG_TS("$3") "\n"
-    "            AND retain_until < statement_timestamp() - " PG_US("$1") "\n"
-    "          ORDER BY retain_until\n"
-    "          LIMIT $2::integer\n"
-    "          FOR UPDATE SKIP LOCKED))\n"
-    "    AND retain_until < statement_timestamp() - " PG_US("$1") "\n"
-    "  RETURNING kind, retain_until)\n"
-    "SELECT count(*) FILTER (WHERE kind = 'admission'),\n"
-    "       count(*) FILTER (WHERE kind = 'revocation'),\n"
-    "       count(*) FILTER (WHERE kind = 'consume'),\n"
-    "       coalesce(" PG_EPOCH_US("max(retain_until)") ", $3::bigint)\n"
-    "FROM gone";
-
-/* Archiving (I21). $1 minimum age of the last status change (µs)  $2 batch
- * $3 move (true) or delete (false)  $4 cursor (µs since the epoch, as for
- * cleanup).
- *  - pick: at most $2 terminal operations, oldest last change first from
- *    the cursor, over operations_terminal_idx, locked (SKIP LOCKED:
- *    concurrent archivers split the work). Terminal rows always have
- *    updated_at (the write that made them terminal set it); the coalesce
- *    matches the index anyway.
- *  - ev / eva: their events deleted, and copied to the archive when $3.
- *  - op / opa: the operations deleted, and copied when $3. pick holds their
- *    rows locked, and a terminal status never changes, so they are still
- *    the ones picked. Both DELETEs take their rows by = ANY (ARRAY(...)):
- *    an index lookup per id whatever the planner thinks of pick's size.
- *    The foreign key from operation_events is checked at the end of the
- *    statement, when the events are gone.
- * One row: operations, events, the new cursor. */
-#define PG_EVENT_STORED_COLS                                                   \
-    "seq, operation_id, at, kind, from_status, to_status, owner_version, "     \
-    "reason, provider_reference, actor, evidence"
-static const char pg_archive_sql[] =
-    "WITH pick AS MATERIALIZED (\n"
-    "  SELECT operation_id, coalesce(updated_at, created_at) AS changed FROM operations\n"
-    "  WHERE status IN " PG_V7_TERMINAL "\n"
-    "    AND coalesce(updated_at, created_at) >= " PG_TS("$4") "\n"
-    "    AND coalesce(updated_at, created_at) < statement_timestamp() - " PG_US("$1") "\n"
-    "  ORDER BY coalesce(updated_at, created_at)\n"
-    "  LIMIT $2::integer\n"
-    "  FOR UPDATE SKIP LOCKED),\n"
-    "ev AS (\n"
-    "  DELETE FROM operation_events\n"
-    "  WHERE operation_id = ANY (ARRAY(SELECT operation_id FROM pick))\n"
-    "  RETURNING *),\n"
-    "eva AS (\n"
-    "  INSERT INTO operation_events_archive (" PG_EVENT_STORED_COLS ", archived_at)\n"
-    "  SELECT " PG_EVENT_STORED_COLS ", statement_timestamp() FROM ev WHERE $3::bool\n"
-    "  RETURNING 1),\n"
-    "op AS (\n"
-    "  DELETE FROM operations\n"
-    "  WHERE operation_id = ANY (ARRAY(SELECT operation_id FROM pick))\n"
-    "  RETURNING *),\n"
-    "opa AS (\n"
-    "  INSERT INTO operations_archive (" PG_OP_STORED_COLS ", archived_at)\n"
-    "  SELECT " PG_OP_STORED_COLS ", statement_timestamp() FROM op WHERE $3::bool\n"
-    "  RETURNING 1)\n"
-    "SELECT (SELECT count(*) FROM op), (SELECT count(*) FROM ev),\n"
-    "       coalesce((SELECT " PG_EPOCH_US("max(changed)") " FROM pick), $4::bigint)";
-
-/* ===========================================================================
  * Redemption recovery points (I24).
  * ========================================================================= */
 
@@ -991,8 +911,6 @@ static const char pg_payout_resolve_sql[] =
     "SELECT (SELECT version FROM pay), (SELECT count(*) FROM rel), (SELECT count(*) FROM days),\n"
     "       (SELECT count(*) FROM ev)";
 /* Intermediate: the descriptors, until each moves beside its function. */
-const og__pg_stmt og__pg_cleanup_stmt = {"og_cleanup", pg_cleanup_sql, 3, OG_KEYS_AS_STORED};
-static const og__pg_stmt pg_archive_stmt = {"og_archive", pg_archive_sql, 4, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_redemption_put_stmt = {"og_redemption_put", pg_redemption_put_sql, 5, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_redemption_get_stmt = {"og_redemption_get", pg_redemption_get_sql, 3, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_tenant_put_stmt = {"og_payout_tenant_put", pg_payout_tenant_put_sql, 6, OG_KEYS_AS_STORED};
@@ -1020,94 +938,6 @@ static const og__pg_stmt pg_payout_claim_consumer_stmt = {"og_payout_claim_consu
 static const og__pg_stmt pg_payout_claim_stmt = {"og_payout_claim", pg_payout_claim_sql, 11, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_resolve_facts_stmt = {"og_payout_resolve_facts", pg_payout_resolve_facts_sql, 1, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_resolve_stmt = {"og_payout_resolve", pg_payout_resolve_sql, 10, OG_KEYS_AS_STORED};
-
-/* ===========================================================================
- * Retention (I19-I22).
- * ========================================================================= */
-
-/* Runs retention statement stmt and reads its single row of n bigints —
- * counts, then the new cursor — into v. */
-static int pg_run_counts(og__pg_store *pg, const og__pg_stmt *stmt, const char *const *params,
-                         int64_t *v, int n)
-{
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    int64_t got[4];
-    int rc, i;
-
-    if (n > 4)
-        return OG_EINTERNAL;
-    rc = og__pg_acquire(pg, &c);
-    if (rc != 0)
-        return rc;
-    rc = og__pg_run(pg, c, stmt, params, &res);
-    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, n, 1) != 0))
-        rc = OG_EINTERNAL;
-    for (i = 0; rc == 0 && i < n; i++)
-        if (og__pg_get_i64(res, 0, i, &got[i]) != 0 || (i < n - 1 && got[i] < 0))
-            rc = OG_EINTERNAL; /* counts are never negative; the cursor
-                                  (last) is a time */
-    PQclear(res);
-    og__pg_release(pg, c);
-    if (rc == 0)
-        memcpy(v, got, (size_t)n * sizeof *v);
-    return rc;
-}
-
-/* Runs a keyset batch statement stmt — $1 a margin (µs), $2 the batch,
- * $3 the pass's cursor (µs) — and reads its four bigints (three counts,
- * then the new cursor) into v: cleanup and the payout grants' expiry. */
-int og__pg_run_batch(og__pg_store *pg, const og__pg_stmt *stmt, const char *margin, int batch,
-                        int64_t from_us, int64_t v[4])
-{
-    char limit[16], from[24];
-    const char *params[3] = {margin, limit, from};
-
-    snprintf(limit, sizeof limit, "%d", batch);
-    og__pg_fmt_i64(from, sizeof from, from_us);
-    return pg_run_counts(pg, stmt, params, v, 4);
-}
-
-int og__pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
-                            og_cleanup_stats *out)
-{
-    og__pg_store *pg = impl;
-    int64_t v[4];
-    int rc;
-
-    rc = og__pg_run_batch(pg, &og__pg_cleanup_stmt, pg->cleanup_margin, batch,
-                      *from_us, v);
-    if (rc == 0) {
-        out->admissions = v[0];
-        out->revocations = v[1];
-        out->consumes = v[2];
-        *from_us = v[3];
-    }
-    return rc;
-}
-
-int og__pg_archive_batch(void *impl, int64_t older_than_us,
-                            og_archive_mode mode, int batch, int64_t *from_us,
-                            og_archive_stats *out)
-{
-    og__pg_store *pg = impl;
-    char age[24], limit[16], from[24];
-    const char *params[4] = {age, limit,
-                             mode == OG_ARCHIVE_MOVE ? "true" : "false", from};
-    int64_t v[3];
-    int rc;
-
-    og__pg_fmt_i64(age, sizeof age, older_than_us);
-    snprintf(limit, sizeof limit, "%d", batch);
-    og__pg_fmt_i64(from, sizeof from, *from_us);
-    rc = pg_run_counts(pg, &pg_archive_stmt, params, v, 3);
-    if (rc == 0) {
-        out->operations = v[0];
-        out->events = v[1];
-        *from_us = v[2];
-    }
-    return rc;
-}
 
 /* ===========================================================================
  * Redemption recovery points (I24).
