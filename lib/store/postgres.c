@@ -323,31 +323,6 @@
 #include "postgres/internal.h"
 
 /* ===========================================================================
- * Redemption recovery points (I24).
- * ========================================================================= */
-
-/* $1 caller  $2 idempotency key  $3 code hash  $4 nonce (hex)  $5 sealed
- * (hex). One row only when this statement wrote the point: the primary key
- * is the atomic check, and ON CONFLICT DO NOTHING never overwrites. */
-static const char pg_redemption_put_sql[] =
-    "INSERT INTO redemptions (caller, idempotency_key, code_hash, nonce, sealed, created_at)\n"
-    "VALUES ($1::text, $2::text, $3::text, decode($4::text, 'hex'), decode($5::text, 'hex'),\n"
-    "        clock_timestamp())\n"
-    "ON CONFLICT (caller, idempotency_key) DO NOTHING\n"
-    "RETURNING 1";
-
-/* $1 caller  $2 idempotency key  $3 code hash (NULL: not asked). The key's
- * own point first, else another point holding the same code: one
- * statement, one snapshot. */
-static const char pg_redemption_get_sql[] =
-    "SELECT caller = $1::text AND idempotency_key = $2::text AS own, code_hash,\n"
-    "       encode(nonce, 'hex'), encode(sealed, 'hex'),\n"
-    "       (extract(epoch FROM created_at) * 1000000)::bigint\n"
-    "FROM redemptions\n"
-    "WHERE (caller = $1::text AND idempotency_key = $2::text) OR code_hash = $3::text\n"
-    "ORDER BY own DESC LIMIT 1";
-
-/* ===========================================================================
  * The payout store (I26-I30). Each put, draft, cancellation, job write,
  * revocation and expiry batch is ONE statement in its own implicit
  * transaction, confirmed at ReadyForQuery (I2), whose CTEs write the record
@@ -911,8 +886,6 @@ static const char pg_payout_resolve_sql[] =
     "SELECT (SELECT version FROM pay), (SELECT count(*) FROM rel), (SELECT count(*) FROM days),\n"
     "       (SELECT count(*) FROM ev)";
 /* Intermediate: the descriptors, until each moves beside its function. */
-static const og__pg_stmt pg_redemption_put_stmt = {"og_redemption_put", pg_redemption_put_sql, 5, OG_KEYS_AS_STORED};
-static const og__pg_stmt pg_redemption_get_stmt = {"og_redemption_get", pg_redemption_get_sql, 3, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_tenant_put_stmt = {"og_payout_tenant_put", pg_payout_tenant_put_sql, 6, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_beneficiary_put_stmt = {"og_payout_beneficiary_put", pg_payout_beneficiary_put_sql, 5, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_destination_put_stmt = {"og_payout_destination_put", pg_payout_destination_put_sql, 4, OG_KEYS_AS_STORED};
@@ -938,98 +911,6 @@ static const og__pg_stmt pg_payout_claim_consumer_stmt = {"og_payout_claim_consu
 static const og__pg_stmt pg_payout_claim_stmt = {"og_payout_claim", pg_payout_claim_sql, 11, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_resolve_facts_stmt = {"og_payout_resolve_facts", pg_payout_resolve_facts_sql, 1, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_resolve_stmt = {"og_payout_resolve", pg_payout_resolve_sql, 10, OG_KEYS_AS_STORED};
-
-/* ===========================================================================
- * Redemption recovery points (I24).
- * ========================================================================= */
-
-int og__pg_redemption_put(void *impl, const og_redemption_record *r,
-                             bool *inserted)
-{
-    og__pg_store *pg = impl;
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    char nonce[2 * OG_REDEMPTION_NONCE_LEN + 1], *sealed;
-    const char *params[5];
-    int rc;
-
-    if (!(sealed = malloc(2 * r->sealed_len + 1)))
-        return OG_ENOMEM;
-    sodium_bin2hex(nonce, sizeof nonce, r->nonce, OG_REDEMPTION_NONCE_LEN);
-    sodium_bin2hex(sealed, 2 * r->sealed_len + 1, r->sealed, r->sealed_len);
-    params[0] = r->caller;
-    params[1] = r->idempotency_key;
-    params[2] = r->code_hash;
-    params[3] = nonce;
-    params[4] = sealed;
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        goto out;
-    rc = og__pg_run(pg, c, &pg_redemption_put_stmt, params, &res);
-    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
-        rc = OG_EINTERNAL;
-    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I2) */
-        *inserted = PQntuples(res) == 1;
-    PQclear(res);
-    og__pg_release(pg, c);
-out:
-    free(sealed);
-    return rc;
-}
-
-/* Reads the OWN row 0 of a redemption read into *out (sealed malloc'd). */
-static int pg_point_parse(const PGresult *res, og_redemption_point *out)
-{
-    const char *nonce, *sealed;
-    size_t nlen = 0, slen = 0, shex;
-
-    if (PQgetisnull(res, 0, 2) || PQgetisnull(res, 0, 3) ||
-        og__pg_get_text(res, 0, 1, out->code_hash, sizeof out->code_hash) != 0 ||
-        og__pg_get_i64(res, 0, 4, &out->created_at_us) != 0)
-        return OG_EINTERNAL;
-    nonce = PQgetvalue(res, 0, 2);
-    sealed = PQgetvalue(res, 0, 3);
-    shex = strlen(sealed);
-    if (shex % 2 != 0 || shex / 2 <= OG_REDEMPTION_TAG_LEN ||
-        shex / 2 > OG_REDEMPTION_SEALED_MAX)
-        return OG_EINTERNAL; /* the schema's CHECKs forbid it */
-    if (!(out->sealed = malloc(shex / 2)))
-        return OG_ENOMEM;
-    if (sodium_hex2bin(out->nonce, sizeof out->nonce, nonce, strlen(nonce),
-                       NULL, &nlen, NULL) != 0 ||
-        nlen != OG_REDEMPTION_NONCE_LEN ||
-        sodium_hex2bin(out->sealed, shex / 2, sealed, shex, NULL, &slen,
-                       NULL) != 0 ||
-        slen != shex / 2)
-        return OG_EINTERNAL;
-    out->sealed_len = slen;
-    return 0;
-}
-
-int og__pg_redemption_get(void *impl, const char *caller, const char *key,
-                             const char *code_hash, og_redemption_found *found,
-                             og_redemption_point *out)
-{
-    og__pg_store *pg = impl;
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    const char *params[3] = {caller, key, code_hash};
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_run(pg, c, &pg_redemption_get_stmt, params, &res);
-    if (rc == 0 && og__pg_shape(res, 5, 1) != 0)
-        rc = OG_EINTERNAL;
-    if (rc == 0 && PQntuples(res) == 0)
-        *found = OG_REDEMPTION_ABSENT;
-    else if (rc == 0 && !og__pg_get_bool(res, 0, 0))
-        *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
-    else if (rc == 0 && (rc = pg_point_parse(res, out)) == 0)
-        *found = OG_REDEMPTION_OWN;
-    PQclear(res);
-    og__pg_release(pg, c);
-    return rc;
-}
 
 /* ===========================================================================
  * The payout store (I26-I30).
