@@ -1,7 +1,7 @@
 /*
  * admit.c — the admission: the claim and the operation insert as ONE
  * statement, the report of a claim that did not happen (the follow-up
- * read the consume verdict shares, og__pg_consumption_read), and the read
+ * read the consume verdict shares, og__pg_consumption), and the read
  * of an operation by id.
  *
  * Invariants:
@@ -185,7 +185,7 @@ enum {
     UNCLAIMED_READ_NCOLS = UNCLAIMED_READ_OP + OP_NCOLS
 };
 
-int og__pg_consumption_read(og__pg_store *pg, og__pg_conn *c,
+int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                             const og__admit_req *req, bool with_op,
                             og__consumption *cons, og_operation *op,
                             bool *have_op)
@@ -425,7 +425,7 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     rc = pg_unclaimed_parse(res, ADMIT_HOLDER, ADMIT_OP, req, true, &cons, &op,
                             &have_op);
     if (rc == 0 && !cons.present)
-        rc = og__pg_consumption_read(pg, c, req, true, &cons, &op, &have_op);
+        rc = og__pg_consumption(pg, c, req, true, &cons, &op, &have_op);
     if (rc == 0)
         og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
 out:

@@ -265,21 +265,8 @@ static int pg_op_record_params(const char *operation_id, unsigned expected,
     return 0;
 }
 
-int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
-                     int64_t owner_version, const og_op_outcome *o,
-                     bool *recorded)
-{
-    og__pg_store *pg = impl;
-    char version[24], statuses[PG_STATUSES_MAX];
-    const char *params[7];
-    int rc = pg_op_record_params(operation_id, expected, owner_version, o,
-                                 version, statuses, params);
-
-    if (rc != 0)
-        return rc;
-    return pg_run_bool(pg, &pg_op_record_stmt, params, recorded);
-}
-
+/* The resolution's outcome (I32): this very statement, inside its
+ * transaction. */
 int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
                         unsigned expected, int64_t owner_version,
                         const og_op_outcome *o, bool *recorded,
@@ -302,6 +289,21 @@ int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
         *recorded = og__pg_get_bool(res, 0, OP_ANSWER);
     PQclear(res);
     return rc;
+}
+
+int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
+                     int64_t owner_version, const og_op_outcome *o,
+                     bool *recorded)
+{
+    og__pg_store *pg = impl;
+    char version[24], statuses[PG_STATUSES_MAX];
+    const char *params[7];
+    int rc = pg_op_record_params(operation_id, expected, owner_version, o,
+                                 version, statuses, params);
+
+    if (rc != 0)
+        return rc;
+    return pg_run_bool(pg, &pg_op_record_stmt, params, recorded);
 }
 
 /* Takes an operation over for recovery (docs/design.md, "Execution: one
@@ -573,43 +575,43 @@ static const char pg_op_history_sql[] =
 static const og__pg_stmt pg_op_history_stmt = {
     "og_op_history", pg_op_history_sql, 1, OG_KEYS_AS_STORED};
 enum {
-    EVENT_SEQ,
-    EVENT_AT,
-    EVENT_KIND,
-    EVENT_FROM_STATUS,
-    EVENT_TO_STATUS,
-    EVENT_OWNER_VERSION,
-    EVENT_REASON,
-    EVENT_PROVIDER_REFERENCE,
-    EVENT_ACTOR,
-    EVENT_EVIDENCE,
-    EVENT_NCOLS
+    OP_HISTORY_SEQ,
+    OP_HISTORY_AT,
+    OP_HISTORY_KIND,
+    OP_HISTORY_FROM_STATUS,
+    OP_HISTORY_TO_STATUS,
+    OP_HISTORY_OWNER_VERSION,
+    OP_HISTORY_REASON,
+    OP_HISTORY_PROVIDER_REFERENCE,
+    OP_HISTORY_ACTOR,
+    OP_HISTORY_EVIDENCE,
+    OP_HISTORY_NCOLS
 };
 
 /* Reads event row `row` of a pg_op_history_sql result. */
-static int pg_event_parse(const PGresult *r, int row, og_op_event *out)
+static int pg_read_event(const PGresult *r, int row, og_op_event *out)
 {
     og_op_event ev;
     int from, to;
 
     memset(&ev, 0, sizeof ev);
-    if (og__pg_get_i64(r, row, EVENT_SEQ, &ev.seq) ||
-        og__pg_get_i64(r, row, EVENT_AT, &ev.at_us) ||
-        og__pg_get_text(r, row, EVENT_KIND, ev.kind, sizeof ev.kind) ||
-        PQgetisnull(r, row, EVENT_FROM_STATUS) ||
-        PQgetisnull(r, row, EVENT_TO_STATUS) ||
-        og__pg_get_i64(r, row, EVENT_OWNER_VERSION, &ev.owner_version) ||
-        og__pg_get_opt_text(r, row, EVENT_REASON, ev.reason,
+    if (og__pg_get_i64(r, row, OP_HISTORY_SEQ, &ev.seq) ||
+        og__pg_get_i64(r, row, OP_HISTORY_AT, &ev.at_us) ||
+        og__pg_get_text(r, row, OP_HISTORY_KIND, ev.kind, sizeof ev.kind) ||
+        PQgetisnull(r, row, OP_HISTORY_FROM_STATUS) ||
+        PQgetisnull(r, row, OP_HISTORY_TO_STATUS) ||
+        og__pg_get_i64(r, row, OP_HISTORY_OWNER_VERSION, &ev.owner_version) ||
+        og__pg_get_opt_text(r, row, OP_HISTORY_REASON, ev.reason,
                             sizeof ev.reason) ||
-        og__pg_get_opt_text(r, row, EVENT_PROVIDER_REFERENCE,
+        og__pg_get_opt_text(r, row, OP_HISTORY_PROVIDER_REFERENCE,
                             ev.provider_reference,
                             sizeof ev.provider_reference) ||
-        og__pg_get_text(r, row, EVENT_ACTOR, ev.actor, sizeof ev.actor) ||
-        og__pg_get_opt_text(r, row, EVENT_EVIDENCE, ev.evidence,
+        og__pg_get_text(r, row, OP_HISTORY_ACTOR, ev.actor, sizeof ev.actor) ||
+        og__pg_get_opt_text(r, row, OP_HISTORY_EVIDENCE, ev.evidence,
                             sizeof ev.evidence))
         return OG_EINTERNAL;
-    from = og__op_status_parse(PQgetvalue(r, row, EVENT_FROM_STATUS));
-    to = og__op_status_parse(PQgetvalue(r, row, EVENT_TO_STATUS));
+    from = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_FROM_STATUS));
+    to = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_TO_STATUS));
     if (from < 0 || to < 0)
         return OG_EINTERNAL;
     ev.from_status = (og_op_status)from;
@@ -634,7 +636,7 @@ int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
     if (rc != 0)
         goto out;
     n = PQntuples(res);
-    if (PQnfields(res) != EVENT_NCOLS) {
+    if (PQnfields(res) != OP_HISTORY_NCOLS) {
         rc = OG_EINTERNAL;
         goto out;
     }
@@ -646,7 +648,7 @@ int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
         }
     }
     for (i = 0; i < n && rc == 0; i++)
-        rc = pg_event_parse(res, i, &e.v[i]);
+        rc = pg_read_event(res, i, &e.v[i]);
     e.n = (size_t)n;
 out:
     PQclear(res);

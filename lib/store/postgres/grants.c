@@ -456,7 +456,7 @@ int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
         goto out;
     }
     /* Zero rows: a denial, without exception. The read only says why. */
-    rc = og__pg_consumption_read(pg, c, req, false, &cons, NULL, NULL);
+    rc = og__pg_consumption(pg, c, req, false, &cons, NULL, NULL);
     if (rc == 0) {
         result.consumed = false;
         result.refusal = og__classify_consume(&cons);

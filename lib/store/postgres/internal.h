@@ -442,7 +442,7 @@ int og__pg_txn_end(og__pg_store *pg, og__pg_conn *c, int rc,
  * family blocked the claim and (with_op) the operation row for req's
  * operation id, read by a fresh statement, in the shape
  * og__classify_unclaimed() / og__classify_consume() read. */
-int og__pg_consumption_read(og__pg_store *pg, og__pg_conn *c,
+int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                             const og__admit_req *req, bool with_op,
                             og__consumption *cons, og_operation *op,
                             bool *have_op);

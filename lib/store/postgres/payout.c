@@ -223,7 +223,7 @@ int og__pg_payout_destination_put(void *impl,
                                   og_payout_put_result *out)
 {
     char expected[24];
-    /* The token is a parameter only: this file logs nothing (I7), and
+    /* The token is a parameter only: this backend logs nothing (I7), and
      * libpq keeps no copy once the call returns (S7). */
     const char *params[4] = {r->destination_id, r->beneficiary_id,
                              r->provider_token, expected};

@@ -88,7 +88,7 @@ enum {
 };
 
 /* Reads the OWN row 0 of a redemption read into *out (sealed malloc'd). */
-static int pg_point_parse(const PGresult *res, og_redemption_point *out)
+static int pg_read_point(const PGresult *res, og_redemption_point *out)
 {
     const char *nonce, *sealed;
     size_t nlen = 0, slen = 0, shex;
@@ -138,7 +138,7 @@ int og__pg_redemption_get(void *impl, const char *caller, const char *key,
         *found = OG_REDEMPTION_ABSENT;
     else if (rc == 0 && !og__pg_get_bool(res, 0, REDEMPTION_GET_OWN))
         *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
-    else if (rc == 0 && (rc = pg_point_parse(res, out)) == 0)
+    else if (rc == 0 && (rc = pg_read_point(res, out)) == 0)
         *found = OG_REDEMPTION_OWN;
     PQclear(res);
     og__pg_release(pg, c);
