@@ -54,7 +54,7 @@
  * ========================================================================= */
 
 /* ===========================================================================
- * Puts: tenants, beneficiaries, destinations
+ * Puts
  * ========================================================================= */
 
 /* A put's report: the version written (NULL: nothing), then the record as
@@ -233,6 +233,10 @@ int og__pg_payout_destination_put(void *impl,
                   r->expected_version, out);
 }
 
+/* ===========================================================================
+ * The executor's read of a token (S7)
+ * ========================================================================= */
+
 /* The executor's read of the secret (S7): $1 id  $2 version. */
 static const char pg_payout_destination_token_sql[] =
     "SELECT provider_token FROM destinations\n"
@@ -276,7 +280,7 @@ int og__pg_payout_destination_token(void *impl, const char *id, int64_t version,
 }
 
 /* ===========================================================================
- * Drafts, cancellations, the payout as stored
+ * Drafts and cancellations
  * ========================================================================= */
 
 /* A draft: $1 payout  $2 tenant  $3 beneficiary  $4 destination
@@ -425,6 +429,10 @@ int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
     return rc;
 }
 
+/* ===========================================================================
+ * og_payout_get
+ * ========================================================================= */
+
 /* A payout as stored: $1 payout. */
 static const char pg_payout_get_sql[] =
     "SELECT payout_id, tenant_id, beneficiary_id, destination_id, destination_version, amount,\n"
@@ -518,7 +526,7 @@ int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
 }
 
 /* ===========================================================================
- * The decision (I26-I28)
+ * The facts (I26)
  * ========================================================================= */
 
 /* The facts a decision reads (I26), in pg_facts_parse's order: $1 payout.
@@ -721,6 +729,10 @@ int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
         *out = f;
     return rc;
 }
+
+/* ===========================================================================
+ * The decision (I26-I28)
+ * ========================================================================= */
 
 /* The reservation (I27): ONE conditional write of the day's row. $1 tenant
  * $2 day  $3 amount. The day's first reservation inserts the row within

@@ -151,7 +151,7 @@ int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
 
 /* Runs a job write whose statement returns a row exactly when it changed
  * the job: *done. */
-static int pg_payout_job_write(og__pg_store *pg, const og__pg_stmt *stmt,
+static int pg_payout_job_settle(og__pg_store *pg, const og__pg_stmt *stmt,
                                const char *const *params, bool *done)
 {
     og__pg_conn *c = NULL;
@@ -193,7 +193,7 @@ int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
     const char *params[2] = {id, d};
 
     og__pg_fmt_i64(d, sizeof d, delivery);
-    return pg_payout_job_write(impl, &pg_payout_job_ack_stmt, params, acked);
+    return pg_payout_job_settle(impl, &pg_payout_job_ack_stmt, params, acked);
 }
 
 int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
@@ -204,7 +204,7 @@ int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
 
     og__pg_fmt_i64(d, sizeof d, delivery);
     og__pg_fmt_i64(delay, sizeof delay, delay_us);
-    return pg_payout_job_write(impl, &pg_payout_job_postpone_stmt, params,
+    return pg_payout_job_settle(impl, &pg_payout_job_postpone_stmt, params,
                                postponed);
 }
 
