@@ -1,0 +1,662 @@
+/*
+ * exec.c — execution: the ownership protocol one owner at a time moves an
+ * admitted operation forward with (op_may_submit, op_start, op_record,
+ * op_takeover, op_resolve), and the reads of operations and their history
+ * (op_list, op_insert for tests, op_history).
+ *
+ * Invariants:
+ *
+ *  I13 Each execution write (pg_op_start_sql, pg_op_record_sql,
+ *      pg_op_takeover_sql, pg_op_resolve_sql) is ONE statement: a CTE locks
+ *      the operation's row FOR NO KEY UPDATE where its status and
+ *      owner_version are the expected ones — under Read Committed a locker
+ *      that waited re-checks them on the row's newest version — then reads
+ *      clock_timestamp() ONCE, after the lock (a lock wait never eats a
+ *      lease; updated_at, the new lease and the event's `at` are one
+ *      instant), then UPDATEs the row with the same conditions (a start's
+ *      lease_until and submit_by tests use that instant) and INSERTs the
+ *      event from the UPDATE's RETURNING. The event exists exactly when the
+ *      row changed; a stale owner, an unexpected status, an unexpired lease
+ *      (takeover) or an expired one (start) changes nothing and records
+ *      nothing. Terminal statuses are never expected (store.c), so
+ *      they are never overwritten.
+ *  I14 The owner version fences. A start and a record require
+ *      owner_version = v and leave it; a takeover (status Admitted, Started
+ *      or Unknown, lease_until < now) and a resolution (status
+ *      NeedsReconciliation) increment it, so a late write of the previous
+ *      owner — its og_op_start included — finds another version and changes
+ *      nothing. A takeover's lease is now + the store's recovery_lease;
+ *      updated_at tracks status changes only, so a takeover leaves it.
+ *  I15 op_may_submit is a read against clock_timestamp(): owner_version =
+ *      v, now < least(lease_until, submit_by), and status Admitted or
+ *      Unknown for a credit, Started for a payout (I25). A failure is an
+ *      error, which the caller reads as "do not send".
+ *  I16 op_list and op_history only read. op_list runs as an unnamed
+ *      statement, planned with its parameters on every call: a generic plan
+ *      of a named one could not prove the partial recovery index's
+ *      predicate from a status parameter. Its lease_expired test uses
+ *      statement_timestamp() (stable, so an index condition); the takeover
+ *      decides with its own clock anyway.
+ *  I17 updated_at NULL means "no status change since admission" and reads
+ *      as created_at (migration 3 adds the column without a table rewrite).
+ *      Admission writes no event: it stays ONE insert of the operation (I1);
+ *      og_op_history() derives the "admitted" entry from the record.
+ *  I25 Operation kinds (schema 7). Every operation is a credit (what
+ *      admission inserts: kind's DEFAULT, so the admission statements write
+ *      no new column) or a payout attempt; idempotency_key and
+ *      client_reference are NULL for "the operation id", so old rows need
+ *      no backfill and migration 7 rewrites nothing. A payout is sent only
+ *      once Started (P1): pg_op_start_sql is the one write to Started —
+ *      status Admitted, the owner's version, lease_until and submit_by
+ *      still ahead of its clock —, pg_op_may_submit_sql answers yes for a
+ *      payout only in Started, and NotStarted is recorded only for a payout
+ *      whose owner version a takeover raised (P2: its claimer's start can
+ *      no longer succeed, so Admitted then means "nothing was sent"). The
+ *      schema holds both rules too (operations_payout_status_check,
+ *      operations_not_started_check): a statement that broke one would fail
+ *      as a defect (I5), never commit. The credit path's statements are
+ *      those of schema 6 apart from the columns every read returns.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ===========================================================================
+ * Execution (I13-I17, I25): one owner at a time moves an admitted operation
+ * forward. The four writes share one shape:
+ *  - cur: the operation's row, locked FOR NO KEY UPDATE (the lock the
+ *    UPDATE itself takes) where its status and owner_version are the
+ *    expected ones. A concurrent writer of the same row makes this wait;
+ *    Read Committed then re-checks the conditions on the newest version, so
+ *    of two writers expecting one version at most one finds it (I13, I14).
+ *  - t: clock_timestamp() read once, after the lock: it reads cur, and a
+ *    volatile CTE is materialized, never re-evaluated.
+ *  - upd: the UPDATE, repeating the conditions (the row is ours now, so they
+ *    hold; repeating them keeps the guarantee readable in one place).
+ *  - ev: the event, from upd's RETURNING only: written exactly when the row
+ *    changed, in the same implicit transaction (I2).
+ * ========================================================================= */
+
+/* The set of statuses in bits as a text[] literal ("{Admitted,Unknown}").
+ * Status names are plain letters, so no element needs quoting. Room for
+ * every status. */
+#define PG_STATUSES_MAX 160
+static int pg_status_array(unsigned bits, char *buf, size_t n)
+{
+    size_t len = 0;
+    int st, w;
+
+    buf[len++] = '{';
+    for (st = 0; st < OG_OP_STATUS_COUNT; st++) {
+        if (!(bits & OG_OP_BIT(st)))
+            continue;
+        w = snprintf(buf + len, n - len, "%s%s", len > 1 ? "," : "",
+                     og_op_status_name((og_op_status)st));
+        if (w < 0 || (size_t)w >= n - len)
+            return OG_EINTERNAL;
+        len += (size_t)w;
+    }
+    if (len + 2 > n)
+        return OG_EINTERNAL;
+    buf[len++] = '}';
+    buf[len] = '\0';
+    return 0;
+}
+
+/* The one row of pg_op_may_submit_sql, pg_op_start_sql, pg_op_record_sql
+ * and pg_op_resolve_sql: one bool, the answer. */
+enum { OP_ANSWER, OP_ANSWER_NCOLS };
+
+/* Runs a statement whose single row holds a single bool (may_submit,
+ * record, resolve) and reads it into *out. */
+static int pg_run_bool(og__pg_store *pg, const og__pg_stmt *stmt,
+                       const char *const *params, bool *out)
+{
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    int rc;
+
+    rc = og__pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = og__pg_run(pg, c, stmt, params, &res);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, OP_ANSWER_NCOLS, 1) != 0 ||
+         PQgetisnull(res, 0, OP_ANSWER)))
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *out = og__pg_get_bool(res, 0, OP_ANSWER);
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}
+
+/* May the owner send a create request now (I15)? $1 operation_id
+ * $2 owner_version. One row: the answer. A credit is sent from Admitted or
+ * Unknown; a payout only once Started (P1, I25). */
+static const char pg_op_may_submit_sql[] =
+    "SELECT EXISTS (\n"
+    "  SELECT 1 FROM operations\n"
+    "  WHERE operation_id = $1::uuid\n"
+    "    AND ((kind = 'credit' AND status IN ('Admitted','Unknown'))\n"
+    "         OR (kind = 'payout' AND status = 'Started'))\n"
+    "    AND owner_version = $2::bigint\n"
+    "    AND clock_timestamp() < least(lease_until, submit_by))";
+static const og__pg_stmt pg_op_may_submit_stmt = {
+    "og_op_may_submit", pg_op_may_submit_sql, 2, OG_KEYS_AS_STORED};
+
+int og__pg_op_may_submit(void *impl, const char *operation_id,
+                         int64_t owner_version, bool *may)
+{
+    og__pg_store *pg = impl;
+    char version[24];
+    const char *params[2] = {operation_id, version};
+
+    og__pg_fmt_i64(version, sizeof version, owner_version);
+    return pg_run_bool(pg, &pg_op_may_submit_stmt, params, may);
+}
+
+/* Marks a payout attempt Started (I25: P1, P2). $1 operation_id
+ * $2 owner_version  $3 actor. One row: whether it started. The lease and
+ * submit_by are compared with t.now, read once after cur's lock: a start
+ * that waited for a takeover's lock re-checks the version on the newest
+ * row and finds it moved (I13, I14). updated_at and the event's `at` are
+ * that instant. */
+static const char pg_op_start_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND kind = 'payout' AND status = 'Admitted'\n"
+    "    AND owner_version = $2::bigint\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET status = 'Started', updated_at = t.now\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id\n"
+    "    AND o.kind = 'payout' AND o.status = 'Admitted' AND o.owner_version = $2::bigint\n"
+    "    AND o.lease_until > t.now AND o.submit_by > t.now\n"
+    "  RETURNING o.operation_id, o.owner_version, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                actor)\n"
+    "  SELECT operation_id, event_at, 'started', 'Admitted', 'Started', owner_version, $3::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT EXISTS (SELECT 1 FROM ev)";
+static const og__pg_stmt pg_op_start_stmt = {"og_op_start", pg_op_start_sql,
+                                             3, OG_KEYS_AS_STORED};
+
+int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
+                    const char *actor, bool *started)
+{
+    og__pg_store *pg = impl;
+    char version[24];
+    const char *params[3] = {operation_id, version, actor};
+
+    og__pg_fmt_i64(version, sizeof version, owner_version);
+    /* true only after ReadyForQuery (I2): the caller may send (P1) */
+    return pg_run_bool(pg, &pg_op_start_stmt, params, started);
+}
+
+/* Records an outcome. $1 operation_id  $2 expected statuses (text[] of
+ * Admitted, Started and Unknown only: store.c)  $3 owner_version  $4 new
+ * status  $5 reason (NULL: none)  $6 provider reference (NULL: keep the
+ * stored one)  $7 actor. One row: whether it recorded. from_status comes
+ * from cur, the locked row, since an UPDATE's RETURNING sees only the new
+ * values. PG_NOT_STARTED_OK: NotStarted only for a payout above the
+ * initial owner version (P2, I25), whatever store.c checked. */
+#define PG_NOT_STARTED_OK(t)                                                   \
+    "($4::text <> 'NotStarted' OR (" t "kind = 'payout' AND " t               \
+    "owner_version > " PG_STR(OG__INITIAL_OWNER_VERSION) "))"
+static const char pg_op_record_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id, status FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND status = ANY ($2::text[]) AND owner_version = $3::bigint\n"
+    "    AND " PG_NOT_STARTED_OK("") "\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET status = $4::text, outcome_reason = $5::text,\n"
+    "      provider_reference = coalesce($6::text, o.provider_reference), updated_at = t.now\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id\n"
+    "    AND o.status = ANY ($2::text[]) AND o.owner_version = $3::bigint\n"
+    "    AND " PG_NOT_STARTED_OK("o.") "\n"
+    "  RETURNING o.operation_id, cur.status AS from_status, o.status AS to_status,\n"
+    "            o.owner_version, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                reason, provider_reference, actor)\n"
+    "  SELECT operation_id, event_at, 'outcome', from_status, to_status, owner_version,\n"
+    "         $5::text, $6::text, $7::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT EXISTS (SELECT 1 FROM ev)";
+static const og__pg_stmt pg_op_record_stmt = {
+    "og_op_record", pg_op_record_sql, 7, OG_KEYS_AS_STORED};
+
+/* pg_op_record_sql's parameters, into params[7]; version and statuses are
+ * the caller's buffers (24 and PG_STATUSES_MAX bytes). Shared by the
+ * outcome alone and the resolution (I32), so both run the one statement. */
+static int pg_op_record_params(const char *operation_id, unsigned expected,
+                               int64_t owner_version, const og_op_outcome *o,
+                               char *version, char *statuses,
+                               const char *params[7])
+{
+    const char *to = og_op_status_name(o->status);
+    int rc;
+
+    if (expected == 0 || strcmp(to, "?") == 0)
+        return OG_EINTERNAL; /* store.c checked the transition: a defect */
+    rc = pg_status_array(expected, statuses, PG_STATUSES_MAX);
+    if (rc != 0)
+        return rc;
+    og__pg_fmt_i64(version, 24, owner_version);
+    params[0] = operation_id;
+    params[1] = statuses;
+    params[2] = version;
+    params[3] = to;
+    params[4] = o->reason;
+    params[5] = o->provider_reference;
+    params[6] = o->actor;
+    return 0;
+}
+
+/* The resolution's outcome (I32): this very statement, inside its
+ * transaction. */
+int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
+                        unsigned expected, int64_t owner_version,
+                        const og_op_outcome *o, bool *recorded,
+                        int64_t deadline_us)
+{
+    char version[24], statuses[PG_STATUSES_MAX];
+    const char *params[7];
+    PGresult *res = NULL;
+    int rc;
+
+    if ((rc = pg_op_record_params(id, expected, owner_version, o, version,
+                                  statuses, params)) != 0)
+        return rc;
+    rc = og__pg_run_in(pg, c, &pg_op_record_stmt, params, &res, deadline_us);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, OP_ANSWER_NCOLS, 1) != 0 ||
+         PQgetisnull(res, 0, OP_ANSWER)))
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *recorded = og__pg_get_bool(res, 0, OP_ANSWER);
+    PQclear(res);
+    return rc;
+}
+
+int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
+                     int64_t owner_version, const og_op_outcome *o,
+                     bool *recorded)
+{
+    og__pg_store *pg = impl;
+    char version[24], statuses[PG_STATUSES_MAX];
+    const char *params[7];
+    int rc = pg_op_record_params(operation_id, expected, owner_version, o,
+                                 version, statuses, params);
+
+    if (rc != 0)
+        return rc;
+    return pg_run_bool(pg, &pg_op_record_stmt, params, recorded);
+}
+
+/* Takes an operation over for recovery (docs/design.md, "Execution: one
+ * owner at a time": the conditional update).
+ * $1 operation_id  $2 expected owner_version  $3 recovery lease (µs)
+ * $4 actor. Zero rows: not taken; one row: the record after the takeover,
+ * from upd's RETURNING (the statement's snapshot still shows the old row).
+ * lease_until < now is decided after the lock, with the instant the new
+ * lease starts from; updated_at is left (I14). A Started payout is taken
+ * over too (its owner's lease lapsed: P3 then makes it Unknown); the new
+ * version fences the old owner's og_op_start and records (P2). */
+static const char pg_op_takeover_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND status IN " PG_V7_OWNED "\n"
+    "    AND owner_version = $2::bigint\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET owner_version = o.owner_version + 1, lease_until = t.now + " PG_US("$3") "\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id\n"
+    "    AND o.status IN " PG_V7_OWNED " AND o.owner_version = $2::bigint\n"
+    "    AND o.lease_until < t.now\n"
+    "  RETURNING o.*, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                actor)\n"
+    "  SELECT operation_id, event_at, 'takeover', status, status, owner_version, $4::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT " PG_OP_COLUMNS("upd.") " FROM upd";
+static const og__pg_stmt pg_op_takeover_stmt = {
+    "og_op_takeover", pg_op_takeover_sql, 4, OG_KEYS_AS_STORED};
+
+int og__pg_op_takeover(void *impl, const char *operation_id,
+                       int64_t owner_version, const char *actor,
+                       og_operation *out, bool *taken)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char version[24];
+    const char *params[4] = {operation_id, version, pg->recovery_lease, actor};
+    og_operation op;
+    bool t = false;
+    int rc;
+
+    og__pg_fmt_i64(version, sizeof version, owner_version);
+    rc = og__pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_op_takeover_stmt, params, &res);
+    if (rc != 0)
+        goto out;
+    if (og__pg_shape(res, OP_NCOLS, 1) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (PQntuples(res) == 1) {
+        /* Confirmed at ReadyForQuery (I2), event included (I13). */
+        rc = og__pg_op_parse(res, 0, 0, &op);
+        t = rc == 0;
+    }
+out:
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0) {
+        *taken = t;
+        if (t)
+            *out = op;
+    }
+    return rc;
+}
+
+/* Resolves a NeedsReconciliation operation by hand. $1 operation_id
+ * $2 to ('Succeeded' | 'Failed' | 'NotApplied': store.c)  $3 operator
+ * $4 reason
+ * $5 evidence  $6 provider reference (NULL: keep the stored one). One row:
+ * whether it resolved. The version increment fences any late writer (I14). */
+static const char pg_op_resolve_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT operation_id, status FROM operations\n"
+    "  WHERE operation_id = $1::uuid AND status = 'NeedsReconciliation'\n"
+    "  FOR NO KEY UPDATE),\n"
+    "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
+    "upd AS (\n"
+    "  UPDATE operations o\n"
+    "  SET status = $2::text, owner_version = o.owner_version + 1, outcome_reason = $4::text,\n"
+    "      provider_reference = coalesce($6::text, o.provider_reference), updated_at = t.now\n"
+    "  FROM cur, t\n"
+    "  WHERE o.operation_id = cur.operation_id AND o.status = 'NeedsReconciliation'\n"
+    "  RETURNING o.operation_id, cur.status AS from_status, o.status AS to_status,\n"
+    "            o.owner_version, t.now AS event_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
+    "                                reason, provider_reference, actor, evidence)\n"
+    "  SELECT operation_id, event_at, 'resolved', from_status, to_status, owner_version,\n"
+    "         $4::text, $6::text, $3::text, $5::text\n"
+    "  FROM upd\n"
+    "  RETURNING seq)\n"
+    "SELECT EXISTS (SELECT 1 FROM ev)";
+static const og__pg_stmt pg_op_resolve_stmt = {
+    "og_op_resolve", pg_op_resolve_sql, 6, OG_KEYS_AS_STORED};
+
+int og__pg_op_resolve(void *impl, const char *operation_id, og_op_status to,
+                      const char *operator_id, const char *reason,
+                      const char *evidence, const char *provider_reference,
+                      bool *resolved)
+{
+    og__pg_store *pg = impl;
+    const char *params[6];
+
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED && to != OG_OP_NOT_APPLIED)
+        return OG_EINTERNAL; /* store.c checked the transition: a defect */
+    params[0] = operation_id;
+    params[1] = og_op_status_name(to);
+    params[2] = operator_id;
+    params[3] = reason;
+    params[4] = evidence;
+    params[5] = provider_reference;
+    return pg_run_bool(pg, &pg_op_resolve_stmt, params, resolved);
+}
+
+/* Lists operations, oldest first (I16). $1 statuses (text[]; NULL: all,
+ * or exactly one)  $2 lease expired only  $3 created before (µs; NULL: no
+ * bound)  $4 limit  $5 the one status when exactly one (NULL otherwise)
+ * $6 the one kind (NULL: every kind; there are two, so a set of kinds is
+ * one kind or all).
+ * Run unnamed, so each call is planned with its values: the NULL and false
+ * branches fold away, status = ANY ('{Admitted,Unknown}') proves the
+ * predicate of operations_recovery_idx, and one status is an equality,
+ * which operations_backlog_idx serves already in order (a one-element
+ * ANY is not turned into one, and an array condition gives up the
+ * index's order on PostgreSQL 15). The ORDER BY names the table's columns:
+ * a bare operation_id would mean the output column, its text. */
+static const char pg_op_list_sql[] =
+    "SELECT " PG_OP_COLUMNS("") "\n"
+    "FROM operations\n"
+    "WHERE ($1::text[] IS NULL OR status = ANY ($1::text[]))\n"
+    "  AND ($5::text IS NULL OR status = $5::text)\n"
+    "  AND (NOT $2::bool OR lease_until < statement_timestamp())\n"
+    "  AND ($3::bigint IS NULL OR created_at < " PG_TS("$3") ")\n"
+    "  AND ($6::text IS NULL OR kind = $6::text)\n"
+    "ORDER BY operations.created_at, operations.operation_id\n"
+    "LIMIT $4::integer";
+
+int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char statuses[PG_STATUSES_MAX], before[24], limit[16];
+    const char *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    bool one = f->statuses != 0 && (f->statuses & (f->statuses - 1)) == 0;
+    og_op_list l = {NULL, 0};
+    int rc, i, n;
+
+    /* One kind, or all of them (NULL): a set of two is one or both. */
+    for (i = 0; i < OG_OP_KIND_COUNT; i++)
+        if (f->kinds == OG_OP_KIND_BIT(i))
+            params[5] = og_op_kind_name((og_op_kind)i);
+    if (one) {
+        for (i = 0; i < OG_OP_STATUS_COUNT; i++)
+            if (f->statuses == OG_OP_BIT(i))
+                params[4] = og_op_status_name((og_op_status)i);
+        if (params[4] == NULL)
+            return OG_EINTERNAL; /* store.c bounds the bits: a defect */
+    } else if (f->statuses != 0) {
+        rc = pg_status_array(f->statuses, statuses, sizeof statuses);
+        if (rc != 0)
+            return rc;
+        params[0] = statuses;
+    }
+    og__pg_fmt_i64(before, sizeof before, f->created_before_us);
+    snprintf(limit, sizeof limit, "%d", f->limit);
+    params[1] = f->lease_expired ? "true" : "false";
+    params[2] = f->created_before_us > 0 ? before : NULL;
+    params[3] = limit;
+
+    rc = og__pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    /* Unnamed: planned with these values (I16). */
+    rc = og__pg_exec_params(pg, c, pg_op_list_sql, 6, params, PQTRANS_IDLE,
+                            &res);
+    if (rc != 0)
+        goto out;
+    n = PQntuples(res);
+    if (og__pg_shape(res, OP_NCOLS, f->limit) != 0) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (n > 0) {
+        l.v = calloc((size_t)n, sizeof *l.v);
+        if (l.v == NULL) {
+            rc = OG_ENOMEM;
+            goto out;
+        }
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = og__pg_op_parse(res, i, 0, &l.v[i]);
+    l.n = (size_t)n;
+out:
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc != 0) {
+        free(l.v);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* og__op_insert (tests only, run unprepared): one operation of kind $11,
+ * without a claim. $1..$7 the binding as in pg_admit_sql's $3, $1, $2,
+ * $5..$8  $8 initial owner version  $9 execution lease  $10 submission
+ * window  $12 idempotency key, $13 client reference (NULL: the operation
+ * id). The times as an admission sets them: one clock_timestamp(). */
+static const char pg_op_insert_sql[] =
+    "INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n"
+    "                        status, owner_version, lease_until, submit_by, created_at,\n"
+    "                        kind, idempotency_key, client_reference)\n"
+    "SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::numeric, $7::text,\n"
+    "       'Admitted', $8::bigint, t.now + " PG_US("$9") ", t.now + " PG_US("$10") ", t.now,\n"
+    "       $11::text, $12::text, $13::text\n"
+    "FROM (SELECT clock_timestamp() AS now) t\n"
+    "RETURNING " PG_OP_COLUMNS("");
+
+int og__pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+                     const char *idempotency_key, const char *client_reference,
+                     og_operation *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char version[24];
+    const char *params[13] = {
+        req->operation_id, req->issuer, req->grant_id,      req->caller_id,
+        req->account_id,   req->amount, req->currency,      version,
+        pg->lease,         pg->window,  og_op_kind_name(k), idempotency_key,
+        client_reference};
+    og_operation op;
+    int rc;
+
+    og__pg_fmt_i64(version, sizeof version, OG__INITIAL_OWNER_VERSION);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_exec_params(pg, c, pg_op_insert_sql, 13, params, PQTRANS_IDLE,
+                            &res);
+    if (rc == 0 && (PQntuples(res) != 1 || og__pg_shape(res, OP_NCOLS, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        rc = og__pg_op_parse(res, 0, 0, &op);
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = op;
+    return rc;
+}
+
+/* The stored history of one operation, in seq order (I16). $1 operation_id. */
+static const char pg_op_history_sql[] =
+    "SELECT seq, (extract(epoch FROM at) * 1000000)::bigint, kind, from_status, to_status,\n"
+    "       owner_version, reason, provider_reference, actor, evidence\n"
+    "FROM operation_events WHERE operation_id = $1::uuid\n"
+    "ORDER BY seq";
+static const og__pg_stmt pg_op_history_stmt = {
+    "og_op_history", pg_op_history_sql, 1, OG_KEYS_AS_STORED};
+enum {
+    OP_HISTORY_SEQ,
+    OP_HISTORY_AT,
+    OP_HISTORY_KIND,
+    OP_HISTORY_FROM_STATUS,
+    OP_HISTORY_TO_STATUS,
+    OP_HISTORY_OWNER_VERSION,
+    OP_HISTORY_REASON,
+    OP_HISTORY_PROVIDER_REFERENCE,
+    OP_HISTORY_ACTOR,
+    OP_HISTORY_EVIDENCE,
+    OP_HISTORY_NCOLS
+};
+
+/* Reads event row `row` of a pg_op_history_sql result. */
+static int pg_read_event(const PGresult *r, int row, og_op_event *out)
+{
+    og_op_event ev;
+    int from, to;
+
+    memset(&ev, 0, sizeof ev);
+    if (og__pg_get_i64(r, row, OP_HISTORY_SEQ, &ev.seq) ||
+        og__pg_get_i64(r, row, OP_HISTORY_AT, &ev.at_us) ||
+        og__pg_get_text(r, row, OP_HISTORY_KIND, ev.kind, sizeof ev.kind) ||
+        PQgetisnull(r, row, OP_HISTORY_FROM_STATUS) ||
+        PQgetisnull(r, row, OP_HISTORY_TO_STATUS) ||
+        og__pg_get_i64(r, row, OP_HISTORY_OWNER_VERSION, &ev.owner_version) ||
+        og__pg_get_opt_text(r, row, OP_HISTORY_REASON, ev.reason,
+                            sizeof ev.reason) ||
+        og__pg_get_opt_text(r, row, OP_HISTORY_PROVIDER_REFERENCE,
+                            ev.provider_reference,
+                            sizeof ev.provider_reference) ||
+        og__pg_get_text(r, row, OP_HISTORY_ACTOR, ev.actor, sizeof ev.actor) ||
+        og__pg_get_opt_text(r, row, OP_HISTORY_EVIDENCE, ev.evidence,
+                            sizeof ev.evidence))
+        return OG_EINTERNAL;
+    from = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_FROM_STATUS));
+    to = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_TO_STATUS));
+    if (from < 0 || to < 0)
+        return OG_EINTERNAL;
+    ev.from_status = (og_op_status)from;
+    ev.to_status = (og_op_status)to;
+    *out = ev;
+    return 0;
+}
+
+int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {operation_id};
+    og_op_events e = {NULL, 0};
+    int rc, i, n;
+
+    rc = og__pg_acquire(pg, &c);
+    if (rc != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_op_history_stmt, params, &res);
+    if (rc != 0)
+        goto out;
+    n = PQntuples(res);
+    if (PQnfields(res) != OP_HISTORY_NCOLS) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if (n > 0) {
+        e.v = calloc((size_t)n, sizeof *e.v);
+        if (e.v == NULL) {
+            rc = OG_ENOMEM;
+            goto out;
+        }
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = pg_read_event(res, i, &e.v[i]);
+    e.n = (size_t)n;
+out:
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc != 0) {
+        free(e.v);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}

@@ -1,0 +1,589 @@
+/*
+ * internal.h — the PostgreSQL backend's one private header (libpq 15): the
+ * store and connection structs, the statement descriptor, the SQL fragments
+ * several files' statements are written from, and the functions the
+ * folder's files share. Nothing but the .c files of lib/store/postgres/
+ * includes it.
+ *
+ * Every write is ONE statement in its own implicit Read Committed
+ * transaction — data-modifying CTEs let the claim and the operation insert
+ * be one statement (admit.c) — except the payout decision, the claim and
+ * the resolution, each ONE explicit transaction (payout.c, payout_run.c).
+ * Each file's header states the invariants it carries:
+ *
+ *   conn.c        connections, session settings, notices, deadlines, the
+ *                 prepared-statement set, running one statement, reading
+ *                 errors and rows, transactions, the method table
+ *   schema.c      migrations, the schema version, the session bounds (I18),
+ *                 the consumption keys mode (I23)
+ *   admit.c       the admission and its follow-up read (I1, I12, I22)
+ *   grants.c      issuance, revocation, families, the consume verdict,
+ *                 tickets (I9, I10, I11)
+ *   exec.c        the ownership protocol (I13-I17, I25)
+ *   retention.c   cleanup and archiving (I19-I21)
+ *   redeem.c      redemption recovery points (I24)
+ *   payout.c      the payout store's decision side (I26-I28)
+ *   payout_run.c  jobs, the claim, the resolution, payout grants (I29-I32)
+ *   explain.c     og_store_explain's plans
+ *
+ * The invariants every file relies on:
+ *
+ *  I2  A commit is confirmed only at ReadyForQuery. With the extended
+ *      protocol the server sends the RETURNING rows and CommandComplete
+ *      BEFORE the implicit transaction commits at Sync, so an ErrorResponse
+ *      (a failed commit, a terminated backend) can still follow the rows.
+ *      A statement succeeds only when PQgetResult() returned NULL, no error
+ *      result came at all, PQstatus() is CONNECTION_OK and
+ *      PQtransactionStatus() is the expected one (PQTRANS_IDLE for every
+ *      statement outside a migration).
+ *  I3  A timeout, a cancellation or a lost connection is
+ *      OG_ESTORE_UNAVAILABLE — never a refusal and never "unused": the write
+ *      may have committed. The client deadline is store_timeout_us per
+ *      statement; at the deadline the statement is cancelled and the
+ *      connection discarded, since its state is unknown.
+ *  I4  A WARNING "canceling (the) wait for synchronous replication" means the
+ *      commit happened locally but is not known to be on the standby: the
+ *      statement reports OG_ESTORE_UNAVAILABLE, never a success.
+ *  I5  Only a unique violation on operations_pkey or operations_grant_key
+ *      refuses, and only in the admission (og__pg_classify() decides). Every
+ *      other constraint failure, in every statement, is a defect and
+ *      surfaces as OG_EINTERNAL, never as a refusal and never as UNAVAILABLE
+ *      (which would invite a retry of a statement that can only fail again).
+ *  I6  Every deadline (expires_at + leeway) is compared with the store's
+ *      statement_timestamp() inside the statement that claims, and every
+ *      microsecond value crosses the wire as an exact bigint.
+ *  I7  This backend logs nothing — but the one line naming a defect, a full
+ *      prepared-statement set (conn.c) — and statement parameters go to
+ *      the server only.
+ *  I8  A family orders its grants. Admission and the consume verdict of a
+ *      grant that names a family claim only while they hold a FOR SHARE lock
+ *      on the family's row with revoked_at IS NULL; issuance and ticket
+ *      creation lock it with ON CONFLICT DO UPDATE ... WHERE revoked_at IS
+ *      NULL; family revocation UPDATEs it. Under Read Committed the later
+ *      locker waits for the earlier one to commit and then re-checks the
+ *      row's newest version, so whichever commits first wins: no claim and
+ *      no issuance commits after the family's revocation, and a revocation
+ *      that waited for an admission finds that grant's key or row taken and
+ *      does not list it.
+ *  I8a The family's advisory lock queues fairly (PG_FAMILY_KEY): taken
+ *      shared by admissions and consumes, exclusive by revocation, issuance
+ *      and ticket creation, always before the family's row lock, so steady
+ *      admissions cannot starve a revocation.
+ *  I18 The server-side bound on an admission (docs/design.md, "The
+ *      server-side bound on an admission"): every connection carries
+ *      statement_timeout = lock_timeout = store_timeout, and on servers 17+
+ *      transaction_timeout too — set on the connection, or
+ *      (session_bounds_from_role) by the deployment on the role, and then
+ *      only checked. A lock wait before the claim is
+ *      covered (lock_timeout, statement_timeout); the commit is NOT:
+ *      PostgreSQL disables statement_timeout (and transaction_timeout)
+ *      before it commits, and a synchronous-replication wait at commit has
+ *      no timeout at all. og_store_session_bounds() reports the settings
+ *      and whether commits wait for a synchronous standby, so the service
+ *      can refuse a cleanup margin that does not cover them.
+ *  I23 Consumption keys (schema 5). A readable store keys grant_consumptions
+ *      by (issuer, grant_id); a hashed store by key_hash =
+ *      og_consumption_key(issuer, grant_id) alone — its primary key, the ON
+ *      CONFLICT target of every claim and the column every lookup matches —
+ *      and keeps no issuer or grant id in the table: the operation record
+ *      keeps them. Every statement that names the table's key is ONE
+ *      template of the mode ("Consumption keys" below), so I1-I12 read the
+ *      same for both with "the key" for (issuer, grant_id), and so does
+ *      I22: both instances of each admission carry PG_OP_ID_NOT_ARCHIVED
+ *      and read the operation live or archived. Cleanup (I19, I20) names no
+ *      key: it picks rows by ctid over grant_consumptions_retain_until_idx,
+ *      which migration 5 gives the hashed table too, so one statement
+ *      serves both. The admission stays one statement and one round trip.
+ *      The key is computed by the store, in the statement, by the SQL
+ *      function migration 5 creates, whether it comes from the statement's
+ *      parameters or from grant_issuance rows (family revocation): within
+ *      one store there is one implementation. The mode is read from
+ *      og_store_settings when the store object opens (og__pg_read_keys,
+ *      schema.c) and decides which instances its connections prepare and
+ *      run (og__pg_keyed).
+ */
+#ifndef OG_STORE_POSTGRES_INTERNAL_H
+#define OG_STORE_POSTGRES_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <libpq-fe.h>
+
+#include "store/store_int.h"
+
+/* ===========================================================================
+ * SQL fragments several files' statements are written from
+ * ========================================================================= */
+
+/* Exact microseconds (I6).
+ *
+ * PG_US(p) is the interval of p microseconds, PG_TS(p) the timestamp p
+ * microseconds after the epoch; p is a bigint parameter, and SQL NULL stays
+ * NULL. bigint * interval goes through float8, which is exact only below
+ * 2^53 µs (year 2255). Splitting into whole seconds (1e6 * s stays exact up
+ * to year ~20000) and a sub-second remainder keeps every step an exact
+ * integer; an interval without day or month parts adds without any time-zone
+ * dependence. PG_EPOCH_US(c) is timestamp c as bigint microseconds. */
+#define PG_US(p)                                                               \
+    "((" p "::bigint / 1000000) * interval '1 second'"                         \
+    " + (" p "::bigint % 1000000) * interval '1 microsecond')"
+#define PG_TS(p) "('epoch'::timestamptz + " PG_US(p) ")"
+#define PG_EPOCH_US(c) "(extract(epoch FROM " c ") * 1000000)::bigint"
+
+#define PG_STR_(x) #x
+#define PG_STR(x) PG_STR_(x)
+
+/* Status sets as migration 7 leaves them in the schema: the terminal ones
+ * (archiving, I21) and the ones an owner holds (takeover, recovery's
+ * index). */
+#define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
+#define PG_V7_OWNED "('Admitted','Started','Unknown')"
+
+/* The operation columns, in the order og__pg_op_parse() reads them.
+ * Timestamps come back as exact bigint microseconds (extract() is numeric
+ * since 14); a NULL updated_at reads as created_at (I17); a NULL
+ * idempotency key or client reference reads as the operation id (I25). */
+#define PG_OP_COLUMNS(t)                                                       \
+    t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
+    t "account_id, " t "amount::text, " t "currency, " t "status, "            \
+    t "owner_version, "                                                        \
+    "(extract(epoch FROM " t "lease_until) * 1000000)::bigint, "               \
+    "(extract(epoch FROM " t "submit_by) * 1000000)::bigint, "                 \
+    "(extract(epoch FROM " t "created_at) * 1000000)::bigint, "                \
+    "(extract(epoch FROM coalesce(" t "updated_at, " t "created_at))"          \
+    " * 1000000)::bigint, "                                                    \
+    t "provider_reference, " t "outcome_reason, " t "kind, "                   \
+    "coalesce(" t "idempotency_key, " t "operation_id::text), "                \
+    "coalesce(" t "client_reference, " t "operation_id::text)"
+/* ...and their indexes in a row that starts with them. */
+enum {
+    OP_OPERATION_ID,
+    OP_ISSUER,
+    OP_GRANT_ID,
+    OP_CALLER_ID,
+    OP_ACCOUNT_ID,
+    OP_AMOUNT,
+    OP_CURRENCY,
+    OP_STATUS,
+    OP_OWNER_VERSION,
+    OP_LEASE_UNTIL,
+    OP_SUBMIT_BY,
+    OP_CREATED_AT,
+    OP_UPDATED_AT,
+    OP_PROVIDER_REFERENCE,
+    OP_OUTCOME_REASON,
+    OP_KIND,
+    OP_IDEMPOTENCY_KEY,
+    OP_CLIENT_REFERENCE,
+    OP_NCOLS /* the columns PG_OP_COLUMNS names */
+};
+
+/* Every stored column of operations, as the archive repeats them (I21,
+ * I22). */
+#define PG_OP_STORED_COLS                                                      \
+    "operation_id, issuer, grant_id, caller_id, account_id, amount, currency, " \
+    "status, owner_version, lease_until, submit_by, created_at, updated_at, "  \
+    "provider_reference, outcome_reason, kind, idempotency_key, "              \
+    "client_reference"
+
+/* The family's fair queue (I8a): a transaction-scoped advisory lock keyed on
+ * (issuer, family), length-prefixed so that no two pairs share a text.
+ * Row locks alone starve a revocation: new FOR SHARE lockers do not queue
+ * behind a waiting UPDATE, so under steady admissions of one family its
+ * revocation waited past the store timeout. The heavyweight lock manager
+ * queues fairly — a shared request waits behind a queued exclusive one — so
+ * admissions and consumes take it shared, and revocation, issuance and
+ * ticket creation take it exclusive, ALWAYS before the family's row lock
+ * (no cycle: whoever holds a row lock on the family already holds a
+ * compatible advisory lock). A hash collision between two families only
+ * serializes them more than needed. */
+#define PG_FAMILY_KEY(i, f)                                                    \
+    "hashtextextended(length(" i "::text)::text || ':' || " i "::text || "    \
+    f "::text, 0)"
+#define PG_FAMILY_XLOCK_CTE(i, f)                                              \
+    "flk AS (\n"                                                               \
+    "  SELECT pg_advisory_xact_lock(" PG_FAMILY_KEY(i, f) ") AS held\n"         \
+    "  WHERE " f "::text IS NOT NULL)"
+
+/* The family lock of an admission or a consume (I8): the family's row, live,
+ * under FOR SHARE, which a concurrent revocation's UPDATE of that row waits
+ * for (and which waits for it: Read Committed then re-checks revoked_at on
+ * the row's newest version and the row drops out). Many admissions of one
+ * family share the lock; only the revocation is exclusive. f is the family
+ * parameter, SQL NULL when the grant has none. The claim's WHERE carries
+ * PG_FAMILY_LIVE(f), so without the locked live row nothing is claimed. It
+ * is not a snapshot NOT EXISTS on a revocation: a snapshot taken before a
+ * revocation committed would still say "live" after it. */
+#define PG_FAMILY_CTE(f)                                                       \
+    "flk AS (\n"                                                               \
+    "  SELECT pg_advisory_xact_lock_shared(" PG_FAMILY_KEY("$1", f) ") AS held\n" \
+    "  WHERE " f "::text IS NOT NULL),\n"                                       \
+    "fam AS (\n"                                                               \
+    "  SELECT 1 FROM families\n"                                               \
+    "  WHERE issuer = $1::text AND family = " f "::text AND revoked_at IS NULL\n" \
+    "    AND EXISTS (SELECT 1 FROM flk)\n"                                      \
+    "  FOR SHARE OF families)"
+#define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
+
+/* ---------------------------------------------------------------------------
+ * Consumption keys (I23).
+ *
+ * Each statement that touches grant_consumptions is written ONCE, as a
+ * macro of K — READABLE or HASHED — and instantiated for both (NAME_sql and
+ * NAME_hashed_sql, each with its descriptor beside the function that runs
+ * it); a store object runs the ones of its store's keys (og__pg_keyed).
+ * The readable instances are the statements of schema 4, byte for byte.
+ * Two families side by side rather than one shape keyed by key_hash with
+ * optional readable columns: one shape would rewrite every readable store
+ * and change its statements, index and benchmark, and a hashed table with
+ * readable columns (even NULL ones) invites putting ids back; here each
+ * mode's table has exactly its key, and the template keeps the two
+ * statement families from drifting apart.
+ *   PG_KCOLS_K          the key columns: the conflict target
+ *   PG_KVALS_K(i, g)    the key of the text expressions i and g
+ *   PG_KEQ_K(t, i, g)   "the key of row t is (i, g)": every lookup
+ *   PG_KHELD_K(t)       "row t exists", after a LEFT JOIN
+ *   PG_KRET_K(i, g)     a claim's RETURNING issuer, grant_id: the row's own,
+ *                       or (hashed: the row has none) the statement's i, g
+ *   PG_KRETID_K(g)      the same for grant_id alone
+ * ------------------------------------------------------------------------- */
+#define PG_KCOLS_READABLE "issuer, grant_id"
+#define PG_KCOLS_HASHED "key_hash"
+#define PG_KVALS_READABLE(i, g) i ", " g
+#define PG_KVALS_HASHED(i, g) "og_consumption_key(" i ", " g ")"
+#define PG_KEQ_READABLE(t, i, g) t "issuer = " i " AND " t "grant_id = " g
+#define PG_KEQ_HASHED(t, i, g) t "key_hash = og_consumption_key(" i ", " g ")"
+#define PG_KHELD_READABLE(t) t "issuer IS NOT NULL"
+#define PG_KHELD_HASHED(t) t "key_hash IS NOT NULL"
+#define PG_KRET_READABLE(i, g) "issuer, grant_id"
+#define PG_KRET_HASHED(i, g) i " AS issuer, " g " AS grant_id"
+#define PG_KRETID_READABLE(g) "grant_id"
+#define PG_KRETID_HASHED(g) g " AS grant_id"
+/* The head and the conflict clause of every claim of a key. */
+#define PG_CLAIM_INTO(K)                                                       \
+    "INSERT INTO grant_consumptions (" PG_KCOLS_##K                            \
+    ", operation_id, consumed_at, retain_until, kind)"
+#define PG_ON_KEY_CONFLICT(K) "ON CONFLICT (" PG_KCOLS_##K ") DO NOTHING"
+
+/* ===========================================================================
+ * Statements
+ * ========================================================================= */
+
+/* A statement the store prepares: its server-side name (docs/plans.md and
+ * og_store_explain show it), its text, its parameter count, and which
+ * consumption keys it is written for (I23: READABLE or HASHED for the two
+ * instances of a statement that names grant_consumptions' key, AS_STORED
+ * for one every store runs). Each is a `static const` beside the function
+ * that runs it, with its text just above; its address is its identity on
+ * a connection (og__pg_conn). */
+typedef struct og__pg_stmt {
+    const char *name;
+    const char *sql;
+    int nparams;
+    og_consumption_keys keys;
+} og__pg_stmt;
+
+/* ===========================================================================
+ * The store and its connections
+ * ========================================================================= */
+
+/* Connection keywords, in libpq's processing order: our defaults come BEFORE
+ * "dbname", whose value (the user's URI or key=value string) is expanded
+ * (expand_dbname=1) and so overrides any of them the user wrote. */
+enum {
+    PG_KW_APPNAME,
+    PG_KW_CONNECT_TIMEOUT,
+    PG_KW_KEEPALIVES,
+    PG_KW_TCP_USER_TIMEOUT,
+    PG_KW_DBNAME,
+    PG_KW_COUNT
+};
+
+typedef struct og__pg_store {
+    og__pool *pool;
+    char *target;                          /* owned copy of the conninfo */
+    const char *values[PG_KW_COUNT + 1];   /* point into this struct */
+    int64_t timeout_us;                    /* client deadline per statement */
+    char connect_timeout[24];              /* seconds */
+    char tcp_user_timeout[24];             /* milliseconds */
+    char statement_timeout[32];            /* "Nms", server side */
+    bool role_bounds;                      /* the deployment sets the bounds
+                                              (ALTER ROLE): only checked */
+    char leeway[24], lease[24], window[24]; /* microseconds, admission params */
+    char recovery_lease[24]; /* microseconds: a takeover's lease (I14) */
+    char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
+                          + leeway, the retention of a revocation whose
+                          issuance records no expiry (I9) */
+    char cleanup_margin[24]; /* microseconds: cleanup's margin (I19) */
+    char expiry_margin[24]; /* microseconds: leeway + cleanup margin, past
+                               which an unconsumed payout grant's
+                               reservation is released (I29) */
+    int64_t admission_leeway_us; /* a payout grant's derived state (I29) */
+    og_consumption_keys keys; /* I23: AS_STORED until og__pg_read_keys, then
+                                 the store's; never changes after */
+} og__pg_store;
+
+/* The statements prepared on one connection: a set of descriptors, keyed by
+ * their address, each prepared once per connection on first use (the
+ * extended protocol with a named statement skips parse and plan on every
+ * call: about 1.75x the simple protocol). Fixed size: PG_STMT_MAX distinct
+ * statements (the backend has about fifty, and a store runs the instances
+ * of one consumption keys mode only; a full set is a defect, OG_EINTERNAL),
+ * found in O(1) through an open-addressed table of PG_STMT_SLOTS slots,
+ * which is never more than three quarters full, so a probe always ends. */
+#define PG_STMT_MAX 96
+#define PG_STMT_SLOT_BITS 7
+#define PG_STMT_SLOTS (1 << PG_STMT_SLOT_BITS)
+_Static_assert(PG_STMT_MAX * 4 <= PG_STMT_SLOTS * 3,
+               "the set is at most three quarters full: one slot stays free");
+
+/* Connections come from og__pool. Each PGconn is used by one thread at a
+ * time (the pool guarantees it) and carries this wrapper, which holds the
+ * notice-receiver state (I4) and the statements prepared on it. */
+typedef struct og__pg_conn {
+    PGconn *conn;
+    const og__pg_stmt *prepared[PG_STMT_SLOTS]; /* NULL: a free slot */
+    int nprepared;
+    bool syncrep_cancelled; /* set by the notice receiver (I4) */
+    bool broken;            /* discard on release: state unknown */
+} og__pg_conn;
+
+/* ---- conn.c: the clock, numbers ----------------------------------------- */
+
+/* CLOCK_MONOTONIC in microseconds. */
+int64_t og__pg_mono_us(void);
+/* Strict base-10 int64: the whole string, no overflow. 0 or -1. */
+int og__pg_parse_i64(const char *s, int64_t *out);
+/* v in base 10 into buf (n bytes): a statement's parameter. */
+void og__pg_fmt_i64(char *buf, size_t n, int64_t v);
+
+/* ---- conn.c: connections ------------------------------------------------ */
+
+/* A pool connection, marked healthy, and its return: a connection inside a
+ * transaction, broken or in a state we could not confirm is closed. */
+int og__pg_acquire(og__pg_store *pg, og__pg_conn **out);
+void og__pg_release(og__pg_store *pg, og__pg_conn *c);
+
+/* ---- conn.c: statements ------------------------------------------------- */
+
+/* s in the store's consumption keys (I23): readable or hashed, the two
+ * instances of one statement. */
+const og__pg_stmt *og__pg_keyed(const og__pg_store *pg,
+                                const og__pg_stmt *readable,
+                                const og__pg_stmt *hashed);
+/* Prepares s on c unless it is already, before deadline_us, in the
+ * connection's transaction status (idle, or inside an explicit
+ * transaction, which it leaves as it found it). 0 or the error. */
+int og__pg_prepare(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
+                   int64_t deadline_us);
+/* Runs s in its own implicit transaction on the idle connection c, with the
+ * store timeout from now (I1, I2). 0 and *rows (the caller clears it),
+ * OG__PG_REFUSE with the violated constraint's name in constraint (conlen
+ * bytes; only the admission passes one, I5), or the error. */
+int og__pg_exec_prepared(og__pg_store *pg, og__pg_conn *c,
+                         const og__pg_stmt *s, const char *const *params,
+                         PGresult **rows, char *constraint, size_t conlen);
+/* og__pg_exec_prepared for a statement whose failures are never an outcome:
+ * a refusal is OG_EINTERNAL (I5). */
+int og__pg_run(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
+               const char *const *params, PGresult **rows);
+/* The same inside the explicit transaction open on c, before the call's
+ * deadline (I26, I31, I32). The caller ends the transaction. */
+int og__pg_run_in(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
+                  const char *const *params, PGresult **rows,
+                  int64_t deadline_us);
+/* One unnamed statement (setup, schema, migrations, planned-per-call
+ * reads): the extended protocol with n parameters; expect is the
+ * transaction status that confirms it. *rows only when rows is not NULL. */
+int og__pg_exec_params(og__pg_store *pg, og__pg_conn *c, const char *sql,
+                       int n, const char *const *params,
+                       PGTransactionStatusType expect, PGresult **rows);
+/* A script of several statements (a migration body): the simple protocol,
+ * the only one that accepts more than one statement per string. */
+int og__pg_exec_script(og__pg_store *pg, og__pg_conn *c, const char *sql,
+                       PGTransactionStatusType expect);
+/* A result of exactly `cols` columns and at most `maxrows` rows, or
+ * OG_EINTERNAL: a statement this backend wrote returned something else. */
+int og__pg_shape(const PGresult *res, int cols, int maxrows);
+
+/* ---- conn.c: rows ------------------------------------------------------- */
+
+/* Column col of row into dst (n bytes); NULL or too long: OG_EINTERNAL. */
+int og__pg_get_text(const PGresult *r, int row, int col, char *dst, size_t n);
+/* A nullable text column: NULL reads as "". */
+int og__pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
+                        size_t n);
+/* A bigint column; NULL or malformed: OG_EINTERNAL. */
+int og__pg_get_i64(const PGresult *r, int row, int col, int64_t *out);
+/* A bool column: true only for a non-NULL 't'. */
+bool og__pg_get_bool(const PGresult *r, int row, int col);
+/* The PG_OP_COLUMNS of row starting at column col (OP_*) into *out. */
+int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
+
+/* ---- conn.c: transactions ----------------------------------------------- */
+
+/* A transaction-control command (BEGIN ..., COMMIT, ROLLBACK) on c before
+ * deadline_us; expect is the status that confirms it. */
+int og__pg_txn(og__pg_store *pg, og__pg_conn *c, const char *sql,
+               PGTransactionStatusType expect, int64_t deadline_us);
+/* Ends the transaction open on c: COMMIT when rc is 0 (confirmed at
+ * ReadyForQuery, I2: an unconfirmed commit is OG_ESTORE_UNAVAILABLE), else
+ * ROLLBACK; a connection whose state is then unknown is discarded. Returns
+ * rc, or the commit's error. */
+int og__pg_txn_end(og__pg_store *pg, og__pg_conn *c, int rc,
+                   int64_t deadline_us);
+
+/* ---- admit.c: what the consume verdict shares with the admission -------- */
+
+/* After a claim that did not happen: what holds req's grant, whether its
+ * family blocked the claim and (with_op) the operation row for req's
+ * operation id, read by a fresh statement, in the shape
+ * og__classify_unclaimed() / og__classify_consume() read. */
+int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
+                            const og__admit_req *req, bool with_op,
+                            og__consumption *cons, og_operation *op,
+                            bool *have_op);
+
+/* ---- exec.c ------------------------------------------------------------- */
+
+/* An outcome's write and its event (og_op_record's own statement) inside
+ * the explicit transaction open on c (I13, I14, I32): *recorded. */
+int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
+                        unsigned expected, int64_t owner_version,
+                        const og_op_outcome *o, bool *recorded,
+                        int64_t deadline_us);
+
+/* ---- retention.c -------------------------------------------------------- */
+
+/* Runs a keyset batch statement s — $1 a margin (µs), $2 the batch, $3 the
+ * pass's cursor (µs) — and reads its PG_BATCH_NCOLS bigints (three counts,
+ * then the new cursor) into v: cleanup and the payout grants' expiry (I20,
+ * I29). */
+#define PG_BATCH_NCOLS 4
+int og__pg_run_batch(og__pg_store *pg, const og__pg_stmt *s,
+                     const char *margin, int batch, int64_t from_us,
+                     int64_t v[PG_BATCH_NCOLS]);
+
+/* ===========================================================================
+ * The methods (og__postgres_methods, conn.c), in the table's order
+ * ========================================================================= */
+
+/* schema.c */
+int og__pg_schema_version(void *impl, int *version);
+int og__pg_session_bounds(void *impl, og_session_bounds *out);
+int og__pg_migrate(void *impl, og_consumption_keys keys, int target,
+                   int *from, int *to);
+int og__pg_read_keys(void *impl, og_consumption_keys *keys);
+/* admit.c */
+int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out);
+int og__pg_operation_get(void *impl, const char *operation_id,
+                         og_operation *out);
+/* grants.c */
+int og__pg_issuance_record(void *impl, const og__issuance_req *req,
+                           og_issue_outcome *out);
+int og__pg_revoke(void *impl, const og__revoke_req *req,
+                  og_revoke_outcome *out);
+int og__pg_family_revoke(void *impl, const char *issuer, const char *family,
+                         og_strv *out);
+int og__pg_consume(void *impl, const og__admit_req *req,
+                   og_consume_result *out);
+int og__pg_ticket_create(void *impl, const char *issuer, const char *family,
+                         const char *hash, og_ticket_outcome *out);
+int og__pg_ticket_rotate(void *impl, const char *old_hash,
+                         const char *new_hash, og_ticket_outcome *out,
+                         char *issuer, char *family);
+/* exec.c */
+int og__pg_op_may_submit(void *impl, const char *operation_id,
+                         int64_t owner_version, bool *may);
+int og__pg_op_start(void *impl, const char *operation_id,
+                    int64_t owner_version, const char *actor, bool *started);
+int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
+                     int64_t owner_version, const og_op_outcome *o,
+                     bool *recorded);
+int og__pg_op_takeover(void *impl, const char *operation_id,
+                       int64_t owner_version, const char *actor,
+                       og_operation *out, bool *taken);
+int og__pg_op_resolve(void *impl, const char *operation_id, og_op_status to,
+                      const char *operator_id, const char *reason,
+                      const char *evidence, const char *provider_reference,
+                      bool *resolved);
+int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out);
+int og__pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
+                     const char *idempotency_key,
+                     const char *client_reference, og_operation *out);
+int og__pg_op_history(void *impl, const char *operation_id,
+                      og_op_events *out);
+/* retention.c */
+int og__pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
+                         og_cleanup_stats *out);
+int og__pg_archive_batch(void *impl, int64_t older_than_us,
+                         og_archive_mode mode, int batch, int64_t *from_us,
+                         og_archive_stats *out);
+/* explain.c */
+int og__pg_explain(void *impl, int batch, FILE *out);
+/* redeem.c */
+int og__pg_redemption_put(void *impl, const og_redemption_record *r,
+                          bool *inserted);
+int og__pg_redemption_get(void *impl, const char *caller, const char *key,
+                          const char *code_hash, og_redemption_found *found,
+                          og_redemption_point *out);
+/* payout.c */
+int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+                             og_payout_put_result *out);
+int og__pg_payout_beneficiary_put(void *impl,
+                                  const og__payout_beneficiary_req *r,
+                                  og_payout_put_result *out);
+int og__pg_payout_destination_put(void *impl,
+                                  const og__payout_destination_req *r,
+                                  og_payout_put_result *out);
+int og__pg_payout_destination_token(void *impl, const char *id,
+                                    int64_t version, char *out,
+                                    size_t outlen);
+int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
+                        og_payout_put_result *out);
+int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
+                         const char *actor, og_payout_put_result *out);
+int og__pg_payout_get(void *impl, const char *id, og_payout_view *out);
+int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
+                        og__payout_facts *out);
+int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
+                         og_payout_decision *out);
+/* payout_run.c */
+int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out);
+int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
+                          bool *acked);
+int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
+                               int64_t delay_us, bool *postponed);
+int og__pg_payout_claim(void *impl, const og__payout_claim_req *r,
+                        og_payout_claim_result *out);
+int og__pg_payout_resolve(void *impl, const char *id, unsigned expected,
+                          int64_t owner_version, const og_op_outcome *o,
+                          og_payout_resolution *out);
+int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
+                               const char *new_id);
+int og__pg_payout_grant_get(void *impl, const char *grant_id,
+                            og_payout_grant_view *out);
+int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
+                               const char *actor, og_revoke_outcome *out);
+int og__pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
+                               int64_t *taken);
+
+/* ===========================================================================
+ * The statements explain.c plans, declared beside the functions that run
+ * them (the readable instance and, where the keys matter, the hashed one)
+ * ========================================================================= */
+extern const og__pg_stmt og__pg_admit_stmt;            /* admit.c */
+extern const og__pg_stmt og__pg_admit_hashed_stmt;
+extern const og__pg_stmt og__pg_admit_row_stmt;
+extern const og__pg_stmt og__pg_admit_row_hashed_stmt;
+extern const og__pg_stmt og__pg_unclaimed_stmt;
+extern const og__pg_stmt og__pg_unclaimed_hashed_stmt;
+extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
+extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
+extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */
+extern const og__pg_stmt og__pg_payout_expire_stmt;    /* payout_run.c */
+
+#endif

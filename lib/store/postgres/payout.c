@@ -1,0 +1,1019 @@
+/*
+ * payout.c — the payout store's decision side: tenants, beneficiaries and
+ * destinations (puts, and the executor's read of a destination's token),
+ * drafts, cancellations, the payout as stored, the decision's facts, and
+ * the decision itself.
+ *
+ * Invariants:
+ *
+ *  I26 The payout decision (og_payout_decide, og__pg_payout_decide) is ONE
+ *      explicit transaction under Read Committed with one client deadline:
+ *      the facts' statement locks the payout's row FOR UPDATE and its
+ *      tenant's, beneficiary's and destination's rows FOR SHARE, so a
+ *      change to any of them either committed before (and is read: a
+ *      locker that waited reads the newest version) or waits until the
+ *      decision commits; the pure core decides (og__payout_plan_decide,
+ *      lib/core/payout_plan.c); then the reservation (I27), the decision
+ *      row with its history entry, and for Allowed one statement writing
+ *      the approval (I28), the grant's `grants` row (issuer 'payouts', row
+ *      form), its bindings, the job and their history; anything else
+ *      writes the decision alone. COMMIT is confirmed at ReadyForQuery
+ *      (I2); any failure, the fault points OG__FAULT_DECIDE_* included,
+ *      rolls everything back. The context read alone is one REPEATABLE
+ *      READ, READ ONLY transaction: one snapshot. A trigger refuses every
+ *      UPDATE, DELETE and TRUNCATE of payout_decisions and payout_events.
+ *  I27 The reservation is ONE conditional write of the tenant's day row:
+ *      INSERT ... ON CONFLICT DO UPDATE ... WHERE paid + reserved + amount
+ *      <= daily_limit. The day's counters are read without a lock (locking
+ *      them FOR SHARE would deadlock two reservations); ON CONFLICT DO
+ *      UPDATE locks the row and evaluates its WHERE on the newest committed
+ *      version after waiting for a concurrent reservation, so two decisions
+ *      never both pass on the same headroom. When it takes nothing, the
+ *      decision written is Denied tenant.daily-limit, alone.
+ *  I28 The attempt number is attempt_count + 1, allocated by the approval's
+ *      UPDATE, conditional on the version read, the state the mode expects
+ *      and no active attempt, on a row the decision holds FOR UPDATE: two
+ *      re-authorizations are ordered by that lock and the second reads the
+ *      first's result. payout_grants_attempt_key (payout_id,
+ *      attempt_number) is the schema's own guard.
+ */
+#include <string.h>
+
+#include <sodium.h>
+
+#include "internal.h"
+
+/* ===========================================================================
+ * The payout store (I26-I30). Each put, draft, cancellation, job write,
+ * revocation and expiry batch is ONE statement in its own implicit
+ * transaction, confirmed at ReadyForQuery (I2), whose CTEs write the record
+ * and its history together and whose last SELECT reports, from the
+ * statement's snapshot, what the record was — for a write that changed
+ * nothing, og__payout_put_classify says why. The decision is one explicit
+ * transaction of several of these (og__pg_payout_decide).
+ * ========================================================================= */
+
+/* ===========================================================================
+ * Puts
+ * ========================================================================= */
+
+/* A put's report: the version written (NULL: nothing), then the record as
+ * the statement's snapshot shows it — its version (NULL: none), whether its
+ * fixed field matches the request, whether what it names exists. */
+enum {
+    PUT_WRITTEN,       /* the version written (NULL: nothing) */
+    PUT_STORED,        /* the stored record's version (NULL: none) */
+    PUT_FIXED_MATCHES, /* its fixed field is the request's */
+    PUT_NAMED_EXISTS,  /* what it names exists */
+    PUT_NCOLS
+};
+
+/* The single row of a put's statement (PUT_*) into *out:
+ * WRITTEN with the version written, else what og__payout_put_classify
+ * makes of the record as the statement saw it. */
+static int pg_put_parse(const PGresult *res, int64_t expected,
+                        og_payout_put_result *out)
+{
+    og_payout_put_result r = {OG_PAYOUT_WRITTEN, 0};
+    int64_t stored = 0;
+    bool exists;
+
+    if (PQntuples(res) != 1 || og__pg_shape(res, PUT_NCOLS, 1) != 0)
+        return OG_EINTERNAL;
+    if (!PQgetisnull(res, 0, PUT_WRITTEN)) {
+        if (og__pg_get_i64(res, 0, PUT_WRITTEN, &r.version) != 0)
+            return OG_EINTERNAL;
+        *out = r;
+        return 0;
+    }
+    exists = !PQgetisnull(res, 0, PUT_STORED);
+    if (exists && og__pg_get_i64(res, 0, PUT_STORED, &stored) != 0)
+        return OG_EINTERNAL;
+    r.outcome = og__payout_put_classify(
+        expected, exists, stored, og__pg_get_bool(res, 0, PUT_FIXED_MATCHES),
+        og__pg_get_bool(res, 0, PUT_NAMED_EXISTS));
+    *out = r;
+    return 0;
+}
+
+/* Runs the put statement stmt with params (its last is the expected
+ * version, formatted from expected) and reads its report. */
+static int pg_put(og__pg_store *pg, const og__pg_stmt *stmt,
+                  const char *const *params, int64_t expected,
+                  og_payout_put_result *out)
+{
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_payout_put_result r;
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, stmt, params, &res);
+    if (rc == 0)
+        rc = pg_put_parse(res, expected, &r);
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = r;
+    return rc;
+}
+
+/* Tenants: $1 id  $2 suspended  $3 daily limit  $4 currency  $5 offset
+ * $6 expected settings_version (0: create). The currency is fixed: an
+ * update names it in its condition. */
+static const char pg_payout_tenant_put_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO tenants (tenant_id, payouts_suspended, daily_limit, currency,\n"
+    "                       settlement_offset_minutes, settings_version, updated_at)\n"
+    "  SELECT $1::text, $2::bool, $3::bigint, $4::text, $5::integer, 1, clock_timestamp()\n"
+    "  WHERE $6::bigint = 0\n"
+    "  ON CONFLICT (tenant_id) DO NOTHING\n"
+    "  RETURNING settings_version),\n"
+    "upd AS (\n"
+    "  UPDATE tenants SET payouts_suspended = $2::bool, daily_limit = $3::bigint,\n"
+    "         settlement_offset_minutes = $5::integer,\n"
+    "         settings_version = settings_version + 1, updated_at = clock_timestamp()\n"
+    "  WHERE $6::bigint > 0 AND tenant_id = $1::text AND settings_version = $6::bigint\n"
+    "    AND currency = $4::text\n"
+    "  RETURNING settings_version)\n"
+    "SELECT (SELECT settings_version FROM ins UNION ALL SELECT settings_version FROM upd),\n"
+    "       t.settings_version, t.currency = $4::text, true\n"
+    "FROM (SELECT 1) x LEFT JOIN tenants t ON t.tenant_id = $1::text";
+static const og__pg_stmt pg_payout_tenant_put_stmt = {
+    "og_payout_tenant_put", pg_payout_tenant_put_sql, 6, OG_KEYS_AS_STORED};
+
+int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
+                             og_payout_put_result *out)
+{
+    char limit[24], offset[16], expected[24];
+    const char *params[6] = {
+        r->tenant_id, r->payouts_suspended ? "true" : "false",
+        limit,        r->currency,
+        offset,       expected};
+
+    og__pg_fmt_i64(limit, sizeof limit, r->daily_limit);
+    snprintf(offset, sizeof offset, "%d", r->offset_minutes);
+    og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, &pg_payout_tenant_put_stmt, params, r->expected_version,
+                  out);
+}
+
+/* Beneficiaries: $1 id  $2 tenant (fixed)  $3 verified  $4 status
+ * $5 expected (0: create, into a tenant that exists). */
+static const char pg_payout_beneficiary_put_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO beneficiaries (beneficiary_id, tenant_id, verified, status, version, updated_at)\n"
+    "  SELECT $1::text, t.tenant_id, $3::bool, $4::text, 1, clock_timestamp()\n"
+    "  FROM tenants t WHERE $5::bigint = 0 AND t.tenant_id = $2::text\n"
+    "  ON CONFLICT DO NOTHING\n"
+    "  RETURNING version),\n"
+    "upd AS (\n"
+    "  UPDATE beneficiaries SET verified = $3::bool, status = $4::text,\n"
+    "         version = version + 1, updated_at = clock_timestamp()\n"
+    "  WHERE $5::bigint > 0 AND beneficiary_id = $1::text AND version = $5::bigint\n"
+    "    AND tenant_id = $2::text\n"
+    "  RETURNING version)\n"
+    "SELECT (SELECT version FROM ins UNION ALL SELECT version FROM upd),\n"
+    "       b.version, b.tenant_id = $2::text,\n"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text)\n"
+    "FROM (SELECT 1) x LEFT JOIN beneficiaries b ON b.beneficiary_id = $1::text";
+static const og__pg_stmt pg_payout_beneficiary_put_stmt = {
+    "og_payout_beneficiary_put", pg_payout_beneficiary_put_sql, 5,
+    OG_KEYS_AS_STORED};
+
+int og__pg_payout_beneficiary_put(void *impl,
+                                  const og__payout_beneficiary_req *r,
+                                  og_payout_put_result *out)
+{
+    char expected[24];
+    const char *params[5] = {r->beneficiary_id, r->tenant_id,
+                             r->verified ? "true" : "false", r->status,
+                             expected};
+
+    og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, &pg_payout_beneficiary_put_stmt, params,
+                  r->expected_version, out);
+}
+
+/* Destinations: $1 id  $2 beneficiary  $3 provider token (SECRET: a
+ * parameter only, S7)  $4 expected. Every write moves changed_at. */
+static const char pg_payout_destination_put_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO destinations (destination_id, beneficiary_id, provider_token, version, changed_at)\n"
+    "  SELECT $1::text, b.beneficiary_id, $3::text, 1, clock_timestamp()\n"
+    "  FROM beneficiaries b WHERE $4::bigint = 0 AND b.beneficiary_id = $2::text\n"
+    "  ON CONFLICT DO NOTHING\n"
+    "  RETURNING version),\n"
+    "upd AS (\n"
+    "  UPDATE destinations SET beneficiary_id = $2::text, provider_token = $3::text,\n"
+    "         version = version + 1, changed_at = clock_timestamp()\n"
+    "  WHERE $4::bigint > 0 AND destination_id = $1::text AND version = $4::bigint\n"
+    "    AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = $2::text)\n"
+    "  RETURNING version)\n"
+    "SELECT (SELECT version FROM ins UNION ALL SELECT version FROM upd),\n"
+    "       d.version, true, EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = $2::text)\n"
+    "FROM (SELECT 1) x LEFT JOIN destinations d ON d.destination_id = $1::text";
+static const og__pg_stmt pg_payout_destination_put_stmt = {
+    "og_payout_destination_put", pg_payout_destination_put_sql, 4,
+    OG_KEYS_AS_STORED};
+
+int og__pg_payout_destination_put(void *impl,
+                                  const og__payout_destination_req *r,
+                                  og_payout_put_result *out)
+{
+    char expected[24];
+    /* The token is a parameter only: this backend logs nothing (I7), and
+     * libpq keeps no copy once the call returns (S7). */
+    const char *params[4] = {r->destination_id, r->beneficiary_id,
+                             r->provider_token, expected};
+
+    og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    return pg_put(impl, &pg_payout_destination_put_stmt, params,
+                  r->expected_version, out);
+}
+
+/* ===========================================================================
+ * The executor's read of a token (S7)
+ * ========================================================================= */
+
+/* The executor's read of the secret (S7): $1 id  $2 version. */
+static const char pg_payout_destination_token_sql[] =
+    "SELECT provider_token FROM destinations\n"
+    "WHERE destination_id = $1::text AND version = $2::bigint";
+static const og__pg_stmt pg_payout_destination_token_stmt = {
+    "og_payout_destination_token", pg_payout_destination_token_sql, 2,
+    OG_KEYS_AS_STORED};
+enum { DESTINATION_TOKEN_TOKEN, DESTINATION_TOKEN_NCOLS };
+
+int og__pg_payout_destination_token(void *impl, const char *id, int64_t version,
+                                    char *out, size_t outlen)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char v[24];
+    const char *params[2] = {id, v};
+    int rc;
+
+    og__pg_fmt_i64(v, sizeof v, version);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_destination_token_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, DESTINATION_TOKEN_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__pg_get_text(res, 0, DESTINATION_TOKEN_TOKEN, out, outlen) == 0
+                 ? 1
+                 : OG_EINTERNAL;
+    /* The token's only other copy: libpq's result (S7). */
+    if (res != NULL && PQntuples(res) == 1 &&
+        PQnfields(res) == DESTINATION_TOKEN_NCOLS &&
+        !PQgetisnull(res, 0, DESTINATION_TOKEN_TOKEN)) {
+        char *t = PQgetvalue(res, 0, DESTINATION_TOKEN_TOKEN);
+
+        sodium_memzero(t, strlen(t));
+    }
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}
+
+/* ===========================================================================
+ * Drafts and cancellations
+ * ========================================================================= */
+
+/* A draft: $1 payout  $2 tenant  $3 beneficiary  $4 destination
+ * $5 destination version  $6 amount  $7 currency  $8 purpose (NULL: none)
+ * $9 requester. Only into a tenant of that currency, with that tenant's
+ * beneficiary and an existing destination; with its "drafted" entry. One
+ * row: written, then why not (payout, tenant, currency, beneficiary,
+ * destination). */
+static const char pg_payout_draft_sql[] =
+    "WITH ins AS (\n"
+    "  INSERT INTO payouts (payout_id, tenant_id, beneficiary_id, destination_id, destination_version,\n"
+    "                       amount, currency, purpose, state, version, attempt_count, requester_id,\n"
+    "                       created_at, updated_at)\n"
+    "  SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint, $7::text, $8::text,\n"
+    "         'Draft', 1, 0, $9::text, t.now, t.now\n"
+    "  FROM (SELECT clock_timestamp() AS now) t\n"
+    "  WHERE EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text AND currency = $7::text)\n"
+    "    AND EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = $2::text AND beneficiary_id = $3::text)\n"
+    "    AND EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text)\n"
+    "  ON CONFLICT (payout_id) DO NOTHING\n"
+    "  RETURNING payout_id, created_at, amount),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, to_state, payout_version, amount)\n"
+    "  SELECT payout_id, created_at, 'drafted', $9::text, 'Draft', 1, amount FROM ins\n"
+    "  RETURNING 1)\n"
+    "SELECT EXISTS (SELECT 1 FROM ins),\n"
+    "       EXISTS (SELECT 1 FROM payouts WHERE payout_id = $1::text),\n"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text),\n"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $2::text AND currency = $7::text),\n"
+    "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = $2::text AND beneficiary_id = $3::text),\n"
+    "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text)";
+static const og__pg_stmt pg_payout_draft_stmt = {
+    "og_payout_draft", pg_payout_draft_sql, 9, OG_KEYS_AS_STORED};
+enum {
+    DRAFT_WRITTEN,
+    DRAFT_PAYOUT_EXISTS,
+    DRAFT_TENANT_EXISTS,
+    DRAFT_CURRENCY_MATCHES,
+    DRAFT_BENEFICIARY_EXISTS,
+    DRAFT_DESTINATION_EXISTS,
+    DRAFT_NCOLS
+};
+
+int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
+                        og_payout_put_result *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
+    char dv[24], amount[24];
+    const char *params[9] = {r->payout_id,
+                             r->tenant_id,
+                             r->beneficiary_id,
+                             r->destination_id,
+                             dv,
+                             amount,
+                             r->currency,
+                             r->has_purpose ? r->purpose : NULL,
+                             r->requester_id};
+    int rc;
+
+    og__pg_fmt_i64(dv, sizeof dv, r->destination_version);
+    og__pg_fmt_i64(amount, sizeof amount, r->amount_minor);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_draft_stmt, params, &res);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, DRAFT_NCOLS, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0) {
+        if (og__pg_get_bool(res, 0, DRAFT_WRITTEN))
+            result.version = 1;
+        else if (og__pg_get_bool(res, 0, DRAFT_PAYOUT_EXISTS))
+            result.outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
+        else if (!og__pg_get_bool(res, 0, DRAFT_TENANT_EXISTS) ||
+                 !og__pg_get_bool(res, 0, DRAFT_BENEFICIARY_EXISTS) ||
+                 !og__pg_get_bool(res, 0, DRAFT_DESTINATION_EXISTS))
+            result.outcome = OG_PAYOUT_NOT_FOUND;
+        else if (!og__pg_get_bool(res, 0, DRAFT_CURRENCY_MATCHES))
+            result.outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
+        else /* a concurrent draft of the id committed during the statement */
+            result.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    }
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = result;
+    return rc;
+}
+
+/* A cancellation: $1 payout  $2 expected version  $3 actor. cur locks the
+ * row (a waiter re-reads its newest version) and gives the state replaced;
+ * upd re-checks the version and the state; ev records it. One row: the new
+ * version (NULL: not cancelled), the version cur saw (NULL: no payout). */
+static const char pg_payout_cancel_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT payout_id, state, version FROM payouts WHERE payout_id = $1::text FOR UPDATE),\n"
+    "upd AS (\n"
+    "  UPDATE payouts p SET state = 'Cancelled', version = p.version + 1, updated_at = clock_timestamp()\n"
+    "  FROM cur\n"
+    "  WHERE p.payout_id = cur.payout_id AND p.version = $2::bigint\n"
+    "    AND (p.state = 'Draft' OR (p.state = 'Approved' AND p.active_attempt IS NULL))\n"
+    "  RETURNING p.payout_id, cur.state AS from_state, p.version, p.updated_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, from_state, to_state, payout_version)\n"
+    "  SELECT payout_id, updated_at, 'cancelled', $3::text, from_state, 'Cancelled', version FROM upd\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT version FROM upd), (SELECT version FROM cur)";
+static const og__pg_stmt pg_payout_cancel_stmt = {
+    "og_payout_cancel", pg_payout_cancel_sql, 3, OG_KEYS_AS_STORED};
+enum { CANCEL_VERSION, CANCEL_SEEN, CANCEL_NCOLS };
+
+int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
+                         const char *actor, og_payout_put_result *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
+    char ev[24];
+    const char *params[3] = {id, ev, actor};
+    int64_t seen = 0;
+    int rc;
+
+    og__pg_fmt_i64(ev, sizeof ev, expected);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_cancel_stmt, params, &res);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, CANCEL_NCOLS, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0 && !PQgetisnull(res, 0, CANCEL_VERSION)) {
+        rc = og__pg_get_i64(res, 0, CANCEL_VERSION, &result.version);
+    } else if (rc == 0 && PQgetisnull(res, 0, CANCEL_SEEN)) {
+        result.outcome = OG_PAYOUT_NOT_FOUND;
+    } else if (rc == 0 &&
+               (rc = og__pg_get_i64(res, 0, CANCEL_SEEN, &seen)) == 0) {
+        result.outcome =
+            seen != expected ? OG_PAYOUT_VERSION_CONFLICT : OG_PAYOUT_REFUSED;
+    }
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = result;
+    return rc;
+}
+
+/* ===========================================================================
+ * og_payout_get
+ * ========================================================================= */
+
+/* A payout as stored: $1 payout. */
+static const char pg_payout_get_sql[] =
+    "SELECT payout_id, tenant_id, beneficiary_id, destination_id, destination_version, amount,\n"
+    "       currency, purpose, state, version, attempt_count, active_attempt::text,\n"
+    "       to_char(release_day, 'YYYY-MM-DD'), requester_id,\n"
+    "       " PG_EPOCH_US("created_at") ", " PG_EPOCH_US("updated_at") "\n"
+    "FROM payouts WHERE payout_id = $1::text";
+static const og__pg_stmt pg_payout_get_stmt = {
+    "og_payout_get", pg_payout_get_sql, 1, OG_KEYS_AS_STORED};
+enum {
+    PAYOUT_VIEW_PAYOUT_ID,
+    PAYOUT_VIEW_TENANT_ID,
+    PAYOUT_VIEW_BENEFICIARY_ID,
+    PAYOUT_VIEW_DESTINATION_ID,
+    PAYOUT_VIEW_DESTINATION_VERSION,
+    PAYOUT_VIEW_AMOUNT,
+    PAYOUT_VIEW_CURRENCY,
+    PAYOUT_VIEW_PURPOSE,
+    PAYOUT_VIEW_STATE,
+    PAYOUT_VIEW_VERSION,
+    PAYOUT_VIEW_ATTEMPT_COUNT,
+    PAYOUT_VIEW_ACTIVE_ATTEMPT,
+    PAYOUT_VIEW_RELEASE_DAY,
+    PAYOUT_VIEW_REQUESTER_ID,
+    PAYOUT_VIEW_CREATED_AT,
+    PAYOUT_VIEW_UPDATED_AT,
+    PAYOUT_VIEW_NCOLS
+};
+
+/* Row 0 of a pg_payout_get_sql result into *v. */
+static int pg_payout_view_parse(const PGresult *r, og_payout_view *v)
+{
+    int state;
+
+    memset(v, 0, sizeof *v);
+    if (og__pg_shape(r, PAYOUT_VIEW_NCOLS, 1) != 0 ||
+        og__pg_get_text(r, 0, PAYOUT_VIEW_PAYOUT_ID, v->payout_id,
+                        sizeof v->payout_id) ||
+        og__pg_get_text(r, 0, PAYOUT_VIEW_TENANT_ID, v->tenant_id,
+                        sizeof v->tenant_id) ||
+        og__pg_get_text(r, 0, PAYOUT_VIEW_BENEFICIARY_ID, v->beneficiary_id,
+                        sizeof v->beneficiary_id) ||
+        og__pg_get_text(r, 0, PAYOUT_VIEW_DESTINATION_ID, v->destination_id,
+                        sizeof v->destination_id) ||
+        og__pg_get_i64(r, 0, PAYOUT_VIEW_DESTINATION_VERSION,
+                       &v->destination_version) ||
+        og__pg_get_i64(r, 0, PAYOUT_VIEW_AMOUNT, &v->amount_minor) ||
+        og__pg_get_text(r, 0, PAYOUT_VIEW_CURRENCY, v->currency,
+                        sizeof v->currency) ||
+        og__pg_get_opt_text(r, 0, PAYOUT_VIEW_PURPOSE, v->purpose,
+                            sizeof v->purpose) ||
+        PQgetisnull(r, 0, PAYOUT_VIEW_STATE) ||
+        og__pg_get_i64(r, 0, PAYOUT_VIEW_VERSION, &v->version) ||
+        og__pg_get_i64(r, 0, PAYOUT_VIEW_ATTEMPT_COUNT, &v->attempt_count) ||
+        og__pg_get_opt_text(r, 0, PAYOUT_VIEW_ACTIVE_ATTEMPT, v->active_attempt,
+                            sizeof v->active_attempt) ||
+        og__pg_get_opt_text(r, 0, PAYOUT_VIEW_RELEASE_DAY, v->release_day,
+                            sizeof v->release_day) ||
+        og__pg_get_text(r, 0, PAYOUT_VIEW_REQUESTER_ID, v->requester_id,
+                        sizeof v->requester_id) ||
+        og__pg_get_i64(r, 0, PAYOUT_VIEW_CREATED_AT, &v->created_at_us) ||
+        og__pg_get_i64(r, 0, PAYOUT_VIEW_UPDATED_AT, &v->updated_at_us))
+        return OG_EINTERNAL;
+    v->has_purpose = !PQgetisnull(r, 0, PAYOUT_VIEW_PURPOSE);
+    state = og__payout_state_parse(PQgetvalue(r, 0, PAYOUT_VIEW_STATE));
+    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
+                                             v->amount, sizeof v->amount) != 0)
+        return OG_EINTERNAL;
+    v->state = (og_payout_state)state;
+    return 0;
+}
+
+int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {id};
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_get_stmt, params, &res);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_payout_view_parse(res, out) == 0 ? 1 : OG_EINTERNAL;
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}
+
+/* ===========================================================================
+ * The facts (I26)
+ * ========================================================================= */
+
+/* The facts a decision reads (I26), in pg_facts_parse's order: $1 payout.
+ * The foreign keys make the joins total. The decision's instance locks the
+ * payout's row FOR UPDATE (it will write it) and the tenant's, the
+ * beneficiary's and the destination's FOR SHARE, so none of them can
+ * change until the decision commits; a change in flight is waited for and
+ * its result read (Read Committed re-reads the newest version of a row it
+ * waited for). The context read's instance locks nothing: it runs in a
+ * REPEATABLE READ, READ ONLY transaction with the day's read, one
+ * snapshot. */
+#define PG_PAYOUT_FACTS_SQL(lock)                                              \
+    "SELECT p.state, p.version, p.attempt_count, p.active_attempt::text,\n"    \
+    "       p.tenant_id, p.beneficiary_id, p.destination_id, p.destination_version,\n" \
+    "       p.amount, p.currency, p.purpose,\n"                                \
+    "       t.payouts_suspended, t.daily_limit, t.currency, t.settlement_offset_minutes,\n" \
+    "       t.settings_version, b.verified, b.status, b.version,\n"            \
+    "       d.beneficiary_id, d.version, " PG_EPOCH_US("d.changed_at") "\n"    \
+    "FROM payouts p\n"                                                         \
+    "JOIN tenants t ON t.tenant_id = p.tenant_id\n"                            \
+    "JOIN beneficiaries b ON b.beneficiary_id = p.beneficiary_id\n"            \
+    "JOIN destinations d ON d.destination_id = p.destination_id\n"             \
+    "WHERE p.payout_id = $1::text" lock
+static const char pg_payout_facts_sql[] = PG_PAYOUT_FACTS_SQL("");
+static const char pg_payout_facts_locked_sql[] =
+    PG_PAYOUT_FACTS_SQL("\nFOR UPDATE OF p FOR SHARE OF t, b, d");
+static const og__pg_stmt pg_payout_facts_stmt = {
+    "og_payout_facts", pg_payout_facts_sql, 1, OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_facts_locked_stmt = {
+    "og_payout_facts_locked", pg_payout_facts_locked_sql, 1,
+    OG_KEYS_AS_STORED};
+enum {
+    PAYOUT_FACTS_STATE,
+    PAYOUT_FACTS_VERSION,
+    PAYOUT_FACTS_ATTEMPT_COUNT,
+    PAYOUT_FACTS_ACTIVE_ATTEMPT,
+    PAYOUT_FACTS_TENANT_ID,
+    PAYOUT_FACTS_BENEFICIARY_ID,
+    PAYOUT_FACTS_DESTINATION_ID,
+    PAYOUT_FACTS_DESTINATION_VERSION,
+    PAYOUT_FACTS_AMOUNT,
+    PAYOUT_FACTS_CURRENCY,
+    PAYOUT_FACTS_PURPOSE,
+    PAYOUT_FACTS_PAYOUTS_SUSPENDED,
+    PAYOUT_FACTS_DAILY_LIMIT,
+    PAYOUT_FACTS_TENANT_CURRENCY,
+    PAYOUT_FACTS_OFFSET_MINUTES,
+    PAYOUT_FACTS_SETTINGS_VERSION,
+    PAYOUT_FACTS_VERIFIED,
+    PAYOUT_FACTS_BENEFICIARY_STATUS,
+    PAYOUT_FACTS_BENEFICIARY_VERSION,
+    PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
+    PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
+    PAYOUT_FACTS_DESTINATION_CHANGED_AT,
+    PAYOUT_FACTS_NCOLS
+};
+
+/* Row 0 of a facts statement (PAYOUT_FACTS_*) into *f. */
+static int pg_facts_parse(const PGresult *r, og__payout_facts *f)
+{
+    int64_t offset = 0;
+    int state, status;
+
+    if (og__pg_shape(r, PAYOUT_FACTS_NCOLS, 1) != 0 ||
+        PQgetisnull(r, 0, PAYOUT_FACTS_STATE) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_VERSION, &f->version) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_ATTEMPT_COUNT, &f->attempt_count) ||
+        og__pg_get_opt_text(r, 0, PAYOUT_FACTS_ACTIVE_ATTEMPT,
+                            f->active_attempt, sizeof f->active_attempt) ||
+        og__pg_get_text(r, 0, PAYOUT_FACTS_TENANT_ID, f->tenant_id,
+                        sizeof f->tenant_id) ||
+        og__pg_get_text(r, 0, PAYOUT_FACTS_BENEFICIARY_ID, f->beneficiary_id,
+                        sizeof f->beneficiary_id) ||
+        og__pg_get_text(r, 0, PAYOUT_FACTS_DESTINATION_ID, f->destination_id,
+                        sizeof f->destination_id) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_DESTINATION_VERSION,
+                       &f->destination_version) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_AMOUNT, &f->amount_minor) ||
+        og__pg_get_text(r, 0, PAYOUT_FACTS_CURRENCY, f->currency,
+                        sizeof f->currency) ||
+        og__pg_get_opt_text(r, 0, PAYOUT_FACTS_PURPOSE, f->purpose,
+                            sizeof f->purpose) ||
+        PQgetisnull(r, 0, PAYOUT_FACTS_PAYOUTS_SUSPENDED) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_DAILY_LIMIT, &f->daily_limit) ||
+        og__pg_get_text(r, 0, PAYOUT_FACTS_TENANT_CURRENCY, f->tenant_currency,
+                        sizeof f->tenant_currency) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_OFFSET_MINUTES, &offset) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_SETTINGS_VERSION,
+                       &f->settings_version) ||
+        PQgetisnull(r, 0, PAYOUT_FACTS_VERIFIED) ||
+        PQgetisnull(r, 0, PAYOUT_FACTS_BENEFICIARY_STATUS) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_BENEFICIARY_VERSION,
+                       &f->beneficiary_version) ||
+        og__pg_get_text(r, 0, PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
+                        f->destination_beneficiary_id,
+                        sizeof f->destination_beneficiary_id) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
+                       &f->destination_record_version) ||
+        og__pg_get_i64(r, 0, PAYOUT_FACTS_DESTINATION_CHANGED_AT,
+                       &f->destination_changed_at_us))
+        return OG_EINTERNAL;
+    state = og__payout_state_parse(PQgetvalue(r, 0, PAYOUT_FACTS_STATE));
+    status = og__payout_bstatus_parse(
+        PQgetvalue(r, 0, PAYOUT_FACTS_BENEFICIARY_STATUS));
+    if (state < 0 || status < 0 || offset < -OG_PAYOUT_OFFSET_MAX ||
+        offset > OG_PAYOUT_OFFSET_MAX)
+        return OG_EINTERNAL;
+    f->found = true;
+    f->state = (og_payout_state)state;
+    f->has_purpose = !PQgetisnull(r, 0, PAYOUT_FACTS_PURPOSE);
+    f->payouts_suspended =
+        og__pg_get_bool(r, 0, PAYOUT_FACTS_PAYOUTS_SUSPENDED);
+    f->offset_minutes = (int)offset;
+    f->verified = og__pg_get_bool(r, 0, PAYOUT_FACTS_VERIFIED);
+    f->beneficiary_status = (og_payout_beneficiary_status)status;
+    return 0;
+}
+
+/* The counters of a release day and the store's clock (the observation):
+ * $1 tenant  $2 day (NULL, NULL: only the clock). Not locked: the
+ * reservation decides on the newest counters itself (I27). */
+static const char pg_payout_day_sql[] =
+    "SELECT d.paid, d.reserved, d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
+    "FROM (SELECT 1) x LEFT JOIN tenant_days d ON d.tenant_id = $1::text AND d.day = $2::date";
+static const og__pg_stmt pg_payout_day_stmt = {
+    "og_payout_day", pg_payout_day_sql, 2, OG_KEYS_AS_STORED};
+enum {
+    PAYOUT_DAY_PAID,
+    PAYOUT_DAY_RESERVED,
+    PAYOUT_DAY_VERSION,
+    PAYOUT_DAY_NOW,
+    PAYOUT_DAY_NCOLS
+};
+
+/* Reads the facts of payout id inside the transaction open on c, with the
+ * facts statement which (pg_payout_facts_stmt or its _locked_ one), then the
+ * counters of the release day of release_at_us and the store's clock. */
+static int pg_read_facts(og__pg_store *pg, og__pg_conn *c,
+                         const og__pg_stmt *which, const char *id,
+                         int64_t release_at_us, og__payout_facts *f,
+                         int64_t deadline_us)
+{
+    const char *fparams[1] = {id};
+    const char *dparams[2] = {NULL, NULL};
+    PGresult *res = NULL;
+    int rc;
+
+    memset(f, 0, sizeof *f);
+    rc = og__pg_run_in(pg, c, which, fparams, &res, deadline_us);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_facts_parse(res, f);
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    res = NULL;
+    if (rc != 0)
+        return rc;
+    if (f->found) {
+        if (og__copy(f->payout_id, sizeof f->payout_id, id) != 0 ||
+            og_payout_release_day(release_at_us, f->offset_minutes,
+                                  f->release_day) != 0)
+            return OG_EINTERNAL; /* both checked before the store */
+        dparams[0] = f->tenant_id;
+        dparams[1] = f->release_day;
+    }
+    rc = og__pg_run_in(pg, c, &pg_payout_day_stmt, dparams, &res, deadline_us);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, PAYOUT_DAY_NCOLS, 1) != 0 ||
+         og__pg_get_i64(res, 0, PAYOUT_DAY_NOW, &f->observed_at_us) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0 && !PQgetisnull(res, 0, PAYOUT_DAY_PAID) &&
+        (og__pg_get_i64(res, 0, PAYOUT_DAY_PAID, &f->paid) != 0 ||
+         og__pg_get_i64(res, 0, PAYOUT_DAY_RESERVED, &f->reserved) != 0 ||
+         og__pg_get_i64(res, 0, PAYOUT_DAY_VERSION, &f->day_version) != 0))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
+                        og__payout_facts *out)
+{
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
+    og__payout_facts f;
+    og__pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    /* One snapshot for both reads (I26). */
+    rc = og__pg_txn(pg, c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                    PQTRANS_INTRANS, deadline);
+    if (rc == 0)
+        rc = pg_read_facts(pg, c, &pg_payout_facts_stmt, id, release_at_us, &f,
+                           deadline);
+    rc = og__pg_txn_end(pg, c, rc, deadline);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = f;
+    return rc;
+}
+
+/* ===========================================================================
+ * The decision (I26-I28)
+ * ========================================================================= */
+
+/* The reservation (I27): ONE conditional write of the day's row. $1 tenant
+ * $2 day  $3 amount. The day's first reservation inserts the row within
+ * the limit; any later one adds to it only while paid + reserved + amount
+ * stays within it. ON CONFLICT DO UPDATE locks the row and evaluates its
+ * WHERE on the newest committed version, after waiting for a concurrent
+ * reservation: two decisions can never both pass on the same headroom. The
+ * limit is read from the tenant's row, which the decision holds FOR SHARE.
+ * One row (the new reserved total) only when it reserved. */
+static const char pg_payout_reserve_sql[] =
+    "INSERT INTO tenant_days AS d (tenant_id, day, paid, reserved, version)\n"
+    "SELECT $1::text, $2::date, 0, $3::bigint, 1 FROM tenants t\n"
+    "WHERE t.tenant_id = $1::text AND $3::bigint <= t.daily_limit\n"
+    "ON CONFLICT (tenant_id, day) DO UPDATE\n"
+    "  SET reserved = d.reserved + excluded.reserved, version = d.version + 1\n"
+    "  WHERE d.paid + d.reserved + excluded.reserved\n"
+    "        <= (SELECT t.daily_limit FROM tenants t WHERE t.tenant_id = excluded.tenant_id)\n"
+    "RETURNING d.reserved";
+const og__pg_stmt og__pg_payout_reserve_stmt = {
+    "og_payout_reserve", pg_payout_reserve_sql, 3, OG_KEYS_AS_STORED};
+enum { RESERVE_RESERVED, RESERVE_NCOLS };
+
+/* The decision (append-only) and its "decided" entry, at one instant:
+ * $1 id  $2 payout  $3 tenant (NULL: missing)  $4 mode  $5 outcome
+ * $6 reason  $7 policy  $8 fingerprint  $9-$12 the versions evaluated
+ * (NULL: nothing read)  $13 requester  $14 role  $15 approval limit
+ * $16 observed_at (µs)  $17 correlation. One row: decided_at (µs). */
+static const char pg_payout_decision_sql[] =
+    "WITH t AS MATERIALIZED (SELECT clock_timestamp() AS now),\n"
+    "dec AS (\n"
+    "  INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode, outcome, reason,\n"
+    "      policy_version, terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
+    "      destination_version, payout_version, requester_id, requester_role,\n"
+    "      requester_approval_limit, observed_at, decided_at, correlation_id)\n"
+    "  SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text,\n"
+    "         $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text, $14::text,\n"
+    "         $15::bigint, " PG_TS("$16") ", t.now, $17::text\n"
+    "  FROM t\n"
+    "  RETURNING decision_id, payout_id, decided_at),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id, decision_id, reason)\n"
+    "  SELECT payout_id, decided_at, 'decided', $13::text, $17::text, decision_id, $6::text FROM dec\n"
+    "  RETURNING 1)\n"
+    "SELECT " PG_EPOCH_US("decided_at") " FROM dec";
+static const og__pg_stmt pg_payout_decision_stmt = {
+    "og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
+enum { DECISION_DECIDED_AT, DECISION_NCOLS };
+
+/* The decision row and its "decided" entry; *decided_at its instant. */
+static int pg_decision_write(og__pg_store *pg, og__pg_conn *c,
+                             const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t deadline_us,
+                             int64_t *decided_at)
+{
+    const og_payout_verdict *v = &p->verdict;
+    bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
+    char ver[4][24], limit[24], observed[24];
+    const char *params[17];
+    PGresult *res = NULL;
+    int rc;
+
+    og__pg_fmt_i64(ver[0], sizeof ver[0], v->evaluated.tenant_settings);
+    og__pg_fmt_i64(ver[1], sizeof ver[1], v->evaluated.beneficiary);
+    og__pg_fmt_i64(ver[2], sizeof ver[2], v->evaluated.destination);
+    og__pg_fmt_i64(ver[3], sizeof ver[3], v->evaluated.payout);
+    og__pg_fmt_i64(limit, sizeof limit, r->approval_limit);
+    og__pg_fmt_i64(observed, sizeof observed, f->observed_at_us);
+    params[0] = r->decision_id;
+    params[1] = r->payout_id;
+    params[2] = f->found ? f->tenant_id : NULL;
+    params[3] = p->mode;
+    params[4] = og_payout_outcome_name(v->outcome);
+    params[5] = og_payout_reason_name(v->reason);
+    params[6] = v->policy_version;
+    params[7] = read ? v->terms_fingerprint : NULL;
+    for (int i = 0; i < 4; i++)
+        params[8 + i] = read ? ver[i] : NULL;
+    params[12] = r->requester_id;
+    params[13] = r->requester_role;
+    params[14] = limit;
+    params[15] = observed;
+    params[16] = r->correlation_id;
+    rc = og__pg_run_in(pg, c, &pg_payout_decision_stmt, params, &res,
+                       deadline_us);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, DECISION_NCOLS, 1) != 0 ||
+         og__pg_get_i64(res, 0, DECISION_DECIDED_AT, decided_at) != 0))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+/* What an Allowed decision enables, after its reservation and its row
+ * (I28): $1 payout  $2 the version read  $3 the state expected (Draft;
+ * Approved for a re-authorization)  $4 release day  $5 the decision's
+ * instant (µs)  $6 grant id  $7 not_before  $8 expires_at  $9 decision
+ * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester.
+ *  - upd: the payout -> Approved at version + 1, attempt_count + 1 (the
+ *    attempt number, allocated by this write: two re-authorizations are
+ *    ordered by the payout's row lock and get two numbers), conditional
+ *    on the version and state read and no active attempt;
+ *  - gr: the grant's row (row form, issuer 'payouts', no family, the
+ *    window's end as its trusted expiry), from upd only;
+ *  - bind: its bindings; job: the outbox row, references only;
+ *  - ev: the history, a row per step.
+ * One row (none when upd changed nothing): version, attempt, jobs,
+ * entries. */
+static const char pg_payout_approve_sql[] =
+    "WITH upd AS (\n"
+    "  UPDATE payouts p SET state = 'Approved', version = p.version + 1,\n"
+    "         attempt_count = p.attempt_count + 1, release_day = $4::date,\n"
+    "         updated_at = " PG_TS("$5") "\n"
+    "  WHERE p.payout_id = $1::text AND p.version = $2::bigint AND p.state = $3::text\n"
+    "    AND p.active_attempt IS NULL\n"
+    "  RETURNING p.payout_id, p.tenant_id, p.version, p.attempt_count, p.amount),\n"
+    "gr AS (\n"
+    "  INSERT INTO grants (issuer, grant_id, family, expires_at)\n"
+    "  SELECT '" OG_PAYOUT_ISSUER "', $6::text, NULL, " PG_TS("$8") " FROM upd\n"
+    "  RETURNING issuer, grant_id),\n"
+    "bind AS (\n"
+    "  INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id, tenant_id, operation,\n"
+    "      audience, terms_fingerprint, executable_payout_version, attempt_number,\n"
+    "      policy_version, amount, release_day, not_before, expires_at, created_at)\n"
+    "  SELECT gr.grant_id, gr.issuer, $9::uuid, upd.payout_id, upd.tenant_id,\n"
+    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "', $10::text,\n"
+    "         upd.version, upd.attempt_count, $11::text, upd.amount, $4::date,\n"
+    "         " PG_TS("$7") ", " PG_TS("$8") ", " PG_TS("$5") "\n"
+    "  FROM gr, upd\n"
+    "  RETURNING grant_id, payout_id, executable_payout_version, amount),\n"
+    "job AS (\n"
+    "  INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id, created_at,\n"
+    "                           available_at, deliveries)\n"
+    "  SELECT $12::uuid, payout_id, grant_id, $13::text, " PG_TS("$5") ", " PG_TS("$5") ", 0\n"
+    "  FROM bind\n"
+    "  RETURNING job_id),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id, decision_id, grant_id,\n"
+    "                             job_id, from_state, to_state, payout_version, amount, release_day)\n"
+    "  SELECT b.payout_id, " PG_TS("$5") ", k.kind, $14::text, $13::text, $9::uuid,\n"
+    "         CASE WHEN k.kind IN ('grant-issued', 'job-queued') THEN b.grant_id END,\n"
+    "         CASE WHEN k.kind = 'job-queued' THEN j.job_id END,\n"
+    "         CASE WHEN k.kind = 'approved' THEN $3::text END,\n"
+    "         CASE WHEN k.kind = 'approved' THEN 'Approved' END,\n"
+    "         CASE WHEN k.kind = 'approved' THEN b.executable_payout_version END,\n"
+    "         CASE WHEN k.kind = 'reserved' THEN b.amount END,\n"
+    "         CASE WHEN k.kind = 'reserved' THEN $4::date END\n"
+    "  FROM bind b, job j,\n"
+    "       (VALUES (1, 'reserved'), (2, 'approved'), (3, 'grant-issued'), (4, 'job-queued')) k (n, kind)\n"
+    "  ORDER BY k.n\n"
+    "  RETURNING 1)\n"
+    "SELECT upd.version, upd.attempt_count, (SELECT count(*) FROM job), (SELECT count(*) FROM ev)\n"
+    "FROM upd";
+static const og__pg_stmt pg_payout_approve_stmt = {
+    "og_payout_approve", pg_payout_approve_sql, 14, OG_KEYS_AS_STORED};
+enum {
+    APPROVE_VERSION,
+    APPROVE_ATTEMPT,
+    APPROVE_JOBS,
+    APPROVE_EVENTS,
+    APPROVE_NCOLS
+};
+
+/* What an Allowed decision enables (pg_payout_approve_sql). */
+static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
+                             const og__payout_decide_req *r,
+                             const og__payout_facts *f,
+                             const og__payout_plan *p, int64_t now,
+                             int64_t deadline_us)
+{
+    char version[24], at[24], nb[24], exp[24];
+    const char *params[14] = {r->payout_id,
+                              version,
+                              p->from_state,
+                              f->release_day,
+                              at,
+                              r->grant_id,
+                              nb,
+                              exp,
+                              r->decision_id,
+                              p->verdict.terms_fingerprint,
+                              p->verdict.policy_version,
+                              r->job_id,
+                              r->correlation_id,
+                              r->requester_id};
+    int64_t v = 0, attempt = 0, jobs = 0, events = 0;
+    PGresult *res = NULL;
+    int rc;
+
+    og__pg_fmt_i64(version, sizeof version, f->version);
+    og__pg_fmt_i64(at, sizeof at, now);
+    og__pg_fmt_i64(nb, sizeof nb, r->not_before_us);
+    og__pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
+    rc = og__pg_run_in(pg, c, &pg_payout_approve_stmt, params, &res,
+                       deadline_us);
+    /* The row is ours (FOR UPDATE since the facts' read): it cannot have
+     * moved, and every step wrote its one row. */
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, APPROVE_NCOLS, 1) != 0 ||
+         og__pg_get_i64(res, 0, APPROVE_VERSION, &v) != 0 ||
+         og__pg_get_i64(res, 0, APPROVE_ATTEMPT, &attempt) != 0 ||
+         og__pg_get_i64(res, 0, APPROVE_JOBS, &jobs) != 0 ||
+         og__pg_get_i64(res, 0, APPROVE_EVENTS, &events) != 0 ||
+         v != p->new_version || attempt != p->attempt_number || jobs != 1 ||
+         events != 4))
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+static int pg_payout_decide_in(og__pg_store *pg, og__pg_conn *c,
+                               const og__payout_decide_req *r,
+                               og_payout_decision *out, int64_t deadline_us)
+{
+    og__payout_facts f;
+    og__payout_plan p;
+    PGresult *res = NULL;
+    int64_t now = 0;
+    int rc;
+
+    /* 1. The facts, their rows locked until the commit (I26). */
+    if ((rc = pg_read_facts(pg, c, &pg_payout_facts_locked_stmt, r->payout_id,
+                            r->not_before_us, &f, deadline_us)) != 0)
+        return rc;
+    /* 2. The pure core decides (PP1). */
+    if ((rc = og__payout_plan_decide(&f, r, &p)) != 0)
+        return rc;
+    /* 3. The reservation (I27): the counters read above were not locked,
+     * so a concurrent decision may have reserved since; this write decides
+     * on the newest ones, and when it takes nothing the decision is Denied
+     * tenant.daily-limit, alone. */
+    if (p.allowed) {
+        char amount[24];
+        const char *params[3] = {f.tenant_id, f.release_day, amount};
+
+        og__pg_fmt_i64(amount, sizeof amount, f.amount_minor);
+        rc = og__pg_run_in(pg, c, &og__pg_payout_reserve_stmt, params, &res,
+                           deadline_us);
+        if (rc == 0 && og__pg_shape(res, RESERVE_NCOLS, 1) != 0)
+            rc = OG_EINTERNAL;
+        if (rc == 0 && PQntuples(res) == 0)
+            og__payout_plan_limit_taken(&p);
+        PQclear(res);
+        if (rc != 0)
+            return rc;
+    }
+    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
+        return OG_ESTORE_UNAVAILABLE;
+    if ((rc = pg_decision_write(pg, c, r, &f, &p, deadline_us, &now)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
+        return OG_ESTORE_UNAVAILABLE;
+    if (p.allowed &&
+        (rc = pg_decision_issue(pg, c, r, &f, &p, now, deadline_us)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+
+    og__payout_decision_fill(r, &f, &p, now, out);
+    return 0;
+}
+
+/* ONE explicit transaction (I26): Read Committed (the session default)
+ * with the facts' rows locked, one deadline for all of it. */
+int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
+                         og_payout_decision *out)
+{
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
+    og_payout_decision d;
+    og__pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
+    if (rc == 0)
+        rc = pg_payout_decide_in(pg, c, r, &d, deadline);
+    rc = og__pg_txn_end(pg, c, rc, deadline);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = d;
+    return rc;
+}

@@ -1,0 +1,146 @@
+/*
+ * redeem.c — redemption recovery points: the sealed result of redeeming an
+ * external single-use token, kept per (caller, idempotency key).
+ *
+ * Invariants:
+ *
+ *  I24 A redemption recovery point is written by ONE statement, INSERT ...
+ *      ON CONFLICT (caller, idempotency_key) DO NOTHING, in its own implicit
+ *      transaction: the primary key lets exactly one writer of a key win
+ *      (a concurrent insert waits for the holder and then does nothing),
+ *      nothing overwrites a point, and "inserted" is reported only after
+ *      ReadyForQuery (I2). The read is ONE statement answering both "the
+ *      key's own point" and "the same code under another key" from one
+ *      snapshot. The store holds only sealed bytes and the token's SHA-256;
+ *      binary values cross the wire as hex text.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "internal.h"
+
+/* $1 caller  $2 idempotency key  $3 code hash  $4 nonce (hex)  $5 sealed
+ * (hex). One row only when this statement wrote the point: the primary key
+ * is the atomic check, and ON CONFLICT DO NOTHING never overwrites. */
+static const char pg_redemption_put_sql[] =
+    "INSERT INTO redemptions (caller, idempotency_key, code_hash, nonce, sealed, created_at)\n"
+    "VALUES ($1::text, $2::text, $3::text, decode($4::text, 'hex'), decode($5::text, 'hex'),\n"
+    "        clock_timestamp())\n"
+    "ON CONFLICT (caller, idempotency_key) DO NOTHING\n"
+    "RETURNING 1";
+static const og__pg_stmt pg_redemption_put_stmt = {
+    "og_redemption_put", pg_redemption_put_sql, 5, OG_KEYS_AS_STORED};
+
+int og__pg_redemption_put(void *impl, const og_redemption_record *r,
+                          bool *inserted)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char nonce[2 * OG_REDEMPTION_NONCE_LEN + 1], *sealed;
+    const char *params[5];
+    int rc;
+
+    if (!(sealed = malloc(2 * r->sealed_len + 1)))
+        return OG_ENOMEM;
+    sodium_bin2hex(nonce, sizeof nonce, r->nonce, OG_REDEMPTION_NONCE_LEN);
+    sodium_bin2hex(sealed, 2 * r->sealed_len + 1, r->sealed, r->sealed_len);
+    params[0] = r->caller;
+    params[1] = r->idempotency_key;
+    params[2] = r->code_hash;
+    params[3] = nonce;
+    params[4] = sealed;
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        goto out;
+    rc = og__pg_run(pg, c, &pg_redemption_put_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I2) */
+        *inserted = PQntuples(res) == 1;
+    PQclear(res);
+    og__pg_release(pg, c);
+out:
+    free(sealed);
+    return rc;
+}
+
+/* $1 caller  $2 idempotency key  $3 code hash (NULL: not asked). The key's
+ * own point first, else another point holding the same code: one
+ * statement, one snapshot. */
+static const char pg_redemption_get_sql[] =
+    "SELECT caller = $1::text AND idempotency_key = $2::text AS own, code_hash,\n"
+    "       encode(nonce, 'hex'), encode(sealed, 'hex'),\n"
+    "       (extract(epoch FROM created_at) * 1000000)::bigint\n"
+    "FROM redemptions\n"
+    "WHERE (caller = $1::text AND idempotency_key = $2::text) OR code_hash = $3::text\n"
+    "ORDER BY own DESC LIMIT 1";
+static const og__pg_stmt pg_redemption_get_stmt = {
+    "og_redemption_get", pg_redemption_get_sql, 3, OG_KEYS_AS_STORED};
+enum {
+    REDEMPTION_GET_OWN,
+    REDEMPTION_GET_CODE_HASH,
+    REDEMPTION_GET_NONCE,
+    REDEMPTION_GET_SEALED,
+    REDEMPTION_GET_CREATED_AT,
+    REDEMPTION_GET_NCOLS
+};
+
+/* Reads the OWN row 0 of a redemption read into *out (sealed malloc'd). */
+static int pg_read_point(const PGresult *res, og_redemption_point *out)
+{
+    const char *nonce, *sealed;
+    size_t nlen = 0, slen = 0, shex;
+
+    if (PQgetisnull(res, 0, REDEMPTION_GET_NONCE) ||
+        PQgetisnull(res, 0, REDEMPTION_GET_SEALED) ||
+        og__pg_get_text(res, 0, REDEMPTION_GET_CODE_HASH, out->code_hash,
+                        sizeof out->code_hash) != 0 ||
+        og__pg_get_i64(res, 0, REDEMPTION_GET_CREATED_AT,
+                       &out->created_at_us) != 0)
+        return OG_EINTERNAL;
+    nonce = PQgetvalue(res, 0, REDEMPTION_GET_NONCE);
+    sealed = PQgetvalue(res, 0, REDEMPTION_GET_SEALED);
+    shex = strlen(sealed);
+    if (shex % 2 != 0 || shex / 2 <= OG_REDEMPTION_TAG_LEN ||
+        shex / 2 > OG_REDEMPTION_SEALED_MAX)
+        return OG_EINTERNAL; /* the schema's CHECKs forbid it */
+    if (!(out->sealed = malloc(shex / 2)))
+        return OG_ENOMEM;
+    if (sodium_hex2bin(out->nonce, sizeof out->nonce, nonce, strlen(nonce),
+                       NULL, &nlen, NULL) != 0 ||
+        nlen != OG_REDEMPTION_NONCE_LEN ||
+        sodium_hex2bin(out->sealed, shex / 2, sealed, shex, NULL, &slen,
+                       NULL) != 0 ||
+        slen != shex / 2)
+        return OG_EINTERNAL;
+    out->sealed_len = slen;
+    return 0;
+}
+
+int og__pg_redemption_get(void *impl, const char *caller, const char *key,
+                          const char *code_hash, og_redemption_found *found,
+                          og_redemption_point *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[3] = {caller, key, code_hash};
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_redemption_get_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, REDEMPTION_GET_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 0)
+        *found = OG_REDEMPTION_ABSENT;
+    else if (rc == 0 && !og__pg_get_bool(res, 0, REDEMPTION_GET_OWN))
+        *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
+    else if (rc == 0 && (rc = pg_read_point(res, out)) == 0)
+        *found = OG_REDEMPTION_OWN;
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}
