@@ -555,7 +555,7 @@ static void without_a_server_side_bound_the_delayed_admission_readmits_a_cleaned
     assert_int_equal(r.replay_ops, 0);
 }
 
-/* P6: an idle pooled connection whose backend the server ended (a restart,
+/* PL6: an idle pooled connection whose backend the server ended (a restart,
  * a failover, an outage that cut the sockets) is replaced at checkout, so
  * the first request after the store came back is served, not answered
  * "unavailable". Three rounds on a pool of one: each round's backend is

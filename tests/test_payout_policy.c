@@ -188,7 +188,7 @@ void decision_rows_of_section_18(void **state)
     run_policy_rows(rows, N(rows));
 }
 
-/* P6: the rules in OG_PAYOUT_REASON_MAP's order. Every pair of failing rules reports
+/* PC6: the rules in OG_PAYOUT_REASON_MAP's order. Every pair of failing rules reports
  * the earlier one; an unavailable context reports context.unavailable
  * whatever else fails. */
 void policy_reports_the_first_rule_in_the_seeds_order(void **state)
@@ -236,7 +236,7 @@ void policy_reports_the_first_rule_in_the_seeds_order(void **state)
                      OG_PAYOUT_REASON_TENANT_SUSPENDED);
 }
 
-/* P5: an unavailable context is answered without reading anything else —
+/* PC5: an unavailable context is answered without reading anything else —
  * here, everything else is garbage that would be an error if read. */
 void unavailable_context_reads_nothing_else(void **state)
 {
