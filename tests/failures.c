@@ -301,7 +301,9 @@ static void multi_host_url_reaches_the_writable_primary(void **state)
 }
 
 /* ---------------------------------------------------------------------------
- * Expiry and cleanup with a delayed admission (seed 000; PostgreSQL).
+ * Expiry and cleanup with a delayed admission (docs/design.md, A-T13 and
+ * "The server-side bound on an admission, and what it does not cover";
+ * PostgreSQL).
  *
  * A replay of grant G starts just before G's deadline and is held before
  * its claim reaches the unique-key check. Where: instrumentation showed

@@ -338,7 +338,7 @@ void execution_recheck_errors(void **state)
  * Names and error codes
  * ========================================================================= */
 
-void names_are_the_seeds_and_stable(void **state)
+void names_are_stable(void **state)
 {
     static const char *const outcomes[] = {
         "Allowed", "Denied", "Deferred", "AcknowledgmentRequired",
