@@ -122,7 +122,7 @@ static og_provider_properties props(bool atomic, unsigned lookup)
     return p;
 }
 
-/* RV1-RV6: recovery after its lookup. */
+/* RV1-RV7: recovery after its lookup. */
 static void recovery_decides_from_the_lookup(void **state)
 {
     const unsigned REF = OG_PROVIDER_LOOKUP_REFERENCE;

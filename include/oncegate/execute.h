@@ -51,7 +51,7 @@ void og_exec_after_create(const og_provider_outcome *o, og_exec_decision *d);
 /* Recovery, after it took op over and looked the effect up: lookup_rc and
  * lo are og_provider_lookup()'s result (1 found, 0 not found, negative:
  * could not ask), or lookup_rc = OG_EINVAL when the provider documents no
- * lookup. now_us is the store's clock as last read. What to do (RV1-RV6).
+ * lookup. now_us is the store's clock as last read. What to do (RV1-RV7).
  * Borrows lo's strings into *d. */
 void og_recovery_after_lookup(const og_operation *op,
                               const og_provider_properties *p, int lookup_rc,
