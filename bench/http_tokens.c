@@ -81,27 +81,36 @@ static void uuid_v4(char out[OG_UUID_LEN + 1])
 }
 
 /* ===========================================================================
- * A growable text buffer with a hard cap (TOK_MAX_COUNT lines of at most
- * TOK_LINE_MAX bytes).
+ * A growable text buffer with a hard cap: max, set when it is made, is the
+ * most it ever holds (a signing job's lines, each at most TOK_LINE_MAX
+ * bytes, at most TOK_MAX_COUNT of them), and it never grows past it.
  * ========================================================================= */
 typedef struct tok_buf {
     char *p;
-    size_t len, cap;
+    size_t len, cap, max;
 } tok_buf;
 
+/* Positive, so that a job's err tells them from the (negative) OG_E*
+ * codes. */
+#define TOK_BUF_NOMEM 1  /* realloc failed */
+#define TOK_BUF_FULL 2   /* more than max would be needed */
+
+/* Makes room for more bytes after len. 0, TOK_BUF_FULL when len + more
+ * exceeds max (nothing changes), or TOK_BUF_NOMEM. */
 static int tok_buf_reserve(tok_buf *b, size_t more)
 {
+    if (more > b->max - b->len)
+        return TOK_BUF_FULL;
     if (b->cap - b->len >= more)
         return 0;
     size_t cap = b->cap ? b->cap : 1 << 20;
-    while (cap - b->len < more) {
-        if (cap > SIZE_MAX / 2)
-            return -1;
-        cap *= 2;
-    }
+    while (cap - b->len < more)
+        cap = cap > b->max / 2 ? b->max : cap * 2;
+    if (cap > b->max)
+        cap = b->max;
     char *p = realloc(b->p, cap);
     if (!p)
-        return -1;
+        return TOK_BUF_NOMEM;
     b->p = p;
     b->cap = cap;
     return 0;
@@ -116,7 +125,7 @@ typedef struct sign_job {
     int64_t iat, exp;
     long first, count;   /* the global line numbers [first, first+count) */
     tok_buf out;
-    int err;             /* 0, or the first OG_E* code / -1 for memory */
+    int err;             /* 0, the first OG_E* code, or a TOK_BUF_* */
     pthread_t tid;
 } sign_job;
 
@@ -151,9 +160,10 @@ static void *sign_thread(void *arg)
         }
         uuid_v4(op);
         size_t need = strlen(op) + strlen(token) + strlen(account) + 3;
-        if (tok_buf_reserve(&j->out, need) != 0) {
+        if ((rc = need > TOK_LINE_MAX ? TOK_BUF_FULL
+                                      : tok_buf_reserve(&j->out, need)) != 0) {
             free(token);
-            j->err = -1;
+            j->err = rc;
             return NULL;
         }
         j->out.len += (size_t)sprintf(j->out.p + j->out.len, "%s %s %s\n", op,
@@ -295,6 +305,14 @@ static int cmd_sign(const char *key, const char *issuer, const char *audience,
             .subject = subject, .iat = now, .exp = now + ttl,
             .first = next, .count = per + (i < extra ? 1 : 0),
         };
+        /* count <= TOK_MAX_COUNT lines; where that many TOK_LINE_MAX lines
+         * cannot be addressed, the buffer is refused here, not grown. */
+        if ((size_t)j->count > SIZE_MAX / TOK_LINE_MAX) {
+            fprintf(stderr, "og-bench-http-tokens: %ld tokens per thread do "
+                            "not fit in memory here\n", j->count);
+            break;
+        }
+        j->out.max = (size_t)j->count * TOK_LINE_MAX;
         next += j->count;
         if ((rc = pthread_create(&j->tid, NULL, sign_thread, j)) != 0) {
             fprintf(stderr, "og-bench-http-tokens: pthread_create: %s\n",
@@ -309,8 +327,9 @@ static int cmd_sign(const char *key, const char *issuer, const char *audience,
         if (jobs[i].err) {
             ok = false;
             fprintf(stderr, "og-bench-http-tokens: signing: %s\n",
-                    jobs[i].err == -1 ? "out of memory"
-                                      : og_strerror(jobs[i].err));
+                    jobs[i].err == TOK_BUF_NOMEM  ? "out of memory"
+                    : jobs[i].err == TOK_BUF_FULL ? "a line over its cap"
+                                                  : og_strerror(jobs[i].err));
         }
     }
     double el = now_mono() - t0;
@@ -337,13 +356,30 @@ out:
 /* ===========================================================================
  * --renew-ids
  * ========================================================================= */
+
+/* Reads one line of f, its '\n' included, into buf (size bytes, not
+ * terminated): its length, 0 at the end of the file, or size when the line
+ * does not fit (the caller refuses it). A fixed buffer, where getline()
+ * would grow one without a cap. */
+static size_t read_line(FILE *f, char *buf, size_t size)
+{
+    size_t n = 0;
+    int c;
+
+    while (n < size && (c = getc_unlocked(f)) != EOF) {
+        buf[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    return n;
+}
+
 static int cmd_renew(const char *in, const char *out, long limit)
 {
     char tmp[4096];
     FILE *fi = NULL, *fo = NULL;
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
+    size_t len;
     long n = 0;
     int status = 1;
 
@@ -357,9 +393,15 @@ static int cmd_renew(const char *in, const char *out, long limit)
         fprintf(stderr, "og-bench-http-tokens: %s: %s\n", tmp, strerror(errno));
         goto out;
     }
-    while ((limit < 0 || n < limit) && (len = getline(&line, &cap, fi)) > 0) {
+    /* One byte more than a line may have, so a longer one is seen. */
+    if (!(line = malloc(TOK_LINE_MAX + 1))) {
+        fprintf(stderr, "og-bench-http-tokens: out of memory\n");
+        goto out;
+    }
+    while ((limit < 0 || n < limit) &&
+           (len = read_line(fi, line, TOK_LINE_MAX + 1)) > 0) {
         char op[OG_UUID_LEN + 1];
-        char *rest = memchr(line, ' ', (size_t)len);
+        char *rest = memchr(line, ' ', len);
         if (!rest || len > TOK_LINE_MAX) {
             fprintf(stderr, "og-bench-http-tokens: %s: line %ld malformed\n",
                     in, n + 1);

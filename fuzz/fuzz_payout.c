@@ -15,7 +15,7 @@
  *
  * Invariants asserted with abort() (the sanitizers catch the rest):
  *   1. money: an accepted amount is 1..OG_PAYOUT_MINOR_MAX minor units;
- *      its formatted text parses back to the same value (P2), is a fixed
+ *      its formatted text parses back to the same value (PC2), is a fixed
  *      point, carries exactly the currency's scale, begins with the input
  *      (canonicalization only pads), and is written whole into a buffer of
  *      exactly its size and refused, untouched, by one byte less; any int64
@@ -27,8 +27,8 @@
  *      code, writing nothing; on success the bytes decode as the tag and
  *      seven length-prefixed fields (the last the absent marker exactly when
  *      the purpose is NULL), the fingerprint is SHA-256 of those bytes, and
- *      terms rebuilt from the canonical fields serialize identically (P3);
- *   4. policy: the verdict's outcome is its reason's (P4); Allowed implies
+ *      terms rebuilt from the canonical fields serialize identically (PC3);
+ *   4. policy: the verdict's outcome is its reason's (PC4); Allowed implies
  *      every rule holds, computed here in 128-bit arithmetic; an intent
  *      whose terms are not the record's is never evaluated; a VALID
  *      recheck implies Approved at the grant's version, the grant's

@@ -1,7 +1,7 @@
 /*
  * execution.c — the ownership protocol that moves an admitted operation
- * forward (seed 000, "Recovery and the original executor share one
- * ownership protocol"), against the real engine, in the suite's grant form.
+ * forward (docs/design.md, "Execution: one owner at a time"), against the
+ * real engine, in the suite's grant form.
  * The claims under test:
  *   - MaySubmit is true only for the current owner, before least(lease_until,
  *     submit_by), on the store's clock;

@@ -301,7 +301,9 @@ static void multi_host_url_reaches_the_writable_primary(void **state)
 }
 
 /* ---------------------------------------------------------------------------
- * Expiry and cleanup with a delayed admission (seed 000; PostgreSQL).
+ * Expiry and cleanup with a delayed admission (docs/design.md, A-T13 and
+ * "The server-side bound on an admission, and what it does not cover";
+ * PostgreSQL).
  *
  * A replay of grant G starts just before G's deadline and is held before
  * its claim reaches the unique-key check. Where: instrumentation showed
@@ -555,7 +557,7 @@ static void without_a_server_side_bound_the_delayed_admission_readmits_a_cleaned
     assert_int_equal(r.replay_ops, 0);
 }
 
-/* P6: an idle pooled connection whose backend the server ended (a restart,
+/* PL6: an idle pooled connection whose backend the server ended (a restart,
  * a failover, an outage that cut the sockets) is replaced at checkout, so
  * the first request after the store came back is served, not answered
  * "unavailable". Three rounds on a pool of one: each round's backend is

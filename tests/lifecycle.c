@@ -2,10 +2,11 @@
  * lifecycle.c — issuance, revocation, families, the consume verdict and
  * tickets, against the real engine, in the suite's grant form (argv[3]:
  * token or row — the same tests for both forms). The claims under test
- * (issue 3, seeds 000 and 001): each operation is ONE conditional write, and
- * the store orders the ones that contend — a revocation and an admission of
- * one grant, a family's revocation and the admissions of its grants, the
- * presentations of one ticket or one consume verdict.
+ * (docs/design.md, "The grant lifecycle: issuance, revocation, families,
+ * consume, tickets"; A-T15, A-T16): each operation is ONE conditional write,
+ * and the store orders the ones that contend — a revocation and an
+ * admission of one grant, a family's revocation and the admissions of its
+ * grants, the presentations of one ticket or one consume verdict.
  */
 #include <pthread.h>
 #include <signal.h>

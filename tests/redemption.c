@@ -1,7 +1,8 @@
 /*
  * redemption.c — redemption recovery points (schema 6) against the real
  * engine: og_redemption_put / og_redemption_get, the store half of
- * redeeming an external single-use token (seed 003). The claims:
+ * redeeming an external single-use token (docs/design.md, "Redeeming an
+ * external single-use token"). The claims:
  *   - the first writer of (caller, idempotency key) wins, and nothing ever
  *     overwrites its point — also when writers race from separate store
  *     objects;

@@ -1,6 +1,7 @@
 /*
- * retention.c — refusal retention and audit retention (seed 000, "Retention
- * and Cleanup"), against the real engine:
+ * retention.c — refusal retention and audit retention (docs/design.md,
+ * "Retention: refusal records and operation records"; A-T14), against the
+ * real engine:
  *   - og_store_cleanup deletes a consumption row — admission, revocation or
  *     consume — only once retain_until + cleanup_margin has passed on the
  *     store's clock, in bounded batches, and touches nothing else;

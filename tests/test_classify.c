@@ -11,7 +11,7 @@
  *     by at least one vector;
  *   - the loader is strict: each refusal carries its stable code and the
  *     path it is about, *out stays untouched, and rules that claim more than
- *     their answer proves (R1-R5) are refused;
+ *     their answer proves (CT1-CT5) are refused;
  *   - anything undocumented is UNKNOWN: every status 100..599 without a
  *     rule, any error code a status does not list, every transport kind the
  *     table does not name, every 2xx body that does not prove success;
@@ -559,7 +559,7 @@ static const refusal refusals[] = {
       {"create.+", "{\"transport\":\"timeout\",\"class\":\"unknown\","
                    "\"reason\":\"b\",\"why\":\"w\"}"}},
      E(DUPLICATE_RULE), "create[2]"},
-    /* R1: succeeded only for a 2xx, with its reference */
+    /* CT1: succeeded only for a 2xx, with its reference */
     {"succeeded for a 422",
      {{"create.0.status", "422"}}, E(RULE), "create[0]"},
     {"succeeded for a 302", {{"create.0.status", "302"}}, E(RULE), "create[0]"},
@@ -569,7 +569,7 @@ static const refusal refusals[] = {
      {{"create.+", "{\"transport\":\"no_response\",\"class\":\"succeeded\","
                    "\"reason\":\"x\",\"why\":\"w\"}"}},
      E(RULE), "create[1]"},
-    /* R2: a bare 2xx is never a refusal */
+    /* CT2: a bare 2xx is never a refusal */
     {"failed for a bare 200",
      {{"create.+", "{\"status\":200,\"class\":\"failed\",\"reason\":\"x\","
                    "\"why\":\"w\"}"}},
@@ -582,7 +582,7 @@ static const refusal refusals[] = {
      {{"create.+", "{\"status\":200,\"error\":\"declined\",\"class\":"
                    "\"failed\",\"reason\":\"declined\",\"why\":\"w\"}"}},
      E(NONE), NULL},
-    /* R3: no effect is claimed with a why */
+    /* CT3: no effect is claimed with a why */
     {"failed without why",
      {{"create.+", "{\"status\":422,\"error\":\"x\",\"class\":\"failed\","
                    "\"reason\":\"x\"}"}},
@@ -590,7 +590,7 @@ static const refusal refusals[] = {
     {"transient without why",
      {{"create.+", "{\"status\":429,\"class\":\"transient\",\"reason\":\"x\"}"}},
      E(RULE), "create[1]"},
-    /* R4: transports are unknown but for connect_failed, transient */
+    /* CT4: transports are unknown but for connect_failed, transient */
     {"timeout as transient",
      {{"create.+", "{\"transport\":\"timeout\",\"class\":\"transient\","
                    "\"reason\":\"x\",\"why\":\"w\"}"}},
@@ -615,7 +615,7 @@ static const refusal refusals[] = {
      {{"create.+", "{\"transport\":\"connect_failed\",\"class\":"
                    "\"transient\",\"reason\":\"x\",\"why\":\"w\"}"}},
      E(NONE), NULL},
-    /* R5: members only where they mean something */
+    /* CT5: members only where they mean something */
     {"reference in a failed rule",
      {{"create.+", "{\"status\":422,\"error\":\"x\",\"class\":\"failed\","
                    "\"reason\":\"x\",\"why\":\"w\",\"reference\":\"id\"}"}},

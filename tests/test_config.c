@@ -488,7 +488,7 @@ static void audit_retention_shorter_than_refusal_retention_is_refused_as_R1(
                                "{\"audit_retention_days\": 3}}",
                                &c, err, sizeof err),
                      0);
-    /* Held to it outside the file too (C1). */
+    /* Held to it outside the file too (CF1). */
     c.audit_retention_days = 1;
     assert_int_equal(og_srv_config_check(&c, err, sizeof err), OG_ETIMINGS);
     assert_non_null(strstr(err, "R1"));

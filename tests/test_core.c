@@ -86,14 +86,14 @@ static void classify_unclaimed_table(void **state)
          OG_OUTCOME_ALREADY_ADMITTED, OG_REFUSAL_NONE},
         {"not held, our id, other caller", false, false, NULL, OP_OTHER_CALLER,
          OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
-        /* C1: a payout attempt is never a credit caller's own operation */
+        /* AD1: a payout attempt is never a credit caller's own operation */
         {"held by this operation id, a payout with the same binding", true,
          true, OP, OP_PAYOUT, OG_OUTCOME_REFUSED,
          OG_REFUSAL_OPERATION_MISMATCH},
         {"not held, our id, a payout with the same binding", false, false,
          NULL, OP_PAYOUT, OG_OUTCOME_REFUSED, OG_REFUSAL_OPERATION_MISMATCH},
     };
-    /* Kinds, family and row-form flags (C3, C4). */
+    /* Kinds, family and row-form flags (AD3, AD4). */
     static const struct {
         const char *name;
         og__consumption c;

@@ -1,7 +1,7 @@
 /*
  * test_execute.c — the operation state machine's decisions
  * (lib/core/execute.c), one table per question, every invariant E2-E5,
- * R1-R7 and S1-S4 (the payout sweeper) by name; and what og_exec_drive
+ * RV1-RV7 and SW1-SW4 (the payout sweeper) by name; and what og_exec_drive
  * decides before any I/O (lib/exec/execute.c). Pure: no store, no
  * provider.
  */
@@ -122,7 +122,7 @@ static og_provider_properties props(bool atomic, unsigned lookup)
     return p;
 }
 
-/* R1-R6: recovery after its lookup. */
+/* RV1-RV7: recovery after its lookup. */
 static void recovery_decides_from_the_lookup(void **state)
 {
     const unsigned REF = OG_PROVIDER_LOOKUP_REFERENCE;
@@ -138,41 +138,41 @@ static void recovery_decides_from_the_lookup(void **state)
         og_exec_action action;
         og_op_status want;
     } cases[] = {
-        {"R1 found is Succeeded", OG_OP_UNKNOWN, NOW + SEC, false, 1, 1,
+        {"RV1 found is Succeeded", OG_OP_UNKNOWN, NOW + SEC, false, 1, 1,
          OG_CLASS_SUCCEEDED, "found", "cr_1", OG_EXEC_RECORD,
          OG_OP_SUCCEEDED},
-        {"R1 found after submit_by is still Succeeded", OG_OP_ADMITTED,
+        {"RV1 found after submit_by is still Succeeded", OG_OP_ADMITTED,
          NOW - SEC, false, 1, 1, OG_CLASS_SUCCEEDED, "found", "cr_1",
          OG_EXEC_RECORD, OG_OP_SUCCEEDED},
-        {"R2 pending while Admitted is Unknown", OG_OP_ADMITTED, NOW + SEC,
+        {"RV2 pending while Admitted is Unknown", OG_OP_ADMITTED, NOW + SEC,
          true, 1, 1, OG_CLASS_UNKNOWN, "pending", "cr_p", OG_EXEC_RECORD,
          OG_OP_UNKNOWN},
-        {"R2 pending while Unknown waits", OG_OP_UNKNOWN, NOW + SEC, true, 1,
+        {"RV2 pending while Unknown waits", OG_OP_UNKNOWN, NOW + SEC, true, 1,
          1, OG_CLASS_UNKNOWN, "pending", "cr_p", OG_EXEC_RETRY_LATER, 0},
-        {"R4 not found, atomic, before submit_by: resubmit", OG_OP_UNKNOWN,
+        {"RV4 not found, atomic, before submit_by: resubmit", OG_OP_UNKNOWN,
          NOW + SEC, true, 1, 0, OG_CLASS_UNKNOWN, "not_found", "",
          OG_EXEC_SUBMIT, 0},
-        {"R4 not found, atomic, at submit_by: reconcile", OG_OP_UNKNOWN, NOW,
+        {"RV4 not found, atomic, at submit_by: reconcile", OG_OP_UNKNOWN, NOW,
          true, 1, 0, OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RECORD,
          OG_OP_NEEDS_RECONCILIATION},
-        {"R3/R4 not found, not atomic: reconcile, never Failed",
+        {"RV3/RV4 not found, not atomic: reconcile, never Failed",
          OG_OP_ADMITTED, NOW + 3600 * SEC, false, 1, 0, OG_CLASS_UNKNOWN,
          "not_found", "", OG_EXEC_RECORD, OG_OP_NEEDS_RECONCILIATION},
-        {"R5 no lookup documented: reconcile", OG_OP_UNKNOWN, NOW + SEC,
+        {"RV5 no lookup documented: reconcile", OG_OP_UNKNOWN, NOW + SEC,
          true, 0, OG_EINVAL, OG_CLASS_UNKNOWN, "", "", OG_EXEC_RECORD,
          OG_OP_NEEDS_RECONCILIATION},
-        {"R6 lookup unavailable: later", OG_OP_UNKNOWN, NOW + SEC, true, 1,
+        {"RV6 lookup unavailable: later", OG_OP_UNKNOWN, NOW + SEC, true, 1,
          OG_EPROVIDER_UNAVAILABLE, OG_CLASS_UNKNOWN, "", "",
          OG_EXEC_RETRY_LATER, 0},
-        {"R7 terminal is never decided on", OG_OP_SUCCEEDED, NOW + SEC, true,
+        {"RV7 terminal is never decided on", OG_OP_SUCCEEDED, NOW + SEC, true,
          1, 0, OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RETRY_LATER, 0},
-        {"R7 reconciliation waits for an operator",
+        {"RV7 reconciliation waits for an operator",
          OG_OP_NEEDS_RECONCILIATION, NOW + SEC, true, 1, 0,
          OG_CLASS_UNKNOWN, "not_found", "", OG_EXEC_RETRY_LATER, 0},
-        {"R7 a Started payout attempt is not recovery's", OG_OP_STARTED,
+        {"RV7 a Started payout attempt is not recovery's", OG_OP_STARTED,
          NOW + SEC, true, 1, 0, OG_CLASS_UNKNOWN, "not_found", "",
          OG_EXEC_RETRY_LATER, 0},
-        {"R7 NotApplied is terminal", OG_OP_NOT_APPLIED, NOW + SEC, true, 1,
+        {"RV7 NotApplied is terminal", OG_OP_NOT_APPLIED, NOW + SEC, true, 1,
          1, OG_CLASS_SUCCEEDED, "found", "cr_1", OG_EXEC_RETRY_LATER, 0},
     };
 
@@ -191,12 +191,12 @@ static void recovery_decides_from_the_lookup(void **state)
         if (d.action == OG_EXEC_RECORD) {
             assert_int_equal(d.status, cases[i].want);
             assert_non_null(d.reason);
-            assert_int_not_equal(d.status, OG_OP_FAILED); /* R3 */
+            assert_int_not_equal(d.status, OG_OP_FAILED); /* RV3 */
         }
     }
 }
 
-/* R3 across every lookup result and property: recovery never records
+/* RV3 across every lookup result and property: recovery never records
  * Failed, and submits only when atomic and before submit_by. */
 static void recovery_never_records_failed_and_submits_only_when_safe(
     void **state)
@@ -233,7 +233,7 @@ static void recovery_never_records_failed_and_submits_only_when_safe(
                         }
 }
 
-/* S1-S4: the payout sweeper after a takeover, for every status, kind and
+/* SW1-SW4: the payout sweeper after a takeover, for every status, kind and
  * owner version. */
 static void payout_sweeper_decides_not_started_only_for_admitted_after_a_takeover(
     void **state)
@@ -247,21 +247,21 @@ static void payout_sweeper_decides_not_started_only_for_admitted_after_a_takeove
         og_op_status want;
         const char *reason;
     } cases[] = {
-        {"S1 Admitted after a takeover sent nothing: NotStarted",
+        {"SW1 Admitted after a takeover sent nothing: NotStarted",
          OG_OP_KIND_PAYOUT, OG_OP_ADMITTED, 2, OG_EXEC_RECORD,
          OG_OP_NOT_STARTED, "not_started"},
-        {"S1 after a second takeover too", OG_OP_KIND_PAYOUT, OG_OP_ADMITTED,
+        {"SW1 after a second takeover too", OG_OP_KIND_PAYOUT, OG_OP_ADMITTED,
          5, OG_EXEC_RECORD, OG_OP_NOT_STARTED, "not_started"},
-        {"S1 no takeover (initial version): the claimer may still start",
+        {"SW1 no takeover (initial version): the claimer may still start",
          OG_OP_KIND_PAYOUT, OG_OP_ADMITTED, 1, OG_EXEC_RETRY_LATER, 0, NULL},
-        {"S2 Started: Unknown, never NotStarted", OG_OP_KIND_PAYOUT,
+        {"SW2 Started: Unknown, never NotStarted", OG_OP_KIND_PAYOUT,
          OG_OP_STARTED, 2, OG_EXEC_RECORD, OG_OP_UNKNOWN,
          "lease_lapsed_after_start"},
-        {"S2 Started at the initial version: nothing (no takeover)",
+        {"SW2 Started at the initial version: nothing (no takeover)",
          OG_OP_KIND_PAYOUT, OG_OP_STARTED, 1, OG_EXEC_RETRY_LATER, 0, NULL},
-        {"S3 Unknown is the reconciler's", OG_OP_KIND_PAYOUT, OG_OP_UNKNOWN,
+        {"SW3 Unknown is the reconciler's", OG_OP_KIND_PAYOUT, OG_OP_UNKNOWN,
          2, OG_EXEC_RETRY_LATER, 0, NULL},
-        {"S3 NeedsReconciliation is an operator's", OG_OP_KIND_PAYOUT,
+        {"SW3 NeedsReconciliation is an operator's", OG_OP_KIND_PAYOUT,
          OG_OP_NEEDS_RECONCILIATION, 2, OG_EXEC_RETRY_LATER, 0, NULL},
         {"terminal Succeeded", OG_OP_KIND_PAYOUT, OG_OP_SUCCEEDED, 2,
          OG_EXEC_RETRY_LATER, 0, NULL},
@@ -271,9 +271,9 @@ static void payout_sweeper_decides_not_started_only_for_admitted_after_a_takeove
          OG_EXEC_RETRY_LATER, 0, NULL},
         {"terminal NotApplied", OG_OP_KIND_PAYOUT, OG_OP_NOT_APPLIED, 3,
          OG_EXEC_RETRY_LATER, 0, NULL},
-        {"S4 a credit Admitted after a takeover is recovery's (R1-R7)",
+        {"SW4 a credit Admitted after a takeover is recovery's (RV1-RV7)",
          OG_OP_KIND_CREDIT, OG_OP_ADMITTED, 2, OG_EXEC_RETRY_LATER, 0, NULL},
-        {"S4 a credit Unknown", OG_OP_KIND_CREDIT, OG_OP_UNKNOWN, 2,
+        {"SW4 a credit Unknown", OG_OP_KIND_CREDIT, OG_OP_UNKNOWN, 2,
          OG_EXEC_RETRY_LATER, 0, NULL},
     };
     og_exec_decision d;

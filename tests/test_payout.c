@@ -2,12 +2,13 @@
  * test_payout.c — the decision side of a delayed payout
  * (lib/core/payout.c; docs/payouts.md, docs/design.md "Delayed payouts: the
  * decision side"): money in minor units, the terms' fingerprint, the
- * policy (a representative matrix of its conditions, the decision rows,
- * the order of checks, the boundaries) and the execution recheck. Pure: no
- * store, no clock. One table per question; each row is named after the
- * claim it proves.
+ * policy (the policy table of docs/payouts.md, section 4, the paths of
+ * section 8 it decides, the order of checks, the boundaries) and the
+ * execution recheck. Pure: no store, no clock. One table per question; each
+ * row is named after the claim it proves.
  *
- * The scenario every file uses (test_payout.h): tenant T-0417 (daily
+ * The running example (docs/payouts.md, "The running example") is the
+ * scenario every file uses (test_payout.h): tenant T-0417 (daily
  * limit 50,000.00 EUR), requester limit 10,000.00 EUR, beneficiary
  * BEN-2208 verified and Active, destination DST-77 version 3, payout
  * PAY-3107 in Draft at version 6, 4,250.00 EUR, purpose "supplier-invoice
@@ -91,9 +92,9 @@ int main(void)
         cmocka_unit_test(length_prefixes_prevent_collisions),
         cmocka_unit_test(bad_terms_are_refused_with_their_field),
         cmocka_unit_test(canonical_cap_holds_the_largest_terms),
-        cmocka_unit_test(policy_matrix_of_section_1),
-        cmocka_unit_test(decision_rows_of_section_18),
-        cmocka_unit_test(policy_reports_the_first_rule_in_the_seeds_order),
+        cmocka_unit_test(policy_table_of_section_4),
+        cmocka_unit_test(paths_of_section_8_decided_by_the_policy),
+        cmocka_unit_test(policy_reports_the_first_rule_in_the_tables_order),
         cmocka_unit_test(unavailable_context_reads_nothing_else),
         cmocka_unit_test(daily_limit_boundary_and_overflow),
         cmocka_unit_test(recently_changed_boundary),
@@ -106,7 +107,7 @@ int main(void)
         cmocka_unit_test(
             reauthorization_expects_approved_without_an_active_attempt),
         cmocka_unit_test(release_day_is_the_local_date_at_the_settlement_offset),
-        cmocka_unit_test(names_are_the_seeds_and_stable),
+        cmocka_unit_test(names_are_stable),
         cmocka_unit_test(error_codes_were_appended),
     };
     return t_run_tests("payout", tests, NULL, NULL);

@@ -70,9 +70,9 @@ void bad_terms_are_refused_with_their_field(void **state);
 void canonical_cap_holds_the_largest_terms(void **state);
 
 /* test_payout_policy.c */
-void policy_matrix_of_section_1(void **state);
-void decision_rows_of_section_18(void **state);
-void policy_reports_the_first_rule_in_the_seeds_order(void **state);
+void policy_table_of_section_4(void **state);
+void paths_of_section_8_decided_by_the_policy(void **state);
+void policy_reports_the_first_rule_in_the_tables_order(void **state);
 void unavailable_context_reads_nothing_else(void **state);
 void daily_limit_boundary_and_overflow(void **state);
 void recently_changed_boundary(void **state);
@@ -86,7 +86,7 @@ void decision_fingerprint_is_what_the_recheck_compares(void **state);
 void execution_recheck_errors(void **state);
 void reauthorization_expects_approved_without_an_active_attempt(void **state);
 void release_day_is_the_local_date_at_the_settlement_offset(void **state);
-void names_are_the_seeds_and_stable(void **state);
+void names_are_stable(void **state);
 void error_codes_were_appended(void **state);
 
 #endif

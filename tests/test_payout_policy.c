@@ -92,10 +92,10 @@ static void run_policy_rows(const policy_row *rows, size_t n)
     }
 }
 
-/* The representative policy matrix: one row per condition the policy
- * decides on (OG_PAYOUT_REASON_MAP, include/oncegate/payout.h), named after
- * it. */
-void policy_matrix_of_section_1(void **state)
+/* The policy table (docs/payouts.md, section 4): one row per condition the
+ * policy decides on (OG_PAYOUT_REASON_MAP, include/oncegate/payout.h),
+ * named after it. */
+void policy_table_of_section_4(void **state)
 {
     static const policy_row rows[] = {
         {"Tenant payouts suspended", m_tenant_suspended, OG_PAYOUT_DENIED,
@@ -158,8 +158,9 @@ void policy_matrix_of_section_1(void **state)
     }
 }
 
-/* The decision rows: the outcomes the policy itself decides. */
-void decision_rows_of_section_18(void **state)
+/* The paths of docs/payouts.md, section 8, that stop at the decision: the
+ * outcomes the policy itself decides. */
+void paths_of_section_8_decided_by_the_policy(void **state)
 {
     static const policy_row rows[] = {
         {"Valid payout", m_none, OG_PAYOUT_ALLOWED, OG_PAYOUT_REASON_ALLOWED,
@@ -188,10 +189,11 @@ void decision_rows_of_section_18(void **state)
     run_policy_rows(rows, N(rows));
 }
 
-/* P6: the rules in OG_PAYOUT_REASON_MAP's order. Every pair of failing rules reports
+/* PC6: the rules in OG_PAYOUT_REASON_MAP's order, the order of the policy
+ * table (docs/payouts.md, section 4). Every pair of failing rules reports
  * the earlier one; an unavailable context reports context.unavailable
  * whatever else fails. */
-void policy_reports_the_first_rule_in_the_seeds_order(void **state)
+void policy_reports_the_first_rule_in_the_tables_order(void **state)
 {
     static const struct {
         mutation m;
@@ -236,7 +238,7 @@ void policy_reports_the_first_rule_in_the_seeds_order(void **state)
                      OG_PAYOUT_REASON_TENANT_SUSPENDED);
 }
 
-/* P5: an unavailable context is answered without reading anything else —
+/* PC5: an unavailable context is answered without reading anything else —
  * here, everything else is garbage that would be an error if read. */
 void unavailable_context_reads_nothing_else(void **state)
 {

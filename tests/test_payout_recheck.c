@@ -312,7 +312,7 @@ void execution_recheck_errors(void **state)
         assert_memory_equal(&x, &before, sizeof x);
     }
 
-    /* P5: unavailable reads neither the context nor the grant. */
+    /* PC5: unavailable reads neither the context nor the grant. */
     og_payout_context c;
     memset(&c, 0xff, sizeof c);
     c.unavailable = true;
@@ -338,7 +338,7 @@ void execution_recheck_errors(void **state)
  * Names and error codes
  * ========================================================================= */
 
-void names_are_the_seeds_and_stable(void **state)
+void names_are_stable(void **state)
 {
     static const char *const outcomes[] = {
         "Allowed", "Denied", "Deferred", "AcknowledgmentRequired",

@@ -198,7 +198,7 @@ void amounts_format_at_the_currency_scale(void **state)
     assert_int_equal(og_payout_amount_format(1, "EUR", NULL, 8), OG_EINVAL);
 }
 
-/* P2: parse(format(x)) == x for every scale and a spread of values, and
+/* PC2: parse(format(x)) == x for every scale and a spread of values, and
  * format(parse(text)) is the canonical spelling. */
 void amounts_round_trip(void **state)
 {
@@ -358,7 +358,7 @@ void fingerprint_known_answer(void **state)
     assert_string_equal(fingerprint(&t, fp), FP_JPY_4250);
 }
 
-/* P3: the same payout, spelled differently, is one fingerprint. */
+/* PC3: the same payout, spelled differently, is one fingerprint. */
 void fingerprint_ignores_spelling(void **state)
 {
     static const struct {
@@ -384,7 +384,7 @@ void fingerprint_ignores_spelling(void **state)
     }
 }
 
-/* P3: change any one field and the fingerprint changes; no two of these
+/* PC3: change any one field and the fingerprint changes; no two of these
  * payouts share one. */
 void fingerprint_changes_with_every_field(void **state)
 {

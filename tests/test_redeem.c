@@ -1,8 +1,8 @@
 /*
  * test_redeem.c — the pure part of redeeming a single-use token
  * (lib/core/redeem.c): what a token exchange's answer means (RFC 6749 5.1
- * and 5.2, one table), sealing and opening results (R3), the catch-up
- * loop's decisions (R1, R2) and the key file. No store, no provider.
+ * and 5.2, one table), sealing and opening results (RD3), the catch-up
+ * loop's decisions (RD1, RD2) and the key file. No store, no provider.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -186,7 +186,7 @@ static void token_response_over_the_result_cap_is_unknown(void **state)
 }
 
 /* ===========================================================================
- * Sealing (R3)
+ * Sealing (RD3)
  * ========================================================================= */
 #define HASH_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HASH_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -278,7 +278,7 @@ static void code_hash_is_sha256_hex_of_the_code(void **state)
 }
 
 /* ===========================================================================
- * The catch-up loop's decisions (R1, R2)
+ * The catch-up loop's decisions (RD1, RD2)
  * ========================================================================= */
 static void backoff_doubles_from_20_ms_to_500_ms(void **state)
 {

@@ -51,7 +51,7 @@ void og_exec_after_create(const og_provider_outcome *o, og_exec_decision *d);
 /* Recovery, after it took op over and looked the effect up: lookup_rc and
  * lo are og_provider_lookup()'s result (1 found, 0 not found, negative:
  * could not ask), or lookup_rc = OG_EINVAL when the provider documents no
- * lookup. now_us is the store's clock as last read. What to do (R1-R6).
+ * lookup. now_us is the store's clock as last read. What to do (RV1-RV7).
  * Borrows lo's strings into *d. */
 void og_recovery_after_lookup(const og_operation *op,
                               const og_provider_properties *p, int lookup_rc,
@@ -59,7 +59,7 @@ void og_recovery_after_lookup(const og_operation *op,
                               og_exec_decision *d);
 
 /* The payout sweeper, after it took over (og_op_takeover) a payout attempt
- * whose lease lapsed: what to record (docs/payouts.md P2, P3; S1-S4 in
+ * whose lease lapsed: what to record (docs/payouts.md P2, P3; SW1-SW4 in
  * lib/core/execute.c). op is the record the takeover returned.
  *   Admitted  -> RECORD NotStarted, reason "not_started": its claimer could
  *                send only after og_op_start, which the takeover's new owner

@@ -7,19 +7,19 @@
  * the state after the attempt) and asks og__classify_unclaimed() which answer
  * to give. Invariants it protects:
  *
- *   C1  ALREADY_ADMITTED only when the key is held by THIS operation id and
+ *   AD1 ALREADY_ADMITTED only when the key is held by THIS operation id and
  *       the stored operation carries exactly the request's binding (issuer,
  *       grant id, caller, account, canonical amount, currency) and is a
  *       credit, the kind admission creates: a payout attempt (schema 7) is
  *       never handed to a credit caller as its own. An operation id is not
  *       a credential: matching the id alone reveals nothing.
- *   C2  Everything else is REFUSED, and the refusal copies no stored field
+ *   AD2 Everything else is REFUSED, and the refusal copies no stored field
  *       into the result, so nothing returned to a caller reveals another
  *       operation. The reason is for logs.
- *   C3  A key held by a revocation or by the consume verdict (no operation
+ *   AD3 A key held by a revocation or by the consume verdict (no operation
  *       id) is refused even when an operation with the request's id exists
  *       elsewhere.
- *   C4  A claim blocked by its family (row missing or revoked) or, in row
+ *   AD4 A claim blocked by its family (row missing or revoked) or, in row
  *       form, by a grant that was never issued is refused with that reason;
  *       a present key takes precedence, since it says what actually holds
  *       the grant.
@@ -30,7 +30,7 @@
 
 bool og__operation_matches(const og__admit_req *req, const og_operation *op)
 {
-    return op->kind == OG_OP_KIND_CREDIT && /* C1 */
+    return op->kind == OG_OP_KIND_CREDIT && /* AD1 */
            strcmp(op->operation_id, req->operation_id) == 0 &&
            strcmp(op->issuer, req->issuer) == 0 &&
            strcmp(op->grant_id, req->grant_id) == 0 &&
@@ -78,7 +78,7 @@ void og__classify_unclaimed(const og__admit_req *req,
 {
     if (c->present) {
         if (!c->has_operation) {
-            refuse(out, held_by(c)); /* C3 */
+            refuse(out, held_by(c)); /* AD3 */
             return;
         }
         if (strcmp(c->operation_id, req->operation_id) != 0) {
@@ -87,7 +87,7 @@ void og__classify_unclaimed(const og__admit_req *req,
         }
         if (op && og__operation_matches(req, op)) {
             memset(out, 0, sizeof *out);
-            out->outcome = OG_OUTCOME_ALREADY_ADMITTED; /* C1 */
+            out->outcome = OG_OUTCOME_ALREADY_ADMITTED; /* AD1 */
             out->refusal = OG_REFUSAL_NONE;
             out->operation = *op;
             return;
@@ -96,7 +96,7 @@ void og__classify_unclaimed(const og__admit_req *req,
         return;
     }
 
-    /* Nothing to claim (row form), or the family blocked the claim (C4). */
+    /* Nothing to claim (row form), or the family blocked the claim (AD4). */
     if (c->not_issued) {
         refuse(out, OG_REFUSAL_NOT_ISSUED);
         return;

@@ -48,19 +48,19 @@
  *
  * The loader refuses a rule that claims more than its answer can prove
  * (table.rule_invalid):
- *   R1  succeeded only for a 2xx status, and it names its reference.
- *   R2  failed or transient for a 2xx status only together with an error
+ *   CT1 succeeded only for a 2xx status, and it names its reference.
+ *   CT2 failed or transient for a 2xx status only together with an error
  *       code: a bare 2xx is never a refusal (a provider that reports errors
  *       inside 200 must name them).
- *   R3  failed and transient rules carry "why": they assert "no effect",
+ *   CT3 failed and transient rules carry "why": they assert "no effect",
  *       which only the provider's documentation can.
- *   R4  a transport rule is unknown — except connect_failed, which may be
+ *   CT4 a transport rule is unknown — except connect_failed, which may be
  *       transient: the client reports it only when no connection was ever
  *       established, so not one byte of the request reached the provider.
  *       Never failed: the provider refused nothing. A timeout, reset, empty
  *       reply, oversized or otherwise broken exchange may follow the effect.
  *       Transport rules carry "why".
- *   R5  reference, require and error only where listed above.
+ *   CT5 reference, require and error only where listed above.
  * Duplicates — two rules for one (status, error), one status without error
  * or one transport — are table.duplicate_rule: order never decides.
  */
@@ -439,7 +439,7 @@ static int load_properties(const json_t *root, og_provider_table *t,
     return 0;
 }
 
-/* Reads create[i] into *r, checking R1-R5. */
+/* Reads create[i] into *r, checking CT1-CT5. */
 static int load_rule(const json_t *j, size_t i, table_rule *r,
                      og_provider_table_error *e)
 {
@@ -498,7 +498,7 @@ static int load_rule(const json_t *j, size_t i, table_rule *r,
     if (s) {
         if (r->is_transport)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "error only in a status rule (R5)");
+                        "error only in a status rule (CT5)");
         r->has_error = true;
         snprintf(r->error, sizeof r->error, "%s", s);
     }
@@ -508,10 +508,10 @@ static int load_rule(const json_t *j, size_t i, table_rule *r,
     if (s) {
         if (r->cls != OG_CLASS_SUCCEEDED && r->cls != OG_CLASS_UNKNOWN)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "reference only in a succeeded or unknown rule (R5)");
+                        "reference only in a succeeded or unknown rule (CT5)");
         if (r->is_transport)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "a transport failure has no body to reference (R5)");
+                        "a transport failure has no body to reference (CT5)");
         r->has_reference = true;
         snprintf(r->reference, sizeof r->reference, "%s", s);
     }
@@ -519,39 +519,39 @@ static int load_rule(const json_t *j, size_t i, table_rule *r,
         return rc;
     if (r->require && r->cls != OG_CLASS_SUCCEEDED)
         return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                    "require only in a succeeded rule (R5)");
+                    "require only in a succeeded rule (CT5)");
 
     two_xx = !r->is_transport && r->status >= 200 && r->status <= 299;
     switch (r->cls) {
     case OG_CLASS_SUCCEEDED:
         if (!two_xx)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "succeeded only for a 2xx status (R1)");
+                        "succeeded only for a 2xx status (CT1)");
         if (!r->has_reference)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "a succeeded rule names its reference (R1)");
+                        "a succeeded rule names its reference (CT1)");
         break;
     case OG_CLASS_FAILED:
     case OG_CLASS_TRANSIENT:
         if (two_xx && !r->has_error)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "a 2xx is a refusal only with an error code (R2)");
+                        "a 2xx is a refusal only with an error code (CT2)");
         if (!why)
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                        "a rule claiming no effect carries why (R3)");
+                        "a rule claiming no effect carries why (CT3)");
         if (r->is_transport &&
             !(r->cls == OG_CLASS_TRANSIENT &&
               r->transport == OG_TRANSPORT_CONNECT_FAILED))
             return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
                         "only connect_failed may be no-effect, and only "
-                        "transient (R4)");
+                        "transient (CT4)");
         break;
     case OG_CLASS_UNKNOWN:
         break;
     }
     if (r->is_transport && !why)
         return fail(e, OG_PROVIDER_TABLE_E_RULE, where,
-                    "a transport rule carries why (R4)");
+                    "a transport rule carries why (CT4)");
     return 0;
 }
 

@@ -11,9 +11,9 @@
  * ASCII, og__id_check), i.e. their UTF-8 bytes.
  *
  * This is the one C implementation. SQLite runs it as the SQL function
- * og_consumption_key() (lib/store/sqlite.c registers it on every
+ * og_consumption_key() (lib/store/sqlite/conn.c registers it on every
  * connection); PostgreSQL has the same encoding as an SQL function over its
- * builtin sha256() (lib/store/postgres.c, migration 5). tests/test_core.c
+ * builtin sha256() (lib/store/postgres/schema.c, migration 5). tests/test_core.c
  * holds known vectors; the store suites check that each engine's SQL and this
  * function agree.
  */

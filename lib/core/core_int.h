@@ -154,7 +154,7 @@ void og__redeem_code_hash(const char *code, char out[OG_CODE_HASH_LEN + 1]);
 
 /* Seals len (1..OG_REDEMPTION_RESULT_MAX) bytes of plain into sealed (len
  * + OG_REDEMPTION_TAG_LEN bytes) under key and nonce, bound to caller, ikey
- * and code_hash (R3). 0, or OG_EINVAL. */
+ * and code_hash (RD3). 0, or OG_EINVAL. */
 int og__redeem_seal(const unsigned char key[OG__REDEEM_KEY_LEN],
                     const unsigned char nonce[OG_REDEMPTION_NONCE_LEN],
                     const char *caller, const char *ikey,

@@ -37,20 +37,20 @@
  *   E5  A TRANSIENT answer (documented: nothing done, nothing recorded by
  *       the provider) records nothing: the operation stays as it was and
  *       the same owner may send the same create again while E1 allows.
- *   R1  Recovery looks up before it acts. Found (final) -> Succeeded.
- *   R2  Found but not final (pending) -> Unknown with the reference, or,
+ *   RV1 Recovery looks up before it acts. Found (final) -> Succeeded.
+ *   RV2 Found but not final (pending) -> Unknown with the reference, or,
  *       when already Unknown, decide again later.
- *   R3  Not found is not proof of nothing: recovery never records Failed
+ *   RV3 Not found is not proof of nothing: recovery never records Failed
  *       on it.
- *   R4  Not found -> resubmit with the same key ONLY when the provider
+ *   RV4 Not found -> resubmit with the same key ONLY when the provider
  *       declares atomic handling of concurrent same-key requests AND the
  *       store clock is before submit_by (E1 re-checks it); otherwise
  *       NeedsReconciliation, with no create request.
- *   R5  A provider without a documented lookup -> NeedsReconciliation: no
+ *   RV5 A provider without a documented lookup -> NeedsReconciliation: no
  *       evidence can be gathered, and no create is sent.
- *   R6  A lookup that could not be asked (unreachable, undocumented answer)
+ *   RV6 A lookup that could not be asked (unreachable, undocumented answer)
  *       -> decide again later; nothing recorded.
- *   R7  Succeeded and Failed are terminal and NeedsReconciliation waits for
+ *   RV7 Succeeded and Failed are terminal and NeedsReconciliation waits for
  *       an operator; none of them is ever decided on here (the store's
  *       conditional writes refuse them anyway).
  *
@@ -60,20 +60,20 @@
  *     [Admitted] --og_op_start (owner v, lease and submit_by ahead)--> [Started]
  *        |  lease lapsed: sweeper takes over (v+1)        |  lease lapsed:
  *        v                                                v  takeover (v+1)
- *   [NotStarted]  (nothing was sent: S1)              [Unknown] (S2)
+ *   [NotStarted]  (nothing was sent: SW1)             [Unknown] (SW2)
  *                                                         |
- *                                        reconciler (provider's records, S3)
+ *                                       reconciler (provider's records, SW3)
  *
- *   S1  A payout taken over while Admitted is recorded NotStarted: its owner
+ *   SW1 A payout taken over while Admitted is recorded NotStarted: its owner
  *       sends only after og_op_start confirmed, and the takeover's owner
  *       version fences that write, so nothing was or will be sent (P2).
  *       Only after a takeover: at the initial owner version the claimer may
  *       still start (the store refuses it there too).
- *   S2  A payout taken over while Started is recorded Unknown, never
+ *   SW2 A payout taken over while Started is recorded Unknown, never
  *       NotStarted: its owner may have sent, or be paused about to (P3).
- *   S3  An Unknown payout is left alone by the sweeper: only the
+ *   SW3 An Unknown payout is left alone by the sweeper: only the
  *       reconciler's lookup decides it.
- *   S4  The sweeper decides on payouts only; a credit goes to R1-R7.
+ *   SW4 The sweeper decides on payouts only; a credit goes to RV1-RV7.
  */
 #include <string.h>
 
@@ -157,22 +157,22 @@ void og_recovery_after_lookup(const og_operation *op,
         return;
     }
     if (op->status != OG_OP_ADMITTED && op->status != OG_OP_UNKNOWN) {
-        retry_later(d, 0); /* R7: not ours to move */
+        retry_later(d, 0); /* RV7: not ours to move */
         return;
     }
     if (p->lookup == 0 || lookup_rc == OG_EINVAL) {
-        record(d, OG_OP_NEEDS_RECONCILIATION, "no_lookup", NULL); /* R5 */
+        record(d, OG_OP_NEEDS_RECONCILIATION, "no_lookup", NULL); /* RV5 */
         return;
     }
     if (lookup_rc < 0) {
-        retry_later(d, 0); /* R6 */
+        retry_later(d, 0); /* RV6 */
         return;
     }
     if (lookup_rc == 1 && lo && lo->cls == OG_CLASS_SUCCEEDED) {
         record(d, OG_OP_SUCCEEDED, reason_or(lo, "found"), lo->reference);
-        return; /* R1 */
+        return; /* RV1 */
     }
-    if (lookup_rc == 1) { /* R2: it exists, not final */
+    if (lookup_rc == 1) { /* RV2: it exists, not final */
         if (op->status == OG_OP_ADMITTED)
             record(d, OG_OP_UNKNOWN, reason_or(lo, "pending"),
                    lo ? lo->reference : NULL);
@@ -180,7 +180,7 @@ void og_recovery_after_lookup(const og_operation *op,
             retry_later(d, 0);
         return;
     }
-    /* R3, R4: not found. */
+    /* RV3, RV4: not found. */
     if (p->atomic_same_key && now_us < op->submit_by_us) {
         memset(d, 0, sizeof *d);
         d->action = OG_EXEC_SUBMIT;
@@ -194,19 +194,19 @@ void og_recovery_after_lookup(const og_operation *op,
 
 void og_payout_after_takeover(const og_operation *op, og_exec_decision *d)
 {
-    if (!op || op->kind != OG_OP_KIND_PAYOUT || /* S4 */
-        op->owner_version <= OG__INITIAL_OWNER_VERSION) { /* S1: no takeover */
+    if (!op || op->kind != OG_OP_KIND_PAYOUT || /* SW4 */
+        op->owner_version <= OG__INITIAL_OWNER_VERSION) { /* SW1: no takeover */
         retry_later(d, 0);
         return;
     }
     switch (op->status) {
-    case OG_OP_ADMITTED: /* S1 */
+    case OG_OP_ADMITTED: /* SW1 */
         record(d, OG_OP_NOT_STARTED, "not_started", NULL);
         return;
-    case OG_OP_STARTED: /* S2 */
+    case OG_OP_STARTED: /* SW2 */
         record(d, OG_OP_UNKNOWN, "lease_lapsed_after_start", NULL);
         return;
-    case OG_OP_UNKNOWN: /* S3 */
+    case OG_OP_UNKNOWN: /* SW3 */
     case OG_OP_SUCCEEDED:
     case OG_OP_FAILED:
     case OG_OP_NEEDS_RECONCILIATION:

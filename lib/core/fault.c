@@ -8,23 +8,30 @@
  * Why it exists: some failures cannot be produced from outside the process.
  * "Admission committed, acknowledgment lost" on SQLite is one: the commit and
  * the caller are in the same process, with no network between them that a
- * test could cut (on PostgreSQL tests/serve_test.c cuts the replies in a TCP
- * relay instead). A point asks og__fault(NAME) at the exact place the
+ * test could cut (on PostgreSQL tests/serve/failures.c cuts the replies in a
+ * TCP relay instead). A point asks og__fault(NAME) at the exact place the
  * failure would happen, and acts as if it did.
  *
  * With the define, a point fires when the environment variable OG_FAULT
  * holds NAME as one of its comma-separated entries ("admit_ack_lost" or
  * "x,admit_ack_lost"). Points:
- *   admit_ack_lost  lib/store/sqlite.c, after an admission's COMMIT
+ *   admit_ack_lost  lib/store/sqlite/admit.c, after an admission's COMMIT
  *                   succeeded: the admitted callers get
  *                   OG_ESTORE_UNAVAILABLE as if the acknowledgment was lost;
- *                   the commit stays.
+ *                   the commit stays (tests/serve/failures.c).
  *   payout_decide_after_reservation, payout_decide_after_decision,
  *   payout_decide_before_commit
- *                   both backends' og_payout_decide, after the reservation,
- *                   after the decision row, before COMMIT: the call fails
- *                   with OG_ESTORE_UNAVAILABLE as if the store failed there,
- *                   and the transaction is rolled back (nothing of it stays).
+ *                   og_payout_decide on both backends, after the
+ *                   reservation, after the decision row, before COMMIT
+ *                   (tests/payouts_decide.c);
+ *   payout_claim_before_commit, payout_resolve_before_commit
+ *                   og_payout_claim and og_payout_resolve on both backends,
+ *                   their writes done, before COMMIT (the claim's:
+ *                   tests/payouts_resolve.c).
+ *                   Each payout point fails the call with
+ *                   OG_ESTORE_UNAVAILABLE as if the store failed there, and
+ *                   the transaction is rolled back (nothing of it stays).
+ *                   lib/store/store_int.h names them (OG__FAULT_*).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -5,24 +5,24 @@
  * no allocation, no locale; the only library call is libsodium's SHA-256.
  *
  * Invariants (tests/test_payout.c proves each; fuzz/fuzz_payout.c asserts
- * P1-P4 on arbitrary input):
- *   P1  Every scan is bounded by a fixed cap of its input, and every output
+ * PC1-PC4 on arbitrary input):
+ *   PC1 Every scan is bounded by a fixed cap of its input, and every output
  *       is written only on success and only within its stated length.
- *   P2  Money round-trips: for every text og_payout_amount_parse accepts,
+ *   PC2 Money round-trips: for every text og_payout_amount_parse accepts,
  *       formatting its value and parsing that gives the same minor units,
  *       and the formatted text is a fixed point.
- *   P3  One payout, one fingerprint: terms that differ only in spelling
+ *   PC3 One payout, one fingerprint: terms that differ only in spelling
  *       (padding of the amount, spaces of the purpose) serialize to the
  *       same bytes; terms that differ in any field serialize differently,
  *       because every field is length-prefixed in a fixed order and an
  *       absent purpose has a length no present one can have.
- *   P4  The verdict's outcome is always its reason's outcome
+ *   PC4 The verdict's outcome is always its reason's outcome
  *       (OG_PAYOUT_REASON_MAP's third column): there is no code path that
  *       sets one without the other. A rule that cannot be evaluated
  *       (overflow) fails — Denied, never Allowed.
- *   P5  An unavailable context is answered before any other field is read:
+ *   PC5 An unavailable context is answered before any other field is read:
  *       an unavailable context decides nothing else.
- *   P6  Rules run in OG_PAYOUT_REASON_MAP's order (rule_table below lists
+ *   PC6 Rules run in OG_PAYOUT_REASON_MAP's order (rule_table below lists
  *       them in that order); the first that fails decides.
  */
 #include <sodium.h>
@@ -128,7 +128,7 @@ og_payout_outcome og_payout_reason_outcome(og_payout_reason r)
  * ========================================================================= */
 
 /* Length of s, or max + 1 when s is longer than max: every scan below
- * measures with this first (P1). */
+ * measures with this first (PC1). */
 static size_t bounded_len(const char *s, size_t max)
 {
     size_t n = 0;
@@ -581,7 +581,7 @@ static bool above_requester_limit(const eval_input *e)
     return e->terms->amount_minor > e->ctx->requester.approval_limit;
 }
 
-/* P6: the order of checks, which is OG_PAYOUT_REASON_MAP's order
+/* PC6: the order of checks, which is OG_PAYOUT_REASON_MAP's order
  * (context.unavailable is answered before any of these, payout.allowed
  * after all of them). */
 static const struct {
@@ -598,7 +598,7 @@ static const struct {
     {OG_PAYOUT_REASON_ABOVE_REQUESTER_LIMIT, above_requester_limit},
 };
 
-/* P4: the one place a verdict's outcome and reason are set. */
+/* PC4: the one place a verdict's outcome and reason are set. */
 static void verdict_set(og_payout_verdict *v, og_payout_reason r)
 {
     v->reason = r;
@@ -660,7 +660,7 @@ static int evaluate_intent(const og_payout_context *ctx,
     if (ctx == NULL || out == NULL)
         return OG_EINVAL;
     memset(&v, 0, sizeof v);
-    if (ctx->unavailable) { /* P5 */
+    if (ctx->unavailable) { /* PC5 */
         verdict_set(&v, OG_PAYOUT_REASON_CONTEXT_UNAVAILABLE);
         *out = v;
         return 0;
@@ -710,7 +710,7 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
     if (ctx == NULL || grant == NULL || out == NULL)
         return OG_EINVAL;
     memset(&x, 0, sizeof x);
-    if (ctx->unavailable) { /* P5: the grant is not consumed; wait */
+    if (ctx->unavailable) { /* PC5: the grant is not consumed; wait */
         x.outcome = OG_PAYOUT_EXEC_POSTPONED;
         x.reason = OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE;
         *out = x;

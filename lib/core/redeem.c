@@ -23,16 +23,16 @@
  *        absent at the bound ──> ALREADY_USED: LOST; UNKNOWN: UNKNOWN
  *
  * Invariants:
- *   R1  Nothing here turns "not known" into "absent": a look that failed
+ *   RD1 Nothing here turns "not known" into "absent": a look that failed
  *       is the caller's to report (lib/exec/redeem.c), never a decision.
- *   R2  An exchange is never repeated: no decision leads back to the
+ *   RD2 An exchange is never repeated: no decision leads back to the
  *       provider. After ALREADY_USED or an unknown answer the code may be
  *       spent by this very operation; only a recovery point can tell.
- *   R3  A sealed result is bound to its record: the associated data is
+ *   RD3 A sealed result is bound to its record: the associated data is
  *       the caller, the idempotency key and the code's hash, so a sealed
  *       value copied to another row (another caller, key or code) does not
  *       open.
- *   R4  The classification reads only status, transport and the body's
+ *   RD4 The classification reads only status, transport and the body's
  *       shape; reasons are fixed strings, never the provider's text.
  */
 #include <stdio.h>
@@ -168,7 +168,7 @@ static void classify_error(int status, json_t *body,
     for (size_t i = 0; e && i < sizeof rejections / sizeof rejections[0];
          i++)
         if (strcmp(e, rejections[i]) == 0) {
-            xc_set(out, OG_EXCHANGE_REJECTED, rejections[i]); /* R4 */
+            xc_set(out, OG_EXCHANGE_REJECTED, rejections[i]); /* RD4 */
             return;
         }
     snprintf(reason, sizeof reason, "undocumented_error_%d", status);
@@ -213,7 +213,7 @@ void og_exchange_outcome_clear(og_exchange_outcome *o)
 }
 
 /* ===========================================================================
- * Sealing (R3): XChaCha20-Poly1305 with a random nonce per record.
+ * Sealing (RD3): XChaCha20-Poly1305 with a random nonce per record.
  * ========================================================================= */
 
 #define AD_TAG "oncegate/redemption/v1"
@@ -285,7 +285,7 @@ int og__redeem_open(const unsigned char key[OG__REDEEM_KEY_LEN],
 }
 
 /* ===========================================================================
- * The catch-up loop's decisions (R1, R2)
+ * The catch-up loop's decisions (RD1, RD2)
  * ========================================================================= */
 
 int64_t og__redeem_backoff_us(int attempt)

@@ -8,18 +8,18 @@
  * ARE the refusal (operation id taken; grant already bound to an operation).
  *
  * Invariants:
- *   E1  Only a unique violation on operations_pkey or operations_grant_key
+ *   SE1 Only a unique violation on operations_pkey or operations_grant_key
  *       refuses; any other constraint failure is internal.
- *   E2  Lost connections, cancellations, timeouts, shutdowns, exhausted
+ *   SE2 Lost connections, cancellations, timeouts, shutdowns, exhausted
  *       resources, serialization failures, I/O errors and a read-only target
  *       (a standby after failover) are unavailable: retryable, outcome
  *       unknown.
- *   E3  Anything unrecognised is internal, never unavailable, so a defect is
+ *   SE3 Anything unrecognised is internal, never unavailable, so a defect is
  *       not silently retried forever.
  *
  * PostgreSQL's failures arrive as strings (SQLSTATE, constraint name), so
  * their table is here; SQLite's arrive as its result codes, so its table
- * (og__sqlite_classify: E2, E3; the admission applies E1 to SQLite's
+ * (og__sqlite_classify: SE2, SE3; the admission applies SE1 to SQLite's
  * constraint codes) lives with its backend in lib/store/sqlite/conn.c, and
  * core includes no backend header.
  */
@@ -54,7 +54,7 @@ int og__pg_classify(const char *sqlstate, const char *constraint)
     if (strcmp(sqlstate, "23505") == 0) {
         if (constraint && (strcmp(constraint, "operations_pkey") == 0 ||
                            strcmp(constraint, "operations_grant_key") == 0))
-            return OG__PG_REFUSE; /* E1 */
+            return OG__PG_REFUSE; /* SE1 */
         return OG_EINTERNAL;
     }
     for (i = 0; i < sizeof pg_unavailable_codes / sizeof *pg_unavailable_codes;
@@ -65,5 +65,5 @@ int og__pg_classify(const char *sqlstate, const char *constraint)
          i++)
         if (strncmp(sqlstate, pg_unavailable_classes[i], 2) == 0)
             return OG_ESTORE_UNAVAILABLE;
-    return OG_EINTERNAL; /* E3 */
+    return OG_EINTERNAL; /* SE3 */
 }

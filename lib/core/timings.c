@@ -25,9 +25,11 @@
  *       (store_timeout is the server-side admission bound: statement_timeout,
  *       lock_timeout, transaction_timeout; commit_bound is the deployment's
  *       bound on the commit itself, which no server timeout covers).
- *   T10 0 < max_grant_lifetime <= 1 year, T11 0 <= issue_time_skew <= 1 h:
- *       both bound the fallback revocation retention, so validators must
- *       enforce them and they may never shrink while grants are outstanding.
+ *   T10 0 < max_grant_lifetime <= 1 year.
+ *   T11 0 <= issue_time_skew <= 1 h.
+ *       Both bound the fallback revocation retention (T10, T11), so
+ *       validators must enforce them and they may never shrink while grants
+ *       are outstanding.
  *   T12 0 <= max_clock_step <= 1 h, recovery_delay > 0, and every value
  *       at most 1 year, so sums cannot overflow.
  */

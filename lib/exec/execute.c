@@ -23,7 +23,7 @@
  *   EX2  Nothing is retried here: not the create (a transient answer, an
  *        unknown outcome), not the record (a store error after the
  *        create). What the record could not write is left to recovery,
- *        whose lookup under the same key finds the effect (R1, R2).
+ *        whose lookup under the same key finds the effect (RV1, RV2).
  *   EX3  Every create of one operation is the same request: key and
  *        reference the operation id, the record's account, amount and
  *        currency, expires_at the record's submit_by (fixed at admission,
@@ -157,7 +157,7 @@ static void drive(og_store *s, og_provider *p, const og_operation *op,
  *
  *                  admitting request             recovery
  *                  (og_exec_admit, behind        (resubmit after a
- *                  POST /v1/operations)          takeover, R4)
+ *                  POST /v1/operations)          takeover, RV4)
  *  owner version   1 (it just admitted it)       the takeover's (v + 1)
  *  actor           "handler"                     "recovery"
  *  record expects  Admitted                      Admitted or Unknown

@@ -1,6 +1,6 @@
 /*
  * recover.c — one recovery pass: the I/O around the pure decisions of
- * lib/core/execute.c (R1-R7). Store calls are the ownership protocol
+ * lib/core/execute.c (RV1-RV7). Store calls are the ownership protocol
  * (oncegate.h, "Execution"); provider calls go through the client
  * (lib/provider/client.c). This file logs nothing: it returns counts, and
  * the caller (oncegate recover, serve's loop) logs identifiers.
@@ -13,10 +13,10 @@
  *   takeover -> lookup by reference -> decide ->
  *     record                       (found; reconcile; pending), or
  *     og_exec_drive: may_submit -> create -> decide -> record
- *                                  (resubmit, R4 + E1: the drive the
+ *                                  (resubmit, RV4 + E1: the drive the
  *                                  admitting request runs too,
  *                                  lib/exec/execute.c), or
- *     nothing                      (ask again later, R6).
+ *     nothing                      (ask again later, RV6).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -74,7 +74,7 @@ static void record(og_store *s, const og_operation *op,
     count(st, d->status);
 }
 
-/* R4: the same create again (og_exec_drive), only while MaySubmit holds
+/* RV4: the same create again (og_exec_drive), only while MaySubmit holds
  * for this owner. What recovery does with each end is tabled at
  * og_exec_drive (lib/exec/execute.c). */
 static void resubmit(og_store *s, og_provider *p, const og_operation *op,
@@ -100,7 +100,7 @@ static void resubmit(og_store *s, og_provider *p, const og_operation *op,
         break;
     case OG_EXEC_END_MAY_SUBMIT_FAILED:
     case OG_EXEC_END_NOT_SENT:       /* nothing was sent */
-    case OG_EXEC_END_RECORD_FAILED:  /* a later pass looks it up (R1, R2) */
+    case OG_EXEC_END_RECORD_FAILED:  /* a later pass looks it up (RV1, RV2) */
         st->errors++;
         break;
     case OG_EXEC_END_TRANSIENT:

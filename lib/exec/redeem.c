@@ -1,24 +1,24 @@
 /*
  * redeem.c — og_redeem: the I/O around the pure decisions of
- * lib/core/redeem.c (the diagram there, R1-R4), and the sealing key's file.
+ * lib/core/redeem.c (the diagram there, RD1-RD4), and the sealing key's file.
  * Store calls are the recovery-point methods (oncegate.h, schema 6); the
  * exchange goes through the client (lib/provider/client.c). This file logs
  * nothing: the caller logs identifiers and the outcome, never the token or
  * the result.
  *
- * Invariants (beyond R1-R4):
- *   X1  The exchange is sent at most once per call, and only after a look
+ * Invariants (beyond RD1-RD4):
+ *   RX1 The exchange is sent at most once per call, and only after a look
  *       at the key's recovery point answered "absent". A look that failed
- *       stops the call before anything is sent (R1).
- *   X2  A successful exchange is persisted before anything else happens:
+ *       stops the call before anything is sent (RD1).
+ *   RX2 A successful exchange is persisted before anything else happens:
  *       the very next step is the sealed put. What the put cannot persist
  *       is still returned to this caller (persisted = false): it is the
  *       only copy there will ever be.
- *   X3  The catch-up ends on a look, never on a sleep: the last look
+ *   RX3 The catch-up ends on a look, never on a sleep: the last look
  *       happens at or after the bound, and only a look that answered
  *       "absent" lets the call say LOST or UNKNOWN; a failed last look is
  *       OG_ESTORE_UNAVAILABLE.
- *   X4  Plaintext results live in buffers this file wipes before freeing
+ *   RX4 Plaintext results live in buffers this file wipes before freeing
  *       them; the key lives in guarded memory (sodium_malloc).
  */
 #include <errno.h>
@@ -41,7 +41,7 @@ struct og_redeem_key {
 };
 
 /* ===========================================================================
- * The key (X4)
+ * The key (RX4)
  * ========================================================================= */
 
 int og_redeem_key_from_bytes(const unsigned char bytes[32],
@@ -169,7 +169,7 @@ static void sleep_us(int64_t us)
 }
 
 /* ===========================================================================
- * Sealing and opening results (R3, X4)
+ * Sealing and opening results (RD3, RX4)
  * ========================================================================= */
 
 /* Opens p (the key's own point) into r->result. 0,
@@ -197,7 +197,7 @@ static int point_open(const og_redeem_key *k, const og_redeem_request *q,
     return 0;
 }
 
-/* Seals x's result and writes it as the key's point (X2). Sets
+/* Seals x's result and writes it as the key's point (RX2). Sets
  * r->persisted and r->persist_error; 0, or OG_ENOMEM / OG_EINTERNAL when
  * it could not even be sealed (nothing written). */
 static int persist(og_store *s, const og_redeem_key *k,
@@ -274,8 +274,8 @@ static int look(og_store *s, const og_redeem_key *k,
 }
 
 /* Step 4: looks with backoff until the bound after the exchange answered
- * x (R2: never exchanging again). 0 with r->outcome set, or the last
- * look's error (X3). */
+ * x (RD2: never exchanging again). 0 with r->outcome set, or the last
+ * look's error (RX3). */
 static int catch_up(og_store *s, const og_redeem_key *k,
                     const og_redeem_request *q, const char *code_hash,
                     const og_exchange_outcome *x, og_redeem_result *r)
@@ -303,7 +303,7 @@ static int catch_up(og_store *s, const og_redeem_key *k,
                      : og__redeem_backoff_us(attempt));
     }
     if (rc != 0)
-        return rc; /* the last look failed: not known (X3, R1) */
+        return rc; /* the last look failed: not known (RX3, RD1) */
     r->outcome = og__redeem_at_bound(x->cls);
     return 0;
 }
@@ -324,7 +324,7 @@ int og_redeem(og_store *s, og_provider *p, const og_redeem_key *k,
     memset(&x, 0, sizeof x);
     og__redeem_code_hash(q->code, code_hash);
 
-    /* Step 1: the key's own point (X1). */
+    /* Step 1: the key's own point (RX1). */
     if ((rc = look(s, k, q, code_hash, false, &decided, &r)) != 0)
         goto fail;
     if (decided >= 0) {
@@ -332,7 +332,7 @@ int og_redeem(og_store *s, og_provider *p, const og_redeem_key *k,
                                                    : (og_redeem_outcome)decided;
         goto done;
     }
-    /* Step 2: the exchange, once (R2). */
+    /* Step 2: the exchange, once (RD2). */
     if ((rc = og_provider_exchange_code(p, q->code, q->exchange_timeout_us,
                                         &x)) != 0)
         goto fail; /* nothing was sent */
@@ -340,7 +340,7 @@ int og_redeem(og_store *s, og_provider *p, const og_redeem_key *k,
     snprintf(r.reason, sizeof r.reason, "%s", x.reason);
     switch (x.cls) {
     case OG_EXCHANGE_SUCCEEDED:
-        /* Step 3: persist at once (X2), then answer with it. */
+        /* Step 3: persist at once (RX2), then answer with it. */
         if ((rc = persist(s, k, q, code_hash, &x, &r)) != 0)
             goto fail;
         r.outcome = OG_REDEEM_REDEEMED;

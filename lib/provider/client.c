@@ -5,40 +5,40 @@
  * pure classifier (lib/core/classify.c) and the provider's table.
  *
  * Invariants:
- *   C1  A negative return from a call means no request was sent. Once
+ *   CL1 A negative return from a call means no request was sent. Once
  *       curl_easy_perform() has begun, every failure — including libcurl's
  *       own out-of-memory — is a transport kind and the call returns a
  *       classification (UNKNOWN unless the table proves otherwise).
- *   C2  connect_failed means not one byte of the request reached the
+ *   CL2 connect_failed means not one byte of the request reached the
  *       provider: only connect-phase errors (or the timeout) on a connection
  *       that never completed — TCP for http, the TLS handshake for https.
  *       This is provable because every call uses a FRESH connection (no
  *       reuse, so no connect time is inherited and libcurl never resends a
  *       request on a stale pooled connection by itself) and no proxy (whose
  *       own connection would complete first).
- *   C3  Every call has its own timeout (timeout_us), never the caller's
+ *   CL3 Every call has its own timeout (timeout_us), never the caller's
  *       request's: a client disconnect does not abandon a create halfway.
- *   C4  A response is read up to OG_PROVIDER_BODY_MAX bytes; beyond that
+ *   CL4 A response is read up to OG_PROVIDER_BODY_MAX bytes; beyond that
  *       the transfer is aborted and reported response_too_large. No content
  *       decoding is requested, so the cap is on the bytes received.
- *   C5  The API key is sent only in the Authorization header; it is copied
+ *   CL5 The API key is sent only in the Authorization header; it is copied
  *       at open, never logged or put in an error or outcome, and wiped at
  *       free, as is each call's header list. (libcurl's own request buffer
  *       is freed unwiped: out of our reach.) This file logs nothing.
- *   C6  No redirects (a 3xx is an answer like any other: undocumented,
+ *   CL6 No redirects (a 3xx is an answer like any other: undocumented,
  *       UNKNOWN), http and https only.
- *   C7  A token exchange (og_provider_exchange_code) follows C1-C6 and
+ *   CL7 A token exchange (og_provider_exchange_code) follows CL1-CL6 and
  *       wipes the buffers it owns that held the code or the token
  *       response; it is sent once and never resent by this file — after an
  *       unknown outcome the code may be spent, and only the caller's
  *       recovery point can tell (og_redeem).
- *   C8  Credits and payouts are one request builder (create_effect,
+ *   CL8 Credits and payouts are one request builder (create_effect,
  *       lookup_effect) read through a resource row (credits_api,
  *       payouts_api): the path, the target member, its error code and
  *       whether it is a secret. A payout's destination is one: it is refused with a fixed
  *       error, never copied into an outcome, and the request text and the
  *       answer that held it are wiped (jansson's and libcurl's own copies
- *       are freed unwiped, as in C5).
+ *       are freed unwiped, as in CL5).
  *
  * Thread-safe: an og_provider is immutable after og_provider_open(); each
  * call has its own easy handle.
@@ -68,7 +68,7 @@ struct og_provider {
     char base_url[URL_MAX + 1]; /* no trailing '/' */
     bool https;
     char *auth_header;              /* "Authorization: Bearer <key>" or
-                                       NULL; a secret (C5) */
+                                       NULL; a secret (CL5) */
     size_t auth_len;
     const og_provider_table *t;     /* borrowed */
 };
@@ -226,7 +226,7 @@ void og_provider_free(og_provider *p)
 typedef struct http_exchange {
     char *body;         /* OG_PROVIDER_BODY_MAX bytes */
     size_t body_len;
-    bool over;          /* the body exceeded the cap (C4) */
+    bool over;          /* the body exceeded the cap (CL4) */
     char retry_after[RETRY_AFTER_MAX + 1];
     bool has_retry_after;
 } http_exchange;
@@ -271,7 +271,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* How the exchange ended (C2). */
+/* How the exchange ended (CL2). */
 static og_provider_transport transport_of(const og_provider *p, CURL *c,
                                           CURLcode rc, const http_exchange *x)
 {
@@ -314,7 +314,7 @@ static og_provider_transport transport_of(const og_provider *p, CURL *c,
 /* Sends one request to url (post_body NULL: GET; content_type its whole
  * "Content-Type: ..." header) with extra headers, and
  * fills *resp (pointing into *x). A negative return (OG_ENOMEM) means
- * nothing was sent (C1); otherwise *resp describes what happened. */
+ * nothing was sent (CL1); otherwise *resp describes what happened. */
 static int exchange(const og_provider *p, const char *url,
                     const char *post_body, const char *content_type,
                     const char *idempotency_key, int64_t timeout_us,
@@ -384,7 +384,7 @@ static int exchange(const og_provider *p, const char *url,
         goto out;
     }
 
-    /* From here on something may have been sent (C1). */
+    /* From here on something may have been sent (CL1). */
     rc = curl_easy_perform(c);
     memset(resp, 0, sizeof *resp);
     resp->transport = transport_of(p, c, rc, x);
@@ -397,7 +397,7 @@ static int exchange(const og_provider *p, const char *url,
     ret = 0;
 out:
     curl_easy_cleanup(c);
-    /* The list holds a copy of the Authorization header (C5). */
+    /* The list holds a copy of the Authorization header (CL5). */
     for (h2 = h; h2; h2 = h2->next)
         sodium_memzero(h2->data, strlen(h2->data));
     curl_slist_free_all(h);
@@ -424,7 +424,7 @@ static bool timeout_valid(int64_t timeout_us)
     return timeout_us > 0 && timeout_us <= TIMEOUT_MAX_US;
 }
 
-/* What a provider API's calls differ in (C8). */
+/* What a provider API's calls differ in (CL8). */
 typedef struct api_resource {
     const char *path;    /* create (POST) and lookup (GET) */
     const char *target;  /* the body member naming where money goes */
@@ -437,7 +437,7 @@ static const api_resource credits_api = {"/v1/credits", "account",
 static const api_resource payouts_api = {"/v1/payouts", "destination",
                                          OG_EDESTINATION, true};
 
-/* Frees x's body, wiped first when it may hold a secret (C8). */
+/* Frees x's body, wiped first when it may hold a secret (CL8). */
 static void exchange_free(http_exchange *x, bool secret)
 {
     if (x->body && secret)
@@ -446,7 +446,7 @@ static void exchange_free(http_exchange *x, bool secret)
     x->body = NULL;
 }
 
-/* POST res->path: the one create request (C8). */
+/* POST res->path: the one create request (CL8). */
 static int create_effect(og_provider *p, const api_resource *res,
                          const char *idempotency_key, const char *target,
                          const char *amount, const char *currency,
@@ -495,7 +495,7 @@ out:
     return rc;
 }
 
-/* GET res->path?reference=R, classified with terms (C8). */
+/* GET res->path?reference=R, classified with terms (CL8). */
 static int lookup_effect(og_provider *p, const api_resource *res,
                          const char *reference, const og_provider_term *terms,
                          size_t n_terms, int64_t timeout_us,
@@ -625,7 +625,7 @@ int og_provider_exchange_code(og_provider *p, const char *code,
                   timeout_us, &x, &resp);
     if (rc == 0)
         og_exchange_classify(&resp, out);
-    /* The form holds the code, the body the token response (C5). */
+    /* The form holds the code, the body the token response (CL5). */
     sodium_memzero(form, n);
     free(form);
     if (x.body) {

@@ -2,16 +2,16 @@
  * pool.c — a bounded connection pool shared by the backends.
  *
  * Invariants:
- *   P1  A connection is used by one thread at a time: it is either in idle[]
+ *   PL1 A connection is used by one thread at a time: it is either in idle[]
  *       or held by exactly one caller.
- *   P2  open_count never exceeds max; a caller beyond it waits.
- *   P3  A connection put back as broken is closed, never reused: its state
+ *   PL2 open_count never exceeds max; a caller beyond it waits.
+ *   PL3 A connection put back as broken is closed, never reused: its state
  *       (in a transaction? mid-statement?) is unknown.
- *   P4  Connecting happens outside the mutex, so a slow or unreachable store
+ *   PL4 Connecting happens outside the mutex, so a slow or unreachable store
  *       does not serialize callers that could use an idle connection.
- *   P5  Waiting for a connection is bounded (the store timeout): a caller
+ *   PL5 Waiting for a connection is bounded (the store timeout): a caller
  *       never waits unboundedly behind others, it reports "unavailable".
- *   P6  An idle connection the peer has closed (a server restart, a
+ *   PL6 An idle connection the peer has closed (a server restart, a
  *       failover, an outage that cut the sockets) is never handed out: the
  *       alive check closes it at checkout, so an outage costs the requests
  *       made during it, not one more failure per pooled connection after.
@@ -89,10 +89,10 @@ int og__pool_get(og__pool *p, void **conn)
     }
     pthread_mutex_lock(&p->mu);
 again:
-    while (p->idle_count == 0 && p->open_count >= p->max) { /* P2 */
+    while (p->idle_count == 0 && p->open_count >= p->max) { /* PL2 */
         if (pthread_cond_timedwait(&p->cv, &p->mu, &until) != 0 &&
             p->idle_count == 0 && p->open_count >= p->max) {
-            pthread_mutex_unlock(&p->mu); /* P5 */
+            pthread_mutex_unlock(&p->mu); /* PL5 */
             return OG_ESTORE_UNAVAILABLE;
         }
     }
@@ -100,7 +100,7 @@ again:
         /* LIFO: the most recently used connection is the likeliest alive. */
         c = p->idle[--p->idle_count];
         pthread_mutex_unlock(&p->mu);
-        if (p->ops->alive && !p->ops->alive(p->ctx, c)) { /* P6 */
+        if (p->ops->alive && !p->ops->alive(p->ctx, c)) { /* PL6 */
             p->ops->disconnect(p->ctx, c);
             pthread_mutex_lock(&p->mu);
             p->open_count--;
@@ -109,7 +109,7 @@ again:
         *conn = c;
         return 0;
     }
-    p->open_count++; /* reserve the slot, then connect unlocked (P4) */
+    p->open_count++; /* reserve the slot, then connect unlocked (PL4) */
     pthread_mutex_unlock(&p->mu);
 
     rc = p->ops->connect(p->ctx, &c);
@@ -126,7 +126,7 @@ again:
 
 void og__pool_put(og__pool *p, void *conn, bool broken)
 {
-    if (broken) { /* P3 */
+    if (broken) { /* PL3 */
         p->ops->disconnect(p->ctx, conn);
         pthread_mutex_lock(&p->mu);
         p->open_count--;

@@ -68,7 +68,7 @@ og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
  * been put back. NULL is a no-op. */
 void og__pool_free(og__pool *p);
 /* Takes a connection, connecting a new one if none is idle and fewer than
- * max exist; idle ones ops->alive rejects are closed on the way (P6). 0
+ * max exist; idle ones ops->alive rejects are closed on the way (PL6). 0
  * and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when none came
  * free within the pool's wait. */
 int og__pool_get(og__pool *p, void **conn);

@@ -9,25 +9,25 @@
  * target member, the test prefixes, the closed code, the status words).
  *
  * Invariants:
- *   C1  A request is valid or refused before anything runs: parsing writes
+ *   SC1 A request is valid or refused before anything runs: parsing writes
  *       its outputs only on success, and a refusal names the first member
  *       at fault, so a client can fix its request from the answer alone.
- *   C2  Parameters are compared canonically: the amount as canonical
+ *   SC2 Parameters are compared canonically: the amount as canonical
  *       decimal text ("250.00" = "250"), expires_at as an instant ("Z" =
  *       "+00:00"), the other members byte for byte.
- *   C3  A retained key decides before anything else: its saved result (or a
+ *   SC3 A retained key decides before anything else: its saved result (or a
  *       mismatch) is answered even for a busy- account or an expired
  *       request, because the key, not the request, owns the outcome.
- *   C4  Nothing is created later than expires_at + skew: the decision that
+ *   SC4 Nothing is created later than expires_at + skew: the decision that
  *       creates is taken at the time passed in, which the store reads
  *       inside the transaction that writes.
- *   C5  Amount and time rules are the same as oncegate's own
+ *   SC5 Amount and time rules are the same as oncegate's own
  *       (lib/core/validate.c), so whatever oncegate sends is accepted here.
- *   C6  A token request is read as RFC 6749 3.2 says: unknown parameters
+ *   SC6 A token request is read as RFC 6749 3.2 says: unknown parameters
  *       are ignored, a repeated one is refused, an empty one counts as
  *       absent. Whether its code is still good is the store's decision,
  *       taken inside the write transaction that spends it.
- *   C7  A create's answer is fixed once its effect is complete: a later
+ *   SC7 A create's answer is fixed once its effect is complete: a later
  *       return (payouts) is shown by lookups, never by the create's saved
  *       result, so a replay after a return is byte for byte the answer
  *       the create gave.
@@ -230,7 +230,7 @@ const og_sbx_resource og_sbx_resources[OG_SBX_N_KINDS] = {
 };
 
 /* ===========================================================================
- * Amounts: digits[.digits], positive, canonical (C2, C5).
+ * Amounts: digits[.digits], positive, canonical (SC2, SC5).
  * ========================================================================= */
 #define AMOUNT_INPUT_MAX 256
 
@@ -492,7 +492,7 @@ int og_sbx_listen_parse(const char *hostport, char *host, size_t hostlen,
 }
 
 /* ===========================================================================
- * The create request (C1, C2)
+ * The create request (SC1, SC2)
  * ========================================================================= */
 
 /* Unknown members, in body order: the first one found is named. */
@@ -608,7 +608,7 @@ bool og_sbx_effect_visible(const og_sbx_policy *p, int64_t created_us,
 }
 
 /* ===========================================================================
- * The create decision (C3, C4)
+ * The create decision (SC3, SC4)
  * ========================================================================= */
 og_sbx_decision og_sbx_create_decide(const og_sbx_resource *res,
                                      const og_sbx_policy *p,
@@ -642,7 +642,7 @@ bool og_sbx_decision_writes(og_sbx_decision d)
  * Answers
  * ========================================================================= */
 /* The record at now; with_return: as lookups show it (a return and its
- * time), else as the create made it (C7). */
+ * time), else as the create made it (SC7). */
 static json_t *record_json(const og_sbx_resource *res, const og_sbx_record *c,
                            int64_t now_us, bool with_return)
 {

@@ -19,7 +19,7 @@
  *                       exit_after_effect:          _exit(137), no answer
  *
  * POST /oauth/token takes its firing the same way, after its form was
- * read: the "effect" is the code's exchange (store.c S8).
+ * read: the "effect" is the code's exchange (store.c SB8).
  *
  * Log fields are identifiers and outcomes; an Idempotency-Key is logged
  * only after it was validated (visible ASCII). Authorization codes,
@@ -39,7 +39,7 @@
  * reports (128 + 9), so tests cannot mistake it for a clean exit. */
 #define FAULT_EXIT_STATUS 137
 
-/* A store failure: nothing changed (store.c S6); answered 500. */
+/* A store failure: nothing changed (store.c SB6); answered 500. */
 static void store_failed(og_sbx_req *r, int rc)
 {
     og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
@@ -144,7 +144,7 @@ static void fault_after(og_sbx_req *r, const og_sbx_fault *f)
         og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
         break;
     case OG_SBX_FAULT_EXIT_AFTER_EFFECT:
-        /* The effect is durable (store.c S1); die before answering, as a
+        /* The effect is durable (store.c SB1); die before answering, as a
          * crash between commit and reply would. */
         og_sbx_log(OG_SBX_LOG_WARN, "fault_exit",
                    json_pack("{s:O}", "request", r->log));
@@ -483,7 +483,7 @@ static void h_stats(og_sbx_req *r)
 }
 
 /* POST /_control/payouts/{id}/return: a completed payout is returned — a
- * later event of a payout that DID complete (store.c S10). The body is
+ * later event of a payout that DID complete (store.c SB10). The body is
  * optional and takes no members. Answers the record as lookups show it,
  * at once (the visibility delay is about lookups, not this route). */
 static void h_return(og_sbx_req *r)

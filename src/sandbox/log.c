@@ -3,14 +3,14 @@
  * {"ts","level","event", …fields}.
  *
  * Invariants:
- *   L1  A line is built whole and handed to ONE write(2), so lines from
+ *   SL1 A line is built whole and handed to ONE write(2), so lines from
  *       concurrent request threads never interleave.
- *   L2  "ts", "level" and "event" come first and are always ours: a field
+ *   SL2 "ts", "level" and "event" come first and are always ours: a field
  *       of the same name is dropped.
- *   L3  String values are cut at LOG_VALUE_MAX bytes (on a UTF-8 boundary),
+ *   SL3 String values are cut at LOG_VALUE_MAX bytes (on a UTF-8 boundary),
  *       so a line's size is bounded by the fields the code adds, never by
  *       what a client sent.
- *   L4  Fields are identifiers and outcomes (credit ids, idempotency keys,
+ *   SL4 Fields are identifiers and outcomes (credit ids, idempotency keys,
  *       accounts, references, codes). The API key and request bodies are
  *       never passed here.
  */
@@ -44,7 +44,7 @@ static void write_all(const char *buf, size_t n)
     }
 }
 
-/* v, or a new string of its first LOG_VALUE_MAX bytes plus the mark (L3).
+/* v, or a new string of its first LOG_VALUE_MAX bytes plus the mark (SL3).
  * New reference; NULL on out of memory. */
 static json_t *bounded(json_t *v)
 {
@@ -80,7 +80,7 @@ static json_t *build(og_sbx_log_level level, const char *event,
     json_object_foreach(fields, key, v) {
         if (strcmp(key, "ts") == 0 || strcmp(key, "level") == 0 ||
             strcmp(key, "event") == 0)
-            continue; /* L2 */
+            continue; /* SL2 */
         if (json_object_set_new(o, key, bounded(v)) != 0)
             goto fail;
     }
@@ -111,7 +111,7 @@ void og_sbx_log(og_sbx_log_level level, const char *event, json_t *fields)
     }
     if (line) {
         line[n] = '\n';
-        write_all(line, n + 1); /* L1 */
+        write_all(line, n + 1); /* SL1 */
     } else {
         write_all(failed_line, sizeof failed_line - 1);
     }

@@ -158,7 +158,7 @@ int og_sbx_time_parse(const char *s, int64_t *us);
  * "invalid". Returns buf. */
 char *og_sbx_time_format(int64_t us, char *buf, size_t len);
 
-/* "HOST:PORT" or "[V6]:PORT" into host (hostlen) and *port (0..65535).
+/* "HOST:PORT" or "[IPV6]:PORT" into host (hostlen) and *port (0..65535).
  * 0 or -1 with the outputs untouched. */
 int og_sbx_listen_parse(const char *hostport, char *host, size_t hostlen,
                         int *port);

@@ -5,58 +5,58 @@
  * them out, and its statements sit next to the code that runs them.
  *
  * Invariants:
- *   S1  Durable before answered: WAL with synchronous=FULL fsyncs the log
- *       at every COMMIT, and a result is returned only after COMMIT
- *       returned SQLITE_OK. A credit that was answered survives a crash or
- *       _exit of the process (exit_after_effect relies on it).
- *   S2  One key, one credit (atomic mode): the key is read, the decision
- *       taken and the credit and key rows written in ONE BEGIN IMMEDIATE
- *       transaction. BEGIN IMMEDIATE takes the database's write lock
- *       before the read, so two requests — two threads, or two processes
- *       on one file — can never both see the key as free; the PRIMARY KEY
- *       on idempotency_keys backs it (an insert that changes nothing is a
- *       defect, OG_SBX_EINTERNAL).
- *   S3  Without atomic_same_key the read and the write are two
- *       transactions with race_gap between them and the key insert is ON
- *       CONFLICT DO NOTHING: concurrent first uses of a key each create a
- *       credit and the first to commit owns the key. This models a
- *       provider that does not document atomic handling (docs/sandbox.md).
- *   S4  The decision's time is read after the write lock is held, so a
- *       wait for the lock never lets a request create after its expiry
- *       (core.c C4), and created_at orders like the commits.
- *   S5  Counters change in the transaction of the request they count, so
- *       stats and credits agree after any crash.
- *   S6  A failed call changes nothing: any error rolls the transaction
- *       back. A connection whose ROLLBACK failed is marked broken and
- *       every later call fails (its transaction state is unknown).
- *   S7  Amounts are canonical decimal TEXT, never REAL: equality is exact.
- *   S8  A code is exchanged at most once: the exchange is ONE conditional
- *       UPDATE (exchanged_us IS NULL) inside a BEGIN IMMEDIATE transaction,
- *       so of any number of concurrent exchanges of one code — threads or
- *       processes on one file — exactly one changes the row. The tokens it
- *       answers are not stored: like a real authorization server, the
- *       sandbox never hands out the same exchange result twice.
- *   S9  One resource, one set of statements: every table and statement of
- *       a credit or payout is a template instantiated per row of
- *       og_sbx_resources (expand()), so S1-S7 hold for payouts because
- *       they are the same code. Each resource has its own keys table: a
- *       key names one request of one resource.
- *   S10 A return is ONE conditional UPDATE (returned_us IS NULL, complete
- *       by now) in a write transaction: it never undoes the create and
- *       never touches the key, whose saved result keeps replaying (core.c
- *       C7).
- *   S11 Nothing becomes visible late: a record is created at the time its
- *       transaction read after taking the write lock, and a lookup reads
- *       its time after taking the same lock, so a lookup at time L lists
- *       every record created at or before L - visibility delay. With S4
- *       (nothing is created after expires_at + skew) a lookup made at or
- *       after expires_at + skew + visibility delay lists every record its
- *       request ever had or will have (docs/sandbox.md, "The processing
- *       window").
+ *   SB1  Durable before answered: WAL with synchronous=FULL fsyncs the log
+ *        at every COMMIT, and a result is returned only after COMMIT
+ *        returned SQLITE_OK. A credit that was answered survives a crash or
+ *        _exit of the process (exit_after_effect relies on it).
+ *   SB2  One key, one credit (atomic mode): the key is read, the decision
+ *        taken and the credit and key rows written in ONE BEGIN IMMEDIATE
+ *        transaction. BEGIN IMMEDIATE takes the database's write lock
+ *        before the read, so two requests — two threads, or two processes
+ *        on one file — can never both see the key as free; the PRIMARY KEY
+ *        on idempotency_keys backs it (an insert that changes nothing is a
+ *        defect, OG_SBX_EINTERNAL).
+ *   SB3  Without atomic_same_key the read and the write are two
+ *        transactions with race_gap between them and the key insert is ON
+ *        CONFLICT DO NOTHING: concurrent first uses of a key each create a
+ *        credit and the first to commit owns the key. This models a
+ *        provider that does not document atomic handling (docs/sandbox.md).
+ *   SB4  The decision's time is read after the write lock is held, so a
+ *        wait for the lock never lets a request create after its expiry
+ *        (core.c SC4), and created_at orders like the commits.
+ *   SB5  Counters change in the transaction of the request they count, so
+ *        stats and credits agree after any crash.
+ *   SB6  A failed call changes nothing: any error rolls the transaction
+ *        back. A connection whose ROLLBACK failed is marked broken and
+ *        every later call fails (its transaction state is unknown).
+ *   SB7  Amounts are canonical decimal TEXT, never REAL: equality is exact.
+ *   SB8  A code is exchanged at most once: the exchange is ONE conditional
+ *        UPDATE (exchanged_us IS NULL) inside a BEGIN IMMEDIATE transaction,
+ *        so of any number of concurrent exchanges of one code — threads or
+ *        processes on one file — exactly one changes the row. The tokens it
+ *        answers are not stored: like a real authorization server, the
+ *        sandbox never hands out the same exchange result twice.
+ *   SB9  One resource, one set of statements: every table and statement of
+ *        a credit or payout is a template instantiated per row of
+ *        og_sbx_resources (expand()), so SB1-SB7 hold for payouts because
+ *        they are the same code. Each resource has its own keys table: a
+ *        key names one request of one resource.
+ *   SB10 A return is ONE conditional UPDATE (returned_us IS NULL, complete
+ *        by now) in a write transaction: it never undoes the create and
+ *        never touches the key, whose saved result keeps replaying (core.c
+ *        SC7).
+ *   SB11 Nothing becomes visible late: a record is created at the time its
+ *        transaction read after taking the write lock, and a lookup reads
+ *        its time after taking the same lock, so a lookup at time L lists
+ *        every record created at or before L - visibility delay. With SB4
+ *        (nothing is created after expires_at + skew) a lookup made at or
+ *        after expires_at + skew + visibility delay lists every record its
+ *        request ever had or will have (docs/sandbox.md, "The processing
+ *        window").
  *
  * One connection serves every thread; the mutex makes each call's
  * transaction exclusive on it. Throughput is not the point of a sandbox;
- * S2 is, and it rests on the transaction, not on the mutex.
+ * SB2 is, and it rests on the transaction, not on the mutex.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -73,7 +73,7 @@
 #define BUSY_TIMEOUT_MS 10000  /* another process holding the file */
 
 /* ===========================================================================
- * SQL templates (S9): every statement and table of a resource is written
+ * SQL templates (SB9): every statement and table of a resource is written
  * ONCE, with these names, and instantiated for each row of
  * og_sbx_resources by expand():
  *   @T        the records' table ("credits", "payouts")
@@ -93,7 +93,7 @@ static const char resource_tables[] =
     "  id            TEXT    NOT NULL UNIQUE,"
     "  idempotency_key TEXT  NOT NULL," /* the key that created it */
     "  @target       TEXT    NOT NULL,"
-    "  amount        TEXT    NOT NULL," /* canonical decimal (S7) */
+    "  amount        TEXT    NOT NULL," /* canonical decimal (SB7) */
     "  currency      TEXT    NOT NULL,"
     "  reference     TEXT    NOT NULL,"
     "  expires_at_us INTEGER NOT NULL,"
@@ -125,7 +125,7 @@ static const char schema_v1[] =
     ") WITHOUT ROWID;"
     "PRAGMA user_version = 1;";
 
-/* Version 2: authorization codes for POST /oauth/token (S8). */
+/* Version 2: authorization codes for POST /oauth/token (SB8). */
 static const char schema_v2[] =
     "CREATE TABLE codes ("
     "  code          TEXT    PRIMARY KEY,"
@@ -143,7 +143,7 @@ static const char schema_v3[] = "PRAGMA user_version = 3;";
 
 /* ===========================================================================
  * Statements, prepared once at open: the ones of the whole state, then
- * one block per resource (S9).
+ * one block per resource (SB9).
  * ========================================================================= */
 #define ST_MAP(X)                                                              \
     X(BEGIN_WRITE, "BEGIN IMMEDIATE")                                          \
@@ -158,7 +158,7 @@ static const char schema_v3[] = "PRAGMA user_version = 3;";
     X(RESET_CODES, "DELETE FROM codes")                                        \
     /* ?1 code, ?2 now. */                                                     \
     X(CODE_INSERT, "INSERT INTO codes (code, minted_us) VALUES (?1, ?2)")      \
-    /* S8: a row only when this statement spent the code. ?1 code, ?2 now. */ \
+    /* SB8: a row only if this statement spent the code. ?1 code, ?2 now. */   \
     X(CODE_EXCHANGE,                                                           \
       "UPDATE codes SET exchanged_us = ?2"                                     \
       " WHERE code = ?1 AND exchanged_us IS NULL RETURNING 1")                 \
@@ -181,7 +181,7 @@ static const char schema_v3[] = "PRAGMA user_version = 3;";
     X(INSERT, false,                                                           \
       "INSERT INTO @T (idempotency_key, " ROW_COLS ")"                         \
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")                          \
-    /* The first to commit owns the key (S2: never conflicts; S3: may). */    \
+    /* The first to commit owns the key (SB2: never conflicts; SB3: may). */   \
     X(KEY_INSERT, false,                                                       \
       "INSERT INTO @K (key, @target, amount, currency,"                        \
       "  reference, expires_at_us, recorded_us, @ref, error)"                  \
@@ -196,7 +196,7 @@ static const char schema_v3[] = "PRAGMA user_version = 3;";
     X(ROW_COUNTS, false, "SELECT count(*), count(@returned) FROM @T")          \
     X(RESET_KEYS, false, "DELETE FROM @K")                                     \
     X(RESET_ROWS, false, "DELETE FROM @T")                                     \
-    /* S10: a row only when this statement returned a complete record. ?1   \
+    /* SB10: a row only when this statement returned a complete record. ?1     \
      * id, ?2 now. */                                                          \
     X(RETURN, true,                                                            \
       "UPDATE @T SET returned_us = ?2 WHERE id = ?1 AND returned_us IS NULL"   \
@@ -257,7 +257,7 @@ struct og_sbx_store {
     pthread_mutex_t mu;    /* one transaction at a time on db */
     sqlite3 *db;
     sqlite3_stmt *st[ALL_ST]; /* NULL: not prepared (returns only) */
-    bool broken;           /* S6: a ROLLBACK failed */
+    bool broken;           /* SB6: a ROLLBACK failed */
 };
 
 /* Counter names (stats members) that no resource row carries. */
@@ -462,7 +462,7 @@ static int col_record(og_sbx_store *s, int i, int first, bool with_returned,
 }
 
 /* ===========================================================================
- * Transactions (S1, S6)
+ * Transactions (SB1, SB6)
  * ========================================================================= */
 
 /* Takes the mutex and begins (BEGIN IMMEDIATE when write). On failure the
@@ -500,7 +500,7 @@ static int txn_end(og_sbx_store *s, int rc)
     return rc;
 }
 
-/* Adds one to counter name (S5). */
+/* Adds one to counter name (SB5). */
 static int count(og_sbx_store *s, const char *name)
 {
     int rc;
@@ -528,7 +528,7 @@ static int exec_or_fail(sqlite3 *db, const char *sql, char *err,
     return OG_SBX_ESTORE;
 }
 
-/* WAL is only in force when journal_mode answers "wal" (S1). */
+/* WAL is only in force when journal_mode answers "wal" (SB1). */
 static int set_wal(sqlite3 *db, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
@@ -604,7 +604,7 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
     return rc;
 }
 
-/* Opens the file and applies the pragmas S1 rests on. */
+/* Opens the file and applies the pragmas SB1 rests on. */
 static int open_db(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
@@ -634,7 +634,7 @@ static int open_db(const char *path, sqlite3 **out, char *err, size_t errlen)
     return 0;
 }
 
-/* Prepares ST_MAP, then RST_MAP for each resource (S9). */
+/* Prepares ST_MAP, then RST_MAP for each resource (SB9). */
 static int prepare_all(og_sbx_store *s, char *err, size_t errlen)
 {
     char sql[2048];
@@ -697,7 +697,7 @@ void og_sbx_store_free(og_sbx_store *s)
 }
 
 /* ===========================================================================
- * Creates (S2, S3, S4), for any resource (S9)
+ * Creates (SB2, SB3, SB4), for any resource (SB9)
  * ========================================================================= */
 
 /* One create request: what every step below reads. */
@@ -782,7 +782,7 @@ static int insert_record(const create_req *c, const og_sbx_record *r)
 }
 
 /* Records the key with saved's result; 1 when this call took the key, 0
- * when another had (S3). */
+ * when another had (SB3). */
 static int insert_key(const create_req *c, const og_sbx_saved *v)
 {
     const og_sbx_params *q = &v->params;
@@ -826,7 +826,7 @@ static int record(const create_req *c, og_sbx_result *res)
     }
     if ((rc = insert_key(c, v)) < 0)
         return rc;
-    /* S2: in one transaction the key was absent, so the insert took it. */
+    /* SB2: in one transaction the key was absent, so the insert took it. */
     return rc == 0 && c->p->atomic_same_key ? OG_SBX_EINTERNAL : 0;
 }
 
@@ -858,7 +858,7 @@ static int act(const create_req *c, const og_sbx_saved *saved,
 }
 
 /* Reads the key and decides at the current time, inside a write
- * transaction (S4). */
+ * transaction (SB4). */
 static int decide(const create_req *c, og_sbx_saved *saved, bool *found,
                   og_sbx_result *res)
 {
@@ -874,7 +874,7 @@ static int decide(const create_req *c, og_sbx_saved *saved, bool *found,
     return 0;
 }
 
-/* S2: read, decide and write in one transaction. */
+/* SB2: read, decide and write in one transaction. */
 static int create_atomic(const create_req *c, og_sbx_result *res)
 {
     og_sbx_saved saved;
@@ -889,7 +889,7 @@ static int create_atomic(const create_req *c, og_sbx_result *res)
     return txn_end(c->s, rc);
 }
 
-/* S3: check, wait race_gap with no lock held, then act without checking
+/* SB3: check, wait race_gap with no lock held, then act without checking
  * again — the hazard a provider without atomic handling has. */
 static int create_racy(const create_req *c, og_sbx_result *res)
 {
@@ -907,7 +907,7 @@ static int create_racy(const create_req *c, og_sbx_result *res)
     og_sbx_sleep_us(c->p->race_gap_us);
     if ((rc = txn_begin(c->s, true)) != 0)
         return rc;
-    /* Decided again as a new key only for the time rules (C4): a request
+    /* Decided again as a new key only for the time rules (SC4): a request
      * never creates after its expiry, even in the gap. */
     res->now_us = og_sbx_now_us();
     if ((rc = prune(c, res->now_us)) == 0) {
@@ -943,7 +943,7 @@ int og_sbx_store_count_request(og_sbx_store *s, const char *counter)
 }
 
 /* ===========================================================================
- * Authorization codes (S8)
+ * Authorization codes (SB8)
  * ========================================================================= */
 
 int og_sbx_store_code_mint(og_sbx_store *s, char out[OG_SBX_CODE_LEN + 1])
@@ -979,7 +979,7 @@ int og_sbx_store_code_exchange(og_sbx_store *s, const char *code,
         return rc;
     st(s, ST_CODE_EXCHANGE);
     b_text(&bd, code);
-    b_int(&bd, og_sbx_now_us()); /* after the write lock (S4) */
+    b_int(&bd, og_sbx_now_us()); /* after the write lock (SB4) */
     if ((rc = b_done(&bd)) == 0 &&
         (rc = next_row(s, ST_CODE_EXCHANGE)) == 1) {
         spent = true;
@@ -997,7 +997,7 @@ int og_sbx_store_code_exchange(og_sbx_store *s, const char *code,
 }
 
 /* ===========================================================================
- * Lookups and returns (S11, S10)
+ * Lookups and returns (SB11, SB10)
  * ========================================================================= */
 
 /* Appends the row of statement i to *v (grown by doubling; *cap slots). */
@@ -1051,7 +1051,7 @@ int og_sbx_store_lookup(og_sbx_store *s, const og_sbx_resource *res,
     int64_t now;
     int rc;
 
-    /* A write transaction: the time is read after the write lock (S11). */
+    /* A write transaction: the time is read after the write lock (SB11). */
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
     now = og_sbx_now_us();
@@ -1100,7 +1100,7 @@ int og_sbx_store_return(og_sbx_store *s, const og_sbx_resource *res,
         return OG_SBX_EINTERNAL; /* a route serves returns of returns only */
     if ((rc = txn_begin(s, true)) != 0)
         return rc;
-    now = og_sbx_now_us(); /* after the write lock (S4) */
+    now = og_sbx_now_us(); /* after the write lock (SB4) */
     st(s, i);
     b_text(&b, id);
     b_int(&b, now);

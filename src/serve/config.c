@@ -4,11 +4,11 @@
  * the timing relations and an example, and docs/config.md, generated from
  * the same table so the documentation cannot drift from what the loader
  * accepts. The loader, the setters and the checks across keys are
- * config_load.c's (invariants C1-C3 there); what both files share is
+ * config_load.c's (invariants CF1-CF3 there); what both files share is
  * config_table.h.
  *
  * Defaults are JSON text in the table and go through the same setters as
- * the file (C2); the timings' come from og_timings_default(), the one place
+ * the file (CF2); the timings' come from og_timings_default(), the one place
  * the library keeps them.
  */
 #include <inttypes.h>

@@ -10,13 +10,13 @@
  * start and names the key.
  *
  * Invariants:
- *   C1  Every value a loaded configuration holds passed its row's setter,
+ *   CF1 Every value a loaded configuration holds passed its row's setter,
  *       and og_srv_config_check re-checks every row's bounds, so values set
  *       by flags or dev mode are held to the same rules as the file's.
- *   C2  Defaults are JSON text in the table and go through the same setters
+ *   CF2 Defaults are JSON text in the table and go through the same setters
  *       as the file (the timings' come from og_timings_default(), the one
  *       place the library keeps them).
- *   C3  Every error is ONE line naming the key ("principals[2].roles") or
+ *   CF3 Every error is ONE line naming the key ("principals[2].roles") or
  *       the timing relation ("T4: ..."), never a value that could be secret.
  */
 #include <arpa/inet.h>
@@ -188,7 +188,7 @@ static void *cfg_at(const og_srv_cfg_key *k, og_srv_config *c)
  * Listen addresses.
  * ========================================================================= */
 
-/* Parses "HOST:PORT" / "[V6]:PORT" into host (hostlen bytes) and *port.
+/* Parses "HOST:PORT" / "[IPV6]:PORT" into host (hostlen bytes) and *port.
  * 0 or -1; nothing written on failure. */
 static int cfg_parse_listen(const char *s, char *host, size_t hostlen,
                             int *port)
@@ -409,7 +409,7 @@ static int cfg_principals(json_t *arr, og_principal **out, size_t *n,
 }
 
 /* ===========================================================================
- * Setters: one per type, each validating before it writes (C1).
+ * Setters: one per type, each validating before it writes (CF1).
  * ========================================================================= */
 
 /* Checks s against string row k (OG_CFG_STRING, OG_CFG_PATH_OPT, OG_CFG_ID,
@@ -762,7 +762,7 @@ int og_srv_config_load_principals(const char *path, og_principal **out,
     return rc;
 }
 
-/* Re-checks row k's value in c against its bounds (C1). 0 or OG_EINVAL. */
+/* Re-checks row k's value in c against its bounds (CF1). 0 or OG_EINVAL. */
 static int cfg_check_key(const og_srv_cfg_key *k, const og_srv_config *c,
                          char *err, size_t errlen)
 {

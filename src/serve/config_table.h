@@ -22,7 +22,7 @@ typedef enum og_srv_cfg_type {
     OG_CFG_PATH_OPT,   /* as OG_CFG_STRING; "" lands as NULL (automatic) */
     OG_CFG_ID,         /* the identifier rule: char * */
     OG_CFG_ISSUER,     /* the identifier and key-file-name rules: char * */
-    OG_CFG_LISTEN,     /* "HOST:PORT" / "[V6]:PORT": listen_host, listen_port */
+    OG_CFG_LISTEN,     /* HOST:PORT or [IPV6]:PORT: listen_host, listen_port */
     OG_CFG_ENUM,       /* one of the row's names: its index, an enum */
     OG_CFG_INT,        /* integer min..max: int */
     OG_CFG_SIZE,       /* integer min..max: size_t */

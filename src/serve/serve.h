@@ -174,7 +174,7 @@ int og_srv_config_load(og_srv_config *c, const char *path, char *err,
 int og_srv_config_load_principals(const char *path, og_principal **out,
                                   size_t *n, char *err, size_t errlen);
 
-/* Parses "HOST:PORT" / "[V6]:PORT" into c->listen_host/listen_port. 0 or
+/* Parses "HOST:PORT" / "[IPV6]:PORT" into c->listen_host/listen_port. 0 or
  * OG_EINVAL. */
 int og_srv_config_set_listen(og_srv_config *c, const char *hostport);
 

@@ -26,7 +26,7 @@
 
 /* Timings of every redemption site: the exchange's own timeout
  * (timings.provider_timeout_ms), the store's, and the catch-up bound, which
- * R1 wants above their sum. Generous: the full suite loads the machine. */
+ * R2 wants above their sum. Generous: the full suite loads the machine. */
 #define R_PROVIDER_MS 8000
 #define R_STORE_MS 8000
 #define R_CATCH_UP_MS 17000

@@ -22,7 +22,7 @@
  *      held until cleanup, a grant row's consumed/revoked marks are final),
  *      so a replay or a same-operation retry costs one round trip. When the
  *      snapshot shows no holder, a fresh statement reads again. Either read
- *      only reports; the claim decided (C1, C2 in lib/core/admission.c).
+ *      only reports; the claim decided (AD1, AD2 in lib/core/admission.c).
  *  I22 An archived operation still answers for its id. The admission claims
  *      nothing while operations_archive holds the request's operation id,
  *      and every report of a claim that did not happen reads the operation

@@ -380,7 +380,7 @@ out:
     return 0;
 }
 
-/* Pool alive check (P6): an idle connection with anything to read is
+/* Pool alive check (PL6): an idle connection with anything to read is
  * dropped. Between our statements the server speaks unprompted only to say
  * it is going away (a FATAL, then end of file: shutdown, failover,
  * pg_terminate_backend, a cut socket) or, rarely, to report a changed

@@ -20,7 +20,7 @@
 #include "internal.h"
 
 /* ===========================================================================
- * What a store failure means (lib/core/storeerr.c's E2, E3 for SQLite)
+ * What a store failure means (lib/core/storeerr.c's SE2, SE3 for SQLite)
  * ========================================================================= */
 
 int og__sqlite_classify(int extended_rc)
