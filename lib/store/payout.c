@@ -263,6 +263,7 @@ int og_payout_context_read(og_store *s, const char *payout_id,
 {
     og__payout_facts f;
     og_payout_snapshot snap;
+    void *tx;
     int rc;
 
     if (!s || !out)
@@ -272,7 +273,12 @@ int og_payout_context_read(og_store *s, const char *payout_id,
     if (!og__time_ok(release_at_us))
         return OG_EINVAL;
     memset(&f, 0, sizeof f);
-    rc = s->m->payout_facts(s->impl, payout_id, release_at_us, &f);
+    /* One snapshot for all the facts; a read keeps nothing: no commit. */
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_READ, &tx)) == 0) {
+        rc = s->m->payout_facts(s->impl, tx, payout_id, release_at_us, false,
+                                &f);
+        rc = s->m->txn_end(s->impl, tx, rc, false);
+    }
     if (rc == OG_ESTORE_UNAVAILABLE) {
         /* "Cannot read": unavailable, never an answer from old facts. */
         memset(&snap, 0, sizeof snap);
@@ -286,11 +292,53 @@ int og_payout_context_read(og_store *s, const char *payout_id,
     return 0;
 }
 
+/* The decision's steps, in tx (S6): the facts, held until the commit;
+ * the pure plan (PP1); the reservation, which decides on the newest
+ * counters — taking nothing makes the decision Denied tenant.daily-limit,
+ * alone; the decision and its entry at one instant; for Allowed what it
+ * enables. The fault points act as the store failing there. */
+static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
+                     og_payout_decision *out)
+{
+    const og__store_methods *m = s->m;
+    og__payout_facts f;
+    og__payout_plan p;
+    int64_t decided_at = 0;
+    bool reserved = false;
+    int rc;
+
+    if ((rc = m->payout_facts(s->impl, tx, r->payout_id, r->not_before_us,
+                              true, &f)) != 0 ||
+        (rc = og__payout_plan_decide(&f, r, &p)) != 0)
+        return rc;
+    if (p.allowed) {
+        if ((rc = m->payout_reserve(s->impl, tx, &f, &reserved)) != 0)
+            return rc;
+        if (!reserved)
+            og__payout_plan_limit_taken(&p);
+    }
+    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
+        return OG_ESTORE_UNAVAILABLE;
+    if ((rc = m->payout_decision_write(s->impl, tx, r, &f, &p,
+                                       &decided_at)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
+        return OG_ESTORE_UNAVAILABLE;
+    if (p.allowed && (rc = m->payout_decision_issue(s->impl, tx, r, &f, &p,
+                                                    decided_at)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    og__payout_decision_fill(r, &f, &p, decided_at, out);
+    return 0;
+}
+
 int og_payout_decide(og_store *s, const og_payout_decide_req *d,
                      og_payout_decision *out)
 {
     og__payout_decide_req r;
     og_payout_decision res;
+    void *tx;
     int rc;
 
     if (!s || !d || !out)
@@ -327,7 +375,12 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
         (rc = og_grant_new_id(r.grant_id)) != 0)
         return rc;
     memset(&res, 0, sizeof res);
-    if ((rc = s->m->payout_decide(s->impl, &r, &res)) != 0)
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_WRITE, &tx)) != 0)
+        return rc;
+    rc = decide_in(s, tx, &r, &res);
+    /* Every decision is kept, Allowed or not: it is history (S6). Any
+     * error rolls all of it back. */
+    if ((rc = s->m->txn_end(s->impl, tx, rc, true)) != 0)
         return rc;
     *out = res;
     return 0;

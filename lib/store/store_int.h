@@ -387,6 +387,14 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
  * Backends. One const table each; the files above them call through it. A
  * method that fails writes nothing to its out-parameters.
  * ========================================================================= */
+
+/* What a transaction of the payout store's orchestrations is for
+ * (txn_begin). */
+typedef enum og__txn_mode {
+    OG__TXN_READ,  /* one snapshot for several reads */
+    OG__TXN_WRITE, /* reads whose rows it holds, then writes */
+} og__txn_mode;
+
 typedef struct og__store_methods {
     const char *name; /* "sqlite", "postgres" */
 
@@ -543,12 +551,11 @@ typedef struct og__store_methods {
                           og_redemption_point *out);
 
     /* ---- the payout store (schemas 8-10) ----
-     * Inputs are validated (payout.c, payout_run.c). Each write is ONE
-     * transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: one statement, or
-     * for the decision one explicit transaction) and says what it did in
-     * *out; a write that changed nothing reports why from a read of the
-     * same transaction (SQLite) or statement (PostgreSQL), with
-     * og__payout_put_classify. */
+     * Inputs are validated (payout.c, payout_run.c). Each write below is
+     * ONE transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: one statement)
+     * and says what it did in *out; a write that changed nothing reports
+     * why from a read of the same transaction (SQLite) or statement
+     * (PostgreSQL), with og__payout_put_classify. */
     int (*payout_tenant_put)(void *impl, const og__payout_tenant_req *r,
                              og_payout_put_result *out);
     int (*payout_beneficiary_put)(void *impl,
@@ -568,17 +575,113 @@ typedef struct og__store_methods {
                          og_payout_put_result *out);
     /* 1 found, 0 not, negative error. */
     int (*payout_get)(void *impl, const char *payout_id, og_payout_view *out);
-    /* ONE consistent read (SQLite: a read transaction; PostgreSQL:
-     * REPEATABLE READ, READ ONLY) of the facts, the day being the release
-     * day of release_at_us in the tenant's offset. */
-    int (*payout_facts)(void *impl, const char *payout_id,
-                        int64_t release_at_us, og__payout_facts *out);
-    /* The decision transaction (og_payout_decide): the facts read with the
-     * rows locked (PostgreSQL) or under the write lock (SQLite),
-     * og__payout_plan_decide, then the writes; fault points
-     * OG__FAULT_DECIDE_*. */
-    int (*payout_decide)(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out);
+
+    /* ---- the payout store's transactions (payout.c, payout_run.c) ----
+     * The context read, the decision, the claim and the resolution are
+     * orchestrated above the backends: the file above opens ONE
+     * transaction, runs the steps below on it in its order — the facts,
+     * the pure plan (payout_plan.c), the writes, the fault point — and ends
+     * it. A step never ends the transaction; a step that fails leaves it
+     * to be rolled back. */
+
+    /* Opens a transaction on a connection of its own. OG__TXN_WRITE: the
+     * decision's, the claim's and the resolution's (SQLite: BEGIN
+     * IMMEDIATE, the write lock first; PostgreSQL: BEGIN, Read Committed,
+     * whose facts' statements lock the rows they read). OG__TXN_READ: one
+     * snapshot for several reads (SQLite: BEGIN; PostgreSQL: REPEATABLE
+     * READ, READ ONLY). One deadline, the store timeout from now, bounds
+     * every statement of it. *tx until txn_end. */
+    int (*txn_begin)(void *impl, og__txn_mode mode, void **tx);
+    /* Ends tx and gives its connection back: COMMIT when rc is 0 and
+     * commit, else ROLLBACK. Returns rc, or the COMMIT's error (the write
+     * is then not confirmed: OG_ESTORE_UNAVAILABLE). A connection whose
+     * state is unknown after it (a ROLLBACK that failed) is discarded. */
+    int (*txn_end)(void *impl, void *tx, int rc, bool commit);
+
+    /* The facts of payout_id (og__payout_facts): the payout with its
+     * tenant's settings, beneficiary and destination (never the token),
+     * the counters of the release day of release_at_us in the tenant's
+     * offset, and the store's clock (observed_at). lock (the decision's
+     * read, in a WRITE transaction): none of the payout, tenant,
+     * beneficiary and destination rows changes before tx ends (SQLite:
+     * the write lock; PostgreSQL: FOR UPDATE of the payout, FOR SHARE of
+     * the others). The day's counters are the reservation's to decide on.
+     * A missing payout is found = false at the store's clock. */
+    int (*payout_facts)(void *impl, void *tx, const char *payout_id,
+                        int64_t release_at_us, bool lock,
+                        og__payout_facts *out);
+    /* The decision's reservation of f's amount on its release day: ONE
+     * conditional write of the day's row that takes it only while paid +
+     * reserved + amount stays within the tenant's daily limit, on the
+     * newest counters. *reserved false when it took nothing. */
+    int (*payout_reserve)(void *impl, void *tx, const og__payout_facts *f,
+                          bool *reserved);
+    /* The decision's row (append-only: r's ids, p's verdict, f's
+     * observation) and its "decided" history entry, at one instant of the
+     * store's clock: *decided_at_us. */
+    int (*payout_decision_write)(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t *decided_at_us);
+    /* What an Allowed decision enables, at decided_at_us: the approval
+     * (conditional on the version read, the state p expects and no active
+     * attempt; it allocates the attempt number), the grant's row (row
+     * form, issuer 'payouts', no family, the window's end its expiry), its
+     * bindings, the job and a history entry per step. Each takes its one
+     * row with p's version and attempt, or the call is OG_EINTERNAL. */
+    int (*payout_decision_issue)(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t decided_at_us);
+    /* The claim's facts for grant_id (og__payout_claim_facts): the grant's
+     * row and binding, the operation that consumed it, the payout and its
+     * fenced context, none of which changes before tx ends (SQLite: the
+     * write lock; PostgreSQL: FOR UPDATE of the grant's and the payout's
+     * rows, FOR SHARE of the context's), and the store's clock read after
+     * the locks. The consuming operation of a claim this read waited for
+     * is read too (PostgreSQL: in a fresh statement). found = false: not a
+     * payout grant. */
+    int (*payout_claim_facts)(void *impl, void *tx, const char *grant_id,
+                              og__payout_claim_facts *out);
+    /* CLAIMED's writes, at f->now_us, each re-asserting its conditions:
+     * the grant's row consumed (unconsumed, unrevoked, not_before <= now <
+     * expires_at + leeway), the payout Approved at the executable version
+     * with no active attempt -> Executing, the attempt (kind payout,
+     * Admitted at the initial owner version, p's key and reference; *attempt
+     * as stored) and the "claimed" entry. A step that takes nothing is
+     * OG_EINTERNAL. */
+    int (*payout_claim_write)(void *impl, void *tx,
+                              const og__payout_claim_req *r,
+                              const og__payout_claim_facts *f,
+                              const og__payout_claim_plan *p,
+                              og_operation *attempt);
+    /* The resolution's outcome: og_op_record's own write (the backend's
+     * statement, not a copy: status in expected AND owner version, with its
+     * "outcome" event) in tx. *recorded false: it took nothing. */
+    int (*payout_resolve_record)(void *impl, void *tx,
+                                 const char *operation_id, unsigned expected,
+                                 int64_t owner_version, const og_op_outcome *o,
+                                 bool *recorded);
+    /* The attempt's binding (through the operation's grant) and payout,
+     * each by its key, neither changing before tx ends. found = false: not
+     * a payout attempt with a binding. */
+    int (*payout_resolve_facts)(void *impl, void *tx,
+                                const char *operation_id,
+                                og__payout_resolve_facts *out);
+    /* RESOLVED's writes: the payout to p->to (conditional on the version
+     * read, this attempt active, Executing or Unknown), for a terminal
+     * outcome the binding released once (released_at still NULL) and its
+     * day's counters (reserved -> paid, or unreserved), and one "resolved"
+     * entry. Anything that does not take what p says is OG_EINTERNAL. */
+    int (*payout_resolve_write)(void *impl, void *tx,
+                                const char *operation_id,
+                                const og_op_outcome *o,
+                                const og__payout_resolve_facts *f,
+                                const og__payout_resolve_plan *p);
+
+    /* ---- the payout store's jobs and grants ---- */
     /* 1 taken, 0 none available, negative error. */
     int (*payout_job_take)(void *impl, int64_t lease_us, og_payout_job *out);
     int (*payout_job_ack)(void *impl, const char *job_id, int64_t delivery,
@@ -586,24 +689,6 @@ typedef struct og__store_methods {
     int (*payout_job_postpone)(void *impl, const char *job_id,
                                int64_t delivery, int64_t delay_us,
                                bool *postponed);
-    /* The claim (og_payout_claim): ONE transaction — the facts read with
-     * the rows locked (PostgreSQL) or under the write lock (SQLite),
-     * og__payout_plan_claim, and for CLAIMED the writes, each re-asserting
-     * its conditions (anything that then writes nothing is OG_EINTERNAL:
-     * rolled back). *out: outcome, payout id, attempt number, and for
-     * CLAIMED the new operation (has_attempt); DUPLICATE's attempt is read
-     * by payout_run.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
-    int (*payout_claim)(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out);
-    /* The resolution (og_payout_resolve): ONE transaction — the backend's
-     * own op_record write (its statement, not a copy), then the attempt's
-     * facts, og__payout_plan_resolve, and for RESOLVED the payout, the
-     * reservation and the history, each conditional (anything that then
-     * writes nothing is OG_EINTERNAL: rolled back). NOT_RECORDED and
-     * NOT_ACTIVE roll back. Fault point OG__FAULT_RESOLVE_BEFORE_COMMIT. */
-    int (*payout_resolve)(void *impl, const char *operation_id,
-                          unsigned expected, int64_t owner_version,
-                          const og_op_outcome *o, og_payout_resolution *out);
     /* 1 and new_id written (payout_run.c generated it), 0 no such job. */
     int (*payout_job_resubmit)(void *impl, const char *job_id,
                                const char *actor, const char *new_id);

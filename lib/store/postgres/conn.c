@@ -736,6 +736,47 @@ int og__pg_txn_end(og__pg_store *pg, og__pg_conn *c, int rc,
     return rc;
 }
 
+/* The payout store's transactions (store_int.h, txn_begin): one explicit
+ * transaction on a connection of its own, its deadline for every statement
+ * (c->txn_deadline_us); tx is the connection. */
+static int pg_txn_begin(void *impl, og__txn_mode mode, void **tx)
+{
+    og__pg_store *pg = impl;
+    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
+    og__pg_conn *c = NULL;
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_txn(pg, c,
+                    mode == OG__TXN_WRITE
+                        ? "BEGIN"
+                        : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                    PQTRANS_INTRANS, deadline);
+    if (rc != 0) {
+        rc = og__pg_txn_end(pg, c, rc, deadline);
+        og__pg_release(pg, c);
+        return rc;
+    }
+    c->txn_deadline_us = deadline;
+    *tx = c;
+    return 0;
+}
+
+/* A transaction that ends without committing and without an error — a
+ * read, an outcome that wrote nothing — rolls back and reports 0: a
+ * ROLLBACK that fails discards the connection, and the server rolls back. */
+static int pg_txn_end(void *impl, void *tx, int rc, bool commit)
+{
+    og__pg_conn *c = tx;
+    int end;
+
+    end = og__pg_txn_end(impl, c, rc == 0 && !commit ? 1 : rc,
+                         c->txn_deadline_us);
+    og__pg_release(impl, c);
+    return rc == 0 && !commit ? 0 : end;
+}
+
 /* ===========================================================================
  * Open / close
  * ========================================================================= */
@@ -894,13 +935,20 @@ const og__store_methods og__postgres_methods = {
     .payout_draft = og__pg_payout_draft,
     .payout_cancel = og__pg_payout_cancel,
     .payout_get = og__pg_payout_get,
+    .txn_begin = pg_txn_begin,
+    .txn_end = pg_txn_end,
     .payout_facts = og__pg_payout_facts,
-    .payout_decide = og__pg_payout_decide,
+    .payout_reserve = og__pg_payout_reserve,
+    .payout_decision_write = og__pg_payout_decision_write,
+    .payout_decision_issue = og__pg_payout_decision_issue,
+    .payout_claim_facts = og__pg_payout_claim_facts,
+    .payout_claim_write = og__pg_payout_claim_write,
+    .payout_resolve_record = og__pg_payout_resolve_record,
+    .payout_resolve_facts = og__pg_payout_resolve_facts,
+    .payout_resolve_write = og__pg_payout_resolve_write,
     .payout_job_take = og__pg_payout_job_take,
     .payout_job_ack = og__pg_payout_job_ack,
     .payout_job_postpone = og__pg_payout_job_postpone,
-    .payout_claim = og__pg_payout_claim,
-    .payout_resolve = og__pg_payout_resolve,
     .payout_job_resubmit = og__pg_payout_job_resubmit,
     .payout_grant_get = og__pg_payout_grant_get,
     .payout_grant_revoke = og__pg_payout_grant_revoke,

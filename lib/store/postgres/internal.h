@@ -349,6 +349,9 @@ typedef struct og__pg_conn {
     int nprepared;
     bool syncrep_cancelled; /* set by the notice receiver (I4) */
     bool broken;            /* discard on release: state unknown */
+    /* CLOCK_MONOTONIC: the end of the explicit transaction open on it
+     * (og__pg_txn_begin), which bounds each of its statements. */
+    int64_t txn_deadline_us;
 } og__pg_conn;
 
 /* ---- conn.c: the clock, numbers ----------------------------------------- */
@@ -547,21 +550,43 @@ int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
 int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
                          const char *actor, og_payout_put_result *out);
 int og__pg_payout_get(void *impl, const char *id, og_payout_view *out);
-int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
+int og__pg_payout_facts(void *impl, void *tx, const char *id,
+                        int64_t release_at_us, bool lock,
                         og__payout_facts *out);
-int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out);
+int og__pg_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
+                          bool *reserved);
+int og__pg_payout_decision_write(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t *decided_at_us);
+int og__pg_payout_decision_issue(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t decided_at_us);
 /* payout_run.c */
 int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out);
 int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
                           bool *acked);
 int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
                                int64_t delay_us, bool *postponed);
-int og__pg_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out);
-int og__pg_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out);
+int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
+                              og__payout_claim_facts *out);
+int og__pg_payout_claim_write(void *impl, void *tx,
+                              const og__payout_claim_req *r,
+                              const og__payout_claim_facts *f,
+                              const og__payout_claim_plan *p,
+                              og_operation *attempt);
+int og__pg_payout_resolve_record(void *impl, void *tx, const char *id,
+                                 unsigned expected, int64_t owner_version,
+                                 const og_op_outcome *o, bool *recorded);
+int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
+                                og__payout_resolve_facts *out);
+int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
+                                const og_op_outcome *o,
+                                const og__payout_resolve_facts *f,
+                                const og__payout_resolve_plan *p);
 int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
                                const char *new_id);
 int og__pg_payout_grant_get(void *impl, const char *grant_id,

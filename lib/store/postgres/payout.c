@@ -6,7 +6,7 @@
  *
  * Invariants:
  *
- *  I26 The payout decision (og_payout_decide, og__pg_payout_decide) is ONE
+ *  I26 The payout decision (og_payout_decide: lib/store/payout.c runs its steps) is ONE
  *      explicit transaction under Read Committed with one client deadline:
  *      the facts' statement locks the payout's row FOR UPDATE and its
  *      tenant's, beneficiary's and destination's rows FOR SHARE, so a
@@ -50,7 +50,7 @@
  * and its history together and whose last SELECT reports, from the
  * statement's snapshot, what the record was — for a write that changed
  * nothing, og__payout_put_classify says why. The decision is one explicit
- * transaction of several of these (og__pg_payout_decide).
+ * transaction of several of these (og_payout_decide, lib/store/payout.c).
  * ========================================================================= */
 
 /* ===========================================================================
@@ -706,25 +706,21 @@ static int pg_read_facts(og__pg_store *pg, og__pg_conn *c,
     return rc;
 }
 
-int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
+/* In tx (I26): the decision's instance locks the rows it reads (lock);
+ * the context read's runs in a REPEATABLE READ, READ ONLY transaction with
+ * the day's read, one snapshot. */
+int og__pg_payout_facts(void *impl, void *tx, const char *id,
+                        int64_t release_at_us, bool lock,
                         og__payout_facts *out)
 {
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
+    og__pg_conn *c = tx;
     og__payout_facts f;
-    og__pg_conn *c = NULL;
     int rc;
 
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    /* One snapshot for both reads (I26). */
-    rc = og__pg_txn(pg, c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-                    PQTRANS_INTRANS, deadline);
-    if (rc == 0)
-        rc = pg_read_facts(pg, c, &pg_payout_facts_stmt, id, release_at_us, &f,
-                           deadline);
-    rc = og__pg_txn_end(pg, c, rc, deadline);
-    og__pg_release(pg, c);
+    rc = pg_read_facts(impl, c,
+                       lock ? &pg_payout_facts_locked_stmt
+                            : &pg_payout_facts_stmt,
+                       id, release_at_us, &f, c->txn_deadline_us);
     if (rc == 0)
         *out = f;
     return rc;
@@ -755,6 +751,28 @@ const og__pg_stmt og__pg_payout_reserve_stmt = {
     "og_payout_reserve", pg_payout_reserve_sql, 3, OG_KEYS_AS_STORED};
 enum { RESERVE_RESERVED, RESERVE_NCOLS };
 
+/* The counters the facts read were not locked, so a concurrent decision
+ * may have reserved since: this write decides on the newest ones. */
+int og__pg_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
+                          bool *reserved)
+{
+    og__pg_conn *c = tx;
+    PGresult *res = NULL;
+    char amount[24];
+    const char *params[3] = {f->tenant_id, f->release_day, amount};
+    int rc;
+
+    og__pg_fmt_i64(amount, sizeof amount, f->amount_minor);
+    rc = og__pg_run_in(impl, c, &og__pg_payout_reserve_stmt, params, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, RESERVE_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *reserved = PQntuples(res) == 1;
+    PQclear(res);
+    return rc;
+}
+
 /* The decision (append-only) and its "decided" entry, at one instant:
  * $1 id  $2 payout  $3 tenant (NULL: missing)  $4 mode  $5 outcome
  * $6 reason  $7 policy  $8 fingerprint  $9-$12 the versions evaluated
@@ -781,13 +799,15 @@ static const og__pg_stmt pg_payout_decision_stmt = {
     "og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
 enum { DECISION_DECIDED_AT, DECISION_NCOLS };
 
-/* The decision row and its "decided" entry; *decided_at its instant. */
-static int pg_decision_write(og__pg_store *pg, og__pg_conn *c,
-                             const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t deadline_us,
-                             int64_t *decided_at)
+/* The decision row and its "decided" entry; *decided_at_us its instant. */
+int og__pg_payout_decision_write(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t *decided_at_us)
 {
+    og__pg_conn *c = tx;
+    int64_t decided_at = 0;
     const og_payout_verdict *v = &p->verdict;
     bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
     char ver[4][24], limit[24], observed[24];
@@ -816,13 +836,15 @@ static int pg_decision_write(og__pg_store *pg, og__pg_conn *c,
     params[14] = limit;
     params[15] = observed;
     params[16] = r->correlation_id;
-    rc = og__pg_run_in(pg, c, &pg_payout_decision_stmt, params, &res,
-                       deadline_us);
+    rc = og__pg_run_in(impl, c, &pg_payout_decision_stmt, params, &res,
+                       c->txn_deadline_us);
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, DECISION_NCOLS, 1) != 0 ||
-         og__pg_get_i64(res, 0, DECISION_DECIDED_AT, decided_at) != 0))
+         og__pg_get_i64(res, 0, DECISION_DECIDED_AT, &decided_at) != 0))
         rc = OG_EINTERNAL;
     PQclear(res);
+    if (rc == 0)
+        *decided_at_us = decided_at;
     return rc;
 }
 
@@ -897,12 +919,12 @@ enum {
 };
 
 /* What an Allowed decision enables (pg_payout_approve_sql). */
-static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
-                             const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t now,
-                             int64_t deadline_us)
+int og__pg_payout_decision_issue(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p, int64_t now)
 {
+    og__pg_conn *c = tx;
     char version[24], at[24], nb[24], exp[24];
     const char *params[14] = {r->payout_id,
                               version,
@@ -926,8 +948,8 @@ static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
     og__pg_fmt_i64(at, sizeof at, now);
     og__pg_fmt_i64(nb, sizeof nb, r->not_before_us);
     og__pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
-    rc = og__pg_run_in(pg, c, &pg_payout_approve_stmt, params, &res,
-                       deadline_us);
+    rc = og__pg_run_in(impl, c, &pg_payout_approve_stmt, params, &res,
+                       c->txn_deadline_us);
     /* The row is ours (FOR UPDATE since the facts' read): it cannot have
      * moved, and every step wrote its one row. */
     if (rc == 0 &&
@@ -940,80 +962,5 @@ static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
          events != 4))
         rc = OG_EINTERNAL;
     PQclear(res);
-    return rc;
-}
-
-static int pg_payout_decide_in(og__pg_store *pg, og__pg_conn *c,
-                               const og__payout_decide_req *r,
-                               og_payout_decision *out, int64_t deadline_us)
-{
-    og__payout_facts f;
-    og__payout_plan p;
-    PGresult *res = NULL;
-    int64_t now = 0;
-    int rc;
-
-    /* 1. The facts, their rows locked until the commit (I26). */
-    if ((rc = pg_read_facts(pg, c, &pg_payout_facts_locked_stmt, r->payout_id,
-                            r->not_before_us, &f, deadline_us)) != 0)
-        return rc;
-    /* 2. The pure core decides (PP1). */
-    if ((rc = og__payout_plan_decide(&f, r, &p)) != 0)
-        return rc;
-    /* 3. The reservation (I27): the counters read above were not locked,
-     * so a concurrent decision may have reserved since; this write decides
-     * on the newest ones, and when it takes nothing the decision is Denied
-     * tenant.daily-limit, alone. */
-    if (p.allowed) {
-        char amount[24];
-        const char *params[3] = {f.tenant_id, f.release_day, amount};
-
-        og__pg_fmt_i64(amount, sizeof amount, f.amount_minor);
-        rc = og__pg_run_in(pg, c, &og__pg_payout_reserve_stmt, params, &res,
-                           deadline_us);
-        if (rc == 0 && og__pg_shape(res, RESERVE_NCOLS, 1) != 0)
-            rc = OG_EINTERNAL;
-        if (rc == 0 && PQntuples(res) == 0)
-            og__payout_plan_limit_taken(&p);
-        PQclear(res);
-        if (rc != 0)
-            return rc;
-    }
-    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
-        return OG_ESTORE_UNAVAILABLE;
-    if ((rc = pg_decision_write(pg, c, r, &f, &p, deadline_us, &now)) != 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
-        return OG_ESTORE_UNAVAILABLE;
-    if (p.allowed &&
-        (rc = pg_decision_issue(pg, c, r, &f, &p, now, deadline_us)) != 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-
-    og__payout_decision_fill(r, &f, &p, now, out);
-    return 0;
-}
-
-/* ONE explicit transaction (I26): Read Committed (the session default)
- * with the facts' rows locked, one deadline for all of it. */
-int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og_payout_decision d;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
-    if (rc == 0)
-        rc = pg_payout_decide_in(pg, c, r, &d, deadline);
-    rc = og__pg_txn_end(pg, c, rc, deadline);
-    og__pg_release(pg, c);
-    if (rc == 0)
-        *out = d;
     return rc;
 }

@@ -26,7 +26,7 @@
  *      Acknowledgment and postponement are conditional on (deliveries =
  *      the delivery held, not acknowledged). A job holds references only;
  *      a resubmission copies them under a new id.
- *  I31 The claim (og_payout_claim, og__pg_payout_claim) is ONE explicit Read
+ *  I31 The claim (og_payout_claim: lib/store/payout_run.c runs its steps) is ONE explicit Read
  *      Committed transaction, not one statement: the fence must hold the
  *      context rows until the commit (docs/payouts.md, section 5 step 3: FOR
  *      SHARE, or a concurrent suspension could commit between a check and the
@@ -52,7 +52,8 @@
  *      The grant's row is locked before the payout's and no writer locks a
  *      payout and then an issued grant's row, so claims, revocations and
  *      decisions cannot deadlock.
- *  I32 The resolution (og_payout_resolve, og__pg_payout_resolve) is ONE
+ *  I32 The resolution (og_payout_resolve: lib/store/payout_run.c
+ *      runs its steps) is ONE
  *      explicit Read Committed transaction: og_op_record's own prepared
  *      statement (pg_op_record_sql, exec.c, run by og__pg_op_record_in:
  *      status in the expected set AND owner version = v, the row locked
@@ -349,6 +350,54 @@ enum {
     CLAIM_CONSUMER_NCOLS
 };
 
+/* The claim's facts, their rows locked until the commit (I31); a claim
+ * that waited for another claim reads the consuming operation in a fresh
+ * statement. */
+int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
+                              og__payout_claim_facts *out)
+{
+    og__pg_conn *c = tx;
+    const char *fparams[1] = {grant_id};
+    og__payout_claim_facts f;
+    PGresult *res = NULL;
+    int rc;
+
+    memset(&f, 0, sizeof f);
+    rc = og__pg_run_in(impl, c, &pg_payout_claim_facts_stmt, fparams, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_claim_facts_parse(res, &f);
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    res = NULL;
+    if (rc != 0)
+        return rc;
+    if (f.found && f.consumed && f.consumed_by[0] != '\0' &&
+        !f.consumer_found) {
+        const char *oparams[1] = {f.consumed_by};
+
+        rc = og__pg_run_in(impl, c, &pg_payout_claim_consumer_stmt, oparams,
+                           &res, c->txn_deadline_us);
+        if (rc == 0 && og__pg_shape(res, CLAIM_CONSUMER_NCOLS, 1) != 0)
+            rc = OG_EINTERNAL;
+        if (rc == 0 && PQntuples(res) == 1) {
+            f.consumer_found = true;
+            f.consumer_payout =
+                og__pg_get_bool(res, 0, CLAIM_CONSUMER_IS_PAYOUT);
+            if (og__pg_get_text(res, 0, CLAIM_CONSUMER_REFERENCE,
+                                f.consumer_reference,
+                                sizeof f.consumer_reference) != 0)
+                rc = OG_EINTERNAL;
+        }
+        PQclear(res);
+        if (rc != 0)
+            return rc;
+    }
+    *out = f;
+    return 0;
+}
+
 /* The claim's writes (I31), ONE statement at the facts' instant, each CTE
  * re-asserting its conditions as the row-form admission does (the rows are
  * ours since the facts' read, so they hold; repeating them keeps the
@@ -409,142 +458,66 @@ enum {
     CLAIM_NCOLS
 };
 
-static int pg_payout_claim_in(og__pg_store *pg, og__pg_conn *c,
+/* CLAIMED's writes, ONE statement at the facts' instant (I31). */
+int og__pg_payout_claim_write(void *impl, void *tx,
                               const og__payout_claim_req *r,
-                              og_payout_claim_result *out, bool *claimed,
-                              int64_t deadline_us)
+                              const og__payout_claim_facts *f,
+                              const og__payout_claim_plan *p,
+                              og_operation *attempt)
 {
-    const char *fparams[1] = {r->grant_id};
-    og__payout_claim_facts f;
-    og__payout_claim_plan p;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = tx;
+    char now[24], exec[24], lease[24], window[24];
+    const char *params[11] = {r->grant_id,
+                              r->operation_id,
+                              now,
+                              pg->leeway,
+                              exec,
+                              r->worker_id,
+                              p->amount,
+                              lease,
+                              window,
+                              p->idempotency_key,
+                              p->client_reference};
     PGresult *res = NULL;
+    og_operation op;
     int64_t v = 0, events = 0;
     int rc;
 
-    /* 1. The facts, their rows locked until the commit (I31). */
-    memset(&f, 0, sizeof f);
-    rc = og__pg_run_in(pg, c, &pg_payout_claim_facts_stmt, fparams, &res,
-                       deadline_us);
-    if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_claim_facts_parse(res, &f);
-    else if (rc == 0 && PQntuples(res) != 0)
-        rc = OG_EINTERNAL;
-    PQclear(res);
-    res = NULL;
-    if (rc != 0)
-        return rc;
-    if (f.found && f.consumed && f.consumed_by[0] != '\0' &&
-        !f.consumer_found) {
-        const char *oparams[1] = {f.consumed_by};
-
-        rc = og__pg_run_in(pg, c, &pg_payout_claim_consumer_stmt, oparams, &res,
-                           deadline_us);
-        if (rc == 0 && og__pg_shape(res, CLAIM_CONSUMER_NCOLS, 1) != 0)
-            rc = OG_EINTERNAL;
-        if (rc == 0 && PQntuples(res) == 1) {
-            f.consumer_found = true;
-            f.consumer_payout =
-                og__pg_get_bool(res, 0, CLAIM_CONSUMER_IS_PAYOUT);
-            if (og__pg_get_text(res, 0, CLAIM_CONSUMER_REFERENCE,
-                                f.consumer_reference,
-                                sizeof f.consumer_reference) != 0)
-                rc = OG_EINTERNAL;
-        }
-        PQclear(res);
-        res = NULL;
-        if (rc != 0)
-            return rc;
-    }
-    /* 2. The pure verdict (PP4). */
-    if ((rc = og__payout_plan_claim(&f, r, pg->admission_leeway_us, &p)) != 0)
-        return rc;
-    memset(out, 0, sizeof *out);
-    out->outcome = p.outcome;
-    if (f.found) {
-        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-        out->attempt_number = f.attempt_number;
-    }
-    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
-        memcpy(out->attempt.operation_id, f.consumed_by,
-               sizeof out->attempt.operation_id);
-    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
-        return 0; /* nothing written; the caller rolls back */
-    /* 3. The writes, ONE statement. */
-    {
-        char now[24], exec[24], lease[24], window[24];
-        const char *params[11] = {r->grant_id,
-                                  r->operation_id,
-                                  now,
-                                  pg->leeway,
-                                  exec,
-                                  r->worker_id,
-                                  p.amount,
-                                  lease,
-                                  window,
-                                  p.idempotency_key,
-                                  p.client_reference};
-
-        og__pg_fmt_i64(now, sizeof now, f.now_us);
-        og__pg_fmt_i64(exec, sizeof exec, f.executable_version);
-        og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
-        og__pg_fmt_i64(window, sizeof window, r->send_window_us);
-        rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res,
-                           deadline_us);
-    }
+    og__pg_fmt_i64(now, sizeof now, f->now_us);
+    og__pg_fmt_i64(exec, sizeof exec, f->executable_version);
+    og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
+    og__pg_fmt_i64(window, sizeof window, r->send_window_us);
+    rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res,
+                       c->txn_deadline_us);
     /* The rows are ours: every step wrote its one row, or it is a defect. */
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, CLAIM_NCOLS, 1) != 0 ||
-         og__pg_op_parse(res, 0, CLAIM_OP, &out->attempt) != 0 ||
+         og__pg_op_parse(res, 0, CLAIM_OP, &op) != 0 ||
          og__pg_get_i64(res, 0, CLAIM_VERSION, &v) != 0 ||
          og__pg_get_i64(res, 0, CLAIM_EVENTS, &events) != 0 ||
-         v != p.new_version || events != 1))
+         v != p->new_version || events != 1))
         rc = OG_EINTERNAL;
     PQclear(res);
-    if (rc != 0)
-        return rc;
-    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->has_attempt = true;
-    *claimed = true;
-    return 0;
-}
-
-/* ONE explicit transaction (I31): Read Committed with the facts' rows
- * locked, one deadline for all of it; only CLAIMED commits. */
-int og__pg_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og_payout_claim_result res;
-    bool claimed = false;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
-    if (rc == 0) {
-        rc = pg_payout_claim_in(pg, c, r, &res, &claimed, deadline);
-        /* Anything but CLAIMED wrote nothing: roll back (og__pg_txn_end rolls
-         * back on a non-zero rc). */
-        if (rc == 0 && !claimed) {
-            /* A ROLLBACK that fails discards the connection (the server
-             * then rolls back): either way nothing was written. */
-            (void)og__pg_txn_end(pg, c, 1, deadline);
-        } else {
-            rc = og__pg_txn_end(pg, c, rc, deadline);
-        }
-    }
-    og__pg_release(pg, c);
     if (rc == 0)
-        *out = res;
+        *attempt = op;
     return rc;
 }
 
 /* ===========================================================================
  * The resolution (I32)
  * ========================================================================= */
+
+/* The outcome: og_op_record's own statement, in this transaction. */
+int og__pg_payout_resolve_record(void *impl, void *tx, const char *id,
+                                 unsigned expected, int64_t owner_version,
+                                 const og_op_outcome *o, bool *recorded)
+{
+    og__pg_conn *c = tx;
+
+    return og__pg_op_record_in(impl, c, id, expected, owner_version, o,
+                               recorded, c->txn_deadline_us);
+}
 
 /* The resolution's facts (I32), in pg_resolve_facts_parse's order: $1 the
  * attempt. Its binding through the operation's grant, and its payout, each
@@ -599,6 +572,29 @@ static int pg_resolve_facts_parse(const PGresult *r,
     return 0;
 }
 
+/* The attempt's binding and payout, locked (I32). */
+int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
+                                og__payout_resolve_facts *out)
+{
+    og__pg_conn *c = tx;
+    const char *fparams[1] = {id};
+    og__payout_resolve_facts f;
+    PGresult *res = NULL;
+    int rc;
+
+    memset(&f, 0, sizeof f);
+    rc = og__pg_run_in(impl, c, &pg_payout_resolve_facts_stmt, fparams, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = pg_resolve_facts_parse(res, &f);
+    else if (rc == 0 && PQntuples(res) != 0)
+        rc = OG_EINTERNAL;
+    PQclear(res);
+    if (rc == 0)
+        *out = f;
+    return rc;
+}
+
 /* The resolution's writes (I32), ONE statement after the outcome's: $1
  * payout  $2 version read  $3 the attempt  $4 new state  $5 clear the active
  * attempt  $6 grant  $7 release cause (NULL: held)  $8 actor  $9 from state
@@ -649,68 +645,31 @@ enum {
     RESOLVE_NCOLS
 };
 
-static int pg_payout_resolve_in(og__pg_store *pg, og__pg_conn *c,
-                                const char *id, unsigned expected,
-                                int64_t owner_version, const og_op_outcome *o,
-                                og_payout_resolution *out, bool *keep,
-                                int64_t deadline_us)
+/* RESOLVED's writes, ONE statement after the outcome's (I32). */
+int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
+                                const og_op_outcome *o,
+                                const og__payout_resolve_facts *f,
+                                const og__payout_resolve_plan *p)
 {
-    og__payout_resolve_facts f;
-    og__payout_resolve_plan p;
-    PGresult *res = NULL;
+    og__pg_conn *c = tx;
+    char pv[24];
+    const char *params[10] = {f->payout_id,
+                              pv,
+                              id,
+                              p->to_state,
+                              p->clear_attempt ? "true" : "false",
+                              f->grant_id,
+                              p->release_cause,
+                              o->actor,
+                              p->from_state,
+                              og_op_status_name(o->status)};
     int64_t v = 0, rel = 0, days = 0, events = 0;
-    bool recorded = false;
+    PGresult *res = NULL;
     int rc;
 
-    memset(out, 0, sizeof *out);
-    /* 1. The outcome: og_op_record's own statement, in this transaction. */
-    if ((rc = og__pg_op_record_in(pg, c, id, expected, owner_version, o,
-                                  &recorded, deadline_us)) != 0)
-        return rc;
-    if (!recorded) {
-        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
-        return 0; /* nothing written: the caller rolls back */
-    }
-    /* 2. The attempt's binding and payout, locked (PP5). */
-    {
-        const char *fparams[1] = {id};
-
-        memset(&f, 0, sizeof f);
-        rc = og__pg_run_in(pg, c, &pg_payout_resolve_facts_stmt, fparams, &res,
-                           deadline_us);
-        if (rc == 0 && PQntuples(res) == 1)
-            rc = pg_resolve_facts_parse(res, &f);
-        else if (rc == 0 && PQntuples(res) != 0)
-            rc = OG_EINTERNAL;
-        PQclear(res);
-        res = NULL;
-        if (rc != 0)
-            return rc;
-    }
-    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) != 0)
-        return rc;
-    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
-        out->outcome = p.outcome;
-        return 0; /* the outcome rolls back with the rest */
-    }
-    /* 3. The writes, ONE statement. */
-    {
-        char pv[24];
-        const char *params[10] = {f.payout_id,
-                                  pv,
-                                  id,
-                                  p.to_state,
-                                  p.clear_attempt ? "true" : "false",
-                                  f.grant_id,
-                                  p.release_cause,
-                                  o->actor,
-                                  p.from_state,
-                                  og_op_status_name(o->status)};
-
-        og__pg_fmt_i64(pv, sizeof pv, f.payout_version);
-        rc = og__pg_run_in(pg, c, &pg_payout_resolve_stmt, params, &res,
-                           deadline_us);
-    }
+    og__pg_fmt_i64(pv, sizeof pv, f->payout_version);
+    rc = og__pg_run_in(impl, c, &pg_payout_resolve_stmt, params, &res,
+                       c->txn_deadline_us);
     /* The rows are ours: each step wrote exactly what the plan says, or it
      * is a defect. */
     if (rc == 0 &&
@@ -719,54 +678,10 @@ static int pg_payout_resolve_in(og__pg_store *pg, og__pg_conn *c,
          og__pg_get_i64(res, 0, RESOLVE_RELEASED, &rel) != 0 ||
          og__pg_get_i64(res, 0, RESOLVE_DAYS, &days) != 0 ||
          og__pg_get_i64(res, 0, RESOLVE_EVENTS, &events) != 0 ||
-         v != p.new_version || rel != (p.release_cause ? 1 : 0) ||
+         v != p->new_version || rel != (p->release_cause ? 1 : 0) ||
          days != rel || events != 1))
         rc = OG_EINTERNAL;
     PQclear(res);
-    if (rc != 0)
-        return rc;
-    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
-    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
-    out->state = p.to;
-    out->payout_version = p.new_version;
-    out->attempt_cleared = p.clear_attempt;
-    out->reservation = p.reservation;
-    out->amount_minor = f.amount_minor;
-    memcpy(out->release_day, f.release_day, sizeof out->release_day);
-    *keep = true;
-    return 0;
-}
-
-int og__pg_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og_payout_resolution res;
-    bool keep = false;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
-    if (rc == 0) {
-        rc = pg_payout_resolve_in(pg, c, id, expected, owner_version, o, &res,
-                                  &keep, deadline);
-        /* Only RESOLVED commits; NOT_RECORDED and NOT_ACTIVE roll back
-         * (the outcome's write with them): nothing changed (I32). */
-        if (rc == 0 && !keep)
-            (void)og__pg_txn_end(pg, c, 1, deadline);
-        else
-            rc = og__pg_txn_end(pg, c, rc, deadline);
-    }
-    og__pg_release(pg, c);
-    if (rc == 0)
-        *out = res;
     return rc;
 }
 

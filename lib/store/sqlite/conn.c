@@ -506,6 +506,26 @@ int og__sq_end(og__sq_store *s, og__sq_conn *c, int rc, bool keep)
     return rc;
 }
 
+/* The payout store's transactions (store_int.h, txn_begin): the write
+ * lock first, or one snapshot; tx is the connection. */
+static int sq_txn_begin(void *impl, og__txn_mode mode, void **tx)
+{
+    og__sq_conn *c;
+    int rc = mode == OG__TXN_WRITE ? og__sq_begin(impl, &c)
+                                   : og__sq_begin_read(impl, &c);
+
+    if (rc < 0)
+        return rc;
+    c->txn_at_us = 0;
+    *tx = c;
+    return 0;
+}
+
+static int sq_txn_end(void *impl, void *tx, int rc, bool commit)
+{
+    return og__sq_end(impl, tx, rc, commit);
+}
+
 /* ===========================================================================
  * The clock
  * ========================================================================= */
@@ -608,13 +628,20 @@ const og__store_methods og__sqlite_methods = {
     .payout_draft = og__sq_payout_draft,
     .payout_cancel = og__sq_payout_cancel,
     .payout_get = og__sq_payout_get,
+    .txn_begin = sq_txn_begin,
+    .txn_end = sq_txn_end,
     .payout_facts = og__sq_payout_facts,
-    .payout_decide = og__sq_payout_decide,
+    .payout_reserve = og__sq_payout_reserve,
+    .payout_decision_write = og__sq_payout_decision_write,
+    .payout_decision_issue = og__sq_payout_decision_issue,
+    .payout_claim_facts = og__sq_payout_claim_facts,
+    .payout_claim_write = og__sq_payout_claim_write,
+    .payout_resolve_record = og__sq_payout_resolve_record,
+    .payout_resolve_facts = og__sq_payout_resolve_facts,
+    .payout_resolve_write = og__sq_payout_resolve_write,
     .payout_job_take = og__sq_payout_job_take,
     .payout_job_ack = og__sq_payout_job_ack,
     .payout_job_postpone = og__sq_payout_job_postpone,
-    .payout_claim = og__sq_payout_claim,
-    .payout_resolve = og__sq_payout_resolve,
     .payout_job_resubmit = og__sq_payout_job_resubmit,
     .payout_grant_get = og__sq_payout_grant_get,
     .payout_grant_revoke = og__sq_payout_grant_revoke,

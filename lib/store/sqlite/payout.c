@@ -8,7 +8,7 @@
  * as in Q8) holding its history entries; a write that changed nothing rolls
  * back and reports why from a read of the same transaction. Invariants:
  *
- *   Q26 The payout decision (og_payout_decide, og__sq_payout_decide) is ONE
+ *   Q26 The payout decision (og_payout_decide: lib/store/payout.c runs its steps) is ONE
  *       BEGIN IMMEDIATE transaction: it reads the facts — the payout, its
  *       tenant's settings, beneficiary and destination, the release day's
  *       counters — under the write lock (Q1), so none can change before it
@@ -763,20 +763,18 @@ static int sq_read_facts(og__sq_conn *c, const char *id,
     return rc < 0 ? rc : 0;
 }
 
-/* One read transaction: one WAL snapshot for both reads. */
-int og__sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
+/* In tx (Q26): its snapshot, or for the decision the write lock (Q1),
+ * holds every row read until it ends, so lock asks nothing more. */
+int og__sq_payout_facts(void *impl, void *tx, const char *id,
+                        int64_t release_at_us, bool lock,
                         og__payout_facts *out)
 {
-    og__sq_store *s = impl;
     og__payout_facts f;
-    og__sq_conn *c;
     int rc;
 
-    if ((rc = og__sq_begin_read(s, &c)) < 0)
-        return rc;
-    rc = sq_read_facts(c, id, release_at_us, &f);
-    rc = og__sq_end(s, c, rc, false); /* a read: ROLLBACK ends it */
-    if (rc == 0)
+    (void)impl;
+    (void)lock;
+    if ((rc = sq_read_facts(tx, id, release_at_us, &f)) == 0)
         *out = f;
     return rc;
 }
@@ -801,6 +799,29 @@ const char og__sq_payout_reserve_sql[] =
     "             WHERE t.tenant_id = excluded.tenant_id)"
     " RETURNING reserved";
 
+/* Under the write lock the counters the facts read are the ones the
+ * reservation checks, so it takes whatever the core allowed; it still
+ * decides on its own. */
+int og__sq_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
+                          bool *reserved)
+{
+    og__sq_conn *c = tx;
+    sqlite3_stmt *st;
+    int64_t total = 0;
+    int rc;
+
+    (void)impl;
+    if ((rc = og__sq_stmt(c, og__sq_payout_reserve_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, f->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f->release_day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->amount_minor);
+    if ((rc = og__sq_one_i64(c, st, &total)) < 0)
+        return rc;
+    *reserved = rc == 1;
+    return 0;
+}
+
 /* The decision (append-only): ?1 id, ?2 payout, ?3 tenant or NULL, ?4 mode,
  * ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL, ?9..?12 the
  * versions evaluated or NULL, ?13 requester, ?14 role, ?15 approval limit,
@@ -814,18 +835,25 @@ static const char sq_payout_decision_sql[] =
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
     "         ?15, ?16, ?17, ?18)";
 
-/* The decision row and its history entry. */
-static int sq_decision_write(og__sq_conn *c, const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t now)
+/* The decision row and its history entry, at one instant of SQLite's
+ * clock, read once: the one everything the decision writes shares. */
+int og__sq_payout_decision_write(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t *decided_at_us)
 {
     const og_payout_verdict *v = &p->verdict;
     const char *reason = og_payout_reason_name(v->reason);
     bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
+    og__sq_conn *c = tx;
     sqlite3_stmt *st;
+    int64_t now = 0;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_payout_decision_sql, &st)) < 0)
+    (void)impl;
+    if ((rc = og__sq_clock(c, &now)) < 0 ||
+        (rc = og__sq_stmt(c, sq_payout_decision_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->decision_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
@@ -854,8 +882,11 @@ static int sq_decision_write(og__sq_conn *c, const og__payout_decide_req *r,
                                   .correlation_id = r->correlation_id,
                                   .decision_id = r->decision_id,
                                   .reason = reason};
-        return og__sq_payout_event_add(c, &ev);
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
     }
+    *decided_at_us = now;
+    return 0;
 }
 
 /* The approval: ?1 payout, ?2 the version read, ?3 the state expected
@@ -894,14 +925,17 @@ static const char sq_payout_job_sql[] =
 /* What an Allowed decision enables, after the reservation and the
  * decision: the approval with the attempt number (Q28), the grant's row
  * and bindings, the job, a history entry per step. */
-static int sq_decision_issue(og__sq_conn *c, const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t now)
+int og__sq_payout_decision_issue(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p, int64_t now)
 {
+    og__sq_conn *c = tx;
     sqlite3_stmt *st;
     int64_t version, attempt;
     int rc;
 
+    (void)impl;
     if ((rc = og__sq_stmt(c, sq_payout_approve_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
@@ -975,71 +1009,4 @@ static int sq_decision_issue(og__sq_conn *c, const og__payout_decide_req *r,
         }
     }
     return 0;
-}
-
-static int sq_payout_decide_in(og__sq_conn *c, const og__payout_decide_req *r,
-                               og_payout_decision *out)
-{
-    og__payout_facts f;
-    og__payout_plan p;
-    sqlite3_stmt *st;
-    int64_t now = 0, reserved = 0;
-    int rc;
-
-    /* 1. The facts, under the write lock: nothing changes them before the
-     * commit (Q1, Q26). */
-    if ((rc = sq_read_facts(c, r->payout_id, r->not_before_us, &f)) < 0)
-        return rc;
-    /* 2. The pure core decides (PP1). */
-    if ((rc = og__payout_plan_decide(&f, r, &p)) < 0)
-        return rc;
-    /* 3. The reservation, ONE conditional write (Q27). Under the write
-     * lock the counters just read are the ones it checks, so it succeeds
-     * whenever the core allowed; it still decides on its own. */
-    if (p.allowed) {
-        if ((rc = og__sq_stmt(c, og__sq_payout_reserve_sql, &st)) < 0)
-            return rc;
-        sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, f.amount_minor);
-        if ((rc = og__sq_one_i64(c, st, &reserved)) < 0)
-            return rc;
-        if (rc == 0)
-            og__payout_plan_limit_taken(&p);
-    }
-    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
-        return OG_ESTORE_UNAVAILABLE;
-    /* 4. One instant for the decision and everything it writes. */
-    if ((rc = og__sq_clock(c, &now)) < 0)
-        return rc;
-    if ((rc = sq_decision_write(c, r, &f, &p, now)) < 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
-        return OG_ESTORE_UNAVAILABLE;
-    if (p.allowed && (rc = sq_decision_issue(c, r, &f, &p, now)) < 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-
-    og__payout_decision_fill(r, &f, &p, now, out);
-    return 0;
-}
-
-int og__sq_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out)
-{
-    og__sq_store *s = impl;
-    og_payout_decision d;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_payout_decide_in(c, r, &d);
-    /* Every decision is kept: Allowed or not, it is history (Q26). Any
-     * error rolls all of it back. */
-    rc = og__sq_end(s, c, rc, true);
-    if (rc == 0)
-        *out = d;
-    return rc;
 }

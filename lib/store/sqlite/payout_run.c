@@ -27,7 +27,7 @@
  *       acknowledged): a superseded delivery changes nothing. A job holds
  *       references only (payout, grant, correlation); a resubmission copies
  *       them under a new id.
- *   Q31 The claim (og_payout_claim, og__sq_payout_claim) is ONE BEGIN
+ *   Q31 The claim (og_payout_claim: lib/store/payout_run.c runs its steps) is ONE BEGIN
  *       IMMEDIATE transaction: the facts (sq_payout_claim_facts_sql: the
  *       binding, its grants row, the consuming operation, the payout, its
  *       tenant, beneficiary and destination, the clock) read under the
@@ -44,7 +44,8 @@
  *       rolls back. Every other outcome rolls back: zero rows anywhere. The
  *       daily limit is not checked (the decision reserved). A commit that
  *       is not confirmed is OG_ESTORE_UNAVAILABLE: unknown, do not send.
- *   Q32 The resolution (og_payout_resolve, og__sq_payout_resolve) is ONE
+ *   Q32 The resolution (og_payout_resolve: lib/store/payout_run.c
+ *       runs its steps) is ONE
  *       BEGIN IMMEDIATE transaction: og_op_record's own write
  *       (og__sq_op_record_in, exec.c: its statement, status in the expected
  *       set AND owner version = v, and its "outcome" event); when it takes
@@ -249,7 +250,8 @@ enum {
     CLAIM_FACTS_NCOLS
 };
 
-/* Reads the claim's facts of r's grant: 1 (a payout grant), 0, <0. */
+/* Reads the claim's facts of r's grant (f->found: a payout grant) under
+ * the write lock (Q1, Q31): none of it changes before the commit. */
 static int sq_claim_facts(og__sq_conn *c, const char *grant_id,
                           og__payout_claim_facts *f)
 {
@@ -262,7 +264,7 @@ static int sq_claim_facts(og__sq_conn *c, const char *grant_id,
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) != 1) {
         sqlite3_reset(st);
-        return rc;
+        return rc; /* 0: not a payout grant */
     }
     state = og__payout_state_parse(
         (const char *)sqlite3_column_text(st, CLAIM_FACTS_STATE));
@@ -312,7 +314,19 @@ static int sq_claim_facts(og__sq_conn *c, const char *grant_id,
     f->destination_version =
         sqlite3_column_int64(st, CLAIM_FACTS_DESTINATION_VERSION);
     f->now_us = sqlite3_column_int64(st, CLAIM_FACTS_NOW);
-    return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
+    return og__sq_done(c, st);
+}
+
+int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
+                              og__payout_claim_facts *out)
+{
+    og__payout_claim_facts f;
+    int rc;
+
+    (void)impl;
+    if ((rc = sq_claim_facts(tx, grant_id, &f)) == 0)
+        *out = f;
+    return rc;
 }
 
 /* The claim's writes, each conditional as if nothing had been read:
@@ -346,11 +360,15 @@ static const char sq_payout_claim_op_sql[] =
 /* The claim's writes, at the facts' instant. Each re-asserts its
  * conditions; under the write lock they hold, so a write that takes
  * nothing is a defect (rolled back). */
-static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
-                          const og__payout_claim_req *r,
-                          const og__payout_claim_facts *f,
-                          const og__payout_claim_plan *p, og_operation *op)
+int og__sq_payout_claim_write(void *impl, void *tx,
+                              const og__payout_claim_req *r,
+                              const og__payout_claim_facts *f,
+                              const og__payout_claim_plan *p,
+                              og_operation *attempt)
 {
+    og__sq_store *s = impl;
+    og__sq_conn *c = tx;
+    og_operation op;
     sqlite3_stmt *st;
     int64_t v = 0;
     int rc;
@@ -385,7 +403,7 @@ static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
     sqlite3_bind_text(st, 10, p->idempotency_key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 11, p->client_reference, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1)
-        rc = og__sq_read_op(st, op);
+        rc = og__sq_read_op(st, &op);
     else if (rc == 0)
         rc = OG_EINTERNAL; /* VALUES always inserts or fails */
     if (rc < 0) {
@@ -394,7 +412,7 @@ static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
     }
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    return og__sq_payout_event_add(c, &(og__sq_payout_event){
+    rc = og__sq_payout_event_add(c, &(og__sq_payout_event){
                                           .payout_id = f->payout_id,
                                           .at = f->now_us,
                                           .kind = "claimed",
@@ -405,61 +423,8 @@ static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
                                           .payout_version = p->new_version,
                                           .reason = p->client_reference,
                                       });
-}
-
-static int sq_payout_claim_in(og__sq_store *s, og__sq_conn *c,
-                              const og__payout_claim_req *r,
-                              og_payout_claim_result *out, bool *keep)
-{
-    og__payout_claim_facts f;
-    og__payout_claim_plan p;
-    int rc;
-
-    /* 1. The facts, under the write lock (Q1, Q31). */
-    if ((rc = sq_claim_facts(c, r->grant_id, &f)) < 0)
-        return rc;
-    /* 2. The pure verdict (PP4). */
-    if ((rc = og__payout_plan_claim(&f, r, s->opts.timings.admission_leeway_us,
-                                    &p)) < 0)
-        return rc;
-    memset(out, 0, sizeof *out);
-    out->outcome = p.outcome;
-    if (f.found) {
-        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-        out->attempt_number = f.attempt_number;
-    }
-    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
-        memcpy(out->attempt.operation_id, f.consumed_by,
-               sizeof out->attempt.operation_id);
-    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
-        return 0; /* nothing written: the caller rolls back */
-    /* 3. The writes. */
-    if ((rc = sq_claim_write(s, c, r, &f, &p, &out->attempt)) < 0)
-        return rc;
-    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->has_attempt = true;
-    *keep = true;
-    return 0;
-}
-
-int og__sq_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out)
-{
-    og__sq_store *s = impl;
-    og_payout_claim_result res;
-    bool keep = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_payout_claim_in(s, c, r, &res, &keep);
-    /* Only CLAIMED commits; every other outcome and any error roll back:
-     * zero rows anywhere (Q31). */
-    rc = og__sq_end(s, c, rc, keep);
     if (rc == 0)
-        *out = res;
+        *attempt = op;
     return rc;
 }
 
@@ -557,6 +522,19 @@ static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
  * The resolution (Q32)
  * ========================================================================= */
 
+/* The outcome: og_op_record's own write (exec.c), under the write lock;
+ * its instant is the one the resolution's writes share (c->txn_at_us). */
+int og__sq_payout_resolve_record(void *impl, void *tx, const char *id,
+                                 unsigned expected, int64_t owner_version,
+                                 const og_op_outcome *o, bool *recorded)
+{
+    og__sq_conn *c = tx;
+
+    (void)impl;
+    return og__sq_op_record_in(c, id, expected, owner_version, o, recorded,
+                               &c->txn_at_us);
+}
+
 /* The resolution's facts: ?1 the attempt. Its binding, through the
  * operation's grant (each by its key), and the payout. */
 static const char sq_payout_resolve_facts_sql[] =
@@ -580,39 +558,46 @@ enum {
     RESOLVE_FACTS_NCOLS
 };
 
-static int sq_resolve_facts(og__sq_conn *c, const char *id,
-                            og__payout_resolve_facts *f)
+int og__sq_payout_resolve_facts(void *impl, void *tx, const char *id,
+                                og__payout_resolve_facts *out)
 {
+    og__payout_resolve_facts f;
+    og__sq_conn *c = tx;
     sqlite3_stmt *st;
     int rc, state;
 
-    memset(f, 0, sizeof *f);
+    (void)impl;
+    memset(&f, 0, sizeof f);
     if ((rc = og__sq_stmt(c, sq_payout_resolve_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) != 1) {
         sqlite3_reset(st);
-        return rc; /* 0: not a payout attempt with a binding */
+        if (rc == 0) /* not a payout attempt with a binding */
+            *out = f;
+        return rc;
     }
     state = og__payout_state_parse(
         (const char *)sqlite3_column_text(st, RESOLVE_FACTS_STATE));
-    if (og__sq_text(st, RESOLVE_FACTS_PAYOUT_ID, f->payout_id,
-                    sizeof f->payout_id) < 0 ||
-        og__sq_text(st, RESOLVE_FACTS_GRANT_ID, f->grant_id,
-                    sizeof f->grant_id) < 0 ||
-        og__sq_text(st, RESOLVE_FACTS_RELEASE_DAY, f->release_day,
-                    sizeof f->release_day) < 0 ||
+    if (og__sq_text(st, RESOLVE_FACTS_PAYOUT_ID, f.payout_id,
+                    sizeof f.payout_id) < 0 ||
+        og__sq_text(st, RESOLVE_FACTS_GRANT_ID, f.grant_id,
+                    sizeof f.grant_id) < 0 ||
+        og__sq_text(st, RESOLVE_FACTS_RELEASE_DAY, f.release_day,
+                    sizeof f.release_day) < 0 ||
         state < 0) {
         sqlite3_reset(st);
         return OG_EINTERNAL;
     }
-    f->found = true;
-    f->amount_minor = sqlite3_column_int64(st, RESOLVE_FACTS_AMOUNT);
-    f->released = sqlite3_column_int(st, RESOLVE_FACTS_RELEASED) != 0;
-    f->state = (og_payout_state)state;
-    f->payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_VERSION);
-    f->active = sqlite3_column_int(st, RESOLVE_FACTS_ACTIVE) != 0;
-    return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
+    f.found = true;
+    f.amount_minor = sqlite3_column_int64(st, RESOLVE_FACTS_AMOUNT);
+    f.released = sqlite3_column_int(st, RESOLVE_FACTS_RELEASED) != 0;
+    f.state = (og_payout_state)state;
+    f.payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_VERSION);
+    f.active = sqlite3_column_int(st, RESOLVE_FACTS_ACTIVE) != 0;
+    if ((rc = og__sq_done(c, st)) == 0)
+        *out = f;
+    return rc;
 }
 
 /* ?1 payout, ?2 version read, ?3 the attempt, ?4 new state, ?5 1: clear
@@ -625,104 +610,52 @@ static const char sq_payout_resolve_payout_sql[] =
     "   AND state IN ('Executing', 'Unknown')"
     " RETURNING version";
 
-static int sq_payout_resolve_in(og__sq_conn *c, const char *id,
-                                unsigned expected, int64_t owner_version,
+/* RESOLVED's writes, at the outcome's instant; each conditional on what
+ * was read under the write lock, so one that takes nothing is a defect. */
+int og__sq_payout_resolve_write(void *impl, void *tx, const char *id,
                                 const og_op_outcome *o,
-                                og_payout_resolution *out, bool *keep)
+                                const og__payout_resolve_facts *f,
+                                const og__payout_resolve_plan *p)
 {
-    og__payout_resolve_facts f;
-    og__payout_resolve_plan p;
-    sqlite3_stmt *st;
-    bool recorded = false;
-    int64_t at = 0, v = 0, amount = 0;
+    og__sq_conn *c = tx;
+    int64_t at = c->txn_at_us, v = 0, amount = 0;
     char payout[OG_ID_MAX + 1], day[OG_PAYOUT_DAY_LEN + 1] = "";
+    sqlite3_stmt *st;
     int rc;
 
-    memset(out, 0, sizeof *out);
-    /* 1. The outcome: og_op_record's own write, under the write lock. */
-    if ((rc = og__sq_op_record_in(c, id, expected, owner_version, o,
-                                  &recorded, &at)) < 0)
-        return rc;
-    if (!recorded) {
-        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
-        return 0; /* nothing written: the caller rolls back */
-    }
-    /* 2. The attempt's payout and binding, and what follows (PP5). */
-    if ((rc = sq_resolve_facts(c, id, &f)) < 0)
-        return rc;
-    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) < 0)
-        return rc;
-    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
-        out->outcome = p.outcome;
-        return 0; /* the outcome rolls back with the rest */
-    }
-    /* 3. The payout, conditional on what was read. */
+    (void)impl;
+    /* The payout, conditional on what was read. */
     if ((rc = og__sq_stmt(c, sq_payout_resolve_payout_sql, &st)) < 0)
         return rc;
-    sqlite3_bind_text(st, 1, f.payout_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, f.payout_version);
+    sqlite3_bind_text(st, 1, f->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f->payout_version);
     sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, p.to_state, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 5, p.clear_attempt ? 1 : 0);
+    sqlite3_bind_text(st, 4, p->to_state, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, p->clear_attempt ? 1 : 0);
     sqlite3_bind_int64(st, 6, at);
-    if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p.new_version)
+    if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p->new_version)
         return rc < 0 ? rc : OG_EINTERNAL;
-    /* 4. The reservation, once, with the attempt's end. */
-    if (p.release_cause) {
-        rc = sq_settle(c, f.grant_id, at, p.release_cause,
-                       p.reservation == OG_PAYOUT_RESERVATION_PAID, payout,
+    /* The reservation, once, with the attempt's end. */
+    if (p->release_cause) {
+        rc = sq_settle(c, f->grant_id, at, p->release_cause,
+                       p->reservation == OG_PAYOUT_RESERVATION_PAID, payout,
                        &amount, day);
         if (rc != 1)
             return rc < 0 ? rc : OG_EINTERNAL; /* read unreleased: a defect */
     }
-    /* 5. The history. */
+    /* The history. */
     {
-        og__sq_payout_event ev = {.payout_id = f.payout_id, .at = at,
+        og__sq_payout_event ev = {.payout_id = f->payout_id, .at = at,
                                   .kind = "resolved", .actor = o->actor,
-                                  .grant_id = f.grant_id,
-                                  .from_state = p.from_state,
-                                  .to_state = p.to_state,
-                                  .payout_version = p.new_version,
+                                  .grant_id = f->grant_id,
+                                  .from_state = p->from_state,
+                                  .to_state = p->to_state,
+                                  .payout_version = p->new_version,
                                   .amount = amount,
-                                  .release_day = p.release_cause ? day : NULL,
+                                  .release_day = p->release_cause ? day : NULL,
                                   .reason = og_op_status_name(o->status)};
-        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
-            return rc;
+        return og__sq_payout_event_add(c, &ev);
     }
-    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
-    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
-    out->state = p.to;
-    out->payout_version = p.new_version;
-    out->attempt_cleared = p.clear_attempt;
-    out->reservation = p.reservation;
-    out->amount_minor = f.amount_minor;
-    memcpy(out->release_day, f.release_day, sizeof out->release_day);
-    *keep = true;
-    return 0;
-}
-
-int og__sq_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out)
-{
-    og__sq_store *s = impl;
-    og_payout_resolution res;
-    bool keep = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_payout_resolve_in(c, id, expected, owner_version, o, &res, &keep);
-    /* Only RESOLVED commits; NOT_RECORDED, NOT_ACTIVE and any error roll
-     * back: nothing changed anywhere (Q32). */
-    rc = og__sq_end(s, c, rc, keep);
-    if (rc == 0)
-        *out = res;
-    return rc;
 }
 
 /* ===========================================================================
