@@ -42,17 +42,12 @@ static int limit_check(int64_t v)
     return v >= 0 && v <= OG_PAYOUT_LIMIT_MAX ? 0 : OG_EPAYOUT_LIMIT;
 }
 
-static void put_result_zero(og_payout_put_result *r)
-{
-    r->outcome = OG_PAYOUT_WRITTEN;
-    r->version = 0;
-}
 
 int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
                          int64_t expected_version, og_payout_put_result *out)
 {
     og__payout_tenant_req r;
-    og_payout_put_result res;
+    og__payout_put_report rep;
     int scale, rc;
 
     if (!s || !t || !out)
@@ -73,10 +68,10 @@ int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
     memcpy(r.currency, t->currency, OG_CURRENCY_LEN + 1);
     r.offset_minutes = t->settlement_offset_minutes;
     r.expected_version = expected_version;
-    put_result_zero(&res);
-    if ((rc = s->m->payout_tenant_put(s->impl, &r, &res)) != 0)
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_tenant_put(s->impl, &r, &rep)) != 0)
         return rc;
-    *out = res;
+    *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -86,7 +81,7 @@ int og_payout_beneficiary_put(og_store *s,
                               og_payout_put_result *out)
 {
     og__payout_beneficiary_req r;
-    og_payout_put_result res;
+    og__payout_put_report rep;
     const char *status;
     int rc;
 
@@ -106,10 +101,10 @@ int og_payout_beneficiary_put(og_store *s,
     r.verified = b->verified;
     r.status = status;
     r.expected_version = expected_version;
-    put_result_zero(&res);
-    if ((rc = s->m->payout_beneficiary_put(s->impl, &r, &res)) != 0)
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_beneficiary_put(s->impl, &r, &rep)) != 0)
         return rc;
-    *out = res;
+    *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -134,7 +129,7 @@ int og_payout_destination_put(og_store *s,
                               og_payout_put_result *out)
 {
     og__payout_destination_req r;
-    og_payout_put_result res;
+    og__payout_put_report rep;
     int rc;
 
     if (!s || !d || !out)
@@ -150,12 +145,12 @@ int og_payout_destination_put(og_store *s,
     og__idcpy(r.beneficiary_id, d->beneficiary_id);
     memcpy(r.provider_token, d->provider_token, strlen(d->provider_token) + 1);
     r.expected_version = expected_version;
-    put_result_zero(&res);
-    rc = s->m->payout_destination_put(s->impl, &r, &res);
+    memset(&rep, 0, sizeof rep);
+    rc = s->m->payout_destination_put(s->impl, &r, &rep);
     sodium_memzero(r.provider_token, sizeof r.provider_token); /* S7 */
     if (rc != 0)
         return rc;
-    *out = res;
+    *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -183,7 +178,7 @@ int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                     og_payout_put_result *out)
 {
     og__payout_draft_req r;
-    og_payout_put_result res;
+    og__payout_draft_report rep;
     char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
     int rc;
 
@@ -212,10 +207,10 @@ int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                              d->terms.purpose, r.purpose, sizeof r.purpose) != 0)
         return OG_EINTERNAL; /* likewise */
     og__idcpy(r.requester_id, d->requester_id);
-    put_result_zero(&res);
-    if ((rc = s->m->payout_draft(s->impl, &r, &res)) != 0)
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_draft(s->impl, &r, &rep)) != 0)
         return rc;
-    *out = res;
+    (void)og__payout_draft_outcome(&rep, out);
     return 0;
 }
 
@@ -223,7 +218,7 @@ int og_payout_cancel(og_store *s, const char *payout_id,
                      int64_t expected_version, const char *actor,
                      og_payout_put_result *out)
 {
-    og_payout_put_result res;
+    og__payout_cancel_report rep;
     int rc;
 
     if (!s || !out)
@@ -234,11 +229,11 @@ int og_payout_cancel(og_store *s, const char *payout_id,
         return OG_EPAYOUT_VERSION;
     if (og__id_check(actor) != 0)
         return OG_EACTOR;
-    put_result_zero(&res);
+    memset(&rep, 0, sizeof rep);
     if ((rc = s->m->payout_cancel(s->impl, payout_id, expected_version, actor,
-                                  &res)) != 0)
+                                  &rep)) != 0)
         return rc;
-    *out = res;
+    *out = og__payout_cancel_outcome(expected_version, &rep);
     return 0;
 }
 

@@ -240,26 +240,87 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
     }
 }
 
-og_payout_write og__payout_put_classify(int64_t expected_version, bool exists,
-                                        int64_t stored_version,
-                                        bool fixed_same, bool refs_exist)
+/* ===========================================================================
+ * What a write that may write nothing did
+ * ========================================================================= */
+
+og_payout_put_result og__payout_put_outcome(int64_t expected_version,
+                                            const og__payout_put_report *r)
 {
+    og_payout_put_result out = {OG_PAYOUT_WRITTEN, 0};
+
+    if (r->written) {
+        out.version = r->version;
+        return out;
+    }
     if (expected_version == 0)
         /* A create: the record was there (or came, concurrently), or what
          * it names is not. */
-        return exists || refs_exist ? OG_PAYOUT_VERSION_CONFLICT
-                                    : OG_PAYOUT_NOT_FOUND;
-    if (!exists)
-        return OG_PAYOUT_NOT_FOUND;
-    if (stored_version != expected_version)
-        return OG_PAYOUT_VERSION_CONFLICT;
-    if (!fixed_same)
-        return OG_PAYOUT_REFUSED;
-    if (!refs_exist)
-        return OG_PAYOUT_NOT_FOUND;
-    /* At the expected version when read, yet not changed: a concurrent
-     * change committed in between (PostgreSQL re-checks after a wait). */
-    return OG_PAYOUT_VERSION_CONFLICT;
+        out.outcome = r->exists || r->refs_exist ? OG_PAYOUT_VERSION_CONFLICT
+                                                 : OG_PAYOUT_NOT_FOUND;
+    else if (!r->exists)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else if (r->stored_version != expected_version)
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    else if (!r->fixed_same)
+        out.outcome = OG_PAYOUT_REFUSED;
+    else if (!r->refs_exist)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else
+        /* At the expected version when read, yet not changed: a concurrent
+         * change committed in between (PostgreSQL re-checks after a
+         * wait). */
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    return out;
+}
+
+bool og__payout_draft_outcome(const og__payout_draft_report *r,
+                              og_payout_put_result *out)
+{
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    bool explained = true;
+
+    if (r->written)
+        res.version = 1;
+    else if (r->payout_exists)
+        res.outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
+    else if (!r->tenant_exists || !r->beneficiary_exists ||
+             !r->destination_exists)
+        res.outcome = OG_PAYOUT_NOT_FOUND;
+    else if (!r->currency_matches)
+        res.outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
+    else {
+        res.outcome = OG_PAYOUT_VERSION_CONFLICT;
+        explained = false;
+    }
+    *out = res;
+    return explained;
+}
+
+og_payout_put_result og__payout_cancel_outcome(
+    int64_t expected_version, const og__payout_cancel_report *r)
+{
+    og_payout_put_result out = {OG_PAYOUT_WRITTEN, 0};
+
+    if (r->written)
+        out.version = r->version;
+    else if (!r->found)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else
+        /* At the version expected, yet not cancelled: its state does not
+         * allow it (Executing, Unknown, an active attempt, terminal). */
+        out.outcome = r->seen_version != expected_version
+                          ? OG_PAYOUT_VERSION_CONFLICT
+                          : OG_PAYOUT_REFUSED;
+    return out;
+}
+
+og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r)
+{
+    if (r->revoked)
+        return OG_REVOKE_REVOKED;
+    return r->payout_grant ? OG_REVOKE_ALREADY_USED_OR_REVOKED
+                           : OG_REVOKE_NOT_ISSUED;
 }
 
 og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,

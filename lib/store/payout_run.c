@@ -113,7 +113,7 @@ int og_payout_grant_get(og_store *s, const char *grant_id,
 int og_payout_grant_revoke(og_store *s, const char *grant_id,
                            const char *actor, og_revoke_outcome *out)
 {
-    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
+    og__payout_revoke_report rep = {false, false};
     int rc;
 
     if (!s || !out)
@@ -122,8 +122,8 @@ int og_payout_grant_revoke(og_store *s, const char *grant_id,
         return OG_EGRANT_ID;
     if (og__id_check(actor) != 0)
         return OG_EACTOR;
-    if ((rc = s->m->payout_grant_revoke(s->impl, grant_id, actor, &o)) == 0)
-        *out = o;
+    if ((rc = s->m->payout_grant_revoke(s->impl, grant_id, actor, &rep)) == 0)
+        *out = og__payout_revoke_outcome(&rep);
     return rc;
 }
 

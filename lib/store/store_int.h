@@ -251,13 +251,64 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
                               const og__payout_plan *p, int64_t decided_at_us,
                               og_payout_decision *out);
 
-/* What a put that wrote nothing means, from the report of the record as it
- * is (exists, its version, whether a fixed field — a tenant's currency, a
- * beneficiary's tenant — matches the request) and whether the records it
- * names exist. */
-og_payout_write og__payout_put_classify(int64_t expected_version, bool exists,
-                                        int64_t stored_version,
-                                        bool fixed_same, bool refs_exist);
+/* What a write of the payout store that may write nothing did: the
+ * backend's write, and when it wrote nothing its report — a read of the
+ * same transaction (SQLite) or statement (PostgreSQL) — of the records as
+ * they are. What a report means is decided once (payout_plan.c), so both
+ * engines answer alike. */
+
+/* A put (tenant, beneficiary, destination). */
+typedef struct og__payout_put_report {
+    bool written;
+    int64_t version;        /* written: the version it wrote */
+    bool exists;            /* not written: the record exists, */
+    int64_t stored_version; /*   at this version, */
+    bool fixed_same;        /*   its fixed field (a tenant's currency, a
+                               beneficiary's tenant) is the request's, */
+    bool refs_exist;        /*   and what the request names exists */
+} og__payout_put_report;
+
+/* A put's answer: WRITTEN and the version written, or why it wrote
+ * nothing for a request that expected expected_version (0: a create). */
+og_payout_put_result og__payout_put_outcome(int64_t expected_version,
+                                            const og__payout_put_report *r);
+
+/* A draft (written at version 1, or why not). */
+typedef struct og__payout_draft_report {
+    bool written;
+    bool payout_exists;      /* the payout id is taken */
+    bool tenant_exists;
+    bool currency_matches;   /* the tenant's currency is the draft's */
+    bool beneficiary_exists; /* a beneficiary of that tenant */
+    bool destination_exists;
+} og__payout_draft_report;
+
+/* A draft's answer into *out. false when the report explains nothing the
+ * draft could not write: the id was taken by a draft the report's read did
+ * not see (PostgreSQL: its INSERT waited for one in flight), *out then
+ * VERSION_CONFLICT. */
+bool og__payout_draft_outcome(const og__payout_draft_report *r,
+                              og_payout_put_result *out);
+
+/* A cancellation. */
+typedef struct og__payout_cancel_report {
+    bool written;
+    int64_t version;      /* written: the new version */
+    bool found;           /* not written: the payout exists, */
+    int64_t seen_version; /*   at this version */
+} og__payout_cancel_report;
+
+/* A cancellation's answer, for a request that expected expected_version. */
+og_payout_put_result og__payout_cancel_outcome(
+    int64_t expected_version, const og__payout_cancel_report *r);
+
+/* A payout grant's revocation (a finance hold). */
+typedef struct og__payout_revoke_report {
+    bool revoked;      /* this call revoked it */
+    bool payout_grant; /* grant_id is a payout grant */
+} og__payout_revoke_report;
+
+og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r);
 
 /* A payout grant's state from its row at the store's clock now_us. */
 og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
@@ -553,26 +604,27 @@ typedef struct og__store_methods {
     /* ---- the payout store (schemas 8-10) ----
      * Inputs are validated (payout.c, payout_run.c). Each write below is
      * ONE transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: one statement)
-     * and says what it did in *out; a write that changed nothing reports
-     * why from a read of the same transaction (SQLite) or statement
-     * (PostgreSQL), with og__payout_put_classify. */
+     * holding its history entries, and says what it did in *out; one that
+     * changed nothing reports the records as they are, from a read of the
+     * same transaction (SQLite) or statement (PostgreSQL), for
+     * payout_plan.c to say why. */
     int (*payout_tenant_put)(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out);
+                             og__payout_put_report *out);
     int (*payout_beneficiary_put)(void *impl,
                                   const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out);
+                                  og__payout_put_report *out);
     int (*payout_destination_put)(void *impl,
                                   const og__payout_destination_req *r,
-                                  og_payout_put_result *out);
+                                  og__payout_put_report *out);
     /* 1 and the token in out (outlen >= OG_PAYOUT_TOKEN_MAX + 1), 0, <0. */
     int (*payout_destination_token)(void *impl, const char *destination_id,
                                     int64_t version, char *out,
                                     size_t outlen);
     int (*payout_draft)(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out);
+                        og__payout_draft_report *out);
     int (*payout_cancel)(void *impl, const char *payout_id,
                          int64_t expected_version, const char *actor,
-                         og_payout_put_result *out);
+                         og__payout_cancel_report *out);
     /* 1 found, 0 not, negative error. */
     int (*payout_get)(void *impl, const char *payout_id, og_payout_view *out);
 
@@ -695,8 +747,11 @@ typedef struct og__store_methods {
     /* 1 found (state derived with og__payout_grant_state), 0, <0. */
     int (*payout_grant_get)(void *impl, const char *grant_id,
                             og_payout_grant_view *out);
+    /* The grant's row, live (unconsumed, unrevoked), revoked: ONE
+     * conditional write; its reservation released once with it. */
     int (*payout_grant_revoke)(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out);
+                               const char *actor,
+                               og__payout_revoke_report *out);
     /* ONE batch of og_payout_expire_grants, with a keyset cursor on
      * expires_at as cleanup_batch's: *taken the grants released (at most
      * batch), *from_us raised to the greatest expires_at taken. */

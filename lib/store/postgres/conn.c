@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "internal.h"
 
 /* ===========================================================================
@@ -655,54 +657,63 @@ bool og__pg_get_bool(const PGresult *r, int row, int col)
     return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] == 't';
 }
 
+/* The accessors of rows.h over row r->row of a PGresult, text format:
+ * a boolean is 't' or 'f', a bytea comes hex-encoded (encode(x, 'hex')). */
+static bool pg_row_null(const og__row *r, int col)
+{
+    return PQgetisnull(r->result, r->row, col) != 0;
+}
+
+static const char *pg_row_text(const og__row *r, int col)
+{
+    return pg_row_null(r, col) ? NULL : PQgetvalue(r->result, r->row, col);
+}
+
+static int pg_row_i64(const og__row *r, int col, int64_t *out)
+{
+    return og__pg_get_i64(r->result, r->row, col, out);
+}
+
+static bool pg_row_flag(const og__row *r, int col)
+{
+    return og__pg_get_bool(r->result, r->row, col);
+}
+
+static int pg_row_bytes(const og__row *r, int col, unsigned char *dst,
+                        size_t cap, size_t *len)
+{
+    const char *hex = pg_row_text(r, col);
+    size_t hlen, n = 0;
+
+    if (hex == NULL || (hlen = strlen(hex)) % 2 != 0 ||
+        (dst && hlen / 2 > cap))
+        return OG_EINTERNAL;
+    if (dst && (sodium_hex2bin(dst, cap, hex, hlen, NULL, &n, NULL) != 0 ||
+                n != hlen / 2))
+        return OG_EINTERNAL;
+    *len = hlen / 2;
+    return 0;
+}
+
+static const og__row_ops pg_row_ops = {
+    .null = pg_row_null,
+    .text = pg_row_text,
+    .i64 = pg_row_i64,
+    .flag = pg_row_flag,
+    .bytes = pg_row_bytes,
+};
+
+og__row og__pg_row(const PGresult *r, int row)
+{
+    og__row rr = {&pg_row_ops, r, row};
+    return rr;
+}
+
 int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out)
 {
-    og_operation op;
-    int st;
-
-    memset(&op, 0, sizeof op);
     if (PQnfields(r) < col + OP_NCOLS)
         return OG_EINTERNAL;
-    if (og__pg_get_text(r, row, col + OP_OPERATION_ID, op.operation_id,
-                        sizeof op.operation_id) ||
-        og__pg_get_text(r, row, col + OP_ISSUER, op.issuer, sizeof op.issuer) ||
-        og__pg_get_text(r, row, col + OP_GRANT_ID, op.grant_id,
-                        sizeof op.grant_id) ||
-        og__pg_get_text(r, row, col + OP_CALLER_ID, op.caller_id,
-                        sizeof op.caller_id) ||
-        og__pg_get_text(r, row, col + OP_ACCOUNT_ID, op.account_id,
-                        sizeof op.account_id) ||
-        PQgetisnull(r, row, col + OP_AMOUNT) ||
-        og_amount_canonical(PQgetvalue(r, row, col + OP_AMOUNT), op.amount,
-                            sizeof op.amount) != 0 ||
-        og__pg_get_text(r, row, col + OP_CURRENCY, op.currency,
-                        sizeof op.currency) ||
-        PQgetisnull(r, row, col + OP_STATUS) ||
-        og__pg_get_i64(r, row, col + OP_OWNER_VERSION, &op.owner_version) ||
-        og__pg_get_i64(r, row, col + OP_LEASE_UNTIL, &op.lease_until_us) ||
-        og__pg_get_i64(r, row, col + OP_SUBMIT_BY, &op.submit_by_us) ||
-        og__pg_get_i64(r, row, col + OP_CREATED_AT, &op.created_at_us) ||
-        og__pg_get_i64(r, row, col + OP_UPDATED_AT, &op.updated_at_us) ||
-        og__pg_get_opt_text(r, row, col + OP_PROVIDER_REFERENCE,
-                            op.provider_reference,
-                            sizeof op.provider_reference) ||
-        og__pg_get_opt_text(r, row, col + OP_OUTCOME_REASON, op.reason,
-                            sizeof op.reason) ||
-        PQgetisnull(r, row, col + OP_KIND) ||
-        og__pg_get_text(r, row, col + OP_IDEMPOTENCY_KEY, op.idempotency_key,
-                        sizeof op.idempotency_key) ||
-        og__pg_get_text(r, row, col + OP_CLIENT_REFERENCE, op.client_reference,
-                        sizeof op.client_reference))
-        return OG_EINTERNAL;
-    st = og__op_status_parse(PQgetvalue(r, row, col + OP_STATUS));
-    if (st < 0)
-        return OG_EINTERNAL;
-    op.status = (og_op_status)st;
-    if ((st = og__op_kind_parse(PQgetvalue(r, row, col + OP_KIND))) < 0)
-        return OG_EINTERNAL;
-    op.kind = (og_op_kind)st;
-    *out = op;
-    return 0;
+    return og__row_operation(og__pg_row(r, row), col, out);
 }
 
 /* ===========================================================================

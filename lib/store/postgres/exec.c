@@ -574,51 +574,7 @@ static const char pg_op_history_sql[] =
     "ORDER BY seq";
 static const og__pg_stmt pg_op_history_stmt = {
     "og_op_history", pg_op_history_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    OP_HISTORY_SEQ,
-    OP_HISTORY_AT,
-    OP_HISTORY_KIND,
-    OP_HISTORY_FROM_STATUS,
-    OP_HISTORY_TO_STATUS,
-    OP_HISTORY_OWNER_VERSION,
-    OP_HISTORY_REASON,
-    OP_HISTORY_PROVIDER_REFERENCE,
-    OP_HISTORY_ACTOR,
-    OP_HISTORY_EVIDENCE,
-    OP_HISTORY_NCOLS
-};
-
-/* Reads event row `row` of a pg_op_history_sql result. */
-static int pg_read_event(const PGresult *r, int row, og_op_event *out)
-{
-    og_op_event ev;
-    int from, to;
-
-    memset(&ev, 0, sizeof ev);
-    if (og__pg_get_i64(r, row, OP_HISTORY_SEQ, &ev.seq) ||
-        og__pg_get_i64(r, row, OP_HISTORY_AT, &ev.at_us) ||
-        og__pg_get_text(r, row, OP_HISTORY_KIND, ev.kind, sizeof ev.kind) ||
-        PQgetisnull(r, row, OP_HISTORY_FROM_STATUS) ||
-        PQgetisnull(r, row, OP_HISTORY_TO_STATUS) ||
-        og__pg_get_i64(r, row, OP_HISTORY_OWNER_VERSION, &ev.owner_version) ||
-        og__pg_get_opt_text(r, row, OP_HISTORY_REASON, ev.reason,
-                            sizeof ev.reason) ||
-        og__pg_get_opt_text(r, row, OP_HISTORY_PROVIDER_REFERENCE,
-                            ev.provider_reference,
-                            sizeof ev.provider_reference) ||
-        og__pg_get_text(r, row, OP_HISTORY_ACTOR, ev.actor, sizeof ev.actor) ||
-        og__pg_get_opt_text(r, row, OP_HISTORY_EVIDENCE, ev.evidence,
-                            sizeof ev.evidence))
-        return OG_EINTERNAL;
-    from = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_FROM_STATUS));
-    to = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_TO_STATUS));
-    if (from < 0 || to < 0)
-        return OG_EINTERNAL;
-    ev.from_status = (og_op_status)from;
-    ev.to_status = (og_op_status)to;
-    *out = ev;
-    return 0;
-}
+/* Its columns: OP_HISTORY_* (rows.h). */
 
 int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
 {
@@ -648,7 +604,7 @@ int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
         }
     }
     for (i = 0; i < n && rc == 0; i++)
-        rc = pg_read_event(res, i, &e.v[i]);
+        rc = og__row_op_event(og__pg_row(res, i), &e.v[i]);
     e.n = (size_t)n;
 out:
     PQclear(res);

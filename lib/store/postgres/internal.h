@@ -112,6 +112,7 @@
 
 #include <libpq-fe.h>
 
+#include "store/rows.h"
 #include "store/store_int.h"
 
 /* ===========================================================================
@@ -142,7 +143,8 @@
 #define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
 #define PG_V7_OWNED "('Admitted','Started','Unknown')"
 
-/* The operation columns, in the order og__pg_op_parse() reads them.
+/* The operation columns, in the order og__row_operation() reads them
+ * (OP_*, rows.h).
  * Timestamps come back as exact bigint microseconds (extract() is numeric
  * since 14); a NULL updated_at reads as created_at (I17); a NULL
  * idempotency key or client reference reads as the operation id (I25). */
@@ -158,28 +160,6 @@
     t "provider_reference, " t "outcome_reason, " t "kind, "                   \
     "coalesce(" t "idempotency_key, " t "operation_id::text), "                \
     "coalesce(" t "client_reference, " t "operation_id::text)"
-/* ...and their indexes in a row that starts with them. */
-enum {
-    OP_OPERATION_ID,
-    OP_ISSUER,
-    OP_GRANT_ID,
-    OP_CALLER_ID,
-    OP_ACCOUNT_ID,
-    OP_AMOUNT,
-    OP_CURRENCY,
-    OP_STATUS,
-    OP_OWNER_VERSION,
-    OP_LEASE_UNTIL,
-    OP_SUBMIT_BY,
-    OP_CREATED_AT,
-    OP_UPDATED_AT,
-    OP_PROVIDER_REFERENCE,
-    OP_OUTCOME_REASON,
-    OP_KIND,
-    OP_IDEMPOTENCY_KEY,
-    OP_CLIENT_REFERENCE,
-    OP_NCOLS /* the columns PG_OP_COLUMNS names */
-};
 
 /* Every stored column of operations, as the archive repeats them (I21,
  * I22). */
@@ -423,7 +403,10 @@ int og__pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
 int og__pg_get_i64(const PGresult *r, int row, int col, int64_t *out);
 /* A bool column: true only for a non-NULL 't'. */
 bool og__pg_get_bool(const PGresult *r, int row, int col);
-/* The PG_OP_COLUMNS of row starting at column col (OP_*) into *out. */
+/* Row `row` of r, for the readers of rows.h. */
+og__row og__pg_row(const PGresult *r, int row);
+/* The PG_OP_COLUMNS of row starting at column col (OP_*) into *out:
+ * og__row_operation, once r is known to have them. */
 int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
 
 /* ---- conn.c: transactions ----------------------------------------------- */
@@ -535,20 +518,20 @@ int og__pg_redemption_get(void *impl, const char *caller, const char *key,
                           og_redemption_point *out);
 /* payout.c */
 int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out);
+                             og__payout_put_report *out);
 int og__pg_payout_beneficiary_put(void *impl,
                                   const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out);
+                                  og__payout_put_report *out);
 int og__pg_payout_destination_put(void *impl,
                                   const og__payout_destination_req *r,
-                                  og_payout_put_result *out);
+                                  og__payout_put_report *out);
 int og__pg_payout_destination_token(void *impl, const char *id,
                                     int64_t version, char *out,
                                     size_t outlen);
 int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out);
+                        og__payout_draft_report *out);
 int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out);
+                         const char *actor, og__payout_cancel_report *out);
 int og__pg_payout_get(void *impl, const char *id, og_payout_view *out);
 int og__pg_payout_facts(void *impl, void *tx, const char *id,
                         int64_t release_at_us, bool lock,
@@ -592,7 +575,8 @@ int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
 int og__pg_payout_grant_get(void *impl, const char *grant_id,
                             og_payout_grant_view *out);
 int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out);
+                               const char *actor,
+                               og__payout_revoke_report *out);
 int og__pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
                                int64_t *taken);
 

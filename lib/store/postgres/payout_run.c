@@ -96,16 +96,7 @@ static const char pg_payout_job_take_sql[] =
     "          j.deliveries, " PG_EPOCH_US("j.available_at");
 const og__pg_stmt og__pg_payout_job_take_stmt = {
     "og_payout_job_take", pg_payout_job_take_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_JOB_JOB_ID,
-    PAYOUT_JOB_PAYOUT_ID,
-    PAYOUT_JOB_GRANT_ID,
-    PAYOUT_JOB_CORRELATION_ID,
-    PAYOUT_JOB_RESUBMITTED_FROM,
-    PAYOUT_JOB_DELIVERY,
-    PAYOUT_JOB_LEASE_UNTIL,
-    PAYOUT_JOB_NCOLS
-};
+/* Its columns: PAYOUT_JOB_* (rows.h). */
 
 int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
 {
@@ -123,26 +114,9 @@ int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
     rc = og__pg_run(pg, c, &og__pg_payout_job_take_stmt, params, &res);
     if (rc == 0 && og__pg_shape(res, PAYOUT_JOB_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
-    if (rc == 0 && PQntuples(res) == 1) {
-        memset(&j, 0, sizeof j);
-        rc = og__pg_get_text(res, 0, PAYOUT_JOB_JOB_ID, j.job_id,
-                             sizeof j.job_id) ||
-                     og__pg_get_text(res, 0, PAYOUT_JOB_PAYOUT_ID, j.payout_id,
-                                     sizeof j.payout_id) ||
-                     og__pg_get_text(res, 0, PAYOUT_JOB_GRANT_ID, j.grant_id,
-                                     sizeof j.grant_id) ||
-                     og__pg_get_text(res, 0, PAYOUT_JOB_CORRELATION_ID,
-                                     j.correlation_id,
-                                     sizeof j.correlation_id) ||
-                     og__pg_get_opt_text(res, 0, PAYOUT_JOB_RESUBMITTED_FROM,
-                                         j.resubmitted_from,
-                                         sizeof j.resubmitted_from) ||
-                     og__pg_get_i64(res, 0, PAYOUT_JOB_DELIVERY, &j.delivery) ||
-                     og__pg_get_i64(res, 0, PAYOUT_JOB_LEASE_UNTIL,
-                                    &j.lease_until_us)
-                 ? OG_EINTERNAL
-                 : 1;
-    }
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_payout_job(og__pg_row(res, 0), &j) == 0 ? 1
+                                                             : OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
     if (rc == 1)
@@ -213,7 +187,7 @@ int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
  * The claim (I31)
  * ========================================================================= */
 
-/* The claim's facts (I31), in pg_claim_facts_parse's order: $1 grant.
+/* The claim's facts (I31), CLAIM_FACTS_* (rows.h): $1 grant.
  * The grant's row and the payout's are locked FOR UPDATE (the claim writes
  * both), the tenant's, beneficiary's and destination's FOR SHARE: a change to
  * any fenced fact either committed before — and a locker that waited reads its
@@ -244,90 +218,6 @@ static const char pg_payout_claim_facts_sql[] =
     "FOR UPDATE OF g, p FOR SHARE OF t, bn, d";
 static const og__pg_stmt pg_payout_claim_facts_stmt = {
     "og_payout_claim_facts", pg_payout_claim_facts_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    CLAIM_FACTS_PAYOUT_ID,
-    CLAIM_FACTS_AUDIENCE,
-    CLAIM_FACTS_EXECUTABLE_VERSION,
-    CLAIM_FACTS_ATTEMPT_NUMBER,
-    CLAIM_FACTS_NOT_BEFORE,
-    CLAIM_FACTS_EXPIRES_AT,
-    CLAIM_FACTS_CONSUMED,
-    CLAIM_FACTS_CONSUMED_BY,
-    CLAIM_FACTS_REVOKED,
-    CLAIM_FACTS_CONSUMER_FOUND,
-    CLAIM_FACTS_CONSUMER_PAYOUT,
-    CLAIM_FACTS_CONSUMER_REFERENCE,
-    CLAIM_FACTS_STATE,
-    CLAIM_FACTS_PAYOUT_VERSION,
-    CLAIM_FACTS_ACTIVE_ATTEMPT,
-    CLAIM_FACTS_AMOUNT,
-    CLAIM_FACTS_CURRENCY,
-    CLAIM_FACTS_DESTINATION_ID,
-    CLAIM_FACTS_PAYOUTS_SUSPENDED,
-    CLAIM_FACTS_SETTINGS_VERSION,
-    CLAIM_FACTS_BENEFICIARY_STATUS,
-    CLAIM_FACTS_BENEFICIARY_VERSION,
-    CLAIM_FACTS_DESTINATION_VERSION,
-    CLAIM_FACTS_NOW,
-    CLAIM_FACTS_NCOLS
-};
-
-/* Row 0 of pg_payout_claim_facts_sql into *f. */
-static int pg_claim_facts_parse(const PGresult *r, og__payout_claim_facts *f)
-{
-    int state, status;
-
-    if (og__pg_shape(r, CLAIM_FACTS_NCOLS, 1) != 0 ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_PAYOUT_ID, f->payout_id,
-                        sizeof f->payout_id) ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_AUDIENCE, f->audience,
-                        sizeof f->audience) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_EXECUTABLE_VERSION,
-                       &f->executable_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_ATTEMPT_NUMBER, &f->attempt_number) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_NOT_BEFORE, &f->not_before_us) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_EXPIRES_AT, &f->expires_at_us) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_CONSUMED) ||
-        og__pg_get_opt_text(r, 0, CLAIM_FACTS_CONSUMED_BY, f->consumed_by,
-                            sizeof f->consumed_by) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_REVOKED) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_CONSUMER_FOUND) ||
-        og__pg_get_opt_text(r, 0, CLAIM_FACTS_CONSUMER_REFERENCE,
-                            f->consumer_reference,
-                            sizeof f->consumer_reference) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_PAYOUT_VERSION, &f->payout_version) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_ACTIVE_ATTEMPT) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_AMOUNT, &f->amount_minor) ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_CURRENCY, f->currency,
-                        sizeof f->currency) ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_DESTINATION_ID, f->destination_id,
-                        sizeof f->destination_id) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_PAYOUTS_SUSPENDED) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_SETTINGS_VERSION,
-                       &f->settings_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_BENEFICIARY_VERSION,
-                       &f->beneficiary_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_DESTINATION_VERSION,
-                       &f->destination_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_NOW, &f->now_us))
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(PQgetvalue(r, 0, CLAIM_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        PQgetvalue(r, 0, CLAIM_FACTS_BENEFICIARY_STATUS));
-    if (state < 0 || status < 0)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->consumed = og__pg_get_bool(r, 0, CLAIM_FACTS_CONSUMED);
-    f->revoked = og__pg_get_bool(r, 0, CLAIM_FACTS_REVOKED);
-    f->consumer_found = og__pg_get_bool(r, 0, CLAIM_FACTS_CONSUMER_FOUND);
-    f->consumer_payout = !PQgetisnull(r, 0, CLAIM_FACTS_CONSUMER_PAYOUT) &&
-                         og__pg_get_bool(r, 0, CLAIM_FACTS_CONSUMER_PAYOUT);
-    f->state = (og_payout_state)state;
-    f->active_attempt = og__pg_get_bool(r, 0, CLAIM_FACTS_ACTIVE_ATTEMPT);
-    f->payouts_suspended = og__pg_get_bool(r, 0, CLAIM_FACTS_PAYOUTS_SUSPENDED);
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    return 0;
-}
 
 /* The operation that consumed a grant, read in a statement of its own: $1
  * operation. The facts' statement reads it from its snapshot, taken BEFORE
@@ -365,10 +255,10 @@ int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
     memset(&f, 0, sizeof f);
     rc = og__pg_run_in(impl, c, &pg_payout_claim_facts_stmt, fparams, &res,
                        c->txn_deadline_us);
-    if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_claim_facts_parse(res, &f);
-    else if (rc == 0 && PQntuples(res) != 0)
+    if (rc == 0 && og__pg_shape(res, CLAIM_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_claim_facts(og__pg_row(res, 0), &f);
     PQclear(res);
     res = NULL;
     if (rc != 0)
@@ -519,7 +409,7 @@ int og__pg_payout_resolve_record(void *impl, void *tx, const char *id,
                                recorded, c->txn_deadline_us);
 }
 
-/* The resolution's facts (I32), in pg_resolve_facts_parse's order: $1 the
+/* The resolution's facts (I32), RESOLVE_FACTS_* (rows.h): $1 the
  * attempt. Its binding through the operation's grant, and its payout, each
  * by its key, both locked FOR UPDATE (the resolution writes both). */
 static const char pg_payout_resolve_facts_sql[] =
@@ -534,45 +424,7 @@ static const char pg_payout_resolve_facts_sql[] =
 static const og__pg_stmt pg_payout_resolve_facts_stmt = {
     "og_payout_resolve_facts", pg_payout_resolve_facts_sql, 1,
     OG_KEYS_AS_STORED};
-enum {
-    RESOLVE_FACTS_PAYOUT_ID,
-    RESOLVE_FACTS_GRANT_ID,
-    RESOLVE_FACTS_RELEASE_DAY,
-    RESOLVE_FACTS_AMOUNT,
-    RESOLVE_FACTS_RELEASED,
-    RESOLVE_FACTS_STATE,
-    RESOLVE_FACTS_VERSION,
-    RESOLVE_FACTS_ACTIVE,
-    RESOLVE_FACTS_NCOLS
-};
 
-/* Row 0 of pg_payout_resolve_facts_sql into *f. */
-static int pg_resolve_facts_parse(const PGresult *r,
-                                  og__payout_resolve_facts *f)
-{
-    char state[32];
-    int st;
-
-    if (og__pg_shape(r, RESOLVE_FACTS_NCOLS, 1) != 0 ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_PAYOUT_ID, f->payout_id,
-                        sizeof f->payout_id) ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_GRANT_ID, f->grant_id,
-                        sizeof f->grant_id) ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_RELEASE_DAY, f->release_day,
-                        sizeof f->release_day) ||
-        og__pg_get_i64(r, 0, RESOLVE_FACTS_AMOUNT, &f->amount_minor) ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_STATE, state, sizeof state) ||
-        og__pg_get_i64(r, 0, RESOLVE_FACTS_VERSION, &f->payout_version) ||
-        (st = og__payout_state_parse(state)) < 0)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->released = og__pg_get_bool(r, 0, RESOLVE_FACTS_RELEASED);
-    f->state = (og_payout_state)st;
-    f->active = og__pg_get_bool(r, 0, RESOLVE_FACTS_ACTIVE);
-    return 0;
-}
-
-/* The attempt's binding and payout, locked (I32). */
 int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
                                 og__payout_resolve_facts *out)
 {
@@ -585,10 +437,10 @@ int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
     memset(&f, 0, sizeof f);
     rc = og__pg_run_in(impl, c, &pg_payout_resolve_facts_stmt, fparams, &res,
                        c->txn_deadline_us);
-    if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_resolve_facts_parse(res, &f);
-    else if (rc == 0 && PQntuples(res) != 0)
+    if (rc == 0 && og__pg_shape(res, RESOLVE_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_resolve_facts(og__pg_row(res, 0), &f);
     PQclear(res);
     if (rc == 0)
         *out = f;
@@ -749,39 +601,7 @@ static const char pg_payout_grant_get_sql[] =
     "WHERE b.grant_id = $1::text";
 static const og__pg_stmt pg_payout_grant_get_stmt = {
     "og_payout_grant_get", pg_payout_grant_get_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_GRANT_GRANT_ID,
-    PAYOUT_GRANT_DECISION_ID,
-    PAYOUT_GRANT_PAYOUT_ID,
-    PAYOUT_GRANT_TENANT_ID,
-    PAYOUT_GRANT_OPERATION,
-    PAYOUT_GRANT_AUDIENCE,
-    PAYOUT_GRANT_TERMS_FINGERPRINT,
-    PAYOUT_GRANT_POLICY_VERSION,
-    PAYOUT_GRANT_EXECUTABLE_VERSION,
-    PAYOUT_GRANT_ATTEMPT_NUMBER,
-    PAYOUT_GRANT_AMOUNT,
-    PAYOUT_GRANT_RELEASE_DAY,
-    PAYOUT_GRANT_NOT_BEFORE,
-    PAYOUT_GRANT_EXPIRES_AT,
-    PAYOUT_GRANT_CREATED_AT,
-    PAYOUT_GRANT_CONSUMED_AT,
-    PAYOUT_GRANT_CONSUMED_BY,
-    PAYOUT_GRANT_REVOKED_AT,
-    PAYOUT_GRANT_RELEASED_AT,
-    PAYOUT_GRANT_NOW,
-    PAYOUT_GRANT_NCOLS
-};
-
-/* A nullable µs column: NULL reads 0. */
-static int pg_get_opt_i64(const PGresult *r, int col, int64_t *out)
-{
-    if (PQgetisnull(r, 0, col)) {
-        *out = 0;
-        return 0;
-    }
-    return og__pg_get_i64(r, 0, col, out);
-}
+/* Its columns: PAYOUT_GRANT_* (rows.h). */
 
 int og__pg_payout_grant_get(void *impl, const char *grant_id,
                             og_payout_grant_view *out)
@@ -799,48 +619,12 @@ int og__pg_payout_grant_get(void *impl, const char *grant_id,
     if (rc == 0 && og__pg_shape(res, PAYOUT_GRANT_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1) {
-        memset(&v, 0, sizeof v);
-        if (og__pg_get_text(res, 0, PAYOUT_GRANT_GRANT_ID, v.grant_id,
-                            sizeof v.grant_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_DECISION_ID, v.decision_id,
-                            sizeof v.decision_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_PAYOUT_ID, v.payout_id,
-                            sizeof v.payout_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_TENANT_ID, v.tenant_id,
-                            sizeof v.tenant_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_OPERATION, v.operation,
-                            sizeof v.operation) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_AUDIENCE, v.audience,
-                            sizeof v.audience) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_TERMS_FINGERPRINT,
-                            v.terms_fingerprint, sizeof v.terms_fingerprint) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_POLICY_VERSION,
-                            v.policy_version, sizeof v.policy_version) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_EXECUTABLE_VERSION,
-                           &v.executable_payout_version) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_ATTEMPT_NUMBER,
-                           &v.attempt_number) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_AMOUNT, &v.reserved_minor) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_RELEASE_DAY, v.release_day,
-                            sizeof v.release_day) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_NOT_BEFORE, &v.not_before_us) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_EXPIRES_AT, &v.expires_at_us) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_CREATED_AT, &v.created_at_us) ||
-            pg_get_opt_i64(res, PAYOUT_GRANT_CONSUMED_AT, &v.consumed_at_us) ||
-            og__pg_get_opt_text(res, 0, PAYOUT_GRANT_CONSUMED_BY,
-                                v.consumed_by_operation,
-                                sizeof v.consumed_by_operation) ||
-            pg_get_opt_i64(res, PAYOUT_GRANT_REVOKED_AT, &v.revoked_at_us) ||
-            pg_get_opt_i64(res, PAYOUT_GRANT_RELEASED_AT, &v.released_at_us) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_NOW, &v.read_at_us)) {
-            rc = OG_EINTERNAL;
-        } else {
-            v.state = og__payout_grant_state(
-                !PQgetisnull(res, 0, PAYOUT_GRANT_CONSUMED_AT),
-                !PQgetisnull(res, 0, PAYOUT_GRANT_REVOKED_AT), v.expires_at_us,
-                pg->admission_leeway_us, v.read_at_us);
+        if (og__row_payout_grant(og__pg_row(res, 0), pg->admission_leeway_us,
+                                 &v) == 0) {
             *out = v;
             rc = 1;
+        } else {
+            rc = OG_EINTERNAL;
         }
     }
     PQclear(res);
@@ -894,7 +678,8 @@ enum {
 };
 
 int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out)
+                               const char *actor,
+                               og__payout_revoke_report *out)
 {
     og__pg_store *pg = impl;
     og__pg_conn *c = NULL;
@@ -912,11 +697,11 @@ int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
          og__pg_get_i64(res, 0, GRANT_REVOKE_RELEASED, &released) != 0 ||
          days != released)) /* each binding has its day row */
         rc = OG_EINTERNAL;
-    if (rc == 0)
-        *out = og__pg_get_bool(res, 0, GRANT_REVOKE_REVOKED) ? OG_REVOKE_REVOKED
-               : og__pg_get_bool(res, 0, GRANT_REVOKE_IS_PAYOUT_GRANT)
-                   ? OG_REVOKE_ALREADY_USED_OR_REVOKED
-                   : OG_REVOKE_NOT_ISSUED;
+    if (rc == 0) {
+        out->revoked = og__pg_get_bool(res, 0, GRANT_REVOKE_REVOKED);
+        out->payout_grant =
+            og__pg_get_bool(res, 0, GRANT_REVOKE_IS_PAYOUT_GRANT);
+    }
     PQclear(res);
     og__pg_release(pg, c);
     return rc;

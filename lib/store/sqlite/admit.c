@@ -288,7 +288,8 @@ static int sq_read_op_by_id(og__sq_conn *c, const char *sql, const char *id,
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
-        rc = og__sq_read_op(st, op) < 0 ? OG_EINTERNAL : 1;
+        rc = og__row_operation(og__sq_row(st), 0, op) < 0 ? OG_EINTERNAL
+                                                          : 1;
     else if (rc == SQLITE_DONE)
         rc = 0;
     else
@@ -399,7 +400,7 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
     }
     memset(&res, 0, sizeof res);
     res.outcome = OG_OUTCOME_ADMITTED;
-    rc = og__sq_read_op(st, &res.operation);
+    rc = og__row_operation(og__sq_row(st), 0, &res.operation);
     step = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc < 0)

@@ -381,46 +381,65 @@ void og__sq_bind_opt(sqlite3_stmt *st, int i, const char *text)
         sqlite3_bind_null(st, i);
 }
 
-int og__sq_read_op(sqlite3_stmt *st, og_operation *op)
+/* The accessors of rows.h over the current row of a stepped statement.
+ * sqlite3_column_type is asked before any other accessor of a column: a
+ * conversion would make its answer undefined. */
+static bool sq_row_null(const og__row *r, int col)
 {
-    int status;
+    return sqlite3_column_type((sqlite3_stmt *)r->result, col) ==
+           SQLITE_NULL;
+}
 
-    memset(op, 0, sizeof *op);
-    if (og__sq_text(st, OP_OPERATION_ID, op->operation_id,
-                    sizeof op->operation_id) < 0 ||
-        og__sq_text(st, OP_ISSUER, op->issuer, sizeof op->issuer) < 0 ||
-        og__sq_text(st, OP_GRANT_ID, op->grant_id, sizeof op->grant_id) < 0 ||
-        og__sq_text(st, OP_CALLER_ID, op->caller_id,
-                    sizeof op->caller_id) < 0 ||
-        og__sq_text(st, OP_ACCOUNT_ID, op->account_id,
-                    sizeof op->account_id) < 0 ||
-        og__sq_text(st, OP_AMOUNT, op->amount, sizeof op->amount) < 0 ||
-        og__sq_text(st, OP_CURRENCY, op->currency, sizeof op->currency) < 0)
+static const char *sq_row_text(const og__row *r, int col)
+{
+    return (const char *)sqlite3_column_text((sqlite3_stmt *)r->result, col);
+}
+
+static int sq_row_i64(const og__row *r, int col, int64_t *out)
+{
+    if (sq_row_null(r, col))
         return OG_EINTERNAL;
-    status = og__op_status_parse(
-        (const char *)sqlite3_column_text(st, OP_STATUS));
-    if (status < 0)
-        return OG_EINTERNAL;
-    op->status = (og_op_status)status;
-    op->owner_version = sqlite3_column_int64(st, OP_OWNER_VERSION);
-    op->lease_until_us = sqlite3_column_int64(st, OP_LEASE_UNTIL);
-    op->submit_by_us = sqlite3_column_int64(st, OP_SUBMIT_BY);
-    op->created_at_us = sqlite3_column_int64(st, OP_CREATED_AT);
-    op->updated_at_us = sqlite3_column_int64(st, OP_UPDATED_AT);
-    if (og__sq_text_opt(st, OP_PROVIDER_REFERENCE, op->provider_reference,
-                        sizeof op->provider_reference) < 0 ||
-        og__sq_text_opt(st, OP_OUTCOME_REASON, op->reason,
-                        sizeof op->reason) < 0 ||
-        og__sq_text(st, OP_IDEMPOTENCY_KEY, op->idempotency_key,
-                    sizeof op->idempotency_key) < 0 ||
-        og__sq_text(st, OP_CLIENT_REFERENCE, op->client_reference,
-                    sizeof op->client_reference) < 0)
-        return OG_EINTERNAL;
-    status = og__op_kind_parse((const char *)sqlite3_column_text(st, OP_KIND));
-    if (status < 0)
-        return OG_EINTERNAL;
-    op->kind = (og_op_kind)status;
+    *out = sqlite3_column_int64((sqlite3_stmt *)r->result, col);
     return 0;
+}
+
+static bool sq_row_flag(const og__row *r, int col)
+{
+    return sqlite3_column_int((sqlite3_stmt *)r->result, col) != 0;
+}
+
+/* A BLOB column. */
+static int sq_row_bytes(const og__row *r, int col, unsigned char *dst,
+                        size_t cap, size_t *len)
+{
+    sqlite3_stmt *st = (sqlite3_stmt *)r->result;
+    const void *b;
+    int n;
+
+    if (sqlite3_column_type(st, col) != SQLITE_BLOB)
+        return OG_EINTERNAL;
+    b = sqlite3_column_blob(st, col);
+    n = sqlite3_column_bytes(st, col);
+    if (n < 0 || (n > 0 && b == NULL) || (dst && (size_t)n > cap))
+        return OG_EINTERNAL;
+    if (dst && n > 0)
+        memcpy(dst, b, (size_t)n);
+    *len = (size_t)n;
+    return 0;
+}
+
+static const og__row_ops sq_row_ops = {
+    .null = sq_row_null,
+    .text = sq_row_text,
+    .i64 = sq_row_i64,
+    .flag = sq_row_flag,
+    .bytes = sq_row_bytes,
+};
+
+og__row og__sq_row(sqlite3_stmt *st)
+{
+    og__row r = {&sq_row_ops, st, 0};
+    return r;
 }
 
 int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,

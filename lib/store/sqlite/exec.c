@@ -356,7 +356,7 @@ static int sq_op_takeover_in(og__sq_store *s, og__sq_conn *c, const char *id,
         sqlite3_reset(st);
         return rc; /* 0: owned by a live lease, moved on, or final */
     }
-    rc = og__sq_read_op(st, &op);
+    rc = og__row_operation(og__sq_row(st), 0, &op);
     at = sqlite3_column_int64(st, OP_TAKEOVER_NOW); /* the step's 'now' (Q15) */
     if (rc < 0) {
         sqlite3_reset(st);
@@ -555,7 +555,8 @@ static int sq_op_list_on(og__sq_conn *c, const og_op_filter *f,
             l.v = v;
             cap = ncap;
         }
-        if ((rc = og__sq_read_op(st, &l.v[l.n])) < 0)
+        rc = og__row_operation(og__sq_row(st), 0, &l.v[l.n]);
+        if (rc < 0)
             break;
         l.n++;
     }
@@ -616,7 +617,7 @@ int og__sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
     og__sq_bind_opt(st, 12, idempotency_key);
     og__sq_bind_opt(st, 13, client_reference);
     if ((rc = og__sq_step(c, st)) == 1)
-        rc = og__sq_read_op(st, &op);
+        rc = og__row_operation(og__sq_row(st), 0, &op);
     else if (rc == 0)
         rc = OG_EINTERNAL; /* RETURNING always yields the row */
     if (rc < 0) {
@@ -640,41 +641,7 @@ static const char sq_op_history_sql[] =
     "SELECT seq, at, kind, from_status, to_status, owner_version, reason,"
     "       provider_reference, actor, evidence"
     " FROM operation_events WHERE operation_id = ?1 ORDER BY seq";
-enum {
-    OP_HISTORY_SEQ,
-    OP_HISTORY_AT,
-    OP_HISTORY_KIND,
-    OP_HISTORY_FROM_STATUS,
-    OP_HISTORY_TO_STATUS,
-    OP_HISTORY_OWNER_VERSION,
-    OP_HISTORY_REASON,
-    OP_HISTORY_PROVIDER_REFERENCE,
-    OP_HISTORY_ACTOR,
-    OP_HISTORY_EVIDENCE,
-    OP_HISTORY_NCOLS
-};
-
-/* Fills *e from the sq_op_history_sql columns of the current row. */
-static int sq_read_event(sqlite3_stmt *st, og_op_event *e)
-{
-    memset(e, 0, sizeof *e);
-    e->seq = sqlite3_column_int64(st, OP_HISTORY_SEQ);
-    e->at_us = sqlite3_column_int64(st, OP_HISTORY_AT);
-    e->owner_version = sqlite3_column_int64(st, OP_HISTORY_OWNER_VERSION);
-    if (og__sq_text(st, OP_HISTORY_KIND, e->kind, sizeof e->kind) < 0 ||
-        sq_status_col(st, OP_HISTORY_FROM_STATUS, &e->from_status) < 0 ||
-        sq_status_col(st, OP_HISTORY_TO_STATUS, &e->to_status) < 0 ||
-        og__sq_text_opt(st, OP_HISTORY_REASON, e->reason,
-                        sizeof e->reason) < 0 ||
-        og__sq_text_opt(st, OP_HISTORY_PROVIDER_REFERENCE,
-                        e->provider_reference,
-                        sizeof e->provider_reference) < 0 ||
-        og__sq_text(st, OP_HISTORY_ACTOR, e->actor, sizeof e->actor) < 0 ||
-        og__sq_text_opt(st, OP_HISTORY_EVIDENCE, e->evidence,
-                        sizeof e->evidence) < 0)
-        return OG_EINTERNAL;
-    return 0;
-}
+/* Its columns: OP_HISTORY_* (rows.h). */
 
 static int sq_op_history_on(og__sq_conn *c, const char *id,
                             og_op_events *out)
@@ -699,7 +666,7 @@ static int sq_op_history_on(og__sq_conn *c, const char *id,
             l.v = v;
             cap = ncap;
         }
-        if ((rc = sq_read_event(st, &l.v[l.n])) < 0)
+        if ((rc = og__row_op_event(og__sq_row(st), &l.v[l.n])) < 0)
             break;
         l.n++;
     }

@@ -88,6 +88,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/rows.h"
 #include "store/store_int.h"
 
 /* ===========================================================================
@@ -101,42 +102,21 @@
 #define SQ_STR_(x) #x
 #define SQ_STR(x) SQ_STR_(x)
 
-/* The columns admission writes, in the order og__sq_read_op() reads them. */
+/* The columns admission writes, in the order og__row_operation() reads
+ * them (OP_*, rows.h). */
 #define SQ_OP_INSERT_COLS                                                     \
     "operation_id, issuer, grant_id, caller_id, account_id, amount, "         \
     "currency, status, owner_version, lease_until, submit_by, created_at"
 
-/* Every read of an operation (og__sq_read_op()): the admitted columns, then
- * migration 3's, then migration 7's. updated_at is NULL until the first
- * status change (Q17); a NULL idempotency key or client reference is the
- * operation id (Q25). */
+/* Every read of an operation (og__row_operation(), OP_*: rows.h): the
+ * admitted columns, then migration 3's, then migration 7's. updated_at is
+ * NULL until the first status change (Q17); a NULL idempotency key or
+ * client reference is the operation id (Q25). */
 #define SQ_OP_COLS                                                            \
     SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
     " provider_reference, outcome_reason, kind,"                              \
     " coalesce(idempotency_key, operation_id),"                               \
     " coalesce(client_reference, operation_id)"
-/* ...and their indexes in a row that starts with them. */
-enum {
-    OP_OPERATION_ID,
-    OP_ISSUER,
-    OP_GRANT_ID,
-    OP_CALLER_ID,
-    OP_ACCOUNT_ID,
-    OP_AMOUNT,
-    OP_CURRENCY,
-    OP_STATUS,
-    OP_OWNER_VERSION,
-    OP_LEASE_UNTIL,
-    OP_SUBMIT_BY,
-    OP_CREATED_AT,
-    OP_UPDATED_AT,
-    OP_PROVIDER_REFERENCE,
-    OP_OUTCOME_REASON,
-    OP_KIND,
-    OP_IDEMPOTENCY_KEY,
-    OP_CLIENT_REFERENCE,
-    OP_NCOLS /* the columns SQ_OP_COLS names */
-};
 
 /* Every stored column of operations and operation_events up to schema 6
  * (what migration 7 copies), and from schema 7 (what the archives repeat). */
@@ -277,8 +257,8 @@ int og__sq_text(sqlite3_stmt *st, int col, char *dst, size_t n);
 int og__sq_text_opt(sqlite3_stmt *st, int col, char *dst, size_t n);
 /* Binds text, or NULL for NULL or "" (no family, no operation). */
 void og__sq_bind_opt(sqlite3_stmt *st, int i, const char *text);
-/* Fills *op from the SQ_OP_COLS columns of the current row (OP_*). */
-int og__sq_read_op(sqlite3_stmt *st, og_operation *op);
+/* The current row of st, for the readers of rows.h. */
+og__row og__sq_row(sqlite3_stmt *st);
 /* A one-row read on a pool connection, outside a transaction (one SELECT
  * is one WAL snapshot): statement sql with ?1 key (and ?2 n when the
  * statement has it); on a row, read(s, st, out). 1 read, 0 no row, or the
@@ -437,20 +417,20 @@ int og__sq_redemption_get(void *impl, const char *caller, const char *key,
                           og_redemption_point *out);
 /* payout.c */
 int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out);
+                             og__payout_put_report *out);
 int og__sq_payout_beneficiary_put(void *impl,
                                   const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out);
+                                  og__payout_put_report *out);
 int og__sq_payout_destination_put(void *impl,
                                   const og__payout_destination_req *r,
-                                  og_payout_put_result *out);
+                                  og__payout_put_report *out);
 int og__sq_payout_destination_token(void *impl, const char *id,
                                     int64_t version, char *out,
                                     size_t outlen);
 int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out);
+                        og__payout_draft_report *out);
 int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out);
+                         const char *actor, og__payout_cancel_report *out);
 int og__sq_payout_get(void *impl, const char *id, og_payout_view *out);
 int og__sq_payout_facts(void *impl, void *tx, const char *id,
                         int64_t release_at_us, bool lock,
@@ -494,7 +474,8 @@ int og__sq_payout_job_resubmit(void *impl, const char *id, const char *actor,
 int og__sq_payout_grant_get(void *impl, const char *grant_id,
                             og_payout_grant_view *out);
 int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out);
+                               const char *actor,
+                               og__payout_revoke_report *out);
 int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
                                int64_t *taken);
 

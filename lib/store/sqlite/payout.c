@@ -93,17 +93,13 @@ int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e)
  * Puts
  * ========================================================================= */
 
-/* Every put's report (sq_payout_*_state_sql), one row: the record's version
- * (NULL: none), whether its fixed field matches ?2, whether what it names
- * exists. */
-enum { PUT_STORED, PUT_FIXED_MATCHES, PUT_NAMED_EXISTS, PUT_NCOLS };
+/* Every put's report (sq_payout_*_state_sql), one row: PUT_REPORT_*
+ * (rows.h), the fixed field matched against ?2. */
 
 /* Finishes a put whose write statement w and report statement state are
- * bound: WRITTEN with the version w returned, else the report's meaning
- * (og__payout_put_classify). *keep when written. */
+ * bound: written with the version w returned, else the report. */
 static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
-                         int64_t expected, og_payout_put_result *out,
-                         bool *keep)
+                         og__payout_put_report *out)
 {
     int64_t v = 0;
     int rc = og__sq_one_i64(c, w, &v);
@@ -112,21 +108,13 @@ static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
         sqlite3_reset(state);
         if (rc < 0)
             return rc;
-        out->outcome = OG_PAYOUT_WRITTEN;
+        out->written = true;
         out->version = v;
-        *keep = true;
         return 0;
     }
-    if ((rc = og__sq_step(c, state)) == 1) {
-        bool exists =
-            sqlite3_column_type(state, PUT_STORED) != SQLITE_NULL;
-
-        out->outcome = og__payout_put_classify(
-            expected, exists, sqlite3_column_int64(state, PUT_STORED),
-            sqlite3_column_int(state, PUT_FIXED_MATCHES) != 0,
-            sqlite3_column_int(state, PUT_NAMED_EXISTS) != 0);
-        out->version = 0;
-    }
+    if ((rc = og__sq_step(c, state)) == 1)
+        rc = og__row_put_report(og__sq_row(state), 0, out) < 0 ? OG_EINTERNAL
+                                                               : 1;
     sqlite3_reset(state);
     return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL; /* the report is a row */
 }
@@ -136,11 +124,10 @@ static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
 static int sq_put(og__sq_store *s, const char *create, const char *update,
                   const char *report, int64_t expected,
                   void (*bind)(sqlite3_stmt *, sqlite3_stmt *, const void *),
-                  const void *arg, og_payout_put_result *out)
+                  const void *arg, og__payout_put_report *out)
 {
-    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    og__payout_put_report rep = {0};
     sqlite3_stmt *w, *state;
-    bool keep = false;
     og__sq_conn *c;
     int rc;
 
@@ -149,15 +136,15 @@ static int sq_put(og__sq_store *s, const char *create, const char *update,
     if ((rc = og__sq_stmt(c, expected == 0 ? create : update, &w)) == 0 &&
         (rc = og__sq_stmt(c, report, &state)) == 0) {
         bind(w, state, arg);
-        rc = sq_put_finish(c, w, state, expected, &res, &keep);
+        rc = sq_put_finish(c, w, state, &rep);
         /* No binding outlives the call: the caller's buffers (a provider
          * token, S7) are wiped or gone once it returns. */
         sqlite3_clear_bindings(w);
         sqlite3_clear_bindings(state);
     }
-    rc = og__sq_end(s, c, rc, keep);
+    rc = og__sq_end(s, c, rc, rep.written);
     if (rc == 0)
-        *out = res;
+        *out = rep;
     return rc;
 }
 
@@ -176,7 +163,7 @@ static const char sq_payout_tenant_update_sql[] =
     "   settings_version = settings_version + 1, updated_at = " SQ_NOW
     " WHERE tenant_id = ?1 AND settings_version = ?6 AND currency = ?4"
     " RETURNING settings_version";
-/* The put's report (PUT_*): ?1 id, ?2 currency. */
+/* The put's report (PUT_REPORT_*): ?1 id, ?2 currency. */
 static const char sq_payout_tenant_state_sql[] =
     "SELECT t.settings_version, t.currency = ?2, 1"
     " FROM (SELECT 1) LEFT JOIN tenants t ON t.tenant_id = ?1";
@@ -200,7 +187,7 @@ static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
 }
 
 int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out)
+                             og__payout_put_report *out)
 {
     return sq_put(impl, sq_payout_tenant_create_sql,
                   sq_payout_tenant_update_sql, sq_payout_tenant_state_sql,
@@ -221,7 +208,7 @@ static const char sq_payout_beneficiary_update_sql[] =
     "   version = version + 1, updated_at = " SQ_NOW
     " WHERE beneficiary_id = ?1 AND version = ?5 AND tenant_id = ?2"
     " RETURNING version";
-/* The put's report (PUT_*): ?1 id, ?2 tenant. */
+/* The put's report (PUT_REPORT_*): ?1 id, ?2 tenant. */
 static const char sq_payout_beneficiary_state_sql[] =
     "SELECT b.version, b.tenant_id = ?2,"
     "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2)"
@@ -246,7 +233,7 @@ static void sq_bind_beneficiary(sqlite3_stmt *w, sqlite3_stmt *state,
 
 int og__sq_payout_beneficiary_put(void *impl,
                                   const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out)
+                                  og__payout_put_report *out)
 {
     return sq_put(impl, sq_payout_beneficiary_create_sql,
                   sq_payout_beneficiary_update_sql,
@@ -270,7 +257,7 @@ static const char sq_payout_destination_update_sql[] =
     " WHERE destination_id = ?1 AND version = ?4"
     "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
     " RETURNING version";
-/* The put's report (PUT_*): ?1 id, ?2 beneficiary. */
+/* The put's report (PUT_REPORT_*): ?1 id, ?2 beneficiary. */
 static const char sq_payout_destination_state_sql[] =
     "SELECT d.version, 1,"
     "       EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
@@ -294,7 +281,7 @@ static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
 
 int og__sq_payout_destination_put(void *impl,
                                   const og__payout_destination_req *r,
-                                  og_payout_put_result *out)
+                                  og__payout_put_report *out)
 {
     return sq_put(impl, sq_payout_destination_create_sql,
                   sq_payout_destination_update_sql,
@@ -360,18 +347,12 @@ static const char sq_payout_draft_state_sql[] =
     "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?2"
     "                 AND beneficiary_id = ?3),"
     "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)";
-enum {
-    DRAFT_PAYOUT_EXISTS,
-    DRAFT_TENANT_EXISTS,
-    DRAFT_CURRENCY_MATCHES,
-    DRAFT_BENEFICIARY_EXISTS,
-    DRAFT_DESTINATION_EXISTS,
-    DRAFT_NCOLS
-};
+/* Its columns: DRAFT_REPORT_* (rows.h). */
 
 static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
-                              og_payout_put_result *out, bool *keep)
+                              og__payout_draft_report *out)
 {
+    og_payout_put_result why;
     sqlite3_stmt *st;
     int64_t at = 0;
     int rc, i;
@@ -401,44 +382,34 @@ static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
 
             if (rc < 0 || (rc = og__sq_payout_event_add(c, &ev)) < 0)
                 return rc;
-            out->outcome = OG_PAYOUT_WRITTEN;
-            out->version = 1;
-            *keep = true;
+            out->written = true;
             return 0;
         }
     }
-    if ((rc = og__sq_step(c, st)) == 1) {
-        if (sqlite3_column_int(st, DRAFT_PAYOUT_EXISTS))
-            out->outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
-        else if (!sqlite3_column_int(st, DRAFT_TENANT_EXISTS) ||
-                 !sqlite3_column_int(st, DRAFT_BENEFICIARY_EXISTS) ||
-                 !sqlite3_column_int(st, DRAFT_DESTINATION_EXISTS))
-            out->outcome = OG_PAYOUT_NOT_FOUND;
-        else if (!sqlite3_column_int(st, DRAFT_CURRENCY_MATCHES))
-            out->outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
-        else
-            rc = OG_EINTERNAL; /* nothing explains it under the write lock */
-        out->version = 0;
-    }
+    /* Under the write lock the report explains every draft that wrote
+     * nothing: no draft of the id can be in flight. */
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (og__row_draft_report(og__sq_row(st), 0, out) < 0 ||
+         !og__payout_draft_outcome(out, &why)))
+        rc = OG_EINTERNAL;
     sqlite3_reset(st);
     return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
 }
 
 int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out)
+                        og__payout_draft_report *out)
 {
     og__sq_store *s = impl;
-    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
-    bool keep = false;
+    og__payout_draft_report rep = {0};
     og__sq_conn *c;
     int rc;
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_payout_draft_in(c, r, &res, &keep);
-    rc = og__sq_end(s, c, rc, keep);
+    rc = sq_payout_draft_in(c, r, &rep);
+    rc = og__sq_end(s, c, rc, rep.written);
     if (rc == 0)
-        *out = res;
+        *out = rep;
     return rc;
 }
 
@@ -458,10 +429,10 @@ enum { CANCEL_VERSION, CANCEL_UPDATED_AT, CANCEL_NCOLS };
 
 static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
                                int64_t expected, const char *actor,
-                               og_payout_put_result *out, bool *keep)
+                               og__payout_cancel_report *out)
 {
     char from[16];
-    int64_t version = 0, at;
+    int64_t version, at;
     sqlite3_stmt *st;
     int rc;
 
@@ -470,25 +441,22 @@ static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1) {
-        version = sqlite3_column_int64(st, PAYOUT_STATE_VERSION);
+        out->seen_version = sqlite3_column_int64(st, PAYOUT_STATE_VERSION);
         rc = og__sq_text(st, PAYOUT_STATE_STATE, from, sizeof from) < 0
                  ? OG_EINTERNAL
                  : 1;
     }
     sqlite3_reset(st);
-    if (rc <= 0) {
-        out->outcome = OG_PAYOUT_NOT_FOUND;
-        return rc;
-    }
+    if (rc <= 0)
+        return rc; /* 0: no such payout */
+    out->found = true;
     if ((rc = og__sq_stmt(c, sq_payout_cancel_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, expected);
     if ((rc = og__sq_step(c, st)) != 1) {
         sqlite3_reset(st);
-        out->outcome = version != expected ? OG_PAYOUT_VERSION_CONFLICT
-                                           : OG_PAYOUT_REFUSED;
-        return rc;
+        return rc; /* 0: the version or the state does not allow it */
     }
     version = sqlite3_column_int64(st, CANCEL_VERSION);
     at = sqlite3_column_int64(st, CANCEL_UPDATED_AT);
@@ -503,27 +471,25 @@ static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
         if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
             return rc;
     }
-    out->outcome = OG_PAYOUT_WRITTEN;
+    out->written = true;
     out->version = version;
-    *keep = true;
     return 0;
 }
 
 int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out)
+                         const char *actor, og__payout_cancel_report *out)
 {
     og__sq_store *s = impl;
-    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
-    bool keep = false;
+    og__payout_cancel_report rep = {0};
     og__sq_conn *c;
     int rc;
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_payout_cancel_in(c, id, expected, actor, &res, &keep);
-    rc = og__sq_end(s, c, rc, keep);
+    rc = sq_payout_cancel_in(c, id, expected, actor, &rep);
+    rc = og__sq_end(s, c, rc, rep.written);
     if (rc == 0)
-        *out = res;
+        *out = rep;
     return rc;
 }
 
@@ -537,73 +503,12 @@ static const char sq_payout_get_sql[] =
     " destination_version, amount, currency, purpose, state, version,"
     " attempt_count, active_attempt, release_day, requester_id, created_at,"
     " updated_at FROM payouts WHERE payout_id = ?1";
-enum {
-    PAYOUT_VIEW_PAYOUT_ID,
-    PAYOUT_VIEW_TENANT_ID,
-    PAYOUT_VIEW_BENEFICIARY_ID,
-    PAYOUT_VIEW_DESTINATION_ID,
-    PAYOUT_VIEW_DESTINATION_VERSION,
-    PAYOUT_VIEW_AMOUNT,
-    PAYOUT_VIEW_CURRENCY,
-    PAYOUT_VIEW_PURPOSE,
-    PAYOUT_VIEW_STATE,
-    PAYOUT_VIEW_VERSION,
-    PAYOUT_VIEW_ATTEMPT_COUNT,
-    PAYOUT_VIEW_ACTIVE_ATTEMPT,
-    PAYOUT_VIEW_RELEASE_DAY,
-    PAYOUT_VIEW_REQUESTER_ID,
-    PAYOUT_VIEW_CREATED_AT,
-    PAYOUT_VIEW_UPDATED_AT,
-    PAYOUT_VIEW_NCOLS
-};
-
-/* Reads the sq_payout_get_sql columns of the current row. */
-static int sq_payout_view(sqlite3_stmt *st, og_payout_view *v)
-{
-    int state;
-
-    memset(v, 0, sizeof *v);
-    if (og__sq_text(st, PAYOUT_VIEW_PAYOUT_ID, v->payout_id,
-                    sizeof v->payout_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_TENANT_ID, v->tenant_id,
-                    sizeof v->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_BENEFICIARY_ID, v->beneficiary_id,
-                    sizeof v->beneficiary_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_DESTINATION_ID, v->destination_id,
-                    sizeof v->destination_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_CURRENCY, v->currency,
-                    sizeof v->currency) < 0 ||
-        og__sq_text_opt(st, PAYOUT_VIEW_PURPOSE, v->purpose,
-                        sizeof v->purpose) < 0 ||
-        og__sq_text_opt(st, PAYOUT_VIEW_ACTIVE_ATTEMPT, v->active_attempt,
-                        sizeof v->active_attempt) < 0 ||
-        og__sq_text_opt(st, PAYOUT_VIEW_RELEASE_DAY, v->release_day,
-                        sizeof v->release_day) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_REQUESTER_ID, v->requester_id,
-                    sizeof v->requester_id) < 0)
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_VIEW_STATE));
-    v->destination_version =
-        sqlite3_column_int64(st, PAYOUT_VIEW_DESTINATION_VERSION);
-    v->amount_minor = sqlite3_column_int64(st, PAYOUT_VIEW_AMOUNT);
-    v->has_purpose =
-        sqlite3_column_type(st, PAYOUT_VIEW_PURPOSE) != SQLITE_NULL;
-    v->version = sqlite3_column_int64(st, PAYOUT_VIEW_VERSION);
-    v->attempt_count = sqlite3_column_int64(st, PAYOUT_VIEW_ATTEMPT_COUNT);
-    v->created_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_CREATED_AT);
-    v->updated_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_UPDATED_AT);
-    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
-                                             v->amount, sizeof v->amount) != 0)
-        return OG_EINTERNAL;
-    v->state = (og_payout_state)state;
-    return 0;
-}
+/* Its columns: PAYOUT_VIEW_* (rows.h). */
 
 static int sq_payout_view_row(og__sq_store *s, sqlite3_stmt *st, void *out)
 {
     (void)s;
-    return sq_payout_view(st, out);
+    return og__row_payout_view(og__sq_row(st), out);
 }
 
 int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
@@ -632,151 +537,60 @@ static const char sq_payout_facts_sql[] =
     " JOIN beneficiaries b ON b.beneficiary_id = p.beneficiary_id"
     " JOIN destinations d ON d.destination_id = p.destination_id"
     " WHERE p.payout_id = ?1";
-enum {
-    PAYOUT_FACTS_STATE,
-    PAYOUT_FACTS_VERSION,
-    PAYOUT_FACTS_ATTEMPT_COUNT,
-    PAYOUT_FACTS_ACTIVE_ATTEMPT,
-    PAYOUT_FACTS_TENANT_ID,
-    PAYOUT_FACTS_BENEFICIARY_ID,
-    PAYOUT_FACTS_DESTINATION_ID,
-    PAYOUT_FACTS_DESTINATION_VERSION,
-    PAYOUT_FACTS_AMOUNT,
-    PAYOUT_FACTS_CURRENCY,
-    PAYOUT_FACTS_PURPOSE,
-    PAYOUT_FACTS_PAYOUTS_SUSPENDED,
-    PAYOUT_FACTS_DAILY_LIMIT,
-    PAYOUT_FACTS_TENANT_CURRENCY,
-    PAYOUT_FACTS_OFFSET_MINUTES,
-    PAYOUT_FACTS_SETTINGS_VERSION,
-    PAYOUT_FACTS_VERIFIED,
-    PAYOUT_FACTS_BENEFICIARY_STATUS,
-    PAYOUT_FACTS_BENEFICIARY_VERSION,
-    PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
-    PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
-    PAYOUT_FACTS_DESTINATION_CHANGED_AT,
-    PAYOUT_FACTS_NOW,
-    PAYOUT_FACTS_NCOLS
-};
+/* Its columns: PAYOUT_FACTS_* (rows.h), then the clock. */
+enum { SQ_PAYOUT_FACTS_NOW = PAYOUT_FACTS_NCOLS };
 /* The day's counters: ?1 tenant, ?2 day. */
 static const char sq_payout_day_sql[] =
     "SELECT paid, reserved, version FROM tenant_days"
     " WHERE tenant_id = ?1 AND day = ?2";
-enum {
-    PAYOUT_DAY_PAID,
-    PAYOUT_DAY_RESERVED,
-    PAYOUT_DAY_VERSION,
-    PAYOUT_DAY_NCOLS
-};
+/* Its columns: PAYOUT_DAY_* (rows.h). */
 
-/* The current row of sq_payout_facts_sql into *f. */
-static int sq_facts_row(sqlite3_stmt *st, og__payout_facts *f)
-{
-    int state, status;
-
-    if (og__sq_text_opt(st, PAYOUT_FACTS_ACTIVE_ATTEMPT, f->active_attempt,
-                        sizeof f->active_attempt) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_TENANT_ID, f->tenant_id,
-                    sizeof f->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_BENEFICIARY_ID, f->beneficiary_id,
-                    sizeof f->beneficiary_id) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_DESTINATION_ID, f->destination_id,
-                    sizeof f->destination_id) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_CURRENCY, f->currency,
-                    sizeof f->currency) < 0 ||
-        og__sq_text_opt(st, PAYOUT_FACTS_PURPOSE, f->purpose,
-                        sizeof f->purpose) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_TENANT_CURRENCY, f->tenant_currency,
-                    sizeof f->tenant_currency) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
-                    f->destination_beneficiary_id,
-                    sizeof f->destination_beneficiary_id) < 0)
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_FACTS_BENEFICIARY_STATUS));
-    if (state < 0 || status < 0)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->state = (og_payout_state)state;
-    f->version = sqlite3_column_int64(st, PAYOUT_FACTS_VERSION);
-    f->attempt_count = sqlite3_column_int64(st, PAYOUT_FACTS_ATTEMPT_COUNT);
-    f->destination_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_VERSION);
-    f->amount_minor = sqlite3_column_int64(st, PAYOUT_FACTS_AMOUNT);
-    f->has_purpose =
-        sqlite3_column_type(st, PAYOUT_FACTS_PURPOSE) != SQLITE_NULL;
-    f->payouts_suspended =
-        sqlite3_column_int(st, PAYOUT_FACTS_PAYOUTS_SUSPENDED) != 0;
-    f->daily_limit = sqlite3_column_int64(st, PAYOUT_FACTS_DAILY_LIMIT);
-    f->offset_minutes = sqlite3_column_int(st, PAYOUT_FACTS_OFFSET_MINUTES);
-    f->settings_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_SETTINGS_VERSION);
-    f->verified = sqlite3_column_int(st, PAYOUT_FACTS_VERIFIED) != 0;
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    f->beneficiary_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_BENEFICIARY_VERSION);
-    f->destination_record_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_RECORD_VERSION);
-    f->destination_changed_at_us =
-        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_CHANGED_AT);
-    f->observed_at_us = sqlite3_column_int64(st, PAYOUT_FACTS_NOW);
-    return 0;
-}
-
-/* Reads the facts of payout id inside c's transaction: the payout with its
- * tenant, beneficiary and destination, then the counters of the release
- * day of release_at_us in the tenant's offset. A missing payout is
- * found = false at the store's clock. */
-static int sq_read_facts(og__sq_conn *c, const char *id,
-                         int64_t release_at_us, og__payout_facts *f)
-{
-    sqlite3_stmt *st;
-    int rc;
-
-    memset(f, 0, sizeof *f);
-    if ((rc = og__sq_stmt(c, sq_payout_facts_sql, &st)) < 0)
-        return rc;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) == 1)
-        rc = sq_facts_row(st, f);
-    sqlite3_reset(st);
-    if (rc < 0)
-        return rc;
-    if (!f->found)
-        return og__sq_clock(c, &f->observed_at_us);
-    if (og__copy(f->payout_id, sizeof f->payout_id, id) < 0 ||
-        og_payout_release_day(release_at_us, f->offset_minutes,
-                              f->release_day) != 0)
-        return OG_EINTERNAL; /* both checked before the store */
-    if ((rc = og__sq_stmt(c, sq_payout_day_sql, &st)) < 0)
-        return rc;
-    sqlite3_bind_text(st, 1, f->tenant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, f->release_day, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) == 1) {
-        f->paid = sqlite3_column_int64(st, PAYOUT_DAY_PAID);
-        f->reserved = sqlite3_column_int64(st, PAYOUT_DAY_RESERVED);
-        f->day_version = sqlite3_column_int64(st, PAYOUT_DAY_VERSION);
-    }
-    sqlite3_reset(st);
-    return rc < 0 ? rc : 0;
-}
-
-/* In tx (Q26): its snapshot, or for the decision the write lock (Q1),
+/* The facts of payout id in tx: the payout with its tenant, beneficiary
+ * and destination, then the counters of the release day of release_at_us
+ * in the tenant's offset. A missing payout is found = false at the store's
+ * clock. tx's snapshot, or for the decision the write lock (Q1, Q26),
  * holds every row read until it ends, so lock asks nothing more. */
 int og__sq_payout_facts(void *impl, void *tx, const char *id,
                         int64_t release_at_us, bool lock,
                         og__payout_facts *out)
 {
+    og__sq_conn *c = tx;
     og__payout_facts f;
+    sqlite3_stmt *st;
     int rc;
 
     (void)impl;
     (void)lock;
-    if ((rc = sq_read_facts(tx, id, release_at_us, &f)) == 0)
-        *out = f;
-    return rc;
+    memset(&f, 0, sizeof f);
+    if ((rc = og__sq_stmt(c, sq_payout_facts_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (rc = og__row_payout_facts(og__sq_row(st), &f)) == 0)
+        f.observed_at_us = sqlite3_column_int64(st, SQ_PAYOUT_FACTS_NOW);
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    if (!f.found) {
+        if ((rc = og__sq_clock(c, &f.observed_at_us)) == 0)
+            *out = f;
+        return rc;
+    }
+    if (og__copy(f.payout_id, sizeof f.payout_id, id) < 0 ||
+        og_payout_release_day(release_at_us, f.offset_minutes,
+                              f.release_day) != 0)
+        return OG_EINTERNAL; /* both checked before the store */
+    if ((rc = og__sq_stmt(c, sq_payout_day_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = og__row_payout_day(og__sq_row(st), &f); /* no row: 0, 0, 0 */
+    sqlite3_reset(st);
+    if (rc < 0)
+        return rc;
+    *out = f;
+    return 0;
 }
 
 /* ===========================================================================

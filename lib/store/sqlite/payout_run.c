@@ -78,16 +78,7 @@ const char og__sq_payout_job_take_sql[] =
     "                 ORDER BY available_at, job_id LIMIT 1)"
     " RETURNING job_id, payout_id, grant_id, correlation_id,"
     "   resubmitted_from, deliveries, available_at";
-enum {
-    PAYOUT_JOB_JOB_ID,
-    PAYOUT_JOB_PAYOUT_ID,
-    PAYOUT_JOB_GRANT_ID,
-    PAYOUT_JOB_CORRELATION_ID,
-    PAYOUT_JOB_RESUBMITTED_FROM,
-    PAYOUT_JOB_DELIVERY,
-    PAYOUT_JOB_LEASE_UNTIL,
-    PAYOUT_JOB_NCOLS
-};
+/* Its columns: PAYOUT_JOB_* (rows.h). */
 
 static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
                                  og_payout_job *out, bool *keep)
@@ -99,23 +90,10 @@ static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
         return rc;
     sqlite3_bind_int64(st, 1, lease_us);
     if ((rc = og__sq_step(c, st)) == 1) {
-        memset(out, 0, sizeof *out);
-        if (og__sq_text(st, PAYOUT_JOB_JOB_ID, out->job_id,
-                        sizeof out->job_id) < 0 ||
-            og__sq_text(st, PAYOUT_JOB_PAYOUT_ID, out->payout_id,
-                        sizeof out->payout_id) < 0 ||
-            og__sq_text(st, PAYOUT_JOB_GRANT_ID, out->grant_id,
-                        sizeof out->grant_id) < 0 ||
-            og__sq_text(st, PAYOUT_JOB_CORRELATION_ID, out->correlation_id,
-                        sizeof out->correlation_id) < 0 ||
-            og__sq_text_opt(st, PAYOUT_JOB_RESUBMITTED_FROM,
-                            out->resubmitted_from,
-                            sizeof out->resubmitted_from) < 0) {
+        if (og__row_payout_job(og__sq_row(st), out) < 0) {
             sqlite3_reset(st);
             return OG_EINTERNAL;
         }
-        out->delivery = sqlite3_column_int64(st, PAYOUT_JOB_DELIVERY);
-        out->lease_until_us = sqlite3_column_int64(st, PAYOUT_JOB_LEASE_UNTIL);
         if ((rc = og__sq_done(c, st)) < 0)
             return rc;
         *keep = true;
@@ -222,109 +200,28 @@ static const char sq_payout_claim_facts_sql[] =
     " LEFT JOIN operations_archive a"
     "   ON a.operation_id = g.consumed_by_operation"
     " WHERE b.grant_id = ?1";
-enum {
-    CLAIM_FACTS_PAYOUT_ID,
-    CLAIM_FACTS_AUDIENCE,
-    CLAIM_FACTS_EXECUTABLE_VERSION,
-    CLAIM_FACTS_ATTEMPT_NUMBER,
-    CLAIM_FACTS_NOT_BEFORE,
-    CLAIM_FACTS_EXPIRES_AT,
-    CLAIM_FACTS_CONSUMED,
-    CLAIM_FACTS_CONSUMED_BY,
-    CLAIM_FACTS_REVOKED,
-    CLAIM_FACTS_CONSUMER_FOUND,
-    CLAIM_FACTS_CONSUMER_PAYOUT,
-    CLAIM_FACTS_CONSUMER_REFERENCE,
-    CLAIM_FACTS_STATE,
-    CLAIM_FACTS_PAYOUT_VERSION,
-    CLAIM_FACTS_ACTIVE_ATTEMPT,
-    CLAIM_FACTS_AMOUNT,
-    CLAIM_FACTS_CURRENCY,
-    CLAIM_FACTS_DESTINATION_ID,
-    CLAIM_FACTS_PAYOUTS_SUSPENDED,
-    CLAIM_FACTS_SETTINGS_VERSION,
-    CLAIM_FACTS_BENEFICIARY_STATUS,
-    CLAIM_FACTS_BENEFICIARY_VERSION,
-    CLAIM_FACTS_DESTINATION_VERSION,
-    CLAIM_FACTS_NOW,
-    CLAIM_FACTS_NCOLS
-};
+/* Its columns: CLAIM_FACTS_* (rows.h). */
 
-/* Reads the claim's facts of r's grant (f->found: a payout grant) under
- * the write lock (Q1, Q31): none of it changes before the commit. */
-static int sq_claim_facts(og__sq_conn *c, const char *grant_id,
-                          og__payout_claim_facts *f)
-{
-    sqlite3_stmt *st;
-    int rc, state, status;
-
-    memset(f, 0, sizeof *f);
-    if ((rc = og__sq_stmt(c, sq_payout_claim_facts_sql, &st)) < 0)
-        return rc;
-    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) != 1) {
-        sqlite3_reset(st);
-        return rc; /* 0: not a payout grant */
-    }
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, CLAIM_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        (const char *)sqlite3_column_text(st, CLAIM_FACTS_BENEFICIARY_STATUS));
-    if (og__sq_text(st, CLAIM_FACTS_PAYOUT_ID, f->payout_id,
-                    sizeof f->payout_id) < 0 ||
-        og__sq_text(st, CLAIM_FACTS_AUDIENCE, f->audience,
-                    sizeof f->audience) < 0 ||
-        og__sq_text_opt(st, CLAIM_FACTS_CONSUMED_BY, f->consumed_by,
-                        sizeof f->consumed_by) < 0 ||
-        og__sq_text_opt(st, CLAIM_FACTS_CONSUMER_REFERENCE,
-                        f->consumer_reference,
-                        sizeof f->consumer_reference) < 0 ||
-        og__sq_text(st, CLAIM_FACTS_CURRENCY, f->currency,
-                    sizeof f->currency) < 0 ||
-        og__sq_text(st, CLAIM_FACTS_DESTINATION_ID, f->destination_id,
-                    sizeof f->destination_id) < 0 ||
-        state < 0 || status < 0) {
-        sqlite3_reset(st);
-        return OG_EINTERNAL;
-    }
-    f->found = true;
-    f->executable_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_EXECUTABLE_VERSION);
-    f->attempt_number = sqlite3_column_int64(st, CLAIM_FACTS_ATTEMPT_NUMBER);
-    f->not_before_us = sqlite3_column_int64(st, CLAIM_FACTS_NOT_BEFORE);
-    f->expires_at_us = sqlite3_column_int64(st, CLAIM_FACTS_EXPIRES_AT);
-    f->consumed = sqlite3_column_int(st, CLAIM_FACTS_CONSUMED) != 0;
-    f->revoked = sqlite3_column_int(st, CLAIM_FACTS_REVOKED) != 0;
-    f->consumer_found =
-        sqlite3_column_int(st, CLAIM_FACTS_CONSUMER_FOUND) != 0;
-    f->consumer_payout =
-        sqlite3_column_int(st, CLAIM_FACTS_CONSUMER_PAYOUT) != 0;
-    f->state = (og_payout_state)state;
-    f->payout_version = sqlite3_column_int64(st, CLAIM_FACTS_PAYOUT_VERSION);
-    f->active_attempt =
-        sqlite3_column_int(st, CLAIM_FACTS_ACTIVE_ATTEMPT) != 0;
-    f->amount_minor = sqlite3_column_int64(st, CLAIM_FACTS_AMOUNT);
-    f->payouts_suspended =
-        sqlite3_column_int(st, CLAIM_FACTS_PAYOUTS_SUSPENDED) != 0;
-    f->settings_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_SETTINGS_VERSION);
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    f->beneficiary_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_BENEFICIARY_VERSION);
-    f->destination_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_DESTINATION_VERSION);
-    f->now_us = sqlite3_column_int64(st, CLAIM_FACTS_NOW);
-    return og__sq_done(c, st);
-}
-
+/* The claim's facts of grant_id (found: a payout grant), under the write
+ * lock (Q1, Q31): none of it changes before the commit. */
 int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
                               og__payout_claim_facts *out)
 {
+    og__sq_conn *c = tx;
     og__payout_claim_facts f;
+    sqlite3_stmt *st;
     int rc;
 
     (void)impl;
-    if ((rc = sq_claim_facts(tx, grant_id, &f)) == 0)
+    memset(&f, 0, sizeof f);
+    if ((rc = og__sq_stmt(c, sq_payout_claim_facts_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (rc = og__row_claim_facts(og__sq_row(st), &f)) == 0)
+        rc = og__sq_done(c, st);
+    sqlite3_reset(st);
+    if (rc == 0) /* 0 rows: not a payout grant */
         *out = f;
     return rc;
 }
@@ -403,7 +300,7 @@ int og__sq_payout_claim_write(void *impl, void *tx,
     sqlite3_bind_text(st, 10, p->idempotency_key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 11, p->client_reference, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1)
-        rc = og__sq_read_op(st, &op);
+        rc = og__row_operation(og__sq_row(st), 0, &op);
     else if (rc == 0)
         rc = OG_EINTERNAL; /* VALUES always inserts or fails */
     if (rc < 0) {
@@ -546,56 +443,26 @@ static const char sq_payout_resolve_facts_sql[] =
     " JOIN payouts p ON p.payout_id = b.payout_id"
     " WHERE o.operation_id = ?1 AND o.kind = 'payout'"
     "   AND o.issuer = '" OG_PAYOUT_ISSUER "'";
-enum {
-    RESOLVE_FACTS_PAYOUT_ID,
-    RESOLVE_FACTS_GRANT_ID,
-    RESOLVE_FACTS_RELEASE_DAY,
-    RESOLVE_FACTS_AMOUNT,
-    RESOLVE_FACTS_RELEASED,
-    RESOLVE_FACTS_STATE,
-    RESOLVE_FACTS_VERSION,
-    RESOLVE_FACTS_ACTIVE,
-    RESOLVE_FACTS_NCOLS
-};
+/* Its columns: RESOLVE_FACTS_* (rows.h). */
 
 int og__sq_payout_resolve_facts(void *impl, void *tx, const char *id,
                                 og__payout_resolve_facts *out)
 {
-    og__payout_resolve_facts f;
     og__sq_conn *c = tx;
+    og__payout_resolve_facts f;
     sqlite3_stmt *st;
-    int rc, state;
+    int rc;
 
     (void)impl;
     memset(&f, 0, sizeof f);
     if ((rc = og__sq_stmt(c, sq_payout_resolve_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) != 1) {
-        sqlite3_reset(st);
-        if (rc == 0) /* not a payout attempt with a binding */
-            *out = f;
-        return rc;
-    }
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, RESOLVE_FACTS_STATE));
-    if (og__sq_text(st, RESOLVE_FACTS_PAYOUT_ID, f.payout_id,
-                    sizeof f.payout_id) < 0 ||
-        og__sq_text(st, RESOLVE_FACTS_GRANT_ID, f.grant_id,
-                    sizeof f.grant_id) < 0 ||
-        og__sq_text(st, RESOLVE_FACTS_RELEASE_DAY, f.release_day,
-                    sizeof f.release_day) < 0 ||
-        state < 0) {
-        sqlite3_reset(st);
-        return OG_EINTERNAL;
-    }
-    f.found = true;
-    f.amount_minor = sqlite3_column_int64(st, RESOLVE_FACTS_AMOUNT);
-    f.released = sqlite3_column_int(st, RESOLVE_FACTS_RELEASED) != 0;
-    f.state = (og_payout_state)state;
-    f.payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_VERSION);
-    f.active = sqlite3_column_int(st, RESOLVE_FACTS_ACTIVE) != 0;
-    if ((rc = og__sq_done(c, st)) == 0)
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (rc = og__row_resolve_facts(og__sq_row(st), &f)) == 0)
+        rc = og__sq_done(c, st);
+    sqlite3_reset(st);
+    if (rc == 0) /* 0 rows: not a payout attempt with a binding */
         *out = f;
     return rc;
 }
@@ -748,74 +615,12 @@ static const char sq_payout_grant_get_sql[] =
     " FROM payout_grants b"
     " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
     " WHERE b.grant_id = ?1";
-enum {
-    PAYOUT_GRANT_GRANT_ID,
-    PAYOUT_GRANT_DECISION_ID,
-    PAYOUT_GRANT_PAYOUT_ID,
-    PAYOUT_GRANT_TENANT_ID,
-    PAYOUT_GRANT_OPERATION,
-    PAYOUT_GRANT_AUDIENCE,
-    PAYOUT_GRANT_TERMS_FINGERPRINT,
-    PAYOUT_GRANT_POLICY_VERSION,
-    PAYOUT_GRANT_EXECUTABLE_VERSION,
-    PAYOUT_GRANT_ATTEMPT_NUMBER,
-    PAYOUT_GRANT_AMOUNT,
-    PAYOUT_GRANT_RELEASE_DAY,
-    PAYOUT_GRANT_NOT_BEFORE,
-    PAYOUT_GRANT_EXPIRES_AT,
-    PAYOUT_GRANT_CREATED_AT,
-    PAYOUT_GRANT_CONSUMED_AT,
-    PAYOUT_GRANT_CONSUMED_BY,
-    PAYOUT_GRANT_REVOKED_AT,
-    PAYOUT_GRANT_RELEASED_AT,
-    PAYOUT_GRANT_NOW,
-    PAYOUT_GRANT_NCOLS
-};
+/* Its columns: PAYOUT_GRANT_* (rows.h). */
 
 static int sq_payout_grant_row(og__sq_store *s, sqlite3_stmt *st, void *out)
 {
-    og_payout_grant_view *v = out;
-
-    memset(v, 0, sizeof *v);
-    if (og__sq_text(st, PAYOUT_GRANT_GRANT_ID, v->grant_id,
-                    sizeof v->grant_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_DECISION_ID, v->decision_id,
-                    sizeof v->decision_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_PAYOUT_ID, v->payout_id,
-                    sizeof v->payout_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_TENANT_ID, v->tenant_id,
-                    sizeof v->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_OPERATION, v->operation,
-                    sizeof v->operation) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_AUDIENCE, v->audience,
-                    sizeof v->audience) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_TERMS_FINGERPRINT, v->terms_fingerprint,
-                    sizeof v->terms_fingerprint) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_POLICY_VERSION, v->policy_version,
-                    sizeof v->policy_version) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_RELEASE_DAY, v->release_day,
-                    sizeof v->release_day) < 0 ||
-        og__sq_text_opt(st, PAYOUT_GRANT_CONSUMED_BY, v->consumed_by_operation,
-                        sizeof v->consumed_by_operation) < 0)
-        return OG_EINTERNAL;
-    v->executable_payout_version =
-        sqlite3_column_int64(st, PAYOUT_GRANT_EXECUTABLE_VERSION);
-    v->attempt_number = sqlite3_column_int64(st, PAYOUT_GRANT_ATTEMPT_NUMBER);
-    v->reserved_minor = sqlite3_column_int64(st, PAYOUT_GRANT_AMOUNT);
-    v->not_before_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOT_BEFORE);
-    v->expires_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_EXPIRES_AT);
-    v->created_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_CREATED_AT);
-    v->consumed_at_us =
-        sqlite3_column_int64(st, PAYOUT_GRANT_CONSUMED_AT); /* NULL reads 0 */
-    v->revoked_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_REVOKED_AT);
-    v->released_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_RELEASED_AT);
-    v->read_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOW);
-    v->state = og__payout_grant_state(
-        sqlite3_column_type(st, PAYOUT_GRANT_CONSUMED_AT) != SQLITE_NULL,
-        sqlite3_column_type(st, PAYOUT_GRANT_REVOKED_AT) != SQLITE_NULL,
-        v->expires_at_us, s->opts.timings.admission_leeway_us,
-        v->read_at_us);
-    return 0;
+    return og__row_payout_grant(og__sq_row(st),
+                                s->opts.timings.admission_leeway_us, out);
 }
 
 int og__sq_payout_grant_get(void *impl, const char *grant_id,
@@ -839,7 +644,7 @@ static const char sq_payout_grant_revoke_sql[] =
 
 static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
                                      const char *actor,
-                                     og_revoke_outcome *out, bool *keep)
+                                     og__payout_revoke_report *out)
 {
     char payout[OG_ID_MAX + 1];
     sqlite3_stmt *st;
@@ -854,18 +659,15 @@ static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
                  ? OG_EINTERNAL
                  : 1;
     sqlite3_reset(st);
-    if (rc <= 0) {
-        *out = OG_REVOKE_NOT_ISSUED; /* not a payout grant */
-        return rc;
-    }
+    if (rc <= 0)
+        return rc; /* 0: not a payout grant */
+    out->payout_grant = true;
     /* The grant's row, live: ONE conditional write (Q29). */
     if ((rc = og__sq_stmt(c, sq_payout_grant_revoke_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_one_i64(c, st, &at)) <= 0) {
-        *out = OG_REVOKE_ALREADY_USED_OR_REVOKED;
-        return rc;
-    }
+    if ((rc = og__sq_one_i64(c, st, &at)) <= 0)
+        return rc; /* 0: consumed or revoked already */
     {
         og__sq_payout_event ev = {.payout_id = payout, .at = at,
                                   .kind = "grant-revoked", .actor = actor,
@@ -877,25 +679,24 @@ static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
      * it already. */
     if ((rc = sq_release(c, grant_id, at, "revoked", actor)) < 0)
         return rc;
-    *out = OG_REVOKE_REVOKED;
-    *keep = true;
+    out->revoked = true;
     return 0;
 }
 
 int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out)
+                               const char *actor,
+                               og__payout_revoke_report *out)
 {
     og__sq_store *s = impl;
-    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
-    bool keep = false;
+    og__payout_revoke_report rep = {false, false};
     og__sq_conn *c;
     int rc;
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_payout_grant_revoke_in(c, grant_id, actor, &o, &keep);
-    if ((rc = og__sq_end(s, c, rc, keep)) == 0)
-        *out = o;
+    rc = sq_payout_grant_revoke_in(c, grant_id, actor, &rep);
+    if ((rc = og__sq_end(s, c, rc, rep.revoked)) == 0)
+        *out = rep;
     return rc;
 }
 

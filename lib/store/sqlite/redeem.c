@@ -66,37 +66,7 @@ static const char sq_redemption_get_sql[] =
     " FROM redemptions"
     " WHERE (caller = ?1 AND idempotency_key = ?2) OR code_hash = ?3"
     " ORDER BY 1 DESC LIMIT 1";
-enum {
-    REDEMPTION_GET_OWN,
-    REDEMPTION_GET_CODE_HASH,
-    REDEMPTION_GET_NONCE,
-    REDEMPTION_GET_SEALED,
-    REDEMPTION_GET_CREATED_AT,
-    REDEMPTION_GET_NCOLS
-};
-
-/* Copies the OWN row of sq_redemption_get_sql into *out (sealed
- * malloc'd). */
-static int sq_read_point(sqlite3_stmt *st, og_redemption_point *out)
-{
-    int nlen = sqlite3_column_bytes(st, REDEMPTION_GET_NONCE);
-    int slen = sqlite3_column_bytes(st, REDEMPTION_GET_SEALED);
-    const void *nonce = sqlite3_column_blob(st, REDEMPTION_GET_NONCE);
-    const void *sealed = sqlite3_column_blob(st, REDEMPTION_GET_SEALED);
-
-    if (og__sq_text(st, REDEMPTION_GET_CODE_HASH, out->code_hash,
-                    sizeof out->code_hash) < 0 ||
-        nlen != OG_REDEMPTION_NONCE_LEN || !nonce || !sealed ||
-        slen <= OG_REDEMPTION_TAG_LEN || slen > OG_REDEMPTION_SEALED_MAX)
-        return OG_EINTERNAL; /* the schema's CHECKs forbid it */
-    if (!(out->sealed = malloc((size_t)slen)))
-        return OG_ENOMEM;
-    memcpy(out->nonce, nonce, OG_REDEMPTION_NONCE_LEN);
-    memcpy(out->sealed, sealed, (size_t)slen);
-    out->sealed_len = (size_t)slen;
-    out->created_at_us = sqlite3_column_int64(st, REDEMPTION_GET_CREATED_AT);
-    return 0;
-}
+/* Its columns: REDEMPTION_GET_* (rows.h). */
 
 int og__sq_redemption_get(void *impl, const char *caller, const char *key,
                           const char *code_hash, og_redemption_found *found,
@@ -115,14 +85,10 @@ int og__sq_redemption_get(void *impl, const char *caller, const char *key,
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
     og__sq_bind_opt(st, 3, code_hash);
     rc = og__sq_step(c, st);
-    if (rc == 0) {
+    if (rc == 0)
         *found = OG_REDEMPTION_ABSENT;
-    } else if (rc == 1 && sqlite3_column_int(st, REDEMPTION_GET_OWN) == 0) {
-        *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
-        rc = 0;
-    } else if (rc == 1 && (rc = sq_read_point(st, out)) == 0) {
-        *found = OG_REDEMPTION_OWN;
-    }
+    else if (rc == 1)
+        rc = og__row_redemption(og__sq_row(st), found, out);
     sqlite3_reset(st);
 out:
     og__sq_release(s, c, false);
