@@ -346,8 +346,9 @@ static const char pg_migration_7_validate[] =
  * append-only, enforced by the store: a trigger refuses UPDATE, DELETE and
  * TRUNCATE (docs/design.md, "Schema": append-only by a trigger, not by
  * convention). destinations.provider_token is a SECRET: no other table
- * holds it and no statement but the executor's read returns it. */
-static const char pg_migration_8_sql[] =
+ * holds it and no statement but the executor's read returns it. Three
+ * texts, run in order in the migration's transaction: the context... */
+static const char pg_migration_8_context_sql[] =
     "CREATE TABLE tenants (\n"
     "  tenant_id                 text        PRIMARY KEY CHECK (octet_length(tenant_id) BETWEEN 1 AND 128),\n"
     "  payouts_suspended         boolean     NOT NULL,\n"
@@ -394,7 +395,9 @@ static const char pg_migration_8_sql[] =
     "  requester_id        text        NOT NULL CHECK (octet_length(requester_id) BETWEEN 1 AND 128),\n"
     "  created_at          timestamptz NOT NULL,\n"
     "  updated_at          timestamptz NOT NULL,\n"
-    "  FOREIGN KEY (tenant_id, beneficiary_id) REFERENCES beneficiaries (tenant_id, beneficiary_id));\n"
+    "  FOREIGN KEY (tenant_id, beneficiary_id) REFERENCES beneficiaries (tenant_id, beneficiary_id));\n";
+/* ...the decisions, append-only... */
+static const char pg_migration_8_decisions_sql[] =
     "CREATE TABLE payout_decisions (                   -- history (I26): no foreign key, a missing payout's Deferred counts\n"
     "  decision_id              uuid        PRIMARY KEY,\n"
     "  payout_id                text        NOT NULL,\n"
@@ -420,7 +423,9 @@ static const char pg_migration_8_sql[] =
     "CREATE TRIGGER payout_decisions_append_only BEFORE UPDATE OR DELETE ON payout_decisions\n"
     "  FOR EACH ROW EXECUTE FUNCTION og_append_only();\n"
     "CREATE TRIGGER payout_decisions_no_truncate BEFORE TRUNCATE ON payout_decisions\n"
-    "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n";
+/* ...the grants' bindings, the jobs and the history. */
+static const char pg_migration_8_run_sql[] =
     "CREATE TABLE payout_grants (                      -- a payout grant's bindings; the grant is its grants row\n"
     "  grant_id                  text        PRIMARY KEY,\n"
     "  issuer                    text        NOT NULL CHECK (issuer = 'payouts'),\n"
@@ -511,32 +516,43 @@ static const char pg_migration_10_sql[] =
 typedef struct pg_migration {
     int version;
     const char *description;
-    const char *sql; /* may hold several statements: sent with PQsendQuery */
-    const char *sql_hashed; /* NULL: sql; else a hashed store's variant */
+    /* Its SQL, run in order in the migration's one transaction: each text
+     * may hold several statements (sent with the simple protocol) and is a
+     * literal under the 4,095 characters ISO C asks a compiler to take. */
+    const char *const *sql;
+    const char *const *sql_hashed; /* NULL: sql; else a hashed store's */
     const char *validate; /* NULL, or run after the migration committed, on
                              every migrate of a store at this version or
                              later: idempotent, its own transaction */
 } pg_migration;
 
+/* A migration's list of texts, NULL-terminated. */
+#define PG_STEPS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
 static const pg_migration pg_migrations[] = {
-    {1, "grant consumptions and operations", pg_migration_1_sql, NULL, NULL},
+    {1, "grant consumptions and operations", PG_STEPS(pg_migration_1_sql),
+     NULL, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
-     pg_migration_2_sql, NULL, NULL},
+     PG_STEPS(pg_migration_2_sql), NULL, NULL},
     {3, "execution: updated_at, provider reference, outcome reason, events",
-     pg_migration_3_sql, NULL, NULL},
+     PG_STEPS(pg_migration_3_sql), NULL, NULL},
     {4, "retention: operations and events archives, terminal index",
-     pg_migration_4_sql, NULL, NULL},
-    {5, "settings: consumption keys (readable or hashed)", pg_migration_5_sql,
-     pg_migration_5_hashed_sql, NULL},
-    {6, "redemption recovery points", pg_migration_6_sql, NULL, NULL},
+     PG_STEPS(pg_migration_4_sql), NULL, NULL},
+    {5, "settings: consumption keys (readable or hashed)",
+     PG_STEPS(pg_migration_5_sql), PG_STEPS(pg_migration_5_hashed_sql), NULL},
+    {6, "redemption recovery points", PG_STEPS(pg_migration_6_sql), NULL,
+     NULL},
     {7, "operation kinds, idempotency keys, client references; statuses "
         "Started, NotStarted, NotApplied",
-     pg_migration_7_sql, NULL, pg_migration_7_validate},
+     PG_STEPS(pg_migration_7_sql), NULL, pg_migration_7_validate},
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
-     pg_migration_8_sql, NULL, NULL},
-    {9, "payouts: the claim's history entry", pg_migration_9_sql, NULL, NULL},
+     PG_STEPS(pg_migration_8_context_sql, pg_migration_8_decisions_sql,
+              pg_migration_8_run_sql),
+     NULL, NULL},
+    {9, "payouts: the claim's history entry", PG_STEPS(pg_migration_9_sql),
+     NULL, NULL},
     {10, "payouts: the resolution's release causes and history entry",
-     pg_migration_10_sql, NULL, NULL},
+     PG_STEPS(pg_migration_10_sql), NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -701,6 +717,7 @@ static int pg_apply(og__pg_store *pg, og__pg_conn *c, const pg_migration *m,
 {
     char version[16];
     const char *params[2];
+    const char *const *step;
     int cur = 0;
     int rc;
 
@@ -727,11 +744,11 @@ static int pg_apply(og__pg_store *pg, og__pg_conn *c, const pg_migration *m,
     if (cur >= m->version)
         return og__pg_exec_params(pg, c, "ROLLBACK", 0, NULL, PQTRANS_IDLE,
                                   NULL);
-    rc = og__pg_exec_script(
-        pg, c, keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed : m->sql,
-        PQTRANS_INTRANS);
-    if (rc != 0)
-        return rc;
+    for (step = keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
+                                                        : m->sql;
+         *step; step++)
+        if ((rc = og__pg_exec_script(pg, c, *step, PQTRANS_INTRANS)) != 0)
+            return rc;
     snprintf(version, sizeof version, "%d", m->version);
     params[0] = version;
     params[1] = m->description;

@@ -31,13 +31,18 @@
 typedef struct sq_migration {
     int version;
     const char *description;
-    const char *sql;
-    const char *sql_hashed; /* a hashed store's variant; NULL: sql */
+    /* Its SQL, run in order: each text (one or more statements) is a
+     * literal under the 4,095 characters ISO C asks a compiler to take. */
+    const char *const *sql;
+    const char *const *sql_hashed; /* a hashed store's variant; NULL: sql */
     const char *fk_check;   /* NULL, or a table whose foreign keys are
                                checked (PRAGMA foreign_key_check) before
                                the migration commits: one that rebuilt it
                                with foreign keys off (Q25) */
 } sq_migration;
+
+/* A migration's list of texts, NULL-terminated. */
+#define SQ_STEPS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 
 /* Migration 7: operation kinds, their idempotency keys and client
@@ -98,7 +103,7 @@ typedef struct sq_migration {
     "    OR owner_version > " SQ_STR(OG__INITIAL_OWNER_VERSION) ")"           \
     ") STRICT, WITHOUT ROWID;"                                                \
     "INSERT INTO operations_v7 (" SQ_V6_OP_COLS ")"                           \
-    "  SELECT " SQ_V6_OP_COLS " FROM operations;"                             \
+    "  SELECT " SQ_V6_OP_COLS " FROM operations;",                            \
     "CREATE TABLE operation_events_v7 ("                                      \
     "  seq                INTEGER PRIMARY KEY AUTOINCREMENT,"                 \
     "  operation_id       TEXT    NOT NULL"                                   \
@@ -140,7 +145,7 @@ typedef struct sq_migration {
     "  ON operations (coalesce(updated_at, created_at), operation_id)"        \
     "  WHERE status IN " SQ_TERMINAL ";"                                      \
     "CREATE INDEX operation_events_operation_idx"                             \
-    "  ON operation_events (operation_id, seq);"                              \
+    "  ON operation_events (operation_id, seq);",                             \
     "CREATE TABLE operations_archive_v7 ("                                    \
     "  operation_id       TEXT    NOT NULL PRIMARY KEY,"                      \
     "  issuer             TEXT    NOT NULL,"                                  \
@@ -355,7 +360,7 @@ typedef struct sq_migration {
     "                        BETWEEN 1 AND 512),"                             \
     "  version        INTEGER NOT NULL CHECK (version >= 1),"                 \
     "  changed_at     INTEGER NOT NULL  /* store clock, every change */"      \
-    ") STRICT, WITHOUT ROWID;"                                                \
+    ") STRICT, WITHOUT ROWID;",                                               \
     "CREATE TABLE payouts ("                                                  \
     "  payout_id           TEXT    NOT NULL PRIMARY KEY"                      \
     "                      " SQ_PAYOUT_ID_CHECK("payout_id") ","              \
@@ -383,7 +388,7 @@ typedef struct sq_migration {
     "  updated_at          INTEGER NOT NULL,"                                 \
     "  FOREIGN KEY (tenant_id, beneficiary_id)"                               \
     "    REFERENCES beneficiaries (tenant_id, beneficiary_id)"                \
-    ") STRICT, WITHOUT ROWID;"                                                \
+    ") STRICT, WITHOUT ROWID;",                                               \
     /* History (Q26): no foreign key, so a missing payout's Deferred        \
      * decision is recorded too. */                                          \
     "CREATE TABLE payout_decisions ("                                         \
@@ -415,7 +420,7 @@ typedef struct sq_migration {
     ") STRICT, WITHOUT ROWID;"                                                \
     "CREATE INDEX payout_decisions_payout_idx"                                \
     "  ON payout_decisions (payout_id, decided_at);"                          \
-    SQ_APPEND_ONLY("payout_decisions")                                        \
+    SQ_APPEND_ONLY("payout_decisions"),                                       \
     /* A payout grant's bindings; the grant itself is its `grants` row.     \
      * released_at is set once, by an expiry or a revocation (Q29). */       \
     SQ_PAYOUT_GRANTS_TABLE("payout_grants", "")                              \
@@ -439,7 +444,7 @@ typedef struct sq_migration {
     "  done_at          INTEGER            /* acknowledged */"                \
     ") STRICT, WITHOUT ROWID;"                                                \
     "CREATE INDEX payout_jobs_available_idx ON payout_jobs (available_at, job_id)" \
-    "  WHERE done_at IS NULL;"                                                \
+    "  WHERE done_at IS NULL;",                                               \
     /* The payout's history: one row per step (Q26), append-only. */        \
     SQ_PAYOUT_EVENTS_TABLE("payout_events", "")                              \
     "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
@@ -478,14 +483,14 @@ typedef struct sq_migration {
     "ALTER TABLE payout_grants_v10 RENAME TO payout_grants;"                  \
     "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
     "  WHERE released_at IS NULL;"                                            \
-    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);" \
+    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);", \
     SQ_PAYOUT_EVENTS_TABLE("payout_events_v10", ", 'claimed', 'resolved'")   \
     SQ_PAYOUT_EVENTS_REBUILD("payout_events_v10")
 
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
-     "CREATE TABLE grant_consumptions ("
+     SQ_STEPS("CREATE TABLE grant_consumptions ("
      "  issuer       TEXT    NOT NULL"
      "               CHECK (length(CAST(issuer AS BLOB)) BETWEEN 1 AND 128),"
      "  grant_id     TEXT    NOT NULL"
@@ -520,11 +525,11 @@ static const sq_migration sq_migrations[] = {
      "                                   /* one operation per grant */"
      ") STRICT, WITHOUT ROWID;"
      "CREATE INDEX operations_recovery_idx ON operations (lease_until)"
-     "  WHERE status IN ('Admitted', 'Unknown');", NULL, NULL},
+     "  WHERE status IN ('Admitted', 'Unknown');"), NULL, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
      /* What holds a claimed key: an admission (operation_id set), a
       * revocation, or the consume verdict. */
-     "ALTER TABLE grant_consumptions ADD COLUMN kind TEXT NOT NULL"
+     SQ_STEPS("ALTER TABLE grant_consumptions ADD COLUMN kind TEXT NOT NULL"
      "  DEFAULT 'admission'"
      "  CHECK (kind IN ('admission', 'revocation', 'consume'));"
      "UPDATE grant_consumptions SET kind = 'revocation'"
@@ -604,12 +609,12 @@ static const sq_migration sq_migrations[] = {
      "  created_at  INTEGER NOT NULL,"
      "  rotated_at  INTEGER,"
      "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
-     ") STRICT, WITHOUT ROWID;", NULL, NULL},
+     ") STRICT, WITHOUT ROWID;"), NULL, NULL},
     {3, "execution: outcomes, provider references, operation history",
      /* Q17: updated_at stays NULL until the first status change and is read
       * as created_at, so admission stays ONE insert and old rows need no
       * backfill. */
-     "ALTER TABLE operations ADD COLUMN updated_at INTEGER;"
+     SQ_STEPS("ALTER TABLE operations ADD COLUMN updated_at INTEGER;"
      "ALTER TABLE operations ADD COLUMN provider_reference TEXT"
      "  CHECK (provider_reference IS NULL OR"
      "         length(CAST(provider_reference AS BLOB)) BETWEEN 1 AND 128);"
@@ -650,13 +655,13 @@ static const sq_migration sq_migrations[] = {
      "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)"
      ") STRICT;"
      "CREATE INDEX operation_events_operation_idx"
-     "  ON operation_events (operation_id, seq);", NULL, NULL},
+     "  ON operation_events (operation_id, seq);"), NULL, NULL},
     {4, "retention: operations and events archives, terminal index",
      /* Finished operations and their history, on their own schedule
       * (Q21): the same columns plus archived_at (store clock), without the
       * checks a live row needs. seq is never reused (AUTOINCREMENT), so it
       * stays a key in the archive. */
-     "CREATE TABLE operations_archive ("
+     SQ_STEPS("CREATE TABLE operations_archive ("
      "  operation_id       TEXT    NOT NULL PRIMARY KEY,"
      "  issuer             TEXT    NOT NULL,"
      "  grant_id           TEXT    NOT NULL,"
@@ -694,10 +699,10 @@ static const sq_migration sq_migrations[] = {
      /* The archive job's scan, in its total order (Q21). */
      "CREATE INDEX operations_terminal_idx"
      "  ON operations (coalesce(updated_at, created_at), operation_id)"
-     "  WHERE status IN ('Succeeded', 'Failed');", NULL, NULL},
+     "  WHERE status IN ('Succeeded', 'Failed');"), NULL, NULL},
     {5, "settings: consumption keys (readable or hashed)",
-     SQ_MIGRATION_5("readable", ""),
-     SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS), NULL},
+     SQ_STEPS(SQ_MIGRATION_5("readable", "")),
+     SQ_STEPS(SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS)), NULL},
     /* Touches no table of migrations 4 and 5: readable and hashed stores
      * get the same table, keyed by (caller, idempotency key), never by a
      * grant's consumption key. */
@@ -705,7 +710,7 @@ static const sq_migration sq_migrations[] = {
      /* Q24: one sealed result per (caller, idempotency key); the token is
       * kept only as its SHA-256. A rowid table: a row holds up to 64 KiB,
       * too large for WITHOUT ROWID's clustered pages. */
-     "CREATE TABLE redemptions ("
+     SQ_STEPS("CREATE TABLE redemptions ("
      "  caller          TEXT    NOT NULL"
      "                  CHECK (length(CAST(caller AS BLOB)) BETWEEN 1 AND 128),"
      "  idempotency_key TEXT    NOT NULL"
@@ -720,16 +725,17 @@ static const sq_migration sq_migrations[] = {
      "  created_at      INTEGER NOT NULL,"
      "  PRIMARY KEY (caller, idempotency_key)  /* the first writer wins */"
      ") STRICT;"
-     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);", NULL,
-     NULL},
+     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);"),
+     NULL, NULL},
     {7, "operation kinds, idempotency keys, client references; statuses "
         "Started, NotStarted, NotApplied",
-     SQ_MIGRATION_7, NULL, "operation_events"},
+     SQ_STEPS(SQ_MIGRATION_7), NULL, "operation_events"},
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
-     SQ_MIGRATION_8, NULL, NULL},
-    {9, "payouts: the claim's history entry", SQ_MIGRATION_9, NULL, NULL},
+     SQ_STEPS(SQ_MIGRATION_8), NULL, NULL},
+    {9, "payouts: the claim's history entry", SQ_STEPS(SQ_MIGRATION_9), NULL,
+     NULL},
     {10, "payouts: the resolution's release causes and history entry",
-     SQ_MIGRATION_10, NULL, "payout_jobs"},
+     SQ_STEPS(SQ_MIGRATION_10), NULL, "payout_jobs"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -859,15 +865,16 @@ int og__sq_migrate(void *impl, og_consumption_keys keys, int target,
     }
     for (i = 0; i < sizeof sq_migrations / sizeof sq_migrations[0]; i++) {
         const sq_migration *m = &sq_migrations[i];
+        const char *const *step;
         sqlite3_stmt *st = NULL;
 
         if (m->version <= v || m->version > target)
             continue;
-        if (sqlite3_exec(db,
-                         keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
-                                                                 : m->sql,
-                         NULL, NULL, NULL) != SQLITE_OK)
-            goto fail;
+        for (step = keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
+                                                            : m->sql;
+             *step; step++)
+            if (sqlite3_exec(db, *step, NULL, NULL, NULL) != SQLITE_OK)
+                goto fail;
         if (m->fk_check && (rc = sq_fk_check(db, m->fk_check)) < 0)
             goto out;
         if (sqlite3_prepare_v2(db, sq_migration_record_sql, -1, &st, NULL) !=
