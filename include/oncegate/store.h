@@ -328,7 +328,9 @@ typedef struct og_op_events {
 /* The history of one operation, oldest first. The first event, kind
  * "admitted", is read from the operation record itself (admission writes no
  * second row: it stays ONE insert); the others are stored by the writes
- * above. 0 and *out (free with og_op_events_free), or an error. */
+ * above. 0 and *out (free with og_op_events_free), or an error (OG_ENOMEM
+ * also for more than 4,096 stored events, far beyond what the protocol
+ * writes for one operation). */
 OG_MUST_CHECK int og_op_history(og_store *s, const char *operation_id,
                                 og_op_events *out);
 void og_op_events_free(og_op_events *e);

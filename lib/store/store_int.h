@@ -109,6 +109,14 @@ typedef struct og__revoke_req {
  * (sv is unchanged then). */
 int og__strv_push(og_strv *sv, const char *id);
 
+/* The most stored events og_op_history reads for one operation (the
+ * "admitted" one it derives aside): far beyond what the protocol writes
+ * for one (a start, a few outcomes and takeovers, a resolution), so a
+ * longer history is a store no caller should page through by accident:
+ * OG_ENOMEM, never an unbounded array. A power of two, so the doubling
+ * array ends exactly at it. */
+#define OG__OP_HISTORY_MAX ((size_t)1 << 12)
+
 /* ===========================================================================
  * The payout store (schemas 8-10): validated requests (payout.c and
  * payout_run.c build them, so a backend never sees raw input) and the pure

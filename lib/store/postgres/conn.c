@@ -642,16 +642,6 @@ int og__pg_get_i64(const PGresult *r, int row, int col, int64_t *out)
                                                               : OG_EINTERNAL;
 }
 
-int og__pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
-                        size_t n)
-{
-    if (PQgetisnull(r, row, col)) {
-        dst[0] = '\0';
-        return 0;
-    }
-    return og__copy(dst, n, PQgetvalue(r, row, col)) == 0 ? 0 : OG_EINTERNAL;
-}
-
 bool og__pg_get_bool(const PGresult *r, int row, int col)
 {
     return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] == 't';
@@ -720,13 +710,14 @@ int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out)
  * Transactions (I26, I31, I32)
  * ========================================================================= */
 
-int og__pg_txn(og__pg_store *pg, og__pg_conn *c, const char *sql,
-               PGTransactionStatusType expect, int64_t deadline_us)
+/* A transaction-control command (BEGIN ..., COMMIT, ROLLBACK) on c before
+ * deadline_us; expect is the status that confirms it (I2). */
+static int pg_txn_command(og__pg_conn *c, const char *sql,
+                          PGTransactionStatusType expect, int64_t deadline_us)
 {
     PGresult *res = NULL;
     int rc;
 
-    (void)pg;
     pg_begin_statement(c);
     if (!PQsendQueryParams(c->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
         return pg_send_failed(c);
@@ -735,16 +726,15 @@ int og__pg_txn(og__pg_store *pg, og__pg_conn *c, const char *sql,
     return rc == OG__PG_REFUSE ? OG_EINTERNAL : rc;
 }
 
-int og__pg_txn_end(og__pg_store *pg, og__pg_conn *c, int rc,
-                   int64_t deadline_us)
+/* ROLLBACK of the transaction open on c, if any: a connection whose state
+ * is then unknown is discarded (og__pg_release closes it, the server rolls
+ * back). */
+static void pg_txn_rollback(og__pg_conn *c, int64_t deadline_us)
 {
-    if (rc == 0)
-        return og__pg_txn(pg, c, "COMMIT", PQTRANS_IDLE, deadline_us);
     if (!c->broken && PQstatus(c->conn) == CONNECTION_OK &&
         PQtransactionStatus(c->conn) != PQTRANS_IDLE &&
-        og__pg_txn(pg, c, "ROLLBACK", PQTRANS_IDLE, deadline_us) != 0)
-        c->broken = true; /* og__pg_release closes it: the server rolls back */
-    return rc;
+        pg_txn_command(c, "ROLLBACK", PQTRANS_IDLE, deadline_us) != 0)
+        c->broken = true;
 }
 
 /* The payout store's transactions (store_int.h, txn_begin): one explicit
@@ -759,13 +749,13 @@ static int pg_txn_begin(void *impl, og__txn_mode mode, void **tx)
 
     if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = og__pg_txn(pg, c,
-                    mode == OG__TXN_WRITE
-                        ? "BEGIN"
-                        : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-                    PQTRANS_INTRANS, deadline);
+    rc = pg_txn_command(c,
+                        mode == OG__TXN_WRITE
+                            ? "BEGIN"
+                            : "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                        PQTRANS_INTRANS, deadline);
     if (rc != 0) {
-        rc = og__pg_txn_end(pg, c, rc, deadline);
+        pg_txn_rollback(c, deadline);
         og__pg_release(pg, c);
         return rc;
     }
@@ -774,18 +764,21 @@ static int pg_txn_begin(void *impl, og__txn_mode mode, void **tx)
     return 0;
 }
 
-/* A transaction that ends without committing and without an error — a
- * read, an outcome that wrote nothing — rolls back and reports 0: a
- * ROLLBACK that fails discards the connection, and the server rolls back. */
+/* COMMIT, confirmed at ReadyForQuery (I2: an unconfirmed one is
+ * OG_ESTORE_UNAVAILABLE), or ROLLBACK. A transaction that ends without
+ * committing and without an error — a read, an outcome that wrote nothing
+ * — reports 0 whether or not its ROLLBACK was confirmed: nothing of it is
+ * kept either way. */
 static int pg_txn_end(void *impl, void *tx, int rc, bool commit)
 {
     og__pg_conn *c = tx;
-    int end;
 
-    end = og__pg_txn_end(impl, c, rc == 0 && !commit ? 1 : rc,
-                         c->txn_deadline_us);
+    if (rc == 0 && commit)
+        rc = pg_txn_command(c, "COMMIT", PQTRANS_IDLE, c->txn_deadline_us);
+    else
+        pg_txn_rollback(c, c->txn_deadline_us);
     og__pg_release(impl, c);
-    return rc == 0 && !commit ? 0 : end;
+    return rc;
 }
 
 /* ===========================================================================

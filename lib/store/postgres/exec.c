@@ -596,6 +596,10 @@ int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
         rc = OG_EINTERNAL;
         goto out;
     }
+    if ((size_t)n > OG__OP_HISTORY_MAX) {
+        rc = OG_ENOMEM; /* as SQLite's array stops there */
+        goto out;
+    }
     if (n > 0) {
         e.v = calloc((size_t)n, sizeof *e.v);
         if (e.v == NULL) {

@@ -330,7 +330,7 @@ typedef struct og__pg_conn {
     bool syncrep_cancelled; /* set by the notice receiver (I4) */
     bool broken;            /* discard on release: state unknown */
     /* CLOCK_MONOTONIC: the end of the explicit transaction open on it
-     * (og__pg_txn_begin), which bounds each of its statements. */
+     * (txn_begin, conn.c), which bounds each of its statements. */
     int64_t txn_deadline_us;
 } og__pg_conn;
 
@@ -396,9 +396,6 @@ int og__pg_shape(const PGresult *res, int cols, int maxrows);
 
 /* Column col of row into dst (n bytes); NULL or too long: OG_EINTERNAL. */
 int og__pg_get_text(const PGresult *r, int row, int col, char *dst, size_t n);
-/* A nullable text column: NULL reads as "". */
-int og__pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
-                        size_t n);
 /* A bigint column; NULL or malformed: OG_EINTERNAL. */
 int og__pg_get_i64(const PGresult *r, int row, int col, int64_t *out);
 /* A bool column: true only for a non-NULL 't'. */
@@ -408,19 +405,6 @@ og__row og__pg_row(const PGresult *r, int row);
 /* The PG_OP_COLUMNS of row starting at column col (OP_*) into *out:
  * og__row_operation, once r is known to have them. */
 int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
-
-/* ---- conn.c: transactions ----------------------------------------------- */
-
-/* A transaction-control command (BEGIN ..., COMMIT, ROLLBACK) on c before
- * deadline_us; expect is the status that confirms it. */
-int og__pg_txn(og__pg_store *pg, og__pg_conn *c, const char *sql,
-               PGTransactionStatusType expect, int64_t deadline_us);
-/* Ends the transaction open on c: COMMIT when rc is 0 (confirmed at
- * ReadyForQuery, I2: an unconfirmed commit is OG_ESTORE_UNAVAILABLE), else
- * ROLLBACK; a connection whose state is then unknown is discarded. Returns
- * rc, or the commit's error. */
-int og__pg_txn_end(og__pg_store *pg, og__pg_conn *c, int rc,
-                   int64_t deadline_us);
 
 /* ---- admit.c: what the consume verdict shares with the admission -------- */
 

@@ -512,7 +512,8 @@ int og__sq_begin(og__sq_store *s, og__sq_conn **out)
     return sq_begin_as(s, sq_begin_sql, out);
 }
 
-int og__sq_begin_read(og__sq_store *s, og__sq_conn **out)
+/* A read transaction: one snapshot for several reads. */
+static int sq_begin_read(og__sq_store *s, og__sq_conn **out)
 {
     return sq_begin_as(s, sq_begin_read_sql, out);
 }
@@ -531,7 +532,7 @@ static int sq_txn_begin(void *impl, og__txn_mode mode, void **tx)
 {
     og__sq_conn *c;
     int rc = mode == OG__TXN_WRITE ? og__sq_begin(impl, &c)
-                                   : og__sq_begin_read(impl, &c);
+                                   : sq_begin_read(impl, &c);
 
     if (rc < 0)
         return rc;

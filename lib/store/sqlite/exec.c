@@ -657,9 +657,10 @@ static int sq_op_history_on(og__sq_conn *c, const char *id,
     while ((rc = og__sq_step(c, st)) == 1) {
         if (l.n == cap) {
             size_t ncap = cap ? cap * 2 : 8;
-            og_op_event *v = realloc(l.v, ncap * sizeof *v);
+            og_op_event *v;
 
-            if (!v) {
+            if (cap == OG__OP_HISTORY_MAX ||
+                !(v = realloc(l.v, ncap * sizeof *v))) {
                 rc = OG_ENOMEM;
                 break;
             }

@@ -272,10 +272,8 @@ int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,
 
 /* ONE write transaction on a pool connection (Q8): takes the connection,
  * arms the call's deadline and runs BEGIN IMMEDIATE, the write lock first
- * (Q1). og__sq_begin_read opens a read transaction instead: one snapshot
- * for several reads. */
+ * (Q1). */
 int og__sq_begin(og__sq_store *s, og__sq_conn **out);
-int og__sq_begin_read(og__sq_store *s, og__sq_conn **out);
 /* BEGIN IMMEDIATE and COMMIT on a connection the caller holds (the group
  * commit's batch, admit.c). 0 or the error. */
 int og__sq_begin_on(og__sq_conn *c);
