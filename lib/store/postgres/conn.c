@@ -905,20 +905,25 @@ out:
 
 const og__store_methods og__postgres_methods = {
     .name = "postgres",
+    /* the store */
     .open = pg_open,
     .close = pg_close,
     .schema_version = og__pg_schema_version,
     .session_bounds = og__pg_session_bounds,
     .migrate = og__pg_migrate,
     .read_keys = og__pg_read_keys,
+    .explain = og__pg_explain,
+    /* the admission */
     .admit = og__pg_admit,
     .operation_get = og__pg_operation_get,
+    /* the grant lifecycle */
     .issuance_record = og__pg_issuance_record,
     .revoke = og__pg_revoke,
     .family_revoke = og__pg_family_revoke,
     .consume = og__pg_consume,
     .ticket_create = og__pg_ticket_create,
     .ticket_rotate = og__pg_ticket_rotate,
+    /* execution */
     .op_may_submit = og__pg_op_may_submit,
     .op_start = og__pg_op_start,
     .op_record = og__pg_op_record,
@@ -927,11 +932,13 @@ const og__store_methods og__postgres_methods = {
     .op_list = og__pg_op_list,
     .op_insert = og__pg_op_insert,
     .op_history = og__pg_op_history,
+    /* retention */
     .cleanup_batch = og__pg_cleanup_batch,
     .archive_batch = og__pg_archive_batch,
-    .explain = og__pg_explain,
+    /* redemption recovery points */
     .redemption_put = og__pg_redemption_put,
     .redemption_get = og__pg_redemption_get,
+    /* the payout store's records */
     .payout_tenant_put = og__pg_payout_tenant_put,
     .payout_beneficiary_put = og__pg_payout_beneficiary_put,
     .payout_destination_put = og__pg_payout_destination_put,
@@ -939,6 +946,7 @@ const og__store_methods og__postgres_methods = {
     .payout_draft = og__pg_payout_draft,
     .payout_cancel = og__pg_payout_cancel,
     .payout_get = og__pg_payout_get,
+    /* the payout store's transactions and their steps */
     .txn_begin = pg_txn_begin,
     .txn_end = pg_txn_end,
     .payout_facts = og__pg_payout_facts,
@@ -950,6 +958,7 @@ const og__store_methods og__postgres_methods = {
     .payout_resolve_record = og__pg_payout_resolve_record,
     .payout_resolve_facts = og__pg_payout_resolve_facts,
     .payout_resolve_write = og__pg_payout_resolve_write,
+    /* the payout store's jobs and grants */
     .payout_job_take = og__pg_payout_job_take,
     .payout_job_ack = og__pg_payout_job_ack,
     .payout_job_postpone = og__pg_payout_job_postpone,

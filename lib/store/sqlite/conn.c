@@ -615,19 +615,24 @@ static void sq_close(void *impl)
 
 const og__store_methods og__sqlite_methods = {
     .name = "sqlite",
+    /* the store */
     .open = sq_open,
     .close = sq_close,
     .schema_version = og__sq_schema_version,
     .migrate = og__sq_migrate,
     .read_keys = og__sq_read_keys,
+    .explain = og__sq_explain,
+    /* the admission */
     .admit = og__sq_admit,
     .operation_get = og__sq_operation_get,
+    /* the grant lifecycle */
     .issuance_record = og__sq_issuance_record,
     .revoke = og__sq_revoke,
     .family_revoke = og__sq_family_revoke,
     .consume = og__sq_consume,
     .ticket_create = og__sq_ticket_create,
     .ticket_rotate = og__sq_ticket_rotate,
+    /* execution */
     .op_may_submit = og__sq_op_may_submit,
     .op_start = og__sq_op_start,
     .op_record = og__sq_op_record,
@@ -636,11 +641,13 @@ const og__store_methods og__sqlite_methods = {
     .op_list = og__sq_op_list,
     .op_insert = og__sq_op_insert,
     .op_history = og__sq_op_history,
+    /* retention */
     .cleanup_batch = og__sq_cleanup_batch,
     .archive_batch = og__sq_archive_batch,
-    .explain = og__sq_explain,
+    /* redemption recovery points */
     .redemption_put = og__sq_redemption_put,
     .redemption_get = og__sq_redemption_get,
+    /* the payout store's records */
     .payout_tenant_put = og__sq_payout_tenant_put,
     .payout_beneficiary_put = og__sq_payout_beneficiary_put,
     .payout_destination_put = og__sq_payout_destination_put,
@@ -648,6 +655,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_draft = og__sq_payout_draft,
     .payout_cancel = og__sq_payout_cancel,
     .payout_get = og__sq_payout_get,
+    /* the payout store's transactions and their steps */
     .txn_begin = sq_txn_begin,
     .txn_end = sq_txn_end,
     .payout_facts = og__sq_payout_facts,
@@ -659,6 +667,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_resolve_record = og__sq_payout_resolve_record,
     .payout_resolve_facts = og__sq_payout_resolve_facts,
     .payout_resolve_write = og__sq_payout_resolve_write,
+    /* the payout store's jobs and grants */
     .payout_job_take = og__sq_payout_job_take,
     .payout_job_ack = og__sq_payout_job_ack,
     .payout_job_postpone = og__sq_payout_job_postpone,

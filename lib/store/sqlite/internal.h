@@ -355,127 +355,66 @@ typedef struct og__sq_payout_event {
 int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e);
 
 /* ===========================================================================
- * The methods (og__sqlite_methods, conn.c), in the table's order
+ * The methods (og__sqlite_methods, conn.c), each of its slot's type
+ * (store_int.h), in the order of the files that define them
  * ========================================================================= */
 
 /* schema.c */
-int og__sq_schema_version(void *impl, int *version);
-int og__sq_migrate(void *impl, og_consumption_keys keys, int target,
-                   int *from, int *to);
-int og__sq_read_keys(void *impl, og_consumption_keys *keys);
+og__store_schema_version_fn og__sq_schema_version;
+og__store_migrate_fn og__sq_migrate;
+og__store_read_keys_fn og__sq_read_keys;
 /* admit.c */
-int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out);
-int og__sq_operation_get(void *impl, const char *id, og_operation *out);
+og__store_admit_fn og__sq_admit;
+og__store_operation_get_fn og__sq_operation_get;
 /* grants.c */
-int og__sq_issuance_record(void *impl, const og__issuance_req *req,
-                           og_issue_outcome *out);
-int og__sq_revoke(void *impl, const og__revoke_req *req,
-                  og_revoke_outcome *out);
-int og__sq_family_revoke(void *impl, const char *issuer, const char *family,
-                         og_strv *out);
-int og__sq_consume(void *impl, const og__admit_req *req,
-                   og_consume_result *out);
-int og__sq_ticket_create(void *impl, const char *issuer, const char *family,
-                         const char *hash, og_ticket_outcome *out);
-int og__sq_ticket_rotate(void *impl, const char *old_hash,
-                         const char *new_hash, og_ticket_outcome *out,
-                         char *issuer, char *family);
+og__store_issuance_record_fn og__sq_issuance_record;
+og__store_revoke_fn og__sq_revoke;
+og__store_family_revoke_fn og__sq_family_revoke;
+og__store_consume_fn og__sq_consume;
+og__store_ticket_create_fn og__sq_ticket_create;
+og__store_ticket_rotate_fn og__sq_ticket_rotate;
 /* exec.c */
-int og__sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
-                         bool *may);
-int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
-                    const char *actor, bool *started);
-int og__sq_op_record(void *impl, const char *id, unsigned expected,
-                     int64_t owner_version, const og_op_outcome *o,
-                     bool *recorded);
-int og__sq_op_takeover(void *impl, const char *id, int64_t owner_version,
-                       const char *actor, og_operation *out, bool *taken);
-int og__sq_op_resolve(void *impl, const char *id, og_op_status to,
-                      const char *operator_id, const char *reason,
-                      const char *evidence, const char *provider_reference,
-                      bool *resolved);
-int og__sq_op_list(void *impl, const og_op_filter *f, og_op_list *out);
-int og__sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
-                     const char *idempotency_key,
-                     const char *client_reference, og_operation *out);
-int og__sq_op_history(void *impl, const char *id, og_op_events *out);
+og__store_op_may_submit_fn og__sq_op_may_submit;
+og__store_op_start_fn og__sq_op_start;
+og__store_op_record_fn og__sq_op_record;
+og__store_op_takeover_fn og__sq_op_takeover;
+og__store_op_resolve_fn og__sq_op_resolve;
+og__store_op_list_fn og__sq_op_list;
+og__store_op_insert_fn og__sq_op_insert;
+og__store_op_history_fn og__sq_op_history;
 /* retention.c */
-int og__sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
-                         og_cleanup_stats *out);
-int og__sq_archive_batch(void *impl, int64_t older_than_us,
-                         og_archive_mode mode, int batch, int64_t *from_us,
-                         og_archive_stats *out);
+og__store_cleanup_batch_fn og__sq_cleanup_batch;
+og__store_archive_batch_fn og__sq_archive_batch;
 /* explain.c */
-int og__sq_explain(void *impl, int batch, FILE *out);
+og__store_explain_fn og__sq_explain;
 /* redeem.c */
-int og__sq_redemption_put(void *impl, const og_redemption_record *r,
-                          bool *inserted);
-int og__sq_redemption_get(void *impl, const char *caller, const char *key,
-                          const char *code_hash, og_redemption_found *found,
-                          og_redemption_point *out);
+og__store_redemption_put_fn og__sq_redemption_put;
+og__store_redemption_get_fn og__sq_redemption_get;
 /* payout.c */
-int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og__payout_put_report *out);
-int og__sq_payout_beneficiary_put(void *impl,
-                                  const og__payout_beneficiary_req *r,
-                                  og__payout_put_report *out);
-int og__sq_payout_destination_put(void *impl,
-                                  const og__payout_destination_req *r,
-                                  og__payout_put_report *out);
-int og__sq_payout_destination_token(void *impl, const char *id,
-                                    int64_t version, char *out,
-                                    size_t outlen);
-int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og__payout_draft_report *out);
-int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og__payout_cancel_report *out);
-int og__sq_payout_get(void *impl, const char *id, og_payout_view *out);
-int og__sq_payout_facts(void *impl, void *tx, const char *id,
-                        int64_t release_at_us, bool lock,
-                        og__payout_facts *out);
-int og__sq_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
-                          bool *reserved);
-int og__sq_payout_decision_write(void *impl, void *tx,
-                                 const og__payout_decide_req *r,
-                                 const og__payout_facts *f,
-                                 const og__payout_plan *p,
-                                 int64_t *decided_at_us);
-int og__sq_payout_decision_issue(void *impl, void *tx,
-                                 const og__payout_decide_req *r,
-                                 const og__payout_facts *f,
-                                 const og__payout_plan *p,
-                                 int64_t decided_at_us);
+og__store_payout_tenant_put_fn og__sq_payout_tenant_put;
+og__store_payout_beneficiary_put_fn og__sq_payout_beneficiary_put;
+og__store_payout_destination_put_fn og__sq_payout_destination_put;
+og__store_payout_destination_token_fn og__sq_payout_destination_token;
+og__store_payout_draft_fn og__sq_payout_draft;
+og__store_payout_cancel_fn og__sq_payout_cancel;
+og__store_payout_get_fn og__sq_payout_get;
+og__store_payout_facts_fn og__sq_payout_facts;
+og__store_payout_reserve_fn og__sq_payout_reserve;
+og__store_payout_decision_write_fn og__sq_payout_decision_write;
+og__store_payout_decision_issue_fn og__sq_payout_decision_issue;
 /* payout_run.c */
-int og__sq_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out);
-int og__sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
-                          bool *acked);
-int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
-                               int64_t delay_us, bool *postponed);
-int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
-                              og__payout_claim_facts *out);
-int og__sq_payout_claim_write(void *impl, void *tx,
-                              const og__payout_claim_req *r,
-                              const og__payout_claim_facts *f,
-                              const og__payout_claim_plan *p,
-                              og_operation *attempt);
-int og__sq_payout_resolve_record(void *impl, void *tx, const char *id,
-                                 unsigned expected, int64_t owner_version,
-                                 const og_op_outcome *o, bool *recorded);
-int og__sq_payout_resolve_facts(void *impl, void *tx, const char *id,
-                                og__payout_resolve_facts *out);
-int og__sq_payout_resolve_write(void *impl, void *tx, const char *id,
-                                const og_op_outcome *o,
-                                const og__payout_resolve_facts *f,
-                                const og__payout_resolve_plan *p);
-int og__sq_payout_job_resubmit(void *impl, const char *id, const char *actor,
-                               const char *new_id);
-int og__sq_payout_grant_get(void *impl, const char *grant_id,
-                            og_payout_grant_view *out);
-int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor,
-                               og__payout_revoke_report *out);
-int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
-                               int64_t *taken);
+og__store_payout_job_take_fn og__sq_payout_job_take;
+og__store_payout_job_ack_fn og__sq_payout_job_ack;
+og__store_payout_job_postpone_fn og__sq_payout_job_postpone;
+og__store_payout_claim_facts_fn og__sq_payout_claim_facts;
+og__store_payout_claim_write_fn og__sq_payout_claim_write;
+og__store_payout_resolve_record_fn og__sq_payout_resolve_record;
+og__store_payout_resolve_facts_fn og__sq_payout_resolve_facts;
+og__store_payout_resolve_write_fn og__sq_payout_resolve_write;
+og__store_payout_job_resubmit_fn og__sq_payout_job_resubmit;
+og__store_payout_grant_get_fn og__sq_payout_grant_get;
+og__store_payout_grant_revoke_fn og__sq_payout_grant_revoke;
+og__store_payout_expire_batch_fn og__sq_payout_expire_batch;
 
 /* ===========================================================================
  * The statements explain.c plans, declared beside the functions that run
