@@ -2,8 +2,9 @@
  * store.h — the store: opening and migrating one, the admission, the
  * ownership protocol of execution, retention, redemption recovery points and
  * the grant lifecycle (issuance, revocation, families, the consume verdict,
- * tickets). lib/store/store.c checks every input and dispatches to a
- * backend (lib/store/sqlite.c, lib/store/postgres.c); the payout store is
+ * tickets). lib/store/ checks every input and dispatches to a backend
+ * (lib/store/sqlite/, lib/store/postgres/), whose methods keep one
+ * contract (lib/store/store_int.h, M1-M35); the payout store is
  * oncegate/payout_store.h.
  *
  * Part of the public API; oncegate/oncegate.h includes it with the rest,

@@ -2,24 +2,17 @@
  * payout.c — the payout store's decision side (oncegate/payout_store.h):
  * the context records' puts, the provider token's one read, drafts,
  * cancellations, reads, the context read and the decision. Every input is
- * checked here, before the store (S1, dispatch.h), with the pure core's own
- * rules and codes where it has them (ids, currencies, amounts, purposes).
- * Fresh identifiers (decision, grant, job) are made here, so both backends
- * write the same kinds. What runs a decided payout is payout_run.c.
+ * checked here, before the store (S1), with the pure core's own rules and
+ * codes where it has them (ids, currencies, amounts, purposes). Fresh
+ * identifiers (decision, grant, job) are made here, so both backends write
+ * the same kinds. What runs a decided payout is payout_run.c.
  *
- * Invariants:
- *   S6  The payout store (schemas 8-10, oncegate/payout_store.h): one
- *       transaction per call. A put, a draft, a cancellation, a job's
- *       take, acknowledgment, postponement or resubmission, a revocation
- *       and an expiry batch each write in ONE transaction that also holds
- *       their history entries; a decision reads its facts and writes
- *       everything it decides in ONE transaction (Q25-Q29 in sqlite.c,
- *       I25-I29 in postgres.c). Inputs are checked here first, with the
- *       pure core's own rules and codes (S1).
- *   S7  A provider token reaches the store through
- *       og_payout_destination_put and leaves it through
- *       og_payout_destination_token only; no other record, result or error
- *       carries it, and this file's copies are wiped.
+ * The context read and the decision are orchestrated here, once for both
+ * backends (S6): one transaction of the method table, the backend's steps
+ * (M28-M31) and the pure plan between them. A put, a draft or a
+ * cancellation is one backend write (M27) whose report payout_plan.c
+ * reads. The provider token's copies here are wiped (S7). dispatch.h
+ * states S1, S6 and S7.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,9 +1,10 @@
 /*
  * payout_plan.c — the payout store's pure pieces, shared by both backends
- * (lib/store/sqlite.c, lib/store/postgres.c): what the facts a backend read
- * mean as a context (og__payout_snapshot_build), what a decision on them
- * writes (og__payout_plan_decide), what a put that wrote nothing means, and a
- * payout grant's derived state. No I/O, no clock, no randomness: the
+ * (lib/store/sqlite/, lib/store/postgres/): what the facts a backend read
+ * mean as a context (og__payout_snapshot_build), what a decision, a claim
+ * or a resolution on them writes (og__payout_plan_decide, _claim,
+ * _resolve), what a write that wrote nothing reports (og__payout_*_outcome)
+ * and a payout grant's derived state. No I/O, no clock, no randomness: the
  * backends read and write, this decides, so the two engines cannot decide
  * differently. Pure, yet in the store layer: what it reads and writes are
  * the store's records (store_int.h, oncegate/payout_store.h); the policy
@@ -21,6 +22,27 @@
  *   PP3  Stored facts the core refuses are a defect (OG_EINTERNAL), never
  *        an input error and never a Deferred decision: the schema's checks
  *        forbid them, so something is wrong that a wait will not fix.
+ *   PP4  A claim's verdict is decided here, from the facts read in the
+ *        claim's own transaction, in one order for both engines: the
+ *        binding, then the grant's row (a redelivery is recognised by the
+ *        consuming attempt's reference, which only this binding's claim
+ *        writes), then the fence. Nothing but CLAIMED lets the claim write
+ *        (S6, lib/store/dispatch.h).
+ *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
+ *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
+ *        held on Unknown and NeedsReconciliation. Only a terminal outcome
+ *        clears the payout's active attempt, and it always moves the
+ *        reservation with it: no reservation is released while its attempt
+ *        lives, and none stays held once it cannot. The payout follows
+ *        too: Paid, Failed, back to Approved (NotStarted, NotApplied: a new
+ *        attempt needs a new decision and grant, docs/payouts.md, section 4,
+ *        "Re-authorization: a materially new attempt"), or Unknown.
+ *   PP6  A write that wrote nothing is answered from the backend's report
+ *        of the records as its own transaction or statement saw them (M27),
+ *        in one order for both engines: the record missing or taken, then
+ *        what it names missing, then a fixed field that differs; a report
+ *        that explains nothing at the version expected is a change that
+ *        committed in between, VERSION_CONFLICT.
  */
 #include <stdio.h>
 #include <string.h>
@@ -241,7 +263,7 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
 }
 
 /* ===========================================================================
- * What a write that may write nothing did
+ * What a write that may write nothing did (PP6)
  * ========================================================================= */
 
 og_payout_put_result og__payout_put_outcome(int64_t expected_version,
@@ -339,13 +361,7 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
 }
 
 /* ===========================================================================
- * The claim (og_payout_claim)
- *
- *   PP4  A claim's verdict is decided here, from the facts read in the
- *        claim's own transaction, in one order for both engines: the
- *        binding, then the grant's row (a redelivery is recognised by the
- *        consuming attempt's reference, which only this binding's claim
- *        writes), then the fence. Nothing but CLAIMED lets a backend write.
+ * The claim (og_payout_claim, PP4)
  * ========================================================================= */
 
 static const char *const claim_names[] = {
@@ -429,16 +445,7 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
 }
 
 /* ===========================================================================
- * The resolution (og_payout_resolve)
- *
- *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
- *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
- *        held on Unknown and NeedsReconciliation. Only a terminal outcome
- *        clears the payout's active attempt, and it always moves the
- *        reservation with it: no reservation is released while its attempt
- *        lives, and none stays held once it cannot. The payout follows
- *        too: Paid, Failed, back to Approved (NotStarted, NotApplied: a new
- *        attempt needs a new decision and grant, section 16), or Unknown.
+ * The resolution (og_payout_resolve, PP5)
  * ========================================================================= */
 
 static const char *const resolve_names[] = {

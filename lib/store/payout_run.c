@@ -2,15 +2,13 @@
  * payout_run.c — what runs a decided payout (oncegate/payout_store.h): the
  * jobs (take, acknowledge, postpone, resubmit), the payout grants (read,
  * revoke, expire), the claim and the resolution. Every input is checked
- * here, before the store (S1, dispatch.h); each call is one transaction
- * (S6, payout.c).
+ * here, before the store (S1).
  *
- * Invariants:
- *   S8  A claim's inputs are checked before any I/O; the attempt's id is
- *       fresh (og__uuid_new); the backend decides and writes in ONE
- *       transaction (og__payout_plan_claim); a DUPLICATE's consuming
- *       attempt is read after it, from the store, for the caller's
- *       evidence.
+ * The claim and the resolution are orchestrated here, once for both
+ * backends (S6, S8): one WRITE transaction of the method table each, the
+ * backend's steps (M34, M35) and the pure plan between them. Every other
+ * call is one backend write (M27, M32, M33); the expiry loops as
+ * retention does (S4). dispatch.h states S1, S4, S6 and S8.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -91,7 +91,7 @@ int og__row_operation(og__row r, int col, og_operation *out)
         text(r, col + OP_GRANT_ID, op.grant_id, sizeof op.grant_id) ||
         text(r, col + OP_CALLER_ID, op.caller_id, sizeof op.caller_id) ||
         text(r, col + OP_ACCOUNT_ID, op.account_id, sizeof op.account_id) ||
-        /* SQLite keeps the canonical text (Q5), PostgreSQL a numeric whose
+        /* SQLite keeps the canonical text (Q3), PostgreSQL a numeric whose
          * text may carry trailing zeros: both read back canonical. */
         amount == NULL ||
         og_amount_canonical(amount, op.amount, sizeof op.amount) != 0 ||

@@ -1,6 +1,8 @@
 /*
  * store_int.h — the store layer's private interface: what lib/store's files
- * share with each other. Not API.
+ * share with each other, and the method table every backend implements,
+ * with its contract (M1-M35, "Backends, and the method contract" below).
+ * Not API.
  *
  *   store.c       opening, migrating and checking a store; the admission;
  *                 og_store_explain's dispatch
@@ -8,19 +10,25 @@
  *   exec.c        the ownership protocol of execution
  *   retention.c   cleanup (refusal records) and archiving (operations)
  *   redeem.c      redemption recovery points
- *   payout.c, payout_run.c   the payout store's decision and run sides
+ *   payout.c, payout_run.c   the payout store's decision and run sides,
+ *                 and its orchestrations (the context read, the decision,
+ *                 the claim, the resolution): one transaction each, the
+ *                 backend's steps and the pure plan between them
  *   payout_plan.c the pure pieces both backends share: what the facts they
- *                 read mean, and what a decision, a claim or a resolution
- *                 writes
+ *                 read mean, what a decision, a claim or a resolution
+ *                 writes, and what a write that wrote nothing reports
+ *   rows.c, rows.h  the rows both backends return alike, read once
  *   pool.c        the connection pool both backends use
- *   sqlite.c, postgres.c  the backends: one og__store_methods table each,
- *                 with the SQL beside the code that runs it
+ *   sqlite/, postgres/  the backends: one og__store_methods table each
+ *                 (conn.c), the SQL beside the code that runs it, the same
+ *                 file names in both folders
  *
  * The files above the backends (store.c ... payout_run.c) check every
  * input and build the validated requests below (so a backend never sees
  * raw input), then call through the method table; lib/store/dispatch.h is
- * what they share besides. This header also makes lib/core's private
- * interface (core_int.h) visible, as the backends use it.
+ * what they share besides, with their invariants (S1-S8). This header also
+ * makes lib/core's private interface (core_int.h) visible, as the backends
+ * use it.
  *
  * Included by lib/store/ and the layers above it only
  * (tools/check_layers.py).
@@ -68,7 +76,7 @@ og__pool *og__pool_new(const og__pool_ops *ops, void *ctx, int max,
  * been put back. NULL is a no-op. */
 void og__pool_free(og__pool *p);
 /* Takes a connection, connecting a new one if none is idle and fewer than
- * max exist; idle ones ops->alive rejects are closed on the way (P6). 0
+ * max exist; idle ones ops->alive rejects are closed on the way (PL6). 0
  * and *conn, the connect error, or OG_ESTORE_UNAVAILABLE when none came
  * free within the pool's wait. */
 int og__pool_get(og__pool *p, void **conn);

@@ -1,57 +1,46 @@
 /*
- * payout.c — the payout store's decision side: tenants, beneficiaries and
- * destinations (puts, and the executor's read of a destination's token),
- * drafts, cancellations, the payout as stored, the decision's facts, and
- * the decision itself.
+ * payout.c — the payout store's records and the decision's steps: tenants,
+ * beneficiaries and destinations (puts, and the executor's read of a
+ * destination's token), drafts, cancellations, the payout as stored, the
+ * facts, and the decision's steps (the reservation, the decision's row,
+ * what an Allowed decision enables), which lib/store/payout.c runs in one
+ * transaction (S6).
  *
- * Invariants:
+ * These keep M27-M31 (lib/store/store_int.h). Each put, draft and
+ * cancellation is ONE statement in its own implicit transaction, confirmed
+ * at ReadyForQuery (I1), whose CTEs write the record and its history
+ * together and whose last SELECT reports, from the statement's snapshot,
+ * what the record was. How:
  *
- *  I26 The payout decision (og_payout_decide: lib/store/payout.c runs its steps) is ONE
- *      explicit transaction under Read Committed with one client deadline:
- *      the facts' statement locks the payout's row FOR UPDATE and its
- *      tenant's, beneficiary's and destination's rows FOR SHARE, so a
- *      change to any of them either committed before (and is read: a
- *      locker that waited reads the newest version) or waits until the
- *      decision commits; the pure core decides (og__payout_plan_decide,
- *      lib/core/payout_plan.c); then the reservation (I27), the decision
- *      row with its history entry, and for Allowed one statement writing
- *      the approval (I28), the grant's `grants` row (issuer 'payouts', row
- *      form), its bindings, the job and their history; anything else
- *      writes the decision alone. COMMIT is confirmed at ReadyForQuery
- *      (I2); any failure, the fault points OG__FAULT_DECIDE_* included,
- *      rolls everything back. The context read alone is one REPEATABLE
- *      READ, READ ONLY transaction: one snapshot. A trigger refuses every
- *      UPDATE, DELETE and TRUNCATE of payout_decisions and payout_events.
- *  I27 The reservation is ONE conditional write of the tenant's day row:
- *      INSERT ... ON CONFLICT DO UPDATE ... WHERE paid + reserved + amount
- *      <= daily_limit. The day's counters are read without a lock (locking
- *      them FOR SHARE would deadlock two reservations); ON CONFLICT DO
- *      UPDATE locks the row and evaluates its WHERE on the newest committed
- *      version after waiting for a concurrent reservation, so two decisions
- *      never both pass on the same headroom. When it takes nothing, the
- *      decision written is Denied tenant.daily-limit, alone.
- *  I28 The attempt number is attempt_count + 1, allocated by the approval's
- *      UPDATE, conditional on the version read, the state the mode expects
- *      and no active attempt, on a row the decision holds FOR UPDATE: two
- *      re-authorizations are ordered by that lock and the second reads the
- *      first's result. payout_grants_attempt_key (payout_id,
- *      attempt_number) is the schema's own guard.
+ *  I22 The decision's transaction is BEGIN (Read Committed) with one client
+ *      deadline: the facts' statement (pg_payout_facts_locked_sql) locks
+ *      the payout's row FOR UPDATE and its tenant's, beneficiary's and
+ *      destination's rows FOR SHARE, so a change to any of them either
+ *      committed before (and is read: a locker that waited reads the newest
+ *      version) or waits until the decision commits (M28); the context
+ *      read's instance locks nothing, in one REPEATABLE READ, READ ONLY
+ *      transaction. The decision's row and its entry are one statement
+ *      (pg_payout_decision_sql) whose clock_timestamp() is the decision's
+ *      instant; what Allowed enables is one statement too
+ *      (pg_payout_approve_sql). A trigger refuses every UPDATE, DELETE and
+ *      TRUNCATE of payout_decisions and payout_events (M27).
+ *  I23 The reservation (M30) is INSERT ... ON CONFLICT DO UPDATE ... WHERE
+ *      paid + reserved + amount <= daily_limit. The day's counters are read
+ *      without a lock (locking them FOR SHARE would deadlock two
+ *      reservations); ON CONFLICT DO UPDATE locks the row and evaluates its
+ *      WHERE on the newest committed version after waiting for a concurrent
+ *      reservation.
+ *  I24 The attempt number (M31) is allocated by the approval's UPDATE on a
+ *      row the decision holds FOR UPDATE: two re-authorizations are ordered
+ *      by that lock and the second reads the first's result;
+ *      payout_grants_attempt_key (payout_id, attempt_number) is the
+ *      schema's guard.
  */
 #include <string.h>
 
 #include <sodium.h>
 
 #include "internal.h"
-
-/* ===========================================================================
- * The payout store (I26-I30). Each put, draft, cancellation, job write,
- * revocation and expiry batch is ONE statement in its own implicit
- * transaction, confirmed at ReadyForQuery (I2), whose CTEs write the record
- * and its history together and whose last SELECT reports, from the
- * statement's snapshot, what the record was — for a write that changed
- * nothing, lib/store/payout_plan.c says why. The decision is one explicit
- * transaction of several of these (og_payout_decide, lib/store/payout.c).
- * ========================================================================= */
 
 /* ===========================================================================
  * Puts
@@ -204,7 +193,7 @@ int og__pg_payout_destination_put(void *impl,
                                   og__payout_put_report *out)
 {
     char expected[24];
-    /* The token is a parameter only: this backend logs nothing (I7), and
+    /* The token is a parameter only: this backend logs nothing (M7), and
      * libpq keeps no copy once the call returns (S7). */
     const char *params[4] = {r->destination_id, r->beneficiary_id,
                              r->provider_token, expected};
@@ -435,10 +424,10 @@ int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
 }
 
 /* ===========================================================================
- * The facts (I26)
+ * The facts (I22)
  * ========================================================================= */
 
-/* The facts a decision reads (I26), PAYOUT_FACTS_* (rows.h): $1 payout.
+/* The facts a decision reads (I22), PAYOUT_FACTS_* (rows.h): $1 payout.
  * The foreign keys make the joins total. The decision's instance locks the
  * payout's row FOR UPDATE (it will write it) and the tenant's, the
  * beneficiary's and the destination's FOR SHARE, so none of them can
@@ -470,7 +459,7 @@ static const og__pg_stmt pg_payout_facts_locked_stmt = {
 
 /* The counters of a release day and the store's clock (the observation):
  * $1 tenant  $2 day (NULL, NULL: only the clock). Not locked: the
- * reservation decides on the newest counters itself (I27). */
+ * reservation decides on the newest counters itself (I23). */
 static const char pg_payout_day_sql[] =
     "SELECT d.paid, d.reserved, d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
     "FROM (SELECT 1) x LEFT JOIN tenant_days d ON d.tenant_id = $1::text AND d.day = $2::date";
@@ -480,7 +469,7 @@ static const og__pg_stmt pg_payout_day_stmt = {
 enum { PG_PAYOUT_DAY_NOW = PAYOUT_DAY_NCOLS, PG_PAYOUT_DAY_NCOLS };
 
 /* The facts of payout id in tx, with the facts statement the read asks
- * for: the decision's locks the rows it reads (lock, I26); the context
+ * for: the decision's locks the rows it reads (lock, I22); the context
  * read's runs in a REPEATABLE READ, READ ONLY transaction, one snapshot
  * with the day's read. Then the counters of the release day of
  * release_at_us and the store's clock. */
@@ -531,10 +520,10 @@ int og__pg_payout_facts(void *impl, void *tx, const char *id,
 }
 
 /* ===========================================================================
- * The decision (I26-I28)
+ * The decision (I22-I24)
  * ========================================================================= */
 
-/* The reservation (I27): ONE conditional write of the day's row. $1 tenant
+/* The reservation (I23): ONE conditional write of the day's row. $1 tenant
  * $2 day  $3 amount. The day's first reservation inserts the row within
  * the limit; any later one adds to it only while paid + reserved + amount
  * stays within it. ON CONFLICT DO UPDATE locks the row and evaluates its
@@ -653,7 +642,7 @@ int og__pg_payout_decision_write(void *impl, void *tx,
 }
 
 /* What an Allowed decision enables, after its reservation and its row
- * (I28): $1 payout  $2 the version read  $3 the state expected (Draft;
+ * (I24): $1 payout  $2 the version read  $3 the state expected (Draft;
  * Approved for a re-authorization)  $4 release day  $5 the decision's
  * instant (µs)  $6 grant id  $7 not_before  $8 expires_at  $9 decision
  * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester.

@@ -1,84 +1,62 @@
 /*
  * payout_run.c — what runs a decided payout: the outbox's jobs (take, ack,
- * postpone, resubmit), the claim of a payout grant, the resolution of an
- * attempt, and payout grants (read, finance hold, expiry batches).
+ * postpone, resubmit), the claim's and the resolution's steps (which
+ * lib/store/payout_run.c runs in one transaction each, S6), and payout
+ * grants (read, finance hold, expiry batches).
  *
- * Invariants:
+ * These keep M27, M28 and M32-M35 (lib/store/store_int.h); how:
  *
- *  I29 A binding's reservation is released exactly once: released_at IS
- *      NULL is re-checked on the newest version by every release. A
- *      revocation (pg_payout_grant_revoke_sql) is ONE statement: the
- *      grant's row live (unconsumed, unrevoked; a claim in flight is
+ *  I25 Every release re-checks released_at IS NULL on the newest version
+ *      (M32). A revocation (pg_payout_grant_revoke_sql) is ONE statement:
+ *      the grant's row live (unconsumed, unrevoked; a claim in flight is
  *      waited for and re-checked), then the binding's release and the
- *      day's counter from its RETURNING. An expiry batch (pg_payout_
- *      expire_sql) is ONE statement over unconsumed grants with expires_at
- *      < statement_timestamp() - admission leeway - cleanup margin, their
- *      binding and grant rows locked SKIP LOCKED (janitors split the work;
- *      a claim or revocation in flight keeps its rows), the day rows
- *      locked in key order before they change (no deadlock between
- *      janitors). A consumed grant's reservation is never released here:
- *      it follows its attempt.
- *  I30 The outbox is the queue. A take is ONE statement: the oldest job
- *      with done_at IS NULL AND available_at <= now over
+ *      day's counter from its RETURNING. An expiry batch
+ *      (pg_payout_expire_sql) is ONE statement over unconsumed grants with
+ *      expires_at < statement_timestamp() - admission leeway - cleanup
+ *      margin, their binding and grant rows locked SKIP LOCKED (janitors
+ *      split the work; a claim or revocation in flight keeps its rows), the
+ *      day rows locked in key order before they change (no deadlock between
+ *      janitors).
+ *  I26 A take (M33) is ONE statement: the oldest available job over
  *      payout_jobs_available_idx, FOR UPDATE SKIP LOCKED (takers split the
- *      queue), then deliveries + 1 and available_at = now + lease, so a job
- *      whose taker went quiet is delivered again when the lease ends.
- *      Acknowledgment and postponement are conditional on (deliveries =
- *      the delivery held, not acknowledged). A job holds references only;
- *      a resubmission copies them under a new id.
- *  I31 The claim (og_payout_claim: lib/store/payout_run.c runs its steps) is ONE explicit Read
- *      Committed transaction, not one statement: the fence must hold the
- *      context rows until the commit (docs/payouts.md, section 5 step 3: FOR
- *      SHARE, or a concurrent suspension could commit between a check and the
- *      claim's commit), and the attempt's amount is the payout's minor units
- *      in its currency's scale, which the pure core formats. Its facts'
- *      statement (pg_payout_claim_facts_sql) locks the grant's and the
- *      payout's rows FOR UPDATE and the tenant's, beneficiary's and
- *      destination's FOR SHARE — a change in flight is waited for and its
- *      newest version read; a claim that waited for another claim reads the
- *      consuming operation in a fresh statement (pg_payout_claim_consumer_sql:
- *      the facts' snapshot predates that commit) — then the pure verdict
- *      (og__payout_plan_claim, PP4) and, for CLAIMED only, ONE statement
- *      (pg_payout_claim_sql) built like the row-form admission: the
- *      conditional UPDATE of the grant's row (unconsumed, unrevoked,
- *      not_before <= now < expires_at + leeway), the payout Approved at the
- *      executable version with no active attempt -> Executing, the attempt's
- *      insert (kind payout, Admitted, owner version 1, key and reference) and
- *      the "claimed" entry, from each other's RETURNING; anything it does not
- *      write is a defect and rolls back. Every other outcome rolls back: zero
- *      rows anywhere. COMMIT is confirmed at ReadyForQuery (I2); an
- *      unconfirmed one is OG_ESTORE_UNAVAILABLE: unknown, do not send.
+ *      queue instead of queueing on one row).
+ *  I27 The claim is ONE explicit Read Committed transaction, not one
+ *      statement: the fence must hold the context rows until the commit
+ *      (docs/payouts.md, section 5 step 3: FOR SHARE, or a concurrent
+ *      suspension could commit between a check and the claim's commit), and
+ *      the attempt's amount is the payout's minor units in its currency's
+ *      scale, which the pure core formats. Its facts' statement
+ *      (pg_payout_claim_facts_sql) locks the grant's and the payout's rows
+ *      FOR UPDATE and the tenant's, beneficiary's and destination's FOR
+ *      SHARE — a change in flight is waited for and its newest version
+ *      read; a claim that waited for another claim reads the consuming
+ *      operation in a fresh statement (pg_payout_claim_consumer_sql: the
+ *      facts' snapshot predates that commit) and reports DUPLICATE (M34).
+ *      Its writes are ONE statement (pg_payout_claim_sql) built like the
+ *      row-form admission, each CTE from another's RETURNING.
  *      operations_grant_key is the schema's guard of one attempt per grant.
  *      The grant's row is locked before the payout's and no writer locks a
  *      payout and then an issued grant's row, so claims, revocations and
  *      decisions cannot deadlock.
- *  I32 The resolution (og_payout_resolve: lib/store/payout_run.c
- *      runs its steps) is ONE
- *      explicit Read Committed transaction: og_op_record's own prepared
- *      statement (pg_op_record_sql, exec.c, run by og__pg_op_record_in:
- *      status in the expected set AND owner version = v, the row locked
- *      FOR NO KEY UPDATE, its "outcome" event); when it takes nothing,
- *      NOT_RECORDED and ROLLBACK. Then the attempt's binding and payout
- *      FOR UPDATE (pg_payout_resolve_facts_sql, each by its key), the pure
- *      plan (og__payout_plan_resolve, PP5), and for RESOLVED ONE statement
- *      (pg_payout_resolve_sql): the payout conditional on the version read
- *      and this attempt active, the binding released once (released_at IS
- *      NULL) for a terminal outcome, its day's counters (reserved -> paid,
- *      or unreserved), and one "resolved" entry; a count other than the
- *      plan's is a defect and rolls back. NOT_ACTIVE rolls the outcome
- *      back too. Lock order: the operation, then the payout and binding,
- *      then the day — the claim never locks an operation, and decisions
- *      and expiries take a payout or binding before a day.
+ *  I28 The resolution is ONE explicit Read Committed transaction: its
+ *      record step is og_op_record's own prepared statement
+ *      (pg_op_record_sql, exec.c, run by og__pg_op_record_in: the row
+ *      locked FOR NO KEY UPDATE); its facts' statement locks the attempt's
+ *      binding and payout FOR UPDATE (pg_payout_resolve_facts_sql); its
+ *      writes are ONE statement (pg_payout_resolve_sql), whose counts must
+ *      be the plan's (M35). Lock order: the operation, then the payout and
+ *      binding, then the day — the claim never locks an operation, and
+ *      decisions and expiries take a payout or binding before a day.
  */
 #include <string.h>
 
 #include "internal.h"
 
 /* ===========================================================================
- * Jobs (I30)
+ * Jobs (I26)
  * ========================================================================= */
 
-/* Take (I30): $1 lease (µs). pick: the oldest available job over
+/* Take (I26): $1 lease (µs). pick: the oldest available job over
  * payout_jobs_available_idx, skipping any another taker holds (FOR UPDATE
  * SKIP LOCKED: takers split the queue instead of queueing on one row); the
  * UPDATE starts its delivery. Zero rows: none available. */
@@ -184,10 +162,10 @@ int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
 }
 
 /* ===========================================================================
- * The claim (I31)
+ * The claim (I27)
  * ========================================================================= */
 
-/* The claim's facts (I31), CLAIM_FACTS_* (rows.h): $1 grant.
+/* The claim's facts (I27), CLAIM_FACTS_* (rows.h): $1 grant.
  * The grant's row and the payout's are locked FOR UPDATE (the claim writes
  * both), the tenant's, beneficiary's and destination's FOR SHARE: a change to
  * any fenced fact either committed before — and a locker that waited reads its
@@ -240,7 +218,7 @@ enum {
     CLAIM_CONSUMER_NCOLS
 };
 
-/* The claim's facts, their rows locked until the commit (I31); a claim
+/* The claim's facts, their rows locked until the commit (I27); a claim
  * that waited for another claim reads the consuming operation in a fresh
  * statement. */
 int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
@@ -288,7 +266,7 @@ int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
     return 0;
 }
 
-/* The claim's writes (I31), ONE statement at the facts' instant, each CTE
+/* The claim's writes (I27), ONE statement at the facts' instant, each CTE
  * re-asserting its conditions as the row-form admission does (the rows are
  * ours since the facts' read, so they hold; repeating them keeps the
  * guarantee readable in one place): $1 grant  $2 operation  $3 now (µs)
@@ -348,7 +326,7 @@ enum {
     CLAIM_NCOLS
 };
 
-/* CLAIMED's writes, ONE statement at the facts' instant (I31). */
+/* CLAIMED's writes, ONE statement at the facts' instant (I27). */
 int og__pg_payout_claim_write(void *impl, void *tx,
                               const og__payout_claim_req *r,
                               const og__payout_claim_facts *f,
@@ -395,7 +373,7 @@ int og__pg_payout_claim_write(void *impl, void *tx,
 }
 
 /* ===========================================================================
- * The resolution (I32)
+ * The resolution (I28)
  * ========================================================================= */
 
 /* The outcome: og_op_record's own statement, in this transaction. */
@@ -409,7 +387,7 @@ int og__pg_payout_resolve_record(void *impl, void *tx, const char *id,
                                recorded, c->txn_deadline_us);
 }
 
-/* The resolution's facts (I32), RESOLVE_FACTS_* (rows.h): $1 the
+/* The resolution's facts (I28), RESOLVE_FACTS_* (rows.h): $1 the
  * attempt. Its binding through the operation's grant, and its payout, each
  * by its key, both locked FOR UPDATE (the resolution writes both). */
 static const char pg_payout_resolve_facts_sql[] =
@@ -447,7 +425,7 @@ int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
     return rc;
 }
 
-/* The resolution's writes (I32), ONE statement after the outcome's: $1
+/* The resolution's writes (I28), ONE statement after the outcome's: $1
  * payout  $2 version read  $3 the attempt  $4 new state  $5 clear the active
  * attempt  $6 grant  $7 release cause (NULL: held)  $8 actor  $9 from state
  * $10 the attempt's status.
@@ -497,7 +475,7 @@ enum {
     RESOLVE_NCOLS
 };
 
-/* RESOLVED's writes, ONE statement after the outcome's (I32). */
+/* RESOLVED's writes, ONE statement after the outcome's (I28). */
 int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
                                 const og_op_outcome *o,
                                 const og__payout_resolve_facts *f,
@@ -538,7 +516,7 @@ int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
 }
 
 /* ===========================================================================
- * Resubmission (I30)
+ * Resubmission (I26)
  * ========================================================================= */
 
 /* Resubmission: $1 the job copied  $2 the new id  $3 actor. One row: how
@@ -584,7 +562,7 @@ int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
 }
 
 /* ===========================================================================
- * Payout grants (I29)
+ * Payout grants (I25)
  * ========================================================================= */
 
 /* A payout grant and its row, with the clock its state is derived at:
@@ -632,7 +610,7 @@ int og__pg_payout_grant_get(void *impl, const char *grant_id,
     return rc;
 }
 
-/* A finance hold (I29): $1 grant  $2 actor.
+/* A finance hold (I25): $1 grant  $2 actor.
  *  - rv: the grant's row, live (unconsumed, unrevoked): ONE conditional
  *    write; a claim or a revocation in flight is waited for and the row
  *    re-checked;
@@ -707,7 +685,7 @@ int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
     return rc;
 }
 
-/* One expiry batch (I29): $1 leeway + cleanup margin (µs)  $2 batch
+/* One expiry batch (I25): $1 leeway + cleanup margin (µs)  $2 batch
  * $3 cursor (µs).
  *  - pick: at most $2 unreleased bindings of unconsumed grants past
  *    expires_at + leeway + margin, oldest first from the cursor, in the

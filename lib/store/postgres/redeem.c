@@ -2,17 +2,15 @@
  * redeem.c — redemption recovery points: the sealed result of redeeming an
  * external single-use token, kept per (caller, idempotency key).
  *
- * Invariants:
+ * They keep M26 (lib/store/store_int.h); how:
  *
- *  I24 A redemption recovery point is written by ONE statement, INSERT ...
- *      ON CONFLICT (caller, idempotency_key) DO NOTHING, in its own implicit
- *      transaction: the primary key lets exactly one writer of a key win
- *      (a concurrent insert waits for the holder and then does nothing),
- *      nothing overwrites a point, and "inserted" is reported only after
- *      ReadyForQuery (I2). The read is ONE statement answering both "the
- *      key's own point" and "the same code under another key" from one
- *      snapshot. The store holds only sealed bytes and the token's SHA-256;
- *      binary values cross the wire as hex text.
+ *  I21 A point is written by ONE statement, INSERT ... ON CONFLICT
+ *      (caller, idempotency_key) DO NOTHING, in its own implicit
+ *      transaction: a concurrent insert of the key waits for the holder and
+ *      then does nothing; "inserted" is reported only after ReadyForQuery
+ *      (I1). The read is ONE statement, one snapshot. Binary values cross
+ *      the wire as hex text (encode(x, 'hex'); og__pg_row's bytes decode
+ *      them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +55,7 @@ int og__pg_redemption_put(void *impl, const og_redemption_record *r,
     rc = og__pg_run(pg, c, &pg_redemption_put_stmt, params, &res);
     if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
         rc = OG_EINTERNAL;
-    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I2) */
+    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I1) */
         *inserted = PQntuples(res) == 1;
     PQclear(res);
     og__pg_release(pg, c);

@@ -5,11 +5,13 @@
  * running one statement, reading rows, transactions, the clock, opening
  * and closing the store, and the method table.
  *
- * Invariants (internal.h states them): Q4 (synchronous=FULL, WAL; a failed
- * commit is unavailable), Q6 (a connection whose ROLLBACK failed is
- * closed), Q7 (every wait ends at the call's deadline: sq_busy), Q8 (one
- * BEGIN IMMEDIATE per lifecycle call: og__sq_begin/og__sq_end) and Q23
- * (og_consumption_key() on every connection).
+ * Invariants (internal.h and grants.c state them): Q2 (synchronous=FULL,
+ * WAL; a failed commit is unavailable; a connection whose ROLLBACK failed
+ * is closed, M4), Q4 (every wait ends at the call's deadline: sq_busy), Q11
+ * (one BEGIN IMMEDIATE per write: og__sq_begin/og__sq_end, and the payout
+ * transactions' txn_begin/txn_end, M28), Q6 (og_consumption_key() on every
+ * connection) and M7 (nothing is logged but a full statement cache:
+ * sq_cache_full).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@
 #include "internal.h"
 
 /* ===========================================================================
- * What a store failure means (lib/core/storeerr.c's E2, E3 for SQLite)
+ * What a store failure means (lib/core/storeerr.c's SE2, SE3 for SQLite)
  * ========================================================================= */
 
 int og__sqlite_classify(int extended_rc)
@@ -44,10 +46,10 @@ int og__sqlite_classify(int extended_rc)
 }
 
 /* ===========================================================================
- * og_consumption_key() in SQL (Q23)
+ * og_consumption_key() in SQL (Q6)
  * ========================================================================= */
 
-/* og_consumption_key(issuer, grant_id) in SQL (Q23): the C function of
+/* og_consumption_key(issuer, grant_id) in SQL (Q6): the C function of
  * lib/core/consumption_key.c over the arguments' bytes. NULL for a NULL
  * argument, as a strict SQL function. */
 static void sq_key_function(sqlite3_context *ctx, int argc, sqlite3_value **v)
@@ -89,7 +91,7 @@ int og__sqlite_register_key_function(sqlite3 *db)
 }
 
 /* ===========================================================================
- * Deadlines (Q7)
+ * Deadlines (Q4)
  * ========================================================================= */
 
 int64_t og__sq_mono_us(void)
@@ -102,7 +104,7 @@ int64_t og__sq_mono_us(void)
 
 /* SQLite's busy handler: 0 gives up (SQLITE_BUSY, i.e. unavailable), 1 asks
  * SQLite to try again. Sleeps 50 us .. ~2 ms, growing with the attempt count,
- * jittered so that processes polling the same lock do not move in step (Q7). */
+ * jittered so that processes polling the same lock do not move in step (Q4). */
 static int sq_busy(void *arg, int count)
 {
     og__sq_conn *c = arg;
@@ -134,7 +136,7 @@ void og__sq_arm(og__sq_conn *c, int64_t deadline_us)
  * Connections
  * ========================================================================= */
 
-/* Applies the per-connection settings every store call relies on (Q4). */
+/* Applies the per-connection settings every store call relies on (Q2). */
 static int sq_configure(sqlite3 *db, const og_store_options *o)
 {
     int ms = (int)(o->timings.store_timeout_us / 1000);
@@ -165,7 +167,7 @@ int og__sq_open_db(const og__sq_store *s, bool create, sqlite3 **out)
         return rc;
     }
     sqlite3_extended_result_codes(db, 1);
-    if (og__sqlite_register_key_function(db) != SQLITE_OK) { /* Q23 */
+    if (og__sqlite_register_key_function(db) != SQLITE_OK) { /* Q6 */
         rc = og__sqlite_classify(sqlite3_extended_errcode(db));
         sqlite3_close(db);
         return rc;
@@ -466,7 +468,7 @@ int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,
 }
 
 /* ===========================================================================
- * Transactions (Q8): og__sq_begin() takes a pool connection, arms the
+ * Transactions (Q11): og__sq_begin() takes a pool connection, arms the
  * call's deadline and runs BEGIN IMMEDIATE; og__sq_end() commits when the
  * call wrote something to keep, rolls back otherwise, and gives the
  * connection back.
@@ -488,7 +490,7 @@ static int sq_begin_as(og__sq_store *s, const char *sql, og__sq_conn **out)
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
     c = conn;
-    og__sq_arm(c, deadline); /* the lock wait ends here (Q7) */
+    og__sq_arm(c, deadline); /* the lock wait ends here (Q4) */
     if ((rc = og__sq_exec(c, sql)) < 0) {
         og__sq_release(s, c, !og__sq_rollback(c));
         return rc;
@@ -522,7 +524,7 @@ int og__sq_end(og__sq_store *s, og__sq_conn *c, int rc, bool keep)
 {
     if (rc == 0 && keep)
         rc = og__sq_commit(c);
-    og__sq_release(s, c, !og__sq_rollback(c)); /* no-op after COMMIT (Q6) */
+    og__sq_release(s, c, !og__sq_rollback(c)); /* no-op after COMMIT (M4) */
     return rc;
 }
 

@@ -5,66 +5,69 @@
  * files of lib/store/sqlite/ include it.
  *
  * The embedded store: SQLite in WAL mode, one host, any number of threads
- * and processes on one file. SQLite has no data-modifying CTEs, so the
- * admission is ONE write transaction (BEGIN IMMEDIATE … COMMIT) holding the
- * claim and the operation insert — admit.c — and so is every
- * grant-lifecycle call (Q8, grants.c). Each file's header states the
- * invariants it carries:
+ * and processes on one file. It keeps the method contract (M1-M35,
+ * lib/store/store_int.h) with the database's one write lock: SQLite has no
+ * data-modifying CTEs, so the admission is ONE write transaction (BEGIN
+ * IMMEDIATE … COMMIT) holding the claim and the operation insert —
+ * admit.c — and so is every other write (Q11). Q1-Q28 below and in each
+ * file's header say how; each file's header names the M it keeps:
  *
  *   conn.c        connections, the statement cache, transactions, the
  *                 clock, error classification, the method table
  *   schema.c      migrations, the schema version, the consumption keys
- *                 mode (Q10)
- *   admit.c       the admission and its group commit (Q2, Q3, Q22, G1-G5)
+ *                 mode (Q7)
+ *   admit.c       the admission and its group commit (Q8-Q10, G1-G5)
  *   grants.c      issuance, revocation, families, the consume verdict,
- *                 tickets (Q8, Q11, Q12)
- *   exec.c        the ownership protocol (Q13-Q18, Q25)
+ *                 tickets (Q11-Q13)
+ *   exec.c        the ownership protocol (Q14-Q18)
  *   retention.c   cleanup and archiving (Q19-Q21)
- *   redeem.c      redemption recovery points (Q24)
- *   payout.c      the payout store's decision side (Q26-Q28)
- *   payout_run.c  jobs, the claim, the resolution, payout grants (Q29-Q32)
+ *   redeem.c      redemption recovery points (M26)
+ *   payout.c      the payout store's records and the decision's steps
+ *                 (Q22-Q24)
+ *   payout_run.c  jobs, the claim's and the resolution's steps, payout
+ *                 grants (Q25-Q28)
  *   explain.c     og_store_explain's plans
  *
- * The invariants every file relies on:
+ * What every file relies on:
  *
- *   Q1  One writer at a time: BEGIN IMMEDIATE takes the database's write lock
- *       before the claim reads anything, so two connections — in one process
- *       or two — can never both see the key as free. The PRIMARY KEY on
- *       grant_consumptions is the atomic check inside that lock.
- *   Q4  Durable before ADMITTED: WAL with synchronous=FULL fsyncs the WAL at
- *       every commit, and ADMITTED is returned only after COMMIT returned
- *       SQLITE_OK. A busy database past busy_timeout, an I/O error or a
- *       commit that fails is OG_ESTORE_UNAVAILABLE, never REFUSED.
- *   Q5  Amounts are canonical decimal TEXT — never REAL — so equality is exact.
- *   Q6  A connection whose transaction state is unknown (ROLLBACK failed) is
- *       closed, never reused.
- *   Q7  Every wait is bounded by the store timeout, measured from the start
- *       of the call: the admissions of one store object queue for group
- *       commit (admit.c, "Group commit"; a waiting thread is woken, it does
- *       not poll), and the cross-process wait for SQLite's write lock polls
- *       with short jittered sleeps (sq_busy, conn.c) until the same
+ *   Q1  One writer at a time (M8): BEGIN IMMEDIATE takes the database's
+ *       write lock before the claim reads anything, so two connections —
+ *       in one process or two — can never both see the key as free. The
+ *       PRIMARY KEY on grant_consumptions is the atomic check inside that
+ *       lock. Every write transaction of this backend takes it first, so
+ *       what one reads no other changes before it commits (M28).
+ *   Q2  Durable before reported (M2): WAL with synchronous=FULL fsyncs the
+ *       WAL at every commit, and a write is reported only after COMMIT
+ *       returned SQLITE_OK. A busy database past the deadline, an I/O error
+ *       or a commit that fails is OG_ESTORE_UNAVAILABLE
+ *       (og__sqlite_classify, conn.c), never REFUSED; a connection whose
+ *       ROLLBACK failed is closed (M4: og__sq_end).
+ *   Q3  Amounts are canonical decimal TEXT — never REAL — so equality is
+ *       exact.
+ *   Q4  Every wait is bounded by the store timeout, measured from the start
+ *       of the call (M3): the admissions of one store object queue for
+ *       group commit (admit.c, "Group commit"; a waiting thread is woken, it
+ *       does not poll), and the cross-process wait for SQLite's write lock
+ *       polls with short jittered sleeps (sq_busy, conn.c) until the same
  *       deadline. SQLite's default handler sleeps up to 100 ms between
  *       polls, which starved waiters past their timeout under 16+
  *       concurrent callers.
- *   Q9  Family ordering. An admission, consume, issuance, ticket creation or
- *       rotation in a family reads the family's row inside its write
- *       transaction and claims or writes only when the row exists with
- *       revoked_at NULL; a family revocation marks that row and revokes the
- *       family's live grants in its own write transaction. The write lock
- *       orders them: an admission committed first holds its key and is not
- *       in the revocation's list; one that runs after is refused
- *       (family_blocked). PostgreSQL gets the same order from FOR SHARE on
- *       the family's row.
- *   Q23 Consumption keys (schema 5). A readable store keys grant_consumptions
- *       by (issuer, grant_id); a hashed one by key_hash =
- *       og_consumption_key(issuer, grant_id) alone, its PRIMARY KEY and ON
- *       CONFLICT target, and keeps no identifier in the table (operations
- *       keep them). The mode is read from og_store_settings once per store
+ *   Q5  Family ordering (M13). An admission, consume, issuance, ticket
+ *       creation or rotation in a family reads the family's row inside its
+ *       write transaction and claims or writes only when the row exists
+ *       with revoked_at NULL; a family revocation marks that row and
+ *       revokes the family's live grants in its own write transaction. The
+ *       write lock orders them: an admission committed first holds its key
+ *       and is not in the revocation's list; one that runs after is refused
+ *       (family_blocked).
+ *   Q6  Consumption keys (M11). A hashed store's key_hash is the PRIMARY KEY
+ *       and ON CONFLICT target of grant_consumptions; operations keep the
+ *       identifiers. The mode is read from og_store_settings once per store
  *       object (og__sq_read_keys, schema.c) and picks one of two variants of
  *       each statement that touches the table (SQ_KEYED); both variants come
  *       from ONE template (SQ_CLAIM_SQL(K), SQ_READ_CONSUMPTION_SQL(K),
- *       SQ_REVOKE_TOKEN_SQL(K), SQ_CLEANUP_SQL(K)), so Q1-Q3, Q8, Q9, Q12
- *       and the retention invariants Q19, Q20 and Q22 (the claim's
+ *       SQ_REVOKE_TOKEN_SQL(K), SQ_CLEANUP_SQL(K)), so Q1, Q5, Q8, Q9, Q13
+ *       and the retention invariants Q19, Q20 and Q10 (the claim's
  *       archived-id condition is in the template) hold for both
  *       unchanged; the operation archives keep identifiers, as operations
  *       do, and are the same in both modes. A family's revocation, whose
@@ -78,7 +81,7 @@
  *       the issuance log's ids and migration 5's rewrite alike.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
- * millisecond resolution of SQLite's clock.
+ * millisecond resolution of SQLite's clock (M6).
  */
 #ifndef OG_STORE_SQLITE_INTERNAL_H
 #define OG_STORE_SQLITE_INTERNAL_H
@@ -110,8 +113,8 @@
 
 /* Every read of an operation (og__row_operation(), OP_*: rows.h): the
  * admitted columns, then migration 3's, then migration 7's. updated_at is
- * NULL until the first status change (Q17); a NULL idempotency key or
- * client reference is the operation id (Q25). */
+ * NULL until the first status change (M20); a NULL idempotency key or
+ * client reference is the operation id (M22). */
 #define SQ_OP_COLS                                                            \
     SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
     " provider_reference, outcome_reason, kind,"                              \
@@ -130,12 +133,12 @@
 
 /* Status sets as migration 7 leaves them in the schema; each partial
  * index's predicate is repeated verbatim by the statements that use the
- * index (Q18, Q21). */
+ * index (Q17, Q21). */
 #define SQ_OWNED "('Admitted', 'Started', 'Unknown')"
 #define SQ_TERMINAL "('Succeeded', 'Failed', 'NotStarted', 'NotApplied')"
 
 /* The statements that claim, read or delete a consumption key are written
- * once each as a template of K, READABLE or HASHED (Q23), and declared in
+ * once each as a template of K, READABLE or HASHED (Q6), and declared in
  * both variants (name_sql and name_hashed_sql) beside the function that runs
  * them. A readable store runs exactly the statements schema 4 ran. */
 #define SQ_KCOLS_READABLE "issuer, grant_id"
@@ -158,7 +161,7 @@
     " RETURNING " SQ_KRET_##K
 
 /* The variant of statement name (name_sql, name_hashed_sql) in the store's
- * consumption keys (Q23). */
+ * consumption keys (Q6). */
 #define SQ_KEYED(s, name)                                                      \
     ((s)->keys == OG_KEYS_HASHED ? name##_hashed_sql : name##_sql)
 
@@ -176,7 +179,7 @@ typedef struct og__sq_store {
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     struct og__sq_waiter *head, *tail;
     bool leading;
-    og_consumption_keys keys; /* Q23: read by og__sq_read_keys at open */
+    og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
 /* The per-connection statement cache. A statement is identified by its
@@ -211,14 +214,14 @@ typedef struct og__sq_conn {
 
 /* CLOCK_MONOTONIC in microseconds. */
 int64_t og__sq_mono_us(void);
-/* Arms the deadline for one store call on c (Q7). */
+/* Arms the deadline for one store call on c (Q4). */
 void og__sq_arm(og__sq_conn *c, int64_t deadline_us);
 /* Opens a configured connection to s's file; create=true only for
  * migrations, so opening a store that was never migrated does not leave an
  * empty file behind. */
 int og__sq_open_db(const og__sq_store *s, bool create, sqlite3 **out);
-/* A pool connection armed with the store timeout from now (Q7), and its
- * return; broken closes it (Q6). */
+/* A pool connection armed with the store timeout from now (Q4), and its
+ * return; broken closes it (M4). */
 int og__sq_acquire(og__sq_store *s, og__sq_conn **out);
 void og__sq_release(og__sq_store *s, og__sq_conn *c, bool broken);
 
@@ -245,7 +248,7 @@ int og__sq_done(og__sq_conn *c, sqlite3_stmt *st);
  * Runs it to completion and resets it. */
 int og__sq_one_i64(og__sq_conn *c, sqlite3_stmt *st, int64_t *v);
 /* Ends a failed transaction. false when the connection's state is unknown
- * and it must be closed (Q6). */
+ * and it must be closed (M4). */
 bool og__sq_rollback(og__sq_conn *c);
 
 /* ---- conn.c: rows ------------------------------------------------------- */
@@ -270,7 +273,7 @@ int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,
 
 /* ---- conn.c: transactions and the clock --------------------------------- */
 
-/* ONE write transaction on a pool connection (Q8): takes the connection,
+/* ONE write transaction on a pool connection (Q11): takes the connection,
  * arms the call's deadline and runs BEGIN IMMEDIATE, the write lock first
  * (Q1). */
 int og__sq_begin(og__sq_store *s, og__sq_conn **out);
@@ -281,7 +284,7 @@ int og__sq_commit(og__sq_conn *c);
 /* Ends the transaction og__sq_begin() opened: COMMIT when rc is 0 and
  * keep, else ROLLBACK, and gives the connection back. Returns rc, or the
  * commit's error (the write is then not confirmed: OG_ESTORE_UNAVAILABLE,
- * Q4). */
+ * Q2). */
 int og__sq_end(og__sq_store *s, og__sq_conn *c, int rc, bool keep);
 /* SQLite's clock now (SQ_NOW), in *now. 0 or the error. */
 int og__sq_clock(og__sq_conn *c, int64_t *now);
@@ -295,14 +298,14 @@ typedef enum og__sq_family {
     SQ_FAM_REVOKED,
 } og__sq_family;
 
-/* The family's row, read inside the caller's write transaction (Q9). */
+/* The family's row, read inside the caller's write transaction (Q5). */
 int og__sq_family_state(og__sq_conn *c, const char *issuer,
                         const char *family, og__sq_family *state);
-/* The claim for req in its form, on SQLite's clock (Q3): by op_id, or by
+/* The claim for req in its form, on SQLite's clock (Q9): by op_id, or by
  * the consume verdict when op_id is NULL. 1 when this statement took the
  * grant (row form: the row's family copied into row_family, "" for none),
  * 0 when it took nothing, or the error. The caller has checked the family
- * (Q9). */
+ * (Q5). */
 int og__sq_claim(og__sq_store *s, og__sq_conn *c, const og__admit_req *req,
                  const char *op_id, char row_family[OG_ID_MAX + 1]);
 /* After a claim that took nothing, inside the same transaction: what holds
@@ -334,14 +337,14 @@ int og__sq_grant_insert(og__sq_conn *c, const char *issuer,
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record) inside c's transaction
- * (Q13, Q14): *recorded and, when at_out is not NULL, the event's time. */
+ * (Q14): *recorded and, when at_out is not NULL, the event's time. */
 int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
                         int64_t owner_version, const og_op_outcome *o,
                         bool *recorded, int64_t *at_out);
 
 /* ---- payout.c ----------------------------------------------------------- */
 
-/* One payout history entry (Q26): NULL (or 0) fields are absent. */
+/* One payout history entry (Q22): NULL (or 0) fields are absent. */
 typedef struct og__sq_payout_event {
     const char *payout_id;
     int64_t at;

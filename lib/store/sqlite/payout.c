@@ -1,43 +1,32 @@
 /*
- * payout.c — the SQLite payout store's decision side (schema 8): tenant,
- * beneficiary and destination puts, the executor's read of a destination
- * token, drafts, cancellations, og_payout_get, the facts and the decision.
- * What runs a decided payout is payout_run.c.
+ * payout.c — the SQLite payout store's records and decision steps (schema
+ * 8): tenant, beneficiary and destination puts, the executor's read of a
+ * destination token, drafts, cancellations, og_payout_get, the facts, and
+ * the decision's steps (the reservation, the decision's row, what an
+ * Allowed decision enables), which lib/store/payout.c runs in one
+ * transaction (S6). What runs a decided payout is payout_run.c.
  *
- * Every write is ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end,
- * as in Q8) holding its history entries; a write that changed nothing rolls
- * back and reports why from a read of the same transaction. Invariants:
+ * These keep M27-M31 (lib/store/store_int.h). Every write is ONE BEGIN
+ * IMMEDIATE transaction (og__sq_begin/og__sq_end, as Q11) holding its
+ * history entries; a write that changed nothing rolls back and reports the
+ * records from a read of the same transaction. How:
  *
- *   Q26 The payout decision (og_payout_decide: lib/store/payout.c runs its steps) is ONE
- *       BEGIN IMMEDIATE transaction: it reads the facts — the payout, its
- *       tenant's settings, beneficiary and destination, the release day's
- *       counters — under the write lock (Q1), so none can change before it
- *       commits; the pure core decides (og__payout_plan_decide,
- *       lib/store/payout_plan.c); then it writes. Allowed: the reservation
- *       (Q27), the decision row, the approval with the attempt number
- *       (Q28), the grant's `grants` row (issuer 'payouts', row form, no
- *       family, the window's end as its expiry), its bindings, the job and
- *       a payout_events entry per step, all at one instant of SQLite's
- *       clock. Anything else: the decision row and its entry alone. Any
- *       failure, the fault points OG__FAULT_DECIDE_* included, rolls all
- *       of it back. Decisions and history entries are never changed or
- *       removed: triggers abort every UPDATE and DELETE of payout_decisions
- *       and payout_events.
- *   Q27 The reservation is ONE conditional write of the tenant's day row
- *       (og__sq_payout_reserve_sql: INSERT ... ON CONFLICT DO UPDATE ...
- *       WHERE paid + reserved + amount <= daily_limit). Under the write lock
- *       it checks the very counters the decision read, so it takes whatever
- *       the core allowed; should it take nothing, the decision written is
- *       Denied tenant.daily-limit, alone. The day is the release day of the
- *       grant's not_before at the tenant's offset (og_payout_release_day),
- *       kept on the binding, so a release goes back to that day whatever
- *       the offset becomes.
- *   Q28 The attempt number is attempt_count + 1, allocated by the
- *       approval's conditional UPDATE (sq_payout_approve_sql: the version
- *       read, the state the mode expects, no active attempt) in the
- *       decision's transaction; re-authorizations are serialized by the
- *       write lock, and payout_grants' UNIQUE (payout_id, attempt_number) is
- *       the schema's own guard.
+ *   Q22 The decision's transaction is BEGIN IMMEDIATE (og__sq_begin through
+ *       txn_begin): the facts — the payout, its tenant's settings,
+ *       beneficiary and destination, the release day's counters — are read
+ *       under the write lock (Q1), so none can change before it commits
+ *       (M28), and everything it writes shares one instant of SQLite's
+ *       clock, read once (M29). Decisions and history entries are never
+ *       changed or removed: triggers abort every UPDATE and DELETE of
+ *       payout_decisions and payout_events (M27).
+ *   Q23 The reservation (M30) is og__sq_payout_reserve_sql: INSERT ... ON
+ *       CONFLICT DO UPDATE ... WHERE paid + reserved + amount <=
+ *       daily_limit. Under the write lock it checks the very counters the
+ *       decision read, so it takes whatever the core allowed.
+ *   Q24 The attempt number (M31) is allocated by the approval's conditional
+ *       UPDATE (sq_payout_approve_sql: the version read, the state the mode
+ *       expects, no active attempt); re-authorizations are serialized by the
+ *       write lock.
  */
 #include <string.h>
 
@@ -53,7 +42,7 @@ static void sq_bind_i64_opt(sqlite3_stmt *st, int i, int64_t v)
 }
 
 /* ===========================================================================
- * History (Q26)
+ * History (Q22)
  * ========================================================================= */
 
 /* ?1 payout, ?2 at, ?3 kind, ?4 actor, ?5 correlation, ?6 decision,
@@ -518,7 +507,7 @@ int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
 }
 
 /* ===========================================================================
- * The facts (Q26)
+ * The facts (Q22)
  * ========================================================================= */
 
 /* Every fact a decision reads: the payout, its tenant's settings, its
@@ -548,7 +537,7 @@ static const char sq_payout_day_sql[] =
 /* The facts of payout id in tx: the payout with its tenant, beneficiary
  * and destination, then the counters of the release day of release_at_us
  * in the tenant's offset. A missing payout is found = false at the store's
- * clock. tx's snapshot, or for the decision the write lock (Q1, Q26),
+ * clock. tx's snapshot, or for the decision the write lock (Q1, Q22),
  * holds every row read until it ends, so lock asks nothing more. */
 int og__sq_payout_facts(void *impl, void *tx, const char *id,
                         int64_t release_at_us, bool lock,
@@ -594,10 +583,10 @@ int og__sq_payout_facts(void *impl, void *tx, const char *id,
 }
 
 /* ===========================================================================
- * The decision (Q26-Q28)
+ * The decision (Q22-Q24)
  * ========================================================================= */
 
-/* The reservation (Q27): ONE conditional write of the day's row, ?1 tenant,
+/* The reservation (Q23): ONE conditional write of the day's row, ?1 tenant,
  * ?2 day, ?3 amount. The first of a day inserts it within the limit; later
  * ones add to it while paid + reserved + amount stays within the limit. A
  * row (the new reserved total) only when it reserved. */
@@ -705,7 +694,7 @@ int og__sq_payout_decision_write(void *impl, void *tx,
 
 /* The approval: ?1 payout, ?2 the version read, ?3 the state expected
  * (Draft; Approved for a re-authorization), ?4 release day, ?5 now. The
- * attempt number is attempt_count + 1, allocated here (Q28). */
+ * attempt number is attempt_count + 1, allocated here (Q24). */
 static const char sq_payout_approve_sql[] =
     "UPDATE payouts SET state = 'Approved', version = version + 1,"
     "   attempt_count = attempt_count + 1, release_day = ?4, updated_at = ?5"
@@ -730,14 +719,14 @@ static const char sq_payout_bind_sql[] =
     " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4,"
     "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"
     "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
-/* The job (Q30): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
+/* The job (Q26): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
 static const char sq_payout_job_sql[] =
     "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"
     "   created_at, available_at, deliveries)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)";
 
 /* What an Allowed decision enables, after the reservation and the
- * decision: the approval with the attempt number (Q28), the grant's row
+ * decision: the approval with the attempt number (Q24), the grant's row
  * and bindings, the job, a history entry per step. */
 int og__sq_payout_decision_issue(void *impl, void *tx,
                                  const og__payout_decide_req *r,

@@ -1,71 +1,50 @@
 /*
  * payout_run.c — what runs a decided payout in the SQLite store (schemas
- * 8-10): the jobs (take, ack, postpone, resubmit), the claim, the
- * resolution, and the payout grants (get, revoke, the expiry batch). The
- * decision that creates them is payout.c.
+ * 8-10): the jobs (take, ack, postpone, resubmit), the claim's and the
+ * resolution's steps (lib/store/payout_run.c runs each in one transaction,
+ * S6), and the payout grants (get, revoke, the expiry batch). The decision
+ * that creates them is payout.c.
  *
- * Every write is ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end,
- * as in Q8) holding its history entries (og__sq_payout_event_add). Besides
- * Q26-Q28 (payout.c), invariants:
+ * These keep M27, M28 and M32-M35 (lib/store/store_int.h). Every write is
+ * ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end, as Q11)
+ * holding its history entries (og__sq_payout_event_add). Besides Q22-Q24
+ * (payout.c), how:
  *
- *   Q29 A binding's reservation is released exactly once: released_at is
- *       set only where it is NULL, by a revocation
- *       (sq_payout_grant_revoke_sql: the grant's row live, unconsumed and
- *       unrevoked, ONE conditional write; then sq_payout_release_sql and
- *       the day's counter, in the same transaction) or by an expiry batch
- *       (one BEGIN IMMEDIATE per batch, unconsumed grants with expires_at <
- *       now - admission leeway - cleanup margin, every statement of the
- *       batch selecting the same set, SQ_PAYOUT_EXPIRE_PICK, with one
- *       clock, as Q21; the marks last). A consumed grant's reservation is
- *       never released here: it follows its attempt.
- *   Q30 The outbox is the queue. A take (og__sq_payout_job_take_sql) is ONE
- *       UPDATE under the write lock of the oldest job with done_at IS NULL
- *       AND available_at <= now, over payout_jobs_available_idx: deliveries
- *       + 1, available_at = now + lease, so a job whose taker went quiet is
- *       delivered again when the lease ends. An acknowledgment or a
- *       postponement is conditional on (deliveries = the delivery held, not
- *       acknowledged): a superseded delivery changes nothing. A job holds
- *       references only (payout, grant, correlation); a resubmission copies
- *       them under a new id.
- *   Q31 The claim (og_payout_claim: lib/store/payout_run.c runs its steps) is ONE BEGIN
- *       IMMEDIATE transaction: the facts (sq_payout_claim_facts_sql: the
- *       binding, its grants row, the consuming operation, the payout, its
- *       tenant, beneficiary and destination, the clock) read under the
- *       write lock, so no fenced fact can change before the commit; the
- *       pure verdict (og__payout_plan_claim, PP4); and for CLAIMED only, at
- *       the facts' instant, the grant's row consumed
- *       (sq_payout_claim_grant_sql, its conditions re-asserted: unconsumed,
- *       unrevoked, not_before <= now < expires_at + leeway), the payout
- *       Approved at the executable version with no active attempt ->
- *       Executing (sq_payout_claim_payout_sql), the attempt
- *       (sq_payout_claim_op_sql: kind payout, Admitted at the initial owner
- *       version, key and reference fixed before any send) and the "claimed"
- *       entry. A write that then takes nothing is a defect: everything
- *       rolls back. Every other outcome rolls back: zero rows anywhere. The
- *       daily limit is not checked (the decision reserved). A commit that
- *       is not confirmed is OG_ESTORE_UNAVAILABLE: unknown, do not send.
- *   Q32 The resolution (og_payout_resolve: lib/store/payout_run.c
- *       runs its steps) is ONE
- *       BEGIN IMMEDIATE transaction: og_op_record's own write
- *       (og__sq_op_record_in, exec.c: its statement, status in the expected
- *       set AND owner version = v, and its "outcome" event); when it takes
- *       nothing, NOT_RECORDED and everything rolls back. Then the attempt's
- *       binding and payout (sq_payout_resolve_facts_sql, each by its key),
- *       the pure plan (og__payout_plan_resolve, PP5), and for RESOLVED the
- *       payout's conditional move (sq_payout_resolve_payout_sql: the
- *       version read, this attempt active, Executing or Unknown), for a
- *       terminal outcome the binding's release once (sq_payout_release_sql
- *       on released_at IS NULL) with its day (sq_payout_pay_sql: reserved
- *       -> paid, or sq_payout_unreserve_sql), and one "resolved" entry, all
- *       at the outcome's instant. A write that then takes nothing is a
- *       defect: rolled back. NOT_ACTIVE rolls the outcome back too.
+ *   Q25 A binding's reservation is released once (M32) by a revocation
+ *       (sq_payout_grant_revoke_sql: the grant's row live, ONE conditional
+ *       write; then sq_payout_release_sql on released_at IS NULL and the
+ *       day's counter, in the same transaction) or by an expiry batch (one
+ *       BEGIN IMMEDIATE per batch, every statement of it selecting the same
+ *       set, SQ_PAYOUT_EXPIRE_PICK, with one clock, as Q21; the marks
+ *       last, since the pick reads released_at).
+ *   Q26 A job's take (M33, og__sq_payout_job_take_sql) is ONE UPDATE under
+ *       the write lock of the oldest available job over
+ *       payout_jobs_available_idx.
+ *   Q27 The claim's transaction is BEGIN IMMEDIATE: its facts
+ *       (sq_payout_claim_facts_sql: the binding, its grants row, the
+ *       consuming operation, the payout, its tenant, beneficiary and
+ *       destination, the clock) are read under the write lock, so no fenced
+ *       fact can change before the commit and the consuming operation is
+ *       the one committed (M34); the writes (sq_payout_claim_grant_sql,
+ *       sq_payout_claim_payout_sql, sq_payout_claim_op_sql and the
+ *       "claimed" entry) run at the facts' instant, each re-asserting its
+ *       conditions, so one that takes nothing is a defect.
+ *   Q28 The resolution's transaction is BEGIN IMMEDIATE: its record step is
+ *       og__sq_op_record_in (exec.c: og_op_record's statement and event),
+ *       whose instant every write of the resolution shares
+ *       (og__sq_conn.txn_at_us); its facts (sq_payout_resolve_facts_sql,
+ *       each by its key) are read under the write lock (M35); the writes
+ *       are sq_payout_resolve_payout_sql, then for a terminal outcome
+ *       sq_payout_release_sql on released_at IS NULL with the day's counter
+ *       (sq_payout_pay_sql: reserved -> paid, or sq_payout_unreserve_sql),
+ *       then the "resolved" entry.
  */
 #include <string.h>
 
 #include "internal.h"
 
 /* ===========================================================================
- * Jobs (Q30)
+ * Jobs (Q26)
  * ========================================================================= */
 
 /* Take: the oldest available job, over payout_jobs_available_idx, ?1 lease.
@@ -171,7 +150,7 @@ int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
 }
 
 /* ===========================================================================
- * The claim (Q31)
+ * The claim (Q27)
  * ========================================================================= */
 
 /* The claim's facts: ?1 grant. The binding and its grants row, the
@@ -203,7 +182,7 @@ static const char sq_payout_claim_facts_sql[] =
 /* Its columns: CLAIM_FACTS_* (rows.h). */
 
 /* The claim's facts of grant_id (found: a payout grant), under the write
- * lock (Q1, Q31): none of it changes before the commit. */
+ * lock (Q1, Q27): none of it changes before the commit. */
 int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
                               og__payout_claim_facts *out)
 {
@@ -326,7 +305,7 @@ int og__sq_payout_claim_write(void *impl, void *tx,
 }
 
 /* ===========================================================================
- * A binding's reservation, released once (Q29)
+ * A binding's reservation, released once (Q25)
  * ========================================================================= */
 
 /* Releases one binding's reservation, once: ?1 grant, ?2 now, ?3 cause. */
@@ -352,7 +331,7 @@ static const char sq_payout_unreserve_sql[] =
     " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved";
 
 /* Marks grant_id's binding released at `at` for `cause` — only where it is
- * not yet (Q29) — and moves its amount off the day's reserved counter
+ * not yet (Q25) — and moves its amount off the day's reserved counter
  * (onto paid when `paid`). 1 and the amount and day, 0 when it was
  * released before (nothing written), or an error. */
 static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
@@ -393,7 +372,7 @@ static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
     return 1;
 }
 
-/* Releases grant_id's reservation once (Q29), at `at`, for `cause`, with
+/* Releases grant_id's reservation once (Q25), at `at`, for `cause`, with
  * its history entry; nothing when it was released before. */
 static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
                       const char *cause, const char *actor)
@@ -416,7 +395,7 @@ static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
 }
 
 /* ===========================================================================
- * The resolution (Q32)
+ * The resolution (Q28)
  * ========================================================================= */
 
 /* The outcome: og_op_record's own write (exec.c), under the write lock;
@@ -526,7 +505,7 @@ int og__sq_payout_resolve_write(void *impl, void *tx, const char *id,
 }
 
 /* ===========================================================================
- * Resubmission (Q30)
+ * Resubmission (Q26)
  * ========================================================================= */
 
 /* ?1 the job copied, ?2 the new id. */
@@ -600,7 +579,7 @@ int og__sq_payout_job_resubmit(void *impl, const char *id, const char *actor,
 }
 
 /* ===========================================================================
- * Payout grants (Q29)
+ * Payout grants (Q25)
  * ========================================================================= */
 
 /* A payout grant and its row, with the clock its state is derived at:
@@ -631,7 +610,7 @@ int og__sq_payout_grant_get(void *impl, const char *grant_id,
 }
 
 /* A finance hold: ?1 grant. Its payout (is it a payout grant?), then the
- * grant's row, live: ONE conditional write (Q29). */
+ * grant's row, live: ONE conditional write (Q25). */
 static const char sq_payout_grant_payout_sql[] =
     "SELECT payout_id FROM payout_grants WHERE grant_id = ?1";
 enum { GRANT_PAYOUT_PAYOUT_ID, GRANT_PAYOUT_NCOLS };
@@ -662,7 +641,7 @@ static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
     if (rc <= 0)
         return rc; /* 0: not a payout grant */
     out->payout_grant = true;
-    /* The grant's row, live: ONE conditional write (Q29). */
+    /* The grant's row, live: ONE conditional write (Q25). */
     if ((rc = og__sq_stmt(c, sq_payout_grant_revoke_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
@@ -702,7 +681,7 @@ int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
 
 /* The unreleased, unconsumed payout grants past ?1 (= now - leeway -
  * margin, read once), from the cursor ?3, oldest expiry first, at most ?2:
- * one expiry batch (Q29). Every statement of the batch selects this one
+ * one expiry batch (Q25). Every statement of the batch selects this one
  * set (the write lock holds it still); INDEXED BY: the janitor's scan. */
 #define SQ_PAYOUT_EXPIRE_PICK                                                  \
     "SELECT b.grant_id FROM payout_grants b"                                   \
@@ -712,7 +691,7 @@ int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
     "   AND b.expires_at >= ?3 AND b.expires_at < ?1"                          \
     " ORDER BY b.expires_at, b.grant_id LIMIT ?2"
 
-/* One expiry batch (Q29): ?1 now - leeway - margin, ?2 batch, ?3 cursor,
+/* One expiry batch (Q25): ?1 now - leeway - margin, ?2 batch, ?3 cursor,
  * ?4 now. First the batch's size and greatest expiry (the next cursor),
  * then its reservations, history and marks; the marks last, since the pick
  * reads released_at. */
@@ -738,7 +717,7 @@ const char og__sq_payout_expire_mark_sql[] =
     "UPDATE payout_grants SET released_at = ?4, release_cause = 'expired'"
     " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
 
-/* One expiry batch's fixed parameters (Q29), as the archive's (Q21). */
+/* One expiry batch's fixed parameters (Q25), as the archive's (Q21). */
 typedef struct sq_expire_args {
     int64_t cutoff; /* ?1: now - leeway - cleanup margin */
     int batch;      /* ?2 */

@@ -1,16 +1,11 @@
 /*
  * redeem.c — the SQLite store's redemption recovery points (schema 6).
  *
- * Invariant:
- *
- *   Q24 A redemption recovery point is written by ONE autocommit INSERT ...
- *       ON CONFLICT (caller, idempotency_key) DO NOTHING: the first writer
- *       of a key wins and nothing ever overwrites it; "inserted" is
- *       reported only after the statement completed, i.e. committed (Q4).
- *       The read is ONE SELECT (one WAL snapshot) answering both "the key's
- *       own point" and "the same code under another key", so the two can
- *       never come from different states. The store holds only sealed
- *       bytes and the token's SHA-256.
+ * It keeps M26 (lib/store/store_int.h) with ONE autocommit INSERT ... ON
+ * CONFLICT (caller, idempotency_key) DO NOTHING, whose "inserted" is
+ * reported only after the statement completed, i.e. committed (Q2), and
+ * ONE SELECT (one WAL snapshot) for the read. Nonce and sealed bytes are
+ * BLOBs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +39,7 @@ int og__sq_redemption_put(void *impl, const og_redemption_record *r,
     sqlite3_bind_blob(st, 4, r->nonce, OG_REDEMPTION_NONCE_LEN, SQLITE_STATIC);
     sqlite3_bind_blob(st, 5, r->sealed, (int)r->sealed_len, SQLITE_STATIC);
     /* Autocommit: the write commits when the statement completes, so the
-     * answer waits for og__sq_done (Q4), not for the RETURNING row. */
+     * answer waits for og__sq_done (Q2), not for the RETURNING row. */
     if ((row = og__sq_step(c, st)) < 0) {
         rc = row;
         sqlite3_reset(st);
