@@ -186,9 +186,9 @@ typedef struct og__payout_decide_req {
     char job_id[OG_UUID_LEN + 1];
 } og__payout_decide_req;
 
-/* Everything a decision reads, as the backend's two reads return it (the
- * payout with its tenant, beneficiary and destination; then the counters
- * of the release day). */
+/* Everything a decision reads, as the backend's payout_facts step returns
+ * it (the payout with its tenant, beneficiary and destination; then the
+ * counters of the release day; rows.h reads the first). */
 typedef struct og__payout_facts {
     bool found;                   /* false: no payout; nothing else is set
                                      but observed_at_us */
@@ -438,9 +438,10 @@ typedef struct og__payout_resolve_plan {
 int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
                             og__payout_resolve_plan *out);
 
-
-/* Fault points of the decision transaction (lib/core/fault.c): each acts
- * as if the store failed there, so everything before it rolls back. */
+/* Fault points of the payout transactions (lib/core/fault.c), asked by the
+ * orchestrations above the backends (payout.c, payout_run.c; S6), so they
+ * fire at the same step on both: each acts as if the store failed there,
+ * so everything before it rolls back. The decision's: */
 #define OG__FAULT_DECIDE_AFTER_RESERVATION "payout_decide_after_reservation"
 #define OG__FAULT_DECIDE_AFTER_DECISION "payout_decide_after_decision"
 #define OG__FAULT_DECIDE_BEFORE_COMMIT "payout_decide_before_commit"
