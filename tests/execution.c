@@ -1031,7 +1031,7 @@ static void unknown_to_not_applied_and_terminal_statuses_never_change(
 }
 
 /* The operation's kind, key and reference come back as written; an
- * admission's are "credit" and its id (schema 7, I25/Q25). */
+ * admission's are "credit" and its id (schema 7, M22). */
 static void payout_operation_reads_back_its_kind_key_and_reference(void **st)
 {
     og_store *s = t_store(0, 0);

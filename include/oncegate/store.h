@@ -2,8 +2,9 @@
  * store.h — the store: opening and migrating one, the admission, the
  * ownership protocol of execution, retention, redemption recovery points and
  * the grant lifecycle (issuance, revocation, families, the consume verdict,
- * tickets). lib/store/store.c checks every input and dispatches to a
- * backend (lib/store/sqlite.c, lib/store/postgres.c); the payout store is
+ * tickets). lib/store/ checks every input and dispatches to a backend
+ * (lib/store/sqlite/, lib/store/postgres/), whose methods keep one
+ * contract (lib/store/store_int.h, M1-M35); the payout store is
  * oncegate/payout_store.h.
  *
  * Part of the public API; oncegate/oncegate.h includes it with the rest,
@@ -328,7 +329,9 @@ typedef struct og_op_events {
 /* The history of one operation, oldest first. The first event, kind
  * "admitted", is read from the operation record itself (admission writes no
  * second row: it stays ONE insert); the others are stored by the writes
- * above. 0 and *out (free with og_op_events_free), or an error. */
+ * above. 0 and *out (free with og_op_events_free), or an error (OG_ENOMEM
+ * also for more than 4,096 stored events, far beyond what the protocol
+ * writes for one operation). */
 OG_MUST_CHECK int og_op_history(og_store *s, const char *operation_id,
                                 og_op_events *out);
 void og_op_events_free(og_op_events *e);

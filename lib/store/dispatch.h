@@ -5,12 +5,58 @@
  * and payout_run.c include it; a backend never sees the store object, only
  * its own impl.
  *
- * Invariants (each file states its own besides: S2, S3, S5 store.c; S4
- * retention.c; S6, S7 payout.c; S8 payout_run.c):
+ * The dispatch's invariants, one list for all of those files (each names
+ * the ones it carries); what the backends' methods guarantee under them is
+ * the method contract, M1-M35 (store_int.h):
  *   S1  A backend never sees raw input: every entry point checks each
  *       argument and builds a canonical, validated request first
  *       (og__admit_req, og__issuance_req, og__payout_*_req, ...); bad input
  *       returns its own error code with nothing written.
+ *   S2  A store whose schema version differs from OG_SCHEMA_VERSION is not
+ *       opened (store.c): running an admission against a schema this build
+ *       does not know could silently drop a guarantee (a missing unique
+ *       key).
+ *   S3  og_admit never retries (store.c): an unavailable store is reported
+ *       to the caller, whose retry with the same operation id finds out
+ *       what happened.
+ *   S4  Retention runs in bounded batches (retention.c; the payout grants'
+ *       expiry in payout_run.c the same way): every batch takes at most
+ *       `batch` rows in its own transaction, and the loop stops at the first
+ *       batch that took fewer or after max_batches, so neither job holds
+ *       admissions behind one long delete nor runs unbounded. A backend that
+ *       reports more than `batch` rows is a defect (OG_EINTERNAL). Each call
+ *       starts its keyset cursor afresh, so a row an earlier call's cursor
+ *       passed is looked at again.
+ *   S5  The consumption keys (readable or hashed) are the store's (store.c),
+ *       recorded by migration 5 and read on every open: two store objects —
+ *       in one process or two — of one store run the same statements on the
+ *       same keys. A caller that asks for the other mode is refused
+ *       (OG_ESTORE_KEYS), at open and at migrate; nothing is converted once
+ *       recorded. Retention (S4) runs on either: the backends' cleanup
+ *       statements address rows by their key mode's primary key (SQLite) or
+ *       by ctid (PostgreSQL).
+ *   S6  The payout store's orchestrations are written here, once for both
+ *       backends (payout.c: the context read and the decision; payout_run.c:
+ *       the claim and the resolution): each is ONE transaction of the method
+ *       table (txn_begin/txn_end, M28) — READ for the context read, WRITE
+ *       for the others — running the backend's steps in one order: the
+ *       facts, the pure plan (payout_plan.c), the writes, the fault point
+ *       (OG__FAULT_*, store_int.h), then commit or roll back. Every decision
+ *       commits, Allowed or not: it is history. Only CLAIMED and RESOLVED
+ *       commit; every other claim outcome, NOT_RECORDED and NOT_ACTIVE roll
+ *       back — the resolution's outcome write with them — and any error or
+ *       fault point rolls back everything. Every other payout write is ONE
+ *       backend write (M27) whose report payout_plan.c reads. Out-parameters
+ *       are written only once the transaction committed.
+ *   S7  A provider token reaches the store through og_payout_destination_put
+ *       and leaves it through og_payout_destination_token only (payout.c);
+ *       no other record, result or error carries it, the backends bind it
+ *       without copying it, and every copy this layer or a backend makes is
+ *       wiped.
+ *   S8  A claim's inputs are checked before any I/O (payout_run.c); the
+ *       attempt's id is fresh (og__uuid_new); a DUPLICATE's consuming
+ *       attempt is read after the claim's transaction, from the store, for
+ *       the caller's evidence.
  */
 #ifndef OG_STORE_DISPATCH_H
 #define OG_STORE_DISPATCH_H
@@ -46,8 +92,8 @@ int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
                          const og_op_outcome *o);
 
 /* Where a retention pass's keyset cursor starts: every time the store keeps
- * is at or after the epoch (S1: expires_at >= OG__TIME_MIN_US; the store's
- * clock). */
+ * is at or after the epoch (S1 checks every time against OG__TIME_MIN_US;
+ * the store's clock is past it). */
 #define OG__RETENTION_FROM_US OG__TIME_MIN_US
 
 /* The batch arguments of a retention pass (S4): 1..OG_RETENTION_BATCH_MAX

@@ -2,24 +2,17 @@
  * payout.c — the payout store's decision side (oncegate/payout_store.h):
  * the context records' puts, the provider token's one read, drafts,
  * cancellations, reads, the context read and the decision. Every input is
- * checked here, before the store (S1, dispatch.h), with the pure core's own
- * rules and codes where it has them (ids, currencies, amounts, purposes).
- * Fresh identifiers (decision, grant, job) are made here, so both backends
- * write the same kinds. What runs a decided payout is payout_run.c.
+ * checked here, before the store (S1), with the pure core's own rules and
+ * codes where it has them (ids, currencies, amounts, purposes). Fresh
+ * identifiers (decision, grant, job) are made here, so both backends write
+ * the same kinds. What runs a decided payout is payout_run.c.
  *
- * Invariants:
- *   S6  The payout store (schemas 8-10, oncegate/payout_store.h): one
- *       transaction per call. A put, a draft, a cancellation, a job's
- *       take, acknowledgment, postponement or resubmission, a revocation
- *       and an expiry batch each write in ONE transaction that also holds
- *       their history entries; a decision reads its facts and writes
- *       everything it decides in ONE transaction (Q25-Q29 in sqlite.c,
- *       I25-I29 in postgres.c). Inputs are checked here first, with the
- *       pure core's own rules and codes (S1).
- *   S7  A provider token reaches the store through
- *       og_payout_destination_put and leaves it through
- *       og_payout_destination_token only; no other record, result or error
- *       carries it, and this file's copies are wiped.
+ * The context read and the decision are orchestrated here, once for both
+ * backends (S6): one transaction of the method table, the backend's steps
+ * (M28-M31) and the pure plan between them. A put, a draft or a
+ * cancellation is one backend write (M27) whose report payout_plan.c
+ * reads. The provider token's copies here are wiped (S7). dispatch.h
+ * states S1, S6 and S7.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,17 +35,12 @@ static int limit_check(int64_t v)
     return v >= 0 && v <= OG_PAYOUT_LIMIT_MAX ? 0 : OG_EPAYOUT_LIMIT;
 }
 
-static void put_result_zero(og_payout_put_result *r)
-{
-    r->outcome = OG_PAYOUT_WRITTEN;
-    r->version = 0;
-}
 
 int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
                          int64_t expected_version, og_payout_put_result *out)
 {
     og__payout_tenant_req r;
-    og_payout_put_result res;
+    og__payout_put_report rep;
     int scale, rc;
 
     if (!s || !t || !out)
@@ -73,10 +61,10 @@ int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
     memcpy(r.currency, t->currency, OG_CURRENCY_LEN + 1);
     r.offset_minutes = t->settlement_offset_minutes;
     r.expected_version = expected_version;
-    put_result_zero(&res);
-    if ((rc = s->m->payout_tenant_put(s->impl, &r, &res)) != 0)
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_tenant_put(s->impl, &r, &rep)) != 0)
         return rc;
-    *out = res;
+    *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -86,7 +74,7 @@ int og_payout_beneficiary_put(og_store *s,
                               og_payout_put_result *out)
 {
     og__payout_beneficiary_req r;
-    og_payout_put_result res;
+    og__payout_put_report rep;
     const char *status;
     int rc;
 
@@ -106,10 +94,10 @@ int og_payout_beneficiary_put(og_store *s,
     r.verified = b->verified;
     r.status = status;
     r.expected_version = expected_version;
-    put_result_zero(&res);
-    if ((rc = s->m->payout_beneficiary_put(s->impl, &r, &res)) != 0)
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_beneficiary_put(s->impl, &r, &rep)) != 0)
         return rc;
-    *out = res;
+    *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -134,7 +122,7 @@ int og_payout_destination_put(og_store *s,
                               og_payout_put_result *out)
 {
     og__payout_destination_req r;
-    og_payout_put_result res;
+    og__payout_put_report rep;
     int rc;
 
     if (!s || !d || !out)
@@ -150,12 +138,12 @@ int og_payout_destination_put(og_store *s,
     og__idcpy(r.beneficiary_id, d->beneficiary_id);
     memcpy(r.provider_token, d->provider_token, strlen(d->provider_token) + 1);
     r.expected_version = expected_version;
-    put_result_zero(&res);
-    rc = s->m->payout_destination_put(s->impl, &r, &res);
+    memset(&rep, 0, sizeof rep);
+    rc = s->m->payout_destination_put(s->impl, &r, &rep);
     sodium_memzero(r.provider_token, sizeof r.provider_token); /* S7 */
     if (rc != 0)
         return rc;
-    *out = res;
+    *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -183,7 +171,7 @@ int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                     og_payout_put_result *out)
 {
     og__payout_draft_req r;
-    og_payout_put_result res;
+    og__payout_draft_report rep;
     char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
     int rc;
 
@@ -212,10 +200,10 @@ int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                              d->terms.purpose, r.purpose, sizeof r.purpose) != 0)
         return OG_EINTERNAL; /* likewise */
     og__idcpy(r.requester_id, d->requester_id);
-    put_result_zero(&res);
-    if ((rc = s->m->payout_draft(s->impl, &r, &res)) != 0)
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_draft(s->impl, &r, &rep)) != 0)
         return rc;
-    *out = res;
+    (void)og__payout_draft_outcome(&rep, out);
     return 0;
 }
 
@@ -223,7 +211,7 @@ int og_payout_cancel(og_store *s, const char *payout_id,
                      int64_t expected_version, const char *actor,
                      og_payout_put_result *out)
 {
-    og_payout_put_result res;
+    og__payout_cancel_report rep;
     int rc;
 
     if (!s || !out)
@@ -234,11 +222,11 @@ int og_payout_cancel(og_store *s, const char *payout_id,
         return OG_EPAYOUT_VERSION;
     if (og__id_check(actor) != 0)
         return OG_EACTOR;
-    put_result_zero(&res);
+    memset(&rep, 0, sizeof rep);
     if ((rc = s->m->payout_cancel(s->impl, payout_id, expected_version, actor,
-                                  &res)) != 0)
+                                  &rep)) != 0)
         return rc;
-    *out = res;
+    *out = og__payout_cancel_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -263,6 +251,7 @@ int og_payout_context_read(og_store *s, const char *payout_id,
 {
     og__payout_facts f;
     og_payout_snapshot snap;
+    void *tx;
     int rc;
 
     if (!s || !out)
@@ -272,7 +261,12 @@ int og_payout_context_read(og_store *s, const char *payout_id,
     if (!og__time_ok(release_at_us))
         return OG_EINVAL;
     memset(&f, 0, sizeof f);
-    rc = s->m->payout_facts(s->impl, payout_id, release_at_us, &f);
+    /* One snapshot for all the facts; a read keeps nothing: no commit. */
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_READ, &tx)) == 0) {
+        rc = s->m->payout_facts(s->impl, tx, payout_id, release_at_us, false,
+                                &f);
+        rc = s->m->txn_end(s->impl, tx, rc, false);
+    }
     if (rc == OG_ESTORE_UNAVAILABLE) {
         /* "Cannot read": unavailable, never an answer from old facts. */
         memset(&snap, 0, sizeof snap);
@@ -286,11 +280,53 @@ int og_payout_context_read(og_store *s, const char *payout_id,
     return 0;
 }
 
+/* The decision's steps, in tx (S6): the facts, held until the commit;
+ * the pure plan (PP1); the reservation, which decides on the newest
+ * counters — taking nothing makes the decision Denied tenant.daily-limit,
+ * alone; the decision and its entry at one instant; for Allowed what it
+ * enables. The fault points act as the store failing there. */
+static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
+                     og_payout_decision *out)
+{
+    const og__store_methods *m = s->m;
+    og__payout_facts f;
+    og__payout_plan p;
+    int64_t decided_at = 0;
+    bool reserved = false;
+    int rc;
+
+    if ((rc = m->payout_facts(s->impl, tx, r->payout_id, r->not_before_us,
+                              true, &f)) != 0 ||
+        (rc = og__payout_plan_decide(&f, r, &p)) != 0)
+        return rc;
+    if (p.allowed) {
+        if ((rc = m->payout_reserve(s->impl, tx, &f, &reserved)) != 0)
+            return rc;
+        if (!reserved)
+            og__payout_plan_limit_taken(&p);
+    }
+    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
+        return OG_ESTORE_UNAVAILABLE;
+    if ((rc = m->payout_decision_write(s->impl, tx, r, &f, &p,
+                                       &decided_at)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
+        return OG_ESTORE_UNAVAILABLE;
+    if (p.allowed && (rc = m->payout_decision_issue(s->impl, tx, r, &f, &p,
+                                                    decided_at)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    og__payout_decision_fill(r, &f, &p, decided_at, out);
+    return 0;
+}
+
 int og_payout_decide(og_store *s, const og_payout_decide_req *d,
                      og_payout_decision *out)
 {
     og__payout_decide_req r;
     og_payout_decision res;
+    void *tx;
     int rc;
 
     if (!s || !d || !out)
@@ -327,7 +363,12 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
         (rc = og_grant_new_id(r.grant_id)) != 0)
         return rc;
     memset(&res, 0, sizeof res);
-    if ((rc = s->m->payout_decide(s->impl, &r, &res)) != 0)
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_WRITE, &tx)) != 0)
+        return rc;
+    rc = decide_in(s, tx, &r, &res);
+    /* Every decision is kept, Allowed or not: it is history (S6). Any
+     * error rolls all of it back. */
+    if ((rc = s->m->txn_end(s->impl, tx, rc, true)) != 0)
         return rc;
     *out = res;
     return 0;

@@ -1,9 +1,10 @@
 /*
  * payout_plan.c — the payout store's pure pieces, shared by both backends
- * (lib/store/sqlite.c, lib/store/postgres.c): what the facts a backend read
- * mean as a context (og__payout_snapshot_build), what a decision on them
- * writes (og__payout_plan_decide), what a put that wrote nothing means, and a
- * payout grant's derived state. No I/O, no clock, no randomness: the
+ * (lib/store/sqlite/, lib/store/postgres/): what the facts a backend read
+ * mean as a context (og__payout_snapshot_build), what a decision, a claim
+ * or a resolution on them writes (og__payout_plan_decide, _claim,
+ * _resolve), what a write that wrote nothing reports (og__payout_*_outcome)
+ * and a payout grant's derived state. No I/O, no clock, no randomness: the
  * backends read and write, this decides, so the two engines cannot decide
  * differently. Pure, yet in the store layer: what it reads and writes are
  * the store's records (store_int.h, oncegate/payout_store.h); the policy
@@ -21,6 +22,27 @@
  *   PP3  Stored facts the core refuses are a defect (OG_EINTERNAL), never
  *        an input error and never a Deferred decision: the schema's checks
  *        forbid them, so something is wrong that a wait will not fix.
+ *   PP4  A claim's verdict is decided here, from the facts read in the
+ *        claim's own transaction, in one order for both engines: the
+ *        binding, then the grant's row (a redelivery is recognised by the
+ *        consuming attempt's reference, which only this binding's claim
+ *        writes), then the fence. Nothing but CLAIMED lets the claim write
+ *        (S6, lib/store/dispatch.h).
+ *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
+ *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
+ *        held on Unknown and NeedsReconciliation. Only a terminal outcome
+ *        clears the payout's active attempt, and it always moves the
+ *        reservation with it: no reservation is released while its attempt
+ *        lives, and none stays held once it cannot. The payout follows
+ *        too: Paid, Failed, back to Approved (NotStarted, NotApplied: a new
+ *        attempt needs a new decision and grant, docs/payouts.md, section 4,
+ *        "Re-authorization: a materially new attempt"), or Unknown.
+ *   PP6  A write that wrote nothing is answered from the backend's report
+ *        of the records as its own transaction or statement saw them (M27),
+ *        in one order for both engines: the record missing or taken, then
+ *        what it names missing, then a fixed field that differs; a report
+ *        that explains nothing at the version expected is a change that
+ *        committed in between, VERSION_CONFLICT.
  */
 #include <stdio.h>
 #include <string.h>
@@ -240,26 +262,87 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
     }
 }
 
-og_payout_write og__payout_put_classify(int64_t expected_version, bool exists,
-                                        int64_t stored_version,
-                                        bool fixed_same, bool refs_exist)
+/* ===========================================================================
+ * What a write that may write nothing did (PP6)
+ * ========================================================================= */
+
+og_payout_put_result og__payout_put_outcome(int64_t expected_version,
+                                            const og__payout_put_report *r)
 {
+    og_payout_put_result out = {OG_PAYOUT_WRITTEN, 0};
+
+    if (r->written) {
+        out.version = r->version;
+        return out;
+    }
     if (expected_version == 0)
         /* A create: the record was there (or came, concurrently), or what
          * it names is not. */
-        return exists || refs_exist ? OG_PAYOUT_VERSION_CONFLICT
-                                    : OG_PAYOUT_NOT_FOUND;
-    if (!exists)
-        return OG_PAYOUT_NOT_FOUND;
-    if (stored_version != expected_version)
-        return OG_PAYOUT_VERSION_CONFLICT;
-    if (!fixed_same)
-        return OG_PAYOUT_REFUSED;
-    if (!refs_exist)
-        return OG_PAYOUT_NOT_FOUND;
-    /* At the expected version when read, yet not changed: a concurrent
-     * change committed in between (PostgreSQL re-checks after a wait). */
-    return OG_PAYOUT_VERSION_CONFLICT;
+        out.outcome = r->exists || r->refs_exist ? OG_PAYOUT_VERSION_CONFLICT
+                                                 : OG_PAYOUT_NOT_FOUND;
+    else if (!r->exists)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else if (r->stored_version != expected_version)
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    else if (!r->fixed_same)
+        out.outcome = OG_PAYOUT_REFUSED;
+    else if (!r->refs_exist)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else
+        /* At the expected version when read, yet not changed: a concurrent
+         * change committed in between (PostgreSQL re-checks after a
+         * wait). */
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    return out;
+}
+
+bool og__payout_draft_outcome(const og__payout_draft_report *r,
+                              og_payout_put_result *out)
+{
+    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    bool explained = true;
+
+    if (r->written)
+        res.version = 1;
+    else if (r->payout_exists)
+        res.outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
+    else if (!r->tenant_exists || !r->beneficiary_exists ||
+             !r->destination_exists)
+        res.outcome = OG_PAYOUT_NOT_FOUND;
+    else if (!r->currency_matches)
+        res.outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
+    else {
+        res.outcome = OG_PAYOUT_VERSION_CONFLICT;
+        explained = false;
+    }
+    *out = res;
+    return explained;
+}
+
+og_payout_put_result og__payout_cancel_outcome(
+    int64_t expected_version, const og__payout_cancel_report *r)
+{
+    og_payout_put_result out = {OG_PAYOUT_WRITTEN, 0};
+
+    if (r->written)
+        out.version = r->version;
+    else if (!r->found)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else
+        /* At the version expected, yet not cancelled: its state does not
+         * allow it (Executing, Unknown, an active attempt, terminal). */
+        out.outcome = r->seen_version != expected_version
+                          ? OG_PAYOUT_VERSION_CONFLICT
+                          : OG_PAYOUT_REFUSED;
+    return out;
+}
+
+og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r)
+{
+    if (r->revoked)
+        return OG_REVOKE_REVOKED;
+    return r->payout_grant ? OG_REVOKE_ALREADY_USED_OR_REVOKED
+                           : OG_REVOKE_NOT_ISSUED;
 }
 
 og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
@@ -278,13 +361,7 @@ og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
 }
 
 /* ===========================================================================
- * The claim (og_payout_claim)
- *
- *   PP4  A claim's verdict is decided here, from the facts read in the
- *        claim's own transaction, in one order for both engines: the
- *        binding, then the grant's row (a redelivery is recognised by the
- *        consuming attempt's reference, which only this binding's claim
- *        writes), then the fence. Nothing but CLAIMED lets a backend write.
+ * The claim (og_payout_claim, PP4)
  * ========================================================================= */
 
 static const char *const claim_names[] = {
@@ -368,16 +445,7 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
 }
 
 /* ===========================================================================
- * The resolution (og_payout_resolve)
- *
- *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
- *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
- *        held on Unknown and NeedsReconciliation. Only a terminal outcome
- *        clears the payout's active attempt, and it always moves the
- *        reservation with it: no reservation is released while its attempt
- *        lives, and none stays held once it cannot. The payout follows
- *        too: Paid, Failed, back to Approved (NotStarted, NotApplied: a new
- *        attempt needs a new decision and grant, section 16), or Unknown.
+ * The resolution (og_payout_resolve, PP5)
  * ========================================================================= */
 
 static const char *const resolve_names[] = {

@@ -2,15 +2,13 @@
  * payout_run.c — what runs a decided payout (oncegate/payout_store.h): the
  * jobs (take, acknowledge, postpone, resubmit), the payout grants (read,
  * revoke, expire), the claim and the resolution. Every input is checked
- * here, before the store (S1, dispatch.h); each call is one transaction
- * (S6, payout.c).
+ * here, before the store (S1).
  *
- * Invariants:
- *   S8  A claim's inputs are checked before any I/O; the attempt's id is
- *       fresh (og__uuid_new); the backend decides and writes in ONE
- *       transaction (og__payout_plan_claim); a DUPLICATE's consuming
- *       attempt is read after it, from the store, for the caller's
- *       evidence.
+ * The claim and the resolution are orchestrated here, once for both
+ * backends (S6, S8): one WRITE transaction of the method table each, the
+ * backend's steps (M34, M35) and the pure plan between them. Every other
+ * call is one backend write (M27, M32, M33); the expiry loops as
+ * retention does (S4). dispatch.h states S1, S4, S6 and S8.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -113,7 +111,7 @@ int og_payout_grant_get(og_store *s, const char *grant_id,
 int og_payout_grant_revoke(og_store *s, const char *grant_id,
                            const char *actor, og_revoke_outcome *out)
 {
-    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
+    og__payout_revoke_report rep = {false, false};
     int rc;
 
     if (!s || !out)
@@ -122,17 +120,53 @@ int og_payout_grant_revoke(og_store *s, const char *grant_id,
         return OG_EGRANT_ID;
     if (og__id_check(actor) != 0)
         return OG_EACTOR;
-    if ((rc = s->m->payout_grant_revoke(s->impl, grant_id, actor, &o)) == 0)
-        *out = o;
+    if ((rc = s->m->payout_grant_revoke(s->impl, grant_id, actor, &rep)) == 0)
+        *out = og__payout_revoke_outcome(&rep);
     return rc;
 }
 
-/* S8: the claim, checked, then ONE backend transaction. */
+/* The claim's steps, in tx (S8): the facts, held until the commit; the
+ * pure verdict (PP4); for CLAIMED only, the writes and the fault point.
+ * *claimed: the transaction is to commit — nothing else wrote anything. */
+static int claim_in(og_store *s, void *tx, const og__payout_claim_req *r,
+                    og_payout_claim_result *out, bool *claimed)
+{
+    og__payout_claim_facts f;
+    og__payout_claim_plan p;
+    int rc;
+
+    if ((rc = s->m->payout_claim_facts(s->impl, tx, r->grant_id, &f)) != 0 ||
+        (rc = og__payout_plan_claim(&f, r, s->opts.timings.admission_leeway_us,
+                                    &p)) != 0)
+        return rc;
+    out->outcome = p.outcome;
+    if (f.found) {
+        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+        out->attempt_number = f.attempt_number;
+    }
+    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
+        memcpy(out->attempt.operation_id, f.consumed_by,
+               sizeof out->attempt.operation_id);
+    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
+        return 0;
+    if ((rc = s->m->payout_claim_write(s->impl, tx, r, &f, &p,
+                                       &out->attempt)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->has_attempt = true;
+    *claimed = true;
+    return 0;
+}
+
+/* S8: the claim, checked, then ONE transaction. */
 int og_payout_claim(og_store *s, const og_payout_claim_req *c,
                     og_payout_claim_result *out)
 {
     og__payout_claim_req r;
     og_payout_claim_result res;
+    bool claimed = false;
+    void *tx;
     int rc;
 
     if (!s || !c || !out)
@@ -158,7 +192,12 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
     if ((rc = og__uuid_new(r.operation_id)) != 0)
         return rc;
     memset(&res, 0, sizeof res);
-    if ((rc = s->m->payout_claim(s->impl, &r, &res)) != 0)
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_WRITE, &tx)) != 0)
+        return rc;
+    rc = claim_in(s, tx, &r, &res, &claimed);
+    /* Only CLAIMED commits; every other outcome and any error roll back:
+     * zero rows anywhere. */
+    if ((rc = s->m->txn_end(s->impl, tx, rc, claimed)) != 0)
         return rc;
     if (res.outcome == OG_PAYOUT_CLAIM_DUPLICATE && !res.has_attempt &&
         res.attempt.operation_id[0] != '\0') {
@@ -177,12 +216,60 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
     return 0;
 }
 
+/* The resolution's steps, in tx: the outcome (og_op_record's own write);
+ * the attempt's binding and payout, held until the commit; the pure plan
+ * (PP5); for RESOLVED only, the writes and the fault point. *resolved: the
+ * transaction is to commit — NOT_RECORDED and NOT_ACTIVE change nothing,
+ * the outcome included. */
+static int resolve_in(og_store *s, void *tx, const char *id,
+                      unsigned expected, int64_t owner_version,
+                      const og_op_outcome *o, og_payout_resolution *out,
+                      bool *resolved)
+{
+    og__payout_resolve_facts f;
+    og__payout_resolve_plan p;
+    bool recorded = false;
+    int rc;
+
+    if ((rc = s->m->payout_resolve_record(s->impl, tx, id, expected,
+                                          owner_version, o, &recorded)) != 0)
+        return rc;
+    if (!recorded) {
+        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
+        return 0;
+    }
+    if ((rc = s->m->payout_resolve_facts(s->impl, tx, id, &f)) != 0 ||
+        (rc = og__payout_plan_resolve(&f, o->status, &p)) != 0)
+        return rc;
+    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
+        out->outcome = p.outcome;
+        return 0;
+    }
+    if ((rc = s->m->payout_resolve_write(s->impl, tx, id, o, &f, &p)) != 0)
+        return rc;
+    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
+        return OG_ESTORE_UNAVAILABLE;
+    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
+    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
+    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
+    out->state = p.to;
+    out->payout_version = p.new_version;
+    out->attempt_cleared = p.clear_attempt;
+    out->reservation = p.reservation;
+    out->amount_minor = f.amount_minor;
+    memcpy(out->release_day, f.release_day, sizeof out->release_day);
+    *resolved = true;
+    return 0;
+}
+
 int og_payout_resolve(og_store *s, const char *operation_id,
                       unsigned expected, int64_t expected_owner_version,
                       const og_op_outcome *o, og_payout_resolution *out)
 {
     char id[OG_UUID_LEN + 1];
     og_payout_resolution res;
+    bool resolved = false;
+    void *tx;
     int rc;
 
     if (!s || !o || !out || expected_owner_version < OG__INITIAL_OWNER_VERSION)
@@ -192,8 +279,13 @@ int og_payout_resolve(og_store *s, const char *operation_id,
     if ((rc = og__op_outcome_check(expected, expected_owner_version, o)) != 0)
         return rc;
     memset(&res, 0, sizeof res);
-    if ((rc = s->m->payout_resolve(s->impl, id, expected,
-                                   expected_owner_version, o, &res)) != 0)
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_WRITE, &tx)) != 0)
+        return rc;
+    rc = resolve_in(s, tx, id, expected, expected_owner_version, o, &res,
+                    &resolved);
+    /* Only RESOLVED commits; NOT_RECORDED, NOT_ACTIVE and any error roll
+     * back: nothing changed anywhere. */
+    if ((rc = s->m->txn_end(s->impl, tx, rc, resolved)) != 0)
         return rc;
     *out = res;
     return 0;

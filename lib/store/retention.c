@@ -3,15 +3,8 @@
  * (og_store_archive_operations), in bounded batches. What each batch may
  * delete is decided by the backend's statement; here only the loop.
  *
- * Invariants:
- *   S4  Retention runs in bounded batches: every statement takes at most
- *       `batch` rows in its own transaction, and the loop stops at the first
- *       batch that took fewer or after max_batches, so neither job holds
- *       admissions behind one long delete nor runs unbounded. A backend that
- *       reports more than `batch` rows is a defect (OG_EINTERNAL). Each call
- *       starts its keyset cursor afresh, so a row an earlier call's cursor
- *       passed is looked at again. The payout grants' expiry
- *       (payout_run.c) loops the same way.
+ * It carries S4 (bounded batches, dispatch.h); the backends' batches keep
+ * M23-M25 (store_int.h).
  */
 #include <stdbool.h>
 #include <stdint.h>

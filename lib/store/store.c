@@ -4,23 +4,11 @@
  * library exists for), reads an operation, and formats og_store_explain's
  * plans. The other subsystems' entry points check their input and dispatch
  * in files of their own beside this one: grants.c, exec.c, retention.c,
- * redeem.c, payout.c, payout_run.c (lib/store/dispatch.h, and S1 there).
+ * redeem.c, payout.c, payout_run.c (lib/store/dispatch.h).
  *
- * Invariants:
- *   S2  A store whose schema version differs from OG_SCHEMA_VERSION is not
- *       opened: running an admission against a schema this build does not
- *       know could silently drop a guarantee (a missing unique key).
- *   S3  og_admit never retries: an unavailable store is reported to the
- *       caller, whose retry with the same operation id finds out what
- *       happened.
- *   S5  The consumption keys (readable or hashed) are the store's, recorded
- *       by migration 5 and read on every open: two store objects — in one
- *       process or two — of one store run the same statements on the same
- *       keys. A caller that asks for the other mode is refused
- *       (OG_ESTORE_KEYS), at open and at migrate; nothing is converted once
- *       recorded. Retention (S4, retention.c) runs on either: the backends'
- *       cleanup statements address rows by their key mode's primary key
- *       (SQLite) or by ctid (PostgreSQL).
+ * It carries S1 (every input checked first), S2 (the schema version), S3
+ * (no retry) and S5 (the store's consumption keys): dispatch.h states
+ * them.
  */
 #include <stdbool.h>
 #include <stdio.h>

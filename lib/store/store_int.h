@@ -1,6 +1,8 @@
 /*
  * store_int.h — the store layer's private interface: what lib/store's files
- * share with each other. Not API.
+ * share with each other, and the method table every backend implements,
+ * with its contract (M1-M35, "Backends, and the method contract" below).
+ * Not API.
  *
  *   store.c       opening, migrating and checking a store; the admission;
  *                 og_store_explain's dispatch
@@ -8,19 +10,25 @@
  *   exec.c        the ownership protocol of execution
  *   retention.c   cleanup (refusal records) and archiving (operations)
  *   redeem.c      redemption recovery points
- *   payout.c, payout_run.c   the payout store's decision and run sides
+ *   payout.c, payout_run.c   the payout store's decision and run sides,
+ *                 and its orchestrations (the context read, the decision,
+ *                 the claim, the resolution): one transaction each, the
+ *                 backend's steps and the pure plan between them
  *   payout_plan.c the pure pieces both backends share: what the facts they
- *                 read mean, and what a decision, a claim or a resolution
- *                 writes
+ *                 read mean, what a decision, a claim or a resolution
+ *                 writes, and what a write that wrote nothing reports
+ *   rows.c, rows.h  the rows both backends return alike, read once
  *   pool.c        the connection pool both backends use
- *   sqlite.c, postgres.c  the backends: one og__store_methods table each,
- *                 with the SQL beside the code that runs it
+ *   sqlite/, postgres/  the backends: one og__store_methods table each
+ *                 (conn.c), the SQL beside the code that runs it, the same
+ *                 file names in both folders
  *
  * The files above the backends (store.c ... payout_run.c) check every
  * input and build the validated requests below (so a backend never sees
  * raw input), then call through the method table; lib/store/dispatch.h is
- * what they share besides. This header also makes lib/core's private
- * interface (core_int.h) visible, as the backends use it.
+ * what they share besides, with their invariants (S1-S8). This header also
+ * makes lib/core's private interface (core_int.h) visible, as the backends
+ * use it.
  *
  * Included by lib/store/ and the layers above it only
  * (tools/check_layers.py).
@@ -109,6 +117,14 @@ typedef struct og__revoke_req {
  * (sv is unchanged then). */
 int og__strv_push(og_strv *sv, const char *id);
 
+/* The most stored events og_op_history reads for one operation (the
+ * "admitted" one it derives aside): far beyond what the protocol writes
+ * for one (a start, a few outcomes and takeovers, a resolution), so a
+ * longer history is a store no caller should page through by accident:
+ * OG_ENOMEM, never an unbounded array. A power of two, so the doubling
+ * array ends exactly at it. */
+#define OG__OP_HISTORY_MAX ((size_t)1 << 12)
+
 /* ===========================================================================
  * The payout store (schemas 8-10): validated requests (payout.c and
  * payout_run.c build them, so a backend never sees raw input) and the pure
@@ -170,9 +186,9 @@ typedef struct og__payout_decide_req {
     char job_id[OG_UUID_LEN + 1];
 } og__payout_decide_req;
 
-/* Everything a decision reads, as the backend's two reads return it (the
- * payout with its tenant, beneficiary and destination; then the counters
- * of the release day). */
+/* Everything a decision reads, as the backend's payout_facts step returns
+ * it (the payout with its tenant, beneficiary and destination; then the
+ * counters of the release day; rows.h reads the first). */
 typedef struct og__payout_facts {
     bool found;                   /* false: no payout; nothing else is set
                                      but observed_at_us */
@@ -251,13 +267,64 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
                               const og__payout_plan *p, int64_t decided_at_us,
                               og_payout_decision *out);
 
-/* What a put that wrote nothing means, from the report of the record as it
- * is (exists, its version, whether a fixed field — a tenant's currency, a
- * beneficiary's tenant — matches the request) and whether the records it
- * names exist. */
-og_payout_write og__payout_put_classify(int64_t expected_version, bool exists,
-                                        int64_t stored_version,
-                                        bool fixed_same, bool refs_exist);
+/* What a write of the payout store that may write nothing did: the
+ * backend's write, and when it wrote nothing its report — a read of the
+ * same transaction (SQLite) or statement (PostgreSQL) — of the records as
+ * they are. What a report means is decided once (payout_plan.c), so both
+ * engines answer alike. */
+
+/* A put (tenant, beneficiary, destination). */
+typedef struct og__payout_put_report {
+    bool written;
+    int64_t version;        /* written: the version it wrote */
+    bool exists;            /* not written: the record exists, */
+    int64_t stored_version; /*   at this version, */
+    bool fixed_same;        /*   its fixed field (a tenant's currency, a
+                               beneficiary's tenant) is the request's, */
+    bool refs_exist;        /*   and what the request names exists */
+} og__payout_put_report;
+
+/* A put's answer: WRITTEN and the version written, or why it wrote
+ * nothing for a request that expected expected_version (0: a create). */
+og_payout_put_result og__payout_put_outcome(int64_t expected_version,
+                                            const og__payout_put_report *r);
+
+/* A draft (written at version 1, or why not). */
+typedef struct og__payout_draft_report {
+    bool written;
+    bool payout_exists;      /* the payout id is taken */
+    bool tenant_exists;
+    bool currency_matches;   /* the tenant's currency is the draft's */
+    bool beneficiary_exists; /* a beneficiary of that tenant */
+    bool destination_exists;
+} og__payout_draft_report;
+
+/* A draft's answer into *out. false when the report explains nothing the
+ * draft could not write: the id was taken by a draft the report's read did
+ * not see (PostgreSQL: its INSERT waited for one in flight), *out then
+ * VERSION_CONFLICT. */
+bool og__payout_draft_outcome(const og__payout_draft_report *r,
+                              og_payout_put_result *out);
+
+/* A cancellation. */
+typedef struct og__payout_cancel_report {
+    bool written;
+    int64_t version;      /* written: the new version */
+    bool found;           /* not written: the payout exists, */
+    int64_t seen_version; /*   at this version */
+} og__payout_cancel_report;
+
+/* A cancellation's answer, for a request that expected expected_version. */
+og_payout_put_result og__payout_cancel_outcome(
+    int64_t expected_version, const og__payout_cancel_report *r);
+
+/* A payout grant's revocation (a finance hold). */
+typedef struct og__payout_revoke_report {
+    bool revoked;      /* this call revoked it */
+    bool payout_grant; /* grant_id is a payout grant */
+} og__payout_revoke_report;
+
+og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r);
 
 /* A payout grant's state from its row at the store's clock now_us. */
 og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
@@ -371,9 +438,10 @@ typedef struct og__payout_resolve_plan {
 int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
                             og__payout_resolve_plan *out);
 
-
-/* Fault points of the decision transaction (lib/core/fault.c): each acts
- * as if the store failed there, so everything before it rolls back. */
+/* Fault points of the payout transactions (lib/core/fault.c), asked by the
+ * orchestrations above the backends (payout.c, payout_run.c; S6), so they
+ * fire at the same step on both: each acts as if the store failed there,
+ * so everything before it rolls back. The decision's: */
 #define OG__FAULT_DECIDE_AFTER_RESERVATION "payout_decide_after_reservation"
 #define OG__FAULT_DECIDE_AFTER_DECISION "payout_decide_after_decision"
 #define OG__FAULT_DECIDE_BEFORE_COMMIT "payout_decide_before_commit"
@@ -384,239 +452,591 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
 #define OG__FAULT_RESOLVE_BEFORE_COMMIT "payout_resolve_before_commit"
 
 /* ===========================================================================
- * Backends. One const table each; the files above them call through it. A
- * method that fails writes nothing to its out-parameters.
+ * Backends, and the method contract
+ *
+ * A backend is ONE const og__store_methods table (og__sqlite_methods in
+ * lib/store/sqlite/conn.c, og__postgres_methods in lib/store/postgres/
+ * conn.c); the files above call through it and through nothing else of a
+ * backend. Each slot's type below says what the method takes, returns and
+ * writes. M1-M35 are what EVERY backend's methods guarantee, whatever the
+ * engine: each backend's own list (Q in lib/store/sqlite/, I in
+ * lib/store/postgres/) says how it keeps them, and cites them. The
+ * dispatch above the backends has its own list (S, lib/store/dispatch.h).
+ *
+ * Every method:
+ *   M1  writes its out-parameters on success only; a method that fails
+ *       leaves them as they were (a batch's cursor included).
+ *   M2  reports nothing done before it is durable. A write is reported
+ *       (admitted, written, claimed, ...) only once its commit is
+ *       confirmed; a commit not confirmed, a timeout, a cancellation or a
+ *       lost connection is OG_ESTORE_UNAVAILABLE — never a refusal and
+ *       never "nothing was written": the write may have committed, and a
+ *       retry with the same ids finds out.
+ *   M3  waits at most the store timeout (og_timings.store_timeout_us) for
+ *       anything — a lock, a connection, a statement; past it the call is
+ *       OG_ESTORE_UNAVAILABLE. A transaction of several statements has one
+ *       deadline for all of them.
+ *   M4  discards a connection whose transaction state is unknown (a
+ *       ROLLBACK that failed, a statement cut off at its deadline): it is
+ *       never handed out again.
+ *   M5  turns no constraint failure into an outcome but the admission's
+ *       unique violation on operations (its primary key, or its
+ *       one-operation-per-grant key), which refuses. Any other, in any
+ *       statement, is a defect: OG_EINTERNAL, never a refusal and never
+ *       OG_ESTORE_UNAVAILABLE (which would invite a retry of a statement
+ *       that can only fail again).
+ *   M6  decides on the store's clock: every deadline, lease and retention a
+ *       write depends on is compared with the store's clock inside the
+ *       statement that writes on it, read after any lock wait (a wait
+ *       never eats a lease nor shortens a retention). Times are integer
+ *       microseconds since the epoch, exact both ways.
+ *   M7  logs nothing but the one line naming a defect (a full statement
+ *       cache): no parameter — a provider token, a sealed result — ever
+ *       reaches a log.
+ *
+ * The admission (admit, operation_get):
+ *   M8  At most one call ever claims a grant: the claim (the key's row in
+ *       grant_consumptions in token form, the consumed mark on the grant's
+ *       row in row form) and the operation's insert are ONE atomic write,
+ *       kept whole or not at all; a refusal (M5) rolls the claim back.
+ *   M9  A claim that took nothing is reported from a read that only
+ *       reports (og__classify_unclaimed): it never writes and never turns
+ *       into an admission; the claim decided.
+ *   M10 An archived operation still answers for its id: the admission
+ *       claims nothing while operations_archive holds the request's
+ *       operation id, and every report reads the operation live or
+ *       archived — a same-operation retry is ALREADY_ADMITTED with the
+ *       archived record, another grant under the id OPERATION_ID_TAKEN.
+ *   M11 Consumption keys (schema 5): a readable store keys
+ *       grant_consumptions by (issuer, grant_id), a hashed one by
+ *       og_consumption_key(issuer, grant_id) alone, with no identifier in
+ *       the table. The mode is the store's (read_keys); every key is
+ *       computed by the store from ONE implementation; every invariant here
+ *       holds in both modes unchanged.
+ *
+ * The grant lifecycle (issuance_record ... ticket_rotate):
+ *   M12 Each call is ONE atomic conditional write; a read after a write
+ *       that changed nothing only reports why and never writes — but a
+ *       ticket's reuse, which then revokes the family (M15).
+ *   M13 A family orders its grants: an admission, a consume, an issuance or
+ *       a ticket in a family claims or writes only while the family's row
+ *       is live, ordered against the family's revocation, so whichever
+ *       commits first wins — nothing is claimed or issued after the
+ *       revocation, and a revocation ordered after an admission finds that
+ *       grant taken and does not list it.
+ *   M14 A revocation never outlives its proof: a token-form revocation
+ *       holds the grant's key until the trusted expiry + leeway (the
+ *       token's, or the issuance log's), or when the log records none
+ *       until the store's clock (read after any lock wait, M6) + max grant
+ *       lifetime + issue-time skew + leeway; without either proof nothing
+ *       is written (NOT_ISSUED).
+ *   M15 A ticket is stored as its hash only, and a rotated ticket is kept:
+ *       presenting it again is reuse, taken for theft — the family is
+ *       revoked before the reuse is answered.
+ *
+ * Execution (op_may_submit ... op_history):
+ *   M16 Each execution write (start, record, takeover, resolution) is ONE
+ *       atomic conditional write of the operation with its event: the
+ *       event exists exactly when the row changed; a stale owner, an
+ *       unexpected status, an unexpired lease (takeover) or an expired one
+ *       (start) changes nothing and records nothing. Terminal statuses are
+ *       never expected, so never overwritten.
+ *   M17 The owner version fences: a start and a record require
+ *       owner_version = v and keep it; a takeover (an owned status whose
+ *       lease lapsed) and a resolution (NeedsReconciliation) raise it, so
+ *       every later write of the previous owner — its start included —
+ *       changes nothing. A takeover's lease is now + the store's
+ *       recovery_lease.
+ *   M18 One instant per execution write, read after the row's lock: its
+ *       updated_at, a new lease and its event's time are one value.
+ *   M19 op_may_submit only reads: owner_version = v and now <
+ *       min(lease_until, submit_by) on the store's clock, and Admitted or
+ *       Unknown for a credit, Started for a payout (M22). A failure is an
+ *       error, which the caller reads as "do not send", never as yes.
+ *   M20 updated_at is NULL until the first status change and reads as
+ *       created_at: the admission stays ONE insert and writes no event
+ *       (og_op_history derives the "admitted" one); a takeover leaves it.
+ *   M21 op_list and op_history only read. op_list's statement is built from
+ *       fixed fragments and status names, never from caller text, and can
+ *       use the recovery scan's index.
+ *   M22 Operation kinds (schema 7): a credit or a payout attempt; a NULL
+ *       idempotency key or client reference reads as the operation id. A
+ *       payout is sent only once Started: op_start is the one write to
+ *       Started (Admitted, the owner's version, lease and submit_by still
+ *       ahead), op_may_submit says yes for a payout only in Started, and
+ *       NotStarted is recorded only for a payout whose owner version a
+ *       takeover raised (docs/payouts.md, P1, P2). The schema holds both
+ *       rules too.
+ *
+ * Retention (cleanup_batch, archive_batch):
+ *   M23 A refusal record outlives every admission that could still commit:
+ *       cleanup deletes a grant_consumptions row only where retain_until +
+ *       cleanup_margin lies before the store's clock at the delete,
+ *       re-checked on the row it deletes; the margin (T9) covers what an
+ *       admission may still take between its deadline check and its
+ *       commit.
+ *   M24 Cleanup deletes grant_consumptions rows and nothing else, at most
+ *       `batch` per transaction, oldest first over the retain_until index
+ *       from the pass's keyset cursor: admissions wait for one short batch
+ *       at most.
+ *   M25 Archiving takes terminal operations only (Succeeded, Failed,
+ *       NotStarted, NotApplied: no writer expects them) and moves or
+ *       deletes each with its events in one atomic write; Admitted,
+ *       Started, Unknown and NeedsReconciliation stay.
+ *
+ * Redemption recovery points (redemption_put, redemption_get):
+ *   M26 A point is written by ONE insert that does nothing when (caller,
+ *       key) holds one: the first writer wins, nothing overwrites it, and
+ *       "inserted" is reported once committed (M2). The read is ONE read
+ *       of one state answering both "the key's own point" and "the same
+ *       code under another key". The store keeps sealed bytes and the
+ *       token's SHA-256 only.
+ *
+ * The payout store (payout_tenant_put ... payout_expire_batch):
+ *   M27 Each write outside the orchestrations — a put, a draft, a
+ *       cancellation, a job's take, acknowledgment, postponement or
+ *       resubmission, a grant's revocation, an expiry batch — is ONE atomic
+ *       write holding its history entries; one that changed nothing reports
+ *       the records as they are, from a read of the same transaction or
+ *       statement, for payout_plan.c to say why. Decisions and history
+ *       entries are never changed nor removed: the schema refuses it.
+ *   M28 A payout transaction (txn_begin ... txn_end) is one connection and
+ *       one deadline (M3), and ends once: committed and reported only once
+ *       confirmed (M2), or rolled back. A WRITE transaction holds every row
+ *       its facts' steps read until it ends — a change in flight is waited
+ *       for and its result read; a READ transaction is one snapshot. A step
+ *       never ends it.
+ *   M29 The decision's writes: its row and "decided" entry at one instant
+ *       of the store's clock; for Allowed, at that instant, the approval
+ *       (conditional on the version read, the state expected and no active
+ *       attempt), the grant's row, its bindings, the job and an entry per
+ *       step — each taking its one row, or the step is OG_EINTERNAL.
+ *   M30 The reservation is ONE conditional write of the release day's row
+ *       that takes the amount only while paid + reserved + amount stays
+ *       within the tenant's daily limit, evaluated on the newest committed
+ *       counters: two decisions never both pass on the same headroom. The
+ *       day (the release day of the grant's not_before at the tenant's
+ *       offset) is kept on the binding, so a release goes back to it.
+ *   M31 The attempt number is attempt_count + 1, allocated by the
+ *       approval's conditional write on the payout's row the decision
+ *       holds: re-authorizations are ordered, and payout_grants' UNIQUE
+ *       (payout_id, attempt_number) is the schema's own guard.
+ *   M32 A binding's reservation is released exactly once: released_at is
+ *       set only where it is NULL on the newest version, by a revocation
+ *       (the grant's row live; with the binding and the day's counter) or
+ *       an expiry batch (unconsumed grants past expires_at + leeway +
+ *       cleanup margin on the store's clock). A consumed grant's
+ *       reservation follows its attempt (M35), never an expiry.
+ *   M33 The outbox is the queue: a take is ONE conditional write of the
+ *       oldest job not done with available_at <= now — deliveries + 1,
+ *       available_at = now + lease, so a quiet taker's job is delivered
+ *       again; an acknowledgment or a postponement is conditional on
+ *       (deliveries = the delivery held, not done). A job holds references
+ *       only; a resubmission copies them under a new id.
+ *   M34 The claim: its facts' step holds the grant's and the payout's rows
+ *       and the fenced context (tenant, beneficiary, destination) until the
+ *       transaction ends and reads the store's clock after the locks; the
+ *       operation that consumed the grant, committed by a claim it waited
+ *       for, is read too. Its write step, at the facts' instant,
+ *       re-asserts every condition (the grant unconsumed, unrevoked, in its
+ *       window; the payout Approved at the executable version with no
+ *       active attempt) and takes each row, or is OG_EINTERNAL. The daily
+ *       limit is not checked again: the decision reserved.
+ *   M35 The resolution: its record step is og_op_record's own write (the
+ *       backend's statement, not a copy) in the transaction; its facts'
+ *       step holds the attempt's binding and payout; its write step moves
+ *       the payout conditionally on the version read and this attempt
+ *       active, releases the binding once for a terminal outcome with its
+ *       day's counters (reserved -> paid, or unreserved) and writes one
+ *       "resolved" entry — anything that does not take what the plan says
+ *       is OG_EINTERNAL.
  * ========================================================================= */
+
+/* ---- the store ---------------------------------------------------------- */
+
+/* Opens the backend for target (the URL without "sqlite:" for SQLite, the
+ * whole libpq string for PostgreSQL). Does not check the schema. */
+typedef int og__store_open_fn(const char *target, const og_store_options *opts,
+                              void **impl);
+typedef void og__store_close_fn(void *impl);
+/* Current schema version into *version: 0 when the store has no
+ * migrations table. */
+typedef int og__store_schema_version_fn(void *impl, int *version);
+/* The server-side bounds an admission connection carries; a backend
+ * without any leaves the slot NULL (SQLite: og_store_session_bounds
+ * reports applicable = false). */
+typedef int og__store_session_bounds_fn(void *impl, og_session_bounds *out);
+/* Applies migrations up to target (1..OG_SCHEMA_VERSION; the library
+ * always asks for OG_SCHEMA_VERSION, tests for less), each in one
+ * transaction, concurrent migrators serialized; *from / *to as in
+ * og_store_migrate (neither NULL here); OG_ESCHEMA when the store ends at
+ * another version than target. keys: what migration 5 records (AS_STORED:
+ * readable). Does not compare keys with a store already at 5: store.c
+ * reads them back (read_keys) and does (S5). */
+typedef int og__store_migrate_fn(void *impl, og_consumption_keys keys,
+                                 int target, int *from, int *to);
+/* Reads the consumption keys the store records (schema 5, M11) into *keys
+ * (READABLE or HASHED) and from then on runs that mode's statements.
+ * Called once, right after the schema check, before the store object is
+ * shared between threads. */
+typedef int og__store_read_keys_fn(void *impl, og_consumption_keys *keys);
+/* Writes to out, as Markdown sections (og__explain_statement, then a plan
+ * block each), the plans of this backend's admission statements, of a
+ * cleanup batch of batch rows, in the store's keys, and of the payout
+ * store's reservation, job take and expiry batch. Executes none of them; a
+ * connection it changed a setting on is closed. */
+typedef int og__store_explain_fn(void *impl, int batch, FILE *out);
+
+/* ---- the admission (M8-M11) --------------------------------------------- */
+
+/* The claim and the operation's insert as one atomic write (M8), then on
+ * zero rows the follow-up read and og__classify_unclaimed() (M9, M10). */
+typedef int og__store_admit_fn(void *impl, const og__admit_req *req,
+                               og_admission *out);
+/* An operation by canonical id: 1 found, 0 not, negative error. */
+typedef int og__store_operation_get_fn(void *impl, const char *operation_id,
+                                       og_operation *out);
+
+/* ---- the grant lifecycle (M12-M15) --------------------------------------
+ * Inputs are validated and canonical (grants.c). */
+
+/* The issuance log's entry (+ the grants row in row form) in a live
+ * family. */
+typedef int og__store_issuance_record_fn(void *impl,
+                                         const og__issuance_req *req,
+                                         og_issue_outcome *out);
+/* One grant's revocation, its proof of issuance checked by the store. */
+typedef int og__store_revoke_fn(void *impl, const og__revoke_req *req,
+                                og_revoke_outcome *out);
+/* A family's revocation; *out lists the grants this call revoked. */
+typedef int og__store_family_revoke_fn(void *impl, const char *issuer,
+                                       const char *family, og_strv *out);
+/* The consume verdict for req's grant (operation fields unused). */
+typedef int og__store_consume_fn(void *impl, const og__admit_req *req,
+                                 og_consume_result *out);
+/* A ticket (stored by hash) in a live family. */
+typedef int og__store_ticket_create_fn(void *impl, const char *issuer,
+                                       const char *family, const char *hash,
+                                       og_ticket_outcome *out);
+/* Rotation old_hash -> new_hash; on reuse the backend also revokes the
+ * family. Fills issuer/family (OG_ID_MAX + 1 each) when known. */
+typedef int og__store_ticket_rotate_fn(void *impl, const char *old_hash,
+                                       const char *new_hash,
+                                       og_ticket_outcome *out, char *issuer,
+                                       char *family);
+
+/* ---- execution (M16-M22) ------------------------------------------------
+ * Inputs are validated and canonical (exec.c); the transition is one the
+ * table in store.h ("Execution") allows. Times are the store's clock. */
+
+typedef int og__store_op_may_submit_fn(void *impl, const char *operation_id,
+                                       int64_t owner_version, bool *may);
+/* ONE conditional write: kind payout AND status Admitted AND
+ * owner_version = v AND lease_until > now AND submit_by > now -> Started,
+ * updated_at = now, + a "started" event at the same instant. */
+typedef int og__store_op_start_fn(void *impl, const char *operation_id,
+                                  int64_t owner_version, const char *actor,
+                                  bool *started);
+/* ONE conditional write: status IN expected AND owner_version = v -> the
+ * outcome, updated_at = now, + an "outcome" event. NotStarted additionally
+ * requires kind payout and owner_version above the initial one (M22),
+ * re-checked here whatever exec.c checked. */
+typedef int og__store_op_record_fn(void *impl, const char *operation_id,
+                                   unsigned expected, int64_t owner_version,
+                                   const og_op_outcome *o, bool *recorded);
+/* ONE conditional write: status IN (Admitted, Started, Unknown) AND
+ * lease_until < now AND owner_version = v -> owner_version + 1,
+ * lease_until = now + recovery_lease, + a "takeover" event; *out the new
+ * record. */
+typedef int og__store_op_takeover_fn(void *impl, const char *operation_id,
+                                     int64_t owner_version, const char *actor,
+                                     og_operation *out, bool *taken);
+/* ONE conditional write: status = NeedsReconciliation -> to (Succeeded,
+ * Failed or NotApplied), owner_version + 1, + a "resolved" event with
+ * evidence. */
+typedef int og__store_op_resolve_fn(void *impl, const char *operation_id,
+                                    og_op_status to, const char *operator_id,
+                                    const char *reason, const char *evidence,
+                                    const char *provider_reference,
+                                    bool *resolved);
+typedef int og__store_op_list_fn(void *impl, const og_op_filter *f,
+                                 og_op_list *out);
+/* og__op_insert's write (tests only): ONE insert of req's operation as
+ * kind k, Admitted at the initial owner version, lease and submit_by from
+ * the store's clock; key and reference NULL for the operation id. No
+ * claim. *out the new record. */
+typedef int og__store_op_insert_fn(void *impl, const og__admit_req *req,
+                                   og_op_kind k, const char *idempotency_key,
+                                   const char *client_reference,
+                                   og_operation *out);
+/* Stored events only (exec.c prepends the "admitted" one), at most
+ * OG__OP_HISTORY_MAX of them (more: OG_ENOMEM). */
+typedef int og__store_op_history_fn(void *impl, const char *operation_id,
+                                    og_op_events *out);
+
+/* ---- retention (M23-M25) ------------------------------------------------
+ * ONE batch each, in its own short transaction; retention.c loops and
+ * decides when to stop (S4). *out is this batch's counts only (its
+ * batches member untouched); a batch never takes more than batch rows.
+ * *from_us is a keyset cursor over the index the batch walks: the batch
+ * looks only at rows whose key (retain_until; an operation's last change)
+ * is >= *from_us, and on success raises *from_us to the greatest key it
+ * took. So a pass never walks again the entries its earlier batches
+ * deleted (PostgreSQL keeps them in the index until a vacuum). Keys equal
+ * to the cursor are looked at again, so a run of equal keys split across
+ * batches is not skipped; a row the cursor passed (locked by another
+ * janitor, inserted later with an older key) waits for the next pass: the
+ * cursor only ever makes a pass delete less. */
+
+/* Deletes at most batch grant_consumptions rows whose retain_until + the
+ * store's cleanup_margin lies before the store's clock at the statement,
+ * oldest first. */
+typedef int og__store_cleanup_batch_fn(void *impl, int batch,
+                                       int64_t *from_us,
+                                       og_cleanup_stats *out);
+/* Moves (OG_ARCHIVE_MOVE) or deletes at most batch terminal operations
+ * whose last status change lies more than older_than_us before the store's
+ * clock, each with its events, in one transaction. */
+typedef int og__store_archive_batch_fn(void *impl, int64_t older_than_us,
+                                       og_archive_mode mode, int batch,
+                                       int64_t *from_us,
+                                       og_archive_stats *out);
+
+/* ---- redemption recovery points (M26) -----------------------------------
+ * Inputs are validated (redeem.c). */
+
+/* ONE conditional insert: *inserted false when the key already held a
+ * point. */
+typedef int og__store_redemption_put_fn(void *impl,
+                                        const og_redemption_record *r,
+                                        bool *inserted);
+/* ONE read: the point of (caller, key), else (code_hash non-NULL) whether
+ * another key's point holds code_hash. *out only for OWN; its sealed bytes
+ * malloc'd. */
+typedef int og__store_redemption_get_fn(void *impl, const char *caller,
+                                        const char *key,
+                                        const char *code_hash,
+                                        og_redemption_found *found,
+                                        og_redemption_point *out);
+
+/* ---- the payout store's records (M27) -----------------------------------
+ * Inputs are validated (payout.c, payout_run.c). Each write is ONE
+ * transaction holding its history entries and reports what it did in
+ * *out, for payout_plan.c to say what it means. */
+
+typedef int og__store_payout_tenant_put_fn(void *impl,
+                                           const og__payout_tenant_req *r,
+                                           og__payout_put_report *out);
+typedef int og__store_payout_beneficiary_put_fn(
+    void *impl, const og__payout_beneficiary_req *r,
+    og__payout_put_report *out);
+/* The provider token is a parameter only, never copied (S7). */
+typedef int og__store_payout_destination_put_fn(
+    void *impl, const og__payout_destination_req *r,
+    og__payout_put_report *out);
+/* The executor's read of the secret (S7): 1 and the token in out (outlen >=
+ * OG_PAYOUT_TOKEN_MAX + 1), 0 no such version, <0 an error. The backend's
+ * own copies of it are wiped. */
+typedef int og__store_payout_destination_token_fn(void *impl,
+                                                  const char *destination_id,
+                                                  int64_t version, char *out,
+                                                  size_t outlen);
+typedef int og__store_payout_draft_fn(void *impl,
+                                      const og__payout_draft_req *r,
+                                      og__payout_draft_report *out);
+typedef int og__store_payout_cancel_fn(void *impl, const char *payout_id,
+                                       int64_t expected_version,
+                                       const char *actor,
+                                       og__payout_cancel_report *out);
+/* 1 found, 0 not, negative error. */
+typedef int og__store_payout_get_fn(void *impl, const char *payout_id,
+                                    og_payout_view *out);
+
+/* ---- the payout store's transactions (M28-M35) --------------------------
+ * The context read, the decision, the claim and the resolution are
+ * orchestrated above the backends (payout.c, payout_run.c; S6): ONE
+ * transaction, the steps below run on it in their order — the facts, the
+ * pure plan (payout_plan.c), the writes, the fault point — then it ends. */
+
+/* What a transaction of the payout store's orchestrations is for. */
+typedef enum og__txn_mode {
+    OG__TXN_READ,  /* one snapshot for several reads */
+    OG__TXN_WRITE, /* reads whose rows it holds, then writes */
+} og__txn_mode;
+
+/* Opens a transaction on a connection of its own (M28): OG__TXN_WRITE for
+ * the decision, the claim and the resolution; OG__TXN_READ for the context
+ * read. One deadline, the store timeout from now, bounds every statement
+ * of it. *tx until txn_end. */
+typedef int og__store_txn_begin_fn(void *impl, og__txn_mode mode, void **tx);
+/* Ends tx and gives its connection back: COMMIT when rc is 0 and commit,
+ * else ROLLBACK. Returns rc, or the COMMIT's error (the write then not
+ * confirmed: OG_ESTORE_UNAVAILABLE, M2). A connection whose state is
+ * unknown after it (a ROLLBACK that failed) is discarded (M4). */
+typedef int og__store_txn_end_fn(void *impl, void *tx, int rc, bool commit);
+/* The facts of payout_id (og__payout_facts): the payout with its tenant's
+ * settings, beneficiary and destination (never the token), the counters of
+ * the release day of release_at_us in the tenant's offset, and the store's
+ * clock (observed_at). lock (the decision's read, in a WRITE transaction):
+ * none of the payout, tenant, beneficiary and destination rows changes
+ * before tx ends (M28); the day's counters are the reservation's to decide
+ * on (M30). A missing payout is found = false at the store's clock. */
+typedef int og__store_payout_facts_fn(void *impl, void *tx,
+                                      const char *payout_id,
+                                      int64_t release_at_us, bool lock,
+                                      og__payout_facts *out);
+/* The decision's reservation of f's amount on its release day (M30):
+ * *reserved false when it took nothing. */
+typedef int og__store_payout_reserve_fn(void *impl, void *tx,
+                                        const og__payout_facts *f,
+                                        bool *reserved);
+/* The decision's row (r's ids, p's verdict, f's observation) and its
+ * "decided" entry, at one instant of the store's clock: *decided_at_us
+ * (M29). */
+typedef int og__store_payout_decision_write_fn(void *impl, void *tx,
+                                               const og__payout_decide_req *r,
+                                               const og__payout_facts *f,
+                                               const og__payout_plan *p,
+                                               int64_t *decided_at_us);
+/* What an Allowed decision enables, at decided_at_us (M29, M31): the
+ * approval, the grant's row (row form, issuer 'payouts', no family, the
+ * window's end its expiry), its bindings, the job, a history entry per
+ * step, with p's version and attempt. */
+typedef int og__store_payout_decision_issue_fn(void *impl, void *tx,
+                                               const og__payout_decide_req *r,
+                                               const og__payout_facts *f,
+                                               const og__payout_plan *p,
+                                               int64_t decided_at_us);
+/* The claim's facts for grant_id (og__payout_claim_facts; M34). found =
+ * false: not a payout grant. */
+typedef int og__store_payout_claim_facts_fn(void *impl, void *tx,
+                                            const char *grant_id,
+                                            og__payout_claim_facts *out);
+/* CLAIMED's writes at f->now_us (M34): the grant's row consumed, the payout
+ * Approved -> Executing, the attempt (kind payout, Admitted at the initial
+ * owner version, p's key and reference; *attempt as stored) and the
+ * "claimed" entry. */
+typedef int og__store_payout_claim_write_fn(void *impl, void *tx,
+                                            const og__payout_claim_req *r,
+                                            const og__payout_claim_facts *f,
+                                            const og__payout_claim_plan *p,
+                                            og_operation *attempt);
+/* The resolution's outcome (M35): og_op_record's own write (status in
+ * expected AND owner version, with its "outcome" event) in tx. *recorded
+ * false: it took nothing. */
+typedef int og__store_payout_resolve_record_fn(void *impl, void *tx,
+                                               const char *operation_id,
+                                               unsigned expected,
+                                               int64_t owner_version,
+                                               const og_op_outcome *o,
+                                               bool *recorded);
+/* The attempt's binding (through the operation's grant) and payout, each by
+ * its key (M35). found = false: not a payout attempt with a binding. */
+typedef int og__store_payout_resolve_facts_fn(void *impl, void *tx,
+                                              const char *operation_id,
+                                              og__payout_resolve_facts *out);
+/* RESOLVED's writes (M35): the payout to p->to, for a terminal outcome the
+ * binding released once and its day's counters, one "resolved" entry. */
+typedef int og__store_payout_resolve_write_fn(
+    void *impl, void *tx, const char *operation_id, const og_op_outcome *o,
+    const og__payout_resolve_facts *f, const og__payout_resolve_plan *p);
+
+/* ---- the payout store's jobs and grants (M27, M32, M33) ----------------- */
+
+/* 1 taken, 0 none available, negative error. */
+typedef int og__store_payout_job_take_fn(void *impl, int64_t lease_us,
+                                         og_payout_job *out);
+typedef int og__store_payout_job_ack_fn(void *impl, const char *job_id,
+                                        int64_t delivery, bool *acked);
+typedef int og__store_payout_job_postpone_fn(void *impl, const char *job_id,
+                                             int64_t delivery,
+                                             int64_t delay_us,
+                                             bool *postponed);
+/* 1 and new_id written (payout_run.c generated it), 0 no such job. */
+typedef int og__store_payout_job_resubmit_fn(void *impl, const char *job_id,
+                                             const char *actor,
+                                             const char *new_id);
+/* 1 found (state derived with og__payout_grant_state), 0, <0. */
+typedef int og__store_payout_grant_get_fn(void *impl, const char *grant_id,
+                                          og_payout_grant_view *out);
+/* The grant's row, live (unconsumed, unrevoked), revoked: ONE conditional
+ * write; its reservation released once with it (M32). */
+typedef int og__store_payout_grant_revoke_fn(void *impl,
+                                             const char *grant_id,
+                                             const char *actor,
+                                             og__payout_revoke_report *out);
+/* ONE batch of og_payout_expire_grants (M32), with a keyset cursor on
+ * expires_at as cleanup_batch's: *taken the grants released (at most
+ * batch), *from_us raised to the greatest expires_at taken. */
+typedef int og__store_payout_expire_batch_fn(void *impl, int batch,
+                                             int64_t *from_us,
+                                             int64_t *taken);
+
+/* A backend: its name and its methods, in the order of the sections
+ * above. */
 typedef struct og__store_methods {
     const char *name; /* "sqlite", "postgres" */
-
-    /* Opens the backend for target (the URL without "sqlite:" for SQLite, the
-     * whole libpq string for PostgreSQL). Does not check the schema. */
-    int (*open)(const char *target, const og_store_options *opts, void **impl);
-    void (*close)(void *impl);
-
-    /* Current schema version into *version: 0 when the store has no
-     * migrations table. */
-    int (*schema_version)(void *impl, int *version);
-
-    /* The server-side bounds an admission connection carries; NULL for a
-     * backend without any (SQLite: og_store_session_bounds reports
-     * applicable = false). */
-    int (*session_bounds)(void *impl, og_session_bounds *out);
-
-    /* Applies migrations up to target (1..OG_SCHEMA_VERSION; the library
-     * always asks for OG_SCHEMA_VERSION, tests for less); *from / *to as in
-     * og_store_migrate (neither NULL here); OG_ESCHEMA when the store ends
-     * at another version than target. keys: what migration 5 records
-     * (AS_STORED: readable). Does not compare keys with a store already at
-     * 5: store.c reads them back (read_keys) and does. */
-    int (*migrate)(void *impl, og_consumption_keys keys, int target,
-                   int *from, int *to);
-
-    /* Reads the consumption keys the store records (schema 5) into *keys
-     * (READABLE or HASHED) and from then on runs that mode's statements.
-     * Called once, right after the schema check, before the store object
-     * is shared between threads. */
-    int (*read_keys)(void *impl, og_consumption_keys *keys);
-
-    /* The admission: claim + operation insert as one atomic write, then on
-     * zero rows the follow-up read and og__classify_unclaimed(). */
-    int (*admit)(void *impl, const og__admit_req *req, og_admission *out);
-
-    /* Operation by canonical id: 1 found, 0 not, negative error. */
-    int (*operation_get)(void *impl, const char *operation_id,
-                         og_operation *out);
-
-    /* ---- grants: issuance, revocation, families, consume, tickets ----
-     * Each is ONE statement in PostgreSQL and ONE transaction in SQLite.
-     * Inputs are validated and canonical (grants.c). */
-
-    /* Issuance log entry (+ the grants row in row form) in a live family. */
-    int (*issuance_record)(void *impl, const og__issuance_req *req,
-                           og_issue_outcome *out);
-    /* One grant's revocation, proof of issuance checked by the store. */
-    int (*revoke)(void *impl, const og__revoke_req *req,
-                  og_revoke_outcome *out);
-    /* Family revocation; *out lists the grants revoked by this call. */
-    int (*family_revoke)(void *impl, const char *issuer, const char *family,
-                         og_strv *out);
-    /* The consume verdict for req's grant (operation fields unused). */
-    int (*consume)(void *impl, const og__admit_req *req,
-                   og_consume_result *out);
-    /* A ticket (stored by hash) in a live family. */
-    int (*ticket_create)(void *impl, const char *issuer, const char *family,
-                         const char *hash, og_ticket_outcome *out);
-    /* Rotation old_hash -> new_hash; on reuse the backend also revokes the
-     * family. Fills issuer/family (OG_ID_MAX + 1 each) when known. */
-    int (*ticket_rotate)(void *impl, const char *old_hash,
-                         const char *new_hash, og_ticket_outcome *out,
-                         char *issuer, char *family);
-
-    /* ---- execution (schema 3) ----
-     * Inputs are validated and canonical (exec.c); the transition is one
-     * the table in store.h ("Execution") allows. Times are the store's
-     * clock. */
-    int (*op_may_submit)(void *impl, const char *operation_id,
-                         int64_t owner_version, bool *may);
-    /* ONE conditional write: kind payout AND status Admitted AND
-     * owner_version = v AND lease_until > now AND submit_by > now (one
-     * reading of the store's clock, after the row lock) -> Started,
-     * updated_at = now, + a "started" event at the same instant. */
-    int (*op_start)(void *impl, const char *operation_id,
-                    int64_t owner_version, const char *actor, bool *started);
-    /* ONE conditional write: status IN expected AND owner_version = v ->
-     * the outcome, updated_at = now, + an "outcome" event. NotStarted
-     * additionally requires kind payout and owner_version above the
-     * initial one (P2), re-checked here whatever exec.c checked. */
-    int (*op_record)(void *impl, const char *operation_id, unsigned expected,
-                     int64_t owner_version, const og_op_outcome *o,
-                     bool *recorded);
-    /* ONE conditional write: status IN (Admitted, Started, Unknown) AND
-     * lease_until < now AND owner_version = v -> owner_version + 1,
-     * lease_until = now + recovery_lease, + a "takeover" event; *out the
-     * new record. */
-    int (*op_takeover)(void *impl, const char *operation_id,
-                       int64_t owner_version, const char *actor,
-                       og_operation *out, bool *taken);
-    /* ONE conditional write: status = NeedsReconciliation -> to
-     * (Succeeded, Failed or NotApplied), owner_version + 1, + a "resolved"
-     * event with evidence. */
-    int (*op_resolve)(void *impl, const char *operation_id, og_op_status to,
-                      const char *operator_id, const char *reason,
-                      const char *evidence, const char *provider_reference,
-                      bool *resolved);
-    int (*op_list)(void *impl, const og_op_filter *f, og_op_list *out);
-    /* og__op_insert's write (tests only): ONE insert of req's operation as
-     * kind k, Admitted at the initial owner version, lease and submit_by
-     * from the store's clock; key and reference NULL for the operation id.
-     * No claim. *out the new record. */
-    int (*op_insert)(void *impl, const og__admit_req *req, og_op_kind k,
-                     const char *idempotency_key,
-                     const char *client_reference, og_operation *out);
-    /* Stored events only (exec.c prepends the "admitted" one). */
-    int (*op_history)(void *impl, const char *operation_id, og_op_events *out);
-
-    /* ---- retention (schema 4) ----
-     * ONE batch each, in its own short transaction; retention.c loops and
-     * decides when to stop. *out is this batch's counts only (its batches
-     * member untouched); a batch never takes more than batch rows.
-     * *from_us is a keyset cursor over the index the batch walks: the batch
-     * looks only at rows whose key (retain_until; an operation's last
-     * change) is >= *from_us, and on success raises *from_us to the
-     * greatest key it took. So a pass never walks again the entries its
-     * earlier batches deleted (PostgreSQL keeps them in the index until a
-     * vacuum). Keys equal to the cursor are looked at again, so a run of
-     * equal keys split across batches is not skipped; a row the cursor
-     * passed (locked by another janitor, inserted later with an older key)
-     * waits for the next pass: the cursor only ever makes a pass delete
-     * less. */
-    /* Deletes at most batch grant_consumptions rows whose retain_until +
-     * the store's cleanup_margin lies before the store's clock at the
-     * statement, oldest first. */
-    int (*cleanup_batch)(void *impl, int batch, int64_t *from_us,
-                         og_cleanup_stats *out);
-    /* Moves (OG_ARCHIVE_MOVE) or deletes at most batch terminal operations
-     * whose last status change lies more than older_than_us before the
-     * store's clock, each with its events, in one transaction. */
-    int (*archive_batch)(void *impl, int64_t older_than_us,
-                         og_archive_mode mode, int batch, int64_t *from_us,
-                         og_archive_stats *out);
-
-    /* Writes to out, as Markdown sections (og__explain_statement, then a
-     * plan block each), the plans of this backend's admission statements,
-     * of a cleanup batch of batch rows, in the store's keys, and of the
-     * payout store's reservation, job take and expiry batch. Executes none
-     * of them; a connection it changed a setting on is closed. */
-    int (*explain)(void *impl, int batch, FILE *out);
-
-    /* ---- redemption recovery points (schema 6) ----
-     * Inputs are validated (redeem.c). */
-    /* ONE conditional insert, ON CONFLICT (caller, idempotency_key) DO
-     * NOTHING: *inserted false when the key already held a point. */
-    int (*redemption_put)(void *impl, const og_redemption_record *r,
-                          bool *inserted);
-    /* ONE read: the point of (caller, key), else (code_hash non-NULL)
-     * whether another key's point holds code_hash. *out only for OWN; its
-     * sealed bytes malloc'd. */
-    int (*redemption_get)(void *impl, const char *caller, const char *key,
-                          const char *code_hash, og_redemption_found *found,
-                          og_redemption_point *out);
-
-    /* ---- the payout store (schemas 8-10) ----
-     * Inputs are validated (payout.c, payout_run.c). Each write is ONE
-     * transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: one statement, or
-     * for the decision one explicit transaction) and says what it did in
-     * *out; a write that changed nothing reports why from a read of the
-     * same transaction (SQLite) or statement (PostgreSQL), with
-     * og__payout_put_classify. */
-    int (*payout_tenant_put)(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out);
-    int (*payout_beneficiary_put)(void *impl,
-                                  const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out);
-    int (*payout_destination_put)(void *impl,
-                                  const og__payout_destination_req *r,
-                                  og_payout_put_result *out);
-    /* 1 and the token in out (outlen >= OG_PAYOUT_TOKEN_MAX + 1), 0, <0. */
-    int (*payout_destination_token)(void *impl, const char *destination_id,
-                                    int64_t version, char *out,
-                                    size_t outlen);
-    int (*payout_draft)(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out);
-    int (*payout_cancel)(void *impl, const char *payout_id,
-                         int64_t expected_version, const char *actor,
-                         og_payout_put_result *out);
-    /* 1 found, 0 not, negative error. */
-    int (*payout_get)(void *impl, const char *payout_id, og_payout_view *out);
-    /* ONE consistent read (SQLite: a read transaction; PostgreSQL:
-     * REPEATABLE READ, READ ONLY) of the facts, the day being the release
-     * day of release_at_us in the tenant's offset. */
-    int (*payout_facts)(void *impl, const char *payout_id,
-                        int64_t release_at_us, og__payout_facts *out);
-    /* The decision transaction (og_payout_decide): the facts read with the
-     * rows locked (PostgreSQL) or under the write lock (SQLite),
-     * og__payout_plan_decide, then the writes; fault points
-     * OG__FAULT_DECIDE_*. */
-    int (*payout_decide)(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out);
-    /* 1 taken, 0 none available, negative error. */
-    int (*payout_job_take)(void *impl, int64_t lease_us, og_payout_job *out);
-    int (*payout_job_ack)(void *impl, const char *job_id, int64_t delivery,
-                          bool *acked);
-    int (*payout_job_postpone)(void *impl, const char *job_id,
-                               int64_t delivery, int64_t delay_us,
-                               bool *postponed);
-    /* The claim (og_payout_claim): ONE transaction — the facts read with
-     * the rows locked (PostgreSQL) or under the write lock (SQLite),
-     * og__payout_plan_claim, and for CLAIMED the writes, each re-asserting
-     * its conditions (anything that then writes nothing is OG_EINTERNAL:
-     * rolled back). *out: outcome, payout id, attempt number, and for
-     * CLAIMED the new operation (has_attempt); DUPLICATE's attempt is read
-     * by payout_run.c. Fault point OG__FAULT_CLAIM_BEFORE_COMMIT. */
-    int (*payout_claim)(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out);
-    /* The resolution (og_payout_resolve): ONE transaction — the backend's
-     * own op_record write (its statement, not a copy), then the attempt's
-     * facts, og__payout_plan_resolve, and for RESOLVED the payout, the
-     * reservation and the history, each conditional (anything that then
-     * writes nothing is OG_EINTERNAL: rolled back). NOT_RECORDED and
-     * NOT_ACTIVE roll back. Fault point OG__FAULT_RESOLVE_BEFORE_COMMIT. */
-    int (*payout_resolve)(void *impl, const char *operation_id,
-                          unsigned expected, int64_t owner_version,
-                          const og_op_outcome *o, og_payout_resolution *out);
-    /* 1 and new_id written (payout_run.c generated it), 0 no such job. */
-    int (*payout_job_resubmit)(void *impl, const char *job_id,
-                               const char *actor, const char *new_id);
-    /* 1 found (state derived with og__payout_grant_state), 0, <0. */
-    int (*payout_grant_get)(void *impl, const char *grant_id,
-                            og_payout_grant_view *out);
-    int (*payout_grant_revoke)(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out);
-    /* ONE batch of og_payout_expire_grants, with a keyset cursor on
-     * expires_at as cleanup_batch's: *taken the grants released (at most
-     * batch), *from_us raised to the greatest expires_at taken. */
-    int (*payout_expire_batch)(void *impl, int batch, int64_t *from_us,
-                               int64_t *taken);
+    /* the store */
+    og__store_open_fn *open;
+    og__store_close_fn *close;
+    og__store_schema_version_fn *schema_version;
+    og__store_session_bounds_fn *session_bounds; /* NULL: none */
+    og__store_migrate_fn *migrate;
+    og__store_read_keys_fn *read_keys;
+    og__store_explain_fn *explain;
+    /* the admission */
+    og__store_admit_fn *admit;
+    og__store_operation_get_fn *operation_get;
+    /* the grant lifecycle */
+    og__store_issuance_record_fn *issuance_record;
+    og__store_revoke_fn *revoke;
+    og__store_family_revoke_fn *family_revoke;
+    og__store_consume_fn *consume;
+    og__store_ticket_create_fn *ticket_create;
+    og__store_ticket_rotate_fn *ticket_rotate;
+    /* execution */
+    og__store_op_may_submit_fn *op_may_submit;
+    og__store_op_start_fn *op_start;
+    og__store_op_record_fn *op_record;
+    og__store_op_takeover_fn *op_takeover;
+    og__store_op_resolve_fn *op_resolve;
+    og__store_op_list_fn *op_list;
+    og__store_op_insert_fn *op_insert;
+    og__store_op_history_fn *op_history;
+    /* retention */
+    og__store_cleanup_batch_fn *cleanup_batch;
+    og__store_archive_batch_fn *archive_batch;
+    /* redemption recovery points */
+    og__store_redemption_put_fn *redemption_put;
+    og__store_redemption_get_fn *redemption_get;
+    /* the payout store's records */
+    og__store_payout_tenant_put_fn *payout_tenant_put;
+    og__store_payout_beneficiary_put_fn *payout_beneficiary_put;
+    og__store_payout_destination_put_fn *payout_destination_put;
+    og__store_payout_destination_token_fn *payout_destination_token;
+    og__store_payout_draft_fn *payout_draft;
+    og__store_payout_cancel_fn *payout_cancel;
+    og__store_payout_get_fn *payout_get;
+    /* the payout store's transactions and their steps */
+    og__store_txn_begin_fn *txn_begin;
+    og__store_txn_end_fn *txn_end;
+    og__store_payout_facts_fn *payout_facts;
+    og__store_payout_reserve_fn *payout_reserve;
+    og__store_payout_decision_write_fn *payout_decision_write;
+    og__store_payout_decision_issue_fn *payout_decision_issue;
+    og__store_payout_claim_facts_fn *payout_claim_facts;
+    og__store_payout_claim_write_fn *payout_claim_write;
+    og__store_payout_resolve_record_fn *payout_resolve_record;
+    og__store_payout_resolve_facts_fn *payout_resolve_facts;
+    og__store_payout_resolve_write_fn *payout_resolve_write;
+    /* the payout store's jobs and grants */
+    og__store_payout_job_take_fn *payout_job_take;
+    og__store_payout_job_ack_fn *payout_job_ack;
+    og__store_payout_job_postpone_fn *payout_job_postpone;
+    og__store_payout_job_resubmit_fn *payout_job_resubmit;
+    og__store_payout_grant_get_fn *payout_grant_get;
+    og__store_payout_grant_revoke_fn *payout_grant_revoke;
+    og__store_payout_expire_batch_fn *payout_expire_batch;
 } og__store_methods;
 
 /* og_store_explain's Markdown: a statement's heading, its text as the

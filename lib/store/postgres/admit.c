@@ -4,32 +4,25 @@
  * read the consume verdict shares, og__pg_consumption), and the read
  * of an operation by id.
  *
- * Invariants:
+ * It keeps M8-M11 (lib/store/store_int.h); how:
  *
- *  I1  One statement admits. The claim and the insert into operations are
- *      ONE statement, run alone in its own implicit Read Committed
+ *  I10 One statement admits (M8). The claim and the insert into operations
+ *      are ONE statement, run alone in its own implicit Read Committed
  *      transaction: pg_admit_sql (token form: the claim is an insert on
- *      grant_consumptions) or pg_admit_row_sql (row form: the claim is
- *      the conditional UPDATE of the grant's row in grants), or their hashed
- *      instances (I23). Both rows commit together or neither does; the
- *      unique key (issuer, grant_id) — in a hashed store key_hash —, resp.
- *      the row lock on the grant's row with its consumed_at/revoked_at
- *      conditions re-checked after any wait, lets at most one statement ever
- *      claim a grant.
- *  I12 An admission that claims nothing is reported from its own
+ *      grant_consumptions) or pg_admit_row_sql (row form: the claim is the
+ *      conditional UPDATE of the grant's row in grants), or their hashed
+ *      instances (I9). The unique key (issuer, grant_id) — in a hashed
+ *      store key_hash —, resp. the row lock on the grant's row with its
+ *      consumed_at/revoked_at conditions re-checked after any wait, lets at
+ *      most one statement ever claim a grant.
+ *  I11 An admission that claims nothing is reported (M9) from its own
  *      statement's snapshot when that snapshot shows the key's holder: a
  *      holder committed before the statement began never changes (keys are
  *      held until cleanup, a grant row's consumed/revoked marks are final),
  *      so a replay or a same-operation retry costs one round trip. When the
  *      snapshot shows no holder, a fresh statement reads again. Either read
  *      only reports; the claim decided (AD1, AD2 in lib/core/admission.c).
- *  I22 An archived operation still answers for its id. The admission claims
- *      nothing while operations_archive holds the request's operation id,
- *      and every report of a claim that did not happen reads the operation
- *      from operations, else from operations_archive: a same-operation retry
- *      gets ALREADY_ADMITTED with the archived record, another operation
- *      GRANT_SPENT from the consumption row, another grant under that id
- *      OPERATION_ID_TAKEN; never an admission. That check reads the
+ *  I12 An archived operation still answers for its id (M10) from the
  *      statement's snapshot: an archive that commits while an admission
  *      reusing the same finished operation's id for another grant is
  *      running is not seen by it (the operations key no longer conflicts
@@ -37,9 +30,9 @@
  *      client's reuse of an id it finished long ago, at that very instant;
  *      the grant itself stays single-use either way (its key is the claim).
  *
- * Also carried here: I2 (ADMITTED only after ReadyForQuery), I5 (the only
- * refusal a unique violation can make), I6 (the deadline decided in the
- * claiming statement), I8 (the family's row FOR SHARE, internal.h) and I23
+ * Also carried here: I1 (ADMITTED only after ReadyForQuery), I4 (the only
+ * refusal a unique violation can make), I5 (the deadline decided in the
+ * claiming statement), I6 (the family's row FOR SHARE, internal.h) and I9
  * (each statement in both consumption keys).
  */
 #include <string.h>
@@ -50,21 +43,21 @@
  * What holds a key that was not claimed
  * ========================================================================= */
 
-/* The operation with id p, live or archived (I22): one snapshot sees it in
+/* The operation with id p, live or archived (I12): one snapshot sees it in
  * exactly one of the two tables. */
 #define PG_OP_LIVE_OR_ARCHIVED(p)                                              \
     "SELECT " PG_OP_STORED_COLS " FROM operations WHERE operation_id = " p "::uuid\n" \
     "  UNION ALL\n"                                                            \
     "  SELECT " PG_OP_STORED_COLS " FROM operations_archive WHERE operation_id = " p "::uuid\n" \
     "  LIMIT 1"
-/* The claim's condition that an archived operation keeps its id (I22). */
+/* The claim's condition that an archived operation keeps its id (I12). */
 #define PG_OP_ID_NOT_ARCHIVED(p)                                               \
     "NOT EXISTS (SELECT 1 FROM operations_archive a WHERE a.operation_id = " p "::uuid)"
 
 /* What holds a key that was not claimed, as columns (UNCLAIMED_*) and their
  * FROM clause: $1 issuer, $2 grant_id, $3 operation_id (NULL: consume), f
  * the family (NULL: none). Shared by pg_unclaimed_sql and the admission
- * statements' tail; K the store's consumption keys (I23). */
+ * statements' tail; K the store's consumption keys (I9). */
 #define PG_UNCLAIMED_COLUMNS(f, K)                                             \
     PG_KHELD_##K("c.") ", c.kind, c.operation_id::text,\n"                     \
     "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n" \
@@ -213,7 +206,7 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  * in the SAME statement the report of a claim that did not happen.
  *  - ins reads only `claim`: data-modifying CTEs share one snapshot and
  *    RETURNING is the only way the claim's row reaches it — no claim, no
- *    operation (I1). clock_timestamp() for lease_until, submit_by and
+ *    operation (I10). clock_timestamp() for lease_until, submit_by and
  *    created_at is evaluated once in a LATERAL subquery (a volatile target
  *    list is never flattened, so all three share one instant): a lock wait
  *    must not eat the lease.
@@ -222,11 +215,11 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  *    what holds the key, whether the family blocked) read from the
  *    statement's snapshot — the columns of pg_unclaimed_sql. A replay or a
  *    same-operation retry meets a key committed before the statement began,
- *    so one round trip answers it (I12). The snapshot can miss a holder that
+ *    so one round trip answers it (I11). The snapshot can miss a holder that
  *    committed while this statement waited; og__pg_admit() then reads again
  *    with a fresh statement. Reporting only: the claim already decided.
  * Parameters $3 and $5..$12 as in pg_admit_sql; f is the family, K the
- * store's consumption keys (I23). */
+ * store's consumption keys (I9). */
 #define PG_ADMIT_TAIL(f, K)                                                    \
     "ins AS (\n"                                                               \
     "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
@@ -245,7 +238,7 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
     "WHERE NOT EXISTS (SELECT 1 FROM ins)"
 
 /* ===========================================================================
- * The admission statements (I1, I2, I5, I6, I8).
+ * The admission statements (I10, I1, I4, I5, I6).
  *
  * Token form, pg_admit_sql. Parameters (text format; every time value
  * is bigint microseconds):
@@ -257,7 +250,7 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  *
  * Why each part carries the guarantee:
  *  - claim: INSERT ... ON CONFLICT (the key) DO NOTHING — (issuer, grant_id),
- *    or in a hashed store key_hash (I23). The primary key is the atomic
+ *    or in a hashed store key_hash (I9). The primary key is the atomic
  *    check. Under Read Committed a competing insert of the
  *    same key waits for the holder to commit or abort; if it commits, the
  *    waiter DOES NOTHING and returns no row. Exactly one statement can claim
@@ -265,19 +258,19 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  *    key, so whichever commits first wins. kind = 'admission' names the
  *    holder (the table's CHECK ties it to operation_id being set).
  *  - WHERE admit_until > statement_timestamp(): the deadline is decided in
- *    the claiming statement against the store's clock (I6), and
+ *    the claiming statement against the store's clock (I5), and
  *    statement_timestamp() stays fixed however long the statement waits on a
  *    lock. Past the deadline nothing is claimed and nothing is recorded.
- *  - AND PG_FAMILY_LIVE: the family's row locked live, or no claim (I8).
- *  - AND PG_OP_ID_NOT_ARCHIVED: an archived operation keeps its id (I22),
+ *  - AND PG_FAMILY_LIVE: the family's row locked live, or no claim (I6).
+ *  - AND PG_OP_ID_NOT_ARCHIVED: an archived operation keeps its id (I12),
  *    in the readable and the hashed instance alike.
  *  - operations_pkey / operations_grant_key: if the operation id is already
  *    taken, or an operation already holds this grant, the unique violation
  *    aborts the WHOLE statement, claim included; og__pg_classify() maps
- *    exactly those two constraint names to a refusal (I5).
+ *    exactly those two constraint names to a refusal (I4).
  *  - It is ONE statement in an implicit transaction, so nothing can run
  *    between the claim and the insert, and the commit happens at Sync: the
- *    caller learns ADMITTED only after ReadyForQuery (I2).
+ *    caller learns ADMITTED only after ReadyForQuery (I1).
  *  - A hashed store's claim RETURNs $1 and $2 as issuer and grant_id, the
  *    ids the operation row records (its table has none to return).
  * bench/admit.pgbench runs the readable instance as pgbench can; bench/admit
@@ -306,14 +299,14 @@ static const char pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
  *    grant; a concurrent admission, consume or revocation of the same grant
  *    waits for this statement's transaction and then, under Read Committed,
  *    re-evaluates consumed_at IS NULL AND revoked_at IS NULL on the newest
- *    version and finds the grant taken. At most one claim per row (I1).
+ *    version and finds the grant taken. At most one claim per row (I10).
  *  - expires_at + leeway > statement_timestamp(): the row's deadline,
- *    decided against the store's clock in the claiming statement (I6).
+ *    decided against the store's clock in the claiming statement (I5).
  *  - consumed_by_operation = $3 names the holder; the follow-up read maps it
  *    to an admission.
- *  - AND PG_FAMILY_LIVE and the operation insert as in the token form (I8,
- *    I1, I5): a unique violation on operations aborts the UPDATE too.
- *  - Only the tail's report reads grant_consumptions: K (I23). */
+ *  - AND PG_FAMILY_LIVE and the operation insert as in the token form (I6,
+ *    I10, I4): a unique violation on operations aborts the UPDATE too.
+ *  - Only the tail's report reads grant_consumptions: K (I9). */
 #define PG_ADMIT_ROW_SQL(K)                                                    \
     "WITH " PG_FAMILY_CTE("$4") ",\n"                                          \
     "claim AS (\n"                                                             \
@@ -392,7 +385,7 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     rc = og__pg_exec_prepared(pg, c, stmt, params, &res, constraint,
                               sizeof constraint);
     if (rc == OG__PG_REFUSE) {
-        /* The statement aborted whole (I1, I5): nothing was claimed. */
+        /* The statement aborted whole (I10, I4): nothing was claimed. */
         rc = 0;
         result.outcome = OG_OUTCOME_REFUSED;
         if (strcmp(constraint, "operations_pkey") == 0)
@@ -410,7 +403,7 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
         goto out;
     }
     if (og__pg_get_bool(res, 0, ADMIT_ADMITTED)) {
-        /* Confirmed at ReadyForQuery by pg_collect() (I2). */
+        /* Confirmed at ReadyForQuery by pg_collect() (I1). */
         rc = og__pg_op_parse(res, 0, ADMIT_OP, &result.operation);
         if (rc == 0) {
             result.outcome = OG_OUTCOME_ADMITTED;
@@ -420,7 +413,7 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     }
     /* Not admitted. The statement's snapshot says what holds the key; a
      * holder it shows committed before the statement and never changes
-     * (I12). When it shows none (a holder that committed while the
+     * (I11). When it shows none (a holder that committed while the
      * statement waited, a family, a deadline), a fresh statement says why. */
     rc = pg_unclaimed_parse(res, ADMIT_HOLDER, ADMIT_OP, req, true, &cons, &op,
                             &have_op);

@@ -4,58 +4,31 @@
  * op_takeover, op_resolve), and the reads of operations and their history
  * (op_list, op_insert for tests, op_history).
  *
- * Invariants:
+ * These keep M16-M22 (lib/store/store_int.h); how:
  *
- *  I13 Each execution write (pg_op_start_sql, pg_op_record_sql,
- *      pg_op_takeover_sql, pg_op_resolve_sql) is ONE statement: a CTE locks
- *      the operation's row FOR NO KEY UPDATE where its status and
- *      owner_version are the expected ones — under Read Committed a locker
- *      that waited re-checks them on the row's newest version — then reads
- *      clock_timestamp() ONCE, after the lock (a lock wait never eats a
- *      lease; updated_at, the new lease and the event's `at` are one
- *      instant), then UPDATEs the row with the same conditions (a start's
- *      lease_until and submit_by tests use that instant) and INSERTs the
- *      event from the UPDATE's RETURNING. The event exists exactly when the
- *      row changed; a stale owner, an unexpected status, an unexpired lease
- *      (takeover) or an expired one (start) changes nothing and records
- *      nothing. Terminal statuses are never expected (store.c), so
- *      they are never overwritten.
- *  I14 The owner version fences. A start and a record require
- *      owner_version = v and leave it; a takeover (status Admitted, Started
- *      or Unknown, lease_until < now) and a resolution (status
- *      NeedsReconciliation) increment it, so a late write of the previous
- *      owner — its og_op_start included — finds another version and changes
- *      nothing. A takeover's lease is now + the store's recovery_lease;
- *      updated_at tracks status changes only, so a takeover leaves it.
- *  I15 op_may_submit is a read against clock_timestamp(): owner_version =
- *      v, now < least(lease_until, submit_by), and status Admitted or
- *      Unknown for a credit, Started for a payout (I25). A failure is an
- *      error, which the caller reads as "do not send".
- *  I16 op_list and op_history only read. op_list runs as an unnamed
- *      statement, planned with its parameters on every call: a generic plan
- *      of a named one could not prove the partial recovery index's
- *      predicate from a status parameter. Its lease_expired test uses
- *      statement_timestamp() (stable, so an index condition); the takeover
- *      decides with its own clock anyway.
- *  I17 updated_at NULL means "no status change since admission" and reads
- *      as created_at (migration 3 adds the column without a table rewrite).
- *      Admission writes no event: it stays ONE insert of the operation (I1);
- *      og_op_history() derives the "admitted" entry from the record.
- *  I25 Operation kinds (schema 7). Every operation is a credit (what
- *      admission inserts: kind's DEFAULT, so the admission statements write
- *      no new column) or a payout attempt; idempotency_key and
- *      client_reference are NULL for "the operation id", so old rows need
- *      no backfill and migration 7 rewrites nothing. A payout is sent only
- *      once Started (P1): pg_op_start_sql is the one write to Started —
- *      status Admitted, the owner's version, lease_until and submit_by
- *      still ahead of its clock —, pg_op_may_submit_sql answers yes for a
- *      payout only in Started, and NotStarted is recorded only for a payout
- *      whose owner version a takeover raised (P2: its claimer's start can
- *      no longer succeed, so Admitted then means "nothing was sent"). The
- *      schema holds both rules too (operations_payout_status_check,
- *      operations_not_started_check): a statement that broke one would fail
- *      as a defect (I5), never commit. The credit path's statements are
- *      those of schema 6 apart from the columns every read returns.
+ *  I15 Each execution write (pg_op_start_sql, pg_op_record_sql,
+ *      pg_op_takeover_sql, pg_op_resolve_sql) is ONE statement (M16): a CTE
+ *      locks the operation's row FOR NO KEY UPDATE where its status and
+ *      owner_version are the expected ones (M17) — under Read Committed a
+ *      locker that waited re-checks them on the row's newest version — then
+ *      reads clock_timestamp() ONCE, after the lock (M18: a lock wait never
+ *      eats a lease), then UPDATEs the row with the same conditions (a
+ *      start's lease_until and submit_by tests use that instant) and
+ *      INSERTs the event from the UPDATE's RETURNING.
+ *  I16 op_list runs as an unnamed statement (M21), planned with its
+ *      parameters on every call: a generic plan of a named one could not
+ *      prove the partial recovery index's predicate from a status
+ *      parameter. Its lease_expired test uses statement_timestamp()
+ *      (stable, so an index condition); the takeover decides with its own
+ *      clock anyway. op_may_submit (M19) reads clock_timestamp().
+ *  I17 Operation kinds (M22, schema 7): the admission statements write no
+ *      new column (a credit is kind's DEFAULT) and old rows need no
+ *      backfill (NULL key and reference), so migration 7 rewrites nothing;
+ *      the schema holds both rules of a payout attempt
+ *      (operations_payout_status_check, operations_not_started_check), so
+ *      a statement that broke one would fail as a defect (M5), never
+ *      commit. The credit path's statements are those of schema 6 apart
+ *      from the columns every read returns.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,19 +36,19 @@
 #include "internal.h"
 
 /* ===========================================================================
- * Execution (I13-I17, I25): one owner at a time moves an admitted operation
- * forward. The four writes share one shape:
+ * Execution (M16-M22; I15-I17): one owner at a time moves an admitted
+ * operation forward. The four writes share one shape:
  *  - cur: the operation's row, locked FOR NO KEY UPDATE (the lock the
  *    UPDATE itself takes) where its status and owner_version are the
  *    expected ones. A concurrent writer of the same row makes this wait;
  *    Read Committed then re-checks the conditions on the newest version, so
- *    of two writers expecting one version at most one finds it (I13, I14).
+ *    of two writers expecting one version at most one finds it (I15, M17).
  *  - t: clock_timestamp() read once, after the lock: it reads cur, and a
  *    volatile CTE is materialized, never re-evaluated.
  *  - upd: the UPDATE, repeating the conditions (the row is ours now, so they
  *    hold; repeating them keeps the guarantee readable in one place).
  *  - ev: the event, from upd's RETURNING only: written exactly when the row
- *    changed, in the same implicit transaction (I2).
+ *    changed, in the same implicit transaction (I1).
  * ========================================================================= */
 
 /* The set of statuses in bits as a text[] literal ("{Admitted,Unknown}").
@@ -132,9 +105,9 @@ static int pg_run_bool(og__pg_store *pg, const og__pg_stmt *stmt,
     return rc;
 }
 
-/* May the owner send a create request now (I15)? $1 operation_id
+/* May the owner send a create request now (M19)? $1 operation_id
  * $2 owner_version. One row: the answer. A credit is sent from Admitted or
- * Unknown; a payout only once Started (P1, I25). */
+ * Unknown; a payout only once Started (P1, I17). */
 static const char pg_op_may_submit_sql[] =
     "SELECT EXISTS (\n"
     "  SELECT 1 FROM operations\n"
@@ -157,11 +130,11 @@ int og__pg_op_may_submit(void *impl, const char *operation_id,
     return pg_run_bool(pg, &pg_op_may_submit_stmt, params, may);
 }
 
-/* Marks a payout attempt Started (I25: P1, P2). $1 operation_id
+/* Marks a payout attempt Started (I17: P1, P2). $1 operation_id
  * $2 owner_version  $3 actor. One row: whether it started. The lease and
  * submit_by are compared with t.now, read once after cur's lock: a start
  * that waited for a takeover's lock re-checks the version on the newest
- * row and finds it moved (I13, I14). updated_at and the event's `at` are
+ * row and finds it moved (I15, M17). updated_at and the event's `at` are
  * that instant. */
 static const char pg_op_start_sql[] =
     "WITH cur AS MATERIALIZED (\n"
@@ -196,7 +169,7 @@ int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
     const char *params[3] = {operation_id, version, actor};
 
     og__pg_fmt_i64(version, sizeof version, owner_version);
-    /* true only after ReadyForQuery (I2): the caller may send (P1) */
+    /* true only after ReadyForQuery (I1): the caller may send (P1) */
     return pg_run_bool(pg, &pg_op_start_stmt, params, started);
 }
 
@@ -206,7 +179,7 @@ int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
  * stored one)  $7 actor. One row: whether it recorded. from_status comes
  * from cur, the locked row, since an UPDATE's RETURNING sees only the new
  * values. PG_NOT_STARTED_OK: NotStarted only for a payout above the
- * initial owner version (P2, I25), whatever store.c checked. */
+ * initial owner version (P2, I17), whatever store.c checked. */
 #define PG_NOT_STARTED_OK(t)                                                   \
     "($4::text <> 'NotStarted' OR (" t "kind = 'payout' AND " t               \
     "owner_version > " PG_STR(OG__INITIAL_OWNER_VERSION) "))"
@@ -240,7 +213,7 @@ static const og__pg_stmt pg_op_record_stmt = {
 
 /* pg_op_record_sql's parameters, into params[7]; version and statuses are
  * the caller's buffers (24 and PG_STATUSES_MAX bytes). Shared by the
- * outcome alone and the resolution (I32), so both run the one statement. */
+ * outcome alone and the resolution (I28), so both run the one statement. */
 static int pg_op_record_params(const char *operation_id, unsigned expected,
                                int64_t owner_version, const og_op_outcome *o,
                                char *version, char *statuses,
@@ -265,7 +238,7 @@ static int pg_op_record_params(const char *operation_id, unsigned expected,
     return 0;
 }
 
-/* The resolution's outcome (I32): this very statement, inside its
+/* The resolution's outcome (I28): this very statement, inside its
  * transaction. */
 int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
                         unsigned expected, int64_t owner_version,
@@ -312,7 +285,7 @@ int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
  * $4 actor. Zero rows: not taken; one row: the record after the takeover,
  * from upd's RETURNING (the statement's snapshot still shows the old row).
  * lease_until < now is decided after the lock, with the instant the new
- * lease starts from; updated_at is left (I14). A Started payout is taken
+ * lease starts from; updated_at is left (M17). A Started payout is taken
  * over too (its owner's lease lapsed: P3 then makes it Unknown); the new
  * version fences the old owner's og_op_start and records (P2). */
 static const char pg_op_takeover_sql[] =
@@ -365,7 +338,7 @@ int og__pg_op_takeover(void *impl, const char *operation_id,
         goto out;
     }
     if (PQntuples(res) == 1) {
-        /* Confirmed at ReadyForQuery (I2), event included (I13). */
+        /* Confirmed at ReadyForQuery (I1), event included (I15). */
         rc = og__pg_op_parse(res, 0, 0, &op);
         t = rc == 0;
     }
@@ -384,7 +357,7 @@ out:
  * $2 to ('Succeeded' | 'Failed' | 'NotApplied': store.c)  $3 operator
  * $4 reason
  * $5 evidence  $6 provider reference (NULL: keep the stored one). One row:
- * whether it resolved. The version increment fences any late writer (I14). */
+ * whether it resolved. The version increment fences any late writer (M17). */
 static const char pg_op_resolve_sql[] =
     "WITH cur AS MATERIALIZED (\n"
     "  SELECT operation_id, status FROM operations\n"
@@ -566,7 +539,7 @@ int og__pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
     return rc;
 }
 
-/* The stored history of one operation, in seq order (I16). $1 operation_id. */
+/* The stored history of one operation, in seq order (M21). $1 operation_id. */
 static const char pg_op_history_sql[] =
     "SELECT seq, (extract(epoch FROM at) * 1000000)::bigint, kind, from_status, to_status,\n"
     "       owner_version, reason, provider_reference, actor, evidence\n"
@@ -574,51 +547,7 @@ static const char pg_op_history_sql[] =
     "ORDER BY seq";
 static const og__pg_stmt pg_op_history_stmt = {
     "og_op_history", pg_op_history_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    OP_HISTORY_SEQ,
-    OP_HISTORY_AT,
-    OP_HISTORY_KIND,
-    OP_HISTORY_FROM_STATUS,
-    OP_HISTORY_TO_STATUS,
-    OP_HISTORY_OWNER_VERSION,
-    OP_HISTORY_REASON,
-    OP_HISTORY_PROVIDER_REFERENCE,
-    OP_HISTORY_ACTOR,
-    OP_HISTORY_EVIDENCE,
-    OP_HISTORY_NCOLS
-};
-
-/* Reads event row `row` of a pg_op_history_sql result. */
-static int pg_read_event(const PGresult *r, int row, og_op_event *out)
-{
-    og_op_event ev;
-    int from, to;
-
-    memset(&ev, 0, sizeof ev);
-    if (og__pg_get_i64(r, row, OP_HISTORY_SEQ, &ev.seq) ||
-        og__pg_get_i64(r, row, OP_HISTORY_AT, &ev.at_us) ||
-        og__pg_get_text(r, row, OP_HISTORY_KIND, ev.kind, sizeof ev.kind) ||
-        PQgetisnull(r, row, OP_HISTORY_FROM_STATUS) ||
-        PQgetisnull(r, row, OP_HISTORY_TO_STATUS) ||
-        og__pg_get_i64(r, row, OP_HISTORY_OWNER_VERSION, &ev.owner_version) ||
-        og__pg_get_opt_text(r, row, OP_HISTORY_REASON, ev.reason,
-                            sizeof ev.reason) ||
-        og__pg_get_opt_text(r, row, OP_HISTORY_PROVIDER_REFERENCE,
-                            ev.provider_reference,
-                            sizeof ev.provider_reference) ||
-        og__pg_get_text(r, row, OP_HISTORY_ACTOR, ev.actor, sizeof ev.actor) ||
-        og__pg_get_opt_text(r, row, OP_HISTORY_EVIDENCE, ev.evidence,
-                            sizeof ev.evidence))
-        return OG_EINTERNAL;
-    from = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_FROM_STATUS));
-    to = og__op_status_parse(PQgetvalue(r, row, OP_HISTORY_TO_STATUS));
-    if (from < 0 || to < 0)
-        return OG_EINTERNAL;
-    ev.from_status = (og_op_status)from;
-    ev.to_status = (og_op_status)to;
-    *out = ev;
-    return 0;
-}
+/* Its columns: OP_HISTORY_* (rows.h). */
 
 int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
 {
@@ -640,6 +569,10 @@ int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
         rc = OG_EINTERNAL;
         goto out;
     }
+    if ((size_t)n > OG__OP_HISTORY_MAX) {
+        rc = OG_ENOMEM; /* as SQLite's array stops there */
+        goto out;
+    }
     if (n > 0) {
         e.v = calloc((size_t)n, sizeof *e.v);
         if (e.v == NULL) {
@@ -648,7 +581,7 @@ int og__pg_op_history(void *impl, const char *operation_id, og_op_events *out)
         }
     }
     for (i = 0; i < n && rc == 0; i++)
-        rc = pg_read_event(res, i, &e.v[i]);
+        rc = og__row_op_event(og__pg_row(res, i), &e.v[i]);
     e.n = (size_t)n;
 out:
     PQclear(res);

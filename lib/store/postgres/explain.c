@@ -1,7 +1,7 @@
 /*
  * explain.c — og_store_explain's PostgreSQL part: EXPLAIN EXECUTE of the
  * store's own prepared statements (the descriptors internal.h declares, in
- * the store's consumption keys, I23), with custom and generic plans, so
+ * the store's consumption keys, I9), with custom and generic plans, so
  * what is shown is what admissions, cleanup and the payout store's hot
  * statements run. docs/plans.md repeats the statements verbatim.
  */

@@ -1,28 +1,22 @@
 /*
  * grants.c — the grant lifecycle: issuance, the revocation of one grant,
- * the revocation of a family, the consume verdict, and tickets. Each is ONE
- * conditional write in its own implicit transaction; a read after a write
- * that changed nothing only reports why.
+ * the revocation of a family, the consume verdict, and tickets: M12-M15
+ * (lib/store/store_int.h). How:
  *
- * Invariants:
+ *  I13 A token-form revocation's fallback retention (M14), when the
+ *      issuance log records no expiry, is clock_timestamp() + max grant
+ *      lifetime + issue-time skew + leeway: the statement's clock after any
+ *      lock wait.
+ *  I14 Each lifecycle method is ONE statement in its own implicit
+ *      transaction (M12); a read after a write that changed nothing only
+ *      reports why — except ticket reuse, which then revokes the family
+ *      with the family revocation statement, a second, separate write
+ *      before the reuse is answered (M15): if it fails the call fails, and a
+ *      retry finds the ticket rotated again and revokes again.
  *
- *  I9  Revocation never outlives its proof. A token-form revocation holds
- *      the grant's key until the trusted expiry + leeway (the verified
- *      token's exp, or the issuance log's), or, when the log records no
- *      expiry, clock_timestamp() + max grant lifetime + issue-time skew +
- *      leeway — past any admission a validator would still accept. Without
- *      either proof nothing is written (NOT_ISSUED).
- *  I10 Each lifecycle method is ONE conditional write (issuance, revocation,
- *      family revocation, consume, ticket creation, ticket rotation); a read
- *      after a write that changed nothing only reports why and never turns
- *      into a write — except ticket reuse, which then revokes the family with
- *      the family revocation statement (a second, separate write).
- *  I11 A ticket is stored as its hash only, and a rotated ticket is kept:
- *      presenting it again is recognised as reuse.
- *
- * Also carried here: I1 (a revocation and the consume verdict claim the
- * admission's very key or row, so whichever commits first wins), I8 and
- * I8a (the family's row and its fair queue, internal.h), I23 (each
+ * Also carried here: I10 (a revocation and the consume verdict claim the
+ * admission's very key or row, so whichever commits first wins), I6 and
+ * I7 (the family's row and its fair queue, internal.h), I9 (each
  * statement that names grant_consumptions' key in both consumption keys).
  */
 #include <string.h>
@@ -30,14 +24,14 @@
 #include "internal.h"
 
 /* ===========================================================================
- * Issuance (I8, I10).
+ * Issuance (I6, I14).
  *   $1 issuer  $2 grant_id  $3 family (NULL: none)  $4 subject  $5 action
  *   $6 params digest  $7 issued_at  $8 expires_at (NULL: none recorded)
  *   $9 form ('token' | 'row')
  *  - fam: the family's row, created on first use, or locked by a no-op
  *    update while live. ON CONFLICT DO UPDATE takes the row lock a family
  *    revocation also takes, and its WHERE is re-checked on the newest
- *    version: a revoked family yields nothing (I8).
+ *    version: a revoked family yields nothing (I6).
  *  - iss: the log entry, only when fam yielded (or there is no family).
  *    The primary key (issuer, grant_id) makes a second issuance of an id a
  *    no-op: DUPLICATE_ID.
@@ -90,7 +84,7 @@ int og__pg_issuance_record(void *impl, const og__issuance_req *req,
     params[4] = req->action;
     params[5] = req->params_digest;
     params[6] = issued;
-    params[7] = req->expires_at_us != 0 ? expires : NULL; /* fallback (I9) */
+    params[7] = req->expires_at_us != 0 ? expires : NULL; /* fallback (I13) */
     params[8] = req->form == OG_FORM_ROW ? "row" : "token";
 
     rc = og__pg_acquire(pg, &c);
@@ -120,7 +114,7 @@ out:
 }
 
 /* ===========================================================================
- * Revocation of one grant (I1, I9, I10).
+ * Revocation of one grant (I10, I13, I14).
  *
  * Token form: $1 issuer $2 grant_id $3 trusted expires_at (NULL: prove
  * issuance from the log) $4 leeway $5 fallback retention (max grant lifetime
@@ -131,8 +125,8 @@ out:
  *  - retain: the trusted expiry + leeway (a verified token is the proof);
  *    else the issuance log's, or clock_timestamp() + fallback when the log
  *    records no expiry (clock_timestamp so a lock wait does not shorten it);
- *    NULL without a log row, and then nothing is inserted (I9).
- *  - K: the store's consumption keys (I23).
+ *    NULL without a log row, and then nothing is inserted (M14).
+ *  - K: the store's consumption keys (I9).
  * ========================================================================= */
 #define PG_REVOKE_SQL(K)                                                       \
     PG_CLAIM_INTO(K) "\n"                                                      \
@@ -242,16 +236,16 @@ out:
 }
 
 /* ===========================================================================
- * Family revocation (I8, I9, I10): ONE statement.
+ * Family revocation (I6, I13, I14): ONE statement.
  *   $1 issuer $2 family $3 leeway $4 fallback retention
  *  - f: the family's row marked revoked — inserted revoked when never seen
  *    (nothing can be issued into it later), updated when live, nothing when
  *    already revoked (then tok and rows revoke nothing: an empty list). The
  *    UPDATE waits for every admission holding the row FOR SHARE and blocks
- *    every later one until this commits (I8).
+ *    every later one until this commits (I6).
  *  - tok: every token-form grant the log records in the family, still
  *    admissible (no expiry, or expiry + leeway ahead), gets its key claimed
- *    by a revocation, retained as og_revoke retains it (I9). ON CONFLICT DO
+ *    by a revocation, retained as og_revoke retains it (I13). ON CONFLICT DO
  *    NOTHING checks the newest committed keys, not the snapshot: a grant an
  *    admission claimed while this waited for the family row is left alone
  *    and not listed.
@@ -260,7 +254,7 @@ out:
  *  - tok and rows read only f's RETURNING, so they write only after f holds
  *    the family's row.
  *  - The keys are computed from the log's rows by og_consumption_key(), the
- *    function every other statement of a hashed store uses (I23). A hashed
+ *    function every other statement of a hashed store uses (I9). A hashed
  *    claim RETURNs only its key: the ids listed are the family's logged
  *    grants whose key tok claimed (PG_FAMILY_TOK_IDS).
  * ========================================================================= */
@@ -360,12 +354,12 @@ int og__pg_family_revoke(void *impl, const char *issuer, const char *family,
 
 /* ===========================================================================
  * The consume verdict (docs/design.md, "The grant lifecycle"): the
- * admission's claim without an operation (I1, I6, I8, I10). A returned row
+ * admission's claim without an operation (I10, I5, I6, I14). A returned row
  * is the only "consumed".
  *
  * Token form: $1 issuer $2 grant_id $3 expires_at $4 leeway $5 family.
  * The same key, deadline and family conditions as pg_admit_sql; kind
- * 'consume' with operation_id NULL names the holder. K: I23.
+ * 'consume' with operation_id NULL names the holder. K: I9.
  * ========================================================================= */
 #define PG_CONSUME_SQL(K)                                                      \
     "WITH " PG_FAMILY_CTE("$5") "\n"                                           \
@@ -442,7 +436,7 @@ int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
         goto out;
     }
     if (PQntuples(res) == 1) {
-        /* This call spent the grant; confirmed at ReadyForQuery (I2). The
+        /* This call spent the grant; confirmed at ReadyForQuery (I1). The
          * family reported is the trusted one: the row's in row form. */
         result.consumed = true;
         result.refusal = OG_REFUSAL_NONE;
@@ -470,10 +464,10 @@ out:
 }
 
 /* ===========================================================================
- * Tickets (I8, I10, I11). Hashes only; store.c hashes the text.
+ * Tickets (I6, I14, M15). Hashes only; lib/store/grants.c hashes the text.
  *
  * Creation: $1 issuer $2 family $3 ticket hash. fam locks (or creates) the
- * family's row while live, as issuance does (I8); revoked: no row.
+ * family's row while live, as issuance does (I6); revoked: no row.
  * ========================================================================= */
 static const char pg_ticket_create_sql[] =
     "WITH " PG_FAMILY_XLOCK_CTE("$1", "$2") ",\n"
@@ -606,7 +600,7 @@ int og__pg_ticket_rotate(void *impl, const char *old_hash, const char *new_hash,
     if (og__pg_get_bool(res, 0, TICKET_READ_ROTATED)) {
         /* Reuse of a rotated ticket — a replay, or a concurrent duplicate
          * that lost the race — is treated as theft: the family goes, in a
-         * second statement (I10). If it fails, the call fails and a retry
+         * second statement (I14). If it fails, the call fails and a retry
          * finds the ticket rotated again and revokes again. */
         outcome = OG_TICKET_REUSED;
         rc = pg_family_revoke_on(pg, c, iss, fam, &discarded);

@@ -5,97 +5,93 @@
  * folder's files share. Nothing but the .c files of lib/store/postgres/
  * includes it.
  *
- * Every write is ONE statement in its own implicit Read Committed
- * transaction — data-modifying CTEs let the claim and the operation insert
- * be one statement (admit.c) — except the payout decision, the claim and
- * the resolution, each ONE explicit transaction (payout.c, payout_run.c).
- * Each file's header states the invariants it carries:
+ * It keeps the method contract (M1-M35, lib/store/store_int.h) under Read
+ * Committed: every write is ONE statement in its own implicit transaction —
+ * data-modifying CTEs let the claim and the operation insert be one
+ * statement (admit.c) — except the payout store's decision, claim and
+ * resolution, each ONE explicit transaction (txn_begin, conn.c) whose steps
+ * lock the rows they read. I1-I28 below and in each file's header say how;
+ * each file's header names the M it keeps:
  *
  *   conn.c        connections, session settings, notices, deadlines, the
  *                 prepared-statement set, running one statement, reading
  *                 errors and rows, transactions, the method table
- *   schema.c      migrations, the schema version, the session bounds (I18),
- *                 the consumption keys mode (I23)
- *   admit.c       the admission and its follow-up read (I1, I12, I22)
+ *   schema.c      migrations, the schema version, the session bounds (I8),
+ *                 the consumption keys mode (I9)
+ *   admit.c       the admission and its follow-up read (I10-I12)
  *   grants.c      issuance, revocation, families, the consume verdict,
- *                 tickets (I9, I10, I11)
- *   exec.c        the ownership protocol (I13-I17, I25)
- *   retention.c   cleanup and archiving (I19-I21)
- *   redeem.c      redemption recovery points (I24)
- *   payout.c      the payout store's decision side (I26-I28)
- *   payout_run.c  jobs, the claim, the resolution, payout grants (I29-I32)
+ *                 tickets (I13, I14)
+ *   exec.c        the ownership protocol (I15-I17)
+ *   retention.c   cleanup and archiving (I18-I20)
+ *   redeem.c      redemption recovery points (I21)
+ *   payout.c      the payout store's records and the decision's steps
+ *                 (I22-I24)
+ *   payout_run.c  jobs, the claim's and the resolution's steps, payout
+ *                 grants (I25-I28)
  *   explain.c     og_store_explain's plans
  *
- * The invariants every file relies on:
+ * What every file relies on:
  *
- *  I2  A commit is confirmed only at ReadyForQuery. With the extended
+ *  I1  A commit is confirmed only at ReadyForQuery (M2). With the extended
  *      protocol the server sends the RETURNING rows and CommandComplete
  *      BEFORE the implicit transaction commits at Sync, so an ErrorResponse
  *      (a failed commit, a terminated backend) can still follow the rows.
  *      A statement succeeds only when PQgetResult() returned NULL, no error
  *      result came at all, PQstatus() is CONNECTION_OK and
  *      PQtransactionStatus() is the expected one (PQTRANS_IDLE for every
- *      statement outside a migration).
- *  I3  A timeout, a cancellation or a lost connection is
- *      OG_ESTORE_UNAVAILABLE — never a refusal and never "unused": the write
- *      may have committed. The client deadline is store_timeout_us per
- *      statement; at the deadline the statement is cancelled and the
- *      connection discarded, since its state is unknown.
- *  I4  A WARNING "canceling (the) wait for synchronous replication" means the
- *      commit happened locally but is not known to be on the standby: the
- *      statement reports OG_ESTORE_UNAVAILABLE, never a success.
- *  I5  Only a unique violation on operations_pkey or operations_grant_key
- *      refuses, and only in the admission (og__pg_classify() decides). Every
- *      other constraint failure, in every statement, is a defect and
- *      surfaces as OG_EINTERNAL, never as a refusal and never as UNAVAILABLE
- *      (which would invite a retry of a statement that can only fail again).
- *  I6  Every deadline (expires_at + leeway) is compared with the store's
- *      statement_timestamp() inside the statement that claims, and every
- *      microsecond value crosses the wire as an exact bigint.
- *  I7  This backend logs nothing — but the one line naming a defect, a full
- *      prepared-statement set (conn.c) — and statement parameters go to
- *      the server only.
- *  I8  A family orders its grants. Admission and the consume verdict of a
- *      grant that names a family claim only while they hold a FOR SHARE lock
- *      on the family's row with revoked_at IS NULL; issuance and ticket
- *      creation lock it with ON CONFLICT DO UPDATE ... WHERE revoked_at IS
- *      NULL; family revocation UPDATEs it. Under Read Committed the later
- *      locker waits for the earlier one to commit and then re-checks the
- *      row's newest version, so whichever commits first wins: no claim and
- *      no issuance commits after the family's revocation, and a revocation
- *      that waited for an admission finds that grant's key or row taken and
- *      does not list it.
- *  I8a The family's advisory lock queues fairly (PG_FAMILY_KEY): taken
+ *      statement outside a transaction).
+ *  I2  The client deadline (M3) is store_timeout_us per statement, or per
+ *      explicit transaction; at the deadline the statement is cancelled and
+ *      the connection discarded, its state unknown (M4). A timeout, a
+ *      cancellation or a lost connection is OG_ESTORE_UNAVAILABLE (M2).
+ *  I3  A WARNING "canceling (the) wait for synchronous replication" means
+ *      the commit happened locally but is not known to be on the standby:
+ *      the statement reports OG_ESTORE_UNAVAILABLE, never a success (M2).
+ *  I4  og__pg_classify() (lib/core/storeerr.c) reads SQLSTATE and the
+ *      constraint's name: only a unique violation on operations_pkey or
+ *      operations_grant_key can refuse (OG__PG_REFUSE), and only the
+ *      admission turns that into a refusal (M5).
+ *  I5  Every deadline (expires_at + leeway) is compared with the store's
+ *      statement_timestamp() inside the statement that claims (M6), and
+ *      every microsecond value crosses the wire as an exact bigint (PG_US,
+ *      PG_TS, PG_EPOCH_US below).
+ *  I6  The family's row orders its grants (M13). Admission and the consume
+ *      verdict of a grant that names a family claim only while they hold a
+ *      FOR SHARE lock on the family's row with revoked_at IS NULL; issuance
+ *      and ticket creation lock it with ON CONFLICT DO UPDATE ... WHERE
+ *      revoked_at IS NULL; family revocation UPDATEs it. Under Read
+ *      Committed the later locker waits for the earlier one to commit and
+ *      then re-checks the row's newest version, so whichever commits first
+ *      wins.
+ *  I7  The family's advisory lock queues fairly (PG_FAMILY_KEY): taken
  *      shared by admissions and consumes, exclusive by revocation, issuance
  *      and ticket creation, always before the family's row lock, so steady
  *      admissions cannot starve a revocation.
- *  I18 The server-side bound on an admission (docs/design.md, "The
+ *  I8  The server-side bound on an admission (docs/design.md, "The
  *      server-side bound on an admission"): every connection carries
  *      statement_timeout = lock_timeout = store_timeout, and on servers 17+
  *      transaction_timeout too — set on the connection, or
  *      (session_bounds_from_role) by the deployment on the role, and then
- *      only checked. A lock wait before the claim is
- *      covered (lock_timeout, statement_timeout); the commit is NOT:
- *      PostgreSQL disables statement_timeout (and transaction_timeout)
- *      before it commits, and a synchronous-replication wait at commit has
- *      no timeout at all. og_store_session_bounds() reports the settings
- *      and whether commits wait for a synchronous standby, so the service
- *      can refuse a cleanup margin that does not cover them.
- *  I23 Consumption keys (schema 5). A readable store keys grant_consumptions
- *      by (issuer, grant_id); a hashed store by key_hash =
- *      og_consumption_key(issuer, grant_id) alone — its primary key, the ON
- *      CONFLICT target of every claim and the column every lookup matches —
- *      and keeps no issuer or grant id in the table: the operation record
- *      keeps them. Every statement that names the table's key is ONE
- *      template of the mode ("Consumption keys" below), so I1-I12 read the
- *      same for both with "the key" for (issuer, grant_id), and so does
- *      I22: both instances of each admission carry PG_OP_ID_NOT_ARCHIVED
- *      and read the operation live or archived. Cleanup (I19, I20) names no
- *      key: it picks rows by ctid over grant_consumptions_retain_until_idx,
- *      which migration 5 gives the hashed table too, so one statement
- *      serves both. The admission stays one statement and one round trip.
- *      The key is computed by the store, in the statement, by the SQL
- *      function migration 5 creates, whether it comes from the statement's
+ *      only checked. A lock wait before the claim is covered (lock_timeout,
+ *      statement_timeout); the commit is NOT: PostgreSQL disables
+ *      statement_timeout (and transaction_timeout) before it commits, and a
+ *      synchronous-replication wait at commit has no timeout at all.
+ *      og_store_session_bounds() reports the settings and whether commits
+ *      wait for a synchronous standby, so the service can refuse a cleanup
+ *      margin that does not cover them (M23).
+ *  I9  Consumption keys (M11). A hashed store's key_hash is grant_consumptions'
+ *      primary key, the ON CONFLICT target of every claim and the column
+ *      every lookup matches; the operation record keeps the identifiers.
+ *      Every statement that names the table's key is ONE template of the
+ *      mode ("Consumption keys" below), so I10 and I11 read the same for
+ *      both with "the key" for (issuer, grant_id), and so does I12: both
+ *      instances of each admission carry PG_OP_ID_NOT_ARCHIVED and read the
+ *      operation live or archived. Cleanup (I18, I19) names no key: it
+ *      picks rows by ctid over grant_consumptions_retain_until_idx, which
+ *      migration 5 gives the hashed table too, so one statement serves
+ *      both. The admission stays one statement and one round trip. The key
+ *      is computed by the store, in the statement, by the SQL function
+ *      migration 5 creates, whether it comes from the statement's
  *      parameters or from grant_issuance rows (family revocation): within
  *      one store there is one implementation. The mode is read from
  *      og_store_settings when the store object opens (og__pg_read_keys,
@@ -112,13 +108,14 @@
 
 #include <libpq-fe.h>
 
+#include "store/rows.h"
 #include "store/store_int.h"
 
 /* ===========================================================================
  * SQL fragments several files' statements are written from
  * ========================================================================= */
 
-/* Exact microseconds (I6).
+/* Exact microseconds (I5).
  *
  * PG_US(p) is the interval of p microseconds, PG_TS(p) the timestamp p
  * microseconds after the epoch; p is a bigint parameter, and SQL NULL stays
@@ -137,15 +134,16 @@
 #define PG_STR(x) PG_STR_(x)
 
 /* Status sets as migration 7 leaves them in the schema: the terminal ones
- * (archiving, I21) and the ones an owner holds (takeover, recovery's
+ * (archiving, I20) and the ones an owner holds (takeover, recovery's
  * index). */
 #define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
 #define PG_V7_OWNED "('Admitted','Started','Unknown')"
 
-/* The operation columns, in the order og__pg_op_parse() reads them.
+/* The operation columns, in the order og__row_operation() reads them
+ * (OP_*, rows.h).
  * Timestamps come back as exact bigint microseconds (extract() is numeric
- * since 14); a NULL updated_at reads as created_at (I17); a NULL
- * idempotency key or client reference reads as the operation id (I25). */
+ * since 14); a NULL updated_at reads as created_at (M20); a NULL
+ * idempotency key or client reference reads as the operation id (M22). */
 #define PG_OP_COLUMNS(t)                                                       \
     t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
     t "account_id, " t "amount::text, " t "currency, " t "status, "            \
@@ -158,38 +156,16 @@
     t "provider_reference, " t "outcome_reason, " t "kind, "                   \
     "coalesce(" t "idempotency_key, " t "operation_id::text), "                \
     "coalesce(" t "client_reference, " t "operation_id::text)"
-/* ...and their indexes in a row that starts with them. */
-enum {
-    OP_OPERATION_ID,
-    OP_ISSUER,
-    OP_GRANT_ID,
-    OP_CALLER_ID,
-    OP_ACCOUNT_ID,
-    OP_AMOUNT,
-    OP_CURRENCY,
-    OP_STATUS,
-    OP_OWNER_VERSION,
-    OP_LEASE_UNTIL,
-    OP_SUBMIT_BY,
-    OP_CREATED_AT,
-    OP_UPDATED_AT,
-    OP_PROVIDER_REFERENCE,
-    OP_OUTCOME_REASON,
-    OP_KIND,
-    OP_IDEMPOTENCY_KEY,
-    OP_CLIENT_REFERENCE,
-    OP_NCOLS /* the columns PG_OP_COLUMNS names */
-};
 
-/* Every stored column of operations, as the archive repeats them (I21,
- * I22). */
+/* Every stored column of operations, as the archive repeats them (I20,
+ * I12). */
 #define PG_OP_STORED_COLS                                                      \
     "operation_id, issuer, grant_id, caller_id, account_id, amount, currency, " \
     "status, owner_version, lease_until, submit_by, created_at, updated_at, "  \
     "provider_reference, outcome_reason, kind, idempotency_key, "              \
     "client_reference"
 
-/* The family's fair queue (I8a): a transaction-scoped advisory lock keyed on
+/* The family's fair queue (I7): a transaction-scoped advisory lock keyed on
  * (issuer, family), length-prefixed so that no two pairs share a text.
  * Row locks alone starve a revocation: new FOR SHARE lockers do not queue
  * behind a waiting UPDATE, so under steady admissions of one family its
@@ -208,7 +184,7 @@ enum {
     "  SELECT pg_advisory_xact_lock(" PG_FAMILY_KEY(i, f) ") AS held\n"         \
     "  WHERE " f "::text IS NOT NULL)"
 
-/* The family lock of an admission or a consume (I8): the family's row, live,
+/* The family lock of an admission or a consume (I6): the family's row, live,
  * under FOR SHARE, which a concurrent revocation's UPDATE of that row waits
  * for (and which waits for it: Read Committed then re-checks revoked_at on
  * the row's newest version and the row drops out). Many admissions of one
@@ -229,7 +205,7 @@ enum {
 #define PG_FAMILY_LIVE(f) "(" f "::text IS NULL OR EXISTS (SELECT 1 FROM fam))"
 
 /* ---------------------------------------------------------------------------
- * Consumption keys (I23).
+ * Consumption keys (I9).
  *
  * Each statement that touches grant_consumptions is written ONCE, as a
  * macro of K — READABLE or HASHED — and instantiated for both (NAME_sql and
@@ -274,7 +250,7 @@ enum {
 
 /* A statement the store prepares: its server-side name (docs/plans.md and
  * og_store_explain show it), its text, its parameter count, and which
- * consumption keys it is written for (I23: READABLE or HASHED for the two
+ * consumption keys it is written for (I9: READABLE or HASHED for the two
  * instances of a statement that names grant_consumptions' key, AS_STORED
  * for one every store runs). Each is a `static const` beside the function
  * that runs it, with its text just above; its address is its identity on
@@ -313,16 +289,16 @@ typedef struct og__pg_store {
     bool role_bounds;                      /* the deployment sets the bounds
                                               (ALTER ROLE): only checked */
     char leeway[24], lease[24], window[24]; /* microseconds, admission params */
-    char recovery_lease[24]; /* microseconds: a takeover's lease (I14) */
+    char recovery_lease[24]; /* microseconds: a takeover's lease (M17) */
     char fallback[24]; /* microseconds: max grant lifetime + issue-time skew
                           + leeway, the retention of a revocation whose
-                          issuance records no expiry (I9) */
-    char cleanup_margin[24]; /* microseconds: cleanup's margin (I19) */
+                          issuance records no expiry (I13) */
+    char cleanup_margin[24]; /* microseconds: cleanup's margin (I18) */
     char expiry_margin[24]; /* microseconds: leeway + cleanup margin, past
                                which an unconsumed payout grant's
-                               reservation is released (I29) */
-    int64_t admission_leeway_us; /* a payout grant's derived state (I29) */
-    og_consumption_keys keys; /* I23: AS_STORED until og__pg_read_keys, then
+                               reservation is released (I25) */
+    int64_t admission_leeway_us; /* a payout grant's derived state (I25) */
+    og_consumption_keys keys; /* I9: AS_STORED until og__pg_read_keys, then
                                  the store's; never changes after */
 } og__pg_store;
 
@@ -342,13 +318,16 @@ _Static_assert(PG_STMT_MAX * 4 <= PG_STMT_SLOTS * 3,
 
 /* Connections come from og__pool. Each PGconn is used by one thread at a
  * time (the pool guarantees it) and carries this wrapper, which holds the
- * notice-receiver state (I4) and the statements prepared on it. */
+ * notice-receiver state (I3) and the statements prepared on it. */
 typedef struct og__pg_conn {
     PGconn *conn;
     const og__pg_stmt *prepared[PG_STMT_SLOTS]; /* NULL: a free slot */
     int nprepared;
-    bool syncrep_cancelled; /* set by the notice receiver (I4) */
+    bool syncrep_cancelled; /* set by the notice receiver (I3) */
     bool broken;            /* discard on release: state unknown */
+    /* CLOCK_MONOTONIC: the end of the explicit transaction open on it
+     * (txn_begin, conn.c), which bounds each of its statements. */
+    int64_t txn_deadline_us;
 } og__pg_conn;
 
 /* ---- conn.c: the clock, numbers ----------------------------------------- */
@@ -369,7 +348,7 @@ void og__pg_release(og__pg_store *pg, og__pg_conn *c);
 
 /* ---- conn.c: statements ------------------------------------------------- */
 
-/* s in the store's consumption keys (I23): readable or hashed, the two
+/* s in the store's consumption keys (I9): readable or hashed, the two
  * instances of one statement. */
 const og__pg_stmt *og__pg_keyed(const og__pg_store *pg,
                                 const og__pg_stmt *readable,
@@ -380,18 +359,18 @@ const og__pg_stmt *og__pg_keyed(const og__pg_store *pg,
 int og__pg_prepare(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
                    int64_t deadline_us);
 /* Runs s in its own implicit transaction on the idle connection c, with the
- * store timeout from now (I1, I2). 0 and *rows (the caller clears it),
+ * store timeout from now (I10, I1). 0 and *rows (the caller clears it),
  * OG__PG_REFUSE with the violated constraint's name in constraint (conlen
- * bytes; only the admission passes one, I5), or the error. */
+ * bytes; only the admission passes one, I4), or the error. */
 int og__pg_exec_prepared(og__pg_store *pg, og__pg_conn *c,
                          const og__pg_stmt *s, const char *const *params,
                          PGresult **rows, char *constraint, size_t conlen);
 /* og__pg_exec_prepared for a statement whose failures are never an outcome:
- * a refusal is OG_EINTERNAL (I5). */
+ * a refusal is OG_EINTERNAL (I4). */
 int og__pg_run(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
                const char *const *params, PGresult **rows);
 /* The same inside the explicit transaction open on c, before the call's
- * deadline (I26, I31, I32). The caller ends the transaction. */
+ * deadline (the transaction's, M28). The caller ends the transaction. */
 int og__pg_run_in(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
                   const char *const *params, PGresult **rows,
                   int64_t deadline_us);
@@ -413,28 +392,15 @@ int og__pg_shape(const PGresult *res, int cols, int maxrows);
 
 /* Column col of row into dst (n bytes); NULL or too long: OG_EINTERNAL. */
 int og__pg_get_text(const PGresult *r, int row, int col, char *dst, size_t n);
-/* A nullable text column: NULL reads as "". */
-int og__pg_get_opt_text(const PGresult *r, int row, int col, char *dst,
-                        size_t n);
 /* A bigint column; NULL or malformed: OG_EINTERNAL. */
 int og__pg_get_i64(const PGresult *r, int row, int col, int64_t *out);
 /* A bool column: true only for a non-NULL 't'. */
 bool og__pg_get_bool(const PGresult *r, int row, int col);
-/* The PG_OP_COLUMNS of row starting at column col (OP_*) into *out. */
+/* Row `row` of r, for the readers of rows.h. */
+og__row og__pg_row(const PGresult *r, int row);
+/* The PG_OP_COLUMNS of row starting at column col (OP_*) into *out:
+ * og__row_operation, once r is known to have them. */
 int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
-
-/* ---- conn.c: transactions ----------------------------------------------- */
-
-/* A transaction-control command (BEGIN ..., COMMIT, ROLLBACK) on c before
- * deadline_us; expect is the status that confirms it. */
-int og__pg_txn(og__pg_store *pg, og__pg_conn *c, const char *sql,
-               PGTransactionStatusType expect, int64_t deadline_us);
-/* Ends the transaction open on c: COMMIT when rc is 0 (confirmed at
- * ReadyForQuery, I2: an unconfirmed commit is OG_ESTORE_UNAVAILABLE), else
- * ROLLBACK; a connection whose state is then unknown is discarded. Returns
- * rc, or the commit's error. */
-int og__pg_txn_end(og__pg_store *pg, og__pg_conn *c, int rc,
-                   int64_t deadline_us);
 
 /* ---- admit.c: what the consume verdict shares with the admission -------- */
 
@@ -450,7 +416,7 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record's own statement) inside
- * the explicit transaction open on c (I13, I14, I32): *recorded. */
+ * the explicit transaction open on c (I15, M17, I28): *recorded. */
 int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
                         unsigned expected, int64_t owner_version,
                         const og_op_outcome *o, bool *recorded,
@@ -460,116 +426,75 @@ int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
 
 /* Runs a keyset batch statement s — $1 a margin (µs), $2 the batch, $3 the
  * pass's cursor (µs) — and reads its PG_BATCH_NCOLS bigints (three counts,
- * then the new cursor) into v: cleanup and the payout grants' expiry (I20,
- * I29). */
+ * then the new cursor) into v: cleanup and the payout grants' expiry (I19,
+ * I25). */
 #define PG_BATCH_NCOLS 4
 int og__pg_run_batch(og__pg_store *pg, const og__pg_stmt *s,
                      const char *margin, int batch, int64_t from_us,
                      int64_t v[PG_BATCH_NCOLS]);
 
 /* ===========================================================================
- * The methods (og__postgres_methods, conn.c), in the table's order
+ * The methods (og__postgres_methods, conn.c), each of its slot's type
+ * (store_int.h), in the order of the files that define them
  * ========================================================================= */
 
 /* schema.c */
-int og__pg_schema_version(void *impl, int *version);
-int og__pg_session_bounds(void *impl, og_session_bounds *out);
-int og__pg_migrate(void *impl, og_consumption_keys keys, int target,
-                   int *from, int *to);
-int og__pg_read_keys(void *impl, og_consumption_keys *keys);
+og__store_schema_version_fn og__pg_schema_version;
+og__store_session_bounds_fn og__pg_session_bounds;
+og__store_migrate_fn og__pg_migrate;
+og__store_read_keys_fn og__pg_read_keys;
 /* admit.c */
-int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out);
-int og__pg_operation_get(void *impl, const char *operation_id,
-                         og_operation *out);
+og__store_admit_fn og__pg_admit;
+og__store_operation_get_fn og__pg_operation_get;
 /* grants.c */
-int og__pg_issuance_record(void *impl, const og__issuance_req *req,
-                           og_issue_outcome *out);
-int og__pg_revoke(void *impl, const og__revoke_req *req,
-                  og_revoke_outcome *out);
-int og__pg_family_revoke(void *impl, const char *issuer, const char *family,
-                         og_strv *out);
-int og__pg_consume(void *impl, const og__admit_req *req,
-                   og_consume_result *out);
-int og__pg_ticket_create(void *impl, const char *issuer, const char *family,
-                         const char *hash, og_ticket_outcome *out);
-int og__pg_ticket_rotate(void *impl, const char *old_hash,
-                         const char *new_hash, og_ticket_outcome *out,
-                         char *issuer, char *family);
+og__store_issuance_record_fn og__pg_issuance_record;
+og__store_revoke_fn og__pg_revoke;
+og__store_family_revoke_fn og__pg_family_revoke;
+og__store_consume_fn og__pg_consume;
+og__store_ticket_create_fn og__pg_ticket_create;
+og__store_ticket_rotate_fn og__pg_ticket_rotate;
 /* exec.c */
-int og__pg_op_may_submit(void *impl, const char *operation_id,
-                         int64_t owner_version, bool *may);
-int og__pg_op_start(void *impl, const char *operation_id,
-                    int64_t owner_version, const char *actor, bool *started);
-int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
-                     int64_t owner_version, const og_op_outcome *o,
-                     bool *recorded);
-int og__pg_op_takeover(void *impl, const char *operation_id,
-                       int64_t owner_version, const char *actor,
-                       og_operation *out, bool *taken);
-int og__pg_op_resolve(void *impl, const char *operation_id, og_op_status to,
-                      const char *operator_id, const char *reason,
-                      const char *evidence, const char *provider_reference,
-                      bool *resolved);
-int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out);
-int og__pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
-                     const char *idempotency_key,
-                     const char *client_reference, og_operation *out);
-int og__pg_op_history(void *impl, const char *operation_id,
-                      og_op_events *out);
+og__store_op_may_submit_fn og__pg_op_may_submit;
+og__store_op_start_fn og__pg_op_start;
+og__store_op_record_fn og__pg_op_record;
+og__store_op_takeover_fn og__pg_op_takeover;
+og__store_op_resolve_fn og__pg_op_resolve;
+og__store_op_list_fn og__pg_op_list;
+og__store_op_insert_fn og__pg_op_insert;
+og__store_op_history_fn og__pg_op_history;
 /* retention.c */
-int og__pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
-                         og_cleanup_stats *out);
-int og__pg_archive_batch(void *impl, int64_t older_than_us,
-                         og_archive_mode mode, int batch, int64_t *from_us,
-                         og_archive_stats *out);
+og__store_cleanup_batch_fn og__pg_cleanup_batch;
+og__store_archive_batch_fn og__pg_archive_batch;
 /* explain.c */
-int og__pg_explain(void *impl, int batch, FILE *out);
+og__store_explain_fn og__pg_explain;
 /* redeem.c */
-int og__pg_redemption_put(void *impl, const og_redemption_record *r,
-                          bool *inserted);
-int og__pg_redemption_get(void *impl, const char *caller, const char *key,
-                          const char *code_hash, og_redemption_found *found,
-                          og_redemption_point *out);
+og__store_redemption_put_fn og__pg_redemption_put;
+og__store_redemption_get_fn og__pg_redemption_get;
 /* payout.c */
-int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out);
-int og__pg_payout_beneficiary_put(void *impl,
-                                  const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out);
-int og__pg_payout_destination_put(void *impl,
-                                  const og__payout_destination_req *r,
-                                  og_payout_put_result *out);
-int og__pg_payout_destination_token(void *impl, const char *id,
-                                    int64_t version, char *out,
-                                    size_t outlen);
-int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out);
-int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out);
-int og__pg_payout_get(void *impl, const char *id, og_payout_view *out);
-int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
-                        og__payout_facts *out);
-int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out);
+og__store_payout_tenant_put_fn og__pg_payout_tenant_put;
+og__store_payout_beneficiary_put_fn og__pg_payout_beneficiary_put;
+og__store_payout_destination_put_fn og__pg_payout_destination_put;
+og__store_payout_destination_token_fn og__pg_payout_destination_token;
+og__store_payout_draft_fn og__pg_payout_draft;
+og__store_payout_cancel_fn og__pg_payout_cancel;
+og__store_payout_get_fn og__pg_payout_get;
+og__store_payout_facts_fn og__pg_payout_facts;
+og__store_payout_reserve_fn og__pg_payout_reserve;
+og__store_payout_decision_write_fn og__pg_payout_decision_write;
+og__store_payout_decision_issue_fn og__pg_payout_decision_issue;
 /* payout_run.c */
-int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out);
-int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
-                          bool *acked);
-int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
-                               int64_t delay_us, bool *postponed);
-int og__pg_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out);
-int og__pg_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out);
-int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
-                               const char *new_id);
-int og__pg_payout_grant_get(void *impl, const char *grant_id,
-                            og_payout_grant_view *out);
-int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out);
-int og__pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
-                               int64_t *taken);
+og__store_payout_job_take_fn og__pg_payout_job_take;
+og__store_payout_job_ack_fn og__pg_payout_job_ack;
+og__store_payout_job_postpone_fn og__pg_payout_job_postpone;
+og__store_payout_claim_facts_fn og__pg_payout_claim_facts;
+og__store_payout_claim_write_fn og__pg_payout_claim_write;
+og__store_payout_resolve_record_fn og__pg_payout_resolve_record;
+og__store_payout_resolve_facts_fn og__pg_payout_resolve_facts;
+og__store_payout_resolve_write_fn og__pg_payout_resolve_write;
+og__store_payout_job_resubmit_fn og__pg_payout_job_resubmit;
+og__store_payout_grant_get_fn og__pg_payout_grant_get;
+og__store_payout_grant_revoke_fn og__pg_payout_grant_revoke;
+og__store_payout_expire_batch_fn og__pg_payout_expire_batch;
 
 /* ===========================================================================
  * The statements explain.c plans, declared beside the functions that run

@@ -1,41 +1,40 @@
 /*
- * payout.c — the payout store's decision side: tenants, beneficiaries and
- * destinations (puts, and the executor's read of a destination's token),
- * drafts, cancellations, the payout as stored, the decision's facts, and
- * the decision itself.
+ * payout.c — the payout store's records and the decision's steps: tenants,
+ * beneficiaries and destinations (puts, and the executor's read of a
+ * destination's token), drafts, cancellations, the payout as stored, the
+ * facts, and the decision's steps (the reservation, the decision's row,
+ * what an Allowed decision enables), which lib/store/payout.c runs in one
+ * transaction (S6).
  *
- * Invariants:
+ * These keep M27-M31 (lib/store/store_int.h). Each put, draft and
+ * cancellation is ONE statement in its own implicit transaction, confirmed
+ * at ReadyForQuery (I1), whose CTEs write the record and its history
+ * together and whose last SELECT reports, from the statement's snapshot,
+ * what the record was. How:
  *
- *  I26 The payout decision (og_payout_decide, og__pg_payout_decide) is ONE
- *      explicit transaction under Read Committed with one client deadline:
- *      the facts' statement locks the payout's row FOR UPDATE and its
- *      tenant's, beneficiary's and destination's rows FOR SHARE, so a
- *      change to any of them either committed before (and is read: a
- *      locker that waited reads the newest version) or waits until the
- *      decision commits; the pure core decides (og__payout_plan_decide,
- *      lib/core/payout_plan.c); then the reservation (I27), the decision
- *      row with its history entry, and for Allowed one statement writing
- *      the approval (I28), the grant's `grants` row (issuer 'payouts', row
- *      form), its bindings, the job and their history; anything else
- *      writes the decision alone. COMMIT is confirmed at ReadyForQuery
- *      (I2); any failure, the fault points OG__FAULT_DECIDE_* included,
- *      rolls everything back. The context read alone is one REPEATABLE
- *      READ, READ ONLY transaction: one snapshot. A trigger refuses every
- *      UPDATE, DELETE and TRUNCATE of payout_decisions and payout_events.
- *  I27 The reservation is ONE conditional write of the tenant's day row:
- *      INSERT ... ON CONFLICT DO UPDATE ... WHERE paid + reserved + amount
- *      <= daily_limit. The day's counters are read without a lock (locking
- *      them FOR SHARE would deadlock two reservations); ON CONFLICT DO
- *      UPDATE locks the row and evaluates its WHERE on the newest committed
- *      version after waiting for a concurrent reservation, so two decisions
- *      never both pass on the same headroom. When it takes nothing, the
- *      decision written is Denied tenant.daily-limit, alone.
- *  I28 The attempt number is attempt_count + 1, allocated by the approval's
- *      UPDATE, conditional on the version read, the state the mode expects
- *      and no active attempt, on a row the decision holds FOR UPDATE: two
- *      re-authorizations are ordered by that lock and the second reads the
- *      first's result. payout_grants_attempt_key (payout_id,
- *      attempt_number) is the schema's own guard.
+ *  I22 The decision's transaction is BEGIN (Read Committed) with one client
+ *      deadline: the facts' statement (pg_payout_facts_locked_sql) locks
+ *      the payout's row FOR UPDATE and its tenant's, beneficiary's and
+ *      destination's rows FOR SHARE, so a change to any of them either
+ *      committed before (and is read: a locker that waited reads the newest
+ *      version) or waits until the decision commits (M28); the context
+ *      read's instance locks nothing, in one REPEATABLE READ, READ ONLY
+ *      transaction. The decision's row and its entry are one statement
+ *      (pg_payout_decision_sql) whose clock_timestamp() is the decision's
+ *      instant; what Allowed enables is one statement too
+ *      (pg_payout_approve_sql). A trigger refuses every UPDATE, DELETE and
+ *      TRUNCATE of payout_decisions and payout_events (M27).
+ *  I23 The reservation (M30) is INSERT ... ON CONFLICT DO UPDATE ... WHERE
+ *      paid + reserved + amount <= daily_limit. The day's counters are read
+ *      without a lock (locking them FOR SHARE would deadlock two
+ *      reservations); ON CONFLICT DO UPDATE locks the row and evaluates its
+ *      WHERE on the newest committed version after waiting for a concurrent
+ *      reservation.
+ *  I24 The attempt number (M31) is allocated by the approval's UPDATE on a
+ *      row the decision holds FOR UPDATE: two re-authorizations are ordered
+ *      by that lock and the second reads the first's result;
+ *      payout_grants_attempt_key (payout_id, attempt_number) is the
+ *      schema's guard.
  */
 #include <string.h>
 
@@ -44,74 +43,47 @@
 #include "internal.h"
 
 /* ===========================================================================
- * The payout store (I26-I30). Each put, draft, cancellation, job write,
- * revocation and expiry batch is ONE statement in its own implicit
- * transaction, confirmed at ReadyForQuery (I2), whose CTEs write the record
- * and its history together and whose last SELECT reports, from the
- * statement's snapshot, what the record was — for a write that changed
- * nothing, og__payout_put_classify says why. The decision is one explicit
- * transaction of several of these (og__pg_payout_decide).
- * ========================================================================= */
-
-/* ===========================================================================
  * Puts
  * ========================================================================= */
 
-/* A put's report: the version written (NULL: nothing), then the record as
- * the statement's snapshot shows it — its version (NULL: none), whether its
- * fixed field matches the request, whether what it names exists. */
+/* A put's row: the version written (NULL: nothing), then the record as
+ * the statement's snapshot shows it (PUT_REPORT_*, rows.h). */
 enum {
-    PUT_WRITTEN,       /* the version written (NULL: nothing) */
-    PUT_STORED,        /* the stored record's version (NULL: none) */
-    PUT_FIXED_MATCHES, /* its fixed field is the request's */
-    PUT_NAMED_EXISTS,  /* what it names exists */
-    PUT_NCOLS
+    PUT_WRITTEN,
+    PUT_REPORT,
+    PUT_NCOLS = PUT_REPORT + PUT_REPORT_NCOLS
 };
 
-/* The single row of a put's statement (PUT_*) into *out:
- * WRITTEN with the version written, else what og__payout_put_classify
- * makes of the record as the statement saw it. */
-static int pg_put_parse(const PGresult *res, int64_t expected,
-                        og_payout_put_result *out)
+/* The single row of a put's statement (PUT_*) into *out. */
+static int pg_put_parse(const PGresult *res, og__payout_put_report *out)
 {
-    og_payout_put_result r = {OG_PAYOUT_WRITTEN, 0};
-    int64_t stored = 0;
-    bool exists;
+    og__payout_put_report r = {0};
 
     if (PQntuples(res) != 1 || og__pg_shape(res, PUT_NCOLS, 1) != 0)
         return OG_EINTERNAL;
-    if (!PQgetisnull(res, 0, PUT_WRITTEN)) {
-        if (og__pg_get_i64(res, 0, PUT_WRITTEN, &r.version) != 0)
-            return OG_EINTERNAL;
-        *out = r;
-        return 0;
-    }
-    exists = !PQgetisnull(res, 0, PUT_STORED);
-    if (exists && og__pg_get_i64(res, 0, PUT_STORED, &stored) != 0)
+    r.written = !PQgetisnull(res, 0, PUT_WRITTEN);
+    if ((r.written &&
+         og__pg_get_i64(res, 0, PUT_WRITTEN, &r.version) != 0) ||
+        og__row_put_report(og__pg_row(res, 0), PUT_REPORT, &r) != 0)
         return OG_EINTERNAL;
-    r.outcome = og__payout_put_classify(
-        expected, exists, stored, og__pg_get_bool(res, 0, PUT_FIXED_MATCHES),
-        og__pg_get_bool(res, 0, PUT_NAMED_EXISTS));
     *out = r;
     return 0;
 }
 
-/* Runs the put statement stmt with params (its last is the expected
- * version, formatted from expected) and reads its report. */
+/* Runs the put statement stmt with params and reads its report. */
 static int pg_put(og__pg_store *pg, const og__pg_stmt *stmt,
-                  const char *const *params, int64_t expected,
-                  og_payout_put_result *out)
+                  const char *const *params, og__payout_put_report *out)
 {
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
-    og_payout_put_result r;
+    og__payout_put_report r;
     int rc;
 
     if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
     rc = og__pg_run(pg, c, stmt, params, &res);
     if (rc == 0)
-        rc = pg_put_parse(res, expected, &r);
+        rc = pg_put_parse(res, &r);
     PQclear(res);
     og__pg_release(pg, c);
     if (rc == 0)
@@ -144,7 +116,7 @@ static const og__pg_stmt pg_payout_tenant_put_stmt = {
     "og_payout_tenant_put", pg_payout_tenant_put_sql, 6, OG_KEYS_AS_STORED};
 
 int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out)
+                             og__payout_put_report *out)
 {
     char limit[24], offset[16], expected[24];
     const char *params[6] = {
@@ -155,8 +127,7 @@ int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
     og__pg_fmt_i64(limit, sizeof limit, r->daily_limit);
     snprintf(offset, sizeof offset, "%d", r->offset_minutes);
     og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
-    return pg_put(impl, &pg_payout_tenant_put_stmt, params, r->expected_version,
-                  out);
+    return pg_put(impl, &pg_payout_tenant_put_stmt, params, out);
 }
 
 /* Beneficiaries: $1 id  $2 tenant (fixed)  $3 verified  $4 status
@@ -184,7 +155,7 @@ static const og__pg_stmt pg_payout_beneficiary_put_stmt = {
 
 int og__pg_payout_beneficiary_put(void *impl,
                                   const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out)
+                                  og__payout_put_report *out)
 {
     char expected[24];
     const char *params[5] = {r->beneficiary_id, r->tenant_id,
@@ -192,8 +163,7 @@ int og__pg_payout_beneficiary_put(void *impl,
                              expected};
 
     og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
-    return pg_put(impl, &pg_payout_beneficiary_put_stmt, params,
-                  r->expected_version, out);
+    return pg_put(impl, &pg_payout_beneficiary_put_stmt, params, out);
 }
 
 /* Destinations: $1 id  $2 beneficiary  $3 provider token (SECRET: a
@@ -220,17 +190,16 @@ static const og__pg_stmt pg_payout_destination_put_stmt = {
 
 int og__pg_payout_destination_put(void *impl,
                                   const og__payout_destination_req *r,
-                                  og_payout_put_result *out)
+                                  og__payout_put_report *out)
 {
     char expected[24];
-    /* The token is a parameter only: this backend logs nothing (I7), and
+    /* The token is a parameter only: this backend logs nothing (M7), and
      * libpq keeps no copy once the call returns (S7). */
     const char *params[4] = {r->destination_id, r->beneficiary_id,
                              r->provider_token, expected};
 
     og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
-    return pg_put(impl, &pg_payout_destination_put_stmt, params,
-                  r->expected_version, out);
+    return pg_put(impl, &pg_payout_destination_put_stmt, params, out);
 }
 
 /* ===========================================================================
@@ -314,23 +283,20 @@ static const char pg_payout_draft_sql[] =
     "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text)";
 static const og__pg_stmt pg_payout_draft_stmt = {
     "og_payout_draft", pg_payout_draft_sql, 9, OG_KEYS_AS_STORED};
+/* Its row: written, then why not (DRAFT_REPORT_*, rows.h). */
 enum {
     DRAFT_WRITTEN,
-    DRAFT_PAYOUT_EXISTS,
-    DRAFT_TENANT_EXISTS,
-    DRAFT_CURRENCY_MATCHES,
-    DRAFT_BENEFICIARY_EXISTS,
-    DRAFT_DESTINATION_EXISTS,
-    DRAFT_NCOLS
+    DRAFT_REPORT,
+    DRAFT_NCOLS = DRAFT_REPORT + DRAFT_REPORT_NCOLS
 };
 
 int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out)
+                        og__payout_draft_report *out)
 {
     og__pg_store *pg = impl;
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
-    og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
+    og__payout_draft_report rep = {0};
     char dv[24], amount[24];
     const char *params[9] = {r->payout_id,
                              r->tenant_id,
@@ -352,23 +318,16 @@ int og__pg_payout_draft(void *impl, const og__payout_draft_req *r,
         (PQntuples(res) != 1 || og__pg_shape(res, DRAFT_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0) {
-        if (og__pg_get_bool(res, 0, DRAFT_WRITTEN))
-            result.version = 1;
-        else if (og__pg_get_bool(res, 0, DRAFT_PAYOUT_EXISTS))
-            result.outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
-        else if (!og__pg_get_bool(res, 0, DRAFT_TENANT_EXISTS) ||
-                 !og__pg_get_bool(res, 0, DRAFT_BENEFICIARY_EXISTS) ||
-                 !og__pg_get_bool(res, 0, DRAFT_DESTINATION_EXISTS))
-            result.outcome = OG_PAYOUT_NOT_FOUND;
-        else if (!og__pg_get_bool(res, 0, DRAFT_CURRENCY_MATCHES))
-            result.outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
-        else /* a concurrent draft of the id committed during the statement */
-            result.outcome = OG_PAYOUT_VERSION_CONFLICT;
+        /* The statement's snapshot does not show a draft of the id that
+         * committed while its INSERT waited: og__payout_draft_outcome
+         * reads a report that explains nothing as that. */
+        rep.written = og__pg_get_bool(res, 0, DRAFT_WRITTEN);
+        rc = og__row_draft_report(og__pg_row(res, 0), DRAFT_REPORT, &rep);
     }
     PQclear(res);
     og__pg_release(pg, c);
     if (rc == 0)
-        *out = result;
+        *out = rep;
     return rc;
 }
 
@@ -395,15 +354,14 @@ static const og__pg_stmt pg_payout_cancel_stmt = {
 enum { CANCEL_VERSION, CANCEL_SEEN, CANCEL_NCOLS };
 
 int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out)
+                         const char *actor, og__payout_cancel_report *out)
 {
     og__pg_store *pg = impl;
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
-    og_payout_put_result result = {OG_PAYOUT_WRITTEN, 0};
+    og__payout_cancel_report rep = {0};
     char ev[24];
     const char *params[3] = {id, ev, actor};
-    int64_t seen = 0;
     int rc;
 
     og__pg_fmt_i64(ev, sizeof ev, expected);
@@ -413,19 +371,19 @@ int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, CANCEL_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
-    if (rc == 0 && !PQgetisnull(res, 0, CANCEL_VERSION)) {
-        rc = og__pg_get_i64(res, 0, CANCEL_VERSION, &result.version);
-    } else if (rc == 0 && PQgetisnull(res, 0, CANCEL_SEEN)) {
-        result.outcome = OG_PAYOUT_NOT_FOUND;
-    } else if (rc == 0 &&
-               (rc = og__pg_get_i64(res, 0, CANCEL_SEEN, &seen)) == 0) {
-        result.outcome =
-            seen != expected ? OG_PAYOUT_VERSION_CONFLICT : OG_PAYOUT_REFUSED;
+    if (rc == 0) {
+        rep.written = !PQgetisnull(res, 0, CANCEL_VERSION);
+        rep.found = !PQgetisnull(res, 0, CANCEL_SEEN);
+        if ((rep.written &&
+             og__pg_get_i64(res, 0, CANCEL_VERSION, &rep.version) != 0) ||
+            (rep.found &&
+             og__pg_get_i64(res, 0, CANCEL_SEEN, &rep.seen_version) != 0))
+            rc = OG_EINTERNAL;
     }
     PQclear(res);
     og__pg_release(pg, c);
     if (rc == 0)
-        *out = result;
+        *out = rep;
     return rc;
 }
 
@@ -442,68 +400,7 @@ static const char pg_payout_get_sql[] =
     "FROM payouts WHERE payout_id = $1::text";
 static const og__pg_stmt pg_payout_get_stmt = {
     "og_payout_get", pg_payout_get_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_VIEW_PAYOUT_ID,
-    PAYOUT_VIEW_TENANT_ID,
-    PAYOUT_VIEW_BENEFICIARY_ID,
-    PAYOUT_VIEW_DESTINATION_ID,
-    PAYOUT_VIEW_DESTINATION_VERSION,
-    PAYOUT_VIEW_AMOUNT,
-    PAYOUT_VIEW_CURRENCY,
-    PAYOUT_VIEW_PURPOSE,
-    PAYOUT_VIEW_STATE,
-    PAYOUT_VIEW_VERSION,
-    PAYOUT_VIEW_ATTEMPT_COUNT,
-    PAYOUT_VIEW_ACTIVE_ATTEMPT,
-    PAYOUT_VIEW_RELEASE_DAY,
-    PAYOUT_VIEW_REQUESTER_ID,
-    PAYOUT_VIEW_CREATED_AT,
-    PAYOUT_VIEW_UPDATED_AT,
-    PAYOUT_VIEW_NCOLS
-};
-
-/* Row 0 of a pg_payout_get_sql result into *v. */
-static int pg_payout_view_parse(const PGresult *r, og_payout_view *v)
-{
-    int state;
-
-    memset(v, 0, sizeof *v);
-    if (og__pg_shape(r, PAYOUT_VIEW_NCOLS, 1) != 0 ||
-        og__pg_get_text(r, 0, PAYOUT_VIEW_PAYOUT_ID, v->payout_id,
-                        sizeof v->payout_id) ||
-        og__pg_get_text(r, 0, PAYOUT_VIEW_TENANT_ID, v->tenant_id,
-                        sizeof v->tenant_id) ||
-        og__pg_get_text(r, 0, PAYOUT_VIEW_BENEFICIARY_ID, v->beneficiary_id,
-                        sizeof v->beneficiary_id) ||
-        og__pg_get_text(r, 0, PAYOUT_VIEW_DESTINATION_ID, v->destination_id,
-                        sizeof v->destination_id) ||
-        og__pg_get_i64(r, 0, PAYOUT_VIEW_DESTINATION_VERSION,
-                       &v->destination_version) ||
-        og__pg_get_i64(r, 0, PAYOUT_VIEW_AMOUNT, &v->amount_minor) ||
-        og__pg_get_text(r, 0, PAYOUT_VIEW_CURRENCY, v->currency,
-                        sizeof v->currency) ||
-        og__pg_get_opt_text(r, 0, PAYOUT_VIEW_PURPOSE, v->purpose,
-                            sizeof v->purpose) ||
-        PQgetisnull(r, 0, PAYOUT_VIEW_STATE) ||
-        og__pg_get_i64(r, 0, PAYOUT_VIEW_VERSION, &v->version) ||
-        og__pg_get_i64(r, 0, PAYOUT_VIEW_ATTEMPT_COUNT, &v->attempt_count) ||
-        og__pg_get_opt_text(r, 0, PAYOUT_VIEW_ACTIVE_ATTEMPT, v->active_attempt,
-                            sizeof v->active_attempt) ||
-        og__pg_get_opt_text(r, 0, PAYOUT_VIEW_RELEASE_DAY, v->release_day,
-                            sizeof v->release_day) ||
-        og__pg_get_text(r, 0, PAYOUT_VIEW_REQUESTER_ID, v->requester_id,
-                        sizeof v->requester_id) ||
-        og__pg_get_i64(r, 0, PAYOUT_VIEW_CREATED_AT, &v->created_at_us) ||
-        og__pg_get_i64(r, 0, PAYOUT_VIEW_UPDATED_AT, &v->updated_at_us))
-        return OG_EINTERNAL;
-    v->has_purpose = !PQgetisnull(r, 0, PAYOUT_VIEW_PURPOSE);
-    state = og__payout_state_parse(PQgetvalue(r, 0, PAYOUT_VIEW_STATE));
-    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
-                                             v->amount, sizeof v->amount) != 0)
-        return OG_EINTERNAL;
-    v->state = (og_payout_state)state;
-    return 0;
-}
+/* Its columns: PAYOUT_VIEW_* (rows.h). */
 
 int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
 {
@@ -516,20 +413,21 @@ int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
     if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
     rc = og__pg_run(pg, c, &pg_payout_get_stmt, params, &res);
-    if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_payout_view_parse(res, out) == 0 ? 1 : OG_EINTERNAL;
-    else if (rc == 0 && PQntuples(res) != 0)
+    if (rc == 0 && og__pg_shape(res, PAYOUT_VIEW_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_payout_view(og__pg_row(res, 0), out) == 0 ? 1
+                                                                : OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
     return rc;
 }
 
 /* ===========================================================================
- * The facts (I26)
+ * The facts (I22)
  * ========================================================================= */
 
-/* The facts a decision reads (I26), in pg_facts_parse's order: $1 payout.
+/* The facts a decision reads (I22), PAYOUT_FACTS_* (rows.h): $1 payout.
  * The foreign keys make the joins total. The decision's instance locks the
  * payout's row FOR UPDATE (it will write it) and the tenant's, the
  * beneficiary's and the destination's FOR SHARE, so none of them can
@@ -558,183 +456,74 @@ static const og__pg_stmt pg_payout_facts_stmt = {
 static const og__pg_stmt pg_payout_facts_locked_stmt = {
     "og_payout_facts_locked", pg_payout_facts_locked_sql, 1,
     OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_FACTS_STATE,
-    PAYOUT_FACTS_VERSION,
-    PAYOUT_FACTS_ATTEMPT_COUNT,
-    PAYOUT_FACTS_ACTIVE_ATTEMPT,
-    PAYOUT_FACTS_TENANT_ID,
-    PAYOUT_FACTS_BENEFICIARY_ID,
-    PAYOUT_FACTS_DESTINATION_ID,
-    PAYOUT_FACTS_DESTINATION_VERSION,
-    PAYOUT_FACTS_AMOUNT,
-    PAYOUT_FACTS_CURRENCY,
-    PAYOUT_FACTS_PURPOSE,
-    PAYOUT_FACTS_PAYOUTS_SUSPENDED,
-    PAYOUT_FACTS_DAILY_LIMIT,
-    PAYOUT_FACTS_TENANT_CURRENCY,
-    PAYOUT_FACTS_OFFSET_MINUTES,
-    PAYOUT_FACTS_SETTINGS_VERSION,
-    PAYOUT_FACTS_VERIFIED,
-    PAYOUT_FACTS_BENEFICIARY_STATUS,
-    PAYOUT_FACTS_BENEFICIARY_VERSION,
-    PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
-    PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
-    PAYOUT_FACTS_DESTINATION_CHANGED_AT,
-    PAYOUT_FACTS_NCOLS
-};
-
-/* Row 0 of a facts statement (PAYOUT_FACTS_*) into *f. */
-static int pg_facts_parse(const PGresult *r, og__payout_facts *f)
-{
-    int64_t offset = 0;
-    int state, status;
-
-    if (og__pg_shape(r, PAYOUT_FACTS_NCOLS, 1) != 0 ||
-        PQgetisnull(r, 0, PAYOUT_FACTS_STATE) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_VERSION, &f->version) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_ATTEMPT_COUNT, &f->attempt_count) ||
-        og__pg_get_opt_text(r, 0, PAYOUT_FACTS_ACTIVE_ATTEMPT,
-                            f->active_attempt, sizeof f->active_attempt) ||
-        og__pg_get_text(r, 0, PAYOUT_FACTS_TENANT_ID, f->tenant_id,
-                        sizeof f->tenant_id) ||
-        og__pg_get_text(r, 0, PAYOUT_FACTS_BENEFICIARY_ID, f->beneficiary_id,
-                        sizeof f->beneficiary_id) ||
-        og__pg_get_text(r, 0, PAYOUT_FACTS_DESTINATION_ID, f->destination_id,
-                        sizeof f->destination_id) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_DESTINATION_VERSION,
-                       &f->destination_version) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_AMOUNT, &f->amount_minor) ||
-        og__pg_get_text(r, 0, PAYOUT_FACTS_CURRENCY, f->currency,
-                        sizeof f->currency) ||
-        og__pg_get_opt_text(r, 0, PAYOUT_FACTS_PURPOSE, f->purpose,
-                            sizeof f->purpose) ||
-        PQgetisnull(r, 0, PAYOUT_FACTS_PAYOUTS_SUSPENDED) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_DAILY_LIMIT, &f->daily_limit) ||
-        og__pg_get_text(r, 0, PAYOUT_FACTS_TENANT_CURRENCY, f->tenant_currency,
-                        sizeof f->tenant_currency) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_OFFSET_MINUTES, &offset) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_SETTINGS_VERSION,
-                       &f->settings_version) ||
-        PQgetisnull(r, 0, PAYOUT_FACTS_VERIFIED) ||
-        PQgetisnull(r, 0, PAYOUT_FACTS_BENEFICIARY_STATUS) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_BENEFICIARY_VERSION,
-                       &f->beneficiary_version) ||
-        og__pg_get_text(r, 0, PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
-                        f->destination_beneficiary_id,
-                        sizeof f->destination_beneficiary_id) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
-                       &f->destination_record_version) ||
-        og__pg_get_i64(r, 0, PAYOUT_FACTS_DESTINATION_CHANGED_AT,
-                       &f->destination_changed_at_us))
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(PQgetvalue(r, 0, PAYOUT_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        PQgetvalue(r, 0, PAYOUT_FACTS_BENEFICIARY_STATUS));
-    if (state < 0 || status < 0 || offset < -OG_PAYOUT_OFFSET_MAX ||
-        offset > OG_PAYOUT_OFFSET_MAX)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->state = (og_payout_state)state;
-    f->has_purpose = !PQgetisnull(r, 0, PAYOUT_FACTS_PURPOSE);
-    f->payouts_suspended =
-        og__pg_get_bool(r, 0, PAYOUT_FACTS_PAYOUTS_SUSPENDED);
-    f->offset_minutes = (int)offset;
-    f->verified = og__pg_get_bool(r, 0, PAYOUT_FACTS_VERIFIED);
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    return 0;
-}
 
 /* The counters of a release day and the store's clock (the observation):
  * $1 tenant  $2 day (NULL, NULL: only the clock). Not locked: the
- * reservation decides on the newest counters itself (I27). */
+ * reservation decides on the newest counters itself (I23). */
 static const char pg_payout_day_sql[] =
     "SELECT d.paid, d.reserved, d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
     "FROM (SELECT 1) x LEFT JOIN tenant_days d ON d.tenant_id = $1::text AND d.day = $2::date";
 static const og__pg_stmt pg_payout_day_stmt = {
     "og_payout_day", pg_payout_day_sql, 2, OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_DAY_PAID,
-    PAYOUT_DAY_RESERVED,
-    PAYOUT_DAY_VERSION,
-    PAYOUT_DAY_NOW,
-    PAYOUT_DAY_NCOLS
-};
+/* Its columns: PAYOUT_DAY_* (rows.h), then the clock. */
+enum { PG_PAYOUT_DAY_NOW = PAYOUT_DAY_NCOLS, PG_PAYOUT_DAY_NCOLS };
 
-/* Reads the facts of payout id inside the transaction open on c, with the
- * facts statement which (pg_payout_facts_stmt or its _locked_ one), then the
- * counters of the release day of release_at_us and the store's clock. */
-static int pg_read_facts(og__pg_store *pg, og__pg_conn *c,
-                         const og__pg_stmt *which, const char *id,
-                         int64_t release_at_us, og__payout_facts *f,
-                         int64_t deadline_us)
+/* The facts of payout id in tx, with the facts statement the read asks
+ * for: the decision's locks the rows it reads (lock, I22); the context
+ * read's runs in a REPEATABLE READ, READ ONLY transaction, one snapshot
+ * with the day's read. Then the counters of the release day of
+ * release_at_us and the store's clock. */
+int og__pg_payout_facts(void *impl, void *tx, const char *id,
+                        int64_t release_at_us, bool lock,
+                        og__payout_facts *out)
 {
+    og__pg_conn *c = tx;
     const char *fparams[1] = {id};
     const char *dparams[2] = {NULL, NULL};
+    og__payout_facts f;
     PGresult *res = NULL;
     int rc;
 
-    memset(f, 0, sizeof *f);
-    rc = og__pg_run_in(pg, c, which, fparams, &res, deadline_us);
-    if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_facts_parse(res, f);
-    else if (rc == 0 && PQntuples(res) != 0)
+    memset(&f, 0, sizeof f);
+    rc = og__pg_run_in(impl, c,
+                       lock ? &pg_payout_facts_locked_stmt
+                            : &pg_payout_facts_stmt,
+                       fparams, &res, c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, PAYOUT_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_payout_facts(og__pg_row(res, 0), &f);
     PQclear(res);
     res = NULL;
     if (rc != 0)
         return rc;
-    if (f->found) {
-        if (og__copy(f->payout_id, sizeof f->payout_id, id) != 0 ||
-            og_payout_release_day(release_at_us, f->offset_minutes,
-                                  f->release_day) != 0)
+    if (f.found) {
+        if (og__copy(f.payout_id, sizeof f.payout_id, id) != 0 ||
+            og_payout_release_day(release_at_us, f.offset_minutes,
+                                  f.release_day) != 0)
             return OG_EINTERNAL; /* both checked before the store */
-        dparams[0] = f->tenant_id;
-        dparams[1] = f->release_day;
+        dparams[0] = f.tenant_id;
+        dparams[1] = f.release_day;
     }
-    rc = og__pg_run_in(pg, c, &pg_payout_day_stmt, dparams, &res, deadline_us);
+    rc = og__pg_run_in(impl, c, &pg_payout_day_stmt, dparams, &res,
+                       c->txn_deadline_us);
     if (rc == 0 &&
-        (PQntuples(res) != 1 || og__pg_shape(res, PAYOUT_DAY_NCOLS, 1) != 0 ||
-         og__pg_get_i64(res, 0, PAYOUT_DAY_NOW, &f->observed_at_us) != 0))
-        rc = OG_EINTERNAL;
-    if (rc == 0 && !PQgetisnull(res, 0, PAYOUT_DAY_PAID) &&
-        (og__pg_get_i64(res, 0, PAYOUT_DAY_PAID, &f->paid) != 0 ||
-         og__pg_get_i64(res, 0, PAYOUT_DAY_RESERVED, &f->reserved) != 0 ||
-         og__pg_get_i64(res, 0, PAYOUT_DAY_VERSION, &f->day_version) != 0))
+        (PQntuples(res) != 1 ||
+         og__pg_shape(res, PG_PAYOUT_DAY_NCOLS, 1) != 0 ||
+         og__pg_get_i64(res, 0, PG_PAYOUT_DAY_NOW, &f.observed_at_us) != 0 ||
+         og__row_payout_day(og__pg_row(res, 0), &f) != 0))
         rc = OG_EINTERNAL;
     PQclear(res);
-    return rc;
-}
-
-int og__pg_payout_facts(void *impl, const char *id, int64_t release_at_us,
-                        og__payout_facts *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og__payout_facts f;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    /* One snapshot for both reads (I26). */
-    rc = og__pg_txn(pg, c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-                    PQTRANS_INTRANS, deadline);
-    if (rc == 0)
-        rc = pg_read_facts(pg, c, &pg_payout_facts_stmt, id, release_at_us, &f,
-                           deadline);
-    rc = og__pg_txn_end(pg, c, rc, deadline);
-    og__pg_release(pg, c);
     if (rc == 0)
         *out = f;
     return rc;
 }
 
 /* ===========================================================================
- * The decision (I26-I28)
+ * The decision (I22-I24)
  * ========================================================================= */
 
-/* The reservation (I27): ONE conditional write of the day's row. $1 tenant
+/* The reservation (I23): ONE conditional write of the day's row. $1 tenant
  * $2 day  $3 amount. The day's first reservation inserts the row within
  * the limit; any later one adds to it only while paid + reserved + amount
  * stays within it. ON CONFLICT DO UPDATE locks the row and evaluates its
@@ -754,6 +543,28 @@ static const char pg_payout_reserve_sql[] =
 const og__pg_stmt og__pg_payout_reserve_stmt = {
     "og_payout_reserve", pg_payout_reserve_sql, 3, OG_KEYS_AS_STORED};
 enum { RESERVE_RESERVED, RESERVE_NCOLS };
+
+/* The counters the facts read were not locked, so a concurrent decision
+ * may have reserved since: this write decides on the newest ones. */
+int og__pg_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
+                          bool *reserved)
+{
+    og__pg_conn *c = tx;
+    PGresult *res = NULL;
+    char amount[24];
+    const char *params[3] = {f->tenant_id, f->release_day, amount};
+    int rc;
+
+    og__pg_fmt_i64(amount, sizeof amount, f->amount_minor);
+    rc = og__pg_run_in(impl, c, &og__pg_payout_reserve_stmt, params, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, RESERVE_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *reserved = PQntuples(res) == 1;
+    PQclear(res);
+    return rc;
+}
 
 /* The decision (append-only) and its "decided" entry, at one instant:
  * $1 id  $2 payout  $3 tenant (NULL: missing)  $4 mode  $5 outcome
@@ -781,13 +592,15 @@ static const og__pg_stmt pg_payout_decision_stmt = {
     "og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
 enum { DECISION_DECIDED_AT, DECISION_NCOLS };
 
-/* The decision row and its "decided" entry; *decided_at its instant. */
-static int pg_decision_write(og__pg_store *pg, og__pg_conn *c,
-                             const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t deadline_us,
-                             int64_t *decided_at)
+/* The decision row and its "decided" entry; *decided_at_us its instant. */
+int og__pg_payout_decision_write(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t *decided_at_us)
 {
+    og__pg_conn *c = tx;
+    int64_t decided_at = 0;
     const og_payout_verdict *v = &p->verdict;
     bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
     char ver[4][24], limit[24], observed[24];
@@ -816,18 +629,20 @@ static int pg_decision_write(og__pg_store *pg, og__pg_conn *c,
     params[14] = limit;
     params[15] = observed;
     params[16] = r->correlation_id;
-    rc = og__pg_run_in(pg, c, &pg_payout_decision_stmt, params, &res,
-                       deadline_us);
+    rc = og__pg_run_in(impl, c, &pg_payout_decision_stmt, params, &res,
+                       c->txn_deadline_us);
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, DECISION_NCOLS, 1) != 0 ||
-         og__pg_get_i64(res, 0, DECISION_DECIDED_AT, decided_at) != 0))
+         og__pg_get_i64(res, 0, DECISION_DECIDED_AT, &decided_at) != 0))
         rc = OG_EINTERNAL;
     PQclear(res);
+    if (rc == 0)
+        *decided_at_us = decided_at;
     return rc;
 }
 
 /* What an Allowed decision enables, after its reservation and its row
- * (I28): $1 payout  $2 the version read  $3 the state expected (Draft;
+ * (I24): $1 payout  $2 the version read  $3 the state expected (Draft;
  * Approved for a re-authorization)  $4 release day  $5 the decision's
  * instant (µs)  $6 grant id  $7 not_before  $8 expires_at  $9 decision
  * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester.
@@ -897,12 +712,12 @@ enum {
 };
 
 /* What an Allowed decision enables (pg_payout_approve_sql). */
-static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
-                             const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t now,
-                             int64_t deadline_us)
+int og__pg_payout_decision_issue(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p, int64_t now)
 {
+    og__pg_conn *c = tx;
     char version[24], at[24], nb[24], exp[24];
     const char *params[14] = {r->payout_id,
                               version,
@@ -926,8 +741,8 @@ static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
     og__pg_fmt_i64(at, sizeof at, now);
     og__pg_fmt_i64(nb, sizeof nb, r->not_before_us);
     og__pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
-    rc = og__pg_run_in(pg, c, &pg_payout_approve_stmt, params, &res,
-                       deadline_us);
+    rc = og__pg_run_in(impl, c, &pg_payout_approve_stmt, params, &res,
+                       c->txn_deadline_us);
     /* The row is ours (FOR UPDATE since the facts' read): it cannot have
      * moved, and every step wrote its one row. */
     if (rc == 0 &&
@@ -940,80 +755,5 @@ static int pg_decision_issue(og__pg_store *pg, og__pg_conn *c,
          events != 4))
         rc = OG_EINTERNAL;
     PQclear(res);
-    return rc;
-}
-
-static int pg_payout_decide_in(og__pg_store *pg, og__pg_conn *c,
-                               const og__payout_decide_req *r,
-                               og_payout_decision *out, int64_t deadline_us)
-{
-    og__payout_facts f;
-    og__payout_plan p;
-    PGresult *res = NULL;
-    int64_t now = 0;
-    int rc;
-
-    /* 1. The facts, their rows locked until the commit (I26). */
-    if ((rc = pg_read_facts(pg, c, &pg_payout_facts_locked_stmt, r->payout_id,
-                            r->not_before_us, &f, deadline_us)) != 0)
-        return rc;
-    /* 2. The pure core decides (PP1). */
-    if ((rc = og__payout_plan_decide(&f, r, &p)) != 0)
-        return rc;
-    /* 3. The reservation (I27): the counters read above were not locked,
-     * so a concurrent decision may have reserved since; this write decides
-     * on the newest ones, and when it takes nothing the decision is Denied
-     * tenant.daily-limit, alone. */
-    if (p.allowed) {
-        char amount[24];
-        const char *params[3] = {f.tenant_id, f.release_day, amount};
-
-        og__pg_fmt_i64(amount, sizeof amount, f.amount_minor);
-        rc = og__pg_run_in(pg, c, &og__pg_payout_reserve_stmt, params, &res,
-                           deadline_us);
-        if (rc == 0 && og__pg_shape(res, RESERVE_NCOLS, 1) != 0)
-            rc = OG_EINTERNAL;
-        if (rc == 0 && PQntuples(res) == 0)
-            og__payout_plan_limit_taken(&p);
-        PQclear(res);
-        if (rc != 0)
-            return rc;
-    }
-    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
-        return OG_ESTORE_UNAVAILABLE;
-    if ((rc = pg_decision_write(pg, c, r, &f, &p, deadline_us, &now)) != 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
-        return OG_ESTORE_UNAVAILABLE;
-    if (p.allowed &&
-        (rc = pg_decision_issue(pg, c, r, &f, &p, now, deadline_us)) != 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-
-    og__payout_decision_fill(r, &f, &p, now, out);
-    return 0;
-}
-
-/* ONE explicit transaction (I26): Read Committed (the session default)
- * with the facts' rows locked, one deadline for all of it. */
-int og__pg_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og_payout_decision d;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
-    if (rc == 0)
-        rc = pg_payout_decide_in(pg, c, r, &d, deadline);
-    rc = og__pg_txn_end(pg, c, rc, deadline);
-    og__pg_release(pg, c);
-    if (rc == 0)
-        *out = d;
     return rc;
 }

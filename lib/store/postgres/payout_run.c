@@ -1,83 +1,62 @@
 /*
  * payout_run.c — what runs a decided payout: the outbox's jobs (take, ack,
- * postpone, resubmit), the claim of a payout grant, the resolution of an
- * attempt, and payout grants (read, finance hold, expiry batches).
+ * postpone, resubmit), the claim's and the resolution's steps (which
+ * lib/store/payout_run.c runs in one transaction each, S6), and payout
+ * grants (read, finance hold, expiry batches).
  *
- * Invariants:
+ * These keep M27, M28 and M32-M35 (lib/store/store_int.h); how:
  *
- *  I29 A binding's reservation is released exactly once: released_at IS
- *      NULL is re-checked on the newest version by every release. A
- *      revocation (pg_payout_grant_revoke_sql) is ONE statement: the
- *      grant's row live (unconsumed, unrevoked; a claim in flight is
+ *  I25 Every release re-checks released_at IS NULL on the newest version
+ *      (M32). A revocation (pg_payout_grant_revoke_sql) is ONE statement:
+ *      the grant's row live (unconsumed, unrevoked; a claim in flight is
  *      waited for and re-checked), then the binding's release and the
- *      day's counter from its RETURNING. An expiry batch (pg_payout_
- *      expire_sql) is ONE statement over unconsumed grants with expires_at
- *      < statement_timestamp() - admission leeway - cleanup margin, their
- *      binding and grant rows locked SKIP LOCKED (janitors split the work;
- *      a claim or revocation in flight keeps its rows), the day rows
- *      locked in key order before they change (no deadlock between
- *      janitors). A consumed grant's reservation is never released here:
- *      it follows its attempt.
- *  I30 The outbox is the queue. A take is ONE statement: the oldest job
- *      with done_at IS NULL AND available_at <= now over
+ *      day's counter from its RETURNING. An expiry batch
+ *      (pg_payout_expire_sql) is ONE statement over unconsumed grants with
+ *      expires_at < statement_timestamp() - admission leeway - cleanup
+ *      margin, their binding and grant rows locked SKIP LOCKED (janitors
+ *      split the work; a claim or revocation in flight keeps its rows), the
+ *      day rows locked in key order before they change (no deadlock between
+ *      janitors).
+ *  I26 A take (M33) is ONE statement: the oldest available job over
  *      payout_jobs_available_idx, FOR UPDATE SKIP LOCKED (takers split the
- *      queue), then deliveries + 1 and available_at = now + lease, so a job
- *      whose taker went quiet is delivered again when the lease ends.
- *      Acknowledgment and postponement are conditional on (deliveries =
- *      the delivery held, not acknowledged). A job holds references only;
- *      a resubmission copies them under a new id.
- *  I31 The claim (og_payout_claim, og__pg_payout_claim) is ONE explicit Read
- *      Committed transaction, not one statement: the fence must hold the
- *      context rows until the commit (docs/payouts.md, section 5 step 3: FOR
- *      SHARE, or a concurrent suspension could commit between a check and the
- *      claim's commit), and the attempt's amount is the payout's minor units
- *      in its currency's scale, which the pure core formats. Its facts'
- *      statement (pg_payout_claim_facts_sql) locks the grant's and the
- *      payout's rows FOR UPDATE and the tenant's, beneficiary's and
- *      destination's FOR SHARE — a change in flight is waited for and its
- *      newest version read; a claim that waited for another claim reads the
- *      consuming operation in a fresh statement (pg_payout_claim_consumer_sql:
- *      the facts' snapshot predates that commit) — then the pure verdict
- *      (og__payout_plan_claim, PP4) and, for CLAIMED only, ONE statement
- *      (pg_payout_claim_sql) built like the row-form admission: the
- *      conditional UPDATE of the grant's row (unconsumed, unrevoked,
- *      not_before <= now < expires_at + leeway), the payout Approved at the
- *      executable version with no active attempt -> Executing, the attempt's
- *      insert (kind payout, Admitted, owner version 1, key and reference) and
- *      the "claimed" entry, from each other's RETURNING; anything it does not
- *      write is a defect and rolls back. Every other outcome rolls back: zero
- *      rows anywhere. COMMIT is confirmed at ReadyForQuery (I2); an
- *      unconfirmed one is OG_ESTORE_UNAVAILABLE: unknown, do not send.
+ *      queue instead of queueing on one row).
+ *  I27 The claim is ONE explicit Read Committed transaction, not one
+ *      statement: the fence must hold the context rows until the commit
+ *      (docs/payouts.md, section 5 step 3: FOR SHARE, or a concurrent
+ *      suspension could commit between a check and the claim's commit), and
+ *      the attempt's amount is the payout's minor units in its currency's
+ *      scale, which the pure core formats. Its facts' statement
+ *      (pg_payout_claim_facts_sql) locks the grant's and the payout's rows
+ *      FOR UPDATE and the tenant's, beneficiary's and destination's FOR
+ *      SHARE — a change in flight is waited for and its newest version
+ *      read; a claim that waited for another claim reads the consuming
+ *      operation in a fresh statement (pg_payout_claim_consumer_sql: the
+ *      facts' snapshot predates that commit) and reports DUPLICATE (M34).
+ *      Its writes are ONE statement (pg_payout_claim_sql) built like the
+ *      row-form admission, each CTE from another's RETURNING.
  *      operations_grant_key is the schema's guard of one attempt per grant.
  *      The grant's row is locked before the payout's and no writer locks a
  *      payout and then an issued grant's row, so claims, revocations and
  *      decisions cannot deadlock.
- *  I32 The resolution (og_payout_resolve, og__pg_payout_resolve) is ONE
- *      explicit Read Committed transaction: og_op_record's own prepared
- *      statement (pg_op_record_sql, exec.c, run by og__pg_op_record_in:
- *      status in the expected set AND owner version = v, the row locked
- *      FOR NO KEY UPDATE, its "outcome" event); when it takes nothing,
- *      NOT_RECORDED and ROLLBACK. Then the attempt's binding and payout
- *      FOR UPDATE (pg_payout_resolve_facts_sql, each by its key), the pure
- *      plan (og__payout_plan_resolve, PP5), and for RESOLVED ONE statement
- *      (pg_payout_resolve_sql): the payout conditional on the version read
- *      and this attempt active, the binding released once (released_at IS
- *      NULL) for a terminal outcome, its day's counters (reserved -> paid,
- *      or unreserved), and one "resolved" entry; a count other than the
- *      plan's is a defect and rolls back. NOT_ACTIVE rolls the outcome
- *      back too. Lock order: the operation, then the payout and binding,
- *      then the day — the claim never locks an operation, and decisions
- *      and expiries take a payout or binding before a day.
+ *  I28 The resolution is ONE explicit Read Committed transaction: its
+ *      record step is og_op_record's own prepared statement
+ *      (pg_op_record_sql, exec.c, run by og__pg_op_record_in: the row
+ *      locked FOR NO KEY UPDATE); its facts' statement locks the attempt's
+ *      binding and payout FOR UPDATE (pg_payout_resolve_facts_sql); its
+ *      writes are ONE statement (pg_payout_resolve_sql), whose counts must
+ *      be the plan's (M35). Lock order: the operation, then the payout and
+ *      binding, then the day — the claim never locks an operation, and
+ *      decisions and expiries take a payout or binding before a day.
  */
 #include <string.h>
 
 #include "internal.h"
 
 /* ===========================================================================
- * Jobs (I30)
+ * Jobs (I26)
  * ========================================================================= */
 
-/* Take (I30): $1 lease (µs). pick: the oldest available job over
+/* Take (I26): $1 lease (µs). pick: the oldest available job over
  * payout_jobs_available_idx, skipping any another taker holds (FOR UPDATE
  * SKIP LOCKED: takers split the queue instead of queueing on one row); the
  * UPDATE starts its delivery. Zero rows: none available. */
@@ -95,16 +74,7 @@ static const char pg_payout_job_take_sql[] =
     "          j.deliveries, " PG_EPOCH_US("j.available_at");
 const og__pg_stmt og__pg_payout_job_take_stmt = {
     "og_payout_job_take", pg_payout_job_take_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_JOB_JOB_ID,
-    PAYOUT_JOB_PAYOUT_ID,
-    PAYOUT_JOB_GRANT_ID,
-    PAYOUT_JOB_CORRELATION_ID,
-    PAYOUT_JOB_RESUBMITTED_FROM,
-    PAYOUT_JOB_DELIVERY,
-    PAYOUT_JOB_LEASE_UNTIL,
-    PAYOUT_JOB_NCOLS
-};
+/* Its columns: PAYOUT_JOB_* (rows.h). */
 
 int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
 {
@@ -122,26 +92,9 @@ int og__pg_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
     rc = og__pg_run(pg, c, &og__pg_payout_job_take_stmt, params, &res);
     if (rc == 0 && og__pg_shape(res, PAYOUT_JOB_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
-    if (rc == 0 && PQntuples(res) == 1) {
-        memset(&j, 0, sizeof j);
-        rc = og__pg_get_text(res, 0, PAYOUT_JOB_JOB_ID, j.job_id,
-                             sizeof j.job_id) ||
-                     og__pg_get_text(res, 0, PAYOUT_JOB_PAYOUT_ID, j.payout_id,
-                                     sizeof j.payout_id) ||
-                     og__pg_get_text(res, 0, PAYOUT_JOB_GRANT_ID, j.grant_id,
-                                     sizeof j.grant_id) ||
-                     og__pg_get_text(res, 0, PAYOUT_JOB_CORRELATION_ID,
-                                     j.correlation_id,
-                                     sizeof j.correlation_id) ||
-                     og__pg_get_opt_text(res, 0, PAYOUT_JOB_RESUBMITTED_FROM,
-                                         j.resubmitted_from,
-                                         sizeof j.resubmitted_from) ||
-                     og__pg_get_i64(res, 0, PAYOUT_JOB_DELIVERY, &j.delivery) ||
-                     og__pg_get_i64(res, 0, PAYOUT_JOB_LEASE_UNTIL,
-                                    &j.lease_until_us)
-                 ? OG_EINTERNAL
-                 : 1;
-    }
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_payout_job(og__pg_row(res, 0), &j) == 0 ? 1
+                                                             : OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
     if (rc == 1)
@@ -209,10 +162,10 @@ int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
 }
 
 /* ===========================================================================
- * The claim (I31)
+ * The claim (I27)
  * ========================================================================= */
 
-/* The claim's facts (I31), in pg_claim_facts_parse's order: $1 grant.
+/* The claim's facts (I27), CLAIM_FACTS_* (rows.h): $1 grant.
  * The grant's row and the payout's are locked FOR UPDATE (the claim writes
  * both), the tenant's, beneficiary's and destination's FOR SHARE: a change to
  * any fenced fact either committed before — and a locker that waited reads its
@@ -243,90 +196,6 @@ static const char pg_payout_claim_facts_sql[] =
     "FOR UPDATE OF g, p FOR SHARE OF t, bn, d";
 static const og__pg_stmt pg_payout_claim_facts_stmt = {
     "og_payout_claim_facts", pg_payout_claim_facts_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    CLAIM_FACTS_PAYOUT_ID,
-    CLAIM_FACTS_AUDIENCE,
-    CLAIM_FACTS_EXECUTABLE_VERSION,
-    CLAIM_FACTS_ATTEMPT_NUMBER,
-    CLAIM_FACTS_NOT_BEFORE,
-    CLAIM_FACTS_EXPIRES_AT,
-    CLAIM_FACTS_CONSUMED,
-    CLAIM_FACTS_CONSUMED_BY,
-    CLAIM_FACTS_REVOKED,
-    CLAIM_FACTS_CONSUMER_FOUND,
-    CLAIM_FACTS_CONSUMER_PAYOUT,
-    CLAIM_FACTS_CONSUMER_REFERENCE,
-    CLAIM_FACTS_STATE,
-    CLAIM_FACTS_PAYOUT_VERSION,
-    CLAIM_FACTS_ACTIVE_ATTEMPT,
-    CLAIM_FACTS_AMOUNT,
-    CLAIM_FACTS_CURRENCY,
-    CLAIM_FACTS_DESTINATION_ID,
-    CLAIM_FACTS_PAYOUTS_SUSPENDED,
-    CLAIM_FACTS_SETTINGS_VERSION,
-    CLAIM_FACTS_BENEFICIARY_STATUS,
-    CLAIM_FACTS_BENEFICIARY_VERSION,
-    CLAIM_FACTS_DESTINATION_VERSION,
-    CLAIM_FACTS_NOW,
-    CLAIM_FACTS_NCOLS
-};
-
-/* Row 0 of pg_payout_claim_facts_sql into *f. */
-static int pg_claim_facts_parse(const PGresult *r, og__payout_claim_facts *f)
-{
-    int state, status;
-
-    if (og__pg_shape(r, CLAIM_FACTS_NCOLS, 1) != 0 ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_PAYOUT_ID, f->payout_id,
-                        sizeof f->payout_id) ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_AUDIENCE, f->audience,
-                        sizeof f->audience) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_EXECUTABLE_VERSION,
-                       &f->executable_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_ATTEMPT_NUMBER, &f->attempt_number) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_NOT_BEFORE, &f->not_before_us) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_EXPIRES_AT, &f->expires_at_us) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_CONSUMED) ||
-        og__pg_get_opt_text(r, 0, CLAIM_FACTS_CONSUMED_BY, f->consumed_by,
-                            sizeof f->consumed_by) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_REVOKED) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_CONSUMER_FOUND) ||
-        og__pg_get_opt_text(r, 0, CLAIM_FACTS_CONSUMER_REFERENCE,
-                            f->consumer_reference,
-                            sizeof f->consumer_reference) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_PAYOUT_VERSION, &f->payout_version) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_ACTIVE_ATTEMPT) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_AMOUNT, &f->amount_minor) ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_CURRENCY, f->currency,
-                        sizeof f->currency) ||
-        og__pg_get_text(r, 0, CLAIM_FACTS_DESTINATION_ID, f->destination_id,
-                        sizeof f->destination_id) ||
-        PQgetisnull(r, 0, CLAIM_FACTS_PAYOUTS_SUSPENDED) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_SETTINGS_VERSION,
-                       &f->settings_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_BENEFICIARY_VERSION,
-                       &f->beneficiary_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_DESTINATION_VERSION,
-                       &f->destination_version) ||
-        og__pg_get_i64(r, 0, CLAIM_FACTS_NOW, &f->now_us))
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(PQgetvalue(r, 0, CLAIM_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        PQgetvalue(r, 0, CLAIM_FACTS_BENEFICIARY_STATUS));
-    if (state < 0 || status < 0)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->consumed = og__pg_get_bool(r, 0, CLAIM_FACTS_CONSUMED);
-    f->revoked = og__pg_get_bool(r, 0, CLAIM_FACTS_REVOKED);
-    f->consumer_found = og__pg_get_bool(r, 0, CLAIM_FACTS_CONSUMER_FOUND);
-    f->consumer_payout = !PQgetisnull(r, 0, CLAIM_FACTS_CONSUMER_PAYOUT) &&
-                         og__pg_get_bool(r, 0, CLAIM_FACTS_CONSUMER_PAYOUT);
-    f->state = (og_payout_state)state;
-    f->active_attempt = og__pg_get_bool(r, 0, CLAIM_FACTS_ACTIVE_ATTEMPT);
-    f->payouts_suspended = og__pg_get_bool(r, 0, CLAIM_FACTS_PAYOUTS_SUSPENDED);
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    return 0;
-}
 
 /* The operation that consumed a grant, read in a statement of its own: $1
  * operation. The facts' statement reads it from its snapshot, taken BEFORE
@@ -349,7 +218,55 @@ enum {
     CLAIM_CONSUMER_NCOLS
 };
 
-/* The claim's writes (I31), ONE statement at the facts' instant, each CTE
+/* The claim's facts, their rows locked until the commit (I27); a claim
+ * that waited for another claim reads the consuming operation in a fresh
+ * statement. */
+int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
+                              og__payout_claim_facts *out)
+{
+    og__pg_conn *c = tx;
+    const char *fparams[1] = {grant_id};
+    og__payout_claim_facts f;
+    PGresult *res = NULL;
+    int rc;
+
+    memset(&f, 0, sizeof f);
+    rc = og__pg_run_in(impl, c, &pg_payout_claim_facts_stmt, fparams, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, CLAIM_FACTS_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_claim_facts(og__pg_row(res, 0), &f);
+    PQclear(res);
+    res = NULL;
+    if (rc != 0)
+        return rc;
+    if (f.found && f.consumed && f.consumed_by[0] != '\0' &&
+        !f.consumer_found) {
+        const char *oparams[1] = {f.consumed_by};
+
+        rc = og__pg_run_in(impl, c, &pg_payout_claim_consumer_stmt, oparams,
+                           &res, c->txn_deadline_us);
+        if (rc == 0 && og__pg_shape(res, CLAIM_CONSUMER_NCOLS, 1) != 0)
+            rc = OG_EINTERNAL;
+        if (rc == 0 && PQntuples(res) == 1) {
+            f.consumer_found = true;
+            f.consumer_payout =
+                og__pg_get_bool(res, 0, CLAIM_CONSUMER_IS_PAYOUT);
+            if (og__pg_get_text(res, 0, CLAIM_CONSUMER_REFERENCE,
+                                f.consumer_reference,
+                                sizeof f.consumer_reference) != 0)
+                rc = OG_EINTERNAL;
+        }
+        PQclear(res);
+        if (rc != 0)
+            return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+/* The claim's writes (I27), ONE statement at the facts' instant, each CTE
  * re-asserting its conditions as the row-form admission does (the rows are
  * ours since the facts' read, so they hold; repeating them keeps the
  * guarantee readable in one place): $1 grant  $2 operation  $3 now (µs)
@@ -409,144 +326,68 @@ enum {
     CLAIM_NCOLS
 };
 
-static int pg_payout_claim_in(og__pg_store *pg, og__pg_conn *c,
+/* CLAIMED's writes, ONE statement at the facts' instant (I27). */
+int og__pg_payout_claim_write(void *impl, void *tx,
                               const og__payout_claim_req *r,
-                              og_payout_claim_result *out, bool *claimed,
-                              int64_t deadline_us)
+                              const og__payout_claim_facts *f,
+                              const og__payout_claim_plan *p,
+                              og_operation *attempt)
 {
-    const char *fparams[1] = {r->grant_id};
-    og__payout_claim_facts f;
-    og__payout_claim_plan p;
+    og__pg_store *pg = impl;
+    og__pg_conn *c = tx;
+    char now[24], exec[24], lease[24], window[24];
+    const char *params[11] = {r->grant_id,
+                              r->operation_id,
+                              now,
+                              pg->leeway,
+                              exec,
+                              r->worker_id,
+                              p->amount,
+                              lease,
+                              window,
+                              p->idempotency_key,
+                              p->client_reference};
     PGresult *res = NULL;
+    og_operation op;
     int64_t v = 0, events = 0;
     int rc;
 
-    /* 1. The facts, their rows locked until the commit (I31). */
-    memset(&f, 0, sizeof f);
-    rc = og__pg_run_in(pg, c, &pg_payout_claim_facts_stmt, fparams, &res,
-                       deadline_us);
-    if (rc == 0 && PQntuples(res) == 1)
-        rc = pg_claim_facts_parse(res, &f);
-    else if (rc == 0 && PQntuples(res) != 0)
-        rc = OG_EINTERNAL;
-    PQclear(res);
-    res = NULL;
-    if (rc != 0)
-        return rc;
-    if (f.found && f.consumed && f.consumed_by[0] != '\0' &&
-        !f.consumer_found) {
-        const char *oparams[1] = {f.consumed_by};
-
-        rc = og__pg_run_in(pg, c, &pg_payout_claim_consumer_stmt, oparams, &res,
-                           deadline_us);
-        if (rc == 0 && og__pg_shape(res, CLAIM_CONSUMER_NCOLS, 1) != 0)
-            rc = OG_EINTERNAL;
-        if (rc == 0 && PQntuples(res) == 1) {
-            f.consumer_found = true;
-            f.consumer_payout =
-                og__pg_get_bool(res, 0, CLAIM_CONSUMER_IS_PAYOUT);
-            if (og__pg_get_text(res, 0, CLAIM_CONSUMER_REFERENCE,
-                                f.consumer_reference,
-                                sizeof f.consumer_reference) != 0)
-                rc = OG_EINTERNAL;
-        }
-        PQclear(res);
-        res = NULL;
-        if (rc != 0)
-            return rc;
-    }
-    /* 2. The pure verdict (PP4). */
-    if ((rc = og__payout_plan_claim(&f, r, pg->admission_leeway_us, &p)) != 0)
-        return rc;
-    memset(out, 0, sizeof *out);
-    out->outcome = p.outcome;
-    if (f.found) {
-        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-        out->attempt_number = f.attempt_number;
-    }
-    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
-        memcpy(out->attempt.operation_id, f.consumed_by,
-               sizeof out->attempt.operation_id);
-    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
-        return 0; /* nothing written; the caller rolls back */
-    /* 3. The writes, ONE statement. */
-    {
-        char now[24], exec[24], lease[24], window[24];
-        const char *params[11] = {r->grant_id,
-                                  r->operation_id,
-                                  now,
-                                  pg->leeway,
-                                  exec,
-                                  r->worker_id,
-                                  p.amount,
-                                  lease,
-                                  window,
-                                  p.idempotency_key,
-                                  p.client_reference};
-
-        og__pg_fmt_i64(now, sizeof now, f.now_us);
-        og__pg_fmt_i64(exec, sizeof exec, f.executable_version);
-        og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
-        og__pg_fmt_i64(window, sizeof window, r->send_window_us);
-        rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res,
-                           deadline_us);
-    }
+    og__pg_fmt_i64(now, sizeof now, f->now_us);
+    og__pg_fmt_i64(exec, sizeof exec, f->executable_version);
+    og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
+    og__pg_fmt_i64(window, sizeof window, r->send_window_us);
+    rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res,
+                       c->txn_deadline_us);
     /* The rows are ours: every step wrote its one row, or it is a defect. */
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, CLAIM_NCOLS, 1) != 0 ||
-         og__pg_op_parse(res, 0, CLAIM_OP, &out->attempt) != 0 ||
+         og__pg_op_parse(res, 0, CLAIM_OP, &op) != 0 ||
          og__pg_get_i64(res, 0, CLAIM_VERSION, &v) != 0 ||
          og__pg_get_i64(res, 0, CLAIM_EVENTS, &events) != 0 ||
-         v != p.new_version || events != 1))
+         v != p->new_version || events != 1))
         rc = OG_EINTERNAL;
     PQclear(res);
-    if (rc != 0)
-        return rc;
-    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->has_attempt = true;
-    *claimed = true;
-    return 0;
-}
-
-/* ONE explicit transaction (I31): Read Committed with the facts' rows
- * locked, one deadline for all of it; only CLAIMED commits. */
-int og__pg_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og_payout_claim_result res;
-    bool claimed = false;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
-    if (rc == 0) {
-        rc = pg_payout_claim_in(pg, c, r, &res, &claimed, deadline);
-        /* Anything but CLAIMED wrote nothing: roll back (og__pg_txn_end rolls
-         * back on a non-zero rc). */
-        if (rc == 0 && !claimed) {
-            /* A ROLLBACK that fails discards the connection (the server
-             * then rolls back): either way nothing was written. */
-            (void)og__pg_txn_end(pg, c, 1, deadline);
-        } else {
-            rc = og__pg_txn_end(pg, c, rc, deadline);
-        }
-    }
-    og__pg_release(pg, c);
     if (rc == 0)
-        *out = res;
+        *attempt = op;
     return rc;
 }
 
 /* ===========================================================================
- * The resolution (I32)
+ * The resolution (I28)
  * ========================================================================= */
 
-/* The resolution's facts (I32), in pg_resolve_facts_parse's order: $1 the
+/* The outcome: og_op_record's own statement, in this transaction. */
+int og__pg_payout_resolve_record(void *impl, void *tx, const char *id,
+                                 unsigned expected, int64_t owner_version,
+                                 const og_op_outcome *o, bool *recorded)
+{
+    og__pg_conn *c = tx;
+
+    return og__pg_op_record_in(impl, c, id, expected, owner_version, o,
+                               recorded, c->txn_deadline_us);
+}
+
+/* The resolution's facts (I28), RESOLVE_FACTS_* (rows.h): $1 the
  * attempt. Its binding through the operation's grant, and its payout, each
  * by its key, both locked FOR UPDATE (the resolution writes both). */
 static const char pg_payout_resolve_facts_sql[] =
@@ -561,45 +402,30 @@ static const char pg_payout_resolve_facts_sql[] =
 static const og__pg_stmt pg_payout_resolve_facts_stmt = {
     "og_payout_resolve_facts", pg_payout_resolve_facts_sql, 1,
     OG_KEYS_AS_STORED};
-enum {
-    RESOLVE_FACTS_PAYOUT_ID,
-    RESOLVE_FACTS_GRANT_ID,
-    RESOLVE_FACTS_RELEASE_DAY,
-    RESOLVE_FACTS_AMOUNT,
-    RESOLVE_FACTS_RELEASED,
-    RESOLVE_FACTS_STATE,
-    RESOLVE_FACTS_VERSION,
-    RESOLVE_FACTS_ACTIVE,
-    RESOLVE_FACTS_NCOLS
-};
 
-/* Row 0 of pg_payout_resolve_facts_sql into *f. */
-static int pg_resolve_facts_parse(const PGresult *r,
-                                  og__payout_resolve_facts *f)
+int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
+                                og__payout_resolve_facts *out)
 {
-    char state[32];
-    int st;
+    og__pg_conn *c = tx;
+    const char *fparams[1] = {id};
+    og__payout_resolve_facts f;
+    PGresult *res = NULL;
+    int rc;
 
-    if (og__pg_shape(r, RESOLVE_FACTS_NCOLS, 1) != 0 ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_PAYOUT_ID, f->payout_id,
-                        sizeof f->payout_id) ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_GRANT_ID, f->grant_id,
-                        sizeof f->grant_id) ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_RELEASE_DAY, f->release_day,
-                        sizeof f->release_day) ||
-        og__pg_get_i64(r, 0, RESOLVE_FACTS_AMOUNT, &f->amount_minor) ||
-        og__pg_get_text(r, 0, RESOLVE_FACTS_STATE, state, sizeof state) ||
-        og__pg_get_i64(r, 0, RESOLVE_FACTS_VERSION, &f->payout_version) ||
-        (st = og__payout_state_parse(state)) < 0)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->released = og__pg_get_bool(r, 0, RESOLVE_FACTS_RELEASED);
-    f->state = (og_payout_state)st;
-    f->active = og__pg_get_bool(r, 0, RESOLVE_FACTS_ACTIVE);
-    return 0;
+    memset(&f, 0, sizeof f);
+    rc = og__pg_run_in(impl, c, &pg_payout_resolve_facts_stmt, fparams, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, RESOLVE_FACTS_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_resolve_facts(og__pg_row(res, 0), &f);
+    PQclear(res);
+    if (rc == 0)
+        *out = f;
+    return rc;
 }
 
-/* The resolution's writes (I32), ONE statement after the outcome's: $1
+/* The resolution's writes (I28), ONE statement after the outcome's: $1
  * payout  $2 version read  $3 the attempt  $4 new state  $5 clear the active
  * attempt  $6 grant  $7 release cause (NULL: held)  $8 actor  $9 from state
  * $10 the attempt's status.
@@ -649,68 +475,31 @@ enum {
     RESOLVE_NCOLS
 };
 
-static int pg_payout_resolve_in(og__pg_store *pg, og__pg_conn *c,
-                                const char *id, unsigned expected,
-                                int64_t owner_version, const og_op_outcome *o,
-                                og_payout_resolution *out, bool *keep,
-                                int64_t deadline_us)
+/* RESOLVED's writes, ONE statement after the outcome's (I28). */
+int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
+                                const og_op_outcome *o,
+                                const og__payout_resolve_facts *f,
+                                const og__payout_resolve_plan *p)
 {
-    og__payout_resolve_facts f;
-    og__payout_resolve_plan p;
-    PGresult *res = NULL;
+    og__pg_conn *c = tx;
+    char pv[24];
+    const char *params[10] = {f->payout_id,
+                              pv,
+                              id,
+                              p->to_state,
+                              p->clear_attempt ? "true" : "false",
+                              f->grant_id,
+                              p->release_cause,
+                              o->actor,
+                              p->from_state,
+                              og_op_status_name(o->status)};
     int64_t v = 0, rel = 0, days = 0, events = 0;
-    bool recorded = false;
+    PGresult *res = NULL;
     int rc;
 
-    memset(out, 0, sizeof *out);
-    /* 1. The outcome: og_op_record's own statement, in this transaction. */
-    if ((rc = og__pg_op_record_in(pg, c, id, expected, owner_version, o,
-                                  &recorded, deadline_us)) != 0)
-        return rc;
-    if (!recorded) {
-        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
-        return 0; /* nothing written: the caller rolls back */
-    }
-    /* 2. The attempt's binding and payout, locked (PP5). */
-    {
-        const char *fparams[1] = {id};
-
-        memset(&f, 0, sizeof f);
-        rc = og__pg_run_in(pg, c, &pg_payout_resolve_facts_stmt, fparams, &res,
-                           deadline_us);
-        if (rc == 0 && PQntuples(res) == 1)
-            rc = pg_resolve_facts_parse(res, &f);
-        else if (rc == 0 && PQntuples(res) != 0)
-            rc = OG_EINTERNAL;
-        PQclear(res);
-        res = NULL;
-        if (rc != 0)
-            return rc;
-    }
-    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) != 0)
-        return rc;
-    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
-        out->outcome = p.outcome;
-        return 0; /* the outcome rolls back with the rest */
-    }
-    /* 3. The writes, ONE statement. */
-    {
-        char pv[24];
-        const char *params[10] = {f.payout_id,
-                                  pv,
-                                  id,
-                                  p.to_state,
-                                  p.clear_attempt ? "true" : "false",
-                                  f.grant_id,
-                                  p.release_cause,
-                                  o->actor,
-                                  p.from_state,
-                                  og_op_status_name(o->status)};
-
-        og__pg_fmt_i64(pv, sizeof pv, f.payout_version);
-        rc = og__pg_run_in(pg, c, &pg_payout_resolve_stmt, params, &res,
-                           deadline_us);
-    }
+    og__pg_fmt_i64(pv, sizeof pv, f->payout_version);
+    rc = og__pg_run_in(impl, c, &pg_payout_resolve_stmt, params, &res,
+                       c->txn_deadline_us);
     /* The rows are ours: each step wrote exactly what the plan says, or it
      * is a defect. */
     if (rc == 0 &&
@@ -719,59 +508,15 @@ static int pg_payout_resolve_in(og__pg_store *pg, og__pg_conn *c,
          og__pg_get_i64(res, 0, RESOLVE_RELEASED, &rel) != 0 ||
          og__pg_get_i64(res, 0, RESOLVE_DAYS, &days) != 0 ||
          og__pg_get_i64(res, 0, RESOLVE_EVENTS, &events) != 0 ||
-         v != p.new_version || rel != (p.release_cause ? 1 : 0) ||
+         v != p->new_version || rel != (p->release_cause ? 1 : 0) ||
          days != rel || events != 1))
         rc = OG_EINTERNAL;
     PQclear(res);
-    if (rc != 0)
-        return rc;
-    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
-    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
-    out->state = p.to;
-    out->payout_version = p.new_version;
-    out->attempt_cleared = p.clear_attempt;
-    out->reservation = p.reservation;
-    out->amount_minor = f.amount_minor;
-    memcpy(out->release_day, f.release_day, sizeof out->release_day);
-    *keep = true;
-    return 0;
-}
-
-int og__pg_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out)
-{
-    og__pg_store *pg = impl;
-    int64_t deadline = og__pg_mono_us() + pg->timeout_us;
-    og_payout_resolution res;
-    bool keep = false;
-    og__pg_conn *c = NULL;
-    int rc;
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_txn(pg, c, "BEGIN", PQTRANS_INTRANS, deadline);
-    if (rc == 0) {
-        rc = pg_payout_resolve_in(pg, c, id, expected, owner_version, o, &res,
-                                  &keep, deadline);
-        /* Only RESOLVED commits; NOT_RECORDED and NOT_ACTIVE roll back
-         * (the outcome's write with them): nothing changed (I32). */
-        if (rc == 0 && !keep)
-            (void)og__pg_txn_end(pg, c, 1, deadline);
-        else
-            rc = og__pg_txn_end(pg, c, rc, deadline);
-    }
-    og__pg_release(pg, c);
-    if (rc == 0)
-        *out = res;
     return rc;
 }
 
 /* ===========================================================================
- * Resubmission (I30)
+ * Resubmission (I26)
  * ========================================================================= */
 
 /* Resubmission: $1 the job copied  $2 the new id  $3 actor. One row: how
@@ -817,7 +562,7 @@ int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
 }
 
 /* ===========================================================================
- * Payout grants (I29)
+ * Payout grants (I25)
  * ========================================================================= */
 
 /* A payout grant and its row, with the clock its state is derived at:
@@ -834,39 +579,7 @@ static const char pg_payout_grant_get_sql[] =
     "WHERE b.grant_id = $1::text";
 static const og__pg_stmt pg_payout_grant_get_stmt = {
     "og_payout_grant_get", pg_payout_grant_get_sql, 1, OG_KEYS_AS_STORED};
-enum {
-    PAYOUT_GRANT_GRANT_ID,
-    PAYOUT_GRANT_DECISION_ID,
-    PAYOUT_GRANT_PAYOUT_ID,
-    PAYOUT_GRANT_TENANT_ID,
-    PAYOUT_GRANT_OPERATION,
-    PAYOUT_GRANT_AUDIENCE,
-    PAYOUT_GRANT_TERMS_FINGERPRINT,
-    PAYOUT_GRANT_POLICY_VERSION,
-    PAYOUT_GRANT_EXECUTABLE_VERSION,
-    PAYOUT_GRANT_ATTEMPT_NUMBER,
-    PAYOUT_GRANT_AMOUNT,
-    PAYOUT_GRANT_RELEASE_DAY,
-    PAYOUT_GRANT_NOT_BEFORE,
-    PAYOUT_GRANT_EXPIRES_AT,
-    PAYOUT_GRANT_CREATED_AT,
-    PAYOUT_GRANT_CONSUMED_AT,
-    PAYOUT_GRANT_CONSUMED_BY,
-    PAYOUT_GRANT_REVOKED_AT,
-    PAYOUT_GRANT_RELEASED_AT,
-    PAYOUT_GRANT_NOW,
-    PAYOUT_GRANT_NCOLS
-};
-
-/* A nullable µs column: NULL reads 0. */
-static int pg_get_opt_i64(const PGresult *r, int col, int64_t *out)
-{
-    if (PQgetisnull(r, 0, col)) {
-        *out = 0;
-        return 0;
-    }
-    return og__pg_get_i64(r, 0, col, out);
-}
+/* Its columns: PAYOUT_GRANT_* (rows.h). */
 
 int og__pg_payout_grant_get(void *impl, const char *grant_id,
                             og_payout_grant_view *out)
@@ -884,48 +597,12 @@ int og__pg_payout_grant_get(void *impl, const char *grant_id,
     if (rc == 0 && og__pg_shape(res, PAYOUT_GRANT_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1) {
-        memset(&v, 0, sizeof v);
-        if (og__pg_get_text(res, 0, PAYOUT_GRANT_GRANT_ID, v.grant_id,
-                            sizeof v.grant_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_DECISION_ID, v.decision_id,
-                            sizeof v.decision_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_PAYOUT_ID, v.payout_id,
-                            sizeof v.payout_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_TENANT_ID, v.tenant_id,
-                            sizeof v.tenant_id) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_OPERATION, v.operation,
-                            sizeof v.operation) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_AUDIENCE, v.audience,
-                            sizeof v.audience) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_TERMS_FINGERPRINT,
-                            v.terms_fingerprint, sizeof v.terms_fingerprint) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_POLICY_VERSION,
-                            v.policy_version, sizeof v.policy_version) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_EXECUTABLE_VERSION,
-                           &v.executable_payout_version) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_ATTEMPT_NUMBER,
-                           &v.attempt_number) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_AMOUNT, &v.reserved_minor) ||
-            og__pg_get_text(res, 0, PAYOUT_GRANT_RELEASE_DAY, v.release_day,
-                            sizeof v.release_day) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_NOT_BEFORE, &v.not_before_us) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_EXPIRES_AT, &v.expires_at_us) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_CREATED_AT, &v.created_at_us) ||
-            pg_get_opt_i64(res, PAYOUT_GRANT_CONSUMED_AT, &v.consumed_at_us) ||
-            og__pg_get_opt_text(res, 0, PAYOUT_GRANT_CONSUMED_BY,
-                                v.consumed_by_operation,
-                                sizeof v.consumed_by_operation) ||
-            pg_get_opt_i64(res, PAYOUT_GRANT_REVOKED_AT, &v.revoked_at_us) ||
-            pg_get_opt_i64(res, PAYOUT_GRANT_RELEASED_AT, &v.released_at_us) ||
-            og__pg_get_i64(res, 0, PAYOUT_GRANT_NOW, &v.read_at_us)) {
-            rc = OG_EINTERNAL;
-        } else {
-            v.state = og__payout_grant_state(
-                !PQgetisnull(res, 0, PAYOUT_GRANT_CONSUMED_AT),
-                !PQgetisnull(res, 0, PAYOUT_GRANT_REVOKED_AT), v.expires_at_us,
-                pg->admission_leeway_us, v.read_at_us);
+        if (og__row_payout_grant(og__pg_row(res, 0), pg->admission_leeway_us,
+                                 &v) == 0) {
             *out = v;
             rc = 1;
+        } else {
+            rc = OG_EINTERNAL;
         }
     }
     PQclear(res);
@@ -933,7 +610,7 @@ int og__pg_payout_grant_get(void *impl, const char *grant_id,
     return rc;
 }
 
-/* A finance hold (I29): $1 grant  $2 actor.
+/* A finance hold (I25): $1 grant  $2 actor.
  *  - rv: the grant's row, live (unconsumed, unrevoked): ONE conditional
  *    write; a claim or a revocation in flight is waited for and the row
  *    re-checked;
@@ -979,7 +656,8 @@ enum {
 };
 
 int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out)
+                               const char *actor,
+                               og__payout_revoke_report *out)
 {
     og__pg_store *pg = impl;
     og__pg_conn *c = NULL;
@@ -997,17 +675,17 @@ int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
          og__pg_get_i64(res, 0, GRANT_REVOKE_RELEASED, &released) != 0 ||
          days != released)) /* each binding has its day row */
         rc = OG_EINTERNAL;
-    if (rc == 0)
-        *out = og__pg_get_bool(res, 0, GRANT_REVOKE_REVOKED) ? OG_REVOKE_REVOKED
-               : og__pg_get_bool(res, 0, GRANT_REVOKE_IS_PAYOUT_GRANT)
-                   ? OG_REVOKE_ALREADY_USED_OR_REVOKED
-                   : OG_REVOKE_NOT_ISSUED;
+    if (rc == 0) {
+        out->revoked = og__pg_get_bool(res, 0, GRANT_REVOKE_REVOKED);
+        out->payout_grant =
+            og__pg_get_bool(res, 0, GRANT_REVOKE_IS_PAYOUT_GRANT);
+    }
     PQclear(res);
     og__pg_release(pg, c);
     return rc;
 }
 
-/* One expiry batch (I29): $1 leeway + cleanup margin (µs)  $2 batch
+/* One expiry batch (I25): $1 leeway + cleanup margin (µs)  $2 batch
  * $3 cursor (µs).
  *  - pick: at most $2 unreleased bindings of unconsumed grants past
  *    expires_at + leeway + margin, oldest first from the cursor, in the

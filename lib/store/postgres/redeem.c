@@ -2,17 +2,15 @@
  * redeem.c — redemption recovery points: the sealed result of redeeming an
  * external single-use token, kept per (caller, idempotency key).
  *
- * Invariants:
+ * They keep M26 (lib/store/store_int.h); how:
  *
- *  I24 A redemption recovery point is written by ONE statement, INSERT ...
- *      ON CONFLICT (caller, idempotency_key) DO NOTHING, in its own implicit
- *      transaction: the primary key lets exactly one writer of a key win
- *      (a concurrent insert waits for the holder and then does nothing),
- *      nothing overwrites a point, and "inserted" is reported only after
- *      ReadyForQuery (I2). The read is ONE statement answering both "the
- *      key's own point" and "the same code under another key" from one
- *      snapshot. The store holds only sealed bytes and the token's SHA-256;
- *      binary values cross the wire as hex text.
+ *  I21 A point is written by ONE statement, INSERT ... ON CONFLICT
+ *      (caller, idempotency_key) DO NOTHING, in its own implicit
+ *      transaction: a concurrent insert of the key waits for the holder and
+ *      then does nothing; "inserted" is reported only after ReadyForQuery
+ *      (I1). The read is ONE statement, one snapshot. Binary values cross
+ *      the wire as hex text (encode(x, 'hex'); og__pg_row's bytes decode
+ *      them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +55,7 @@ int og__pg_redemption_put(void *impl, const og_redemption_record *r,
     rc = og__pg_run(pg, c, &pg_redemption_put_stmt, params, &res);
     if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
         rc = OG_EINTERNAL;
-    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I2) */
+    if (rc == 0) /* committed: og__pg_run confirmed ReadyForQuery (I1) */
         *inserted = PQntuples(res) == 1;
     PQclear(res);
     og__pg_release(pg, c);
@@ -78,46 +76,7 @@ static const char pg_redemption_get_sql[] =
     "ORDER BY own DESC LIMIT 1";
 static const og__pg_stmt pg_redemption_get_stmt = {
     "og_redemption_get", pg_redemption_get_sql, 3, OG_KEYS_AS_STORED};
-enum {
-    REDEMPTION_GET_OWN,
-    REDEMPTION_GET_CODE_HASH,
-    REDEMPTION_GET_NONCE,
-    REDEMPTION_GET_SEALED,
-    REDEMPTION_GET_CREATED_AT,
-    REDEMPTION_GET_NCOLS
-};
-
-/* Reads the OWN row 0 of a redemption read into *out (sealed malloc'd). */
-static int pg_read_point(const PGresult *res, og_redemption_point *out)
-{
-    const char *nonce, *sealed;
-    size_t nlen = 0, slen = 0, shex;
-
-    if (PQgetisnull(res, 0, REDEMPTION_GET_NONCE) ||
-        PQgetisnull(res, 0, REDEMPTION_GET_SEALED) ||
-        og__pg_get_text(res, 0, REDEMPTION_GET_CODE_HASH, out->code_hash,
-                        sizeof out->code_hash) != 0 ||
-        og__pg_get_i64(res, 0, REDEMPTION_GET_CREATED_AT,
-                       &out->created_at_us) != 0)
-        return OG_EINTERNAL;
-    nonce = PQgetvalue(res, 0, REDEMPTION_GET_NONCE);
-    sealed = PQgetvalue(res, 0, REDEMPTION_GET_SEALED);
-    shex = strlen(sealed);
-    if (shex % 2 != 0 || shex / 2 <= OG_REDEMPTION_TAG_LEN ||
-        shex / 2 > OG_REDEMPTION_SEALED_MAX)
-        return OG_EINTERNAL; /* the schema's CHECKs forbid it */
-    if (!(out->sealed = malloc(shex / 2)))
-        return OG_ENOMEM;
-    if (sodium_hex2bin(out->nonce, sizeof out->nonce, nonce, strlen(nonce),
-                       NULL, &nlen, NULL) != 0 ||
-        nlen != OG_REDEMPTION_NONCE_LEN ||
-        sodium_hex2bin(out->sealed, shex / 2, sealed, shex, NULL, &slen,
-                       NULL) != 0 ||
-        slen != shex / 2)
-        return OG_EINTERNAL;
-    out->sealed_len = slen;
-    return 0;
-}
+/* Its columns: REDEMPTION_GET_* (rows.h); nonce and sealed hex-encoded. */
 
 int og__pg_redemption_get(void *impl, const char *caller, const char *key,
                           const char *code_hash, og_redemption_found *found,
@@ -136,10 +95,8 @@ int og__pg_redemption_get(void *impl, const char *caller, const char *key,
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 0)
         *found = OG_REDEMPTION_ABSENT;
-    else if (rc == 0 && !og__pg_get_bool(res, 0, REDEMPTION_GET_OWN))
-        *found = OG_REDEMPTION_CODE_ELSEWHERE; /* nothing of it is read */
-    else if (rc == 0 && (rc = pg_read_point(res, out)) == 0)
-        *found = OG_REDEMPTION_OWN;
+    else if (rc == 0)
+        rc = og__row_redemption(og__pg_row(res, 0), found, out);
     PQclear(res);
     og__pg_release(pg, c);
     return rc;

@@ -2,42 +2,33 @@
  * retention.c — retention: cleanup of the refusal records
  * (grant_consumptions) and archiving of finished operations with their
  * history, one batch per statement, each its own implicit transaction;
- * store.c loops and carries the keyset cursor (og_internal.h).
+ * lib/store/retention.c loops and carries the keyset cursor (S4). They
+ * keep M23-M25 (lib/store/store_int.h); how:
  *
- * Invariants:
+ *  I18 A refusal record outlives every admission that could still commit
+ *      (M23). Cleanup (pg_cleanup_sql) deletes a grant_consumptions row
+ *      only where retain_until < statement_timestamp() - cleanup_margin,
+ *      and the DELETE re-checks that on the row it removes. An admission
+ *      that could still claim the key evaluated its deadline (retain_until
+ *      is exactly that deadline, I5) at its own statement_timestamp(), so
+ *      it started before retain_until; the server aborts it store_timeout
+ *      later, or it commits within commit_bound of its last timeout-covered
+ *      moment (I8, checked at startup), and T9 makes cleanup_margin longer
+ *      than both plus the largest clock step. So no admission that could
+ *      have missed the row is still running when the row goes.
+ *      statement_timestamp() is the cleanup statement's start: any wait
+ *      makes it delete less, never more.
+ *  I19 A cleanup batch (M24) is one statement: the row ids come from an
+ *      index scan of grant_consumptions_retain_until_idx under FOR UPDATE
+ *      SKIP LOCKED, so concurrent janitors split the work instead of
+ *      queueing, and no batch holds locks for long; rows are picked by
+ *      ctid, so one statement serves both consumption keys (I9).
+ *  I20 An archiving batch (M25, pg_archive_sql, PG_V7_TERMINAL) is ONE
+ *      statement: an operation and its history leave together or not at
+ *      all (the events' foreign key is checked at the end of that
+ *      statement). It never touches grant_consumptions.
  *
- *  I19 A refusal record outlives every admission that could still commit.
- *      Cleanup (pg_cleanup_sql) deletes a grant_consumptions row only
- *      where retain_until < statement_timestamp() - cleanup_margin, and the
- *      DELETE re-checks that on the row it removes. An admission that could
- *      still claim the key evaluated its deadline (retain_until is exactly
- *      that deadline, I6) at its own statement_timestamp(), so it started
- *      before retain_until; the server aborts it store_timeout later, or it
- *      commits within commit_bound of its last timeout-covered moment (I18,
- *      checked at startup), and T9 makes cleanup_margin longer than both
- *      plus the largest clock step. So no admission that could have missed
- *      the row is still running when the row goes. statement_timestamp() is
- *      the cleanup statement's start: any wait makes it delete less, never
- *      more.
- *  I20 Cleanup deletes grant_consumptions rows and nothing else, in batches
- *      of at most `batch` rows per statement, each its own implicit
- *      transaction: the row ids come from an index scan of
- *      grant_consumptions_retain_until_idx (oldest first, from the pass's
- *      keyset cursor, so no batch walks the dead entries of the ones before
- *      it) under FOR UPDATE SKIP LOCKED, so concurrent janitors split the
- *      work instead of queueing, and no batch holds locks for long.
- *  I21 Archiving (pg_archive_sql) takes terminal operations only —
- *      Succeeded, Failed, NotStarted and NotApplied (PG_V7_TERMINAL), which
- *      no writer ever expects (store.c), so they never change again — and
- *      moves or deletes each together with its events in ONE statement: an
- *      operation and its history leave together or not at all (the events'
- *      foreign key is checked at the end of that statement). Admitted,
- *      Started, Unknown and NeedsReconciliation stay: recovery, the
- *      sweeper and operators need them. It never touches
- *      grant_consumptions.
- *
- * An archived operation still answers for its id (I22, admit.c): the
- * admission reads operations_archive too.
+ * An archived operation still answers for its id (M10, I12: admit.c).
  */
 #include <string.h>
 
@@ -90,13 +81,13 @@ int og__pg_run_batch(og__pg_store *pg, const og__pg_stmt *stmt,
 }
 
 /* ===========================================================================
- * Cleanup (I19, I20). $1 cleanup_margin (µs)  $2 batch  $3 cursor (µs since
+ * Cleanup (I18, I19). $1 cleanup_margin (µs)  $2 batch  $3 cursor (µs since
  * the epoch). The inner SELECT walks grant_consumptions_retain_until_idx from
  * the cursor — not from the oldest entry: the entries earlier batches deleted
  * stay in the index until a vacuum, and walking them again made a pass
- * quadratic — and locks at most $2 rows that no other janitor holds (I20); the
+ * quadratic — and locks at most $2 rows that no other janitor holds (I19); the
  * DELETE removes them by ctid and re-checks the bound on each row it removes
- * (I19), so even a row a ctid no longer names correctly is never deleted
+ * (I18), so even a row a ctid no longer names correctly is never deleted
  * early. statement_timestamp() is the statement's start: waiting only makes it
  * delete less. One row: the deleted rows by kind and the new cursor (the
  * greatest retain_until deleted; $3 when none).
@@ -147,7 +138,7 @@ int og__pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
     return rc;
 }
 
-/* Archiving (I21). $1 minimum age of the last status change (µs)  $2 batch
+/* Archiving (I20). $1 minimum age of the last status change (µs)  $2 batch
  * $3 move (true) or delete (false)  $4 cursor (µs since the epoch, as for
  * cleanup).
  *  - pick: at most $2 terminal operations, oldest last change first from

@@ -1,21 +1,22 @@
 /*
  * schema.c — the PostgreSQL store's schema: the versioned migrations (their
  * SQL and the code applying them), the schema version, the server-side
- * bounds a connection carries (og__pg_session_bounds, I18) and the
- * consumption keys mode a migrated store records (og__pg_read_keys, I23).
+ * bounds a connection carries (og__pg_session_bounds, I8) and the
+ * consumption keys mode a migrated store records (og__pg_read_keys, I9).
  *
  * Each migration runs in its own transaction under a transaction-scoped
  * advisory lock, re-reads the version after taking the lock, and records
  * itself in og_schema_migrations in the same transaction — so concurrent
  * migrators serialize and each migration is applied exactly once. Each
  * migration's comment names the invariants its tables carry: migration 1
- * the admission's (I1, admit.c), 2 the grant lifecycle's (I8-I11,
- * grants.c), 3 execution's (I13-I17, exec.c), 4 retention's (I19-I22,
- * retention.c), 5 the consumption keys (I23), 6 redemption's (I24,
- * redeem.c), 7 the operation kinds (I25, exec.c), 8-10 the payout store's
- * (I26-I32, payout.c and payout_run.c). The SQL functions PG_US, PG_TS and
- * og_consumption_key() the statements use keep microseconds exact (I6) and
- * the key one implementation (I23).
+ * the admission's (M8, I10, admit.c), 2 the grant lifecycle's (M12-M15,
+ * I6, I7, grants.c), 3 execution's (M16-M21, I15, I16, exec.c), 4
+ * retention's (M23-M25, M10, I18-I20, retention.c), 5 the consumption keys
+ * (M11, I9), 6 redemption's (M26, I21, redeem.c), 7 the operation kinds
+ * (M22, I17, exec.c), 8-10 the payout store's (M27-M35, I22-I28, payout.c
+ * and payout_run.c). The SQL functions PG_US, PG_TS and
+ * og_consumption_key() the statements use keep microseconds exact (I5) and
+ * the key one implementation (I9).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static const char pg_migration_1_sql[] =
  * tickets. The kind column names what holds a claimed key; its second CHECK
  * keeps "an admission is exactly a claim with an operation" true for every
  * row, old and new. A family's row is what admissions, consumes, issuance,
- * ticket creation and the family's revocation contend for (I8). */
+ * ticket creation and the family's revocation contend for (I6). */
 static const char pg_migration_2_sql[] =
     "ALTER TABLE grant_consumptions ADD COLUMN kind text NOT NULL DEFAULT 'admission'\n"
     "    CHECK (kind IN ('admission', 'revocation', 'consume'));\n"
@@ -101,12 +102,13 @@ static const char pg_migration_2_sql[] =
     "  rotated_at  timestamptz,\n"
     "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family));\n";
 
-/* Migration 3: execution (I13-I17). The new operations columns are added
- * without a default, which PostgreSQL records in the catalog only: no table
- * rewrite, and an old row's NULL updated_at reads as its created_at (I17).
- * operation_events is the history every execution write appends to in the
- * same statement; its FK takes a KEY SHARE lock on the operation's row,
- * which the writer's own FOR NO KEY UPDATE lock does not conflict with.
+/* Migration 3: execution (M16-M21, I15, I16). The new operations columns
+ * are added without a default, which PostgreSQL records in the catalog
+ * only: no table rewrite, and an old row's NULL updated_at reads as its
+ * created_at (M20). operation_events is the history every execution write
+ * appends to in the same statement; its FK takes a KEY SHARE lock on the
+ * operation's row, which the writer's own FOR NO KEY UPDATE lock does not
+ * conflict with.
  * operations_recovery_idx (lease_until only) is replaced by one that leads
  * with status, serving "status IN (...) AND lease_until < now"; the backlog
  * index orders by (created_at, operation_id) within a status, the order
@@ -136,7 +138,7 @@ static const char pg_migration_3_sql[] =
     "CREATE INDEX operations_backlog_idx ON operations (status, created_at, operation_id);\n";
 
 /* Migration 4: retention. The archive tables take finished operations and
- * their history on their own, longer schedule (I21); same columns plus
+ * their history on their own, longer schedule (I20); same columns plus
  * archived_at, without the checks a live row needs (they held when the row
  * was written). operations_terminal_idx serves the archive job's scan of
  * terminal operations by last status change. IF NOT EXISTS: on a large
@@ -182,7 +184,7 @@ static const char pg_migration_4_sql[] =
     "    ON operations ((coalesce(updated_at, created_at)))\n"
     "    WHERE status IN ('Succeeded','Failed');\n";
 
-/* Migration 5: the store's settings and its consumption keys (I23). It runs
+/* Migration 5: the store's settings and its consumption keys (I9). It runs
  * after migration 4 and touches none of its tables (the operation archives
  * keep their identifiers, as operations do). og_store_settings holds
  * exactly one row. og_consumption_key() is the encoding of
@@ -197,7 +199,7 @@ static const char pg_migration_4_sql[] =
  * ALTER ... DROP COLUMN, which would leave the identifiers in the old
  * tuples on disk. The new table gets the old one's constraints and its
  * retain_until index back under their names: cleanup picks its rows over
- * grant_consumptions_retain_until_idx (I20) and by ctid, whatever the key.
+ * grant_consumptions_retain_until_idx (I19) and by ctid, whatever the key.
  * Privileges granted on the old table (an admission role's) are not carried
  * over: grant them again after migrating. */
 #define PG_MIGRATION_5_SQL(keys, convert)                                      \
@@ -233,7 +235,7 @@ static const char pg_migration_5_sql[] = PG_MIGRATION_5_SQL("readable", "");
 static const char pg_migration_5_hashed_sql[] =
     PG_MIGRATION_5_SQL("hashed", PG_HASHED_CONSUMPTIONS_SQL);
 
-/* Migration 6: redemption recovery points (I24). It touches no table of
+/* Migration 6: redemption recovery points (I21). It touches no table of
  * migrations 4 and 5, so readable and hashed stores get the same table:
  * redemptions are keyed by (caller, idempotency key), never by a grant's
  * consumption key. One sealed result per (caller, idempotency key); the
@@ -250,7 +252,7 @@ static const char pg_migration_6_sql[] =
     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);\n";
 
 /* Migration 7: operation kinds, their idempotency keys and client
- * references, and the statuses of a payout attempt (I13, I14, I21, I25).
+ * references, and the statuses of a payout attempt (M16, M17, M25, M22).
  * It must not rewrite operations, the one table every admission writes:
  *  - the new columns are catalog changes only: kind NOT NULL with the
  *    constant DEFAULT 'credit' (a "missing value" every old row reads,
@@ -265,7 +267,7 @@ static const char pg_migration_6_sql[] =
  *    transaction commits, in one of its own, under SHARE UPDATE EXCLUSIVE
  *    locks that block neither admissions nor execution writes;
  *  - operations_payout_status_check and operations_not_started_check put
- *    P1/P2 in the schema as well as in the statements (I25): Started and
+ *    P1/P2 in the schema as well as in the statements (I17): Started and
  *    NotStarted belong to payouts, NotStarted to an owner version above the
  *    initial one;
  *  - the two partial indexes whose predicates list statuses are rebuilt
@@ -338,7 +340,7 @@ static const char pg_migration_7_validate[] =
     "END\n"
     "$og$";
 
-/* Migration 8: the payout decision side (I26-I30). New tables only: it
+/* Migration 8: the payout decision side (I22-I26). New tables only: it
  * changes nothing of migrations 1-7 (a payout grant is a row of the
  * existing `grants` table, issuer 'payouts'; its bindings are a table of
  * their own), so readable and hashed stores get the same. Money is bigint
@@ -346,8 +348,9 @@ static const char pg_migration_7_validate[] =
  * append-only, enforced by the store: a trigger refuses UPDATE, DELETE and
  * TRUNCATE (docs/design.md, "Schema": append-only by a trigger, not by
  * convention). destinations.provider_token is a SECRET: no other table
- * holds it and no statement but the executor's read returns it. */
-static const char pg_migration_8_sql[] =
+ * holds it and no statement but the executor's read returns it. Three
+ * texts, run in order in the migration's transaction: the context... */
+static const char pg_migration_8_context_sql[] =
     "CREATE TABLE tenants (\n"
     "  tenant_id                 text        PRIMARY KEY CHECK (octet_length(tenant_id) BETWEEN 1 AND 128),\n"
     "  payouts_suspended         boolean     NOT NULL,\n"
@@ -356,7 +359,7 @@ static const char pg_migration_8_sql[] =
     "  settlement_offset_minutes integer     NOT NULL CHECK (settlement_offset_minutes BETWEEN -840 AND 840),\n"
     "  settings_version          bigint      NOT NULL CHECK (settings_version >= 1),     -- every settings change\n"
     "  updated_at                timestamptz NOT NULL);\n"
-    "CREATE TABLE tenant_days (                        -- the reservation counters of a release day (I27)\n"
+    "CREATE TABLE tenant_days (                        -- the reservation counters of a release day (I23)\n"
     "  tenant_id text   NOT NULL REFERENCES tenants (tenant_id),\n"
     "  day       date   NOT NULL,\n"
     "  paid      bigint NOT NULL CHECK (paid >= 0),\n"
@@ -394,8 +397,10 @@ static const char pg_migration_8_sql[] =
     "  requester_id        text        NOT NULL CHECK (octet_length(requester_id) BETWEEN 1 AND 128),\n"
     "  created_at          timestamptz NOT NULL,\n"
     "  updated_at          timestamptz NOT NULL,\n"
-    "  FOREIGN KEY (tenant_id, beneficiary_id) REFERENCES beneficiaries (tenant_id, beneficiary_id));\n"
-    "CREATE TABLE payout_decisions (                   -- history (I26): no foreign key, a missing payout's Deferred counts\n"
+    "  FOREIGN KEY (tenant_id, beneficiary_id) REFERENCES beneficiaries (tenant_id, beneficiary_id));\n";
+/* ...the decisions, append-only... */
+static const char pg_migration_8_decisions_sql[] =
+    "CREATE TABLE payout_decisions (                   -- history (I22): no foreign key, a missing payout's Deferred counts\n"
     "  decision_id              uuid        PRIMARY KEY,\n"
     "  payout_id                text        NOT NULL,\n"
     "  tenant_id                text,                -- NULL: the payout was missing\n"
@@ -420,7 +425,9 @@ static const char pg_migration_8_sql[] =
     "CREATE TRIGGER payout_decisions_append_only BEFORE UPDATE OR DELETE ON payout_decisions\n"
     "  FOR EACH ROW EXECUTE FUNCTION og_append_only();\n"
     "CREATE TRIGGER payout_decisions_no_truncate BEFORE TRUNCATE ON payout_decisions\n"
-    "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n";
+/* ...the grants' bindings, the jobs and the history. */
+static const char pg_migration_8_run_sql[] =
     "CREATE TABLE payout_grants (                      -- a payout grant's bindings; the grant is its grants row\n"
     "  grant_id                  text        PRIMARY KEY,\n"
     "  issuer                    text        NOT NULL CHECK (issuer = 'payouts'),\n"
@@ -438,7 +445,7 @@ static const char pg_migration_8_sql[] =
     "  not_before                timestamptz NOT NULL,\n"
     "  expires_at                timestamptz NOT NULL,\n"
     "  created_at                timestamptz NOT NULL,\n"
-    "  released_at               timestamptz,         -- the reservation released, once (I29)\n"
+    "  released_at               timestamptz,         -- the reservation released, once (I25)\n"
     "  release_cause             text        CHECK (release_cause IN ('expired','revoked')),\n"
     "  CHECK ((released_at IS NULL) = (release_cause IS NULL)),\n"
     "  CHECK (not_before < expires_at),\n"
@@ -447,7 +454,7 @@ static const char pg_migration_8_sql[] =
     "  FOREIGN KEY (tenant_id, release_day) REFERENCES tenant_days (tenant_id, day));\n"
     "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at) WHERE released_at IS NULL;\n"
     "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);   -- the day's FK, child side\n"
-    "CREATE TABLE payout_jobs (                        -- the outbox is the queue (I30): references only\n"
+    "CREATE TABLE payout_jobs (                        -- the outbox is the queue (I26): references only\n"
     "  job_id           uuid        PRIMARY KEY,\n"
     "  payout_id        text        NOT NULL,\n"
     "  grant_id         text        NOT NULL REFERENCES payout_grants (grant_id),\n"
@@ -459,7 +466,7 @@ static const char pg_migration_8_sql[] =
     "  delivered_at     timestamptz,\n"
     "  done_at          timestamptz);               -- acknowledged\n"
     "CREATE INDEX payout_jobs_available_idx ON payout_jobs (available_at, job_id) WHERE done_at IS NULL;\n"
-    "CREATE TABLE payout_events (                      -- the payout's history, a row per step (I26)\n"
+    "CREATE TABLE payout_events (                      -- the payout's history, a row per step (I22)\n"
     "  seq            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n"
     "  payout_id      text        NOT NULL,\n"
     "  at             timestamptz NOT NULL,\n"
@@ -483,7 +490,7 @@ static const char pg_migration_8_sql[] =
     "CREATE TRIGGER payout_events_no_truncate BEFORE TRUNCATE ON payout_events\n"
     "  FOR EACH STATEMENT EXECUTE FUNCTION og_append_only();\n";
 
-/* Migration 9: the claim's history (I31). payout_events' kind CHECK gains
+/* Migration 9: the claim's history (I27). payout_events' kind CHECK gains
  * 'claimed': dropped and added again in one ALTER TABLE (a scan of the
  * history under its lock; every old row satisfies the wider list). */
 static const char pg_migration_9_sql[] =
@@ -493,7 +500,7 @@ static const char pg_migration_9_sql[] =
     "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
     "      'reservation-released','job-resubmitted','claimed'));\n";
 
-/* Migration 10: the resolution (I32). payout_grants' release_cause CHECK
+/* Migration 10: the resolution (I28). payout_grants' release_cause CHECK
  * gains the attempt's ends and payout_events' kind CHECK 'resolved': each
  * dropped and added again in one ALTER TABLE, as migration 9 (every old
  * row satisfies the wider lists). */
@@ -511,32 +518,43 @@ static const char pg_migration_10_sql[] =
 typedef struct pg_migration {
     int version;
     const char *description;
-    const char *sql; /* may hold several statements: sent with PQsendQuery */
-    const char *sql_hashed; /* NULL: sql; else a hashed store's variant */
+    /* Its SQL, run in order in the migration's one transaction: each text
+     * may hold several statements (sent with the simple protocol) and is a
+     * literal under the 4,095 characters ISO C asks a compiler to take. */
+    const char *const *sql;
+    const char *const *sql_hashed; /* NULL: sql; else a hashed store's */
     const char *validate; /* NULL, or run after the migration committed, on
                              every migrate of a store at this version or
                              later: idempotent, its own transaction */
 } pg_migration;
 
+/* A migration's list of texts, NULL-terminated. */
+#define PG_STEPS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
 static const pg_migration pg_migrations[] = {
-    {1, "grant consumptions and operations", pg_migration_1_sql, NULL, NULL},
+    {1, "grant consumptions and operations", PG_STEPS(pg_migration_1_sql),
+     NULL, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
-     pg_migration_2_sql, NULL, NULL},
+     PG_STEPS(pg_migration_2_sql), NULL, NULL},
     {3, "execution: updated_at, provider reference, outcome reason, events",
-     pg_migration_3_sql, NULL, NULL},
+     PG_STEPS(pg_migration_3_sql), NULL, NULL},
     {4, "retention: operations and events archives, terminal index",
-     pg_migration_4_sql, NULL, NULL},
-    {5, "settings: consumption keys (readable or hashed)", pg_migration_5_sql,
-     pg_migration_5_hashed_sql, NULL},
-    {6, "redemption recovery points", pg_migration_6_sql, NULL, NULL},
+     PG_STEPS(pg_migration_4_sql), NULL, NULL},
+    {5, "settings: consumption keys (readable or hashed)",
+     PG_STEPS(pg_migration_5_sql), PG_STEPS(pg_migration_5_hashed_sql), NULL},
+    {6, "redemption recovery points", PG_STEPS(pg_migration_6_sql), NULL,
+     NULL},
     {7, "operation kinds, idempotency keys, client references; statuses "
         "Started, NotStarted, NotApplied",
-     pg_migration_7_sql, NULL, pg_migration_7_validate},
+     PG_STEPS(pg_migration_7_sql), NULL, pg_migration_7_validate},
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
-     pg_migration_8_sql, NULL, NULL},
-    {9, "payouts: the claim's history entry", pg_migration_9_sql, NULL, NULL},
+     PG_STEPS(pg_migration_8_context_sql, pg_migration_8_decisions_sql,
+              pg_migration_8_run_sql),
+     NULL, NULL},
+    {9, "payouts: the claim's history entry", PG_STEPS(pg_migration_9_sql),
+     NULL, NULL},
     {10, "payouts: the resolution's release causes and history entry",
-     pg_migration_10_sql, NULL, NULL},
+     PG_STEPS(pg_migration_10_sql), NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 
@@ -611,7 +629,7 @@ int og__pg_schema_version(void *impl, int *version)
 }
 
 /* ===========================================================================
- * The session bounds (I18)
+ * The session bounds (I8)
  * ========================================================================= */
 
 /* The server-side bounds an admission connection carries, read back from
@@ -701,6 +719,7 @@ static int pg_apply(og__pg_store *pg, og__pg_conn *c, const pg_migration *m,
 {
     char version[16];
     const char *params[2];
+    const char *const *step;
     int cur = 0;
     int rc;
 
@@ -727,11 +746,11 @@ static int pg_apply(og__pg_store *pg, og__pg_conn *c, const pg_migration *m,
     if (cur >= m->version)
         return og__pg_exec_params(pg, c, "ROLLBACK", 0, NULL, PQTRANS_IDLE,
                                   NULL);
-    rc = og__pg_exec_script(
-        pg, c, keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed : m->sql,
-        PQTRANS_INTRANS);
-    if (rc != 0)
-        return rc;
+    for (step = keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
+                                                        : m->sql;
+         *step; step++)
+        if ((rc = og__pg_exec_script(pg, c, *step, PQTRANS_INTRANS)) != 0)
+            return rc;
     snprintf(version, sizeof version, "%d", m->version);
     params[0] = version;
     params[1] = m->description;
@@ -804,7 +823,7 @@ out:
 }
 
 /* ===========================================================================
- * The consumption keys (I23)
+ * The consumption keys (I9)
  * ========================================================================= */
 
 /* migration 5 writes exactly one row */
@@ -812,7 +831,7 @@ static const char pg_read_keys_sql[] =
     "SELECT consumption_keys FROM og_store_settings";
 enum { READ_KEYS_KEYS, READ_KEYS_NCOLS };
 
-/* The consumption keys the store records (I23); from now on this store
+/* The consumption keys the store records (I9); from now on this store
  * object's connections prepare and run that mode's statements. */
 int og__pg_read_keys(void *impl, og_consumption_keys *keys)
 {

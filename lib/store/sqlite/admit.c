@@ -5,26 +5,26 @@
  * one transaction; and og_operation_get. The claim and the reads of what
  * holds a key serve the consume verdict and revocation too (grants.c).
  *
- * SQLite has no data-modifying CTEs, so the admission is ONE write
- * transaction (BEGIN IMMEDIATE … COMMIT) holding the claim and the
- * operation insert. The claim is the insert into grant_consumptions (token
- * form) or the conditional UPDATE of the grant's row (row form). Besides
- * Q1, Q4, Q7, Q9 and Q23 (internal.h), the admission protects:
+ * The admission keeps M8-M11 (lib/store/store_int.h). SQLite has no
+ * data-modifying CTEs, so it is ONE write transaction (BEGIN IMMEDIATE …
+ * COMMIT) holding the claim and the operation insert. The claim is the
+ * insert into grant_consumptions (token form) or the conditional UPDATE of
+ * the grant's row (row form). Besides Q1, Q2, Q4, Q5 and Q6 (internal.h):
  *
- *   Q2  The claim and the operation insert commit together or not at all: a
- *       unique violation on operations rolls the claim back (REFUSED).
- *   Q3  The deadline is checked in the claim itself against SQLite's clock
- *       ('now' is fixed for the duration of one sqlite3_step, like
+ *   Q8  The claim and the operation insert commit together or not at all
+ *       (M8): a unique violation on operations rolls the claim back
+ *       (REFUSED, M5); the follow-up read of a claim that took nothing runs
+ *       in the same transaction and only reports (M9).
+ *   Q9  The deadline is checked in the claim itself against SQLite's clock
+ *       (M6: 'now' is fixed for the duration of one sqlite3_step, like
  *       statement_timestamp()); lease_until, submit_by and created_at come
  *       from a later 'now', when the operation row is written (like
  *       clock_timestamp()).
- *   Q22 An archived operation still answers for its id: the claim requires
- *       that operations_archive does not hold the request's operation id,
- *       and the follow-up read finds the operation in operations, else in
- *       operations_archive, so a same-operation retry is ALREADY_ADMITTED
- *       with the archived record and another grant under the id is refused
- *       (OPERATION_ID_TAKEN). Exact here: the write lock orders the archive
- *       (retention.c) and the admission.
+ *   Q10 An archived operation still answers for its id (M10): the claim
+ *       requires that operations_archive does not hold the request's
+ *       operation id, and the follow-up read finds the operation in
+ *       operations, else in operations_archive. Exact here: the write lock
+ *       orders the archive (retention.c) and the admission.
  *
  * and the group commit's G1-G5 ("Group commit" below).
  */
@@ -35,7 +35,7 @@
 #include "internal.h"
 
 /* ===========================================================================
- * Families (Q9)
+ * Families (Q5)
  * ========================================================================= */
 
 /* ?1 issuer, ?2 family. */
@@ -68,10 +68,10 @@ int og__sq_family_state(og__sq_conn *c, const char *issuer,
 }
 
 /* ===========================================================================
- * The claim (Q3, Q22)
+ * The claim (Q9, Q10)
  * ========================================================================= */
 
-/* The claim's condition that an archived operation keeps its id (Q22); ?3
+/* The claim's condition that an archived operation keeps its id (Q10); ?3
  * is the operation id (NULL for the consume verdict: no row matches). */
 #define SQ_OP_ID_NOT_ARCHIVED                                                 \
     "NOT EXISTS (SELECT 1 FROM operations_archive a"                          \
@@ -80,7 +80,7 @@ int og__sq_family_state(og__sq_conn *c, const char *issuer,
 /* The claim, token form: ?1 issuer, ?2 grant id, ?3 operation id (NULL for
  * the consume verdict), ?4 expires_at, ?5 leeway, ?6 kind. Returns a row
  * only when this statement took the key. Both instances, as the row form's
- * claim, leave an archived operation's id alone (Q22). */
+ * claim, leave an archived operation's id alone (Q10). */
 #define SQ_CLAIM_SQL(K)                                                        \
     SQ_CLAIM_INTO(K, "?1", "?2") "?3, " SQ_NOW ", ?4 + ?5, ?6"                 \
     " WHERE ?4 + ?5 > " SQ_NOW " AND " SQ_OP_ID_NOT_ARCHIVED                   \
@@ -266,7 +266,7 @@ int og__sq_holder_exists(const og__sq_store *s, og__sq_conn *c,
  * ========================================================================= */
 
 /* ?1 the operation id: live only (og_operation_get), or live, else archived
- * (the admission's follow-up, Q22). */
+ * (the admission's follow-up, Q10). */
 static const char sq_read_op_sql[] =
     "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1";
 static const char sq_read_op_any_sql[] =
@@ -288,7 +288,8 @@ static int sq_read_op_by_id(og__sq_conn *c, const char *sql, const char *id,
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
-        rc = og__sq_read_op(st, op) < 0 ? OG_EINTERNAL : 1;
+        rc = og__row_operation(og__sq_row(st), 0, op) < 0 ? OG_EINTERNAL
+                                                          : 1;
     else if (rc == SQLITE_DONE)
         rc = 0;
     else
@@ -310,7 +311,7 @@ static int sq_followup(const og__sq_store *s, og__sq_conn *c,
     if ((rc = og__sq_consumption(s, c, req, fam, &cons)) < 0)
         return rc;
     rc = sq_read_op_by_id(c, sq_read_op_any_sql, req->operation_id,
-                          &op); /* Q22 */
+                          &op); /* Q10 */
     if (rc < 0)
         return rc;
     og__classify_unclaimed(req, &cons, rc == 1 ? &op : NULL, out);
@@ -346,7 +347,7 @@ void og__sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
 }
 
 /* One admission inside the batch's write transaction, in its own savepoint:
- * the family's row (Q9), the claim, then the operation insert (Q1, Q2).
+ * the family's row (Q5), the claim, then the operation insert (Q1, Q8).
  * Returns 0 with *out, or a negative error. *keep says whether the savepoint
  * holds a write to keep (ADMITTED); every other answer rolls the savepoint
  * back. */
@@ -362,14 +363,14 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
 
     *keep = false;
     /* 1. The family, read under the write lock: a revocation committed
-     * before this transaction is seen, one after it waits for it (Q9). */
+     * before this transaction is seen, one after it waits for it (Q5). */
     if ((rc = og__sq_family_state(c, req->issuer, req->family, &fam)) < 0)
         return rc;
     if (fam == SQ_FAM_MISSING || fam == SQ_FAM_REVOKED)
         return sq_followup(s, c, req, fam, out); /* no claim; report */
 
     /* 2. The claim: the key (token form) or the row (row form) and the
-     * deadline, on SQLite's clock (Q3). */
+     * deadline, on SQLite's clock (Q9). */
     if ((rc = og__sq_claim(s, c, req, req->operation_id, NULL)) < 0)
         return rc;
     if (rc == 0)
@@ -384,7 +385,7 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
     if (step != SQLITE_ROW) {
         int ext = sqlite3_extended_errcode(c->db);
         sqlite3_reset(st);
-        /* Q2: a taken operation id or a grant already bound to an operation
+        /* Q8: a taken operation id or a grant already bound to an operation
          * refuses the whole admission; rolling back the savepoint undoes the
          * claim. */
         if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE) {
@@ -399,7 +400,7 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
     }
     memset(&res, 0, sizeof res);
     res.outcome = OG_OUTCOME_ADMITTED;
-    rc = og__sq_read_op(st, &res.operation);
+    rc = og__row_operation(og__sq_row(st), 0, &res.operation);
     step = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc < 0)
@@ -414,7 +415,7 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
 /* ===========================================================================
  * Group commit
  *
- * SQLite has one writer at a time and every commit fsyncs the WAL (Q4), so
+ * SQLite has one writer at a time and every commit fsyncs the WAL (Q2), so
  * the obvious design — one transaction per admission — spends one fsync per
  * admission and makes concurrent callers poll for the lock. Instead, callers
  * of one store object queue; one of them, the leader, takes every queued
@@ -437,7 +438,7 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       failure) rolls back that admission's savepoint only; an error that
  *       ends the transaction (I/O, full disk) fails the whole batch.
  *   G5  Each admission reads its family's row inside the batch's transaction
- *       (Q9), so a family revocation comes before or after the whole batch,
+ *       (Q5), so a family revocation comes before or after the whole batch,
  *       never between its admissions, and it cannot list a grant the batch
  *       admitted: its claim is committed before the revocation runs.
  * ========================================================================= */

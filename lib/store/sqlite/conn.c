@@ -5,11 +5,13 @@
  * running one statement, reading rows, transactions, the clock, opening
  * and closing the store, and the method table.
  *
- * Invariants (internal.h states them): Q4 (synchronous=FULL, WAL; a failed
- * commit is unavailable), Q6 (a connection whose ROLLBACK failed is
- * closed), Q7 (every wait ends at the call's deadline: sq_busy), Q8 (one
- * BEGIN IMMEDIATE per lifecycle call: og__sq_begin/og__sq_end) and Q23
- * (og_consumption_key() on every connection).
+ * Invariants (internal.h and grants.c state them): Q2 (synchronous=FULL,
+ * WAL; a failed commit is unavailable; a connection whose ROLLBACK failed
+ * is closed, M4), Q4 (every wait ends at the call's deadline: sq_busy), Q11
+ * (one BEGIN IMMEDIATE per write: og__sq_begin/og__sq_end, and the payout
+ * transactions' txn_begin/txn_end, M28), Q6 (og_consumption_key() on every
+ * connection) and M7 (nothing is logged but a full statement cache:
+ * sq_cache_full).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -44,10 +46,10 @@ int og__sqlite_classify(int extended_rc)
 }
 
 /* ===========================================================================
- * og_consumption_key() in SQL (Q23)
+ * og_consumption_key() in SQL (Q6)
  * ========================================================================= */
 
-/* og_consumption_key(issuer, grant_id) in SQL (Q23): the C function of
+/* og_consumption_key(issuer, grant_id) in SQL (Q6): the C function of
  * lib/core/consumption_key.c over the arguments' bytes. NULL for a NULL
  * argument, as a strict SQL function. */
 static void sq_key_function(sqlite3_context *ctx, int argc, sqlite3_value **v)
@@ -89,7 +91,7 @@ int og__sqlite_register_key_function(sqlite3 *db)
 }
 
 /* ===========================================================================
- * Deadlines (Q7)
+ * Deadlines (Q4)
  * ========================================================================= */
 
 int64_t og__sq_mono_us(void)
@@ -102,7 +104,7 @@ int64_t og__sq_mono_us(void)
 
 /* SQLite's busy handler: 0 gives up (SQLITE_BUSY, i.e. unavailable), 1 asks
  * SQLite to try again. Sleeps 50 us .. ~2 ms, growing with the attempt count,
- * jittered so that processes polling the same lock do not move in step (Q7). */
+ * jittered so that processes polling the same lock do not move in step (Q4). */
 static int sq_busy(void *arg, int count)
 {
     og__sq_conn *c = arg;
@@ -134,7 +136,7 @@ void og__sq_arm(og__sq_conn *c, int64_t deadline_us)
  * Connections
  * ========================================================================= */
 
-/* Applies the per-connection settings every store call relies on (Q4). */
+/* Applies the per-connection settings every store call relies on (Q2). */
 static int sq_configure(sqlite3 *db, const og_store_options *o)
 {
     int ms = (int)(o->timings.store_timeout_us / 1000);
@@ -165,7 +167,7 @@ int og__sq_open_db(const og__sq_store *s, bool create, sqlite3 **out)
         return rc;
     }
     sqlite3_extended_result_codes(db, 1);
-    if (og__sqlite_register_key_function(db) != SQLITE_OK) { /* Q23 */
+    if (og__sqlite_register_key_function(db) != SQLITE_OK) { /* Q6 */
         rc = og__sqlite_classify(sqlite3_extended_errcode(db));
         sqlite3_close(db);
         return rc;
@@ -381,46 +383,65 @@ void og__sq_bind_opt(sqlite3_stmt *st, int i, const char *text)
         sqlite3_bind_null(st, i);
 }
 
-int og__sq_read_op(sqlite3_stmt *st, og_operation *op)
+/* The accessors of rows.h over the current row of a stepped statement.
+ * sqlite3_column_type is asked before any other accessor of a column: a
+ * conversion would make its answer undefined. */
+static bool sq_row_null(const og__row *r, int col)
 {
-    int status;
+    return sqlite3_column_type((sqlite3_stmt *)r->result, col) ==
+           SQLITE_NULL;
+}
 
-    memset(op, 0, sizeof *op);
-    if (og__sq_text(st, OP_OPERATION_ID, op->operation_id,
-                    sizeof op->operation_id) < 0 ||
-        og__sq_text(st, OP_ISSUER, op->issuer, sizeof op->issuer) < 0 ||
-        og__sq_text(st, OP_GRANT_ID, op->grant_id, sizeof op->grant_id) < 0 ||
-        og__sq_text(st, OP_CALLER_ID, op->caller_id,
-                    sizeof op->caller_id) < 0 ||
-        og__sq_text(st, OP_ACCOUNT_ID, op->account_id,
-                    sizeof op->account_id) < 0 ||
-        og__sq_text(st, OP_AMOUNT, op->amount, sizeof op->amount) < 0 ||
-        og__sq_text(st, OP_CURRENCY, op->currency, sizeof op->currency) < 0)
+static const char *sq_row_text(const og__row *r, int col)
+{
+    return (const char *)sqlite3_column_text((sqlite3_stmt *)r->result, col);
+}
+
+static int sq_row_i64(const og__row *r, int col, int64_t *out)
+{
+    if (sq_row_null(r, col))
         return OG_EINTERNAL;
-    status = og__op_status_parse(
-        (const char *)sqlite3_column_text(st, OP_STATUS));
-    if (status < 0)
-        return OG_EINTERNAL;
-    op->status = (og_op_status)status;
-    op->owner_version = sqlite3_column_int64(st, OP_OWNER_VERSION);
-    op->lease_until_us = sqlite3_column_int64(st, OP_LEASE_UNTIL);
-    op->submit_by_us = sqlite3_column_int64(st, OP_SUBMIT_BY);
-    op->created_at_us = sqlite3_column_int64(st, OP_CREATED_AT);
-    op->updated_at_us = sqlite3_column_int64(st, OP_UPDATED_AT);
-    if (og__sq_text_opt(st, OP_PROVIDER_REFERENCE, op->provider_reference,
-                        sizeof op->provider_reference) < 0 ||
-        og__sq_text_opt(st, OP_OUTCOME_REASON, op->reason,
-                        sizeof op->reason) < 0 ||
-        og__sq_text(st, OP_IDEMPOTENCY_KEY, op->idempotency_key,
-                    sizeof op->idempotency_key) < 0 ||
-        og__sq_text(st, OP_CLIENT_REFERENCE, op->client_reference,
-                    sizeof op->client_reference) < 0)
-        return OG_EINTERNAL;
-    status = og__op_kind_parse((const char *)sqlite3_column_text(st, OP_KIND));
-    if (status < 0)
-        return OG_EINTERNAL;
-    op->kind = (og_op_kind)status;
+    *out = sqlite3_column_int64((sqlite3_stmt *)r->result, col);
     return 0;
+}
+
+static bool sq_row_flag(const og__row *r, int col)
+{
+    return sqlite3_column_int((sqlite3_stmt *)r->result, col) != 0;
+}
+
+/* A BLOB column. */
+static int sq_row_bytes(const og__row *r, int col, unsigned char *dst,
+                        size_t cap, size_t *len)
+{
+    sqlite3_stmt *st = (sqlite3_stmt *)r->result;
+    const void *b;
+    int n;
+
+    if (sqlite3_column_type(st, col) != SQLITE_BLOB)
+        return OG_EINTERNAL;
+    b = sqlite3_column_blob(st, col);
+    n = sqlite3_column_bytes(st, col);
+    if (n < 0 || (n > 0 && b == NULL) || (dst && (size_t)n > cap))
+        return OG_EINTERNAL;
+    if (dst && n > 0)
+        memcpy(dst, b, (size_t)n);
+    *len = (size_t)n;
+    return 0;
+}
+
+static const og__row_ops sq_row_ops = {
+    .null = sq_row_null,
+    .text = sq_row_text,
+    .i64 = sq_row_i64,
+    .flag = sq_row_flag,
+    .bytes = sq_row_bytes,
+};
+
+og__row og__sq_row(sqlite3_stmt *st)
+{
+    og__row r = {&sq_row_ops, st, 0};
+    return r;
 }
 
 int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,
@@ -447,7 +468,7 @@ int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,
 }
 
 /* ===========================================================================
- * Transactions (Q8): og__sq_begin() takes a pool connection, arms the
+ * Transactions (Q11): og__sq_begin() takes a pool connection, arms the
  * call's deadline and runs BEGIN IMMEDIATE; og__sq_end() commits when the
  * call wrote something to keep, rolls back otherwise, and gives the
  * connection back.
@@ -469,7 +490,7 @@ static int sq_begin_as(og__sq_store *s, const char *sql, og__sq_conn **out)
     if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
     c = conn;
-    og__sq_arm(c, deadline); /* the lock wait ends here (Q7) */
+    og__sq_arm(c, deadline); /* the lock wait ends here (Q4) */
     if ((rc = og__sq_exec(c, sql)) < 0) {
         og__sq_release(s, c, !og__sq_rollback(c));
         return rc;
@@ -493,7 +514,8 @@ int og__sq_begin(og__sq_store *s, og__sq_conn **out)
     return sq_begin_as(s, sq_begin_sql, out);
 }
 
-int og__sq_begin_read(og__sq_store *s, og__sq_conn **out)
+/* A read transaction: one snapshot for several reads. */
+static int sq_begin_read(og__sq_store *s, og__sq_conn **out)
 {
     return sq_begin_as(s, sq_begin_read_sql, out);
 }
@@ -502,8 +524,28 @@ int og__sq_end(og__sq_store *s, og__sq_conn *c, int rc, bool keep)
 {
     if (rc == 0 && keep)
         rc = og__sq_commit(c);
-    og__sq_release(s, c, !og__sq_rollback(c)); /* no-op after COMMIT (Q6) */
+    og__sq_release(s, c, !og__sq_rollback(c)); /* no-op after COMMIT (M4) */
     return rc;
+}
+
+/* The payout store's transactions (store_int.h, txn_begin): the write
+ * lock first, or one snapshot; tx is the connection. */
+static int sq_txn_begin(void *impl, og__txn_mode mode, void **tx)
+{
+    og__sq_conn *c;
+    int rc = mode == OG__TXN_WRITE ? og__sq_begin(impl, &c)
+                                   : sq_begin_read(impl, &c);
+
+    if (rc < 0)
+        return rc;
+    c->txn_at_us = 0;
+    *tx = c;
+    return 0;
+}
+
+static int sq_txn_end(void *impl, void *tx, int rc, bool commit)
+{
+    return og__sq_end(impl, tx, rc, commit);
 }
 
 /* ===========================================================================
@@ -575,19 +617,24 @@ static void sq_close(void *impl)
 
 const og__store_methods og__sqlite_methods = {
     .name = "sqlite",
+    /* the store */
     .open = sq_open,
     .close = sq_close,
     .schema_version = og__sq_schema_version,
     .migrate = og__sq_migrate,
     .read_keys = og__sq_read_keys,
+    .explain = og__sq_explain,
+    /* the admission */
     .admit = og__sq_admit,
     .operation_get = og__sq_operation_get,
+    /* the grant lifecycle */
     .issuance_record = og__sq_issuance_record,
     .revoke = og__sq_revoke,
     .family_revoke = og__sq_family_revoke,
     .consume = og__sq_consume,
     .ticket_create = og__sq_ticket_create,
     .ticket_rotate = og__sq_ticket_rotate,
+    /* execution */
     .op_may_submit = og__sq_op_may_submit,
     .op_start = og__sq_op_start,
     .op_record = og__sq_op_record,
@@ -596,11 +643,13 @@ const og__store_methods og__sqlite_methods = {
     .op_list = og__sq_op_list,
     .op_insert = og__sq_op_insert,
     .op_history = og__sq_op_history,
+    /* retention */
     .cleanup_batch = og__sq_cleanup_batch,
     .archive_batch = og__sq_archive_batch,
-    .explain = og__sq_explain,
+    /* redemption recovery points */
     .redemption_put = og__sq_redemption_put,
     .redemption_get = og__sq_redemption_get,
+    /* the payout store's records */
     .payout_tenant_put = og__sq_payout_tenant_put,
     .payout_beneficiary_put = og__sq_payout_beneficiary_put,
     .payout_destination_put = og__sq_payout_destination_put,
@@ -608,13 +657,22 @@ const og__store_methods og__sqlite_methods = {
     .payout_draft = og__sq_payout_draft,
     .payout_cancel = og__sq_payout_cancel,
     .payout_get = og__sq_payout_get,
+    /* the payout store's transactions and their steps */
+    .txn_begin = sq_txn_begin,
+    .txn_end = sq_txn_end,
     .payout_facts = og__sq_payout_facts,
-    .payout_decide = og__sq_payout_decide,
+    .payout_reserve = og__sq_payout_reserve,
+    .payout_decision_write = og__sq_payout_decision_write,
+    .payout_decision_issue = og__sq_payout_decision_issue,
+    .payout_claim_facts = og__sq_payout_claim_facts,
+    .payout_claim_write = og__sq_payout_claim_write,
+    .payout_resolve_record = og__sq_payout_resolve_record,
+    .payout_resolve_facts = og__sq_payout_resolve_facts,
+    .payout_resolve_write = og__sq_payout_resolve_write,
+    /* the payout store's jobs and grants */
     .payout_job_take = og__sq_payout_job_take,
     .payout_job_ack = og__sq_payout_job_ack,
     .payout_job_postpone = og__sq_payout_job_postpone,
-    .payout_claim = og__sq_payout_claim,
-    .payout_resolve = og__sq_payout_resolve,
     .payout_job_resubmit = og__sq_payout_job_resubmit,
     .payout_grant_get = og__sq_payout_grant_get,
     .payout_grant_revoke = og__sq_payout_grant_revoke,

@@ -2,69 +2,54 @@
  * exec.c — the SQLite store's execution: the ownership protocol that moves
  * an admitted operation (op_may_submit, op_start, op_record, op_takeover,
  * op_resolve), the operators' listing, og__op_insert (tests) and the
- * history. Each write is ONE write transaction (og__sq_begin/og__sq_end, as
- * in Q8): the conditional UPDATE on (status, owner_version) and its event
- * row commit together, or nothing does. The reads run on a pool connection
- * without a transaction: one SELECT is one snapshot in WAL mode.
+ * history: M16-M22 (lib/store/store_int.h). Each write is ONE write
+ * transaction (og__sq_begin/og__sq_end, as Q11): the conditional UPDATE on
+ * (status, owner_version) and its event row commit together, or nothing
+ * does. The reads run on a pool connection without a transaction: one
+ * SELECT is one snapshot in WAL mode.
  *
  * Invariants:
  *
- *   Q13 Every execution write — a payout's start (og__sq_op_start), an
+ *   Q14 Every execution write — a payout's start (og__sq_op_start), an
  *       outcome (og__sq_op_record), recovery's takeover, an operator's
- *       resolution — is ONE BEGIN IMMEDIATE
- *       transaction (og__sq_begin/og__sq_end) holding the conditional UPDATE
- *       of the operation and the INSERT of its operation_events row: both
- *       commit or neither does. An UPDATE that hits no row rolls back, so a
- *       stale writer leaves neither a change nor an event. An outcome's
+ *       resolution — is ONE BEGIN IMMEDIATE transaction holding the
+ *       conditional UPDATE of the operation and the INSERT of its
+ *       operation_events row (M16): an UPDATE that hits no row rolls back,
+ *       so a stale writer leaves neither a change nor an event. An outcome's
  *       from_status is read in the same transaction, under the write lock
- *       (Q1), so it is the status the UPDATE replaced.
- *   Q14 Each UPDATE names the state it expects, and the owner version where
- *       the protocol has one: an outcome requires status IN the expected set
- *       AND owner_version = v, and its statement can only ever name
- *       'Admitted', 'Started' and 'Unknown' (other bits are never bound), so
- *       Succeeded, Failed, NotStarted, NotApplied and NeedsReconciliation
- *       are never overwritten by an owner; a start requires Admitted AND
- *       owner_version = v AND lease_until and submit_by ahead (Q25); a
- *       takeover requires Admitted/Started/Unknown AND lease_until < now AND
- *       owner_version = v; a resolution requires NeedsReconciliation. A
- *       takeover and a resolution raise owner_version, fencing every writer
- *       that still expects the old one — a start included; an outcome and a
- *       start keep it.
- *   Q15 One clock, one instant per statement: SQLite's 'now' is fixed for
- *       one sqlite3_step, so a takeover's expiry test, its new lease_until
- *       (now + the store's recovery_lease) and its event's time are the same
- *       instant, as are an outcome's or a resolution's updated_at and the
- *       event's at (taken from RETURNING, never from this process's clock).
- *   Q16 op_may_submit is a read (no transaction; one SELECT is one WAL
- *       snapshot) of owner_version = v AND now < min(lease_until,
- *       submit_by) on SQLite's clock AND status IN (Admitted, Unknown) for a
- *       credit, Started for a payout (Q25). Any error is returned, never
- *       turned into "yes".
- *   Q17 operations.updated_at is NULL until the first status change and is
- *       read as created_at, so admission stays ONE insert (no event row,
- *       no new column written) and migration 3 needs no backfill. A takeover
- *       leaves it unchanged: it tracks status changes.
- *   Q18 op_list's statement is assembled from fixed fragments and the fixed
- *       status names, never from caller text (the bound and the limit are
- *       parameters), and so is the kind. When the status set lies within
+ *       (Q1), so it is the status the UPDATE replaced. Each UPDATE names the
+ *       state it expects and the owner version (M17); an outcome's statement
+ *       can only ever name 'Admitted', 'Started' and 'Unknown' (other bits
+ *       are never bound), so a terminal status is never overwritten by an
+ *       owner.
+ *   Q15 One clock, one instant per statement (M18): SQLite's 'now' is fixed
+ *       for one sqlite3_step, so a takeover's expiry test, its new
+ *       lease_until (now + the store's recovery_lease) and its event's time
+ *       are the same instant, as are an outcome's or a resolution's
+ *       updated_at and the event's at (taken from RETURNING, never from this
+ *       process's clock).
+ *   Q16 op_may_submit (M19) is one SELECT without a transaction: one WAL
+ *       snapshot, on SQLite's clock. Any error is returned, never turned
+ *       into "yes".
+ *   Q17 op_list's statement (M21) is assembled from fixed fragments and the
+ *       fixed status names (the bound and the limit are parameters), and so
+ *       is the kind. When the status set lies within
  *       Admitted/Started/Unknown, the recovery scan index's predicate
  *       (SQ_OWNED) is repeated verbatim: SQLite uses a partial index only
  *       when the query's WHERE implies the index's.
- *   Q25 Operation kinds (schema 7). An operation is a credit (admission's:
- *       kind's DEFAULT, so og__sq_insert_op_sql writes no new column) or a
- *       payout attempt; a NULL idempotency key or client reference reads as
- *       the operation id. A payout is sent only once Started (P1):
- *       sq_op_start_sql is the one write to Started — an Admitted payout at
- *       the owner's version whose lease_until and submit_by are ahead of the
- *       step's 'now' —, sq_op_may_submit_sql says yes for a payout only in
- *       Started, and sq_op_record_sql writes NotStarted only for a payout
- *       whose owner version a takeover raised (P2). The rebuilt operations
- *       table holds both rules as CHECKs too. Migration 7 (schema.c)
- *       rebuilds operations, operation_events and operations_archive
- *       (SQLite cannot alter a CHECK) in the migrator's transaction, with
- *       foreign keys off on the migrating connection and checked before the
- *       commit, and carries operation_events' AUTOINCREMENT high-water mark
- *       over, so no event number is ever handed out twice.
+ *   Q18 Operation kinds (M22, schema 7): the admission's insert
+ *       (og__sq_insert_op_sql) writes no new column (a credit is kind's
+ *       DEFAULT); sq_op_start_sql is the one write to Started, its lease and
+ *       submit_by tested against the step's 'now'; sq_op_may_submit_sql
+ *       says yes for a payout only in Started; sq_op_record_sql writes
+ *       NotStarted only for a payout whose owner version a takeover raised.
+ *       The rebuilt operations table holds both rules as CHECKs too.
+ *       Migration 7 (schema.c) rebuilds operations, operation_events and
+ *       operations_archive (SQLite cannot alter a CHECK) in the migrator's
+ *       transaction, with foreign keys off on the migrating connection and
+ *       checked before the commit, and carries operation_events'
+ *       AUTOINCREMENT high-water mark over, so no event number is ever
+ *       handed out twice.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +69,7 @@ static const char sq_op_event_sql[] =
     "   evidence)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
-/* Appends the event of the write just made, in its transaction (Q13). */
+/* Appends the event of the write just made, in its transaction (Q14). */
 static int sq_op_event(og__sq_conn *c, const char *id, int64_t at,
                        const char *kind, og_op_status from, og_op_status to,
                        int64_t owner_version, const char *reason,
@@ -127,7 +112,7 @@ static int sq_status_col(sqlite3_stmt *st, int col, og_op_status *out)
 
 /* May the owner at version ?2 send a create request now? ?1 the operation
  * id. A read: a credit from Admitted or Unknown, a payout only once Started
- * (Q25). */
+ * (Q18). */
 static const char sq_op_may_submit_sql[] =
     "SELECT 1 FROM operations"
     " WHERE operation_id = ?1"
@@ -160,7 +145,7 @@ int og__sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
 }
 
 /* ===========================================================================
- * A payout attempt's start (Q25: P1, P2)
+ * A payout attempt's start (Q18: P1, P2)
  * ========================================================================= */
 
 /* ?1 the operation id, ?2 the owner's version. One 'now' for the lease and
@@ -213,7 +198,7 @@ int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
     rc = sq_op_start_in(c, id, owner_version, actor, &st);
-    /* true only after COMMIT returned SQLITE_OK (Q4): then, and only then,
+    /* true only after COMMIT returned SQLITE_OK (Q2): then, and only then,
      * the caller may send (P1) */
     rc = og__sq_end(s, c, rc, st);
     if (rc == 0)
@@ -222,7 +207,7 @@ int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
 }
 
 /* ===========================================================================
- * Outcomes (Q13, Q14)
+ * Outcomes (Q14)
  * ========================================================================= */
 
 /* The status an execution write replaces, read under the write lock: ?1
@@ -235,7 +220,7 @@ enum { OP_STATUS_STATUS, OP_STATUS_NCOLS };
  * or NULL, ?4 'Started' or NULL, ?5 'Unknown' or NULL (the expected set;
  * nothing else can be replaced, Q14), ?6 new status, ?7 reason or NULL, ?8
  * provider reference or NULL. NotStarted only for a payout above the
- * initial owner version (Q25: P2), whatever store.c checked. A row only
+ * initial owner version (Q18: P2), whatever store.c checked. A row only
  * when it hit. */
 static const char sq_op_record_sql[] =
     "UPDATE operations SET status = ?6, outcome_reason = ?7,"
@@ -258,7 +243,7 @@ int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
     int rc;
 
     /* The status the UPDATE would replace: read under the write lock, so
-     * no writer runs between this read and the UPDATE (Q1, Q13). */
+     * no writer runs between this read and the UPDATE (Q1, Q14). */
     if ((rc = og__sq_stmt(c, sq_op_status_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -356,7 +341,7 @@ static int sq_op_takeover_in(og__sq_store *s, og__sq_conn *c, const char *id,
         sqlite3_reset(st);
         return rc; /* 0: owned by a live lease, moved on, or final */
     }
-    rc = og__sq_read_op(st, &op);
+    rc = og__row_operation(og__sq_row(st), 0, &op);
     at = sqlite3_column_int64(st, OP_TAKEOVER_NOW); /* the step's 'now' (Q15) */
     if (rc < 0) {
         sqlite3_reset(st);
@@ -461,7 +446,7 @@ int og__sq_op_resolve(void *impl, const char *id, og_op_status to,
 }
 
 /* ===========================================================================
- * Listing (Q18)
+ * Listing (Q17)
  * ========================================================================= */
 
 /* Appends text to sql (size n); -1 when it does not fit. */
@@ -475,7 +460,7 @@ static int sq_cat(char *sql, size_t n, const char *text)
     return 0;
 }
 
-/* The listing statement for f (Q18): status literals from the fixed status
+/* The listing statement for f (Q17): status literals from the fixed status
  * table, never caller text; the creation bound (?1) and the limit (?2)
  * bound. When the set lies within the owned statuses, the recovery scan
  * index's own predicate is repeated verbatim so the planner may use that
@@ -555,7 +540,8 @@ static int sq_op_list_on(og__sq_conn *c, const og_op_filter *f,
             l.v = v;
             cap = ncap;
         }
-        if ((rc = og__sq_read_op(st, &l.v[l.n])) < 0)
+        rc = og__row_operation(og__sq_row(st), 0, &l.v[l.n]);
+        if (rc < 0)
             break;
         l.n++;
     }
@@ -616,14 +602,14 @@ int og__sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
     og__sq_bind_opt(st, 12, idempotency_key);
     og__sq_bind_opt(st, 13, client_reference);
     if ((rc = og__sq_step(c, st)) == 1)
-        rc = og__sq_read_op(st, &op);
+        rc = og__row_operation(og__sq_row(st), 0, &op);
     else if (rc == 0)
         rc = OG_EINTERNAL; /* RETURNING always yields the row */
     if (rc < 0) {
         sqlite3_reset(st);
         goto out;
     }
-    /* Autocommit: committed when the statement completes (Q4). */
+    /* Autocommit: committed when the statement completes (Q2). */
     if ((rc = og__sq_done(c, st)) == 0)
         *out = op;
 out:
@@ -640,41 +626,7 @@ static const char sq_op_history_sql[] =
     "SELECT seq, at, kind, from_status, to_status, owner_version, reason,"
     "       provider_reference, actor, evidence"
     " FROM operation_events WHERE operation_id = ?1 ORDER BY seq";
-enum {
-    OP_HISTORY_SEQ,
-    OP_HISTORY_AT,
-    OP_HISTORY_KIND,
-    OP_HISTORY_FROM_STATUS,
-    OP_HISTORY_TO_STATUS,
-    OP_HISTORY_OWNER_VERSION,
-    OP_HISTORY_REASON,
-    OP_HISTORY_PROVIDER_REFERENCE,
-    OP_HISTORY_ACTOR,
-    OP_HISTORY_EVIDENCE,
-    OP_HISTORY_NCOLS
-};
-
-/* Fills *e from the sq_op_history_sql columns of the current row. */
-static int sq_read_event(sqlite3_stmt *st, og_op_event *e)
-{
-    memset(e, 0, sizeof *e);
-    e->seq = sqlite3_column_int64(st, OP_HISTORY_SEQ);
-    e->at_us = sqlite3_column_int64(st, OP_HISTORY_AT);
-    e->owner_version = sqlite3_column_int64(st, OP_HISTORY_OWNER_VERSION);
-    if (og__sq_text(st, OP_HISTORY_KIND, e->kind, sizeof e->kind) < 0 ||
-        sq_status_col(st, OP_HISTORY_FROM_STATUS, &e->from_status) < 0 ||
-        sq_status_col(st, OP_HISTORY_TO_STATUS, &e->to_status) < 0 ||
-        og__sq_text_opt(st, OP_HISTORY_REASON, e->reason,
-                        sizeof e->reason) < 0 ||
-        og__sq_text_opt(st, OP_HISTORY_PROVIDER_REFERENCE,
-                        e->provider_reference,
-                        sizeof e->provider_reference) < 0 ||
-        og__sq_text(st, OP_HISTORY_ACTOR, e->actor, sizeof e->actor) < 0 ||
-        og__sq_text_opt(st, OP_HISTORY_EVIDENCE, e->evidence,
-                        sizeof e->evidence) < 0)
-        return OG_EINTERNAL;
-    return 0;
-}
+/* Its columns: OP_HISTORY_* (rows.h). */
 
 static int sq_op_history_on(og__sq_conn *c, const char *id,
                             og_op_events *out)
@@ -690,16 +642,17 @@ static int sq_op_history_on(og__sq_conn *c, const char *id,
     while ((rc = og__sq_step(c, st)) == 1) {
         if (l.n == cap) {
             size_t ncap = cap ? cap * 2 : 8;
-            og_op_event *v = realloc(l.v, ncap * sizeof *v);
+            og_op_event *v;
 
-            if (!v) {
+            if (cap == OG__OP_HISTORY_MAX ||
+                !(v = realloc(l.v, ncap * sizeof *v))) {
                 rc = OG_ENOMEM;
                 break;
             }
             l.v = v;
             cap = ncap;
         }
-        if ((rc = sq_read_event(st, &l.v[l.n])) < 0)
+        if ((rc = og__row_op_event(og__sq_row(st), &l.v[l.n])) < 0)
             break;
         l.n++;
     }

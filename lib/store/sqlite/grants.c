@@ -2,28 +2,30 @@
  * grants.c — the SQLite store's grant lifecycle: issuance, the revocation
  * of one grant, family revocation, the consume verdict and tickets.
  *
- * Besides Q1, Q9 and Q23 (internal.h), these calls protect:
+ * These keep M12-M15 (lib/store/store_int.h). Besides Q1, Q5 and Q6
+ * (internal.h):
  *
- *   Q8  Every grant-lifecycle call — issuance, revocation, family
- *       revocation, the consume verdict, ticket creation and rotation — is
- *       ONE BEGIN IMMEDIATE transaction on a pool connection holding all its
- *       statements (og__sq_begin/og__sq_end), with the admission's deadline
- *       (Q7). What it reads and what it writes are one state: no other
- *       writer runs in between (Q1). An outcome that wrote nothing rolls
- *       back; any other is answered only after COMMIT returned SQLITE_OK.
- *   Q11 Presenting a rotated ticket is theft: the family is revoked in the
- *       same transaction that saw the reuse, before the reuse is answered.
- *   Q12 The fallback revocation retention (now + max grant lifetime + issue
- *       skew + leeway) is computed by a statement that runs after the write
- *       lock was taken, so a lock wait never shortens it (PostgreSQL's
- *       clock_timestamp()).
+ *   Q11 Every write of this backend — here each grant-lifecycle call:
+ *       issuance, revocation, family revocation, the consume verdict,
+ *       ticket creation and rotation — is ONE BEGIN IMMEDIATE transaction on
+ *       a pool connection holding all its statements (og__sq_begin/
+ *       og__sq_end), with the admission's deadline (Q4). What it reads and
+ *       what it writes are one state: no other writer runs in between (Q1).
+ *       An outcome that wrote nothing rolls back; any other is answered only
+ *       after COMMIT returned SQLITE_OK (M12, Q2).
+ *   Q12 Presenting a rotated ticket is theft (M15): the family is revoked in
+ *       the same transaction that saw the reuse, before the reuse is
+ *       answered.
+ *   Q13 The fallback revocation retention (now + max grant lifetime + issue
+ *       skew + leeway, M14) is computed by a statement that runs after the
+ *       write lock was taken, so a lock wait never shortens it (M6).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* The fallback retention beyond now (Q12). */
+/* The fallback retention beyond now (Q13). */
 static int64_t sq_fallback_us(const og_timings *t)
 {
     return t->max_grant_lifetime_us + t->issue_time_skew_us +
@@ -99,7 +101,7 @@ static int sq_issue_in(og__sq_conn *c, const og__issuance_req *req,
     sqlite3_stmt *st;
     int rc;
 
-    /* The family first: ordered against its revocation (Q9). */
+    /* The family first: ordered against its revocation (Q5). */
     if ((rc = sq_family_ensure(c, req->issuer, req->family)) <= 0) {
         *out = OG_ISSUE_FAMILY_REVOKED;
         return rc;
@@ -164,7 +166,7 @@ int og__sq_issuance_record(void *impl, const og__issuance_req *req,
 /* One grant's revocation, token form: ?1 issuer, ?2 grant id, ?3 trusted
  * expires_at (0: none), ?4 leeway, ?5 max lifetime + issue skew + leeway.
  * Retained until the trusted expiry + leeway, else the issuance log's, else
- * the fallback (Q12); nothing without proof of issuance. */
+ * the fallback (Q13); nothing without proof of issuance. */
 #define SQ_REVOKE_TOKEN_SQL(K)                                                 \
     SQ_CLAIM_INTO(K, "?1", "?2") "NULL, r.now, r.retain, 'revocation'"         \
     " FROM (SELECT t.now, CASE WHEN ?3 > 0 THEN ?3 + ?4 ELSE"                  \
@@ -245,7 +247,7 @@ int og__sq_revoke(void *impl, const og__revoke_req *req,
 }
 
 /* ===========================================================================
- * Family revocation (Q9)
+ * Family revocation (Q5)
  * ========================================================================= */
 
 static int sq_strcmp(const void *a, const void *b)
@@ -287,7 +289,7 @@ static const char sq_family_revoke_sql[] =
 
 /* The family's live token-form grants (readable: claimed as a set, their
  * ids RETURNED): ?1 issuer, ?2 family, ?3 leeway, ?4 max lifetime + issue
- * skew + leeway (the fallback, Q12). INDEXED BY: without ANALYZE statistics
+ * skew + leeway (the fallback, Q13). INDEXED BY: without ANALYZE statistics
  * the planner prefers the issuer's whole primary-key range, a scan of all
  * its grants under the write lock. A hashed table cannot RETURN a grant
  * id, so the hashed store lists the same rows with sq_family_tokens_sql
@@ -326,7 +328,7 @@ static const char sq_family_revoke_rows_sql[] =
     "   AND consumed_at IS NULL AND revoked_at IS NULL"
     " RETURNING grant_id";
 
-/* A hashed store's claims of the family's live token-form grants (Q23): the
+/* A hashed store's claims of the family's live token-form grants (Q6): the
  * table cannot RETURN a grant id, so the grants are listed
  * (sq_family_tokens_sql: the very rows and retention
  * sq_family_revoke_tokens_sql would claim, at one 'now') and each key is
@@ -470,7 +472,7 @@ static int sq_consume_in(og__sq_store *s, og__sq_conn *c,
     if ((rc = og__sq_family_state(c, req->issuer, req->family, &fam)) < 0)
         return rc;
     if (fam != SQ_FAM_MISSING && fam != SQ_FAM_REVOKED) {
-        /* The admission's claim with no operation (Q9, Q3). */
+        /* The admission's claim with no operation (Q5, Q9). */
         if ((rc = og__sq_claim(s, c, req, NULL, out->family)) < 0)
             return rc;
         if (rc == 1) {
@@ -508,7 +510,7 @@ int og__sq_consume(void *impl, const og__admit_req *req,
 }
 
 /* ===========================================================================
- * Tickets (Q11): hashes only; store.c hashes the text
+ * Tickets (M15, Q12): hashes only; lib/store/grants.c hashes the text
  * ========================================================================= */
 
 /* ?1 hash, ?2 issuer, ?3 family. */
@@ -541,7 +543,7 @@ int og__sq_ticket_create(void *impl, const char *issuer, const char *family,
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    /* The family first, ordered against its revocation (Q9). */
+    /* The family first, ordered against its revocation (Q5). */
     if ((rc = sq_family_ensure(c, issuer, family)) == 1 &&
         (rc = sq_ticket_insert(c, hash, issuer, family)) == 0) {
         o = OG_TICKET_ISSUED;
@@ -625,7 +627,7 @@ static int sq_ticket_rotate_in(og__sq_store *s, og__sq_conn *c,
     }
     if (rotated) {
         /* Reuse, including a concurrent presentation that lost the race:
-         * theft. The family goes in this same transaction (Q11). */
+         * theft. The family goes in this same transaction (Q12). */
         *out = OG_TICKET_REUSED;
         return sq_family_revoke_in(s, c, issuer, family, NULL, keep);
     }

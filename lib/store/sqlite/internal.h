@@ -5,66 +5,69 @@
  * files of lib/store/sqlite/ include it.
  *
  * The embedded store: SQLite in WAL mode, one host, any number of threads
- * and processes on one file. SQLite has no data-modifying CTEs, so the
- * admission is ONE write transaction (BEGIN IMMEDIATE … COMMIT) holding the
- * claim and the operation insert — admit.c — and so is every
- * grant-lifecycle call (Q8, grants.c). Each file's header states the
- * invariants it carries:
+ * and processes on one file. It keeps the method contract (M1-M35,
+ * lib/store/store_int.h) with the database's one write lock: SQLite has no
+ * data-modifying CTEs, so the admission is ONE write transaction (BEGIN
+ * IMMEDIATE … COMMIT) holding the claim and the operation insert —
+ * admit.c — and so is every other write (Q11). Q1-Q28 below and in each
+ * file's header say how; each file's header names the M it keeps:
  *
  *   conn.c        connections, the statement cache, transactions, the
  *                 clock, error classification, the method table
  *   schema.c      migrations, the schema version, the consumption keys
- *                 mode (Q10)
- *   admit.c       the admission and its group commit (Q2, Q3, Q22, G1-G5)
+ *                 mode (Q7)
+ *   admit.c       the admission and its group commit (Q8-Q10, G1-G5)
  *   grants.c      issuance, revocation, families, the consume verdict,
- *                 tickets (Q8, Q11, Q12)
- *   exec.c        the ownership protocol (Q13-Q18, Q25)
+ *                 tickets (Q11-Q13)
+ *   exec.c        the ownership protocol (Q14-Q18)
  *   retention.c   cleanup and archiving (Q19-Q21)
- *   redeem.c      redemption recovery points (Q24)
- *   payout.c      the payout store's decision side (Q26-Q28)
- *   payout_run.c  jobs, the claim, the resolution, payout grants (Q29-Q32)
+ *   redeem.c      redemption recovery points (M26)
+ *   payout.c      the payout store's records and the decision's steps
+ *                 (Q22-Q24)
+ *   payout_run.c  jobs, the claim's and the resolution's steps, payout
+ *                 grants (Q25-Q28)
  *   explain.c     og_store_explain's plans
  *
- * The invariants every file relies on:
+ * What every file relies on:
  *
- *   Q1  One writer at a time: BEGIN IMMEDIATE takes the database's write lock
- *       before the claim reads anything, so two connections — in one process
- *       or two — can never both see the key as free. The PRIMARY KEY on
- *       grant_consumptions is the atomic check inside that lock.
- *   Q4  Durable before ADMITTED: WAL with synchronous=FULL fsyncs the WAL at
- *       every commit, and ADMITTED is returned only after COMMIT returned
- *       SQLITE_OK. A busy database past busy_timeout, an I/O error or a
- *       commit that fails is OG_ESTORE_UNAVAILABLE, never REFUSED.
- *   Q5  Amounts are canonical decimal TEXT — never REAL — so equality is exact.
- *   Q6  A connection whose transaction state is unknown (ROLLBACK failed) is
- *       closed, never reused.
- *   Q7  Every wait is bounded by the store timeout, measured from the start
- *       of the call: the admissions of one store object queue for group
- *       commit (admit.c, "Group commit"; a waiting thread is woken, it does
- *       not poll), and the cross-process wait for SQLite's write lock polls
- *       with short jittered sleeps (sq_busy, conn.c) until the same
+ *   Q1  One writer at a time (M8): BEGIN IMMEDIATE takes the database's
+ *       write lock before the claim reads anything, so two connections —
+ *       in one process or two — can never both see the key as free. The
+ *       PRIMARY KEY on grant_consumptions is the atomic check inside that
+ *       lock. Every write transaction of this backend takes it first, so
+ *       what one reads no other changes before it commits (M28).
+ *   Q2  Durable before reported (M2): WAL with synchronous=FULL fsyncs the
+ *       WAL at every commit, and a write is reported only after COMMIT
+ *       returned SQLITE_OK. A busy database past the deadline, an I/O error
+ *       or a commit that fails is OG_ESTORE_UNAVAILABLE
+ *       (og__sqlite_classify, conn.c), never REFUSED; a connection whose
+ *       ROLLBACK failed is closed (M4: og__sq_end).
+ *   Q3  Amounts are canonical decimal TEXT — never REAL — so equality is
+ *       exact.
+ *   Q4  Every wait is bounded by the store timeout, measured from the start
+ *       of the call (M3): the admissions of one store object queue for
+ *       group commit (admit.c, "Group commit"; a waiting thread is woken, it
+ *       does not poll), and the cross-process wait for SQLite's write lock
+ *       polls with short jittered sleeps (sq_busy, conn.c) until the same
  *       deadline. SQLite's default handler sleeps up to 100 ms between
  *       polls, which starved waiters past their timeout under 16+
  *       concurrent callers.
- *   Q9  Family ordering. An admission, consume, issuance, ticket creation or
- *       rotation in a family reads the family's row inside its write
- *       transaction and claims or writes only when the row exists with
- *       revoked_at NULL; a family revocation marks that row and revokes the
- *       family's live grants in its own write transaction. The write lock
- *       orders them: an admission committed first holds its key and is not
- *       in the revocation's list; one that runs after is refused
- *       (family_blocked). PostgreSQL gets the same order from FOR SHARE on
- *       the family's row.
- *   Q23 Consumption keys (schema 5). A readable store keys grant_consumptions
- *       by (issuer, grant_id); a hashed one by key_hash =
- *       og_consumption_key(issuer, grant_id) alone, its PRIMARY KEY and ON
- *       CONFLICT target, and keeps no identifier in the table (operations
- *       keep them). The mode is read from og_store_settings once per store
+ *   Q5  Family ordering (M13). An admission, consume, issuance, ticket
+ *       creation or rotation in a family reads the family's row inside its
+ *       write transaction and claims or writes only when the row exists
+ *       with revoked_at NULL; a family revocation marks that row and
+ *       revokes the family's live grants in its own write transaction. The
+ *       write lock orders them: an admission committed first holds its key
+ *       and is not in the revocation's list; one that runs after is refused
+ *       (family_blocked).
+ *   Q6  Consumption keys (M11). A hashed store's key_hash is the PRIMARY KEY
+ *       and ON CONFLICT target of grant_consumptions; operations keep the
+ *       identifiers. The mode is read from og_store_settings once per store
  *       object (og__sq_read_keys, schema.c) and picks one of two variants of
  *       each statement that touches the table (SQ_KEYED); both variants come
  *       from ONE template (SQ_CLAIM_SQL(K), SQ_READ_CONSUMPTION_SQL(K),
- *       SQ_REVOKE_TOKEN_SQL(K), SQ_CLEANUP_SQL(K)), so Q1-Q3, Q8, Q9, Q12
- *       and the retention invariants Q19, Q20 and Q22 (the claim's
+ *       SQ_REVOKE_TOKEN_SQL(K), SQ_CLEANUP_SQL(K)), so Q1, Q5, Q8, Q9, Q13
+ *       and the retention invariants Q19, Q20 and Q10 (the claim's
  *       archived-id condition is in the template) hold for both
  *       unchanged; the operation archives keep identifiers, as operations
  *       do, and are the same in both modes. A family's revocation, whose
@@ -78,7 +81,7 @@
  *       the issuance log's ids and migration 5's rewrite alike.
  *
  * Timestamps are INTEGER microseconds since the Unix epoch at the
- * millisecond resolution of SQLite's clock.
+ * millisecond resolution of SQLite's clock (M6).
  */
 #ifndef OG_STORE_SQLITE_INTERNAL_H
 #define OG_STORE_SQLITE_INTERNAL_H
@@ -88,6 +91,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/rows.h"
 #include "store/store_int.h"
 
 /* ===========================================================================
@@ -101,42 +105,21 @@
 #define SQ_STR_(x) #x
 #define SQ_STR(x) SQ_STR_(x)
 
-/* The columns admission writes, in the order og__sq_read_op() reads them. */
+/* The columns admission writes, in the order og__row_operation() reads
+ * them (OP_*, rows.h). */
 #define SQ_OP_INSERT_COLS                                                     \
     "operation_id, issuer, grant_id, caller_id, account_id, amount, "         \
     "currency, status, owner_version, lease_until, submit_by, created_at"
 
-/* Every read of an operation (og__sq_read_op()): the admitted columns, then
- * migration 3's, then migration 7's. updated_at is NULL until the first
- * status change (Q17); a NULL idempotency key or client reference is the
- * operation id (Q25). */
+/* Every read of an operation (og__row_operation(), OP_*: rows.h): the
+ * admitted columns, then migration 3's, then migration 7's. updated_at is
+ * NULL until the first status change (M20); a NULL idempotency key or
+ * client reference is the operation id (M22). */
 #define SQ_OP_COLS                                                            \
     SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
     " provider_reference, outcome_reason, kind,"                              \
     " coalesce(idempotency_key, operation_id),"                               \
     " coalesce(client_reference, operation_id)"
-/* ...and their indexes in a row that starts with them. */
-enum {
-    OP_OPERATION_ID,
-    OP_ISSUER,
-    OP_GRANT_ID,
-    OP_CALLER_ID,
-    OP_ACCOUNT_ID,
-    OP_AMOUNT,
-    OP_CURRENCY,
-    OP_STATUS,
-    OP_OWNER_VERSION,
-    OP_LEASE_UNTIL,
-    OP_SUBMIT_BY,
-    OP_CREATED_AT,
-    OP_UPDATED_AT,
-    OP_PROVIDER_REFERENCE,
-    OP_OUTCOME_REASON,
-    OP_KIND,
-    OP_IDEMPOTENCY_KEY,
-    OP_CLIENT_REFERENCE,
-    OP_NCOLS /* the columns SQ_OP_COLS names */
-};
 
 /* Every stored column of operations and operation_events up to schema 6
  * (what migration 7 copies), and from schema 7 (what the archives repeat). */
@@ -150,12 +133,12 @@ enum {
 
 /* Status sets as migration 7 leaves them in the schema; each partial
  * index's predicate is repeated verbatim by the statements that use the
- * index (Q18, Q21). */
+ * index (Q17, Q21). */
 #define SQ_OWNED "('Admitted', 'Started', 'Unknown')"
 #define SQ_TERMINAL "('Succeeded', 'Failed', 'NotStarted', 'NotApplied')"
 
 /* The statements that claim, read or delete a consumption key are written
- * once each as a template of K, READABLE or HASHED (Q23), and declared in
+ * once each as a template of K, READABLE or HASHED (Q6), and declared in
  * both variants (name_sql and name_hashed_sql) beside the function that runs
  * them. A readable store runs exactly the statements schema 4 ran. */
 #define SQ_KCOLS_READABLE "issuer, grant_id"
@@ -178,7 +161,7 @@ enum {
     " RETURNING " SQ_KRET_##K
 
 /* The variant of statement name (name_sql, name_hashed_sql) in the store's
- * consumption keys (Q23). */
+ * consumption keys (Q6). */
 #define SQ_KEYED(s, name)                                                      \
     ((s)->keys == OG_KEYS_HASHED ? name##_hashed_sql : name##_sql)
 
@@ -196,7 +179,7 @@ typedef struct og__sq_store {
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     struct og__sq_waiter *head, *tail;
     bool leading;
-    og_consumption_keys keys; /* Q23: read by og__sq_read_keys at open */
+    og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
 /* The per-connection statement cache. A statement is identified by its
@@ -222,20 +205,23 @@ typedef struct og__sq_conn {
     uint8_t slot[SQ_STMT_SLOTS]; /* 0: free; else index + 1 into stmt */
     int64_t deadline_us; /* CLOCK_MONOTONIC; the busy handler gives up here */
     uint32_t jitter;     /* xorshift state for the busy handler's sleeps */
+    /* The instant an open payout resolution's writes share: its outcome's,
+     * set by og__sq_payout_resolve_record (payout_run.c). */
+    int64_t txn_at_us;
 } og__sq_conn;
 
 /* ---- conn.c: connections ------------------------------------------------ */
 
 /* CLOCK_MONOTONIC in microseconds. */
 int64_t og__sq_mono_us(void);
-/* Arms the deadline for one store call on c (Q7). */
+/* Arms the deadline for one store call on c (Q4). */
 void og__sq_arm(og__sq_conn *c, int64_t deadline_us);
 /* Opens a configured connection to s's file; create=true only for
  * migrations, so opening a store that was never migrated does not leave an
  * empty file behind. */
 int og__sq_open_db(const og__sq_store *s, bool create, sqlite3 **out);
-/* A pool connection armed with the store timeout from now (Q7), and its
- * return; broken closes it (Q6). */
+/* A pool connection armed with the store timeout from now (Q4), and its
+ * return; broken closes it (M4). */
 int og__sq_acquire(og__sq_store *s, og__sq_conn **out);
 void og__sq_release(og__sq_store *s, og__sq_conn *c, bool broken);
 
@@ -262,7 +248,7 @@ int og__sq_done(og__sq_conn *c, sqlite3_stmt *st);
  * Runs it to completion and resets it. */
 int og__sq_one_i64(og__sq_conn *c, sqlite3_stmt *st, int64_t *v);
 /* Ends a failed transaction. false when the connection's state is unknown
- * and it must be closed (Q6). */
+ * and it must be closed (M4). */
 bool og__sq_rollback(og__sq_conn *c);
 
 /* ---- conn.c: rows ------------------------------------------------------- */
@@ -274,8 +260,8 @@ int og__sq_text(sqlite3_stmt *st, int col, char *dst, size_t n);
 int og__sq_text_opt(sqlite3_stmt *st, int col, char *dst, size_t n);
 /* Binds text, or NULL for NULL or "" (no family, no operation). */
 void og__sq_bind_opt(sqlite3_stmt *st, int i, const char *text);
-/* Fills *op from the SQ_OP_COLS columns of the current row (OP_*). */
-int og__sq_read_op(sqlite3_stmt *st, og_operation *op);
+/* The current row of st, for the readers of rows.h. */
+og__row og__sq_row(sqlite3_stmt *st);
 /* A one-row read on a pool connection, outside a transaction (one SELECT
  * is one WAL snapshot): statement sql with ?1 key (and ?2 n when the
  * statement has it); on a row, read(s, st, out). 1 read, 0 no row, or the
@@ -287,12 +273,10 @@ int og__sq_read_row(og__sq_store *s, const char *sql, const char *key,
 
 /* ---- conn.c: transactions and the clock --------------------------------- */
 
-/* ONE write transaction on a pool connection (Q8): takes the connection,
+/* ONE write transaction on a pool connection (Q11): takes the connection,
  * arms the call's deadline and runs BEGIN IMMEDIATE, the write lock first
- * (Q1). og__sq_begin_read opens a read transaction instead: one snapshot
- * for several reads. */
+ * (Q1). */
 int og__sq_begin(og__sq_store *s, og__sq_conn **out);
-int og__sq_begin_read(og__sq_store *s, og__sq_conn **out);
 /* BEGIN IMMEDIATE and COMMIT on a connection the caller holds (the group
  * commit's batch, admit.c). 0 or the error. */
 int og__sq_begin_on(og__sq_conn *c);
@@ -300,7 +284,7 @@ int og__sq_commit(og__sq_conn *c);
 /* Ends the transaction og__sq_begin() opened: COMMIT when rc is 0 and
  * keep, else ROLLBACK, and gives the connection back. Returns rc, or the
  * commit's error (the write is then not confirmed: OG_ESTORE_UNAVAILABLE,
- * Q4). */
+ * Q2). */
 int og__sq_end(og__sq_store *s, og__sq_conn *c, int rc, bool keep);
 /* SQLite's clock now (SQ_NOW), in *now. 0 or the error. */
 int og__sq_clock(og__sq_conn *c, int64_t *now);
@@ -314,14 +298,14 @@ typedef enum og__sq_family {
     SQ_FAM_REVOKED,
 } og__sq_family;
 
-/* The family's row, read inside the caller's write transaction (Q9). */
+/* The family's row, read inside the caller's write transaction (Q5). */
 int og__sq_family_state(og__sq_conn *c, const char *issuer,
                         const char *family, og__sq_family *state);
-/* The claim for req in its form, on SQLite's clock (Q3): by op_id, or by
+/* The claim for req in its form, on SQLite's clock (Q9): by op_id, or by
  * the consume verdict when op_id is NULL. 1 when this statement took the
  * grant (row form: the row's family copied into row_family, "" for none),
  * 0 when it took nothing, or the error. The caller has checked the family
- * (Q9). */
+ * (Q5). */
 int og__sq_claim(og__sq_store *s, og__sq_conn *c, const og__admit_req *req,
                  const char *op_id, char row_family[OG_ID_MAX + 1]);
 /* After a claim that took nothing, inside the same transaction: what holds
@@ -353,14 +337,14 @@ int og__sq_grant_insert(og__sq_conn *c, const char *issuer,
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record) inside c's transaction
- * (Q13, Q14): *recorded and, when at_out is not NULL, the event's time. */
+ * (Q14): *recorded and, when at_out is not NULL, the event's time. */
 int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
                         int64_t owner_version, const og_op_outcome *o,
                         bool *recorded, int64_t *at_out);
 
 /* ---- payout.c ----------------------------------------------------------- */
 
-/* One payout history entry (Q26): NULL (or 0) fields are absent. */
+/* One payout history entry (Q22): NULL (or 0) fields are absent. */
 typedef struct og__sq_payout_event {
     const char *payout_id;
     int64_t at;
@@ -374,104 +358,66 @@ typedef struct og__sq_payout_event {
 int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e);
 
 /* ===========================================================================
- * The methods (og__sqlite_methods, conn.c), in the table's order
+ * The methods (og__sqlite_methods, conn.c), each of its slot's type
+ * (store_int.h), in the order of the files that define them
  * ========================================================================= */
 
 /* schema.c */
-int og__sq_schema_version(void *impl, int *version);
-int og__sq_migrate(void *impl, og_consumption_keys keys, int target,
-                   int *from, int *to);
-int og__sq_read_keys(void *impl, og_consumption_keys *keys);
+og__store_schema_version_fn og__sq_schema_version;
+og__store_migrate_fn og__sq_migrate;
+og__store_read_keys_fn og__sq_read_keys;
 /* admit.c */
-int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out);
-int og__sq_operation_get(void *impl, const char *id, og_operation *out);
+og__store_admit_fn og__sq_admit;
+og__store_operation_get_fn og__sq_operation_get;
 /* grants.c */
-int og__sq_issuance_record(void *impl, const og__issuance_req *req,
-                           og_issue_outcome *out);
-int og__sq_revoke(void *impl, const og__revoke_req *req,
-                  og_revoke_outcome *out);
-int og__sq_family_revoke(void *impl, const char *issuer, const char *family,
-                         og_strv *out);
-int og__sq_consume(void *impl, const og__admit_req *req,
-                   og_consume_result *out);
-int og__sq_ticket_create(void *impl, const char *issuer, const char *family,
-                         const char *hash, og_ticket_outcome *out);
-int og__sq_ticket_rotate(void *impl, const char *old_hash,
-                         const char *new_hash, og_ticket_outcome *out,
-                         char *issuer, char *family);
+og__store_issuance_record_fn og__sq_issuance_record;
+og__store_revoke_fn og__sq_revoke;
+og__store_family_revoke_fn og__sq_family_revoke;
+og__store_consume_fn og__sq_consume;
+og__store_ticket_create_fn og__sq_ticket_create;
+og__store_ticket_rotate_fn og__sq_ticket_rotate;
 /* exec.c */
-int og__sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
-                         bool *may);
-int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
-                    const char *actor, bool *started);
-int og__sq_op_record(void *impl, const char *id, unsigned expected,
-                     int64_t owner_version, const og_op_outcome *o,
-                     bool *recorded);
-int og__sq_op_takeover(void *impl, const char *id, int64_t owner_version,
-                       const char *actor, og_operation *out, bool *taken);
-int og__sq_op_resolve(void *impl, const char *id, og_op_status to,
-                      const char *operator_id, const char *reason,
-                      const char *evidence, const char *provider_reference,
-                      bool *resolved);
-int og__sq_op_list(void *impl, const og_op_filter *f, og_op_list *out);
-int og__sq_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
-                     const char *idempotency_key,
-                     const char *client_reference, og_operation *out);
-int og__sq_op_history(void *impl, const char *id, og_op_events *out);
+og__store_op_may_submit_fn og__sq_op_may_submit;
+og__store_op_start_fn og__sq_op_start;
+og__store_op_record_fn og__sq_op_record;
+og__store_op_takeover_fn og__sq_op_takeover;
+og__store_op_resolve_fn og__sq_op_resolve;
+og__store_op_list_fn og__sq_op_list;
+og__store_op_insert_fn og__sq_op_insert;
+og__store_op_history_fn og__sq_op_history;
 /* retention.c */
-int og__sq_cleanup_batch(void *impl, int batch, int64_t *from_us,
-                         og_cleanup_stats *out);
-int og__sq_archive_batch(void *impl, int64_t older_than_us,
-                         og_archive_mode mode, int batch, int64_t *from_us,
-                         og_archive_stats *out);
+og__store_cleanup_batch_fn og__sq_cleanup_batch;
+og__store_archive_batch_fn og__sq_archive_batch;
 /* explain.c */
-int og__sq_explain(void *impl, int batch, FILE *out);
+og__store_explain_fn og__sq_explain;
 /* redeem.c */
-int og__sq_redemption_put(void *impl, const og_redemption_record *r,
-                          bool *inserted);
-int og__sq_redemption_get(void *impl, const char *caller, const char *key,
-                          const char *code_hash, og_redemption_found *found,
-                          og_redemption_point *out);
+og__store_redemption_put_fn og__sq_redemption_put;
+og__store_redemption_get_fn og__sq_redemption_get;
 /* payout.c */
-int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out);
-int og__sq_payout_beneficiary_put(void *impl,
-                                  const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out);
-int og__sq_payout_destination_put(void *impl,
-                                  const og__payout_destination_req *r,
-                                  og_payout_put_result *out);
-int og__sq_payout_destination_token(void *impl, const char *id,
-                                    int64_t version, char *out,
-                                    size_t outlen);
-int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out);
-int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out);
-int og__sq_payout_get(void *impl, const char *id, og_payout_view *out);
-int og__sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
-                        og__payout_facts *out);
-int og__sq_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out);
+og__store_payout_tenant_put_fn og__sq_payout_tenant_put;
+og__store_payout_beneficiary_put_fn og__sq_payout_beneficiary_put;
+og__store_payout_destination_put_fn og__sq_payout_destination_put;
+og__store_payout_destination_token_fn og__sq_payout_destination_token;
+og__store_payout_draft_fn og__sq_payout_draft;
+og__store_payout_cancel_fn og__sq_payout_cancel;
+og__store_payout_get_fn og__sq_payout_get;
+og__store_payout_facts_fn og__sq_payout_facts;
+og__store_payout_reserve_fn og__sq_payout_reserve;
+og__store_payout_decision_write_fn og__sq_payout_decision_write;
+og__store_payout_decision_issue_fn og__sq_payout_decision_issue;
 /* payout_run.c */
-int og__sq_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out);
-int og__sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
-                          bool *acked);
-int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
-                               int64_t delay_us, bool *postponed);
-int og__sq_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out);
-int og__sq_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out);
-int og__sq_payout_job_resubmit(void *impl, const char *id, const char *actor,
-                               const char *new_id);
-int og__sq_payout_grant_get(void *impl, const char *grant_id,
-                            og_payout_grant_view *out);
-int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out);
-int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
-                               int64_t *taken);
+og__store_payout_job_take_fn og__sq_payout_job_take;
+og__store_payout_job_ack_fn og__sq_payout_job_ack;
+og__store_payout_job_postpone_fn og__sq_payout_job_postpone;
+og__store_payout_claim_facts_fn og__sq_payout_claim_facts;
+og__store_payout_claim_write_fn og__sq_payout_claim_write;
+og__store_payout_resolve_record_fn og__sq_payout_resolve_record;
+og__store_payout_resolve_facts_fn og__sq_payout_resolve_facts;
+og__store_payout_resolve_write_fn og__sq_payout_resolve_write;
+og__store_payout_job_resubmit_fn og__sq_payout_job_resubmit;
+og__store_payout_grant_get_fn og__sq_payout_grant_get;
+og__store_payout_grant_revoke_fn og__sq_payout_grant_revoke;
+og__store_payout_expire_batch_fn og__sq_payout_expire_batch;
 
 /* ===========================================================================
  * The statements explain.c plans, declared beside the functions that run

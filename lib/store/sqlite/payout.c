@@ -1,43 +1,32 @@
 /*
- * payout.c — the SQLite payout store's decision side (schema 8): tenant,
- * beneficiary and destination puts, the executor's read of a destination
- * token, drafts, cancellations, og_payout_get, the facts and the decision.
- * What runs a decided payout is payout_run.c.
+ * payout.c — the SQLite payout store's records and decision steps (schema
+ * 8): tenant, beneficiary and destination puts, the executor's read of a
+ * destination token, drafts, cancellations, og_payout_get, the facts, and
+ * the decision's steps (the reservation, the decision's row, what an
+ * Allowed decision enables), which lib/store/payout.c runs in one
+ * transaction (S6). What runs a decided payout is payout_run.c.
  *
- * Every write is ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end,
- * as in Q8) holding its history entries; a write that changed nothing rolls
- * back and reports why from a read of the same transaction. Invariants:
+ * These keep M27-M31 (lib/store/store_int.h). Every write is ONE BEGIN
+ * IMMEDIATE transaction (og__sq_begin/og__sq_end, as Q11) holding its
+ * history entries; a write that changed nothing rolls back and reports the
+ * records from a read of the same transaction. How:
  *
- *   Q26 The payout decision (og_payout_decide, og__sq_payout_decide) is ONE
- *       BEGIN IMMEDIATE transaction: it reads the facts — the payout, its
- *       tenant's settings, beneficiary and destination, the release day's
- *       counters — under the write lock (Q1), so none can change before it
- *       commits; the pure core decides (og__payout_plan_decide,
- *       lib/store/payout_plan.c); then it writes. Allowed: the reservation
- *       (Q27), the decision row, the approval with the attempt number
- *       (Q28), the grant's `grants` row (issuer 'payouts', row form, no
- *       family, the window's end as its expiry), its bindings, the job and
- *       a payout_events entry per step, all at one instant of SQLite's
- *       clock. Anything else: the decision row and its entry alone. Any
- *       failure, the fault points OG__FAULT_DECIDE_* included, rolls all
- *       of it back. Decisions and history entries are never changed or
- *       removed: triggers abort every UPDATE and DELETE of payout_decisions
- *       and payout_events.
- *   Q27 The reservation is ONE conditional write of the tenant's day row
- *       (og__sq_payout_reserve_sql: INSERT ... ON CONFLICT DO UPDATE ...
- *       WHERE paid + reserved + amount <= daily_limit). Under the write lock
- *       it checks the very counters the decision read, so it takes whatever
- *       the core allowed; should it take nothing, the decision written is
- *       Denied tenant.daily-limit, alone. The day is the release day of the
- *       grant's not_before at the tenant's offset (og_payout_release_day),
- *       kept on the binding, so a release goes back to that day whatever
- *       the offset becomes.
- *   Q28 The attempt number is attempt_count + 1, allocated by the
- *       approval's conditional UPDATE (sq_payout_approve_sql: the version
- *       read, the state the mode expects, no active attempt) in the
- *       decision's transaction; re-authorizations are serialized by the
- *       write lock, and payout_grants' UNIQUE (payout_id, attempt_number) is
- *       the schema's own guard.
+ *   Q22 The decision's transaction is BEGIN IMMEDIATE (og__sq_begin through
+ *       txn_begin): the facts — the payout, its tenant's settings,
+ *       beneficiary and destination, the release day's counters — are read
+ *       under the write lock (Q1), so none can change before it commits
+ *       (M28), and everything it writes shares one instant of SQLite's
+ *       clock, read once (M29). Decisions and history entries are never
+ *       changed or removed: triggers abort every UPDATE and DELETE of
+ *       payout_decisions and payout_events (M27).
+ *   Q23 The reservation (M30) is og__sq_payout_reserve_sql: INSERT ... ON
+ *       CONFLICT DO UPDATE ... WHERE paid + reserved + amount <=
+ *       daily_limit. Under the write lock it checks the very counters the
+ *       decision read, so it takes whatever the core allowed.
+ *   Q24 The attempt number (M31) is allocated by the approval's conditional
+ *       UPDATE (sq_payout_approve_sql: the version read, the state the mode
+ *       expects, no active attempt); re-authorizations are serialized by the
+ *       write lock.
  */
 #include <string.h>
 
@@ -53,7 +42,7 @@ static void sq_bind_i64_opt(sqlite3_stmt *st, int i, int64_t v)
 }
 
 /* ===========================================================================
- * History (Q26)
+ * History (Q22)
  * ========================================================================= */
 
 /* ?1 payout, ?2 at, ?3 kind, ?4 actor, ?5 correlation, ?6 decision,
@@ -93,17 +82,13 @@ int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e)
  * Puts
  * ========================================================================= */
 
-/* Every put's report (sq_payout_*_state_sql), one row: the record's version
- * (NULL: none), whether its fixed field matches ?2, whether what it names
- * exists. */
-enum { PUT_STORED, PUT_FIXED_MATCHES, PUT_NAMED_EXISTS, PUT_NCOLS };
+/* Every put's report (sq_payout_*_state_sql), one row: PUT_REPORT_*
+ * (rows.h), the fixed field matched against ?2. */
 
 /* Finishes a put whose write statement w and report statement state are
- * bound: WRITTEN with the version w returned, else the report's meaning
- * (og__payout_put_classify). *keep when written. */
+ * bound: written with the version w returned, else the report. */
 static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
-                         int64_t expected, og_payout_put_result *out,
-                         bool *keep)
+                         og__payout_put_report *out)
 {
     int64_t v = 0;
     int rc = og__sq_one_i64(c, w, &v);
@@ -112,21 +97,13 @@ static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
         sqlite3_reset(state);
         if (rc < 0)
             return rc;
-        out->outcome = OG_PAYOUT_WRITTEN;
+        out->written = true;
         out->version = v;
-        *keep = true;
         return 0;
     }
-    if ((rc = og__sq_step(c, state)) == 1) {
-        bool exists =
-            sqlite3_column_type(state, PUT_STORED) != SQLITE_NULL;
-
-        out->outcome = og__payout_put_classify(
-            expected, exists, sqlite3_column_int64(state, PUT_STORED),
-            sqlite3_column_int(state, PUT_FIXED_MATCHES) != 0,
-            sqlite3_column_int(state, PUT_NAMED_EXISTS) != 0);
-        out->version = 0;
-    }
+    if ((rc = og__sq_step(c, state)) == 1)
+        rc = og__row_put_report(og__sq_row(state), 0, out) < 0 ? OG_EINTERNAL
+                                                               : 1;
     sqlite3_reset(state);
     return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL; /* the report is a row */
 }
@@ -136,11 +113,10 @@ static int sq_put_finish(og__sq_conn *c, sqlite3_stmt *w, sqlite3_stmt *state,
 static int sq_put(og__sq_store *s, const char *create, const char *update,
                   const char *report, int64_t expected,
                   void (*bind)(sqlite3_stmt *, sqlite3_stmt *, const void *),
-                  const void *arg, og_payout_put_result *out)
+                  const void *arg, og__payout_put_report *out)
 {
-    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
+    og__payout_put_report rep = {0};
     sqlite3_stmt *w, *state;
-    bool keep = false;
     og__sq_conn *c;
     int rc;
 
@@ -149,15 +125,15 @@ static int sq_put(og__sq_store *s, const char *create, const char *update,
     if ((rc = og__sq_stmt(c, expected == 0 ? create : update, &w)) == 0 &&
         (rc = og__sq_stmt(c, report, &state)) == 0) {
         bind(w, state, arg);
-        rc = sq_put_finish(c, w, state, expected, &res, &keep);
+        rc = sq_put_finish(c, w, state, &rep);
         /* No binding outlives the call: the caller's buffers (a provider
          * token, S7) are wiped or gone once it returns. */
         sqlite3_clear_bindings(w);
         sqlite3_clear_bindings(state);
     }
-    rc = og__sq_end(s, c, rc, keep);
+    rc = og__sq_end(s, c, rc, rep.written);
     if (rc == 0)
-        *out = res;
+        *out = rep;
     return rc;
 }
 
@@ -176,7 +152,7 @@ static const char sq_payout_tenant_update_sql[] =
     "   settings_version = settings_version + 1, updated_at = " SQ_NOW
     " WHERE tenant_id = ?1 AND settings_version = ?6 AND currency = ?4"
     " RETURNING settings_version";
-/* The put's report (PUT_*): ?1 id, ?2 currency. */
+/* The put's report (PUT_REPORT_*): ?1 id, ?2 currency. */
 static const char sq_payout_tenant_state_sql[] =
     "SELECT t.settings_version, t.currency = ?2, 1"
     " FROM (SELECT 1) LEFT JOIN tenants t ON t.tenant_id = ?1";
@@ -200,7 +176,7 @@ static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
 }
 
 int og__sq_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
-                             og_payout_put_result *out)
+                             og__payout_put_report *out)
 {
     return sq_put(impl, sq_payout_tenant_create_sql,
                   sq_payout_tenant_update_sql, sq_payout_tenant_state_sql,
@@ -221,7 +197,7 @@ static const char sq_payout_beneficiary_update_sql[] =
     "   version = version + 1, updated_at = " SQ_NOW
     " WHERE beneficiary_id = ?1 AND version = ?5 AND tenant_id = ?2"
     " RETURNING version";
-/* The put's report (PUT_*): ?1 id, ?2 tenant. */
+/* The put's report (PUT_REPORT_*): ?1 id, ?2 tenant. */
 static const char sq_payout_beneficiary_state_sql[] =
     "SELECT b.version, b.tenant_id = ?2,"
     "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?2)"
@@ -246,7 +222,7 @@ static void sq_bind_beneficiary(sqlite3_stmt *w, sqlite3_stmt *state,
 
 int og__sq_payout_beneficiary_put(void *impl,
                                   const og__payout_beneficiary_req *r,
-                                  og_payout_put_result *out)
+                                  og__payout_put_report *out)
 {
     return sq_put(impl, sq_payout_beneficiary_create_sql,
                   sq_payout_beneficiary_update_sql,
@@ -270,7 +246,7 @@ static const char sq_payout_destination_update_sql[] =
     " WHERE destination_id = ?1 AND version = ?4"
     "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
     " RETURNING version";
-/* The put's report (PUT_*): ?1 id, ?2 beneficiary. */
+/* The put's report (PUT_REPORT_*): ?1 id, ?2 beneficiary. */
 static const char sq_payout_destination_state_sql[] =
     "SELECT d.version, 1,"
     "       EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
@@ -294,7 +270,7 @@ static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
 
 int og__sq_payout_destination_put(void *impl,
                                   const og__payout_destination_req *r,
-                                  og_payout_put_result *out)
+                                  og__payout_put_report *out)
 {
     return sq_put(impl, sq_payout_destination_create_sql,
                   sq_payout_destination_update_sql,
@@ -360,18 +336,12 @@ static const char sq_payout_draft_state_sql[] =
     "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?2"
     "                 AND beneficiary_id = ?3),"
     "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)";
-enum {
-    DRAFT_PAYOUT_EXISTS,
-    DRAFT_TENANT_EXISTS,
-    DRAFT_CURRENCY_MATCHES,
-    DRAFT_BENEFICIARY_EXISTS,
-    DRAFT_DESTINATION_EXISTS,
-    DRAFT_NCOLS
-};
+/* Its columns: DRAFT_REPORT_* (rows.h). */
 
 static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
-                              og_payout_put_result *out, bool *keep)
+                              og__payout_draft_report *out)
 {
+    og_payout_put_result why;
     sqlite3_stmt *st;
     int64_t at = 0;
     int rc, i;
@@ -401,44 +371,34 @@ static int sq_payout_draft_in(og__sq_conn *c, const og__payout_draft_req *r,
 
             if (rc < 0 || (rc = og__sq_payout_event_add(c, &ev)) < 0)
                 return rc;
-            out->outcome = OG_PAYOUT_WRITTEN;
-            out->version = 1;
-            *keep = true;
+            out->written = true;
             return 0;
         }
     }
-    if ((rc = og__sq_step(c, st)) == 1) {
-        if (sqlite3_column_int(st, DRAFT_PAYOUT_EXISTS))
-            out->outcome = OG_PAYOUT_VERSION_CONFLICT; /* the id is taken */
-        else if (!sqlite3_column_int(st, DRAFT_TENANT_EXISTS) ||
-                 !sqlite3_column_int(st, DRAFT_BENEFICIARY_EXISTS) ||
-                 !sqlite3_column_int(st, DRAFT_DESTINATION_EXISTS))
-            out->outcome = OG_PAYOUT_NOT_FOUND;
-        else if (!sqlite3_column_int(st, DRAFT_CURRENCY_MATCHES))
-            out->outcome = OG_PAYOUT_REFUSED; /* not the tenant's currency */
-        else
-            rc = OG_EINTERNAL; /* nothing explains it under the write lock */
-        out->version = 0;
-    }
+    /* Under the write lock the report explains every draft that wrote
+     * nothing: no draft of the id can be in flight. */
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (og__row_draft_report(og__sq_row(st), 0, out) < 0 ||
+         !og__payout_draft_outcome(out, &why)))
+        rc = OG_EINTERNAL;
     sqlite3_reset(st);
     return rc < 0 ? rc : rc == 1 ? 0 : OG_EINTERNAL;
 }
 
 int og__sq_payout_draft(void *impl, const og__payout_draft_req *r,
-                        og_payout_put_result *out)
+                        og__payout_draft_report *out)
 {
     og__sq_store *s = impl;
-    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
-    bool keep = false;
+    og__payout_draft_report rep = {0};
     og__sq_conn *c;
     int rc;
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_payout_draft_in(c, r, &res, &keep);
-    rc = og__sq_end(s, c, rc, keep);
+    rc = sq_payout_draft_in(c, r, &rep);
+    rc = og__sq_end(s, c, rc, rep.written);
     if (rc == 0)
-        *out = res;
+        *out = rep;
     return rc;
 }
 
@@ -458,10 +418,10 @@ enum { CANCEL_VERSION, CANCEL_UPDATED_AT, CANCEL_NCOLS };
 
 static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
                                int64_t expected, const char *actor,
-                               og_payout_put_result *out, bool *keep)
+                               og__payout_cancel_report *out)
 {
     char from[16];
-    int64_t version = 0, at;
+    int64_t version, at;
     sqlite3_stmt *st;
     int rc;
 
@@ -470,25 +430,22 @@ static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1) {
-        version = sqlite3_column_int64(st, PAYOUT_STATE_VERSION);
+        out->seen_version = sqlite3_column_int64(st, PAYOUT_STATE_VERSION);
         rc = og__sq_text(st, PAYOUT_STATE_STATE, from, sizeof from) < 0
                  ? OG_EINTERNAL
                  : 1;
     }
     sqlite3_reset(st);
-    if (rc <= 0) {
-        out->outcome = OG_PAYOUT_NOT_FOUND;
-        return rc;
-    }
+    if (rc <= 0)
+        return rc; /* 0: no such payout */
+    out->found = true;
     if ((rc = og__sq_stmt(c, sq_payout_cancel_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, expected);
     if ((rc = og__sq_step(c, st)) != 1) {
         sqlite3_reset(st);
-        out->outcome = version != expected ? OG_PAYOUT_VERSION_CONFLICT
-                                           : OG_PAYOUT_REFUSED;
-        return rc;
+        return rc; /* 0: the version or the state does not allow it */
     }
     version = sqlite3_column_int64(st, CANCEL_VERSION);
     at = sqlite3_column_int64(st, CANCEL_UPDATED_AT);
@@ -503,27 +460,25 @@ static int sq_payout_cancel_in(og__sq_conn *c, const char *id,
         if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
             return rc;
     }
-    out->outcome = OG_PAYOUT_WRITTEN;
+    out->written = true;
     out->version = version;
-    *keep = true;
     return 0;
 }
 
 int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
-                         const char *actor, og_payout_put_result *out)
+                         const char *actor, og__payout_cancel_report *out)
 {
     og__sq_store *s = impl;
-    og_payout_put_result res = {OG_PAYOUT_WRITTEN, 0};
-    bool keep = false;
+    og__payout_cancel_report rep = {0};
     og__sq_conn *c;
     int rc;
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_payout_cancel_in(c, id, expected, actor, &res, &keep);
-    rc = og__sq_end(s, c, rc, keep);
+    rc = sq_payout_cancel_in(c, id, expected, actor, &rep);
+    rc = og__sq_end(s, c, rc, rep.written);
     if (rc == 0)
-        *out = res;
+        *out = rep;
     return rc;
 }
 
@@ -537,73 +492,12 @@ static const char sq_payout_get_sql[] =
     " destination_version, amount, currency, purpose, state, version,"
     " attempt_count, active_attempt, release_day, requester_id, created_at,"
     " updated_at FROM payouts WHERE payout_id = ?1";
-enum {
-    PAYOUT_VIEW_PAYOUT_ID,
-    PAYOUT_VIEW_TENANT_ID,
-    PAYOUT_VIEW_BENEFICIARY_ID,
-    PAYOUT_VIEW_DESTINATION_ID,
-    PAYOUT_VIEW_DESTINATION_VERSION,
-    PAYOUT_VIEW_AMOUNT,
-    PAYOUT_VIEW_CURRENCY,
-    PAYOUT_VIEW_PURPOSE,
-    PAYOUT_VIEW_STATE,
-    PAYOUT_VIEW_VERSION,
-    PAYOUT_VIEW_ATTEMPT_COUNT,
-    PAYOUT_VIEW_ACTIVE_ATTEMPT,
-    PAYOUT_VIEW_RELEASE_DAY,
-    PAYOUT_VIEW_REQUESTER_ID,
-    PAYOUT_VIEW_CREATED_AT,
-    PAYOUT_VIEW_UPDATED_AT,
-    PAYOUT_VIEW_NCOLS
-};
-
-/* Reads the sq_payout_get_sql columns of the current row. */
-static int sq_payout_view(sqlite3_stmt *st, og_payout_view *v)
-{
-    int state;
-
-    memset(v, 0, sizeof *v);
-    if (og__sq_text(st, PAYOUT_VIEW_PAYOUT_ID, v->payout_id,
-                    sizeof v->payout_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_TENANT_ID, v->tenant_id,
-                    sizeof v->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_BENEFICIARY_ID, v->beneficiary_id,
-                    sizeof v->beneficiary_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_DESTINATION_ID, v->destination_id,
-                    sizeof v->destination_id) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_CURRENCY, v->currency,
-                    sizeof v->currency) < 0 ||
-        og__sq_text_opt(st, PAYOUT_VIEW_PURPOSE, v->purpose,
-                        sizeof v->purpose) < 0 ||
-        og__sq_text_opt(st, PAYOUT_VIEW_ACTIVE_ATTEMPT, v->active_attempt,
-                        sizeof v->active_attempt) < 0 ||
-        og__sq_text_opt(st, PAYOUT_VIEW_RELEASE_DAY, v->release_day,
-                        sizeof v->release_day) < 0 ||
-        og__sq_text(st, PAYOUT_VIEW_REQUESTER_ID, v->requester_id,
-                    sizeof v->requester_id) < 0)
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_VIEW_STATE));
-    v->destination_version =
-        sqlite3_column_int64(st, PAYOUT_VIEW_DESTINATION_VERSION);
-    v->amount_minor = sqlite3_column_int64(st, PAYOUT_VIEW_AMOUNT);
-    v->has_purpose =
-        sqlite3_column_type(st, PAYOUT_VIEW_PURPOSE) != SQLITE_NULL;
-    v->version = sqlite3_column_int64(st, PAYOUT_VIEW_VERSION);
-    v->attempt_count = sqlite3_column_int64(st, PAYOUT_VIEW_ATTEMPT_COUNT);
-    v->created_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_CREATED_AT);
-    v->updated_at_us = sqlite3_column_int64(st, PAYOUT_VIEW_UPDATED_AT);
-    if (state < 0 || og_payout_amount_format(v->amount_minor, v->currency,
-                                             v->amount, sizeof v->amount) != 0)
-        return OG_EINTERNAL;
-    v->state = (og_payout_state)state;
-    return 0;
-}
+/* Its columns: PAYOUT_VIEW_* (rows.h). */
 
 static int sq_payout_view_row(og__sq_store *s, sqlite3_stmt *st, void *out)
 {
     (void)s;
-    return sq_payout_view(st, out);
+    return og__row_payout_view(og__sq_row(st), out);
 }
 
 int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
@@ -613,7 +507,7 @@ int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
 }
 
 /* ===========================================================================
- * The facts (Q26)
+ * The facts (Q22)
  * ========================================================================= */
 
 /* Every fact a decision reads: the payout, its tenant's settings, its
@@ -632,160 +526,67 @@ static const char sq_payout_facts_sql[] =
     " JOIN beneficiaries b ON b.beneficiary_id = p.beneficiary_id"
     " JOIN destinations d ON d.destination_id = p.destination_id"
     " WHERE p.payout_id = ?1";
-enum {
-    PAYOUT_FACTS_STATE,
-    PAYOUT_FACTS_VERSION,
-    PAYOUT_FACTS_ATTEMPT_COUNT,
-    PAYOUT_FACTS_ACTIVE_ATTEMPT,
-    PAYOUT_FACTS_TENANT_ID,
-    PAYOUT_FACTS_BENEFICIARY_ID,
-    PAYOUT_FACTS_DESTINATION_ID,
-    PAYOUT_FACTS_DESTINATION_VERSION,
-    PAYOUT_FACTS_AMOUNT,
-    PAYOUT_FACTS_CURRENCY,
-    PAYOUT_FACTS_PURPOSE,
-    PAYOUT_FACTS_PAYOUTS_SUSPENDED,
-    PAYOUT_FACTS_DAILY_LIMIT,
-    PAYOUT_FACTS_TENANT_CURRENCY,
-    PAYOUT_FACTS_OFFSET_MINUTES,
-    PAYOUT_FACTS_SETTINGS_VERSION,
-    PAYOUT_FACTS_VERIFIED,
-    PAYOUT_FACTS_BENEFICIARY_STATUS,
-    PAYOUT_FACTS_BENEFICIARY_VERSION,
-    PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
-    PAYOUT_FACTS_DESTINATION_RECORD_VERSION,
-    PAYOUT_FACTS_DESTINATION_CHANGED_AT,
-    PAYOUT_FACTS_NOW,
-    PAYOUT_FACTS_NCOLS
-};
+/* Its columns: PAYOUT_FACTS_* (rows.h), then the clock. */
+enum { SQ_PAYOUT_FACTS_NOW = PAYOUT_FACTS_NCOLS };
 /* The day's counters: ?1 tenant, ?2 day. */
 static const char sq_payout_day_sql[] =
     "SELECT paid, reserved, version FROM tenant_days"
     " WHERE tenant_id = ?1 AND day = ?2";
-enum {
-    PAYOUT_DAY_PAID,
-    PAYOUT_DAY_RESERVED,
-    PAYOUT_DAY_VERSION,
-    PAYOUT_DAY_NCOLS
-};
+/* Its columns: PAYOUT_DAY_* (rows.h). */
 
-/* The current row of sq_payout_facts_sql into *f. */
-static int sq_facts_row(sqlite3_stmt *st, og__payout_facts *f)
+/* The facts of payout id in tx: the payout with its tenant, beneficiary
+ * and destination, then the counters of the release day of release_at_us
+ * in the tenant's offset. A missing payout is found = false at the store's
+ * clock. tx's snapshot, or for the decision the write lock (Q1, Q22),
+ * holds every row read until it ends, so lock asks nothing more. */
+int og__sq_payout_facts(void *impl, void *tx, const char *id,
+                        int64_t release_at_us, bool lock,
+                        og__payout_facts *out)
 {
-    int state, status;
-
-    if (og__sq_text_opt(st, PAYOUT_FACTS_ACTIVE_ATTEMPT, f->active_attempt,
-                        sizeof f->active_attempt) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_TENANT_ID, f->tenant_id,
-                    sizeof f->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_BENEFICIARY_ID, f->beneficiary_id,
-                    sizeof f->beneficiary_id) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_DESTINATION_ID, f->destination_id,
-                    sizeof f->destination_id) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_CURRENCY, f->currency,
-                    sizeof f->currency) < 0 ||
-        og__sq_text_opt(st, PAYOUT_FACTS_PURPOSE, f->purpose,
-                        sizeof f->purpose) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_TENANT_CURRENCY, f->tenant_currency,
-                    sizeof f->tenant_currency) < 0 ||
-        og__sq_text(st, PAYOUT_FACTS_DESTINATION_BENEFICIARY_ID,
-                    f->destination_beneficiary_id,
-                    sizeof f->destination_beneficiary_id) < 0)
-        return OG_EINTERNAL;
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        (const char *)sqlite3_column_text(st, PAYOUT_FACTS_BENEFICIARY_STATUS));
-    if (state < 0 || status < 0)
-        return OG_EINTERNAL;
-    f->found = true;
-    f->state = (og_payout_state)state;
-    f->version = sqlite3_column_int64(st, PAYOUT_FACTS_VERSION);
-    f->attempt_count = sqlite3_column_int64(st, PAYOUT_FACTS_ATTEMPT_COUNT);
-    f->destination_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_VERSION);
-    f->amount_minor = sqlite3_column_int64(st, PAYOUT_FACTS_AMOUNT);
-    f->has_purpose =
-        sqlite3_column_type(st, PAYOUT_FACTS_PURPOSE) != SQLITE_NULL;
-    f->payouts_suspended =
-        sqlite3_column_int(st, PAYOUT_FACTS_PAYOUTS_SUSPENDED) != 0;
-    f->daily_limit = sqlite3_column_int64(st, PAYOUT_FACTS_DAILY_LIMIT);
-    f->offset_minutes = sqlite3_column_int(st, PAYOUT_FACTS_OFFSET_MINUTES);
-    f->settings_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_SETTINGS_VERSION);
-    f->verified = sqlite3_column_int(st, PAYOUT_FACTS_VERIFIED) != 0;
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    f->beneficiary_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_BENEFICIARY_VERSION);
-    f->destination_record_version =
-        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_RECORD_VERSION);
-    f->destination_changed_at_us =
-        sqlite3_column_int64(st, PAYOUT_FACTS_DESTINATION_CHANGED_AT);
-    f->observed_at_us = sqlite3_column_int64(st, PAYOUT_FACTS_NOW);
-    return 0;
-}
-
-/* Reads the facts of payout id inside c's transaction: the payout with its
- * tenant, beneficiary and destination, then the counters of the release
- * day of release_at_us in the tenant's offset. A missing payout is
- * found = false at the store's clock. */
-static int sq_read_facts(og__sq_conn *c, const char *id,
-                         int64_t release_at_us, og__payout_facts *f)
-{
+    og__sq_conn *c = tx;
+    og__payout_facts f;
     sqlite3_stmt *st;
     int rc;
 
-    memset(f, 0, sizeof *f);
+    (void)impl;
+    (void)lock;
+    memset(&f, 0, sizeof f);
     if ((rc = og__sq_stmt(c, sq_payout_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) == 1)
-        rc = sq_facts_row(st, f);
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (rc = og__row_payout_facts(og__sq_row(st), &f)) == 0)
+        f.observed_at_us = sqlite3_column_int64(st, SQ_PAYOUT_FACTS_NOW);
     sqlite3_reset(st);
     if (rc < 0)
         return rc;
-    if (!f->found)
-        return og__sq_clock(c, &f->observed_at_us);
-    if (og__copy(f->payout_id, sizeof f->payout_id, id) < 0 ||
-        og_payout_release_day(release_at_us, f->offset_minutes,
-                              f->release_day) != 0)
+    if (!f.found) {
+        if ((rc = og__sq_clock(c, &f.observed_at_us)) == 0)
+            *out = f;
+        return rc;
+    }
+    if (og__copy(f.payout_id, sizeof f.payout_id, id) < 0 ||
+        og_payout_release_day(release_at_us, f.offset_minutes,
+                              f.release_day) != 0)
         return OG_EINTERNAL; /* both checked before the store */
     if ((rc = og__sq_stmt(c, sq_payout_day_sql, &st)) < 0)
         return rc;
-    sqlite3_bind_text(st, 1, f->tenant_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, f->release_day, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) == 1) {
-        f->paid = sqlite3_column_int64(st, PAYOUT_DAY_PAID);
-        f->reserved = sqlite3_column_int64(st, PAYOUT_DAY_RESERVED);
-        f->day_version = sqlite3_column_int64(st, PAYOUT_DAY_VERSION);
-    }
+    sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = og__row_payout_day(og__sq_row(st), &f); /* no row: 0, 0, 0 */
     sqlite3_reset(st);
-    return rc < 0 ? rc : 0;
-}
-
-/* One read transaction: one WAL snapshot for both reads. */
-int og__sq_payout_facts(void *impl, const char *id, int64_t release_at_us,
-                        og__payout_facts *out)
-{
-    og__sq_store *s = impl;
-    og__payout_facts f;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin_read(s, &c)) < 0)
+    if (rc < 0)
         return rc;
-    rc = sq_read_facts(c, id, release_at_us, &f);
-    rc = og__sq_end(s, c, rc, false); /* a read: ROLLBACK ends it */
-    if (rc == 0)
-        *out = f;
-    return rc;
+    *out = f;
+    return 0;
 }
 
 /* ===========================================================================
- * The decision (Q26-Q28)
+ * The decision (Q22-Q24)
  * ========================================================================= */
 
-/* The reservation (Q27): ONE conditional write of the day's row, ?1 tenant,
+/* The reservation (Q23): ONE conditional write of the day's row, ?1 tenant,
  * ?2 day, ?3 amount. The first of a day inserts it within the limit; later
  * ones add to it while paid + reserved + amount stays within the limit. A
  * row (the new reserved total) only when it reserved. */
@@ -801,6 +602,29 @@ const char og__sq_payout_reserve_sql[] =
     "             WHERE t.tenant_id = excluded.tenant_id)"
     " RETURNING reserved";
 
+/* Under the write lock the counters the facts read are the ones the
+ * reservation checks, so it takes whatever the core allowed; it still
+ * decides on its own. */
+int og__sq_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
+                          bool *reserved)
+{
+    og__sq_conn *c = tx;
+    sqlite3_stmt *st;
+    int64_t total = 0;
+    int rc;
+
+    (void)impl;
+    if ((rc = og__sq_stmt(c, og__sq_payout_reserve_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, f->tenant_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f->release_day, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, f->amount_minor);
+    if ((rc = og__sq_one_i64(c, st, &total)) < 0)
+        return rc;
+    *reserved = rc == 1;
+    return 0;
+}
+
 /* The decision (append-only): ?1 id, ?2 payout, ?3 tenant or NULL, ?4 mode,
  * ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL, ?9..?12 the
  * versions evaluated or NULL, ?13 requester, ?14 role, ?15 approval limit,
@@ -814,18 +638,25 @@ static const char sq_payout_decision_sql[] =
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
     "         ?15, ?16, ?17, ?18)";
 
-/* The decision row and its history entry. */
-static int sq_decision_write(og__sq_conn *c, const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t now)
+/* The decision row and its history entry, at one instant of SQLite's
+ * clock, read once: the one everything the decision writes shares. */
+int og__sq_payout_decision_write(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p,
+                                 int64_t *decided_at_us)
 {
     const og_payout_verdict *v = &p->verdict;
     const char *reason = og_payout_reason_name(v->reason);
     bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
+    og__sq_conn *c = tx;
     sqlite3_stmt *st;
+    int64_t now = 0;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_payout_decision_sql, &st)) < 0)
+    (void)impl;
+    if ((rc = og__sq_clock(c, &now)) < 0 ||
+        (rc = og__sq_stmt(c, sq_payout_decision_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->decision_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
@@ -854,13 +685,16 @@ static int sq_decision_write(og__sq_conn *c, const og__payout_decide_req *r,
                                   .correlation_id = r->correlation_id,
                                   .decision_id = r->decision_id,
                                   .reason = reason};
-        return og__sq_payout_event_add(c, &ev);
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
     }
+    *decided_at_us = now;
+    return 0;
 }
 
 /* The approval: ?1 payout, ?2 the version read, ?3 the state expected
  * (Draft; Approved for a re-authorization), ?4 release day, ?5 now. The
- * attempt number is attempt_count + 1, allocated here (Q28). */
+ * attempt number is attempt_count + 1, allocated here (Q24). */
 static const char sq_payout_approve_sql[] =
     "UPDATE payouts SET state = 'Approved', version = version + 1,"
     "   attempt_count = attempt_count + 1, release_day = ?4, updated_at = ?5"
@@ -885,23 +719,26 @@ static const char sq_payout_bind_sql[] =
     " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4,"
     "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"
     "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
-/* The job (Q30): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
+/* The job (Q26): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
 static const char sq_payout_job_sql[] =
     "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"
     "   created_at, available_at, deliveries)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)";
 
 /* What an Allowed decision enables, after the reservation and the
- * decision: the approval with the attempt number (Q28), the grant's row
+ * decision: the approval with the attempt number (Q24), the grant's row
  * and bindings, the job, a history entry per step. */
-static int sq_decision_issue(og__sq_conn *c, const og__payout_decide_req *r,
-                             const og__payout_facts *f,
-                             const og__payout_plan *p, int64_t now)
+int og__sq_payout_decision_issue(void *impl, void *tx,
+                                 const og__payout_decide_req *r,
+                                 const og__payout_facts *f,
+                                 const og__payout_plan *p, int64_t now)
 {
+    og__sq_conn *c = tx;
     sqlite3_stmt *st;
     int64_t version, attempt;
     int rc;
 
+    (void)impl;
     if ((rc = og__sq_stmt(c, sq_payout_approve_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
@@ -975,71 +812,4 @@ static int sq_decision_issue(og__sq_conn *c, const og__payout_decide_req *r,
         }
     }
     return 0;
-}
-
-static int sq_payout_decide_in(og__sq_conn *c, const og__payout_decide_req *r,
-                               og_payout_decision *out)
-{
-    og__payout_facts f;
-    og__payout_plan p;
-    sqlite3_stmt *st;
-    int64_t now = 0, reserved = 0;
-    int rc;
-
-    /* 1. The facts, under the write lock: nothing changes them before the
-     * commit (Q1, Q26). */
-    if ((rc = sq_read_facts(c, r->payout_id, r->not_before_us, &f)) < 0)
-        return rc;
-    /* 2. The pure core decides (PP1). */
-    if ((rc = og__payout_plan_decide(&f, r, &p)) < 0)
-        return rc;
-    /* 3. The reservation, ONE conditional write (Q27). Under the write
-     * lock the counters just read are the ones it checks, so it succeeds
-     * whenever the core allowed; it still decides on its own. */
-    if (p.allowed) {
-        if ((rc = og__sq_stmt(c, og__sq_payout_reserve_sql, &st)) < 0)
-            return rc;
-        sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, f.amount_minor);
-        if ((rc = og__sq_one_i64(c, st, &reserved)) < 0)
-            return rc;
-        if (rc == 0)
-            og__payout_plan_limit_taken(&p);
-    }
-    if (og__fault(OG__FAULT_DECIDE_AFTER_RESERVATION))
-        return OG_ESTORE_UNAVAILABLE;
-    /* 4. One instant for the decision and everything it writes. */
-    if ((rc = og__sq_clock(c, &now)) < 0)
-        return rc;
-    if ((rc = sq_decision_write(c, r, &f, &p, now)) < 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_AFTER_DECISION))
-        return OG_ESTORE_UNAVAILABLE;
-    if (p.allowed && (rc = sq_decision_issue(c, r, &f, &p, now)) < 0)
-        return rc;
-    if (og__fault(OG__FAULT_DECIDE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-
-    og__payout_decision_fill(r, &f, &p, now, out);
-    return 0;
-}
-
-int og__sq_payout_decide(void *impl, const og__payout_decide_req *r,
-                         og_payout_decision *out)
-{
-    og__sq_store *s = impl;
-    og_payout_decision d;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_payout_decide_in(c, r, &d);
-    /* Every decision is kept: Allowed or not, it is history (Q26). Any
-     * error rolls all of it back. */
-    rc = og__sq_end(s, c, rc, true);
-    if (rc == 0)
-        *out = d;
-    return rc;
 }

@@ -1,70 +1,50 @@
 /*
  * payout_run.c — what runs a decided payout in the SQLite store (schemas
- * 8-10): the jobs (take, ack, postpone, resubmit), the claim, the
- * resolution, and the payout grants (get, revoke, the expiry batch). The
- * decision that creates them is payout.c.
+ * 8-10): the jobs (take, ack, postpone, resubmit), the claim's and the
+ * resolution's steps (lib/store/payout_run.c runs each in one transaction,
+ * S6), and the payout grants (get, revoke, the expiry batch). The decision
+ * that creates them is payout.c.
  *
- * Every write is ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end,
- * as in Q8) holding its history entries (og__sq_payout_event_add). Besides
- * Q26-Q28 (payout.c), invariants:
+ * These keep M27, M28 and M32-M35 (lib/store/store_int.h). Every write is
+ * ONE BEGIN IMMEDIATE transaction (og__sq_begin/og__sq_end, as Q11)
+ * holding its history entries (og__sq_payout_event_add). Besides Q22-Q24
+ * (payout.c), how:
  *
- *   Q29 A binding's reservation is released exactly once: released_at is
- *       set only where it is NULL, by a revocation
- *       (sq_payout_grant_revoke_sql: the grant's row live, unconsumed and
- *       unrevoked, ONE conditional write; then sq_payout_release_sql and
- *       the day's counter, in the same transaction) or by an expiry batch
- *       (one BEGIN IMMEDIATE per batch, unconsumed grants with expires_at <
- *       now - admission leeway - cleanup margin, every statement of the
- *       batch selecting the same set, SQ_PAYOUT_EXPIRE_PICK, with one
- *       clock, as Q21; the marks last). A consumed grant's reservation is
- *       never released here: it follows its attempt.
- *   Q30 The outbox is the queue. A take (og__sq_payout_job_take_sql) is ONE
- *       UPDATE under the write lock of the oldest job with done_at IS NULL
- *       AND available_at <= now, over payout_jobs_available_idx: deliveries
- *       + 1, available_at = now + lease, so a job whose taker went quiet is
- *       delivered again when the lease ends. An acknowledgment or a
- *       postponement is conditional on (deliveries = the delivery held, not
- *       acknowledged): a superseded delivery changes nothing. A job holds
- *       references only (payout, grant, correlation); a resubmission copies
- *       them under a new id.
- *   Q31 The claim (og_payout_claim, og__sq_payout_claim) is ONE BEGIN
- *       IMMEDIATE transaction: the facts (sq_payout_claim_facts_sql: the
- *       binding, its grants row, the consuming operation, the payout, its
- *       tenant, beneficiary and destination, the clock) read under the
- *       write lock, so no fenced fact can change before the commit; the
- *       pure verdict (og__payout_plan_claim, PP4); and for CLAIMED only, at
- *       the facts' instant, the grant's row consumed
- *       (sq_payout_claim_grant_sql, its conditions re-asserted: unconsumed,
- *       unrevoked, not_before <= now < expires_at + leeway), the payout
- *       Approved at the executable version with no active attempt ->
- *       Executing (sq_payout_claim_payout_sql), the attempt
- *       (sq_payout_claim_op_sql: kind payout, Admitted at the initial owner
- *       version, key and reference fixed before any send) and the "claimed"
- *       entry. A write that then takes nothing is a defect: everything
- *       rolls back. Every other outcome rolls back: zero rows anywhere. The
- *       daily limit is not checked (the decision reserved). A commit that
- *       is not confirmed is OG_ESTORE_UNAVAILABLE: unknown, do not send.
- *   Q32 The resolution (og_payout_resolve, og__sq_payout_resolve) is ONE
- *       BEGIN IMMEDIATE transaction: og_op_record's own write
- *       (og__sq_op_record_in, exec.c: its statement, status in the expected
- *       set AND owner version = v, and its "outcome" event); when it takes
- *       nothing, NOT_RECORDED and everything rolls back. Then the attempt's
- *       binding and payout (sq_payout_resolve_facts_sql, each by its key),
- *       the pure plan (og__payout_plan_resolve, PP5), and for RESOLVED the
- *       payout's conditional move (sq_payout_resolve_payout_sql: the
- *       version read, this attempt active, Executing or Unknown), for a
- *       terminal outcome the binding's release once (sq_payout_release_sql
- *       on released_at IS NULL) with its day (sq_payout_pay_sql: reserved
- *       -> paid, or sq_payout_unreserve_sql), and one "resolved" entry, all
- *       at the outcome's instant. A write that then takes nothing is a
- *       defect: rolled back. NOT_ACTIVE rolls the outcome back too.
+ *   Q25 A binding's reservation is released once (M32) by a revocation
+ *       (sq_payout_grant_revoke_sql: the grant's row live, ONE conditional
+ *       write; then sq_payout_release_sql on released_at IS NULL and the
+ *       day's counter, in the same transaction) or by an expiry batch (one
+ *       BEGIN IMMEDIATE per batch, every statement of it selecting the same
+ *       set, SQ_PAYOUT_EXPIRE_PICK, with one clock, as Q21; the marks
+ *       last, since the pick reads released_at).
+ *   Q26 A job's take (M33, og__sq_payout_job_take_sql) is ONE UPDATE under
+ *       the write lock of the oldest available job over
+ *       payout_jobs_available_idx.
+ *   Q27 The claim's transaction is BEGIN IMMEDIATE: its facts
+ *       (sq_payout_claim_facts_sql: the binding, its grants row, the
+ *       consuming operation, the payout, its tenant, beneficiary and
+ *       destination, the clock) are read under the write lock, so no fenced
+ *       fact can change before the commit and the consuming operation is
+ *       the one committed (M34); the writes (sq_payout_claim_grant_sql,
+ *       sq_payout_claim_payout_sql, sq_payout_claim_op_sql and the
+ *       "claimed" entry) run at the facts' instant, each re-asserting its
+ *       conditions, so one that takes nothing is a defect.
+ *   Q28 The resolution's transaction is BEGIN IMMEDIATE: its record step is
+ *       og__sq_op_record_in (exec.c: og_op_record's statement and event),
+ *       whose instant every write of the resolution shares
+ *       (og__sq_conn.txn_at_us); its facts (sq_payout_resolve_facts_sql,
+ *       each by its key) are read under the write lock (M35); the writes
+ *       are sq_payout_resolve_payout_sql, then for a terminal outcome
+ *       sq_payout_release_sql on released_at IS NULL with the day's counter
+ *       (sq_payout_pay_sql: reserved -> paid, or sq_payout_unreserve_sql),
+ *       then the "resolved" entry.
  */
 #include <string.h>
 
 #include "internal.h"
 
 /* ===========================================================================
- * Jobs (Q30)
+ * Jobs (Q26)
  * ========================================================================= */
 
 /* Take: the oldest available job, over payout_jobs_available_idx, ?1 lease.
@@ -77,16 +57,7 @@ const char og__sq_payout_job_take_sql[] =
     "                 ORDER BY available_at, job_id LIMIT 1)"
     " RETURNING job_id, payout_id, grant_id, correlation_id,"
     "   resubmitted_from, deliveries, available_at";
-enum {
-    PAYOUT_JOB_JOB_ID,
-    PAYOUT_JOB_PAYOUT_ID,
-    PAYOUT_JOB_GRANT_ID,
-    PAYOUT_JOB_CORRELATION_ID,
-    PAYOUT_JOB_RESUBMITTED_FROM,
-    PAYOUT_JOB_DELIVERY,
-    PAYOUT_JOB_LEASE_UNTIL,
-    PAYOUT_JOB_NCOLS
-};
+/* Its columns: PAYOUT_JOB_* (rows.h). */
 
 static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
                                  og_payout_job *out, bool *keep)
@@ -98,23 +69,10 @@ static int sq_payout_job_take_in(og__sq_conn *c, int64_t lease_us,
         return rc;
     sqlite3_bind_int64(st, 1, lease_us);
     if ((rc = og__sq_step(c, st)) == 1) {
-        memset(out, 0, sizeof *out);
-        if (og__sq_text(st, PAYOUT_JOB_JOB_ID, out->job_id,
-                        sizeof out->job_id) < 0 ||
-            og__sq_text(st, PAYOUT_JOB_PAYOUT_ID, out->payout_id,
-                        sizeof out->payout_id) < 0 ||
-            og__sq_text(st, PAYOUT_JOB_GRANT_ID, out->grant_id,
-                        sizeof out->grant_id) < 0 ||
-            og__sq_text(st, PAYOUT_JOB_CORRELATION_ID, out->correlation_id,
-                        sizeof out->correlation_id) < 0 ||
-            og__sq_text_opt(st, PAYOUT_JOB_RESUBMITTED_FROM,
-                            out->resubmitted_from,
-                            sizeof out->resubmitted_from) < 0) {
+        if (og__row_payout_job(og__sq_row(st), out) < 0) {
             sqlite3_reset(st);
             return OG_EINTERNAL;
         }
-        out->delivery = sqlite3_column_int64(st, PAYOUT_JOB_DELIVERY);
-        out->lease_until_us = sqlite3_column_int64(st, PAYOUT_JOB_LEASE_UNTIL);
         if ((rc = og__sq_done(c, st)) < 0)
             return rc;
         *keep = true;
@@ -192,7 +150,7 @@ int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
 }
 
 /* ===========================================================================
- * The claim (Q31)
+ * The claim (Q27)
  * ========================================================================= */
 
 /* The claim's facts: ?1 grant. The binding and its grants row, the
@@ -221,98 +179,30 @@ static const char sq_payout_claim_facts_sql[] =
     " LEFT JOIN operations_archive a"
     "   ON a.operation_id = g.consumed_by_operation"
     " WHERE b.grant_id = ?1";
-enum {
-    CLAIM_FACTS_PAYOUT_ID,
-    CLAIM_FACTS_AUDIENCE,
-    CLAIM_FACTS_EXECUTABLE_VERSION,
-    CLAIM_FACTS_ATTEMPT_NUMBER,
-    CLAIM_FACTS_NOT_BEFORE,
-    CLAIM_FACTS_EXPIRES_AT,
-    CLAIM_FACTS_CONSUMED,
-    CLAIM_FACTS_CONSUMED_BY,
-    CLAIM_FACTS_REVOKED,
-    CLAIM_FACTS_CONSUMER_FOUND,
-    CLAIM_FACTS_CONSUMER_PAYOUT,
-    CLAIM_FACTS_CONSUMER_REFERENCE,
-    CLAIM_FACTS_STATE,
-    CLAIM_FACTS_PAYOUT_VERSION,
-    CLAIM_FACTS_ACTIVE_ATTEMPT,
-    CLAIM_FACTS_AMOUNT,
-    CLAIM_FACTS_CURRENCY,
-    CLAIM_FACTS_DESTINATION_ID,
-    CLAIM_FACTS_PAYOUTS_SUSPENDED,
-    CLAIM_FACTS_SETTINGS_VERSION,
-    CLAIM_FACTS_BENEFICIARY_STATUS,
-    CLAIM_FACTS_BENEFICIARY_VERSION,
-    CLAIM_FACTS_DESTINATION_VERSION,
-    CLAIM_FACTS_NOW,
-    CLAIM_FACTS_NCOLS
-};
+/* Its columns: CLAIM_FACTS_* (rows.h). */
 
-/* Reads the claim's facts of r's grant: 1 (a payout grant), 0, <0. */
-static int sq_claim_facts(og__sq_conn *c, const char *grant_id,
-                          og__payout_claim_facts *f)
+/* The claim's facts of grant_id (found: a payout grant), under the write
+ * lock (Q1, Q27): none of it changes before the commit. */
+int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
+                              og__payout_claim_facts *out)
 {
+    og__sq_conn *c = tx;
+    og__payout_claim_facts f;
     sqlite3_stmt *st;
-    int rc, state, status;
+    int rc;
 
-    memset(f, 0, sizeof *f);
+    (void)impl;
+    memset(&f, 0, sizeof f);
     if ((rc = og__sq_stmt(c, sq_payout_claim_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) != 1) {
-        sqlite3_reset(st);
-        return rc;
-    }
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, CLAIM_FACTS_STATE));
-    status = og__payout_bstatus_parse(
-        (const char *)sqlite3_column_text(st, CLAIM_FACTS_BENEFICIARY_STATUS));
-    if (og__sq_text(st, CLAIM_FACTS_PAYOUT_ID, f->payout_id,
-                    sizeof f->payout_id) < 0 ||
-        og__sq_text(st, CLAIM_FACTS_AUDIENCE, f->audience,
-                    sizeof f->audience) < 0 ||
-        og__sq_text_opt(st, CLAIM_FACTS_CONSUMED_BY, f->consumed_by,
-                        sizeof f->consumed_by) < 0 ||
-        og__sq_text_opt(st, CLAIM_FACTS_CONSUMER_REFERENCE,
-                        f->consumer_reference,
-                        sizeof f->consumer_reference) < 0 ||
-        og__sq_text(st, CLAIM_FACTS_CURRENCY, f->currency,
-                    sizeof f->currency) < 0 ||
-        og__sq_text(st, CLAIM_FACTS_DESTINATION_ID, f->destination_id,
-                    sizeof f->destination_id) < 0 ||
-        state < 0 || status < 0) {
-        sqlite3_reset(st);
-        return OG_EINTERNAL;
-    }
-    f->found = true;
-    f->executable_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_EXECUTABLE_VERSION);
-    f->attempt_number = sqlite3_column_int64(st, CLAIM_FACTS_ATTEMPT_NUMBER);
-    f->not_before_us = sqlite3_column_int64(st, CLAIM_FACTS_NOT_BEFORE);
-    f->expires_at_us = sqlite3_column_int64(st, CLAIM_FACTS_EXPIRES_AT);
-    f->consumed = sqlite3_column_int(st, CLAIM_FACTS_CONSUMED) != 0;
-    f->revoked = sqlite3_column_int(st, CLAIM_FACTS_REVOKED) != 0;
-    f->consumer_found =
-        sqlite3_column_int(st, CLAIM_FACTS_CONSUMER_FOUND) != 0;
-    f->consumer_payout =
-        sqlite3_column_int(st, CLAIM_FACTS_CONSUMER_PAYOUT) != 0;
-    f->state = (og_payout_state)state;
-    f->payout_version = sqlite3_column_int64(st, CLAIM_FACTS_PAYOUT_VERSION);
-    f->active_attempt =
-        sqlite3_column_int(st, CLAIM_FACTS_ACTIVE_ATTEMPT) != 0;
-    f->amount_minor = sqlite3_column_int64(st, CLAIM_FACTS_AMOUNT);
-    f->payouts_suspended =
-        sqlite3_column_int(st, CLAIM_FACTS_PAYOUTS_SUSPENDED) != 0;
-    f->settings_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_SETTINGS_VERSION);
-    f->beneficiary_status = (og_payout_beneficiary_status)status;
-    f->beneficiary_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_BENEFICIARY_VERSION);
-    f->destination_version =
-        sqlite3_column_int64(st, CLAIM_FACTS_DESTINATION_VERSION);
-    f->now_us = sqlite3_column_int64(st, CLAIM_FACTS_NOW);
-    return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (rc = og__row_claim_facts(og__sq_row(st), &f)) == 0)
+        rc = og__sq_done(c, st);
+    sqlite3_reset(st);
+    if (rc == 0) /* 0 rows: not a payout grant */
+        *out = f;
+    return rc;
 }
 
 /* The claim's writes, each conditional as if nothing had been read:
@@ -346,11 +236,15 @@ static const char sq_payout_claim_op_sql[] =
 /* The claim's writes, at the facts' instant. Each re-asserts its
  * conditions; under the write lock they hold, so a write that takes
  * nothing is a defect (rolled back). */
-static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
-                          const og__payout_claim_req *r,
-                          const og__payout_claim_facts *f,
-                          const og__payout_claim_plan *p, og_operation *op)
+int og__sq_payout_claim_write(void *impl, void *tx,
+                              const og__payout_claim_req *r,
+                              const og__payout_claim_facts *f,
+                              const og__payout_claim_plan *p,
+                              og_operation *attempt)
 {
+    og__sq_store *s = impl;
+    og__sq_conn *c = tx;
+    og_operation op;
     sqlite3_stmt *st;
     int64_t v = 0;
     int rc;
@@ -385,7 +279,7 @@ static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
     sqlite3_bind_text(st, 10, p->idempotency_key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 11, p->client_reference, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1)
-        rc = og__sq_read_op(st, op);
+        rc = og__row_operation(og__sq_row(st), 0, &op);
     else if (rc == 0)
         rc = OG_EINTERNAL; /* VALUES always inserts or fails */
     if (rc < 0) {
@@ -394,7 +288,7 @@ static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
     }
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    return og__sq_payout_event_add(c, &(og__sq_payout_event){
+    rc = og__sq_payout_event_add(c, &(og__sq_payout_event){
                                           .payout_id = f->payout_id,
                                           .at = f->now_us,
                                           .kind = "claimed",
@@ -405,66 +299,13 @@ static int sq_claim_write(og__sq_store *s, og__sq_conn *c,
                                           .payout_version = p->new_version,
                                           .reason = p->client_reference,
                                       });
-}
-
-static int sq_payout_claim_in(og__sq_store *s, og__sq_conn *c,
-                              const og__payout_claim_req *r,
-                              og_payout_claim_result *out, bool *keep)
-{
-    og__payout_claim_facts f;
-    og__payout_claim_plan p;
-    int rc;
-
-    /* 1. The facts, under the write lock (Q1, Q31). */
-    if ((rc = sq_claim_facts(c, r->grant_id, &f)) < 0)
-        return rc;
-    /* 2. The pure verdict (PP4). */
-    if ((rc = og__payout_plan_claim(&f, r, s->opts.timings.admission_leeway_us,
-                                    &p)) < 0)
-        return rc;
-    memset(out, 0, sizeof *out);
-    out->outcome = p.outcome;
-    if (f.found) {
-        memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-        out->attempt_number = f.attempt_number;
-    }
-    if (p.outcome == OG_PAYOUT_CLAIM_DUPLICATE)
-        memcpy(out->attempt.operation_id, f.consumed_by,
-               sizeof out->attempt.operation_id);
-    if (p.outcome != OG_PAYOUT_CLAIM_CLAIMED)
-        return 0; /* nothing written: the caller rolls back */
-    /* 3. The writes. */
-    if ((rc = sq_claim_write(s, c, r, &f, &p, &out->attempt)) < 0)
-        return rc;
-    if (og__fault(OG__FAULT_CLAIM_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->has_attempt = true;
-    *keep = true;
-    return 0;
-}
-
-int og__sq_payout_claim(void *impl, const og__payout_claim_req *r,
-                        og_payout_claim_result *out)
-{
-    og__sq_store *s = impl;
-    og_payout_claim_result res;
-    bool keep = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_payout_claim_in(s, c, r, &res, &keep);
-    /* Only CLAIMED commits; every other outcome and any error roll back:
-     * zero rows anywhere (Q31). */
-    rc = og__sq_end(s, c, rc, keep);
     if (rc == 0)
-        *out = res;
+        *attempt = op;
     return rc;
 }
 
 /* ===========================================================================
- * A binding's reservation, released once (Q29)
+ * A binding's reservation, released once (Q25)
  * ========================================================================= */
 
 /* Releases one binding's reservation, once: ?1 grant, ?2 now, ?3 cause. */
@@ -490,7 +331,7 @@ static const char sq_payout_unreserve_sql[] =
     " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved";
 
 /* Marks grant_id's binding released at `at` for `cause` — only where it is
- * not yet (Q29) — and moves its amount off the day's reserved counter
+ * not yet (Q25) — and moves its amount off the day's reserved counter
  * (onto paid when `paid`). 1 and the amount and day, 0 when it was
  * released before (nothing written), or an error. */
 static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
@@ -531,7 +372,7 @@ static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
     return 1;
 }
 
-/* Releases grant_id's reservation once (Q29), at `at`, for `cause`, with
+/* Releases grant_id's reservation once (Q25), at `at`, for `cause`, with
  * its history entry; nothing when it was released before. */
 static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
                       const char *cause, const char *actor)
@@ -554,8 +395,21 @@ static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
 }
 
 /* ===========================================================================
- * The resolution (Q32)
+ * The resolution (Q28)
  * ========================================================================= */
+
+/* The outcome: og_op_record's own write (exec.c), under the write lock;
+ * its instant is the one the resolution's writes share (c->txn_at_us). */
+int og__sq_payout_resolve_record(void *impl, void *tx, const char *id,
+                                 unsigned expected, int64_t owner_version,
+                                 const og_op_outcome *o, bool *recorded)
+{
+    og__sq_conn *c = tx;
+
+    (void)impl;
+    return og__sq_op_record_in(c, id, expected, owner_version, o, recorded,
+                               &c->txn_at_us);
+}
 
 /* The resolution's facts: ?1 the attempt. Its binding, through the
  * operation's grant (each by its key), and the payout. */
@@ -568,51 +422,28 @@ static const char sq_payout_resolve_facts_sql[] =
     " JOIN payouts p ON p.payout_id = b.payout_id"
     " WHERE o.operation_id = ?1 AND o.kind = 'payout'"
     "   AND o.issuer = '" OG_PAYOUT_ISSUER "'";
-enum {
-    RESOLVE_FACTS_PAYOUT_ID,
-    RESOLVE_FACTS_GRANT_ID,
-    RESOLVE_FACTS_RELEASE_DAY,
-    RESOLVE_FACTS_AMOUNT,
-    RESOLVE_FACTS_RELEASED,
-    RESOLVE_FACTS_STATE,
-    RESOLVE_FACTS_VERSION,
-    RESOLVE_FACTS_ACTIVE,
-    RESOLVE_FACTS_NCOLS
-};
+/* Its columns: RESOLVE_FACTS_* (rows.h). */
 
-static int sq_resolve_facts(og__sq_conn *c, const char *id,
-                            og__payout_resolve_facts *f)
+int og__sq_payout_resolve_facts(void *impl, void *tx, const char *id,
+                                og__payout_resolve_facts *out)
 {
+    og__sq_conn *c = tx;
+    og__payout_resolve_facts f;
     sqlite3_stmt *st;
-    int rc, state;
+    int rc;
 
-    memset(f, 0, sizeof *f);
+    (void)impl;
+    memset(&f, 0, sizeof f);
     if ((rc = og__sq_stmt(c, sq_payout_resolve_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_step(c, st)) != 1) {
-        sqlite3_reset(st);
-        return rc; /* 0: not a payout attempt with a binding */
-    }
-    state = og__payout_state_parse(
-        (const char *)sqlite3_column_text(st, RESOLVE_FACTS_STATE));
-    if (og__sq_text(st, RESOLVE_FACTS_PAYOUT_ID, f->payout_id,
-                    sizeof f->payout_id) < 0 ||
-        og__sq_text(st, RESOLVE_FACTS_GRANT_ID, f->grant_id,
-                    sizeof f->grant_id) < 0 ||
-        og__sq_text(st, RESOLVE_FACTS_RELEASE_DAY, f->release_day,
-                    sizeof f->release_day) < 0 ||
-        state < 0) {
-        sqlite3_reset(st);
-        return OG_EINTERNAL;
-    }
-    f->found = true;
-    f->amount_minor = sqlite3_column_int64(st, RESOLVE_FACTS_AMOUNT);
-    f->released = sqlite3_column_int(st, RESOLVE_FACTS_RELEASED) != 0;
-    f->state = (og_payout_state)state;
-    f->payout_version = sqlite3_column_int64(st, RESOLVE_FACTS_VERSION);
-    f->active = sqlite3_column_int(st, RESOLVE_FACTS_ACTIVE) != 0;
-    return (rc = og__sq_done(c, st)) < 0 ? rc : 1;
+    if ((rc = og__sq_step(c, st)) == 1 &&
+        (rc = og__row_resolve_facts(og__sq_row(st), &f)) == 0)
+        rc = og__sq_done(c, st);
+    sqlite3_reset(st);
+    if (rc == 0) /* 0 rows: not a payout attempt with a binding */
+        *out = f;
+    return rc;
 }
 
 /* ?1 payout, ?2 version read, ?3 the attempt, ?4 new state, ?5 1: clear
@@ -625,108 +456,56 @@ static const char sq_payout_resolve_payout_sql[] =
     "   AND state IN ('Executing', 'Unknown')"
     " RETURNING version";
 
-static int sq_payout_resolve_in(og__sq_conn *c, const char *id,
-                                unsigned expected, int64_t owner_version,
+/* RESOLVED's writes, at the outcome's instant; each conditional on what
+ * was read under the write lock, so one that takes nothing is a defect. */
+int og__sq_payout_resolve_write(void *impl, void *tx, const char *id,
                                 const og_op_outcome *o,
-                                og_payout_resolution *out, bool *keep)
+                                const og__payout_resolve_facts *f,
+                                const og__payout_resolve_plan *p)
 {
-    og__payout_resolve_facts f;
-    og__payout_resolve_plan p;
-    sqlite3_stmt *st;
-    bool recorded = false;
-    int64_t at = 0, v = 0, amount = 0;
+    og__sq_conn *c = tx;
+    int64_t at = c->txn_at_us, v = 0, amount = 0;
     char payout[OG_ID_MAX + 1], day[OG_PAYOUT_DAY_LEN + 1] = "";
+    sqlite3_stmt *st;
     int rc;
 
-    memset(out, 0, sizeof *out);
-    /* 1. The outcome: og_op_record's own write, under the write lock. */
-    if ((rc = og__sq_op_record_in(c, id, expected, owner_version, o,
-                                  &recorded, &at)) < 0)
-        return rc;
-    if (!recorded) {
-        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
-        return 0; /* nothing written: the caller rolls back */
-    }
-    /* 2. The attempt's payout and binding, and what follows (PP5). */
-    if ((rc = sq_resolve_facts(c, id, &f)) < 0)
-        return rc;
-    if ((rc = og__payout_plan_resolve(&f, o->status, &p)) < 0)
-        return rc;
-    if (p.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
-        out->outcome = p.outcome;
-        return 0; /* the outcome rolls back with the rest */
-    }
-    /* 3. The payout, conditional on what was read. */
+    (void)impl;
+    /* The payout, conditional on what was read. */
     if ((rc = og__sq_stmt(c, sq_payout_resolve_payout_sql, &st)) < 0)
         return rc;
-    sqlite3_bind_text(st, 1, f.payout_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, f.payout_version);
+    sqlite3_bind_text(st, 1, f->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f->payout_version);
     sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, p.to_state, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 5, p.clear_attempt ? 1 : 0);
+    sqlite3_bind_text(st, 4, p->to_state, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, p->clear_attempt ? 1 : 0);
     sqlite3_bind_int64(st, 6, at);
-    if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p.new_version)
+    if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p->new_version)
         return rc < 0 ? rc : OG_EINTERNAL;
-    /* 4. The reservation, once, with the attempt's end. */
-    if (p.release_cause) {
-        rc = sq_settle(c, f.grant_id, at, p.release_cause,
-                       p.reservation == OG_PAYOUT_RESERVATION_PAID, payout,
+    /* The reservation, once, with the attempt's end. */
+    if (p->release_cause) {
+        rc = sq_settle(c, f->grant_id, at, p->release_cause,
+                       p->reservation == OG_PAYOUT_RESERVATION_PAID, payout,
                        &amount, day);
         if (rc != 1)
             return rc < 0 ? rc : OG_EINTERNAL; /* read unreleased: a defect */
     }
-    /* 5. The history. */
+    /* The history. */
     {
-        og__sq_payout_event ev = {.payout_id = f.payout_id, .at = at,
+        og__sq_payout_event ev = {.payout_id = f->payout_id, .at = at,
                                   .kind = "resolved", .actor = o->actor,
-                                  .grant_id = f.grant_id,
-                                  .from_state = p.from_state,
-                                  .to_state = p.to_state,
-                                  .payout_version = p.new_version,
+                                  .grant_id = f->grant_id,
+                                  .from_state = p->from_state,
+                                  .to_state = p->to_state,
+                                  .payout_version = p->new_version,
                                   .amount = amount,
-                                  .release_day = p.release_cause ? day : NULL,
+                                  .release_day = p->release_cause ? day : NULL,
                                   .reason = og_op_status_name(o->status)};
-        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
-            return rc;
+        return og__sq_payout_event_add(c, &ev);
     }
-    if (og__fault(OG__FAULT_RESOLVE_BEFORE_COMMIT))
-        return OG_ESTORE_UNAVAILABLE;
-    out->outcome = OG_PAYOUT_RESOLVE_RESOLVED;
-    memcpy(out->payout_id, f.payout_id, sizeof out->payout_id);
-    memcpy(out->grant_id, f.grant_id, sizeof out->grant_id);
-    out->state = p.to;
-    out->payout_version = p.new_version;
-    out->attempt_cleared = p.clear_attempt;
-    out->reservation = p.reservation;
-    out->amount_minor = f.amount_minor;
-    memcpy(out->release_day, f.release_day, sizeof out->release_day);
-    *keep = true;
-    return 0;
-}
-
-int og__sq_payout_resolve(void *impl, const char *id, unsigned expected,
-                          int64_t owner_version, const og_op_outcome *o,
-                          og_payout_resolution *out)
-{
-    og__sq_store *s = impl;
-    og_payout_resolution res;
-    bool keep = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_payout_resolve_in(c, id, expected, owner_version, o, &res, &keep);
-    /* Only RESOLVED commits; NOT_RECORDED, NOT_ACTIVE and any error roll
-     * back: nothing changed anywhere (Q32). */
-    rc = og__sq_end(s, c, rc, keep);
-    if (rc == 0)
-        *out = res;
-    return rc;
 }
 
 /* ===========================================================================
- * Resubmission (Q30)
+ * Resubmission (Q26)
  * ========================================================================= */
 
 /* ?1 the job copied, ?2 the new id. */
@@ -800,7 +579,7 @@ int og__sq_payout_job_resubmit(void *impl, const char *id, const char *actor,
 }
 
 /* ===========================================================================
- * Payout grants (Q29)
+ * Payout grants (Q25)
  * ========================================================================= */
 
 /* A payout grant and its row, with the clock its state is derived at:
@@ -815,74 +594,12 @@ static const char sq_payout_grant_get_sql[] =
     " FROM payout_grants b"
     " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
     " WHERE b.grant_id = ?1";
-enum {
-    PAYOUT_GRANT_GRANT_ID,
-    PAYOUT_GRANT_DECISION_ID,
-    PAYOUT_GRANT_PAYOUT_ID,
-    PAYOUT_GRANT_TENANT_ID,
-    PAYOUT_GRANT_OPERATION,
-    PAYOUT_GRANT_AUDIENCE,
-    PAYOUT_GRANT_TERMS_FINGERPRINT,
-    PAYOUT_GRANT_POLICY_VERSION,
-    PAYOUT_GRANT_EXECUTABLE_VERSION,
-    PAYOUT_GRANT_ATTEMPT_NUMBER,
-    PAYOUT_GRANT_AMOUNT,
-    PAYOUT_GRANT_RELEASE_DAY,
-    PAYOUT_GRANT_NOT_BEFORE,
-    PAYOUT_GRANT_EXPIRES_AT,
-    PAYOUT_GRANT_CREATED_AT,
-    PAYOUT_GRANT_CONSUMED_AT,
-    PAYOUT_GRANT_CONSUMED_BY,
-    PAYOUT_GRANT_REVOKED_AT,
-    PAYOUT_GRANT_RELEASED_AT,
-    PAYOUT_GRANT_NOW,
-    PAYOUT_GRANT_NCOLS
-};
+/* Its columns: PAYOUT_GRANT_* (rows.h). */
 
 static int sq_payout_grant_row(og__sq_store *s, sqlite3_stmt *st, void *out)
 {
-    og_payout_grant_view *v = out;
-
-    memset(v, 0, sizeof *v);
-    if (og__sq_text(st, PAYOUT_GRANT_GRANT_ID, v->grant_id,
-                    sizeof v->grant_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_DECISION_ID, v->decision_id,
-                    sizeof v->decision_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_PAYOUT_ID, v->payout_id,
-                    sizeof v->payout_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_TENANT_ID, v->tenant_id,
-                    sizeof v->tenant_id) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_OPERATION, v->operation,
-                    sizeof v->operation) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_AUDIENCE, v->audience,
-                    sizeof v->audience) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_TERMS_FINGERPRINT, v->terms_fingerprint,
-                    sizeof v->terms_fingerprint) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_POLICY_VERSION, v->policy_version,
-                    sizeof v->policy_version) < 0 ||
-        og__sq_text(st, PAYOUT_GRANT_RELEASE_DAY, v->release_day,
-                    sizeof v->release_day) < 0 ||
-        og__sq_text_opt(st, PAYOUT_GRANT_CONSUMED_BY, v->consumed_by_operation,
-                        sizeof v->consumed_by_operation) < 0)
-        return OG_EINTERNAL;
-    v->executable_payout_version =
-        sqlite3_column_int64(st, PAYOUT_GRANT_EXECUTABLE_VERSION);
-    v->attempt_number = sqlite3_column_int64(st, PAYOUT_GRANT_ATTEMPT_NUMBER);
-    v->reserved_minor = sqlite3_column_int64(st, PAYOUT_GRANT_AMOUNT);
-    v->not_before_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOT_BEFORE);
-    v->expires_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_EXPIRES_AT);
-    v->created_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_CREATED_AT);
-    v->consumed_at_us =
-        sqlite3_column_int64(st, PAYOUT_GRANT_CONSUMED_AT); /* NULL reads 0 */
-    v->revoked_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_REVOKED_AT);
-    v->released_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_RELEASED_AT);
-    v->read_at_us = sqlite3_column_int64(st, PAYOUT_GRANT_NOW);
-    v->state = og__payout_grant_state(
-        sqlite3_column_type(st, PAYOUT_GRANT_CONSUMED_AT) != SQLITE_NULL,
-        sqlite3_column_type(st, PAYOUT_GRANT_REVOKED_AT) != SQLITE_NULL,
-        v->expires_at_us, s->opts.timings.admission_leeway_us,
-        v->read_at_us);
-    return 0;
+    return og__row_payout_grant(og__sq_row(st),
+                                s->opts.timings.admission_leeway_us, out);
 }
 
 int og__sq_payout_grant_get(void *impl, const char *grant_id,
@@ -893,7 +610,7 @@ int og__sq_payout_grant_get(void *impl, const char *grant_id,
 }
 
 /* A finance hold: ?1 grant. Its payout (is it a payout grant?), then the
- * grant's row, live: ONE conditional write (Q29). */
+ * grant's row, live: ONE conditional write (Q25). */
 static const char sq_payout_grant_payout_sql[] =
     "SELECT payout_id FROM payout_grants WHERE grant_id = ?1";
 enum { GRANT_PAYOUT_PAYOUT_ID, GRANT_PAYOUT_NCOLS };
@@ -906,7 +623,7 @@ static const char sq_payout_grant_revoke_sql[] =
 
 static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
                                      const char *actor,
-                                     og_revoke_outcome *out, bool *keep)
+                                     og__payout_revoke_report *out)
 {
     char payout[OG_ID_MAX + 1];
     sqlite3_stmt *st;
@@ -921,18 +638,15 @@ static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
                  ? OG_EINTERNAL
                  : 1;
     sqlite3_reset(st);
-    if (rc <= 0) {
-        *out = OG_REVOKE_NOT_ISSUED; /* not a payout grant */
-        return rc;
-    }
-    /* The grant's row, live: ONE conditional write (Q29). */
+    if (rc <= 0)
+        return rc; /* 0: not a payout grant */
+    out->payout_grant = true;
+    /* The grant's row, live: ONE conditional write (Q25). */
     if ((rc = og__sq_stmt(c, sq_payout_grant_revoke_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
-    if ((rc = og__sq_one_i64(c, st, &at)) <= 0) {
-        *out = OG_REVOKE_ALREADY_USED_OR_REVOKED;
-        return rc;
-    }
+    if ((rc = og__sq_one_i64(c, st, &at)) <= 0)
+        return rc; /* 0: consumed or revoked already */
     {
         og__sq_payout_event ev = {.payout_id = payout, .at = at,
                                   .kind = "grant-revoked", .actor = actor,
@@ -944,31 +658,30 @@ static int sq_payout_grant_revoke_in(og__sq_conn *c, const char *grant_id,
      * it already. */
     if ((rc = sq_release(c, grant_id, at, "revoked", actor)) < 0)
         return rc;
-    *out = OG_REVOKE_REVOKED;
-    *keep = true;
+    out->revoked = true;
     return 0;
 }
 
 int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
-                               const char *actor, og_revoke_outcome *out)
+                               const char *actor,
+                               og__payout_revoke_report *out)
 {
     og__sq_store *s = impl;
-    og_revoke_outcome o = OG_REVOKE_NOT_ISSUED;
-    bool keep = false;
+    og__payout_revoke_report rep = {false, false};
     og__sq_conn *c;
     int rc;
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = sq_payout_grant_revoke_in(c, grant_id, actor, &o, &keep);
-    if ((rc = og__sq_end(s, c, rc, keep)) == 0)
-        *out = o;
+    rc = sq_payout_grant_revoke_in(c, grant_id, actor, &rep);
+    if ((rc = og__sq_end(s, c, rc, rep.revoked)) == 0)
+        *out = rep;
     return rc;
 }
 
 /* The unreleased, unconsumed payout grants past ?1 (= now - leeway -
  * margin, read once), from the cursor ?3, oldest expiry first, at most ?2:
- * one expiry batch (Q29). Every statement of the batch selects this one
+ * one expiry batch (Q25). Every statement of the batch selects this one
  * set (the write lock holds it still); INDEXED BY: the janitor's scan. */
 #define SQ_PAYOUT_EXPIRE_PICK                                                  \
     "SELECT b.grant_id FROM payout_grants b"                                   \
@@ -978,7 +691,7 @@ int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
     "   AND b.expires_at >= ?3 AND b.expires_at < ?1"                          \
     " ORDER BY b.expires_at, b.grant_id LIMIT ?2"
 
-/* One expiry batch (Q29): ?1 now - leeway - margin, ?2 batch, ?3 cursor,
+/* One expiry batch (Q25): ?1 now - leeway - margin, ?2 batch, ?3 cursor,
  * ?4 now. First the batch's size and greatest expiry (the next cursor),
  * then its reservations, history and marks; the marks last, since the pick
  * reads released_at. */
@@ -1004,7 +717,7 @@ const char og__sq_payout_expire_mark_sql[] =
     "UPDATE payout_grants SET released_at = ?4, release_cause = 'expired'"
     " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
 
-/* One expiry batch's fixed parameters (Q29), as the archive's (Q21). */
+/* One expiry batch's fixed parameters (Q25), as the archive's (Q21). */
 typedef struct sq_expire_args {
     int64_t cutoff; /* ?1: now - leeway - cleanup margin */
     int batch;      /* ?2 */

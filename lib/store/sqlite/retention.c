@@ -3,30 +3,26 @@
  * and the archiving of finished operations, one batch per BEGIN IMMEDIATE
  * transaction; store.c loops.
  *
- * Invariants (and Q22, admit.c: an archived operation still answers for
- * its id):
+ * They keep M23-M25 and M10 (lib/store/store_int.h); how:
  *
- *   Q19 A refusal record outlives every admission that could still commit:
- *       cleanup (og__sq_cleanup_sql) deletes a grant_consumptions row only
- *       where retain_until < now - cleanup_margin on SQLite's clock, the
- *       clock the claim decided its deadline on (Q3), re-checked on the row
- *       it deletes. Here an admission cannot even be delayed between its
- *       deadline check and its commit behind a delete: both hold the write
- *       lock (Q1) for their whole transaction. The margin (T9) covers clock
- *       steps on the host.
- *   Q20 Cleanup deletes grant_consumptions rows and nothing else: at most
- *       `batch` rows per BEGIN IMMEDIATE transaction, picked oldest first
- *       over grant_consumptions_retain_until_idx by their primary key (the
- *       table has no rowid; (issuer, grant_id), or key_hash in a hashed
- *       store, Q23), so admissions wait for one short batch at most.
- *   Q21 Archiving takes terminal operations only (SQ_TERMINAL: Succeeded,
- *       Failed, NotStarted, NotApplied; no writer expects them, so they
- *       never change again) and moves or deletes each with its events in
- *       ONE BEGIN IMMEDIATE transaction. The batch is one fixed set: every
- *       statement of the transaction selects it with the same bound cutoff
- *       (read once from SQLite's clock) and a total order (last change,
- *       then id), under the write lock. Admitted, Started, Unknown and
- *       NeedsReconciliation stay.
+ *   Q19 A refusal record outlives every admission that could still commit
+ *       (M23): cleanup (og__sq_cleanup_sql) deletes a grant_consumptions row
+ *       only where retain_until < now - cleanup_margin on SQLite's clock,
+ *       the clock the claim decided its deadline on (Q9), re-checked on the
+ *       row it deletes. Here an admission cannot even be delayed between
+ *       its deadline check and its commit behind a delete: both hold the
+ *       write lock (Q1) for their whole transaction. The margin (T9) covers
+ *       clock steps on the host.
+ *   Q20 Cleanup's batch (M24) is one BEGIN IMMEDIATE transaction whose rows
+ *       are picked oldest first over grant_consumptions_retain_until_idx by
+ *       their primary key (the table has no rowid; (issuer, grant_id), or
+ *       key_hash in a hashed store, Q6).
+ *   Q21 An archiving batch (M25) is ONE BEGIN IMMEDIATE transaction over
+ *       one fixed set: every statement of it selects the set with the same
+ *       bound cutoff (read once from SQLite's clock) and a total order (last
+ *       change, then id), under the write lock; SQ_TERMINAL names the
+ *       terminal statuses. An archived operation still answers for its id
+ *       (M10, Q10: admit.c).
  */
 #include "internal.h"
 

@@ -1,19 +1,21 @@
 /*
  * schema.c — the SQLite store's schema: the versioned migrations (their SQL
  * and the code applying them), the schema version, and the consumption
- * keys mode a migrated store records (og__sq_read_keys, Q23).
+ * keys mode a migrated store records (og__sq_read_keys, Q6).
  *
  * Invariants:
  *
- *   Q10 kind = 'admission' exactly when operation_id is set. SQLite cannot add
- *       migration 2's table CHECK to an existing table, so two triggers abort
- *       any write that breaks it (a defect: OG_EINTERNAL). A hashed store's
- *       table is created by migration 5 and carries the CHECK itself.
+ *   Q7  kind = 'admission' exactly when operation_id is set. SQLite cannot
+ *       add migration 2's table CHECK to an existing table, so two triggers
+ *       abort any write that breaks it (a defect: OG_EINTERNAL, M5). A
+ *       hashed store's table is created by migration 5 and carries the
+ *       CHECK itself.
  *
- * Each migration runs inside the migrator's BEGIN IMMEDIATE, so concurrent
- * migrators serialize. Migration 7 rebuilds the operation tables for the
- * operation kinds (Q25, exec.c), migrations 8-10 create and widen the
- * payout store's tables (Q26-Q32, payout.c and payout_run.c).
+ * The migrations run inside the migrator's one BEGIN IMMEDIATE, so
+ * concurrent migrators serialize, each re-reading the version under the
+ * lock. Migration 7 rebuilds the operation tables for the operation kinds
+ * (M22, Q18, exec.c), migrations 8-10 create and widen the payout store's
+ * tables (M27-M35, Q22-Q28, payout.c and payout_run.c).
  */
 #include <unistd.h>
 
@@ -31,17 +33,22 @@
 typedef struct sq_migration {
     int version;
     const char *description;
-    const char *sql;
-    const char *sql_hashed; /* a hashed store's variant; NULL: sql */
+    /* Its SQL, run in order: each text (one or more statements) is a
+     * literal under the 4,095 characters ISO C asks a compiler to take. */
+    const char *const *sql;
+    const char *const *sql_hashed; /* a hashed store's variant; NULL: sql */
     const char *fk_check;   /* NULL, or a table whose foreign keys are
                                checked (PRAGMA foreign_key_check) before
                                the migration commits: one that rebuilt it
-                               with foreign keys off (Q25) */
+                               with foreign keys off (Q18) */
 } sq_migration;
+
+/* A migration's list of texts, NULL-terminated. */
+#define SQ_STEPS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 
 /* Migration 7: operation kinds, their idempotency keys and client
- * references, and the statuses of a payout attempt (Q25). SQLite cannot
+ * references, and the statuses of a payout attempt (Q18). SQLite cannot
  * alter a CHECK, and every CHECK that lists statuses must widen, so
  * operations, operation_events and operations_archive are rebuilt the way
  * SQLite documents it ("Making Other Kinds Of Table Schema Changes"): the
@@ -57,7 +64,7 @@ typedef struct sq_migration {
  * sets (recovery: + Started; the archive's terminal set: + NotStarted,
  * NotApplied). operations_payout_status_check and
  * operations_not_started_check hold P1/P2 in the schema as the statements
- * hold them (Q25); the first is a CHECK of the kind column. Nothing here
+ * hold them (Q18); the first is a CHECK of the kind column. Nothing here
  * touches grant_consumptions: both consumption keys get the same. The
  * rebuild writes every operation once, under the write lock. */
 #define SQ_MIGRATION_7                                                        \
@@ -98,7 +105,7 @@ typedef struct sq_migration {
     "    OR owner_version > " SQ_STR(OG__INITIAL_OWNER_VERSION) ")"           \
     ") STRICT, WITHOUT ROWID;"                                                \
     "INSERT INTO operations_v7 (" SQ_V6_OP_COLS ")"                           \
-    "  SELECT " SQ_V6_OP_COLS " FROM operations;"                             \
+    "  SELECT " SQ_V6_OP_COLS " FROM operations;",                            \
     "CREATE TABLE operation_events_v7 ("                                      \
     "  seq                INTEGER PRIMARY KEY AUTOINCREMENT,"                 \
     "  operation_id       TEXT    NOT NULL"                                   \
@@ -140,7 +147,7 @@ typedef struct sq_migration {
     "  ON operations (coalesce(updated_at, created_at), operation_id)"        \
     "  WHERE status IN " SQ_TERMINAL ";"                                      \
     "CREATE INDEX operation_events_operation_idx"                             \
-    "  ON operation_events (operation_id, seq);"                              \
+    "  ON operation_events (operation_id, seq);",                             \
     "CREATE TABLE operations_archive_v7 ("                                    \
     "  operation_id       TEXT    NOT NULL PRIMARY KEY,"                      \
     "  issuer             TEXT    NOT NULL,"                                  \
@@ -167,13 +174,13 @@ typedef struct sq_migration {
     "DROP TABLE operations_archive;"                                          \
     "ALTER TABLE operations_archive_v7 RENAME TO operations_archive;"
 
-/* Migration 5: the store's settings and its consumption keys (Q23). It runs
+/* Migration 5: the store's settings and its consumption keys (Q6). It runs
  * after migration 4 and touches none of its tables (the operation archives
  * keep their identifiers, as operations do). og_store_settings has exactly
  * one row; og_consumption_key() is registered on the migrating connection,
  * so a hashed store's existing claims are rewritten under their keys in the
  * migration's own transaction. The hashed table: the atomic check is its
- * PRIMARY KEY on key_hash, migration 2's kind rule is a table CHECK (Q10),
+ * PRIMARY KEY on key_hash, migration 2's kind rule is a table CHECK (Q7),
  * no column holds an issuer or a grant id, and it gets back the index
  * cleanup picks its rows over (grant_consumptions_retain_until_idx, Q20). */
 #define SQ_MIGRATION_5(keys, convert)                                         \
@@ -284,7 +291,7 @@ typedef struct sq_migration {
     "    REFERENCES tenant_days (tenant_id, day)"                             \
     ") STRICT, WITHOUT ROWID;"
 
-/* Migration 8: the payout decision side (Q26-Q30). New tables only: it
+/* Migration 8: the payout decision side (Q22-Q26). New tables only: it
  * changes nothing of migrations 1-6 (the payout grants are rows of the
  * existing `grants` table, issuer 'payouts', and their bindings are a
  * table of their own), so it applies the same to a readable and a hashed
@@ -325,7 +332,7 @@ typedef struct sq_migration {
     "  settings_version          INTEGER NOT NULL CHECK (settings_version >= 1)," \
     "  updated_at                INTEGER NOT NULL"                            \
     ") STRICT, WITHOUT ROWID;"                                                \
-    /* The reservation counters of one release day (Q27). */               \
+    /* The reservation counters of one release day (Q23). */               \
     "CREATE TABLE tenant_days ("                                              \
     "  tenant_id TEXT    NOT NULL REFERENCES tenants (tenant_id),"            \
     "  day       TEXT    NOT NULL " SQ_PAYOUT_DAY_CHECK("day") ","            \
@@ -355,7 +362,7 @@ typedef struct sq_migration {
     "                        BETWEEN 1 AND 512),"                             \
     "  version        INTEGER NOT NULL CHECK (version >= 1),"                 \
     "  changed_at     INTEGER NOT NULL  /* store clock, every change */"      \
-    ") STRICT, WITHOUT ROWID;"                                                \
+    ") STRICT, WITHOUT ROWID;",                                               \
     "CREATE TABLE payouts ("                                                  \
     "  payout_id           TEXT    NOT NULL PRIMARY KEY"                      \
     "                      " SQ_PAYOUT_ID_CHECK("payout_id") ","              \
@@ -383,8 +390,8 @@ typedef struct sq_migration {
     "  updated_at          INTEGER NOT NULL,"                                 \
     "  FOREIGN KEY (tenant_id, beneficiary_id)"                               \
     "    REFERENCES beneficiaries (tenant_id, beneficiary_id)"                \
-    ") STRICT, WITHOUT ROWID;"                                                \
-    /* History (Q26): no foreign key, so a missing payout's Deferred        \
+    ") STRICT, WITHOUT ROWID;",                                               \
+    /* History (Q22): no foreign key, so a missing payout's Deferred        \
      * decision is recorded too. */                                          \
     "CREATE TABLE payout_decisions ("                                         \
     "  decision_id              TEXT    NOT NULL PRIMARY KEY"                 \
@@ -415,17 +422,17 @@ typedef struct sq_migration {
     ") STRICT, WITHOUT ROWID;"                                                \
     "CREATE INDEX payout_decisions_payout_idx"                                \
     "  ON payout_decisions (payout_id, decided_at);"                          \
-    SQ_APPEND_ONLY("payout_decisions")                                        \
+    SQ_APPEND_ONLY("payout_decisions"),                                       \
     /* A payout grant's bindings; the grant itself is its `grants` row.     \
-     * released_at is set once, by an expiry or a revocation (Q29). */       \
+     * released_at is set once, by an expiry or a revocation (Q25). */       \
     SQ_PAYOUT_GRANTS_TABLE("payout_grants", "")                              \
-    /* The janitor's scan (Q29): unreleased bindings by expiry. */          \
+    /* The janitor's scan (Q25): unreleased bindings by expiry. */          \
     "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
     "  WHERE released_at IS NULL;"                                            \
     /* A day's bindings: the foreign key's child side, so that writing a    \
      * day's row never scans the bindings. */                                \
     "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);" \
-    /* The outbox is the queue (Q30): references only. */                   \
+    /* The outbox is the queue (Q26): references only. */                   \
     "CREATE TABLE payout_jobs ("                                              \
     "  job_id           TEXT    NOT NULL PRIMARY KEY CHECK (length(job_id) = 36)," \
     "  payout_id        TEXT    NOT NULL,"                                    \
@@ -439,13 +446,13 @@ typedef struct sq_migration {
     "  done_at          INTEGER            /* acknowledged */"                \
     ") STRICT, WITHOUT ROWID;"                                                \
     "CREATE INDEX payout_jobs_available_idx ON payout_jobs (available_at, job_id)" \
-    "  WHERE done_at IS NULL;"                                                \
-    /* The payout's history: one row per step (Q26), append-only. */        \
+    "  WHERE done_at IS NULL;",                                               \
+    /* The payout's history: one row per step (Q22), append-only. */        \
     SQ_PAYOUT_EVENTS_TABLE("payout_events", "")                              \
     "CREATE INDEX payout_events_payout_idx ON payout_events (payout_id, seq);" \
     SQ_APPEND_ONLY("payout_events")
 
-/* Migration 9: the claim's history (Q31). payout_events' kind CHECK
+/* Migration 9: the claim's history (Q27). payout_events' kind CHECK
  * gains 'claimed'; SQLite cannot alter a CHECK, so the table is rebuilt as
  * migration 7 rebuilds (the new table, every row copied, the old dropped,
  * the new renamed, its index and triggers created again), keeping its
@@ -458,7 +465,7 @@ typedef struct sq_migration {
     SQ_PAYOUT_EVENTS_TABLE("payout_events_v9", ", 'claimed'")                \
     SQ_PAYOUT_EVENTS_REBUILD("payout_events_v9")
 
-/* Migration 10: the resolution (Q32). payout_grants' release_cause CHECK
+/* Migration 10: the resolution (Q28). payout_grants' release_cause CHECK
  * gains the attempt's ends ('paid', 'failed', 'not-started',
  * 'not-applied') and payout_events' kind CHECK 'resolved'. Both tables are
  * rebuilt as migration 9 rebuilds payout_events (the history keeps its
@@ -478,14 +485,14 @@ typedef struct sq_migration {
     "ALTER TABLE payout_grants_v10 RENAME TO payout_grants;"                  \
     "CREATE INDEX payout_grants_unreleased_idx ON payout_grants (expires_at)"  \
     "  WHERE released_at IS NULL;"                                            \
-    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);" \
+    "CREATE INDEX payout_grants_day_idx ON payout_grants (tenant_id, release_day);", \
     SQ_PAYOUT_EVENTS_TABLE("payout_events_v10", ", 'claimed', 'resolved'")   \
     SQ_PAYOUT_EVENTS_REBUILD("payout_events_v10")
 
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
-     "CREATE TABLE grant_consumptions ("
+     SQ_STEPS("CREATE TABLE grant_consumptions ("
      "  issuer       TEXT    NOT NULL"
      "               CHECK (length(CAST(issuer AS BLOB)) BETWEEN 1 AND 128),"
      "  grant_id     TEXT    NOT NULL"
@@ -520,16 +527,16 @@ static const sq_migration sq_migrations[] = {
      "                                   /* one operation per grant */"
      ") STRICT, WITHOUT ROWID;"
      "CREATE INDEX operations_recovery_idx ON operations (lease_until)"
-     "  WHERE status IN ('Admitted', 'Unknown');", NULL, NULL},
+     "  WHERE status IN ('Admitted', 'Unknown');"), NULL, NULL},
     {2, "claim kinds, families, issuance log, grant rows, tickets",
      /* What holds a claimed key: an admission (operation_id set), a
       * revocation, or the consume verdict. */
-     "ALTER TABLE grant_consumptions ADD COLUMN kind TEXT NOT NULL"
+     SQ_STEPS("ALTER TABLE grant_consumptions ADD COLUMN kind TEXT NOT NULL"
      "  DEFAULT 'admission'"
      "  CHECK (kind IN ('admission', 'revocation', 'consume'));"
      "UPDATE grant_consumptions SET kind = 'revocation'"
      "  WHERE operation_id IS NULL;"
-     /* Q10: PostgreSQL's grant_consumptions_kind_check2, as triggers. */
+     /* Q7: PostgreSQL's grant_consumptions_kind_check2, as triggers. */
      "CREATE TRIGGER grant_consumptions_kind_check2_insert"
      "  BEFORE INSERT ON grant_consumptions"
      "  WHEN (NEW.kind = 'admission') <> (NEW.operation_id IS NOT NULL)"
@@ -539,7 +546,7 @@ static const sq_migration sq_migrations[] = {
      "  WHEN (NEW.kind = 'admission') <> (NEW.operation_id IS NOT NULL)"
      "  BEGIN SELECT RAISE(ABORT, 'grant_consumptions_kind_check2'); END;"
      /* One row per (issuer, family): what admissions, consumes, issuance and
-      * tickets read and family revocation updates (Q9). */
+      * tickets read and family revocation updates (Q5). */
      "CREATE TABLE families ("
      "  issuer     TEXT    NOT NULL"
      "             CHECK (length(CAST(issuer AS BLOB)) BETWEEN 1 AND 128),"
@@ -594,7 +601,7 @@ static const sq_migration sq_migrations[] = {
      "CREATE INDEX grants_family_idx ON grants (issuer, family)"
      "  WHERE family IS NOT NULL;"
      /* Tickets by SHA-256 of their text, never the text. A rotated ticket
-      * stays, so that presenting it again is recognised as reuse (Q11). */
+      * stays, so that presenting it again is recognised as reuse (M15). */
      "CREATE TABLE tickets ("
      "  ticket_hash TEXT    NOT NULL PRIMARY KEY"
      "              CHECK (length(ticket_hash) = 64 AND"
@@ -604,25 +611,25 @@ static const sq_migration sq_migrations[] = {
      "  created_at  INTEGER NOT NULL,"
      "  rotated_at  INTEGER,"
      "  FOREIGN KEY (issuer, family) REFERENCES families (issuer, family)"
-     ") STRICT, WITHOUT ROWID;", NULL, NULL},
+     ") STRICT, WITHOUT ROWID;"), NULL, NULL},
     {3, "execution: outcomes, provider references, operation history",
-     /* Q17: updated_at stays NULL until the first status change and is read
+     /* M20: updated_at stays NULL until the first status change and is read
       * as created_at, so admission stays ONE insert and old rows need no
       * backfill. */
-     "ALTER TABLE operations ADD COLUMN updated_at INTEGER;"
+     SQ_STEPS("ALTER TABLE operations ADD COLUMN updated_at INTEGER;"
      "ALTER TABLE operations ADD COLUMN provider_reference TEXT"
      "  CHECK (provider_reference IS NULL OR"
      "         length(CAST(provider_reference AS BLOB)) BETWEEN 1 AND 128);"
      "ALTER TABLE operations ADD COLUMN outcome_reason TEXT"
      "  CHECK (outcome_reason IS NULL OR"
      "         length(CAST(outcome_reason AS BLOB)) BETWEEN 1 AND 64);"
-     /* Recovery's scan (Q18): expired leases among the owned statuses. */
+     /* Recovery's scan (Q17): expired leases among the owned statuses. */
      "CREATE INDEX operations_recovery_scan_idx"
      "  ON operations (status, lease_until)"
      "  WHERE status IN ('Admitted', 'Unknown');"
      /* The operators' backlog, oldest first, by status. */
      "CREATE INDEX operations_backlog_idx ON operations (status, created_at);"
-     /* One row per execution write (Q13); admission writes none: its event
+     /* One row per execution write (Q14); admission writes none: its event
       * is read from the operation itself. */
      "CREATE TABLE operation_events ("
      "  seq                INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -650,13 +657,13 @@ static const sq_migration sq_migrations[] = {
      "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)"
      ") STRICT;"
      "CREATE INDEX operation_events_operation_idx"
-     "  ON operation_events (operation_id, seq);", NULL, NULL},
+     "  ON operation_events (operation_id, seq);"), NULL, NULL},
     {4, "retention: operations and events archives, terminal index",
      /* Finished operations and their history, on their own schedule
       * (Q21): the same columns plus archived_at (store clock), without the
       * checks a live row needs. seq is never reused (AUTOINCREMENT), so it
       * stays a key in the archive. */
-     "CREATE TABLE operations_archive ("
+     SQ_STEPS("CREATE TABLE operations_archive ("
      "  operation_id       TEXT    NOT NULL PRIMARY KEY,"
      "  issuer             TEXT    NOT NULL,"
      "  grant_id           TEXT    NOT NULL,"
@@ -694,18 +701,18 @@ static const sq_migration sq_migrations[] = {
      /* The archive job's scan, in its total order (Q21). */
      "CREATE INDEX operations_terminal_idx"
      "  ON operations (coalesce(updated_at, created_at), operation_id)"
-     "  WHERE status IN ('Succeeded', 'Failed');", NULL, NULL},
+     "  WHERE status IN ('Succeeded', 'Failed');"), NULL, NULL},
     {5, "settings: consumption keys (readable or hashed)",
-     SQ_MIGRATION_5("readable", ""),
-     SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS), NULL},
+     SQ_STEPS(SQ_MIGRATION_5("readable", "")),
+     SQ_STEPS(SQ_MIGRATION_5("hashed", SQ_HASHED_CONSUMPTIONS)), NULL},
     /* Touches no table of migrations 4 and 5: readable and hashed stores
      * get the same table, keyed by (caller, idempotency key), never by a
      * grant's consumption key. */
     {6, "redemption recovery points",
-     /* Q24: one sealed result per (caller, idempotency key); the token is
+     /* M26: one sealed result per (caller, idempotency key); the token is
       * kept only as its SHA-256. A rowid table: a row holds up to 64 KiB,
       * too large for WITHOUT ROWID's clustered pages. */
-     "CREATE TABLE redemptions ("
+     SQ_STEPS("CREATE TABLE redemptions ("
      "  caller          TEXT    NOT NULL"
      "                  CHECK (length(CAST(caller AS BLOB)) BETWEEN 1 AND 128),"
      "  idempotency_key TEXT    NOT NULL"
@@ -720,16 +727,17 @@ static const sq_migration sq_migrations[] = {
      "  created_at      INTEGER NOT NULL,"
      "  PRIMARY KEY (caller, idempotency_key)  /* the first writer wins */"
      ") STRICT;"
-     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);", NULL,
-     NULL},
+     "CREATE INDEX redemptions_code_idx ON redemptions (code_hash);"),
+     NULL, NULL},
     {7, "operation kinds, idempotency keys, client references; statuses "
         "Started, NotStarted, NotApplied",
-     SQ_MIGRATION_7, NULL, "operation_events"},
+     SQ_STEPS(SQ_MIGRATION_7), NULL, "operation_events"},
     {8, "payouts: context, decisions, grants' bindings, reservations, jobs",
-     SQ_MIGRATION_8, NULL, NULL},
-    {9, "payouts: the claim's history entry", SQ_MIGRATION_9, NULL, NULL},
+     SQ_STEPS(SQ_MIGRATION_8), NULL, NULL},
+    {9, "payouts: the claim's history entry", SQ_STEPS(SQ_MIGRATION_9), NULL,
+     NULL},
     {10, "payouts: the resolution's release causes and history entry",
-     SQ_MIGRATION_10, NULL, "payout_jobs"},
+     SQ_STEPS(SQ_MIGRATION_10), NULL, "payout_jobs"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
@@ -846,7 +854,7 @@ int og__sq_migrate(void *impl, og_consumption_keys keys, int target,
      * (or delete). So this connection, which runs migrations only, turns
      * them off — outside the transaction, where the pragma works — and
      * each such migration checks its table's keys before the commit
-     * (sq_migration.fk_check; Q25). BEGIN IMMEDIATE serializes concurrent
+     * (sq_migration.fk_check; Q18). BEGIN IMMEDIATE serializes concurrent
      * migrators; each re-reads the version under the lock. */
     if (sqlite3_exec(db, sq_migrate_begin_sql, NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
@@ -859,15 +867,16 @@ int og__sq_migrate(void *impl, og_consumption_keys keys, int target,
     }
     for (i = 0; i < sizeof sq_migrations / sizeof sq_migrations[0]; i++) {
         const sq_migration *m = &sq_migrations[i];
+        const char *const *step;
         sqlite3_stmt *st = NULL;
 
         if (m->version <= v || m->version > target)
             continue;
-        if (sqlite3_exec(db,
-                         keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
-                                                                 : m->sql,
-                         NULL, NULL, NULL) != SQLITE_OK)
-            goto fail;
+        for (step = keys == OG_KEYS_HASHED && m->sql_hashed ? m->sql_hashed
+                                                            : m->sql;
+             *step; step++)
+            if (sqlite3_exec(db, *step, NULL, NULL, NULL) != SQLITE_OK)
+                goto fail;
         if (m->fk_check && (rc = sq_fk_check(db, m->fk_check)) < 0)
             goto out;
         if (sqlite3_prepare_v2(db, sq_migration_record_sql, -1, &st, NULL) !=
@@ -904,7 +913,7 @@ static const char sq_read_keys_sql[] =
     "SELECT consumption_keys FROM og_store_settings";
 enum { READ_KEYS_KEYS, READ_KEYS_NCOLS };
 
-/* The consumption keys the store records (Q23); the store object runs that
+/* The consumption keys the store records (Q6); the store object runs that
  * mode's statements from now on. */
 int og__sq_read_keys(void *impl, og_consumption_keys *keys)
 {
