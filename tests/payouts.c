@@ -323,6 +323,7 @@ const struct CMUnitTest t_payout_tests[] = {
         context_change_between_validation_and_claim_rolls_the_claim_back),
     cmocka_unit_test(redelivery_after_the_attempt_was_archived_is_a_duplicate),
     cmocka_unit_test(claim_failing_before_its_commit_writes_nothing),
+    cmocka_unit_test(resolution_failing_before_its_commit_writes_nothing),
     cmocka_unit_test(resolution_moves_the_reservation_with_the_outcome),
     cmocka_unit_test(stale_owner_cannot_resolve),
     cmocka_unit_test(unknown_holds_the_reservation_and_blocks_reauthorization),

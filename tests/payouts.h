@@ -165,6 +165,7 @@ void concurrent_claims_of_one_grant_make_exactly_one_attempt(void **state);
 /* payouts_resolve.c */
 void redelivery_after_the_attempt_was_archived_is_a_duplicate(void **state);
 void claim_failing_before_its_commit_writes_nothing(void **state);
+void resolution_failing_before_its_commit_writes_nothing(void **state);
 void resolution_moves_the_reservation_with_the_outcome(void **state);
 void stale_owner_cannot_resolve(void **state);
 void unknown_holds_the_reservation_and_blocks_reauthorization(void **state);

@@ -21,13 +21,13 @@
  *                   the commit stays (tests/serve/failures.c).
  *   payout_decide_after_reservation, payout_decide_after_decision,
  *   payout_decide_before_commit
- *                   og_payout_decide on both backends, after the
- *                   reservation, after the decision row, before COMMIT
- *                   (tests/payouts_decide.c);
+ *                   og_payout_decide (lib/store/payout.c, once for both
+ *                   backends), after the reservation, after the decision
+ *                   row, before COMMIT (tests/payouts_decide.c);
  *   payout_claim_before_commit, payout_resolve_before_commit
- *                   og_payout_claim and og_payout_resolve on both backends,
- *                   their writes done, before COMMIT (the claim's:
- *                   tests/payouts_resolve.c).
+ *                   og_payout_claim and og_payout_resolve
+ *                   (lib/store/payout_run.c, once for both backends), their
+ *                   writes done, before COMMIT (tests/payouts_resolve.c).
  *                   Each payout point fails the call with
  *                   OG_ESTORE_UNAVAILABLE as if the store failed there, and
  *                   the transaction is rolled back (nothing of it stays).
