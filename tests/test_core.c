@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <sodium.h>
@@ -331,6 +332,32 @@ static void copy_refuses_what_does_not_fit(void **state)
     assert_int_equal(og__copy(buf, sizeof buf, NULL), -1);
 }
 
+/* og__grow doubles from first, stops at max exactly, and at the cap refuses
+ * with the array and its capacity untouched (still the caller's to free). */
+static void grow_doubles_up_to_its_cap_and_no_further(void **state)
+{
+    static const size_t want[] = {3, 6, 10};
+    int *v = NULL, *g;
+    size_t cap = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        g = og__grow(v, sizeof *v, &cap, 3, 10);
+        assert_non_null(g);
+        assert_int_equal(cap, want[i]); /* 3, 6, then 10 (the cap), not 12 */
+        v = g;
+        for (size_t k = 0; k < cap; k++)
+            v[k] = (int)k; /* every element usable (ASan checks) */
+    }
+    assert_null(og__grow(v, sizeof *v, &cap, 3, 10));
+    assert_int_equal(cap, 10);
+    assert_int_equal(v[9], 9); /* untouched */
+    free(v);
+    cap = 0; /* an element size that overflows is refused, not wrapped */
+    assert_null(og__grow(NULL, SIZE_MAX / 2, &cap, 4, 8));
+    assert_int_equal(cap, 0);
+}
+
 /* ===========================================================================
  * The hashed consumption key (lib/core/consumption_key.c)
  * ========================================================================= */
@@ -496,6 +523,7 @@ int main(void)
         cmocka_unit_test(timings_relations_are_checked),
         cmocka_unit_test(names_are_generated_and_stable),
         cmocka_unit_test(copy_refuses_what_does_not_fit),
+        cmocka_unit_test(grow_doubles_up_to_its_cap_and_no_further),
     };
     return t_run_tests("core", tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  *   consumption_key.c  the hashed consumption key
  *   storeerr.c         what a PostgreSQL error means (SQLSTATE, constraint)
  *   redeem.c           sealing, the catch-up decisions of og_redeem
- *   error.c            names of errors, statuses and kinds; og__copy
+ *   error.c            names of errors, statuses and kinds; og__copy,
+ *                      og__grow
  *   fault.c            named fault points for tests
  *
  * Included by lib/core/ and the layers above it only
@@ -198,6 +199,13 @@ int og__op_kind_parse(const char *text);
 /* Copies src into a fixed buffer of size n; -1 (and dst untouched) when it
  * does not fit. */
 int og__copy(char *dst, size_t n, const char *src);
+
+/* The one way an array of the library grows (every growable array has a
+ * cap): v holds *cap elements of size bytes, all in use; returns v grown to
+ * twice as many (first when *cap is 0), never more than max, and sets *cap.
+ * NULL — v and *cap untouched, still the caller's — when *cap already is
+ * max or realloc fails; the caller says which error that is at its cap. */
+void *og__grow(void *v, size_t size, size_t *cap, size_t first, size_t max);
 
 /* Fault injection for tests (lib/core/fault.c): 1 when the build has
  * OG_FAULT_INJECTION (-Dfault_injection=true) and the environment variable

@@ -3,6 +3,7 @@
  * oncegate/core.h, so a code, its stable string and its message cannot drift.
  * Pure.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core_int.h"
@@ -108,6 +109,21 @@ static const char *const refusal_names[] = {
 const char *og_refusal_name(og_refusal r)
 {
     return name_at(NAMES(refusal_names), (unsigned)r);
+}
+
+void *og__grow(void *v, size_t size, size_t *cap, size_t first, size_t max)
+{
+    size_t want = *cap ? 2 * *cap : first;
+    void *grown;
+
+    if (*cap >= max || size == 0)
+        return NULL;
+    if (want > max || want < *cap) /* the cap, or a doubling that wrapped */
+        want = max;
+    if (want > SIZE_MAX / size || !(grown = realloc(v, want * size)))
+        return NULL;
+    *cap = want;
+    return grown;
 }
 
 int og__copy(char *dst, size_t n, const char *src)

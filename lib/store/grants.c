@@ -51,8 +51,7 @@ int og__strv_push(og_strv *sv, const char *id)
     if (!(copy = strdup(id)))
         return OG_ENOMEM;
     if (sv->n == slots) {
-        size_t grown = slots ? 2 * slots : 8; /* <= OG__STRV_MAX */
-        char **v = realloc(sv->v, grown * sizeof *v);
+        char **v = og__grow(sv->v, sizeof *v, &slots, 8, OG__STRV_MAX);
 
         if (!v) {
             free(copy);

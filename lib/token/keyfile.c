@@ -174,14 +174,12 @@ int og_keyset_load_dir(og_keyset *ks, const char *dir, size_t *added)
             goto out;
         }
         if (count == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **nn = realloc(names, nc * sizeof *nn);
+            char **nn = og__grow(names, sizeof *nn, &cap, 16, OG_KEYSET_MAX);
             if (nn == NULL) {
                 rc = OG_ENOMEM;
                 goto out;
             }
             names = nn;
-            cap = nc;
         }
         if ((names[count] = strdup(e->d_name)) == NULL) {
             rc = OG_ENOMEM;

@@ -247,12 +247,11 @@ int og_keyset_add(og_keyset *ks, const char *issuer, const char *public_jwk,
     if (ks->n == OG_KEYSET_MAX)
         return OG_EKEY_INVALID;
     if (ks->n == ks->cap) {
-        size_t cap = ks->cap ? ks->cap * 2 : 4;
-        key_entry *nk = realloc(ks->keys, cap * sizeof *nk);
+        key_entry *nk = og__grow(ks->keys, sizeof *nk, &ks->cap, 4,
+                                 OG_KEYSET_MAX);
         if (nk == NULL)
             return OG_ENOMEM;
         ks->keys = nk;
-        ks->cap = cap;
     }
     memcpy(k.issuer, issuer, strlen(issuer) + 1);
     ks->keys[ks->n++] = k;

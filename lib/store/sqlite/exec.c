@@ -524,21 +524,15 @@ static int sq_op_list_on(og__sq_conn *c, const og_op_filter *f,
     sqlite3_bind_int(st, 2, f->limit);
     while ((rc = og__sq_step(c, st)) == 1) {
         if (l.n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            og_operation *v;
+            /* the LIMIT caps the rows: more is a defect, not memory */
+            og_operation *v = og__grow(l.v, sizeof *v, &cap, 16,
+                                       (size_t)f->limit);
 
-            if (ncap > (size_t)f->limit)
-                ncap = (size_t)f->limit; /* the LIMIT caps the rows */
-            if (ncap <= l.n) {
-                rc = OG_EINTERNAL; /* more rows than the LIMIT */
-                break;
-            }
-            if (!(v = realloc(l.v, ncap * sizeof *v))) {
-                rc = OG_ENOMEM;
+            if (!v) {
+                rc = cap >= (size_t)f->limit ? OG_EINTERNAL : OG_ENOMEM;
                 break;
             }
             l.v = v;
-            cap = ncap;
         }
         rc = og__row_operation(og__sq_row(st), 0, &l.v[l.n]);
         if (rc < 0)
@@ -641,16 +635,14 @@ static int sq_op_history_on(og__sq_conn *c, const char *id,
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     while ((rc = og__sq_step(c, st)) == 1) {
         if (l.n == cap) {
-            size_t ncap = cap ? cap * 2 : 8;
-            og_op_event *v;
+            og_op_event *v = og__grow(l.v, sizeof *v, &cap, 8,
+                                      OG__OP_HISTORY_MAX);
 
-            if (cap == OG__OP_HISTORY_MAX ||
-                !(v = realloc(l.v, ncap * sizeof *v))) {
+            if (!v) {
                 rc = OG_ENOMEM;
                 break;
             }
             l.v = v;
-            cap = ncap;
         }
         if ((rc = og__row_op_event(og__sq_row(st), &l.v[l.n])) < 0)
             break;
