@@ -2,8 +2,8 @@
  * dispatch.h — what the store's files above the backends share: the store
  * object and the input checks more than one of them runs. Private to
  * lib/store/: store.c, grants.c, exec.c, retention.c, redeem.c, payout.c,
- * payout_run.c and payout_after.c include it; a backend never sees the store object, only
- * its own impl.
+ * payout_run.c and payout_after.c include it; a backend never sees the
+ * store object, only its own impl.
  *
  * The dispatch's invariants, one list for all of those files (each names
  * the ones it carries); what the backends' methods guarantee under them is
