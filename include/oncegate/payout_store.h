@@ -484,24 +484,36 @@ OG_MUST_CHECK int og_payout_expire_grants(og_store *s, int batch,
  * write that turns a VALID payout grant into an attempt.
  * ------------------------------------------------------------------------- */
 
-/* X(NAME, stable text) — what a claim did. Only CLAIMED wrote anything. */
+/* X(NAME, stable text) — what a claim did. Only CLAIMED wrote anything.
+ * Each refusal has its own outcome, so a worker reports the reason the
+ * store saw (the codes are OG_PAYOUT_WORKER_REASON_MAP's); binding.mismatch
+ * and presenter.not-audience are security signals: someone presented a
+ * grant that is not theirs to present. New outcomes go at the END: callers
+ * switch on the values. */
 #define OG_PAYOUT_CLAIM_MAP(X)                                                 \
     X(CLAIMED, "claimed")     /* the grant consumed, the payout Executing,   \
                                  the attempt Admitted: the caller owns it */  \
-    X(LOST, "claim.lost")     /* the grant was consumed by another payout's  \
-                                 attempt (or by no attempt), revoked, not    \
-                                 yet valid or expired: nothing written */     \
+    X(LOST, "claim.lost")     /* the grant was consumed by another binding's \
+                                 attempt, or by no attempt: nothing written */\
     X(CONTEXT_CHANGED, "claim.context-changed") /* a fenced fact moved since \
                                  validation (tenant settings or suspension,  \
                                  beneficiary version or status, destination  \
                                  version, payout state/version/attempt, or   \
-                                 the policy): nothing written */             \
+                                 the store's current policy release): nothing\
+                                 written */                                   \
     X(DUPLICATE, "duplicate") /* the grant is consumed by this payout's     \
                                  attempt for this binding: a redelivery;     \
                                  acknowledge the job, change nothing */       \
-    X(MISMATCH, "binding.mismatch") /* grant_id is not a payout grant, or    \
-                                 its audience is not the presenter's:        \
-                                 nothing written */
+    X(MISMATCH, "binding.mismatch") /* grant_id is not a payout grant:       \
+                                 nothing written */                           \
+    X(REVOKED, "grant.revoked") /* the grant was revoked (a finance hold)    \
+                                 before the claim: nothing written */         \
+    X(EXPIRED, "grant.expired") /* the claim's instant is outside the grant's\
+                                 window: not yet valid (now < not_before) or \
+                                 expired (now >= expires_at): nothing        \
+                                 written */                                   \
+    X(NOT_AUDIENCE, "presenter.not-audience") /* the grant's audience is not \
+                                 the presenter's: nothing written */
 
 typedef enum og_payout_claim_outcome {
 #define OG__PC_ENUM(name, text) OG_PAYOUT_CLAIM_##name,
