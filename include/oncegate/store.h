@@ -111,8 +111,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * kinds, idempotency keys and client references, and the statuses Started,
  * NotStarted and NotApplied (payout attempts), 8 the payout decision side
  * (oncegate/payout_store.h), 9 the claim's history entry, 10 the
- * resolution's release causes and history entry. */
-#define OG_SCHEMA_VERSION 10
+ * resolution's release causes and history entry, 12 settlement time zones
+ * and the payout policy's current release. */
+#define OG_SCHEMA_VERSION 12
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
