@@ -37,8 +37,8 @@ check "no command" 2 "$OG"
 check "admit on a store never migrated" 78 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "schema mismatch is a JSON error" '"error":"schema_mismatch"'
 check "explain on a store never migrated" 78 "$OG" explain --store "$S"
-check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" "\"from\":0,\"to\":11"
-check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" "\"from\":11,\"to\":11"
+check "migrate" 0 "$OG" migrate --store "$S";  expect_out "migrate reports versions" "\"from\":0,\"to\":12"
+check "migrate again" 0 "$OG" migrate --store "$S"; expect_out "migrate is idempotent" "\"from\":12,\"to\":12"
 check "admit" 0 admit --grant-id g-1 --operation-id $OP1 --amount 250.00
 expect_out "admitted JSON" '^\{"outcome":"admitted","operation":\{"operation_id":"'$OP1'"'
 expect_out "admitted with owner version 1" '"status":"Admitted","owner_version":1'
