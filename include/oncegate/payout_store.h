@@ -107,8 +107,11 @@ typedef struct og_payout_tenant_settings {
     const char *currency;       /* og_payout_currency_scale(); fixed when the
                                    tenant is created: every payout, limit and
                                    counter of the tenant is in it */
-    int settlement_offset_minutes; /* the settlement time zone as UTC +
-                                   offset (og_payout_release_day) */
+    const char *settlement_time_zone; /* the settlement time zone, an IANA
+                                   name (og_payout_time_zone_check:
+                                   "Europe/Berlin", "UTC"); NULL: "UTC".
+                                   The release day of a payout is its
+                                   date there (og_payout_release_day) */
 } og_payout_tenant_settings;
 
 /* Creates the tenant (expected_version 0) or changes its settings
@@ -116,7 +119,7 @@ typedef struct og_payout_tenant_settings {
  * ONE conditional write. Outcomes: WRITTEN; VERSION_CONFLICT; NOT_FOUND (a
  * change of a tenant that does not exist); REFUSED (a change of its
  * currency). Errors: OG_EPAYOUT_TENANT, OG_EPAYOUT_LIMIT,
- * OG_EPAYOUT_CURRENCY, OG_EPAYOUT_OFFSET, OG_EPAYOUT_VERSION, OG_EINVAL,
+ * OG_EPAYOUT_CURRENCY, OG_EPAYOUT_TIMEZONE, OG_EPAYOUT_VERSION, OG_EINVAL,
  * store errors. */
 OG_MUST_CHECK int og_payout_tenant_put(og_store *s,
                                        const og_payout_tenant_settings *t,
@@ -264,7 +267,7 @@ typedef struct og_payout_snapshot {
     int64_t amount_minor;
     char release_day[OG_PAYOUT_DAY_LEN + 1]; /* the day whose counters are
                                                 in ctx.tenant */
-    int settlement_offset_minutes;
+    char settlement_time_zone[OG_PAYOUT_TIME_ZONE_MAX + 1];
     int64_t day_version;        /* the day row's version; 0: no row yet */
     int64_t attempt_count;
     char active_attempt[OG_UUID_LEN + 1]; /* "" when none */
@@ -482,28 +485,70 @@ OG_MUST_CHECK int og_payout_expire_grants(og_store *s, int batch,
                                           og_payout_expiry_stats *out);
 
 /* ---------------------------------------------------------------------------
+ * The policy's current release (docs/payouts.md, sections 4 and 5; schema
+ * 12): which policy version decides and claims payouts, kept in the store
+ * so that two builds of a rolling deploy agree through it. A build whose
+ * OG_PAYOUT_POLICY_VERSION is not the current release decides nothing
+ * (og_payout_decide: OG_EPAYOUT_POLICY_RELEASE) and claims nothing (the
+ * claim fences on the release: CONTEXT_CHANGED).
+ * ------------------------------------------------------------------------- */
+
+/* The current release of the payout policy (OG_PAYOUT_OPERATION's), NUL-
+ * terminated into out. Returns 0, or an error (OG_EINVAL; OG_EINTERNAL when
+ * the store has no release row, which migration 12 writes; store errors). */
+OG_MUST_CHECK int og_payout_policy_release_get(og_store *s,
+                                               char out[OG_ID_MAX + 1]);
+
+/* Moves the current release from expected_current to version (both
+ * og_id_valid; an operator's step of a rolling deploy, once every build
+ * that still runs knows version): ONE conditional write, recording when
+ * and by whom (actor). *out: WRITTEN, or VERSION_CONFLICT (the current
+ * release is not expected_current: nothing written). A decision or a claim
+ * in flight either committed before the move, or runs after it on the new
+ * release (PostgreSQL: they hold the release's row FOR SHARE; SQLite: the
+ * write lock). Errors: OG_EINVAL (s, out, version or expected_current),
+ * OG_EACTOR, store errors. */
+OG_MUST_CHECK int og_payout_policy_release_set(og_store *s,
+                                               const char *version,
+                                               const char *expected_current,
+                                               const char *actor,
+                                               og_payout_write *out);
+
+/* ---------------------------------------------------------------------------
  * The claim (docs/payouts.md, section 5, step 3): the one
  * write that turns a VALID payout grant into an attempt.
  * ------------------------------------------------------------------------- */
 
-/* X(NAME, stable text) — what a claim did. Only CLAIMED wrote anything. */
+/* X(NAME, stable text) — what a claim did. Only CLAIMED wrote anything.
+ * Each refusal has its own outcome, so a worker reports the reason the
+ * store saw (the codes are OG_PAYOUT_WORKER_REASON_MAP's); binding.mismatch
+ * and presenter.not-audience are security signals: someone presented a
+ * grant that is not theirs to present. New outcomes go at the END: callers
+ * switch on the values. */
 #define OG_PAYOUT_CLAIM_MAP(X)                                                 \
     X(CLAIMED, "claimed")     /* the grant consumed, the payout Executing,   \
                                  the attempt Admitted: the caller owns it */  \
-    X(LOST, "claim.lost")     /* the grant was consumed by another payout's  \
-                                 attempt (or by no attempt), revoked, not    \
-                                 yet valid or expired: nothing written */     \
+    X(LOST, "claim.lost")     /* the grant was consumed by another binding's \
+                                 attempt, or by no attempt: nothing written */\
     X(CONTEXT_CHANGED, "claim.context-changed") /* a fenced fact moved since \
                                  validation (tenant settings or suspension,  \
                                  beneficiary version or status, destination  \
                                  version, payout state/version/attempt, or   \
-                                 the policy): nothing written */             \
+                                 the store's current policy release): nothing\
+                                 written */                                   \
     X(DUPLICATE, "duplicate") /* the grant is consumed by this payout's     \
                                  attempt for this binding: a redelivery;     \
                                  acknowledge the job, change nothing */       \
-    X(MISMATCH, "binding.mismatch") /* grant_id is not a payout grant, or    \
-                                 its audience is not the presenter's:        \
-                                 nothing written */
+    X(MISMATCH, "binding.mismatch") /* grant_id is not a payout grant:       \
+                                 nothing written */                           \
+    X(REVOKED, "grant.revoked") /* the grant was revoked (a finance hold)    \
+                                 before the claim: nothing written */         \
+    X(EXPIRED, "grant.expired") /* the claim's instant is outside the grant's\
+                                 window: not yet valid (now < not_before) or \
+                                 expired (now >= expires_at): nothing        \
+                                 written */                                   \
+    X(NOT_AUDIENCE, "presenter.not-audience") /* the grant's audience is not \
+                                 the presenter's: nothing written */
 
 typedef enum og_payout_claim_outcome {
 #define OG__PC_ENUM(name, text) OG_PAYOUT_CLAIM_##name,
