@@ -75,6 +75,8 @@ REGISTRY = {
     'RV': ('lib/core/execute.c', "recovery's decisions after a lookup"),
     'SW': ('lib/core/execute.c', "the payout sweeper's decisions after a "
            'takeover'),
+    'RC': ('lib/core/execute.c', "the payout reconciler's decisions after "
+           'a lookup'),
     'RD': ('lib/core/redeem.c', "a redemption's decisions and sealing"),
     'PC': ('lib/core/payout.c', 'the pure payout core: amounts, terms, '
            'the policy'),
