@@ -85,7 +85,7 @@ static bool x_record(og_store *s, const char *op_id, unsigned expected,
                      int64_t v, og_op_status to, const char *reason,
                      const char *ref, const char *actor)
 {
-    og_op_outcome o = {to, reason, ref, actor};
+    og_op_outcome o = {to, reason, ref, actor, NULL};
     bool rec = true;
 
     assert_int_equal(og_op_record(s, op_id, expected, v, &o, &rec), 0);
@@ -228,7 +228,7 @@ static void *x_race(void *arg)
 {
     x_racer *r = arg;
     og_store *s = t_store(1, 0);
-    og_op_outcome o = {OG_OP_SUCCEEDED, "created", "cr_race", "handler"};
+    og_op_outcome o = {OG_OP_SUCCEEDED, "created", "cr_race", "handler", NULL};
     og_operation out;
 
     bool won = false;
@@ -639,7 +639,7 @@ static void start_after_a_takeover_is_refused_to_the_old_owner(void **st)
     og_payout_after_takeover(&taken, &d);
     assert_int_equal(d.action, OG_EXEC_RECORD);
     assert_int_equal(d.status, OG_OP_NOT_STARTED);
-    o = (og_op_outcome){d.status, d.reason, NULL, "sweeper"};
+    o = (og_op_outcome){d.status, d.reason, NULL, "sweeper", NULL};
     assert_int_equal(og_op_record(s, op.operation_id, ADMITTED,
                                   taken.owner_version, &o, &rec),
                      0);
@@ -685,7 +685,7 @@ static void started_operation_is_taken_over_after_its_lease_and_recorded_unknown
     assert_string_equal(taken.client_reference, op.client_reference);
 
     /* Never NotStarted: not from Started (store.c) ... */
-    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper"};
+    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper", NULL};
     assert_int_equal(og_op_record(s, op.operation_id, STARTED, 2, &o, &rec),
                      OG_ETRANSITION);
     /* ... and the store's write expects Admitted, which it is not. */
@@ -703,7 +703,7 @@ static void started_operation_is_taken_over_after_its_lease_and_recorded_unknown
     assert_false(x_record(s, op.operation_id, STARTED, 1, OG_OP_SUCCEEDED,
                           "completed", "po_late", "payout-worker-1"));
     assert_false(x_may(s, op.operation_id, 1));
-    o = (og_op_outcome){d.status, d.reason, NULL, "sweeper"};
+    o = (og_op_outcome){d.status, d.reason, NULL, "sweeper", NULL};
     assert_int_equal(og_op_record(s, op.operation_id, STARTED, 2, &o, &rec),
                      0);
     assert_true(rec);
@@ -738,7 +738,7 @@ static void not_started_only_after_a_takeover_fenced_the_claimer(void **st)
 {
     og_store *s = t_store(0, 0);
     og_operation op, credit, taken;
-    og_op_outcome o = {OG_OP_NOT_STARTED, "not_started", NULL, "sweeper"};
+    og_op_outcome o = {OG_OP_NOT_STARTED, "not_started", NULL, "sweeper", NULL};
     t_raw *raw = t_raw_open();
     og_exec_decision d;
     bool rec = true;
@@ -853,7 +853,7 @@ static void *x_sweeper(void *arg)
         d->took_admitted = taken.status == OG_OP_ADMITTED;
         og_payout_after_takeover(&taken, &dec);
         if (dec.action == OG_EXEC_RECORD) {
-            og_op_outcome o = {dec.status, dec.reason, NULL, "sweeper"};
+            og_op_outcome o = {dec.status, dec.reason, NULL, "sweeper", NULL};
             bool rec = false;
 
             if (og_op_record(s, d->op, OG_OP_BIT(taken.status),
@@ -936,7 +936,7 @@ static void unknown_to_not_applied_and_terminal_statuses_never_change(
     og_store *s = t_store(0, 0);
     og_operation ops[4], taken;
     og_op_outcome o = {OG_OP_NOT_APPLIED, "not_found_after_window", NULL,
-                       "reconciler"};
+                       "reconciler", NULL};
     bool rec = true;
 
     (void)st;
@@ -982,7 +982,7 @@ static void unknown_to_not_applied_and_terminal_statuses_never_change(
     /* NotStarted, and a Succeeded attempt. */
     ops[2] = t_payout_op(s);
     taken = x_sweep(s, &ops[2]);
-    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper"};
+    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper", NULL};
     assert_int_equal(og_op_record(s, ops[2].operation_id, ADMITTED,
                                   taken.owner_version, &o, &rec),
                      0);
@@ -1005,11 +1005,11 @@ static void unknown_to_not_applied_and_terminal_statuses_never_change(
             for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++)
                 assert_false(x_record(s, id, OWNED, v, targets[k], "late",
                                       NULL, "payout-worker-1"));
-            o = (og_op_outcome){OG_OP_NOT_APPLIED, "late", NULL, "r"};
+            o = (og_op_outcome){OG_OP_NOT_APPLIED, "late", NULL, "r", NULL};
             assert_int_equal(og_op_record(s, id, UNKNOWN, v, &o, &rec), 0);
             assert_false(rec);
             if (v > 1) {
-                o = (og_op_outcome){OG_OP_NOT_STARTED, "late", NULL, "r"};
+                o = (og_op_outcome){OG_OP_NOT_STARTED, "late", NULL, "r", NULL};
                 assert_int_equal(og_op_record(s, id, ADMITTED, v, &o, &rec),
                                  0);
                 assert_false(rec);
@@ -1090,7 +1090,7 @@ static void execution_inputs_are_validated(void **st)
 {
     og_store *s = t_store(0, 0);
     og_operation op;
-    og_op_outcome o = {OG_OP_SUCCEEDED, "created", NULL, "handler"};
+    og_op_outcome o = {OG_OP_SUCCEEDED, "created", NULL, "handler", NULL};
     og_op_list l;
     og_op_filter f = {0, false, 0, 0, 0};
     bool b;

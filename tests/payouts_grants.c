@@ -452,7 +452,7 @@ void no_destination_token_in_decisions_grants_jobs_or_events(
         og_payout_claim_req cr;
         og_payout_claim_result c;
         og_op_outcome o = {OG_OP_SUCCEEDED, "provider.completed", "prv-81",
-                           "worker-7"};
+                           "worker-7", NULL};
         og_payout_resolution res;
         bool started = false;
         char id3[64];

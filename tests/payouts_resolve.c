@@ -47,7 +47,7 @@ static og_payout_resolution p_resolve(og_store *s, const char *op,
                                       unsigned expected, int64_t v,
                                       og_op_status to, const char *actor)
 {
-    og_op_outcome o = {to, "test.outcome", NULL, actor};
+    og_op_outcome o = {to, "test.outcome", NULL, actor, NULL};
     og_payout_resolution r;
     int rc;
 
@@ -257,7 +257,7 @@ void resolution_moves_the_reservation_with_the_outcome(void **state)
     }
     /* input is og_op_record's: checked before any I/O */
     {
-        og_op_outcome o = {OG_OP_STARTED, NULL, NULL, "w"};
+        og_op_outcome o = {OG_OP_STARTED, NULL, NULL, "w", NULL};
         og_payout_resolution r;
         char u[OG_UUID_LEN + 1];
 
@@ -586,7 +586,7 @@ void resolution_failing_before_its_commit_writes_nothing(void **state)
     og_payout_decision d;
     og_payout_claim_result c;
     og_payout_resolution r;
-    og_op_outcome o = {OG_OP_SUCCEEDED, "test.outcome", NULL, "worker-7"};
+    og_op_outcome o = {OG_OP_SUCCEEDED, "test.outcome", NULL, "worker-7", NULL};
     p_resolve_state before, after;
     p_world w;
 

@@ -234,7 +234,7 @@ static void billing_success_with_a_lost_answer_is_found_by_lookup(void **st)
     og_provider_outcome po;
     og_recovery_stats sum;
     og_operation op, after;
-    og_op_outcome unknown = {OG_OP_UNKNOWN, NULL, NULL, "handler"};
+    og_op_outcome unknown = {OG_OP_UNKNOWN, NULL, NULL, "handler", NULL};
     bool rec = false;
     t_case c;
 
@@ -354,7 +354,7 @@ static void recovery_never_touches_payout_operations(void **st)
     og_operation credit, after, p[4];
     r_untouched before[4];
     og_op_outcome unknown = {OG_OP_UNKNOWN, "provider_timeout", NULL,
-                             "payout-worker-1"};
+                             "payout-worker-1", NULL};
     bool b = false;
     t_case c;
 

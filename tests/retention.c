@@ -210,7 +210,7 @@ static og_admission r_same_op(r_env *e, const t_case *c)
 static void r_record(r_env *e, const char *op, unsigned expected,
                      og_op_status to)
 {
-    og_op_outcome o = {to, "test", NULL, "handler"};
+    og_op_outcome o = {to, "test", NULL, "handler", NULL};
     bool rec = false;
 
     assert_int_equal(og_op_record(e->s, op, expected, 1, &o, &rec), 0);
@@ -1243,7 +1243,7 @@ static void archive_takes_every_terminal_status_and_never_a_started_operation(
                                     &taken, &b),
                      0);
     assert_true(b);
-    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper"};
+    o = (og_op_outcome){OG_OP_NOT_STARTED, "not_started", NULL, "sweeper", NULL};
     assert_int_equal(og_op_record(e.s, ns.operation_id, ADMITTED, 2, &o, &b),
                      0);
     assert_true(b);
@@ -1258,17 +1258,17 @@ static void archive_takes_every_terminal_status_and_never_a_started_operation(
         assert_int_equal(og_op_start(e.s, id, 1, "payout-worker-1", &b), 0);
         assert_true(b);
     }
-    o = (og_op_outcome){OG_OP_UNKNOWN, "provider_timeout", NULL, "w"};
+    o = (og_op_outcome){OG_OP_UNKNOWN, "provider_timeout", NULL, "w", NULL};
     assert_int_equal(og_op_record(e.s, na.operation_id,
                                   OG_OP_BIT(OG_OP_STARTED), 1, &o, &b),
                      0);
     o = (og_op_outcome){OG_OP_NOT_APPLIED, "not_found_after_window", NULL,
-                        "reconciler"};
+                        "reconciler", NULL};
     assert_int_equal(og_op_record(e.s, na.operation_id,
                                   OG_OP_BIT(OG_OP_UNKNOWN), 1, &o, &b),
                      0);
     assert_true(b);
-    o = (og_op_outcome){OG_OP_NEEDS_RECONCILIATION, "escalated", NULL, "r"};
+    o = (og_op_outcome){OG_OP_NEEDS_RECONCILIATION, "escalated", NULL, "r", NULL};
     assert_int_equal(og_op_record(e.s, nr.operation_id,
                                   OG_OP_BIT(OG_OP_STARTED), 1, &o, &b),
                      0);

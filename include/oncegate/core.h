@@ -464,6 +464,16 @@ typedef struct og_operation {
                                                request and looked up by: the
                                                operation id unless fixed
                                                ("<payout>-a<N>") */
+    /* schema 11 (payout attempts' reconciliation; 0 when NULL): */
+    int64_t taken_at_us;                    /* the store's clock at the last
+                                               takeover (og_op_takeover) */
+    int64_t lookups;                        /* provider lookups recorded
+                                               (og_payout_reconcile_later) */
+    int64_t final_absence_after_us;         /* from when "not found" may be
+                                               final (submit_by + the
+                                               provider's skew and visibility
+                                               delay, set by the claim); 0:
+                                               never (docs/payouts.md, P6) */
 } og_operation;
 
 #define OG_OUTCOME_MAP(X)                                                      \

@@ -1,6 +1,6 @@
 /*
  * payout_store.h — the decision side of a delayed payout in the store
- * (schemas 8-10; docs/payouts.md, section 4): the authoritative
+ * (schemas 8-11; docs/payouts.md, sections 4-6): the authoritative
  * context records, the decision transaction, the jobs, the payout grants'
  * reads, revocation and expiry. The pure rules are oncegate/payout.h; this
  * header is the part that reads and writes.
@@ -30,6 +30,8 @@
  *              og_op_record's conditional write, and in the same
  *              transaction the payout and the consumed grant's reservation
  *              moved to follow it (paid, released or held; schema 10).
+ *   after      (schema 11) the reconciler's backoff, late evidence,
+ *              returns, an operator's resolution of an escalated attempt.
  *
  * Conventions as in oncegate.h: 0 (or a documented non-negative answer) or
  * a negative OG_E* code; an outcome is a value, never an error; every input
@@ -523,6 +525,15 @@ typedef struct og_payout_claim_req {
                                    (1 ms .. OG_PAYOUT_LEASE_MAX_US) */
     int64_t lease_us;           /* lease_until = the claim's instant + this
                                    (1 ms .. OG_PAYOUT_LEASE_MAX_US) */
+    int64_t final_absence_margin_us; /* schema 11: the provider's documented
+                                   skew + visibility delay when its table
+                                   declares "not found" final after the
+                                   request's expiry (0..
+                                   OG_PAYOUT_LEASE_MAX_US): the attempt's
+                                   final_absence_after = submit_by + this;
+                                   -1 when it does not (then NULL: no lookup
+                                   can ever make the attempt NotApplied,
+                                   docs/payouts.md P6) */
 } og_payout_claim_req;
 
 typedef struct og_payout_claim_result {
@@ -553,9 +564,10 @@ typedef struct og_payout_claim_result {
  * policy), the payout moved to Executing at version + 1 with
  * active_attempt = the new attempt, the attempt inserted (kind payout,
  * Admitted, owner version 1, lease_until = now + lease, submit_by = now +
- * send window, the key and reference above, amount, currency and account
- * = destination id from the payout, caller the worker, issuer
- * OG_PAYOUT_ISSUER and the grant id), and a "claimed" history entry.
+ * send window, final_absence_after = submit_by + the margin or NULL, the
+ * key and reference above, amount, currency and account = destination id
+ * from the payout, caller the worker, issuer OG_PAYOUT_ISSUER and the
+ * grant id), and a "claimed" history entry.
  * The daily limit is not checked: the decision reserved the amount.
  *
  * Returns 0 and *out (the outcome is a value: nothing is written unless
@@ -565,7 +577,8 @@ typedef struct og_payout_claim_result {
  * committed. The caller MUST NOT send; it acknowledges nothing and lets
  * the job be redelivered (a later delivery reports DUPLICATE if it did
  * commit) or the sweeper find the Admitted attempt, which provably sent
- * nothing (P2). */
+ * nothing (P2). The fault point payout_claim_ack_lost makes exactly that
+ * happen: the claim commits, then OG_ESTORE_UNAVAILABLE. */
 OG_MUST_CHECK int og_payout_claim(og_store *s, const og_payout_claim_req *r,
                                   og_payout_claim_result *out);
 
@@ -658,6 +671,101 @@ OG_MUST_CHECK int og_payout_resolve(og_store *s, const char *operation_id,
                                     int64_t expected_owner_version,
                                     const og_op_outcome *o,
                                     og_payout_resolution *out);
+
+/* ---------------------------------------------------------------------------
+ * After the send (schema 11; docs/payouts.md, section 6): the reconciler's
+ * backoff, late evidence, returns and an operator's resolution. Each keeps
+ * og_payout_resolve's rule: the attempt's outcome, its payout and its
+ * reservation move together or not at all.
+ * ------------------------------------------------------------------------- */
+
+/* The reconciler's backoff after a lookup that settled nothing ("not
+ * found" not yet final, pending, the provider could not be asked): ONE
+ * conditional write of the attempt — kind payout, status Unknown, owner
+ * version expected_owner_version — setting lease_until = now + delay_us
+ * (1 ms .. OG_PAYOUT_LEASE_MAX_US; the attempt cannot be taken over again
+ * before it ends) and lookups = lookups + 1, with a "lookup" event (reason,
+ * actor; the status unchanged) in its history. Returns 0 and *deferred
+ * (false: nothing changed — not Unknown, another owner version, not a
+ * payout attempt), or an error: OG_EOPERATION_ID, OG_EREASON, OG_EACTOR,
+ * OG_EINVAL (delay, owner version), store errors (OG_ESTORE_UNAVAILABLE:
+ * may or may not have happened). */
+OG_MUST_CHECK int og_payout_reconcile_later(og_store *s,
+                                            const char *operation_id,
+                                            int64_t expected_owner_version,
+                                            int64_t delay_us,
+                                            const char *reason,
+                                            const char *actor,
+                                            bool *deferred);
+
+/* Where late evidence came from. */
+#define OG_PAYOUT_EVIDENCE_LATE_RESPONSE "late-response"
+#define OG_PAYOUT_EVIDENCE_NOTIFICATION "notification"
+
+typedef struct og_payout_evidence_req {
+    const char *operation_id;       /* the payout attempt */
+    og_op_status status;            /* SUCCEEDED, FAILED or
+                                       NEEDS_RECONCILIATION (OG_ETRANSITION
+                                       otherwise) */
+    const char *reason;             /* NULL: none (og_op_record's rules) */
+    const char *provider_reference; /* NULL: none */
+    const char *source;             /* OG_PAYOUT_EVIDENCE_LATE_RESPONSE or
+                                       _NOTIFICATION (OG_EINVAL otherwise) */
+    const char *evidence;           /* NULL: none (og_op_outcome's rules) */
+    const char *actor;              /* who records it */
+} og_payout_evidence_req;
+
+/* Late evidence — a response that came back after a takeover, a provider
+ * notification — resolving an attempt that is STILL Unknown, whatever its
+ * owner version: in ONE transaction (as og_payout_resolve's) the attempt
+ * is read, under its lock, and, when it is Unknown, og_payout_resolve's
+ * conditional write runs expecting Unknown at the version read, the payout
+ * and the reservation following; the outcome event carries source and
+ * evidence (append-only, og_op_history). It restores no one's ownership
+ * (the owner version is left as it is). out->outcome: RESOLVED;
+ * NOT_RECORDED when the attempt is not Unknown (any more), or there is no
+ * such operation — nothing changed; NOT_ACTIVE as og_payout_resolve's.
+ * Errors as og_payout_resolve's. */
+OG_MUST_CHECK int og_payout_evidence(og_store *s,
+                                     const og_payout_evidence_req *r,
+                                     og_payout_resolution *out);
+
+/* A return after completion (docs/payouts.md, P8): the payout must be Paid
+ * and its last attempt (the highest attempt number's operation) Succeeded
+ * with provider_reference as its provider reference. ONE write of a
+ * payout_events entry of kind "returned" (actor, the reference as its
+ * reason) — once per payout: a second call records nothing. The payout
+ * stays Paid, the attempt Succeeded, the day's paid total unchanged (the
+ * money moved; its return is handled by people). evidence: NULL or
+ * og_op_outcome's rules, kept in the entry's evidence column. Returns 0 and
+ * *recorded (false: not Paid, the last attempt not Succeeded with that
+ * reference, or the return recorded before), or an error: OG_EPAYOUT_ID,
+ * OG_EPROVIDER_REFERENCE, OG_EACTOR, OG_EEVIDENCE, store errors. */
+OG_MUST_CHECK int og_payout_return_record(og_store *s, const char *payout_id,
+                                          const char *provider_reference,
+                                          const char *actor,
+                                          const char *evidence,
+                                          bool *recorded);
+
+/* An operator's resolution of a NeedsReconciliation payout attempt: to
+ * SUCCEEDED, FAILED or NOT_APPLIED (OG_ETRANSITION otherwise). In ONE
+ * transaction: og_op_resolve's conditional write (NeedsReconciliation ->
+ * to, owner version + 1 fencing any late writer, a "resolved" event with
+ * the operator, reason and evidence) and the payout and reservation moved
+ * as og_payout_resolve moves them (Succeeded: Paid, paid; Failed: Failed,
+ * released; NotApplied: Approved, released). NotApplied additionally needs
+ * now >= final_absence_after, or now > submit_by when it is NULL, on the
+ * store's clock in the same statement (never before the request expired).
+ * out->outcome: RESOLVED; NOT_RECORDED (not NeedsReconciliation, no such
+ * operation, or NotApplied too early: nothing changed); NOT_ACTIVE (a
+ * credit — route it to og_op_resolve — or a payout that moved on: nothing
+ * changed). Errors as og_op_resolve's input errors (OG_EOPERATION_ID,
+ * OG_EACTOR, OG_EREASON, OG_EEVIDENCE, OG_EPROVIDER_REFERENCE), then
+ * og_payout_resolve's. */
+OG_MUST_CHECK int og_payout_operator_resolve(
+    og_store *s, const char *operation_id, og_op_status to,
+    const char *operator_id, const char *reason, const char *evidence,
+    const char *provider_reference, og_payout_resolution *out);
 
 /* ---------------------------------------------------------------------------
  * Names: the stable text of each list above, "?" outside it.

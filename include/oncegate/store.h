@@ -4,7 +4,7 @@
  * the grant lifecycle (issuance, revocation, families, the consume verdict,
  * tickets). lib/store/ checks every input and dispatches to a backend
  * (lib/store/sqlite/, lib/store/postgres/), whose methods keep one
- * contract (lib/store/store_int.h, M1-M35); the payout store is
+ * contract (lib/store/store_int.h, M1-M36); the payout store is
  * oncegate/payout_store.h.
  *
  * Part of the public API; oncegate/oncegate.h includes it with the rest,
@@ -111,8 +111,10 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * kinds, idempotency keys and client references, and the statuses Started,
  * NotStarted and NotApplied (payout attempts), 8 the payout decision side
  * (oncegate/payout_store.h), 9 the claim's history entry, 10 the
- * resolution's release causes and history entry. */
-#define OG_SCHEMA_VERSION 10
+ * resolution's release causes and history entry, 11 a payout attempt's
+ * reconciliation (the takeover's instant, lookups and their backoff, when
+ * "not found" may be final, late evidence and returns). */
+#define OG_SCHEMA_VERSION 11
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -245,6 +247,12 @@ typedef struct og_op_outcome {
     const char *provider_reference; /* the provider's id; NULL: none */
     const char *actor;              /* who records: "handler", "recovery",
                                        or an operator's principal id */
+    const char *evidence;           /* what the outcome rests on (schema
+                                       11), kept in the outcome event's
+                                       evidence; NULL: none. 1..
+                                       OG_EVIDENCE_MAX bytes of UTF-8
+                                       without control characters but
+                                       newline and tab (OG_EEVIDENCE) */
 } og_op_outcome;
 
 /* Records o for the operation IF its status is in expected (a set of
@@ -254,7 +262,13 @@ typedef struct og_op_outcome {
  * any expected set Succeeded, Failed, Unknown or NeedsReconciliation;
  * NotStarted only with expected exactly ADMITTED and expected_owner_version
  * above 1 — and the store records it only for a payout still at that
- * version (P2); NotApplied only with expected exactly UNKNOWN. Returns 0
+ * version (P2); NotApplied only with expected exactly UNKNOWN — and the
+ * store records it (schema 11, docs/payouts.md P6) only for a payout
+ * attempt whose final_absence_after is set and lies at or before both the
+ * instant of the takeover that began this lookup (taken_at) and the
+ * store's clock now, in the same conditional statement; a credit never
+ * reaches NotApplied this way. o->evidence goes into the outcome event
+ * (OG_EEVIDENCE when it breaks og_op_resolve's evidence rules). Returns 0
  * and *recorded (false: nothing changed — another owner moved on, the
  * status was not expected, or the store refused NotStarted), or an error
  * (input errors; OG_ETRANSITION for a transition the table forbids, before
@@ -266,7 +280,9 @@ OG_MUST_CHECK int og_op_record(og_store *s, const char *operation_id,
 /* Takes an operation over for recovery IF it is Admitted, Started or
  * Unknown, its lease has ended (store clock) and its owner_version equals
  * expected_owner_version: owner_version + 1, lease_until = now + the
- * store's recovery_lease, the status unchanged; appends a "takeover" event.
+ * store's recovery_lease, taken_at = now (schema 11: the instant a
+ * reconciler's lookup begins at, P6), the status unchanged; appends a
+ * "takeover" event.
  * ONE conditional write. Returns 0 and *taken; when taken, *out is the
  * record after the takeover (its owner_version is the one every later
  * write must expect, and the one that fences the previous owner's
@@ -312,13 +328,17 @@ typedef struct og_op_event {
     int64_t seq;                      /* increasing per store */
     int64_t at_us;                    /* store clock */
     char kind[16];                    /* admitted | started | outcome |
-                                         takeover | resolved */
+                                         takeover | resolved | lookup */
     og_op_status from_status, to_status;
     int64_t owner_version;            /* the version after the event */
     char reason[OG_REASON_MAX + 1];
     char provider_reference[OG_ID_MAX + 1];
     char actor[OG_ID_MAX + 1];
     char evidence[OG_EVIDENCE_MAX + 1];
+    char source[16];                  /* an outcome taken from late
+                                         evidence (og_payout_evidence):
+                                         "late-response" | "notification";
+                                         "" otherwise (schema 11) */
 } og_op_event;
 
 typedef struct og_op_events {

@@ -31,6 +31,12 @@
  *                   Each payout point fails the call with
  *                   OG_ESTORE_UNAVAILABLE as if the store failed there, and
  *                   the transaction is rolled back (nothing of it stays).
+ *   payout_claim_ack_lost, payout_start_ack_lost
+ *                   og_payout_claim (lib/store/payout_run.c) after its
+ *                   COMMIT succeeded, og_op_start (lib/store/exec.c) after
+ *                   a payout attempt's Started write committed: the call
+ *                   returns OG_ESTORE_UNAVAILABLE as if the acknowledgment
+ *                   was lost; the write stays (tests/payouts_after.c).
  *                   lib/store/store_int.h names them (OG__FAULT_*).
  */
 #include <stdlib.h>

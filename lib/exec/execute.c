@@ -129,7 +129,7 @@ static void drive(og_store *s, og_provider *p, const og_operation *op,
         run->end = OG_EXEC_END_TRANSIENT; /* E5; EX2: not resent here */
         return;
     }
-    oc = (og_op_outcome){d.status, d.reason, d.reference, q->actor};
+    oc = (og_op_outcome){d.status, d.reason, d.reference, q->actor, NULL};
     t0 = mono_us();
     rc = og_op_record(s, op->operation_id, q->expected, op->owner_version,
                       &oc, &recorded);

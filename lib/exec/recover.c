@@ -58,7 +58,7 @@ static void count(og_recovery_stats *st, og_op_status recorded)
 static void record(og_store *s, const og_operation *op,
                    const og_exec_decision *d, og_recovery_stats *st)
 {
-    og_op_outcome o = {d->status, d->reason, d->reference, ACTOR};
+    og_op_outcome o = {d->status, d->reason, d->reference, ACTOR, NULL};
     bool recorded = false;
     int rc = og_op_record(s, op->operation_id, RECOVERABLE, op->owner_version,
                           &o, &recorded);

@@ -7,7 +7,7 @@
  *
  * The dispatch's invariants, one list for all of those files (each names
  * the ones it carries); what the backends' methods guarantee under them is
- * the method contract, M1-M35 (store_int.h):
+ * the method contract, M1-M36 (store_int.h):
  *   S1  A backend never sees raw input: every entry point checks each
  *       argument and builds a canonical, validated request first
  *       (og__admit_req, og__issuance_req, og__payout_*_req, ...); bad input
@@ -62,6 +62,7 @@
 #define OG_STORE_DISPATCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/store_int.h"
@@ -85,11 +86,35 @@ bool og__time_ok(int64_t us);
  * (store.c). */
 void og__idcpy(char dst[OG_ID_MAX + 1], const char *src);
 
+/* 1..max printable ASCII without spaces — a reason code, a provider
+ * reference, an actor (exec.c). */
+bool og__code_ok(const char *s, size_t max);
+
+/* Evidence: 1..OG_EVIDENCE_MAX bytes of UTF-8 without control characters
+ * other than newline and tab (exec.c). */
+bool og__evidence_ok(const char *s);
+
 /* og_op_record's input checks, shared with og_payout_resolve: 0, or the
  * error og_op_record returns for it (OG_ETRANSITION, OG_EREASON, ...)
  * (exec.c). */
 int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
                          const og_op_outcome *o);
+
+/* The resolution's steps in tx (payout_run.c; S6): the outcome's
+ * conditional write (its event carrying source, NULL: none), then
+ * og__payout_follow. *resolved: commit. */
+int og__payout_resolve_in(og_store *s, void *tx, const char *id,
+                          unsigned expected, int64_t owner_version,
+                          const og_op_outcome *o, const char *source,
+                          og_payout_resolution *out, bool *resolved);
+
+/* What follows a recorded outcome o of payout attempt id in tx
+ * (payout_run.c; S6): its binding and payout, the pure plan (PP5), for
+ * RESOLVED the writes and the fault point; out->outcome RESOLVED or
+ * NOT_ACTIVE. *resolved: commit. */
+int og__payout_follow(og_store *s, void *tx, const char *id,
+                      const og_op_outcome *o, og_payout_resolution *out,
+                      bool *resolved);
 
 /* Where a retention pass's keyset cursor starts: every time the store keeps
  * is at or after the epoch (S1 checks every time against OG__TIME_MIN_US;

@@ -17,16 +17,17 @@
 #include "store/store_int.h"
 
 /* 1..max printable ASCII without spaces (reason codes, references). */
-static bool code_ok(const char *s, size_t max)
+bool og__code_ok(const char *s, size_t max)
 {
     size_t n = s ? strlen(s) : 0;
 
     return n >= 1 && n <= max && og__id_check(s) == 0;
 }
+#define code_ok og__code_ok
 
 /* Evidence: 1..OG_EVIDENCE_MAX bytes of UTF-8 without control characters
  * other than newline and tab. */
-static bool evidence_ok(const char *s)
+bool og__evidence_ok(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     json_t *probe;
@@ -104,6 +105,12 @@ int og_op_start(og_store *s, const char *operation_id, int64_t owner_version,
     if (!code_ok(actor, OG_ID_MAX))
         return OG_EACTOR;
     rc = s->m->op_start(s->impl, id, owner_version, actor, &st);
+    /* The Started write committed and its acknowledgment is lost: the
+     * caller hears "unknown" and sends nothing (P1); the sweeper makes the
+     * lapsed Started attempt Unknown (P3). Only a start happens to a
+     * payout. */
+    if (rc == 0 && st && og__fault(OG__FAULT_START_ACK_LOST))
+        return OG_ESTORE_UNAVAILABLE;
     if (rc == 0)
         *started = st;
     return rc;
@@ -120,6 +127,8 @@ int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
         return OG_EPROVIDER_REFERENCE;
     if (!code_ok(o->actor, OG_ID_MAX))
         return OG_EACTOR;
+    if (o->evidence && !og__evidence_ok(o->evidence))
+        return OG_EEVIDENCE;
     return 0;
 }
 
@@ -189,7 +198,7 @@ int og_op_resolve(og_store *s, const char *operation_id, og_op_status to,
         return OG_EACTOR;
     if (!code_ok(reason, OG_REASON_MAX))
         return OG_EREASON;
-    if (!evidence_ok(evidence))
+    if (!og__evidence_ok(evidence))
         return OG_EEVIDENCE;
     if (provider_reference && !code_ok(provider_reference, OG_ID_MAX))
         return OG_EPROVIDER_REFERENCE;

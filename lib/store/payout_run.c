@@ -179,7 +179,9 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
         c->relied.tenant_settings < 1 || c->relied.beneficiary < 1 ||
         c->relied.destination < 1 || c->relied.payout < 1 ||
         c->send_window_us < 1000 || c->send_window_us > OG_PAYOUT_LEASE_MAX_US ||
-        c->lease_us < 1000 || c->lease_us > OG_PAYOUT_LEASE_MAX_US)
+        c->lease_us < 1000 || c->lease_us > OG_PAYOUT_LEASE_MAX_US ||
+        c->final_absence_margin_us < -1 ||
+        c->final_absence_margin_us > OG_PAYOUT_LEASE_MAX_US)
         return OG_EINVAL;
     memset(&r, 0, sizeof r);
     og__idcpy(r.grant_id, c->grant_id);
@@ -189,6 +191,7 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
     r.relied = c->relied;
     r.send_window_us = c->send_window_us;
     r.lease_us = c->lease_us;
+    r.final_absence_margin_us = c->final_absence_margin_us;
     if ((rc = og__uuid_new(r.operation_id)) != 0)
         return rc;
     memset(&res, 0, sizeof res);
@@ -199,6 +202,11 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
      * zero rows anywhere. */
     if ((rc = s->m->txn_end(s->impl, tx, rc, claimed)) != 0)
         return rc;
+    /* The commit succeeded and its acknowledgment is lost: the claim stays,
+     * the caller hears "unknown" (the worker sends nothing; a redelivery
+     * finds DUPLICATE, the sweeper the Admitted attempt). */
+    if (claimed && og__fault(OG__FAULT_CLAIM_ACK_LOST))
+        return OG_ESTORE_UNAVAILABLE;
     if (res.outcome == OG_PAYOUT_CLAIM_DUPLICATE && !res.has_attempt &&
         res.attempt.operation_id[0] != '\0') {
         og_operation op;
@@ -216,28 +224,19 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
     return 0;
 }
 
-/* The resolution's steps, in tx: the outcome (og_op_record's own write);
- * the attempt's binding and payout, held until the commit; the pure plan
- * (PP5); for RESOLVED only, the writes and the fault point. *resolved: the
- * transaction is to commit — NOT_RECORDED and NOT_ACTIVE change nothing,
- * the outcome included. */
-static int resolve_in(og_store *s, void *tx, const char *id,
-                      unsigned expected, int64_t owner_version,
+/* What follows a recorded outcome o of attempt id, in tx: the attempt's
+ * binding and payout, held until the commit; the pure plan (PP5); for
+ * RESOLVED only, the writes and the fault point. *resolved: the
+ * transaction is to commit — NOT_ACTIVE changes nothing, the outcome
+ * included. Shared with payout_after.c (late evidence, operators). */
+int og__payout_follow(og_store *s, void *tx, const char *id,
                       const og_op_outcome *o, og_payout_resolution *out,
                       bool *resolved)
 {
     og__payout_resolve_facts f;
     og__payout_resolve_plan p;
-    bool recorded = false;
     int rc;
 
-    if ((rc = s->m->payout_resolve_record(s->impl, tx, id, expected,
-                                          owner_version, o, &recorded)) != 0)
-        return rc;
-    if (!recorded) {
-        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
-        return 0;
-    }
     if ((rc = s->m->payout_resolve_facts(s->impl, tx, id, &f)) != 0 ||
         (rc = og__payout_plan_resolve(&f, o->status, &p)) != 0)
         return rc;
@@ -262,6 +261,28 @@ static int resolve_in(og_store *s, void *tx, const char *id,
     return 0;
 }
 
+/* The resolution's steps, in tx: the outcome (og_op_record's own write),
+ * then what follows it (og__payout_follow). NOT_RECORDED changes
+ * nothing. */
+int og__payout_resolve_in(og_store *s, void *tx, const char *id,
+                          unsigned expected, int64_t owner_version,
+                          const og_op_outcome *o, const char *source,
+                          og_payout_resolution *out, bool *resolved)
+{
+    bool recorded = false;
+    int rc;
+
+    if ((rc = s->m->payout_resolve_record(s->impl, tx, id, expected,
+                                          owner_version, o, source,
+                                          &recorded)) != 0)
+        return rc;
+    if (!recorded) {
+        out->outcome = OG_PAYOUT_RESOLVE_NOT_RECORDED;
+        return 0;
+    }
+    return og__payout_follow(s, tx, id, o, out, resolved);
+}
+
 int og_payout_resolve(og_store *s, const char *operation_id,
                       unsigned expected, int64_t expected_owner_version,
                       const og_op_outcome *o, og_payout_resolution *out)
@@ -281,8 +302,8 @@ int og_payout_resolve(og_store *s, const char *operation_id,
     memset(&res, 0, sizeof res);
     if ((rc = s->m->txn_begin(s->impl, OG__TXN_WRITE, &tx)) != 0)
         return rc;
-    rc = resolve_in(s, tx, id, expected, expected_owner_version, o, &res,
-                    &resolved);
+    rc = og__payout_resolve_in(s, tx, id, expected, expected_owner_version, o,
+                               NULL, &res, &resolved);
     /* Only RESOLVED commits; NOT_RECORDED, NOT_ACTIVE and any error roll
      * back: nothing changed anywhere. */
     if ((rc = s->m->txn_end(s->impl, tx, rc, resolved)) != 0)

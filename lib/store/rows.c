@@ -109,7 +109,11 @@ int og__row_operation(og__row r, int col, og_operation *out)
         text(r, col + OP_IDEMPOTENCY_KEY, op.idempotency_key,
              sizeof op.idempotency_key) ||
         text(r, col + OP_CLIENT_REFERENCE, op.client_reference,
-             sizeof op.client_reference))
+             sizeof op.client_reference) ||
+        i64_opt(r, col + OP_TAKEN_AT, &op.taken_at_us) ||
+        i64(r, col + OP_LOOKUPS, &op.lookups) ||
+        i64_opt(r, col + OP_FINAL_ABSENCE_AFTER,
+                &op.final_absence_after_us))
         return OG_EINTERNAL;
     op.status = (og_op_status)status;
     op.kind = (og_op_kind)kind;
@@ -132,7 +136,8 @@ int og__row_op_event(og__row r, og_op_event *out)
         text_opt(r, OP_HISTORY_PROVIDER_REFERENCE, ev.provider_reference,
                  sizeof ev.provider_reference) ||
         text(r, OP_HISTORY_ACTOR, ev.actor, sizeof ev.actor) ||
-        text_opt(r, OP_HISTORY_EVIDENCE, ev.evidence, sizeof ev.evidence))
+        text_opt(r, OP_HISTORY_EVIDENCE, ev.evidence, sizeof ev.evidence) ||
+        text_opt(r, OP_HISTORY_SOURCE, ev.source, sizeof ev.source))
         return OG_EINTERNAL;
     ev.from_status = (og_op_status)from;
     ev.to_status = (og_op_status)to;

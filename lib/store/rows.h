@@ -78,6 +78,9 @@ enum {
     OP_KIND,
     OP_IDEMPOTENCY_KEY,
     OP_CLIENT_REFERENCE,
+    OP_TAKEN_AT,             /* schema 11: NULL before a takeover */
+    OP_LOOKUPS,
+    OP_FINAL_ABSENCE_AFTER,  /* NULL: "not found" is never final */
     OP_NCOLS
 };
 
@@ -97,6 +100,7 @@ enum {
     OP_HISTORY_PROVIDER_REFERENCE,
     OP_HISTORY_ACTOR,
     OP_HISTORY_EVIDENCE,
+    OP_HISTORY_SOURCE, /* schema 11: NULL but for late evidence */
     OP_HISTORY_NCOLS
 };
 int og__row_op_event(og__row r, og_op_event *out);

@@ -1,7 +1,7 @@
 /*
  * store_int.h — the store layer's private interface: what lib/store's files
  * share with each other, and the method table every backend implements,
- * with its contract (M1-M35, "Backends, and the method contract" below).
+ * with its contract (M1-M36, "Backends, and the method contract" below).
  * Not API.
  *
  *   store.c       opening, migrating and checking a store; the admission;
@@ -341,6 +341,7 @@ typedef struct og__payout_claim_req {
     og_payout_versions relied;
     char policy_version[OG_ID_MAX + 1];
     int64_t send_window_us, lease_us;
+    int64_t final_absence_margin_us; /* -1: final_absence_after NULL */
     char operation_id[OG_UUID_LEN + 1];
 } og__payout_claim_req;
 
@@ -450,6 +451,12 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
 /* The resolution's writes done, not committed: rolled back (the outcome
  * too). */
 #define OG__FAULT_RESOLVE_BEFORE_COMMIT "payout_resolve_before_commit"
+/* Acknowledgments lost after a commit (schema 11): the claim's COMMIT
+ * succeeded (og_payout_claim), a payout attempt's Started write committed
+ * (og_op_start); the call returns OG_ESTORE_UNAVAILABLE and the write
+ * stays — the worker must send nothing, the sweeper settles it. */
+#define OG__FAULT_CLAIM_ACK_LOST "payout_claim_ack_lost"
+#define OG__FAULT_START_ACK_LOST "payout_start_ack_lost"
 
 /* ===========================================================================
  * Backends, and the method contract
@@ -458,7 +465,7 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
  * lib/store/sqlite/conn.c, og__postgres_methods in lib/store/postgres/
  * conn.c); the files above call through it and through nothing else of a
  * backend. Each slot's type below says what the method takes, returns and
- * writes. M1-M35 are what EVERY backend's methods guarantee, whatever the
+ * writes. M1-M36 are what EVERY backend's methods guarantee, whatever the
  * engine: each backend's own list (Q in lib/store/sqlite/, I in
  * lib/store/postgres/) says how it keeps them, and cites them. The
  * dispatch above the backends has its own list (S, lib/store/dispatch.h).
@@ -650,6 +657,25 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
  *       day's counters (reserved -> paid, or unreserved) and writes one
  *       "resolved" entry — anything that does not take what the plan says
  *       is OG_EINTERNAL.
+ *
+ * After the send (schema 11: payout_reconcile_later ... payout_return):
+ *   M36 A payout attempt's NotApplied is decided by the store too: the
+ *       outcome's own conditional write (op_record, payout_resolve_record)
+ *       takes NotApplied only where final_absence_after is set and lies at
+ *       or before both taken_at (the takeover that began this lookup:
+ *       op_takeover sets it to the instant it takes over) and the
+ *       statement's clock; an operator's NotApplied (payout_operator_record)
+ *       only at or after final_absence_after, or after submit_by when it is
+ *       NULL. The claim sets final_absence_after = submit_by + the margin
+ *       (or NULL) in the attempt's insert. A backoff (payout_reconcile_later)
+ *       is ONE conditional write on (kind payout, Unknown, owner version)
+ *       moving lease_until and lookups with its "lookup" event; late
+ *       evidence reads the attempt under its lock in the transaction
+ *       (payout_attempt_read) before the outcome's write; a return is ONE
+ *       write of a "returned" entry that takes nothing unless the payout is
+ *       Paid and its last attempt Succeeded with the reference, and a
+ *       unique index on the returned entries keeps it once per payout (a
+ *       second is nothing written, never an error).
  * ========================================================================= */
 
 /* ---- the store ---------------------------------------------------------- */
@@ -929,6 +955,7 @@ typedef int og__store_payout_resolve_record_fn(void *impl, void *tx,
                                                unsigned expected,
                                                int64_t owner_version,
                                                const og_op_outcome *o,
+                                               const char *source,
                                                bool *recorded);
 /* The attempt's binding (through the operation's grant) and payout, each by
  * its key (M35). found = false: not a payout attempt with a binding. */
@@ -940,6 +967,37 @@ typedef int og__store_payout_resolve_facts_fn(void *impl, void *tx,
 typedef int og__store_payout_resolve_write_fn(
     void *impl, void *tx, const char *operation_id, const og_op_outcome *o,
     const og__payout_resolve_facts *f, const og__payout_resolve_plan *p);
+
+/* ---- after the send (schema 11; M36) ------------------------------------ */
+
+/* og_payout_reconcile_later's ONE conditional write: *deferred false when
+ * it took nothing. */
+typedef int og__store_payout_reconcile_later_fn(void *impl,
+                                                const char *operation_id,
+                                                int64_t owner_version,
+                                                int64_t delay_us,
+                                                const char *reason,
+                                                const char *actor,
+                                                bool *deferred);
+/* The operation's row in tx, held until it ends (late evidence): 1 and
+ * *out, 0 none, <0 an error. */
+typedef int og__store_payout_attempt_read_fn(void *impl, void *tx,
+                                             const char *operation_id,
+                                             og_operation *out);
+/* An operator's resolution's record step in tx (M36): og_op_resolve's
+ * conditional write (NeedsReconciliation -> to, owner version + 1, the
+ * "resolved" event) with the NotApplied guard; its instant is the one the
+ * resolution's writes share. *recorded false: it took nothing. */
+typedef int og__store_payout_operator_record_fn(
+    void *impl, void *tx, const char *operation_id, og_op_status to,
+    const char *operator_id, const char *reason, const char *evidence,
+    const char *provider_reference, bool *recorded);
+/* og_payout_return_record's ONE write (M36): *recorded false when it took
+ * nothing. */
+typedef int og__store_payout_return_fn(void *impl, const char *payout_id,
+                                       const char *provider_reference,
+                                       const char *actor,
+                                       const char *evidence, bool *recorded);
 
 /* ---- the payout store's jobs and grants (M27, M32, M33) ----------------- */
 
@@ -1037,6 +1095,11 @@ typedef struct og__store_methods {
     og__store_payout_grant_get_fn *payout_grant_get;
     og__store_payout_grant_revoke_fn *payout_grant_revoke;
     og__store_payout_expire_batch_fn *payout_expire_batch;
+    /* after the send (schema 11) */
+    og__store_payout_reconcile_later_fn *payout_reconcile_later;
+    og__store_payout_attempt_read_fn *payout_attempt_read;
+    og__store_payout_operator_record_fn *payout_operator_record;
+    og__store_payout_return_fn *payout_return;
 } og__store_methods;
 
 /* og_store_explain's Markdown: a statement's heading, its text as the

@@ -45,10 +45,10 @@
 
 /* The operation with id p, live or archived (I12): one snapshot sees it in
  * exactly one of the two tables. */
-#define PG_OP_LIVE_OR_ARCHIVED(p)                                              \
-    "SELECT " PG_OP_STORED_COLS " FROM operations WHERE operation_id = " p "::uuid\n" \
+#define PG_OP_LIVE_OR_ARCHIVED(p, cols)                                        \
+    "SELECT " cols " FROM operations WHERE operation_id = " p "::uuid\n"       \
     "  UNION ALL\n"                                                            \
-    "  SELECT " PG_OP_STORED_COLS " FROM operations_archive WHERE operation_id = " p "::uuid\n" \
+    "  SELECT " cols " FROM operations_archive WHERE operation_id = " p "::uuid\n" \
     "  LIMIT 1"
 /* The claim's condition that an archived operation keeps its id (I12). */
 #define PG_OP_ID_NOT_ARCHIVED(p)                                               \
@@ -64,12 +64,16 @@
     "       g.revoked_at IS NOT NULL,\n"                                       \
     "       " f "::text IS NOT NULL AND (fm.issuer IS NULL OR fm.revoked_at IS NOT NULL),\n" \
     "       o.operation_id IS NOT NULL"
-#define PG_UNCLAIMED_FROM(f, K)                                                \
+#define PG_UNCLAIMED_FROM(f, K) PG_UNCLAIMED_FROM_X(f, K, PG_OP_STORED_COLS)
+/* The admission's tail reports the operation in PG_OP_COLUMNS_REPORT's
+ * columns: schema 7's (internal.h). */
+#define PG_UNCLAIMED_FROM_V7(f, K) PG_UNCLAIMED_FROM_X(f, K, PG_OP_STORED_COLS_V7)
+#define PG_UNCLAIMED_FROM_X(f, K, cols)                                        \
     "(VALUES (1)) AS v (one)\n"                                                \
     "LEFT JOIN grant_consumptions c ON " PG_KEQ_##K("c.", "$1::text", "$2::text") "\n" \
     "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"   \
     "LEFT JOIN families fm ON fm.issuer = $1::text AND fm.family = " f "::text\n" \
-    "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("$3") ") o ON true"
+    "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("$3", cols) ") o ON true"
 enum {
     UNCLAIMED_KEY_HELD,       /* token form: the consumption row exists, */
     UNCLAIMED_KIND,           /* its kind */
@@ -223,18 +227,18 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
 #define PG_ADMIT_TAIL(f, K)                                                    \
     "ins AS (\n"                                                               \
     "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
-    "                          status, owner_version, lease_until, submit_by, created_at)\n" \
+    "    status, owner_version, lease_until, submit_by, created_at)\n"        \
     "  SELECT $3::uuid, c.issuer, c.grant_id, $5::text, $6::text, $7::numeric, $8::text,\n" \
     "         'Admitted', $12::bigint, t.now + " PG_US("$10") ", t.now + " PG_US("$11") ", t.now\n" \
     "  FROM claim c CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t\n"  \
-    "  RETURNING " PG_OP_COLUMNS("") ")\n"                                     \
+    "  RETURNING " PG_OP_COLUMNS_NEW("") ")\n"                                 \
     "SELECT true, ins.*, NULL::bool, NULL::text, NULL::text, NULL::bool,\n"    \
     "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool\n"      \
     "FROM ins\n"                                                               \
     "UNION ALL\n"                                                              \
-    "SELECT false, " PG_OP_COLUMNS("o.") ",\n"                                 \
+    "SELECT false, " PG_OP_COLUMNS_REPORT("o.") ",\n"                          \
     "       " PG_UNCLAIMED_COLUMNS(f, K) "\n"                                  \
-    "FROM " PG_UNCLAIMED_FROM(f, K) "\n"                                       \
+    "FROM " PG_UNCLAIMED_FROM_V7(f, K) "\n"                                    \
     "WHERE NOT EXISTS (SELECT 1 FROM ins)"
 
 /* ===========================================================================

@@ -179,7 +179,10 @@ int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
  * stored one)  $7 actor. One row: whether it recorded. from_status comes
  * from cur, the locked row, since an UPDATE's RETURNING sees only the new
  * values. PG_NOT_STARTED_OK: NotStarted only for a payout above the
- * initial owner version (P2, I17), whatever store.c checked. */
+ * initial owner version (P2, I17), whatever store.c checked. $8 evidence
+ * and $9 source (schema 11; NULL: none) go into the event; NotApplied only
+ * once "not found" may be final, at the takeover that began the lookup and
+ * at t.now (PG_FINAL_ABSENCE, I29: P6). */
 #define PG_NOT_STARTED_OK(t)                                                   \
     "($4::text <> 'NotStarted' OR (" t "kind = 'payout' AND " t               \
     "owner_version > " PG_STR(OG__INITIAL_OWNER_VERSION) "))"
@@ -198,26 +201,27 @@ static const char pg_op_record_sql[] =
     "  WHERE o.operation_id = cur.operation_id\n"
     "    AND o.status = ANY ($2::text[]) AND o.owner_version = $3::bigint\n"
     "    AND " PG_NOT_STARTED_OK("o.") "\n"
+    "    AND ($4::text <> 'NotApplied' OR " PG_FINAL_ABSENCE("o.", "t.now") ")\n"
     "  RETURNING o.operation_id, cur.status AS from_status, o.status AS to_status,\n"
     "            o.owner_version, t.now AS event_at),\n"
     "ev AS (\n"
     "  INSERT INTO operation_events (operation_id, at, kind, from_status, to_status, owner_version,\n"
-    "                                reason, provider_reference, actor)\n"
+    "                                reason, provider_reference, actor, evidence, source)\n"
     "  SELECT operation_id, event_at, 'outcome', from_status, to_status, owner_version,\n"
-    "         $5::text, $6::text, $7::text\n"
+    "         $5::text, $6::text, $7::text, $8::text, $9::text\n"
     "  FROM upd\n"
     "  RETURNING seq)\n"
     "SELECT EXISTS (SELECT 1 FROM ev)";
 static const og__pg_stmt pg_op_record_stmt = {
-    "og_op_record", pg_op_record_sql, 7, OG_KEYS_AS_STORED};
+    "og_op_record", pg_op_record_sql, 9, OG_KEYS_AS_STORED};
 
-/* pg_op_record_sql's parameters, into params[7]; version and statuses are
+/* pg_op_record_sql's parameters, into params[9]; version and statuses are
  * the caller's buffers (24 and PG_STATUSES_MAX bytes). Shared by the
  * outcome alone and the resolution (I28), so both run the one statement. */
 static int pg_op_record_params(const char *operation_id, unsigned expected,
                                int64_t owner_version, const og_op_outcome *o,
-                               char *version, char *statuses,
-                               const char *params[7])
+                               const char *source, char *version,
+                               char *statuses, const char *params[9])
 {
     const char *to = og_op_status_name(o->status);
     int rc;
@@ -235,6 +239,8 @@ static int pg_op_record_params(const char *operation_id, unsigned expected,
     params[4] = o->reason;
     params[5] = o->provider_reference;
     params[6] = o->actor;
+    params[7] = o->evidence;
+    params[8] = source;
     return 0;
 }
 
@@ -242,16 +248,16 @@ static int pg_op_record_params(const char *operation_id, unsigned expected,
  * transaction. */
 int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
                         unsigned expected, int64_t owner_version,
-                        const og_op_outcome *o, bool *recorded,
-                        int64_t deadline_us)
+                        const og_op_outcome *o, const char *source,
+                        bool *recorded, int64_t deadline_us)
 {
     char version[24], statuses[PG_STATUSES_MAX];
-    const char *params[7];
+    const char *params[9];
     PGresult *res = NULL;
     int rc;
 
-    if ((rc = pg_op_record_params(id, expected, owner_version, o, version,
-                                  statuses, params)) != 0)
+    if ((rc = pg_op_record_params(id, expected, owner_version, o, source,
+                                  version, statuses, params)) != 0)
         return rc;
     rc = og__pg_run_in(pg, c, &pg_op_record_stmt, params, &res, deadline_us);
     if (rc == 0 &&
@@ -270,9 +276,9 @@ int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
 {
     og__pg_store *pg = impl;
     char version[24], statuses[PG_STATUSES_MAX];
-    const char *params[7];
+    const char *params[9];
     int rc = pg_op_record_params(operation_id, expected, owner_version, o,
-                                 version, statuses, params);
+                                 NULL, version, statuses, params);
 
     if (rc != 0)
         return rc;
@@ -297,7 +303,8 @@ static const char pg_op_takeover_sql[] =
     "t AS MATERIALIZED (SELECT clock_timestamp() AS now FROM cur),\n"
     "upd AS (\n"
     "  UPDATE operations o\n"
-    "  SET owner_version = o.owner_version + 1, lease_until = t.now + " PG_US("$3") "\n"
+    "  SET owner_version = o.owner_version + 1, lease_until = t.now + " PG_US("$3") ",\n"
+    "      taken_at = t.now\n"
     "  FROM cur, t\n"
     "  WHERE o.operation_id = cur.operation_id\n"
     "    AND o.status IN " PG_V7_OWNED " AND o.owner_version = $2::bigint\n"
@@ -542,7 +549,7 @@ int og__pg_op_insert(void *impl, const og__admit_req *req, og_op_kind k,
 /* The stored history of one operation, in seq order (M21). $1 operation_id. */
 static const char pg_op_history_sql[] =
     "SELECT seq, (extract(epoch FROM at) * 1000000)::bigint, kind, from_status, to_status,\n"
-    "       owner_version, reason, provider_reference, actor, evidence\n"
+    "       owner_version, reason, provider_reference, actor, evidence, source\n"
     "FROM operation_events WHERE operation_id = $1::uuid\n"
     "ORDER BY seq";
 static const og__pg_stmt pg_op_history_stmt = {

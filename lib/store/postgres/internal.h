@@ -5,7 +5,7 @@
  * folder's files share. Nothing but the .c files of lib/store/postgres/
  * includes it.
  *
- * It keeps the method contract (M1-M35, lib/store/store_int.h) under Read
+ * It keeps the method contract (M1-M36, lib/store/store_int.h) under Read
  * Committed: every write is ONE statement in its own implicit transaction —
  * data-modifying CTEs let the claim and the operation insert be one
  * statement (admit.c) — except the payout store's decision, claim and
@@ -139,12 +139,34 @@
 #define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
 #define PG_V7_OWNED "('Admitted','Started','Unknown')"
 
+/* When "not found" is final for a payout attempt (I29, docs/payouts.md
+ * P6): its final_absence_after (t: the row's alias prefix) is set and lies
+ * at or before the takeover that began this lookup and the instant now
+ * the statement read after its lock. NULL (a credit, a provider that never
+ * declares absence final) is never. */
+#define PG_FINAL_ABSENCE(t, now)                                               \
+    "(" t "final_absence_after IS NOT NULL AND " t "taken_at >= "              \
+    t "final_absence_after AND " now " >= " t "final_absence_after)"
+
 /* The operation columns, in the order og__row_operation() reads them
  * (OP_*, rows.h).
  * Timestamps come back as exact bigint microseconds (extract() is numeric
  * since 14); a NULL updated_at reads as created_at (M20); a NULL
  * idempotency key or client reference reads as the operation id (M22). */
 #define PG_OP_COLUMNS(t)                                                       \
+    PG_OP_COLUMNS_V7(t) ", "                                                   \
+    "(extract(epoch FROM " t "taken_at) * 1000000)::bigint, "                  \
+    t "lookups, "                                                              \
+    "(extract(epoch FROM " t "final_absence_after) * 1000000)::bigint"
+/* The admission's statement (admit.c) in one literal ISO C takes: the row
+ * it inserts has schema 11's columns as every new credit has them (NULL,
+ * 0, NULL), and its report of a claim that did not happen gives them so
+ * too (the UNION's first branch types them). A credit never uses them: the
+ * admission compares the binding, and the reconciler's columns are a
+ * payout attempt's, which no admission creates or reports. */
+#define PG_OP_COLUMNS_NEW(t) PG_OP_COLUMNS_V7(t) ", NULL::int8, 0::int8, NULL::int8"
+#define PG_OP_COLUMNS_REPORT(t) PG_OP_COLUMNS_V7(t) ", NULL, 0, NULL"
+#define PG_OP_COLUMNS_V7(t)                                                    \
     t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
     t "account_id, " t "amount::text, " t "currency, " t "status, "            \
     t "owner_version, "                                                        \
@@ -158,12 +180,14 @@
     "coalesce(" t "client_reference, " t "operation_id::text)"
 
 /* Every stored column of operations, as the archive repeats them (I20,
- * I12). */
-#define PG_OP_STORED_COLS                                                      \
+ * I12), up to schema 7 and from schema 11. */
+#define PG_OP_STORED_COLS_V7                                                   \
     "operation_id, issuer, grant_id, caller_id, account_id, amount, currency, " \
     "status, owner_version, lease_until, submit_by, created_at, updated_at, "  \
     "provider_reference, outcome_reason, kind, idempotency_key, "              \
     "client_reference"
+#define PG_OP_STORED_COLS                                                      \
+    PG_OP_STORED_COLS_V7 ", taken_at, lookups, final_absence_after"
 
 /* The family's fair queue (I7): a transaction-scoped advisory lock keyed on
  * (issuer, family), length-prefixed so that no two pairs share a text.
@@ -416,11 +440,12 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record's own statement) inside
- * the explicit transaction open on c (I15, M17, I28): *recorded. */
+ * the explicit transaction open on c (I15, M17, I28): *recorded. source:
+ * the event's (late evidence), NULL for none. */
 int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
                         unsigned expected, int64_t owner_version,
-                        const og_op_outcome *o, bool *recorded,
-                        int64_t deadline_us);
+                        const og_op_outcome *o, const char *source,
+                        bool *recorded, int64_t deadline_us);
 
 /* ---- retention.c -------------------------------------------------------- */
 
@@ -495,6 +520,11 @@ og__store_payout_job_resubmit_fn og__pg_payout_job_resubmit;
 og__store_payout_grant_get_fn og__pg_payout_grant_get;
 og__store_payout_grant_revoke_fn og__pg_payout_grant_revoke;
 og__store_payout_expire_batch_fn og__pg_payout_expire_batch;
+/* ---- payout_after.c (schema 11) ---- */
+og__store_payout_reconcile_later_fn og__pg_payout_reconcile_later;
+og__store_payout_attempt_read_fn og__pg_payout_attempt_read;
+og__store_payout_operator_record_fn og__pg_payout_operator_record;
+og__store_payout_return_fn og__pg_payout_return;
 
 /* ===========================================================================
  * The statements explain.c plans, declared beside the functions that run

@@ -299,11 +299,12 @@ static const char pg_payout_claim_sql[] =
     "op AS (\n"
     "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount,\n"
     "      currency, status, owner_version, lease_until, submit_by, created_at, kind,\n"
-    "      idempotency_key, client_reference)\n"
+    "      idempotency_key, client_reference, final_absence_after)\n"
     "  SELECT $2::uuid, '" OG_PAYOUT_ISSUER "', gr.grant_id, $6::text, pay.destination_id,\n"
     "         $7::numeric, pay.currency, 'Admitted', " PG_STR(OG__INITIAL_OWNER_VERSION) ",\n"
     "         " PG_TS("$3") " + " PG_US("$8") ", " PG_TS("$3") " + " PG_US("$9") ",\n"
-    "         " PG_TS("$3") ", 'payout', $10::text, $11::text\n"
+    "         " PG_TS("$3") ", 'payout', $10::text, $11::text,\n"
+    "         " PG_TS("$3") " + " PG_US("$9") " + " PG_US("$12") "   -- NULL stays NULL\n"
     "  FROM gr, pay\n"
     "  RETURNING *),\n"
     "ev AS (\n"
@@ -316,7 +317,7 @@ static const char pg_payout_claim_sql[] =
     "SELECT " PG_OP_COLUMNS("op.") ", (SELECT version FROM pay), (SELECT count(*) FROM ev)\n"
     "FROM op";
 static const og__pg_stmt pg_payout_claim_stmt = {
-    "og_payout_claim", pg_payout_claim_sql, 11, OG_KEYS_AS_STORED};
+    "og_payout_claim", pg_payout_claim_sql, 12, OG_KEYS_AS_STORED};
 /* Its row: the attempt's operation columns, then the payout's new version
  * and the history entries written. */
 enum {
@@ -335,8 +336,8 @@ int og__pg_payout_claim_write(void *impl, void *tx,
 {
     og__pg_store *pg = impl;
     og__pg_conn *c = tx;
-    char now[24], exec[24], lease[24], window[24];
-    const char *params[11] = {r->grant_id,
+    char now[24], exec[24], lease[24], window[24], margin[24];
+    const char *params[12] = {r->grant_id,
                               r->operation_id,
                               now,
                               pg->leeway,
@@ -346,7 +347,8 @@ int og__pg_payout_claim_write(void *impl, void *tx,
                               lease,
                               window,
                               p->idempotency_key,
-                              p->client_reference};
+                              p->client_reference,
+                              r->final_absence_margin_us < 0 ? NULL : margin};
     PGresult *res = NULL;
     og_operation op;
     int64_t v = 0, events = 0;
@@ -356,6 +358,7 @@ int og__pg_payout_claim_write(void *impl, void *tx,
     og__pg_fmt_i64(exec, sizeof exec, f->executable_version);
     og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
     og__pg_fmt_i64(window, sizeof window, r->send_window_us);
+    og__pg_fmt_i64(margin, sizeof margin, r->final_absence_margin_us);
     rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res,
                        c->txn_deadline_us);
     /* The rows are ours: every step wrote its one row, or it is a defect. */
@@ -379,12 +382,13 @@ int og__pg_payout_claim_write(void *impl, void *tx,
 /* The outcome: og_op_record's own statement, in this transaction. */
 int og__pg_payout_resolve_record(void *impl, void *tx, const char *id,
                                  unsigned expected, int64_t owner_version,
-                                 const og_op_outcome *o, bool *recorded)
+                                 const og_op_outcome *o, const char *source,
+                                 bool *recorded)
 {
     og__pg_conn *c = tx;
 
     return og__pg_op_record_in(impl, c, id, expected, owner_version, o,
-                               recorded, c->txn_deadline_us);
+                               source, recorded, c->txn_deadline_us);
 }
 
 /* The resolution's facts (I28), RESOLVE_FACTS_* (rows.h): $1 the

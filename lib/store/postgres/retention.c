@@ -156,7 +156,7 @@ int og__pg_cleanup_batch(void *impl, int batch, int64_t *from_us,
  * One row: operations, events, the new cursor. */
 #define PG_EVENT_STORED_COLS                                                   \
     "seq, operation_id, at, kind, from_status, to_status, owner_version, "     \
-    "reason, provider_reference, actor, evidence"
+    "reason, provider_reference, actor, evidence, source"
 static const char pg_archive_sql[] =
     "WITH pick AS MATERIALIZED (\n"
     "  SELECT operation_id, coalesce(updated_at, created_at) AS changed FROM operations\n"

@@ -14,7 +14,8 @@
  * retention's (M23-M25, M10, I18-I20, retention.c), 5 the consumption keys
  * (M11, I9), 6 redemption's (M26, I21, redeem.c), 7 the operation kinds
  * (M22, I17, exec.c), 8-10 the payout store's (M27-M35, I22-I28, payout.c
- * and payout_run.c). The SQL functions PG_US, PG_TS and
+ * and payout_run.c), 11 a payout attempt's reconciliation (M36, I29,
+ * payout_after.c). The SQL functions PG_US, PG_TS and
  * og_consumption_key() the statements use keep microseconds exact (I5) and
  * the key one implementation (I9).
  */
@@ -515,6 +516,41 @@ static const char pg_migration_10_sql[] =
     "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
     "      'reservation-released','job-resubmitted','claimed','resolved'));\n";
 
+/* Migration 11: a payout attempt's reconciliation (I29). operations (and
+ * the archive, which repeats its columns) gain taken_at (the store's clock
+ * at the last takeover: when a lookup began), lookups (the reconciler's
+ * backoff index; a constant default: catalog only, no rewrite) and
+ * final_absence_after (from when "not found" may be final; NULL: never).
+ * operation_events' kind CHECK gains 'lookup' and the table a source
+ * column (late evidence); payout_events' kind CHECK gains 'returned' and
+ * the table an evidence column, with a unique partial index holding one
+ * return per payout. The widened operation_events CHECK is added NOT VALID
+ * and validated by migration 7's validate step, which every migrate runs
+ * (a scan that does not block writes); payout_events' as migration 9's. */
+static const char pg_migration_11_sql[] =
+    "ALTER TABLE operations\n"
+    "  ADD COLUMN taken_at            timestamptz,   -- NULL: never taken over\n"
+    "  ADD COLUMN lookups             bigint NOT NULL DEFAULT 0 CHECK (lookups >= 0),\n"
+    "  ADD COLUMN final_absence_after timestamptz;   -- NULL: not found is never final\n"
+    "ALTER TABLE operations_archive\n"
+    "  ADD COLUMN taken_at            timestamptz,\n"
+    "  ADD COLUMN lookups             bigint NOT NULL DEFAULT 0,\n"
+    "  ADD COLUMN final_absence_after timestamptz;\n"
+    "ALTER TABLE operation_events\n"
+    "  ADD COLUMN source text CHECK (source IN ('late-response','notification')),\n"
+    "  DROP CONSTRAINT operation_events_kind_check,\n"
+    "  ADD CONSTRAINT operation_events_kind_check\n"
+    "      CHECK (kind IN ('outcome','takeover','resolved','started','lookup')) NOT VALID;\n"
+    "ALTER TABLE operation_events_archive ADD COLUMN source text;\n"
+    "ALTER TABLE payout_events\n"
+    "  ADD COLUMN evidence text CHECK (octet_length(evidence) BETWEEN 1 AND 1024),\n"
+    "  DROP CONSTRAINT payout_events_kind_check,\n"
+    "  ADD CONSTRAINT payout_events_kind_check CHECK (kind IN ('drafted','decided','reserved',\n"
+    "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
+    "      'reservation-released','job-resubmitted','claimed','resolved','returned'));\n"
+    "CREATE UNIQUE INDEX payout_events_returned_key ON payout_events (payout_id)\n"
+    "    WHERE kind = 'returned';   -- one return per payout\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -555,6 +591,9 @@ static const pg_migration pg_migrations[] = {
      NULL, NULL},
     {10, "payouts: the resolution's release causes and history entry",
      PG_STEPS(pg_migration_10_sql), NULL, NULL},
+    {11, "payouts: takeover instant, lookups, final absence, late evidence, "
+         "returns",
+     PG_STEPS(pg_migration_11_sql), NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 

@@ -62,19 +62,20 @@
 
 /* The event of the write above, in its transaction: ?1 operation id, ?2 at,
  * ?3 kind, ?4 from, ?5 to, ?6 owner version after, ?7 reason, ?8 provider
- * reference, ?9 actor, ?10 evidence (NULL: none). */
+ * reference, ?9 actor, ?10 evidence (NULL: none), ?11 source (NULL: none;
+ * schema 11). */
 static const char sq_op_event_sql[] =
     "INSERT INTO operation_events (operation_id, at, kind, from_status,"
     "   to_status, owner_version, reason, provider_reference, actor,"
-    "   evidence)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    "   evidence, source)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /* Appends the event of the write just made, in its transaction (Q14). */
-static int sq_op_event(og__sq_conn *c, const char *id, int64_t at,
-                       const char *kind, og_op_status from, og_op_status to,
-                       int64_t owner_version, const char *reason,
-                       const char *provider_reference, const char *actor,
-                       const char *evidence)
+int og__sq_op_event(og__sq_conn *c, const char *id, int64_t at,
+                    const char *kind, og_op_status from, og_op_status to,
+                    int64_t owner_version, const char *reason,
+                    const char *provider_reference, const char *actor,
+                    const char *evidence, const char *source)
 {
     sqlite3_stmt *st;
     int rc;
@@ -91,6 +92,7 @@ static int sq_op_event(og__sq_conn *c, const char *id, int64_t at,
     og__sq_bind_opt(st, 8, provider_reference);
     sqlite3_bind_text(st, 9, actor, -1, SQLITE_STATIC);
     og__sq_bind_opt(st, 10, evidence);
+    og__sq_bind_opt(st, 11, source);
     return og__sq_done(c, st);
 }
 
@@ -180,8 +182,9 @@ static int sq_op_start_in(og__sq_conn *c, const char *id,
                                                            (Q15) */
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    if ((rc = sq_op_event(c, id, at, "started", OG_OP_ADMITTED, OG_OP_STARTED,
-                          owner_version, NULL, NULL, actor, NULL)) < 0)
+    if ((rc = og__sq_op_event(c, id, at, "started", OG_OP_ADMITTED,
+                              OG_OP_STARTED, owner_version, NULL, NULL, actor,
+                              NULL, NULL)) < 0)
         return rc;
     *started = true;
     return 0;
@@ -220,8 +223,9 @@ enum { OP_STATUS_STATUS, OP_STATUS_NCOLS };
  * or NULL, ?4 'Started' or NULL, ?5 'Unknown' or NULL (the expected set;
  * nothing else can be replaced, Q14), ?6 new status, ?7 reason or NULL, ?8
  * provider reference or NULL. NotStarted only for a payout above the
- * initial owner version (Q18: P2), whatever store.c checked. A row only
- * when it hit. */
+ * initial owner version (Q18: P2), whatever store.c checked; NotApplied
+ * only once "not found" may be final, as of the takeover that began the
+ * lookup and as of now (Q29: P6). A row only when it hit. */
 static const char sq_op_record_sql[] =
     "UPDATE operations SET status = ?6, outcome_reason = ?7,"
     "   provider_reference = coalesce(?8, provider_reference),"
@@ -230,12 +234,13 @@ static const char sq_op_record_sql[] =
     "   AND status IN (?3, ?4, ?5)"
     "   AND (?6 <> 'NotStarted' OR (kind = 'payout' AND owner_version > "
     SQ_STR(OG__INITIAL_OWNER_VERSION) "))"
+    "   AND (?6 <> 'NotApplied' OR " SQ_FINAL_ABSENCE ")"
     " RETURNING updated_at";
 enum { OP_RECORD_UPDATED_AT, OP_RECORD_NCOLS };
 
 int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
                         int64_t owner_version, const og_op_outcome *o,
-                        bool *recorded, int64_t *at_out)
+                        const char *source, bool *recorded, int64_t *at_out)
 {
     og_op_status from = OG_OP_ADMITTED; /* set below; gcc -O3 cannot see it */
     sqlite3_stmt *st;
@@ -278,9 +283,10 @@ int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
     at = sqlite3_column_int64(st, OP_RECORD_UPDATED_AT);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    if ((rc = sq_op_event(c, id, at, "outcome", from, o->status,
-                          owner_version, o->reason, o->provider_reference,
-                          o->actor, NULL)) < 0)
+    if ((rc = og__sq_op_event(c, id, at, "outcome", from, o->status,
+                              owner_version, o->reason,
+                              o->provider_reference, o->actor, o->evidence,
+                              source)) < 0)
         return rc;
     *recorded = true;
     if (at_out)
@@ -299,7 +305,8 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    rc = og__sq_op_record_in(c, id, expected, owner_version, o, &r, NULL);
+    rc = og__sq_op_record_in(c, id, expected, owner_version, o, NULL, &r,
+                             NULL);
     rc = og__sq_end(s, c, rc, r); /* nothing hit: ROLLBACK, nothing written */
     if (rc == 0)
         *recorded = r;
@@ -316,7 +323,7 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
  * version fences its old owner's start and records. */
 static const char sq_op_takeover_sql[] =
     "UPDATE operations SET owner_version = owner_version + 1,"
-    "   lease_until = " SQ_NOW " + ?3"
+    "   lease_until = " SQ_NOW " + ?3, taken_at = " SQ_NOW
     " WHERE operation_id = ?1 AND status IN " SQ_OWNED
     "   AND lease_until < " SQ_NOW " AND owner_version = ?2"
     " RETURNING " SQ_OP_COLS ", " SQ_NOW;
@@ -350,8 +357,9 @@ static int sq_op_takeover_in(og__sq_store *s, og__sq_conn *c, const char *id,
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     /* The status does not change: from = to. */
-    if ((rc = sq_op_event(c, id, at, "takeover", op.status, op.status,
-                          op.owner_version, NULL, NULL, actor, NULL)) < 0)
+    if ((rc = og__sq_op_event(c, id, at, "takeover", op.status, op.status,
+                              op.owner_version, NULL, NULL, actor, NULL,
+                              NULL)) < 0)
         return rc;
     *out = op;
     *taken = true;
@@ -417,9 +425,10 @@ static int sq_op_resolve_in(og__sq_conn *c, const char *id, og_op_status to,
     at = sqlite3_column_int64(st, OP_RESOLVE_UPDATED_AT);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    if ((rc = sq_op_event(c, id, at, "resolved", OG_OP_NEEDS_RECONCILIATION,
-                          to, version, reason, provider_reference,
-                          operator_id, evidence)) < 0)
+    if ((rc = og__sq_op_event(c, id, at, "resolved",
+                              OG_OP_NEEDS_RECONCILIATION, to, version, reason,
+                              provider_reference, operator_id, evidence,
+                              NULL)) < 0)
         return rc;
     *resolved = true;
     return 0;
@@ -618,7 +627,7 @@ out:
 /* ?1 the operation id. */
 static const char sq_op_history_sql[] =
     "SELECT seq, at, kind, from_status, to_status, owner_version, reason,"
-    "       provider_reference, actor, evidence"
+    "       provider_reference, actor, evidence, source"
     " FROM operation_events WHERE operation_id = ?1 ORDER BY seq";
 /* Its columns: OP_HISTORY_* (rows.h). */
 

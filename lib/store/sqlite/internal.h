@@ -5,7 +5,7 @@
  * files of lib/store/sqlite/ include it.
  *
  * The embedded store: SQLite in WAL mode, one host, any number of threads
- * and processes on one file. It keeps the method contract (M1-M35,
+ * and processes on one file. It keeps the method contract (M1-M36,
  * lib/store/store_int.h) with the database's one write lock: SQLite has no
  * data-modifying CTEs, so the admission is ONE write transaction (BEGIN
  * IMMEDIATE … COMMIT) holding the claim and the operation insert —
@@ -119,22 +119,33 @@
     SQ_OP_INSERT_COLS ", coalesce(updated_at, created_at),"                   \
     " provider_reference, outcome_reason, kind,"                              \
     " coalesce(idempotency_key, operation_id),"                               \
-    " coalesce(client_reference, operation_id)"
+    " coalesce(client_reference, operation_id),"                             \
+    " taken_at, lookups, final_absence_after"
 
 /* Every stored column of operations and operation_events up to schema 6
  * (what migration 7 copies), and from schema 7 (what the archives repeat). */
 #define SQ_V6_OP_COLS                                                         \
     SQ_OP_INSERT_COLS ", updated_at, provider_reference, outcome_reason"
 #define SQ_OP_STORED_COLS                                                     \
-    SQ_V6_OP_COLS ", kind, idempotency_key, client_reference"
-#define SQ_EVENT_COLS                                                         \
+    SQ_V6_OP_COLS ", kind, idempotency_key, client_reference,"               \
+    " taken_at, lookups, final_absence_after"
+#define SQ_V7_EVENT_COLS                                                      \
     "seq, operation_id, at, kind, from_status, to_status, owner_version,"     \
     " reason, provider_reference, actor, evidence"
+#define SQ_EVENT_COLS SQ_V7_EVENT_COLS ", source" /* schema 11 */
 
 /* Status sets as migration 7 leaves them in the schema; each partial
  * index's predicate is repeated verbatim by the statements that use the
  * index (Q17, Q21). */
 #define SQ_OWNED "('Admitted', 'Started', 'Unknown')"
+
+/* When "not found" is final for a payout attempt (Q29, docs/payouts.md P6):
+ * its final_absence_after is set and lies at or before the takeover that
+ * began this lookup and the statement's clock. NULL (a credit, a provider
+ * that never declares absence final) is never. */
+#define SQ_FINAL_ABSENCE                                                      \
+    "(final_absence_after IS NOT NULL AND taken_at >= final_absence_after"    \
+    " AND " SQ_NOW " >= final_absence_after)"
 #define SQ_TERMINAL "('Succeeded', 'Failed', 'NotStarted', 'NotApplied')"
 
 /* The statements that claim, read or delete a consumption key are written
@@ -337,10 +348,18 @@ int og__sq_grant_insert(og__sq_conn *c, const char *issuer,
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record) inside c's transaction
- * (Q14): *recorded and, when at_out is not NULL, the event's time. */
+ * (Q14): *recorded and, when at_out is not NULL, the event's time. source:
+ * the event's (late evidence), NULL for none. */
 int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
                         int64_t owner_version, const og_op_outcome *o,
-                        bool *recorded, int64_t *at_out);
+                        const char *source, bool *recorded, int64_t *at_out);
+
+/* Appends an operation_events row in c's transaction (Q14). */
+int og__sq_op_event(og__sq_conn *c, const char *id, int64_t at,
+                    const char *kind, og_op_status from, og_op_status to,
+                    int64_t owner_version, const char *reason,
+                    const char *provider_reference, const char *actor,
+                    const char *evidence, const char *source);
 
 /* ---- payout.c ----------------------------------------------------------- */
 
@@ -418,6 +437,11 @@ og__store_payout_job_resubmit_fn og__sq_payout_job_resubmit;
 og__store_payout_grant_get_fn og__sq_payout_grant_get;
 og__store_payout_grant_revoke_fn og__sq_payout_grant_revoke;
 og__store_payout_expire_batch_fn og__sq_payout_expire_batch;
+/* ---- payout_after.c (schema 11) ---- */
+og__store_payout_reconcile_later_fn og__sq_payout_reconcile_later;
+og__store_payout_attempt_read_fn og__sq_payout_attempt_read;
+og__store_payout_operator_record_fn og__sq_payout_operator_record;
+og__store_payout_return_fn og__sq_payout_return;
 
 /* ===========================================================================
  * The statements explain.c plans, declared beside the functions that run

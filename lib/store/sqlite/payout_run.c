@@ -224,13 +224,14 @@ static const char sq_payout_claim_payout_sql[] =
     " RETURNING version";
 /* The attempt: ?1 operation, ?2 grant, ?3 worker, ?4 destination,
  * ?5 amount, ?6 currency, ?7 now, ?8 lease, ?9 send window, ?10 key,
- * ?11 reference. Its row is SQ_OP_COLS (OP_*). */
+ * ?11 reference, ?12 final-absence margin (NULL: "not found" is never
+ * final, and NULL + anything stays NULL). Its row is SQ_OP_COLS (OP_*). */
 static const char sq_payout_claim_op_sql[] =
     "INSERT INTO operations (" SQ_OP_INSERT_COLS ", kind, idempotency_key,"
-    "   client_reference)"
+    "   client_reference, final_absence_after)"
     " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4, ?5, ?6, 'Admitted', "
     SQ_STR(OG__INITIAL_OWNER_VERSION) ", ?7 + ?8, ?7 + ?9, ?7, 'payout',"
-    "         ?10, ?11)"
+    "         ?10, ?11, ?7 + ?9 + ?12)"
     " RETURNING " SQ_OP_COLS;
 
 /* The claim's writes, at the facts' instant. Each re-asserts its
@@ -278,6 +279,10 @@ int og__sq_payout_claim_write(void *impl, void *tx,
     sqlite3_bind_int64(st, 9, r->send_window_us);
     sqlite3_bind_text(st, 10, p->idempotency_key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 11, p->client_reference, -1, SQLITE_STATIC);
+    if (r->final_absence_margin_us >= 0)
+        sqlite3_bind_int64(st, 12, r->final_absence_margin_us);
+    else
+        sqlite3_bind_null(st, 12);
     if ((rc = og__sq_step(c, st)) == 1)
         rc = og__row_operation(og__sq_row(st), 0, &op);
     else if (rc == 0)
@@ -402,13 +407,14 @@ static int sq_release(og__sq_conn *c, const char *grant_id, int64_t at,
  * its instant is the one the resolution's writes share (c->txn_at_us). */
 int og__sq_payout_resolve_record(void *impl, void *tx, const char *id,
                                  unsigned expected, int64_t owner_version,
-                                 const og_op_outcome *o, bool *recorded)
+                                 const og_op_outcome *o, const char *source,
+                                 bool *recorded)
 {
     og__sq_conn *c = tx;
 
     (void)impl;
-    return og__sq_op_record_in(c, id, expected, owner_version, o, recorded,
-                               &c->txn_at_us);
+    return og__sq_op_record_in(c, id, expected, owner_version, o, source,
+                               recorded, &c->txn_at_us);
 }
 
 /* The resolution's facts: ?1 the attempt. Its binding, through the

@@ -15,7 +15,8 @@
  * concurrent migrators serialize, each re-reading the version under the
  * lock. Migration 7 rebuilds the operation tables for the operation kinds
  * (M22, Q18, exec.c), migrations 8-10 create and widen the payout store's
- * tables (M27-M35, Q22-Q28, payout.c and payout_run.c).
+ * tables (M27-M35, Q22-Q28, payout.c and payout_run.c), migration 11 adds
+ * a payout attempt's reconciliation (Q29, payout_after.c).
  */
 #include <unistd.h>
 
@@ -127,8 +128,8 @@ typedef struct sq_migration {
     "  evidence           TEXT    CHECK (evidence IS NULL OR"                 \
     "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)" \
     ") STRICT;"                                                               \
-    "INSERT INTO operation_events_v7 (" SQ_EVENT_COLS ")"                     \
-    "  SELECT " SQ_EVENT_COLS " FROM operation_events;"                       \
+    "INSERT INTO operation_events_v7 (" SQ_V7_EVENT_COLS ")"                  \
+    "  SELECT " SQ_V7_EVENT_COLS " FROM operation_events;"                       \
     "DELETE FROM sqlite_sequence WHERE name = 'operation_events_v7';"         \
     "INSERT INTO sqlite_sequence (name, seq)"                                 \
     "  SELECT 'operation_events_v7', seq FROM sqlite_sequence"                \
@@ -218,6 +219,8 @@ typedef struct sq_migration {
  * after migration 8's (", 'claimed'" ...). Migrations 9 and 10 rebuild the
  * table to widen the kind CHECK, the one thing SQLite cannot alter. */
 #define SQ_PAYOUT_EVENTS_TABLE(name, kinds)                                   \
+    SQ_PAYOUT_EVENTS_TABLE_X(name, kinds, "")
+#define SQ_PAYOUT_EVENTS_TABLE_X(name, kinds, more)                           \
     "CREATE TABLE " name " ("                                                 \
     "  seq            INTEGER PRIMARY KEY AUTOINCREMENT,"                     \
     "  payout_id      TEXT    NOT NULL,"                                      \
@@ -236,7 +239,7 @@ typedef struct sq_migration {
     "  payout_version INTEGER,"                                               \
     "  amount         INTEGER,"                                               \
     "  release_day    TEXT,"                                                  \
-    "  reason         TEXT"                                                   \
+    "  reason         TEXT" more /* + later columns */                        \
     ") STRICT;"
 
 /* Moves payout_events' rows into its rebuilt table tmp, with its
@@ -489,6 +492,74 @@ typedef struct sq_migration {
     SQ_PAYOUT_EVENTS_TABLE("payout_events_v10", ", 'claimed', 'resolved'")   \
     SQ_PAYOUT_EVENTS_REBUILD("payout_events_v10")
 
+/* Migration 11: a payout attempt's reconciliation (Q29). operations (and
+ * the archive, which repeats its columns) gain taken_at (the store's clock
+ * at the last takeover: when a lookup began), lookups (the reconciler's
+ * backoff index) and final_absence_after (from when "not found" may be
+ * final: submit_by + the provider's skew and visibility delay; NULL:
+ * never) — plain ADD COLUMNs, old rows NULL, 0, NULL. operation_events'
+ * kind CHECK gains 'lookup' and the table a source column (late evidence);
+ * payout_events' kind CHECK gains 'returned' and the table an evidence
+ * column, with a unique partial index holding one return per payout.
+ * SQLite cannot alter a CHECK, so both event tables are rebuilt as
+ * migrations 7 and 9 rebuild them (every row copied, the AUTOINCREMENT
+ * high-water mark kept, indexes and triggers again); operation_events
+ * names operations, so its foreign keys are checked before the commit. */
+#define SQ_OP_EVENTS_V11                                                      \
+    "CREATE TABLE operation_events_v11 ("                                     \
+    "  seq                INTEGER PRIMARY KEY AUTOINCREMENT,"                 \
+    "  operation_id       TEXT    NOT NULL"                                   \
+    "                     REFERENCES operations (operation_id),"              \
+    "  at                 INTEGER NOT NULL,  /* store clock */"               \
+    "  kind               TEXT    NOT NULL"                                   \
+    "                     CHECK (kind IN ('outcome', 'takeover', 'resolved'," \
+    "                       'started', 'lookup')),"                           \
+    "  from_status        TEXT    NOT NULL CHECK (from_status IN " SQ_V7_STATUSES ")," \
+    "  to_status          TEXT    NOT NULL CHECK (to_status IN " SQ_V7_STATUSES ")," \
+    "  owner_version      INTEGER NOT NULL  /* after the event */"            \
+    "                     CHECK (owner_version >= 1),"                        \
+    "  reason             TEXT    CHECK (reason IS NULL OR"                   \
+    "                       length(CAST(reason AS BLOB)) BETWEEN 1 AND 64),"  \
+    "  provider_reference TEXT    CHECK (provider_reference IS NULL OR"       \
+    "                       length(CAST(provider_reference AS BLOB))"         \
+    "                         BETWEEN 1 AND 128),"                            \
+    "  actor              TEXT    NOT NULL CHECK ("                           \
+    "                       length(CAST(actor AS BLOB)) BETWEEN 1 AND 128),"  \
+    "  evidence           TEXT    CHECK (evidence IS NULL OR"                 \
+    "                       length(CAST(evidence AS BLOB)) BETWEEN 1 AND 1024)," \
+    "  source             TEXT    CHECK (source IS NULL OR"                   \
+    "                       source IN ('late-response', 'notification'))"     \
+    ") STRICT;"                                                               \
+    "INSERT INTO operation_events_v11 (" SQ_V7_EVENT_COLS ")"                 \
+    "  SELECT " SQ_V7_EVENT_COLS " FROM operation_events ORDER BY seq;"       \
+    "DELETE FROM sqlite_sequence WHERE name = 'operation_events_v11';"        \
+    "INSERT INTO sqlite_sequence (name, seq)"                                 \
+    "  SELECT 'operation_events_v11', seq FROM sqlite_sequence"               \
+    "  WHERE name = 'operation_events';"                                      \
+    "DROP TABLE operation_events;"                                            \
+    "ALTER TABLE operation_events_v11 RENAME TO operation_events;"             \
+    "CREATE INDEX operation_events_operation_idx"                             \
+    "  ON operation_events (operation_id, seq);"
+#define SQ_MIGRATION_11_OPS                                                   \
+    "ALTER TABLE operations ADD COLUMN taken_at INTEGER;"                     \
+    "ALTER TABLE operations ADD COLUMN lookups INTEGER NOT NULL DEFAULT 0"    \
+    "  CHECK (lookups >= 0);"                                                 \
+    "ALTER TABLE operations ADD COLUMN final_absence_after INTEGER;"          \
+    "ALTER TABLE operations_archive ADD COLUMN taken_at INTEGER;"             \
+    "ALTER TABLE operations_archive ADD COLUMN lookups INTEGER NOT NULL"      \
+    "  DEFAULT 0;"                                                            \
+    "ALTER TABLE operations_archive ADD COLUMN final_absence_after INTEGER;"  \
+    "ALTER TABLE operation_events_archive ADD COLUMN source TEXT;"
+#define SQ_MIGRATION_11_PAYOUT_EVENTS                                         \
+    SQ_PAYOUT_EVENTS_TABLE_X("payout_events_v11",                            \
+                             ", 'claimed', 'resolved', 'returned'",           \
+                             ", evidence TEXT CHECK (evidence IS NULL OR"     \
+                             " length(CAST(evidence AS BLOB))"                \
+                             " BETWEEN 1 AND 1024)")                          \
+    SQ_PAYOUT_EVENTS_REBUILD("payout_events_v11")                             \
+    "CREATE UNIQUE INDEX payout_events_returned_key ON payout_events"         \
+    "  (payout_id) WHERE kind = 'returned';"
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -738,6 +809,11 @@ static const sq_migration sq_migrations[] = {
      NULL},
     {10, "payouts: the resolution's release causes and history entry",
      SQ_STEPS(SQ_MIGRATION_10), NULL, "payout_jobs"},
+    {11, "payouts: takeover instant, lookups, final absence, late evidence, "
+         "returns",
+     SQ_STEPS(SQ_MIGRATION_11_OPS, SQ_OP_EVENTS_V11,
+              SQ_MIGRATION_11_PAYOUT_EVENTS),
+     NULL, "operation_events"},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
