@@ -98,6 +98,8 @@ REGISTRY = {
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),
     'RX': ('lib/exec/redeem.c', 'a redemption: exchange, persist, catch up'),
+    'PX': ('lib/exec/payout.c', 'the payout worker, sweeper and '
+           'reconciler'),
     # serve
     'CF': ('src/serve/config_load.c', 'loading the configuration'),
     'D': ('src/serve/dev.c', 'dev mode'),

@@ -1,0 +1,388 @@
+/*
+ * payout_exec.c — the payout worker, sweeper and reconciler
+ * (lib/exec/payout.c) end to end against the real engine and the real
+ * oncegate-sandbox (OG_TEST_SANDBOX): a smoke group (`conformance BACKEND
+ * payout-exec`), each test asserting the sandbox's counters as well as the
+ * store's state. The pipeline's full matrix (docs/payouts.md, section 8)
+ * is tests/pipeline/'s; these make sure the pieces run:
+ *   - one payout decided, one worker pass: one create, Succeeded, Paid;
+ *   - the create's answer dropped after the effect: the worker records
+ *     Unknown, the reconciler looks the attempt up by its reference and
+ *     records Succeeded — one create, one lookup, Paid;
+ *   - a claimed attempt whose worker never started it: the sweeper makes
+ *     it NotStarted and the payout Approved again, with no provider call.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "payouts.h"
+#include "support.h"
+#include "oncegate/payout_exec.h"
+
+typedef struct x_sandbox {
+    pid_t pid;
+    char url[128];
+    char dir[64];
+} x_sandbox;
+
+static void x_sandbox_start(x_sandbox *sb)
+{
+    const char *bin = getenv("OG_TEST_SANDBOX");
+    char state[128], out[128], err[128];
+    char *argv[] = {(char *)bin, (char *)"--listen", (char *)"127.0.0.1:0",
+                    (char *)"--state", state, (char *)"--control", NULL};
+    int port = 0;
+
+    if (!bin || !*bin)
+        fail_msg("OG_TEST_SANDBOX must name the oncegate-sandbox binary");
+    snprintf(sb->dir, sizeof sb->dir, "/tmp/og-payexec-XXXXXX");
+    assert_non_null(mkdtemp(sb->dir));
+    snprintf(state, sizeof state, "%s/sandbox.db", sb->dir);
+    snprintf(out, sizeof out, "%s/stdout", sb->dir);
+    snprintf(err, sizeof err, "%s/stderr", sb->dir);
+    sb->pid = t_proc_spawn(argv, NULL, out, err);
+    assert_true(sb->pid > 0);
+    if (t_proc_wait_ready(sb->pid, out, "oncegate-sandbox: listening on http://",
+                          30000, &port, NULL) != 0) {
+        t_proc_print_output(out, err);
+        fail_msg("oncegate-sandbox did not become ready");
+    }
+    snprintf(sb->url, sizeof sb->url, "http://127.0.0.1:%d", port);
+}
+
+static void x_sandbox_stop(x_sandbox *sb)
+{
+    char cmd[128];
+
+    t_proc_stop(sb->pid, SIGTERM, 30000, NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", sb->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", sb->dir);
+}
+
+static size_t x_sink(char *p, size_t sz, size_t n, void *ud)
+{
+    json_t **out = ud;
+
+    json_decref(*out);
+    *out = json_loadb(p, sz * n, 0, NULL);
+    return sz * n;
+}
+
+static json_t *x_control(const x_sandbox *sb, const char *path,
+                         const char *body)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h =
+        curl_slist_append(NULL, "Content-Type: application/json");
+    char url[256];
+    json_t *out = NULL;
+
+    snprintf(url, sizeof url, "%s%s", sb->url, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, x_sink);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    }
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    assert_non_null(out);
+    return out;
+}
+
+static int64_t x_stat(const x_sandbox *sb, const char *name)
+{
+    json_t *j = x_control(sb, "/_control/stats", NULL);
+    int64_t v = json_integer_value(json_object_get(j, name));
+
+    json_decref(j);
+    return v;
+}
+
+/* The sandbox has no API key: the credential is empty (none). */
+static int x_no_key(void *arg, char *out, size_t outlen)
+{
+    (void)arg;
+    if (outlen < 1)
+        return -1;
+    out[0] = '\0';
+    return 0;
+}
+
+typedef struct x_env {
+    og_store *s;
+    t_raw *raw;
+    og_provider_table *t;
+    x_sandbox sb;
+    p_world w;
+    og_payout_worker_cfg wc;
+    og_payout_reconciler_cfg rc;
+    int64_t backoff[2];
+    char url[4200];
+} x_env;
+
+static void x_env_start(x_env *e, const char *tag)
+{
+    const char *root = getenv("OG_TEST_SOURCE_ROOT");
+    char path[4200];
+    og_provider_table_error err;
+
+    memset(e, 0, sizeof *e);
+    snprintf(path, sizeof path, "%s/providers/sandbox-payouts.v1.json",
+             root ? root : ".");
+    if (og_provider_table_load_file(path, &e->t, &err) != 0)
+        fail_msg("%s: %s", path, err.text);
+    e->s = t_fresh_store(tag, e->url, sizeof e->url);
+    e->raw = t_raw_open_url(e->url);
+    x_sandbox_start(&e->sb);
+    p_world_new(e->s, e->raw, &e->w, tag, 5000000);
+
+    e->wc.worker_id = "svc-payout-worker";
+    e->wc.audience = OG_PAYOUT_AUDIENCE;
+    e->wc.provider_url = e->sb.url;
+    e->wc.table = e->t;
+    e->wc.credential = x_no_key;
+    e->wc.job_lease_us = MINUTE;
+    e->wc.attempt_lease_us = SEC; /* short: the tests wait it out */
+    e->wc.send_window_us = 5 * MINUTE;
+    e->wc.provider_timeout_us = 5 * SEC;
+    e->wc.record_timeout_us = 5 * SEC;
+    e->wc.postpone_us = SEC;
+    e->wc.max_sends = 3;
+
+    e->backoff[0] = SEC;
+    e->backoff[1] = 2 * SEC;
+    e->rc.actor = "payout-reconciler";
+    e->rc.provider_url = e->sb.url;
+    e->rc.table = e->t;
+    e->rc.credential = x_no_key;
+    e->rc.backoff_us = e->backoff;
+    e->rc.backoff_n = 2;
+    e->rc.escalate_after_us = 60 * MINUTE;
+    e->rc.max_per_pass = 10;
+    e->rc.provider_timeout_us = 5 * SEC;
+}
+
+static void x_env_stop(x_env *e)
+{
+    x_sandbox_stop(&e->sb);
+    t_raw_close(e->raw);
+    og_store_free(e->s);
+    og_provider_table_free(e->t);
+}
+
+/* A payout of 4250.00 EUR decided Allowed, its window open now. */
+static og_payout_decision x_payout(x_env *e, char id[64], int n)
+{
+    p_id(id, &e->w, "PAY", n);
+    p_draft(e->s, &e->w, id, "4250");
+    return p_decide_now(e->s, id);
+}
+
+static og_operation x_attempt(og_store *s, const char *id)
+{
+    og_operation op;
+
+    assert_int_equal(og_operation_get(s, id, &op), 1);
+    return op;
+}
+
+static void worker_sends_once_and_the_payout_is_paid(void **state)
+{
+    x_env e;
+    char id[64];
+    og_payout_work w;
+    og_payout_view v;
+    og_operation op;
+
+    (void)state;
+    x_env_start(&e, "pxpaid");
+    (void)x_payout(&e, id, 1);
+
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    if (w.end != OG_PAYOUT_WORK_SENT)
+        fail_msg("end %s reason %s error %s", og_payout_work_end_name(w.end),
+                 og_payout_worker_reason_name(w.reason),
+                 og_err_name(w.error));
+    assert_string_equal(w.job.payout_id, id);
+    assert_true(w.acknowledged);
+    assert_int_equal(w.sends, 1);
+    assert_int_equal(w.answer.cls, OG_CLASS_SUCCEEDED);
+    assert_true(w.recorded);
+    assert_int_equal(w.attempt_status, OG_OP_SUCCEEDED);
+    assert_false(w.security_signal);
+    /* no token in what the worker returns */
+    assert_null(strstr(w.answer.reason, "SECRET"));
+    assert_null(strstr(w.answer.reference, "SECRET"));
+
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_SUCCEEDED);
+    assert_string_equal(op.provider_reference, w.answer.reference);
+    v = p_get(e.s, id);
+    assert_int_equal(v.state, OG_PAYOUT_STATE_PAID);
+    assert_string_equal(v.active_attempt, "");
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
+    assert_int_equal(x_stat(&e.sb, "payout_lookups"), 0);
+
+    /* The job was acknowledged: nothing more to take. */
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    assert_int_equal(w.end, OG_PAYOUT_WORK_IDLE);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    x_env_stop(&e);
+}
+
+static void dropped_answer_is_unknown_until_the_reconciler_finds_it_paid(
+    void **state)
+{
+    x_env e;
+    char id[64];
+    og_payout_work w;
+    og_payout_reconcile_stats st;
+    og_payout_sweep_stats sw;
+    og_operation op;
+    json_t *j;
+
+    (void)state;
+    x_env_start(&e, "pxdrop");
+    (void)x_payout(&e, id, 1);
+    j = x_control(&e.sb, "/_control/faults",
+                  "{\"fault\":\"drop_response_after_effect\"}");
+    json_decref(j);
+
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    assert_int_equal(w.end, OG_PAYOUT_WORK_SENT);
+    assert_int_equal(w.sends, 1); /* nothing resends after no answer */
+    assert_int_equal(w.answer.cls, OG_CLASS_UNKNOWN);
+    assert_true(w.recorded);
+    assert_int_equal(w.attempt_status, OG_OP_UNKNOWN);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_UNKNOWN);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
+
+    /* The sweeper leaves an Unknown attempt to the reconciler (SW3). */
+    usleep(1200 * 1000); /* past the attempt's 1 s lease */
+    assert_int_equal(og_payout_sweep_once(e.s, "payout-sweeper", 10, &sw), 0);
+    assert_int_equal(sw.scanned, 0);
+
+    assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
+    assert_int_equal(st.scanned, 1);
+    assert_int_equal(st.looked_up, 1);
+    assert_int_equal(st.succeeded, 1);
+    assert_int_equal(st.errors, 0);
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_SUCCEEDED);
+    assert_true(op.provider_reference[0] != '\0');
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
+    /* one create and one lookup in all */
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
+    assert_int_equal(x_stat(&e.sb, "payout_lookups"), 1);
+    /* and nothing left to reconcile */
+    assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
+    assert_int_equal(st.scanned, 0);
+    x_env_stop(&e);
+}
+
+static void claimed_attempt_never_started_is_not_started_after_the_sweep(
+    void **state)
+{
+    x_env e;
+    char id[64];
+    og_payout_decision d;
+    og_payout_claim_req c;
+    og_payout_claim_result r;
+    og_payout_sweep_stats sw;
+    og_payout_view v;
+
+    (void)state;
+    x_env_start(&e, "pxsweep");
+    d = x_payout(&e, id, 1);
+    /* A worker that claimed and died before its start. */
+    c = p_claim_req(&d, "worker-7");
+    c.lease_us = SEC;
+    r = p_claim(e.s, &c);
+    assert_int_equal(r.outcome, OG_PAYOUT_CLAIM_CLAIMED);
+    usleep(1200 * 1000);
+
+    assert_int_equal(og_payout_sweep_once(e.s, "payout-sweeper", 10, &sw), 0);
+    assert_int_equal(sw.scanned, 1);
+    assert_int_equal(sw.taken, 1);
+    assert_int_equal(sw.not_started, 1);
+    assert_int_equal(sw.errors, 0);
+    assert_int_equal(x_attempt(e.s, r.attempt.operation_id).status,
+                     OG_OP_NOT_STARTED);
+    v = p_get(e.s, id);
+    assert_int_equal(v.state, OG_PAYOUT_STATE_APPROVED);
+    assert_string_equal(v.active_attempt, "");
+    assert_int_equal(p_reserved(e.raw, e.w.tenant), 0);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    x_env_stop(&e);
+}
+
+/* Bad configurations are refused before any I/O: the handles below are
+ * not a store, and touching one would crash the test. */
+static void bad_configurations_are_refused_before_any_io(void **state)
+{
+    static char not_a_store[64];
+    og_store *s = (og_store *)(void *)not_a_store;
+    x_env e;
+    og_payout_worker_cfg w;
+    og_payout_reconciler_cfg rc;
+    og_payout_work out;
+    og_payout_reconcile_stats st;
+    og_payout_sweep_stats sw;
+
+    (void)state;
+    memset(&e, 0, sizeof e);
+    e.wc.worker_id = "w";
+    e.wc.audience = OG_PAYOUT_AUDIENCE;
+    e.wc.provider_url = "http://127.0.0.1:9";
+    e.wc.table = (const og_provider_table *)(void *)not_a_store;
+    e.wc.credential = x_no_key;
+    e.wc.job_lease_us = e.wc.attempt_lease_us = e.wc.send_window_us = SEC;
+    e.wc.provider_timeout_us = SEC;
+    e.wc.max_sends = 1;
+    w = e.wc;
+    w.max_sends = 0;
+    assert_int_equal(og_payout_work_once(s, &w, &out), OG_EINVAL);
+    w = e.wc;
+    w.worker_id = "not an id";
+    assert_int_equal(og_payout_work_once(s, &w, &out), OG_EINVAL);
+    w = e.wc;
+    w.send_window_us = 0;
+    assert_int_equal(og_payout_work_once(s, &w, &out), OG_EINVAL);
+    w = e.wc;
+    w.credential = NULL;
+    assert_int_equal(og_payout_work_once(s, &w, &out), OG_EINVAL);
+    assert_int_equal(og_payout_work_once(s, NULL, &out), OG_EINVAL);
+    memset(&rc, 0, sizeof rc);
+    assert_int_equal(og_payout_reconcile_once(s, &rc, &st), OG_EINVAL);
+    assert_int_equal(og_payout_sweep_once(s, "sweeper", 0, &sw), OG_EINVAL);
+    assert_int_equal(og_payout_sweep_once(s, NULL, 10, &sw), OG_EINVAL);
+    assert_string_equal(og_payout_work_end_name(OG_PAYOUT_WORK_SENT), "sent");
+    assert_string_equal(og_payout_work_end_name(OG_PAYOUT_WORK_END_COUNT),
+                        "?");
+}
+
+const struct CMUnitTest t_payout_exec_tests[] = {
+    cmocka_unit_test(bad_configurations_are_refused_before_any_io),
+    cmocka_unit_test(worker_sends_once_and_the_payout_is_paid),
+    cmocka_unit_test(
+        dropped_answer_is_unknown_until_the_reconciler_finds_it_paid),
+    cmocka_unit_test(
+        claimed_attempt_never_started_is_not_started_after_the_sweep),
+};
+const size_t t_payout_exec_tests_count =
+    sizeof t_payout_exec_tests / sizeof t_payout_exec_tests[0];
