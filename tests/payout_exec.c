@@ -10,7 +10,11 @@
  *     Unknown, the reconciler looks the attempt up by its reference and
  *     records Succeeded — one create, one lookup, Paid;
  *   - a claimed attempt whose worker never started it: the sweeper makes
- *     it NotStarted and the payout Approved again, with no provider call.
+ *     it NotStarted and the payout Approved again, with no provider call;
+ *   - a claim or a start whose acknowledgment is lost sends nothing; the
+ *     sweeper settles it, and a lost start becomes NotApplied only through
+ *     a lookup begun after the attempt's cutoff;
+ *   - the runner's threads pay three payouts once each.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -182,6 +186,25 @@ static void x_env_stop(x_env *e)
     og_provider_table_free(e->t);
 }
 
+/* Ends op's lease now, behind the store's back: the sweeper's takeover
+ * leases an attempt for the store's recovery lease (a minute), which the
+ * tests do not wait out. */
+static void x_end_lease(t_raw *raw, const char *op)
+{
+    char sql[256];
+
+    if (t_kind == T_POSTGRES)
+        snprintf(sql, sizeof sql,
+                 "UPDATE operations SET lease_until = clock_timestamp() -"
+                 " interval '1 second' WHERE operation_id = '%s'", op);
+    else
+        snprintf(sql, sizeof sql,
+                 "UPDATE operations SET lease_until = %lld"
+                 " WHERE operation_id = '%s'",
+                 (long long)(t_now_us() - SEC), op);
+    p_raw_exec(raw, sql);
+}
+
 /* A payout of 4250.00 EUR decided Allowed, its window open now. */
 static og_payout_decision x_payout(x_env *e, char id[64], int n)
 {
@@ -331,6 +354,178 @@ static void claimed_attempt_never_started_is_not_started_after_the_sweep(
     x_env_stop(&e);
 }
 
+/* The claim commits and its acknowledgment is lost (the fault point
+ * payout_claim_ack_lost): the worker sends nothing and acknowledges
+ * nothing; the sweeper makes the attempt NotStarted (the payout Approved
+ * again, the reservation released); the job's redelivery is a duplicate. */
+static void claim_ack_lost_sends_nothing_and_the_sweeper_settles_it(
+    void **state)
+{
+    x_env e;
+    char id[64];
+    og_payout_work w;
+    og_payout_sweep_stats sw;
+    og_payout_view v;
+
+    (void)state;
+    if (!OG_TEST_FAULT_INJECTION)
+        skip();
+    x_env_start(&e, "pxclack");
+    (void)x_payout(&e, id, 1);
+    e.wc.job_lease_us = SEC; /* redelivered a second later */
+    setenv("OG_FAULT", "payout_claim_ack_lost", 1);
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    unsetenv("OG_FAULT");
+    assert_int_equal(w.end, OG_PAYOUT_WORK_CLAIM_UNCONFIRMED);
+    assert_int_equal(w.error, OG_ESTORE_UNAVAILABLE);
+    assert_false(w.acknowledged);
+    assert_int_equal(w.sends, 0);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_EXECUTING);
+
+    usleep(1200 * 1000); /* past the attempt's lease and the job's */
+    assert_int_equal(og_payout_sweep_once(e.s, "payout-sweeper", 10, &sw), 0);
+    assert_int_equal(sw.not_started, 1);
+    v = p_get(e.s, id);
+    assert_int_equal(v.state, OG_PAYOUT_STATE_APPROVED);
+    assert_int_equal(p_reserved(e.raw, e.w.tenant), 0);
+
+    /* The redelivery finds the grant consumed by this binding's attempt. */
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    assert_int_equal(w.end, OG_PAYOUT_WORK_DUPLICATE);
+    assert_true(w.acknowledged);
+    assert_false(w.security_signal);
+    assert_int_equal(w.attempt_status, OG_OP_NOT_STARTED);
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    assert_int_equal(w.end, OG_PAYOUT_WORK_IDLE);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    x_env_stop(&e);
+}
+
+/* og_op_start commits and its acknowledgment is lost: nothing is sent;
+ * the sweeper makes the Started attempt Unknown (never NotStarted); the
+ * reconciler finds nothing, waits for the attempt's cutoff (submit_by + the
+ * sandbox's 5 s skew + its 0 ms visibility delay), and only a lookup that
+ * began after it records NotApplied — the payout Approved again, its
+ * reservation released, no create ever made. */
+static void start_ack_lost_is_not_applied_only_after_the_cutoff(void **state)
+{
+    x_env e;
+    char id[64];
+    og_payout_work w;
+    og_payout_sweep_stats sw;
+    og_payout_reconcile_stats st;
+    og_operation op;
+    int64_t deadline;
+
+    (void)state;
+    if (!OG_TEST_FAULT_INJECTION)
+        skip();
+    x_env_start(&e, "pxstack");
+    (void)x_payout(&e, id, 1);
+    e.wc.send_window_us = SEC; /* a cutoff 6 s after the claim */
+    setenv("OG_FAULT", "payout_start_ack_lost", 1);
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    unsetenv("OG_FAULT");
+    assert_int_equal(w.end, OG_PAYOUT_WORK_START_UNCONFIRMED);
+    assert_int_equal(w.sends, 0);
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_STARTED); /* the write stayed */
+    assert_int_equal(op.final_absence_after_us, op.submit_by_us + 5 * SEC);
+
+    usleep(1200 * 1000);
+    assert_int_equal(og_payout_sweep_once(e.s, "payout-sweeper", 10, &sw), 0);
+    assert_int_equal(sw.unknown, 1);
+    assert_int_equal(x_attempt(e.s, w.attempt_id).status, OG_OP_UNKNOWN);
+    x_end_lease(e.raw, w.attempt_id);
+
+    /* Before the cutoff: not found is no answer. */
+    assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
+    assert_int_equal(st.looked_up, 1);
+    assert_int_equal(st.later, 1);
+    assert_int_equal(st.not_applied, 0);
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_UNKNOWN);
+    assert_int_equal(op.lookups, 1);
+    assert_true(op.taken_at_us < op.final_absence_after_us);
+
+    /* Look again as each backoff ends, until a lookup begun after the
+     * cutoff settles it. */
+    deadline = t_now_us() + 20 * SEC;
+    do {
+        usleep(250 * 1000);
+        assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
+        assert_int_equal(st.errors, 0);
+        assert_int_equal(st.succeeded + st.failed + st.escalated, 0);
+    } while (st.not_applied == 0 && t_now_us() < deadline);
+    assert_int_equal(st.not_applied, 1);
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_NOT_APPLIED);
+    assert_true(op.taken_at_us >= op.final_absence_after_us);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_APPROVED);
+    assert_int_equal(p_reserved(e.raw, e.w.tenant), 0);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    assert_true(x_stat(&e.sb, "payout_lookups") >= 2);
+    x_env_stop(&e);
+}
+
+/* The runner: two workers, the sweeper, the reconciler and the janitor on
+ * threads, three payouts: each paid with one create, the counters say so,
+ * and the runner finds itself idle. */
+static void runner_pays_every_payout_once_and_goes_idle(void **state)
+{
+    x_env e;
+    char id[3][64];
+    og_payout_runner_cfg c;
+    og_payout_runner *r = NULL;
+    og_payout_runner_counts n;
+    int64_t deadline;
+    int idle = 0;
+
+    (void)state;
+    x_env_start(&e, "pxrun");
+    for (int i = 0; i < 3; i++)
+        (void)x_payout(&e, id[i], i + 1);
+    memset(&c, 0, sizeof c);
+    c.worker = e.wc;
+    c.worker.attempt_lease_us = MINUTE;
+    c.workers = 2;
+    c.sweeper = c.reconciler = c.janitor = true;
+    c.reconcile = e.rc;
+    c.sweeper_actor = "payout-sweeper";
+    c.sweep_limit = 10;
+    c.janitor_batch = 100;
+    c.janitor_max_batches = 2;
+    c.idle_wait_us = 20 * 1000;
+    c.interval_us = 100 * 1000;
+    assert_int_equal(og_payout_runner_start(e.s, &c, &r), 0);
+    deadline = t_now_us() + 30 * SEC;
+    while (idle == 0 && t_now_us() < deadline) {
+        usleep(100 * 1000);
+        idle = og_payout_runner_idle(r);
+        assert_true(idle >= 0);
+        og_payout_runner_counts_get(r, &n);
+        if (n.ends[OG_PAYOUT_WORK_SENT] < 3)
+            idle = 0;
+    }
+    og_payout_runner_stop(r);
+    og_payout_runner_counts_get(r, &n);
+    og_payout_runner_free(r);
+    assert_int_equal(n.ends[OG_PAYOUT_WORK_SENT], 3);
+    assert_int_equal(n.sends, 3);
+    assert_int_equal(n.ends[OG_PAYOUT_WORK_REFUSED], 0);
+    assert_int_equal(n.worker_errors, 0);
+    assert_int_equal(n.pass_errors, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(p_get(e.s, id[i]).state, OG_PAYOUT_STATE_PAID);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 3);
+    assert_int_equal(x_stat(&e.sb, "payouts_created"), 3);
+    /* a bad configuration starts nothing */
+    c.workers = 65;
+    assert_int_equal(og_payout_runner_start(e.s, &c, &r), OG_EINVAL);
+    og_payout_runner_free(NULL);
+    x_env_stop(&e);
+}
+
 /* Bad configurations are refused before any I/O: the handles below are
  * not a store, and touching one would crash the test. */
 static void bad_configurations_are_refused_before_any_io(void **state)
@@ -383,6 +578,9 @@ const struct CMUnitTest t_payout_exec_tests[] = {
         dropped_answer_is_unknown_until_the_reconciler_finds_it_paid),
     cmocka_unit_test(
         claimed_attempt_never_started_is_not_started_after_the_sweep),
+    cmocka_unit_test(claim_ack_lost_sends_nothing_and_the_sweeper_settles_it),
+    cmocka_unit_test(start_ack_lost_is_not_applied_only_after_the_cutoff),
+    cmocka_unit_test(runner_pays_every_payout_once_and_goes_idle),
 };
 const size_t t_payout_exec_tests_count =
     sizeof t_payout_exec_tests / sizeof t_payout_exec_tests[0];
