@@ -52,6 +52,9 @@ const char og_usage_payouts[] =
     "provider's API key (surrounding white space trimmed; empty: none); it\n"
     "is read only when an attempt is about to be sent or looked up, so a\n"
     "missing file sends nothing. Durations take a unit: ms, s, m, h.\n"
+    "--recovery-lease is how long a takeover (the sweeper's, the\n"
+    "reconciler's) owns an attempt; default: the least the timing relations\n"
+    "allow, 2 x --provider-timeout + --store-timeout (default 5s).\n"
     "\n"
     "Stops on SIGTERM or SIGINT after what each thread is doing; with\n"
     "--until-idle once no job is available and no payout attempt is\n"
@@ -438,8 +441,12 @@ static int payouts_run(int argc, char **argv)
     opts.pool_size = rc_cfg.workers + 4;
     if (store_timeout > 0)
         opts.timings.store_timeout_us = store_timeout;
-    if (recovery_lease > 0)
-        opts.timings.recovery_lease_us = recovery_lease;
+    /* The takeover's lease (the sweeper's and the reconciler's) covers a
+     * lookup and its record, no more: by default the least the timing
+     * relations allow for these timeouts, so an attempt the sweeper made
+     * Unknown reaches the reconciler that much later, not a minute. */
+    opts.timings.provider_timeout_us = rc_cfg.worker.provider_timeout_us;
+    opts.timings.recovery_lease_us = recovery_lease;
     og_timings_fit(&opts.timings);
 
     /* Signals are taken by this thread alone (sigtimedwait below): block
