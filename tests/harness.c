@@ -625,12 +625,14 @@ void t_undo_migration_11(t_raw *r)
 
 void t_undo_migration_8(t_raw *r)
 {
-    /* Migrations 9 and 10 only widened CHECKs of tables dropped here:
-     * undoing 8 undoes them as well. */
+    /* Migrations 9 and 10 only widened CHECKs of tables dropped here, and
+     * 12 changed tenants and added payout_policy_releases: undoing 8 (and
+     * dropping that table) undoes them as well. */
     char sql[1024];
 
     /* the tables that reference others first; their triggers go with them */
 #define T_PAYOUT_TABLES                                                        \
+    " DROP TABLE payout_policy_releases;"                                      \
     " DROP TABLE payout_events; DROP TABLE payout_jobs;"                       \
     " DROP TABLE payout_grants; DROP TABLE payout_decisions;"                  \
     " DROP TABLE payouts; DROP TABLE destinations; DROP TABLE beneficiaries;"  \

@@ -340,6 +340,11 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(
         start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown),
     cmocka_unit_test(expired_or_revoked_grant_is_not_claimed),
+    cmocka_unit_test(grant_is_valid_until_expires_at_with_no_leeway),
+    cmocka_unit_test(
+        policy_release_is_the_stores_and_fences_decisions_and_claims),
+    cmocka_unit_test(release_day_is_the_date_in_the_tenants_time_zone),
+    cmocka_unit_test(migration_12_turns_offsets_into_zones),
     cmocka_unit_test(concurrent_claims_of_one_grant_make_exactly_one_attempt),
     cmocka_unit_test(context_versions_move_with_every_change),
     cmocka_unit_test(bad_payout_input_gets_the_cores_error_and_writes_nothing),

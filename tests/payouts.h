@@ -192,6 +192,13 @@ void redelivery_after_the_claim_is_a_duplicate_with_no_state_change(
 void context_change_between_validation_and_claim_rolls_the_claim_back(
     void **state);
 void expired_or_revoked_grant_is_not_claimed(void **state);
+
+/* payouts_fidelity.c (schema 12) */
+void grant_is_valid_until_expires_at_with_no_leeway(void **state);
+void policy_release_is_the_stores_and_fences_decisions_and_claims(
+    void **state);
+void release_day_is_the_date_in_the_tenants_time_zone(void **state);
+void migration_12_turns_offsets_into_zones(void **state);
 void concurrent_claims_of_one_grant_make_exactly_one_attempt(void **state);
 
 /* payouts_resolve.c */

@@ -57,7 +57,8 @@ void context_versions_move_with_every_change(void **state)
     /* Tenant settings: each change moves settings_version; a stale one,
      * or a change of the currency, changes nothing. */
     {
-        og_payout_tenant_settings t = {w.tenant, false, 6000000, "EUR", 60};
+        og_payout_tenant_settings t = {w.tenant, false, 6000000, "EUR",
+                                       "Europe/Berlin"};
 
         assert_int_equal(og_payout_tenant_put(s, &t, 1, &pr), 0);
         assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
@@ -76,7 +77,7 @@ void context_versions_move_with_every_change(void **state)
     p_read(s, id, at, &snap);
     assert_int_equal(snap.ctx.tenant.settings_version, 2);
     assert_int_equal(snap.ctx.tenant.daily_limit, 6000000);
-    assert_int_equal(snap.settlement_offset_minutes, 60);
+    assert_string_equal(snap.settlement_time_zone, "Europe/Berlin");
 
     /* Beneficiary: moves its version; it cannot change tenant. */
     {
@@ -309,10 +310,16 @@ void bad_payout_input_gets_the_cores_error_and_writes_nothing(
         assert_int_equal(og_payout_tenant_put(s, &t, 0, &pr),
                          OG_EPAYOUT_CURRENCY);
         t.currency = "EUR";
-        t.settlement_offset_minutes = 841;
+        t.settlement_time_zone = "Europe/Atlantis"; /* no such zone */
         assert_int_equal(og_payout_tenant_put(s, &t, 0, &pr),
-                         OG_EPAYOUT_OFFSET);
-        t.settlement_offset_minutes = 0;
+                         OG_EPAYOUT_TIMEZONE);
+        t.settlement_time_zone = "GMT+01:00"; /* a custom id, not a zone */
+        assert_int_equal(og_payout_tenant_put(s, &t, 0, &pr),
+                         OG_EPAYOUT_TIMEZONE);
+        t.settlement_time_zone = "";
+        assert_int_equal(og_payout_tenant_put(s, &t, 0, &pr),
+                         OG_EPAYOUT_TIMEZONE);
+        t.settlement_time_zone = NULL; /* "UTC" */
         assert_int_equal(og_payout_tenant_put(s, &t, -1, &pr),
                          OG_EPAYOUT_VERSION);
         assert_int_equal(og_payout_tenant_put(s, NULL, 0, &pr), OG_EINVAL);

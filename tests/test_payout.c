@@ -106,7 +106,7 @@ int main(void)
         cmocka_unit_test(execution_recheck_errors),
         cmocka_unit_test(
             reauthorization_expects_approved_without_an_active_attempt),
-        cmocka_unit_test(release_day_is_the_local_date_at_the_settlement_offset),
+        cmocka_unit_test(release_day_is_the_local_date_in_the_settlement_time_zone),
         cmocka_unit_test(names_are_stable),
         cmocka_unit_test(error_codes_were_appended),
     };

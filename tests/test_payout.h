@@ -85,7 +85,7 @@ void execution_recheck(void **state);
 void decision_fingerprint_is_what_the_recheck_compares(void **state);
 void execution_recheck_errors(void **state);
 void reauthorization_expects_approved_without_an_active_attempt(void **state);
-void release_day_is_the_local_date_at_the_settlement_offset(void **state);
+void release_day_is_the_local_date_in_the_settlement_time_zone(void **state);
 void names_are_stable(void **state);
 void error_codes_were_appended(void **state);
 

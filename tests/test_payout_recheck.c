@@ -475,40 +475,84 @@ void reauthorization_expects_approved_without_an_active_attempt(
                      OG_EINVAL);
 }
 
-/* The local date at the tenant's offset: midnights, leap days, the ends of
- * the range, both extreme offsets. */
-void release_day_is_the_local_date_at_the_settlement_offset(
+/* The local date in the tenant's settlement time zone (ICU's calendar and
+ * time-zone database): midnights, leap days, the ends of the range, both
+ * days of Berlin's daylight-saving changes (the last Sundays of March and
+ * October) with a release at 23:30 local before and after each, New York's,
+ * a zone whose offset is not whole hours, the extreme fixed zones. */
+void release_day_is_the_local_date_in_the_settlement_time_zone(
     void **state)
 {
     static const struct {
         const char *what;
         int64_t at_us;
-        int offset;
+        const char *zone;
         const char *day;
     } rows[] = {
-        {"the epoch", 0, 0, "1970-01-01"},
-        {"one minute west of the epoch", 0, -1, "1969-12-31"},
-        {"UTC midnight", INT64_C(1772323200000000), 0, "2026-03-01"},
-        {"the microsecond before", INT64_C(1772323199999999), 0,
+        {"the epoch", 0, "UTC", "1970-01-01"},
+        {"the epoch in New York", 0, "America/New_York", "1969-12-31"},
+        {"UTC midnight", INT64_C(1772323200000000), "UTC", "2026-03-01"},
+        {"the microsecond before", INT64_C(1772323199999999), "UTC",
          "2026-02-28"},
-        {"UTC midnight seen from UTC-05:00", INT64_C(1772323200000000), -300,
-         "2026-02-28"},
-        {"2024 is a leap year", INT64_C(1709208000000000), 0, "2024-02-29"},
-        {"2000 is a leap year", INT64_C(951782400000000), 0, "2000-02-29"},
-        {"2100 is not: 23:30Z at UTC+01:00", INT64_C(4107540600000000), 60,
-         "2100-03-01"},
-        {"the scenario's 09:58 batch day, UTC+14:00", NOW, 840, "2027-01-15"},
-        {"16:00Z at UTC+14:00 is the next day", NOW + 8 * 3600 * SEC, 840,
+        {"UTC midnight seen from New York (EST)", INT64_C(1772323200000000),
+         "America/New_York", "2026-02-28"},
+        {"2024 is a leap year", INT64_C(1709208000000000), "UTC",
+         "2024-02-29"},
+        {"2000 is a leap year", INT64_C(951782400000000), "Etc/UTC",
+         "2000-02-29"},
+        {"2100 is not: 23:30Z in Berlin (CET)", INT64_C(4107540600000000),
+         "Europe/Berlin", "2100-03-01"},
+        /* Berlin, Saturday 2026-03-28 and Sunday 2026-03-29 (02:00 CET ->
+         * 03:00 CEST): 23:30 local each day is that day. */
+        {"23:30 CET the day before spring forward", INT64_C(1774737000000000),
+         "Europe/Berlin", "2026-03-28"},
+        {"23:30 CEST on the spring-forward Sunday", INT64_C(1774819800000000),
+         "Europe/Berlin", "2026-03-29"},
+        /* 22:30Z that Sunday is 00:30 CEST Monday: a fixed UTC+1 would
+         * still say Sunday. */
+        {"00:30 CEST the Monday after", INT64_C(1774823400000000),
+         "Europe/Berlin", "2026-03-30"},
+        /* Berlin, Saturday 2026-10-24 and Sunday 2026-10-25 (03:00 CEST ->
+         * 02:00 CET). */
+        {"23:30 CEST the day before fall back", INT64_C(1792877400000000),
+         "Europe/Berlin", "2026-10-24"},
+        {"00:30 CEST on the fall-back Sunday (22:30Z Saturday)",
+         INT64_C(1792881000000000), "Europe/Berlin", "2026-10-25"},
+        {"23:30 CET on the fall-back Sunday", INT64_C(1792967400000000),
+         "Europe/Berlin", "2026-10-25"},
+        {"23:59:59 CET that Sunday", INT64_C(1792969199000000),
+         "Europe/Berlin", "2026-10-25"},
+        {"midnight CET the Monday after", INT64_C(1792969200000000),
+         "Europe/Berlin", "2026-10-26"},
+        {"New York, 23:30 EST before spring forward",
+         INT64_C(1772944200000000), "America/New_York", "2026-03-07"},
+        {"New York, 23:59:59 EDT", INT64_C(1782878399000000),
+         "America/New_York", "2026-06-30"},
+        {"New York, midnight EDT", INT64_C(1782878400000000),
+         "America/New_York", "2026-07-01"},
+        /* India: UTC+05:30, no daylight saving time. */
+        {"Kolkata, the last microsecond of the day",
+         INT64_C(1800037799999999), "Asia/Kolkata", "2027-01-15"},
+        {"Kolkata, midnight", INT64_C(1800037800000000), "Asia/Kolkata",
          "2027-01-16"},
-        {"08:00Z at UTC-14:00 is the day before", NOW, -840, "2027-01-14"},
-        {"the last instant", INT64_C(253402300799999999), 0, "9999-12-31"},
+        {"an alias of it", INT64_C(1800037800000000), "Asia/Calcutta",
+         "2027-01-16"},
+        {"the scenario's 09:58 batch day, UTC+14:00", NOW, "Etc/GMT-14",
+         "2027-01-15"},
+        {"16:00Z at UTC+14:00 is the next day", NOW + 8 * 3600 * SEC,
+         "Etc/GMT-14", "2027-01-16"},
+        {"08:00Z at UTC-12:00 is the day before", NOW, "Etc/GMT+12",
+         "2027-01-14"},
+        {"the last instant", INT64_C(253402300799999999), "UTC",
+         "9999-12-31"},
     };
     char day[OG_PAYOUT_DAY_LEN + 1];
 
     (void)state;
     for (size_t i = 0; i < N(rows); i++) {
         memset(day, 0, sizeof day);
-        assert_int_equal(og_payout_release_day(rows[i].at_us, rows[i].offset,
+        assert_int_equal(og_payout_time_zone_check(rows[i].zone), 0);
+        assert_int_equal(og_payout_release_day(rows[i].at_us, rows[i].zone,
                                                day),
                          0);
         if (strcmp(day, rows[i].day) != 0)
@@ -516,15 +560,32 @@ void release_day_is_the_local_date_at_the_settlement_offset(
         assert_string_equal(day, rows[i].day);
     }
     strcpy(day, "untouched!");
-    assert_int_equal(og_payout_release_day(0, 841, day), OG_EPAYOUT_OFFSET);
-    assert_int_equal(og_payout_release_day(0, -841, day), OG_EPAYOUT_OFFSET);
-    assert_int_equal(og_payout_release_day(-1, 0, day), OG_EINVAL);
-    /* 9999-12-31T23:59Z at UTC+00:01 is in year 10000 */
-    assert_int_equal(og_payout_release_day(INT64_C(253402300799999999), 1,
-                                           day),
+    /* Unknown zones, custom ids, ICU's own "unknown", non-names. */
+    {
+        static const char *const bad[] = {
+            "Europe/Atlantis", "Mars/Olympus_Mons", "GMT+01:00", "+01:00",
+            "UTC+1", "Etc/Unknown", "", " UTC", "UTC ", "Europe/Berl\xc3\xadn",
+            "Etc/GMT-15",
+            "America/Argentina/Buenos_Aires/And/A/Name/Far/Too/Long/For/Any/Zone",
+        };
+        for (size_t i = 0; i < N(bad); i++) {
+            if (og_payout_time_zone_check(bad[i]) != OG_EPAYOUT_TIMEZONE)
+                fprintf(stderr, "accepted: \"%s\"\n", bad[i]);
+            assert_int_equal(og_payout_time_zone_check(bad[i]),
+                             OG_EPAYOUT_TIMEZONE);
+            assert_int_equal(og_payout_release_day(0, bad[i], day),
+                             OG_EPAYOUT_TIMEZONE);
+        }
+    }
+    assert_int_equal(og_payout_time_zone_check(NULL), OG_EPAYOUT_TIMEZONE);
+    assert_int_equal(og_payout_release_day(0, NULL, day), OG_EPAYOUT_TIMEZONE);
+    assert_int_equal(og_payout_release_day(-1, "UTC", day), OG_EINVAL);
+    /* 9999-12-31T23:59Z at UTC+01:00 is in year 10000 */
+    assert_int_equal(og_payout_release_day(INT64_C(253402300799999999),
+                                           "Etc/GMT-1", day),
                      OG_EINVAL);
     assert_string_equal(day, "untouched!");
-    assert_int_equal(og_payout_release_day(0, 0, NULL), OG_EINVAL);
+    assert_int_equal(og_payout_release_day(0, "UTC", NULL), OG_EINVAL);
 }
 
 /* The new codes were appended: the existing ones keep their values. */
@@ -548,7 +609,8 @@ void error_codes_were_appended(void **state)
         {OG_EDESTINATION, "input.destination_invalid"},
         /* the payout store's (schema 8) */
         {OG_EPAYOUT_ID, "input.payout_id_invalid"},
-        {OG_EPAYOUT_OFFSET, "input.settlement_offset_invalid"},
+        /* schema 12 replaced the offset by a zone, at the same value */
+        {OG_EPAYOUT_TIMEZONE, "input.settlement_time_zone_invalid"},
         {OG_EPAYOUT_LIMIT, "input.payout_limit_invalid"},
         {OG_EPAYOUT_WINDOW, "input.grant_window_invalid"},
         {OG_EPAYOUT_REQUESTER, "input.requester_invalid"},
@@ -556,6 +618,8 @@ void error_codes_were_appended(void **state)
         {OG_EPAYOUT_TOKEN, "input.provider_token_invalid"},
         {OG_EPAYOUT_JOB, "input.job_id_invalid"},
         {OG_EPAYOUT_VERSION, "input.record_version_invalid"},
+        /* the policy's current release (schema 12) */
+        {OG_EPAYOUT_POLICY_RELEASE, "policy.release-mismatch"},
     };
 
     (void)state;

@@ -193,9 +193,10 @@ extern "C" {
       "spaces")                                                                \
     X(PAYOUT_ID, "input.payout_id_invalid",                                    \
       "payout id must be 1-128 printable ASCII characters without spaces")     \
-    X(PAYOUT_OFFSET, "input.settlement_offset_invalid",                        \
-      "a settlement offset must be whole minutes from -840 to 840 "            \
-      "(UTC-14:00 to UTC+14:00)")                                              \
+    X(PAYOUT_TIMEZONE, "input.settlement_time_zone_invalid",                   \
+      "a settlement time zone must be an IANA time zone name the time-zone "   \
+      "database knows (\"Europe/Berlin\", \"America/New_York\", \"UTC\"), at "  \
+      "most 64 printable ASCII characters")                                    \
     X(PAYOUT_LIMIT, "input.payout_limit_invalid",                              \
       "a daily limit or an approval limit must be 0 to 999999999999999999 "    \
       "minor units of its currency")                                           \
@@ -215,7 +216,11 @@ extern "C" {
       "job id must be a non-nil UUID (8-4-4-4-12 hex)")                        \
     X(PAYOUT_VERSION, "input.record_version_invalid",                          \
       "a record version must be >= 1, or 0 where the call gives 0 a meaning "  \
-      "(create; the version as read)")
+      "(create; the version as read)")                                         \
+    X(PAYOUT_POLICY_RELEASE, "policy.release-mismatch",                        \
+      "this build's payout policy is not the store's current policy release "  \
+      "(og_payout_policy_release_get): nothing was decided; a build of the "   \
+      "current release decides, or an operator moves the release")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,

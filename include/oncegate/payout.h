@@ -396,25 +396,37 @@ OG_MUST_CHECK int og_payout_evaluate_reauthorization(
  * The release day (docs/payouts.md, section 4): a reservation belongs to
  * the payout's release date in the tenant's settlement time zone.
  *
- * A tenant's settlement time zone is a fixed offset from UTC in whole
- * minutes, not a zone name: the day is then the same arithmetic in every
- * engine and in C, with no time-zone database whose version could make two
- * services disagree about a day. A zone that observes daylight saving time
- * is an operator's change of the offset twice a year, a settings change
- * like any other (it moves the tenant's settings version, which the claim
- * fences). A reservation keeps the day it was made for.
+ * A tenant's settlement time zone is an IANA time-zone name
+ * ("Europe/Berlin", "America/New_York", "Asia/Kolkata", "UTC"), and the day
+ * is read with ICU's calendar (libicu) and its own copy of the time-zone
+ * database, daylight saving time included: the release batch at 23:30 in
+ * Berlin belongs to that Berlin date in winter and in summer alike, with no
+ * operator changing an offset twice a year. A zone change is a settings
+ * change like any other (it moves the tenant's settings version, which the
+ * claim fences). A reservation keeps the day it was made for.
  * ------------------------------------------------------------------------- */
 #define OG_PAYOUT_DAY_LEN 10     /* "YYYY-MM-DD" */
-#define OG_PAYOUT_OFFSET_MAX 840 /* minutes: UTC-14:00 .. UTC+14:00 */
+#define OG_PAYOUT_TIME_ZONE_MAX 64 /* an IANA name's bytes (the longest
+                                      known today is 32) */
+
+/* Whether zone is a time zone og_payout_release_day accepts: 1..
+ * OG_PAYOUT_TIME_ZONE_MAX printable ASCII characters without spaces that
+ * ICU's time-zone database knows as a zone id (a canonical name or one of
+ * its aliases: "UTC", "Etc/GMT-1", "Asia/Calcutta"); custom ids
+ * ("GMT+01:00") and unknown names are refused. Returns 0, or
+ * OG_EPAYOUT_TIMEZONE (NULL included). */
+OG_MUST_CHECK int og_payout_time_zone_check(const char *zone);
 
 /* The calendar date (proleptic Gregorian) of the instant at_us
  * (microseconds since the epoch, 1970-01-01 .. 9999-12-31T23:59:59.999999Z)
- * seen at UTC + offset_minutes, as "YYYY-MM-DD" into out. A day runs from
- * local midnight inclusive to the next midnight exclusive. Returns 0, or
- * OG_EPAYOUT_OFFSET (|offset_minutes| > OG_PAYOUT_OFFSET_MAX), OG_EINVAL
- * (at_us out of range, a date after 9999-12-31, out NULL), with out
- * untouched. */
-OG_MUST_CHECK int og_payout_release_day(int64_t at_us, int offset_minutes,
+ * in time zone zone (og_payout_time_zone_check), with the offset in force
+ * at that instant (daylight saving time included), as "YYYY-MM-DD" into
+ * out. A day runs from local midnight inclusive to the next midnight
+ * exclusive (a day that skips or repeats an hour is still one date).
+ * Returns 0, or OG_EPAYOUT_TIMEZONE, OG_EINVAL (at_us out of range, a
+ * date after 9999-12-31, out NULL), OG_EINTERNAL (the calendar failed),
+ * with out untouched. */
+OG_MUST_CHECK int og_payout_release_day(int64_t at_us, const char *zone,
                                         char out[OG_PAYOUT_DAY_LEN + 1]);
 
 /* ---------------------------------------------------------------------------

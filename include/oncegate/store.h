@@ -113,8 +113,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * (oncegate/payout_store.h), 9 the claim's history entry, 10 the
  * resolution's release causes and history entry, 11 a payout attempt's
  * reconciliation (the takeover's instant, lookups and their backoff, when
- * "not found" may be final, late evidence and returns). */
-#define OG_SCHEMA_VERSION 11
+ * "not found" may be final, late evidence and returns), 12 settlement time
+ * zones and the payout policy's current release. */
+#define OG_SCHEMA_VERSION 12
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the

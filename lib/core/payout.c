@@ -1,8 +1,10 @@
 /*
  * payout.c — the decision side of a delayed payout (docs/payouts.md,
  * sections 1 and 4): money in minor units, the terms' canonical serialization and fingerprint, the
- * policy and the execution recheck. PURE: no I/O, no clock, no randomness,
- * no allocation, no locale; the only library call is libsodium's SHA-256.
+ * policy, the execution recheck and the release day. PURE: no I/O, no
+ * clock, no randomness, no locale; the library calls are libsodium's
+ * SHA-256 and, for the release day only, ICU's calendar (its own time-zone
+ * database, compiled into the library: no file is read), which allocates.
  *
  * Invariants (tests/test_payout.c proves each; fuzz/fuzz_payout.c asserts
  * PC1-PC4 on arbitrary input):
@@ -26,6 +28,8 @@
  *       them in that order); the first that fails decides.
  */
 #include <sodium.h>
+#include <unicode/ucal.h>
+#include <unicode/utypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -767,13 +771,49 @@ int og_payout_evaluate_for_execution(const og_payout_context *ctx,
  * The release day
  * ========================================================================= */
 
-/* Floor division for a positive divisor: the day of an instant before a
- * local midnight is the earlier one, also below zero. */
-static int64_t floor_div(int64_t a, int64_t b)
+/* zone as UTF-16 for ICU: 1..OG_PAYOUT_TIME_ZONE_MAX printable ASCII
+ * characters without spaces (every IANA name is), else -1. */
+static int zone_id(const char *zone, UChar id[OG_PAYOUT_TIME_ZONE_MAX + 1],
+                   int32_t *len)
 {
-    int64_t q = a / b;
+    size_t n;
 
-    return (a % b != 0 && a < 0) ? q - 1 : q;
+    if (zone == NULL)
+        return -1;
+    n = strnlen(zone, OG_PAYOUT_TIME_ZONE_MAX + 1);
+    if (n == 0 || n > OG_PAYOUT_TIME_ZONE_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (zone[i] <= 0x20 || zone[i] > 0x7e)
+            return -1;
+        id[i] = (UChar)zone[i];
+    }
+    id[n] = 0;
+    *len = (int32_t)n;
+    return 0;
+}
+
+/* What ICU calls a zone it does not know (ucal_open falls back to it,
+ * silently): never a settlement zone. */
+static const char unknown_zone[] = "Etc/Unknown";
+
+int og_payout_time_zone_check(const char *zone)
+{
+    UChar id[OG_PAYOUT_TIME_ZONE_MAX + 1], canonical[OG_PAYOUT_TIME_ZONE_MAX + 1];
+    UErrorCode err = U_ZERO_ERROR;
+    UBool system = 0;
+    int32_t n = 0;
+
+    if (zone_id(zone, id, &n) != 0 || strcmp(zone, unknown_zone) == 0)
+        return OG_EPAYOUT_TIMEZONE;
+    /* A system id is one of the database's zones or aliases; an unknown
+     * name fails, and a custom id ("GMT+01:00") is not a system id: a
+     * settlement zone is a place, whose rules the database keeps. */
+    ucal_getCanonicalTimeZoneID(id, n, canonical,
+                                OG_PAYOUT_TIME_ZONE_MAX + 1, &system, &err);
+    if (U_FAILURE(err) || !system)
+        return OG_EPAYOUT_TIMEZONE;
+    return 0;
 }
 
 /* v (0 .. 10^n - 1) as exactly n decimal digits, zero-padded. */
@@ -785,34 +825,34 @@ static void put_digits(char *p, int64_t v, int n)
     }
 }
 
-int og_payout_release_day(int64_t at_us, int offset_minutes,
+int og_payout_release_day(int64_t at_us, const char *zone,
                           char out[OG_PAYOUT_DAY_LEN + 1])
 {
-    int64_t days, z, era, doe, yoe, y, doy, mp, d, m;
+    UChar id[OG_PAYOUT_TIME_ZONE_MAX + 1];
+    UErrorCode err = U_ZERO_ERROR;
+    UCalendar *cal;
+    int32_t n = 0, y, m, d;
 
-    if (offset_minutes < -OG_PAYOUT_OFFSET_MAX ||
-        offset_minutes > OG_PAYOUT_OFFSET_MAX)
-        return OG_EPAYOUT_OFFSET;
+    if (og_payout_time_zone_check(zone) != 0 ||
+        zone_id(zone, id, &n) != 0)
+        return OG_EPAYOUT_TIMEZONE;
     if (out == NULL || at_us < OG__TIME_MIN_US || at_us > OG__TIME_MAX_US)
         return OG_EINVAL;
-    /* Local days since 1970-01-01; no overflow: |at_us| < 2^58. */
-    days = floor_div(at_us + (int64_t)offset_minutes * 60 * 1000000,
-                     INT64_C(86400) * 1000000);
-    /* civil_from_days (H. Hinnant, "chrono-Compatible Low-Level Date
-     * Algorithms"): exact for every day of the range, no libc, no
-     * locale, no time zone. */
-    z = days + 719468;
-    era = floor_div(z, 146097);
-    doe = z - era * 146097;
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    y = yoe + era * 400;
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    mp = (5 * doy + 2) / 153;
-    d = doy - (153 * mp + 2) / 5 + 1;
-    m = mp < 10 ? mp + 3 : mp - 9;
-    y += m <= 2;
+    /* The Gregorian calendar in zone, at the instant (milliseconds: a
+     * double holds every one of the range exactly, < 2^53); ICU applies
+     * the offset the zone had then, daylight saving time included. */
+    cal = ucal_open(id, n, "en_US_POSIX", UCAL_GREGORIAN, &err);
+    if (U_FAILURE(err) || cal == NULL)
+        return OG_EINTERNAL;
+    ucal_setMillis(cal, (UDate)(at_us / 1000), &err);
+    y = ucal_get(cal, UCAL_YEAR, &err);
+    m = ucal_get(cal, UCAL_MONTH, &err) + 1; /* ICU's months count from 0 */
+    d = ucal_get(cal, UCAL_DATE, &err);
+    ucal_close(cal);
+    if (U_FAILURE(err) || m < 1 || m > 12 || d < 1 || d > 31)
+        return OG_EINTERNAL;
     /* 9999-12-31 + 14 h is 10000-01-01: four digits no longer hold it. */
-    if (y < 0 || y > 9999)
+    if (y < 1 || y > 9999)
         return OG_EINVAL;
     put_digits(out, y, 4);
     out[4] = '-';

@@ -41,6 +41,7 @@ int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
 {
     og__payout_tenant_req r;
     og__payout_put_report rep;
+    const char *zone;
     int scale, rc;
 
     if (!s || !t || !out)
@@ -49,9 +50,9 @@ int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
         (rc = limit_check(t->daily_limit)) != 0 ||
         (rc = og_payout_currency_scale(t->currency, &scale)) != 0)
         return rc;
-    if (t->settlement_offset_minutes < -OG_PAYOUT_OFFSET_MAX ||
-        t->settlement_offset_minutes > OG_PAYOUT_OFFSET_MAX)
-        return OG_EPAYOUT_OFFSET;
+    zone = t->settlement_time_zone ? t->settlement_time_zone : "UTC";
+    if ((rc = og_payout_time_zone_check(zone)) != 0)
+        return rc;
     if (expected_version < 0)
         return OG_EPAYOUT_VERSION;
     memset(&r, 0, sizeof r);
@@ -59,7 +60,7 @@ int og_payout_tenant_put(og_store *s, const og_payout_tenant_settings *t,
     r.payouts_suspended = t->payouts_suspended;
     r.daily_limit = t->daily_limit;
     memcpy(r.currency, t->currency, OG_CURRENCY_LEN + 1);
-    r.offset_minutes = t->settlement_offset_minutes;
+    memcpy(r.time_zone, zone, strlen(zone) + 1); /* checked: it fits */
     r.expected_version = expected_version;
     memset(&rep, 0, sizeof rep);
     if ((rc = s->m->payout_tenant_put(s->impl, &r, &rep)) != 0)
@@ -280,7 +281,11 @@ int og_payout_context_read(og_store *s, const char *payout_id,
     return 0;
 }
 
-/* The decision's steps, in tx (S6): the facts, held until the commit;
+/* The decision's steps, in tx (S6): the policy's current release, held
+ * until the commit — a build that is not the current release decides
+ * nothing (OG_EPAYOUT_POLICY_RELEASE, rolled back: no decision row, since
+ * a decision names the policy that made it and this one is not current);
+ * the facts, held until the commit;
  * the pure plan (PP1); the reservation, which decides on the newest
  * counters — taking nothing makes the decision Denied tenant.daily-limit,
  * alone; the decision and its entry at one instant; for Allowed what it
@@ -291,10 +296,17 @@ static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
     const og__store_methods *m = s->m;
     og__payout_facts f;
     og__payout_plan p;
+    char release[OG_ID_MAX + 1];
     int64_t decided_at = 0;
     bool reserved = false;
     int rc;
 
+    if ((rc = m->payout_policy_release(s->impl, tx, true, release)) < 0)
+        return rc;
+    if (rc == 0)
+        return OG_EINTERNAL; /* migration 12 writes the row */
+    if (strcmp(release, OG_PAYOUT_POLICY_VERSION) != 0)
+        return OG_EPAYOUT_POLICY_RELEASE;
     if ((rc = m->payout_facts(s->impl, tx, r->payout_id, r->not_before_us,
                               true, &f)) != 0 ||
         (rc = og__payout_plan_decide(&f, r, &p)) != 0)
@@ -374,3 +386,41 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
     return 0;
 }
 
+int og_payout_policy_release_get(og_store *s, char out[OG_ID_MAX + 1])
+{
+    char release[OG_ID_MAX + 1];
+    void *tx;
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if ((rc = s->m->txn_begin(s->impl, OG__TXN_READ, &tx)) != 0)
+        return rc;
+    rc = s->m->payout_policy_release(s->impl, tx, false, release);
+    if (rc == 0)
+        rc = OG_EINTERNAL; /* migration 12 writes the row */
+    if ((rc = s->m->txn_end(s->impl, tx, rc < 0 ? rc : 0, false)) != 0)
+        return rc;
+    memcpy(out, release, strlen(release) + 1);
+    return 0;
+}
+
+int og_payout_policy_release_set(og_store *s, const char *version,
+                                 const char *expected_current,
+                                 const char *actor, og_payout_write *out)
+{
+    bool written = false;
+    int rc;
+
+    if (!s || !out || og__id_check(version) != 0 ||
+        og__id_check(expected_current) != 0)
+        return OG_EINVAL;
+    if (og__id_check(actor) != 0)
+        return OG_EACTOR;
+    if ((rc = s->m->payout_policy_release_set(s->impl, version,
+                                              expected_current, actor,
+                                              &written)) != 0)
+        return rc;
+    *out = written ? OG_PAYOUT_WRITTEN : OG_PAYOUT_VERSION_CONFLICT;
+    return 0;
+}

@@ -23,11 +23,15 @@
  *        an input error and never a Deferred decision: the schema's checks
  *        forbid them, so something is wrong that a wait will not fix.
  *   PP4  A claim's verdict is decided here, from the facts read in the
- *        claim's own transaction, in one order for both engines: the
- *        binding, then the grant's row (a redelivery is recognised by the
- *        consuming attempt's reference, which only this binding's claim
- *        writes), then the fence. Nothing but CLAIMED lets the claim write
- *        (S6, lib/store/dispatch.h).
+ *        claim's own transaction, in one order for both engines — the
+ *        worker's (docs/payouts.md, section 5): the binding (not a payout
+ *        grant: MISMATCH; another audience: NOT_AUDIENCE), then the grant's
+ *        row (revoked: REVOKED; consumed: DUPLICATE when by this binding's
+ *        attempt — recognised by the consuming attempt's reference, which
+ *        only this binding's claim writes —, else LOST; outside its window:
+ *        EXPIRED), then the fence (the context and the store's current
+ *        policy release: CONTEXT_CHANGED). Nothing but CLAIMED lets the
+ *        claim write (S6, lib/store/dispatch.h).
  *   PP5  The reservation follows the attempt's outcome (docs/payouts.md, P5):
  *        paid on Succeeded; released on Failed, NotStarted and NotApplied;
  *        held on Unknown and NeedsReconciliation. Only a terminal outcome
@@ -43,6 +47,14 @@
  *        what it names missing, then a fixed field that differs; a report
  *        that explains nothing at the version expected is a change that
  *        committed in between, VERSION_CONFLICT.
+ *   PP7  A payout grant is valid while not_before <= now < expires_at on
+ *        the store's clock, with no admission leeway, in every place that
+ *        asks: the claim's verdict and its write, the grant's derived state
+ *        (Expired from now >= expires_at) and the expiry, which releases a
+ *        reservation only after expires_at + the cleanup margin. One clock
+ *        and one edge: no claim can succeed after its grant reads Expired,
+ *        and the janitor never releases a reservation a claim may still
+ *        take (docs/payouts.md, section 5).
  */
 #include <stdio.h>
 #include <string.h>
@@ -174,7 +186,7 @@ int og__payout_snapshot_build(const og__payout_facts *f,
     memcpy(s.purpose, f->purpose, sizeof s.purpose);
     s.amount_minor = f->amount_minor;
     memcpy(s.release_day, f->release_day, sizeof s.release_day);
-    s.settlement_offset_minutes = f->offset_minutes;
+    memcpy(s.settlement_time_zone, f->time_zone, sizeof s.settlement_time_zone);
     s.day_version = f->day_version;
     s.attempt_count = f->attempt_count;
     memcpy(s.active_attempt, f->active_attempt, sizeof s.active_attempt);
@@ -347,15 +359,14 @@ og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r)
 
 og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
                                              int64_t expires_at_us,
-                                             int64_t leeway_us,
                                              int64_t now_us)
 {
     if (consumed)
         return OG_PAYOUT_GRANT_CONSUMED;
     if (revoked)
         return OG_PAYOUT_GRANT_REVOKED;
-    /* The row-form claim admits while expires_at + leeway > now. */
-    if (expires_at_us + leeway_us <= now_us)
+    /* The claim admits while now < expires_at, no leeway (PP7). */
+    if (expires_at_us <= now_us)
         return OG_PAYOUT_GRANT_EXPIRED;
     return OG_PAYOUT_GRANT_ISSUED;
 }
@@ -395,15 +406,20 @@ int og__payout_attempt_names(const char *payout_id, int64_t attempt,
 }
 
 int og__payout_plan_claim(const og__payout_claim_facts *f,
-                          const og__payout_claim_req *r, int64_t leeway_us,
+                          const og__payout_claim_req *r,
                           og__payout_claim_plan *out)
 {
     og__payout_claim_plan p;
     char text[OG_PAYOUT_MONEY_TEXT_MAX + 1];
 
     memset(&p, 0, sizeof p);
-    if (!f->found || strcmp(f->audience, r->audience) != 0) {
+    if (!f->found) {
         p.outcome = OG_PAYOUT_CLAIM_MISMATCH;
+        *out = p;
+        return 0;
+    }
+    if (strcmp(f->audience, r->audience) != 0) {
+        p.outcome = OG_PAYOUT_CLAIM_NOT_AUDIENCE;
         *out = p;
         return 0;
     }
@@ -413,15 +429,17 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
     if (og__payout_attempt_names(f->payout_id, f->attempt_number,
                                  p.idempotency_key, p.client_reference) != 0)
         return OG_EINTERNAL;
-    if (f->consumed) {
+    if (f->revoked) {
+        p.outcome = OG_PAYOUT_CLAIM_REVOKED;
+    } else if (f->consumed) {
         p.outcome = f->consumer_found && f->consumer_payout &&
                             strcmp(f->consumer_reference,
                                    p.client_reference) == 0
                         ? OG_PAYOUT_CLAIM_DUPLICATE
                         : OG_PAYOUT_CLAIM_LOST;
-    } else if (f->revoked || f->now_us < f->not_before_us ||
-               f->now_us >= f->expires_at_us + leeway_us) {
-        p.outcome = OG_PAYOUT_CLAIM_LOST;
+    } else if (f->now_us < f->not_before_us ||
+               f->now_us >= f->expires_at_us) {
+        p.outcome = OG_PAYOUT_CLAIM_EXPIRED; /* PP7: no leeway */
     } else if (f->payouts_suspended ||
                f->settings_version != r->relied.tenant_settings ||
                f->beneficiary_status != OG_PAYOUT_BENEFICIARY_ACTIVE ||
@@ -430,6 +448,7 @@ int og__payout_plan_claim(const og__payout_claim_facts *f,
                f->state != OG_PAYOUT_STATE_APPROVED ||
                f->payout_version != f->executable_version ||
                f->payout_version != r->relied.payout || f->active_attempt ||
+               strcmp(r->policy_version, f->policy_release) != 0 ||
                strcmp(r->policy_version, OG_PAYOUT_POLICY_VERSION) != 0) {
         p.outcome = OG_PAYOUT_CLAIM_CONTEXT_CHANGED;
     } else {

@@ -136,8 +136,7 @@ static int claim_in(og_store *s, void *tx, const og__payout_claim_req *r,
     int rc;
 
     if ((rc = s->m->payout_claim_facts(s->impl, tx, r->grant_id, &f)) != 0 ||
-        (rc = og__payout_plan_claim(&f, r, s->opts.timings.admission_leeway_us,
-                                    &p)) != 0)
+        (rc = og__payout_plan_claim(&f, r, &p)) != 0)
         return rc;
     out->outcome = p.outcome;
     if (f.found) {

@@ -217,7 +217,6 @@ int og__row_draft_report(og__row r, int col, og__payout_draft_report *out)
 
 int og__row_payout_facts(og__row r, og__payout_facts *f)
 {
-    int64_t offset = 0;
     int state, status;
 
     if (named(r, PAYOUT_FACTS_STATE, og__payout_state_parse, &state) ||
@@ -238,7 +237,7 @@ int og__row_payout_facts(og__row r, og__payout_facts *f)
         i64(r, PAYOUT_FACTS_DAILY_LIMIT, &f->daily_limit) ||
         text(r, PAYOUT_FACTS_TENANT_CURRENCY, f->tenant_currency,
              sizeof f->tenant_currency) ||
-        i64(r, PAYOUT_FACTS_OFFSET_MINUTES, &offset) ||
+        text(r, PAYOUT_FACTS_TIME_ZONE, f->time_zone, sizeof f->time_zone) ||
         i64(r, PAYOUT_FACTS_SETTINGS_VERSION, &f->settings_version) ||
         flag(r, PAYOUT_FACTS_VERIFIED, &f->verified) ||
         named(r, PAYOUT_FACTS_BENEFICIARY_STATUS, og__payout_bstatus_parse,
@@ -251,12 +250,11 @@ int og__row_payout_facts(og__row r, og__payout_facts *f)
             &f->destination_record_version) ||
         i64(r, PAYOUT_FACTS_DESTINATION_CHANGED_AT,
             &f->destination_changed_at_us) ||
-        offset < -OG_PAYOUT_OFFSET_MAX || offset > OG_PAYOUT_OFFSET_MAX)
+        og_payout_time_zone_check(f->time_zone) != 0)
         return OG_EINTERNAL;
     f->found = true;
     f->state = (og_payout_state)state;
     f->has_purpose = !r.ops->null(&r, PAYOUT_FACTS_PURPOSE);
-    f->offset_minutes = (int)offset;
     f->beneficiary_status = (og_payout_beneficiary_status)status;
     return 0;
 }
@@ -300,6 +298,8 @@ int og__row_claim_facts(og__row r, og__payout_claim_facts *f)
               &status) ||
         i64(r, CLAIM_FACTS_BENEFICIARY_VERSION, &f->beneficiary_version) ||
         i64(r, CLAIM_FACTS_DESTINATION_VERSION, &f->destination_version) ||
+        text(r, CLAIM_FACTS_POLICY_RELEASE, f->policy_release,
+             sizeof f->policy_release) ||
         i64(r, CLAIM_FACTS_NOW, &f->now_us))
         return OG_EINTERNAL;
     f->found = true;
@@ -365,8 +365,7 @@ int og__row_payout_view(og__row r, og_payout_view *out)
     return 0;
 }
 
-int og__row_payout_grant(og__row r, int64_t leeway_us,
-                         og_payout_grant_view *out)
+int og__row_payout_grant(og__row r, og_payout_grant_view *out)
 {
     og_payout_grant_view v;
 
@@ -401,7 +400,7 @@ int og__row_payout_grant(og__row r, int64_t leeway_us,
     v.state = og__payout_grant_state(
         !r.ops->null(&r, PAYOUT_GRANT_CONSUMED_AT),
         !r.ops->null(&r, PAYOUT_GRANT_REVOKED_AT), v.expires_at_us,
-        leeway_us, v.read_at_us);
+        v.read_at_us);
     *out = v;
     return 0;
 }

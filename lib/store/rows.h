@@ -171,7 +171,7 @@ enum {
     PAYOUT_FACTS_PAYOUTS_SUSPENDED,
     PAYOUT_FACTS_DAILY_LIMIT,
     PAYOUT_FACTS_TENANT_CURRENCY,
-    PAYOUT_FACTS_OFFSET_MINUTES,
+    PAYOUT_FACTS_TIME_ZONE,
     PAYOUT_FACTS_SETTINGS_VERSION,
     PAYOUT_FACTS_VERIFIED,
     PAYOUT_FACTS_BENEFICIARY_STATUS,
@@ -220,6 +220,7 @@ enum {
     CLAIM_FACTS_BENEFICIARY_STATUS,
     CLAIM_FACTS_BENEFICIARY_VERSION,
     CLAIM_FACTS_DESTINATION_VERSION,
+    CLAIM_FACTS_POLICY_RELEASE,
     CLAIM_FACTS_NOW,
     CLAIM_FACTS_NCOLS
 };
@@ -290,7 +291,7 @@ enum {
 };
 /* *out from r, its state derived at the row's clock with leeway_us (the
  * store's admission leeway). 0 or OG_EINTERNAL. */
-int og__row_payout_grant(og__row r, int64_t leeway_us,
+int og__row_payout_grant(og__row r,
                          og_payout_grant_view *out);
 
 /* A job as a take returns it. */

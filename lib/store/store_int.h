@@ -137,7 +137,7 @@ typedef struct og__payout_tenant_req {
     bool payouts_suspended;
     int64_t daily_limit;
     char currency[OG_CURRENCY_LEN + 1];
-    int offset_minutes;
+    char time_zone[OG_PAYOUT_TIME_ZONE_MAX + 1]; /* og_payout_time_zone_check */
     int64_t expected_version; /* 0: create */
 } og__payout_tenant_req;
 
@@ -208,7 +208,7 @@ typedef struct og__payout_facts {
     bool payouts_suspended;
     int64_t daily_limit;
     char tenant_currency[OG_CURRENCY_LEN + 1];
-    int offset_minutes;
+    char time_zone[OG_PAYOUT_TIME_ZONE_MAX + 1]; /* the settlement zone */
     int64_t settings_version;
     /* beneficiaries */
     bool verified;
@@ -329,7 +329,6 @@ og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r);
 /* A payout grant's state from its row at the store's clock now_us. */
 og_payout_grant_state og__payout_grant_state(bool consumed, bool revoked,
                                              int64_t expires_at_us,
-                                             int64_t leeway_us,
                                              int64_t now_us);
 
 /* A validated claim (og_payout_claim): the caller's inputs, the attempt's
@@ -373,6 +372,8 @@ typedef struct og__payout_claim_facts {
     og_payout_beneficiary_status beneficiary_status;
     int64_t beneficiary_version;
     int64_t destination_version;   /* the destination record's */
+    char policy_release[OG_ID_MAX + 1]; /* the store's current release of
+                                   the payout policy (schema 12), held */
     int64_t now_us;
 } og__payout_claim_facts;
 
@@ -392,15 +393,15 @@ int og__payout_attempt_names(const char *payout_id, int64_t attempt,
                              char key[OG_ID_MAX + 1],
                              char reference[OG_ID_MAX + 1]);
 
-/* The claim's verdict on f for r (leeway: the store's admission leeway),
- * in this order: MISMATCH (no payout grant, another audience), DUPLICATE
+/* The claim's verdict on f for r (PP4, PP7), in this order: MISMATCH (not
+ * a payout grant), NOT_AUDIENCE (another audience), REVOKED, DUPLICATE
  * (consumed by a payout operation carrying this binding's reference), LOST
- * (consumed otherwise, revoked, now < not_before, now >= expires_at +
- * leeway), CONTEXT_CHANGED (any fence), else CLAIMED with the key,
- * reference, amount and new version. 0, or OG_EINTERNAL for facts the
- * schema forbids. */
+ * (consumed otherwise), EXPIRED (now < not_before or now >= expires_at: no
+ * leeway), CONTEXT_CHANGED (any fence, the store's current policy release
+ * included), else CLAIMED with the key, reference, amount and new version.
+ * 0, or OG_EINTERNAL for facts the schema forbids. */
 int og__payout_plan_claim(const og__payout_claim_facts *f,
-                          const og__payout_claim_req *r, int64_t leeway_us,
+                          const og__payout_claim_req *r,
                           og__payout_claim_plan *out);
 
 /* What a resolution reads, in its own transaction after the outcome's
@@ -622,8 +623,8 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
  *       that takes the amount only while paid + reserved + amount stays
  *       within the tenant's daily limit, evaluated on the newest committed
  *       counters: two decisions never both pass on the same headroom. The
- *       day (the release day of the grant's not_before at the tenant's
- *       offset) is kept on the binding, so a release goes back to it.
+ *       day (the release day of the grant's not_before in the tenant's
+ *       time zone) is kept on the binding, so a release goes back to it.
  *   M31 The attempt number is attempt_count + 1, allocated by the
  *       approval's conditional write on the payout's row the decision
  *       holds: re-authorizations are ordered, and payout_grants' UNIQUE
@@ -900,9 +901,25 @@ typedef int og__store_txn_begin_fn(void *impl, og__txn_mode mode, void **tx);
  * confirmed: OG_ESTORE_UNAVAILABLE, M2). A connection whose state is
  * unknown after it (a ROLLBACK that failed) is discarded (M4). */
 typedef int og__store_txn_end_fn(void *impl, void *tx, int rc, bool commit);
+/* The payout policy's current release (schema 12) read in tx into out:
+ * 1, 0 when its row is missing (the migration writes it: a defect to the
+ * callers), or an error. lock (the decision's read, in a WRITE
+ * transaction): the row does not change before tx ends (PostgreSQL: FOR
+ * SHARE; SQLite: the write lock), so a decision is written on the release
+ * it read. */
+typedef int og__store_payout_policy_release_fn(void *impl, void *tx,
+                                               bool lock,
+                                               char out[OG_ID_MAX + 1]);
+/* The release moved from expected to version by actor: ONE conditional
+ * write (current_version = expected), *written. */
+typedef int og__store_payout_policy_release_set_fn(void *impl,
+                                                   const char *version,
+                                                   const char *expected,
+                                                   const char *actor,
+                                                   bool *written);
 /* The facts of payout_id (og__payout_facts): the payout with its tenant's
  * settings, beneficiary and destination (never the token), the counters of
- * the release day of release_at_us in the tenant's offset, and the store's
+ * the release day of release_at_us in the tenant's time zone, and the store's
  * clock (observed_at). lock (the decision's read, in a WRITE transaction):
  * none of the payout, tenant, beneficiary and destination rows changes
  * before tx ends (M28); the day's counters are the reservation's to decide
@@ -1075,10 +1092,12 @@ typedef struct og__store_methods {
     og__store_payout_draft_fn *payout_draft;
     og__store_payout_cancel_fn *payout_cancel;
     og__store_payout_get_fn *payout_get;
+    og__store_payout_policy_release_set_fn *payout_policy_release_set;
     /* the payout store's transactions and their steps */
     og__store_txn_begin_fn *txn_begin;
     og__store_txn_end_fn *txn_end;
     og__store_payout_facts_fn *payout_facts;
+    og__store_payout_policy_release_fn *payout_policy_release;
     og__store_payout_reserve_fn *payout_reserve;
     og__store_payout_decision_write_fn *payout_decision_write;
     og__store_payout_decision_issue_fn *payout_decision_issue;

@@ -858,10 +858,10 @@ static int pg_open(const char *target, const og_store_options *opts,
                    opts->timings.recovery_lease_us);
     og__pg_fmt_i64(pg->cleanup_margin, sizeof pg->cleanup_margin,
                    opts->timings.cleanup_margin_us);
+    /* A payout grant has no admission leeway (PP7): its reservation is
+     * released cleanup_margin after expires_at. */
     og__pg_fmt_i64(pg->expiry_margin, sizeof pg->expiry_margin,
-                   opts->timings.admission_leeway_us +
-                       opts->timings.cleanup_margin_us);
-    pg->admission_leeway_us = opts->timings.admission_leeway_us;
+                   opts->timings.cleanup_margin_us);
     /* Bounded by og_timings_check() (T5, T6 and the leeway's own bound), so
      * the sum cannot overflow for a checked configuration. */
     og__pg_fmt_i64(pg->fallback, sizeof pg->fallback,
@@ -948,10 +948,12 @@ const og__store_methods og__postgres_methods = {
     .payout_draft = og__pg_payout_draft,
     .payout_cancel = og__pg_payout_cancel,
     .payout_get = og__pg_payout_get,
+    .payout_policy_release_set = og__pg_payout_policy_release_set,
     /* the payout store's transactions and their steps */
     .txn_begin = pg_txn_begin,
     .txn_end = pg_txn_end,
     .payout_facts = og__pg_payout_facts,
+    .payout_policy_release = og__pg_payout_policy_release,
     .payout_reserve = og__pg_payout_reserve,
     .payout_decision_write = og__pg_payout_decision_write,
     .payout_decision_issue = og__pg_payout_decision_issue,

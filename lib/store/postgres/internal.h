@@ -318,10 +318,10 @@ typedef struct og__pg_store {
                           + leeway, the retention of a revocation whose
                           issuance records no expiry (I13) */
     char cleanup_margin[24]; /* microseconds: cleanup's margin (I18) */
-    char expiry_margin[24]; /* microseconds: leeway + cleanup margin, past
-                               which an unconsumed payout grant's
-                               reservation is released (I25) */
-    int64_t admission_leeway_us; /* a payout grant's derived state (I25) */
+    char expiry_margin[24]; /* microseconds: the cleanup margin, past
+                               which (after expires_at, no leeway: PP7) an
+                               unconsumed payout grant's reservation is
+                               released (I25) */
     og_consumption_keys keys; /* I9: AS_STORED until og__pg_read_keys, then
                                  the store's; never changes after */
 } og__pg_store;
@@ -504,6 +504,8 @@ og__store_payout_draft_fn og__pg_payout_draft;
 og__store_payout_cancel_fn og__pg_payout_cancel;
 og__store_payout_get_fn og__pg_payout_get;
 og__store_payout_facts_fn og__pg_payout_facts;
+og__store_payout_policy_release_fn og__pg_payout_policy_release;
+og__store_payout_policy_release_set_fn og__pg_payout_policy_release_set;
 og__store_payout_reserve_fn og__pg_payout_reserve;
 og__store_payout_decision_write_fn og__pg_payout_decision_write;
 og__store_payout_decision_issue_fn og__pg_payout_decision_issue;

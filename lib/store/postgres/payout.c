@@ -91,20 +91,20 @@ static int pg_put(og__pg_store *pg, const og__pg_stmt *stmt,
     return rc;
 }
 
-/* Tenants: $1 id  $2 suspended  $3 daily limit  $4 currency  $5 offset
+/* Tenants: $1 id  $2 suspended  $3 daily limit  $4 currency  $5 time zone
  * $6 expected settings_version (0: create). The currency is fixed: an
  * update names it in its condition. */
 static const char pg_payout_tenant_put_sql[] =
     "WITH ins AS (\n"
     "  INSERT INTO tenants (tenant_id, payouts_suspended, daily_limit, currency,\n"
-    "                       settlement_offset_minutes, settings_version, updated_at)\n"
-    "  SELECT $1::text, $2::bool, $3::bigint, $4::text, $5::integer, 1, clock_timestamp()\n"
+    "                       settlement_time_zone, settings_version, updated_at)\n"
+    "  SELECT $1::text, $2::bool, $3::bigint, $4::text, $5::text, 1, clock_timestamp()\n"
     "  WHERE $6::bigint = 0\n"
     "  ON CONFLICT (tenant_id) DO NOTHING\n"
     "  RETURNING settings_version),\n"
     "upd AS (\n"
     "  UPDATE tenants SET payouts_suspended = $2::bool, daily_limit = $3::bigint,\n"
-    "         settlement_offset_minutes = $5::integer,\n"
+    "         settlement_time_zone = $5::text,\n"
     "         settings_version = settings_version + 1, updated_at = clock_timestamp()\n"
     "  WHERE $6::bigint > 0 AND tenant_id = $1::text AND settings_version = $6::bigint\n"
     "    AND currency = $4::text\n"
@@ -118,14 +118,13 @@ static const og__pg_stmt pg_payout_tenant_put_stmt = {
 int og__pg_payout_tenant_put(void *impl, const og__payout_tenant_req *r,
                              og__payout_put_report *out)
 {
-    char limit[24], offset[16], expected[24];
+    char limit[24], expected[24];
     const char *params[6] = {
         r->tenant_id, r->payouts_suspended ? "true" : "false",
         limit,        r->currency,
-        offset,       expected};
+        r->time_zone, expected};
 
     og__pg_fmt_i64(limit, sizeof limit, r->daily_limit);
-    snprintf(offset, sizeof offset, "%d", r->offset_minutes);
     og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
     return pg_put(impl, &pg_payout_tenant_put_stmt, params, out);
 }
@@ -424,6 +423,78 @@ int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
 }
 
 /* ===========================================================================
+ * The policy's current release (schema 12)
+ * ========================================================================= */
+
+/* The release row; a decision's read locks it FOR SHARE, so a move of the
+ * release waits for the decision's commit, and a decision that waited for
+ * a move reads the newest row (Read Committed). */
+#define PG_PAYOUT_POLICY_RELEASE_SQL(lock)                                     \
+    "SELECT current_version FROM payout_policy_releases\n"                    \
+    "WHERE operation = '" OG_PAYOUT_OPERATION "'" lock
+static const char pg_payout_policy_release_sql[] =
+    PG_PAYOUT_POLICY_RELEASE_SQL("");
+static const char pg_payout_policy_release_locked_sql[] =
+    PG_PAYOUT_POLICY_RELEASE_SQL("\nFOR SHARE");
+static const og__pg_stmt pg_payout_policy_release_stmt = {
+    "og_payout_policy_release", pg_payout_policy_release_sql, 0,
+    OG_KEYS_AS_STORED};
+static const og__pg_stmt pg_payout_policy_release_locked_stmt = {
+    "og_payout_policy_release_locked", pg_payout_policy_release_locked_sql, 0,
+    OG_KEYS_AS_STORED};
+/* $1 version  $2 expected  $3 actor: ONE conditional write. */
+static const char pg_payout_policy_release_set_sql[] =
+    "UPDATE payout_policy_releases SET current_version = $1::text,\n"
+    "       updated_at = clock_timestamp(), updated_by = $3::text\n"
+    "WHERE operation = '" OG_PAYOUT_OPERATION "' AND current_version = $2::text\n"
+    "RETURNING 1";
+static const og__pg_stmt pg_payout_policy_release_set_stmt = {
+    "og_payout_policy_release_set", pg_payout_policy_release_set_sql, 3,
+    OG_KEYS_AS_STORED};
+
+int og__pg_payout_policy_release(void *impl, void *tx, bool lock,
+                                 char out[OG_ID_MAX + 1])
+{
+    og__pg_conn *c = tx;
+    PGresult *res = NULL;
+    int rc;
+
+    rc = og__pg_run_in(impl, c,
+                       lock ? &pg_payout_policy_release_locked_stmt
+                            : &pg_payout_policy_release_stmt,
+                       NULL, &res, c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__pg_get_text(res, 0, 0, out, OG_ID_MAX + 1) == 0 ? 1
+                                                                 : OG_EINTERNAL;
+    PQclear(res);
+    return rc;
+}
+
+int og__pg_payout_policy_release_set(void *impl, const char *version,
+                                     const char *expected, const char *actor,
+                                     bool *written)
+{
+    og__pg_store *pg = impl;
+    const char *params[3] = {version, expected, actor};
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_policy_release_set_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0)
+        *written = PQntuples(res) == 1;
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}
+
+/* ===========================================================================
  * The facts (I22)
  * ========================================================================= */
 
@@ -440,7 +511,7 @@ int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
     "SELECT p.state, p.version, p.attempt_count, p.active_attempt::text,\n"    \
     "       p.tenant_id, p.beneficiary_id, p.destination_id, p.destination_version,\n" \
     "       p.amount, p.currency, p.purpose,\n"                                \
-    "       t.payouts_suspended, t.daily_limit, t.currency, t.settlement_offset_minutes,\n" \
+    "       t.payouts_suspended, t.daily_limit, t.currency, t.settlement_time_zone,\n" \
     "       t.settings_version, b.verified, b.status, b.version,\n"            \
     "       d.beneficiary_id, d.version, " PG_EPOCH_US("d.changed_at") "\n"    \
     "FROM payouts p\n"                                                         \
@@ -499,7 +570,7 @@ int og__pg_payout_facts(void *impl, void *tx, const char *id,
         return rc;
     if (f.found) {
         if (og__copy(f.payout_id, sizeof f.payout_id, id) != 0 ||
-            og_payout_release_day(release_at_us, f.offset_minutes,
+            og_payout_release_day(release_at_us, f.time_zone,
                                   f.release_day) != 0)
             return OG_EINTERNAL; /* both checked before the store */
         dparams[0] = f.tenant_id;

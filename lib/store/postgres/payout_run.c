@@ -12,8 +12,8 @@
  *      waited for and re-checked), then the binding's release and the
  *      day's counter from its RETURNING. An expiry batch
  *      (pg_payout_expire_sql) is ONE statement over unconsumed grants with
- *      expires_at < statement_timestamp() - admission leeway - cleanup
- *      margin, their binding and grant rows locked SKIP LOCKED (janitors
+ *      expires_at < statement_timestamp() - cleanup margin (no admission
+ *      leeway, PP7), their binding and grant rows locked SKIP LOCKED (janitors
  *      split the work; a claim or revocation in flight keeps its rows), the
  *      day rows locked in key order before they change (no deadlock between
  *      janitors).
@@ -27,9 +27,9 @@
  *      the attempt's amount is the payout's minor units in its currency's
  *      scale, which the pure core formats. Its facts' statement
  *      (pg_payout_claim_facts_sql) locks the grant's and the payout's rows
- *      FOR UPDATE and the tenant's, beneficiary's and destination's FOR
- *      SHARE — a change in flight is waited for and its newest version
- *      read; a claim that waited for another claim reads the consuming
+ *      FOR UPDATE and the tenant's, beneficiary's and destination's (and
+ *      the policy's current release, schema 12) FOR SHARE — a change in
+ *      flight is waited for and its newest version read; a claim that waited for another claim reads the consuming
  *      operation in a fresh statement (pg_payout_claim_consumer_sql: the
  *      facts' snapshot predates that commit) and reports DUPLICATE (M34).
  *      Its writes are ONE statement (pg_payout_claim_sql) built like the
@@ -167,7 +167,8 @@ int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
 
 /* The claim's facts (I27), CLAIM_FACTS_* (rows.h): $1 grant.
  * The grant's row and the payout's are locked FOR UPDATE (the claim writes
- * both), the tenant's, beneficiary's and destination's FOR SHARE: a change to
+ * both), the tenant's, beneficiary's and destination's FOR SHARE, and so
+ * is the policy's current release (schema 12): a change to
  * any fenced fact either committed before — and a locker that waited reads its
  * newest version — or waits until the claim commits (docs/payouts.md, section
  * 5 step 3). The consuming operation (a redelivery's evidence) is read, not
@@ -183,17 +184,18 @@ static const char pg_payout_claim_facts_sql[] =
     "                a.operation_id::text),\n"
     "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount, p.currency,\n"
     "       p.destination_id, t.payouts_suspended, t.settings_version, bn.status, bn.version,\n"
-    "       d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
+    "       d.version, r.current_version, " PG_EPOCH_US("clock_timestamp()") "\n"
     "FROM payout_grants b\n"
     "JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id\n"
     "JOIN payouts p ON p.payout_id = b.payout_id\n"
+    "JOIN payout_policy_releases r ON r.operation = '" OG_PAYOUT_OPERATION "'\n"
     "JOIN tenants t ON t.tenant_id = p.tenant_id\n"
     "JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id\n"
     "JOIN destinations d ON d.destination_id = p.destination_id\n"
     "LEFT JOIN operations o ON o.operation_id = g.consumed_by_operation\n"
     "LEFT JOIN operations_archive a ON a.operation_id = g.consumed_by_operation\n"
     "WHERE b.grant_id = $1::text\n"
-    "FOR UPDATE OF g, p FOR SHARE OF t, bn, d";
+    "FOR UPDATE OF g, p FOR SHARE OF t, bn, d, r";
 static const og__pg_stmt pg_payout_claim_facts_stmt = {
     "og_payout_claim_facts", pg_payout_claim_facts_sql, 1, OG_KEYS_AS_STORED};
 
@@ -270,10 +272,11 @@ int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
  * re-asserting its conditions as the row-form admission does (the rows are
  * ours since the facts' read, so they hold; repeating them keeps the
  * guarantee readable in one place): $1 grant  $2 operation  $3 now (µs)
- * $4 leeway (µs)  $5 executable version  $6 worker  $7 amount (decimal)
+ * $4 the policy release fenced  $5 executable version  $6 worker  $7 amount (decimal)
  * $8 lease (µs)  $9 send window (µs)  $10 key  $11 reference.
  *  - gr: the grant's row consumed (unconsumed, unrevoked, not_before <=
- *    now < expires_at + leeway);
+ *    now < expires_at: no leeway, docs/payouts.md section 5), the
+ *    policy's current release still the one the recheck ran;
  *  - pay: the payout Approved at the executable version with no active
  *    attempt -> Executing, version + 1, active_attempt;
  *  - op: the attempt, kind payout, Admitted at the initial owner version;
@@ -287,7 +290,9 @@ static const char pg_payout_claim_sql[] =
     "  WHERE g.issuer = '" OG_PAYOUT_ISSUER "' AND g.grant_id = $1::text\n"
     "    AND b.grant_id = g.grant_id AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
     "    AND b.not_before <= " PG_TS("$3") "\n"
-    "    AND g.expires_at + " PG_US("$4") " > " PG_TS("$3") "\n"
+    "    AND g.expires_at > " PG_TS("$3") "\n"
+    "    AND EXISTS (SELECT 1 FROM payout_policy_releases r\n"
+    "                WHERE r.operation = '" OG_PAYOUT_OPERATION "' AND r.current_version = $4::text)\n"
     "  RETURNING g.grant_id, b.payout_id),\n"
     "pay AS (\n"
     "  UPDATE payouts p SET state = 'Executing', version = p.version + 1,\n"
@@ -340,7 +345,7 @@ int og__pg_payout_claim_write(void *impl, void *tx,
     const char *params[12] = {r->grant_id,
                               r->operation_id,
                               now,
-                              pg->leeway,
+                              r->policy_version,
                               exec,
                               r->worker_id,
                               p->amount,
@@ -601,8 +606,7 @@ int og__pg_payout_grant_get(void *impl, const char *grant_id,
     if (rc == 0 && og__pg_shape(res, PAYOUT_GRANT_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1) {
-        if (og__row_payout_grant(og__pg_row(res, 0), pg->admission_leeway_us,
-                                 &v) == 0) {
+        if (og__row_payout_grant(og__pg_row(res, 0), &v) == 0) {
             *out = v;
             rc = 1;
         } else {
@@ -689,10 +693,10 @@ int og__pg_payout_grant_revoke(void *impl, const char *grant_id,
     return rc;
 }
 
-/* One expiry batch (I25): $1 leeway + cleanup margin (µs)  $2 batch
+/* One expiry batch (I25): $1 cleanup margin (µs)  $2 batch
  * $3 cursor (µs).
  *  - pick: at most $2 unreleased bindings of unconsumed grants past
- *    expires_at + leeway + margin, oldest first from the cursor, in the
+ *    expires_at + margin (no leeway: PP7), oldest first from the cursor, in the
  *    order of payout_grants_unreleased_idx; the binding's and the grant's
  *    rows locked, SKIP LOCKED (janitors split the work; a claim or a
  *    revocation in flight keeps its rows);

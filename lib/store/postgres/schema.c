@@ -550,6 +550,39 @@ static const char pg_migration_11_sql[] =
     "      'reservation-released','job-resubmitted','claimed','resolved','returned'));\n"
     "CREATE UNIQUE INDEX payout_events_returned_key ON payout_events (payout_id)\n"
     "    WHERE kind = 'returned';   -- one return per payout\n";
+/* Migration 12: fidelity (docs/payouts.md, sections 4 and 5). A tenant's
+ * settlement time zone is an IANA name: every existing offset becomes the
+ * zone of that fixed offset ("UTC"; whole hours "Etc/GMT-N" for UTC+N and
+ * "Etc/GMT+N" for UTC-N, the POSIX sign inverted in these names); an offset
+ * no such zone has (not whole hours, or below UTC-12) stops the migration
+ * with a message: set the tenant to a whole-hour offset first. And the
+ * payout policy's current release, one row per operation, seeded with this
+ * build's OG_PAYOUT_POLICY_VERSION (og_payout_policy_release_get/_set). */
+static const char pg_migration_12_sql[] =
+    "ALTER TABLE tenants ADD COLUMN settlement_time_zone text\n"
+    "  CHECK (octet_length(settlement_time_zone) BETWEEN 1 AND 64);\n"
+    "UPDATE tenants SET settlement_time_zone = CASE\n"
+    "  WHEN settlement_offset_minutes = 0 THEN 'UTC'\n"
+    "  WHEN settlement_offset_minutes % 60 = 0 AND settlement_offset_minutes BETWEEN -720 AND 840\n"
+    "    THEN 'Etc/GMT' || CASE WHEN settlement_offset_minutes > 0 THEN '-' ELSE '+' END\n"
+    "         || abs(settlement_offset_minutes / 60)\n"
+    "  END;\n"
+    "DO $og$ BEGIN\n"
+    "  IF EXISTS (SELECT 1 FROM tenants WHERE settlement_time_zone IS NULL) THEN\n"
+    "    RAISE EXCEPTION 'migration 12: a tenant''s settlement offset has no fixed-offset zone '\n"
+    "      '(not whole hours, or below UTC-12): set it to whole hours first';\n"
+    "  END IF;\n"
+    "END $og$;\n"
+    "ALTER TABLE tenants ALTER COLUMN settlement_time_zone SET NOT NULL,\n"
+    "  DROP COLUMN settlement_offset_minutes;\n"
+    "CREATE TABLE payout_policy_releases (\n"
+    "  operation       text        PRIMARY KEY CHECK (operation = '" OG_PAYOUT_OPERATION "'),\n"
+    "  current_version text        NOT NULL CHECK (octet_length(current_version) BETWEEN 1 AND 128),\n"
+    "  updated_at      timestamptz NOT NULL,\n"
+    "  updated_by      text        NOT NULL CHECK (octet_length(updated_by) BETWEEN 1 AND 128));\n"
+    "INSERT INTO payout_policy_releases\n"
+    "  VALUES ('" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_POLICY_VERSION "', clock_timestamp(),\n"
+    "          'migration-12');\n";
 
 typedef struct pg_migration {
     int version;
@@ -594,6 +627,8 @@ static const pg_migration pg_migrations[] = {
     {11, "payouts: takeover instant, lookups, final absence, late evidence, "
          "returns",
      PG_STEPS(pg_migration_11_sql), NULL, NULL},
+    {12, "payouts: settlement time zones; the policy's current release",
+     PG_STEPS(pg_migration_12_sql), NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 

@@ -657,10 +657,12 @@ const og__store_methods og__sqlite_methods = {
     .payout_draft = og__sq_payout_draft,
     .payout_cancel = og__sq_payout_cancel,
     .payout_get = og__sq_payout_get,
+    .payout_policy_release_set = og__sq_payout_policy_release_set,
     /* the payout store's transactions and their steps */
     .txn_begin = sq_txn_begin,
     .txn_end = sq_txn_end,
     .payout_facts = og__sq_payout_facts,
+    .payout_policy_release = og__sq_payout_policy_release,
     .payout_reserve = og__sq_payout_reserve,
     .payout_decision_write = og__sq_payout_decision_write,
     .payout_decision_issue = og__sq_payout_decision_issue,

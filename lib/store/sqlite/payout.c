@@ -139,16 +139,16 @@ static int sq_put(og__sq_store *s, const char *create, const char *update,
 
 /* ---- tenants ------------------------------------------------------------ */
 
-/* ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset, ?6 expected
+/* ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 time zone, ?6 expected
  * settings_version. A row only when written. */
 static const char sq_payout_tenant_create_sql[] =
     "INSERT INTO tenants (tenant_id, payouts_suspended, daily_limit,"
-    "   currency, settlement_offset_minutes, settings_version, updated_at)"
+    "   currency, settlement_time_zone, settings_version, updated_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, 1, " SQ_NOW ")"
     " ON CONFLICT DO NOTHING RETURNING settings_version";
 static const char sq_payout_tenant_update_sql[] =
     "UPDATE tenants SET payouts_suspended = ?2, daily_limit = ?3,"
-    "   settlement_offset_minutes = ?5,"
+    "   settlement_time_zone = ?5,"
     "   settings_version = settings_version + 1, updated_at = " SQ_NOW
     " WHERE tenant_id = ?1 AND settings_version = ?6 AND currency = ?4"
     " RETURNING settings_version";
@@ -157,7 +157,7 @@ static const char sq_payout_tenant_state_sql[] =
     "SELECT t.settings_version, t.currency = ?2, 1"
     " FROM (SELECT 1) LEFT JOIN tenants t ON t.tenant_id = ?1";
 
-/* The tenant's: ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 offset,
+/* The tenant's: ?1 id, ?2 suspended, ?3 limit, ?4 currency, ?5 zone,
  * ?6 expected (the create has no ?6); report ?1 id, ?2 currency. */
 static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
                            const void *arg)
@@ -168,7 +168,7 @@ static void sq_bind_tenant(sqlite3_stmt *w, sqlite3_stmt *state,
     sqlite3_bind_int(w, 2, r->payouts_suspended);
     sqlite3_bind_int64(w, 3, r->daily_limit);
     sqlite3_bind_text(w, 4, r->currency, -1, SQLITE_STATIC);
-    sqlite3_bind_int(w, 5, r->offset_minutes);
+    sqlite3_bind_text(w, 5, r->time_zone, -1, SQLITE_STATIC);
     if (sqlite3_bind_parameter_count(w) >= 6)
         sqlite3_bind_int64(w, 6, r->expected_version);
     sqlite3_bind_text(state, 1, r->tenant_id, -1, SQLITE_STATIC);
@@ -507,6 +507,62 @@ int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
 }
 
 /* ===========================================================================
+ * The policy's current release (schema 12)
+ * ========================================================================= */
+
+/* The release row. In a decision's BEGIN IMMEDIATE the write lock holds it
+ * until the commit (Q22): no move of the release commits in between. */
+static const char sq_payout_policy_release_sql[] =
+    "SELECT current_version FROM payout_policy_releases"
+    " WHERE operation = '" OG_PAYOUT_OPERATION "'";
+/* ?1 version, ?2 expected, ?3 actor: ONE conditional write. */
+static const char sq_payout_policy_release_set_sql[] =
+    "UPDATE payout_policy_releases SET current_version = ?1,"
+    "   updated_at = " SQ_NOW ", updated_by = ?3"
+    " WHERE operation = '" OG_PAYOUT_OPERATION "' AND current_version = ?2"
+    " RETURNING 1";
+
+int og__sq_payout_policy_release(void *impl, void *tx, bool lock,
+                                 char out[OG_ID_MAX + 1])
+{
+    og__sq_conn *c = tx;
+    sqlite3_stmt *st;
+    int rc;
+
+    (void)impl;
+    (void)lock; /* a WRITE transaction holds the write lock */
+    if ((rc = og__sq_stmt(c, sq_payout_policy_release_sql, &st)) < 0)
+        return rc;
+    if ((rc = og__sq_step(c, st)) == 1)
+        rc = og__sq_text(st, 0, out, OG_ID_MAX + 1) < 0 ? OG_EINTERNAL : 1;
+    sqlite3_reset(st);
+    return rc;
+}
+
+int og__sq_payout_policy_release_set(void *impl, const char *version,
+                                     const char *expected, const char *actor,
+                                     bool *written)
+{
+    og__sq_store *s = impl;
+    og__sq_conn *c;
+    sqlite3_stmt *st;
+    int64_t one = 0;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_payout_policy_release_set_sql, &st)) == 0) {
+        sqlite3_bind_text(st, 1, version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, expected, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, actor, -1, SQLITE_STATIC);
+        rc = og__sq_one_i64(c, st, &one);
+    }
+    if ((rc = og__sq_end(s, c, rc < 0 ? rc : 0, rc == 1)) == 0)
+        *written = one == 1;
+    return rc;
+}
+
+/* ===========================================================================
  * The facts (Q22)
  * ========================================================================= */
 
@@ -518,7 +574,7 @@ static const char sq_payout_facts_sql[] =
     "       p.tenant_id, p.beneficiary_id, p.destination_id,"
     "       p.destination_version, p.amount, p.currency, p.purpose,"
     "       t.payouts_suspended, t.daily_limit, t.currency,"
-    "       t.settlement_offset_minutes, t.settings_version,"
+    "       t.settlement_time_zone, t.settings_version,"
     "       b.verified, b.status, b.version,"
     "       d.beneficiary_id, d.version, d.changed_at, " SQ_NOW
     " FROM payouts p"
@@ -536,7 +592,7 @@ static const char sq_payout_day_sql[] =
 
 /* The facts of payout id in tx: the payout with its tenant, beneficiary
  * and destination, then the counters of the release day of release_at_us
- * in the tenant's offset. A missing payout is found = false at the store's
+ * in the tenant's time zone. A missing payout is found = false at the store's
  * clock. tx's snapshot, or for the decision the write lock (Q1, Q22),
  * holds every row read until it ends, so lock asks nothing more. */
 int og__sq_payout_facts(void *impl, void *tx, const char *id,
@@ -566,7 +622,7 @@ int og__sq_payout_facts(void *impl, void *tx, const char *id,
         return rc;
     }
     if (og__copy(f.payout_id, sizeof f.payout_id, id) < 0 ||
-        og_payout_release_day(release_at_us, f.offset_minutes,
+        og_payout_release_day(release_at_us, f.time_zone,
                               f.release_day) != 0)
         return OG_EINTERNAL; /* both checked before the store */
     if ((rc = og__sq_stmt(c, sq_payout_day_sql, &st)) < 0)

@@ -168,10 +168,12 @@ static const char sq_payout_claim_facts_sql[] =
     "                o.operation_id, a.operation_id),"
     "       p.state, p.version, p.active_attempt IS NOT NULL, p.amount,"
     "       p.currency, p.destination_id, t.payouts_suspended,"
-    "       t.settings_version, bn.status, bn.version, d.version, " SQ_NOW
+    "       t.settings_version, bn.status, bn.version, d.version,"
+    "       r.current_version, " SQ_NOW
     " FROM payout_grants b"
     " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
     " JOIN payouts p ON p.payout_id = b.payout_id"
+    " JOIN payout_policy_releases r ON r.operation = '" OG_PAYOUT_OPERATION "'"
     " JOIN tenants t ON t.tenant_id = p.tenant_id"
     " JOIN beneficiaries bn ON bn.beneficiary_id = p.beneficiary_id"
     " JOIN destinations d ON d.destination_id = p.destination_id"
@@ -206,14 +208,19 @@ int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
 }
 
 /* The claim's writes, each conditional as if nothing had been read:
- * ?1 grant, ?2 operation, ?3 now, ?4 leeway. */
+ * ?1 grant, ?2 operation, ?3 now, ?4 the policy release the claim fenced.
+ * The grant's window has no leeway: not_before <= now < expires_at on the
+ * store's clock, the same for every claimer (docs/payouts.md, section 5). */
 static const char sq_payout_claim_grant_sql[] =
     "UPDATE grants SET consumed_at = ?3, consumed_by_operation = ?2"
     " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"
     "   AND consumed_at IS NULL AND revoked_at IS NULL"
-    "   AND expires_at + ?4 > ?3"
+    "   AND expires_at > ?3"
     "   AND EXISTS (SELECT 1 FROM payout_grants b"
     "               WHERE b.grant_id = ?1 AND b.not_before <= ?3)"
+    "   AND EXISTS (SELECT 1 FROM payout_policy_releases r"
+    "               WHERE r.operation = '" OG_PAYOUT_OPERATION "'"
+    "                 AND r.current_version = ?4)"
     " RETURNING 1";
 /* ?1 payout, ?2 its executable version, ?3 operation, ?4 now. */
 static const char sq_payout_claim_payout_sql[] =
@@ -243,19 +250,19 @@ int og__sq_payout_claim_write(void *impl, void *tx,
                               const og__payout_claim_plan *p,
                               og_operation *attempt)
 {
-    og__sq_store *s = impl;
     og__sq_conn *c = tx;
     og_operation op;
     sqlite3_stmt *st;
     int64_t v = 0;
     int rc;
 
+    (void)impl;
     if ((rc = og__sq_stmt(c, sq_payout_claim_grant_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->operation_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, f->now_us);
-    sqlite3_bind_int64(st, 4, s->opts.timings.admission_leeway_us);
+    sqlite3_bind_text(st, 4, r->policy_version, -1, SQLITE_STATIC);
     if ((rc = og__sq_one_i64(c, st, &v)) != 1)
         return rc < 0 ? rc : OG_EINTERNAL;
     if ((rc = og__sq_stmt(c, sq_payout_claim_payout_sql, &st)) < 0)
@@ -604,8 +611,8 @@ static const char sq_payout_grant_get_sql[] =
 
 static int sq_payout_grant_row(og__sq_store *s, sqlite3_stmt *st, void *out)
 {
-    return og__row_payout_grant(og__sq_row(st),
-                                s->opts.timings.admission_leeway_us, out);
+    (void)s;
+    return og__row_payout_grant(og__sq_row(st), out);
 }
 
 int og__sq_payout_grant_get(void *impl, const char *grant_id,
@@ -685,8 +692,8 @@ int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
     return rc;
 }
 
-/* The unreleased, unconsumed payout grants past ?1 (= now - leeway -
- * margin, read once), from the cursor ?3, oldest expiry first, at most ?2:
+/* The unreleased, unconsumed payout grants past ?1 (= now - cleanup margin,
+ * read once: no admission leeway, PP7), from the cursor ?3, oldest expiry first, at most ?2:
  * one expiry batch (Q25). Every statement of the batch selects this one
  * set (the write lock holds it still); INDEXED BY: the janitor's scan. */
 #define SQ_PAYOUT_EXPIRE_PICK                                                  \
@@ -697,7 +704,7 @@ int og__sq_payout_grant_revoke(void *impl, const char *grant_id,
     "   AND b.expires_at >= ?3 AND b.expires_at < ?1"                          \
     " ORDER BY b.expires_at, b.grant_id LIMIT ?2"
 
-/* One expiry batch (Q25): ?1 now - leeway - margin, ?2 batch, ?3 cursor,
+/* One expiry batch (Q25): ?1 now - cleanup margin, ?2 batch, ?3 cursor,
  * ?4 now. First the batch's size and greatest expiry (the next cursor),
  * then its reservations, history and marks; the marks last, since the pick
  * reads released_at. */
@@ -725,7 +732,7 @@ const char og__sq_payout_expire_mark_sql[] =
 
 /* One expiry batch's fixed parameters (Q25), as the archive's (Q21). */
 typedef struct sq_expire_args {
-    int64_t cutoff; /* ?1: now - leeway - cleanup margin */
+    int64_t cutoff; /* ?1: now - cleanup margin (PP7) */
     int batch;      /* ?2 */
     int64_t from;   /* ?3: the pass's keyset cursor */
     int64_t now;    /* ?4: released_at, the history's time */
@@ -785,7 +792,7 @@ static int sq_payout_expire_in(og__sq_store *s, og__sq_conn *c, int batch,
     /* One clock for the whole batch: every statement picks the same set. */
     if ((rc = og__sq_clock(c, &a.now)) < 0)
         return rc;
-    a.cutoff = a.now - t->admission_leeway_us - t->cleanup_margin_us;
+    a.cutoff = a.now - t->cleanup_margin_us;
     if ((rc = sq_expire_cursor(c, &a, &count, &last)) < 0)
         return rc;
     if (count == 0) {

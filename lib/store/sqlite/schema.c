@@ -559,6 +559,43 @@ typedef struct sq_migration {
     SQ_PAYOUT_EVENTS_REBUILD("payout_events_v11")                             \
     "CREATE UNIQUE INDEX payout_events_returned_key ON payout_events"         \
     "  (payout_id) WHERE kind = 'returned';"
+/* Migration 12: fidelity (docs/payouts.md, sections 4 and 5).
+ *  - A tenant's settlement time zone is an IANA name
+ *    (og_payout_release_day), no longer a fixed offset: every existing
+ *    tenant's offset becomes the zone of that fixed offset — 0 is "UTC",
+ *    whole hours are the database's fixed zones "Etc/GMT-N" (UTC+N: the
+ *    POSIX sign is inverted in these names) and "Etc/GMT+N" (UTC-N). An
+ *    offset no such zone has (not whole hours, or below UTC-12) stops the
+ *    migration (NOT NULL): set the tenant to a whole-hour offset first, then
+ *    to its zone once migrated. The day a reservation was made for is kept
+ *    on its binding; only later days follow the zone.
+ *  - The payout policy's current release: one row per operation, seeded
+ *    with this build's OG_PAYOUT_POLICY_VERSION; decisions and claims
+ *    fence on it (og_payout_policy_release_get/_set). */
+#define SQ_MIGRATION_12                                                       \
+    "ALTER TABLE tenants ADD COLUMN settlement_time_zone TEXT NOT NULL"       \
+    "  DEFAULT 'UTC'"                                                         \
+    "  CHECK (length(CAST(settlement_time_zone AS BLOB)) BETWEEN 1 AND 64);"  \
+    "UPDATE tenants SET settlement_time_zone = CASE"                          \
+    "  WHEN settlement_offset_minutes = 0 THEN 'UTC'"                         \
+    "  WHEN settlement_offset_minutes % 60 = 0"                               \
+    "       AND settlement_offset_minutes BETWEEN -720 AND 840"               \
+    "    THEN 'Etc/GMT' || CASE WHEN settlement_offset_minutes > 0"           \
+    "                           THEN '-' ELSE '+' END"                        \
+    "         || abs(settlement_offset_minutes / 60)"                         \
+    "  ELSE NULL END;"                                                        \
+    "ALTER TABLE tenants DROP COLUMN settlement_offset_minutes;"              \
+    "CREATE TABLE payout_policy_releases ("                                   \
+    "  operation       TEXT    NOT NULL PRIMARY KEY"                          \
+    "                  CHECK (operation = '" OG_PAYOUT_OPERATION "'),"        \
+    "  current_version TEXT    NOT NULL"                                      \
+    "                  " SQ_PAYOUT_ID_CHECK("current_version") ","            \
+    "  updated_at      INTEGER NOT NULL,  /* store clock */"                  \
+    "  updated_by      TEXT    NOT NULL " SQ_PAYOUT_ID_CHECK("updated_by")    \
+    ") STRICT, WITHOUT ROWID;"                                                \
+    "INSERT INTO payout_policy_releases"                                      \
+    "  VALUES ('" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_POLICY_VERSION "',"    \
+    "          " SQ_NOW ", 'migration-12');"
 
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
@@ -814,6 +851,8 @@ static const sq_migration sq_migrations[] = {
      SQ_STEPS(SQ_MIGRATION_11_OPS, SQ_OP_EVENTS_V11,
               SQ_MIGRATION_11_PAYOUT_EVENTS),
      NULL, "operation_events"},
+    {12, "payouts: settlement time zones; the policy's current release",
+     SQ_STEPS(SQ_MIGRATION_12), NULL, NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
