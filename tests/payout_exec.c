@@ -526,6 +526,99 @@ static void runner_pays_every_payout_once_and_goes_idle(void **state)
     x_env_stop(&e);
 }
 
+/* One job through the worker: its end, reason, acknowledgment and
+ * signal as expected, and no provider call. */
+static og_payout_work x_work_expect(x_env *e, const og_payout_worker_cfg *c,
+                                    og_payout_work_end end,
+                                    og_payout_worker_reason why, bool acked,
+                                    bool signal, int line)
+{
+    og_payout_work w;
+
+    assert_int_equal(og_payout_work_once(e->s, c, &w), 0);
+    if (w.end != end || w.reason != why || w.acknowledged != acked ||
+        w.security_signal != signal || w.sends != 0)
+        fail_msg("line %d: %s %s acked=%d signal=%d sends=%d", line,
+                 og_payout_work_end_name(w.end),
+                 og_payout_worker_reason_name(w.reason), w.acknowledged,
+                 w.security_signal, w.sends);
+    return w;
+}
+
+/* The worker's own checks, each on its own payout and job: refused (and
+ * acknowledged) or postponed, never a provider call. */
+static void grant_checks_refuse_or_postpone_with_no_provider_call(
+    void **state)
+{
+    x_env e;
+    char id[64], other[64], sql[512];
+    og_payout_decision d;
+    og_payout_worker_cfg c;
+    og_payout_put_result pr;
+    og_revoke_outcome ro;
+    og_payout_work w;
+
+    (void)state;
+    x_env_start(&e, "pxchecks");
+
+    /* delivered after the grant's window: grant.expired */
+    p_id(id, &e.w, "PAY", 1);
+    p_draft(e.s, &e.w, id, "10");
+    (void)p_decide_window_past(e.s, id, 5);
+    x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_REFUSED,
+                  OG_PAYOUT_WORKER_GRANT_EXPIRED, true, false, __LINE__);
+
+    /* revoked (a finance hold): grant.revoked */
+    d = x_payout(&e, id, 2);
+    assert_int_equal(og_payout_grant_revoke(e.s, d.grant_id, "finance-1", &ro),
+                     0);
+    x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_REFUSED,
+                  OG_PAYOUT_WORKER_GRANT_REVOKED, true, false, __LINE__);
+
+    /* presented by another service: presenter.not-audience, a signal */
+    (void)x_payout(&e, id, 3);
+    c = e.wc;
+    c.audience = "refund-executor";
+    x_work_expect(&e, &c, OG_PAYOUT_WORK_REFUSED,
+                  OG_PAYOUT_WORKER_PRESENTER_NOT_AUDIENCE, true, true,
+                  __LINE__);
+
+    /* the job altered to name another payout: binding.mismatch, a signal */
+    d = x_payout(&e, id, 4);
+    p_id(other, &e.w, "PAY", 3);
+    snprintf(sql, sizeof sql,
+             "UPDATE payout_jobs SET payout_id = '%s' WHERE job_id = '%s'",
+             other, d.job_id);
+    p_raw_exec(e.raw, sql);
+    x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_REFUSED,
+                  OG_PAYOUT_WORKER_BINDING_MISMATCH, true, true, __LINE__);
+
+    /* cancelled after the decision: payout.not-executable */
+    d = x_payout(&e, id, 5);
+    assert_int_equal(og_payout_cancel(e.s, id, d.executable_payout_version,
+                                      "clerk-22", &pr),
+                     0);
+    assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_REFUSED,
+                  OG_PAYOUT_WORKER_PAYOUT_NOT_EXECUTABLE, true, false,
+                  __LINE__);
+
+    /* the window opens in five minutes: postponed to it (PX9), nothing
+     * acknowledged, and the job is not available again before then */
+    p_id(id, &e.w, "PAY", 6);
+    p_draft(e.s, &e.w, id, "10");
+    (void)p_decide_allowed(e.s, id);
+    w = x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_POSTPONED,
+                      OG_PAYOUT_WORKER_NONE, false, false, __LINE__);
+    assert_string_equal(w.job.payout_id, id);
+    x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_IDLE, OG_PAYOUT_WORKER_NONE,
+                  false, false, __LINE__);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_APPROVED);
+
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    x_env_stop(&e);
+}
+
 /* Bad configurations are refused before any I/O: the handles below are
  * not a store, and touching one would crash the test. */
 static void bad_configurations_are_refused_before_any_io(void **state)
@@ -581,6 +674,8 @@ const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(claim_ack_lost_sends_nothing_and_the_sweeper_settles_it),
     cmocka_unit_test(start_ack_lost_is_not_applied_only_after_the_cutoff),
     cmocka_unit_test(runner_pays_every_payout_once_and_goes_idle),
+    cmocka_unit_test(
+        grant_checks_refuse_or_postpone_with_no_provider_call),
 };
 const size_t t_payout_exec_tests_count =
     sizeof t_payout_exec_tests / sizeof t_payout_exec_tests[0];
