@@ -32,7 +32,13 @@
  *      every rule holds, computed here in 128-bit arithmetic; an intent
  *      whose terms are not the record's is never evaluated; a VALID
  *      recheck implies Approved at the grant's version, the grant's
- *      fingerprint, and paid + reserved within the limit.
+ *      fingerprint, and paid + reserved within the limit;
+ *   5. release day: the tenant id field read as a settlement time zone
+ *      (and "Europe/Berlin"), at the instant of the input's first eight
+ *      bytes: a zone og_payout_time_zone_check refuses is refused by
+ *      og_payout_release_day with out untouched; an accepted one gives
+ *      "YYYY-MM-DD" with a real month and day, or OG_EINVAL for an instant
+ *      out of range.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -329,6 +335,25 @@ static void check_policy(const og_payout_terms *t, const char *fp,
     }
 }
 
+/* 5. */
+static void check_release_day(const char *zone, int64_t at_us)
+{
+    char day[OG_PAYOUT_DAY_LEN + 1] = "untouched!";
+    int zrc = og_payout_time_zone_check(zone);
+    int rc = og_payout_release_day(at_us, zone, day);
+
+    CHECK(zrc == 0 || zrc == OG_EPAYOUT_TIMEZONE);
+    if (zrc != 0 || rc != 0) {
+        CHECK(rc == (zrc != 0 ? OG_EPAYOUT_TIMEZONE : OG_EINVAL));
+        CHECK(strcmp(day, "untouched!") == 0);
+        return;
+    }
+    CHECK(strlen(day) == OG_PAYOUT_DAY_LEN && day[4] == '-' && day[7] == '-');
+    int month = (day[5] - '0') * 10 + (day[6] - '0');
+    int mday = (day[8] - '0') * 10 + (day[9] - '0');
+    CHECK(month >= 1 && month <= 12 && mday >= 1 && mday <= 31);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static char buf[INPUT_MAX + 1];
@@ -366,6 +391,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size >= 8)
         check_format_any(get_i64(data));
+    if (field[2]) {
+        int64_t at = size >= 8 ? get_i64(data) : 0;
+
+        check_release_day(field[2], at);
+        check_release_day("Europe/Berlin", at);
+    }
     if (field[6])
         check_purpose(field[6]);
 

@@ -958,8 +958,17 @@ static void unknown_to_not_applied_and_terminal_statuses_never_change(
     /* Started -> Unknown -> NotApplied. */
     assert_true(x_record(s, ops[0].operation_id, STARTED, 1, OG_OP_UNKNOWN,
                          "provider_timeout", NULL, "payout-worker-1"));
+    /* The store decides it too (P6, M36): not while "not found" cannot be
+     * final (no final_absence_after), only after a takeover past it. */
     assert_int_equal(og_op_record(s, ops[0].operation_id, UNKNOWN, 1, &o,
                                   &rec),
+                     0);
+    assert_false(rec);
+    assert_int_equal(og_op_record(
+                         s, ops[0].operation_id, UNKNOWN,
+                         t_absence_final(s, x_url[0] ? x_url : NULL,
+                                         ops[0].operation_id, 1),
+                         &o, &rec),
                      0);
     assert_true(rec);
     assert_int_equal(x_get(s, ops[0].operation_id).status, OG_OP_NOT_APPLIED);

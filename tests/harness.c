@@ -492,6 +492,22 @@ void t_set_op_time(const char *url, const char *op_id, const char *column,
     t_set_op_time_ms(url, op_id, column, seconds * 1000);
 }
 
+int64_t t_absence_final(og_store *s, const char *url, const char *op_id,
+                        int64_t owner_version)
+{
+    og_operation op;
+    bool taken = false;
+
+    t_set_op_time(url, op_id, "final_absence_after", -60);
+    t_set_op_time(url, op_id, "lease_until", -1);
+    assert_int_equal(og_op_takeover(s, op_id, owner_version, "reconciler",
+                                    &op, &taken),
+                     0);
+    assert_true(taken);
+    assert_true(op.taken_at_us >= op.final_absence_after_us);
+    return op.owner_version;
+}
+
 og_operation t_payout_op(og_store *s)
 {
     char gid[64], op[OG_UUID_LEN + 1], key[128], ref[96];
@@ -575,14 +591,48 @@ void t_undo_migration_7(t_raw *r)
     assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
 }
 
+void t_undo_migration_11(t_raw *r)
+{
+    static const char pg[] =
+        "BEGIN;"
+        " DROP INDEX payout_events_returned_key;"
+        " ALTER TABLE payout_events DROP COLUMN evidence;"
+        " ALTER TABLE operations DROP COLUMN taken_at, DROP COLUMN lookups,"
+        "   DROP COLUMN final_absence_after;"
+        " ALTER TABLE operations_archive DROP COLUMN taken_at,"
+        "   DROP COLUMN lookups, DROP COLUMN final_absence_after;"
+        " ALTER TABLE operation_events DROP COLUMN source;"
+        " ALTER TABLE operation_events_archive DROP COLUMN source;"
+        " DELETE FROM og_schema_migrations WHERE version = 11;"
+        " COMMIT";
+    static const char sq[] =
+        "BEGIN;"
+        " DROP INDEX payout_events_returned_key;"
+        " ALTER TABLE payout_events DROP COLUMN evidence;"
+        " ALTER TABLE operations DROP COLUMN taken_at;"
+        " ALTER TABLE operations DROP COLUMN lookups;"
+        " ALTER TABLE operations DROP COLUMN final_absence_after;"
+        " ALTER TABLE operations_archive DROP COLUMN taken_at;"
+        " ALTER TABLE operations_archive DROP COLUMN lookups;"
+        " ALTER TABLE operations_archive DROP COLUMN final_absence_after;"
+        " ALTER TABLE operation_events DROP COLUMN source;"
+        " ALTER TABLE operation_events_archive DROP COLUMN source;"
+        " DELETE FROM og_schema_migrations WHERE version = 11;"
+        " COMMIT";
+
+    assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
+}
+
 void t_undo_migration_8(t_raw *r)
 {
-    /* Migrations 9 and 10 only widened CHECKs of tables dropped here:
-     * undoing 8 undoes them as well. */
+    /* Migrations 9 and 10 only widened CHECKs of tables dropped here, and
+     * 12 changed tenants and added payout_policy_releases: undoing 8 (and
+     * dropping that table) undoes them as well. */
     char sql[1024];
 
     /* the tables that reference others first; their triggers go with them */
 #define T_PAYOUT_TABLES                                                        \
+    " DROP TABLE payout_policy_releases;"                                      \
     " DROP TABLE payout_events; DROP TABLE payout_jobs;"                       \
     " DROP TABLE payout_grants; DROP TABLE payout_decisions;"                  \
     " DROP TABLE payouts; DROP TABLE destinations; DROP TABLE beneficiaries;"  \

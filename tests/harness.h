@@ -122,6 +122,13 @@ void t_new_store_url(const char *tag, char *url, size_t n);
 /* Moves column (lease_until or submit_by) of operation op_id to `seconds`
  * from the store's now, outside oncegate, in the store at url (NULL: the
  * suite's store): tests decide when a lease ends rather than sleeping. */
+/* Makes "not found" final for payout attempt op_id (docs/payouts.md, P6):
+ * its final_absence_after a minute ago and its lease lapsed, then a
+ * takeover by "reconciler" at owner_version (which must succeed), whose
+ * taken_at is now past it. Returns the new owner version. url as
+ * t_set_op_time's. */
+int64_t t_absence_final(og_store *s, const char *url, const char *op_id,
+                        int64_t owner_version);
 void t_set_op_time(const char *url, const char *op_id, const char *column,
                    int seconds);
 /* The same in milliseconds. */
@@ -150,6 +157,12 @@ void t_undo_migration_7(t_raw *r);
  * store at OG_SCHEMA_VERSION. Returns how many found it at version from —
  * exactly one, when migrations serialize. */
 int t_concurrent_migrations(const char *url, int n, int from);
+
+/* Drops what migration 11 (a payout attempt's reconciliation) adds, in the
+ * backend under test, and its version row, in one transaction, so a test
+ * can take a store back below schema 11 (then t_undo_migration_8).
+ * Aborts on failure. */
+void t_undo_migration_11(t_raw *r);
 
 /* Drops what migration 8 (the payout store) creates, in the backend under
  * test, and its version row, in one transaction, so a test can take a

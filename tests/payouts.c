@@ -329,7 +329,22 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(unknown_holds_the_reservation_and_blocks_reauthorization),
     cmocka_unit_test(
         reauthorization_after_not_applied_gets_attempt_2_with_its_own_key),
+    cmocka_unit_test(claim_sets_when_not_found_may_be_final),
+    cmocka_unit_test(not_applied_needs_a_lookup_begun_past_the_cutoff),
+    cmocka_unit_test(reconcile_later_defers_the_attempt_and_counts_the_lookup),
+    cmocka_unit_test(late_evidence_resolves_a_still_unknown_attempt),
+    cmocka_unit_test(return_is_recorded_once_and_changes_nothing_else),
+    cmocka_unit_test(operator_resolution_moves_payout_and_reservation),
+    cmocka_unit_test(
+        claim_ack_lost_leaves_a_committed_claim_the_sweeper_settles),
+    cmocka_unit_test(
+        start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown),
     cmocka_unit_test(expired_or_revoked_grant_is_not_claimed),
+    cmocka_unit_test(grant_is_valid_until_expires_at_with_no_leeway),
+    cmocka_unit_test(
+        policy_release_is_the_stores_and_fences_decisions_and_claims),
+    cmocka_unit_test(release_day_is_the_date_in_the_tenants_time_zone),
+    cmocka_unit_test(migration_12_turns_offsets_into_zones),
     cmocka_unit_test(concurrent_claims_of_one_grant_make_exactly_one_attempt),
     cmocka_unit_test(context_versions_move_with_every_change),
     cmocka_unit_test(bad_payout_input_gets_the_cores_error_and_writes_nothing),

@@ -123,6 +123,38 @@ void p_assert_unclaimed(og_store *s, t_raw *raw, const int64_t *before,
                         const char *grant_id);
 
 /* ===========================================================================
+ * The resolution's helpers (payouts_resolve.c)
+ * ========================================================================= */
+
+/* A payout of 100.00 EUR in a world of its own, decided now and claimed by
+ * worker-7 with lease_us: *d and the claim's result. */
+og_payout_claim_result p_claimed(og_store *s, t_raw *raw, p_world *w,
+                                 const char *tag, char id[64],
+                                 og_payout_decision *d, int64_t lease_us);
+/* worker-7 starts the claimed attempt (owner version 1). */
+void p_start(og_store *s, const og_payout_claim_result *r);
+/* og_payout_resolve with reason "test.outcome"; fails the test on error. */
+og_payout_resolution p_resolve(og_store *s, const char *op,
+                               unsigned expected, int64_t v, og_op_status to,
+                               const char *actor);
+/* The tenant's paid total over all its days. */
+int64_t p_paid(t_raw *raw, const char *tenant);
+/* The binding released for cause (NULL: held). */
+void p_assert_release(t_raw *raw, const char *grant_id, const char *cause);
+/* Everything a resolution could change, for "nothing changed" checks. */
+typedef struct p_resolve_state {
+    int64_t payout_events, operation_events, reserved, paid, released;
+    og_payout_view v;
+    og_operation op;
+} p_resolve_state;
+
+p_resolve_state p_resolve_snap(og_store *s, t_raw *raw, const p_world *w,
+                               const char *id, const char *op);
+void p_assert_unchanged(const p_resolve_state *a, const p_resolve_state *b);
+/* Takes op over once its lease lapsed: the new owner version. */
+int64_t p_takeover(og_store *s, const char *op, int64_t v);
+
+/* ===========================================================================
  * The tests, file by file
  * ========================================================================= */
 
@@ -160,6 +192,13 @@ void redelivery_after_the_claim_is_a_duplicate_with_no_state_change(
 void context_change_between_validation_and_claim_rolls_the_claim_back(
     void **state);
 void expired_or_revoked_grant_is_not_claimed(void **state);
+
+/* payouts_fidelity.c (schema 12) */
+void grant_is_valid_until_expires_at_with_no_leeway(void **state);
+void policy_release_is_the_stores_and_fences_decisions_and_claims(
+    void **state);
+void release_day_is_the_date_in_the_tenants_time_zone(void **state);
+void migration_12_turns_offsets_into_zones(void **state);
 void concurrent_claims_of_one_grant_make_exactly_one_attempt(void **state);
 
 /* payouts_resolve.c */
@@ -170,6 +209,18 @@ void resolution_moves_the_reservation_with_the_outcome(void **state);
 void stale_owner_cannot_resolve(void **state);
 void unknown_holds_the_reservation_and_blocks_reauthorization(void **state);
 void reauthorization_after_not_applied_gets_attempt_2_with_its_own_key(
+    void **state);
+
+/* payouts_after.c */
+void claim_sets_when_not_found_may_be_final(void **state);
+void not_applied_needs_a_lookup_begun_past_the_cutoff(void **state);
+void reconcile_later_defers_the_attempt_and_counts_the_lookup(void **state);
+void late_evidence_resolves_a_still_unknown_attempt(void **state);
+void return_is_recorded_once_and_changes_nothing_else(void **state);
+void operator_resolution_moves_payout_and_reservation(void **state);
+void claim_ack_lost_leaves_a_committed_claim_the_sweeper_settles(
+    void **state);
+void start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown(
     void **state);
 
 #endif

@@ -97,6 +97,7 @@ PLACES = {
     'include/oncegate/provider.h': 'provider',
     'include/oncegate/redeem.h': 'exec',
     'include/oncegate/exec.h': 'exec',
+    'include/oncegate/payout_exec.h': 'exec',
     'include/oncegate/oncegate.h': 'api',
     'lib/core/': 'core',
     'lib/token/': 'token',

@@ -1,6 +1,6 @@
 /*
  * payout_store.h — the decision side of a delayed payout in the store
- * (schemas 8-11; docs/payouts.md, sections 4-6): the authoritative
+ * (schemas 8-12; docs/payouts.md, sections 4-6): the authoritative
  * context records, the decision transaction, the jobs, the payout grants'
  * reads, revocation and expiry. The pure rules are oncegate/payout.h; this
  * header is the part that reads and writes.
@@ -279,8 +279,8 @@ void og_payout_snapshot_bind(og_payout_snapshot *s);
 /* Reads, as ONE consistent state (SQLite: one read transaction; PostgreSQL:
  * one REPEATABLE READ, READ ONLY transaction), the payout, its tenant's
  * settings, the counters of the release day of release_at_us in the
- * tenant's settlement offset (a worker passes its grant's not_before: the
- * day the decision reserved on, unless the offset changed since, which
+ * tenant's settlement time zone (a worker passes its grant's not_before:
+ * the day the decision reserved on, unless the zone changed since, which
  * moves settings_version), its beneficiary and its destination.
  *
  * "Unavailable" (0, ctx.unavailable, and why) means the facts cannot be had
@@ -331,9 +331,13 @@ typedef struct og_payout_decision {
 } og_payout_decision;
 
 /* Decides on a payout. In ONE transaction (SQLite: BEGIN IMMEDIATE;
- * PostgreSQL: the payout's row FOR UPDATE and its tenant, beneficiary and
- * destination rows FOR SHARE, so none of the facts can change before the
- * decision commits) it reads the context, evaluates it with
+ * PostgreSQL: the policy's current release, then the payout's row FOR
+ * UPDATE and its tenant, beneficiary and destination rows FOR SHARE, so
+ * none of the facts can change before the decision commits) it reads the
+ * policy's current release — when it is not this build's
+ * OG_PAYOUT_POLICY_VERSION nothing is decided and nothing written
+ * (OG_EPAYOUT_POLICY_RELEASE: a decision names the policy that made it,
+ * and only the current one decides) — then the context, evaluates it with
  * og_payout_evaluate (og_payout_evaluate_reauthorization when reauthorize),
  * and writes:
  *   - Allowed: the reservation — ONE conditional update of the tenant's
@@ -348,8 +352,9 @@ typedef struct og_payout_decision {
  * rolls everything back and is returned: nothing of the decision exists.
  * Returns 0 and *out, or an input error (OG_EPAYOUT_ID, OG_EPAYOUT_VERSION,
  * OG_EPAYOUT_REQUESTER, OG_EPAYOUT_LIMIT, OG_EPAYOUT_WINDOW,
- * OG_EPAYOUT_CORRELATION, OG_EINVAL), OG_ESTORE_UNAVAILABLE (not known to
- * have committed: read the payout before deciding again), OG_EINTERNAL. */
+ * OG_EPAYOUT_CORRELATION, OG_EINVAL), OG_EPAYOUT_POLICY_RELEASE,
+ * OG_ESTORE_UNAVAILABLE (not known to have committed: read the payout
+ * before deciding again), OG_EINTERNAL. */
 OG_MUST_CHECK int og_payout_decide(og_store *s, const og_payout_decide_req *r,
                                    og_payout_decision *out);
 
@@ -411,8 +416,8 @@ OG_MUST_CHECK int og_payout_job_resubmit(og_store *s, const char *job_id,
 /* X(NAME, stable text) — a payout grant's state, derived from its grants
  * row at the store's clock, in this order: Consumed (consumed_at set: an
  * attempt claimed it; never reset), Revoked (revoked_at set), Expired (now
- * >= expires_at + the store's admission leeway: no claim can succeed any
- * more), else Issued. */
+ * >= expires_at, with no admission leeway — the claim's own edge: no claim
+ * can succeed any more), else Issued. */
 #define OG_PAYOUT_GRANT_STATE_MAP(X)                                           \
     X(ISSUED, "Issued")                                                        \
     X(CONSUMED, "Consumed")                                                    \
@@ -471,9 +476,9 @@ typedef struct og_payout_expiry_stats {
 } og_payout_expiry_stats;
 
 /* The janitor: releases the reservation of every payout grant that is
- * unconsumed, not released yet, and past expires_at + admission leeway +
- * cleanup margin on the store's clock (after the last moment a claim could
- * still succeed, with the margin cleanup keeps against clock steps), and
+ * unconsumed, not released yet, and past expires_at + cleanup margin on the
+ * store's clock (the claim admits while now < expires_at, no leeway; the
+ * margin is the one cleanup keeps against clock steps), and
  * marks its binding released — at most batch (1..OG_RETENTION_BATCH_MAX)
  * grants per transaction, oldest expiry first, until a batch takes fewer
  * or max_batches (1..OG_RETENTION_BATCHES_MAX) have run. ONE conditional
@@ -564,8 +569,11 @@ typedef struct og_payout_claim_req {
                                    grant's (OG_PAYOUT_AUDIENCE) */
     og_payout_versions relied;  /* what the VALID recheck relied on
                                    (og_payout_exec_verdict.relied), each >= 1 */
-    const char *policy_version; /* the policy the recheck ran: fenced against
-                                   OG_PAYOUT_POLICY_VERSION, the current one */
+    const char *policy_version; /* the policy the recheck ran (the worker
+                                   passes its build's OG_PAYOUT_POLICY_VERSION):
+                                   fenced against the store's current release
+                                   (og_payout_policy_release_get), and must be
+                                   this build's */
     int64_t send_window_us;     /* submit_by = the claim's instant + this
                                    (1 ms .. OG_PAYOUT_LEASE_MAX_US) */
     int64_t lease_us;           /* lease_until = the claim's instant + this
@@ -597,16 +605,18 @@ typedef struct og_payout_claim_result {
 /* Claims payout grant r->grant_id for r->worker_id. ONE transaction
  * (SQLite: BEGIN IMMEDIATE; PostgreSQL: one explicit Read Committed
  * transaction whose first statement locks the grant's and the payout's
- * rows FOR UPDATE and the tenant's, beneficiary's and destination's FOR
- * SHARE — so a change to a fenced fact either committed before and is
- * read, or waits for the claim — and whose second statement writes it
- * all, re-asserting every condition): the grant's `grants` row consumed
- * (consumed_at IS NULL AND revoked_at IS NULL AND not_before <= now AND
- * now < expires_at + admission leeway, the store's clock), the context
- * fenced (tenant settings_version and not suspended, beneficiary version
- * and Active, destination version, payout Approved at the grant's
- * executable version = r->relied.payout with no active attempt, the
- * policy), the payout moved to Executing at version + 1 with
+ * rows FOR UPDATE and the tenant's, beneficiary's, destination's and the
+ * policy's current release's FOR SHARE — so a change to a fenced fact
+ * either committed before and is read, or waits for the claim — and whose
+ * second statement writes it all, re-asserting every condition): the
+ * grant's `grants` row consumed (consumed_at IS NULL AND revoked_at IS
+ * NULL AND not_before <= now AND now < expires_at, the store's clock, no
+ * admission leeway: a grant is valid in its window and not a microsecond
+ * after), the context fenced (tenant settings_version and not suspended,
+ * beneficiary version and Active, destination version, payout Approved at
+ * the grant's executable version = r->relied.payout with no active
+ * attempt, the store's current policy release = r->policy_version), the
+ * payout moved to Executing at version + 1 with
  * active_attempt = the new attempt, the attempt inserted (kind payout,
  * Admitted, owner version 1, lease_until = now + lease, submit_by = now +
  * send window, final_absence_after = submit_by + the margin or NULL, the
@@ -614,6 +624,10 @@ typedef struct og_payout_claim_result {
  * from the payout, caller the worker, issuer OG_PAYOUT_ISSUER and the
  * grant id), and a "claimed" history entry.
  * The daily limit is not checked: the decision reserved the amount.
+ *
+ * The outcome is decided in the worker's order (docs/payouts.md, section
+ * 5): MISMATCH (not a payout grant), NOT_AUDIENCE, REVOKED, DUPLICATE or
+ * LOST (consumed), EXPIRED (outside the window), CONTEXT_CHANGED, CLAIMED.
  *
  * Returns 0 and *out (the outcome is a value: nothing is written unless
  * CLAIMED), or an error: OG_EGRANT_ID, OG_EACTOR (worker), OG_EINVAL
