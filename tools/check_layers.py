@@ -117,6 +117,7 @@ PLACES = {
     'tests/serve/': 'tests',
     'tests/sandbox/': 'tests',
     'tests/provider/': 'tests',
+    'tests/pipeline/': 'tests',
 }
 
 # The trees checked, and the kinds of file in them.

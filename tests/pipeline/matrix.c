@@ -463,7 +463,7 @@ static bool try_between(pl_world *w, snap *out)
 
 static void run_between_validation_and_claim(pl_world *w, snap *out)
 {
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 8; i++) {
         if (try_between(w, out))
             return;
         /* the claim won the race to the lock: another world */

@@ -1,5 +1,5 @@
 /*
- * soak_payouts.c — og-soak-payouts, the seeding and the checking half of
+ * soak.c — og-soak-payouts, the seeding and the checking half of
  * scripts/soak-payouts (the script runs the sandbox, the worker processes
  * and the faults in between):
  *
