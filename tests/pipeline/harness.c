@@ -804,3 +804,10 @@ void pl_wait_until_us(int64_t at_us)
     while (t_now_us() < at_us)
         t_sleep_ms(20);
 }
+
+bool pl_late_reader(const og_payout_work *wk)
+{
+    return wk->end == OG_PAYOUT_WORK_REFUSED &&
+           wk->reason == OG_PAYOUT_WORKER_PAYOUT_NOT_EXECUTABLE &&
+           wk->sends == 0 && wk->acknowledged;
+}

@@ -525,7 +525,8 @@ static void run_two_workers(pl_world *w, snap *out)
         og_store_free(r[i].s);
         if (r[i].wk.end == OG_PAYOUT_WORK_SENT)
             sent++;
-        else if (r[i].wk.end == OG_PAYOUT_WORK_DUPLICATE)
+        else if (r[i].wk.end == OG_PAYOUT_WORK_DUPLICATE ||
+                 pl_late_reader(&r[i].wk))
             dup++;
     }
     pthread_barrier_destroy(&start);

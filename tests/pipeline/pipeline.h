@@ -221,6 +221,13 @@ bool pl_between_validation_and_claim(pl_world *w, const char *job_id,
                                      const og_payout_worker_cfg *cfg,
                                      og_payout_work *out);
 
+/* Whether wk is a racing loser that read the grant before the winner's
+ * claim committed and the payout after it: refused payout.not-executable
+ * (the payout is Executing with the winner's attempt), acknowledged,
+ * nothing sent. docs/payouts.md section 8 calls every loser a duplicate;
+ * this one gets another code for the same zero calls. */
+bool pl_late_reader(const og_payout_work *wk);
+
 /* Sets / clears OG_FAULT (lib/core/fault.c) in this process. */
 void pl_fault(const char *name);
 

@@ -96,6 +96,7 @@ void concurrent_workers_on_one_grant_make_one_attempt_and_one_provider_call(
                          og_err_name(r[i].rc));
             sent += r[i].wk.end == OG_PAYOUT_WORK_SENT;
             dup += r[i].wk.end == OG_PAYOUT_WORK_DUPLICATE;
+            dup += pl_late_reader(&r[i].wk);
             assert_int_equal(r[i].wk.end == OG_PAYOUT_WORK_SENT ? 1 : 0,
                              r[i].wk.sends);
         }
@@ -135,7 +136,9 @@ void concurrent_workers_on_one_grant_make_one_attempt_and_one_provider_call(
                 memset(&wk, 0, sizeof wk);
                 rc = og_payout_work_once(s, &cfg, &wk);
                 ends[2 * i] = rc != 0 ? rc : (int)wk.end;
-                ends[2 * i + 1] = wk.sends;
+                ends[2 * i + 1] = (int)wk.reason;
+                if (wk.sends != (wk.end == OG_PAYOUT_WORK_SENT ? 1 : 0))
+                    ends[2 * i] = -1000;
                 og_store_free(s);
                 _exit(0);
             }
@@ -149,6 +152,8 @@ void concurrent_workers_on_one_grant_make_one_attempt_and_one_provider_call(
                 fail_msg("process %d: %s", i, og_err_name(ends[2 * i]));
             sent += ends[2 * i] == OG_PAYOUT_WORK_SENT;
             dup += ends[2 * i] == OG_PAYOUT_WORK_DUPLICATE;
+            dup += ends[2 * i] == OG_PAYOUT_WORK_REFUSED &&
+                   ends[2 * i + 1] == OG_PAYOUT_WORKER_PAYOUT_NOT_EXECUTABLE;
         }
         {
             int e[RACERS];
