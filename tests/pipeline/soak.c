@@ -440,13 +440,15 @@ static int check(const char *url, const char *sbx, const char *key_file)
                   " (SELECT o.status FROM operations o JOIN payout_grants g"
                   "   ON g.grant_id = o.grant_id WHERE g.payout_id ="
                   "   p.payout_id ORDER BY o.created_at DESC LIMIT 1),"
-                  " (SELECT o.reason FROM operations o JOIN payout_grants g"
+                  " (SELECT o.outcome_reason FROM operations o JOIN payout_grants g"
                   "   ON g.grant_id = o.grant_id WHERE g.payout_id ="
                   "   p.payout_id ORDER BY o.created_at DESC LIMIT 1)"
                   " FROM payouts p WHERE p.payout_id LIKE 'SOAK-%'"
                   " ORDER BY p.payout_id",
-                  add_payout, &p) != 0)
+                  add_payout, &p) != 0) {
+        raw_close(&r);
         return 1;
+    }
     raw_query(&r,
               "SELECT status, count(*) FROM operations WHERE kind = 'payout'"
               " GROUP BY status ORDER BY status",
