@@ -50,6 +50,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(trace_f_ambiguous_timeout),
     cmocka_unit_test(trace_g_reconciliation_confirms_success),
     cmocka_unit_test(no_secret_anywhere),
+    cmocka_unit_test(cli_run_leaves_no_secret_in_its_output),
 };
 
 int main(int argc, char **argv)

@@ -276,5 +276,6 @@ void trace_e_deterministic_provider_rejection(void **state);
 void trace_f_ambiguous_timeout(void **state);
 void trace_g_reconciliation_confirms_success(void **state);
 void no_secret_anywhere(void **state);
+void cli_run_leaves_no_secret_in_its_output(void **state);
 
 #endif

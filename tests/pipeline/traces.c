@@ -426,3 +426,59 @@ void no_secret_anywhere(void **state)
     free(log);
     pl_world_down(&w);
 }
+
+/* The same through the real command, a process of its own:
+ * `oncegate payouts run --until-idle` sends the example, and neither its
+ * log lines (stderr: one per job) nor its counts (stdout) hold the
+ * destination token or the credential; they name the payout. */
+void cli_run_leaves_no_secret_in_its_output(void **state)
+{
+    char id[64], out[PATH_MAX + 16], err[PATH_MAX + 16], key[PATH_MAX + 16],
+        table[PATH_MAX];
+    const char *root = getenv("OG_TEST_SOURCE_ROOT");
+    const char *bin = getenv("OG_TEST_ONCEGATE");
+    pl_world w;
+    char *text;
+    int code;
+
+    (void)state;
+    if (!bin)
+        skip();
+    pl_world_up(&w, "cli", PL_DST_OPEN, 5);
+    pl_example(&w, id, 1);
+    snprintf(out, sizeof out, "%s/cli.out", w.sbx.dir);
+    snprintf(err, sizeof err, "%s/cli.err", w.sbx.dir);
+    snprintf(key, sizeof key, "%s/key", w.sbx.dir);
+    snprintf(table, sizeof table, "%s/providers/sandbox-payouts.v1.json",
+             root ? root : ".");
+    {
+        const char *argv[] = {bin, "payouts", "run", "--store", w.url,
+                              "--provider", w.sbx.url, "--provider-table",
+                              table, "--credential-file", key,
+                              "--worker-id", "svc-payout-worker",
+                              "--until-idle", "--seconds", "60", NULL};
+
+        code = t_proc_run((char *const *)argv, out, err, 90000);
+    }
+    if (code != 0) {
+        t_proc_print_output(out, err);
+        fail_msg("oncegate payouts run: exit %d", code);
+    }
+    assert_int_equal(pl_payout(&w, id).state, OG_PAYOUT_STATE_PAID);
+    assert_int_equal(pl_stats_of(&w.sbx).payout_requests, 1);
+    text = t_slurp(err, NULL);
+    assert_non_null(text);
+    assert_non_null(strstr(text, id)); /* identifiers are logged */
+    no_secret_in("the command's log", text, w.token);
+    no_secret_in("the command's log", text, PL_CREDENTIAL);
+    free(text);
+    text = t_slurp(out, NULL);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"sent\":1"));
+    no_secret_in("the command's counts", text, w.token);
+    no_secret_in("the command's counts", text, PL_CREDENTIAL);
+    free(text);
+    unlink(out);
+    unlink(err);
+    pl_world_down(&w);
+}
