@@ -595,8 +595,18 @@ void sweeper_fences_admitted_as_not_started_and_started_as_unknown(
     wk = pl_work(&w, &cfg);
     assert_int_equal(wk.sends, 1);
     assert_int_equal(pl_attempt(&w, wk.attempt_id).status, OG_OP_STARTED);
-    /* leases running: nothing taken */
+    /* leases running: nothing taken; and while b's attempt is Started, no
+     * new attempt of b is authorized (P5) */
     assert_int_equal(pl_sweep(&w).taken, 0);
+    {
+        og_payout_decide_req q = pl_decide_req(b);
+        og_payout_decision again;
+
+        q.reauthorize = true;
+        again = pl_decide(&w, &q);
+        assert_false(again.issued);
+        assert_int_equal(pl_attempts(&w, b), 1);
+    }
     pl_age_attempt(&w, res.attempt.operation_id, -1000, false);
     pl_age_attempt(&w, wk.attempt_id, -1000, false);
     ss = pl_sweep(&w);

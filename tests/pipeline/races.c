@@ -167,8 +167,9 @@ void concurrent_workers_on_one_grant_make_one_attempt_and_one_provider_call(
     pl_world_down(&w);
 }
 
-/* P-T11 through the pipeline: a change to the beneficiary, the destination
- * or the tenant committed between the worker's validation and its claim
+/* P-T11 through the pipeline: a change to the beneficiary, the destination,
+ * the tenant or the policy committed between the worker's validation and
+ * its claim
  * rolls the claim back — claim.context-changed, zero provider calls. */
 void context_change_between_validation_and_claim_makes_zero_provider_calls(
     void **state)
@@ -183,6 +184,10 @@ void context_change_between_validation_and_claim_makes_zero_provider_calls(
          "version = version + 1"},
         {"tenant", "tenants", "tenant_id",
          "payouts_suspended = true, settings_version = settings_version + 1"},
+        /* a new policy release, current in the store (a rolling deploy's
+         * other binary): this worker's policy is not the current one */
+        {"policy", "payout_policy_releases", "operation",
+         "current_version = 'oncegate-payout-policy/99'"},
     };
 
     (void)state;
@@ -202,7 +207,10 @@ void context_change_between_validation_and_claim_makes_zero_provider_calls(
             pl_world_up(&w, changes[k].what, PL_DST_OPEN, 5);
             cfg = pl_cfg(&w, &c);
             d = pl_example(&w, id, 1);
-            key = k == 0 ? w.ben : k == 1 ? w.dst : w.tenant;
+            key = k == 0   ? w.ben
+                  : k == 1 ? w.dst
+                  : k == 2 ? w.tenant
+                           : OG_PAYOUT_OPERATION;
             snprintf(sql, sizeof sql, "UPDATE %s SET %s WHERE %s = '%s'",
                      changes[k].table, changes[k].set, changes[k].key_col,
                      key);
