@@ -318,6 +318,57 @@ static void dropped_answer_is_unknown_until_the_reconciler_finds_it_paid(
     x_env_stop(&e);
 }
 
+/* An answer lost, then the payout returned before anyone looked: the
+ * reconciler finds it returned — Succeeded (it did complete, P8) and one
+ * "returned" payout event; the payout stays Paid. */
+static void returned_payout_is_succeeded_with_a_return_event(void **state)
+{
+    x_env e;
+    char id[64], path[256], where[256];
+    og_payout_work w;
+    og_payout_reconcile_stats st;
+    og_operation op;
+    json_t *j, *list;
+    const char *po;
+
+    (void)state;
+    x_env_start(&e, "pxret");
+    (void)x_payout(&e, id, 1);
+    json_decref(x_control(&e.sb, "/_control/faults",
+                          "{\"fault\":\"drop_response_after_effect\"}"));
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    assert_int_equal(w.attempt_status, OG_OP_UNKNOWN);
+    op = x_attempt(e.s, w.attempt_id);
+
+    /* the beneficiary's bank sends it back */
+    snprintf(path, sizeof path, "/v1/payouts?reference=%s",
+             op.client_reference);
+    j = x_control(&e.sb, path, NULL);
+    list = json_object_get(j, "payouts");
+    assert_int_equal(json_array_size(list), 1);
+    po = json_string_value(json_object_get(json_array_get(list, 0), "id"));
+    assert_non_null(po);
+    snprintf(path, sizeof path, "/_control/payouts/%s/return", po);
+    json_decref(x_control(&e.sb, path, "{}"));
+
+    usleep(1200 * 1000);
+    assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
+    assert_int_equal(st.succeeded, 1);
+    assert_int_equal(st.returned, 1);
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_SUCCEEDED);
+    assert_string_equal(op.reason, "returned");
+    assert_string_equal(op.provider_reference, po);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
+    snprintf(where, sizeof where, "payout_id = '%s' AND kind = 'returned'",
+             id);
+    assert_int_equal(p_count(e.raw, "payout_events", where), 1);
+    json_decref(j);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(x_stat(&e.sb, "payouts_returned"), 1);
+    x_env_stop(&e);
+}
+
 static void claimed_attempt_never_started_is_not_started_after_the_sweep(
     void **state)
 {
@@ -669,6 +720,7 @@ const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(worker_sends_once_and_the_payout_is_paid),
     cmocka_unit_test(
         dropped_answer_is_unknown_until_the_reconciler_finds_it_paid),
+    cmocka_unit_test(returned_payout_is_succeeded_with_a_return_event),
     cmocka_unit_test(
         claimed_attempt_never_started_is_not_started_after_the_sweep),
     cmocka_unit_test(claim_ack_lost_sends_nothing_and_the_sweeper_settles_it),
