@@ -16,6 +16,7 @@
  *     a lookup begun after the attempt's cutoff;
  *   - the runner's threads pay three payouts once each.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,6 +316,119 @@ static void dropped_answer_is_unknown_until_the_reconciler_finds_it_paid(
     /* and nothing left to reconcile */
     assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
     assert_int_equal(st.scanned, 0);
+    x_env_stop(&e);
+}
+
+/* An answer lost, then the payout returned before anyone looked: the
+ * reconciler finds it returned — Succeeded (it did complete, P8) and one
+ * "returned" payout event; the payout stays Paid. */
+static void returned_payout_is_succeeded_with_a_return_event(void **state)
+{
+    x_env e;
+    char id[64], path[256], where[256];
+    og_payout_work w;
+    og_payout_reconcile_stats st;
+    og_operation op;
+    json_t *j, *list;
+    const char *po;
+
+    (void)state;
+    x_env_start(&e, "pxret");
+    (void)x_payout(&e, id, 1);
+    json_decref(x_control(&e.sb, "/_control/faults",
+                          "{\"fault\":\"drop_response_after_effect\"}"));
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    assert_int_equal(w.attempt_status, OG_OP_UNKNOWN);
+    op = x_attempt(e.s, w.attempt_id);
+
+    /* the beneficiary's bank sends it back */
+    snprintf(path, sizeof path, "/v1/payouts?reference=%s",
+             op.client_reference);
+    j = x_control(&e.sb, path, NULL);
+    list = json_object_get(j, "payouts");
+    assert_int_equal(json_array_size(list), 1);
+    po = json_string_value(json_object_get(json_array_get(list, 0), "id"));
+    assert_non_null(po);
+    snprintf(path, sizeof path, "/_control/payouts/%s/return", po);
+    json_decref(x_control(&e.sb, path, "{}"));
+
+    usleep(1200 * 1000);
+    assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
+    assert_int_equal(st.succeeded, 1);
+    assert_int_equal(st.returned, 1);
+    op = x_attempt(e.s, w.attempt_id);
+    assert_int_equal(op.status, OG_OP_SUCCEEDED);
+    assert_string_equal(op.reason, "returned");
+    assert_string_equal(op.provider_reference, po);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
+    snprintf(where, sizeof where, "payout_id = '%s' AND kind = 'returned'",
+             id);
+    assert_int_equal(p_count(e.raw, "payout_events", where), 1);
+    json_decref(j);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(x_stat(&e.sb, "payouts_returned"), 1);
+    x_env_stop(&e);
+}
+
+typedef struct x_worker {
+    x_env *e;
+    og_payout_work w;
+    int rc;
+} x_worker;
+
+static void *x_worker_main(void *arg)
+{
+    x_worker *x = arg;
+
+    x->rc = og_payout_work_once(x->e->s, &x->e->wc, &x->w);
+    return NULL;
+}
+
+/* The answer arrives after the worker's lease lapsed and the sweeper made
+ * the attempt Unknown: the worker's record changes nothing, and its
+ * decisive answer resolves the attempt as late evidence (PX6) — the outcome
+ * event says so — with no lookup and no second create. */
+static void late_answer_after_the_sweep_is_late_evidence(void **state)
+{
+    x_env e;
+    char id[64];
+    x_worker x;
+    pthread_t t;
+    og_payout_sweep_stats sw;
+    og_op_events h;
+    og_operation op;
+    bool late = false;
+
+    (void)state;
+    x_env_start(&e, "pxlate");
+    (void)x_payout(&e, id, 1);
+    json_decref(x_control(&e.sb, "/_control/faults",
+                          "{\"fault\":\"delay_after_effect\",\"ms\":3000}"));
+    memset(&x, 0, sizeof x);
+    x.e = &e;
+    assert_int_equal(pthread_create(&t, NULL, x_worker_main, &x), 0);
+    usleep(1500 * 1000); /* the worker's 1 s lease lapsed mid-send */
+    assert_int_equal(og_payout_sweep_once(e.s, "payout-sweeper", 10, &sw), 0);
+    assert_int_equal(sw.unknown, 1);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(x.rc, 0);
+    assert_int_equal(x.w.end, OG_PAYOUT_WORK_SENT);
+    assert_int_equal(x.w.answer.cls, OG_CLASS_SUCCEEDED);
+    assert_false(x.w.recorded);
+    assert_true(x.w.late_evidence);
+    op = x_attempt(e.s, x.w.attempt_id);
+    assert_int_equal(op.status, OG_OP_SUCCEEDED);
+    assert_int_equal(op.owner_version, 2); /* nobody's ownership restored */
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
+    assert_int_equal(og_op_history(e.s, x.w.attempt_id, &h), 0);
+    for (size_t i = 0; i < h.n; i++)
+        if (strcmp(h.v[i].kind, "outcome") == 0 &&
+            h.v[i].to_status == OG_OP_SUCCEEDED)
+            late = strcmp(h.v[i].source, "late-response") == 0;
+    og_op_events_free(&h);
+    assert_true(late);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(x_stat(&e.sb, "payout_lookups"), 0);
     x_env_stop(&e);
 }
 
@@ -669,6 +783,8 @@ const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(worker_sends_once_and_the_payout_is_paid),
     cmocka_unit_test(
         dropped_answer_is_unknown_until_the_reconciler_finds_it_paid),
+    cmocka_unit_test(returned_payout_is_succeeded_with_a_return_event),
+    cmocka_unit_test(late_answer_after_the_sweep_is_late_evidence),
     cmocka_unit_test(
         claimed_attempt_never_started_is_not_started_after_the_sweep),
     cmocka_unit_test(claim_ack_lost_sends_nothing_and_the_sweeper_settles_it),

@@ -339,6 +339,8 @@ const struct CMUnitTest t_payout_tests[] = {
         claim_ack_lost_leaves_a_committed_claim_the_sweeper_settles),
     cmocka_unit_test(
         start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown),
+    cmocka_unit_test(
+        late_evidence_and_the_reconciler_race_and_exactly_one_resolves),
     cmocka_unit_test(expired_or_revoked_grant_is_not_claimed),
     cmocka_unit_test(grant_is_valid_until_expires_at_with_no_leeway),
     cmocka_unit_test(

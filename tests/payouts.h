@@ -222,5 +222,7 @@ void claim_ack_lost_leaves_a_committed_claim_the_sweeper_settles(
     void **state);
 void start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown(
     void **state);
+void late_evidence_and_the_reconciler_race_and_exactly_one_resolves(
+    void **state);
 
 #endif

@@ -4,7 +4,8 @@
  * store's own NotApplied guard (P6), the reconciler's backoff, late
  * evidence, a return after completion (P8), an operator's resolution of an
  * escalated attempt, and the two lost acknowledgments (a committed claim, a
- * committed start) the sweeper settles. The conformance group payouts
+ * committed start) the sweeper settles, and late evidence racing the
+ * reconciler. The conformance group payouts
  * (payouts.c has the list), both engines, both consumption keys.
  */
 #include "payouts.h"
@@ -894,6 +895,141 @@ void start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown(
     assert_int_equal(res.state, OG_PAYOUT_STATE_UNKNOWN);
     assert_int_equal(res.reservation, OG_PAYOUT_RESERVATION_HELD);
     assert_int_equal(p_reserved(raw, w.tenant), 10000);
+    t_raw_close(raw);
+    og_store_free(s);
+}
+
+/* ===========================================================================
+ * Late evidence racing the reconciler
+ * ========================================================================= */
+#define EVIDENCE_RACERS 3
+#define EVIDENCE_ROUNDS 6
+
+typedef struct evidence_race {
+    og_store *stores[EVIDENCE_RACERS];
+    pthread_barrier_t start;
+    const char *op;
+    int64_t v;
+    og_payout_resolution r[EVIDENCE_RACERS];
+    int rc[EVIDENCE_RACERS], next;
+    pthread_mutex_t mu;
+} evidence_race;
+
+/* Racer 0: a late response (Succeeded); racer 1: a notification (Failed);
+ * racer 2: the reconciler's NotApplied at the version it holds. */
+static void *evidence_racer_main(void *arg)
+{
+    evidence_race *er = arg;
+    int i;
+
+    pthread_mutex_lock(&er->mu);
+    i = er->next++;
+    pthread_mutex_unlock(&er->mu);
+    pthread_barrier_wait(&er->start);
+    if (i < 2) {
+        og_payout_evidence_req e = {
+            .operation_id = er->op,
+            .status = i == 0 ? OG_OP_SUCCEEDED : OG_OP_FAILED,
+            .reason = i == 0 ? "completed" : "rejected",
+            .provider_reference = i == 0 ? "po_race" : NULL,
+            .source = i == 0 ? OG_PAYOUT_EVIDENCE_LATE_RESPONSE
+                             : OG_PAYOUT_EVIDENCE_NOTIFICATION,
+            .evidence = "raced",
+            .actor = i == 0 ? "worker-7" : "notifier"};
+
+        er->rc[i] = og_payout_evidence(er->stores[i], &e, &er->r[i]);
+    } else {
+        og_op_outcome o = {OG_OP_NOT_APPLIED, "not_found_final", NULL,
+                           "reconciler", NULL};
+
+        er->rc[i] = og_payout_resolve(er->stores[i], er->op, UNKNOWN_BIT,
+                                      er->v, &o, &er->r[i]);
+    }
+    return NULL;
+}
+
+/* Two pieces of late evidence and the reconciler's NotApplied, on three
+ * store objects at once, for one Unknown attempt: exactly one resolves it,
+ * the others change nothing, and the payout and the reservation follow the
+ * one that did (one final "resolved" entry, the reservation paid or
+ * released once). */
+void late_evidence_and_the_reconciler_race_and_exactly_one_resolves(
+    void **state)
+{
+    char url[4200];
+    og_store *s = t_fresh_store("paevrace", url, sizeof url);
+    t_raw *raw = t_raw_open_url(url);
+    p_world w;
+
+    (void)state;
+    p_world_new(s, raw, &w, "aevrace", 500000000);
+    for (int round = 0; round < EVIDENCE_ROUNDS; round++) {
+        char id[64], where[256];
+        pthread_t th[EVIDENCE_RACERS];
+        evidence_race er;
+        og_payout_decision d;
+        og_payout_claim_req cr;
+        og_payout_claim_result c;
+        og_payout_view v;
+        int won = -1;
+
+        p_id(id, &w, "PAYR", round);
+        p_draft(s, &w, id, "10.00");
+        d = p_decide_now(s, id);
+        cr = p_claim_req(&d, "worker-7");
+        c = p_claim(s, &cr);
+        p_start(s, &c);
+        assert_int_equal(p_resolve(s, c.attempt.operation_id, STARTED_BIT, 1,
+                                   OG_OP_UNKNOWN, "worker-7")
+                             .outcome,
+                         OG_PAYOUT_RESOLVE_RESOLVED);
+        memset(&er, 0, sizeof er);
+        er.op = c.attempt.operation_id;
+        er.v = t_absence_final(s, url, er.op, 1);
+        for (int i = 0; i < EVIDENCE_RACERS; i++)
+            er.stores[i] = t_store_url(url, 2, P_RACE_TIMEOUT_MS);
+        pthread_mutex_init(&er.mu, NULL);
+        pthread_barrier_init(&er.start, NULL, EVIDENCE_RACERS);
+        for (int i = 0; i < EVIDENCE_RACERS; i++)
+            assert_int_equal(
+                pthread_create(&th[i], NULL, evidence_racer_main, &er), 0);
+        for (int i = 0; i < EVIDENCE_RACERS; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 0; i < EVIDENCE_RACERS; i++) {
+            if (er.rc[i] != 0)
+                fail_msg("round %d racer %d: %s", round, i,
+                         og_err_name(er.rc[i]));
+            if (er.r[i].outcome == OG_PAYOUT_RESOLVE_RESOLVED) {
+                assert_int_equal(won, -1);
+                won = i;
+            } else {
+                assert_int_equal(er.r[i].outcome,
+                                 OG_PAYOUT_RESOLVE_NOT_RECORDED);
+            }
+        }
+        assert_true(won >= 0);
+        v = p_get(s, id);
+        assert_int_equal(v.state, won == 0   ? OG_PAYOUT_STATE_PAID
+                                  : won == 1 ? OG_PAYOUT_STATE_FAILED
+                                             : OG_PAYOUT_STATE_APPROVED);
+        assert_string_equal(v.active_attempt, "");
+        assert_int_equal(a_get(s, er.op).status,
+                         won == 0   ? OG_OP_SUCCEEDED
+                         : won == 1 ? OG_OP_FAILED
+                                    : OG_OP_NOT_APPLIED);
+        snprintf(where, sizeof where,
+                 "payout_id = '%s' AND kind = 'resolved'", id);
+        assert_int_equal(p_count(raw, "payout_events", where), 2);
+        p_assert_release(raw, d.grant_id,
+                         won == 0   ? "paid"
+                         : won == 1 ? "failed"
+                                    : "not-applied");
+        pthread_barrier_destroy(&er.start);
+        pthread_mutex_destroy(&er.mu);
+        for (int i = 0; i < EVIDENCE_RACERS; i++)
+            og_store_free(er.stores[i]);
+    }
+    assert_int_equal(p_reserved(raw, w.tenant), 0);
     t_raw_close(raw);
     og_store_free(s);
 }

@@ -297,7 +297,9 @@ OG_MUST_CHECK int og_op_takeover(og_store *s, const char *operation_id,
  * NotApplied (OG_ETRANSITION otherwise), owner_version + 1 (fencing any
  * late writer), with the operator's id, a reason and evidence recorded in a
  * "resolved" event. The grant stays spent. Returns 0 and *resolved (false:
- * not NeedsReconciliation any more). */
+ * not NeedsReconciliation any more). It moves the operation only: a payout
+ * attempt's payout and reservation follow with og_payout_operator_resolve
+ * (oncegate/payout_store.h), which is the call for a payout attempt. */
 OG_MUST_CHECK int og_op_resolve(og_store *s, const char *operation_id,
                                 og_op_status to, const char *operator_id,
                                 const char *reason, const char *evidence,

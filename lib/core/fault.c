@@ -27,7 +27,10 @@
  *   payout_claim_before_commit, payout_resolve_before_commit
  *                   og_payout_claim and og_payout_resolve
  *                   (lib/store/payout_run.c, once for both backends), their
- *                   writes done, before COMMIT (tests/payouts_resolve.c).
+ *                   writes done, before COMMIT (tests/payouts_resolve.c);
+ *                   the resolution's point also in og_payout_evidence and
+ *                   og_payout_operator_resolve, which share its steps
+ *                   (lib/store/payout_after.c).
  *                   Each payout point fails the call with
  *                   OG_ESTORE_UNAVAILABLE as if the store failed there, and
  *                   the transaction is rolled back (nothing of it stays).

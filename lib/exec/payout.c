@@ -234,6 +234,8 @@ static bool validate(og_store *s, const og_payout_worker_cfg *c,
     int rc;
 
     rc = og_payout_grant_get(s, w->job.grant_id, g);
+    if (rc == OG_EGRANT_ID) /* not even an id: no grant can be it */
+        rc = 0;
     if (rc < 0) { /* the store could not say: ask again later */
         postpone(s, w, OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE, rc,
                  c->postpone_us);

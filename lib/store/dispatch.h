@@ -1,9 +1,9 @@
 /*
  * dispatch.h — what the store's files above the backends share: the store
  * object and the input checks more than one of them runs. Private to
- * lib/store/: store.c, grants.c, exec.c, retention.c, redeem.c, payout.c
- * and payout_run.c include it; a backend never sees the store object, only
- * its own impl.
+ * lib/store/: store.c, grants.c, exec.c, retention.c, redeem.c, payout.c,
+ * payout_run.c and payout_after.c include it; a backend never sees the
+ * store object, only its own impl.
  *
  * The dispatch's invariants, one list for all of those files (each names
  * the ones it carries); what the backends' methods guarantee under them is
@@ -37,7 +37,8 @@
  *       by ctid (PostgreSQL).
  *   S6  The payout store's orchestrations are written here, once for both
  *       backends (payout.c: the context read and the decision; payout_run.c:
- *       the claim and the resolution): each is ONE transaction of the method
+ *       the claim and the resolution; payout_after.c: late evidence and an
+ *       operator's resolution): each is ONE transaction of the method
  *       table (txn_begin/txn_end, M28) — READ for the context read, WRITE
  *       for the others — running the backend's steps in one order: the
  *       facts, the pure plan (payout_plan.c), the writes, the fault point

@@ -23,7 +23,6 @@ bool og__code_ok(const char *s, size_t max)
 
     return n >= 1 && n <= max && og__id_check(s) == 0;
 }
-#define code_ok og__code_ok
 
 /* Evidence: 1..OG_EVIDENCE_MAX bytes of UTF-8 without control characters
  * other than newline and tab. */
@@ -102,7 +101,7 @@ int og_op_start(og_store *s, const char *operation_id, int64_t owner_version,
         return OG_EINVAL;
     if (og__uuid_normalize(operation_id, id) < 0)
         return OG_EOPERATION_ID;
-    if (!code_ok(actor, OG_ID_MAX))
+    if (!og__code_ok(actor, OG_ID_MAX))
         return OG_EACTOR;
     rc = s->m->op_start(s->impl, id, owner_version, actor, &st);
     /* The Started write committed and its acknowledgment is lost: the
@@ -121,11 +120,12 @@ int og__op_outcome_check(unsigned expected, int64_t expected_owner_version,
 {
     if (!owner_transition_ok(expected, expected_owner_version, o->status))
         return OG_ETRANSITION;
-    if (o->reason && !code_ok(o->reason, OG_REASON_MAX))
+    if (o->reason && !og__code_ok(o->reason, OG_REASON_MAX))
         return OG_EREASON;
-    if (o->provider_reference && !code_ok(o->provider_reference, OG_ID_MAX))
+    if (o->provider_reference &&
+        !og__code_ok(o->provider_reference, OG_ID_MAX))
         return OG_EPROVIDER_REFERENCE;
-    if (!code_ok(o->actor, OG_ID_MAX))
+    if (!og__code_ok(o->actor, OG_ID_MAX))
         return OG_EACTOR;
     if (o->evidence && !og__evidence_ok(o->evidence))
         return OG_EEVIDENCE;
@@ -167,7 +167,7 @@ int og_op_takeover(og_store *s, const char *operation_id,
         return OG_EINVAL;
     if (og__uuid_normalize(operation_id, id) < 0)
         return OG_EOPERATION_ID;
-    if (!code_ok(actor, OG_ID_MAX))
+    if (!og__code_ok(actor, OG_ID_MAX))
         return OG_EACTOR;
     memset(&op, 0, sizeof op);
     rc = s->m->op_takeover(s->impl, id, expected_owner_version, actor, &op, &t);
@@ -194,13 +194,13 @@ int og_op_resolve(og_store *s, const char *operation_id, og_op_status to,
         return OG_EOPERATION_ID;
     if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED && to != OG_OP_NOT_APPLIED)
         return OG_ETRANSITION;
-    if (!code_ok(operator_id, OG_ID_MAX))
+    if (!og__code_ok(operator_id, OG_ID_MAX))
         return OG_EACTOR;
-    if (!code_ok(reason, OG_REASON_MAX))
+    if (!og__code_ok(reason, OG_REASON_MAX))
         return OG_EREASON;
     if (!og__evidence_ok(evidence))
         return OG_EEVIDENCE;
-    if (provider_reference && !code_ok(provider_reference, OG_ID_MAX))
+    if (provider_reference && !og__code_ok(provider_reference, OG_ID_MAX))
         return OG_EPROVIDER_REFERENCE;
     rc = s->m->op_resolve(s->impl, id, to, operator_id, reason, evidence,
                           provider_reference, &r);
@@ -238,9 +238,9 @@ int og__op_insert(og_store *s, og_op_kind k, const og_grant *g,
     if ((rc = og__admit_req_build(g, in, &req)) < 0) /* S1 */
         return rc;
     /* The columns' bounds (schema 7), before the store. */
-    if (idempotency_key && !code_ok(idempotency_key, OG_ID_MAX))
+    if (idempotency_key && !og__code_ok(idempotency_key, OG_ID_MAX))
         return OG_EIDEMPOTENCY_KEY;
-    if (client_reference && !code_ok(client_reference, OG_ID_MAX))
+    if (client_reference && !og__code_ok(client_reference, OG_ID_MAX))
         return OG_ECLIENT_REFERENCE;
     memset(&op, 0, sizeof op);
     if ((rc = s->m->op_insert(s->impl, &req, k, idempotency_key,

@@ -14,6 +14,9 @@
  *                 and its orchestrations (the context read, the decision,
  *                 the claim, the resolution): one transaction each, the
  *                 backend's steps and the pure plan between them
+ *   payout_after.c after the send (schema 11): the reconciler's backoff,
+ *                 late evidence and an operator's resolution (the
+ *                 resolution's steps after their own record step), returns
  *   payout_plan.c the pure pieces both backends share: what the facts they
  *                 read mean, what a decision, a claim or a resolution
  *                 writes, and what a write that wrote nothing reports

@@ -67,7 +67,8 @@
 #define PG_UNCLAIMED_FROM(f, K) PG_UNCLAIMED_FROM_X(f, K, PG_OP_STORED_COLS)
 /* The admission's tail reports the operation in PG_OP_COLUMNS_REPORT's
  * columns: schema 7's (internal.h). */
-#define PG_UNCLAIMED_FROM_V7(f, K) PG_UNCLAIMED_FROM_X(f, K, PG_OP_STORED_COLS_V7)
+#define PG_UNCLAIMED_FROM_V7(f, K)                                             \
+    PG_UNCLAIMED_FROM_X(f, K, PG_OP_STORED_COLS_V7)
 #define PG_UNCLAIMED_FROM_X(f, K, cols)                                        \
     "(VALUES (1)) AS v (one)\n"                                                \
     "LEFT JOIN grant_consumptions c ON " PG_KEQ_##K("c.", "$1::text", "$2::text") "\n" \

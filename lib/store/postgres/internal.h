@@ -164,7 +164,8 @@
  * too (the UNION's first branch types them). A credit never uses them: the
  * admission compares the binding, and the reconciler's columns are a
  * payout attempt's, which no admission creates or reports. */
-#define PG_OP_COLUMNS_NEW(t) PG_OP_COLUMNS_V7(t) ", NULL::int8, 0::int8, NULL::int8"
+#define PG_OP_COLUMNS_NEW(t)                                                   \
+    PG_OP_COLUMNS_V7(t) ", NULL::int8, 0::int8, NULL::int8"
 #define PG_OP_COLUMNS_REPORT(t) PG_OP_COLUMNS_V7(t) ", NULL, 0, NULL"
 #define PG_OP_COLUMNS_V7(t)                                                    \
     t "operation_id::text, " t "issuer, " t "grant_id, " t "caller_id, "       \
