@@ -892,6 +892,10 @@ extern const size_t t_redemption_tests_count;
 /* The payout decision side (schema 7): payouts.c. */
 extern const struct CMUnitTest t_payout_tests[];
 extern const size_t t_payout_tests_count;
+/* The payout worker, sweeper and reconciler against the sandbox:
+ * payout_exec.c. */
+extern const struct CMUnitTest t_payout_exec_tests[];
+extern const size_t t_payout_exec_tests_count;
 
 /* argv[2] chooses one group: its tests run as "<label>-<backend>", the
  * name cmocka prints (tests/meson.build runs each group as its own meson
@@ -912,6 +916,8 @@ static const struct t_group {
     {"redemption", "redemption", t_redemption_tests,
      &t_redemption_tests_count},
     {"payouts", "payouts", t_payout_tests, &t_payout_tests_count},
+    {"payout-exec", "payout-exec", t_payout_exec_tests,
+     &t_payout_exec_tests_count},
     {"outage", "outage", t_outage_tests, &t_outage_tests_count},
 };
 

@@ -320,6 +320,12 @@ static void assert_sandbox_contract(const og_provider_properties *p,
 static void sandbox_table_declares_its_contract(void **state)
 {
     assert_sandbox_contract(og_provider_table_properties(g_table), "credits");
+    /* the credits table declares no final absence: recovery never needs it */
+    assert_false(og_provider_table_properties(g_table)->not_found_final);
+    assert_int_equal(og_provider_final_absence_margin_us(
+                         og_provider_table_properties(g_table)),
+                     -1);
+    assert_int_equal(og_provider_final_absence_margin_us(NULL), -1);
     assert_null(og_provider_table_properties(NULL));
     og_provider_table_free(NULL); /* a no-op */
 }
@@ -341,8 +347,23 @@ static void payouts_table_declares_its_contract(void **state)
     if (og_provider_table_load_file(path, &t, &err) != 0)
         fail_msg("%s: %s", path, err.text);
     assert_sandbox_contract(og_provider_table_properties(t), "payouts");
+    /* and the processing window (docs/sandbox.md): absence is final after
+     * expires_at + 5 s skew + the default visibility delay, 0 ms */
+    assert_true(og_provider_table_properties(t)->not_found_final);
+    assert_int_equal(og_provider_table_properties(t)->visibility_delay_ms, 0);
+    assert_int_equal(
+        og_provider_final_absence_margin_us(og_provider_table_properties(t)),
+        5000000);
     assert_int_equal(og_provider_classify_lookup(t, &r, "PAY-1", &o), 1);
     assert_int_equal(o.cls, OG_CLASS_SUCCEEDED);
+    assert_string_equal(o.reason, "returned");
+    /* two payouts under one reference are a duplicate first of all */
+    r = answer(200, "{\"payouts\":[{\"id\":\"po_1\",\"reference\":"
+                    "\"PAY-1\",\"status\":\"returned\"},{\"id\":\"po_2\","
+                    "\"reference\":\"PAY-1\",\"status\":\"completed\"}]}");
+    assert_int_equal(og_provider_classify_lookup(t, &r, "PAY-1", &o), 1);
+    assert_int_equal(o.cls, OG_CLASS_SUCCEEDED);
+    assert_string_equal(o.reason, "found_multiple");
     assert_string_equal(o.reference, "po_1");
     og_provider_table_free(t);
 }
@@ -363,6 +384,13 @@ static const char base_table[] =
 #define LOOKUP_OK                                                              \
     "{\"status\":200,\"list\":\"credits\",\"match\":\"reference\","         \
     "\"reference\":\"id\",\"succeeded_if\":{\"status\":\"succeeded\"}}"
+
+/* Properties with request expiry, a lookup by reference and
+ * not_found_final = FINAL, then MORE members. */
+#define PROPS_FINAL(FINAL, MORE)                                               \
+    "{\"key_retention_seconds\":60,\"atomic_same_key\":true,"              \
+    "\"lookup\":[\"reference\"],\"request_expiry\":true,"                \
+    "\"request_expiry_skew_seconds\":5,\"not_found_final\":" FINAL MORE "}"
 
 /* Sets (value JSON text) or deletes (value NULL) the member at path:
  * dot-separated names and array indices, "+" appends. */
@@ -471,6 +499,60 @@ static const refusal refusals[] = {
      E(MISSING_MEMBER), "lookup.succeeded_if"},
     {"lookup by idempotency key only needs no lookup rules",
      {{"properties.lookup", "[\"idempotency_key\"]"}}, E(NONE), NULL},
+    /* the processing window: not_found_final (CT6), visibility_delay_ms */
+    {"absence final with expiry and a lookup by reference",
+     {{"properties", PROPS_FINAL("true", ", \"visibility_delay_ms\": 250")},
+      {"lookup", LOOKUP_OK}},
+     E(NONE), NULL},
+    {"absence declared not final, no delay",
+     {{"properties", PROPS_FINAL("false", "")}, {"lookup", LOOKUP_OK}},
+     E(NONE), NULL},
+    {"absence final without its visibility delay",
+     {{"properties", PROPS_FINAL("true", "")}, {"lookup", LOOKUP_OK}},
+     E(MISSING_MEMBER), "properties.visibility_delay_ms"},
+    {"a visibility delay without final absence",
+     {{"properties", PROPS_FINAL("false", ", \"visibility_delay_ms\": 0")},
+      {"lookup", LOOKUP_OK}},
+     E(RULE), "properties.visibility_delay_ms"},
+    {"a visibility delay over an hour",
+     {{"properties",
+       PROPS_FINAL("true", ", \"visibility_delay_ms\": 3600001")},
+      {"lookup", LOOKUP_OK}},
+     E(TYPE), "properties.visibility_delay_ms"},
+    {"absence final without request expiry",
+     {{"properties", "{\"key_retention_seconds\":60,\"atomic_same_key\":"
+                     "true,\"lookup\":[\"reference\"],\"request_expiry\":"
+                     "false,\"not_found_final\":true,"
+                     "\"visibility_delay_ms\":0}"},
+      {"lookup", LOOKUP_OK}},
+     E(RULE), "properties.not_found_final"},
+    {"absence final without a lookup by reference",
+     {{"properties", "{\"key_retention_seconds\":60,\"atomic_same_key\":"
+                     "true,\"lookup\":[\"idempotency_key\"],"
+                     "\"request_expiry\":true,"
+                     "\"request_expiry_skew_seconds\":5,"
+                     "\"not_found_final\":true,\"visibility_delay_ms\":0}"}},
+     E(RULE), "properties.not_found_final"},
+    {"not_found_final not a boolean",
+     {{"properties", PROPS_FINAL("1", ", \"visibility_delay_ms\": 0")},
+      {"lookup", LOOKUP_OK}},
+     E(TYPE), "properties.not_found_final"},
+    /* returned_if: a final state (CT7) */
+    {"returned_if implying succeeded_if",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.returned_if", "{\"status\":\"succeeded\",\"kind\":\"r\"}"}},
+     E(NONE), NULL},
+    {"returned_if that is not a final state",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.returned_if", "{\"status\":\"returned\"}"}},
+     E(RULE), "lookup.returned_if"},
+    {"returned_if not a condition",
+     {{"properties.lookup", "[\"reference\"]"},
+      {"lookup", LOOKUP_OK},
+      {"lookup.returned_if", "\"returned\""}},
+     E(TYPE), "lookup.returned_if"},
     /* succeeded_if / pending_if: one condition or 1-8 alternatives */
     {"succeeded_if with two alternatives",
      {{"properties.lookup", "[\"reference\"]"},

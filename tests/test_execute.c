@@ -1,7 +1,8 @@
 /*
  * test_execute.c — the operation state machine's decisions
  * (lib/core/execute.c), one table per question, every invariant E2-E5,
- * RV1-RV7 and SW1-SW4 (the payout sweeper) by name; and what og_exec_drive
+ * RV1-RV7, SW1-SW4 (the payout sweeper) and RC1-RC8 (the payout
+ * reconciler) by name; and what og_exec_drive
  * decides before any I/O (lib/exec/execute.c). Pure: no store, no
  * provider.
  */
@@ -327,6 +328,196 @@ static void payout_sweeper_never_records_not_started_for_a_started_attempt(
             }
 }
 
+/* RC1-RC8: the payout reconciler after one lookup. The attempt's cutoff
+ * is CUT, its escalation deadline ESC; the lookup began at `now`. */
+#define CUT (NOW + 10 * SEC)
+#define ESC (NOW + 3600 * SEC)
+static void payout_reconciler_decides_from_the_lookup(void **state)
+{
+    static const struct {
+        const char *name;
+        int lookup;
+        og_outcome_class cls;
+        const char *reason;
+        bool final;          /* the table declares absence final */
+        int64_t now, cutoff; /* cutoff 0: never final for this attempt */
+        og_payout_lookup_action action;
+        og_op_status want;
+        const char *want_reason;
+        bool returned;
+    } cases[] = {
+        {"RC1 terms differ: escalate at once", 1, OG_CLASS_UNKNOWN,
+         "terms_mismatch", true, NOW, CUT, OG_PAYOUT_LOOKUP_RECORD,
+         OG_OP_NEEDS_RECONCILIATION, "terms_mismatch", false},
+        {"RC1 terms differ, whatever the class", 1, OG_CLASS_SUCCEEDED,
+         "terms_mismatch", true, CUT + SEC, CUT, OG_PAYOUT_LOOKUP_RECORD,
+         OG_OP_NEEDS_RECONCILIATION, "terms_mismatch", false},
+        {"RC2 found completed: Succeeded", 1, OG_CLASS_SUCCEEDED, "found",
+         true, NOW, CUT, OG_PAYOUT_LOOKUP_RECORD, OG_OP_SUCCEEDED, "found",
+         false},
+        {"RC2 found completed past the deadline: still Succeeded", 1,
+         OG_CLASS_SUCCEEDED, "found", false, ESC + SEC, 0,
+         OG_PAYOUT_LOOKUP_RECORD, OG_OP_SUCCEEDED, "found", false},
+        {"RC2 found returned: Succeeded and a return event", 1,
+         OG_CLASS_SUCCEEDED, "returned", true, NOW, CUT,
+         OG_PAYOUT_LOOKUP_RECORD, OG_OP_SUCCEEDED, "returned", true},
+        {"RC2 found twice: Succeeded, the duplicate named", 1,
+         OG_CLASS_SUCCEEDED, "found_multiple", true, NOW, CUT,
+         OG_PAYOUT_LOOKUP_RECORD, OG_OP_SUCCEEDED, "found_multiple", false},
+        {"RC3 found rejected: Failed", 1, OG_CLASS_FAILED, "rejected", true,
+         NOW, CUT, OG_PAYOUT_LOOKUP_RECORD, OG_OP_FAILED, "rejected", false},
+        {"RC4 found pending: later", 1, OG_CLASS_UNKNOWN, "pending", true,
+         CUT + SEC, CUT, OG_PAYOUT_LOOKUP_LATER, OG_OP_UNKNOWN, "pending",
+         false},
+        {"RC4 undocumented state: later", 1, OG_CLASS_UNKNOWN,
+         "undocumented_state", true, NOW, CUT, OG_PAYOUT_LOOKUP_LATER,
+         OG_OP_UNKNOWN, "pending", false},
+        {"RC4+RC7 pending at the deadline: escalate", 1, OG_CLASS_UNKNOWN,
+         "pending", true, ESC, CUT, OG_PAYOUT_LOOKUP_RECORD,
+         OG_OP_NEEDS_RECONCILIATION, "escalation_deadline", false},
+        {"RC5 not found at the cutoff: NotApplied", 0, OG_CLASS_UNKNOWN,
+         "not_found", true, CUT, CUT, OG_PAYOUT_LOOKUP_RECORD,
+         OG_OP_NOT_APPLIED, "not_found_final", false},
+        {"RC5 not found after the cutoff: NotApplied", 0, OG_CLASS_UNKNOWN,
+         "not_found", true, CUT + SEC, CUT, OG_PAYOUT_LOOKUP_RECORD,
+         OG_OP_NOT_APPLIED, "not_found_final", false},
+        {"RC5 before RC7: final absence past the deadline is NotApplied", 0,
+         OG_CLASS_UNKNOWN, "not_found", true, ESC + SEC, CUT,
+         OG_PAYOUT_LOOKUP_RECORD, OG_OP_NOT_APPLIED, "not_found_final",
+         false},
+        {"RC5 a microsecond before the cutoff: later", 0, OG_CLASS_UNKNOWN,
+         "not_found", true, CUT - 1, CUT, OG_PAYOUT_LOOKUP_LATER,
+         OG_OP_UNKNOWN, "not_found", false},
+        {"RC5 the table does not declare absence final: later", 0,
+         OG_CLASS_UNKNOWN, "not_found", false, CUT + SEC, CUT,
+         OG_PAYOUT_LOOKUP_LATER, OG_OP_UNKNOWN, "not_found", false},
+        {"RC5 the attempt has no cutoff: later", 0, OG_CLASS_UNKNOWN,
+         "not_found", true, CUT + SEC, 0, OG_PAYOUT_LOOKUP_LATER,
+         OG_OP_UNKNOWN, "not_found", false},
+        {"RC6+RC7 not found, never final, at the deadline: escalate", 0,
+         OG_CLASS_UNKNOWN, "not_found", false, ESC, CUT,
+         OG_PAYOUT_LOOKUP_RECORD, OG_OP_NEEDS_RECONCILIATION,
+         "escalation_deadline", false},
+        {"RC6 provider unavailable: later", OG_EPROVIDER_UNAVAILABLE,
+         OG_CLASS_UNKNOWN, "", true, CUT + SEC, CUT, OG_PAYOUT_LOOKUP_LATER,
+         OG_OP_UNKNOWN, "provider_unavailable", false},
+        {"RC6+RC7 provider unavailable at the deadline: escalate",
+         OG_EPROVIDER_UNAVAILABLE, OG_CLASS_UNKNOWN, "", true, ESC, CUT,
+         OG_PAYOUT_LOOKUP_RECORD, OG_OP_NEEDS_RECONCILIATION,
+         "escalation_deadline", false},
+    };
+    og_payout_lookup_decision d;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og_payout_lookup_facts f = {cases[i].lookup, cases[i].cls,
+                                    cases[i].reason, cases[i].final,
+                                    cases[i].now, cases[i].cutoff, ESC, 2};
+
+        print_message("%s\n", cases[i].name);
+        memset(&d, 0x5a, sizeof d);
+        og_payout_after_lookup(&f, &d);
+        assert_int_equal(d.action, cases[i].action);
+        assert_int_equal(d.status, cases[i].want);
+        assert_string_equal(d.reason, cases[i].want_reason);
+        assert_int_equal(d.returned, cases[i].returned);
+    }
+    og_payout_after_lookup(NULL, &d);
+    assert_int_equal(d.action, OG_PAYOUT_LOOKUP_LATER);
+    assert_string_equal(d.reason, "provider_unavailable");
+}
+
+/* RC5, RC8 across every combination: NotApplied only with all three
+ * conditions, nothing ever before the cutoff, and no decision sends
+ * (there is no such action: every one is a record or a wait). */
+static void payout_reconciler_never_records_not_applied_before_the_cutoff(
+    void **state)
+{
+    const int lookups[] = {1, 0, OG_EPROVIDER_UNAVAILABLE};
+    const og_outcome_class clss[] = {OG_CLASS_UNKNOWN, OG_CLASS_SUCCEEDED,
+                                     OG_CLASS_FAILED, OG_CLASS_TRANSIENT};
+    const char *const reasons[] = {"found", "returned", "pending",
+                                   "terms_mismatch", "not_found", NULL};
+    const int64_t nows[] = {NOW, CUT - 1, CUT, CUT + 1, ESC - 1, ESC,
+                            ESC + SEC};
+    const int64_t cuts[] = {0, CUT};
+
+    (void)state;
+    for (size_t l = 0; l < 3; l++)
+        for (size_t c = 0; c < 4; c++)
+            for (size_t r = 0; r < 6; r++)
+                for (int fin = 0; fin < 2; fin++)
+                    for (size_t n = 0; n < 7; n++)
+                        for (size_t k = 0; k < 2; k++) {
+                            og_payout_lookup_facts f = {
+                                lookups[l], clss[c], reasons[r], fin == 1,
+                                nows[n], cuts[k], ESC, 0};
+                            og_payout_lookup_decision d;
+
+                            og_payout_after_lookup(&f, &d);
+                            assert_true(d.action == OG_PAYOUT_LOOKUP_RECORD ||
+                                        d.action == OG_PAYOUT_LOOKUP_LATER);
+                            assert_non_null(d.reason);
+                            if (d.action == OG_PAYOUT_LOOKUP_LATER) {
+                                assert_int_equal(d.status, OG_OP_UNKNOWN);
+                                assert_true(nows[n] < ESC);
+                                continue;
+                            }
+                            if (d.status == OG_OP_NOT_APPLIED) {
+                                assert_int_equal(lookups[l], 0);
+                                assert_true(fin == 1);
+                                assert_true(cuts[k] != 0);
+                                assert_true(nows[n] >= cuts[k]);
+                            }
+                            if (d.status == OG_OP_SUCCEEDED ||
+                                d.status == OG_OP_FAILED)
+                                assert_int_equal(lookups[l], 1);
+                            assert_true(d.status == OG_OP_SUCCEEDED ||
+                                        d.status == OG_OP_FAILED ||
+                                        d.status == OG_OP_NOT_APPLIED ||
+                                        d.status ==
+                                            OG_OP_NEEDS_RECONCILIATION);
+                        }
+}
+
+/* The backoff: by the number of lookups made, the last step repeated,
+ * never past the cutoff nor the deadline while they are ahead, within
+ * 1 ms .. max. */
+static void payout_reconciler_backoff_steps_and_stops_at_the_cutoff(
+    void **state)
+{
+    static const int64_t steps[] = {1 * SEC, 2 * SEC, 5 * SEC, 15 * SEC};
+    og_payout_lookup_facts f = {0, OG_CLASS_UNKNOWN, "not_found", false,
+                                NOW, CUT, ESC, 0};
+
+    (void)state;
+    for (int64_t k = 0; k < 6; k++) {
+        f.lookups = k;
+        assert_int_equal(og_payout_lookup_delay(&f, steps, 4, 3600 * SEC),
+                         steps[k < 3 ? k : 3]);
+    }
+    /* not found, the cutoff 10 s ahead: wait for it, not 15 s */
+    f.not_found_final = true;
+    assert_int_equal(og_payout_lookup_delay(&f, steps, 4, 3600 * SEC),
+                     10 * SEC);
+    /* found pending: the cutoff does not matter */
+    f.lookup = 1;
+    assert_int_equal(og_payout_lookup_delay(&f, steps, 4, 3600 * SEC),
+                     15 * SEC);
+    /* the deadline 3 s ahead */
+    f.now_us = ESC - 3 * SEC;
+    assert_int_equal(og_payout_lookup_delay(&f, steps, 4, 3600 * SEC),
+                     3 * SEC);
+    /* bounds: a max, a floor of 1 ms, no backoff at all (1 s) */
+    f.now_us = NOW;
+    assert_int_equal(og_payout_lookup_delay(&f, steps, 4, 2 * SEC), 2 * SEC);
+    f.escalate_at_us = NOW + 10;
+    assert_int_equal(og_payout_lookup_delay(&f, steps, 4, 3600 * SEC), 1000);
+    f.escalate_at_us = ESC;
+    assert_int_equal(og_payout_lookup_delay(&f, NULL, 0, 3600 * SEC), SEC);
+    assert_int_equal(og_payout_lookup_delay(NULL, steps, 4, 3600 * SEC), SEC);
+}
+
 static void answers_and_names(void **state)
 {
     (void)state;
@@ -427,6 +618,11 @@ int main(void)
         cmocka_unit_test(
             payout_sweeper_never_records_not_started_for_a_started_attempt),
         cmocka_unit_test(drive_ends_and_refusals_before_io),
+        cmocka_unit_test(payout_reconciler_decides_from_the_lookup),
+        cmocka_unit_test(
+            payout_reconciler_never_records_not_applied_before_the_cutoff),
+        cmocka_unit_test(
+            payout_reconciler_backoff_steps_and_stops_at_the_cutoff),
     };
     return t_run_tests("execute", tests, NULL, NULL);
 }

@@ -75,6 +75,8 @@ REGISTRY = {
     'RV': ('lib/core/execute.c', "recovery's decisions after a lookup"),
     'SW': ('lib/core/execute.c', "the payout sweeper's decisions after a "
            'takeover'),
+    'RC': ('lib/core/execute.c', "the payout reconciler's decisions after "
+           'a lookup'),
     'RD': ('lib/core/redeem.c', "a redemption's decisions and sealing"),
     'PC': ('lib/core/payout.c', 'the pure payout core: amounts, terms, '
            'the policy'),
@@ -96,6 +98,8 @@ REGISTRY = {
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),
     'RX': ('lib/exec/redeem.c', 'a redemption: exchange, persist, catch up'),
+    'PX': ('lib/exec/payout.c', 'the payout worker, sweeper and '
+           'reconciler'),
     # serve
     'CF': ('src/serve/config_load.c', 'loading the configuration'),
     'D': ('src/serve/dev.c', 'dev mode'),

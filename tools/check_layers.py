@@ -97,6 +97,7 @@ PLACES = {
     'include/oncegate/provider.h': 'provider',
     'include/oncegate/redeem.h': 'exec',
     'include/oncegate/exec.h': 'exec',
+    'include/oncegate/payout_exec.h': 'exec',
     'include/oncegate/oncegate.h': 'api',
     'lib/core/': 'core',
     'lib/token/': 'token',
@@ -116,6 +117,7 @@ PLACES = {
     'tests/serve/': 'tests',
     'tests/sandbox/': 'tests',
     'tests/provider/': 'tests',
+    'tests/pipeline/': 'tests',
 }
 
 # The trees checked, and the kinds of file in them.

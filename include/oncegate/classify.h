@@ -124,7 +124,22 @@ typedef struct og_provider_properties {
                                    arrives after its expires_at */
     int64_t request_expiry_skew_s; /* lateness it tolerates (0 when
                                       !request_expiry) */
+    bool not_found_final;       /* a lookup by reference made at or after
+                                   expires_at + skew + visibility_delay that
+                                   lists nothing proves that no request
+                                   carrying that expires_at ever took effect,
+                                   nor ever will (docs/sandbox.md, "The
+                                   processing window"); false: "not found"
+                                   is never final */
+    int64_t visibility_delay_ms; /* how long an accepted effect may stay
+                                    hidden from lookups (0 when
+                                    !not_found_final) */
 } og_provider_properties;
+
+/* The margin after a request's expires_at past which a lookup that finds
+ * nothing is final, in microseconds: the skew plus the visibility delay
+ * when p declares not_found_final, else -1 (never final). Pure. */
+int64_t og_provider_final_absence_margin_us(const og_provider_properties *p);
 
 /* Why a table was refused. X(NAME, stable text). The text is API. */
 #define OG_PROVIDER_TABLE_ERR_MAP(X)                                           \
@@ -226,9 +241,11 @@ void og_provider_classify(const og_provider_table *t,
  * and a valid reference, or the answer is undocumented. An effect is
  * final when it satisfies one of the table's succeeded_if conditions.
  * Returns
- *   1  found: *out is SUCCEEDED (reason "found", or "found_multiple" when
- *      the provider lists more than one effect for the reference — evidence
- *      of a duplicate) with the effect's reference, or UNKNOWN (reason
+ *   1  found: *out is SUCCEEDED (reason "found", "returned" when the one
+ *      effect listed also satisfies the table's returned_if — it completed,
+ *      and was returned later —, or "found_multiple" when the provider
+ *      lists more than one effect for the reference — evidence of a
+ *      duplicate) with the effect's reference, or UNKNOWN (reason
  *      "pending", or "undocumented_state") when the effect exists but is not
  *      final;
  *   0  the provider lists nothing: *out is UNKNOWN, reason "not_found".

@@ -13,6 +13,7 @@
 #ifndef ONCEGATE_EXECUTE_H
 #define ONCEGATE_EXECUTE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "oncegate/classify.h"
@@ -73,6 +74,72 @@ void og_recovery_after_lookup(const og_operation *op,
  * The RECORD is to be written expecting exactly op's status at op's owner
  * version. Pure; *d's strings are static. */
 void og_payout_after_takeover(const og_operation *op, og_exec_decision *d);
+
+/* ---------------------------------------------------------------------------
+ * The payout reconciler (docs/payouts.md, section 6; RC1-RC8 in
+ * lib/core/execute.c): what a lookup of an Unknown payout attempt by its
+ * client reference means. The reconciler never sends (P7): no decision
+ * here is a create.
+ * ------------------------------------------------------------------------- */
+
+/* What the reconciler knows after one lookup. Every time is the store's
+ * clock, in microseconds since the epoch. */
+typedef struct og_payout_lookup_facts {
+    int lookup;               /* og_provider_lookup_payout's result: 1 found,
+                                 0 not found, < 0 the provider could not be
+                                 asked (unreachable, undocumented answer) */
+    og_outcome_class cls;     /* found: SUCCEEDED (completed or returned),
+                                 FAILED (rejected), UNKNOWN (pending,
+                                 terms_mismatch, undocumented) */
+    const char *reason;       /* the classifier's reason ("found",
+                                 "found_multiple", "returned", "pending",
+                                 "terms_mismatch", ...); NULL reads as "" */
+    bool not_found_final;     /* the provider's table declares absence final
+                                 after expiry + skew + visibility delay
+                                 (og_provider_properties.not_found_final) */
+    int64_t now_us;           /* the store's clock at the takeover that began
+                                 this lookup (the attempt's taken_at): the
+                                 lookup ran at or after it */
+    int64_t final_absence_after_us; /* the attempt's cutoff (submit_by +
+                                 skew + visibility delay, fixed by the
+                                 claim); 0: "not found" is never final */
+    int64_t escalate_at_us;   /* the escalation deadline: still Unknown then
+                                 -> NeedsReconciliation */
+    int64_t lookups;          /* lookups already made (backoff index) */
+} og_payout_lookup_facts;
+
+typedef enum og_payout_lookup_action {
+    OG_PAYOUT_LOOKUP_RECORD, /* resolve the attempt: status, reason */
+    OG_PAYOUT_LOOKUP_LATER,  /* nothing now: look again after a backoff */
+} og_payout_lookup_action;
+
+typedef struct og_payout_lookup_decision {
+    og_payout_lookup_action action;
+    og_op_status status;      /* RECORD: SUCCEEDED | FAILED | NOT_APPLIED |
+                                 NEEDS_RECONCILIATION; LATER: UNKNOWN */
+    const char *reason;       /* static: "found", "found_multiple",
+                                 "returned", "rejected", "terms_mismatch",
+                                 "not_found_final", "escalation_deadline";
+                                 LATER: "not_found", "pending",
+                                 "provider_unavailable" */
+    bool returned;            /* found returned: record a return event too
+                                 (P8), after the Succeeded */
+} og_payout_lookup_decision;
+
+/* The reconciler's decision after one lookup (RC1-RC8). Pure; never
+ * fails: f NULL is LATER "provider_unavailable" (nothing is known). */
+void og_payout_after_lookup(const og_payout_lookup_facts *f,
+                            og_payout_lookup_decision *d);
+
+/* How long a LATER decision waits before the attempt may be looked up
+ * again: backoff_us[min(f->lookups, n - 1)] (n >= 1, each > 0; else one
+ * second), shortened so that the next lookup is not later than the
+ * cutoff after which "not found" becomes final (while the cutoff is
+ * ahead) nor than the escalation deadline (while it is ahead), and kept
+ * within 1 ms .. max_us. Pure. */
+int64_t og_payout_lookup_delay(const og_payout_lookup_facts *f,
+                               const int64_t *backoff_us, int n,
+                               int64_t max_us);
 
 /* What a caller is told about an operation in status st: "applied"
  * (Succeeded), "rejected" (Failed), or "pending" (anything else: check

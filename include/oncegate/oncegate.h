@@ -28,6 +28,8 @@
  *                                  owner (og_exec_drive, og_exec_admit),
  *                                  a recovery pass (og_recover_once)
  *             oncegate/redeem.h    redeeming an external single-use token
+ *             oncegate/payout_exec.h  the payout worker, sweeper,
+ *                                  reconciler and their runner
  *
  * Conventions:
  *  - Functions return 0 (or a documented non-negative outcome) on success and
@@ -50,6 +52,7 @@
 #include "oncegate/execute.h"
 #include "oncegate/grant.h"
 #include "oncegate/payout.h"
+#include "oncegate/payout_exec.h"
 #include "oncegate/payout_store.h"
 #include "oncegate/provider.h"
 #include "oncegate/redeem.h"

@@ -17,16 +17,30 @@
  *                                          "idempotency_key" (may be empty),
  *                   request_expiry         boolean,
  *                   request_expiry_skew_seconds  integer >= 0: required
- *                                          when request_expiry, else refused }
+ *                                          when request_expiry, else refused,
+ *                   not_found_final        boolean, optional (false): a
+ *                                          lookup after expires_at + skew +
+ *                                          visibility delay that lists
+ *                                          nothing is final; true only with
+ *                                          request_expiry and a lookup by
+ *                                          reference (CT6),
+ *                   visibility_delay_ms    integer 0..3600000: required
+ *                                          when not_found_final, else
+ *                                          refused }
  *   create        1..64 rules, in order (an outcome's "rule" is the index)
  *   lookup        required when properties.lookup has "reference", refused
  *                 otherwise: { status, list, match, reference,
- *                              succeeded_if, pending_if (optional), why }
+ *                              succeeded_if, pending_if (optional),
+ *                              returned_if (optional), why }
  *                 succeeded_if and pending_if are each a condition
  *                 {member: "value", ...} or an array of 1..8 conditions of
  *                 which any one suffices — for a provider whose effect has
  *                 more than one final state (a payout "completed", then
- *                 "returned": it completed either way).
+ *                 "returned": it completed either way). returned_if, a
+ *                 condition of the same form, names the final state that
+ *                 is a later return of a completed effect: an effect
+ *                 satisfying it must satisfy succeeded_if too (CT7), and
+ *                 the lookup then reports reason "returned".
  *
  * A create rule has exactly one of
  *   status     100..599: matches a complete response with that status
@@ -61,6 +75,14 @@
  *       reply, oversized or otherwise broken exchange may follow the effect.
  *       Transport rules carry "why".
  *   CT5 reference, require and error only where listed above.
+ *   CT6 not_found_final only with request_expiry and a lookup by
+ *       reference: absence is final only because the provider refuses
+ *       every request decided after expires_at + skew, and only a lookup
+ *       by the request's reference can see it.
+ *   CT7 returned_if names a final state: each of its conditions carries
+ *       every member of some succeeded_if condition with the same value,
+ *       so a returned effect is always found (SUCCEEDED) — a return never
+ *       turns an effect that completed into anything else.
  * Duplicates — two rules for one (status, error), one status without error
  * or one transport — are table.duplicate_rule: order never decides.
  */
@@ -96,6 +118,7 @@ typedef struct table_lookup {
     char reference[MEMBER_MAX + 1]; /* item member holding the id */
     json_t *succeeded_if;             /* owned: an array of conditions */
     json_t *pending_if;               /* owned, the same, may be NULL */
+    json_t *returned_if;              /* owned, the same, may be NULL */
 } table_lookup;
 
 struct og_provider_table {
@@ -316,6 +339,8 @@ static int get_bool(const json_t *obj, const char *name, const char *where,
 
 #define CONDITIONS_MAX 8 /* alternatives of one lookup condition */
 
+static bool satisfies_any(const json_t *obj, const json_t *conds);
+
 /* Checks v as a {member: "value", ...} condition: 1..16 members, names and
  * values 1-64 visible ASCII. 0, or TYPE at path. */
 static int check_condition(const json_t *v, const char *path,
@@ -379,7 +404,8 @@ static int load_properties(const json_t *root, og_provider_table *t,
 {
     static const char *const allowed[] = {
         "key_retention_seconds", "atomic_same_key", "lookup",
-        "request_expiry", "request_expiry_skew_seconds", NULL};
+        "request_expiry", "request_expiry_skew_seconds", "not_found_final",
+        "visibility_delay_ms", NULL};
     json_t *p = json_object_get(root, "properties"), *v;
     og_provider_properties *pr = &t->props;
     json_int_t n;
@@ -436,7 +462,38 @@ static int load_properties(const json_t *root, og_provider_table *t,
                     "properties.request_expiry_skew_seconds",
                     "only with request_expiry true");
     }
+
+    pr->not_found_final = false;
+    pr->visibility_delay_ms = 0;
+    if (json_object_get(p, "not_found_final") &&
+        (rc = get_bool(p, "not_found_final", "properties",
+                       &pr->not_found_final, e)) < 0)
+        return rc;
+    if (pr->not_found_final) {
+        if (!pr->request_expiry ||
+            !(pr->lookup & OG_PROVIDER_LOOKUP_REFERENCE))
+            return fail(e, OG_PROVIDER_TABLE_E_RULE,
+                        "properties.not_found_final",
+                        "only with request_expiry and a lookup by "
+                        "reference (CT6)");
+        if ((rc = get_int(p, "visibility_delay_ms", "properties", 0, 3600000,
+                          &n, e)) < 0)
+            return rc;
+        pr->visibility_delay_ms = (int64_t)n;
+    } else if (json_object_get(p, "visibility_delay_ms")) {
+        return fail(e, OG_PROVIDER_TABLE_E_RULE,
+                    "properties.visibility_delay_ms",
+                    "only with not_found_final true");
+    }
     return 0;
+}
+
+int64_t og_provider_final_absence_margin_us(const og_provider_properties *p)
+{
+    if (!p || !p->not_found_final || !p->request_expiry ||
+        p->request_expiry_skew_s < 0 || p->visibility_delay_ms < 0)
+        return -1;
+    return p->request_expiry_skew_s * 1000000 + p->visibility_delay_ms * 1000;
 }
 
 /* Reads create[i] into *r, checking CT1-CT5. */
@@ -600,7 +657,8 @@ static int load_lookup(const json_t *root, og_provider_table *t,
 {
     static const char *const allowed[] = {"status", "list", "match",
                                           "reference", "succeeded_if",
-                                          "pending_if", "why", NULL};
+                                          "pending_if", "returned_if",
+                                          "why", NULL};
     json_t *l = json_object_get(root, "lookup");
     table_lookup *lk = &t->lookup;
     json_int_t status;
@@ -638,11 +696,21 @@ static int load_lookup(const json_t *root, og_provider_table *t,
     if ((rc = get_condition(l, "succeeded_if", "lookup", true,
                             &lk->succeeded_if, e)) < 0 ||
         (rc = get_condition(l, "pending_if", "lookup", true, &lk->pending_if,
-                            e)) < 0)
+                            e)) < 0 ||
+        (rc = get_condition(l, "returned_if", "lookup", true,
+                            &lk->returned_if, e)) < 0)
         return rc;
     if (!lk->succeeded_if)
         return fail(e, OG_PROVIDER_TABLE_E_MISSING_MEMBER,
                     "lookup.succeeded_if", "required");
+    /* CT7: a returned effect satisfies succeeded_if too. */
+    for (size_t i = 0; lk->returned_if && i < json_array_size(lk->returned_if);
+         i++)
+        if (!satisfies_any(json_array_get(lk->returned_if, i),
+                           lk->succeeded_if))
+            return fail(e, OG_PROVIDER_TABLE_E_RULE, "lookup.returned_if",
+                        "each condition must imply a succeeded_if "
+                        "condition (CT7)");
     lk->present = true;
     return 0;
 }
@@ -731,6 +799,7 @@ void og_provider_table_free(og_provider_table *t)
         json_decref(t->rules[i].require);
     json_decref(t->lookup.succeeded_if);
     json_decref(t->lookup.pending_if);
+    json_decref(t->lookup.returned_if);
     free(t);
 }
 
@@ -917,6 +986,7 @@ int og_provider_classify_lookup_terms(const og_provider_table *t,
     const table_lookup *lk;
     json_t *body = NULL, *list, *item;
     const char *ref, *chosen = NULL, *state = NULL;
+    const json_t *chosen_item = NULL;
     size_t i, n;
     int rc = OG_EPROVIDER_UNAVAILABLE;
 
@@ -956,6 +1026,7 @@ int og_provider_classify_lookup_terms(const og_provider_table *t,
             if (!state || strcmp(state, "found") != 0) {
                 state = "found";
                 chosen = ref;
+                chosen_item = item;
             }
         } else if (lk->pending_if && satisfies_any(item, lk->pending_if)) {
             if (!state || strcmp(state, "undocumented_state") == 0) {
@@ -973,6 +1044,12 @@ int og_provider_classify_lookup_terms(const og_provider_table *t,
     } else {
         bool found = strcmp(state, "found") == 0;
         o.cls = found ? OG_CLASS_SUCCEEDED : OG_CLASS_UNKNOWN;
+        /* One effect, completed and later returned: found all the same
+         * (CT7), and named so that its return can be recorded. Several
+         * effects are a duplicate first of all. */
+        if (found && n == 1 && lk->returned_if &&
+            satisfies_any(chosen_item, lk->returned_if))
+            state = "returned";
         snprintf(o.reason, sizeof o.reason, "%s",
                  found && n > 1 ? "found_multiple" : state);
         snprintf(o.reference, sizeof o.reference, "%s", chosen);

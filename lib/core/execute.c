@@ -74,6 +74,44 @@
  *   SW3 An Unknown payout is left alone by the sweeper: only the
  *       reconciler's lookup decides it.
  *   SW4 The sweeper decides on payouts only; a credit goes to RV1-RV7.
+ *
+ * The payout reconciler (og_payout_after_lookup; docs/payouts.md, section
+ * 6) decides on an Unknown attempt after one lookup by its client
+ * reference, checked against the attempt's terms:
+ *
+ *   lookup ---found, terms differ----------------------> NeedsReconciliation
+ *     |  ----found, completed or returned--------------> Succeeded (+ return)
+ *     |  ----found, rejected---------------------------> Failed
+ *     |  ----found, pending / undocumented--+
+ *     |  ----not found, absence final------ | ----------> NotApplied
+ *     |  ----not found, not final ----------+-- before the deadline: later
+ *     +-----could not ask-------------------+-- at the deadline:
+ *                                                NeedsReconciliation
+ *
+ *   RC1 A record listed under the reference with other terms than the
+ *       attempt's is NeedsReconciliation, always: it proves nothing about
+ *       this attempt, and a person decides (P7).
+ *   RC2 Found completed (or returned: it did complete) is Succeeded; a
+ *       returned one also asks for the payout's return event (P8), never
+ *       a Failed attempt.
+ *   RC3 Found rejected (the provider's documented no-effect end) is
+ *       Failed.
+ *   RC4 Found but not final (pending, or a state nobody documented) is
+ *       looked up again later; never resolved from it.
+ *   RC5 Not found is NotApplied only when all three hold (P6): the
+ *       provider's table declares absence final, the attempt has a cutoff
+ *       (submit_by + skew + visibility delay, fixed by its claim), and the
+ *       takeover that began this lookup came at or after the cutoff on
+ *       the store's clock. An earlier "not found" is never reused: each
+ *       lookup decides on its own instant. The store refuses NotApplied
+ *       otherwise too.
+ *   RC6 Any other "not found", and a provider that could not be asked,
+ *       decide nothing: look again later.
+ *   RC7 An attempt still undecided (RC4, RC6) at its escalation deadline
+ *       is NeedsReconciliation: a person decides, and nothing waits
+ *       forever. RC5 is checked first: a final absence is an answer.
+ *   RC8 No decision sends: the reconciler holds no grant and has no create
+ *       to make (P7). Every decision is a record or a wait.
  */
 #include <string.h>
 
@@ -215,4 +253,118 @@ void og_payout_after_takeover(const og_operation *op, og_exec_decision *d)
         break;
     }
     retry_later(d, 0);
+}
+
+/* ===========================================================================
+ * The payout reconciler (RC1-RC8)
+ * ========================================================================= */
+
+static void lookup_record(og_payout_lookup_decision *d, og_op_status st,
+                          const char *reason)
+{
+    memset(d, 0, sizeof *d);
+    d->action = OG_PAYOUT_LOOKUP_RECORD;
+    d->status = st;
+    d->reason = reason;
+}
+
+/* RC4, RC6 — or RC7 once the deadline is reached. */
+static void lookup_later(og_payout_lookup_decision *d,
+                         const og_payout_lookup_facts *f, const char *reason)
+{
+    if (f && f->now_us >= f->escalate_at_us) { /* RC7 */
+        lookup_record(d, OG_OP_NEEDS_RECONCILIATION, "escalation_deadline");
+        return;
+    }
+    memset(d, 0, sizeof *d);
+    d->action = OG_PAYOUT_LOOKUP_LATER;
+    d->status = OG_OP_UNKNOWN;
+    d->reason = reason;
+}
+
+static bool reason_is(const og_payout_lookup_facts *f, const char *r)
+{
+    return f->reason && strcmp(f->reason, r) == 0;
+}
+
+void og_payout_after_lookup(const og_payout_lookup_facts *f,
+                            og_payout_lookup_decision *d)
+{
+    if (!f) { /* nothing known: RC6 (no deadline to compare with) */
+        memset(d, 0, sizeof *d);
+        d->action = OG_PAYOUT_LOOKUP_LATER;
+        d->status = OG_OP_UNKNOWN;
+        d->reason = "provider_unavailable";
+        return;
+    }
+    if (f->lookup < 0) { /* RC6 */
+        lookup_later(d, f, "provider_unavailable");
+        return;
+    }
+    if (f->lookup > 0) {
+        if (reason_is(f, "terms_mismatch")) { /* RC1, whatever the class */
+            lookup_record(d, OG_OP_NEEDS_RECONCILIATION, "terms_mismatch");
+            return;
+        }
+        switch (f->cls) {
+        case OG_CLASS_SUCCEEDED: /* RC2 */
+            if (reason_is(f, "returned")) {
+                lookup_record(d, OG_OP_SUCCEEDED, "returned");
+                d->returned = true;
+            } else {
+                lookup_record(d, OG_OP_SUCCEEDED,
+                              reason_is(f, "found_multiple") ? "found_multiple"
+                                                             : "found");
+            }
+            return;
+        case OG_CLASS_FAILED: /* RC3 */
+            lookup_record(d, OG_OP_FAILED, "rejected");
+            return;
+        case OG_CLASS_UNKNOWN:   /* RC4: pending, undocumented */
+        case OG_CLASS_TRANSIENT: /* no lookup answer is transient */
+            break;
+        }
+        lookup_later(d, f, "pending");
+        return;
+    }
+    /* Not found. */
+    if (f->not_found_final && f->final_absence_after_us > 0 &&
+        f->now_us >= f->final_absence_after_us) { /* RC5 */
+        lookup_record(d, OG_OP_NOT_APPLIED, "not_found_final");
+        return;
+    }
+    lookup_later(d, f, "not_found"); /* RC6, RC7 */
+}
+
+int64_t og_payout_lookup_delay(const og_payout_lookup_facts *f,
+                               const int64_t *backoff_us, int n,
+                               int64_t max_us)
+{
+    const int64_t min_us = 1000;
+    int64_t delay = 1000000, idx;
+
+    if (f && backoff_us && n >= 1) {
+        idx = f->lookups < 0 ? 0 : f->lookups;
+        if (idx > n - 1)
+            idx = n - 1;
+        if (backoff_us[idx] > 0)
+            delay = backoff_us[idx];
+    }
+    if (f) {
+        /* Look at the cutoff, not a backoff after it: that lookup may be
+         * the one that finds absence final (RC5). */
+        if (f->lookup == 0 && f->not_found_final &&
+            f->final_absence_after_us > f->now_us &&
+            f->final_absence_after_us - f->now_us < delay)
+            delay = f->final_absence_after_us - f->now_us;
+        /* and at the deadline, not after it (RC7) */
+        if (f->escalate_at_us > f->now_us &&
+            f->escalate_at_us - f->now_us < delay)
+            delay = f->escalate_at_us - f->now_us;
+    }
+    if (max_us < min_us)
+        max_us = min_us;
+    if (delay > max_us)
+        delay = max_us;
+    return delay < min_us ? min_us : delay;
 }

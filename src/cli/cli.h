@@ -31,6 +31,10 @@ extern const char og_usage_consume[];
 /* Prints a JSON value on one line to stdout and flushes. */
 void og_cli_print_json(json_t *v);
 
+/* `oncegate payouts run` (src/cli/payouts.c). */
+int og_cli_payouts(int argc, char **argv);
+extern const char og_usage_payouts[];
+
 /* `oncegate demo`. */
 int og_cli_demo(int argc, char **argv);
 

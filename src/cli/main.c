@@ -9,6 +9,8 @@
  *   oncegate keygen --issuer NAME --out DIR
  *   oncegate serve --config FILE | --dev    (src/serve/)
  *   oncegate recover | cleanup | archive-operations --config FILE
+ *   oncegate payouts run --provider URL --provider-table FILE
+ *                        --credential-file FILE [--store URL] ...
  *
  * Output is JSON on stdout; diagnostics go to stderr and carry identifiers
  * only — never secrets: keygen prints file paths and the kid, never key
@@ -42,6 +44,8 @@ static const char og_usage[] =
     "            archive (or delete) finished operations past their audit\n"
     "            retention\n"
     "  explain   the query plans of admission and cleanup on a store\n"
+    "  payouts   payouts run: the payout workers, sweeper, reconciler and\n"
+    "            grant-expiry janitor (docs/payouts.md)\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -553,6 +557,7 @@ static const og_command og_commands[] = {
     {"archive-operations", og_cli_archive_operations,
      og_usage_archive_operations},
     {"explain", og_cmd_explain, og_usage_explain},
+    {"payouts", og_cli_payouts, og_usage_payouts},
     {"dev-env", og_cli_dev_env, NULL},
 };
 

@@ -1044,7 +1044,77 @@ static int h_admin_get(og_http_req *r)
     return 0;
 }
 
-/* POST /v1/admin/operations/{operation_id}/resolve */
+/* A payout attempt resolved by hand (og_payout_operator_resolve): the
+ * attempt, its payout and the reservation move in ONE transaction
+ * (docs/payouts.md, section 3: NeedsReconciliation -> Succeeded | Failed |
+ * NotApplied, operators only). Answers as the credit's path, with the
+ * payout's new state; what did not fit has its own stable code. */
+static int admin_resolve_payout(og_http_req *r, const og_operation *op,
+                                og_op_status to, const char *reason,
+                                const char *evidence, const char *ref)
+{
+    og_srv *srv = r->srv;
+    og_payout_resolution res;
+    og_operation now;
+    int64_t t0 = og_http_mono_us();
+    int rc = store_timed(OG_MOP_RECORD, t0,
+                         og_payout_operator_resolve(
+                             srv->store, op->operation_id, to,
+                             r->principal->id, reason, evidence, ref, &res));
+
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    if (res.outcome == OG_PAYOUT_RESOLVE_NOT_ACTIVE) {
+        og_http_log_str(r, "outcome", "payout_attempt_not_active");
+        og_http_json(r, 409,
+                     json_pack("{s:b, s:s, s:s}", "resolved", 0, "error",
+                               "payout_attempt_not_active", "message",
+                               "the attempt is not its payout's active "
+                               "attempt: its payout moved on"));
+        return 0;
+    }
+    if (res.outcome != OG_PAYOUT_RESOLVE_RESOLVED) {
+        /* Still awaiting reconciliation and asked for NotApplied: the
+         * store refuses it before the attempt's final-absence cutoff
+         * (never before the request expiry, docs/payouts.md P6). */
+        bool early = to == OG_OP_NOT_APPLIED &&
+                     og_operation_get(srv->store, op->operation_id, &now) ==
+                         1 &&
+                     now.status == OG_OP_NEEDS_RECONCILIATION;
+        const char *code =
+            early ? "not_applied_before_cutoff" : "not_needs_reconciliation";
+
+        og_http_log_str(r, "outcome", code);
+        og_http_json(
+            r, 409,
+            json_pack("{s:b, s:s, s:s}", "resolved", 0, "error", code,
+                      "message",
+                      early ? "NotApplied only once nothing sent for the "
+                              "attempt can take effect any more"
+                            : "only an operation awaiting reconciliation is "
+                              "resolved by hand"));
+        return 0;
+    }
+    og_metrics_outcome(to, OG_SOURCE_OPERATOR);
+    og_http_log_str(r, "outcome", "resolved");
+    og_http_log_str(r, "reason", reason);
+    og_http_log_str(r, "payout_id", res.payout_id);
+    og_http_json(
+        r, 200,
+        json_pack("{s:b, s:o*, s:{s:s, s:s, s:I, s:s}}", "resolved", 1,
+                  "operation",
+                  og_operation_get(srv->store, op->operation_id, &now) == 1
+                      ? admin_operation_json(r, &now)
+                      : NULL,
+                  "payout", "payout_id", res.payout_id, "state",
+                  og_payout_state_name(res.state), "version",
+                  (json_int_t)res.payout_version, "reservation",
+                  og_payout_reservation_name(res.reservation)));
+    return 0;
+}
+
+/* POST /v1/admin/operations/{operation_id}/resolve: a credit through
+ * og_op_resolve, a payout attempt through og_payout_operator_resolve. */
 static int h_admin_resolve(og_http_req *r)
 {
     static const char *const allowed[] = {"status", "reason", "evidence",
@@ -1062,14 +1132,27 @@ static int h_admin_resolve(og_http_req *r)
         og_http_str(r, r->json, "evidence", true, &evidence) != 0 ||
         og_http_str(r, r->json, "provider_reference", false, &ref) != 0)
         return 0;
-    to = status_from_api(status, strlen(status));
-    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED) {
+    to = strcmp(status, "not_applied") == 0
+             ? (int)OG_OP_NOT_APPLIED
+             : status_from_api(status, strlen(status));
+    if (to != OG_OP_SUCCEEDED && to != OG_OP_FAILED &&
+        to != OG_OP_NOT_APPLIED) {
         og_http_error(r, 400, "malformed_request",
-                      "status: succeeded or failed", "status");
+                      "status: succeeded, failed or (a payout attempt) "
+                      "not_applied", "status");
         return 0;
     }
     if (!admin_find(r, &op))
         return 0;
+    if (op.kind == OG_OP_KIND_PAYOUT)
+        return admin_resolve_payout(r, &op, (og_op_status)to, reason,
+                                    evidence, ref);
+    if (to == OG_OP_NOT_APPLIED) { /* a credit never is (P6 is payouts') */
+        og_http_error(r, 400, "malformed_request",
+                      "status: a credit is resolved succeeded or failed",
+                      "status");
+        return 0;
+    }
     t0 = og_http_mono_us();
     rc = store_timed(OG_MOP_RECORD, t0,
                      og_op_resolve(srv->store, op.operation_id,

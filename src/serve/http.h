@@ -40,7 +40,9 @@ typedef struct og_srv {
  * JSON summary line on stdout. 0, or the store error (logged, and printed
  * as {"job":…,"error":…}).
  *   cleanup  og_store_cleanup: consumption rows past retain_until +
- *            cleanup_margin;
+ *            cleanup_margin; then og_payout_expire_grants: the
+ *            reservations of payout grants that expired unused (its own
+ *            log line "payout_expiry" and summary {"job":"payout-expiry"});
  *   archive  og_store_archive_operations: finished operations older than
  *            operations.audit_retention_days, deleted when
  *            cfg.retention_mode is OG_RETAIN_DELETE, else moved. */

@@ -15,7 +15,11 @@
  *             operations.audit_retention_days, with their history
  *             (og_store_archive_operations), moved or deleted per the
  *             configured mode; never an operation recovery may still need.
- * Neither ever touches what the other keeps. Log lines carry counts and
+ * Neither ever touches what the other keeps. The cleanup pass also runs
+ * the payout grants' expiry (og_payout_expire_grants): the reservation of
+ * every payout grant that expired unused is released, once, after the
+ * last moment a claim could still succeed (docs/payouts.md, section 4,
+ * "Expiry of an unused grant"). Log lines carry counts and
  * error codes only: nothing either job reads is a secret, and no store
  * text reaches a line.
  */
@@ -55,6 +59,35 @@ static void pass_failed(const char *job, int err, int64_t ms, bool print)
     }
 }
 
+/* The payout grants' expiry, after the cleanup of the same pass: its own
+ * call, its own log line and summary; a failure is logged and the next
+ * pass carries on (committed batches stay). */
+static int payout_expiry_pass(og_srv *srv, bool print)
+{
+    og_payout_expiry_stats st;
+    int64_t start = og_http_mono_us(), ms;
+    int rc = og_payout_expire_grants(srv->store, srv->cfg.janitor_batch,
+                                     srv->cfg.janitor_max_batches, &st);
+
+    ms = elapsed_ms(start);
+    if (rc != 0) {
+        pass_failed("payout-expiry", rc, ms, print);
+        return rc;
+    }
+    if (st.grants > 0 || print)
+        og_log(OG_LOG_INFO, "payout_expiry",
+               json_pack("{s:I, s:i, s:I}", "grants", (json_int_t)st.grants,
+                         "batches", st.batches, "elapsed_ms",
+                         (json_int_t)ms));
+    if (print) {
+        printf("{\"job\":\"payout-expiry\",\"grants\":%" PRId64
+               ",\"batches\":%d,\"elapsed_ms\":%" PRId64 "}\n",
+               st.grants, st.batches, ms);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int og_srv_cleanup_pass(og_srv *srv, bool print)
 {
     og_cleanup_stats st;
@@ -89,7 +122,7 @@ int og_srv_cleanup_pass(og_srv *srv, bool print)
                st.batches, ms);
         fflush(stdout);
     }
-    return 0;
+    return payout_expiry_pass(srv, print);
 }
 
 int og_srv_archive_pass(og_srv *srv, bool print)

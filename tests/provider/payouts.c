@@ -40,7 +40,7 @@ void a_returned_payout_is_found_succeeded_and_its_key_still_replays_created(
     /* It completed: the return is a later event, not a failure. */
     assert_int_equal(lookup_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open, &l),
                      1);
-    assert_outcome(&l, OG_CLASS_SUCCEEDED, "found");
+    assert_outcome(&l, OG_CLASS_SUCCEEDED, "returned");
     assert_string_equal(l.reference, o.reference);
     assert_int_equal(create_in(&PAYOUTS, f->p, "op-0030", PAYOUTS.open,
                                CALL_US, &l),

@@ -120,6 +120,7 @@ void operator_lists_the_reconciliation_backlog_oldest_first(void **state);
 void operator_resolves_needs_reconciliation_with_evidence_and_the_grant_stays_spent(
     void **state);
 void resolving_an_operation_not_awaiting_reconciliation_is_409(void **state);
+void operator_resolves_a_payout_attempt_and_its_payout_follows(void **state);
 void operator_endpoints_refuse_other_roles_and_missing_keys(void **state);
 void caller_sees_the_history_without_evidence(void **state);
 void metrics_show_the_backlog_by_age_and_outcomes_by_source(void **state);

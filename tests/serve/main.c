@@ -218,6 +218,7 @@ int main(int argc, char **argv)
         T(operator_lists_the_reconciliation_backlog_oldest_first),
         T(operator_resolves_needs_reconciliation_with_evidence_and_the_grant_stays_spent),
         T(resolving_an_operation_not_awaiting_reconciliation_is_409),
+        T(operator_resolves_a_payout_attempt_and_its_payout_follows),
         T(operator_endpoints_refuse_other_roles_and_missing_keys),
         T(caller_sees_the_history_without_evidence),
         T(metrics_show_the_backlog_by_age_and_outcomes_by_source),

@@ -910,3 +910,211 @@ void bad_operator_queries_are_400_naming_the_parameter(void **state)
         hres_free(&r);
     }
 }
+
+/* ===========================================================================
+ * A payout attempt resolved by hand (og_payout_operator_resolve through
+ * POST /v1/admin/operations/{id}/resolve): the payout and the reservation
+ * follow the attempt.
+ * ========================================================================= */
+
+#define PX_SEC INT64_C(1000000)
+
+/* A payout of 4250.00 EUR in g_main's store, decided Allowed with its
+ * window open, claimed (send window send_window_us, cutoff margin
+ * margin_us) and, when start, Started — then escalated to
+ * NeedsReconciliation as the reconciler escalates one. Everything through
+ * the library, on a store object of the test's own. */
+static void payout_escalated(og_store *s, bool start, int64_t send_window_us,
+                             int64_t margin_us, char payout[64],
+                             char attempt[OG_UUID_LEN + 1])
+{
+    char u[OG_UUID_LEN + 1], tenant[64], ben[64], dst[64], token[64],
+        sql[256];
+    og_payout_put_result pr;
+    og_payout_decide_req dr;
+    og_payout_decision d;
+    og_payout_claim_req c;
+    og_payout_claim_result cr;
+    og_payout_resolution res;
+    og_op_outcome o;
+    bool started = false;
+
+    uuid4(u);
+    snprintf(tenant, sizeof tenant, "T-%.8s", u);
+    snprintf(ben, sizeof ben, "BEN-%.8s", u);
+    snprintf(dst, sizeof dst, "DST-%.8s", u);
+    snprintf(token, sizeof token, "tok_%.8s", u);
+    snprintf(payout, 64, "PAY-%.8s", u);
+    {
+        og_payout_tenant_settings t;
+
+        memset(&t, 0, sizeof t);
+        t.tenant_id = tenant;
+        t.daily_limit = 5000000;
+        t.currency = "EUR";
+        assert_int_equal(og_payout_tenant_put(s, &t, 0, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    {
+        og_payout_beneficiary_record b = {ben, tenant, true,
+                                          OG_PAYOUT_BENEFICIARY_ACTIVE};
+        assert_int_equal(og_payout_beneficiary_put(s, &b, 0, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    {
+        og_payout_destination_record dd = {dst, ben, token};
+        assert_int_equal(og_payout_destination_put(s, &dd, 0, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    /* changed long ago: destination.recently-changed does not decide */
+    if (g_pg)
+        snprintf(sql, sizeof sql,
+                 "UPDATE destinations SET changed_at = clock_timestamp() -"
+                 " interval '30 days' WHERE destination_id = '%s'", dst);
+    else
+        snprintf(sql, sizeof sql,
+                 "UPDATE destinations SET changed_at = %lld"
+                 " WHERE destination_id = '%s'",
+                 (long long)(time(NULL) - 30 * 86400) * 1000000, dst);
+    store_sql(g_main, sql);
+    {
+        og_payout_draft_req dq = {payout,
+                                  {tenant, ben, dst, 1, "4250", "EUR", NULL},
+                                  "clerk-22"};
+        assert_int_equal(og_payout_draft(s, &dq, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    memset(&dr, 0, sizeof dr);
+    dr.payout_id = payout;
+    dr.requester_id = "clerk-22";
+    dr.requester_role = "accounts-payable";
+    dr.requester_approval_limit = 1000000;
+    dr.not_before_us = (int64_t)time(NULL) * PX_SEC - 2 * PX_SEC;
+    dr.expires_at_us = dr.not_before_us + 1800 * PX_SEC;
+    dr.correlation_id = "COR-op";
+    assert_int_equal(og_payout_decide(s, &dr, &d), 0);
+    assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
+    memset(&c, 0, sizeof c);
+    c.grant_id = d.grant_id;
+    c.worker_id = "svc-payout-worker";
+    c.audience = OG_PAYOUT_AUDIENCE;
+    c.relied = d.verdict.evaluated;
+    c.relied.payout = d.executable_payout_version;
+    c.policy_version = d.verdict.policy_version;
+    c.send_window_us = send_window_us;
+    c.lease_us = 60 * PX_SEC;
+    c.final_absence_margin_us = margin_us;
+    assert_int_equal(og_payout_claim(s, &c, &cr), 0);
+    assert_int_equal(cr.outcome, OG_PAYOUT_CLAIM_CLAIMED);
+    snprintf(attempt, OG_UUID_LEN + 1, "%s", cr.attempt.operation_id);
+    if (start) {
+        assert_int_equal(og_op_start(s, attempt, 1, "svc-payout-worker",
+                                     &started),
+                         0);
+        assert_true(started);
+    }
+    memset(&o, 0, sizeof o);
+    o.status = OG_OP_NEEDS_RECONCILIATION;
+    o.reason = "escalation_deadline";
+    o.actor = "payout-reconciler";
+    assert_int_equal(
+        og_payout_resolve(s, attempt,
+                          OG_OP_BIT(start ? OG_OP_STARTED : OG_OP_ADMITTED),
+                          1, &o, &res),
+        0);
+    assert_int_equal(res.outcome, OG_PAYOUT_RESOLVE_RESOLVED);
+    assert_int_equal(res.state, OG_PAYOUT_STATE_UNKNOWN);
+}
+
+/* The payout as the store holds it. */
+static og_payout_view payout_now(og_store *s, const char *id)
+{
+    og_payout_view v;
+
+    assert_int_equal(og_payout_get(s, id, &v), 1);
+    return v;
+}
+
+void operator_resolves_a_payout_attempt_and_its_payout_follows(void **state)
+{
+    char paid[64], att[OG_UUID_LEN + 1], back[64], att2[OG_UUID_LEN + 1],
+        op[OG_UUID_LEN + 1];
+    og_store *s = NULL;
+    json_t *p;
+    grant g;
+    hres r;
+
+    (void)state;
+    assert_int_equal(og_store_open(g_main->direct_url, NULL, &s), 0);
+
+    /* Started, then escalated: NotApplied before its cutoff is refused
+     * (the request may still take effect), and changes nothing. */
+    payout_escalated(s, true, 300 * PX_SEC, 5 * PX_SEC, paid, att);
+    admin_resolve(&r, g_a, KEY(P_OPERATOR), att,
+                  json_pack("{s:s, s:s, s:s}", "status", "not_applied",
+                            "reason", "provider_says_absent", "evidence",
+                            "provider support ticket 77"));
+    assert_error(&r, 409, "not_applied_before_cutoff");
+    assert_true(json_is_false(json_object_get(r.json, "resolved")));
+    hres_free(&r);
+    assert_int_equal(payout_now(s, paid).state, OG_PAYOUT_STATE_UNKNOWN);
+
+    /* Succeeded by hand: the payout is Paid, the reservation paid. */
+    admin_resolve(&r, g_a, KEY(P_OPERATOR), att,
+                  json_pack("{s:s, s:s, s:s, s:s}", "status", "succeeded",
+                            "reason", "confirmed_by_provider_support",
+                            "evidence", "statement line 2026-03-01 #4411",
+                            "provider_reference", "po_manual_4411"));
+    if (r.status != 200)
+        dump("resolve", &r, __LINE__);
+    assert_http(&r, 200);
+    assert_true(json_is_true(json_object_get(r.json, "resolved")));
+    p = json_object_get(r.json, "payout");
+    assert_str(jstr(p, "payout_id"), paid);
+    assert_str(jstr(p, "state"), "Paid");
+    assert_str(jstr(p, "reservation"), "paid");
+    assert_str(jstr(json_object_get(r.json, "operation"), "status"),
+               "succeeded");
+    hres_free(&r);
+    assert_int_equal(payout_now(s, paid).state, OG_PAYOUT_STATE_PAID);
+    assert_string_equal(payout_now(s, paid).active_attempt, "");
+    /* Once: a second resolution is 409 and changes nothing. */
+    admin_resolve(&r, g_a, KEY(P_OPERATOR), att,
+                  json_pack("{s:s, s:s, s:s}", "status", "failed", "reason",
+                            "x", "evidence", "y"));
+    assert_error(&r, 409, "not_needs_reconciliation");
+    hres_free(&r);
+    assert_int_equal(payout_now(s, paid).state, OG_PAYOUT_STATE_PAID);
+
+    /* Never started, its send window and cutoff past: NotApplied by hand
+     * makes the payout Approved again (awaiting a fresh decision) and
+     * releases the reservation. */
+    payout_escalated(s, false, 1000, 0, back, att2);
+    usleep(20 * 1000);
+    admin_resolve(&r, g_a, KEY(P_OPERATOR), att2,
+                  json_pack("{s:s, s:s, s:s}", "status", "not_applied",
+                            "reason", "never_sent", "evidence",
+                            "worker log: no start"));
+    if (r.status != 200)
+        dump("resolve", &r, __LINE__);
+    assert_http(&r, 200);
+    p = json_object_get(r.json, "payout");
+    assert_str(jstr(p, "state"), "Approved");
+    assert_str(jstr(p, "reservation"), "released");
+    assert_str(jstr(json_object_get(r.json, "operation"), "status"),
+               "not_applied");
+    hres_free(&r);
+    assert_int_equal(payout_now(s, back).state, OG_PAYOUT_STATE_APPROVED);
+
+    /* A credit is never NotApplied: 400, and it stays as it was. */
+    issue_grant(g_a, &g);
+    uuid4(op);
+    assert_admits(g_a, op, g.token);
+    admin_resolve(&r, g_a, KEY(P_OPERATOR), op,
+                  json_pack("{s:s, s:s, s:s}", "status", "not_applied",
+                            "reason", "x", "evidence", "y"));
+    assert_error(&r, 400, "malformed_request");
+    assert_str(jstr(r.json, "field"), "status");
+    hres_free(&r);
+    og_store_free(s);
+}
