@@ -37,8 +37,10 @@ extern "C" {
 
 /* Fetches the provider credential (the API key) into out (outlen bytes),
  * NUL-terminated: 0, or < 0 when there is none (nothing is sent then). It
- * is called only after an attempt was confirmed Started (the worker) or
- * taken over (the reconciler), never earlier; the caller wipes out. */
+ * is called only after the worker's claim committed — before its Started
+ * write, so a worker without a credential leaves its attempt Admitted and
+ * the sweeper ends it NotStarted — or after the reconciler's takeover,
+ * never earlier; the caller wipes out. */
 typedef int (*og_payout_credential_fn)(void *arg, char *out, size_t outlen);
 
 /* The most bytes of a provider credential. */
@@ -55,8 +57,8 @@ typedef struct og_payout_worker_cfg {
     const char *audience;        /* the executor's audience: a grant naming
                                     another is refused (OG_PAYOUT_AUDIENCE) */
     const char *provider_url;    /* the client is opened per attempt, with
-                                    the credential fetched only after a
-                                    confirmed Started */
+                                    the credential fetched only after the
+                                    claim committed */
     const og_provider_table *table; /* the payouts classification table:
                                     classifies answers, and its processing
                                     window gives the claim's
@@ -79,6 +81,12 @@ typedef struct og_payout_worker_cfg {
                                     for the attempt's final-absence cutoff:
                                     the store's clock may run behind the
                                     provider's by this much (>= 0) */
+    /* Told once per attempt, on the worker's thread, after its Started
+     * write was confirmed and before the first create is sent (NULL:
+     * nobody): what a host logs or counts as "attempt started". It must
+     * not call back into the worker. */
+    void (*on_started)(void *arg, const char *attempt_id);
+    void *on_started_arg;
 } og_payout_worker_cfg;
 
 /* X(NAME, stable text) — what one job came to. Counted by the runner. */
@@ -154,8 +162,8 @@ typedef struct og_payout_work {
 } og_payout_work;
 
 /* Takes one job and carries it as far as it may go: validate (the order of
- * docs/payouts.md, section 5, step 2), claim, og_op_start, fetch the token
- * and the credential, send with the attempt's key, reference and
+ * docs/payouts.md, section 5, step 2), claim, fetch the token and the
+ * credential, og_op_start, send with the attempt's key, reference and
  * expires_at = submit_by, classify, record (og_payout_resolve). The ends
  * above say where it stopped; every refusal acknowledges the job, a
  * postponement or an unconfirmed claim does not.

@@ -11,7 +11,7 @@
  *
  *   take job -> grant checks (unknown, binding, audience, revoked,
  *     consumed, window) -> context read -> recheck (pure) -> claim
- *     -> og_op_start -> token + credential -> send (same key, while a
+ *     -> token + credential -> og_op_start -> send (same key, while a
  *     transient answer and og_op_may_submit allow) -> classify -> resolve
  *   every refusal: acknowledged, nothing sent; a postponement or an
  *   unconfirmed claim: nothing acknowledged, nothing sent.
@@ -20,9 +20,12 @@
  *   PX1 Nothing is sent unless this worker's og_op_start returned started
  *       = true for the attempt it claimed (P1): a claim or a start that
  *       failed, was refused or is unconfirmed ends the job before any
- *       secret is fetched.
+ *       request is built; a failed claim ends it before any secret is
+ *       fetched.
  *   PX2 The destination token and the credential are fetched only after
- *       the confirmed start (the worker) or the takeover (the reconciler),
+ *       the worker's claim committed (before its start, so a worker that
+ *       cannot have them leaves an Admitted attempt: NotStarted) or the
+ *       reconciler's takeover,
  *       live only in buffers this file wipes on every path, and never
  *       reach a result, an error, an event or the store.
  *   PX3 Every send of an attempt carries the attempt's key, reference,
@@ -50,6 +53,10 @@
  *   PX9 A grant whose window has not opened yet is not refused: the job
  *       is postponed to its not_before (a job is queued at the decision,
  *       hours before its release batch).
+ *   PX10 A delivery refused payout.not-executable reads its grant again:
+ *       when a concurrent claim consumed it meanwhile, the delivery is
+ *       handled as any consumed grant (a duplicate of this binding's
+ *       attempt), never as a refusal of the payout the grant runs.
  */
 #include <stdio.h>
 #include <string.h>
@@ -306,6 +313,23 @@ static bool validate(og_store *s, const og_payout_worker_cfg *c,
     case OG_PAYOUT_EXEC_REFUSED:
         break;
     }
+    if (v->reason == OG_PAYOUT_WORKER_PAYOUT_NOT_EXECUTABLE) {
+        /* PX10: the grant was read before a concurrent claim of it
+         * committed and the payout after: the payout is Executing because
+         * the grant is consumed now. Read it again, so that a delivery
+         * racing the winner is told what it is — a duplicate of this
+         * binding's attempt — and not a refusal of a payout that is in
+         * fact running under this very grant. */
+        rc = og_payout_grant_get(s, w->job.grant_id, g);
+        if (rc == 1 && strcmp(g->payout_id, w->job.payout_id) == 0 &&
+            (g->consumed_at_us != 0 ||
+             g->state == OG_PAYOUT_GRANT_CONSUMED)) {
+            if ((rc = consumed(s, g, w)) < 0)
+                postpone(s, w, OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE, rc,
+                         c->postpone_us);
+            return false;
+        }
+    }
     refuse(s, w, v->reason, v->reason == OG_PAYOUT_WORKER_BINDING_MISMATCH);
     return false;
 }
@@ -551,45 +575,44 @@ int og_payout_work_once(og_store *s, const og_payout_worker_cfg *c,
         return 0;
     }
 
+    /* PX2: the secrets, only now that the claim is ours and before the
+     * start: a worker that cannot have them stops with its attempt still
+     * Admitted, which provably sent nothing, so the sweeper ends it
+     * NotStarted and the payout waits for fresh authority (docs/payouts.md,
+     * section 8). Wiped on every path below. */
+    w.end = OG_PAYOUT_WORK_NOT_SENT;
+    rc = og_payout_destination_token(s, r.attempt.account_id,
+                                     v.relied.destination, token,
+                                     sizeof token);
+    if (rc != 1) {
+        w.error = rc < 0 ? rc : 0;
+        goto out;
+    }
+    if (credential_get(c->credential, c->credential_arg, cred,
+                       sizeof cred) != 0)
+        goto out;
+    rc = og_provider_open(c->provider_url, cred[0] ? cred : NULL, c->table,
+                          &p);
+    sodium_memzero(cred, sizeof cred);
+    if (rc < 0) {
+        w.error = rc;
+        goto out;
+    }
+
     /* PX1: a confirmed start, or nothing. */
     rc = og_op_start(s, r.attempt.operation_id, r.attempt.owner_version,
                      c->worker_id, &started);
     if (rc < 0) {
         w.end = OG_PAYOUT_WORK_START_UNCONFIRMED;
         w.error = rc;
-        *out = w;
-        return 0;
+        goto out;
     }
-    if (!started) {
-        w.end = OG_PAYOUT_WORK_NOT_SENT;
-        *out = w;
-        return 0;
-    }
+    if (!started)
+        goto out;
     w.attempt_status = OG_OP_STARTED;
     w.end = OG_PAYOUT_WORK_SENT;
-
-    /* PX2: the secrets, only now; wiped on every path below. */
-    rc = og_payout_destination_token(s, r.attempt.account_id,
-                                     v.relied.destination, token,
-                                     sizeof token);
-    if (rc != 1) {
-        w.end = OG_PAYOUT_WORK_NOT_SENT;
-        w.error = rc < 0 ? rc : 0;
-        goto out;
-    }
-    if (credential_get(c->credential, c->credential_arg, cred,
-                       sizeof cred) != 0) {
-        w.end = OG_PAYOUT_WORK_NOT_SENT;
-        goto out;
-    }
-    rc = og_provider_open(c->provider_url, cred[0] ? cred : NULL, c->table,
-                          &p);
-    sodium_memzero(cred, sizeof cred);
-    if (rc < 0) {
-        w.end = OG_PAYOUT_WORK_NOT_SENT;
-        w.error = rc;
-        goto out;
-    }
+    if (c->on_started)
+        c->on_started(c->on_started_arg, r.attempt.operation_id);
     send_attempt(s, c, &w, &r.attempt, p, token);
 out:
     og_provider_free(p);

@@ -421,15 +421,19 @@ int pl_credential(void *arg, char *out, size_t outlen)
     pl_cred *c = arg;
 
     c->calls++;
-    if (c->pipe_fd >= 0) {
-        if (write(c->pipe_fd, "c", 1) != 1)
-            return -1;
-        t_sleep_ms(c->pause_ms);
-    }
     if (c->missing || outlen < sizeof PL_CREDENTIAL)
         return -1;
     memcpy(out, PL_CREDENTIAL, sizeof PL_CREDENTIAL);
     return 0;
+}
+
+void pl_on_started(void *arg, const char *attempt_id)
+{
+    pl_cred *c = arg;
+
+    (void)attempt_id;
+    if (c->pipe_fd >= 0 && write(c->pipe_fd, "s", 1) == 1)
+        t_sleep_ms(c->pause_ms);
 }
 
 og_payout_worker_cfg pl_worker_cfg(const pl_world *w, pl_cred *c)
@@ -803,11 +807,4 @@ void pl_wait_until_us(int64_t at_us)
 {
     while (t_now_us() < at_us)
         t_sleep_ms(20);
-}
-
-bool pl_late_reader(const og_payout_work *wk)
-{
-    return wk->end == OG_PAYOUT_WORK_REFUSED &&
-           wk->reason == OG_PAYOUT_WORKER_PAYOUT_NOT_EXECUTABLE &&
-           wk->sends == 0 && wk->acknowledged;
 }

@@ -525,8 +525,7 @@ static void run_two_workers(pl_world *w, snap *out)
         og_store_free(r[i].s);
         if (r[i].wk.end == OG_PAYOUT_WORK_SENT)
             sent++;
-        else if (r[i].wk.end == OG_PAYOUT_WORK_DUPLICATE ||
-                 pl_late_reader(&r[i].wk))
+        else if (r[i].wk.end == OG_PAYOUT_WORK_DUPLICATE)
             dup++;
     }
     pthread_barrier_destroy(&start);
@@ -589,37 +588,31 @@ static void run_redelivery_after_claim(pl_world *w, snap *out)
 }
 
 /* No provider credential at the worker: nothing sent. The worker fetches
- * it only after its confirmed Started write (PX2 in lib/exec/payout.c), so
- * the attempt is Started: the sweeper makes it Unknown (P3: a Started
- * attempt may have sent), and the reconciler, by a lookup after the
- * cutoff, proves it NotApplied — the payout Approved again, its
- * reservation released. (docs/payouts.md's table says NotStarted: that
- * holds for a worker that fetched the credential before its start.) The
- * sandbox's skew is 1 s and the send window 1 s. */
+ * the token and the credential after its claim committed and before its
+ * Started write (PX2 in lib/exec/payout.c), so without them it stops with
+ * the attempt Admitted, which provably sent nothing: the sweeper fences it
+ * (owner version + 1) and records NotStarted — the payout Approved again,
+ * its reservation released, no lookup needed. */
 static void run_credential_unavailable(pl_world *w, snap *out)
 {
     char id[64], op[OG_UUID_LEN + 1];
-    pl_cred c, rcred;
+    pl_cred c;
     og_payout_worker_cfg cfg = cfg_of(w, &c);
-    og_payout_reconciler_cfg rc;
     og_payout_work wk;
-    og_operation a;
+    og_payout_sweep_stats ss;
 
     example(w, id, 1);
     c.missing = true;
-    cfg.send_window_us = PL_SEC;
     wk = pl_work(w, &cfg);
     assert_int_equal(wk.end, OG_PAYOUT_WORK_NOT_SENT);
     assert_int_equal(wk.sends, 0);
     assert_int_equal(c.calls, 1);
     snprintf(op, sizeof op, "%s", wk.attempt_id);
+    assert_int_equal(pl_attempt(w, op).status, OG_OP_ADMITTED);
     pl_age_attempt(w, op, -1000, false);
-    assert_int_equal(pl_sweep(w).unknown, 1);
-    a = pl_attempt(w, op);
-    pl_wait_until_us(a.submit_by_us + PL_SEC + 300 * PL_MS);
-    rc = pl_rcfg(w, &rcred);
-    pl_age_attempt(w, op, -1000, false);
-    pl_reconcile(w, &rc);
+    ss = pl_sweep(w);
+    assert_int_equal(ss.taken, 1);
+    assert_int_equal(ss.not_started, 1);
     take(w, out, og_payout_work_end_name(wk.end), id, op);
 }
 
@@ -817,8 +810,8 @@ static const row rows[] = {
     {"redelivery after the claim", run_redelivery_after_claim, PL_DST_OPEN, 5,
      "duplicate", A(SUCCEEDED), P(PAID), RES_PAID, 1, 1, 0, false},
     {"no provider credential at the worker", run_credential_unavailable,
-     PL_DST_OPEN, 1, "not_sent", A(NOT_APPLIED), P(APPROVED), RES_NONE, 0, 0,
-     1, false},
+     PL_DST_OPEN, 5, "not_sent", A(NOT_STARTED), P(APPROVED), RES_NONE, 0, 0,
+     0, false},
     {"provider refuses: destination_closed", run_destination_closed,
      PL_DST_CLOSED, 5, "destination_closed", A(FAILED), P(FAILED), RES_NONE, 1,
      0, 0, false},

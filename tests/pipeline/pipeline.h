@@ -149,10 +149,13 @@ og_payout_decision pl_decide_allowed(pl_world *w, const char *id);
 typedef struct pl_cred {
     bool missing;       /* the callback fails: no credential */
     int calls;          /* how often it was asked */
-    int pipe_fd;        /* >= 0: write one byte there when asked, then sleep
-                           pause_ms (a paused worker, races.c) */
+    int pipe_fd;        /* >= 0: pl_on_started writes one byte there, then
+                           sleeps pause_ms (a paused worker, races.c) */
     int pause_ms;
 } pl_cred;
+/* og_payout_worker_cfg.on_started for a pl_cred: the pause point of a
+ * worker stopped between its confirmed Started write and its send. */
+void pl_on_started(void *arg, const char *attempt_id);
 int pl_credential(void *arg, char *out, size_t outlen);
 og_payout_worker_cfg pl_worker_cfg(const pl_world *w, pl_cred *c);
 
@@ -221,12 +224,6 @@ bool pl_between_validation_and_claim(pl_world *w, const char *job_id,
                                      const og_payout_worker_cfg *cfg,
                                      og_payout_work *out);
 
-/* Whether wk is a racing loser that read the grant before the winner's
- * claim committed and the payout after it: refused payout.not-executable
- * (the payout is Executing with the winner's attempt), acknowledged,
- * nothing sent. docs/payouts.md section 8 calls every loser a duplicate;
- * this one gets another code for the same zero calls. */
-bool pl_late_reader(const og_payout_work *wk);
 
 /* Sets / clears OG_FAULT (lib/core/fault.c) in this process. */
 void pl_fault(const char *name);

@@ -96,7 +96,6 @@ void concurrent_workers_on_one_grant_make_one_attempt_and_one_provider_call(
                          og_err_name(r[i].rc));
             sent += r[i].wk.end == OG_PAYOUT_WORK_SENT;
             dup += r[i].wk.end == OG_PAYOUT_WORK_DUPLICATE;
-            dup += pl_late_reader(&r[i].wk);
             assert_int_equal(r[i].wk.end == OG_PAYOUT_WORK_SENT ? 1 : 0,
                              r[i].wk.sends);
         }
@@ -349,8 +348,8 @@ void two_payouts_run_concurrently_cannot_exceed_the_daily_limit(void **state)
  * sandbox's skew have passed and the sweeper made its attempt Unknown. Its
  * request reaches the provider and is refused with no effect
  * (request_expired): nothing is created, and reconciliation then proves
- * the attempt NotApplied. The pause point is the credential fetch, which
- * the worker makes only after a confirmed Started: the callback tells the
+ * the attempt NotApplied. The pause point is the worker's on_started hook,
+ * told after the confirmed Started write and before the send: it tells the
  * test through a pipe and waits long enough to be stopped there. */
 void paused_worker_past_its_lease_has_its_late_request_refused(void **state)
 {
@@ -388,6 +387,8 @@ void paused_worker_past_its_lease_has_its_late_request_refused(void **state)
         close(fds[0]);
         c.pipe_fd = fds[1];
         c.pause_ms = 1000;
+        cfg.on_started = pl_on_started;
+        cfg.on_started_arg = &c;
         cfg.attempt_lease_us = 500 * PL_MS;
         cfg.send_window_us = PL_SEC;
         cfg.provider_timeout_us = 5 * PL_SEC;
@@ -400,7 +401,7 @@ void paused_worker_past_its_lease_has_its_late_request_refused(void **state)
         _exit(0);
     }
     close(fds[1]);
-    /* the worker is in its credential fetch, after Started: stop it */
+    /* the worker is in its on_started hook, after Started: stop it */
     assert_int_equal(read(fds[0], &byte, 1), 1);
     assert_int_equal(kill(pid, SIGSTOP), 0);
     close(fds[0]);
