@@ -14,7 +14,10 @@
  *   - a claim or a start whose acknowledgment is lost sends nothing; the
  *     sweeper settles it, and a lost start becomes NotApplied only through
  *     a lookup begun after the attempt's cutoff;
- *   - the runner's threads pay three payouts once each.
+ *   - the runner's threads pay three payouts once each;
+ *   - the recheck uses the approval limit the grant's decision captured
+ *     (PX11): below the amount it refuses, at the amount it sends, and a
+ *     grant bound to a decision that did not allow it is postponed.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -733,6 +736,128 @@ static void grant_checks_refuse_or_postpone_with_no_provider_call(
     x_env_stop(&e);
 }
 
+/* Sets the approval limit decision_id captured to limit, behind the
+ * store's back. Decisions are append-only and the store's triggers refuse
+ * any UPDATE (payouts_decide.c proves it), so this test — and only it —
+ * lifts the trigger for the one statement, in one transaction that puts
+ * it back: the only way to make a grant's decision say something the
+ * payout's own facts do not, and so to see which of the two the worker
+ * rechecks with. */
+static void x_set_captured_limit(t_raw *raw, const char *decision_id,
+                                 int64_t limit)
+{
+    char sql[1024];
+
+    if (t_kind == T_POSTGRES)
+        snprintf(sql, sizeof sql,
+                 "BEGIN;"
+                 " ALTER TABLE payout_decisions"
+                 "   DISABLE TRIGGER payout_decisions_append_only;"
+                 " UPDATE payout_decisions SET requester_approval_limit = %lld"
+                 "   WHERE decision_id = '%s';"
+                 " ALTER TABLE payout_decisions"
+                 "   ENABLE TRIGGER payout_decisions_append_only;"
+                 " COMMIT",
+                 (long long)limit, decision_id);
+    else
+        snprintf(sql, sizeof sql,
+                 "BEGIN;"
+                 " DROP TRIGGER payout_decisions_append_only_update;"
+                 " UPDATE payout_decisions SET requester_approval_limit = %lld"
+                 "   WHERE decision_id = '%s';"
+                 " CREATE TRIGGER payout_decisions_append_only_update"
+                 "   BEFORE UPDATE ON payout_decisions BEGIN SELECT"
+                 "   RAISE(ABORT, 'payout_decisions is append-only'); END;"
+                 " COMMIT",
+                 (long long)limit, decision_id);
+    p_raw_exec(raw, sql);
+    snprintf(sql, sizeof sql,
+             "SELECT requester_approval_limit FROM payout_decisions"
+             " WHERE decision_id = '%s'", decision_id);
+    assert_int_equal(t_raw_int(raw, "%s", sql), limit);
+}
+
+/* The recheck takes the requester's facts from the grant's decision
+ * (PX11; docs/payouts.md, section 5): with the captured limit below the
+ * amount the worker refuses policy.no-longer-allows — an approval limit
+ * derived from the payout (the amount) would have let it send — and at
+ * exactly the amount it sends. A grant whose decision is not its payout's
+ * Allowed one is a broken store: postponed (context.unavailable,
+ * OG_EINTERNAL), never sent, never refused. */
+static void worker_rechecks_with_the_limit_the_decision_captured(
+    void **state)
+{
+    x_env e;
+    char id[64], sql[512];
+    og_payout_decide_req r;
+    og_payout_decision d, denied;
+    og_payout_decision_view dv;
+    og_payout_grant_view g;
+    og_payout_work w;
+
+    (void)state;
+    x_env_start(&e, "pxlimit");
+
+    /* Allowed at 10,000.00; the row then says 4,249.99 for 4,250.00. */
+    d = x_payout(&e, id, 1);
+    x_set_captured_limit(e.raw, d.decision_id, 425000 - 1);
+    assert_int_equal(og_payout_decision_get(e.s, d.decision_id, &dv), 1);
+    assert_int_equal(dv.requester_approval_limit, 425000 - 1);
+    w = x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_REFUSED,
+                      OG_PAYOUT_WORKER_POLICY_NO_LONGER_ALLOWS, true, false,
+                      __LINE__);
+    assert_string_equal(w.job.payout_id, id);
+    assert_string_equal(w.attempt_id, "");
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_APPROVED);
+    assert_int_equal(og_payout_grant_get(e.s, d.grant_id, &g), 1);
+    assert_int_equal(g.consumed_at_us, 0);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+
+    /* Captured at exactly the amount: allowed then, allowed now. */
+    p_id(id, &e.w, "PAY", 2);
+    p_draft(e.s, &e.w, id, "4250");
+    r = p_req(id);
+    r.requester_approval_limit = 425000;
+    r.not_before_us = t_now_us() - SEC;
+    r.expires_at_us = r.not_before_us + 30 * MINUTE;
+    d = p_decide(e.s, &r);
+    assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    if (w.end != OG_PAYOUT_WORK_SENT)
+        fail_msg("end %s reason %s error %s", og_payout_work_end_name(w.end),
+                 og_payout_worker_reason_name(w.reason),
+                 og_err_name(w.error));
+    assert_int_equal(w.attempt_status, OG_OP_SUCCEEDED);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+
+    /* A grant bound to a decision that did not allow it (a payout's
+     * EscalationRecommended one, pointed at behind the store's back: the
+     * bindings are not append-only, and the foreign key holds — the row
+     * exists): a defect, postponed with OG_EINTERNAL, nothing sent, the
+     * job not acknowledged, the grant unconsumed. */
+    d = x_payout(&e, id, 3);
+    p_id(id, &e.w, "PAY", 4);
+    p_draft(e.s, &e.w, id, "4250");
+    r = p_req(id);
+    r.requester_approval_limit = 425000 - 1;
+    denied = p_decide(e.s, &r);
+    assert_int_equal(denied.verdict.outcome, OG_PAYOUT_ESCALATION_RECOMMENDED);
+    snprintf(sql, sizeof sql,
+             "UPDATE payout_grants SET decision_id = '%s' WHERE grant_id = '%s'",
+             denied.decision_id, d.grant_id);
+    p_raw_exec(e.raw, sql);
+    w = x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_POSTPONED,
+                      OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE, false, false,
+                      __LINE__);
+    assert_int_equal(w.error, OG_EINTERNAL);
+    assert_string_equal(w.job.grant_id, d.grant_id);
+    assert_int_equal(og_payout_grant_get(e.s, d.grant_id, &g), 1);
+    assert_int_equal(g.consumed_at_us, 0);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    x_env_stop(&e);
+}
+
 /* Bad configurations are refused before any I/O: the handles below are
  * not a store, and touching one would crash the test. */
 static void bad_configurations_are_refused_before_any_io(void **state)
@@ -792,6 +917,7 @@ const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(runner_pays_every_payout_once_and_goes_idle),
     cmocka_unit_test(
         grant_checks_refuse_or_postpone_with_no_provider_call),
+    cmocka_unit_test(worker_rechecks_with_the_limit_the_decision_captured),
 };
 const size_t t_payout_exec_tests_count =
     sizeof t_payout_exec_tests / sizeof t_payout_exec_tests[0];

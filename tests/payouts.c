@@ -354,6 +354,7 @@ const struct CMUnitTest t_payout_tests[] = {
         allowed_decision_writes_decision_grant_reservation_approval_and_job_in_one_transaction),
     cmocka_unit_test(non_allowed_decision_is_written_alone_and_issues_nothing),
     cmocka_unit_test(decision_is_never_rewritten),
+    cmocka_unit_test(decision_read_returns_what_the_decision_captured),
     cmocka_unit_test(reauthorization_is_refused_while_an_attempt_is_active),
     cmocka_unit_test(
         concurrent_reauthorizations_allocate_distinct_attempt_numbers),

@@ -163,6 +163,7 @@ void allowed_decision_writes_decision_grant_reservation_approval_and_job_in_one_
     void **state);
 void non_allowed_decision_is_written_alone_and_issues_nothing(void **state);
 void decision_is_never_rewritten(void **state);
+void decision_read_returns_what_the_decision_captured(void **state);
 void reauthorization_is_refused_while_an_attempt_is_active(void **state);
 void concurrent_reauthorizations_allocate_distinct_attempt_numbers(
     void **state);

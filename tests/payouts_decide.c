@@ -1,8 +1,9 @@
 /*
- * payouts_decide.c — the payout store, the decision (og_payout_decide): two payouts decided concurrently
- * cannot exceed the daily limit; an Allowed decision's records are written
- * in one transaction, every other outcome alone; a decision is never
- * rewritten; re-authorization.
+ * payouts_decide.c — the payout store, the decision (og_payout_decide): two
+ * payouts decided concurrently cannot exceed the daily limit; an Allowed
+ * decision's records are written in one transaction, every other outcome
+ * alone; a decision is never rewritten, and og_payout_decision_get reads
+ * it back as it captured the requester; re-authorization.
  * The conformance group payouts (payouts.c has the list).
  */
 #include "payouts.h"
@@ -588,6 +589,134 @@ void decision_is_never_rewritten(void **state)
     assert_string_equal(after, before);
     free(before);
     free(after);
+    t_raw_close(raw);
+    og_store_free(s);
+}
+
+/* ===========================================================================
+ * A decision read back (og_payout_decision_get): what it captured
+ * ========================================================================= */
+
+/* view is the row decision d of request r wrote: every column. */
+static void assert_decision_view(const og_payout_decision_view *v,
+                                 const og_payout_decision *d,
+                                 const og_payout_decide_req *r,
+                                 const char *tenant)
+{
+    assert_string_equal(v->decision_id, d->decision_id);
+    assert_string_equal(v->payout_id, r->payout_id);
+    assert_string_equal(v->tenant_id, tenant);
+    assert_int_equal(v->reauthorize, r->reauthorize);
+    assert_int_equal(v->outcome, d->verdict.outcome);
+    assert_int_equal(v->reason, d->verdict.reason);
+    assert_string_equal(v->policy_version, d->verdict.policy_version);
+    assert_string_equal(v->terms_fingerprint, d->verdict.terms_fingerprint);
+    assert_memory_equal(&v->evaluated, &d->verdict.evaluated,
+                        sizeof v->evaluated);
+    assert_string_equal(v->requester_id, r->requester_id);
+    assert_string_equal(v->requester_role, r->requester_role);
+    assert_int_equal(v->requester_approval_limit,
+                     r->requester_approval_limit);
+    assert_int_equal(v->observed_at_us, d->observed_at_us);
+    assert_int_equal(v->decided_at_us, d->decided_at_us);
+    assert_string_equal(v->correlation_id, r->correlation_id);
+}
+
+void decision_read_returns_what_the_decision_captured(void **state)
+{
+    static char not_a_store[64]; /* touching it would crash the test */
+    og_store *bogus = (og_store *)(void *)not_a_store;
+    og_store *s = t_store(0, 0);
+    t_raw *raw = t_raw_open();
+    og_payout_decide_req r;
+    og_payout_decision d;
+    og_payout_decision_view v, untouched;
+    char id[64], upper[OG_UUID_LEN + 1], big[OG_UUID_LEN + 2];
+    p_world w;
+
+    (void)state;
+    p_world_new(s, raw, &w, "dget", 5000000);
+
+    /* Allowed: the requester's facts as captured, every other column as
+     * og_payout_decide reported it; the id in any case. */
+    p_id(id, &w, "PAY", 1);
+    p_draft(s, &w, id, "4250.00");
+    r = p_req(id);
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(og_payout_decision_get(s, d.decision_id, &v), 1);
+    assert_decision_view(&v, &d, &r, w.tenant);
+    assert_int_equal(v.requester_approval_limit, 1000000);
+    for (size_t i = 0; i <= OG_UUID_LEN; i++)
+        upper[i] = (char)(d.decision_id[i] >= 'a' && d.decision_id[i] <= 'f'
+                              ? d.decision_id[i] - 'a' + 'A'
+                              : d.decision_id[i]);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(og_payout_decision_get(s, upper, &v), 1);
+    assert_decision_view(&v, &d, &r, w.tenant);
+
+    /* Not Allowed (EscalationRecommended: the captured limit is below the
+     * amount): another requester, role and limit, read back as captured. */
+    p_id(id, &w, "PAY", 2);
+    p_draft(s, &w, id, "4250.00");
+    r = p_req(id);
+    r.requester_id = "clerk-23";
+    r.requester_role = "junior-clerk";
+    r.requester_approval_limit = 425000 - 1;
+    r.correlation_id = "COR-8813";
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.reason, OG_PAYOUT_REASON_ABOVE_REQUESTER_LIMIT);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(og_payout_decision_get(s, d.decision_id, &v), 1);
+    assert_decision_view(&v, &d, &r, w.tenant);
+    assert_int_equal(v.outcome, OG_PAYOUT_ESCALATION_RECOMMENDED);
+    assert_int_equal(v.requester_approval_limit, 425000 - 1);
+
+    /* A re-authorization of a payout that is not there: Deferred, nothing
+     * read — no tenant, no fingerprint, no versions (the NULL columns). */
+    p_id(id, &w, "PAY-MISSING", 3);
+    r = p_req(id);
+    r.reauthorize = true;
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.reason, OG_PAYOUT_REASON_CONTEXT_UNAVAILABLE);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(og_payout_decision_get(s, d.decision_id, &v), 1);
+    assert_decision_view(&v, &d, &r, "");
+    assert_true(v.reauthorize);
+    assert_string_equal(v.terms_fingerprint, "");
+    assert_int_equal(v.evaluated.payout, 0);
+
+    /* No such decision: 0, *out untouched. */
+    memset(&untouched, 0x5a, sizeof untouched);
+    v = untouched;
+    assert_int_equal(og_payout_decision_get(
+                         s, "0b9e7c4e-6f7d-4a44-9c1e-3f2a9d8b7c61", &v),
+                     0);
+    assert_memory_equal(&v, &untouched, sizeof v);
+
+    /* Input is checked before any I/O: bogus is not a store. */
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(og_payout_decision_get(bogus, NULL, &v),
+                     OG_EPAYOUT_DECISION);
+    assert_int_equal(og_payout_decision_get(bogus, "", &v),
+                     OG_EPAYOUT_DECISION);
+    assert_int_equal(og_payout_decision_get(bogus, "not-a-uuid", &v),
+                     OG_EPAYOUT_DECISION);
+    assert_int_equal(og_payout_decision_get(
+                         bogus, "00000000-0000-0000-0000-000000000000", &v),
+                     OG_EPAYOUT_DECISION);
+    assert_int_equal(og_payout_decision_get(
+                         bogus, "0b9e7c4e-6f7d-4a44-9c1e-3f2a9d8b7c6g", &v),
+                     OG_EPAYOUT_DECISION);
+    assert_int_equal(og_payout_decision_get(bogus, big, &v),
+                     OG_EPAYOUT_DECISION);
+    assert_int_equal(og_payout_decision_get(bogus, upper, NULL), OG_EINVAL);
+    assert_int_equal(og_payout_decision_get(NULL, upper, &v), OG_EINVAL);
+    assert_memory_equal(&v, &untouched, sizeof v);
+    assert_string_equal(og_err_name(OG_EPAYOUT_DECISION),
+                        "input.decision_id_invalid");
     t_raw_close(raw);
     og_store_free(s);
 }

@@ -620,6 +620,8 @@ void error_codes_were_appended(void **state)
         {OG_EPAYOUT_VERSION, "input.record_version_invalid"},
         /* the policy's current release (schema 12) */
         {OG_EPAYOUT_POLICY_RELEASE, "policy.release-mismatch"},
+        /* the decision read (og_payout_decision_get) */
+        {OG_EPAYOUT_DECISION, "input.decision_id_invalid"},
     };
 
     (void)state;

@@ -220,7 +220,9 @@ extern "C" {
     X(PAYOUT_POLICY_RELEASE, "policy.release-mismatch",                        \
       "this build's payout policy is not the store's current policy release "  \
       "(og_payout_policy_release_get): nothing was decided; a build of the "   \
-      "current release decides, or an operator moves the release")
+      "current release decides, or an operator moves the release")             \
+    X(PAYOUT_DECISION, "input.decision_id_invalid",                            \
+      "decision id must be a non-nil UUID (8-4-4-4-12 hex)")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,

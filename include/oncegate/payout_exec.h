@@ -162,11 +162,15 @@ typedef struct og_payout_work {
 } og_payout_work;
 
 /* Takes one job and carries it as far as it may go: validate (the order of
- * docs/payouts.md, section 5, step 2), claim, fetch the token and the
- * credential, og_op_start, send with the attempt's key, reference and
- * expires_at = submit_by, classify, record (og_payout_resolve). The ends
- * above say where it stopped; every refusal acknowledges the job, a
- * postponement or an unconfirmed claim does not.
+ * docs/payouts.md, section 5, step 2; the recheck with the requester's
+ * facts the grant's decision captured, og_payout_decision_get), claim,
+ * fetch the token and the credential, og_op_start, send with the attempt's
+ * key, reference and expires_at = submit_by, classify, record
+ * (og_payout_resolve). The ends above say where it stopped; every refusal
+ * acknowledges the job, a postponement or an unconfirmed claim does not. A
+ * grant whose decision is missing, not Allowed or another payout's is
+ * POSTPONED context.unavailable with error OG_EINTERNAL: a broken store,
+ * never a send.
  *
  * Returns 0 and *out for every end, or an error before any job was taken:
  * OG_EINVAL (c incomplete or out of bounds, checked before any I/O), or

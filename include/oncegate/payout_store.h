@@ -253,7 +253,8 @@ typedef struct og_payout_snapshot {
                                    store's clock at the read); intent = the
                                    record's terms at the record's version;
                                    requester zeroed: the caller passes the
-                                   facts a decision captured */
+                                   facts a decision captured
+                                   (og_payout_decision_get) */
     og_payout_unavailable why;  /* NONE exactly when !ctx.unavailable */
     char payout_id[OG_ID_MAX + 1];
     char tenant_id[OG_ID_MAX + 1];
@@ -357,6 +358,40 @@ typedef struct og_payout_decision {
  * before deciding again), OG_EINTERNAL. */
 OG_MUST_CHECK int og_payout_decide(og_store *s, const og_payout_decide_req *r,
                                    og_payout_decision *out);
+
+/* A decision as stored: every column of its row. Decisions are append-only
+ * (the schema refuses UPDATE and DELETE), so this is what the decision
+ * wrote — in particular the requester's facts it captured, which the
+ * worker's recheck uses (docs/payouts.md, section 5). */
+typedef struct og_payout_decision_view {
+    char decision_id[OG_UUID_LEN + 1];
+    char payout_id[OG_ID_MAX + 1];
+    char tenant_id[OG_ID_MAX + 1];       /* "" when the payout was missing */
+    bool reauthorize;                    /* decided as a re-authorization
+                                            (og_payout_decide_req) */
+    og_payout_outcome outcome;
+    og_payout_reason reason;             /* its outcome is outcome */
+    char policy_version[OG_ID_MAX + 1];  /* the policy that decided */
+    char terms_fingerprint[OG_PAYOUT_FINGERPRINT_HEX + 1]; /* of the terms
+                                            evaluated; "" when nothing was
+                                            read (context.unavailable) */
+    og_payout_versions evaluated;        /* all 0 when nothing was read */
+    char requester_id[OG_ID_MAX + 1];    /* captured */
+    char requester_role[OG_ID_MAX + 1];  /* captured */
+    int64_t requester_approval_limit;    /* captured: minor units of the
+                                            payout's currency */
+    int64_t observed_at_us;              /* the facts' read (store clock) */
+    int64_t decided_at_us;               /* the decision's write */
+    char correlation_id[OG_ID_MAX + 1];
+} og_payout_decision_view;
+
+/* Reads decision decision_id (a non-nil UUID, any case; checked before any
+ * I/O): 1 and *out, 0 when there is none, or an error (OG_EINVAL: s or out
+ * NULL; OG_EPAYOUT_DECISION; OG_EINTERNAL: a row the schema's rules forbid;
+ * store errors). ONE read; it never blocks on a decision in flight, which
+ * it does not see until it committed. */
+OG_MUST_CHECK int og_payout_decision_get(og_store *s, const char *decision_id,
+                                         og_payout_decision_view *out);
 
 /* ---------------------------------------------------------------------------
  * Jobs: the outbox is the durable queue (docs/payouts.md, section 1). A job

@@ -10,9 +10,10 @@
  * The worker, for one job:
  *
  *   take job -> grant checks (unknown, binding, audience, revoked,
- *     consumed, window) -> context read -> recheck (pure) -> claim
- *     -> token + credential -> og_op_start -> send (same key, while a
- *     transient answer and og_op_may_submit allow) -> classify -> resolve
+ *     consumed, window) -> context read + the grant's decision -> recheck
+ *     (pure) -> claim -> token + credential -> og_op_start -> send (same
+ *     key, while a transient answer and og_op_may_submit allow) -> classify
+ *     -> resolve
  *   every refusal: acknowledged, nothing sent; a postponement or an
  *   unconfirmed claim: nothing acknowledged, nothing sent.
  *
@@ -57,6 +58,12 @@
  *       when a concurrent claim consumed it meanwhile, the delivery is
  *       handled as any consumed grant (a duplicate of this binding's
  *       attempt), never as a refusal of the payout the grant runs.
+ *   PX11 The recheck takes the requester's facts from the decision that
+ *       issued the grant (og_payout_decision_get of its decision_id): the
+ *       approval limit it captured, never one derived from the payout. A
+ *       decision that cannot be read postpones the job (context.unavailable);
+ *       one that is missing, not Allowed or another payout's is a defect
+ *       (OG_EINTERNAL), postponed too — never allowed, never refused.
  */
 #include <stdio.h>
 #include <string.h>
@@ -229,6 +236,31 @@ static int consumed(og_store *s, const og_payout_grant_view *g,
     return 0;
 }
 
+/* The requester's facts the decision behind grant g captured (PX11) into
+ * *out. 0, or < 0: the store's error, or OG_EINTERNAL when the grant's
+ * decision is missing, not Allowed or another payout's — every grant is
+ * issued by the Allowed decision of its own payout, in the decision's
+ * transaction (and the schema's foreign key holds the row), so any of
+ * these is a broken store: a defect to see, never a reason to allow or to
+ * refuse a payout. */
+static int decision_facts(og_store *s, const og_payout_grant_view *g,
+                          og_payout_requester *out)
+{
+    og_payout_decision_view d;
+    int rc;
+
+    rc = og_payout_decision_get(s, g->decision_id, &d);
+    if (rc == OG_EPAYOUT_DECISION) /* the store's own binding: not an id */
+        return OG_EINTERNAL;
+    if (rc < 0)
+        return rc;
+    if (rc == 0 || d.outcome != OG_PAYOUT_ALLOWED ||
+        strcmp(d.payout_id, g->payout_id) != 0)
+        return OG_EINTERNAL;
+    out->approval_limit = d.requester_approval_limit;
+    return 0;
+}
+
 /* Validation (docs/payouts.md, section 5, step 2): the grant's own checks
  * in order, then the context and the pure recheck. true and *v VALID (with
  * the grant) when the worker may claim; false when w says how it ended. */
@@ -289,12 +321,14 @@ static bool validate(og_store *s, const og_payout_worker_cfg *c,
         return false;
     }
     /* The requester's facts as the decision captured them (docs/payouts.md,
-     * section 5): the only one is the approval limit, which the Allowed
-     * decision behind every grant proved at least the amount — and the
-     * terms cannot have changed without the fingerprint check refusing
-     * first. The limit = the amount therefore answers rule 8 exactly as
-     * the captured limit would. */
-    snap.ctx.requester.approval_limit = snap.amount_minor;
+     * section 5; PX11), never read anew: the requester acted then, not
+     * now. A decision is never changed, so it needs no common snapshot
+     * with the context. */
+    if ((rc = decision_facts(s, g, &snap.ctx.requester)) < 0) {
+        postpone(s, w, OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE, rc,
+                 c->postpone_us);
+        return false;
+    }
     b.terms_fingerprint = g->terms_fingerprint;
     b.executable_payout_version = g->executable_payout_version;
     rc = og_payout_evaluate_for_execution(&snap.ctx, &b, v);

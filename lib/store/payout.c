@@ -247,6 +247,25 @@ int og_payout_get(og_store *s, const char *payout_id, og_payout_view *out)
     return rc;
 }
 
+int og_payout_decision_get(og_store *s, const char *decision_id,
+                           og_payout_decision_view *out)
+{
+    og_payout_decision_view v;
+    char id[OG_UUID_LEN + 1];
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    /* Normalized: the store keeps the lower-case form og__uuid_new made. */
+    if (og__uuid_normalize(decision_id, id) != 0)
+        return OG_EPAYOUT_DECISION;
+    memset(&v, 0, sizeof v);
+    rc = s->m->payout_decision_get(s->impl, id, &v);
+    if (rc == 1)
+        *out = v;
+    return rc;
+}
+
 int og_payout_context_read(og_store *s, const char *payout_id,
                            int64_t release_at_us, og_payout_snapshot *out)
 {

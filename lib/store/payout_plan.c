@@ -136,6 +136,27 @@ int og__payout_bstatus_parse(const char *text)
     return parse_name(text, bstatus_name, OG_PAYOUT_BENEFICIARY_CLOSED + 1);
 }
 
+static const char *outcome_name(int i)
+{
+    return og_payout_outcome_name((og_payout_outcome)i);
+}
+
+static const char *reason_name(int i)
+{
+    return og_payout_reason_name((og_payout_reason)i);
+}
+
+int og__payout_outcome_parse(const char *text)
+{
+    return parse_name(text, outcome_name,
+                      OG_PAYOUT_ESCALATION_RECOMMENDED + 1);
+}
+
+int og__payout_reason_parse(const char *text)
+{
+    return parse_name(text, reason_name, OG_PAYOUT_REASON_ALLOWED + 1);
+}
+
 void og_payout_snapshot_bind(og_payout_snapshot *s)
 {
     og_payout_terms t;

@@ -1,9 +1,9 @@
 /*
  * rows.c — the one reader of each row both backends return alike
  * (rows.h): an operation, its history, a redemption point, and the payout
- * store's facts, payouts, grants and jobs. A backend supplies the row
- * through its og__row accessors; everything a column means is decided
- * here.
+ * store's facts, payouts, decisions, grants and jobs. A backend supplies
+ * the row through its og__row accessors; everything a column means is
+ * decided here.
  *
  * A column the schema declares NOT NULL (or that its statement computes
  * never NULL) that reads NULL, a text that does not fit its buffer, a
@@ -361,6 +361,58 @@ int og__row_payout_view(og__row r, og_payout_view *out)
         return OG_EINTERNAL;
     v.has_purpose = !r.ops->null(&r, PAYOUT_VIEW_PURPOSE);
     v.state = (og_payout_state)state;
+    *out = v;
+    return 0;
+}
+
+int og__row_payout_decision(og__row r, og_payout_decision_view *out)
+{
+    og_payout_decision_view v;
+    const char *mode;
+    int outcome, reason;
+
+    memset(&v, 0, sizeof v);
+    if (text(r, PAYOUT_DECISION_DECISION_ID, v.decision_id,
+             sizeof v.decision_id) ||
+        text(r, PAYOUT_DECISION_PAYOUT_ID, v.payout_id, sizeof v.payout_id) ||
+        text_opt(r, PAYOUT_DECISION_TENANT_ID, v.tenant_id,
+                 sizeof v.tenant_id) ||
+        named(r, PAYOUT_DECISION_OUTCOME, og__payout_outcome_parse,
+              &outcome) ||
+        named(r, PAYOUT_DECISION_REASON, og__payout_reason_parse, &reason) ||
+        text(r, PAYOUT_DECISION_POLICY_VERSION, v.policy_version,
+             sizeof v.policy_version) ||
+        text_opt(r, PAYOUT_DECISION_TERMS_FINGERPRINT, v.terms_fingerprint,
+                 sizeof v.terms_fingerprint) ||
+        i64_opt(r, PAYOUT_DECISION_TENANT_SETTINGS_VERSION,
+                &v.evaluated.tenant_settings) ||
+        i64_opt(r, PAYOUT_DECISION_BENEFICIARY_VERSION,
+                &v.evaluated.beneficiary) ||
+        i64_opt(r, PAYOUT_DECISION_DESTINATION_VERSION,
+                &v.evaluated.destination) ||
+        i64_opt(r, PAYOUT_DECISION_PAYOUT_VERSION, &v.evaluated.payout) ||
+        text(r, PAYOUT_DECISION_REQUESTER_ID, v.requester_id,
+             sizeof v.requester_id) ||
+        text(r, PAYOUT_DECISION_REQUESTER_ROLE, v.requester_role,
+             sizeof v.requester_role) ||
+        i64(r, PAYOUT_DECISION_REQUESTER_APPROVAL_LIMIT,
+            &v.requester_approval_limit) ||
+        i64(r, PAYOUT_DECISION_OBSERVED_AT, &v.observed_at_us) ||
+        i64(r, PAYOUT_DECISION_DECIDED_AT, &v.decided_at_us) ||
+        text(r, PAYOUT_DECISION_CORRELATION_ID, v.correlation_id,
+             sizeof v.correlation_id))
+        return OG_EINTERNAL;
+    mode = r.ops->text(&r, PAYOUT_DECISION_MODE);
+    if (mode && strcmp(mode, "reauthorize") == 0)
+        v.reauthorize = true;
+    else if (!mode || strcmp(mode, "submit") != 0)
+        return OG_EINTERNAL;
+    /* The store writes a reason with its own outcome; a row that pairs
+     * them otherwise was not written by a decision. */
+    v.outcome = (og_payout_outcome)outcome;
+    v.reason = (og_payout_reason)reason;
+    if (og_payout_reason_outcome(v.reason) != v.outcome)
+        return OG_EINTERNAL;
     *out = v;
     return 0;
 }

@@ -265,6 +265,33 @@ enum {
 /* *out from r, its amount formatted. 0 or OG_EINTERNAL. */
 int og__row_payout_view(og__row r, og_payout_view *out);
 
+/* A decision as stored (og_payout_decision_get): every column of its
+ * payout_decisions row. */
+enum {
+    PAYOUT_DECISION_DECISION_ID,
+    PAYOUT_DECISION_PAYOUT_ID,
+    PAYOUT_DECISION_TENANT_ID,          /* NULL: the payout was missing */
+    PAYOUT_DECISION_MODE,
+    PAYOUT_DECISION_OUTCOME,
+    PAYOUT_DECISION_REASON,
+    PAYOUT_DECISION_POLICY_VERSION,
+    PAYOUT_DECISION_TERMS_FINGERPRINT,  /* NULL: nothing was read */
+    PAYOUT_DECISION_TENANT_SETTINGS_VERSION, /* these four likewise */
+    PAYOUT_DECISION_BENEFICIARY_VERSION,
+    PAYOUT_DECISION_DESTINATION_VERSION,
+    PAYOUT_DECISION_PAYOUT_VERSION,
+    PAYOUT_DECISION_REQUESTER_ID,
+    PAYOUT_DECISION_REQUESTER_ROLE,
+    PAYOUT_DECISION_REQUESTER_APPROVAL_LIMIT,
+    PAYOUT_DECISION_OBSERVED_AT,
+    PAYOUT_DECISION_DECIDED_AT,
+    PAYOUT_DECISION_CORRELATION_ID,
+    PAYOUT_DECISION_NCOLS
+};
+/* *out from r. 0 or OG_EINTERNAL (also for a mode, outcome or reason that
+ * is not one, or a reason whose outcome is not the row's). */
+int og__row_payout_decision(og__row r, og_payout_decision_view *out);
+
 /* A payout grant, its binding and its grants row, and the store's clock. */
 enum {
     PAYOUT_GRANT_GRANT_ID,

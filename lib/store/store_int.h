@@ -238,9 +238,12 @@ typedef struct og__payout_plan {
     int64_t attempt_number;       /* Allowed: attempt_count + 1 */
 } og__payout_plan;
 
-/* Text -> enum for the stored state and status: -1 when not one. */
+/* Text -> enum for the stored state, status, outcome and reason: -1 when
+ * not one. */
 int og__payout_state_parse(const char *text);
 int og__payout_bstatus_parse(const char *text);
+int og__payout_outcome_parse(const char *text);
+int og__payout_reason_parse(const char *text);
 
 /* The public snapshot of f (amount formatted, pointers bound). 0, or
  * OG_EINTERNAL for facts the schema forbids (a currency the core refuses,
@@ -881,6 +884,12 @@ typedef int og__store_payout_cancel_fn(void *impl, const char *payout_id,
 /* 1 found, 0 not, negative error. */
 typedef int og__store_payout_get_fn(void *impl, const char *payout_id,
                                     og_payout_view *out);
+/* Decision decision_id (normalized) as its row stands: 1 and *out, 0 none,
+ * <0 an error. ONE read; a decision is never changed (M27), so this is the
+ * row its decision wrote. */
+typedef int og__store_payout_decision_get_fn(void *impl,
+                                             const char *decision_id,
+                                             og_payout_decision_view *out);
 
 /* ---- the payout store's transactions (M28-M35) --------------------------
  * The context read, the decision, the claim and the resolution are
@@ -1095,6 +1104,7 @@ typedef struct og__store_methods {
     og__store_payout_draft_fn *payout_draft;
     og__store_payout_cancel_fn *payout_cancel;
     og__store_payout_get_fn *payout_get;
+    og__store_payout_decision_get_fn *payout_decision_get;
     og__store_payout_policy_release_set_fn *payout_policy_release_set;
     /* the payout store's transactions and their steps */
     og__store_txn_begin_fn *txn_begin;

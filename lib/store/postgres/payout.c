@@ -1,10 +1,10 @@
 /*
  * payout.c — the payout store's records and the decision's steps: tenants,
  * beneficiaries and destinations (puts, and the executor's read of a
- * destination's token), drafts, cancellations, the payout as stored, the
- * facts, and the decision's steps (the reservation, the decision's row,
- * what an Allowed decision enables), which lib/store/payout.c runs in one
- * transaction (S6).
+ * destination's token), drafts, cancellations, the payout and a decision
+ * as stored, the facts, and the decision's steps (the reservation, the
+ * decision's row, what an Allowed decision enables), which
+ * lib/store/payout.c runs in one transaction (S6).
  *
  * These keep M27-M31 (lib/store/store_int.h). Each put, draft and
  * cancellation is ONE statement in its own implicit transaction, confirmed
@@ -417,6 +417,46 @@ int og__pg_payout_get(void *impl, const char *id, og_payout_view *out)
     if (rc == 0 && PQntuples(res) == 1)
         rc = og__row_payout_view(og__pg_row(res, 0), out) == 0 ? 1
                                                                 : OG_EINTERNAL;
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}
+
+/* ===========================================================================
+ * og_payout_decision_get
+ * ========================================================================= */
+
+/* A decision as stored: $1 decision. Its primary key: one row or none. */
+static const char pg_payout_decision_get_sql[] =
+    "SELECT decision_id::text, payout_id, tenant_id, mode, outcome, reason, policy_version,\n"
+    "       terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
+    "       destination_version, payout_version, requester_id, requester_role,\n"
+    "       requester_approval_limit, " PG_EPOCH_US("observed_at") ",\n"
+    "       " PG_EPOCH_US("decided_at") ", correlation_id\n"
+    "FROM payout_decisions WHERE decision_id = $1::uuid";
+static const og__pg_stmt pg_payout_decision_get_stmt = {
+    "og_payout_decision_get", pg_payout_decision_get_sql, 1,
+    OG_KEYS_AS_STORED};
+/* Its columns: PAYOUT_DECISION_* (rows.h). */
+
+int og__pg_payout_decision_get(void *impl, const char *id,
+                               og_payout_decision_view *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {id};
+    int rc;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_decision_get_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, PAYOUT_DECISION_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1)
+        rc = og__row_payout_decision(og__pg_row(res, 0), out) == 0
+                 ? 1
+                 : OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
     return rc;

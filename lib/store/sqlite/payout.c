@@ -1,10 +1,11 @@
 /*
  * payout.c — the SQLite payout store's records and decision steps (schema
  * 8): tenant, beneficiary and destination puts, the executor's read of a
- * destination token, drafts, cancellations, og_payout_get, the facts, and
- * the decision's steps (the reservation, the decision's row, what an
- * Allowed decision enables), which lib/store/payout.c runs in one
- * transaction (S6). What runs a decided payout is payout_run.c.
+ * destination token, drafts, cancellations, og_payout_get,
+ * og_payout_decision_get, the facts, and the decision's steps (the
+ * reservation, the decision's row, what an Allowed decision enables), which
+ * lib/store/payout.c runs in one transaction (S6). What runs a decided
+ * payout is payout_run.c.
  *
  * These keep M27-M31 (lib/store/store_int.h). Every write is ONE BEGIN
  * IMMEDIATE transaction (og__sq_begin/og__sq_end, as Q11) holding its
@@ -504,6 +505,34 @@ int og__sq_payout_get(void *impl, const char *id, og_payout_view *out)
 {
     return og__sq_read_row(impl, sq_payout_get_sql, id, 0,
                            sq_payout_view_row, out);
+}
+
+/* ===========================================================================
+ * og_payout_decision_get
+ * ========================================================================= */
+
+/* A decision as stored: ?1 decision (normalized: the case og__uuid_new
+ * writes). Its primary key: one row or none. */
+static const char sq_payout_decision_get_sql[] =
+    "SELECT decision_id, payout_id, tenant_id, mode, outcome, reason,"
+    " policy_version, terms_fingerprint, tenant_settings_version,"
+    " beneficiary_version, destination_version, payout_version,"
+    " requester_id, requester_role, requester_approval_limit, observed_at,"
+    " decided_at, correlation_id FROM payout_decisions WHERE decision_id = ?1";
+/* Its columns: PAYOUT_DECISION_* (rows.h). */
+
+static int sq_payout_decision_row(og__sq_store *s, sqlite3_stmt *st,
+                                  void *out)
+{
+    (void)s;
+    return og__row_payout_decision(og__sq_row(st), out);
+}
+
+int og__sq_payout_decision_get(void *impl, const char *id,
+                               og_payout_decision_view *out)
+{
+    return og__sq_read_row(impl, sq_payout_decision_get_sql, id, 0,
+                           sq_payout_decision_row, out);
 }
 
 /* ===========================================================================
