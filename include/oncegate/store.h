@@ -114,8 +114,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * resolution's release causes and history entry, 11 a payout attempt's
  * reconciliation (the takeover's instant, lookups and their backoff, when
  * "not found" may be final, late evidence and returns), 12 settlement time
- * zones and the payout policy's current release. */
-#define OG_SCHEMA_VERSION 12
+ * zones and the payout policy's current release, 13 an index of the
+ * archive's payout attempts by grant (a return's read). */
+#define OG_SCHEMA_VERSION 13
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the

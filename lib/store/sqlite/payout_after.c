@@ -177,23 +177,28 @@ int og__sq_payout_operator_record(void *impl, void *tx, const char *id,
 
 /* ?1 payout, ?2 provider reference, ?3 actor, ?4 evidence (NULL: none).
  * la: the payout's highest-numbered attempt that has an operation, live or
- * archived. A row only when the entry was written. */
+ * archived, each reached by its binding's grant (the (issuer, grant_id)
+ * key; the archive's by operations_archive_payout_grant_idx, migration 13):
+ * joins, not a UNION ALL, which SQLite would read whole before joining it.
+ * A row only when the entry was written. */
 const char og__sq_payout_return_sql[] =
     "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id,"
     "   from_state, to_state, payout_version, reason, evidence)"
     " SELECT p.payout_id, " SQ_NOW ", 'returned', ?3, la.grant_id, 'Paid',"
     "        'Paid', p.version, ?2, ?4"
     " FROM payouts p,"
-    "   (SELECT b.grant_id, o.status, o.provider_reference"
+    "   (SELECT b.grant_id,"
+    "           CASE WHEN o.operation_id IS NOT NULL THEN o.status"
+    "                ELSE a.status END AS status,"
+    "           CASE WHEN o.operation_id IS NOT NULL THEN o.provider_reference"
+    "                ELSE a.provider_reference END AS provider_reference"
     "    FROM payout_grants b"
-    "    JOIN (SELECT grant_id, status, provider_reference FROM operations"
-    "          WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout'"
-    "          UNION ALL"
-    "          SELECT grant_id, status, provider_reference"
-    "          FROM operations_archive"
-    "          WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout') o"
-    "      ON o.grant_id = b.grant_id"
+    "    LEFT JOIN operations o ON o.issuer = '" OG_PAYOUT_ISSUER "'"
+    "      AND o.grant_id = b.grant_id AND o.kind = 'payout'"
+    "    LEFT JOIN operations_archive a ON a.issuer = '" OG_PAYOUT_ISSUER "'"
+    "      AND a.grant_id = b.grant_id AND a.kind = 'payout'"
     "    WHERE b.payout_id = ?1"
+    "      AND (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL)"
     "    ORDER BY b.attempt_number DESC LIMIT 1) la"
     " WHERE p.payout_id = ?1 AND p.state = 'Paid'"
     "   AND la.status = 'Succeeded' AND la.provider_reference = ?2"
