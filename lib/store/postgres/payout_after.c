@@ -193,19 +193,24 @@ int og__pg_payout_operator_record(void *impl, void *tx, const char *id,
 
 /* $1 payout  $2 provider reference  $3 actor  $4 evidence (NULL: none).
  * la: the payout's highest-numbered attempt that has an operation, live or
- * archived. One row per entry written (none: not Paid, not that attempt,
+ * archived, each reached by its binding's grant (operations_grant_key;
+ * the archive's operations_archive_payout_grant_idx, migration 13): joins,
+ * since a join with a UNION ALL is not pushed into it and read every
+ * payout attempt. One row per entry written (none: not Paid, not that attempt,
  * or returned before). */
 static const char pg_payout_return_sql[] =
     "WITH la AS (\n"
-    "  SELECT b.grant_id, o.status, o.provider_reference\n"
+    "  SELECT b.grant_id,\n"
+    "         CASE WHEN o.operation_id IS NOT NULL THEN o.status ELSE a.status END AS status,\n"
+    "         CASE WHEN o.operation_id IS NOT NULL THEN o.provider_reference\n"
+    "              ELSE a.provider_reference END AS provider_reference\n"
     "  FROM payout_grants b\n"
-    "  JOIN (SELECT grant_id, status, provider_reference FROM operations\n"
-    "        WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout'\n"
-    "        UNION ALL\n"
-    "        SELECT grant_id, status, provider_reference FROM operations_archive\n"
-    "        WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout') o\n"
-    "    ON o.grant_id = b.grant_id\n"
+    "  LEFT JOIN operations o ON o.issuer = '" OG_PAYOUT_ISSUER "' AND o.grant_id = b.grant_id\n"
+    "    AND o.kind = 'payout'\n"
+    "  LEFT JOIN operations_archive a ON a.issuer = '" OG_PAYOUT_ISSUER "' AND a.grant_id = b.grant_id\n"
+    "    AND a.kind = 'payout'\n"
     "  WHERE b.payout_id = $1::text\n"
+    "    AND (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL)\n"
     "  ORDER BY b.attempt_number DESC LIMIT 1)\n"
     "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id, from_state, to_state,\n"
     "                           payout_version, reason, evidence)\n"
