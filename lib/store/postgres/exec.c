@@ -258,7 +258,8 @@ int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
     if ((rc = pg_op_record_params(id, expected, owner_version, o, source,
                                   version, statuses, params)) != 0)
         return rc;
-    rc = og__pg_run_in(pg, c, &og__pg_op_record_stmt, params, &res, deadline_us);
+    rc = og__pg_run_in(pg, c, &og__pg_op_record_stmt, params, &res,
+                       deadline_us);
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, OP_ANSWER_NCOLS, 1) != 0 ||
          PQgetisnull(res, 0, OP_ANSWER)))

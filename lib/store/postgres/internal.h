@@ -545,7 +545,8 @@ extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */
 extern const og__pg_stmt og__pg_payout_expire_stmt;    /* payout_run.c */
 /* The payout pipeline's statements, per payout and per loop pass
  * (docs/payouts.md section 7 step 4) */
-extern const og__pg_stmt og__pg_payout_policy_release_locked_stmt; /* payout.c */
+/* payout.c */
+extern const og__pg_stmt og__pg_payout_policy_release_locked_stmt;
 extern const og__pg_stmt og__pg_payout_facts_stmt;
 extern const og__pg_stmt og__pg_payout_facts_locked_stmt;
 extern const og__pg_stmt og__pg_payout_day_stmt;
@@ -561,7 +562,8 @@ extern const og__pg_stmt og__pg_op_start_stmt;         /* exec.c */
 extern const og__pg_stmt og__pg_op_record_stmt;
 extern const og__pg_stmt og__pg_op_takeover_stmt;
 extern const og__pg_stmt og__pg_op_scan_stmt;
-extern const og__pg_stmt og__pg_payout_reconcile_later_stmt; /* payout_after.c */
+/* payout_after.c */
+extern const og__pg_stmt og__pg_payout_reconcile_later_stmt;
 extern const og__pg_stmt og__pg_payout_attempt_read_stmt;
 extern const og__pg_stmt og__pg_payout_return_stmt;
 /* A text[] literal of statuses: room for every status. */

@@ -146,7 +146,8 @@ int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
     const char *params[2] = {id, d};
 
     og__pg_fmt_i64(d, sizeof d, delivery);
-    return pg_payout_job_settle(impl, &og__pg_payout_job_ack_stmt, params, acked);
+    return pg_payout_job_settle(impl, &og__pg_payout_job_ack_stmt, params,
+                                acked);
 }
 
 int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
@@ -422,8 +423,8 @@ int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
     int rc;
 
     memset(&f, 0, sizeof f);
-    rc = og__pg_run_in(impl, c, &og__pg_payout_resolve_facts_stmt, fparams, &res,
-                       c->txn_deadline_us);
+    rc = og__pg_run_in(impl, c, &og__pg_payout_resolve_facts_stmt, fparams,
+                       &res, c->txn_deadline_us);
     if (rc == 0 && og__pg_shape(res, RESOLVE_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1)

@@ -39,9 +39,10 @@
  *       when the query's WHERE implies the index's.
  *   Q18 Operation kinds (M22, schema 7): the admission's insert
  *       (og__sq_insert_op_sql) writes no new column (a credit is kind's
- *       DEFAULT); og__sq_op_start_sql is the one write to Started, its lease and
- *       submit_by tested against the step's 'now'; sq_op_may_submit_sql
- *       says yes for a payout only in Started; og__sq_op_record_sql writes
+ *       DEFAULT); og__sq_op_start_sql is the one write to Started, its
+ *       lease and submit_by tested against the step's 'now';
+ *       sq_op_may_submit_sql says yes for a payout only in Started;
+ *       og__sq_op_record_sql writes
  *       NotStarted only for a payout whose owner version a takeover raised.
  *       The rebuilt operations table holds both rules as CHECKs too.
  *       Migration 7 (schema.c) rebuilds operations, operation_events and

@@ -35,9 +35,9 @@
  *       (og__sq_conn.txn_at_us); its facts (og__sq_payout_resolve_facts_sql,
  *       each by its key) are read under the write lock (M35); the writes
  *       are og__sq_payout_resolve_payout_sql, then for a terminal outcome
- *       og__sq_payout_release_sql on released_at IS NULL with the day's counter
- *       (og__sq_payout_pay_sql: reserved -> paid, or og__sq_payout_unreserve_sql),
- *       then the "resolved" entry.
+ *       og__sq_payout_release_sql on released_at IS NULL with the day's
+ *       counter (og__sq_payout_pay_sql: reserved -> paid, or
+ *       og__sq_payout_unreserve_sql), then the "resolved" entry.
  */
 #include <string.h>
 
@@ -138,8 +138,8 @@ static int sq_payout_job_settle(og__sq_store *s, const char *sql,
 int og__sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
                           bool *acked)
 {
-    return sq_payout_job_settle(impl, og__sq_payout_job_ack_sql, id, delivery, 0,
-                                acked);
+    return sq_payout_job_settle(impl, og__sq_payout_job_ack_sql, id,
+                                delivery, 0, acked);
 }
 
 int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
@@ -373,7 +373,9 @@ static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
     }
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    if ((rc = og__sq_stmt(c, paid ? og__sq_payout_pay_sql : og__sq_payout_unreserve_sql,
+    if ((rc = og__sq_stmt(c,
+                          paid ? og__sq_payout_pay_sql
+                               : og__sq_payout_unreserve_sql,
                           &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
