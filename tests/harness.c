@@ -591,6 +591,16 @@ void t_undo_migration_7(t_raw *r)
     assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
 }
 
+void t_undo_migration_13(t_raw *r)
+{
+    assert_int_equal(
+        t_raw_exec(r, "BEGIN;"
+                      " DROP INDEX operations_archive_payout_grant_idx;"
+                      " DELETE FROM og_schema_migrations WHERE version = 13;"
+                      " COMMIT"),
+        0);
+}
+
 void t_undo_migration_11(t_raw *r)
 {
     static const char pg[] =

@@ -158,6 +158,12 @@ void t_undo_migration_7(t_raw *r);
  * exactly one, when migrations serialize. */
 int t_concurrent_migrations(const char *url, int n, int from);
 
+/* Drops what migration 13 (the archive's payout attempts by grant) adds
+ * and its version row, in one transaction, so a test can take a store
+ * back below schema 13 (then t_undo_migration_11; 12's objects go with
+ * t_undo_migration_8). Aborts on failure. */
+void t_undo_migration_13(t_raw *r);
+
 /* Drops what migration 11 (a payout attempt's reconciliation) adds, in the
  * backend under test, and its version row, in one transaction, so a test
  * can take a store back below schema 11 (then t_undo_migration_8).

@@ -114,8 +114,9 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * resolution's release causes and history entry, 11 a payout attempt's
  * reconciliation (the takeover's instant, lookups and their backoff, when
  * "not found" may be final, late evidence and returns), 12 settlement time
- * zones and the payout policy's current release. */
-#define OG_SCHEMA_VERSION 12
+ * zones and the payout policy's current release, 13 an index of the
+ * archive's payout attempts by grant (a return's read). */
+#define OG_SCHEMA_VERSION 13
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the
@@ -405,13 +406,17 @@ OG_MUST_CHECK int og_store_cleanup(og_store *s, int batch, int max_batches,
  * and in its consumption-keys mode, for the admission statements (token and
  * row form, and the follow-up read of a claim that did not happen), for
  * one cleanup batch of batch (1..OG_RETENTION_BATCH_MAX) rows, and for the
- * payout store's daily-limit reservation, job take and expiry batch
- * (oncegate/payout_store.h), as Markdown:
+ * payout pipeline's statements that run per payout or per loop pass
+ * (oncegate/payout_store.h; docs/payouts.md section 7 step 4): the
+ * decision's and the context read's, the claim's, og_op_start, the job's
+ * take and ack, the resolution's, the sweeper's and the reconciler's
+ * og_op_scan and takeover, og_payout_reconcile_later, og_payout_evidence's
+ * read, og_payout_return_record and the expiry batch, as Markdown:
  * each statement's text exactly as the store prepares it, the values it is
  * planned with, then the plan. PostgreSQL: EXPLAIN EXECUTE of the store's
  * own prepared statements, the custom plan and the generic plan PostgreSQL
- * may keep after five executions; SQLite: EXPLAIN QUERY PLAN of each
- * statement of the admission transaction and of the cleanup batch.
+ * may keep after five executions (og_op_scan, which runs unnamed: its
+ * custom plan only); SQLite: EXPLAIN QUERY PLAN of each statement.
  * Executes none of them (no ANALYZE): nothing is claimed or deleted.
  * Returns 0 and *text (malloc'd; the caller frees it), or OG_EINVAL,
  * OG_ENOMEM, OG_ESTORE_UNAVAILABLE, OG_EINTERNAL. */

@@ -53,8 +53,7 @@
 
 /* The set of statuses in bits as a text[] literal ("{Admitted,Unknown}").
  * Status names are plain letters, so no element needs quoting. Room for
- * every status. */
-#define PG_STATUSES_MAX 160
+ * every status (PG_STATUSES_MAX, internal.h). */
 static int pg_status_array(unsigned bits, char *buf, size_t n)
 {
     size_t len = 0;
@@ -158,7 +157,7 @@ static const char pg_op_start_sql[] =
     "  FROM upd\n"
     "  RETURNING seq)\n"
     "SELECT EXISTS (SELECT 1 FROM ev)";
-static const og__pg_stmt pg_op_start_stmt = {"og_op_start", pg_op_start_sql,
+const og__pg_stmt og__pg_op_start_stmt = {"og_op_start", pg_op_start_sql,
                                              3, OG_KEYS_AS_STORED};
 
 int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
@@ -170,7 +169,7 @@ int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
 
     og__pg_fmt_i64(version, sizeof version, owner_version);
     /* true only after ReadyForQuery (I1): the caller may send (P1) */
-    return pg_run_bool(pg, &pg_op_start_stmt, params, started);
+    return pg_run_bool(pg, &og__pg_op_start_stmt, params, started);
 }
 
 /* Records an outcome. $1 operation_id  $2 expected statuses (text[] of
@@ -212,7 +211,7 @@ static const char pg_op_record_sql[] =
     "  FROM upd\n"
     "  RETURNING seq)\n"
     "SELECT EXISTS (SELECT 1 FROM ev)";
-static const og__pg_stmt pg_op_record_stmt = {
+const og__pg_stmt og__pg_op_record_stmt = {
     "og_op_record", pg_op_record_sql, 9, OG_KEYS_AS_STORED};
 
 /* pg_op_record_sql's parameters, into params[9]; version and statuses are
@@ -259,7 +258,8 @@ int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
     if ((rc = pg_op_record_params(id, expected, owner_version, o, source,
                                   version, statuses, params)) != 0)
         return rc;
-    rc = og__pg_run_in(pg, c, &pg_op_record_stmt, params, &res, deadline_us);
+    rc = og__pg_run_in(pg, c, &og__pg_op_record_stmt, params, &res,
+                       deadline_us);
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, OP_ANSWER_NCOLS, 1) != 0 ||
          PQgetisnull(res, 0, OP_ANSWER)))
@@ -282,7 +282,7 @@ int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
 
     if (rc != 0)
         return rc;
-    return pg_run_bool(pg, &pg_op_record_stmt, params, recorded);
+    return pg_run_bool(pg, &og__pg_op_record_stmt, params, recorded);
 }
 
 /* Takes an operation over for recovery (docs/design.md, "Execution: one
@@ -317,7 +317,7 @@ static const char pg_op_takeover_sql[] =
     "  FROM upd\n"
     "  RETURNING seq)\n"
     "SELECT " PG_OP_COLUMNS("upd.") " FROM upd";
-static const og__pg_stmt pg_op_takeover_stmt = {
+const og__pg_stmt og__pg_op_takeover_stmt = {
     "og_op_takeover", pg_op_takeover_sql, 4, OG_KEYS_AS_STORED};
 
 int og__pg_op_takeover(void *impl, const char *operation_id,
@@ -337,7 +337,7 @@ int og__pg_op_takeover(void *impl, const char *operation_id,
     rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = og__pg_run(pg, c, &pg_op_takeover_stmt, params, &res);
+    rc = og__pg_run(pg, c, &og__pg_op_takeover_stmt, params, &res);
     if (rc != 0)
         goto out;
     if (og__pg_shape(res, OP_NCOLS, 1) != 0) {
@@ -431,18 +431,23 @@ static const char pg_op_list_sql[] =
     "  AND ($6::text IS NULL OR kind = $6::text)\n"
     "ORDER BY operations.created_at, operations.operation_id\n"
     "LIMIT $4::integer";
+/* Its descriptor, for og_store_explain alone: the listing runs unnamed
+ * (og__pg_exec_params), so it is planned for each call's values, the
+ * custom plan. */
+const og__pg_stmt og__pg_op_scan_stmt = {"og_op_scan", pg_op_list_sql, 6,
+                                         OG_KEYS_AS_STORED};
 
-int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+/* pg_op_list_sql's six values for filter f, in the buffers given:
+ * 0, or OG_EINTERNAL for a status set store.c should have refused. */
+int og__pg_op_list_params(const og_op_filter *f,
+                          char statuses[PG_STATUSES_MAX], char before[24],
+                          char limit[16], const char *params[6])
 {
-    og__pg_store *pg = impl;
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    char statuses[PG_STATUSES_MAX], before[24], limit[16];
-    const char *params[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     bool one = f->statuses != 0 && (f->statuses & (f->statuses - 1)) == 0;
-    og_op_list l = {NULL, 0};
-    int rc, i, n;
+    int rc, i;
 
+    for (i = 0; i < 6; i++)
+        params[i] = NULL;
     /* One kind, or all of them (NULL): a set of two is one or both. */
     for (i = 0; i < OG_OP_KIND_COUNT; i++)
         if (f->kinds == OG_OP_KIND_BIT(i))
@@ -454,17 +459,31 @@ int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
         if (params[4] == NULL)
             return OG_EINTERNAL; /* store.c bounds the bits: a defect */
     } else if (f->statuses != 0) {
-        rc = pg_status_array(f->statuses, statuses, sizeof statuses);
+        rc = pg_status_array(f->statuses, statuses, PG_STATUSES_MAX);
         if (rc != 0)
             return rc;
         params[0] = statuses;
     }
-    og__pg_fmt_i64(before, sizeof before, f->created_before_us);
-    snprintf(limit, sizeof limit, "%d", f->limit);
+    og__pg_fmt_i64(before, 24, f->created_before_us);
+    snprintf(limit, 16, "%d", f->limit);
     params[1] = f->lease_expired ? "true" : "false";
     params[2] = f->created_before_us > 0 ? before : NULL;
     params[3] = limit;
+    return 0;
+}
 
+int og__pg_op_list(void *impl, const og_op_filter *f, og_op_list *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char statuses[PG_STATUSES_MAX], before[24], limit[16];
+    const char *params[6];
+    og_op_list l = {NULL, 0};
+    int rc, i, n;
+
+    if ((rc = og__pg_op_list_params(f, statuses, before, limit, params)) != 0)
+        return rc;
     rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;

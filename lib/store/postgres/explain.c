@@ -74,26 +74,158 @@ static int pg_explain_one(og__pg_store *pg, og__pg_conn *c,
     return 0;
 }
 
+static int pg_explain_stmt_as(og__pg_store *pg, og__pg_conn *c,
+                              const char *title, const og__pg_stmt *s,
+                              const char *const *values, bool generic,
+                              FILE *out);
+
 /* One statement's section: its text, its values, its custom and generic
  * plans. */
 static int pg_explain_stmt(og__pg_store *pg, og__pg_conn *c, const char *title,
                            const og__pg_stmt *s, const char *const *values,
                            FILE *out)
 {
+    return pg_explain_stmt_as(pg, c, title, s, values, true, out);
+}
+
+/* pg_explain_stmt, with the generic plan only when generic: a statement
+ * the store runs unnamed (og_op_scan's) is planned for each call's values
+ * and never has one. */
+static int pg_explain_stmt_as(og__pg_store *pg, og__pg_conn *c,
+                              const char *title, const og__pg_stmt *s,
+                              const char *const *values, bool generic,
+                              FILE *out)
+{
     int rc, n = s->nparams;
 
     og__explain_statement(out, title, s->name, s->sql, values, n);
     rc = pg_explain_one(pg, c, s, values, n, "force_custom_plan",
-                        "Custom plan (planned for these values, as "
-                        "PostgreSQL does for a prepared statement's first "
-                        "five executions):",
+                        generic ? "Custom plan (planned for these values, as "
+                                  "PostgreSQL does for a prepared statement's "
+                                  "first five executions):"
+                                : "Custom plan (the store runs this statement "
+                                  "unnamed: planned for each call's values, "
+                                  "never a generic plan):",
                         out);
-    if (rc == 0)
+    if (rc == 0 && generic)
         rc = pg_explain_one(pg, c, s, values, n, "force_generic_plan",
                             "Generic plan (the one PostgreSQL may keep "
                             "after five executions, for any values):",
                             out);
     return rc;
+}
+
+/* The payout pipeline's statements, per payout and per loop pass, in its
+ * order (docs/payouts.md section 7 step 4), planned for one payout of the
+ * documented shapes that no row holds: PAY-explain of tenant T-explain,
+ * its grant pgr-explain, its attempt ATT and job JOB. */
+static int pg_explain_pipeline(og__pg_store *pg, og__pg_conn *c, FILE *out)
+{
+#define ATT "00000000-0000-4000-8000-0000000000a1"
+#define JOB "00000000-0000-4000-b000-0000000000a1"
+#define DEC "00000000-0000-4000-a000-0000000000a1"
+#define FP "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    const og_op_filter fsweep = {OG_OP_BIT(OG_OP_ADMITTED) |
+                                     OG_OP_BIT(OG_OP_STARTED),
+                                 true, 0, 100,
+                                 OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
+    const og_op_filter frecon = {OG_OP_BIT(OG_OP_UNKNOWN), true, 0, 100,
+                                 OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
+    char sst[PG_STATUSES_MAX], sbefore[24], slimit[16];
+    char rst[PG_STATUSES_MAX], rbefore[24], rlimit[16];
+    const char *sweep[6], *recon[6];
+    char now[24], later[24], owner[24];
+    const char *payout[1] = {"PAY-explain"};
+    const char *day[2] = {"T-explain", "2026-01-15"};
+    const char *decision[17] = {
+        DEC, "PAY-explain", "T-explain", "submit", "Allowed",
+        "payout.allowed", OG_PAYOUT_POLICY_VERSION, FP, "1", "1", "1", "1",
+        "clerk-1", "accounts-payable", "1000000", now, "COR-explain"};
+    const char *approve[14] = {
+        "PAY-explain", "1", "Draft", "2026-01-15", now, "pgr-explain", now,
+        later, DEC, FP, OG_PAYOUT_POLICY_VERSION, JOB, "COR-explain",
+        "clerk-1"};
+    const char *grant[1] = {"pgr-explain"};
+    const char *attempt[1] = {ATT};
+    const char *claim[12] = {
+        "pgr-explain", ATT, now, OG_PAYOUT_POLICY_VERSION, "2",
+        "svc-payout-worker", "1.00", "30000000", "600000000",
+        "pk-explain", "ref-explain", "5000000"};
+    const char *start[3] = {ATT, owner, "svc-payout-worker"};
+    const char *ack[2] = {JOB, "1"};
+    const char *record[9] = {ATT, "{Started}", owner, "Succeeded", "found",
+                             "prv-explain", "svc-payout-worker", NULL, NULL};
+    const char *resolve[10] = {"PAY-explain", "3", ATT, "Paid", "true",
+                               "pgr-explain", "paid", "svc-payout-worker",
+                               "Executing", "Succeeded"};
+    const char *takeover[4] = {ATT, owner, pg->recovery_lease,
+                               "svc-payout-sweeper"};
+    const char *later_[5] = {ATT, "2", "60000000", "not_found",
+                             "svc-payout-reconciler"};
+    const char *ret[4] = {"PAY-explain", "prv-explain", "ops-1", NULL};
+    const struct {
+        const char *title;
+        const og__pg_stmt *stmt;
+        const char *const *values;
+        bool generic;
+    } steps[] = {
+        {"Payout decision: the policy's current release",
+         &og__pg_payout_policy_release_locked_stmt, NULL, true},
+        {"Payout decision: the facts, locked",
+         &og__pg_payout_facts_locked_stmt, payout, true},
+        {"Payout context read: the facts", &og__pg_payout_facts_stmt, payout,
+         true},
+        {"Payout decision and context read: the day's counters",
+         &og__pg_payout_day_stmt, day, true},
+        {"Payout decision: the decision and its entry",
+         &og__pg_payout_decision_stmt, decision, true},
+        {"Payout decision: what an Allowed decision enables",
+         &og__pg_payout_approve_stmt, approve, true},
+        {"Payout claim: the facts and their locks",
+         &og__pg_payout_claim_facts_stmt, grant, true},
+        {"Payout claim: the consuming operation (a claim that waited)",
+         &og__pg_payout_claim_consumer_stmt, attempt, true},
+        {"Payout claim: its writes", &og__pg_payout_claim_stmt, claim, true},
+        {"Payout attempt: og_op_start", &og__pg_op_start_stmt, start, true},
+        {"Payout jobs: the ack", &og__pg_payout_job_ack_stmt, ack, true},
+        {"Payout resolution: the outcome (og_op_record's statement)",
+         &og__pg_op_record_stmt, record, true},
+        {"Payout resolution: the binding and the payout, locked",
+         &og__pg_payout_resolve_facts_stmt, attempt, true},
+        {"Payout resolution: its writes", &og__pg_payout_resolve_stmt,
+         resolve, true},
+        {"Payout sweeper: the lapsed Admitted and Started attempts",
+         &og__pg_op_scan_stmt, sweep, false},
+        {"Payout reconciler: the lapsed Unknown attempts",
+         &og__pg_op_scan_stmt, recon, false},
+        {"Payout sweeper and reconciler: the takeover",
+         &og__pg_op_takeover_stmt, takeover, true},
+        {"Payout reconciler: later (og_payout_reconcile_later)",
+         &og__pg_payout_reconcile_later_stmt, later_, true},
+        {"Payout evidence: the attempt, locked (og_payout_evidence)",
+         &og__pg_payout_attempt_read_stmt, attempt, true},
+        {"Payout return: the entry (og_payout_return_record)",
+         &og__pg_payout_return_stmt, ret, true},
+    };
+    int rc;
+
+    og__pg_fmt_i64(now, sizeof now, (int64_t)time(NULL) * 1000000);
+    og__pg_fmt_i64(later, sizeof later,
+                   (int64_t)time(NULL) * 1000000 + INT64_C(1800000000));
+    og__pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
+    if ((rc = og__pg_op_list_params(&fsweep, sst, sbefore, slimit, sweep)) !=
+            0 ||
+        (rc = og__pg_op_list_params(&frecon, rst, rbefore, rlimit, recon)) !=
+            0)
+        return rc;
+    for (size_t k = 0; rc == 0 && k < sizeof steps / sizeof steps[0]; k++)
+        rc = pg_explain_stmt_as(pg, c, steps[k].title, steps[k].stmt,
+                                steps[k].values, steps[k].generic, out);
+    return rc;
+#undef ATT
+#undef JOB
+#undef DEC
+#undef FP
 }
 
 int og__pg_explain(void *impl, int batch, FILE *out)
@@ -174,6 +306,8 @@ int og__pg_explain(void *impl, int batch, FILE *out)
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Payout grants: one expiry batch",
                              &og__pg_payout_expire_stmt, expire, out);
+    if (rc == 0)
+        rc = pg_explain_pipeline(pg, c, out);
     /* plan_cache_mode was changed on this session: it ends with it. */
     c->broken = true;
     og__pg_release(pg, c);

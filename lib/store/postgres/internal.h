@@ -544,5 +544,36 @@ extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */
 extern const og__pg_stmt og__pg_payout_expire_stmt;    /* payout_run.c */
+/* The payout pipeline's statements, per payout and per loop pass
+ * (docs/payouts.md section 7 step 4) */
+/* payout.c */
+extern const og__pg_stmt og__pg_payout_policy_release_locked_stmt;
+extern const og__pg_stmt og__pg_payout_facts_stmt;
+extern const og__pg_stmt og__pg_payout_facts_locked_stmt;
+extern const og__pg_stmt og__pg_payout_day_stmt;
+extern const og__pg_stmt og__pg_payout_decision_stmt;
+extern const og__pg_stmt og__pg_payout_approve_stmt;
+extern const og__pg_stmt og__pg_payout_job_ack_stmt;   /* payout_run.c */
+extern const og__pg_stmt og__pg_payout_claim_facts_stmt;
+extern const og__pg_stmt og__pg_payout_claim_consumer_stmt;
+extern const og__pg_stmt og__pg_payout_claim_stmt;
+extern const og__pg_stmt og__pg_payout_resolve_facts_stmt;
+extern const og__pg_stmt og__pg_payout_resolve_stmt;
+extern const og__pg_stmt og__pg_op_start_stmt;         /* exec.c */
+extern const og__pg_stmt og__pg_op_record_stmt;
+extern const og__pg_stmt og__pg_op_takeover_stmt;
+extern const og__pg_stmt og__pg_op_scan_stmt;
+/* payout_after.c */
+extern const og__pg_stmt og__pg_payout_reconcile_later_stmt;
+extern const og__pg_stmt og__pg_payout_attempt_read_stmt;
+extern const og__pg_stmt og__pg_payout_return_stmt;
+/* A text[] literal of statuses: room for every status. */
+#define PG_STATUSES_MAX 160
+/* og_op_scan's six values of og__pg_op_scan_stmt for filter f, in the
+ * buffers given (exec.c): 0, or OG_EINTERNAL for a status set store.c
+ * refuses. */
+int og__pg_op_list_params(const og_op_filter *f,
+                          char statuses[PG_STATUSES_MAX], char before[24],
+                          char limit[16], const char *params[6]);
 
 #endif

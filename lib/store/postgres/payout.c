@@ -479,7 +479,7 @@ static const char pg_payout_policy_release_locked_sql[] =
 static const og__pg_stmt pg_payout_policy_release_stmt = {
     "og_payout_policy_release", pg_payout_policy_release_sql, 0,
     OG_KEYS_AS_STORED};
-static const og__pg_stmt pg_payout_policy_release_locked_stmt = {
+const og__pg_stmt og__pg_payout_policy_release_locked_stmt = {
     "og_payout_policy_release_locked", pg_payout_policy_release_locked_sql, 0,
     OG_KEYS_AS_STORED};
 /* $1 version  $2 expected  $3 actor: ONE conditional write. */
@@ -500,7 +500,7 @@ int og__pg_payout_policy_release(void *impl, void *tx, bool lock,
     int rc;
 
     rc = og__pg_run_in(impl, c,
-                       lock ? &pg_payout_policy_release_locked_stmt
+                       lock ? &og__pg_payout_policy_release_locked_stmt
                             : &pg_payout_policy_release_stmt,
                        NULL, &res, c->txn_deadline_us);
     if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
@@ -562,9 +562,9 @@ int og__pg_payout_policy_release_set(void *impl, const char *version,
 static const char pg_payout_facts_sql[] = PG_PAYOUT_FACTS_SQL("");
 static const char pg_payout_facts_locked_sql[] =
     PG_PAYOUT_FACTS_SQL("\nFOR UPDATE OF p FOR SHARE OF t, b, d");
-static const og__pg_stmt pg_payout_facts_stmt = {
+const og__pg_stmt og__pg_payout_facts_stmt = {
     "og_payout_facts", pg_payout_facts_sql, 1, OG_KEYS_AS_STORED};
-static const og__pg_stmt pg_payout_facts_locked_stmt = {
+const og__pg_stmt og__pg_payout_facts_locked_stmt = {
     "og_payout_facts_locked", pg_payout_facts_locked_sql, 1,
     OG_KEYS_AS_STORED};
 
@@ -574,7 +574,7 @@ static const og__pg_stmt pg_payout_facts_locked_stmt = {
 static const char pg_payout_day_sql[] =
     "SELECT d.paid, d.reserved, d.version, " PG_EPOCH_US("clock_timestamp()") "\n"
     "FROM (SELECT 1) x LEFT JOIN tenant_days d ON d.tenant_id = $1::text AND d.day = $2::date";
-static const og__pg_stmt pg_payout_day_stmt = {
+const og__pg_stmt og__pg_payout_day_stmt = {
     "og_payout_day", pg_payout_day_sql, 2, OG_KEYS_AS_STORED};
 /* Its columns: PAYOUT_DAY_* (rows.h), then the clock. */
 enum { PG_PAYOUT_DAY_NOW = PAYOUT_DAY_NCOLS, PG_PAYOUT_DAY_NCOLS };
@@ -597,8 +597,8 @@ int og__pg_payout_facts(void *impl, void *tx, const char *id,
 
     memset(&f, 0, sizeof f);
     rc = og__pg_run_in(impl, c,
-                       lock ? &pg_payout_facts_locked_stmt
-                            : &pg_payout_facts_stmt,
+                       lock ? &og__pg_payout_facts_locked_stmt
+                            : &og__pg_payout_facts_stmt,
                        fparams, &res, c->txn_deadline_us);
     if (rc == 0 && og__pg_shape(res, PAYOUT_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
@@ -616,7 +616,7 @@ int og__pg_payout_facts(void *impl, void *tx, const char *id,
         dparams[0] = f.tenant_id;
         dparams[1] = f.release_day;
     }
-    rc = og__pg_run_in(impl, c, &pg_payout_day_stmt, dparams, &res,
+    rc = og__pg_run_in(impl, c, &og__pg_payout_day_stmt, dparams, &res,
                        c->txn_deadline_us);
     if (rc == 0 &&
         (PQntuples(res) != 1 ||
@@ -699,7 +699,7 @@ static const char pg_payout_decision_sql[] =
     "  SELECT payout_id, decided_at, 'decided', $13::text, $17::text, decision_id, $6::text FROM dec\n"
     "  RETURNING 1)\n"
     "SELECT " PG_EPOCH_US("decided_at") " FROM dec";
-static const og__pg_stmt pg_payout_decision_stmt = {
+const og__pg_stmt og__pg_payout_decision_stmt = {
     "og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
 enum { DECISION_DECIDED_AT, DECISION_NCOLS };
 
@@ -740,7 +740,7 @@ int og__pg_payout_decision_write(void *impl, void *tx,
     params[14] = limit;
     params[15] = observed;
     params[16] = r->correlation_id;
-    rc = og__pg_run_in(impl, c, &pg_payout_decision_stmt, params, &res,
+    rc = og__pg_run_in(impl, c, &og__pg_payout_decision_stmt, params, &res,
                        c->txn_deadline_us);
     if (rc == 0 &&
         (PQntuples(res) != 1 || og__pg_shape(res, DECISION_NCOLS, 1) != 0 ||
@@ -812,7 +812,7 @@ static const char pg_payout_approve_sql[] =
     "  RETURNING 1)\n"
     "SELECT upd.version, upd.attempt_count, (SELECT count(*) FROM job), (SELECT count(*) FROM ev)\n"
     "FROM upd";
-static const og__pg_stmt pg_payout_approve_stmt = {
+const og__pg_stmt og__pg_payout_approve_stmt = {
     "og_payout_approve", pg_payout_approve_sql, 14, OG_KEYS_AS_STORED};
 enum {
     APPROVE_VERSION,
@@ -852,7 +852,7 @@ int og__pg_payout_decision_issue(void *impl, void *tx,
     og__pg_fmt_i64(at, sizeof at, now);
     og__pg_fmt_i64(nb, sizeof nb, r->not_before_us);
     og__pg_fmt_i64(exp, sizeof exp, r->expires_at_us);
-    rc = og__pg_run_in(impl, c, &pg_payout_approve_stmt, params, &res,
+    rc = og__pg_run_in(impl, c, &og__pg_payout_approve_stmt, params, &res,
                        c->txn_deadline_us);
     /* The row is ours (FOR UPDATE since the facts' read): it cannot have
      * moved, and every step wrote its one row. */

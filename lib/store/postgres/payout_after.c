@@ -57,7 +57,7 @@ static const char pg_payout_reconcile_later_sql[] =
     "  FROM upd\n"
     "  RETURNING seq)\n"
     "SELECT EXISTS (SELECT 1 FROM ev)";
-static const og__pg_stmt pg_payout_reconcile_later_stmt = {
+const og__pg_stmt og__pg_payout_reconcile_later_stmt = {
     "og_payout_reconcile_later", pg_payout_reconcile_later_sql, 5,
     OG_KEYS_AS_STORED};
 
@@ -93,7 +93,7 @@ int og__pg_payout_reconcile_later(void *impl, const char *operation_id,
 
     og__pg_fmt_i64(version, sizeof version, owner_version);
     og__pg_fmt_i64(delay, sizeof delay, delay_us);
-    return pg_bool(impl, &pg_payout_reconcile_later_stmt, params, deferred);
+    return pg_bool(impl, &og__pg_payout_reconcile_later_stmt, params, deferred);
 }
 
 /* ===========================================================================
@@ -104,7 +104,7 @@ int og__pg_payout_reconcile_later(void *impl, const char *operation_id,
 static const char pg_payout_attempt_read_sql[] =
     "SELECT " PG_OP_COLUMNS("") " FROM operations WHERE operation_id = $1::uuid\n"
     "FOR NO KEY UPDATE";
-static const og__pg_stmt pg_payout_attempt_read_stmt = {
+const og__pg_stmt og__pg_payout_attempt_read_stmt = {
     "og_payout_attempt_read", pg_payout_attempt_read_sql, 1,
     OG_KEYS_AS_STORED};
 
@@ -117,7 +117,7 @@ int og__pg_payout_attempt_read(void *impl, void *tx, const char *id,
     og_operation op;
     int rc;
 
-    rc = og__pg_run_in(impl, c, &pg_payout_attempt_read_stmt, params, &res,
+    rc = og__pg_run_in(impl, c, &og__pg_payout_attempt_read_stmt, params, &res,
                        c->txn_deadline_us);
     if (rc == 0 && og__pg_shape(res, OP_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
@@ -193,19 +193,24 @@ int og__pg_payout_operator_record(void *impl, void *tx, const char *id,
 
 /* $1 payout  $2 provider reference  $3 actor  $4 evidence (NULL: none).
  * la: the payout's highest-numbered attempt that has an operation, live or
- * archived. One row per entry written (none: not Paid, not that attempt,
+ * archived, each reached by its binding's grant (operations_grant_key;
+ * the archive's operations_archive_payout_grant_idx, migration 13): joins,
+ * since a join with a UNION ALL is not pushed into it and read every
+ * payout attempt. One row per entry written (none: not Paid, not that attempt,
  * or returned before). */
 static const char pg_payout_return_sql[] =
     "WITH la AS (\n"
-    "  SELECT b.grant_id, o.status, o.provider_reference\n"
+    "  SELECT b.grant_id,\n"
+    "         CASE WHEN o.operation_id IS NOT NULL THEN o.status ELSE a.status END AS status,\n"
+    "         CASE WHEN o.operation_id IS NOT NULL THEN o.provider_reference\n"
+    "              ELSE a.provider_reference END AS provider_reference\n"
     "  FROM payout_grants b\n"
-    "  JOIN (SELECT grant_id, status, provider_reference FROM operations\n"
-    "        WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout'\n"
-    "        UNION ALL\n"
-    "        SELECT grant_id, status, provider_reference FROM operations_archive\n"
-    "        WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout') o\n"
-    "    ON o.grant_id = b.grant_id\n"
+    "  LEFT JOIN operations o ON o.issuer = '" OG_PAYOUT_ISSUER "' AND o.grant_id = b.grant_id\n"
+    "    AND o.kind = 'payout'\n"
+    "  LEFT JOIN operations_archive a ON a.issuer = '" OG_PAYOUT_ISSUER "' AND a.grant_id = b.grant_id\n"
+    "    AND a.kind = 'payout'\n"
     "  WHERE b.payout_id = $1::text\n"
+    "    AND (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL)\n"
     "  ORDER BY b.attempt_number DESC LIMIT 1)\n"
     "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id, from_state, to_state,\n"
     "                           payout_version, reason, evidence)\n"
@@ -216,7 +221,7 @@ static const char pg_payout_return_sql[] =
     "  AND la.status = 'Succeeded' AND la.provider_reference = $2::text\n"
     "ON CONFLICT (payout_id) WHERE kind = 'returned' DO NOTHING\n"
     "RETURNING 1";
-static const og__pg_stmt pg_payout_return_stmt = {
+const og__pg_stmt og__pg_payout_return_stmt = {
     "og_payout_return", pg_payout_return_sql, 4, OG_KEYS_AS_STORED};
 
 int og__pg_payout_return(void *impl, const char *payout_id,
@@ -231,7 +236,7 @@ int og__pg_payout_return(void *impl, const char *payout_id,
 
     if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
-    rc = og__pg_run(pg, c, &pg_payout_return_stmt, params, &res);
+    rc = og__pg_run(pg, c, &og__pg_payout_return_stmt, params, &res);
     if (rc == 0 && og__pg_shape(res, 1, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0)

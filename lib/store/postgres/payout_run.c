@@ -133,7 +133,7 @@ static const char pg_payout_job_postpone_sql[] =
     "UPDATE payout_jobs SET available_at = clock_timestamp() + " PG_US("$3") "\n"
     "WHERE job_id = $1::uuid AND deliveries = $2::bigint AND done_at IS NULL\n"
     "RETURNING 1";
-static const og__pg_stmt pg_payout_job_ack_stmt = {
+const og__pg_stmt og__pg_payout_job_ack_stmt = {
     "og_payout_job_ack", pg_payout_job_ack_sql, 2, OG_KEYS_AS_STORED};
 static const og__pg_stmt pg_payout_job_postpone_stmt = {
     "og_payout_job_postpone", pg_payout_job_postpone_sql, 3,
@@ -146,7 +146,8 @@ int og__pg_payout_job_ack(void *impl, const char *id, int64_t delivery,
     const char *params[2] = {id, d};
 
     og__pg_fmt_i64(d, sizeof d, delivery);
-    return pg_payout_job_settle(impl, &pg_payout_job_ack_stmt, params, acked);
+    return pg_payout_job_settle(impl, &og__pg_payout_job_ack_stmt, params,
+                                acked);
 }
 
 int og__pg_payout_job_postpone(void *impl, const char *id, int64_t delivery,
@@ -196,7 +197,7 @@ static const char pg_payout_claim_facts_sql[] =
     "LEFT JOIN operations_archive a ON a.operation_id = g.consumed_by_operation\n"
     "WHERE b.grant_id = $1::text\n"
     "FOR UPDATE OF g, p FOR SHARE OF t, bn, d, r";
-static const og__pg_stmt pg_payout_claim_facts_stmt = {
+const og__pg_stmt og__pg_payout_claim_facts_stmt = {
     "og_payout_claim_facts", pg_payout_claim_facts_sql, 1, OG_KEYS_AS_STORED};
 
 /* The operation that consumed a grant, read in a statement of its own: $1
@@ -211,7 +212,7 @@ static const char pg_payout_claim_consumer_sql[] =
     "SELECT kind = 'payout', coalesce(client_reference, operation_id::text)\n"
     "FROM operations_archive WHERE operation_id = $1::uuid\n"
     "LIMIT 1";
-static const og__pg_stmt pg_payout_claim_consumer_stmt = {
+const og__pg_stmt og__pg_payout_claim_consumer_stmt = {
     "og_payout_claim_consumer", pg_payout_claim_consumer_sql, 1,
     OG_KEYS_AS_STORED};
 enum {
@@ -233,7 +234,7 @@ int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
     int rc;
 
     memset(&f, 0, sizeof f);
-    rc = og__pg_run_in(impl, c, &pg_payout_claim_facts_stmt, fparams, &res,
+    rc = og__pg_run_in(impl, c, &og__pg_payout_claim_facts_stmt, fparams, &res,
                        c->txn_deadline_us);
     if (rc == 0 && og__pg_shape(res, CLAIM_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
@@ -247,7 +248,7 @@ int og__pg_payout_claim_facts(void *impl, void *tx, const char *grant_id,
         !f.consumer_found) {
         const char *oparams[1] = {f.consumed_by};
 
-        rc = og__pg_run_in(impl, c, &pg_payout_claim_consumer_stmt, oparams,
+        rc = og__pg_run_in(impl, c, &og__pg_payout_claim_consumer_stmt, oparams,
                            &res, c->txn_deadline_us);
         if (rc == 0 && og__pg_shape(res, CLAIM_CONSUMER_NCOLS, 1) != 0)
             rc = OG_EINTERNAL;
@@ -321,7 +322,7 @@ static const char pg_payout_claim_sql[] =
     "  RETURNING 1)\n"
     "SELECT " PG_OP_COLUMNS("op.") ", (SELECT version FROM pay), (SELECT count(*) FROM ev)\n"
     "FROM op";
-static const og__pg_stmt pg_payout_claim_stmt = {
+const og__pg_stmt og__pg_payout_claim_stmt = {
     "og_payout_claim", pg_payout_claim_sql, 12, OG_KEYS_AS_STORED};
 /* Its row: the attempt's operation columns, then the payout's new version
  * and the history entries written. */
@@ -364,7 +365,7 @@ int og__pg_payout_claim_write(void *impl, void *tx,
     og__pg_fmt_i64(lease, sizeof lease, r->lease_us);
     og__pg_fmt_i64(window, sizeof window, r->send_window_us);
     og__pg_fmt_i64(margin, sizeof margin, r->final_absence_margin_us);
-    rc = og__pg_run_in(pg, c, &pg_payout_claim_stmt, params, &res,
+    rc = og__pg_run_in(pg, c, &og__pg_payout_claim_stmt, params, &res,
                        c->txn_deadline_us);
     /* The rows are ours: every step wrote its one row, or it is a defect. */
     if (rc == 0 &&
@@ -408,7 +409,7 @@ static const char pg_payout_resolve_facts_sql[] =
     "JOIN payouts p ON p.payout_id = b.payout_id\n"
     "WHERE o.operation_id = $1::uuid AND o.kind = 'payout' AND o.issuer = '" OG_PAYOUT_ISSUER "'\n"
     "FOR UPDATE OF b, p";
-static const og__pg_stmt pg_payout_resolve_facts_stmt = {
+const og__pg_stmt og__pg_payout_resolve_facts_stmt = {
     "og_payout_resolve_facts", pg_payout_resolve_facts_sql, 1,
     OG_KEYS_AS_STORED};
 
@@ -422,8 +423,8 @@ int og__pg_payout_resolve_facts(void *impl, void *tx, const char *id,
     int rc;
 
     memset(&f, 0, sizeof f);
-    rc = og__pg_run_in(impl, c, &pg_payout_resolve_facts_stmt, fparams, &res,
-                       c->txn_deadline_us);
+    rc = og__pg_run_in(impl, c, &og__pg_payout_resolve_facts_stmt, fparams,
+                       &res, c->txn_deadline_us);
     if (rc == 0 && og__pg_shape(res, RESOLVE_FACTS_NCOLS, 1) != 0)
         rc = OG_EINTERNAL;
     if (rc == 0 && PQntuples(res) == 1)
@@ -474,7 +475,7 @@ static const char pg_payout_resolve_sql[] =
     "  RETURNING 1)\n"
     "SELECT (SELECT version FROM pay), (SELECT count(*) FROM rel), (SELECT count(*) FROM days),\n"
     "       (SELECT count(*) FROM ev)";
-static const og__pg_stmt pg_payout_resolve_stmt = {
+const og__pg_stmt og__pg_payout_resolve_stmt = {
     "og_payout_resolve", pg_payout_resolve_sql, 10, OG_KEYS_AS_STORED};
 enum {
     RESOLVE_VERSION,
@@ -507,7 +508,7 @@ int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
     int rc;
 
     og__pg_fmt_i64(pv, sizeof pv, f->payout_version);
-    rc = og__pg_run_in(impl, c, &pg_payout_resolve_stmt, params, &res,
+    rc = og__pg_run_in(impl, c, &og__pg_payout_resolve_stmt, params, &res,
                        c->txn_deadline_us);
     /* The rows are ours: each step wrote exactly what the plan says, or it
      * is a defect. */

@@ -584,6 +584,18 @@ static const char pg_migration_12_sql[] =
     "  VALUES ('" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_POLICY_VERSION "', clock_timestamp(),\n"
     "          'migration-12');\n";
 
+/* Migration 13: the archive's payout attempts by grant. A return after
+ * completion (og_payout_return_record) reads the payout's last attempt,
+ * live or archived, by its binding's grant: live ones by
+ * operations_grant_key, archived ones had no index but the primary key,
+ * so each return read the whole archive (docs/plans.md, "Payout return").
+ * Partial: only payout attempts, a small part of an archive of credits.
+ * IF NOT EXISTS: on a large archive an operator may build it beforehand
+ * with CREATE INDEX CONCURRENTLY (same definition), as migration 4 says. */
+static const char pg_migration_13_sql[] =
+    "CREATE INDEX IF NOT EXISTS operations_archive_payout_grant_idx\n"
+    "    ON operations_archive (issuer, grant_id) WHERE kind = 'payout';\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -629,6 +641,8 @@ static const pg_migration pg_migrations[] = {
      PG_STEPS(pg_migration_11_sql), NULL, NULL},
     {12, "payouts: settlement time zones; the policy's current release",
      PG_STEPS(pg_migration_12_sql), NULL, NULL},
+    {13, "payouts: archived attempts by grant (returns)",
+     PG_STEPS(pg_migration_13_sql), NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 

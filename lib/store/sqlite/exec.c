@@ -39,9 +39,10 @@
  *       when the query's WHERE implies the index's.
  *   Q18 Operation kinds (M22, schema 7): the admission's insert
  *       (og__sq_insert_op_sql) writes no new column (a credit is kind's
- *       DEFAULT); sq_op_start_sql is the one write to Started, its lease and
- *       submit_by tested against the step's 'now'; sq_op_may_submit_sql
- *       says yes for a payout only in Started; sq_op_record_sql writes
+ *       DEFAULT); og__sq_op_start_sql is the one write to Started, its
+ *       lease and submit_by tested against the step's 'now';
+ *       sq_op_may_submit_sql says yes for a payout only in Started;
+ *       og__sq_op_record_sql writes
  *       NotStarted only for a payout whose owner version a takeover raised.
  *       The rebuilt operations table holds both rules as CHECKs too.
  *       Migration 7 (schema.c) rebuilds operations, operation_events and
@@ -64,7 +65,7 @@
  * ?3 kind, ?4 from, ?5 to, ?6 owner version after, ?7 reason, ?8 provider
  * reference, ?9 actor, ?10 evidence (NULL: none), ?11 source (NULL: none;
  * schema 11). */
-static const char sq_op_event_sql[] =
+const char og__sq_op_event_sql[] =
     "INSERT INTO operation_events (operation_id, at, kind, from_status,"
     "   to_status, owner_version, reason, provider_reference, actor,"
     "   evidence, source)"
@@ -80,7 +81,7 @@ int og__sq_op_event(og__sq_conn *c, const char *id, int64_t at,
     sqlite3_stmt *st;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_op_event_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_op_event_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, at);
@@ -153,7 +154,7 @@ int og__sq_op_may_submit(void *impl, const char *id, int64_t owner_version,
 /* ?1 the operation id, ?2 the owner's version. One 'now' for the lease and
  * submit_by tests and the returned event time (Q15), read under the write
  * lock. A row only when it started. */
-static const char sq_op_start_sql[] =
+const char og__sq_op_start_sql[] =
     "UPDATE operations SET status = 'Started', updated_at = " SQ_NOW
     " WHERE operation_id = ?1 AND kind = 'payout' AND status = 'Admitted'"
     "   AND owner_version = ?2"
@@ -169,7 +170,7 @@ static int sq_op_start_in(og__sq_conn *c, const char *id,
     int64_t at;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_op_start_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_op_start_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, owner_version);
@@ -226,7 +227,7 @@ enum { OP_STATUS_STATUS, OP_STATUS_NCOLS };
  * initial owner version (Q18: P2), whatever store.c checked; NotApplied
  * only once "not found" may be final, as of the takeover that began the
  * lookup and as of now (Q29: P6). A row only when it hit. */
-static const char sq_op_record_sql[] =
+const char og__sq_op_record_sql[] =
     "UPDATE operations SET status = ?6, outcome_reason = ?7,"
     "   provider_reference = coalesce(?8, provider_reference),"
     "   updated_at = " SQ_NOW
@@ -260,7 +261,7 @@ int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
         return rc; /* 0: no such operation, nothing recorded */
 
     /* The conditional write: expected status and owner version (Q14). */
-    if ((rc = og__sq_stmt(c, sq_op_record_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_op_record_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, owner_version);
@@ -321,7 +322,7 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
  * is one value for the whole step (Q15): the expiry test, the new lease and
  * the returned event time. A Started payout is taken over too (P3); the new
  * version fences its old owner's start and records. */
-static const char sq_op_takeover_sql[] =
+const char og__sq_op_takeover_sql[] =
     "UPDATE operations SET owner_version = owner_version + 1,"
     "   lease_until = " SQ_NOW " + ?3, taken_at = " SQ_NOW
     " WHERE operation_id = ?1 AND status IN " SQ_OWNED
@@ -339,7 +340,7 @@ static int sq_op_takeover_in(og__sq_store *s, og__sq_conn *c, const char *id,
     int64_t at;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_op_takeover_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_op_takeover_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, owner_version);
@@ -474,7 +475,7 @@ static int sq_cat(char *sql, size_t n, const char *text)
  * bound. When the set lies within the owned statuses, the recovery scan
  * index's own predicate is repeated verbatim so the planner may use that
  * partial index. Its rows are SQ_OP_COLS (OP_*). */
-static int sq_list_sql(const og_op_filter *f, char *sql, size_t n)
+int og__sq_op_list_sql(const og_op_filter *f, char *sql, size_t n)
 {
     const unsigned owned = OG__OP_OWNED;
     int bad = 0;
@@ -524,7 +525,7 @@ static int sq_op_list_on(og__sq_conn *c, const og_op_filter *f,
     sqlite3_stmt *st = NULL;
     int rc;
 
-    if ((rc = sq_list_sql(f, sql, sizeof sql)) < 0)
+    if ((rc = og__sq_op_list_sql(f, sql, sizeof sql)) < 0)
         return rc;
     if (sqlite3_prepare_v3(c->db, sql, -1, 0, &st, NULL) != SQLITE_OK)
         return og__sq_err(c);

@@ -20,6 +20,7 @@ static int sq_explain_stmt(og__sq_conn *c, const char *title,
     char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", stmt);
     int ids[SQ_EQP_MAX], depth[SQ_EQP_MAX], n = 0, rc;
     char *text[SQ_EQP_MAX];
+    bool oom = false;
     sqlite3_stmt *st = NULL;
 
     if (!sql)
@@ -42,18 +43,29 @@ static int sq_explain_stmt(og__sq_conn *c, const char *title,
         ids[n] = id;
         text[n] = sqlite3_mprintf("%*s%s", 2 * depth[n], "",
                                   detail ? detail : "");
-        if (!text[n])
+        if (!text[n]) {
+            oom = true;
             break;
+        }
         n++;
     }
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-        rc = n > 0 && text[n - 1] ? 0 : OG_EINTERNAL;
+    if (oom)
+        rc = OG_ENOMEM;
+    else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        rc = 0;
     else
         rc = og__sq_err(c);
     sqlite3_finalize(st);
     if (rc == 0) {
+        /* An INSERT ... VALUES reads no table: SQLite has no plan row
+         * for it (its keys are checked by the b-trees it writes). */
+        static const char *const none[] = {"(no plan rows: reads no table)"};
+
         og__explain_statement(out, title, name, stmt, NULL, 0);
-        og__explain_plan(out, NULL, (const char *const *)text, n);
+        if (n > 0)
+            og__explain_plan(out, NULL, (const char *const *)text, n);
+        else
+            og__explain_plan(out, NULL, none, 1);
     }
     for (int k = 0; k < n; k++)
         sqlite3_free(text[k]);
@@ -69,6 +81,15 @@ static int sq_explain_stmt(og__sq_conn *c, const char *title,
 int og__sq_explain(void *impl, int batch, FILE *out)
 {
     og__sq_store *s = impl;
+    /* The loops' scans (og_op_scan) as the sweeper and the reconciler
+     * filter them (lib/exec/payout.c), built by exec.c's own builder. */
+    const og_op_filter fsweep = {OG_OP_BIT(OG_OP_ADMITTED) |
+                                     OG_OP_BIT(OG_OP_STARTED),
+                                 true, 0, 100,
+                                 OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
+    const og_op_filter frecon = {OG_OP_BIT(OG_OP_UNKNOWN), true, 0, 100,
+                                 OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
+    char sweep[2048], recon[2048];
     const struct {
         const char *title;
         const char *name; /* the heading's (docs/plans.md) */
@@ -90,11 +111,70 @@ int og__sq_explain(void *impl, int batch, FILE *out)
          og__sq_payout_job_take_sql},
         {"Payout grants: one expiry batch (its pick)", "PAYOUT_EXPIRE_MARK",
          og__sq_payout_expire_mark_sql},
+        /* The payout pipeline, per payout and per loop pass, in its order
+         * (docs/payouts.md section 7 step 4). */
+        {"Payout decision: the policy's current release",
+         "PAYOUT_POLICY_RELEASE", og__sq_payout_policy_release_sql},
+        {"Payout decision and context read: the facts", "PAYOUT_FACTS",
+         og__sq_payout_facts_sql},
+        {"Payout decision and context read: the day's counters",
+         "PAYOUT_DAY", og__sq_payout_day_sql},
+        {"Payout decision: the decision", "PAYOUT_DECISION",
+         og__sq_payout_decision_sql},
+        {"Payout decision: the payout approved", "PAYOUT_APPROVE",
+         og__sq_payout_approve_sql},
+        {"Payout decision: the grant's binding", "PAYOUT_BIND",
+         og__sq_payout_bind_sql},
+        {"Payout decision: the job", "PAYOUT_JOB", og__sq_payout_job_sql},
+        {"Payout history: an entry", "PAYOUT_EVENT", og__sq_payout_event_sql},
+        {"Payout claim: the facts, under the write lock", "PAYOUT_CLAIM_FACTS",
+         og__sq_payout_claim_facts_sql},
+        {"Payout claim: the grant consumed", "PAYOUT_CLAIM_GRANT",
+         og__sq_payout_claim_grant_sql},
+        {"Payout claim: the payout executing", "PAYOUT_CLAIM_PAYOUT",
+         og__sq_payout_claim_payout_sql},
+        {"Payout claim: the attempt", "PAYOUT_CLAIM_OP",
+         og__sq_payout_claim_op_sql},
+        {"Payout attempt: og_op_start", "OP_START", og__sq_op_start_sql},
+        {"Payout attempt: its history entry", "OP_EVENT",
+         og__sq_op_event_sql},
+        {"Payout jobs: the ack", "PAYOUT_JOB_ACK", og__sq_payout_job_ack_sql},
+        {"Payout resolution: the outcome (og_op_record's statement)",
+         "OP_RECORD", og__sq_op_record_sql},
+        {"Payout resolution: the binding and the payout",
+         "PAYOUT_RESOLVE_FACTS", og__sq_payout_resolve_facts_sql},
+        {"Payout resolution: the payout", "PAYOUT_RESOLVE_PAYOUT",
+         og__sq_payout_resolve_payout_sql},
+        {"Payout resolution: the binding's reservation released",
+         "PAYOUT_RELEASE", og__sq_payout_release_sql},
+        {"Payout resolution: the day, reserved to paid", "PAYOUT_PAY",
+         og__sq_payout_pay_sql},
+        {"Payout resolution: the day, reservation released",
+         "PAYOUT_UNRESERVE", og__sq_payout_unreserve_sql},
+        {"Payout sweeper: the lapsed Admitted and Started attempts",
+         "OP_SCAN_SWEEPER", sweep},
+        {"Payout reconciler: the lapsed Unknown attempts",
+         "OP_SCAN_RECONCILER", recon},
+        {"Payout sweeper and reconciler: the takeover", "OP_TAKEOVER",
+         og__sq_op_takeover_sql},
+        {"Payout reconciler: later (og_payout_reconcile_later)",
+         "PAYOUT_RECONCILE_LATER", og__sq_payout_reconcile_later_sql},
+        {"Payout evidence: the attempt read (og_payout_evidence)",
+         "PAYOUT_ATTEMPT_READ", og__sq_payout_attempt_read_sql},
+        {"Payout return: the entry (og_payout_return_record)",
+         "PAYOUT_RETURN", og__sq_payout_return_sql},
+        {"Payout grants: one expiry batch (the days)", "PAYOUT_EXPIRE_DAYS",
+         og__sq_payout_expire_days_sql},
+        {"Payout grants: one expiry batch (the entries)",
+         "PAYOUT_EXPIRE_EVENTS", og__sq_payout_expire_events_sql},
     };
     og__sq_conn *c;
     int rc = 0;
 
     (void)batch; /* a LIMIT value: no bearing on SQLite's plan */
+    if (og__sq_op_list_sql(&fsweep, sweep, sizeof sweep) < 0 ||
+        og__sq_op_list_sql(&frecon, recon, sizeof recon) < 0)
+        return OG_EINTERNAL;
     if ((rc = og__sq_acquire(s, &c)) < 0)
         return rc;
     fputs("SQLite runs the statements below for each admission in its own "

@@ -462,5 +462,37 @@ extern const char og__sq_cleanup_hashed_sql[];
 extern const char og__sq_payout_reserve_sql[];    /* payout.c */
 extern const char og__sq_payout_job_take_sql[];   /* payout_run.c */
 extern const char og__sq_payout_expire_mark_sql[]; /* payout_run.c */
+/* The payout pipeline's statements, per payout and per loop pass
+ * (docs/payouts.md section 7 step 4) */
+extern const char og__sq_payout_policy_release_sql[]; /* payout.c */
+extern const char og__sq_payout_facts_sql[];
+extern const char og__sq_payout_day_sql[];
+extern const char og__sq_payout_decision_sql[];
+extern const char og__sq_payout_approve_sql[];
+extern const char og__sq_payout_bind_sql[];
+extern const char og__sq_payout_job_sql[];
+extern const char og__sq_payout_event_sql[];
+extern const char og__sq_payout_job_ack_sql[];        /* payout_run.c */
+extern const char og__sq_payout_claim_facts_sql[];
+extern const char og__sq_payout_claim_grant_sql[];
+extern const char og__sq_payout_claim_payout_sql[];
+extern const char og__sq_payout_claim_op_sql[];
+extern const char og__sq_payout_resolve_facts_sql[];
+extern const char og__sq_payout_resolve_payout_sql[];
+extern const char og__sq_payout_release_sql[];
+extern const char og__sq_payout_pay_sql[];
+extern const char og__sq_payout_unreserve_sql[];
+extern const char og__sq_payout_expire_days_sql[];
+extern const char og__sq_payout_expire_events_sql[];
+extern const char og__sq_op_start_sql[];              /* exec.c */
+extern const char og__sq_op_record_sql[];
+extern const char og__sq_op_takeover_sql[];
+extern const char og__sq_op_event_sql[];
+extern const char og__sq_payout_reconcile_later_sql[]; /* payout_after.c */
+extern const char og__sq_payout_attempt_read_sql[];
+extern const char og__sq_payout_return_sql[];
+/* og_op_scan's text for filter f into sql (size n), as exec.c runs it
+ * (Q17): 0, or OG_EINTERNAL when it does not fit. */
+int og__sq_op_list_sql(const og_op_filter *f, char *sql, size_t n);
 
 #endif

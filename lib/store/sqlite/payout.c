@@ -25,7 +25,7 @@
  *       daily_limit. Under the write lock it checks the very counters the
  *       decision read, so it takes whatever the core allowed.
  *   Q24 The attempt number (M31) is allocated by the approval's conditional
- *       UPDATE (sq_payout_approve_sql: the version read, the state the mode
+ *       UPDATE (og__sq_payout_approve_sql: the version read, the state the mode
  *       expects, no active attempt); re-authorizations are serialized by the
  *       write lock.
  */
@@ -49,7 +49,7 @@ static void sq_bind_i64_opt(sqlite3_stmt *st, int i, int64_t v)
 /* ?1 payout, ?2 at, ?3 kind, ?4 actor, ?5 correlation, ?6 decision,
  * ?7 grant, ?8 job, ?9 from state, ?10 to state, ?11 payout version,
  * ?12 amount, ?13 release day, ?14 reason. */
-static const char sq_payout_event_sql[] =
+const char og__sq_payout_event_sql[] =
     "INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id,"
     "   decision_id, grant_id, job_id, from_state, to_state, payout_version,"
     "   amount, release_day, reason)"
@@ -60,7 +60,7 @@ int og__sq_payout_event_add(og__sq_conn *c, const og__sq_payout_event *e)
     sqlite3_stmt *st;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_payout_event_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_event_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, e->payout_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, e->at);
@@ -541,7 +541,7 @@ int og__sq_payout_decision_get(void *impl, const char *id,
 
 /* The release row. In a decision's BEGIN IMMEDIATE the write lock holds it
  * until the commit (Q22): no move of the release commits in between. */
-static const char sq_payout_policy_release_sql[] =
+const char og__sq_payout_policy_release_sql[] =
     "SELECT current_version FROM payout_policy_releases"
     " WHERE operation = '" OG_PAYOUT_OPERATION "'";
 /* ?1 version, ?2 expected, ?3 actor: ONE conditional write. */
@@ -560,7 +560,7 @@ int og__sq_payout_policy_release(void *impl, void *tx, bool lock,
 
     (void)impl;
     (void)lock; /* a WRITE transaction holds the write lock */
-    if ((rc = og__sq_stmt(c, sq_payout_policy_release_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_policy_release_sql, &st)) < 0)
         return rc;
     if ((rc = og__sq_step(c, st)) == 1)
         rc = og__sq_text(st, 0, out, OG_ID_MAX + 1) < 0 ? OG_EINTERNAL : 1;
@@ -598,7 +598,7 @@ int og__sq_payout_policy_release_set(void *impl, const char *version,
 /* Every fact a decision reads: the payout, its tenant's settings, its
  * beneficiary, its destination (never the token), and the store's clock;
  * ?1 payout. The foreign keys make the joins total. */
-static const char sq_payout_facts_sql[] =
+const char og__sq_payout_facts_sql[] =
     "SELECT p.state, p.version, p.attempt_count, p.active_attempt,"
     "       p.tenant_id, p.beneficiary_id, p.destination_id,"
     "       p.destination_version, p.amount, p.currency, p.purpose,"
@@ -614,7 +614,7 @@ static const char sq_payout_facts_sql[] =
 /* Its columns: PAYOUT_FACTS_* (rows.h), then the clock. */
 enum { SQ_PAYOUT_FACTS_NOW = PAYOUT_FACTS_NCOLS };
 /* The day's counters: ?1 tenant, ?2 day. */
-static const char sq_payout_day_sql[] =
+const char og__sq_payout_day_sql[] =
     "SELECT paid, reserved, version FROM tenant_days"
     " WHERE tenant_id = ?1 AND day = ?2";
 /* Its columns: PAYOUT_DAY_* (rows.h). */
@@ -636,7 +636,7 @@ int og__sq_payout_facts(void *impl, void *tx, const char *id,
     (void)impl;
     (void)lock;
     memset(&f, 0, sizeof f);
-    if ((rc = og__sq_stmt(c, sq_payout_facts_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1 &&
@@ -654,7 +654,7 @@ int og__sq_payout_facts(void *impl, void *tx, const char *id,
         og_payout_release_day(release_at_us, f.time_zone,
                               f.release_day) != 0)
         return OG_EINTERNAL; /* both checked before the store */
-    if ((rc = og__sq_stmt(c, sq_payout_day_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_day_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, f.tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, f.release_day, -1, SQLITE_STATIC);
@@ -714,7 +714,7 @@ int og__sq_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
  * ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL, ?9..?12 the
  * versions evaluated or NULL, ?13 requester, ?14 role, ?15 approval limit,
  * ?16 observed_at, ?17 decided_at, ?18 correlation. */
-static const char sq_payout_decision_sql[] =
+const char og__sq_payout_decision_sql[] =
     "INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode,"
     "   outcome, reason, policy_version, terms_fingerprint,"
     "   tenant_settings_version, beneficiary_version, destination_version,"
@@ -741,7 +741,7 @@ int og__sq_payout_decision_write(void *impl, void *tx,
 
     (void)impl;
     if ((rc = og__sq_clock(c, &now)) < 0 ||
-        (rc = og__sq_stmt(c, sq_payout_decision_sql, &st)) < 0)
+        (rc = og__sq_stmt(c, og__sq_payout_decision_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->decision_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);
@@ -780,7 +780,7 @@ int og__sq_payout_decision_write(void *impl, void *tx,
 /* The approval: ?1 payout, ?2 the version read, ?3 the state expected
  * (Draft; Approved for a re-authorization), ?4 release day, ?5 now. The
  * attempt number is attempt_count + 1, allocated here (Q24). */
-static const char sq_payout_approve_sql[] =
+const char og__sq_payout_approve_sql[] =
     "UPDATE payouts SET state = 'Approved', version = version + 1,"
     "   attempt_count = attempt_count + 1, release_day = ?4, updated_at = ?5"
     " WHERE payout_id = ?1 AND version = ?2 AND state = ?3"
@@ -796,7 +796,7 @@ enum {
 /* The grant's bindings: ?1 grant, ?2 decision, ?3 payout, ?4 tenant,
  * ?5 fingerprint, ?6 executable version, ?7 attempt, ?8 policy, ?9 amount,
  * ?10 day, ?11 not_before, ?12 expires_at, ?13 now. */
-static const char sq_payout_bind_sql[] =
+const char og__sq_payout_bind_sql[] =
     "INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id,"
     "   tenant_id, operation, audience, terms_fingerprint,"
     "   executable_payout_version, attempt_number, policy_version, amount,"
@@ -805,7 +805,7 @@ static const char sq_payout_bind_sql[] =
     "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"
     "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 /* The job (Q26): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
-static const char sq_payout_job_sql[] =
+const char og__sq_payout_job_sql[] =
     "INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id,"
     "   created_at, available_at, deliveries)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0)";
@@ -824,7 +824,7 @@ int og__sq_payout_decision_issue(void *impl, void *tx,
     int rc;
 
     (void)impl;
-    if ((rc = og__sq_stmt(c, sq_payout_approve_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_approve_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, f->version);
@@ -848,7 +848,7 @@ int og__sq_payout_decision_issue(void *impl, void *tx,
     if ((rc = og__sq_grant_insert(c, OG_PAYOUT_ISSUER, r->grant_id, NULL,
                                   r->expires_at_us)) < 0)
         return rc;
-    if ((rc = og__sq_stmt(c, sq_payout_bind_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_bind_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->decision_id, -1, SQLITE_STATIC);
@@ -865,7 +865,7 @@ int og__sq_payout_decision_issue(void *impl, void *tx,
     sqlite3_bind_int64(st, 13, now);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    if ((rc = og__sq_stmt(c, sq_payout_job_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_job_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->job_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->payout_id, -1, SQLITE_STATIC);

@@ -3,7 +3,7 @@
  * (schema 11): the reconciler's backoff, the attempt's read and an
  * operator's record step for late evidence and operators (orchestrated by
  * lib/store/payout_after.c, S6), and a return. The outcome's own NotApplied
- * guard is exec.c's sq_op_record_sql (SQ_FINAL_ABSENCE).
+ * guard is exec.c's og__sq_op_record_sql (SQ_FINAL_ABSENCE).
  *
  * These keep M36 (lib/store/store_int.h); how:
  *
@@ -17,7 +17,7 @@
  *       NotApplied guard — at or after final_absence_after, or after
  *       submit_by when it is NULL — against the step's 'now' (Q15), which
  *       the resolution's writes then share (og__sq_conn.txn_at_us, Q28).
- *       The return (sq_payout_return_sql) is ONE INSERT ... SELECT in its
+ *       The return (og__sq_payout_return_sql) is ONE INSERT ... SELECT in its
  *       own BEGIN IMMEDIATE that finds the payout Paid and its
  *       highest-numbered attempt (live or archived) Succeeded with the
  *       reference; payout_events_returned_key with ON CONFLICT DO NOTHING
@@ -34,7 +34,7 @@
 /* ?1 the operation id, ?2 owner version, ?3 delay (µs). updated_at is
  * left: the status does not change. A row only when it deferred: the
  * step's 'now' (Q15). */
-static const char sq_payout_reconcile_later_sql[] =
+const char og__sq_payout_reconcile_later_sql[] =
     "UPDATE operations SET lease_until = " SQ_NOW " + ?3,"
     "   lookups = lookups + 1"
     " WHERE operation_id = ?1 AND kind = 'payout' AND status = 'Unknown'"
@@ -50,7 +50,7 @@ static int sq_reconcile_later_in(og__sq_conn *c, const char *id,
     int64_t at = 0;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_payout_reconcile_later_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_reconcile_later_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, owner_version);
@@ -90,7 +90,7 @@ int og__sq_payout_reconcile_later(void *impl, const char *id,
  * ========================================================================= */
 
 /* ?1 the operation id. Its row is SQ_OP_COLS (OP_*). */
-static const char sq_payout_attempt_read_sql[] =
+const char og__sq_payout_attempt_read_sql[] =
     "SELECT " SQ_OP_COLS " FROM operations WHERE operation_id = ?1";
 
 int og__sq_payout_attempt_read(void *impl, void *tx, const char *id,
@@ -102,7 +102,7 @@ int og__sq_payout_attempt_read(void *impl, void *tx, const char *id,
     int rc;
 
     (void)impl;
-    if ((rc = og__sq_stmt(c, sq_payout_attempt_read_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_attempt_read_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1 &&
@@ -177,23 +177,28 @@ int og__sq_payout_operator_record(void *impl, void *tx, const char *id,
 
 /* ?1 payout, ?2 provider reference, ?3 actor, ?4 evidence (NULL: none).
  * la: the payout's highest-numbered attempt that has an operation, live or
- * archived. A row only when the entry was written. */
-static const char sq_payout_return_sql[] =
+ * archived, each reached by its binding's grant (the (issuer, grant_id)
+ * key; the archive's by operations_archive_payout_grant_idx, migration 13):
+ * joins, not a UNION ALL, which SQLite would read whole before joining it.
+ * A row only when the entry was written. */
+const char og__sq_payout_return_sql[] =
     "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id,"
     "   from_state, to_state, payout_version, reason, evidence)"
     " SELECT p.payout_id, " SQ_NOW ", 'returned', ?3, la.grant_id, 'Paid',"
     "        'Paid', p.version, ?2, ?4"
     " FROM payouts p,"
-    "   (SELECT b.grant_id, o.status, o.provider_reference"
+    "   (SELECT b.grant_id,"
+    "           CASE WHEN o.operation_id IS NOT NULL THEN o.status"
+    "                ELSE a.status END AS status,"
+    "           CASE WHEN o.operation_id IS NOT NULL THEN o.provider_reference"
+    "                ELSE a.provider_reference END AS provider_reference"
     "    FROM payout_grants b"
-    "    JOIN (SELECT grant_id, status, provider_reference FROM operations"
-    "          WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout'"
-    "          UNION ALL"
-    "          SELECT grant_id, status, provider_reference"
-    "          FROM operations_archive"
-    "          WHERE issuer = '" OG_PAYOUT_ISSUER "' AND kind = 'payout') o"
-    "      ON o.grant_id = b.grant_id"
+    "    LEFT JOIN operations o ON o.issuer = '" OG_PAYOUT_ISSUER "'"
+    "      AND o.grant_id = b.grant_id AND o.kind = 'payout'"
+    "    LEFT JOIN operations_archive a ON a.issuer = '" OG_PAYOUT_ISSUER "'"
+    "      AND a.grant_id = b.grant_id AND a.kind = 'payout'"
     "    WHERE b.payout_id = ?1"
+    "      AND (o.operation_id IS NOT NULL OR a.operation_id IS NOT NULL)"
     "    ORDER BY b.attempt_number DESC LIMIT 1) la"
     " WHERE p.payout_id = ?1 AND p.state = 'Paid'"
     "   AND la.status = 'Succeeded' AND la.provider_reference = ?2"
@@ -213,7 +218,7 @@ int og__sq_payout_return(void *impl, const char *payout_id,
 
     if ((rc = og__sq_begin(s, &c)) < 0)
         return rc;
-    if ((rc = og__sq_stmt(c, sq_payout_return_sql, &st)) == 0) {
+    if ((rc = og__sq_stmt(c, og__sq_payout_return_sql, &st)) == 0) {
         sqlite3_bind_text(st, 1, payout_id, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, provider_reference, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, actor, -1, SQLITE_STATIC);

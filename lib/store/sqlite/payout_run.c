@@ -12,7 +12,7 @@
  *
  *   Q25 A binding's reservation is released once (M32) by a revocation
  *       (sq_payout_grant_revoke_sql: the grant's row live, ONE conditional
- *       write; then sq_payout_release_sql on released_at IS NULL and the
+ *       write; then og__sq_payout_release_sql on released_at IS NULL and the
  *       day's counter, in the same transaction) or by an expiry batch (one
  *       BEGIN IMMEDIATE per batch, every statement of it selecting the same
  *       set, SQ_PAYOUT_EXPIRE_PICK, with one clock, as Q21; the marks
@@ -21,23 +21,23 @@
  *       the write lock of the oldest available job over
  *       payout_jobs_available_idx.
  *   Q27 The claim's transaction is BEGIN IMMEDIATE: its facts
- *       (sq_payout_claim_facts_sql: the binding, its grants row, the
+ *       (og__sq_payout_claim_facts_sql: the binding, its grants row, the
  *       consuming operation, the payout, its tenant, beneficiary and
  *       destination, the clock) are read under the write lock, so no fenced
  *       fact can change before the commit and the consuming operation is
- *       the one committed (M34); the writes (sq_payout_claim_grant_sql,
- *       sq_payout_claim_payout_sql, sq_payout_claim_op_sql and the
+ *       the one committed (M34); the writes (og__sq_payout_claim_grant_sql,
+ *       og__sq_payout_claim_payout_sql, og__sq_payout_claim_op_sql and the
  *       "claimed" entry) run at the facts' instant, each re-asserting its
  *       conditions, so one that takes nothing is a defect.
  *   Q28 The resolution's transaction is BEGIN IMMEDIATE: its record step is
  *       og__sq_op_record_in (exec.c: og_op_record's statement and event),
  *       whose instant every write of the resolution shares
- *       (og__sq_conn.txn_at_us); its facts (sq_payout_resolve_facts_sql,
+ *       (og__sq_conn.txn_at_us); its facts (og__sq_payout_resolve_facts_sql,
  *       each by its key) are read under the write lock (M35); the writes
- *       are sq_payout_resolve_payout_sql, then for a terminal outcome
- *       sq_payout_release_sql on released_at IS NULL with the day's counter
- *       (sq_payout_pay_sql: reserved -> paid, or sq_payout_unreserve_sql),
- *       then the "resolved" entry.
+ *       are og__sq_payout_resolve_payout_sql, then for a terminal outcome
+ *       og__sq_payout_release_sql on released_at IS NULL with the day's
+ *       counter (og__sq_payout_pay_sql: reserved -> paid, or
+ *       og__sq_payout_unreserve_sql), then the "resolved" entry.
  */
 #include <string.h>
 
@@ -101,7 +101,7 @@ int og__sq_payout_job_take(void *impl, int64_t lease_us, og_payout_job *out)
 }
 
 /* Ack and postpone: ?1 job, ?2 the delivery held, ?3 delay. */
-static const char sq_payout_job_ack_sql[] =
+const char og__sq_payout_job_ack_sql[] =
     "UPDATE payout_jobs SET done_at = " SQ_NOW
     " WHERE job_id = ?1 AND deliveries = ?2 AND done_at IS NULL"
     " RETURNING 1";
@@ -110,7 +110,7 @@ static const char sq_payout_job_postpone_sql[] =
     " WHERE job_id = ?1 AND deliveries = ?2 AND done_at IS NULL"
     " RETURNING 1";
 
-/* Ack (sq_payout_job_ack_sql) or postpone (sq_payout_job_postpone_sql, ?3
+/* Ack (og__sq_payout_job_ack_sql) or postpone (sq_payout_job_postpone_sql, ?3
  * the delay): ONE conditional write on the delivery held. */
 static int sq_payout_job_settle(og__sq_store *s, const char *sql,
                                 const char *id, int64_t delivery,
@@ -138,8 +138,8 @@ static int sq_payout_job_settle(og__sq_store *s, const char *sql,
 int og__sq_payout_job_ack(void *impl, const char *id, int64_t delivery,
                           bool *acked)
 {
-    return sq_payout_job_settle(impl, sq_payout_job_ack_sql, id, delivery, 0,
-                                acked);
+    return sq_payout_job_settle(impl, og__sq_payout_job_ack_sql, id,
+                                delivery, 0, acked);
 }
 
 int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
@@ -157,7 +157,7 @@ int og__sq_payout_job_postpone(void *impl, const char *id, int64_t delivery,
  * operation that consumed it, the payout, its tenant, beneficiary and
  * destination (never the token), the store's clock: under the write lock,
  * none of it changes before the commit. */
-static const char sq_payout_claim_facts_sql[] =
+const char og__sq_payout_claim_facts_sql[] =
     "SELECT b.payout_id, b.audience, b.executable_payout_version,"
     "       b.attempt_number, b.not_before, g.expires_at,"
     "       g.consumed_at IS NOT NULL, g.consumed_by_operation,"
@@ -195,7 +195,7 @@ int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
 
     (void)impl;
     memset(&f, 0, sizeof f);
-    if ((rc = og__sq_stmt(c, sq_payout_claim_facts_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_claim_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1 &&
@@ -211,7 +211,7 @@ int og__sq_payout_claim_facts(void *impl, void *tx, const char *grant_id,
  * ?1 grant, ?2 operation, ?3 now, ?4 the policy release the claim fenced.
  * The grant's window has no leeway: not_before <= now < expires_at on the
  * store's clock, the same for every claimer (docs/payouts.md, section 5). */
-static const char sq_payout_claim_grant_sql[] =
+const char og__sq_payout_claim_grant_sql[] =
     "UPDATE grants SET consumed_at = ?3, consumed_by_operation = ?2"
     " WHERE issuer = '" OG_PAYOUT_ISSUER "' AND grant_id = ?1"
     "   AND consumed_at IS NULL AND revoked_at IS NULL"
@@ -223,7 +223,7 @@ static const char sq_payout_claim_grant_sql[] =
     "                 AND r.current_version = ?4)"
     " RETURNING 1";
 /* ?1 payout, ?2 its executable version, ?3 operation, ?4 now. */
-static const char sq_payout_claim_payout_sql[] =
+const char og__sq_payout_claim_payout_sql[] =
     "UPDATE payouts SET state = 'Executing', version = version + 1,"
     "   active_attempt = ?3, updated_at = ?4"
     " WHERE payout_id = ?1 AND version = ?2 AND state = 'Approved'"
@@ -233,7 +233,7 @@ static const char sq_payout_claim_payout_sql[] =
  * ?5 amount, ?6 currency, ?7 now, ?8 lease, ?9 send window, ?10 key,
  * ?11 reference, ?12 final-absence margin (NULL: "not found" is never
  * final, and NULL + anything stays NULL). Its row is SQ_OP_COLS (OP_*). */
-static const char sq_payout_claim_op_sql[] =
+const char og__sq_payout_claim_op_sql[] =
     "INSERT INTO operations (" SQ_OP_INSERT_COLS ", kind, idempotency_key,"
     "   client_reference, final_absence_after)"
     " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4, ?5, ?6, 'Admitted', "
@@ -257,7 +257,7 @@ int og__sq_payout_claim_write(void *impl, void *tx,
     int rc;
 
     (void)impl;
-    if ((rc = og__sq_stmt(c, sq_payout_claim_grant_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_claim_grant_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->grant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->operation_id, -1, SQLITE_STATIC);
@@ -265,7 +265,7 @@ int og__sq_payout_claim_write(void *impl, void *tx,
     sqlite3_bind_text(st, 4, r->policy_version, -1, SQLITE_STATIC);
     if ((rc = og__sq_one_i64(c, st, &v)) != 1)
         return rc < 0 ? rc : OG_EINTERNAL;
-    if ((rc = og__sq_stmt(c, sq_payout_claim_payout_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_claim_payout_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, f->payout_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, f->executable_version);
@@ -273,7 +273,7 @@ int og__sq_payout_claim_write(void *impl, void *tx,
     sqlite3_bind_int64(st, 4, f->now_us);
     if ((rc = og__sq_one_i64(c, st, &v)) != 1 || v != p->new_version)
         return rc < 0 ? rc : OG_EINTERNAL;
-    if ((rc = og__sq_stmt(c, sq_payout_claim_op_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_claim_op_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, r->operation_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->grant_id, -1, SQLITE_STATIC);
@@ -321,7 +321,7 @@ int og__sq_payout_claim_write(void *impl, void *tx,
  * ========================================================================= */
 
 /* Releases one binding's reservation, once: ?1 grant, ?2 now, ?3 cause. */
-static const char sq_payout_release_sql[] =
+const char og__sq_payout_release_sql[] =
     "UPDATE payout_grants SET released_at = ?2, release_cause = ?3"
     " WHERE grant_id = ?1 AND released_at IS NULL"
     " RETURNING payout_id, tenant_id, release_day, amount";
@@ -334,11 +334,11 @@ enum {
 };
 /* The day's counters: ?1 tenant, ?2 day, ?3 amount; reserved -> paid (a
  * Succeeded attempt's), or reserved released. */
-static const char sq_payout_pay_sql[] =
+const char og__sq_payout_pay_sql[] =
     "UPDATE tenant_days SET reserved = reserved - ?3, paid = paid + ?3,"
     "   version = version + 1"
     " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved";
-static const char sq_payout_unreserve_sql[] =
+const char og__sq_payout_unreserve_sql[] =
     "UPDATE tenant_days SET reserved = reserved - ?3, version = version + 1"
     " WHERE tenant_id = ?1 AND day = ?2 RETURNING reserved";
 
@@ -355,7 +355,7 @@ static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
     int64_t left;
     int rc;
 
-    if ((rc = og__sq_stmt(c, sq_payout_release_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_release_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, grant_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, at);
@@ -373,7 +373,9 @@ static int sq_settle(og__sq_conn *c, const char *grant_id, int64_t at,
     }
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
-    if ((rc = og__sq_stmt(c, paid ? sq_payout_pay_sql : sq_payout_unreserve_sql,
+    if ((rc = og__sq_stmt(c,
+                          paid ? og__sq_payout_pay_sql
+                               : og__sq_payout_unreserve_sql,
                           &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
@@ -426,7 +428,7 @@ int og__sq_payout_resolve_record(void *impl, void *tx, const char *id,
 
 /* The resolution's facts: ?1 the attempt. Its binding, through the
  * operation's grant (each by its key), and the payout. */
-static const char sq_payout_resolve_facts_sql[] =
+const char og__sq_payout_resolve_facts_sql[] =
     "SELECT b.payout_id, b.grant_id, b.release_day, b.amount,"
     "       b.released_at IS NOT NULL, p.state, p.version,"
     "       coalesce(p.active_attempt = o.operation_id, 0)"
@@ -447,7 +449,7 @@ int og__sq_payout_resolve_facts(void *impl, void *tx, const char *id,
 
     (void)impl;
     memset(&f, 0, sizeof f);
-    if ((rc = og__sq_stmt(c, sq_payout_resolve_facts_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_resolve_facts_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) == 1 &&
@@ -461,7 +463,7 @@ int og__sq_payout_resolve_facts(void *impl, void *tx, const char *id,
 
 /* ?1 payout, ?2 version read, ?3 the attempt, ?4 new state, ?5 1: clear
  * the active attempt, ?6 now. */
-static const char sq_payout_resolve_payout_sql[] =
+const char og__sq_payout_resolve_payout_sql[] =
     "UPDATE payouts SET state = ?4, version = version + 1,"
     "   active_attempt = CASE WHEN ?5 THEN NULL ELSE active_attempt END,"
     "   updated_at = ?6"
@@ -484,7 +486,7 @@ int og__sq_payout_resolve_write(void *impl, void *tx, const char *id,
 
     (void)impl;
     /* The payout, conditional on what was read. */
-    if ((rc = og__sq_stmt(c, sq_payout_resolve_payout_sql, &st)) < 0)
+    if ((rc = og__sq_stmt(c, og__sq_payout_resolve_payout_sql, &st)) < 0)
         return rc;
     sqlite3_bind_text(st, 1, f->payout_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, f->payout_version);
@@ -712,7 +714,7 @@ static const char sq_payout_expire_cursor_sql[] =
     "SELECT count(*), max(expires_at) FROM payout_grants"
     " WHERE grant_id IN (" SQ_PAYOUT_EXPIRE_PICK ")";
 enum { EXPIRE_PICKED, EXPIRE_CURSOR, EXPIRE_NCOLS };
-static const char sq_payout_expire_days_sql[] =
+const char og__sq_payout_expire_days_sql[] =
     "UPDATE tenant_days SET reserved = reserved - s.amount,"
     "   version = version + 1"
     " FROM (SELECT tenant_id, release_day, sum(amount) AS amount"
@@ -720,7 +722,7 @@ static const char sq_payout_expire_days_sql[] =
     "       GROUP BY tenant_id, release_day) s"
     " WHERE tenant_days.tenant_id = s.tenant_id"
     "   AND tenant_days.day = s.release_day";
-static const char sq_payout_expire_events_sql[] =
+const char og__sq_payout_expire_events_sql[] =
     "INSERT INTO payout_events (payout_id, at, kind, actor, grant_id,"
     "   amount, release_day, reason)"
     " SELECT payout_id, ?4, 'reservation-released', 'janitor', grant_id,"
@@ -799,8 +801,8 @@ static int sq_payout_expire_in(og__sq_store *s, og__sq_conn *c, int batch,
         *taken = 0;
         return 0;
     }
-    if ((rc = sq_expire_step(c, sq_payout_expire_days_sql, &a)) < 0 ||
-        (rc = sq_expire_step(c, sq_payout_expire_events_sql, &a)) < 0 ||
+    if ((rc = sq_expire_step(c, og__sq_payout_expire_days_sql, &a)) < 0 ||
+        (rc = sq_expire_step(c, og__sq_payout_expire_events_sql, &a)) < 0 ||
         (rc = sq_expire_step(c, og__sq_payout_expire_mark_sql, &a)) < 0)
         return rc;
     marked = sqlite3_changes64(c->db);

@@ -597,6 +597,15 @@ typedef struct sq_migration {
     "  VALUES ('" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_POLICY_VERSION "',"    \
     "          " SQ_NOW ", 'migration-12');"
 
+/* Migration 13: the archive's payout attempts by grant, for a return's
+ * read of the payout's last attempt (og_payout_return_record; the live
+ * ones by the (issuer, grant_id) key): without it each return read the
+ * whole archive (docs/plans.md, "Payout return"). Partial: only payout
+ * attempts. */
+#define SQ_MIGRATION_13                                                       \
+    "CREATE INDEX IF NOT EXISTS operations_archive_payout_grant_idx"          \
+    "  ON operations_archive (issuer, grant_id) WHERE kind = 'payout';"
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -853,6 +862,8 @@ static const sq_migration sq_migrations[] = {
      NULL, "operation_events"},
     {12, "payouts: settlement time zones; the policy's current release",
      SQ_STEPS(SQ_MIGRATION_12), NULL, NULL},
+    {13, "payouts: archived attempts by grant (returns)",
+     SQ_STEPS(SQ_MIGRATION_13), NULL, NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
