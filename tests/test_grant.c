@@ -1324,6 +1324,176 @@ static void fixture_key_and_fuzz_seeds(void **state)
     og_keyset_free(k);
 }
 
+/* ===========================================================================
+ * Server-issued operation ids and their MAC (lib/token/opid.c)
+ * ========================================================================= */
+
+/* The MAC as docs/design.md ("Server-issued operation ids") spells it out,
+ * computed here independently of opid.c: HMAC-SHA-256 over each of the
+ * domain, issuer, grant id and operation id as a 4-byte big-endian length
+ * and its bytes, in unpadded base64url. */
+static void opid_mac_by_hand(const unsigned char key[32], const char *iss,
+                             const char *gid, const char *op, char *out)
+{
+    const char *parts[4] = {"oncegate operation id mac v1", iss, gid, op};
+    unsigned char msg[512], mac[32];
+    size_t n = 0;
+
+    for (int i = 0; i < 4; i++) {
+        size_t len = strlen(parts[i]);
+
+        msg[n++] = (unsigned char)(len >> 24);
+        msg[n++] = (unsigned char)(len >> 16);
+        msg[n++] = (unsigned char)(len >> 8);
+        msg[n++] = (unsigned char)len;
+        memcpy(msg + n, parts[i], len);
+        n += len;
+    }
+    crypto_auth_hmacsha256(mac, msg, n, key);
+    sodium_bin2base64(out, OG_OPID_MAC_LEN + 1, mac, sizeof mac,
+                      sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+}
+
+static void operation_id_mac(void **state)
+{
+    static const char op[] = "0b6c1e52-3f0e-4c1a-9a55-3f1d2b7c9e10";
+    unsigned char kb[32], kb2[32];
+    char id1[OG_UUID_LEN + 1], id2[OG_UUID_LEN + 1], canon[OG_UUID_LEN + 1];
+    char mac[OG_OPID_MAC_LEN + 1], want[OG_OPID_MAC_LEN + 1], bad[64];
+    og_opid_key *k = NULL, *k2 = NULL;
+
+    (void)state;
+    /* Fresh ids: canonical version 4 UUIDs, never the same twice. */
+    assert_int_equal(og_operation_id_new(id1), 0);
+    assert_int_equal(og_operation_id_new(id2), 0);
+    assert_int_equal(og_operation_id_canonical(id1, canon), 0);
+    assert_string_equal(canon, id1);
+    assert_int_equal(id1[14], '4');
+    assert_string_not_equal(id1, id2);
+
+    for (int i = 0; i < 32; i++) {
+        kb[i] = (unsigned char)i;
+        kb2[i] = (unsigned char)(i + 1);
+    }
+    assert_int_equal(og_opid_key_from_bytes(kb, &k), 0);
+    assert_int_equal(og_opid_key_from_bytes(kb2, &k2), 0);
+
+    /* The documented construction, and it verifies. */
+    assert_int_equal(og_opid_mac(k, "iss", "gid-1", op, mac), 0);
+    opid_mac_by_hand(kb, "iss", "gid-1", op, want);
+    assert_string_equal(mac, want);
+    assert_int_equal(strlen(mac), OG_OPID_MAC_LEN);
+    assert_true(og_opid_mac_valid(k, "iss", "gid-1", op, mac));
+
+    /* Bound to each of the three and to the key (OI1). */
+    assert_false(og_opid_mac_valid(k2, "iss", "gid-1", op, mac));
+    assert_false(og_opid_mac_valid(k, "iss2", "gid-1", op, mac));
+    assert_false(og_opid_mac_valid(k, "iss", "gid-2", op, mac));
+    assert_false(og_opid_mac_valid(k, "iss", "gid-1", id1, mac));
+    /* Length prefixes: moving a byte between issuer and grant id changes
+     * the MAC. */
+    assert_false(og_opid_mac_valid(k, "is", "sgid-1", op, mac));
+
+    /* Every single-character change, a wrong length, a character outside
+     * the alphabet, NULLs: refused (OI2). */
+    for (size_t i = 0; i < OG_OPID_MAC_LEN; i++) {
+        strcpy(bad, mac);
+        bad[i] = bad[i] == 'A' ? 'B' : 'A';
+        assert_false(og_opid_mac_valid(k, "iss", "gid-1", op, bad));
+    }
+    strcpy(bad, mac);
+    bad[OG_OPID_MAC_LEN - 1] = '\0';
+    assert_false(og_opid_mac_valid(k, "iss", "gid-1", op, bad));
+    snprintf(bad, sizeof bad, "%sA", mac);
+    assert_false(og_opid_mac_valid(k, "iss", "gid-1", op, bad));
+    strcpy(bad, mac);
+    bad[5] = '+';
+    assert_false(og_opid_mac_valid(k, "iss", "gid-1", op, bad));
+    assert_false(og_opid_mac_valid(k, "iss", "gid-1", op, NULL));
+    assert_false(og_opid_mac_valid(NULL, "iss", "gid-1", op, mac));
+    assert_false(og_opid_mac_valid(k, NULL, "gid-1", op, mac));
+
+    /* Only the canonical operation id is MACed. */
+    assert_int_equal(og_opid_mac(k, "iss", "gid-1",
+                                 "0B6C1E52-3F0E-4C1A-9A55-3F1D2B7C9E10", mac),
+                     OG_EINVAL);
+    assert_int_equal(og_opid_mac(k, "iss", "gid-1", "not-a-uuid", mac),
+                     OG_EINVAL);
+    assert_int_equal(og_opid_mac(NULL, "iss", "gid-1", op, mac), OG_EINVAL);
+    og_opid_key_free(k);
+    og_opid_key_free(k2);
+    og_opid_key_free(NULL);
+}
+
+/* Writes text to dir/name with mode; returns the path (static buffer). */
+static const char *opid_key_file(const char *dir, const char *name,
+                                 const char *text, mode_t mode)
+{
+    static char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+    return path;
+}
+
+static void operation_id_mac_key_file(void **state)
+{
+    static const char hex[] =
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    static const char op[] = "0b6c1e52-3f0e-4c1a-9a55-3f1d2b7c9e10";
+    char dir[] = "/tmp/og-opid-XXXXXX", link_path[600], text[200];
+    char mac[OG_OPID_MAC_LEN + 1], want[OG_OPID_MAC_LEN + 1];
+    unsigned char kb[32];
+    og_opid_key *k = NULL;
+    const char *p;
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        kb[i] = (unsigned char)i;
+    assert_non_null(mkdtemp(dir));
+
+    /* 64 hex digits, white space around them, owner-only: the key. */
+    snprintf(text, sizeof text, "  %s\n", hex);
+    p = opid_key_file(dir, "good.key", text, 0600);
+    assert_int_equal(og_opid_key_load_file(p, &k), 0);
+    assert_int_equal(og_opid_mac(k, "iss", "gid", op, mac), 0);
+    opid_mac_by_hand(kb, "iss", "gid", op, want);
+    assert_string_equal(mac, want);
+    og_opid_key_free(k);
+
+    /* A symlink to it is not followed. */
+    snprintf(link_path, sizeof link_path, "%s/link.key", dir);
+    assert_int_equal(symlink(p, link_path), 0);
+    k = NULL;
+    assert_int_equal(og_opid_key_load_file(link_path, &k), OG_EKEY_INVALID);
+    assert_null(k);
+    unlink(link_path);
+
+    /* Readable by others; not hex; too short; missing. */
+    p = opid_key_file(dir, "open.key", hex, 0644);
+    assert_int_equal(og_opid_key_load_file(p, &k), OG_EKEY_INVALID);
+    unlink(p);
+    p = opid_key_file(dir, "text.key", "not a key at all", 0600);
+    assert_int_equal(og_opid_key_load_file(p, &k), OG_EKEY_INVALID);
+    unlink(p);
+    p = opid_key_file(dir, "short.key", "0001", 0600);
+    assert_int_equal(og_opid_key_load_file(p, &k), OG_EKEY_INVALID);
+    unlink(p);
+    snprintf(link_path, sizeof link_path, "%s/missing.key", dir);
+    assert_int_equal(og_opid_key_load_file(link_path, &k), OG_EKEY_IO);
+    assert_int_equal(og_opid_key_load_file(NULL, &k), OG_EINVAL);
+    assert_null(k);
+
+    snprintf(link_path, sizeof link_path, "%s/good.key", dir);
+    unlink(link_path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
@@ -1339,6 +1509,8 @@ int main(void)
         cmocka_unit_test(keygen_files_and_rotation),
         cmocka_unit_test(keygen_never_overwrites),
         cmocka_unit_test(fixture_key_and_fuzz_seeds),
+        cmocka_unit_test(operation_id_mac),
+        cmocka_unit_test(operation_id_mac_key_file),
     };
     return t_run_tests("grant", tests, setup, teardown);
 }

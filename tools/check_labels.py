@@ -84,6 +84,8 @@ REGISTRY = {
     'K': ('lib/token/keys.c', 'keysets and signers'),
     'F': ('lib/token/keyfile.c', 'key files'),
     'V': ('lib/token/grant.c', 'the grant validator'),
+    'OI': ('lib/token/opid.c', 'server-issued operation ids and their '
+           'MAC'),
     # the store (the store helper's lists)
     'M': ('lib/store/store_int.h', "the store method contract: what every "
           "backend's methods guarantee"),

@@ -280,6 +280,56 @@ OG_MUST_CHECK int og_validated_grant_admission(const og_validated_grant *v,
                                                const char *operation_id,
                                                og_grant *g, og_intent *in);
 
+/* ---------------------------------------------------------------------------
+ * Server-issued operation ids (lib/token/opid.c; docs/design.md,
+ * "Server-issued operation ids"). The party that renders the approval form
+ * takes a fresh operation id from the issuer, optionally with a MAC over
+ * (issuer, grant id, operation id) under a key only the service holds, and
+ * admission can require that MAC: an operation id the service did not hand
+ * out for this grant is then refused. The MAC is HMAC-SHA-256 over a
+ * domain-separated, length-prefixed encoding of the three, written as
+ * unpadded base64url.
+ * ------------------------------------------------------------------------- */
+#define OG_OPID_MAC_LEN 43          /* base64url of 32 bytes */
+#define OG_OPID_KEY_FILE_MAX 256    /* bytes of a key file */
+
+typedef struct og_opid_key og_opid_key;
+
+/* Writes a fresh operation id, a version 4 UUID in lower case from the
+ * system CSPRNG, into out. Returns 0 or OG_EINTERNAL. */
+OG_MUST_CHECK int og_operation_id_new(char out[OG_UUID_LEN + 1]);
+
+/* Loads the MAC key file: 32 bytes written as 64 hex digits, surrounding
+ * white space ignored. The file must be a regular file (not a symlink) that
+ * neither group nor others may read, write or execute (chmod 600). Returns 0
+ * and *out (free with og_opid_key_free()), OG_EKEY_IO (cannot be read),
+ * OG_EKEY_INVALID (mode or content), OG_EINVAL, OG_ENOMEM. The key lives in
+ * guarded memory; the file's text is wiped once read. */
+OG_MUST_CHECK int og_opid_key_load_file(const char *path, og_opid_key **out);
+
+/* A key from 32 bytes (tests, tools). 0 and *out, OG_EINVAL or OG_ENOMEM. */
+OG_MUST_CHECK int og_opid_key_from_bytes(const unsigned char bytes[32],
+                                         og_opid_key **out);
+
+/* Wipes and frees k. NULL is a no-op. */
+void og_opid_key_free(og_opid_key *k);
+
+/* Writes the MAC of (issuer, grant_id, operation_id) under k into out.
+ * operation_id must be canonical (og_operation_id_canonical()). Pure.
+ * Returns 0, or OG_EINVAL for a NULL argument or a non-canonical operation
+ * id. */
+OG_MUST_CHECK int og_opid_mac(const og_opid_key *k, const char *issuer,
+                              const char *grant_id, const char *operation_id,
+                              char out[OG_OPID_MAC_LEN + 1]);
+
+/* true when mac is the MAC og_opid_mac() writes for these three under k;
+ * the comparison is constant-time. false for anything else, including a
+ * NULL argument, a mac of the wrong length or outside the alphabet. */
+OG_MUST_CHECK bool og_opid_mac_valid(const og_opid_key *k, const char *issuer,
+                                     const char *grant_id,
+                                     const char *operation_id,
+                                     const char *mac);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /*
  * keyfile.c — key files: generating them, and loading keysets and signers
- * from them. The only token code that touches the disk; everything it reads
+ * from them. The only token code that touches the disk (besides the
+ * operation-id MAC key's loader in opid.c); everything it reads
  * goes through the parsers of keys.c.
  *
  * Invariants:

@@ -5,11 +5,12 @@
  *   base64url.c  the strict base64url codec
  *   jws.c        compact JWS: header rules, signing input, signature
  *   keys.c       JWKs, keysets, signers; no I/O
- *   keyfile.c    key files: keygen, loading — the only file of the token
- *                code that touches the disk
+ *   keyfile.c    key files: keygen, loading — with opid.c's one loader, the
+ *                only token code that touches the disk
  *   grant.c      the grant validator and the claim rules; pure: keys and
  *                time are arguments
  *   issue.c      fresh grant ids and UUIDs, signed grant tokens
+ *   opid.c       server-issued operation ids, their MAC and its key file
  *
  * Included by lib/token/ and the layers above it only
  * (tools/check_layers.py).
