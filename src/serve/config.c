@@ -280,6 +280,27 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "20 ms to 500 ms; then `redemption_lost`. R2: more than "
      "`timings.provider_timeout_ms` + `timings.store_timeout_ms`, the "
      "longest a winner still in flight needs to persist."},
+    /* Server-issued operation ids (docs/design.md, "Server-issued
+     * operation ids"). */
+    {"operation_ids", OG_CFG_OBJECT, 0, 0, NULL, AT(opid_mac_key_file),
+     "Operation ids the service hands out with each grant it issues "
+     "(`POST /v1/grants` answers `operation_id`, and `operation_mac` when "
+     "a key is set), and whether admission requires their MAC (the "
+     "`operation_ids.` rows below)."},
+    {"operation_ids.mac_key_file", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(opid_mac_key_file),
+     "File holding the 32-byte key of the operation-id MAC, as 64 hex "
+     "digits (HMAC-SHA-256 over issuer, grant id and operation id). It must "
+     "be readable by its owner only (chmod 600), and every instance that "
+     "issues or admits needs the same key; it is read at startup and never "
+     "logged. Empty: no MAC is issued, and one sent to `POST /v1/operations` "
+     "is refused (422 `operation_mac_unverifiable`)."},
+    {"operation_ids.require_mac", OG_CFG_BOOL, 0, 0, "false",
+     AT(opid_require_mac),
+     "true: `POST /v1/operations` refuses an operation id without a valid "
+     "`operation_mac` for its grant (403 `operation_mac_required` or "
+     "`operation_mac_invalid`), so only ids this service handed out are "
+     "admitted. Requires `operation_ids.mac_key_file`."},
     {"principals", OG_CFG_PRINCIPALS, 0, OG_CFG_PRINCIPALS_MAX, "[]",
      AT(principals),
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "

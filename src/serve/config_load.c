@@ -911,6 +911,11 @@ int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
                         "request uses one store connection at a time, so "
                         "the rest could never be used",
                         c->max_connections);
+    if (c->opid_require_mac && !c->opid_mac_key_file)
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "operation_ids.require_mac: requires "
+                        "operation_ids.mac_key_file (no key, no MAC to "
+                        "verify)");
     return cfg_check_redemption(c, err, errlen);
 }
 
@@ -936,6 +941,7 @@ void og_srv_config_free(og_srv_config *c)
     free(c->redemption_url);
     free(c->redemption_key_file);
     free(c->redemption_api_key_file);
+    free(c->opid_mac_key_file);
     free(c->log_file);
     free(c->config_path);
     if (c->principals)

@@ -146,6 +146,7 @@ static int h_grants_issue(og_http_req *r)
     json_t *params;
     int64_t ttl = 0, now_s;
     char jti[OG_GRANT_ID_LEN + 1];
+    char op_id[OG_UUID_LEN + 1], op_mac[OG_OPID_MAC_LEN + 1];
     og_grant_claims gc;
     og_issue_outcome out;
     char *token = NULL;
@@ -174,7 +175,10 @@ static int h_grants_issue(og_http_req *r)
                       NULL);
         return 0;
     }
-    if ((rc = og_grant_new_id(jti)) != 0)
+    if ((rc = og_grant_new_id(jti)) != 0 ||
+        (rc = og_operation_id_new(op_id)) != 0 ||
+        (srv->opid_key && (rc = og_opid_mac(srv->opid_key, srv->cfg.issuer,
+                                            jti, op_id, op_mac)) != 0))
         return og_http_lib_error(r, rc), 0;
     now_s = og_http_now_us() / 1000000;
     memset(&gc, 0, sizeof gc);
@@ -214,11 +218,17 @@ static int h_grants_issue(og_http_req *r)
         return 0;
     }
     og_http_log_str(r, "outcome", "issued");
+    /* The fresh operation id for the approval form this grant is shown
+     * on, and its MAC when a key is configured (docs/design.md,
+     * "Server-issued operation ids"): the id is logged, the MAC is not. */
+    og_http_log_str(r, "operation_id", op_id);
     og_http_json(r, 201,
-                 json_pack("{s:s, s:s, s:s, s:o, s:s?}", "grant_id", jti,
-                           "issuer", srv->cfg.issuer, "token", token,
+                 json_pack("{s:s, s:s, s:s, s:o, s:s?, s:s, s:s?}", "grant_id",
+                           jti, "issuer", srv->cfg.issuer, "token", token,
                            "expires_at", time_json(gc.exp * 1000000),
-                           "family", family));
+                           "family", family, "operation_id", op_id,
+                           "operation_mac",
+                           srv->opid_key ? op_mac : NULL));
     free(token);
     return 0;
 }
@@ -569,12 +579,53 @@ static void execution_answer(og_http_req *r, const og_exec_run *run)
     og_http_json(r, status, a);
 }
 
+/* The operation id's MAC (docs/design.md, "Server-issued operation ids"),
+ * after the grant verified and before the store: a MAC present is verified
+ * whenever a key is configured; none is refused only when
+ * operation_ids.require_mac is on. 0 to go on, or -1 with the refusal
+ * answered. The MAC itself is never logged: only whether it verified. */
+static int operation_mac_check(og_http_req *r, const char *mac,
+                               const og_validated_grant *v, const char *op_id)
+{
+    og_srv *srv = r->srv;
+
+    if (!mac) {
+        og_http_log_str(r, "operation_mac", "absent");
+        if (!srv->cfg.opid_require_mac)
+            return 0;
+        og_http_error(r, 403, "operation_mac_required",
+                      "this instance admits only operation ids it issued: "
+                      "send the operation_mac issued with the grant",
+                      "operation_mac");
+        return -1;
+    }
+    if (!srv->opid_key) {
+        og_http_log_str(r, "operation_mac", "unverifiable");
+        og_http_error(r, 422, "operation_mac_unverifiable",
+                      "this instance has no operation-id MAC key",
+                      "operation_mac");
+        return -1;
+    }
+    if (!og_opid_mac_valid(srv->opid_key, v->issuer, v->grant_id, op_id,
+                           mac)) {
+        og_http_log_str(r, "operation_mac", "invalid");
+        og_http_error(r, 403, "operation_mac_invalid",
+                      "operation_mac is not the one issued for this "
+                      "operation id and grant",
+                      "operation_mac");
+        return -1;
+    }
+    og_http_log_str(r, "operation_mac", "valid");
+    return 0;
+}
+
 static int h_operations_post(og_http_req *r)
 {
     static const char *const allowed[] = {"operation_id", "token", "action",
-                                          "params", NULL};
+                                          "params", "operation_mac", NULL};
     og_srv *srv = r->srv;
     const char *op_text, *token, *action, *account, *amount, *currency;
+    const char *op_mac;
     char op_id[OG_UUID_LEN + 1];
     og_grant_request greq;
     og_validated_grant v;
@@ -590,7 +641,8 @@ static int h_operations_post(og_http_req *r)
         token_read(r, r->json, &token) != 0 ||
         og_http_str(r, r->json, "action", false, &action) != 0 ||
         og_http_obj(r, r->json, "params", true, &params) != 0 ||
-        params_read(r, params, &account, &amount, &currency) != 0)
+        params_read(r, params, &account, &amount, &currency) != 0 ||
+        og_http_str(r, r->json, "operation_mac", false, &op_mac) != 0)
         return 0;
     if ((rc = og_operation_id_canonical(op_text, op_id)) != 0)
         return og_http_lib_error(r, rc), 0;
@@ -621,6 +673,8 @@ static int h_operations_post(og_http_req *r)
         return grant_invalid(r, rc), 0;
     og_http_log_str(r, "issuer", v.issuer);
     og_http_log_str(r, "grant_id", v.grant_id);
+    if (operation_mac_check(r, op_mac, &v, op_id) != 0)
+        return 0;
     /* ONE library call admits from the validated grant (never from the
      * request) and, when this request admitted it and a provider is
      * configured, executes it. */

@@ -25,6 +25,7 @@ typedef struct og_srv {
     og_provider *provider;    /* the provider client, with ptable */
     og_provider *redeemer;    /* the token endpoint; NULL: redemption off */
     og_redeem_key *redeem_key;/* seals redemption results (with redeemer) */
+    og_opid_key *opid_key;    /* operation-id MACs; NULL: none issued */
     pthread_mutex_t auth_mu;  /* guards auth (the pointer, not the data) */
     og_srv_auth *auth;
     atomic_int inflight;      /* requests accepted and not yet completed */

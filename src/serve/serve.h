@@ -118,6 +118,9 @@ typedef struct og_srv_config {
     char *redemption_key_file;  /* NULL: redemption off (501) */
     char *redemption_api_key_file; /* NULL: no key at the token endpoint */
     int64_t redemption_catch_up_us; /* og_redeem's catch-up bound */
+    char *opid_mac_key_file;    /* NULL: operation ids without a MAC */
+    bool opid_require_mac;      /* admission refuses an operation id
+                                   without a valid MAC */
     og_timings timings;         /* every timing value, one object */
     int pool_size;              /* store connections per instance */
     size_t max_body_bytes;      /* request bodies above it: 413 */

@@ -314,6 +314,30 @@ static int open_redemption(og_srv *srv)
     return OG_EXIT_OK;
 }
 
+/* Loads the operation-id MAC key when operation_ids.mac_key_file is set
+ * (docs/design.md, "Server-issued operation ids"). Exit code: a key file
+ * that is unreadable, readable by others or not 64 hex digits refuses to
+ * start. The log line says whether MACs are issued and required, never the
+ * key. */
+static int open_opid(og_srv *srv)
+{
+    char msg[512];
+    int rc;
+
+    if (!srv->cfg.opid_mac_key_file)
+        return OG_EXIT_OK;
+    if ((rc = og_opid_key_load_file(srv->cfg.opid_mac_key_file,
+                                    &srv->opid_key)) != 0) {
+        snprintf(msg, sizeof msg, "operation_ids.mac_key_file: %s: %s",
+                 og_err_name(rc), og_strerror(rc));
+        return refuse(msg);
+    }
+    og_log(OG_LOG_INFO, "operation_ids",
+           json_pack("{s:b, s:b}", "mac", 1, "require_mac",
+                     srv->cfg.opid_require_mac));
+    return OG_EXIT_OK;
+}
+
 /* One recovery pass, logged when it did anything; when print, its counts
  * as one JSON line on stdout. 0 or the scan's error. */
 static int recovery_pass(og_srv *srv, bool print)
@@ -750,7 +774,8 @@ int og_cli_serve(int argc, char **argv)
     }
     if ((rc = open_store(&srv)) != OG_EXIT_OK ||
         (rc = open_provider(&srv)) != OG_EXIT_OK ||
-        (rc = open_redemption(&srv)) != OG_EXIT_OK)
+        (rc = open_redemption(&srv)) != OG_EXIT_OK ||
+        (rc = open_opid(&srv)) != OG_EXIT_OK)
         goto out;
     og_grant_policy_init(&srv.policy, srv.cfg.audience, &srv.cfg.timings);
     if (og_srv_auth_build(&srv.cfg, srv.cfg.principals,
@@ -802,6 +827,7 @@ out:
     og_provider_free(srv.provider);
     og_provider_free(srv.redeemer);
     og_redeem_key_free(srv.redeem_key);
+    og_opid_key_free(srv.opid_key);
     og_provider_table_free(srv.ptable);
     og_store_free(srv.store);
     og_srv_dev_sandbox_stop(&sandbox); /* after the last provider call */

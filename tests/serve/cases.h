@@ -25,6 +25,11 @@ void another_callers_operation_is_404_like_a_missing_one(void **state);
 
 /* endpoints.c */
 void issued_grant_is_201_with_the_documented_fields(void **state);
+/* opid.c: server-issued operation ids and their MAC */
+void operation_mac_required_admits_the_issued_id_and_refuses_it_without_or_with_a_wrong_mac(void **state);
+void operation_mac_not_required_admits_without_one_and_still_refuses_a_wrong_one(void **state);
+void without_a_mac_key_grants_carry_an_operation_id_and_a_mac_is_unverifiable(void **state);
+void operation_mac_required_without_a_key_or_with_an_open_key_file_refuses_to_start(void **state);
 void fresh_grant_is_admitted_with_202(void **state);
 void same_operation_retry_is_202_already_admitted_on_every_instance(
     void **state);
