@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli.sh — the oncegate command as a user runs it: help, JSON answers,
-# documented exit codes, the demo and keygen. Usage: tests/cli.sh PATH/TO/oncegate
+# documented exit codes, the demo and keygen.
+# Usage: tests/cli.sh PATH/TO/oncegate PATH/TO/payout_fixture
 set -uo pipefail
-OG=${1:?usage: cli.sh PATH/TO/oncegate}
+OG=${1:?usage: cli.sh PATH/TO/oncegate PATH/TO/payout_fixture}
+FIX=${2:?usage: cli.sh PATH/TO/oncegate PATH/TO/payout_fixture}
 T=$(mktemp -d /tmp/og-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
@@ -218,6 +220,84 @@ check "payouts run --until-idle on an empty store" 0 "$OG" payouts run --store "
       --provider http://127.0.0.1:9 --provider-table "$SRC/providers/sandbox-payouts.v1.json" \
       --credential-file "$T/cred" --until-idle --poll 50ms --interval 100ms --workers 2
 expect_out "payouts run prints its counts" '^\{"ends":\{"idle":[0-9]+,"refused":0,.*"sent":0\},"reasons":\{\},"sends":0,'
+
+# payout: an operator's hand. tests/payout_fixture puts each payout in the
+# stage a command acts on (no command creates one).
+PO="$T/payout.db"; PS="sqlite:$PO"
+jget() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' "$T/out"; }
+check "help payout" 0 "$OG" help payout; expect_out "payout help names its exit codes" "75 store unavailable"
+expect_out "payout help lists the subcommands" "payout hold --grant ID"
+check "payout --help" 0 "$OG" payout --help
+check "payout without a subcommand" 2 "$OG" payout
+check "payout with an unknown subcommand" 2 "$OG" payout frobnicate --store "$PS"
+check "migrate the payout store" 0 "$OG" migrate --store "$PS"
+check "fixture: PAY-3107 needs reconciliation" 0 "$FIX" "$PO" PAY-3107 needs-reconciliation
+A7=$(jget attempt); G7=$(jget grant)
+check "fixture: PAY-3108 unknown" 0 "$FIX" "$PO" PAY-3108 unknown
+A8=$(jget attempt)
+check "fixture: PAY-3109 approved" 0 "$FIX" "$PO" PAY-3109 approved
+J9=$(jget job)
+check "fixture: PAY-3110 approved" 0 "$FIX" "$PO" PAY-3110 approved
+G10=$(jget grant)
+check "payout backlog" 0 "$OG" payout backlog --store "$PS"
+expect_out "backlog lists the escalated attempt first, with its payout" \
+    '^\{"backlog":\[\{"attempt":"'"$A7"'","payout":"PAY-3107","grant":"'"$G7"'","status":"NeedsReconciliation",'
+expect_out "backlog lists the Unknown attempt" '\{"attempt":"'"$A8"'","payout":"PAY-3108",.*"status":"Unknown",.*"age_seconds":[0-9]+\}'
+expect_out "backlog counts by status" '"unknown":1,"needs_reconciliation":1\}$'
+check "payout backlog --limit 1" 0 "$OG" payout backlog --store "$PS" --limit 1
+expect_out "backlog --limit 1: the oldest only" '^\{"backlog":\[\{"attempt":"'"$A7"'"[^]]*\],"unknown":0,"needs_reconciliation":1\}$'
+check "payout backlog --limit 0" 2 "$OG" payout backlog --store "$PS" --limit 0
+expect_err "backlog names the bound" 'limit is 1..1000'
+check "payout backlog refuses another subcommand's option" 2 "$OG" payout backlog --store "$PS" --grant g
+check "payout backlog on a store never migrated" 78 "$OG" payout backlog --store "sqlite:$T/none.db"
+expect_out "backlog: schema mismatch is a JSON error" '"error":"schema_mismatch"'
+check "payout backlog, postgres unreachable" 75 "$OG" payout backlog \
+      --store "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2"
+expect_out "backlog: unavailable JSON" '"error":"store_unavailable"'
+rargs() { "$OG" payout resolve --store "$PS" --operator ops-4 --reason provider.statement \
+          --evidence "statement line 2026-12-01 #88, provider ref PRV-551" "$@"; }
+check "payout resolve without --evidence" 2 "$OG" payout resolve --store "$PS" --attempt "$A7" \
+      --to Succeeded --operator ops-4 --reason provider.statement
+expect_err "resolve names what is missing" 'evidence is required'
+check "payout resolve --to Unknown" 2 rargs --attempt "$A7" --to Unknown
+check "payout resolve, bad attempt id" 2 rargs --attempt not-a-uuid --to Succeeded
+expect_out "bad attempt id code" '"error":"input.operation_id_invalid"'
+check "payout resolve an Unknown attempt" 1 rargs --attempt "$A8" --to Succeeded
+expect_out "an Unknown attempt is not the operator's to resolve" '^\{"outcome":"not-recorded"\}$'
+check "payout resolve NotApplied before the request expired" 1 rargs --attempt "$A7" --to NotApplied
+expect_out "NotApplied too early is refused" '^\{"outcome":"not-recorded"\}$'
+check "payout resolve" 0 rargs --attempt "$A7" --to Succeeded --provider-reference PRV-551
+expect_out "resolved: the payout Paid, the reservation paid" \
+    '^\{"outcome":"resolved","attempt":"'"$A7"'","payout":"PAY-3107","grant":"'"$G7"'","state":"Paid","payout_version":[0-9]+,"reservation":"paid"\}$'
+expect_err "resolve logs identifiers" "attempt=$A7 payout=PAY-3107"
+check "payout resolve again" 1 rargs --attempt "$A7" --to Failed
+expect_out "a second resolution changes nothing" '^\{"outcome":"not-recorded"\}$'
+check "payout backlog after the resolution" 0 "$OG" payout backlog --store "$PS"
+expect_out "the resolved attempt left the backlog" '"unknown":1,"needs_reconciliation":0\}$'
+check "payout resubmit without --operator" 2 "$OG" payout resubmit --store "$PS" --job "$J9"
+check "payout resubmit" 0 "$OG" payout resubmit --store "$PS" --job "$J9" --operator ops-4
+expect_out "resubmitted: a new job" '^\{"outcome":"resubmitted","job":"[0-9a-f-]{36}","from":"'"$J9"'"\}$'
+if [ "$(jget job)" != "$J9" ]; then pass=$((pass+1)); echo "ok   the new job has its own id";
+else fail=$((fail+1)); echo "FAIL resubmit returned the same job id"; fi
+check "payout resubmit an unknown job" 1 "$OG" payout resubmit --store "$PS" \
+      --job 0a1b2c3d-4e5f-4a6b-9c7d-8e9fa0b1c2d3 --operator ops-4
+expect_out "unknown job refused" '^\{"outcome":"not_found"\}$'
+check "payout resubmit, bad job id" 2 "$OG" payout resubmit --store "$PS" --job x --operator ops-4
+check "payout hold, bad operator" 2 "$OG" payout hold --store "$PS" --grant "$G10" --operator "a b"
+expect_out "bad operator code" '"error":"input.actor_invalid"'
+check "payout hold" 0 "$OG" payout hold --store "$PS" --grant "$G10" --operator finance-2
+expect_out "held: the grant revoked" '^\{"outcome":"revoked","grant":"'"$G10"'"\}$'
+check "payout hold again" 1 "$OG" payout hold --store "$PS" --grant "$G10" --operator finance-2
+expect_out "a second hold changes nothing" '^\{"outcome":"already_used_or_revoked"\}$'
+check "payout hold a consumed grant" 1 "$OG" payout hold --store "$PS" --grant "$G7" --operator finance-2
+expect_out "a consumed grant cannot be held" '^\{"outcome":"already_used_or_revoked"\}$'
+check "payout hold a grant that is not a payout's" 1 "$OG" payout hold --store "$PS" --grant nope-1 --operator finance-2
+expect_out "not a payout grant" '^\{"outcome":"not_issued"\}$'
+if grep -q 'tok_fixture' "$T/out" "$T/err"; then fail=$((fail+1)); echo "FAIL payout printed a destination token";
+else pass=$((pass+1)); echo "ok   payout prints no destination token"; fi
+if python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute("SELECT COUNT(*) FROM grants WHERE grant_id=? AND revoked_at IS NOT NULL",(sys.argv[2],)).fetchone()[0]==1 else 1)' "$PO" "$G10"; then
+    pass=$((pass+1)); echo "ok   the hold revoked the grant in the store";
+else fail=$((fail+1)); echo "FAIL the held grant is not revoked in the store"; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
