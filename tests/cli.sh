@@ -225,6 +225,9 @@ expect_out "payouts run prints its counts" '^\{"ends":\{"idle":[0-9]+,"refused":
 # stage a command acts on (no command creates one).
 PO="$T/payout.db"; PS="sqlite:$PO"
 jget() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' "$T/out"; }
+no_token() { # NAME : the last check printed no destination token
+    if grep -q 'tok_fixture' "$T/out" "$T/err"; then fail=$((fail+1)); echo "FAIL $1 printed a destination token";
+    else pass=$((pass+1)); echo "ok   $1 prints no destination token"; fi; }
 check "help payout" 0 "$OG" help payout; expect_out "payout help names its exit codes" "75 store unavailable"
 expect_out "payout help lists the subcommands" "payout hold --grant ID"
 check "payout --help" 0 "$OG" payout --help
@@ -240,6 +243,7 @@ J9=$(jget job)
 check "fixture: PAY-3110 approved" 0 "$FIX" "$PO" PAY-3110 approved
 G10=$(jget grant)
 check "payout backlog" 0 "$OG" payout backlog --store "$PS"
+no_token "payout backlog"
 expect_out "backlog lists the escalated attempt first, with its payout" \
     '^\{"backlog":\[\{"attempt":"'"$A7"'","payout":"PAY-3107","grant":"'"$G7"'","status":"NeedsReconciliation",'
 expect_out "backlog lists the Unknown attempt" '\{"attempt":"'"$A8"'","payout":"PAY-3108",.*"status":"Unknown",.*"age_seconds":[0-9]+\}'
@@ -293,8 +297,25 @@ check "payout hold a consumed grant" 1 "$OG" payout hold --store "$PS" --grant "
 expect_out "a consumed grant cannot be held" '^\{"outcome":"already_used_or_revoked"\}$'
 check "payout hold a grant that is not a payout's" 1 "$OG" payout hold --store "$PS" --grant nope-1 --operator finance-2
 expect_out "not a payout grant" '^\{"outcome":"not_issued"\}$'
-if grep -q 'tok_fixture' "$T/out" "$T/err"; then fail=$((fail+1)); echo "FAIL payout printed a destination token";
-else pass=$((pass+1)); echo "ok   payout prints no destination token"; fi
+check "payout show the resolved payout" 0 "$OG" payout show --store "$PS" --payout PAY-3107
+no_token "payout show"
+expect_out "show: the payout, Paid" '^\{"payout":\{"payout_id":"PAY-3107","tenant_id":"T-PAY-3107",.*"amount":"4250.00","amount_minor":425000,"currency":"EUR",.*"state":"Paid",'
+expect_out "show: its Allowed decision with the requester" '"decisions":\[\{"decision_id":"[0-9a-f-]{36}","outcome":"Allowed","reason":"payout.allowed",.*"requester_id":"clerk-22",'
+expect_out "show: its grant, consumed by the attempt" '"grants":\[\{"grant_id":"'"$G7"'",.*"state":"Consumed",.*"consumed_by_operation":"'"$A7"'"'
+expect_out "show: the attempt with the operator's resolution in its history" \
+    '"attempts":\[\{"operation_id":"'"$A7"'",.*"status":"Succeeded",.*"history":\[\{"at":"[^"]+","kind":"admitted",.*"kind":"resolved","from":"NeedsReconciliation","to":"Succeeded",[^}]*"actor":"ops-4","reason":"provider.statement","provider_reference":"PRV-551","evidence":"statement line 2026-12-01 #88, provider ref PRV-551"'
+expect_out "show: the payout's history from draft to the resolution" \
+    '"history":\[\{"seq":[0-9]+,"at":"[^"]+","kind":"drafted","actor":"clerk-22",.*"kind":"claimed",.*"kind":"resolved",[^]]*"to_state":"Paid"'
+check "payout show the held payout" 0 "$OG" payout show --store "$PS" --payout PAY-3110
+expect_out "show: the held grant is Revoked, its reservation released, no attempt" \
+    '"grants":\[\{"grant_id":"'"$G10"'",.*"state":"Revoked",.*"revoked_at":"[^"]+","released_at":"[^"]+",.*"attempts":\[\],'
+expect_out "show: the hold in the history" '"kind":"grant-revoked","actor":"finance-2"'
+check "payout show a payout that does not exist" 1 "$OG" payout show --store "$PS" --payout PAY-0000
+expect_out "no such payout" '^\{"outcome":"not_found"\}$'
+check "payout show, bad payout id" 2 "$OG" payout show --store "$PS" --payout "a b"
+expect_out "bad payout id code" '"error":"input.payout_id_invalid"'
+check "payout show without --payout" 2 "$OG" payout show --store "$PS"
+no_token "payout hold"
 if python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute("SELECT COUNT(*) FROM grants WHERE grant_id=? AND revoked_at IS NOT NULL",(sys.argv[2],)).fetchone()[0]==1 else 1)' "$PO" "$G10"; then
     pass=$((pass+1)); echo "ok   the hold revoked the grant in the store";
 else fail=$((fail+1)); echo "FAIL the held grant is not revoked in the store"; fi

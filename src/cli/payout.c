@@ -1,8 +1,12 @@
 /*
- * payout.c — `oncegate payout backlog|resolve|resubmit|hold`: what an
- * operator does by hand about payouts (docs/payouts.md, sections 5 and 6),
- * each one call of oncegate/payout_store.h on the store:
+ * payout.c — `oncegate payout show|backlog|resolve|resubmit|hold`: what
+ * an operator does by hand about payouts (docs/payouts.md, sections 5 and
+ * 6), each with the calls of oncegate/payout_store.h it names:
  *
+ *   show      a payout with its decisions, grants (never a credential: a
+ *             payout grant is row-form, there is none), attempts with their
+ *             histories, and its own history (og_payout_history) — several
+ *             reads, each consistent, not one snapshot;
  *   backlog   the payout attempts in Unknown or NeedsReconciliation, oldest
  *             first (og_op_scan), each with its payout and its age;
  *   resolve   an operator's resolution of a NeedsReconciliation attempt,
@@ -25,7 +29,8 @@
 #include "oncegate/payout_store.h"
 
 const char og_usage_payout[] =
-    "usage: oncegate payout backlog [--store URL] [--limit N]\n"
+    "usage: oncegate payout show --payout ID [--store URL]\n"
+    "       oncegate payout backlog [--store URL] [--limit N]\n"
     "       oncegate payout resolve --attempt UUID\n"
     "                               --to Succeeded|Failed|NotApplied\n"
     "                               --operator ID --reason CODE\n"
@@ -36,6 +41,12 @@ const char og_usage_payout[] =
     "\n"
     "What an operator does by hand about payouts (docs/payouts.md):\n"
     "\n"
+    "show      the payout, its decisions (outcome, reason, policy,\n"
+    "          requester), its grants (state, window, attempt number,\n"
+    "          reservation; never a credential), its attempts with their\n"
+    "          histories, and its history. Prints {\"payout\":{...},\n"
+    "          \"decisions\":[...],\"grants\":[...],\"attempts\":[...],\n"
+    "          \"history\":[...]}: several reads, not one snapshot.\n"
     "backlog   the payout attempts in Unknown or NeedsReconciliation, oldest\n"
     "          first, at most --limit (1..1000, default 100): for each its\n"
     "          attempt, payout, grant, status, provider reference, created_at,\n"
@@ -56,22 +67,23 @@ const char og_usage_payout[] =
     "hold      revokes a payout grant that no attempt has consumed and\n"
     "          releases its reservation. Prints {\"outcome\":\"revoked\"}.\n"
     "\n"
-    "Refusals print {\"outcome\":CODE} with a stable code: not-recorded (the\n"
+    "Refusals print {\"outcome\":CODE} with a stable code: not_found (no\n"
+    "such payout, for show; no such job, for resubmit), not-recorded (the\n"
     "attempt is not NeedsReconciliation, does not exist, or NotApplied is\n"
-    "too early), not-active (not its payout's active attempt), not_found\n"
-    "(no such job), already_used_or_revoked, not_issued (not a payout\n"
-    "grant). Errors print {\"error\":CODE,\"message\":...}.\n"
+    "too early), not-active (not its payout's active attempt),\n"
+    "already_used_or_revoked, not_issued (not a payout grant). Errors print {\"error\":CODE,\"message\":...}.\n"
     "\n"
     "exit: 0 done, 1 refused (nothing changed), 2 bad usage or input,\n"
     "75 store unavailable (a write may or may not have happened: read\n"
     "before retrying), 78 bad store URL or schema mismatch, 70 internal\n"
     "error.\n";
 
-enum { O_STORE = 256, O_LIMIT, O_ATTEMPT, O_TO, O_OPERATOR, O_REASON,
+enum { O_STORE = 256, O_PAYOUT, O_LIMIT, O_ATTEMPT, O_TO, O_OPERATOR, O_REASON,
        O_EVIDENCE, O_REFERENCE, O_JOB, O_GRANT };
 
 static const struct option payout_opts[] = {
     {"store", required_argument, NULL, O_STORE},
+    {"payout", required_argument, NULL, O_PAYOUT},
     {"limit", required_argument, NULL, O_LIMIT},
     {"attempt", required_argument, NULL, O_ATTEMPT},
     {"to", required_argument, NULL, O_TO},
@@ -87,7 +99,7 @@ static const struct option payout_opts[] = {
 
 /* The options of one subcommand; NULL when not given. */
 typedef struct payout_args {
-    const char *store, *limit, *attempt, *to, *op, *reason, *evidence,
+    const char *store, *payout, *limit, *attempt, *to, *op, *reason, *evidence,
         *reference, *job, *grant;
     int limit_n;      /* --limit, checked: 1..1000 (default 100) */
     og_op_status to_status; /* --to, checked */
@@ -113,6 +125,7 @@ static int parse_args(int argc, char **argv, payout_args *a)
     while ((c = getopt_long(argc, argv, "h", payout_opts, NULL)) != -1) {
         switch (c) {
         case O_STORE: a->store = optarg; break;
+        case O_PAYOUT: a->payout = optarg; break;
         case O_LIMIT: a->limit = optarg; break;
         case O_ATTEMPT: a->attempt = optarg; break;
         case O_TO: a->to = optarg; break;
@@ -167,6 +180,225 @@ static int done(json_t *out)
     og_cli_print_json(out);
     json_decref(out);
     return OG_EXIT_OK;
+}
+
+/* ===========================================================================
+ * show
+ * ========================================================================= */
+
+/* RFC 3339 of us into buf, or NULL (JSON null) when us is 0: not set. */
+static const char *when(int64_t us, char *buf, size_t len)
+{
+    return us ? og_time_format_rfc3339(us, buf, len) : NULL;
+}
+
+static json_t *payout_json(const og_payout_view *v)
+{
+    char c[40], u[40];
+
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:s?, s:s, s:I, s:I,"
+        " s:s?, s:s?, s:s, s:s, s:s}",
+        "payout_id", v->payout_id, "tenant_id", v->tenant_id,
+        "beneficiary_id", v->beneficiary_id, "destination_id",
+        v->destination_id, "destination_version",
+        (json_int_t)v->destination_version, "amount", v->amount,
+        "amount_minor", (json_int_t)v->amount_minor, "currency", v->currency,
+        "purpose", v->has_purpose ? v->purpose : NULL, "state",
+        og_payout_state_name(v->state), "version", (json_int_t)v->version,
+        "attempt_count", (json_int_t)v->attempt_count, "active_attempt",
+        v->active_attempt[0] ? v->active_attempt : NULL, "release_day",
+        v->release_day[0] ? v->release_day : NULL, "requester_id",
+        v->requester_id, "created_at",
+        og_time_format_rfc3339(v->created_at_us, c, sizeof c), "updated_at",
+        og_time_format_rfc3339(v->updated_at_us, u, sizeof u));
+}
+
+static json_t *decision_json(const og_payout_decision_view *d)
+{
+    char o[40], t[40];
+
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
+        "decision_id", d->decision_id, "outcome",
+        og_payout_outcome_name(d->outcome), "reason",
+        og_payout_reason_name(d->reason), "policy_version", d->policy_version,
+        "reauthorize", d->reauthorize, "requester_id", d->requester_id,
+        "requester_role", d->requester_role, "terms_fingerprint",
+        d->terms_fingerprint, "requester_approval_limit",
+        (json_int_t)d->requester_approval_limit, "observed_at",
+        og_time_format_rfc3339(d->observed_at_us, o, sizeof o), "decided_at",
+        og_time_format_rfc3339(d->decided_at_us, t, sizeof t),
+        "correlation_id", d->correlation_id);
+}
+
+/* A payout grant: its bindings and state — it has no token to leak. */
+static json_t *grant_json(const og_payout_grant_view *g)
+{
+    char nb[40], ex[40], cr[40], co[40], rv[40], rl[40];
+
+    return json_pack(
+        "{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s?, s:s?,"
+        " s:s?, s:s?, s:s}",
+        "grant_id", g->grant_id, "decision_id", g->decision_id, "state",
+        og_payout_grant_state_name(g->state), "attempt_number",
+        (json_int_t)g->attempt_number, "executable_payout_version",
+        (json_int_t)g->executable_payout_version, "reserved_minor",
+        (json_int_t)g->reserved_minor, "release_day", g->release_day,
+        "not_before", og_time_format_rfc3339(g->not_before_us, nb, sizeof nb),
+        "expires_at", og_time_format_rfc3339(g->expires_at_us, ex, sizeof ex),
+        "created_at", og_time_format_rfc3339(g->created_at_us, cr, sizeof cr),
+        "consumed_at", when(g->consumed_at_us, co, sizeof co),
+        "consumed_by_operation",
+        g->consumed_by_operation[0] ? g->consumed_by_operation : NULL,
+        "revoked_at", when(g->revoked_at_us, rv, sizeof rv), "released_at",
+        when(g->released_at_us, rl, sizeof rl), "policy_version",
+        g->policy_version);
+}
+
+/* One history entry: the columns it has, no others. */
+static json_t *event_json(const og_payout_event *e)
+{
+    char at[40];
+    json_t *j = json_pack("{s:I, s:s, s:s, s:s}", "seq", (json_int_t)e->seq,
+                          "at", og_time_format_rfc3339(e->at_us, at, sizeof at),
+                          "kind", e->kind, "actor", e->actor);
+    const struct { const char *name, *v; } opt[] = {
+        {"correlation_id", e->correlation_id}, {"decision_id", e->decision_id},
+        {"grant_id", e->grant_id},             {"job_id", e->job_id},
+        {"from_state", e->from_state},         {"to_state", e->to_state},
+        {"release_day", e->release_day},       {"reason", e->reason},
+        {"evidence", e->evidence},
+    };
+
+    for (size_t i = 0; j && i < sizeof opt / sizeof opt[0]; i++)
+        if (opt[i].v[0])
+            json_object_set_new(j, opt[i].name, json_string(opt[i].v));
+    if (j && e->payout_version)
+        json_object_set_new(j, "payout_version",
+                            json_integer(e->payout_version));
+    if (j && e->has_amount)
+        json_object_set_new(j, "amount_minor", json_integer(e->amount_minor));
+    return j;
+}
+
+static json_t *op_event_json(const og_op_event *e)
+{
+    char at[40];
+    json_t *j = json_pack(
+        "{s:s, s:s, s:s, s:s, s:I, s:s}", "at",
+        og_time_format_rfc3339(e->at_us, at, sizeof at), "kind", e->kind,
+        "from", og_op_status_name(e->from_status), "to",
+        og_op_status_name(e->to_status), "owner_version",
+        (json_int_t)e->owner_version, "actor", e->actor);
+    const struct { const char *name, *v; } opt[] = {
+        {"reason", e->reason}, {"provider_reference", e->provider_reference},
+        {"evidence", e->evidence}, {"source", e->source},
+    };
+
+    for (size_t i = 0; j && i < sizeof opt / sizeof opt[0]; i++)
+        if (opt[i].v[0])
+            json_object_set_new(j, opt[i].name, json_string(opt[i].v));
+    return j;
+}
+
+/* Appends attempt operation_id with its history to attempts: 0, or an
+ * error. An archived attempt (the grant still names it) is left out. */
+static int add_attempt(og_store *s, const char *operation_id,
+                       json_t *attempts)
+{
+    og_operation op;
+    og_op_events h = {NULL, 0};
+    json_t *j, *hist;
+    int rc;
+
+    if ((rc = og_operation_get(s, operation_id, &op)) <= 0)
+        return rc;
+    if ((rc = og_op_history(s, operation_id, &h)) != 0)
+        return rc;
+    j = og_cli_operation_json(&op);
+    hist = json_array();
+    if (!j || !hist) {
+        json_decref(j);
+        json_decref(hist);
+        og_op_events_free(&h);
+        return OG_ENOMEM;
+    }
+    for (size_t i = 0; i < h.n; i++)
+        json_array_append_new(hist, op_event_json(&h.v[i]));
+    og_op_events_free(&h);
+    json_object_set_new(j, "idempotency_key",
+                        json_string(op.idempotency_key));
+    json_object_set_new(j, "client_reference",
+                        json_string(op.client_reference));
+    json_object_set_new(j, "provider_reference",
+                        json_string(op.provider_reference));
+    json_object_set_new(j, "history", hist);
+    json_array_append_new(attempts, j);
+    return 0;
+}
+
+static int payout_show(og_store *s, const payout_args *a)
+{
+    og_payout_view v;
+    og_payout_events e = {NULL, 0};
+    json_t *decisions = json_array(), *grants = json_array(),
+           *attempts = json_array(), *history = json_array();
+    int rc;
+
+    if (!decisions || !grants || !attempts || !history) {
+        rc = OG_ENOMEM;
+        goto fail;
+    }
+    if ((rc = og_payout_get(s, a->payout, &v)) < 0)
+        goto fail;
+    if (rc == 0) {
+        json_decref(decisions);
+        json_decref(grants);
+        json_decref(attempts);
+        json_decref(history);
+        return refused("show", a->payout, "not_found");
+    }
+    if ((rc = og_payout_history(s, a->payout, &e)) != 0)
+        goto fail;
+    /* The history names every decision and grant; a consumed grant names
+     * its attempt. */
+    for (size_t i = 0; i < e.n; i++) {
+        const og_payout_event *ev = &e.v[i];
+
+        json_array_append_new(history, event_json(ev));
+        if (strcmp(ev->kind, "decided") == 0 && ev->decision_id[0]) {
+            og_payout_decision_view d;
+
+            if ((rc = og_payout_decision_get(s, ev->decision_id, &d)) < 0)
+                goto fail;
+            if (rc == 1)
+                json_array_append_new(decisions, decision_json(&d));
+        } else if (strcmp(ev->kind, "grant-issued") == 0 && ev->grant_id[0]) {
+            og_payout_grant_view g;
+
+            if ((rc = og_payout_grant_get(s, ev->grant_id, &g)) < 0)
+                goto fail;
+            if (rc == 1) {
+                json_array_append_new(grants, grant_json(&g));
+                if (g.consumed_by_operation[0] &&
+                    (rc = add_attempt(s, g.consumed_by_operation,
+                                      attempts)) < 0)
+                    goto fail;
+            }
+        }
+    }
+    og_payout_events_free(&e);
+    return done(json_pack("{s:o, s:o, s:o, s:o, s:o}", "payout",
+                          payout_json(&v), "decisions", decisions, "grants",
+                          grants, "attempts", attempts, "history", history));
+fail:
+    og_payout_events_free(&e);
+    json_decref(decisions);
+    json_decref(grants);
+    json_decref(attempts);
+    json_decref(history);
+    return fail("show", rc);
 }
 
 /* ===========================================================================
@@ -306,6 +538,7 @@ typedef struct payout_sub {
 } payout_sub;
 
 static const payout_sub payout_subs[] = {
+    {"show", payout_show, "|payout|", "|payout|"},
     {"backlog", payout_backlog, "|limit|", ""},
     {"resolve", payout_resolve,
      "|attempt|to|operator|reason|evidence|reference|",
@@ -320,6 +553,7 @@ static const payout_sub payout_subs[] = {
 static int options_check(const payout_sub *sub, payout_args *a)
 {
     const struct { const char *name, *v; } given[] = {
+        {"payout", a->payout},
         {"limit", a->limit},       {"attempt", a->attempt},
         {"to", a->to},             {"operator", a->op},
         {"reason", a->reason},     {"evidence", a->evidence},
