@@ -221,26 +221,28 @@ check "payouts run --until-idle on an empty store" 0 "$OG" payouts run --store "
       --credential-file "$T/cred" --until-idle --poll 50ms --interval 100ms --workers 2
 expect_out "payouts run prints its counts" '^\{"ends":\{"idle":[0-9]+,"refused":0,.*"sent":0\},"reasons":\{\},"sends":0,'
 
-# payout: an operator's hand. tests/payout_fixture puts each payout in the
-# stage a command acts on (no command creates one).
-PO="$T/payout.db"; PS="sqlite:$PO"
+# payout: an operator's hand, on each engine. tests/payout_fixture puts
+# each payout in the stage a command acts on (no command creates one).
 jget() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' "$T/out"; }
 no_token() { # NAME : the last check printed no destination token
     if grep -q 'tok_fixture' "$T/out" "$T/err"; then fail=$((fail+1)); echo "FAIL $1 printed a destination token";
     else pass=$((pass+1)); echo "ok   $1 prints no destination token"; fi; }
+payout_suite() { # STORE-URL ENGINE
+local PS=$1 E=$2
+echo "-- payout on $E"
 check "help payout" 0 "$OG" help payout; expect_out "payout help names its exit codes" "75 store unavailable"
 expect_out "payout help lists the subcommands" "payout hold --grant ID"
 check "payout --help" 0 "$OG" payout --help
 check "payout without a subcommand" 2 "$OG" payout
 check "payout with an unknown subcommand" 2 "$OG" payout frobnicate --store "$PS"
 check "migrate the payout store" 0 "$OG" migrate --store "$PS"
-check "fixture: PAY-3107 needs reconciliation" 0 "$FIX" "$PO" PAY-3107 needs-reconciliation
+check "fixture: PAY-3107 needs reconciliation" 0 "$FIX" "$PS" PAY-3107 needs-reconciliation
 A7=$(jget attempt); G7=$(jget grant)
-check "fixture: PAY-3108 unknown" 0 "$FIX" "$PO" PAY-3108 unknown
+check "fixture: PAY-3108 unknown" 0 "$FIX" "$PS" PAY-3108 unknown
 A8=$(jget attempt)
-check "fixture: PAY-3109 approved" 0 "$FIX" "$PO" PAY-3109 approved
+check "fixture: PAY-3109 approved" 0 "$FIX" "$PS" PAY-3109 approved
 J9=$(jget job)
-check "fixture: PAY-3110 approved" 0 "$FIX" "$PO" PAY-3110 approved
+check "fixture: PAY-3110 approved" 0 "$FIX" "$PS" PAY-3110 approved
 G10=$(jget grant)
 check "payout backlog" 0 "$OG" payout backlog --store "$PS"
 no_token "payout backlog"
@@ -316,9 +318,23 @@ check "payout show, bad payout id" 2 "$OG" payout show --store "$PS" --payout "a
 expect_out "bad payout id code" '"error":"input.payout_id_invalid"'
 check "payout show without --payout" 2 "$OG" payout show --store "$PS"
 no_token "payout hold"
-if python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute("SELECT COUNT(*) FROM grants WHERE grant_id=? AND revoked_at IS NOT NULL",(sys.argv[2],)).fetchone()[0]==1 else 1)' "$PO" "$G10"; then
-    pass=$((pass+1)); echo "ok   the hold revoked the grant in the store";
-else fail=$((fail+1)); echo "FAIL the held grant is not revoked in the store"; fi
+if [ "$E" = sqlite ]; then
+    if python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute("SELECT COUNT(*) FROM grants WHERE grant_id=? AND revoked_at IS NOT NULL",(sys.argv[2],)).fetchone()[0]==1 else 1)' "${PS#sqlite:}" "$G10"; then
+        pass=$((pass+1)); echo "ok   the hold revoked the grant in the store";
+    else fail=$((fail+1)); echo "FAIL the held grant is not revoked in the store"; fi
+fi
+}
+payout_suite "sqlite:$T/payout.db" sqlite
+# PostgreSQL: a database of its own on the test cluster, when there is one.
+if [ -n "${OG_TEST_PG_URL:-}" ] && [ "${OG_TEST_PG_URL#*\?}" = "$OG_TEST_PG_URL" ]; then
+    PGDB="og_cli_$$_$RANDOM"
+    if psql "$OG_TEST_PG_URL" -qXc "CREATE DATABASE $PGDB" >/dev/null; then
+        payout_suite "${OG_TEST_PG_URL%/*}/$PGDB" postgres
+        psql "$OG_TEST_PG_URL" -qXc "DROP DATABASE $PGDB" >/dev/null
+    else fail=$((fail+1)); echo "FAIL could not create a PostgreSQL database for the payout commands"; fi
+else
+    echo "skip payout on postgres: OG_TEST_PG_URL not set"
+fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

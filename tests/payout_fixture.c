@@ -1,10 +1,11 @@
 /*
  * payout_fixture.c — puts one payout into a stage for tests/cli.sh, through
- * the library (oncegate/payout_store.h), on an SQLite store already
- * migrated: the operator commands (`oncegate payout ...`) need a payout in
- * each state they act on, and no command creates one yet.
+ * the library (oncegate/payout_store.h), on a store already migrated
+ * (sqlite:PATH or a PostgreSQL URL): the operator commands (`oncegate
+ * payout ...`) need a payout in each state they act on, and no command
+ * creates one yet.
  *
- *   payout_fixture PATH ID approved|unknown|needs-reconciliation
+ *   payout_fixture STORE-URL ID approved|unknown|needs-reconciliation
  *
  * approved: a tenant T-ID (10,000.00 EUR a day), its verified, Active
  * beneficiary BEN-ID, a destination DST-ID registered to it and changed 30
@@ -21,6 +22,7 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "oncegate/oncegate.h"
@@ -47,14 +49,35 @@ static int put_ok(const char *what, int rc, const og_payout_put_result *r)
 }
 
 /* Moves the destination's changed_at 30 days back, behind the store's back
- * (SQLite keeps it in microseconds). */
-static int age_destination(const char *path, const char *dst)
+ * (SQLite keeps it in microseconds; PostgreSQL as a timestamptz). */
+static int age_destination(const char *url, const char *dst)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     int rc = -1;
 
-    if (sqlite3_open(path, &db) == SQLITE_OK &&
+    if (strncmp(url, "sqlite:", 7) != 0) {
+        PGconn *pg = PQconnectdb(url);
+        const char *params[1] = {dst};
+        PGresult *res = NULL;
+
+        if (PQstatus(pg) == CONNECTION_OK)
+            res = PQexecParams(pg,
+                               "UPDATE destinations SET changed_at ="
+                               " clock_timestamp() - interval '30 days'"
+                               " WHERE destination_id = $1",
+                               1, NULL, params, NULL, NULL, 0);
+        if (res && PQresultStatus(res) == PGRES_COMMAND_OK &&
+            strcmp(PQcmdTuples(res), "1") == 0)
+            rc = 0;
+        else
+            fprintf(stderr, "payout_fixture: aging %s: %s\n", dst,
+                    PQerrorMessage(pg));
+        PQclear(res);
+        PQfinish(pg);
+        return rc;
+    }
+    if (sqlite3_open(url + 7, &db) == SQLITE_OK &&
         sqlite3_prepare_v2(db,
                            "UPDATE destinations SET changed_at = ?"
                            " WHERE destination_id = ?",
@@ -88,7 +111,7 @@ int main(int argc, char **argv)
     int rc, ret = 1;
 
     if (argc != 4 || strlen(argv[1]) > 4000 || strlen(argv[2]) > 60) {
-        fputs("usage: payout_fixture PATH ID "
+        fputs("usage: payout_fixture STORE-URL ID "
               "approved|unknown|needs-reconciliation\n", stderr);
         return 2;
     }
@@ -97,7 +120,7 @@ int main(int argc, char **argv)
         to = OG_OP_NEEDS_RECONCILIATION;
     else if (claim && strcmp(argv[3], "unknown") != 0)
         return 2;
-    snprintf(url, sizeof url, "sqlite:%s", argv[1]);
+    snprintf(url, sizeof url, "%s", argv[1]);
     snprintf(tenant, sizeof tenant, "T-%s", argv[2]);
     snprintf(ben, sizeof ben, "BEN-%s", argv[2]);
     snprintf(dst, sizeof dst, "DST-%s", argv[2]);
@@ -121,7 +144,7 @@ int main(int argc, char **argv)
                    &r) ||
             put_ok("destination", og_payout_destination_put(s, &de, 0, &r),
                    &r) ||
-            age_destination(argv[1], dst) ||
+            age_destination(url, dst) ||
             put_ok("draft", og_payout_draft(s, &dr, &r), &r))
             goto out;
     }
