@@ -317,6 +317,15 @@ expect_out "no such payout" '^\{"outcome":"not_found"\}$'
 check "payout show, bad payout id" 2 "$OG" payout show --store "$PS" --payout "a b"
 expect_out "bad payout id code" '"error":"input.payout_id_invalid"'
 check "payout show without --payout" 2 "$OG" payout show --store "$PS"
+# Identifiers are refused before the store is reached: 2, never 75.
+NOPG="postgresql://postgres@127.0.0.1:1/x?connect_timeout=2"
+check "show: a bad payout id, before any I/O" 2 "$OG" payout show --store "$NOPG" --payout "a b"
+check "resolve: a bad attempt id, before any I/O" 2 "$OG" payout resolve --store "$NOPG" --attempt x \
+      --to Failed --operator ops-4 --reason r --evidence e
+expect_out "resolve: its code" '"error":"input.operation_id_invalid"'
+check "resubmit: a bad job id, before any I/O" 2 "$OG" payout resubmit --store "$NOPG" --job x --operator ops-4
+check "hold: a bad operator, before any I/O" 2 "$OG" payout hold --store "$NOPG" --grant g-1 --operator "a b"
+expect_out "hold: its code" '"error":"input.actor_invalid"'
 no_token "payout hold"
 if [ "$E" = sqlite ]; then
     if python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute("SELECT COUNT(*) FROM grants WHERE grant_id=? AND revoked_at IS NOT NULL",(sys.argv[2],)).fetchone()[0]==1 else 1)' "${PS#sqlite:}" "$G10"; then

@@ -577,6 +577,25 @@ static int options_check(const payout_sub *sub, payout_args *a)
             return usage_error(sub->name, what);
         }
     }
+    /* The identifiers, before the store is opened (the library checks them
+     * again, and checks reason, evidence and reference before its I/O). */
+    {
+        char u[OG_UUID_LEN + 1];
+        int bad = 0;
+
+        if (a->payout && !og_id_valid(a->payout))
+            bad = OG_EPAYOUT_ID;
+        else if (a->grant && !og_id_valid(a->grant))
+            bad = OG_EGRANT_ID;
+        else if (a->op && !og_id_valid(a->op))
+            bad = OG_EACTOR;
+        else if (a->attempt && og_operation_id_canonical(a->attempt, u) != 0)
+            bad = OG_EOPERATION_ID;
+        else if (a->job && og_operation_id_canonical(a->job, u) != 0)
+            bad = OG_EPAYOUT_JOB;
+        if (bad)
+            return fail(sub->name, bad);
+    }
     a->limit_n = 100;
     if (a->limit) {
         char *end;
