@@ -49,9 +49,9 @@ const char og_usage_payout[] =
     "          \"history\":[...]}: several reads, not one snapshot.\n"
     "backlog   the payout attempts in Unknown or NeedsReconciliation, oldest\n"
     "          first, at most --limit (1..1000, default 100): for each its\n"
-    "          attempt, payout, grant, status, provider reference, created_at,\n"
-    "          updated_at and age_seconds (since created_at, this host's\n"
-    "          clock). Prints {\"backlog\":[...],\"unknown\":N,\n"
+    "          attempt, payout, grant, status, provider reference,\n"
+    "          created_at, updated_at and age_seconds (since created_at, this\n"
+    "          host's clock). Prints {\"backlog\":[...],\"unknown\":N,\n"
     "          \"needs_reconciliation\":M}.\n"
     "resolve   records what the operator established about a\n"
     "          NeedsReconciliation attempt — Succeeded (the payout Paid),\n"
@@ -71,7 +71,8 @@ const char og_usage_payout[] =
     "such payout, for show; no such job, for resubmit), not-recorded (the\n"
     "attempt is not NeedsReconciliation, does not exist, or NotApplied is\n"
     "too early), not-active (not its payout's active attempt),\n"
-    "already_used_or_revoked, not_issued (not a payout grant). Errors print {\"error\":CODE,\"message\":...}.\n"
+    "already_used_or_revoked, not_issued (not a payout grant). Errors\n"
+    "print {\"error\":CODE,\"message\":...}.\n"
     "\n"
     "exit: 0 done, 1 refused (nothing changed), 2 bad usage or input,\n"
     "75 store unavailable (a write may or may not have happened: read\n"
@@ -469,8 +470,9 @@ static int payout_resolve(og_store *s, const payout_args *a)
     og_payout_resolution r;
     int rc;
 
-    rc = og_payout_operator_resolve(s, a->attempt, a->to_status, a->op, a->reason,
-                                    a->evidence, a->reference, &r);
+    rc = og_payout_operator_resolve(s, a->attempt, a->to_status, a->op,
+                                    a->reason, a->evidence, a->reference,
+                                    &r);
     if (rc != 0)
         return fail("resolve", rc);
     if (r.outcome != OG_PAYOUT_RESOLVE_RESOLVED)
