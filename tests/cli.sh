@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli.sh — the oncegate command as a user runs it: help, JSON answers,
-# documented exit codes, the demo and keygen. Usage: tests/cli.sh PATH/TO/oncegate
+# documented exit codes, the demo and keygen.
+# Usage: tests/cli.sh PATH/TO/oncegate PATH/TO/payout_fixture
 set -uo pipefail
-OG=${1:?usage: cli.sh PATH/TO/oncegate}
+OG=${1:?usage: cli.sh PATH/TO/oncegate PATH/TO/payout_fixture}
+FIX=${2:?usage: cli.sh PATH/TO/oncegate PATH/TO/payout_fixture}
 T=$(mktemp -d /tmp/og-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
@@ -218,6 +220,130 @@ check "payouts run --until-idle on an empty store" 0 "$OG" payouts run --store "
       --provider http://127.0.0.1:9 --provider-table "$SRC/providers/sandbox-payouts.v1.json" \
       --credential-file "$T/cred" --until-idle --poll 50ms --interval 100ms --workers 2
 expect_out "payouts run prints its counts" '^\{"ends":\{"idle":[0-9]+,"refused":0,.*"sent":0\},"reasons":\{\},"sends":0,'
+
+# payout: an operator's hand, on each engine. tests/payout_fixture puts
+# each payout in the stage a command acts on (no command creates one).
+jget() { sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p' "$T/out"; }
+no_token() { # NAME : the last check printed no destination token
+    if grep -q 'tok_fixture' "$T/out" "$T/err"; then fail=$((fail+1)); echo "FAIL $1 printed a destination token";
+    else pass=$((pass+1)); echo "ok   $1 prints no destination token"; fi; }
+payout_suite() { # STORE-URL ENGINE
+local PS=$1 E=$2
+echo "-- payout on $E"
+check "help payout" 0 "$OG" help payout; expect_out "payout help names its exit codes" "75 store unavailable"
+expect_out "payout help lists the subcommands" "payout hold --grant ID"
+check "payout --help" 0 "$OG" payout --help
+check "payout without a subcommand" 2 "$OG" payout
+check "payout with an unknown subcommand" 2 "$OG" payout frobnicate --store "$PS"
+check "migrate the payout store" 0 "$OG" migrate --store "$PS"
+check "fixture: PAY-3107 needs reconciliation" 0 "$FIX" "$PS" PAY-3107 needs-reconciliation
+att7=$(jget attempt); grant7=$(jget grant)
+check "fixture: PAY-3108 unknown" 0 "$FIX" "$PS" PAY-3108 unknown
+att8=$(jget attempt)
+check "fixture: PAY-3109 approved" 0 "$FIX" "$PS" PAY-3109 approved
+job9=$(jget job)
+check "fixture: PAY-3110 approved" 0 "$FIX" "$PS" PAY-3110 approved
+grant10=$(jget grant)
+check "payout backlog" 0 "$OG" payout backlog --store "$PS"
+no_token "payout backlog"
+expect_out "backlog lists the escalated attempt first, with its payout" \
+    '^\{"backlog":\[\{"attempt":"'"$att7"'","payout":"PAY-3107","grant":"'"$grant7"'","status":"NeedsReconciliation",'
+expect_out "backlog lists the Unknown attempt" '\{"attempt":"'"$att8"'","payout":"PAY-3108",.*"status":"Unknown",.*"age_seconds":[0-9]+\}'
+expect_out "backlog counts by status" '"unknown":1,"needs_reconciliation":1\}$'
+check "payout backlog --limit 1" 0 "$OG" payout backlog --store "$PS" --limit 1
+expect_out "backlog --limit 1: the oldest only" '^\{"backlog":\[\{"attempt":"'"$att7"'"[^]]*\],"unknown":0,"needs_reconciliation":1\}$'
+check "payout backlog --limit 0" 2 "$OG" payout backlog --store "$PS" --limit 0
+expect_err "backlog names the bound" 'limit is 1..1000'
+check "payout backlog refuses another subcommand's option" 2 "$OG" payout backlog --store "$PS" --grant g
+check "payout backlog on a store never migrated" 78 "$OG" payout backlog --store "sqlite:$T/none.db"
+expect_out "backlog: schema mismatch is a JSON error" '"error":"schema_mismatch"'
+check "payout backlog, postgres unreachable" 75 "$OG" payout backlog \
+      --store "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2"
+expect_out "backlog: unavailable JSON" '"error":"store_unavailable"'
+rargs() { "$OG" payout resolve --store "$PS" --operator ops-4 --reason provider.statement \
+          --evidence "statement line 2026-12-01 #88, provider ref PRV-551" "$@"; }
+check "payout resolve without --evidence" 2 "$OG" payout resolve --store "$PS" --attempt "$att7" \
+      --to Succeeded --operator ops-4 --reason provider.statement
+expect_err "resolve names what is missing" 'evidence is required'
+check "payout resolve --to Unknown" 2 rargs --attempt "$att7" --to Unknown
+check "payout resolve, bad attempt id" 2 rargs --attempt not-a-uuid --to Succeeded
+expect_out "bad attempt id code" '"error":"input.operation_id_invalid"'
+check "payout resolve an Unknown attempt" 1 rargs --attempt "$att8" --to Succeeded
+expect_out "an Unknown attempt is not the operator's to resolve" '^\{"outcome":"not-recorded"\}$'
+check "payout resolve NotApplied before the request expired" 1 rargs --attempt "$att7" --to NotApplied
+expect_out "NotApplied too early is refused" '^\{"outcome":"not-recorded"\}$'
+check "payout resolve" 0 rargs --attempt "$att7" --to Succeeded --provider-reference PRV-551
+expect_out "resolved: the payout Paid, the reservation paid" \
+    '^\{"outcome":"resolved","attempt":"'"$att7"'","payout":"PAY-3107","grant":"'"$grant7"'","state":"Paid","payout_version":[0-9]+,"reservation":"paid"\}$'
+expect_err "resolve logs identifiers" "attempt=$att7 payout=PAY-3107"
+check "payout resolve again" 1 rargs --attempt "$att7" --to Failed
+expect_out "a second resolution changes nothing" '^\{"outcome":"not-recorded"\}$'
+check "payout backlog after the resolution" 0 "$OG" payout backlog --store "$PS"
+expect_out "the resolved attempt left the backlog" '"unknown":1,"needs_reconciliation":0\}$'
+check "payout resubmit without --operator" 2 "$OG" payout resubmit --store "$PS" --job "$job9"
+check "payout resubmit" 0 "$OG" payout resubmit --store "$PS" --job "$job9" --operator ops-4
+expect_out "resubmitted: a new job" '^\{"outcome":"resubmitted","job":"[0-9a-f-]{36}","from":"'"$job9"'"\}$'
+if [ "$(jget job)" != "$job9" ]; then pass=$((pass+1)); echo "ok   the new job has its own id";
+else fail=$((fail+1)); echo "FAIL resubmit returned the same job id"; fi
+check "payout resubmit an unknown job" 1 "$OG" payout resubmit --store "$PS" \
+      --job 0a1b2c3d-4e5f-4a6b-9c7d-8e9fa0b1c2d3 --operator ops-4
+expect_out "unknown job refused" '^\{"outcome":"not_found"\}$'
+check "payout resubmit, bad job id" 2 "$OG" payout resubmit --store "$PS" --job x --operator ops-4
+check "payout hold, bad operator" 2 "$OG" payout hold --store "$PS" --grant "$grant10" --operator "a b"
+expect_out "bad operator code" '"error":"input.actor_invalid"'
+check "payout hold" 0 "$OG" payout hold --store "$PS" --grant "$grant10" --operator finance-2
+expect_out "held: the grant revoked" '^\{"outcome":"revoked","grant":"'"$grant10"'"\}$'
+check "payout hold again" 1 "$OG" payout hold --store "$PS" --grant "$grant10" --operator finance-2
+expect_out "a second hold changes nothing" '^\{"outcome":"already_used_or_revoked"\}$'
+check "payout hold a consumed grant" 1 "$OG" payout hold --store "$PS" --grant "$grant7" --operator finance-2
+expect_out "a consumed grant cannot be held" '^\{"outcome":"already_used_or_revoked"\}$'
+check "payout hold a grant that is not a payout's" 1 "$OG" payout hold --store "$PS" --grant nope-1 --operator finance-2
+expect_out "not a payout grant" '^\{"outcome":"not_issued"\}$'
+check "payout show the resolved payout" 0 "$OG" payout show --store "$PS" --payout PAY-3107
+no_token "payout show"
+expect_out "show: the payout, Paid" '^\{"payout":\{"payout_id":"PAY-3107","tenant_id":"T-PAY-3107",.*"amount":"4250.00","amount_minor":425000,"currency":"EUR",.*"state":"Paid",'
+expect_out "show: its Allowed decision with the requester" '"decisions":\[\{"decision_id":"[0-9a-f-]{36}","outcome":"Allowed","reason":"payout.allowed",.*"requester_id":"clerk-22",'
+expect_out "show: its grant, consumed by the attempt" '"grants":\[\{"grant_id":"'"$grant7"'",.*"state":"Consumed",.*"consumed_by_operation":"'"$att7"'"'
+expect_out "show: the attempt with the operator's resolution in its history" \
+    '"attempts":\[\{"operation_id":"'"$att7"'",.*"status":"Succeeded",.*"history":\[\{"at":"[^"]+","kind":"admitted",.*"kind":"resolved","from":"NeedsReconciliation","to":"Succeeded",[^}]*"actor":"ops-4","reason":"provider.statement","provider_reference":"PRV-551","evidence":"statement line 2026-12-01 #88, provider ref PRV-551"'
+expect_out "show: the payout's history from draft to the resolution" \
+    '"history":\[\{"seq":[0-9]+,"at":"[^"]+","kind":"drafted","actor":"clerk-22",.*"kind":"claimed",.*"kind":"resolved",[^]]*"to_state":"Paid"'
+check "payout show the held payout" 0 "$OG" payout show --store "$PS" --payout PAY-3110
+expect_out "show: the held grant is Revoked, its reservation released, no attempt" \
+    '"grants":\[\{"grant_id":"'"$grant10"'",.*"state":"Revoked",.*"revoked_at":"[^"]+","released_at":"[^"]+",.*"attempts":\[\],'
+expect_out "show: the hold in the history" '"kind":"grant-revoked","actor":"finance-2"'
+check "payout show a payout that does not exist" 1 "$OG" payout show --store "$PS" --payout PAY-0000
+expect_out "no such payout" '^\{"outcome":"not_found"\}$'
+check "payout show, bad payout id" 2 "$OG" payout show --store "$PS" --payout "a b"
+expect_out "bad payout id code" '"error":"input.payout_id_invalid"'
+check "payout show without --payout" 2 "$OG" payout show --store "$PS"
+# Identifiers are refused before the store is reached: 2, never 75.
+NOPG="postgresql://postgres@127.0.0.1:1/x?connect_timeout=2"
+check "show: a bad payout id, before any I/O" 2 "$OG" payout show --store "$NOPG" --payout "a b"
+check "resolve: a bad attempt id, before any I/O" 2 "$OG" payout resolve --store "$NOPG" --attempt x \
+      --to Failed --operator ops-4 --reason r --evidence e
+expect_out "resolve: its code" '"error":"input.operation_id_invalid"'
+check "resubmit: a bad job id, before any I/O" 2 "$OG" payout resubmit --store "$NOPG" --job x --operator ops-4
+check "hold: a bad operator, before any I/O" 2 "$OG" payout hold --store "$NOPG" --grant g-1 --operator "a b"
+expect_out "hold: its code" '"error":"input.actor_invalid"'
+no_token "payout hold"
+if [ "$E" = sqlite ]; then
+    if python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(0 if c.execute("SELECT COUNT(*) FROM grants WHERE grant_id=? AND revoked_at IS NOT NULL",(sys.argv[2],)).fetchone()[0]==1 else 1)' "${PS#sqlite:}" "$grant10"; then
+        pass=$((pass+1)); echo "ok   the hold revoked the grant in the store";
+    else fail=$((fail+1)); echo "FAIL the held grant is not revoked in the store"; fi
+fi
+}
+payout_suite "sqlite:$T/payout.db" sqlite
+# PostgreSQL: a database of its own on the test cluster, when there is one.
+if [ -n "${OG_TEST_PG_URL:-}" ] && [ "${OG_TEST_PG_URL#*\?}" = "$OG_TEST_PG_URL" ]; then
+    PGDB="og_cli_$$_$RANDOM"
+    if psql "$OG_TEST_PG_URL" -qXc "CREATE DATABASE $PGDB" >/dev/null; then
+        payout_suite "${OG_TEST_PG_URL%/*}/$PGDB" postgres
+        psql "$OG_TEST_PG_URL" -qXc "DROP DATABASE $PGDB" >/dev/null
+    else fail=$((fail+1)); echo "FAIL could not create a PostgreSQL database for the payout commands"; fi
+else
+    echo "skip payout on postgres: OG_TEST_PG_URL not set"
+fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -367,6 +367,7 @@ const struct CMUnitTest t_payout_tests[] = {
         job_is_redelivered_after_its_delivery_lease_and_acknowledged_once),
     cmocka_unit_test(resubmitted_job_points_at_the_same_grant),
     cmocka_unit_test(no_destination_token_in_decisions_grants_jobs_or_events),
+    cmocka_unit_test(payout_history_lists_every_step_in_order),
     cmocka_unit_test(
         context_that_cannot_be_read_is_unavailable_and_nothing_is_decided),
 };

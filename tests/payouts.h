@@ -178,6 +178,7 @@ void job_is_redelivered_after_its_delivery_lease_and_acknowledged_once(
     void **state);
 void resubmitted_job_points_at_the_same_grant(void **state);
 void no_destination_token_in_decisions_grants_jobs_or_events(void **state);
+void payout_history_lists_every_step_in_order(void **state);
 
 /* payouts_context.c */
 void context_versions_move_with_every_change(void **state);

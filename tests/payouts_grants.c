@@ -537,3 +537,86 @@ void no_destination_token_in_decisions_grants_jobs_or_events(
     t_raw_close(raw);
     og_store_free(s);
 }
+
+/* ===========================================================================
+ * A payout's history, read back (og_payout_history)
+ * ========================================================================= */
+
+/* The index of the first entry of kind at or after from, or -1. */
+static int p_event_at(const og_payout_events *e, size_t from, const char *kind)
+{
+    for (size_t i = from; i < e->n; i++)
+        if (strcmp(e->v[i].kind, kind) == 0)
+            return (int)i;
+    return -1;
+}
+
+void payout_history_lists_every_step_in_order(void **state)
+{
+    og_store *s = t_store(0, 0);
+    t_raw *raw = t_raw_open();
+    og_payout_events e = {NULL, 0};
+    og_payout_decision d;
+    og_payout_claim_req cr;
+    og_payout_claim_result c;
+    og_op_outcome o = {OG_OP_SUCCEEDED, "provider.completed", "prv-82",
+                       "worker-7", NULL};
+    og_payout_resolution res;
+    char id[64];
+    int k;
+    p_world w;
+
+    (void)state;
+    p_world_new(s, raw, &w, "history", 5000000);
+    p_id(id, &w, "PAY", 1);
+    p_draft(s, &w, id, "4250.00");
+    d = p_decide_now(s, id);
+    cr = p_claim_req(&d, "worker-7");
+    c = p_claim(s, &cr);
+    assert_int_equal(c.outcome, OG_PAYOUT_CLAIM_CLAIMED);
+    assert_int_equal(og_payout_resolve(s, c.attempt.operation_id,
+                                       OG_OP_BIT(OG_OP_ADMITTED), 1, &o, &res),
+                     0);
+    assert_int_equal(res.outcome, OG_PAYOUT_RESOLVE_RESOLVED);
+
+    assert_int_equal(og_payout_history(s, id, &e), 0);
+    /* as many entries as the store holds for it, oldest first */
+    assert_int_equal((int64_t)e.n, p_count_payout(raw, "payout_events", id));
+    assert_true(e.n >= 6);
+    for (size_t i = 1; i < e.n; i++)
+        assert_true(e.v[i].seq > e.v[i - 1].seq);
+    assert_string_equal(e.v[0].kind, "drafted");
+    assert_string_equal(e.v[0].actor, "clerk-22");
+    assert_string_equal(e.v[0].to_state, "Draft");
+    assert_true((k = p_event_at(&e, 0, "decided")) > 0);
+    assert_string_equal(e.v[k].decision_id, d.decision_id);
+    assert_string_equal(e.v[k].correlation_id, "COR-8812");
+    assert_true((k = p_event_at(&e, 0, "reserved")) > 0);
+    assert_true(e.v[k].has_amount);
+    assert_int_equal(e.v[k].amount_minor, 425000);
+    assert_string_equal(e.v[k].release_day, d.release_day);
+    assert_true((k = p_event_at(&e, 0, "grant-issued")) > 0);
+    assert_string_equal(e.v[k].grant_id, d.grant_id);
+    assert_true((k = p_event_at(&e, 0, "job-queued")) > 0);
+    assert_string_equal(e.v[k].job_id, d.job_id);
+    assert_true((k = p_event_at(&e, (size_t)k, "claimed")) > 0);
+    assert_string_equal(e.v[k].grant_id, d.grant_id);
+    assert_string_equal(e.v[k].to_state, "Executing");
+    assert_int_equal(p_event_at(&e, (size_t)k, "resolved"), (int)e.n - 1);
+    assert_string_equal(e.v[e.n - 1].from_state, "Executing");
+    assert_string_equal(e.v[e.n - 1].to_state, "Paid");
+    assert_int_equal(e.v[e.n - 1].payout_version, res.payout_version);
+    for (size_t i = 0; i < e.n; i++)
+        assert_false(p_has(&e.v[i], sizeof e.v[i], w.token));
+    og_payout_events_free(&e);
+    og_payout_events_free(&e); /* freed twice: a no-op */
+
+    /* no such payout: an empty history; a bad id: refused before I/O */
+    assert_int_equal(og_payout_history(s, "PAY-none-at-all", &e), 0);
+    assert_int_equal((int)e.n, 0);
+    assert_null(e.v);
+    assert_int_equal(og_payout_history(s, "bad id", &e), OG_EPAYOUT_ID);
+    assert_int_equal(og_payout_history(s, id, NULL), OG_EINVAL);
+    t_raw_close(raw);
+    og_store_free(s);
+}

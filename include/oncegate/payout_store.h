@@ -228,6 +228,53 @@ OG_MUST_CHECK int og_payout_get(og_store *s, const char *payout_id,
                                 og_payout_view *out);
 
 /* ---------------------------------------------------------------------------
+ * A payout's history (issue 15: what an operator's `oncegate payout show`
+ * reads): the payout_events rows the writes above append, one per step.
+ * ------------------------------------------------------------------------- */
+
+/* One entry of a payout's history. Identifiers and codes only: no entry
+ * carries a destination token or a credential. */
+typedef struct og_payout_event {
+    int64_t seq;                          /* increasing per store */
+    int64_t at_us;                        /* store clock */
+    char kind[24];                        /* drafted | decided | reserved |
+                                             approved | grant-issued |
+                                             job-queued | cancelled |
+                                             grant-revoked |
+                                             reservation-released |
+                                             job-resubmitted | claimed |
+                                             resolved | returned */
+    char actor[OG_ID_MAX + 1];
+    char correlation_id[OG_ID_MAX + 1];   /* "" when none, as below */
+    char decision_id[OG_UUID_LEN + 1];
+    char grant_id[OG_ID_MAX + 1];
+    char job_id[OG_UUID_LEN + 1];
+    char from_state[24], to_state[24];    /* og_payout_state names */
+    int64_t payout_version;               /* 0 when none */
+    bool has_amount;
+    int64_t amount_minor;                 /* when has_amount */
+    char release_day[OG_PAYOUT_DAY_LEN + 1];
+    char reason[OG_ID_MAX + 1];           /* a reason code, an attempt's
+                                             status, or (returned) the
+                                             provider reference */
+    char evidence[OG_EVIDENCE_MAX + 1];   /* schema 11 */
+} og_payout_event;
+
+typedef struct og_payout_events {
+    og_payout_event *v;
+    size_t n;
+} og_payout_events;
+
+/* The history of payout_id, oldest first: ONE read. Returns 0 and *out
+ * (free with og_payout_events_free; n = 0 when there is no such payout),
+ * or an error: OG_EPAYOUT_ID (checked before any I/O), OG_EINVAL, OG_ENOMEM
+ * (also past 4,096 entries, far beyond what the protocol writes for one
+ * payout), OG_EINTERNAL (a row the schema forbids), store errors. */
+OG_MUST_CHECK int og_payout_history(og_store *s, const char *payout_id,
+                                    og_payout_events *out);
+void og_payout_events_free(og_payout_events *e);
+
+/* ---------------------------------------------------------------------------
  * The context, read as one consistent state.
  * ------------------------------------------------------------------------- */
 

@@ -247,6 +247,31 @@ int og_payout_get(og_store *s, const char *payout_id, og_payout_view *out)
     return rc;
 }
 
+int og_payout_history(og_store *s, const char *payout_id,
+                      og_payout_events *out)
+{
+    og_payout_events e = {NULL, 0};
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    if ((rc = checked_id(payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    if ((rc = s->m->payout_history(s->impl, payout_id, &e)) != 0)
+        return rc;
+    *out = e;
+    return 0;
+}
+
+void og_payout_events_free(og_payout_events *e)
+{
+    if (!e)
+        return;
+    free(e->v);
+    e->v = NULL;
+    e->n = 0;
+}
+
 int og_payout_decision_get(og_store *s, const char *decision_id,
                            og_payout_decision_view *out)
 {

@@ -475,3 +475,36 @@ int og__row_payout_job(og__row r, og_payout_job *out)
     *out = j;
     return 0;
 }
+
+/* ===========================================================================
+ * A payout's history (og_payout_history)
+ * ========================================================================= */
+
+int og__row_payout_event(og__row r, og_payout_event *out)
+{
+    og_payout_event ev;
+
+    memset(&ev, 0, sizeof ev);
+    ev.has_amount = !r.ops->null(&r, PAYOUT_EVENT_AMOUNT);
+    if (i64(r, PAYOUT_EVENT_SEQ, &ev.seq) ||
+        i64(r, PAYOUT_EVENT_AT, &ev.at_us) ||
+        text(r, PAYOUT_EVENT_KIND, ev.kind, sizeof ev.kind) ||
+        text(r, PAYOUT_EVENT_ACTOR, ev.actor, sizeof ev.actor) ||
+        text_opt(r, PAYOUT_EVENT_CORRELATION, ev.correlation_id,
+                 sizeof ev.correlation_id) ||
+        text_opt(r, PAYOUT_EVENT_DECISION, ev.decision_id,
+                 sizeof ev.decision_id) ||
+        text_opt(r, PAYOUT_EVENT_GRANT, ev.grant_id, sizeof ev.grant_id) ||
+        text_opt(r, PAYOUT_EVENT_JOB, ev.job_id, sizeof ev.job_id) ||
+        text_opt(r, PAYOUT_EVENT_FROM, ev.from_state, sizeof ev.from_state) ||
+        text_opt(r, PAYOUT_EVENT_TO, ev.to_state, sizeof ev.to_state) ||
+        i64_opt(r, PAYOUT_EVENT_VERSION, &ev.payout_version) ||
+        i64_opt(r, PAYOUT_EVENT_AMOUNT, &ev.amount_minor) ||
+        text_opt(r, PAYOUT_EVENT_DAY, ev.release_day,
+                 sizeof ev.release_day) ||
+        text_opt(r, PAYOUT_EVENT_REASON, ev.reason, sizeof ev.reason) ||
+        text_opt(r, PAYOUT_EVENT_EVIDENCE, ev.evidence, sizeof ev.evidence))
+        return OG_EINTERNAL;
+    *out = ev;
+    return 0;
+}

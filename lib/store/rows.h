@@ -292,6 +292,30 @@ enum {
  * is not one, or a reason whose outcome is not the row's). */
 int og__row_payout_decision(og__row r, og_payout_decision_view *out);
 
+/* One payout_events row (og_payout_history), in this column order:
+ * seq, at (microseconds), kind, actor, correlation_id, decision_id,
+ * grant_id, job_id, from_state, to_state, payout_version, amount,
+ * release_day (text), reason, evidence. */
+enum {
+    PAYOUT_EVENT_SEQ,
+    PAYOUT_EVENT_AT,
+    PAYOUT_EVENT_KIND,
+    PAYOUT_EVENT_ACTOR,
+    PAYOUT_EVENT_CORRELATION,
+    PAYOUT_EVENT_DECISION,
+    PAYOUT_EVENT_GRANT,
+    PAYOUT_EVENT_JOB,
+    PAYOUT_EVENT_FROM,
+    PAYOUT_EVENT_TO,
+    PAYOUT_EVENT_VERSION,
+    PAYOUT_EVENT_AMOUNT,
+    PAYOUT_EVENT_DAY,
+    PAYOUT_EVENT_REASON,
+    PAYOUT_EVENT_EVIDENCE,
+    PAYOUT_EVENT_NCOLS
+};
+int og__row_payout_event(og__row r, og_payout_event *out);
+
 /* A payout grant, its binding and its grants row, and the store's clock. */
 enum {
     PAYOUT_GRANT_GRANT_ID,

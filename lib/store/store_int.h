@@ -887,6 +887,11 @@ typedef int og__store_payout_get_fn(void *impl, const char *payout_id,
 /* Decision decision_id (normalized) as its row stands: 1 and *out, 0 none,
  * <0 an error. ONE read; a decision is never changed (M27), so this is the
  * row its decision wrote. */
+/* The history of payout_id (checked), oldest first: 0 and *out (at most
+ * OG__OP_HISTORY_MAX entries, else OG_ENOMEM), or <0. ONE read. */
+typedef int og__store_payout_history_fn(void *impl, const char *payout_id,
+                                        og_payout_events *out);
+
 typedef int og__store_payout_decision_get_fn(void *impl,
                                              const char *decision_id,
                                              og_payout_decision_view *out);
@@ -1105,6 +1110,7 @@ typedef struct og__store_methods {
     og__store_payout_cancel_fn *payout_cancel;
     og__store_payout_get_fn *payout_get;
     og__store_payout_decision_get_fn *payout_decision_get;
+    og__store_payout_history_fn *payout_history;
     og__store_payout_policy_release_set_fn *payout_policy_release_set;
     /* the payout store's transactions and their steps */
     og__store_txn_begin_fn *txn_begin;

@@ -35,6 +35,10 @@ void og_cli_print_json(json_t *v);
 int og_cli_payouts(int argc, char **argv);
 extern const char og_usage_payouts[];
 
+/* `oncegate payout show|backlog|resolve|resubmit|hold` (src/cli/payout.c). */
+int og_cli_payout(int argc, char **argv);
+extern const char og_usage_payout[];
+
 /* `oncegate demo`. */
 int og_cli_demo(int argc, char **argv);
 

@@ -11,6 +11,7 @@
  *   oncegate recover | cleanup | archive-operations --config FILE
  *   oncegate payouts run --provider URL --provider-table FILE
  *                        --credential-file FILE [--store URL] ...
+ *   oncegate payout show|backlog|resolve|resubmit|hold ...
  *
  * Output is JSON on stdout; diagnostics go to stderr and carry identifiers
  * only — never secrets: keygen prints file paths and the kid, never key
@@ -46,6 +47,7 @@ static const char og_usage[] =
     "  explain   the query plans of admission and cleanup on a store\n"
     "  payouts   payouts run: the payout workers, sweeper, reconciler and\n"
     "            grant-expiry janitor (docs/payouts.md)\n"
+    "  payout    an operator's hand: show, backlog, resolve, resubmit, hold\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -558,6 +560,7 @@ static const og_command og_commands[] = {
      og_usage_archive_operations},
     {"explain", og_cmd_explain, og_usage_explain},
     {"payouts", og_cli_payouts, og_usage_payouts},
+    {"payout", og_cli_payout, og_usage_payout},
     {"dev-env", og_cli_dev_env, NULL},
 };
 

@@ -1,7 +1,8 @@
 /*
  * exit.h — the exit codes of the oncegate command, which every subcommand
- * returns: those of src/cli/ (admit, keygen, grant, ...) and those src/serve/
- * implements (serve, recover, cleanup, archive-operations, dev-env).
+ * returns: those of src/cli/ (admit, keygen, grant, payout, ...) and those
+ * src/serve/ implements (serve, recover, cleanup, archive-operations,
+ * dev-env).
  * Sysexits-style where one fits; tests/cli.sh and operators' scripts rely
  * on them.
  */
@@ -10,7 +11,8 @@
 
 enum {
     OG_EXIT_OK = 0,           /* admitted or already admitted; success */
-    OG_EXIT_REFUSED = 1,      /* refused */
+    OG_EXIT_REFUSED = 1,      /* refused; payout: nothing changed (not
+                                 found, not recorded, already revoked) */
     OG_EXIT_USAGE = 2,        /* bad input or usage */
     OG_EXIT_INTERNAL = 70,    /* internal error */
     OG_EXIT_CANTCREAT = 73,   /* keygen: a key file already exists */

@@ -949,6 +949,7 @@ const og__store_methods og__postgres_methods = {
     .payout_cancel = og__pg_payout_cancel,
     .payout_get = og__pg_payout_get,
     .payout_decision_get = og__pg_payout_decision_get,
+    .payout_history = og__pg_payout_history,
     .payout_policy_release_set = og__pg_payout_policy_release_set,
     /* the payout store's transactions and their steps */
     .txn_begin = pg_txn_begin,

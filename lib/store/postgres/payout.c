@@ -439,6 +439,59 @@ static const og__pg_stmt pg_payout_decision_get_stmt = {
     OG_KEYS_AS_STORED};
 /* Its columns: PAYOUT_DECISION_* (rows.h). */
 
+/* The payout's history, in seq order (payout_events_payout_idx). $1
+ * payout_id. */
+static const char pg_payout_history_sql[] =
+    "SELECT seq, (extract(epoch FROM at) * 1000000)::bigint, kind, actor,\n"
+    "       correlation_id, decision_id::text, grant_id, job_id::text,\n"
+    "       from_state, to_state, payout_version, amount,\n"
+    "       to_char(release_day, 'YYYY-MM-DD'), reason, evidence\n"
+    "FROM payout_events WHERE payout_id = $1 ORDER BY seq";
+static const og__pg_stmt pg_payout_history_stmt = {
+    "og_payout_history", pg_payout_history_sql, 1, OG_KEYS_AS_STORED};
+/* Its columns: PAYOUT_EVENT_* (rows.h). */
+
+int og__pg_payout_history(void *impl, const char *payout_id,
+                          og_payout_events *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[1] = {payout_id};
+    og_payout_events e = {NULL, 0};
+    int rc, i, n;
+
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    if ((rc = og__pg_run(pg, c, &pg_payout_history_stmt, params, &res)) != 0)
+        goto out;
+    n = PQntuples(res);
+    if (PQnfields(res) != PAYOUT_EVENT_NCOLS) {
+        rc = OG_EINTERNAL;
+        goto out;
+    }
+    if ((size_t)n > OG__OP_HISTORY_MAX) {
+        rc = OG_ENOMEM; /* as SQLite's array stops there */
+        goto out;
+    }
+    if (n > 0 && !(e.v = calloc((size_t)n, sizeof *e.v))) {
+        rc = OG_ENOMEM;
+        goto out;
+    }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = og__row_payout_event(og__pg_row(res, i), &e.v[i]);
+    e.n = (size_t)n;
+out:
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc != 0) {
+        free(e.v);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
 int og__pg_payout_decision_get(void *impl, const char *id,
                                og_payout_decision_view *out)
 {

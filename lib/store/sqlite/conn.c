@@ -658,6 +658,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_cancel = og__sq_payout_cancel,
     .payout_get = og__sq_payout_get,
     .payout_decision_get = og__sq_payout_decision_get,
+    .payout_history = og__sq_payout_history,
     .payout_policy_release_set = og__sq_payout_policy_release_set,
     /* the payout store's transactions and their steps */
     .txn_begin = sq_txn_begin,

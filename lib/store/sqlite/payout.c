@@ -536,6 +536,59 @@ int og__sq_payout_decision_get(void *impl, const char *id,
 }
 
 /* ===========================================================================
+ * og_payout_history
+ * ========================================================================= */
+
+/* The payout's history, in seq order: the payout_events_payout_idx range. */
+static const char sq_payout_history_sql[] =
+    "SELECT seq, at, kind, actor, correlation_id, decision_id, grant_id,"
+    " job_id, from_state, to_state, payout_version, amount, release_day,"
+    " reason, evidence FROM payout_events WHERE payout_id = ?1 ORDER BY seq";
+/* Its columns: PAYOUT_EVENT_* (rows.h). */
+
+int og__sq_payout_history(void *impl, const char *payout_id,
+                          og_payout_events *out)
+{
+    og__sq_store *s = impl;
+    og_payout_events l = {NULL, 0};
+    size_t cap = 0;
+    og__sq_conn *c;
+    sqlite3_stmt *st;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_payout_history_sql, &st)) < 0) {
+        og__sq_release(s, c, false);
+        return rc;
+    }
+    sqlite3_bind_text(st, 1, payout_id, -1, SQLITE_STATIC);
+    while ((rc = og__sq_step(c, st)) == 1) {
+        if (l.n == cap) {
+            og_payout_event *v = og__grow(l.v, sizeof *v, &cap, 8,
+                                          OG__OP_HISTORY_MAX);
+
+            if (!v) {
+                rc = OG_ENOMEM;
+                break;
+            }
+            l.v = v;
+        }
+        if ((rc = og__row_payout_event(og__sq_row(st), &l.v[l.n])) < 0)
+            break;
+        l.n++;
+    }
+    sqlite3_reset(st);
+    og__sq_release(s, c, false);
+    if (rc < 0) {
+        og_payout_events_free(&l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* ===========================================================================
  * The policy's current release (schema 12)
  * ========================================================================= */
 
