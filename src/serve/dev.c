@@ -1123,9 +1123,12 @@ static ssize_t dev_env_render(const dev_creds *cr, char *buf, size_t len)
         char name[32];
         size_t n = 0;
 
+        /* a shell name: "payout-admin" is OG_PAYOUT_ADMIN_KEY */
         for (const char *r = og_role_name(1u << i); *r && n + 1 < sizeof name;
              r++)
-            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A') : *r;
+            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A')
+                        : *r == '-'           ? '_'
+                                              : *r;
         if (dev_append(buf, len, &used, "export OG_", 10) ||
             dev_append(buf, len, &used, name, n) ||
             dev_append(buf, len, &used, "_KEY='", 6))

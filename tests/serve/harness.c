@@ -118,6 +118,7 @@ struct principal g_p[P_COUNT] = {
     {"enforcer-1", "enforcer", R_ENFORCER, "", ""},
     {"revoker-1", "revoker", R_REVOKER, "", ""},
     {"operator-1", "operator", R_OPERATOR, "", ""},
+    {"payout-admin-1", "payout-admin", R_PAYOUT_ADMIN, "", ""},
 };
 
 /* ---------------------------------------------------------------------------
@@ -907,8 +908,8 @@ void store_up(site *st)
  * Dev mode
  * ========================================================================= */
 
-const char *const g_dev_roles[5] = {"issuer", "agent", "enforcer",
-                                    "revoker", "operator"};
+const char *const g_dev_roles[6] = {"issuer",   "agent",    "enforcer",
+                                    "revoker",  "operator", "payout-admin"};
 
 srv *dev_server(const char *dir, const site *pgsite)
 {

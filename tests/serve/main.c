@@ -150,6 +150,7 @@ int main(int argc, char **argv)
         T(request_id_is_echoed_and_logged_as_correlation_id),
         T(every_endpoint_without_a_known_bearer_key_is_401),
         T(every_endpoint_with_a_key_lacking_its_role_is_403),
+        T(payout_admin_writes_the_context_under_version_preconditions),
         T(another_callers_operation_is_404_like_a_missing_one),
         T(issued_grant_is_201_with_the_documented_fields),
         T(fresh_grant_is_admitted_with_202),
