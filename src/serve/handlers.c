@@ -1305,6 +1305,9 @@ const og_route og_routes[] = {
      true, false, og_h_payout_draft},
     {"POST", "/v1/payout-admin/payouts/{payout_id}/cancel",
      OG_ROLE_PAYOUT_ADMIN, true, false, og_h_payout_cancel},
+    /* payouts: the clerk's submission (payout_http.c) */
+    {"POST", "/v1/payouts/{payout_id}/submit", OG_ROLE_CLERK, true, false,
+     og_h_payout_submit},
     {"GET", "/healthz", 0, false, false, h_healthz},
     {"GET", "/readyz", 0, false, false, h_readyz},
     {"GET", "/metrics", 0, false, false, h_metrics},

@@ -113,6 +113,8 @@ int og_h_payout_beneficiary_put(og_http_req *r);
 int og_h_payout_destination_put(og_http_req *r);
 int og_h_payout_draft(og_http_req *r);
 int og_h_payout_cancel(og_http_req *r);
+/* The clerk's submission (role clerk). */
+int og_h_payout_submit(og_http_req *r);
 
 /* Answer helpers (http.c). Each replaces any answer set before. */
 void og_http_json(og_http_req *r, unsigned status, json_t *body /* stolen */);

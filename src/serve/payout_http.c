@@ -264,3 +264,151 @@ int og_h_payout_cancel(og_http_req *r)
                "is cancelled");
     return 0;
 }
+
+/* ===========================================================================
+ * POST /v1/payouts/{payout_id}/submit (clerk): the requester's intent,
+ * compared with the record before any policy runs, then ONE decision
+ * (og_payout_decide). The requester is the authenticated principal, with
+ * its configured approval limit; never the body.
+ *
+ * Idempotency is by version precondition: the intent names the payout
+ * version it acted on, and an Allowed decision moves the payout to
+ * Approved at version + 1, so a retried submission meets
+ * 409 payout_version_mismatch and no second grant, reservation or job.
+ * ========================================================================= */
+
+/* The first intent member that differs from the record, or NULL. The
+ * amount is compared in minor units (so "4250" and "4250.00" EUR are one
+ * amount), the purpose normalized; a bad amount or purpose is returned
+ * as an error code in *err. */
+static const char *intent_differs(const og_payout_view *p,
+                                  const char *beneficiary,
+                                  const char *destination, const char *amount,
+                                  const char *currency, const char *purpose,
+                                  int *err)
+{
+    char norm[OG_PAYOUT_PURPOSE_MAX + 1];
+    int64_t minor = 0;
+    int rc;
+
+    *err = 0;
+    if (strcmp(beneficiary, p->beneficiary_id) != 0)
+        return "beneficiary_id";
+    if (strcmp(destination, p->destination_id) != 0)
+        return "destination_id";
+    if (strcmp(currency, p->currency) != 0)
+        return "currency";
+    if ((rc = og_payout_amount_parse(amount, currency, &minor)) != 0) {
+        *err = rc;
+        return NULL;
+    }
+    if (minor != p->amount_minor)
+        return "amount";
+    if (!purpose != !p->has_purpose)
+        return "purpose";
+    if (purpose) {
+        if ((rc = og_payout_purpose_normalize(purpose, norm, sizeof norm)) !=
+            0) {
+            *err = rc;
+            return NULL;
+        }
+        if (strcmp(norm, p->purpose) != 0)
+            return "purpose";
+    }
+    return NULL;
+}
+
+int og_h_payout_submit(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "beneficiary_id", "destination_id", "amount",  "currency",
+        "purpose",        "payout_version", "release_at", NULL};
+    og_srv *srv = r->srv;
+    const char *ben, *dst, *amount, *currency, *purpose, *release, *field;
+    og_payout_decide_req d;
+    og_payout_decision dec;
+    og_payout_view p;
+    int64_t version = 0, release_us = 0;
+    json_t *a;
+    int rc, err;
+
+    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "beneficiary_id", true, &ben) != 0 ||
+        og_http_str(r, r->json, "destination_id", true, &dst) != 0 ||
+        og_http_str(r, r->json, "amount", true, &amount) != 0 ||
+        og_http_str(r, r->json, "currency", true, &currency) != 0 ||
+        og_http_str(r, r->json, "purpose", false, &purpose) != 0 ||
+        og_http_int(r, r->json, "payout_version", true, 1, INT64_MAX,
+                    &version) != 0 ||
+        og_http_str(r, r->json, "release_at", true, &release) != 0)
+        return 0;
+    if (og_time_parse_rfc3339(release, &release_us) != 0) {
+        og_http_error(r, 400, "malformed_request",
+                      "release_at: an RFC 3339 time", "release_at");
+        return 0;
+    }
+    og_http_log_str(r, "payout_id", r->param);
+    rc = og_payout_get(srv->store, r->param, &p);
+    if (rc < 0)
+        return og_http_lib_error(r, rc), 0;
+    if (rc == 0) {
+        og_http_error(r, 404, "not_found", "no such payout", NULL);
+        return 0;
+    }
+    /* The intent against the record, before policy: another version is a
+     * conflict (409: read it again), other terms a request that can never
+     * be right for this payout (422). */
+    if (version != p.version) {
+        og_http_log_str(r, "outcome", "payout_version_mismatch");
+        og_http_json(r, 409,
+                     json_pack("{s:s, s:s, s:s, s:I}", "error",
+                               "payout_version_mismatch", "message",
+                               "the payout is not at payout_version",
+                               "field", "payout_version", "payout_version",
+                               (json_int_t)p.version));
+        return 0;
+    }
+    field = intent_differs(&p, ben, dst, amount, currency, purpose, &err);
+    if (err != 0)
+        return og_http_lib_error(r, err), 0;
+    if (field) {
+        og_http_log_str(r, "outcome", "intent_mismatch");
+        og_http_error(r, 422, "intent_mismatch",
+                      "the intent differs from the payout record", field);
+        return 0;
+    }
+    memset(&d, 0, sizeof d);
+    d.payout_id = r->param;
+    d.payout_version = version;
+    d.requester_id = r->principal->id;
+    d.requester_role = "clerk";
+    d.requester_approval_limit = r->principal->approval_limit_minor;
+    d.not_before_us = release_us;
+    d.expires_at_us = release_us + srv->cfg.timings.max_grant_lifetime_us;
+    d.correlation_id = r->correlation_id;
+    rc = og_payout_decide(srv->store, &d, &dec);
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_http_log_str(r, "decision_id", dec.decision_id);
+    og_http_log_str(r, "outcome",
+                    og_payout_outcome_name(dec.verdict.outcome));
+    og_http_log_str(r, "reason", og_payout_reason_name(dec.verdict.reason));
+    a = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "decision_id",
+                  dec.decision_id, "payout_id", r->param, "outcome",
+                  og_payout_outcome_name(dec.verdict.outcome), "reason",
+                  og_payout_reason_name(dec.verdict.reason), "policy_version",
+                  dec.verdict.policy_version, "issued", dec.issued);
+    if (a && dec.issued) {
+        og_http_log_str(r, "grant_id", dec.grant_id);
+        json_object_set_new(a, "grant_id", json_string(dec.grant_id));
+        json_object_set_new(a, "job_id", json_string(dec.job_id));
+        json_object_set_new(a, "attempt_number",
+                            json_integer(dec.attempt_number));
+        json_object_set_new(a, "payout_version",
+                            json_integer(dec.executable_payout_version));
+        json_object_set_new(a, "release_day", json_string(dec.release_day));
+    }
+    og_http_json(r, 200, a);
+    return 0;
+}

@@ -32,6 +32,8 @@ static const route g_routes[] = {
     {"POST", "/v1/payout-admin/destinations/%s", R_PAYOUT_ADMIN},
     {"POST", "/v1/payout-admin/payouts/%s", R_PAYOUT_ADMIN},
     {"POST", "/v1/payout-admin/payouts/%s/cancel", R_PAYOUT_ADMIN},
+    /* payouts: the clerk's submission */
+    {"POST", "/v1/payouts/%s/submit", R_CLERK},
 };
 
 #define N_ROUTES (sizeof g_routes / sizeof g_routes[0])
@@ -59,8 +61,7 @@ static void auth_fixture_new(auth_fixture *f)
             snprintf(f->path[i], 256, "/v1/operations/%s", f->op);
         else if (strstr(rt->path, "families/%s"))
             snprintf(f->path[i], 256, "/v1/families/%s/revoke", f->t.family);
-        else if (strstr(rt->path, "/v1/payout-admin/"))
-        {
+        else if (strstr(rt->path, "/v1/payout")) {
             /* the pattern's %s is a record id */
             const char *pc = strstr(rt->path, "%s");
             snprintf(f->path[i], 256, "%.*sAUTH-CHECK-1%s",
@@ -86,7 +87,7 @@ static void auth_fixture_new(auth_fixture *f)
             b = json_pack("{s:i, s:s, s:i, s:b}", "expected_version", 0,
                           "currency", "EUR", "daily_limit_minor", 100,
                           "payouts_suspended", 0);
-        else if (strstr(rt->path, "/v1/payout-admin/"))
+        else if (strstr(rt->path, "/v1/payout"))
             b = json_object();
         else if (strstr(rt->path, "families"))
             b = json_pack("{s:s}", "issuer", ISSUER);

@@ -21,6 +21,9 @@ void janitor_and_archive_loops_run_in_the_background(void **state);
 /* payouts.c */
 void payout_admin_writes_the_context_under_version_preconditions(
     void **state);
+void clerk_submission_compares_the_intent_then_answers_the_decision(
+    void **state);
+void payout_writes_are_503_retry_later_while_the_store_is_down(void **state);
 
 /* authorization.c */
 void every_endpoint_without_a_known_bearer_key_is_401(void **state);

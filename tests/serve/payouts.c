@@ -175,3 +175,197 @@ void payout_admin_writes_the_context_under_version_preconditions(void **state)
     assert_error(&r, 404, "not_found");
     hres_free(&r);
 }
+
+/* ===========================================================================
+ * The clerk's submission.
+ * ========================================================================= */
+
+/* A payout context made over HTTP: tenant (EUR, daily limit 100,000.00),
+ * an Active verified beneficiary, a destination and a draft of amount. */
+typedef struct pctx {
+    char ten[64], ben[64], dst[64], pay[64];
+} pctx;
+
+static void pctx_new(pctx *c, const char *amount)
+{
+    char u[OG_UUID_LEN + 1], token[80];
+    hres r;
+
+    uuid4(u);
+    snprintf(c->ten, sizeof c->ten, "T-%.8s", u);
+    snprintf(c->ben, sizeof c->ben, "BEN-%.8s", u);
+    snprintf(c->dst, sizeof c->dst, "DST-%.8s", u);
+    snprintf(c->pay, sizeof c->pay, "PAY-%.8s", u);
+    snprintf(token, sizeof token, "dsttok_%s_secret", u);
+    secret_add(token);
+    admin_post(&r, "/v1/payout-admin/tenants/", c->ten, "",
+               tenant_body(0, "EUR", 10000000));
+    assert_http(&r, 201);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/beneficiaries/", c->ben, "",
+               json_pack("{s:i, s:s, s:b, s:s}", "expected_version", 0,
+                         "tenant_id", c->ten, "verified", 1, "status",
+                         "Active"));
+    assert_http(&r, 201);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/destinations/", c->dst, "",
+               json_pack("{s:i, s:s, s:s}", "expected_version", 0,
+                         "beneficiary_id", c->ben, "provider_token", token));
+    assert_http(&r, 201);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c->pay, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "tenant_id",
+                         c->ten, "beneficiary_id", c->ben, "destination_id",
+                         c->dst, "destination_version", 1, "amount", amount,
+                         "currency", "EUR", "purpose", "supplier invoice"));
+    assert_http(&r, 201);
+    hres_free(&r);
+}
+
+/* Ages the destination's last change by 8 days: past the policy's
+ * "changed in the last 7 days" (docs/payouts.md, section 4). */
+static void pctx_age_destination(const pctx *c)
+{
+    char sql[256];
+
+    if (g_pg)
+        snprintf(sql, sizeof sql,
+                 "UPDATE destinations SET changed_at = changed_at - "
+                 "interval '8 days' WHERE destination_id = '%s'", c->dst);
+    else
+        snprintf(sql, sizeof sql,
+                 "UPDATE destinations SET changed_at = changed_at - "
+                 "(8 * 86400 * 1000000) WHERE destination_id = '%s'", c->dst);
+    store_sql(g_main, sql);
+}
+
+/* POST /v1/payouts/{pay}/submit as key with the intent. */
+static void submit(hres *r, const pctx *c, const char *key, const char *amount,
+                   json_int_t version)
+{
+    char path[160], release[40];
+
+    snprintf(path, sizeof path, "/v1/payouts/%s/submit", c->pay);
+    og_time_format_rfc3339((int64_t)time(NULL) * 1000000 + 60000000, release,
+                           sizeof release);
+    post(r, g_a, path, key,
+         json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "beneficiary_id",
+                   c->ben, "destination_id", c->dst, "amount", amount,
+                   "currency", "EUR", "purpose", "supplier  invoice",
+                   "payout_version", version, "release_at", release));
+}
+
+static void assert_decision(const hres *r, const char *outcome,
+                            const char *reason, bool issued, int line)
+{
+    if (r->status != 200 || !jstr(r->json, "decision_id") ||
+        !jstr(r->json, "outcome") || strcmp(jstr(r->json, "outcome"),
+                                            outcome) != 0 ||
+        !jstr(r->json, "reason") || strcmp(jstr(r->json, "reason"),
+                                           reason) != 0 ||
+        json_is_true(json_object_get(r->json, "issued")) != issued) {
+        dump("r", r, line);
+        fail_msg("line %d: expected 200 %s %s", line, outcome, reason);
+    }
+}
+
+void clerk_submission_compares_the_intent_then_answers_the_decision(
+    void **state)
+{
+    pctx c, big;
+    hres r;
+
+    (void)state;
+    pctx_new(&c, "4250.00");
+
+    /* The intent against the record, before policy: nothing decided. */
+    submit(&r, &c, KEY(P_CLERK), "4250.01", 1);
+    assert_error(&r, 422, "intent_mismatch");
+    assert_str(jstr(r.json, "field"), "amount");
+    hres_free(&r);
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 2);
+    assert_error(&r, 409, "payout_version_mismatch");
+    hres_free(&r);
+    submit(&r, &c, KEY(P_CLERK), "4250.000", 1);
+    assert_error(&r, 400, "input.payout_amount_invalid");
+    hres_free(&r);
+
+    /* A destination changed today needs an acknowledgment. */
+    submit(&r, &c, KEY(P_CLERK), "4250", 1);
+    assert_decision(&r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    hres_free(&r);
+
+    /* Older than 7 days: Allowed, with its grant (no credential), and the
+     * payout Approved at version 2. */
+    pctx_age_destination(&c);
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    assert_non_null(jstr(r.json, "grant_id"));
+    assert_non_null(jstr(r.json, "job_id"));
+    assert_null(json_object_get(r.json, "token"));
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "payout_version")),
+                     2);
+    hres_free(&r);
+
+    /* Retried: the version moved, so no second decision, grant or job. */
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
+    assert_error(&r, 409, "payout_version_mismatch");
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "payout_version")),
+                     2);
+    hres_free(&r);
+
+    /* Above the clerk's approval limit: escalation, never an Allowed. */
+    pctx_new(&big, "5000.01");
+    pctx_age_destination(&big);
+    submit(&r, &big, KEY(P_CLERK), "5000.01", 1);
+    assert_decision(&r, "EscalationRecommended",
+                    "amount.above-requester-limit", false, __LINE__);
+    hres_free(&r);
+
+    /* No such payout. */
+    snprintf(big.pay, sizeof big.pay, "PAY-NOSUCH-2");
+    submit(&r, &big, KEY(P_CLERK), "5000.01", 1);
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+}
+
+/* ===========================================================================
+ * The store down: the payout writes are 503 retry_later, and the retry
+ * after it came back meets a defined state.
+ * ========================================================================= */
+void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
+{
+    site *st = site_new("payout-outage", true, OUTAGE_STORE_TIMEOUT_MS, true);
+    char u[OG_UUID_LEN + 1], ten[64], path[128], ra[32];
+    srv *s;
+    hres r;
+
+    (void)state;
+    assert_non_null(st);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    uuid4(u);
+    snprintf(ten, sizeof ten, "T-%.8s", u);
+    snprintf(path, sizeof path, "/v1/payout-admin/tenants/%s", ten);
+
+    store_down(st);
+    post(&r, s, path, KEY(P_PAYOUT_ADMIN), tenant_body(0, "EUR", 100000));
+    assert_error(&r, 503, "retry_later");
+    assert_true(hdr_value(&r, "Retry-After", ra, sizeof ra));
+    hres_free(&r);
+    store_up(st);
+
+    /* The same request again: created (the 503 wrote nothing), or, had
+     * the write happened, version_conflict — never a second change. */
+    post_patient(&r, s, path, KEY(P_PAYOUT_ADMIN),
+                 tenant_body(0, "EUR", 100000));
+    if (r.status != 201)
+        assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    post(&r, s, path, KEY(P_PAYOUT_ADMIN), tenant_body(1, "EUR", 200000));
+    assert_http(&r, 200);
+    hres_free(&r);
+}
