@@ -18,7 +18,7 @@ void metrics_count_admissions_refusals_consumes_and_responses(void **state);
 void request_id_is_echoed_and_logged_as_correlation_id(void **state);
 void janitor_and_archive_loops_run_in_the_background(void **state);
 
-/* payouts.c */
+/* payout_api.c */
 void payout_admin_writes_the_context_under_version_preconditions(
     void **state);
 void clerk_submission_compares_the_intent_then_answers_the_decision(

@@ -1,5 +1,5 @@
 /*
- * payouts.c — the payout API over HTTP (docs/http.md, "Payouts"): the
+ * payout_api.c — the payout API over HTTP (docs/http.md, "Payouts"): the
  * context administration of role payout-admin — tenants, beneficiaries,
  * destinations (the provider token write-only), drafts and their
  * cancellation — each write a version precondition, so a retried request
