@@ -305,7 +305,10 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      AT(principals),
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "
      "follows the identifier rule and is unique; `roles` is a non-empty "
-     "list of `issuer`, `agent`, `enforcer`, `revoker`, `operator`; "
+     "list of `issuer`, `agent`, `enforcer`, `revoker`, `operator`, "
+     "`payout-admin`, `clerk`; optional `approval_limit_minor` (a clerk's "
+     "approval limit in minor units of a payout's currency, default 0: "
+     "every payout escalates); "
      "`api_key_sha256` is the SHA-256 of the API key as 64 lower-case hex "
      "characters, unique (the key itself is never configured). Reloaded on "
      "SIGHUP."},

@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "oncegate/payout_store.h"
+
 #include <sodium.h>
 
 #include "config_table.h"
@@ -323,7 +325,8 @@ static int cfg_principal(json_t *o, size_t i, og_principal *p, char *err,
                         i);
     json_object_foreach(o, key, v) {
         if (strcmp(key, "id") && strcmp(key, "roles") &&
-            strcmp(key, "api_key_sha256"))
+            strcmp(key, "api_key_sha256") &&
+            strcmp(key, "approval_limit_minor"))
             return cfg_fail(err, errlen, OG_EINVAL,
                             "principals[%zu]: unknown key \"%s\"", i,
                             cfg_show(key, shown, sizeof shown));
@@ -349,6 +352,14 @@ static int cfg_principal(json_t *o, size_t i, og_principal *p, char *err,
                         "lower-case hex characters (the SHA-256 of the API "
                         "key)",
                         i);
+    v = json_object_get(o, "approval_limit_minor");
+    if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||
+              json_integer_value(v) > OG_PAYOUT_LIMIT_MAX))
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "principals[%zu].approval_limit_minor: must be an "
+                        "integer 0 ... 999999999999999999",
+                        i);
+    p->approval_limit_minor = v ? (int64_t)json_integer_value(v) : 0;
     memcpy(p->id, json_string_value(id), strlen(json_string_value(id)) + 1);
     return 0;
 }

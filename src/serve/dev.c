@@ -557,6 +557,9 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
         snprintf(ps[i].id, sizeof ps[i].id, "%s", cr->id[i]);
         ps[i].roles = 1u << i;
+        /* the dev clerk submits up to 10,000.00 (at scale 2) unescalated */
+        if ((1u << i) == OG_ROLE_CLERK)
+            ps[i].approval_limit_minor = 1000000;
         crypto_hash_sha256(ps[i].key_hash, (const unsigned char *)cr->key[i],
                            strlen(cr->key[i]));
     }
@@ -1123,9 +1126,12 @@ static ssize_t dev_env_render(const dev_creds *cr, char *buf, size_t len)
         char name[32];
         size_t n = 0;
 
+        /* a shell name: "payout-admin" is OG_PAYOUT_ADMIN_KEY */
         for (const char *r = og_role_name(1u << i); *r && n + 1 < sizeof name;
              r++)
-            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A') : *r;
+            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A')
+                        : *r == '-'           ? '_'
+                                              : *r;
         if (dev_append(buf, len, &used, "export OG_", 10) ||
             dev_append(buf, len, &used, name, n) ||
             dev_append(buf, len, &used, "_KEY='", 6))

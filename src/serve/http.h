@@ -107,6 +107,16 @@ typedef struct og_route {
 extern const og_route og_routes[];
 extern const size_t og_n_routes;
 
+/* The payout API's context administration (payout_http.c; role
+ * payout-admin), listed in og_routes. */
+int og_h_payout_tenant_put(og_http_req *r);
+int og_h_payout_beneficiary_put(og_http_req *r);
+int og_h_payout_destination_put(og_http_req *r);
+int og_h_payout_draft(og_http_req *r);
+int og_h_payout_cancel(og_http_req *r);
+/* The clerk's submission (role clerk). */
+int og_h_payout_submit(og_http_req *r);
+
 /* Answer helpers (http.c). Each replaces any answer set before. */
 void og_http_json(og_http_req *r, unsigned status, json_t *body /* stolen */);
 /* {"error": code, "message": message} (+ "field" when field is non-NULL). */

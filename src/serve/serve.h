@@ -56,7 +56,9 @@
     X(AGENT, "agent")       /* operations, ticket rotation */                  \
     X(ENFORCER, "enforcer") /* the consume verdict */                          \
     X(REVOKER, "revoker")   /* grant and family revocation */                  \
-    X(OPERATOR, "operator") /* operators' endpoints (issue 5) */
+    X(OPERATOR, "operator") /* operators' endpoints (issue 5) */           \
+    X(PAYOUT_ADMIN, "payout-admin") /* payouts' context administration */   \
+    X(CLERK, "clerk")       /* POST /v1/payouts/{id}/submit */
 
 enum {
 #define OG__ROLE_IDX(name, text) OG_ROLE_IDX_##name,
@@ -83,6 +85,10 @@ typedef struct og_principal {
     char id[OG_ID_MAX + 1];
     unsigned roles;                                /* OR of OG_ROLE_* */
     unsigned char key_hash[OG_API_KEY_HASH_LEN];
+    int64_t approval_limit_minor; /* a clerk's: the largest payout it may
+                                     submit without escalation, in minor
+                                     units of the payout's currency; 0
+                                     (the default): every payout escalates */
 } og_principal;
 
 /* ===========================================================================

@@ -26,6 +26,14 @@ static const route g_routes[] = {
     {"POST", "/v1/grants/consume", R_ENFORCER},
     {"POST", "/v1/grants/revoke", R_REVOKER},
     {"POST", "/v1/families/%s/revoke", R_REVOKER},
+    /* payouts: context administration */
+    {"POST", "/v1/payout-admin/tenants/%s", R_PAYOUT_ADMIN},
+    {"POST", "/v1/payout-admin/beneficiaries/%s", R_PAYOUT_ADMIN},
+    {"POST", "/v1/payout-admin/destinations/%s", R_PAYOUT_ADMIN},
+    {"POST", "/v1/payout-admin/payouts/%s", R_PAYOUT_ADMIN},
+    {"POST", "/v1/payout-admin/payouts/%s/cancel", R_PAYOUT_ADMIN},
+    /* payouts: the clerk's submission */
+    {"POST", "/v1/payouts/%s/submit", R_CLERK},
 };
 
 #define N_ROUTES (sizeof g_routes / sizeof g_routes[0])
@@ -53,6 +61,12 @@ static void auth_fixture_new(auth_fixture *f)
             snprintf(f->path[i], 256, "/v1/operations/%s", f->op);
         else if (strstr(rt->path, "families/%s"))
             snprintf(f->path[i], 256, "/v1/families/%s/revoke", f->t.family);
+        else if (strstr(rt->path, "/v1/payout")) {
+            /* the pattern's %s is a record id */
+            const char *pc = strstr(rt->path, "%s");
+            snprintf(f->path[i], 256, "%.*sAUTH-CHECK-1%s",
+                     (int)(pc - rt->path), rt->path, pc + 2);
+        }
         else
             snprintf(f->path[i], 256, "%s", rt->path);
         if (strcmp(rt->path, "/v1/grants") == 0)
@@ -69,6 +83,12 @@ static void auth_fixture_new(auth_fixture *f)
         else if (strcmp(rt->path, "/v1/grants/consume") == 0 ||
                  strcmp(rt->path, "/v1/grants/revoke") == 0)
             b = json_pack("{s:s}", "token", f->g.token);
+        else if (strstr(rt->path, "/v1/payout-admin/tenants/"))
+            b = json_pack("{s:i, s:s, s:i, s:b}", "expected_version", 0,
+                          "currency", "EUR", "daily_limit_minor", 100,
+                          "payouts_suspended", 0);
+        else if (strstr(rt->path, "/v1/payout"))
+            b = json_object();
         else if (strstr(rt->path, "families"))
             b = json_pack("{s:s}", "issuer", ISSUER);
         f->body[i] = b ? json_dumps(b, JSON_COMPACT) : NULL;

@@ -18,6 +18,13 @@ void metrics_count_admissions_refusals_consumes_and_responses(void **state);
 void request_id_is_echoed_and_logged_as_correlation_id(void **state);
 void janitor_and_archive_loops_run_in_the_background(void **state);
 
+/* payout_api.c */
+void payout_admin_writes_the_context_under_version_preconditions(
+    void **state);
+void clerk_submission_compares_the_intent_then_answers_the_decision(
+    void **state);
+void payout_writes_are_503_retry_later_while_the_store_is_down(void **state);
+
 /* authorization.c */
 void every_endpoint_without_a_known_bearer_key_is_401(void **state);
 void every_endpoint_with_a_key_lacking_its_role_is_403(void **state);

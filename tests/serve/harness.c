@@ -118,6 +118,8 @@ struct principal g_p[P_COUNT] = {
     {"enforcer-1", "enforcer", R_ENFORCER, "", ""},
     {"revoker-1", "revoker", R_REVOKER, "", ""},
     {"operator-1", "operator", R_OPERATOR, "", ""},
+    {"payout-admin-1", "payout-admin", R_PAYOUT_ADMIN, "", ""},
+    {"clerk-22", "clerk", R_CLERK, "", ""},
 };
 
 /* ---------------------------------------------------------------------------
@@ -691,10 +693,14 @@ static json_t *principals_json(void)
 {
     json_t *a = json_array();
 
-    for (int i = 0; i < P_COUNT; i++)
-        json_array_append_new(a, json_pack("{s:s, s:[s], s:s}", "id", g_p[i].id,
-                                           "roles", g_p[i].role,
-                                           "api_key_sha256", g_p[i].hash));
+    for (int i = 0; i < P_COUNT; i++) {
+        json_t *p = json_pack("{s:s, s:[s], s:s}", "id", g_p[i].id, "roles",
+                              g_p[i].role, "api_key_sha256", g_p[i].hash);
+        if (g_p[i].bit == R_CLERK)
+            json_object_set_new(p, "approval_limit_minor",
+                                json_integer(CLERK_APPROVAL_LIMIT));
+        json_array_append_new(a, p);
+    }
     return a;
 }
 
@@ -907,8 +913,9 @@ void store_up(site *st)
  * Dev mode
  * ========================================================================= */
 
-const char *const g_dev_roles[5] = {"issuer", "agent", "enforcer",
-                                    "revoker", "operator"};
+const char *const g_dev_roles[7] = {"issuer",   "agent",        "enforcer",
+                                    "revoker",  "operator",     "payout-admin",
+                                    "clerk"};
 
 srv *dev_server(const char *dir, const site *pgsite)
 {

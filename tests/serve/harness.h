@@ -125,14 +125,22 @@ extern og_signer *g_signer;       /* the issuer's private key, for tokens
 extern char g_kid[OG_KID_MAX + 1];
 extern char g_pub_path[PATHLEN], g_priv_path[PATHLEN];
 
-enum { P_ISSUER, P_AGENT, P_AGENT2, P_ENFORCER, P_REVOKER, P_OPERATOR, P_COUNT };
+enum {
+    P_ISSUER, P_AGENT, P_AGENT2, P_ENFORCER, P_REVOKER, P_OPERATOR,
+    P_PAYOUT_ADMIN, P_CLERK,
+    P_COUNT
+};
 enum {
     R_ISSUER = 1,
     R_AGENT = 2,
     R_ENFORCER = 4,
     R_REVOKER = 8,
     R_OPERATOR = 16,
+    R_PAYOUT_ADMIN = 32,
+    R_CLERK = 64,
 };
+/* The clerk's approval limit (approval_limit_minor): 5,000.00 at scale 2. */
+#define CLERK_APPROVAL_LIMIT 500000
 struct principal {
     const char *id;
     const char *role;
@@ -344,7 +352,7 @@ void store_up(site *st);
 /* ---------------------------------------------------------------------------
  * Dev mode
  * ------------------------------------------------------------------------- */
-extern const char *const g_dev_roles[5];
+extern const char *const g_dev_roles[7];
 
 /* A dev server on dir; in the PostgreSQL run its store is a fresh database
  * (--store), else the data directory's SQLite file. */

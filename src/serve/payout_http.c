@@ -1,0 +1,414 @@
+/*
+ * payout_http.c — the payout API's context administration (docs/http.md,
+ * "Payouts: context administration"; role payout-admin): tenants,
+ * beneficiaries, destinations and payout drafts. Each handler checks its
+ * body, makes ONE conditional write of the store (oncegate/payout_store.h)
+ * and maps the outcome to HTTP.
+ *
+ * Idempotency is by version precondition: every write names the version it
+ * expects (0: create), so a retried request that was applied meets
+ * 409 version_conflict with the record's version unchanged, never a second
+ * change.
+ *
+ * Secrets: a destination's provider token arrives in a body and goes to
+ * the store; it is never answered, never added to r->log.
+ */
+#include <string.h>
+
+#include "http.h"
+#include "oncegate/payout_store.h"
+
+/* A boolean member: present (when required) and true or false. */
+static int body_bool(og_http_req *r, json_t *obj, const char *name,
+                     bool required, bool *out)
+{
+    json_t *v = json_object_get(obj, name);
+
+    if (!v && !required)
+        return 0;
+    if (!json_is_boolean(v)) {
+        og_http_error(r, 400, "malformed_request",
+                      v ? "member must be true or false" : "member missing",
+                      name);
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* The path's record id: og_id_valid, else the library's code for err. */
+static int path_id(og_http_req *r, int err)
+{
+    if (r->param_too_long || !og_id_valid(r->param)) {
+        og_http_lib_error(r, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answers a conditional write: WRITTEN 201 (created: expected 0) or 200
+ * with {id_name: id, "version"}; the others 409/404 with their stable
+ * code. refused is the REFUSED outcome's message. */
+static void put_answer(og_http_req *r, int rc, const og_payout_put_result *res,
+                       int64_t expected, const char *id_name,
+                       const char *refused)
+{
+    if (rc != 0) {
+        og_http_lib_error(r, rc);
+        return;
+    }
+    og_http_log_str(r, "outcome",
+                    res->outcome == OG_PAYOUT_WRITTEN ? "written"
+                    : res->outcome == OG_PAYOUT_VERSION_CONFLICT
+                        ? "version_conflict"
+                    : res->outcome == OG_PAYOUT_NOT_FOUND ? "not_found"
+                                                          : "refused");
+    switch (res->outcome) {
+    case OG_PAYOUT_WRITTEN:
+        og_http_json(r, expected == 0 ? 201 : 200,
+                     json_pack("{s:s, s:I}", id_name, r->param, "version",
+                               (json_int_t)res->version));
+        return;
+    case OG_PAYOUT_VERSION_CONFLICT:
+        og_http_error(r, 409, "version_conflict",
+                      expected == 0 ? "the record exists already"
+                                    : "the record is not at expected_version",
+                      "expected_version");
+        return;
+    case OG_PAYOUT_NOT_FOUND:
+        og_http_error(r, 404, "not_found",
+                      "the record, or one it names, does not exist", NULL);
+        return;
+    case OG_PAYOUT_REFUSED:
+        og_http_error(r, 409, "change_refused", refused, NULL);
+        return;
+    }
+    og_http_error(r, 500, "internal_error", "internal error", NULL);
+}
+
+/* ===========================================================================
+ * POST /v1/payout-admin/tenants/{tenant_id}
+ * ========================================================================= */
+int og_h_payout_tenant_put(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "expected_version", "currency", "daily_limit_minor",
+        "payouts_suspended", "settlement_time_zone", NULL};
+    og_payout_tenant_settings t;
+    og_payout_put_result res;
+    int64_t expected = 0, limit = 0;
+    bool suspended = false;
+    int rc;
+
+    memset(&t, 0, sizeof t);
+    if (path_id(r, OG_EPAYOUT_TENANT) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_int(r, r->json, "expected_version", true, 0, INT64_MAX,
+                    &expected) != 0 ||
+        og_http_str(r, r->json, "currency", true, &t.currency) != 0 ||
+        og_http_int(r, r->json, "daily_limit_minor", true, 0,
+                    OG_PAYOUT_LIMIT_MAX, &limit) != 0 ||
+        body_bool(r, r->json, "payouts_suspended", true, &suspended) != 0 ||
+        og_http_str(r, r->json, "settlement_time_zone", false,
+                    &t.settlement_time_zone) != 0)
+        return 0;
+    t.tenant_id = r->param;
+    t.daily_limit = limit;
+    t.payouts_suspended = suspended;
+    og_http_log_str(r, "tenant_id", r->param);
+    rc = og_payout_tenant_put(r->srv->store, &t, expected, &res);
+    put_answer(r, rc, &res, expected, "tenant_id",
+               "a tenant's currency is fixed when it is created");
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/payout-admin/beneficiaries/{beneficiary_id}
+ * ========================================================================= */
+static int status_parse(const char *s, og_payout_beneficiary_status *out)
+{
+#define OG__BS_TRY(name, text)                                                 \
+    if (strcmp(s, text) == 0) {                                                \
+        *out = OG_PAYOUT_BENEFICIARY_##name;                                   \
+        return 0;                                                              \
+    }
+    OG_PAYOUT_BENEFICIARY_STATUS_MAP(OG__BS_TRY)
+#undef OG__BS_TRY
+    return -1;
+}
+
+int og_h_payout_beneficiary_put(og_http_req *r)
+{
+    static const char *const allowed[] = {"expected_version", "tenant_id",
+                                          "verified", "status", NULL};
+    og_payout_beneficiary_record b;
+    og_payout_put_result res;
+    const char *status;
+    int64_t expected = 0;
+    bool verified = false;
+    int rc;
+
+    memset(&b, 0, sizeof b);
+    if (path_id(r, OG_EPAYOUT_BENEFICIARY) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_int(r, r->json, "expected_version", true, 0, INT64_MAX,
+                    &expected) != 0 ||
+        og_http_str(r, r->json, "tenant_id", true, &b.tenant_id) != 0 ||
+        body_bool(r, r->json, "verified", true, &verified) != 0 ||
+        og_http_str(r, r->json, "status", true, &status) != 0)
+        return 0;
+    if (status_parse(status, &b.status) != 0) {
+        og_http_error(r, 400, "malformed_request",
+                      "status: Active, Suspended or Closed", "status");
+        return 0;
+    }
+    b.beneficiary_id = r->param;
+    b.verified = verified;
+    og_http_log_str(r, "beneficiary_id", r->param);
+    rc = og_payout_beneficiary_put(r->srv->store, &b, expected, &res);
+    put_answer(r, rc, &res, expected, "beneficiary_id",
+               "a beneficiary's tenant is fixed when it is created");
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/payout-admin/destinations/{destination_id}
+ * The provider token is write-only: in the body, never in an answer or a
+ * log line (the store's errors never carry it either).
+ * ========================================================================= */
+int og_h_payout_destination_put(og_http_req *r)
+{
+    static const char *const allowed[] = {"expected_version", "beneficiary_id",
+                                          "provider_token", NULL};
+    og_payout_destination_record d;
+    og_payout_put_result res;
+    int64_t expected = 0;
+    int rc;
+
+    memset(&d, 0, sizeof d);
+    if (path_id(r, OG_EPAYOUT_DESTINATION) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_int(r, r->json, "expected_version", true, 0, INT64_MAX,
+                    &expected) != 0 ||
+        og_http_str(r, r->json, "beneficiary_id", true, &d.beneficiary_id) !=
+            0 ||
+        og_http_str(r, r->json, "provider_token", true, &d.provider_token) !=
+            0)
+        return 0;
+    d.destination_id = r->param;
+    og_http_log_str(r, "destination_id", r->param);
+    rc = og_payout_destination_put(r->srv->store, &d, expected, &res);
+    put_answer(r, rc, &res, expected, "destination_id", "refused");
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/payout-admin/payouts/{payout_id}: a draft, created once (a
+ * retry meets version_conflict). The requester is the authenticated
+ * principal, never the body.
+ * ========================================================================= */
+int og_h_payout_draft(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "tenant_id", "beneficiary_id", "destination_id",
+        "destination_version", "amount", "currency", "purpose", NULL};
+    og_payout_draft_req d;
+    og_payout_put_result res;
+    int64_t dv = 0;
+    int rc;
+
+    memset(&d, 0, sizeof d);
+    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "tenant_id", true, &d.terms.tenant_id) != 0 ||
+        og_http_str(r, r->json, "beneficiary_id", true,
+                    &d.terms.beneficiary_id) != 0 ||
+        og_http_str(r, r->json, "destination_id", true,
+                    &d.terms.destination_id) != 0 ||
+        og_http_int(r, r->json, "destination_version", true, 1, INT64_MAX,
+                    &dv) != 0 ||
+        og_http_str(r, r->json, "amount", true, &d.terms.amount) != 0 ||
+        og_http_str(r, r->json, "currency", true, &d.terms.currency) != 0 ||
+        og_http_str(r, r->json, "purpose", false, &d.terms.purpose) != 0)
+        return 0;
+    d.payout_id = r->param;
+    d.terms.destination_version = dv;
+    d.requester_id = r->principal->id;
+    og_http_log_str(r, "payout_id", r->param);
+    rc = og_payout_draft(r->srv->store, &d, &res);
+    put_answer(r, rc, &res, 0, "payout_id",
+               "the currency is not the tenant's");
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/payout-admin/payouts/{payout_id}/cancel
+ * ========================================================================= */
+int og_h_payout_cancel(og_http_req *r)
+{
+    static const char *const allowed[] = {"expected_version", NULL};
+    og_payout_put_result res;
+    int64_t expected = 0;
+    int rc;
+
+    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_int(r, r->json, "expected_version", true, 1, INT64_MAX,
+                    &expected) != 0)
+        return 0;
+    og_http_log_str(r, "payout_id", r->param);
+    rc = og_payout_cancel(r->srv->store, r->param, expected, r->principal->id,
+                          &res);
+    put_answer(r, rc, &res, expected, "payout_id",
+               "only a Draft, or an Approved payout with no active attempt, "
+               "is cancelled");
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/payouts/{payout_id}/submit (clerk): the requester's intent,
+ * compared with the record before any policy runs, then ONE decision
+ * (og_payout_decide). The requester is the authenticated principal, with
+ * its configured approval limit; never the body.
+ *
+ * Idempotency is by version precondition: the intent names the payout
+ * version it acted on, and an Allowed decision moves the payout to
+ * Approved at version + 1, so a retried submission meets
+ * 409 payout_version_mismatch and no second grant, reservation or job.
+ * ========================================================================= */
+
+/* The first intent member that differs from the record, or NULL. The
+ * amount is compared in minor units (so "4250" and "4250.00" EUR are one
+ * amount), the purpose normalized; a bad amount or purpose is returned
+ * as an error code in *err. */
+static const char *intent_differs(const og_payout_view *p,
+                                  const char *beneficiary,
+                                  const char *destination, const char *amount,
+                                  const char *currency, const char *purpose,
+                                  int *err)
+{
+    char norm[OG_PAYOUT_PURPOSE_MAX + 1];
+    int64_t minor = 0;
+    int rc;
+
+    *err = 0;
+    if (strcmp(beneficiary, p->beneficiary_id) != 0)
+        return "beneficiary_id";
+    if (strcmp(destination, p->destination_id) != 0)
+        return "destination_id";
+    if (strcmp(currency, p->currency) != 0)
+        return "currency";
+    if ((rc = og_payout_amount_parse(amount, currency, &minor)) != 0) {
+        *err = rc;
+        return NULL;
+    }
+    if (minor != p->amount_minor)
+        return "amount";
+    if (!purpose != !p->has_purpose)
+        return "purpose";
+    if (purpose) {
+        if ((rc = og_payout_purpose_normalize(purpose, norm, sizeof norm)) !=
+            0) {
+            *err = rc;
+            return NULL;
+        }
+        if (strcmp(norm, p->purpose) != 0)
+            return "purpose";
+    }
+    return NULL;
+}
+
+int og_h_payout_submit(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "beneficiary_id", "destination_id", "amount",  "currency",
+        "purpose",        "payout_version", "release_at", NULL};
+    og_srv *srv = r->srv;
+    const char *ben, *dst, *amount, *currency, *purpose, *release, *field;
+    og_payout_decide_req d;
+    og_payout_decision dec;
+    og_payout_view p;
+    int64_t version = 0, release_us = 0;
+    json_t *a;
+    int rc, err;
+
+    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "beneficiary_id", true, &ben) != 0 ||
+        og_http_str(r, r->json, "destination_id", true, &dst) != 0 ||
+        og_http_str(r, r->json, "amount", true, &amount) != 0 ||
+        og_http_str(r, r->json, "currency", true, &currency) != 0 ||
+        og_http_str(r, r->json, "purpose", false, &purpose) != 0 ||
+        og_http_int(r, r->json, "payout_version", true, 1, INT64_MAX,
+                    &version) != 0 ||
+        og_http_str(r, r->json, "release_at", true, &release) != 0)
+        return 0;
+    if (og_time_parse_rfc3339(release, &release_us) != 0) {
+        og_http_error(r, 400, "malformed_request",
+                      "release_at: an RFC 3339 time", "release_at");
+        return 0;
+    }
+    og_http_log_str(r, "payout_id", r->param);
+    rc = og_payout_get(srv->store, r->param, &p);
+    if (rc < 0)
+        return og_http_lib_error(r, rc), 0;
+    if (rc == 0) {
+        og_http_error(r, 404, "not_found", "no such payout", NULL);
+        return 0;
+    }
+    /* The intent against the record, before policy: another version is a
+     * conflict (409: read it again), other terms a request that can never
+     * be right for this payout (422). */
+    if (version != p.version) {
+        og_http_log_str(r, "outcome", "payout_version_mismatch");
+        og_http_json(r, 409,
+                     json_pack("{s:s, s:s, s:s, s:I}", "error",
+                               "payout_version_mismatch", "message",
+                               "the payout is not at payout_version",
+                               "field", "payout_version", "payout_version",
+                               (json_int_t)p.version));
+        return 0;
+    }
+    field = intent_differs(&p, ben, dst, amount, currency, purpose, &err);
+    if (err != 0)
+        return og_http_lib_error(r, err), 0;
+    if (field) {
+        og_http_log_str(r, "outcome", "intent_mismatch");
+        og_http_error(r, 422, "intent_mismatch",
+                      "the intent differs from the payout record", field);
+        return 0;
+    }
+    memset(&d, 0, sizeof d);
+    d.payout_id = r->param;
+    d.payout_version = version;
+    d.requester_id = r->principal->id;
+    d.requester_role = "clerk";
+    d.requester_approval_limit = r->principal->approval_limit_minor;
+    d.not_before_us = release_us;
+    d.expires_at_us = release_us + srv->cfg.timings.max_grant_lifetime_us;
+    d.correlation_id = r->correlation_id;
+    rc = og_payout_decide(srv->store, &d, &dec);
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_http_log_str(r, "decision_id", dec.decision_id);
+    og_http_log_str(r, "outcome",
+                    og_payout_outcome_name(dec.verdict.outcome));
+    og_http_log_str(r, "reason", og_payout_reason_name(dec.verdict.reason));
+    a = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "decision_id",
+                  dec.decision_id, "payout_id", r->param, "outcome",
+                  og_payout_outcome_name(dec.verdict.outcome), "reason",
+                  og_payout_reason_name(dec.verdict.reason), "policy_version",
+                  dec.verdict.policy_version, "issued", dec.issued);
+    if (a && dec.issued) {
+        og_http_log_str(r, "grant_id", dec.grant_id);
+        json_object_set_new(a, "grant_id", json_string(dec.grant_id));
+        json_object_set_new(a, "job_id", json_string(dec.job_id));
+        json_object_set_new(a, "attempt_number",
+                            json_integer(dec.attempt_number));
+        json_object_set_new(a, "payout_version",
+                            json_integer(dec.executable_payout_version));
+        json_object_set_new(a, "release_day", json_string(dec.release_day));
+    }
+    og_http_json(r, 200, a);
+    return 0;
+}

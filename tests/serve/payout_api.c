@@ -1,0 +1,371 @@
+/*
+ * payout_api.c — the payout API over HTTP (docs/http.md, "Payouts"): the
+ * context administration of role payout-admin — tenants, beneficiaries,
+ * destinations (the provider token write-only), drafts and their
+ * cancellation — each write a version precondition, so a retried request
+ * changes nothing twice.
+ */
+#include "harness.h"
+#include "cases.h"
+
+/* POST prefix + id + suffix as payout-admin; body stolen. */
+static void admin_post(hres *r, const char *prefix, const char *id,
+                       const char *suffix, json_t *body)
+{
+    char path[256];
+
+    snprintf(path, sizeof path, "%s%s%s", prefix, id, suffix);
+    post(r, g_a, path, KEY(P_PAYOUT_ADMIN), body);
+}
+
+static void assert_written(hres *r, long status, const char *id_name,
+                           const char *id, json_int_t version, int line)
+{
+    json_t *v = r->json ? json_object_get(r->json, "version") : NULL;
+
+    if (r->status != status || !json_is_integer(v) ||
+        json_integer_value(v) != version || !jstr(r->json, id_name) ||
+        strcmp(jstr(r->json, id_name), id) != 0) {
+        dump("r", r, line);
+        fail_msg("line %d: expected %ld with %s version %lld", line, status,
+                 id, (long long)version);
+    }
+}
+
+static json_t *tenant_body(json_int_t expected, const char *currency,
+                           json_int_t limit)
+{
+    return json_pack("{s:I, s:s, s:I, s:b, s:s}", "expected_version",
+                     expected, "currency", currency, "daily_limit_minor",
+                     limit, "payouts_suspended", 0, "settlement_time_zone",
+                     "Europe/Berlin");
+}
+
+void payout_admin_writes_the_context_under_version_preconditions(void **state)
+{
+    char u[OG_UUID_LEN + 1], ten[64], ben[64], dst[64], pay[64], pay2[64];
+    char token[80];
+    hres r;
+
+    (void)state;
+    uuid4(u);
+    snprintf(ten, sizeof ten, "T-%.8s", u);
+    snprintf(ben, sizeof ben, "BEN-%.8s", u);
+    snprintf(dst, sizeof dst, "DST-%.8s", u);
+    snprintf(pay, sizeof pay, "PAY-%.8s", u);
+    snprintf(pay2, sizeof pay2, "PAY2-%.8s", u);
+    snprintf(token, sizeof token, "dsttok_%s_secret", u);
+    secret_add(token);
+
+    /* Tenant: created at version 1; the same request again is a conflict
+     * that changes nothing; a change names the version it expects. */
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               tenant_body(0, "EUR", 1000000));
+    assert_written(&r, 201, "tenant_id", ten, 1, __LINE__);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               tenant_body(0, "EUR", 1000000));
+    assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               tenant_body(1, "EUR", 2000000));
+    assert_written(&r, 200, "tenant_id", ten, 2, __LINE__);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               tenant_body(1, "EUR", 2000000)); /* retried: no second move */
+    assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               tenant_body(2, "USD", 2000000));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               tenant_body(2, "EURO", 2000000));
+    assert_http(&r, 400);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/tenants/", ten, "",
+               json_pack("{s:i, s:s}", "expected_version", 2, "currency",
+                         "EUR"));
+    assert_error(&r, 400, "malformed_request");
+    hres_free(&r);
+
+    /* Beneficiary: its tenant must exist. */
+    admin_post(&r, "/v1/payout-admin/beneficiaries/", ben, "",
+               json_pack("{s:i, s:s, s:b, s:s}", "expected_version", 0,
+                         "tenant_id", "T-NOSUCH-TENANT", "verified", 1,
+                         "status", "Active"));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/beneficiaries/", ben, "",
+               json_pack("{s:i, s:s, s:b, s:s}", "expected_version", 0,
+                         "tenant_id", ten, "verified", 1, "status", "Open"));
+    assert_error(&r, 400, "malformed_request");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/beneficiaries/", ben, "",
+               json_pack("{s:i, s:s, s:b, s:s}", "expected_version", 0,
+                         "tenant_id", ten, "verified", 1, "status", "Active"));
+    assert_written(&r, 201, "beneficiary_id", ben, 1, __LINE__);
+    hres_free(&r);
+
+    /* Destination: the token goes in and never comes out. */
+    admin_post(&r, "/v1/payout-admin/destinations/", dst, "",
+               json_pack("{s:i, s:s, s:s}", "expected_version", 0,
+                         "beneficiary_id", ben, "provider_token",
+                         "has a space"));
+    assert_http(&r, 400);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/destinations/", dst, "",
+               json_pack("{s:i, s:s, s:s}", "expected_version", 0,
+                         "beneficiary_id", ben, "provider_token", token));
+    assert_written(&r, 201, "destination_id", dst, 1, __LINE__);
+    assert_null(strstr(r.body, token));
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/destinations/", dst, "",
+               json_pack("{s:i, s:s, s:s}", "expected_version", 0,
+                         "beneficiary_id", ben, "provider_token", token));
+    assert_error(&r, 409, "version_conflict");
+    assert_null(strstr(r.body, token));
+    hres_free(&r);
+
+    /* Draft: created once; a retry meets the existing one. */
+    admin_post(&r, "/v1/payout-admin/payouts/", pay, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "tenant_id",
+                         ten, "beneficiary_id", ben, "destination_id", dst,
+                         "destination_version", 1, "amount", "4250.00",
+                         "currency", "EUR", "purpose", "supplier invoice"));
+    assert_written(&r, 201, "payout_id", pay, 1, __LINE__);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", pay, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "tenant_id",
+                         ten, "beneficiary_id", ben, "destination_id", dst,
+                         "destination_version", 1, "amount", "4250.00",
+                         "currency", "EUR", "purpose", "supplier invoice"));
+    assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", pay2, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "tenant_id", ten,
+                         "beneficiary_id", ben, "destination_id", dst,
+                         "destination_version", 1, "amount", "10.00",
+                         "currency", "USD"));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", pay2, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "tenant_id", ten,
+                         "beneficiary_id", ben, "destination_id", dst,
+                         "destination_version", 1, "amount", "-1",
+                         "currency", "EUR"));
+    assert_http(&r, 400);
+    hres_free(&r);
+
+    /* Cancel: at its version, once. */
+    admin_post(&r, "/v1/payout-admin/payouts/", pay, "/cancel",
+               json_pack("{s:i}", "expected_version", 1));
+    assert_written(&r, 200, "payout_id", pay, 2, __LINE__);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", pay, "/cancel",
+               json_pack("{s:i}", "expected_version", 1));
+    assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", pay, "/cancel",
+               json_pack("{s:i}", "expected_version", 2));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", "PAY-NOSUCH-1", "/cancel",
+               json_pack("{s:i}", "expected_version", 1));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+}
+
+/* ===========================================================================
+ * The clerk's submission.
+ * ========================================================================= */
+
+/* A payout context made over HTTP: tenant (EUR, daily limit 100,000.00),
+ * an Active verified beneficiary, a destination and a draft of amount. */
+typedef struct pctx {
+    char ten[64], ben[64], dst[64], pay[64];
+} pctx;
+
+static void pctx_new(pctx *c, const char *amount)
+{
+    char u[OG_UUID_LEN + 1], token[80];
+    hres r;
+
+    uuid4(u);
+    snprintf(c->ten, sizeof c->ten, "T-%.8s", u);
+    snprintf(c->ben, sizeof c->ben, "BEN-%.8s", u);
+    snprintf(c->dst, sizeof c->dst, "DST-%.8s", u);
+    snprintf(c->pay, sizeof c->pay, "PAY-%.8s", u);
+    snprintf(token, sizeof token, "dsttok_%s_secret", u);
+    secret_add(token);
+    admin_post(&r, "/v1/payout-admin/tenants/", c->ten, "",
+               tenant_body(0, "EUR", 10000000));
+    assert_http(&r, 201);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/beneficiaries/", c->ben, "",
+               json_pack("{s:i, s:s, s:b, s:s}", "expected_version", 0,
+                         "tenant_id", c->ten, "verified", 1, "status",
+                         "Active"));
+    assert_http(&r, 201);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/destinations/", c->dst, "",
+               json_pack("{s:i, s:s, s:s}", "expected_version", 0,
+                         "beneficiary_id", c->ben, "provider_token", token));
+    assert_http(&r, 201);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c->pay, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "tenant_id",
+                         c->ten, "beneficiary_id", c->ben, "destination_id",
+                         c->dst, "destination_version", 1, "amount", amount,
+                         "currency", "EUR", "purpose", "supplier invoice"));
+    assert_http(&r, 201);
+    hres_free(&r);
+}
+
+/* Ages the destination's last change by 8 days: past the policy's
+ * "changed in the last 7 days" (docs/payouts.md, section 4). */
+static void pctx_age_destination(const pctx *c)
+{
+    char sql[256];
+
+    if (g_pg)
+        snprintf(sql, sizeof sql,
+                 "UPDATE destinations SET changed_at = changed_at - "
+                 "interval '8 days' WHERE destination_id = '%s'", c->dst);
+    else
+        snprintf(sql, sizeof sql,
+                 "UPDATE destinations SET changed_at = changed_at - "
+                 "(8 * 86400 * 1000000) WHERE destination_id = '%s'", c->dst);
+    store_sql(g_main, sql);
+}
+
+/* POST /v1/payouts/{pay}/submit as key with the intent. */
+static void submit(hres *r, const pctx *c, const char *key, const char *amount,
+                   json_int_t version)
+{
+    char path[160], release[40];
+
+    snprintf(path, sizeof path, "/v1/payouts/%s/submit", c->pay);
+    og_time_format_rfc3339((int64_t)time(NULL) * 1000000 + 60000000, release,
+                           sizeof release);
+    post(r, g_a, path, key,
+         json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "beneficiary_id",
+                   c->ben, "destination_id", c->dst, "amount", amount,
+                   "currency", "EUR", "purpose", "supplier  invoice",
+                   "payout_version", version, "release_at", release));
+}
+
+static void assert_decision(const hres *r, const char *outcome,
+                            const char *reason, bool issued, int line)
+{
+    if (r->status != 200 || !jstr(r->json, "decision_id") ||
+        !jstr(r->json, "outcome") || strcmp(jstr(r->json, "outcome"),
+                                            outcome) != 0 ||
+        !jstr(r->json, "reason") || strcmp(jstr(r->json, "reason"),
+                                           reason) != 0 ||
+        json_is_true(json_object_get(r->json, "issued")) != issued) {
+        dump("r", r, line);
+        fail_msg("line %d: expected 200 %s %s", line, outcome, reason);
+    }
+}
+
+void clerk_submission_compares_the_intent_then_answers_the_decision(
+    void **state)
+{
+    pctx c, big;
+    hres r;
+
+    (void)state;
+    pctx_new(&c, "4250.00");
+
+    /* The intent against the record, before policy: nothing decided. */
+    submit(&r, &c, KEY(P_CLERK), "4250.01", 1);
+    assert_error(&r, 422, "intent_mismatch");
+    assert_str(jstr(r.json, "field"), "amount");
+    hres_free(&r);
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 2);
+    assert_error(&r, 409, "payout_version_mismatch");
+    hres_free(&r);
+    submit(&r, &c, KEY(P_CLERK), "4250.000", 1);
+    assert_error(&r, 400, "input.payout_amount_invalid");
+    hres_free(&r);
+
+    /* A destination changed today needs an acknowledgment. */
+    submit(&r, &c, KEY(P_CLERK), "4250", 1);
+    assert_decision(&r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    hres_free(&r);
+
+    /* Older than 7 days: Allowed, with its grant (no credential), and the
+     * payout Approved at version 2. */
+    pctx_age_destination(&c);
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    assert_non_null(jstr(r.json, "grant_id"));
+    assert_non_null(jstr(r.json, "job_id"));
+    assert_null(json_object_get(r.json, "token"));
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "payout_version")),
+                     2);
+    hres_free(&r);
+
+    /* Retried: the version moved, so no second decision, grant or job. */
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
+    assert_error(&r, 409, "payout_version_mismatch");
+    assert_int_equal(json_integer_value(json_object_get(r.json,
+                                                        "payout_version")),
+                     2);
+    hres_free(&r);
+
+    /* Above the clerk's approval limit: escalation, never an Allowed. */
+    pctx_new(&big, "5000.01");
+    pctx_age_destination(&big);
+    submit(&r, &big, KEY(P_CLERK), "5000.01", 1);
+    assert_decision(&r, "EscalationRecommended",
+                    "amount.above-requester-limit", false, __LINE__);
+    hres_free(&r);
+
+    /* No such payout. */
+    snprintf(big.pay, sizeof big.pay, "PAY-NOSUCH-2");
+    submit(&r, &big, KEY(P_CLERK), "5000.01", 1);
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+}
+
+/* ===========================================================================
+ * The store down: the payout writes are 503 retry_later, and the retry
+ * after it came back meets a defined state.
+ * ========================================================================= */
+void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
+{
+    site *st = site_new("payout-outage", true, OUTAGE_STORE_TIMEOUT_MS, true);
+    char u[OG_UUID_LEN + 1], ten[64], path[128], ra[32];
+    srv *s;
+    hres r;
+
+    (void)state;
+    assert_non_null(st);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    uuid4(u);
+    snprintf(ten, sizeof ten, "T-%.8s", u);
+    snprintf(path, sizeof path, "/v1/payout-admin/tenants/%s", ten);
+
+    store_down(st);
+    post(&r, s, path, KEY(P_PAYOUT_ADMIN), tenant_body(0, "EUR", 100000));
+    assert_error(&r, 503, "retry_later");
+    assert_true(hdr_value(&r, "Retry-After", ra, sizeof ra));
+    hres_free(&r);
+    store_up(st);
+
+    /* The same request again: created (the 503 wrote nothing), or, had
+     * the write happened, version_conflict — never a second change. */
+    post_patient(&r, s, path, KEY(P_PAYOUT_ADMIN),
+                 tenant_body(0, "EUR", 100000));
+    if (r.status != 201)
+        assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    post(&r, s, path, KEY(P_PAYOUT_ADMIN), tenant_body(1, "EUR", 200000));
+    assert_http(&r, 200);
+    hres_free(&r);
+}
