@@ -158,6 +158,41 @@ static int check_admission_bound(og_srv *srv)
     return OG_EXIT_OK;
 }
 
+/* How long a starting instance keeps asking for the migration while
+ * another migrator holds the store: instances started together on one
+ * store (dev mode's shared data directory, a fleet's rollout) serialize
+ * their migrations, and a waiter's store timeout is sized for requests,
+ * not for a whole migration run by someone else. */
+#define MIGRATE_WAIT_S 60
+
+/* og_store_migrate, asked again while it answers OG_ESTORE_UNAVAILABLE and
+ * MIGRATE_WAIT_S has not passed: every migration is idempotent and runs in
+ * its own transaction, so a run whose commit was not confirmed is simply
+ * run again, and the next one finds the store at its latest version. */
+static int migrate_store(const char *url, const og_store_options *o)
+{
+    struct timespec start, now, pause = {0, 200 * 1000 * 1000};
+    bool said = false;
+    int rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        rc = og_store_migrate(url, o, NULL, NULL);
+        if (rc != OG_ESTORE_UNAVAILABLE)
+            return rc;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec >= MIGRATE_WAIT_S)
+            return rc;
+        if (!said) { /* once: a JSON event like every other log line */
+            og_log(OG_LOG_WARN, "store_migrate_wait",
+                   json_pack("{s:s,s:i}", "error", og_err_name(rc),
+                             "wait_s", MIGRATE_WAIT_S));
+            said = true;
+        }
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* Opens (and in dev mode or with auto_migrate, migrates) the store. */
 static int open_store(og_srv *srv)
 {
@@ -170,7 +205,7 @@ static int open_store(og_srv *srv)
     o.session_bounds_from_role = srv->cfg.store_bounds_from_role;
     o.consumption_keys = srv->cfg.consumption_keys; /* S5: agreed or 78 */
     if (srv->cfg.auto_migrate &&
-        (rc = og_store_migrate(srv->cfg.store_url, &o, NULL, NULL)) != 0) {
+        (rc = migrate_store(srv->cfg.store_url, &o)) != 0) {
         fprintf(stderr, "oncegate: serve: migrating the store: %s: %s\n",
                 og_err_name(rc), og_strerror(rc));
         return og_exit_for_error(rc);
