@@ -24,6 +24,7 @@
 
 #include "exit.h" /* the exit codes every subcommand shares */
 #include "http.h"
+#include "payout_runner.h"
 
 const char og_usage_serve[] =
     "usage: oncegate serve --config FILE [--listen HOST:PORT] [--store URL]\n"
@@ -709,6 +710,7 @@ int og_cli_serve(int argc, char **argv)
     serve_args a = {0};
     og_srv_dev_sandbox sandbox = {0};
     og_job_run loops[3];
+    og_srv_payouts *payouts = NULL;
     og_srv srv;
     struct MHD_Daemon *d = NULL;
     sigset_t set;
@@ -793,11 +795,20 @@ int og_cli_serve(int argc, char **argv)
         og_http_stop(d);
         goto out;
     }
+    /* The payout pipeline (payout_runner.c) when payouts.runner is on. */
+    if (srv.cfg.payouts_runner &&
+        og_srv_payouts_start(&srv, &payouts, err, sizeof err) != 0) {
+        rc = refuse(err);
+        drain_begin(&srv);
+        og_http_stop(d);
+        goto out;
+    }
     signal_loop(&srv, &a, &set, d); /* drains and stops HTTP */
     rc = OG_EXIT_OK;
 out:
     for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++)
         job_join(&loops[i]); /* after the drain began: every loop stops */
+    og_srv_payouts_free(payouts); /* before the store it runs on */
     og_srv_auth_unref(srv.auth);
     og_provider_free(srv.provider);
     og_provider_free(srv.redeemer);
