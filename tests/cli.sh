@@ -219,5 +219,12 @@ check "payouts run --until-idle on an empty store" 0 "$OG" payouts run --store "
       --credential-file "$T/cred" --until-idle --poll 50ms --interval 100ms --workers 2
 expect_out "payouts run prints its counts" '^\{"ends":\{"idle":[0-9]+,"refused":0,.*"sent":0\},"reasons":\{\},"sends":0,'
 
+# payout-worker: the pipeline on a serve configuration (paying a payout:
+# tests/serve/payouts.c, both engines).
+check "help payout-worker" 0 "$OG" help payout-worker; expect_out "payout-worker help names --config" "payout-worker --config FILE"
+check "payout-worker without --config" 2 "$OG" payout-worker
+printf '{"store": "%s", "payouts": {"provider_url": "http://127.0.0.1:9"}}' "$P" >"$T/pw-notable.json"
+check "payout-worker without a payouts table" 78 "$OG" payout-worker --config "$T/pw-notable.json"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -46,6 +46,8 @@ static const char og_usage[] =
     "  explain   the query plans of admission and cleanup on a store\n"
     "  payouts   payouts run: the payout workers, sweeper, reconciler and\n"
     "            grant-expiry janitor (docs/payouts.md)\n"
+    "  payout-worker\n"
+    "            the payout pipeline on a serve configuration (payouts.*)\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -558,6 +560,7 @@ static const og_command og_commands[] = {
      og_usage_archive_operations},
     {"explain", og_cmd_explain, og_usage_explain},
     {"payouts", og_cli_payouts, og_usage_payouts},
+    {"payout-worker", og_cli_payout_worker, og_usage_payout_worker},
     {"dev-env", og_cli_dev_env, NULL},
 };
 

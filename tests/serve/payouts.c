@@ -2,7 +2,8 @@
  * payouts.c — the payout pipeline inside `serve` (payouts.runner,
  * src/serve/payout_runner.c; docs/payouts.md, sections 5 and 6): a payout
  * decided Allowed in the store is paid by the server's own worker at the
- * sandbox, once, and its log line carries the identifiers and no secret.
+ * sandbox, once, and its log line carries the identifiers and no secret;
+ * `oncegate payout-worker --config FILE` does the same as its own process.
  */
 #include <libpq-fe.h>
 #include <sqlite3.h>
@@ -24,7 +25,7 @@ static int64_t payouts_wall_us(void)
 
 /* The payouts rows of a site's configuration: the pipeline on, against
  * x's sandbox, with short polls so a test sees it within seconds. */
-static void payouts_conf(xenv *x)
+static void payouts_conf(xenv *x, bool runner)
 {
     char table[PATHLEN];
 
@@ -32,7 +33,7 @@ static void payouts_conf(xenv *x)
              g_src);
     json_object_set_new(
         x->st->conf, "payouts",
-        json_pack("{s:b, s:s, s:i, s:i, s:i, s:s}", "runner", 1,
+        json_pack("{s:b, s:s, s:i, s:i, s:i, s:s}", "runner", runner,
                   "provider_table", table, "workers", 2, "poll_ms", 50,
                   "interval_ms", 200, "backoff_ms", "1000,2000"));
     assert_int_equal(site_write(x->st), 0);
@@ -161,7 +162,7 @@ void serve_runner_pays_an_allowed_payout_once(void **state)
 
     xenv_prepare(&x, "payout-runner", false, LOADED_STORE_TIMEOUT_MS, 0,
                  true);
-    payouts_conf(&x);
+    payouts_conf(&x, true);
     assert_int_equal(srv_start(x.s), 0);
     assert_true(log_wait_for(x.s, "\"event\":\"payouts_started\"", 10000));
 
@@ -207,12 +208,87 @@ void serve_refuses_a_payout_timing_relation_that_fails(void **state)
 
     (void)state;
     xenv_prepare(&x, "payout-p1", false, LOADED_STORE_TIMEOUT_MS, 0, true);
-    payouts_conf(&x);
+    payouts_conf(&x, true);
     /* R3: 3 sends x 10 s + 10 s + the store timeout > 20 s */
     json_object_set_new(json_object_get(x.st->conf, "payouts"),
                         "attempt_lease_ms", json_integer(20000));
     assert_int_equal(site_write(x.st), 0);
     assert_int_equal(run_refused(x.st, &log), 78);
     assert_non_null(strstr(log, "payouts.attempt_lease_ms: R3"));
+    free(log);
+}
+
+void payout_worker_command_pays_an_allowed_payout_once(void **state)
+{
+    char id[64], tag[16], uuid[OG_UUID_LEN + 1], token[64], line[256];
+    char out[PATHLEN], errp[PATHLEN], *text, *log;
+    char *argv[] = {(char *)g_bin, "payout-worker", "--config", NULL,
+                    "--until-idle", NULL};
+    og_payout_decision d;
+    og_store *s = NULL;
+    og_store_options o;
+    unsigned n = ++g_srv_seq;
+    json_t *j;
+    xenv x;
+    int code;
+
+    (void)state;
+    uuid4(uuid);
+    snprintf(tag, sizeof tag, "%.8s", uuid);
+    snprintf(id, sizeof id, "PAY-3107-%s", tag);
+    snprintf(token, sizeof token, "tok_SECRET_%.8s%.4s", uuid, uuid + 9);
+    secret_add(token);
+
+    /* serve is not started: the worker process alone pays. */
+    xenv_prepare(&x, "payout-worker", false, LOADED_STORE_TIMEOUT_MS, 0,
+                 true);
+    payouts_conf(&x, false);
+    og_store_options_default(&o);
+    assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
+    d = payouts_seed(x.st, s, tag, id, token);
+
+    argv[3] = x.st->config;
+    snprintf(out, sizeof out, "%s/payout-worker-%03u.out", g_tmp, n);
+    snprintf(errp, sizeof errp, "%s/payout-worker-%03u.log", g_tmp, n);
+    outfile_add(out, OUT_STDOUT);
+    outfile_add(errp, OUT_LOG_JSON);
+    code = t_proc_run(argv, out, errp, 60000);
+    text = t_slurp(out, NULL);
+    log = t_slurp(errp, NULL);
+    if (code != 0)
+        fail_msg("payout-worker: exit %d\nstdout: %s\nstderr: %s", code,
+                 text ? text : "", log ? log : "");
+    j = text ? json_loads(text, 0, NULL) : NULL;
+    assert_non_null(j);
+    assert_str(jstr(j, "job"), "payout-worker");
+    assert_int_equal(jint(json_object_get(j, "ends"), "sent"), 1);
+    assert_int_equal(jint(j, "sends"), 1);
+    assert_int_equal(jint(j, "errors"), 0);
+    json_decref(j);
+
+    assert_int_equal(payouts_wait_paid(s, id, 1000), OG_PAYOUT_STATE_PAID);
+    assert_sbx_stat(&x, "payouts_created", 1);
+    snprintf(line, sizeof line, "\"grant_id\":\"%s\"", d.grant_id);
+    assert_non_null(strstr(log, line));
+    snprintf(line, sizeof line, "\"payout_id\":\"%s\"", id);
+    assert_non_null(strstr(log, line));
+    assert_null(strstr(log, token));
+    free(text);
+    free(log);
+    og_store_free(s);
+
+    /* A relation that fails refuses to start, whatever payouts.runner says. */
+    json_object_set_new(json_object_get(x.st->conf, "payouts"),
+                        "job_lease_ms", json_integer(1000));
+    assert_int_equal(site_write(x.st), 0);
+    n = ++g_srv_seq;
+    snprintf(out, sizeof out, "%s/payout-worker-%03u.out", g_tmp, n);
+    snprintf(errp, sizeof errp, "%s/payout-worker-%03u.log", g_tmp, n);
+    outfile_add(out, OUT_STDOUT);
+    outfile_add(errp, OUT_LOG_JSON);
+    assert_int_equal(t_proc_run(argv, out, errp, 60000), 78);
+    log = t_slurp(errp, NULL);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "payouts.job_lease_ms: R5"));
     free(log);
 }
