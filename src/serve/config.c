@@ -289,7 +289,8 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "between these timings and `timings.` are checked at startup wherever "
      "the pipeline runs."},
     {"payouts.runner", OG_CFG_BOOL, 0, 0, "false", AT(payouts_runner),
-     "Run the payout pipeline inside `serve`. Off: run "
+     "Run the payout pipeline inside `serve` (dev mode: on, with short "
+     "timings: `og_srv_dev_payouts` in src/serve/dev.c). Off: run "
      "`oncegate payout-worker --config FILE` instead."},
     {"payouts.provider_url", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
      AT(payouts_provider_url),

@@ -264,6 +264,11 @@ void og_srv_dev_timings(og_timings *t);
 /* Sets dev mode's janitor interval in *c (a cleanup pass every 5 s). */
 void og_srv_dev_janitor(og_srv_config *c);
 
+/* Sets dev mode's payout pipeline in *c: payouts.runner on, with short
+ * timings (attempt lease 20 s, a pass every second, backoff 2 s, 5 s)
+ * that satisfy R3-R7 with og_srv_dev_timings'. */
+void og_srv_dev_payouts(og_srv_config *c);
+
 /* The sandbox provider a dev instance runs beside itself (dev.c, D4). */
 typedef struct og_srv_dev_sandbox {
     pid_t pid;                  /* 0: none running */

@@ -96,6 +96,7 @@ static int load_config(og_srv *srv, const serve_args *a)
     if (a->dev) { /* before the file: a configuration's values win */
         og_srv_dev_timings(&srv->cfg.timings);
         og_srv_dev_janitor(&srv->cfg);
+        og_srv_dev_payouts(&srv->cfg);
     }
     if (a->config &&
         og_srv_config_load(&srv->cfg, a->config, err, sizeof err) != 0)

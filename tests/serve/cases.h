@@ -104,6 +104,7 @@ void dev_banner_commands_admit_then_refuse(void **state);
 void serve_runner_pays_an_allowed_payout_once(void **state);
 void serve_refuses_a_payout_timing_relation_that_fails(void **state);
 void payout_worker_command_pays_an_allowed_payout_once(void **state);
+void dev_mode_runs_the_payout_pipeline_and_pays(void **state);
 
 /* execution.c */
 void executed_operation_is_applied_once_with_the_operation_id_as_key(

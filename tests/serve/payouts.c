@@ -292,3 +292,41 @@ void payout_worker_command_pays_an_allowed_payout_once(void **state)
     assert_non_null(strstr(log, "payouts.job_lease_ms: R5"));
     free(log);
 }
+
+void dev_mode_runs_the_payout_pipeline_and_pays(void **state)
+{
+    char id[64], tag[16], uuid[OG_UUID_LEN + 1], token[64], dir[PATHLEN];
+    site *pgsite = NULL, local;
+    const site *st;
+    og_store *s = NULL;
+    og_store_options o;
+    srv *a;
+
+    (void)state;
+    uuid4(uuid);
+    snprintf(tag, sizeof tag, "%.8s", uuid);
+    snprintf(id, sizeof id, "PAY-3107-%s", tag);
+    snprintf(token, sizeof token, "tok_SECRET_%.8s%.4s", uuid, uuid + 9);
+    secret_add(token);
+    if (g_pg)
+        assert_non_null(pgsite = site_new("dev-payouts-pg", false, 0, true));
+    snprintf(dir, sizeof dir, "%s/dev-payouts", g_tmp);
+    a = dev_server(dir, pgsite);
+    assert_int_equal(srv_start(a), 0);
+    /* on by default in dev mode, with the compiled-in payouts table */
+    assert_true(log_wait_for(a, "\"event\":\"payouts_started\"", 10000));
+    if (pgsite) {
+        st = pgsite;
+    } else {
+        memset(&local, 0, sizeof local);
+        assert_true(strlen(dir) + 20 < sizeof local.direct_url);
+        snprintf(local.direct_url, sizeof local.direct_url,
+                 "sqlite:%.1000s/oncegate.db", dir);
+        st = &local;
+    }
+    og_store_options_default(&o);
+    assert_int_equal(og_store_open(st->direct_url, &o, &s), 0);
+    (void)payouts_seed(st, s, tag, id, token);
+    assert_int_equal(payouts_wait_paid(s, id, 60000), OG_PAYOUT_STATE_PAID);
+    og_store_free(s);
+}
