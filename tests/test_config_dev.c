@@ -530,8 +530,8 @@ void dev_env_prints_exports_and_refuses_a_missing_file(void **state)
         assert_int_equal(run_dev_env(3, argv, &out, &errt), 0);
     }
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
-        const char *upper[] = {"ISSUER", "AGENT", "ENFORCER", "REVOKER",
-                               "OPERATOR"};
+        const char *upper[] = {"ISSUER", "AGENT",    "ENFORCER",
+                               "REVOKER", "OPERATOR", "PAYOUT_WORKER"};
         cred_key(dir, og_role_name(1u << i), key);
         FMT(line, "export OG_%s_KEY='%s'\n", upper[i], key);
         assert_non_null(strstr(out, line));

@@ -307,7 +307,9 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "logged). Empty: `provider.api_key_file`."},
     {"payouts.worker_id", OG_CFG_ID, 1, OG_ID_MAX, "\"payout-worker\"",
      AT(payouts_worker_id),
-     "The worker's principal: the attempt's caller and every write's actor "
+     "The worker's principal: a configured principal with the "
+     "`payout-worker` role (checked when the pipeline starts; dev mode: "
+     "`dev-payout-worker`), the attempt's caller and every write's actor "
      "(suffixed `-1`, `-2`, ... with several workers)."},
     {"payouts.audience", OG_CFG_ID, 1, OG_ID_MAX,
      "\"" OG_PAYOUT_AUDIENCE "\"", AT(payouts_audience),
@@ -374,7 +376,9 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      AT(principals),
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "
      "follows the identifier rule and is unique; `roles` is a non-empty "
-     "list of `issuer`, `agent`, `enforcer`, `revoker`, `operator`; "
+     "list of `issuer`, `agent`, `enforcer`, `revoker`, `operator`, "
+     "`payout-worker` (the payout pipeline's principal, "
+     "`payouts.worker_id`); "
      "`api_key_sha256` is the SHA-256 of the API key as 64 lower-case hex "
      "characters, unique (the key itself is never configured). Reloaded on "
      "SIGHUP."},

@@ -672,6 +672,8 @@ void og_srv_dev_payouts(og_srv_config *c)
      * R3: 20 s > 3 x 2 s + 5 s + 1 s; R4: 60 s > 3 x 2 s; R5: 10 s > 3 x
      * 1 s; R6: 2 s, 5 s >= 1 s; R7: 1 h >= 2 s. */
     c->payouts_runner = true;
+    free(c->payouts_worker_id);
+    c->payouts_worker_id = strdup("dev-payout-worker"); /* the role's */
     c->payouts_send_window_us = 60000 * 1000;
     c->payouts_attempt_lease_us = 20000 * 1000;
     c->payouts_job_lease_us = 10000 * 1000;
@@ -1169,7 +1171,10 @@ static ssize_t dev_env_render(const dev_creds *cr, char *buf, size_t len)
 
         for (const char *r = og_role_name(1u << i); *r && n + 1 < sizeof name;
              r++)
-            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A') : *r;
+            /* a shell name: upper case, '-' as '_' (payout-worker) */
+            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A')
+                        : *r == '-'            ? '_'
+                                               : *r;
         if (dev_append(buf, len, &used, "export OG_", 10) ||
             dev_append(buf, len, &used, name, n) ||
             dev_append(buf, len, &used, "_KEY='", 6))

@@ -118,6 +118,21 @@ int og_srv_payouts_start(og_srv *srv, og_srv_payouts **out, char *err,
         return og_srv_fail(err, errlen, OG_EINVAL, "payouts",
                            "payouts.provider_table is required when the "
                            "payout pipeline runs");
+    /* The worker is a principal of its own: the one the configuration
+     * names, holding the payout-worker role. */
+    {
+        bool found = false;
+
+        for (size_t i = 0; i < c->n_principals; i++)
+            if (strcmp(c->principals[i].id, c->payouts_worker_id) == 0 &&
+                (c->principals[i].roles & OG_ROLE_PAYOUT_WORKER))
+                found = true;
+        if (!found)
+            return og_srv_fail(err, errlen, OG_EINVAL, "payouts",
+                               "payouts.worker_id: no principal \"%s\" with "
+                               "the payout-worker role",
+                               c->payouts_worker_id);
+    }
     if (!(p = calloc(1, sizeof *p)))
         return og_srv_fail(err, errlen, OG_ENOMEM, "payouts",
                            "out of memory");

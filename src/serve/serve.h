@@ -56,7 +56,9 @@
     X(AGENT, "agent")       /* operations, ticket rotation */                  \
     X(ENFORCER, "enforcer") /* the consume verdict */                          \
     X(REVOKER, "revoker")   /* grant and family revocation */                  \
-    X(OPERATOR, "operator") /* operators' endpoints (issue 5) */
+    X(OPERATOR, "operator") /* operators' endpoints (issue 5) */               \
+    X(PAYOUT_WORKER, "payout-worker") /* the payout pipeline's principal  \
+                               (payouts.worker_id); no HTTP route */
 
 enum {
 #define OG__ROLE_IDX(name, text) OG_ROLE_IDX_##name,

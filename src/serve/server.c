@@ -762,6 +762,13 @@ int og_cli_serve(int argc, char **argv)
         rc = refuse(err);
         goto out;
     }
+    /* The payout pipeline (payout_runner.c) when payouts.runner is on:
+     * before the ready line, so a refusal is a refusal to start. */
+    if (srv.cfg.payouts_runner &&
+        og_srv_payouts_start(&srv, &payouts, err, sizeof err) != 0) {
+        rc = refuse(err);
+        goto out;
+    }
     if (og_http_start(&srv, &d, &port, err, sizeof err) != 0) {
         rc = refuse(err);
         goto out;
@@ -792,14 +799,6 @@ int og_cli_serve(int argc, char **argv)
         (srv.cfg.retention_mode != OG_RETAIN_KEEP &&
          job_start(&loops[2], &srv, &job_archive, false) != 0)) {
         rc = OG_EXIT_INTERNAL;
-        drain_begin(&srv);
-        og_http_stop(d);
-        goto out;
-    }
-    /* The payout pipeline (payout_runner.c) when payouts.runner is on. */
-    if (srv.cfg.payouts_runner &&
-        og_srv_payouts_start(&srv, &payouts, err, sizeof err) != 0) {
-        rc = refuse(err);
         drain_begin(&srv);
         og_http_stop(d);
         goto out;
@@ -1022,7 +1021,9 @@ const char og_usage_payout_worker[] =
     "attempts whose lease lapsed; the reconciler looks Unknown attempts up;\n"
     "unused expired grants release their reservations. The payouts.* rows\n"
     "and timings of the configuration (docs/config.md) set every timing, and\n"
-    "R3-R7 are checked at startup whatever payouts.runner says. One JSON\n"
+    "R3-R7 are checked at startup whatever payouts.runner says. The worker\n"
+    "is its own principal: payouts.worker_id names a configured principal\n"
+    "with the payout-worker role, the actor of every write. One JSON\n"
     "log line per job (payout_job: correlation, payout, job, grant and\n"
     "attempt ids; never a token or the credential).\n"
     "\n"

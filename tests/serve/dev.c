@@ -81,7 +81,7 @@ void dev_mode_credentials_are_0600_and_reused_by_a_second_instance(
             char var[64];
             snprintf(var, sizeof var, "OG_%s_KEY", g_dev_roles[i]);
             for (char *c = var; *c; c++)
-                *c = (char)toupper((unsigned char)*c);
+                *c = *c == '-' ? '_' : (char)toupper((unsigned char)*c);
             if (!strstr(env, var) || !strstr(env, dev_key(doc, g_dev_roles[i])))
                 fail_msg("dev-env lacks %s with the %s key", var, g_dev_roles[i]);
         }

@@ -907,8 +907,8 @@ void store_up(site *st)
  * Dev mode
  * ========================================================================= */
 
-const char *const g_dev_roles[5] = {"issuer", "agent", "enforcer",
-                                    "revoker", "operator"};
+const char *const g_dev_roles[6] = {"issuer", "agent", "enforcer",
+                                    "revoker", "operator", "payout-worker"};
 
 srv *dev_server(const char *dir, const site *pgsite)
 {

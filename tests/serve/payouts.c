@@ -36,6 +36,19 @@ static void payouts_conf(xenv *x, bool runner)
         json_pack("{s:b, s:s, s:i, s:i, s:i, s:s}", "runner", runner,
                   "provider_table", table, "workers", 2, "poll_ms", 50,
                   "interval_ms", 200, "backoff_ms", "1000,2000"));
+    /* the worker's own principal, with the payout-worker role */
+    {
+        char key[API_KEY_LEN], hash[65];
+
+        api_key_new(key);
+        sha256_hex(key, hash);
+        assert_int_equal(
+            json_array_append_new(
+                json_object_get(x->st->conf, "principals"),
+                json_pack("{s:s, s:[s], s:s}", "id", "payout-worker",
+                          "roles", "payout-worker", "api_key_sha256", hash)),
+            0);
+    }
     assert_int_equal(site_write(x->st), 0);
 }
 
@@ -329,4 +342,21 @@ void dev_mode_runs_the_payout_pipeline_and_pays(void **state)
     (void)payouts_seed(st, s, tag, id, token);
     assert_int_equal(payouts_wait_paid(s, id, 60000), OG_PAYOUT_STATE_PAID);
     og_store_free(s);
+}
+
+void payout_pipeline_without_its_principal_refuses_to_start(void **state)
+{
+    char *log = NULL;
+    xenv x;
+
+    (void)state;
+    xenv_prepare(&x, "payout-noworker", false, LOADED_STORE_TIMEOUT_MS, 0,
+                 true);
+    payouts_conf(&x, true);
+    json_object_set_new(json_object_get(x.st->conf, "payouts"), "worker_id",
+                        json_string("issuer-1"));
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(run_refused(x.st, &log), 78);
+    assert_non_null(strstr(log, "payouts.worker_id: no principal"));
+    free(log);
 }
