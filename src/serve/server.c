@@ -1113,10 +1113,7 @@ int og_cli_payout_worker(int argc, char **argv)
     if ((rc = load_config(&srv, &a)) != OG_EXIT_OK)
         goto out;
     if (og_srv_config_check_payouts(&srv.cfg, err, sizeof err) != 0) {
-        char msg[560];
-
-        snprintf(msg, sizeof msg, "config: %s", err);
-        rc = refuse(msg);
+        rc = refuse(err); /* err says "config: KEY: RELATION ..." */
         goto out;
     }
     if (og_log_open(srv.cfg.log_file, OG_LOG_INFO) != 0) {

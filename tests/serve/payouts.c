@@ -209,6 +209,10 @@ void serve_runner_pays_an_allowed_payout_once(void **state)
                                          "reason=\"claim.lost\"}") == 0);
         assert_true(metric_value(r.body, "oncegate_payout_reconciler_total{"
                                          "outcome=\"succeeded\"}") == 0);
+        /* Paid: no payout attempt is Unknown */
+        assert_true(metric_value(r.body,
+                                 "oncegate_payout_attempts_backlog{status="
+                                 "\"unknown\",age=\"lt_1m\"}") == 0);
         hres_free(&r);
     }
     og_store_free(s);
@@ -298,7 +302,7 @@ void payout_worker_command_pays_an_allowed_payout_once(void **state)
     snprintf(out, sizeof out, "%s/payout-worker-%03u.out", g_tmp, n);
     snprintf(errp, sizeof errp, "%s/payout-worker-%03u.log", g_tmp, n);
     outfile_add(out, OUT_STDOUT);
-    outfile_add(errp, OUT_LOG_JSON);
+    outfile_add(errp, OUT_LOG_TEXT); /* a refusal to start: plain text */
     assert_int_equal(t_proc_run(argv, out, errp, 60000), 78);
     log = t_slurp(errp, NULL);
     assert_non_null(log);
