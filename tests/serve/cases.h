@@ -106,6 +106,7 @@ void serve_refuses_a_payout_timing_relation_that_fails(void **state);
 void payout_worker_command_pays_an_allowed_payout_once(void **state);
 void dev_mode_runs_the_payout_pipeline_and_pays(void **state);
 void payout_pipeline_without_its_principal_refuses_to_start(void **state);
+void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state);
 
 /* execution.c */
 void executed_operation_is_applied_once_with_the_operation_id_as_key(

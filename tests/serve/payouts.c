@@ -364,3 +364,52 @@ void payout_pipeline_without_its_principal_refuses_to_start(void **state)
     assert_non_null(strstr(log, "payouts.worker_id: no principal"));
     free(log);
 }
+
+void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state)
+{
+    char id[64], tag[16], uuid[OG_UUID_LEN + 1], token[64];
+    og_store *s = NULL;
+    og_store_options o;
+    json_t *p;
+    hres r;
+    xenv x;
+
+    (void)state;
+    uuid4(uuid);
+    snprintf(tag, sizeof tag, "%.8s", uuid);
+    snprintf(id, sizeof id, "PAY-3107-%s", tag);
+    snprintf(token, sizeof token, "tok_SECRET_%.8s%.4s", uuid, uuid + 9);
+    secret_add(token);
+
+    xenv_prepare(&x, "payout-lost", false, 3000, 2000, true);
+    site_exec_timings(x.st, 3000, 2000);
+    payouts_conf(&x, true);
+    /* short leases, so the reconciler sees the Unknown attempt in seconds:
+     * R3: 15 s > 3 x 2 s + 1 s + 3 s; R5: 10 s > 3 x 3 s */
+    p = json_object_get(x.st->conf, "payouts");
+    json_object_set_new(p, "attempt_lease_ms", json_integer(15000));
+    json_object_set_new(p, "job_lease_ms", json_integer(10000));
+    json_object_set_new(p, "record_timeout_ms", json_integer(1000));
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(srv_start(x.s), 0);
+    sbx_arm(&x, "drop_response_after_effect", -1); /* the answer is lost */
+
+    og_store_options_default(&o);
+    assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
+    (void)payouts_seed(x.st, s, tag, id, token);
+    assert_int_equal(payouts_wait_paid(s, id, 90000), OG_PAYOUT_STATE_PAID);
+    /* sent once, found by the lookup: nothing sent twice */
+    assert_sbx_stat(&x, "payout_requests", 1);
+    assert_sbx_stat(&x, "payouts_created", 1);
+
+    get(&r, x.s, "/metrics", NULL);
+    assert_http(&r, 200);
+    assert_true(metric_value(r.body,
+                             "oncegate_payout_jobs_total{end=\"sent\"}") == 1);
+    assert_true(metric_value(r.body, "oncegate_payout_reconciler_total{"
+                                     "outcome=\"looked_up\"}") >= 1);
+    assert_true(metric_value(r.body, "oncegate_payout_reconciler_total{"
+                                     "outcome=\"succeeded\"}") == 1);
+    hres_free(&r);
+    og_store_free(s);
+}
