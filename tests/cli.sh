@@ -344,6 +344,12 @@ if [ -n "${OG_TEST_PG_URL:-}" ] && [ "${OG_TEST_PG_URL#*\?}" = "$OG_TEST_PG_URL"
 else
     echo "skip payout on postgres: OG_TEST_PG_URL not set"
 fi
+# payout-worker: the pipeline on a serve configuration (paying a payout:
+# tests/serve/payouts.c, both engines).
+check "help payout-worker" 0 "$OG" help payout-worker; expect_out "payout-worker help names --config" "payout-worker --config FILE"
+check "payout-worker without --config" 2 "$OG" payout-worker
+printf '{"store": "%s", "payouts": {"provider_url": "http://127.0.0.1:9"}}' "$P" >"$T/pw-notable.json"
+check "payout-worker without a payouts table" 78 "$OG" payout-worker --config "$T/pw-notable.json"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -113,6 +113,21 @@ void dev_prepare_writes_the_sandbox_table_and_dev_timings_hold(
     assert_string_equal(have, want);
     free(have);
     free(want);
+    /* The payout pipeline's table too, and its dev timings keep R3-R7. */
+    FMT(path, "%s/sandbox-payouts.v1.json", dir);
+    assert_string_equal(c.payouts_table, path);
+    have = read_text(path);
+    FMT(path, "%s/providers/sandbox-payouts.v1.json", root);
+    want = read_text(path);
+    assert_non_null(have);
+    assert_non_null(want);
+    assert_string_equal(have, want);
+    free(have);
+    free(want);
+    og_srv_dev_payouts(&c);
+    assert_true(c.payouts_runner);
+    assert_int_equal(og_srv_config_check(&c, err, sizeof err), 0);
+    assert_int_equal(og_srv_config_check_payouts(&c, err, sizeof err), 0);
     og_srv_config_free(&c);
 }
 
@@ -515,9 +530,9 @@ void dev_env_prints_exports_and_refuses_a_missing_file(void **state)
         assert_int_equal(run_dev_env(3, argv, &out, &errt), 0);
     }
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
-        const char *upper[] = {"ISSUER",   "AGENT",   "ENFORCER",
-                               "REVOKER",  "OPERATOR", "PAYOUT_ADMIN",
-                               "CLERK"};
+        const char *upper[] = {"ISSUER",       "AGENT",    "ENFORCER",
+                               "REVOKER",      "OPERATOR", "PAYOUT_ADMIN",
+                               "CLERK",        "PAYOUT_WORKER"};
         cred_key(dir, og_role_name(1u << i), key);
         FMT(line, "export OG_%s_KEY='%s'\n", upper[i], key);
         assert_non_null(strstr(out, line));

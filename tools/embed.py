@@ -19,8 +19,11 @@ def main() -> int:
              f"extern const size_t {sym}_len;",
              f"const char {sym}[] = {{"]
     for i in range(0, len(data), 16):
-        lines.append("    " + ", ".join(f"0x{b:02x}" for b in data[i:i + 16])
-                     + ",")
+        # Bytes above 0x7f (UTF-8 in a table's prose) get an explicit cast:
+        # char may be signed, and an implicit conversion would overflow.
+        lines.append("    " + ", ".join(
+            f"0x{b:02x}" if b < 0x80 else f"(char)0x{b:02x}"
+            for b in data[i:i + 16]) + ",")
     lines.append("    0x00};")
     lines.append(f"const size_t {sym}_len = {len(data)};")
     with open(out, "w") as f:

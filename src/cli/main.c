@@ -48,6 +48,8 @@ static const char og_usage[] =
     "  payouts   payouts run: the payout workers, sweeper, reconciler and\n"
     "            grant-expiry janitor (docs/payouts.md)\n"
     "  payout    an operator's hand: show, backlog, resolve, resubmit, hold\n"
+    "  payout-worker\n"
+    "            the payout pipeline on a serve configuration (payouts.*)\n"
     "  dev-env   export lines for a dev data directory's API keys\n"
     "  help CMD  help for one command\n"
     "\n"
@@ -561,6 +563,7 @@ static const og_command og_commands[] = {
     {"explain", og_cmd_explain, og_usage_explain},
     {"payouts", og_cli_payouts, og_usage_payouts},
     {"payout", og_cli_payout, og_usage_payout},
+    {"payout-worker", og_cli_payout_worker, og_usage_payout_worker},
     {"dev-env", og_cli_dev_env, NULL},
 };
 

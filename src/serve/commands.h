@@ -27,6 +27,11 @@ extern const char og_usage_cleanup[];
 int og_cli_archive_operations(int argc, char **argv);
 extern const char og_usage_archive_operations[];
 
+/* `oncegate payout-worker --config FILE [--until-idle]`: the payout
+ * pipeline as its own process. Returns the exit code. */
+int og_cli_payout_worker(int argc, char **argv);
+extern const char og_usage_payout_worker[];
+
 /* `oncegate dev-env [--data-dir DIR]`: prints `export OG_<ROLE>_KEY=...`
  * lines from DIR/dev-credentials.json for eval in a shell. Exit code. */
 int og_cli_dev_env(int argc, char **argv);

@@ -301,6 +301,98 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "`operation_mac` for its grant (403 `operation_mac_required` or "
      "`operation_mac_invalid`), so only ids this service handed out are "
      "admitted. Requires `operation_ids.mac_key_file`."},
+    /* ---- payouts: the payout pipeline (payout_runner.c) ---- */
+    {"payouts", OG_CFG_OBJECT, 0, 0, NULL, AT(payouts_runner),
+     "The payout pipeline (docs/payouts.md, sections 5 and 6; the "
+     "`payouts.` rows below): workers, the sweeper, the reconciler and the "
+     "expiry of unused grants, inside `serve` when `payouts.runner` is on "
+     "and in `oncegate payout-worker --config FILE`. The relations R3-R7 "
+     "between these timings and `timings.` are checked at startup wherever "
+     "the pipeline runs."},
+    {"payouts.runner", OG_CFG_BOOL, 0, 0, "false", AT(payouts_runner),
+     "Run the payout pipeline inside `serve` (dev mode: on, with short "
+     "timings: `og_srv_dev_payouts` in src/serve/dev.c). Off: run "
+     "`oncegate payout-worker --config FILE` instead."},
+    {"payouts.provider_url", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(payouts_provider_url),
+     "The payout provider's base URL. Empty: `provider.url`."},
+    {"payouts.provider_table", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(payouts_table),
+     "The payouts classification table (e.g. "
+     "`providers/sandbox-payouts.v1.json`). Required when the pipeline "
+     "runs."},
+    {"payouts.api_key_file", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
+     AT(payouts_api_key_file),
+     "File holding the payout provider's API key (a secret: read only when "
+     "an attempt is about to be sent or looked up, wiped after, never "
+     "logged). Empty: `provider.api_key_file`."},
+    {"payouts.worker_id", OG_CFG_ID, 1, OG_ID_MAX, "\"payout-worker\"",
+     AT(payouts_worker_id),
+     "The worker's principal: a configured principal with the "
+     "`payout-worker` role (checked when the pipeline starts; dev mode: "
+     "`dev-payout-worker`), the attempt's caller and every write's actor "
+     "(suffixed `-1`, `-2`, ... with several workers)."},
+    {"payouts.audience", OG_CFG_ID, 1, OG_ID_MAX,
+     "\"" OG_PAYOUT_AUDIENCE "\"", AT(payouts_audience),
+     "The audience the worker presents: a grant naming another is refused "
+     "(`presenter.not-audience`, a security signal). Payout grants are "
+     "issued to `" OG_PAYOUT_AUDIENCE "`."},
+    {"payouts.workers", OG_CFG_INT, 0, 64, "1", AT(payouts_workers),
+     "Worker threads (0: none; the sweeper and reconciler still run)."},
+    {"payouts.send_window_ms", OG_CFG_MS, 1, 86400000, "300000",
+     AT(payouts_send_window_us),
+     "From a claim to `submit_by`, the last moment a create may be sent "
+     "(also the provider's `expires_at`). R4: more than `max_sends` x "
+     "`timings.provider_timeout_ms`."},
+    {"payouts.attempt_lease_ms", OG_CFG_MS, 1, 86400000, "120000",
+     AT(payouts_attempt_lease_us),
+     "How long the claiming worker owns its attempt; past it the sweeper "
+     "takes it over. R3: more than `max_sends` x "
+     "`timings.provider_timeout_ms` + `record_timeout_ms` + "
+     "`timings.store_timeout_ms`."},
+    {"payouts.job_lease_ms", OG_CFG_MS, 1, 86400000, "60000",
+     AT(payouts_job_lease_us),
+     "A job's delivery lease: past it the job is delivered again (a "
+     "redelivery of a claimed job is a harmless duplicate). R5: more than "
+     "3 x `timings.store_timeout_ms` (take, validation, claim)."},
+    {"payouts.record_timeout_ms", OG_CFG_MS, 0, 86400000, "10000",
+     AT(payouts_record_timeout_us),
+     "How long a worker retries recording an outcome after a store "
+     "failure. R3."},
+    {"payouts.postpone_ms", OG_CFG_MS, 0, 86400000, "30000",
+     AT(payouts_postpone_us),
+     "A postponed job (context unreadable, window not open) comes again "
+     "after this."},
+    {"payouts.max_sends", OG_CFG_INT, 1, 100, "3", AT(payouts_max_sends),
+     "Same-key sends of one attempt at most. R3, R4."},
+    {"payouts.clock_error_ms", OG_CFG_MS, 0, 3600000, "0",
+     AT(payouts_clock_error_us),
+     "How far the store's clock may run behind the provider's: added to "
+     "the provider's processing window for an attempt's final-absence "
+     "cutoff."},
+    {"payouts.poll_ms", OG_CFG_MS, 1, 60000, "200", AT(payouts_poll_us),
+     "An idle worker waits this long before taking again."},
+    {"payouts.interval_ms", OG_CFG_MS, 1, 3600000, "1000",
+     AT(payouts_interval_us),
+     "Between two passes of the sweeper, of the reconciler and of the "
+     "expiry of unused grants. R6."},
+    {"payouts.backoff_ms", OG_CFG_STRING, 1, 256,
+     "\"60000,120000,300000,900000\"", AT(payouts_backoff),
+     "The reconciler's waits after the Nth lookup of an Unknown attempt, "
+     "milliseconds, comma-separated, 1-16 steps (the last repeats). R6: "
+     "each at least `interval_ms`; R7."},
+    {"payouts.escalate_after_ms", OG_CFG_MS, 0, 31622400000, "3600000",
+     AT(payouts_escalate_after_us),
+     "An Unknown attempt still unresolved this long past `submit_by` (and "
+     "never before its final-absence cutoff) becomes NeedsReconciliation. "
+     "R7: at least the first backoff step."},
+    {"payouts.max_per_pass", OG_CFG_INT, 1, 1000, "100",
+     AT(payouts_max_per_pass),
+     "The reconciler's bounded rate: lookups per pass."},
+    {"payouts.sweep_limit", OG_CFG_INT, 1, 1000, "100",
+     AT(payouts_sweep_limit),
+     "Attempts one sweeper pass takes over at most."},
+    /* ---- end of payouts ---- */
     {"principals", OG_CFG_PRINCIPALS, 0, OG_CFG_PRINCIPALS_MAX, "[]",
      AT(principals),
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "
@@ -308,7 +400,8 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "list of `issuer`, `agent`, `enforcer`, `revoker`, `operator`, "
      "`payout-admin`, `clerk`; optional `approval_limit_minor` (a clerk's "
      "approval limit in minor units of a payout's currency, default 0: "
-     "every payout escalates); "
+     "every payout escalates); `payout-worker` (the payout pipeline's "
+     "principal, `payouts.worker_id`); "
      "`api_key_sha256` is the SHA-256 of the API key as 64 lower-case hex "
      "characters, unique (the key itself is never configured). Reloaded on "
      "SIGHUP."},
@@ -350,6 +443,18 @@ static const char *const cfg_relations[] = {
     "so every operation whose grant is still refused is still in "
     "`operations`. Refusal does not rest on it: an archived operation still "
     "refuses its grant and its id.",
+    /* ---- payouts (payout_runner.c) ---- */
+    "R3: `payouts.attempt_lease` > `payouts.max_sends` x `provider_timeout` "
+    "+ `payouts.record_timeout` + `store_timeout`: the sweeper never takes "
+    "over an attempt whose worker may still be sending or recording.",
+    "R4: `payouts.send_window` > `payouts.max_sends` x `provider_timeout`: "
+    "every same-key send fits before `submit_by`.",
+    "R5: `payouts.job_lease` > 3 x `store_timeout`: a job's take, "
+    "validation and claim fit in one delivery lease.",
+    "R6: every `payouts.backoff` step >= `payouts.interval`: a reconciler "
+    "pass comes often enough to honour the shortest wait.",
+    "R7: `payouts.escalate_after` >= the first `payouts.backoff` step: an "
+    "Unknown attempt is looked up at least once before it is escalated.",
 };
 
 /* An example that loads (a test loads it from docs/config.md). The hashes

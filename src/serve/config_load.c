@@ -893,6 +893,83 @@ static int cfg_check_redemption(const og_srv_config *c, char *err,
     return 0;
 }
 
+/* ---- payouts (payout_runner.c): R3-R7 ---- */
+
+int og_srv_payouts_backoff(const char *s, int64_t *out, int max)
+{
+    const char *p = s;
+    int n = 0;
+
+    if (!s || !*s)
+        return -1;
+    for (;;) {
+        char *end;
+        long long v;
+
+        if (*p < '0' || *p > '9' || n == max)
+            return -1;
+        errno = 0;
+        v = strtoll(p, &end, 10);
+        if (errno || v < 1 || v > 86400000)
+            return -1;
+        out[n++] = (int64_t)v * 1000;
+        if (*end == '\0')
+            return n;
+        if (*end != ',')
+            return -1;
+        p = end + 1;
+    }
+}
+
+int og_srv_config_check_payouts(const og_srv_config *c, char *err,
+                                size_t errlen)
+{
+    const og_timings *t = &c->timings;
+    int64_t steps[OG_SRV_PAYOUTS_BACKOFF_MAX], need;
+    int n = og_srv_payouts_backoff(c->payouts_backoff, steps,
+                                   OG_SRV_PAYOUTS_BACKOFF_MAX);
+
+    if (n < 1)
+        return cfg_fail(err, errlen, OG_EINVAL,
+                        "payouts.backoff_ms: 1-16 whole milliseconds "
+                        "between 1 and 86400000, comma-separated");
+    /* Bounded by the table (each at most a day, max_sends <= 100) and T2:
+     * no sum below overflows. */
+    need = c->payouts_max_sends * t->provider_timeout_us +
+           c->payouts_record_timeout_us + t->store_timeout_us;
+    if (c->payouts_attempt_lease_us <= need)
+        return cfg_fail(err, errlen, OG_ETIMINGS,
+                        "payouts.attempt_lease_ms: R3: must be more than "
+                        "payouts.max_sends x timings.provider_timeout_ms + "
+                        "payouts.record_timeout_ms + "
+                        "timings.store_timeout_ms (%lld ms)",
+                        (long long)(need / 1000));
+    need = c->payouts_max_sends * t->provider_timeout_us;
+    if (c->payouts_send_window_us <= need)
+        return cfg_fail(err, errlen, OG_ETIMINGS,
+                        "payouts.send_window_ms: R4: must be more than "
+                        "payouts.max_sends x timings.provider_timeout_ms "
+                        "(%lld ms)",
+                        (long long)(need / 1000));
+    if (c->payouts_job_lease_us <= 3 * t->store_timeout_us)
+        return cfg_fail(err, errlen, OG_ETIMINGS,
+                        "payouts.job_lease_ms: R5: must be more than 3 x "
+                        "timings.store_timeout_ms (%lld ms)",
+                        (long long)(3 * t->store_timeout_us / 1000));
+    for (int i = 0; i < n; i++)
+        if (steps[i] < c->payouts_interval_us)
+            return cfg_fail(err, errlen, OG_ETIMINGS,
+                            "payouts.backoff_ms: R6: every step must be at "
+                            "least payouts.interval_ms (%lld ms)",
+                            (long long)(c->payouts_interval_us / 1000));
+    if (c->payouts_escalate_after_us < steps[0])
+        return cfg_fail(err, errlen, OG_ETIMINGS,
+                        "payouts.escalate_after_ms: R7: must be at least "
+                        "the first payouts.backoff_ms step (%lld ms)",
+                        (long long)(steps[0] / 1000));
+    return 0;
+}
+
 int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
 {
     const char *why = NULL;
@@ -907,6 +984,11 @@ int og_srv_config_check(const og_srv_config *c, char *err, size_t errlen)
         return cfg_fail(err, errlen, OG_ETIMINGS, "timings: %s",
                         why ? why : "a timing relation fails");
     if ((rc = cfg_check_audit_retention(c, err, errlen)) != 0)
+        return rc;
+    /* R3-R7 bind where the pipeline runs: here with payouts.runner, and
+     * in `oncegate payout-worker`, which checks them itself. */
+    if (c->payouts_runner &&
+        (rc = og_srv_config_check_payouts(c, err, errlen)) != 0)
         return rc;
     if (c->provider_url && !c->provider_table)
         return cfg_fail(err, errlen, OG_EINVAL,
@@ -954,6 +1036,12 @@ void og_srv_config_free(og_srv_config *c)
     free(c->redemption_api_key_file);
     free(c->opid_mac_key_file);
     free(c->log_file);
+    free(c->payouts_provider_url);
+    free(c->payouts_table);
+    free(c->payouts_api_key_file);
+    free(c->payouts_worker_id);
+    free(c->payouts_audience);
+    free(c->payouts_backoff);
     free(c->config_path);
     if (c->principals)
         sodium_memzero(c->principals, c->n_principals * sizeof *c->principals);

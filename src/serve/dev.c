@@ -63,6 +63,7 @@
 #define DEV_KEY_PREFIX "og_"
 #define DEV_DEFAULT_DIR "./oncegate-dev"
 #define DEV_TABLE_FILE "sandbox-credits.v1.json"
+#define DEV_PAYOUTS_TABLE_FILE "sandbox-payouts.v1.json"
 #define DEV_SANDBOX_STATE "sandbox.db"
 #define DEV_SANDBOX_LOG "sandbox.log"
 #define DEV_SANDBOX_READY "oncegate-sandbox: listening on "
@@ -72,6 +73,9 @@
 /* providers/sandbox-credits.v1.json, compiled in (tools/embed.py). */
 extern const char og_srv_dev_table[];
 extern const size_t og_srv_dev_table_len;
+/* providers/sandbox-payouts.v1.json, compiled in: the payout pipeline's. */
+extern const char og_srv_dev_payouts_table[];
+extern const size_t og_srv_dev_payouts_table_len;
 
 /* The credentials of one data directory, by role index. Wiped after use. */
 typedef struct dev_creds {
@@ -586,6 +590,19 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     return 0;
 }
 
+/* DIR/sandbox-payouts.v1.json, rewritten from the compiled-in copy as the
+ * credits table is. 0 or an error with err. */
+static int dev_payouts_table_write(const char *dir, char *err, size_t errlen)
+{
+    char path[OG_PATH_MAX];
+
+    if (dev_path(path, dir, DEV_PAYOUTS_TABLE_FILE) != 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    return dev_file_write(dir, DEV_PAYOUTS_TABLE_FILE, path,
+                          og_srv_dev_payouts_table,
+                          og_srv_dev_payouts_table_len, 0644, err, errlen);
+}
+
 /* The locked part of og_srv_dev_prepare: keys directory, issuer key,
  * credentials into *cr, and the sandbox's classification table — rewritten
  * from the copy compiled into this binary every time, so the file always
@@ -602,6 +619,7 @@ static int dev_setup_locked(const char *dir, const char *keys_dir,
         (rc = dev_file_write(dir, DEV_TABLE_FILE, table_path,
                              og_srv_dev_table, og_srv_dev_table_len, 0644,
                              err, errlen)) != 0 ||
+        (rc = dev_payouts_table_write(dir, err, errlen)) != 0 ||
         (rc = dev_redemption_key_ensure(dir, redemption_key, err, errlen)) !=
             0)
         return rc;
@@ -638,7 +656,35 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
         rc = dev_fill(c, dir, store_url, keys_dir, table_path, redemption_key,
                       &cr, err, errlen);
     sodium_memzero(&cr, sizeof cr);
+    /* The payout pipeline's table, unless the configuration names one. */
+    if (rc == 0 && !c->payouts_table) {
+        char ptable[OG_PATH_MAX];
+
+        if (dev_path(ptable, dir, DEV_PAYOUTS_TABLE_FILE) != 0)
+            return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+        if (!(c->payouts_table = strdup(ptable)))
+            return dev_fail(err, errlen, OG_ENOMEM, "out of memory");
+    }
     return rc;
+}
+
+void og_srv_dev_payouts(og_srv_config *c)
+{
+    /* The payout pipeline runs (payouts.runner), with seconds instead of
+     * minutes; R3-R7 hold with dev mode's timings (a unit test checks it):
+     * R3: 20 s > 3 x 2 s + 5 s + 1 s; R4: 60 s > 3 x 2 s; R5: 10 s > 3 x
+     * 1 s; R6: 2 s, 5 s >= 1 s; R7: 1 h >= 2 s. */
+    c->payouts_runner = true;
+    free(c->payouts_worker_id);
+    c->payouts_worker_id = strdup("dev-payout-worker"); /* the role's */
+    c->payouts_send_window_us = 60000 * 1000;
+    c->payouts_attempt_lease_us = 20000 * 1000;
+    c->payouts_job_lease_us = 10000 * 1000;
+    c->payouts_record_timeout_us = 5000 * 1000;
+    c->payouts_postpone_us = 2000 * 1000;
+    c->payouts_interval_us = 1000 * 1000;
+    free(c->payouts_backoff);
+    c->payouts_backoff = strdup("2000,5000");
 }
 
 /* ===========================================================================
@@ -1126,12 +1172,13 @@ static ssize_t dev_env_render(const dev_creds *cr, char *buf, size_t len)
         char name[32];
         size_t n = 0;
 
-        /* a shell name: "payout-admin" is OG_PAYOUT_ADMIN_KEY */
+        /* a shell name: upper case, '-' as '_' ("payout-admin" is
+         * OG_PAYOUT_ADMIN_KEY) */
         for (const char *r = og_role_name(1u << i); *r && n + 1 < sizeof name;
              r++)
             name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A')
-                        : *r == '-'           ? '_'
-                                              : *r;
+                        : *r == '-'            ? '_'
+                                               : *r;
         if (dev_append(buf, len, &used, "export OG_", 10) ||
             dev_append(buf, len, &used, name, n) ||
             dev_append(buf, len, &used, "_KEY='", 6))

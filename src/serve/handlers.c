@@ -1236,16 +1236,18 @@ static int h_admin_resolve(og_http_req *r)
 }
 
 /* The backlog by age, computed at scrape time from the store: the oldest
- * 1000 Unknown and NeedsReconciliation operations (the Prometheus text
- * says when the count was capped). Appended to text. */
-static void render_backlog(og_srv *srv, char **text)
+ * 1000 Unknown and NeedsReconciliation operations of the kinds in `kinds`
+ * (0: all), as family `name` (the Prometheus text says when the count was
+ * capped). Appended to text. */
+static void render_backlog(og_srv *srv, char **text, const char *name,
+                           unsigned kinds, const char *what)
 {
     static const char *const ages[] = {"lt_1m", "lt_10m", "lt_1h", "lt_1d",
                                        "ge_1d"};
     static const int64_t bound_s[] = {60, 600, 3600, 86400};
     og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
                           OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
-                      false, 0, 1000, 0};
+                      false, 0, 1000, kinds};
     int64_t count[2][5] = {{0}}, now = og_http_now_us();
     og_op_list l = {0};
     char *out = NULL;
@@ -1267,15 +1269,14 @@ static void render_backlog(og_srv *srv, char **text)
         return;
     }
     fputs(*text, fp);
-    fprintf(fp, "# HELP oncegate_operations_backlog Operations awaiting an "
+    fprintf(fp, "# HELP %s %s awaiting an "
                 "outcome (unknown) or an operator (needs_reconciliation), by "
                 "age; the oldest 1000 are counted%s.\n"
-                "# TYPE oncegate_operations_backlog gauge\n",
-            l.n == 1000 ? " (capped)" : "");
+                "# TYPE %s gauge\n",
+            name, what, l.n == 1000 ? " (capped)" : "", name);
     for (int st = 0; st < 2; st++)
         for (int b = 0; b < 5; b++)
-            fprintf(fp, "oncegate_operations_backlog{status=\"%s\",age=\"%s\"} "
-                        "%lld\n",
+            fprintf(fp, "%s{status=\"%s\",age=\"%s\"} %lld\n", name,
                     st ? "needs_reconciliation" : "unknown", ages[b],
                     (long long)count[st][b]);
     og_op_list_free(&l);
@@ -1319,7 +1320,11 @@ static int h_metrics(og_http_req *r)
         og_http_error(r, 500, "internal_error", "out of memory", NULL);
         return 0;
     }
-    render_backlog(r->srv, &text);
+    render_backlog(r->srv, &text, "oncegate_operations_backlog", 0,
+                   "Operations");
+    /* the payout attempts alone (docs/http.md, payout pipeline metrics) */
+    render_backlog(r->srv, &text, "oncegate_payout_attempts_backlog",
+                   OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT), "Payout attempts");
     og_http_json(r, 200, NULL);
     r->text = text;
     r->text_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -362,6 +362,90 @@ static void render_redemptions(FILE *f)
     sample1(f, n, "outcome", "error", get(&redemptions[N_REDEEM]));
 }
 
+/* ===========================================================================
+ * The payout pipeline (payout_runner.c): the runner's own counters,
+ * read whole at render time (og_payout_runner_counts_get is consistent),
+ * so nothing here double-counts. Every series from the start, at zero,
+ * once a runner is registered; none without one.
+ * ========================================================================= */
+static _Atomic(og_payout_runner *) payout_runner;
+
+void og_metrics_payout_runner(og_payout_runner *r)
+{
+    atomic_store(&payout_runner, r);
+}
+
+static void render_payouts(FILE *f)
+{
+    static const char *const j = "oncegate_payout_jobs_total",
+                             *const rs = "oncegate_payout_job_reasons_total",
+                             *const sd = "oncegate_payout_sends_total",
+                             *const sg =
+                                 "oncegate_payout_security_signals_total",
+                             *const sw = "oncegate_payout_sweeper_total",
+                             *const rc = "oncegate_payout_reconciler_total",
+                             *const ex =
+                                 "oncegate_payout_grants_expired_total",
+                             *const er = "oncegate_payout_errors_total";
+    og_payout_runner *r = atomic_load(&payout_runner);
+    og_payout_runner_counts c;
+
+    if (!r)
+        return;
+    og_payout_runner_counts_get(r, &c);
+    family(f, j, "counter",
+           "Payout jobs a worker took, by end (refused: validation or the "
+           "claim refused; duplicate: a redelivery; claim_unconfirmed and "
+           "start_unconfirmed: a commit not confirmed).");
+    for (int i = 0; i < OG_PAYOUT_WORK_END_COUNT; i++)
+        if (i != OG_PAYOUT_WORK_IDLE)
+            sample1(f, j, "end", og_payout_work_end_name((og_payout_work_end)i),
+                    (uint64_t)c.ends[i]);
+    family(f, rs, "counter",
+           "Refused and postponed payout jobs, by stable reason code "
+           "(validation refusals, claims lost, context changed).");
+    for (int i = 0; i < OG_PAYOUT_WORKER_REASON_COUNT; i++)
+        if (i != OG_PAYOUT_WORKER_NONE)
+            sample1(f, rs, "reason",
+                    og_payout_worker_reason_name((og_payout_worker_reason)i),
+                    (uint64_t)c.reasons[i]);
+    family(f, sd, "counter", "Payout create calls sent to the provider.");
+    fprintf(f, "%s %" PRId64 "\n", sd, c.sends);
+    family(f, sg, "counter",
+           "Payout jobs that presented what was not issued to this worker "
+           "(binding mismatch, another audience, another binding's grant).");
+    fprintf(f, "%s %" PRId64 "\n", sg, c.security_signals);
+    family(f, sw, "counter",
+           "Payout attempts the sweeper handled, by result (not_started: "
+           "was Admitted; unknown: was Started).");
+    sample1(f, sw, "result", "taken", (uint64_t)c.sweep.taken);
+    sample1(f, sw, "result", "not_started", (uint64_t)c.sweep.not_started);
+    sample1(f, sw, "result", "unknown", (uint64_t)c.sweep.unknown);
+    sample1(f, sw, "result", "later", (uint64_t)c.sweep.later);
+    sample1(f, sw, "result", "error", (uint64_t)c.sweep.errors);
+    family(f, rc, "counter",
+           "Reconciliation of Unknown payout attempts, by outcome "
+           "(looked_up: lookups sent).");
+    sample1(f, rc, "outcome", "looked_up", (uint64_t)c.reconcile.looked_up);
+    sample1(f, rc, "outcome", "succeeded", (uint64_t)c.reconcile.succeeded);
+    sample1(f, rc, "outcome", "failed", (uint64_t)c.reconcile.failed);
+    sample1(f, rc, "outcome", "not_applied",
+            (uint64_t)c.reconcile.not_applied);
+    sample1(f, rc, "outcome", "escalated", (uint64_t)c.reconcile.escalated);
+    sample1(f, rc, "outcome", "later", (uint64_t)c.reconcile.later);
+    sample1(f, rc, "outcome", "returned", (uint64_t)c.reconcile.returned);
+    sample1(f, rc, "outcome", "error", (uint64_t)c.reconcile.errors);
+    family(f, ex, "counter",
+           "Payout grants that expired never consumed: their reservations "
+           "released.");
+    fprintf(f, "%s %" PRId64 "\n", ex, c.expired_grants);
+    family(f, er, "counter",
+           "Payout pipeline failures: a worker's job take, or a whole "
+           "sweeper, reconciler or expiry pass.");
+    sample1(f, er, "where", "worker", (uint64_t)c.worker_errors);
+    sample1(f, er, "where", "pass", (uint64_t)c.pass_errors);
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */
@@ -381,6 +465,7 @@ int og_metrics_render(char **out, size_t *len)
     render_execution(f);
     render_retention(f);
     render_redemptions(f);
+    render_payouts(f);
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);

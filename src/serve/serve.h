@@ -58,7 +58,9 @@
     X(REVOKER, "revoker")   /* grant and family revocation */                  \
     X(OPERATOR, "operator") /* operators' endpoints (issue 5) */           \
     X(PAYOUT_ADMIN, "payout-admin") /* payouts' context administration */   \
-    X(CLERK, "clerk")       /* POST /v1/payouts/{id}/submit */
+    X(CLERK, "clerk")       /* POST /v1/payouts/{id}/submit */              \
+    X(PAYOUT_WORKER, "payout-worker") /* the payout pipeline's principal  \
+                               (payouts.worker_id); no HTTP route */
 
 enum {
 #define OG__ROLE_IDX(name, text) OG_ROLE_IDX_##name,
@@ -147,6 +149,29 @@ typedef struct og_srv_config {
                                    archive or delete in the background */
     int audit_retention_days;   /* age of a finished operation's last
                                    status change before it goes (R1) */
+    /* payouts.* (payout_runner.c): the payout pipeline inside serve and
+     * in `oncegate payout-worker` (docs/payouts.md, sections 5 and 6). */
+    bool payouts_runner;        /* run workers, sweeper, reconciler */
+    char *payouts_provider_url; /* NULL: provider.url */
+    char *payouts_table;        /* the payouts classification table */
+    char *payouts_api_key_file; /* NULL: provider.api_key_file */
+    char *payouts_worker_id;    /* the worker's principal: every write's
+                                   actor */
+    char *payouts_audience;     /* the grants' audience the worker checks */
+    int payouts_workers;        /* worker threads */
+    int64_t payouts_send_window_us;
+    int64_t payouts_attempt_lease_us;
+    int64_t payouts_job_lease_us;
+    int64_t payouts_record_timeout_us;
+    int64_t payouts_postpone_us;
+    int payouts_max_sends;
+    int64_t payouts_clock_error_us;
+    int64_t payouts_poll_us;    /* an idle worker's wait */
+    int64_t payouts_interval_us;/* sweeper, reconciler, expiry passes */
+    char *payouts_backoff;      /* "MS,MS,...": the reconciler's steps */
+    int64_t payouts_escalate_after_us;
+    int payouts_max_per_pass;
+    int payouts_sweep_limit;
     og_principal *principals;   /* n_principals entries */
     size_t n_principals;
     char *config_path;          /* the file loaded (NULL in plain --dev);
@@ -205,6 +230,17 @@ int og_srv_config_check_bounds(const og_srv_config *c,
                                const og_session_bounds *b, char *err,
                                size_t errlen);
 
+/* payouts.backoff_ms ("MS,MS,..."; each 1..86400000) into out (at most
+ * max steps, in microseconds): the number of steps, or -1. Pure. */
+#define OG_SRV_PAYOUTS_BACKOFF_MAX 16
+int og_srv_payouts_backoff(const char *s, int64_t *out, int max);
+
+/* The payout pipeline's relations R3-R7 (docs/config.md) on c; part of
+ * og_srv_config_check when payouts.runner is on. 0, or OG_ETIMINGS /
+ * OG_EINVAL with one line naming the relation in err. Pure. */
+int og_srv_config_check_payouts(const og_srv_config *c, char *err,
+                                size_t errlen);
+
 /* Frees every owned member and zeroes *c. */
 void og_srv_config_free(og_srv_config *c);
 
@@ -238,6 +274,11 @@ void og_srv_dev_timings(og_timings *t);
 
 /* Sets dev mode's janitor interval in *c (a cleanup pass every 5 s). */
 void og_srv_dev_janitor(og_srv_config *c);
+
+/* Sets dev mode's payout pipeline in *c: payouts.runner on, with short
+ * timings (attempt lease 20 s, a pass every second, backoff 2 s, 5 s)
+ * that satisfy R3-R7 with og_srv_dev_timings'. */
+void og_srv_dev_payouts(og_srv_config *c);
 
 /* The sandbox provider a dev instance runs beside itself (dev.c, D4). */
 typedef struct og_srv_dev_sandbox {
@@ -374,6 +415,10 @@ void og_metrics_redemption(int outcome);
 void og_metrics_inflight(int delta);
 /* oncegate_http_responses_total{code}, one series per status code seen. */
 void og_metrics_response(unsigned status);
+/* The payout runner whose counters /metrics renders (the oncegate_payout_*
+ * families; NULL: none, and they are left out). Borrowed: unregister
+ * (NULL) before freeing it. */
+void og_metrics_payout_runner(og_payout_runner *r);
 /* The Prometheus text exposition (version 0.0.4), malloc'd into *out. 0 or
  * OG_ENOMEM. */
 int og_metrics_render(char **out, size_t *len);

@@ -24,6 +24,7 @@
 
 #include "exit.h" /* the exit codes every subcommand shares */
 #include "http.h"
+#include "payout_runner.h"
 
 const char og_usage_serve[] =
     "usage: oncegate serve --config FILE [--listen HOST:PORT] [--store URL]\n"
@@ -95,6 +96,7 @@ static int load_config(og_srv *srv, const serve_args *a)
     if (a->dev) { /* before the file: a configuration's values win */
         og_srv_dev_timings(&srv->cfg.timings);
         og_srv_dev_janitor(&srv->cfg);
+        og_srv_dev_payouts(&srv->cfg);
     }
     if (a->config &&
         og_srv_config_load(&srv->cfg, a->config, err, sizeof err) != 0)
@@ -768,6 +770,7 @@ int og_cli_serve(int argc, char **argv)
     serve_args a = {0};
     og_srv_dev_sandbox sandbox = {0};
     og_job_run loops[3];
+    og_srv_payouts *payouts = NULL;
     og_srv srv;
     struct MHD_Daemon *d = NULL;
     sigset_t set;
@@ -819,6 +822,13 @@ int og_cli_serve(int argc, char **argv)
         rc = refuse(err);
         goto out;
     }
+    /* The payout pipeline (payout_runner.c) when payouts.runner is on:
+     * before the ready line, so a refusal is a refusal to start. */
+    if (srv.cfg.payouts_runner &&
+        og_srv_payouts_start(&srv, &payouts, err, sizeof err) != 0) {
+        rc = refuse(err);
+        goto out;
+    }
     if (og_http_start(&srv, &d, &port, err, sizeof err) != 0) {
         rc = refuse(err);
         goto out;
@@ -858,6 +868,7 @@ int og_cli_serve(int argc, char **argv)
 out:
     for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++)
         job_join(&loops[i]); /* after the drain began: every loop stops */
+    og_srv_payouts_free(payouts); /* before the store it runs on */
     og_srv_auth_unref(srv.auth);
     og_provider_free(srv.provider);
     og_provider_free(srv.redeemer);
@@ -1053,4 +1064,158 @@ int og_cli_cleanup(int argc, char **argv)
 int og_cli_archive_operations(int argc, char **argv)
 {
     return run_job(&job_archive, argc, argv);
+}
+
+/* ===========================================================================
+ * `oncegate payout-worker --config FILE`: the payout pipeline
+ * (payout_runner.c) as its own process, for a fleet apart from serve. The
+ * configuration's payouts.* rows and timings, the store's startup checks
+ * as serve makes them; no HTTP.
+ * ========================================================================= */
+
+const char og_usage_payout_worker[] =
+    "usage: oncegate payout-worker --config FILE [--store URL] [--until-idle]\n"
+    "\n"
+    "Runs the payout pipeline (docs/payouts.md, sections 5 and 6) on the\n"
+    "configuration's store: payouts.workers worker threads take jobs,\n"
+    "validate, claim, start and send each attempt; the sweeper takes over\n"
+    "attempts whose lease lapsed; the reconciler looks Unknown attempts up;\n"
+    "unused expired grants release their reservations. The payouts.* rows\n"
+    "and timings of the configuration (docs/config.md) set every timing, and\n"
+    "R3-R7 are checked at startup whatever payouts.runner says. The worker\n"
+    "is its own principal: payouts.worker_id names a configured principal\n"
+    "with the payout-worker role, the actor of every write. One JSON\n"
+    "log line per job (payout_job: correlation, payout, job, grant and\n"
+    "attempt ids; never a token or the credential).\n"
+    "\n"
+    "Stops on SIGTERM or SIGINT after what each thread is doing; with\n"
+    "--until-idle once no job is available and no payout attempt is\n"
+    "Admitted, Started or Unknown. Prints its counts at the end:\n"
+    "  {\"job\":\"payout-worker\",\"ends\":{...},\"sends\":N,\n"
+    "   \"security_signals\":N,\"expired_grants\":N,\"errors\":N}\n"
+    "\n"
+    "exit: 0 stopped as asked, 2 usage, 75 store unavailable, 78\n"
+    "configuration refused (no payouts.provider_table, a relation fails),\n"
+    "70 internal error.\n";
+
+static int64_t pw_mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The counts line at the end. */
+static void pw_print(og_payout_runner *r)
+{
+    og_payout_runner_counts c;
+    json_t *ends = json_object(), *j;
+    char *s;
+
+    og_payout_runner_counts_get(r, &c);
+    for (int i = 0; i < OG_PAYOUT_WORK_END_COUNT; i++)
+        json_object_set_new(ends,
+                            og_payout_work_end_name((og_payout_work_end)i),
+                            json_integer(c.ends[i]));
+    j = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I}", "job", "payout-worker",
+                  "ends", ends, "sends", (json_int_t)c.sends,
+                  "security_signals", (json_int_t)c.security_signals,
+                  "expired_grants", (json_int_t)c.expired_grants, "errors",
+                  (json_int_t)(c.worker_errors + c.pass_errors));
+    if (j && (s = json_dumps(j, JSON_COMPACT))) {
+        printf("%s\n", s);
+        free(s);
+    }
+    json_decref(j);
+    fflush(stdout);
+}
+
+int og_cli_payout_worker(int argc, char **argv)
+{
+    enum { O_CONFIG = 256, O_STORE, O_UNTIL_IDLE };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, O_CONFIG},
+        {"store", required_argument, NULL, O_STORE},
+        {"until-idle", no_argument, NULL, O_UNTIL_IDLE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    serve_args a = {0};
+    og_srv_payouts *p = NULL;
+    bool until_idle = false;
+    char err[512] = "";
+    int64_t idle_since = 0;
+    og_srv srv;
+    sigset_t set;
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_CONFIG: a.config = optarg; break;
+        case O_STORE: a.store = optarg; break;
+        case O_UNTIL_IDLE: until_idle = true; break;
+        case 'h': fputs(og_usage_payout_worker, stdout); return OG_EXIT_OK;
+        default: fputs(og_usage_payout_worker, stderr); return OG_EXIT_USAGE;
+        }
+    }
+    if (optind != argc || !a.config) {
+        fputs(og_usage_payout_worker, stderr);
+        return OG_EXIT_USAGE;
+    }
+    memset(&srv, 0, sizeof srv);
+    pthread_mutex_init(&srv.drain_mu, NULL);
+    pthread_cond_init(&srv.drain_cv, NULL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if ((rc = load_config(&srv, &a)) != OG_EXIT_OK)
+        goto out;
+    if (og_srv_config_check_payouts(&srv.cfg, err, sizeof err) != 0) {
+        rc = refuse(err); /* err says "config: KEY: RELATION ..." */
+        goto out;
+    }
+    if (og_log_open(srv.cfg.log_file, OG_LOG_INFO) != 0) {
+        rc = refuse("log_file: cannot be opened for appending");
+        goto out;
+    }
+    if ((rc = open_store(&srv)) != OG_EXIT_OK)
+        goto out;
+    if (og_srv_payouts_start(&srv, &p, err, sizeof err) != 0) {
+        rc = refuse(err);
+        goto out;
+    }
+    for (;;) {
+        struct timespec tick = {0, 100 * 1000 * 1000};
+        int sig = sigtimedwait(&set, NULL, &tick);
+
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+        if (!until_idle)
+            continue;
+        /* Idle for two worker polls in a row: a job made available since a
+         * worker's last take is taken by its next one. */
+        if (og_payout_runner_idle(og_srv_payouts_runner(p)) != 1)
+            idle_since = 0;
+        else if (idle_since == 0)
+            idle_since = pw_mono_us();
+        else if (pw_mono_us() - idle_since >
+                 2 * srv.cfg.payouts_poll_us + 100000)
+            break;
+    }
+    og_log(OG_LOG_INFO, "stopping", json_pack("{s:s}", "job",
+                                              "payout-worker"));
+    og_srv_payouts_stop(p);
+    pw_print(og_srv_payouts_runner(p));
+    rc = OG_EXIT_OK;
+out:
+    og_srv_payouts_free(p);
+    og_store_free(srv.store);
+    og_srv_config_free(&srv.cfg);
+    og_log_close();
+    pthread_cond_destroy(&srv.drain_cv);
+    pthread_mutex_destroy(&srv.drain_mu);
+    return rc;
 }

@@ -112,6 +112,14 @@ void dev_mode_credentials_are_0600_and_reused_by_a_second_instance(
 void dev_instances_started_together_agree_on_credentials(void **state);
 void dev_banner_commands_admit_then_refuse(void **state);
 
+/* payouts.c */
+void serve_runner_pays_an_allowed_payout_once(void **state);
+void serve_refuses_a_payout_timing_relation_that_fails(void **state);
+void payout_worker_command_pays_an_allowed_payout_once(void **state);
+void dev_mode_runs_the_payout_pipeline_and_pays(void **state);
+void payout_pipeline_without_its_principal_refuses_to_start(void **state);
+void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state);
+
 /* execution.c */
 void executed_operation_is_applied_once_with_the_operation_id_as_key(
     void **state);

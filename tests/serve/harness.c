@@ -913,9 +913,9 @@ void store_up(site *st)
  * Dev mode
  * ========================================================================= */
 
-const char *const g_dev_roles[7] = {"issuer",   "agent",        "enforcer",
-                                    "revoker",  "operator",     "payout-admin",
-                                    "clerk"};
+const char *const g_dev_roles[8] = {
+    "issuer",       "agent", "enforcer",     "revoker",
+    "operator",     "payout-admin", "clerk", "payout-worker"};
 
 srv *dev_server(const char *dir, const site *pgsite)
 {

@@ -352,7 +352,7 @@ void store_up(site *st);
 /* ---------------------------------------------------------------------------
  * Dev mode
  * ------------------------------------------------------------------------- */
-extern const char *const g_dev_roles[7];
+extern const char *const g_dev_roles[8];
 
 /* A dev server on dir; in the PostgreSQL run its store is a fresh database
  * (--store), else the data directory's SQLite file. */

@@ -205,6 +205,13 @@ int main(int argc, char **argv)
         T(dev_instances_started_together_agree_on_credentials),
         T(dev_banner_commands_admit_then_refuse),
         T(store_stopped_while_serving_is_503_then_the_same_operation_retry_gets_the_status),
+        /* payouts.c: the payout pipeline inside serve */
+        T(serve_runner_pays_an_allowed_payout_once),
+        T(serve_refuses_a_payout_timing_relation_that_fails),
+        T(payout_worker_command_pays_an_allowed_payout_once),
+        T(dev_mode_runs_the_payout_pipeline_and_pays),
+        T(payout_pipeline_without_its_principal_refuses_to_start),
+        T(serve_runner_reconciles_a_lost_answer_to_paid_once),
         T(executed_operation_is_applied_once_with_the_operation_id_as_key),
         T(definite_refusal_is_failed_and_the_grant_stays_spent),
         T(action_other_than_credit_apply_is_422_and_changes_nothing),
