@@ -178,20 +178,7 @@ void og_cli_print_json(json_t *v)
 
 json_t *og_cli_operation_json(const og_operation *op)
 {
-    char lease[40], submit[40], created[40];
-
-    return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
-        "operation_id", op->operation_id, "issuer", op->issuer, "grant_id",
-        op->grant_id, "caller_id", op->caller_id, "account_id", op->account_id,
-        "amount", op->amount, "currency", op->currency, "status",
-        og_op_status_name(op->status), "owner_version",
-        (json_int_t)op->owner_version, "lease_until",
-        og_time_format_rfc3339(op->lease_until_us, lease, sizeof lease),
-        "submit_by",
-        og_time_format_rfc3339(op->submit_by_us, submit, sizeof submit),
-        "created_at",
-        og_time_format_rfc3339(op->created_at_us, created, sizeof created));
+    return og_srv_operation_json(op);
 }
 
 json_t *og_cli_error_json(int err)

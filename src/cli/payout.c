@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "oncegate/payout_store.h"
 
 const char og_usage_payout[] =
@@ -187,219 +188,17 @@ static int done(json_t *out)
  * show
  * ========================================================================= */
 
-/* RFC 3339 of us into buf, or NULL (JSON null) when us is 0: not set. */
-static const char *when(int64_t us, char *buf, size_t len)
-{
-    return us ? og_time_format_rfc3339(us, buf, len) : NULL;
-}
-
-static json_t *payout_json(const og_payout_view *v)
-{
-    char c[40], u[40];
-
-    return json_pack(
-        "{s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:s?, s:s, s:I, s:I,"
-        " s:s?, s:s?, s:s, s:s, s:s}",
-        "payout_id", v->payout_id, "tenant_id", v->tenant_id,
-        "beneficiary_id", v->beneficiary_id, "destination_id",
-        v->destination_id, "destination_version",
-        (json_int_t)v->destination_version, "amount", v->amount,
-        "amount_minor", (json_int_t)v->amount_minor, "currency", v->currency,
-        "purpose", v->has_purpose ? v->purpose : NULL, "state",
-        og_payout_state_name(v->state), "version", (json_int_t)v->version,
-        "attempt_count", (json_int_t)v->attempt_count, "active_attempt",
-        v->active_attempt[0] ? v->active_attempt : NULL, "release_day",
-        v->release_day[0] ? v->release_day : NULL, "requester_id",
-        v->requester_id, "created_at",
-        og_time_format_rfc3339(v->created_at_us, c, sizeof c), "updated_at",
-        og_time_format_rfc3339(v->updated_at_us, u, sizeof u));
-}
-
-static json_t *decision_json(const og_payout_decision_view *d)
-{
-    char o[40], t[40];
-
-    return json_pack(
-        "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
-        "decision_id", d->decision_id, "outcome",
-        og_payout_outcome_name(d->outcome), "reason",
-        og_payout_reason_name(d->reason), "policy_version", d->policy_version,
-        "reauthorize", d->reauthorize, "requester_id", d->requester_id,
-        "requester_role", d->requester_role, "terms_fingerprint",
-        d->terms_fingerprint, "requester_approval_limit",
-        (json_int_t)d->requester_approval_limit, "observed_at",
-        og_time_format_rfc3339(d->observed_at_us, o, sizeof o), "decided_at",
-        og_time_format_rfc3339(d->decided_at_us, t, sizeof t),
-        "correlation_id", d->correlation_id);
-}
-
-/* A payout grant: its bindings and state — it has no token to leak. */
-static json_t *grant_json(const og_payout_grant_view *g)
-{
-    char nb[40], ex[40], cr[40], co[40], rv[40], rl[40];
-
-    return json_pack(
-        "{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s?, s:s?,"
-        " s:s?, s:s?, s:s}",
-        "grant_id", g->grant_id, "decision_id", g->decision_id, "state",
-        og_payout_grant_state_name(g->state), "attempt_number",
-        (json_int_t)g->attempt_number, "executable_payout_version",
-        (json_int_t)g->executable_payout_version, "reserved_minor",
-        (json_int_t)g->reserved_minor, "release_day", g->release_day,
-        "not_before", og_time_format_rfc3339(g->not_before_us, nb, sizeof nb),
-        "expires_at", og_time_format_rfc3339(g->expires_at_us, ex, sizeof ex),
-        "created_at", og_time_format_rfc3339(g->created_at_us, cr, sizeof cr),
-        "consumed_at", when(g->consumed_at_us, co, sizeof co),
-        "consumed_by_operation",
-        g->consumed_by_operation[0] ? g->consumed_by_operation : NULL,
-        "revoked_at", when(g->revoked_at_us, rv, sizeof rv), "released_at",
-        when(g->released_at_us, rl, sizeof rl), "policy_version",
-        g->policy_version);
-}
-
-/* One history entry: the columns it has, no others. */
-static json_t *event_json(const og_payout_event *e)
-{
-    char at[40];
-    json_t *j = json_pack("{s:I, s:s, s:s, s:s}", "seq", (json_int_t)e->seq,
-                          "at", og_time_format_rfc3339(e->at_us, at, sizeof at),
-                          "kind", e->kind, "actor", e->actor);
-    const struct { const char *name, *v; } opt[] = {
-        {"correlation_id", e->correlation_id}, {"decision_id", e->decision_id},
-        {"grant_id", e->grant_id},             {"job_id", e->job_id},
-        {"from_state", e->from_state},         {"to_state", e->to_state},
-        {"release_day", e->release_day},       {"reason", e->reason},
-        {"evidence", e->evidence},
-    };
-
-    for (size_t i = 0; j && i < sizeof opt / sizeof opt[0]; i++)
-        if (opt[i].v[0])
-            json_object_set_new(j, opt[i].name, json_string(opt[i].v));
-    if (j && e->payout_version)
-        json_object_set_new(j, "payout_version",
-                            json_integer(e->payout_version));
-    if (j && e->has_amount)
-        json_object_set_new(j, "amount_minor", json_integer(e->amount_minor));
-    return j;
-}
-
-static json_t *op_event_json(const og_op_event *e)
-{
-    char at[40];
-    json_t *j = json_pack(
-        "{s:s, s:s, s:s, s:s, s:I, s:s}", "at",
-        og_time_format_rfc3339(e->at_us, at, sizeof at), "kind", e->kind,
-        "from", og_op_status_name(e->from_status), "to",
-        og_op_status_name(e->to_status), "owner_version",
-        (json_int_t)e->owner_version, "actor", e->actor);
-    const struct { const char *name, *v; } opt[] = {
-        {"reason", e->reason}, {"provider_reference", e->provider_reference},
-        {"evidence", e->evidence}, {"source", e->source},
-    };
-
-    for (size_t i = 0; j && i < sizeof opt / sizeof opt[0]; i++)
-        if (opt[i].v[0])
-            json_object_set_new(j, opt[i].name, json_string(opt[i].v));
-    return j;
-}
-
-/* Appends attempt operation_id with its history to attempts: 0, or an
- * error. An archived attempt (the grant still names it) is left out. */
-static int add_attempt(og_store *s, const char *operation_id,
-                       json_t *attempts)
-{
-    og_operation op;
-    og_op_events h = {NULL, 0};
-    json_t *j, *hist;
-    int rc;
-
-    if ((rc = og_operation_get(s, operation_id, &op)) <= 0)
-        return rc;
-    if ((rc = og_op_history(s, operation_id, &h)) != 0)
-        return rc;
-    j = og_cli_operation_json(&op);
-    hist = json_array();
-    if (!j || !hist) {
-        json_decref(j);
-        json_decref(hist);
-        og_op_events_free(&h);
-        return OG_ENOMEM;
-    }
-    for (size_t i = 0; i < h.n; i++)
-        json_array_append_new(hist, op_event_json(&h.v[i]));
-    og_op_events_free(&h);
-    json_object_set_new(j, "idempotency_key",
-                        json_string(op.idempotency_key));
-    json_object_set_new(j, "client_reference",
-                        json_string(op.client_reference));
-    json_object_set_new(j, "provider_reference",
-                        json_string(op.provider_reference));
-    json_object_set_new(j, "history", hist);
-    json_array_append_new(attempts, j);
-    return 0;
-}
-
+/* The assembly is the HTTP API's too (src/serve/payout_view.c). */
 static int payout_show(og_store *s, const payout_args *a)
 {
-    og_payout_view v;
-    og_payout_events e = {NULL, 0};
-    json_t *decisions = json_array(), *grants = json_array(),
-           *attempts = json_array(), *history = json_array();
-    int rc;
+    json_t *out;
+    int rc = og_payout_show_json(s, a->payout, &out);
 
-    if (!decisions || !grants || !attempts || !history) {
-        rc = OG_ENOMEM;
-        goto fail;
-    }
-    if ((rc = og_payout_get(s, a->payout, &v)) < 0)
-        goto fail;
-    if (rc == 0) {
-        json_decref(decisions);
-        json_decref(grants);
-        json_decref(attempts);
-        json_decref(history);
+    if (rc < 0)
+        return fail("show", rc);
+    if (rc == 0)
         return refused("show", a->payout, "not_found");
-    }
-    if ((rc = og_payout_history(s, a->payout, &e)) != 0)
-        goto fail;
-    /* The history names every decision and grant; a consumed grant names
-     * its attempt. */
-    for (size_t i = 0; i < e.n; i++) {
-        const og_payout_event *ev = &e.v[i];
-
-        json_array_append_new(history, event_json(ev));
-        if (strcmp(ev->kind, "decided") == 0 && ev->decision_id[0]) {
-            og_payout_decision_view d;
-
-            if ((rc = og_payout_decision_get(s, ev->decision_id, &d)) < 0)
-                goto fail;
-            if (rc == 1)
-                json_array_append_new(decisions, decision_json(&d));
-        } else if (strcmp(ev->kind, "grant-issued") == 0 && ev->grant_id[0]) {
-            og_payout_grant_view g;
-
-            if ((rc = og_payout_grant_get(s, ev->grant_id, &g)) < 0)
-                goto fail;
-            if (rc == 1) {
-                json_array_append_new(grants, grant_json(&g));
-                if (g.consumed_by_operation[0] &&
-                    (rc = add_attempt(s, g.consumed_by_operation,
-                                      attempts)) < 0)
-                    goto fail;
-            }
-        }
-    }
-    og_payout_events_free(&e);
-    return done(json_pack("{s:o, s:o, s:o, s:o, s:o}", "payout",
-                          payout_json(&v), "decisions", decisions, "grants",
-                          grants, "attempts", attempts, "history", history));
-fail:
-    og_payout_events_free(&e);
-    json_decref(decisions);
-    json_decref(grants);
-    json_decref(attempts);
-    json_decref(history);
-    return fail("show", rc);
+    return done(out);
 }
 
 /* ===========================================================================
@@ -408,56 +207,12 @@ fail:
 
 static int payout_backlog(og_store *s, const payout_args *a)
 {
-    og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
-                          OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
-                      false, 0, 100, OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
-    og_op_list l = {NULL, 0};
-    json_t *list, *out;
-    int64_t now = (int64_t)time(NULL) * 1000000;
-    int unknown = 0, needs = 0, rc;
+    json_t *out;
+    int rc = og_payout_backlog_json(s, a->limit_n,
+                                    (int64_t)time(NULL) * 1000000, &out);
 
-    f.limit = a->limit_n;
-    if ((rc = og_op_scan(s, &f, &l)) != 0)
+    if (rc != 0)
         return fail("backlog", rc);
-    if (!(list = json_array())) {
-        og_op_list_free(&l);
-        return OG_EXIT_INTERNAL;
-    }
-    for (size_t i = 0; i < l.n; i++) {
-        const og_operation *op = &l.v[i];
-        og_payout_grant_view g;
-        char created[40], updated[40];
-
-        /* The attempt names its grant; the grant names its payout. */
-        if ((rc = og_payout_grant_get(s, op->grant_id, &g)) < 0) {
-            json_decref(list);
-            og_op_list_free(&l);
-            return fail("backlog", rc);
-        }
-        if (op->status == OG_OP_UNKNOWN)
-            unknown++;
-        else
-            needs++;
-        json_array_append_new(
-            list,
-            json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:I}",
-                      "attempt", op->operation_id, "payout",
-                      rc == 1 ? g.payout_id : "", "grant", op->grant_id,
-                      "status", og_op_status_name(op->status),
-                      "owner_version", (json_int_t)op->owner_version,
-                      "provider_reference", op->provider_reference,
-                      "reason", op->reason, "created_at",
-                      og_time_format_rfc3339(op->created_at_us, created,
-                                             sizeof created),
-                      "updated_at",
-                      og_time_format_rfc3339(op->updated_at_us, updated,
-                                             sizeof updated),
-                      "age_seconds",
-                      (json_int_t)((now - op->created_at_us) / 1000000)));
-    }
-    og_op_list_free(&l);
-    out = json_pack("{s:o, s:i, s:i}", "backlog", list, "unknown", unknown,
-                    "needs_reconciliation", needs);
     return done(out);
 }
 

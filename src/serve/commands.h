@@ -10,6 +10,10 @@
 #ifndef OG_SERVE_COMMANDS_H
 #define OG_SERVE_COMMANDS_H
 
+#include <jansson.h>
+
+#include "oncegate/store.h"
+
 /* `oncegate serve ...`. Returns the process exit code. */
 int og_cli_serve(int argc, char **argv);
 extern const char og_usage_serve[];
@@ -42,5 +46,21 @@ int og_cli_dev_env(int argc, char **argv);
  * OG_SANDBOX_BIN up in PATH. Used by serve --dev and oncegate demo. */
 #define OG_SANDBOX_BIN "oncegate-sandbox"
 char *og_srv_sandbox_path(void);
+
+/* A payout as it is read (payout_view.c), for `oncegate payout show` and
+ * GET /v1/admin/payouts/{payout_id}: {"payout", "decisions", "grants" (no
+ * credential), "attempts" (each with its "history"), "history"} into *out
+ * (the caller decrefs). Several store reads, not one snapshot. 1 found, 0
+ * no such payout (*out NULL), or a library error. */
+int og_payout_show_json(og_store *s, const char *payout_id, json_t **out);
+
+/* The Unknown / NeedsReconciliation payout attempts, oldest first, at most
+ * limit, each with its payout, grant and age at now_us: {"backlog",
+ * "unknown", "needs_reconciliation"} into *out. 0 or a library error. */
+int og_payout_backlog_json(og_store *s, int limit, int64_t now_us,
+                           json_t **out);
+
+/* An operation (a payout attempt's record) as JSON, without its secrets. */
+json_t *og_srv_operation_json(const og_operation *op);
 
 #endif /* OG_SERVE_COMMANDS_H */

@@ -1367,6 +1367,11 @@ const og_route og_routes[] = {
     /* payouts: the clerk's submission (payout_http.c) */
     {"POST", "/v1/payouts/{payout_id}/submit", OG_ROLE_CLERK, true, false,
      og_h_payout_submit},
+    /* payouts: reading, for operators (payout_http.c) */
+    {"GET", "/v1/admin/payouts/{payout_id}", OG_ROLE_OPERATOR, false, false,
+     og_h_payout_get},
+    {"GET", "/v1/admin/payout-backlog", OG_ROLE_OPERATOR, false, false,
+     og_h_payout_backlog},
     {"GET", "/healthz", 0, false, false, h_healthz},
     {"GET", "/readyz", 0, false, false, h_readyz},
     {"GET", "/metrics", 0, false, false, h_metrics},

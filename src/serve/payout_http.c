@@ -13,8 +13,10 @@
  * Secrets: a destination's provider token arrives in a body and goes to
  * the store; it is never answered, never added to r->log.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
 #include "http.h"
 #include "oncegate/payout_store.h"
 
@@ -410,5 +412,56 @@ int og_h_payout_submit(og_http_req *r)
         json_object_set_new(a, "release_day", json_string(dec.release_day));
     }
     og_http_json(r, 200, a);
+    return 0;
+}
+
+/* ===========================================================================
+ * Reading (role operator): GET /v1/admin/payouts/{payout_id} and
+ * GET /v1/admin/payout-backlog — the assembly `oncegate payout show|backlog`
+ * prints too (payout_view.c).
+ * ========================================================================= */
+int og_h_payout_get(og_http_req *r)
+{
+    json_t *out;
+    int rc;
+
+    if (path_id(r, OG_EPAYOUT_ID) != 0)
+        return 0;
+    og_http_log_str(r, "payout_id", r->param);
+    rc = og_payout_show_json(r->srv->store, r->param, &out);
+    if (rc < 0)
+        return og_http_lib_error(r, rc), 0;
+    if (rc == 0) {
+        og_http_error(r, 404, "not_found", "no such payout", NULL);
+        return 0;
+    }
+    og_http_json(r, 200, out);
+    return 0;
+}
+
+int og_h_payout_backlog(og_http_req *r)
+{
+    const char *ql = og_http_query(r, "limit");
+    long limit = 100;
+    json_t *out;
+    int rc;
+
+    if (ql) {
+        char *end = NULL;
+
+        limit = ql[0] >= '0' && ql[0] <= '9' && strlen(ql) <= 4
+                    ? strtol(ql, &end, 10)
+                    : 0;
+        if (!end || *end || limit < 1 || limit > 1000) {
+            og_http_error(r, 400, "malformed_request", "limit: 1 .. 1000",
+                          "limit");
+            return 0;
+        }
+    }
+    rc = og_payout_backlog_json(r->srv->store, (int)limit, og_http_now_us(),
+                                &out);
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    og_http_json(r, 200, out);
     return 0;
 }

@@ -34,6 +34,9 @@ static const route g_routes[] = {
     {"POST", "/v1/payout-admin/payouts/%s/cancel", R_PAYOUT_ADMIN},
     /* payouts: the clerk's submission */
     {"POST", "/v1/payouts/%s/submit", R_CLERK},
+    /* payouts: reading, for operators */
+    {"GET", "/v1/admin/payouts/%s", R_OPERATOR},
+    {"GET", "/v1/admin/payout-backlog", R_OPERATOR},
 };
 
 #define N_ROUTES (sizeof g_routes / sizeof g_routes[0])
@@ -61,7 +64,8 @@ static void auth_fixture_new(auth_fixture *f)
             snprintf(f->path[i], 256, "/v1/operations/%s", f->op);
         else if (strstr(rt->path, "families/%s"))
             snprintf(f->path[i], 256, "/v1/families/%s/revoke", f->t.family);
-        else if (strstr(rt->path, "/v1/payout")) {
+        else if (strstr(rt->path, "/v1/payout") ||
+                 strstr(rt->path, "/v1/admin/payouts/%s")) {
             /* the pattern's %s is a record id */
             const char *pc = strstr(rt->path, "%s");
             snprintf(f->path[i], 256, "%.*sAUTH-CHECK-1%s",

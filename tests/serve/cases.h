@@ -23,6 +23,8 @@ void payout_admin_writes_the_context_under_version_preconditions(
     void **state);
 void clerk_submission_compares_the_intent_then_answers_the_decision(
     void **state);
+void operator_reads_a_payout_with_its_decisions_grants_and_history(
+    void **state);
 void payout_writes_are_503_retry_later_while_the_store_is_down(void **state);
 
 /* authorization.c */

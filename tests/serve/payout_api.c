@@ -3,7 +3,8 @@
  * context administration of role payout-admin — tenants, beneficiaries,
  * destinations (the provider token write-only), drafts and their
  * cancellation — each write a version precondition, so a retried request
- * changes nothing twice.
+ * changes nothing twice; and the operator's reading of a payout and of
+ * the payout backlog.
  */
 #include "harness.h"
 #include "cases.h"
@@ -269,6 +270,20 @@ static void assert_decision(const hres *r, const char *outcome,
     }
 }
 
+/* The clerk submits c's payout (amount as written, version 1): the
+ * destination changed today needs an acknowledgment; aged past 7 days the
+ * same submission is Allowed — its answer left in *r. */
+static void submit_until_allowed(hres *r, const pctx *c, const char *amount)
+{
+    submit(r, c, KEY(P_CLERK), amount, 1);
+    assert_decision(r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    hres_free(r);
+    pctx_age_destination(c);
+    submit(r, c, KEY(P_CLERK), "4250.00", 1);
+    assert_decision(r, "Allowed", "payout.allowed", true, __LINE__);
+}
+
 void clerk_submission_compares_the_intent_then_answers_the_decision(
     void **state)
 {
@@ -290,17 +305,10 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
     assert_error(&r, 400, "input.payout_amount_invalid");
     hres_free(&r);
 
-    /* A destination changed today needs an acknowledgment. */
-    submit(&r, &c, KEY(P_CLERK), "4250", 1);
-    assert_decision(&r, "AcknowledgmentRequired",
-                    "destination.recently-changed", false, __LINE__);
-    hres_free(&r);
-
-    /* Older than 7 days: Allowed, with its grant (no credential), and the
-     * payout Approved at version 2. */
-    pctx_age_destination(&c);
-    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
-    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    /* A destination changed today needs an acknowledgment; older than 7
+     * days: Allowed, with its grant (no credential), and the payout
+     * Approved at version 2. */
+    submit_until_allowed(&r, &c, "4250");
     assert_non_null(jstr(r.json, "grant_id"));
     assert_non_null(jstr(r.json, "job_id"));
     assert_null(json_object_get(r.json, "token"));
@@ -333,6 +341,63 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
 }
 
 /* ===========================================================================
+ * Reading, for operators: a payout with its decisions, grants (no
+ * credential) and history; the backlog.
+ * ========================================================================= */
+void operator_reads_a_payout_with_its_decisions_grants_and_history(
+    void **state)
+{
+    char path[160];
+    json_t *d, *g, *h;
+    pctx c;
+    hres r;
+
+    (void)state;
+    pctx_new(&c, "4250.00");
+    submit_until_allowed(&r, &c, "4250.00");
+    hres_free(&r);
+
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", c.pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_str(jstr(json_object_get(r.json, "payout"), "payout_id"), c.pay);
+    assert_str(jstr(json_object_get(r.json, "payout"), "state"), "Approved");
+    d = json_object_get(r.json, "decisions");
+    g = json_object_get(r.json, "grants");
+    h = json_object_get(r.json, "history");
+    assert_int_equal(json_array_size(d), 2);
+    assert_str(jstr(json_array_get(d, 1), "outcome"), "Allowed");
+    assert_int_equal(json_array_size(g), 1);
+    assert_str(jstr(json_array_get(g, 0), "state"), "Issued");
+    assert_null(json_object_get(json_array_get(g, 0), "token"));
+    assert_true(json_is_array(json_object_get(r.json, "attempts")));
+    assert_true(json_array_size(h) >= 3);
+    /* never the destination's provider token */
+    assert_null(strstr(r.body, "dsttok_"));
+    hres_free(&r);
+
+    /* The same assembly the CLI prints; a missing payout is 404, a bad
+     * id 400. */
+    get(&r, g_a, "/v1/admin/payouts/PAY-NOSUCH-3", KEY(P_OPERATOR));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    get(&r, g_a, "/v1/admin/payouts/bad%20id", KEY(P_OPERATOR));
+    assert_http(&r, 400);
+    hres_free(&r);
+
+    get(&r, g_a, "/v1/admin/payout-backlog?limit=5", KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_true(json_is_array(json_object_get(r.json, "backlog")));
+    assert_true(json_is_integer(json_object_get(r.json, "unknown")));
+    assert_true(json_is_integer(json_object_get(r.json,
+                                                "needs_reconciliation")));
+    hres_free(&r);
+    get(&r, g_a, "/v1/admin/payout-backlog?limit=0", KEY(P_OPERATOR));
+    assert_error(&r, 400, "malformed_request");
+    hres_free(&r);
+}
+
+/* ===========================================================================
  * The store down: the payout writes are 503 retry_later, and the retry
  * after it came back meets a defined state.
  * ========================================================================= */
@@ -356,6 +421,16 @@ void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
     assert_error(&r, 503, "retry_later");
     assert_true(hdr_value(&r, "Retry-After", ra, sizeof ra));
     hres_free(&r);
+    /* the reads too, where the outage stops readers (SQLite's lock stops
+     * only writers: WAL readers go on, as in outage.c) */
+    if (g_pg) {
+        get(&r, s, "/v1/admin/payouts/PAY-OUTAGE-1", KEY(P_OPERATOR));
+        assert_error(&r, 503, "retry_later");
+        hres_free(&r);
+        get(&r, s, "/v1/admin/payout-backlog", KEY(P_OPERATOR));
+        assert_error(&r, 503, "retry_later");
+        hres_free(&r);
+    }
     store_up(st);
 
     /* The same request again: created (the 503 wrote nothing), or, had
