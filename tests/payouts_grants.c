@@ -387,6 +387,31 @@ void resubmitted_job_points_at_the_same_grant(void **state)
     /* A job that does not exist: nothing. */
     t_uuid(fresh);
     assert_int_equal(og_payout_job_resubmit(s, fresh, "ops-7", fresh), 0);
+
+    /* Keyed: the key is the new job's id; the same key again writes
+     * nothing (2), whichever job it names. */
+    {
+        char key[OG_UUID_LEN + 1], got[OG_UUID_LEN + 1];
+
+        t_uuid(key);
+        assert_int_equal(
+            og_payout_job_resubmit_keyed(s, j.job_id, key, "ops-7", got), 1);
+        assert_string_equal(got, key);
+        assert_int_equal(
+            og_payout_job_resubmit_keyed(s, j.job_id, key, "ops-7", got), 2);
+        assert_int_equal(
+            og_payout_job_resubmit_keyed(s, copy.job_id, key, "ops-7", got),
+            2);
+        assert_int_equal(p_count_payout(raw, "payout_jobs", id), 3);
+        snprintf(where, sizeof where,
+                 "payout_id = '%s' AND kind = 'job-resubmitted'", id);
+        assert_int_equal(p_count(raw, "payout_events", where), 2);
+        assert_int_equal(
+            og_payout_job_resubmit_keyed(s, fresh, key, "ops-7", got), 0);
+        assert_int_equal(
+            og_payout_job_resubmit_keyed(s, j.job_id, "nope", "ops-7", got),
+            OG_EPAYOUT_JOB);
+    }
     t_raw_close(raw);
     og_store_free(s);
 }

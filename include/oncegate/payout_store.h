@@ -491,6 +491,19 @@ OG_MUST_CHECK int og_payout_job_resubmit(og_store *s, const char *job_id,
                                          const char *actor,
                                          char new_job_id[OG_UUID_LEN + 1]);
 
+/* The same with the caller's idempotency key (a UUID) as the new job's id:
+ * the key is remembered as the job's primary key, so a retried request
+ * writes nothing twice, even concurrently. Returns 1 (written) or 2 (a job
+ * with that id exists already: nothing written) with new_job_id = the
+ * key, 0 when job_id does not exist, or an error (OG_EPAYOUT_JOB for
+ * either id, OG_EACTOR, store errors). */
+OG_MUST_CHECK int og_payout_job_resubmit_keyed(og_store *s,
+                                               const char *job_id,
+                                               const char *key,
+                                               const char *actor,
+                                               char new_job_id[OG_UUID_LEN +
+                                                               1]);
+
 /* ---------------------------------------------------------------------------
  * Payout grants: reads, revocation, expiry.
  * ------------------------------------------------------------------------- */

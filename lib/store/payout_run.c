@@ -88,6 +88,26 @@ int og_payout_job_resubmit(og_store *s, const char *job_id, const char *actor,
     rc = s->m->payout_job_resubmit(s->impl, id, actor, fresh);
     if (rc == 1)
         memcpy(new_job_id, fresh, sizeof fresh);
+    return rc == 2 ? OG_EINTERNAL : rc; /* a fresh id is never taken */
+}
+
+int og_payout_job_resubmit_keyed(og_store *s, const char *job_id,
+                                 const char *key, const char *actor,
+                                 char new_job_id[OG_UUID_LEN + 1])
+{
+    char id[OG_UUID_LEN + 1], k[OG_UUID_LEN + 1];
+    int rc;
+
+    if (!s || !new_job_id)
+        return OG_EINVAL;
+    if ((rc = job_id_check(job_id, id)) != 0 ||
+        (rc = job_id_check(key, k)) != 0)
+        return rc;
+    if (og__id_check(actor) != 0)
+        return OG_EACTOR;
+    rc = s->m->payout_job_resubmit(s->impl, id, actor, k);
+    if (rc == 1 || rc == 2)
+        memcpy(new_job_id, k, sizeof k);
     return rc;
 }
 

@@ -1044,7 +1044,8 @@ typedef int og__store_payout_job_postpone_fn(void *impl, const char *job_id,
                                              int64_t delivery,
                                              int64_t delay_us,
                                              bool *postponed);
-/* 1 and new_id written (payout_run.c generated it), 0 no such job. */
+/* 1 and new_id written (payout_run.c generated it, or the caller's key),
+ * 0 no such job, 2 a job with new_id exists already (nothing written). */
 typedef int og__store_payout_job_resubmit_fn(void *impl, const char *job_id,
                                              const char *actor,
                                              const char *new_id);

@@ -1372,6 +1372,13 @@ const og_route og_routes[] = {
      og_h_payout_get},
     {"GET", "/v1/admin/payout-backlog", OG_ROLE_OPERATOR, false, false,
      og_h_payout_backlog},
+    /* payouts: finance, for operators (payout_http.c) */
+    {"POST", "/v1/admin/payout-grants/{grant_id}/hold", OG_ROLE_OPERATOR,
+     true, true, og_h_payout_hold},
+    {"POST", "/v1/admin/payouts/{payout_id}/reauthorize", OG_ROLE_OPERATOR,
+     true, false, og_h_payout_reauthorize},
+    {"POST", "/v1/admin/payout-jobs/{job_id}/resubmit", OG_ROLE_OPERATOR,
+     true, false, og_h_payout_resubmit},
     {"GET", "/healthz", 0, false, false, h_healthz},
     {"GET", "/readyz", 0, false, false, h_readyz},
     {"GET", "/metrics", 0, false, false, h_metrics},

@@ -119,6 +119,10 @@ int og_h_payout_submit(og_http_req *r);
 /* payouts: reading (role operator) */
 int og_h_payout_get(og_http_req *r);
 int og_h_payout_backlog(og_http_req *r);
+/* payouts: finance (role operator) */
+int og_h_payout_hold(og_http_req *r);
+int og_h_payout_reauthorize(og_http_req *r);
+int og_h_payout_resubmit(og_http_req *r);
 
 /* Answer helpers (http.c). Each replaces any answer set before. */
 void og_http_json(og_http_req *r, unsigned status, json_t *body /* stolen */);

@@ -320,78 +320,82 @@ static const char *intent_differs(const og_payout_view *p,
     return NULL;
 }
 
-int og_h_payout_submit(og_http_req *r)
+/* 409 payout_version_mismatch (with the record's version) when p is not
+ * at version: true when it answered. */
+static bool version_mismatch(og_http_req *r, const og_payout_view *p,
+                             int64_t version)
 {
-    static const char *const allowed[] = {
-        "beneficiary_id", "destination_id", "amount",  "currency",
-        "purpose",        "payout_version", "release_at", NULL};
-    og_srv *srv = r->srv;
-    const char *ben, *dst, *amount, *currency, *purpose, *release, *field;
-    og_payout_decide_req d;
-    og_payout_decision dec;
-    og_payout_view p;
-    int64_t version = 0, release_us = 0;
-    json_t *a;
-    int rc, err;
+    if (version == p->version)
+        return false;
+    og_http_log_str(r, "outcome", "payout_version_mismatch");
+    og_http_json(r, 409,
+                 json_pack("{s:s, s:s, s:s, s:I}", "error",
+                           "payout_version_mismatch", "message",
+                           "the payout is not at payout_version", "field",
+                           "payout_version", "payout_version",
+                           (json_int_t)p->version));
+    return true;
+}
 
-    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
-        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
-        og_http_str(r, r->json, "beneficiary_id", true, &ben) != 0 ||
-        og_http_str(r, r->json, "destination_id", true, &dst) != 0 ||
-        og_http_str(r, r->json, "amount", true, &amount) != 0 ||
-        og_http_str(r, r->json, "currency", true, &currency) != 0 ||
-        og_http_str(r, r->json, "purpose", false, &purpose) != 0 ||
-        og_http_int(r, r->json, "payout_version", true, 1, INT64_MAX,
-                    &version) != 0 ||
+/* The body's payout_version and release_at (into *version, *release_us),
+ * then the path's payout into *p, at that version: 0, or -1 when it
+ * answered (400, 404, 409 payout_version_mismatch, the store's error). */
+static int payout_at_version(og_http_req *r, og_payout_view *p,
+                             int64_t *version, int64_t *release_us)
+{
+    const char *release;
+    int rc;
+
+    if (og_http_int(r, r->json, "payout_version", true, 1, INT64_MAX,
+                    version) != 0 ||
         og_http_str(r, r->json, "release_at", true, &release) != 0)
-        return 0;
-    if (og_time_parse_rfc3339(release, &release_us) != 0) {
+        return -1;
+    if (og_time_parse_rfc3339(release, release_us) != 0) {
         og_http_error(r, 400, "malformed_request",
                       "release_at: an RFC 3339 time", "release_at");
-        return 0;
+        return -1;
     }
     og_http_log_str(r, "payout_id", r->param);
-    rc = og_payout_get(srv->store, r->param, &p);
-    if (rc < 0)
-        return og_http_lib_error(r, rc), 0;
+    rc = og_payout_get(r->srv->store, r->param, p);
+    if (rc < 0) {
+        og_http_lib_error(r, rc);
+        return -1;
+    }
     if (rc == 0) {
         og_http_error(r, 404, "not_found", "no such payout", NULL);
-        return 0;
+        return -1;
     }
-    /* The intent against the record, before policy: another version is a
-     * conflict (409: read it again), other terms a request that can never
-     * be right for this payout (422). */
-    if (version != p.version) {
-        og_http_log_str(r, "outcome", "payout_version_mismatch");
-        og_http_json(r, 409,
-                     json_pack("{s:s, s:s, s:s, s:I}", "error",
-                               "payout_version_mismatch", "message",
-                               "the payout is not at payout_version",
-                               "field", "payout_version", "payout_version",
-                               (json_int_t)p.version));
-        return 0;
-    }
-    field = intent_differs(&p, ben, dst, amount, currency, purpose, &err);
-    if (err != 0)
-        return og_http_lib_error(r, err), 0;
-    if (field) {
-        og_http_log_str(r, "outcome", "intent_mismatch");
-        og_http_error(r, 422, "intent_mismatch",
-                      "the intent differs from the payout record", field);
-        return 0;
-    }
+    return version_mismatch(r, p, *version) ? -1 : 0;
+}
+
+/* Decides on the path's payout at version (ONE og_payout_decide; the
+ * requester the authenticated principal in role, the grant's window from
+ * release_us) and answers the decision: 200 with its outcome and reason,
+ * and what an Allowed one issued (never a credential). */
+static void decide_and_answer(og_http_req *r, int64_t version,
+                              int64_t release_us, bool reauthorize,
+                              const char *role)
+{
+    og_payout_decide_req d;
+    og_payout_decision dec;
+    json_t *a;
+    int rc;
+
     memset(&d, 0, sizeof d);
     d.payout_id = r->param;
     d.payout_version = version;
+    d.reauthorize = reauthorize;
     d.requester_id = r->principal->id;
-    d.requester_role = "clerk";
+    d.requester_role = role;
     d.requester_approval_limit = r->principal->approval_limit_minor;
     d.not_before_us = release_us;
-    d.expires_at_us = release_us + srv->cfg.timings.max_grant_lifetime_us;
+    d.expires_at_us = release_us + r->srv->cfg.timings.max_grant_lifetime_us;
     d.correlation_id = r->correlation_id;
-    rc = og_payout_decide(srv->store, &d, &dec);
-    if (rc != 0)
-        return og_http_lib_error(r, rc), 0;
+    rc = og_payout_decide(r->srv->store, &d, &dec);
+    if (rc != 0) {
+        og_http_lib_error(r, rc);
+        return;
+    }
     og_http_log_str(r, "decision_id", dec.decision_id);
     og_http_log_str(r, "outcome",
                     og_payout_outcome_name(dec.verdict.outcome));
@@ -412,6 +416,41 @@ int og_h_payout_submit(og_http_req *r)
         json_object_set_new(a, "release_day", json_string(dec.release_day));
     }
     og_http_json(r, 200, a);
+}
+
+int og_h_payout_submit(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "beneficiary_id", "destination_id", "amount",  "currency",
+        "purpose",        "payout_version", "release_at", NULL};
+    const char *ben, *dst, *amount, *currency, *purpose, *field;
+    og_payout_view p;
+    int64_t version = 0, release_us = 0;
+    int err;
+
+    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "beneficiary_id", true, &ben) != 0 ||
+        og_http_str(r, r->json, "destination_id", true, &dst) != 0 ||
+        og_http_str(r, r->json, "amount", true, &amount) != 0 ||
+        og_http_str(r, r->json, "currency", true, &currency) != 0 ||
+        og_http_str(r, r->json, "purpose", false, &purpose) != 0)
+        return 0;
+    /* The intent against the record, before policy: another version is a
+     * conflict (409: read it again), other terms a request that can never
+     * be right for this payout (422). */
+    if (payout_at_version(r, &p, &version, &release_us) != 0)
+        return 0;
+    field = intent_differs(&p, ben, dst, amount, currency, purpose, &err);
+    if (err != 0)
+        return og_http_lib_error(r, err), 0;
+    if (field) {
+        og_http_log_str(r, "outcome", "intent_mismatch");
+        og_http_error(r, 422, "intent_mismatch",
+                      "the intent differs from the payout record", field);
+        return 0;
+    }
+    decide_and_answer(r, version, release_us, false, "clerk");
     return 0;
 }
 
@@ -463,5 +502,108 @@ int og_h_payout_backlog(og_http_req *r)
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
     og_http_json(r, 200, out);
+    return 0;
+}
+
+/* ===========================================================================
+ * Finance (role operator): POST /v1/admin/payout-grants/{grant_id}/hold
+ * and POST /v1/admin/payouts/{payout_id}/reauthorize. The actor, and the
+ * re-authorization's requester, is the authenticated principal.
+ * ========================================================================= */
+
+/* A hold: revokes the unused payout grant and releases its reservation
+ * (ONE conditional write: og_payout_grant_revoke). Its precondition is the
+ * grant's state: a retried hold meets 409 already_used_or_revoked and
+ * changes nothing. */
+int og_h_payout_hold(og_http_req *r)
+{
+    static const char *const allowed[] = {NULL};
+    og_revoke_outcome out;
+    int rc;
+
+    if (path_id(r, OG_EGRANT_ID) != 0 ||
+        (r->json && og_http_members_only(r, r->json, allowed, NULL) != 0))
+        return 0;
+    og_http_log_str(r, "grant_id", r->param);
+    rc = og_payout_grant_revoke(r->srv->store, r->param, r->principal->id,
+                                &out);
+    if (rc != 0)
+        return og_http_lib_error(r, rc), 0;
+    switch (out) {
+    case OG_REVOKE_REVOKED:
+        og_http_log_str(r, "outcome", "revoked");
+        og_http_json(r, 200, json_pack("{s:s, s:s}", "outcome", "revoked",
+                                       "grant_id", r->param));
+        return 0;
+    case OG_REVOKE_ALREADY_USED_OR_REVOKED:
+        og_http_log_str(r, "outcome", "already_used_or_revoked");
+        og_http_error(r, 409, "already_used_or_revoked",
+                      "the grant was consumed or revoked before", NULL);
+        return 0;
+    case OG_REVOKE_NOT_ISSUED:
+    default:
+        og_http_error(r, 404, "not_found", "no such payout grant", NULL);
+        return 0;
+    }
+}
+
+/* A re-authorization after NotStarted / NotApplied / Failed: ONE fresh
+ * decision (og_payout_decide, reauthorize) on the payout at
+ * payout_version, which an Allowed one moves: a retried request meets 409
+ * payout_version_mismatch and issues nothing twice. */
+int og_h_payout_reauthorize(og_http_req *r)
+{
+    static const char *const allowed[] = {"payout_version", "release_at",
+                                          NULL};
+    og_payout_view p;
+    int64_t version = 0, release_us = 0;
+
+    if (path_id(r, OG_EPAYOUT_ID) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        payout_at_version(r, &p, &version, &release_us) != 0)
+        return 0;
+    decide_and_answer(r, version, release_us, true, "operator");
+    return 0;
+}
+
+/* Job resubmission (POST /v1/admin/payout-jobs/{job_id}/resubmit
+ * {"idempotency_key": UUID}): a new job for the same payout and grant
+ * (og_payout_job_resubmit_keyed; the grant still decides). The key becomes
+ * the new job's id, remembered as its primary key: a retried request
+ * writes nothing and is 409 idempotency_key_used naming the job. */
+int og_h_payout_resubmit(og_http_req *r)
+{
+    static const char *const allowed[] = {"idempotency_key", NULL};
+    char job[OG_UUID_LEN + 1];
+    const char *key;
+    int rc;
+
+    if (path_id(r, OG_EPAYOUT_JOB) != 0 ||
+        og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_str(r, r->json, "idempotency_key", true, &key) != 0)
+        return 0;
+    og_http_log_str(r, "job_id", r->param);
+    rc = og_payout_job_resubmit_keyed(r->srv->store, r->param, key,
+                                      r->principal->id, job);
+    if (rc < 0)
+        return og_http_lib_error(r, rc), 0;
+    if (rc == 0) {
+        og_http_error(r, 404, "not_found", "no such payout job", NULL);
+        return 0;
+    }
+    og_http_log_str(r, "new_job_id", job);
+    if (rc == 2) {
+        og_http_log_str(r, "outcome", "idempotency_key_used");
+        og_http_json(r, 409,
+                     json_pack("{s:s, s:s, s:s, s:s}", "error",
+                               "idempotency_key_used", "message",
+                               "a job with this key exists: nothing written",
+                               "field", "idempotency_key", "job_id", job));
+        return 0;
+    }
+    og_http_log_str(r, "outcome", "resubmitted");
+    og_http_json(r, 201, json_pack("{s:s, s:s, s:s}", "outcome",
+                                   "resubmitted", "job_id", job, "from",
+                                   r->param));
     return 0;
 }

@@ -37,6 +37,10 @@ static const route g_routes[] = {
     /* payouts: reading, for operators */
     {"GET", "/v1/admin/payouts/%s", R_OPERATOR},
     {"GET", "/v1/admin/payout-backlog", R_OPERATOR},
+    /* payouts: finance, for operators */
+    {"POST", "/v1/admin/payout-grants/%s/hold", R_OPERATOR},
+    {"POST", "/v1/admin/payouts/%s/reauthorize", R_OPERATOR},
+    {"POST", "/v1/admin/payout-jobs/%s/resubmit", R_OPERATOR},
 };
 
 #define N_ROUTES (sizeof g_routes / sizeof g_routes[0])
@@ -65,7 +69,8 @@ static void auth_fixture_new(auth_fixture *f)
         else if (strstr(rt->path, "families/%s"))
             snprintf(f->path[i], 256, "/v1/families/%s/revoke", f->t.family);
         else if (strstr(rt->path, "/v1/payout") ||
-                 strstr(rt->path, "/v1/admin/payouts/%s")) {
+                 (strstr(rt->path, "/v1/admin/payout") &&
+                  strstr(rt->path, "%s"))) {
             /* the pattern's %s is a record id */
             const char *pc = strstr(rt->path, "%s");
             snprintf(f->path[i], 256, "%.*sAUTH-CHECK-1%s",
@@ -91,7 +96,9 @@ static void auth_fixture_new(auth_fixture *f)
             b = json_pack("{s:i, s:s, s:i, s:b}", "expected_version", 0,
                           "currency", "EUR", "daily_limit_minor", 100,
                           "payouts_suspended", 0);
-        else if (strstr(rt->path, "/v1/payout"))
+        else if (strstr(rt->path, "/v1/payout") ||
+                 (strstr(rt->path, "/v1/admin/payout") &&
+                  strcmp(rt->method, "POST") == 0))
             b = json_object();
         else if (strstr(rt->path, "families"))
             b = json_pack("{s:s}", "issuer", ISSUER);

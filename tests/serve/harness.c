@@ -696,7 +696,7 @@ static json_t *principals_json(void)
     for (int i = 0; i < P_COUNT; i++) {
         json_t *p = json_pack("{s:s, s:[s], s:s}", "id", g_p[i].id, "roles",
                               g_p[i].role, "api_key_sha256", g_p[i].hash);
-        if (g_p[i].bit == R_CLERK)
+        if (g_p[i].bit == R_CLERK || g_p[i].bit == R_OPERATOR)
             json_object_set_new(p, "approval_limit_minor",
                                 json_integer(CLERK_APPROVAL_LIMIT));
         json_array_append_new(a, p);

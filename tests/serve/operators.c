@@ -1035,6 +1035,104 @@ static og_payout_view payout_now(og_store *s, const char *id)
     return v;
 }
 
+/* POST /v1/admin/payouts/{id}/reauthorize as the operator at version. */
+static void reauthorize(hres *r, const char *id, json_int_t version)
+{
+    char path[160], release[40];
+
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s/reauthorize", id);
+    og_time_format_rfc3339((int64_t)time(NULL) * PX_SEC, release,
+                           sizeof release);
+    post(r, g_a, path, KEY(P_OPERATOR),
+         json_pack("{s:I, s:s}", "payout_version", version, "release_at",
+                   release));
+}
+
+/* Finance on a payout Approved again after NotApplied (its attempt att):
+ * re-authorization under its version precondition, once; a hold of the
+ * fresh grant, once; and the payout read back with both grants and the
+ * attempt with its history. */
+static void payout_reauthorize_then_hold(og_store *s, const char *id,
+                                         const char *att)
+{
+    og_payout_view v = payout_now(s, id);
+    char grant_id[OG_ID_MAX + 1], path[160], job[OG_UUID_LEN + 1],
+        key[OG_UUID_LEN + 1];
+    json_t *a;
+    hres r;
+
+    reauthorize(&r, id, v.version - 1);
+    assert_error(&r, 409, "payout_version_mismatch");
+    hres_free(&r);
+    reauthorize(&r, id, v.version);
+    if (r.status != 200 || !json_is_true(json_object_get(r.json, "issued")))
+        dump("reauthorize", &r, __LINE__);
+    assert_str(jstr(r.json, "outcome"), "Allowed");
+    assert_true(json_is_true(json_object_get(r.json, "issued")));
+    snprintf(grant_id, sizeof grant_id, "%s", jstr(r.json, "grant_id"));
+    snprintf(job, sizeof job, "%s", jstr(r.json, "job_id"));
+    hres_free(&r);
+    /* Retried: the version moved — no second decision's grant or job. */
+    reauthorize(&r, id, v.version);
+    assert_error(&r, 409, "payout_version_mismatch");
+    hres_free(&r);
+    assert_int_equal(payout_now(s, id).version, v.version + 1);
+
+    /* The job resubmitted under an idempotency key, which becomes the new
+     * job's id: retried, nothing is written twice. */
+    uuid4(key);
+    snprintf(path, sizeof path, "/v1/admin/payout-jobs/%s/resubmit", job);
+    post(&r, g_a, path, KEY(P_OPERATOR),
+         json_pack("{s:s}", "idempotency_key", key));
+    assert_http(&r, 201);
+    assert_str(jstr(r.json, "job_id"), key);
+    assert_str(jstr(r.json, "from"), job);
+    hres_free(&r);
+    post(&r, g_a, path, KEY(P_OPERATOR),
+         json_pack("{s:s}", "idempotency_key", key));
+    assert_error(&r, 409, "idempotency_key_used");
+    assert_str(jstr(r.json, "job_id"), key);
+    hres_free(&r);
+    post(&r, g_a, path, KEY(P_OPERATOR),
+         json_pack("{s:s}", "idempotency_key", "not-a-uuid"));
+    assert_http(&r, 400);
+    hres_free(&r);
+    uuid4(key);
+    snprintf(path, sizeof path, "/v1/admin/payout-jobs/%s/resubmit", key);
+    post(&r, g_a, path, KEY(P_OPERATOR),
+         json_pack("{s:s}", "idempotency_key", job));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+
+    /* The hold revokes the unused grant; retried, it changes nothing. */
+    snprintf(path, sizeof path, "/v1/admin/payout-grants/%s/hold", grant_id);
+    post(&r, g_a, path, KEY(P_OPERATOR), NULL);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "outcome"), "revoked");
+    hres_free(&r);
+    post(&r, g_a, path, KEY(P_OPERATOR), NULL);
+    assert_error(&r, 409, "already_used_or_revoked");
+    hres_free(&r);
+    post(&r, g_a, "/v1/admin/payout-grants/NO-SUCH-GRANT/hold",
+         KEY(P_OPERATOR), NULL);
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+
+    /* Read back: two grants (the first consumed by att, the second
+     * revoked), the attempt with its history. */
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", id);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "grants")), 2);
+    assert_str(jstr(json_array_get(json_object_get(r.json, "grants"), 1),
+                    "state"),
+               "Revoked");
+    a = json_array_get(json_object_get(r.json, "attempts"), 0);
+    assert_str(jstr(a, "operation_id"), att);
+    assert_true(json_array_size(json_object_get(a, "history")) >= 1);
+    hres_free(&r);
+}
+
 void operator_resolves_a_payout_attempt_and_its_payout_follows(void **state)
 {
     char paid[64], att[OG_UUID_LEN + 1], back[64], att2[OG_UUID_LEN + 1],
@@ -1105,6 +1203,7 @@ void operator_resolves_a_payout_attempt_and_its_payout_follows(void **state)
                "not_applied");
     hres_free(&r);
     assert_int_equal(payout_now(s, back).state, OG_PAYOUT_STATE_APPROVED);
+    payout_reauthorize_then_hold(s, back, att2);
 
     /* A credit is never NotApplied: 400, and it stays as it was. */
     issue_grant(g_a, &g);

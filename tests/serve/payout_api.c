@@ -404,7 +404,7 @@ void operator_reads_a_payout_with_its_decisions_grants_and_history(
 void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
 {
     site *st = site_new("payout-outage", true, OUTAGE_STORE_TIMEOUT_MS, true);
-    char u[OG_UUID_LEN + 1], ten[64], path[128], ra[32];
+    char u[OG_UUID_LEN + 1], ten[64], path[128], ra[32], job[128];
     srv *s;
     hres r;
 
@@ -424,6 +424,24 @@ void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
     /* the reads too, where the outage stops readers (SQLite's lock stops
      * only writers: WAL readers go on, as in outage.c) */
     if (g_pg) {
+        /* finance's too (on missing records: under SQLite's lock they
+         * find nothing to write): nothing refused, nothing applied */
+        post(&r, s, "/v1/admin/payout-grants/G-OUTAGE-1/hold", KEY(P_OPERATOR),
+             NULL);
+        assert_error(&r, 503, "retry_later");
+        hres_free(&r);
+        post(&r, s, "/v1/admin/payouts/PAY-OUTAGE-1/reauthorize",
+             KEY(P_OPERATOR),
+             json_pack("{s:i, s:s}", "payout_version", 1, "release_at",
+                       "2026-03-01T16:00:00Z"));
+        assert_error(&r, 503, "retry_later");
+        hres_free(&r);
+        uuid4(u);
+        snprintf(job, sizeof job, "/v1/admin/payout-jobs/%s/resubmit", u);
+        post(&r, s, job, KEY(P_OPERATOR),
+             json_pack("{s:s}", "idempotency_key", u));
+        assert_error(&r, 503, "retry_later");
+        hres_free(&r);
         get(&r, s, "/v1/admin/payouts/PAY-OUTAGE-1", KEY(P_OPERATOR));
         assert_error(&r, 503, "retry_later");
         hres_free(&r);

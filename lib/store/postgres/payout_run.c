@@ -530,24 +530,28 @@ int og__pg_payout_resolve_write(void *impl, void *tx, const char *id,
  * ========================================================================= */
 
 /* Resubmission: $1 the job copied  $2 the new id  $3 actor. One row: how
- * many it wrote (0: no such job). */
+ * many it wrote, and whether the job copied exists (written 0 with it: a
+ * job with the new id exists already — the primary key decides, even
+ * against a concurrent twin). */
 static const char pg_payout_job_resubmit_sql[] =
     "WITH ins AS (\n"
     "  INSERT INTO payout_jobs (job_id, payout_id, grant_id, correlation_id, resubmitted_from,\n"
     "                           created_at, available_at, deliveries)\n"
     "  SELECT $2::uuid, j.payout_id, j.grant_id, j.correlation_id, j.job_id, t.now, t.now, 0\n"
     "  FROM payout_jobs j, (SELECT clock_timestamp() AS now) t WHERE j.job_id = $1::uuid\n"
+    "  ON CONFLICT (job_id) DO NOTHING\n"
     "  RETURNING job_id, payout_id, grant_id, correlation_id, created_at),\n"
     "ev AS (\n"
     "  INSERT INTO payout_events (payout_id, at, kind, actor, correlation_id, grant_id, job_id)\n"
     "  SELECT payout_id, created_at, 'job-resubmitted', $3::text, correlation_id, grant_id, job_id\n"
     "  FROM ins\n"
     "  RETURNING 1)\n"
-    "SELECT count(*) FROM ins";
+    "SELECT (SELECT count(*) FROM ins),\n"
+    "       (SELECT count(*) FROM payout_jobs WHERE job_id = $1::uuid)";
 static const og__pg_stmt pg_payout_job_resubmit_stmt = {
     "og_payout_job_resubmit", pg_payout_job_resubmit_sql, 3,
     OG_KEYS_AS_STORED};
-enum { RESUBMIT_WRITTEN, RESUBMIT_NCOLS };
+enum { RESUBMIT_WRITTEN, RESUBMIT_SOURCE, RESUBMIT_NCOLS };
 
 int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
                                const char *new_id)
@@ -556,19 +560,20 @@ int og__pg_payout_job_resubmit(void *impl, const char *id, const char *actor,
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
     const char *params[3] = {id, new_id, actor};
-    int64_t n = 0;
+    int64_t n = 0, src = 0;
     int rc;
 
     if ((rc = og__pg_acquire(pg, &c)) != 0)
         return rc;
     rc = og__pg_run(pg, c, &pg_payout_job_resubmit_stmt, params, &res);
     if (rc == 0 &&
-        (PQntuples(res) != 1 || og__pg_shape(res, RESUBMIT_NCOLS, 1) != 0 ||
-         og__pg_get_i64(res, 0, RESUBMIT_WRITTEN, &n) != 0 || n < 0 || n > 1))
+        (PQntuples(res) != 1 || og__pg_shape(res, RESUBMIT_NCOLS, 2) != 0 ||
+         og__pg_get_i64(res, 0, RESUBMIT_WRITTEN, &n) != 0 || n < 0 || n > 1 ||
+         og__pg_get_i64(res, 0, RESUBMIT_SOURCE, &src) != 0))
         rc = OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
-    return rc == 0 ? (int)n : rc;
+    return rc != 0 ? rc : n == 1 ? 1 : src > 0 ? 2 : 0;
 }
 
 /* ===========================================================================

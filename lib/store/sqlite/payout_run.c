@@ -530,7 +530,12 @@ static const char sq_payout_job_resubmit_sql[] =
     " SELECT ?2, j.payout_id, j.grant_id, j.correlation_id, j.job_id,"
     "        t.now, t.now, 0"
     " FROM payout_jobs j, (SELECT " SQ_NOW " AS now) t WHERE j.job_id = ?1"
+    " ON CONFLICT (job_id) DO NOTHING"
     " RETURNING payout_id, grant_id, correlation_id, created_at";
+/* ?1 the job copied: does it exist (nothing written with it: a job with
+ * the new id exists already). */
+static const char sq_payout_job_exists_sql[] =
+    "SELECT count(*) FROM payout_jobs WHERE job_id = ?1";
 enum {
     RESUBMIT_PAYOUT_ID,
     RESUBMIT_GRANT_ID,
@@ -554,7 +559,20 @@ static int sq_payout_job_resubmit_in(og__sq_conn *c, const char *id,
     sqlite3_bind_text(st, 2, new_id, -1, SQLITE_STATIC);
     if ((rc = og__sq_step(c, st)) != 1) {
         sqlite3_reset(st);
-        return rc; /* 0: no such job */
+        if (rc != 0)
+            return rc;
+        /* nothing written: no such job (0), or the new id taken (2) */
+        if ((rc = og__sq_stmt(c, sq_payout_job_exists_sql, &st)) < 0)
+            return rc;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        if ((rc = og__sq_step(c, st)) != 1) {
+            sqlite3_reset(st);
+            return rc < 0 ? rc : OG_EINTERNAL;
+        }
+        at = sqlite3_column_int64(st, 0);
+        if ((rc = og__sq_done(c, st)) < 0)
+            return rc;
+        return at > 0 ? 2 : 0;
     }
     at = sqlite3_column_int64(st, RESUBMIT_CREATED_AT);
     if (og__sq_text(st, RESUBMIT_PAYOUT_ID, payout, sizeof payout) < 0 ||
