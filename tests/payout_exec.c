@@ -33,91 +33,6 @@
 #include "support.h"
 #include "oncegate/payout_exec.h"
 
-typedef struct x_sandbox {
-    pid_t pid;
-    char url[128];
-    char dir[64];
-} x_sandbox;
-
-static void x_sandbox_start(x_sandbox *sb)
-{
-    const char *bin = getenv("OG_TEST_SANDBOX");
-    char state[128], out[128], err[128];
-    char *argv[] = {(char *)bin, (char *)"--listen", (char *)"127.0.0.1:0",
-                    (char *)"--state", state, (char *)"--control", NULL};
-    int port = 0;
-
-    if (!bin || !*bin)
-        fail_msg("OG_TEST_SANDBOX must name the oncegate-sandbox binary");
-    snprintf(sb->dir, sizeof sb->dir, "/tmp/og-payexec-XXXXXX");
-    assert_non_null(mkdtemp(sb->dir));
-    snprintf(state, sizeof state, "%s/sandbox.db", sb->dir);
-    snprintf(out, sizeof out, "%s/stdout", sb->dir);
-    snprintf(err, sizeof err, "%s/stderr", sb->dir);
-    sb->pid = t_proc_spawn(argv, NULL, out, err);
-    assert_true(sb->pid > 0);
-    if (t_proc_wait_ready(sb->pid, out, "oncegate-sandbox: listening on http://",
-                          30000, &port, NULL) != 0) {
-        t_proc_print_output(out, err);
-        fail_msg("oncegate-sandbox did not become ready");
-    }
-    snprintf(sb->url, sizeof sb->url, "http://127.0.0.1:%d", port);
-}
-
-static void x_sandbox_stop(x_sandbox *sb)
-{
-    char cmd[128];
-
-    t_proc_stop(sb->pid, SIGTERM, 30000, NULL);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", sb->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", sb->dir);
-}
-
-static size_t x_sink(char *p, size_t sz, size_t n, void *ud)
-{
-    json_t **out = ud;
-
-    json_decref(*out);
-    *out = json_loadb(p, sz * n, 0, NULL);
-    return sz * n;
-}
-
-static json_t *x_control(const x_sandbox *sb, const char *path,
-                         const char *body)
-{
-    CURL *c = curl_easy_init();
-    struct curl_slist *h =
-        curl_slist_append(NULL, "Content-Type: application/json");
-    char url[256];
-    json_t *out = NULL;
-
-    snprintf(url, sizeof url, "%s%s", sb->url, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, x_sink);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    assert_int_equal(curl_easy_perform(c), CURLE_OK);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    assert_non_null(out);
-    return out;
-}
-
-static int64_t x_stat(const x_sandbox *sb, const char *name)
-{
-    json_t *j = x_control(sb, "/_control/stats", NULL);
-    int64_t v = json_integer_value(json_object_get(j, name));
-
-    json_decref(j);
-    return v;
-}
-
 /* The sandbox has no API key: the credential is empty (none). */
 static int x_no_key(void *arg, char *out, size_t outlen)
 {
@@ -132,7 +47,7 @@ typedef struct x_env {
     og_store *s;
     t_raw *raw;
     og_provider_table *t;
-    x_sandbox sb;
+    t_sbx sb;
     p_world w;
     og_payout_worker_cfg wc;
     og_payout_reconciler_cfg rc;
@@ -153,7 +68,7 @@ static void x_env_start(x_env *e, const char *tag)
         fail_msg("%s: %s", path, err.text);
     e->s = t_fresh_store(tag, e->url, sizeof e->url);
     e->raw = t_raw_open_url(e->url);
-    x_sandbox_start(&e->sb);
+    t_sbx_start(&e->sb, "og-payexec");
     p_world_new(e->s, e->raw, &e->w, tag, 5000000);
 
     e->wc.worker_id = "svc-payout-worker";
@@ -184,7 +99,7 @@ static void x_env_start(x_env *e, const char *tag)
 
 static void x_env_stop(x_env *e)
 {
-    x_sandbox_stop(&e->sb);
+    t_sbx_stop(&e->sb);
     t_raw_close(e->raw);
     og_store_free(e->s);
     og_provider_table_free(e->t);
@@ -259,14 +174,14 @@ static void worker_sends_once_and_the_payout_is_paid(void **state)
     v = p_get(e.s, id);
     assert_int_equal(v.state, OG_PAYOUT_STATE_PAID);
     assert_string_equal(v.active_attempt, "");
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
-    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
-    assert_int_equal(x_stat(&e.sb, "payout_lookups"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payouts_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_lookups"), 0);
 
     /* The job was acknowledged: nothing more to take. */
     assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
     assert_int_equal(w.end, OG_PAYOUT_WORK_IDLE);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
     x_env_stop(&e);
 }
 
@@ -284,7 +199,7 @@ static void dropped_answer_is_unknown_until_the_reconciler_finds_it_paid(
     (void)state;
     x_env_start(&e, "pxdrop");
     (void)x_payout(&e, id, 1);
-    j = x_control(&e.sb, "/_control/faults",
+    j = t_sbx_control(&e.sb, "/_control/faults",
                   "{\"fault\":\"drop_response_after_effect\"}");
     json_decref(j);
 
@@ -295,8 +210,8 @@ static void dropped_answer_is_unknown_until_the_reconciler_finds_it_paid(
     assert_true(w.recorded);
     assert_int_equal(w.attempt_status, OG_OP_UNKNOWN);
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_UNKNOWN);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
-    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payouts_created"), 1);
 
     /* The sweeper leaves an Unknown attempt to the reconciler (SW3). */
     usleep(1200 * 1000); /* past the attempt's 1 s lease */
@@ -313,9 +228,9 @@ static void dropped_answer_is_unknown_until_the_reconciler_finds_it_paid(
     assert_true(op.provider_reference[0] != '\0');
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
     /* one create and one lookup in all */
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
-    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
-    assert_int_equal(x_stat(&e.sb, "payout_lookups"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payouts_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_lookups"), 1);
     /* and nothing left to reconcile */
     assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
     assert_int_equal(st.scanned, 0);
@@ -338,7 +253,7 @@ static void returned_payout_is_succeeded_with_a_return_event(void **state)
     (void)state;
     x_env_start(&e, "pxret");
     (void)x_payout(&e, id, 1);
-    json_decref(x_control(&e.sb, "/_control/faults",
+    json_decref(t_sbx_control(&e.sb, "/_control/faults",
                           "{\"fault\":\"drop_response_after_effect\"}"));
     assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
     assert_int_equal(w.attempt_status, OG_OP_UNKNOWN);
@@ -347,13 +262,13 @@ static void returned_payout_is_succeeded_with_a_return_event(void **state)
     /* the beneficiary's bank sends it back */
     snprintf(path, sizeof path, "/v1/payouts?reference=%s",
              op.client_reference);
-    j = x_control(&e.sb, path, NULL);
+    j = t_sbx_control(&e.sb, path, NULL);
     list = json_object_get(j, "payouts");
     assert_int_equal(json_array_size(list), 1);
     po = json_string_value(json_object_get(json_array_get(list, 0), "id"));
     assert_non_null(po);
     snprintf(path, sizeof path, "/_control/payouts/%s/return", po);
-    json_decref(x_control(&e.sb, path, "{}"));
+    json_decref(t_sbx_control(&e.sb, path, "{}"));
 
     usleep(1200 * 1000);
     assert_int_equal(og_payout_reconcile_once(e.s, &e.rc, &st), 0);
@@ -368,8 +283,8 @@ static void returned_payout_is_succeeded_with_a_return_event(void **state)
              id);
     assert_int_equal(p_count(e.raw, "payout_events", where), 1);
     json_decref(j);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
-    assert_int_equal(x_stat(&e.sb, "payouts_returned"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payouts_returned"), 1);
     x_env_stop(&e);
 }
 
@@ -405,7 +320,7 @@ static void late_answer_after_the_sweep_is_late_evidence(void **state)
     (void)state;
     x_env_start(&e, "pxlate");
     (void)x_payout(&e, id, 1);
-    json_decref(x_control(&e.sb, "/_control/faults",
+    json_decref(t_sbx_control(&e.sb, "/_control/faults",
                           "{\"fault\":\"delay_after_effect\",\"ms\":3000}"));
     memset(&x, 0, sizeof x);
     x.e = &e;
@@ -430,8 +345,8 @@ static void late_answer_after_the_sweep_is_late_evidence(void **state)
             late = strcmp(h.v[i].source, "late-response") == 0;
     og_op_events_free(&h);
     assert_true(late);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
-    assert_int_equal(x_stat(&e.sb, "payout_lookups"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_lookups"), 0);
     x_env_stop(&e);
 }
 
@@ -467,7 +382,7 @@ static void claimed_attempt_never_started_is_not_started_after_the_sweep(
     assert_int_equal(v.state, OG_PAYOUT_STATE_APPROVED);
     assert_string_equal(v.active_attempt, "");
     assert_int_equal(p_reserved(e.raw, e.w.tenant), 0);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 0);
     x_env_stop(&e);
 }
 
@@ -514,7 +429,7 @@ static void claim_ack_lost_sends_nothing_and_the_sweeper_settles_it(
     assert_int_equal(w.attempt_status, OG_OP_NOT_STARTED);
     assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
     assert_int_equal(w.end, OG_PAYOUT_WORK_IDLE);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 0);
     x_env_stop(&e);
 }
 
@@ -580,8 +495,8 @@ static void start_ack_lost_is_not_applied_only_after_the_cutoff(void **state)
     assert_true(op.taken_at_us >= op.final_absence_after_us);
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_APPROVED);
     assert_int_equal(p_reserved(e.raw, e.w.tenant), 0);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
-    assert_true(x_stat(&e.sb, "payout_lookups") >= 2);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 0);
+    assert_true(t_sbx_stat(&e.sb, "payout_lookups") >= 2);
     x_env_stop(&e);
 }
 
@@ -634,8 +549,8 @@ static void runner_pays_every_payout_once_and_goes_idle(void **state)
     assert_int_equal(n.pass_errors, 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(p_get(e.s, id[i]).state, OG_PAYOUT_STATE_PAID);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 3);
-    assert_int_equal(x_stat(&e.sb, "payouts_created"), 3);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 3);
+    assert_int_equal(t_sbx_stat(&e.sb, "payouts_created"), 3);
     /* a bad configuration starts nothing */
     c.workers = 65;
     assert_int_equal(og_payout_runner_start(e.s, &c, &r), OG_EINVAL);
@@ -732,7 +647,7 @@ static void grant_checks_refuse_or_postpone_with_no_provider_call(
                   false, false, __LINE__);
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_APPROVED);
 
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 0);
     x_env_stop(&e);
 }
 
@@ -811,7 +726,7 @@ static void worker_rechecks_with_the_limit_the_decision_captured(
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_APPROVED);
     assert_int_equal(og_payout_grant_get(e.s, d.grant_id, &g), 1);
     assert_int_equal(g.consumed_at_us, 0);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 0);
 
     /* Captured at exactly the amount: allowed then, allowed now. */
     p_id(id, &e.w, "PAY", 2);
@@ -829,7 +744,7 @@ static void worker_rechecks_with_the_limit_the_decision_captured(
                  og_err_name(w.error));
     assert_int_equal(w.attempt_status, OG_OP_SUCCEEDED);
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
 
     /* A grant bound to a decision that did not allow it (a payout's
      * EscalationRecommended one, pointed at behind the store's back: the
@@ -854,7 +769,7 @@ static void worker_rechecks_with_the_limit_the_decision_captured(
     assert_string_equal(w.job.grant_id, d.grant_id);
     assert_int_equal(og_payout_grant_get(e.s, d.grant_id, &g), 1);
     assert_int_equal(g.consumed_at_us, 0);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
     x_env_stop(&e);
 }
 

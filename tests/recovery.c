@@ -34,95 +34,6 @@
 
 #define SEC INT64_C(1000000)
 
-typedef struct r_sandbox {
-    pid_t pid;
-    char url[128];
-    char dir[64];
-} r_sandbox;
-
-/* Starts oncegate-sandbox on a free port with a fresh state; waits for its
- * ready line (tests/support/proc.c). */
-static void r_sandbox_start(r_sandbox *sb)
-{
-    const char *bin = getenv("OG_TEST_SANDBOX");
-    char state[128], out[128], err[128];
-    char *argv[] = {(char *)bin, (char *)"--listen", (char *)"127.0.0.1:0",
-                    (char *)"--state", state, (char *)"--control", NULL};
-    int port = 0;
-
-    if (!bin || !*bin)
-        fail_msg("OG_TEST_SANDBOX must name the oncegate-sandbox binary");
-    snprintf(sb->dir, sizeof sb->dir, "/tmp/og-recovery-XXXXXX");
-    assert_non_null(mkdtemp(sb->dir));
-    snprintf(state, sizeof state, "%s/sandbox.db", sb->dir);
-    snprintf(out, sizeof out, "%s/stdout", sb->dir);
-    snprintf(err, sizeof err, "%s/stderr", sb->dir);
-    sb->pid = t_proc_spawn(argv, NULL, out, err);
-    assert_true(sb->pid > 0);
-    if (t_proc_wait_ready(sb->pid, out, "oncegate-sandbox: listening on http://",
-                          30000, &port, NULL) != 0) {
-        t_proc_print_output(out, err);
-        fail_msg("oncegate-sandbox did not become ready");
-    }
-    snprintf(sb->url, sizeof sb->url, "http://127.0.0.1:%d", port);
-}
-
-static void r_sandbox_stop(r_sandbox *sb)
-{
-    char cmd[128];
-
-    t_proc_stop(sb->pid, SIGTERM, 30000, NULL);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", sb->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", sb->dir);
-}
-
-static size_t r_sink(char *p, size_t sz, size_t n, void *ud)
-{
-    json_t **out = ud;
-    json_error_t e;
-
-    json_decref(*out);
-    *out = json_loadb(p, sz * n, 0, &e);
-    return sz * n;
-}
-
-/* One control request; returns the JSON answer (a new reference). */
-static json_t *r_control(const r_sandbox *sb, const char *path,
-                         const char *body)
-{
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = curl_slist_append(NULL,
-                                             "Content-Type: application/json");
-    char url[256];
-    json_t *out = NULL;
-
-    snprintf(url, sizeof url, "%s%s", sb->url, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, r_sink);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    assert_int_equal(curl_easy_perform(c), CURLE_OK);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    assert_non_null(out);
-    return out;
-}
-
-static int64_t r_stat(const r_sandbox *sb, const char *name)
-{
-    json_t *j = r_control(sb, "/_control/stats", NULL);
-    int64_t v = json_integer_value(json_object_get(j, name));
-
-    json_decref(j);
-    return v;
-}
-
 /* The table of the sandbox, or a copy with atomic_same_key false. */
 static og_provider_table *r_table(bool atomic)
 {
@@ -208,7 +119,7 @@ typedef struct r_env {
     og_provider_table *t;
     og_store *s;
     og_provider *p;
-    r_sandbox sb;
+    t_sbx sb;
 } r_env;
 
 static void r_env_start(r_env *e, bool atomic)
@@ -216,7 +127,7 @@ static void r_env_start(r_env *e, bool atomic)
     memset(e, 0, sizeof *e);
     e->t = r_table(atomic);
     e->s = r_store();
-    r_sandbox_start(&e->sb);
+    t_sbx_start(&e->sb, "og-recovery");
     assert_int_equal(og_provider_open(e->sb.url, NULL, e->t, &e->p), 0);
 }
 
@@ -225,7 +136,7 @@ static void r_env_stop(r_env *e)
     og_provider_free(e->p);
     og_provider_table_free(e->t);
     og_store_free(e->s);
-    r_sandbox_stop(&e->sb);
+    t_sbx_stop(&e->sb);
 }
 
 static void billing_success_with_a_lost_answer_is_found_by_lookup(void **st)
@@ -242,7 +153,7 @@ static void billing_success_with_a_lost_answer_is_found_by_lookup(void **st)
     r_env_start(&e, true);
     op = r_admit(e.s, &c);
     /* The handler's call: the credit is made, the answer is lost. */
-    json_decref(r_control(&e.sb, "/_control/faults",
+    json_decref(t_sbx_control(&e.sb, "/_control/faults",
                           "{\"fault\":\"drop_response_after_effect\"}"));
     assert_int_equal(og_provider_create_credit(e.p, op.operation_id,
                                                op.account_id, op.amount,
@@ -262,8 +173,8 @@ static void billing_success_with_a_lost_answer_is_found_by_lookup(void **st)
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
     assert_int_equal(after.owner_version, 2);
     assert_true(strncmp(after.provider_reference, "cr_", 3) == 0);
-    assert_int_equal(r_stat(&e.sb, "credits_created"), 1);
-    assert_int_equal(r_stat(&e.sb, "create_requests"), 1); /* no resubmit */
+    assert_int_equal(t_sbx_stat(&e.sb, "credits_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 1); /* no resubmit */
     r_env_stop(&e);
 }
 
@@ -282,12 +193,12 @@ static void crash_right_after_admission_is_resubmitted_once(void **st)
     after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
     assert_true(sum.resubmitted >= 1);
-    assert_int_equal(r_stat(&e.sb, "credits_created"), 1);
-    assert_int_equal(r_stat(&e.sb, "create_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "credits_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 1);
     /* A later pass leaves a settled operation alone. */
     after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
-    assert_int_equal(r_stat(&e.sb, "create_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 1);
     r_env_stop(&e);
 }
 
@@ -306,7 +217,7 @@ static void without_atomic_same_key_recovery_never_creates(void **st)
     after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_NEEDS_RECONCILIATION);
     assert_string_equal(after.reason, "not_found_no_atomic_same_key");
-    assert_int_equal(r_stat(&e.sb, "create_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 0);
     r_env_stop(&e);
 }
 
@@ -325,7 +236,7 @@ static void after_submit_by_recovery_never_creates(void **st)
 
     after = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
     assert_int_equal(after.status, OG_OP_NEEDS_RECONCILIATION);
-    assert_int_equal(r_stat(&e.sb, "create_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 0);
     r_env_stop(&e);
 }
 
@@ -393,9 +304,9 @@ static void recovery_never_touches_payout_operations(void **st)
     assert_int_equal(after.status, OG_OP_SUCCEEDED);
     assert_int_equal(after.kind, OG_OP_KIND_CREDIT);
     /* The provider saw the credit's lookup and create, nothing else. */
-    assert_int_equal(r_stat(&e.sb, "lookups"), 1);
-    assert_int_equal(r_stat(&e.sb, "create_requests"), 1);
-    assert_int_equal(r_stat(&e.sb, "credits_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "lookups"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "credits_created"), 1);
     /* Each payout attempt exactly as it was: no takeover, no outcome. */
     for (int i = 0; i < 4; i++) {
         r_untouched now = r_snapshot(e.s, p[i].operation_id);

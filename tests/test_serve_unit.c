@@ -24,8 +24,50 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "secret.h"
 #include "serve.h"
 #include "support.h"
+
+/* og_secret_text_file_read (src/common/secret.h): the provider credential's
+ * reader. Trimmed, bounded, NUL-free, fits, or refused with out untouched. */
+static void secret_text_file_reads_trims_and_refuses(void **state)
+{
+    char dir[] = "/tmp/og-secret-XXXXXX", path[600], out[16], big[40];
+    FILE *f;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/key", dir);
+#define WRITE(text, n)                                                         \
+    do {                                                                       \
+        assert_non_null(f = fopen(path, "wb"));                                \
+        assert_int_equal(fwrite(text, 1, n, f), n);                            \
+        assert_int_equal(fclose(f), 0);                                        \
+    } while (0)
+    WRITE(" \tsk-123\r\n", 10);
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), 0);
+    assert_string_equal(out, "sk-123");
+    WRITE("\n \n", 3); /* only white space: the empty credential */
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    strcpy(out, "keep");
+    WRITE("a\0b", 3); /* a NUL inside */
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), -1);
+    assert_string_equal(out, "keep");
+    memset(big, 'k', sizeof big);
+    WRITE(big, 33); /* over max */
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), -1);
+    WRITE(big, 16); /* within max, but no room for its NUL in out */
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), -1);
+    WRITE(big, 15);
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), 0);
+    assert_int_equal(strlen(out), 15);
+#undef WRITE
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(og_secret_text_file_read(path, 32, out, sizeof out), -1);
+    assert_int_equal(og_secret_text_file_read(NULL, 32, out, sizeof out), -1);
+    assert_int_equal(rmdir(dir), 0);
+}
 
 /* ===========================================================================
  * Helpers: files and lines.
@@ -1161,6 +1203,7 @@ int main(void)
 {
 #define LOG_TEST(f) cmocka_unit_test_setup_teardown(f, log_setup, log_teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(secret_text_file_reads_trims_and_refuses),
         LOG_TEST(log_line_is_json_with_ts_level_event_first),
         LOG_TEST(log_levels_are_named_and_fields_optional),
         LOG_TEST(log_level_below_min_is_dropped),

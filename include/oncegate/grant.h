@@ -281,6 +281,31 @@ OG_MUST_CHECK int og_validated_grant_admission(const og_validated_grant *v,
                                                og_grant *g, og_intent *in);
 
 /* ---------------------------------------------------------------------------
+ * Secret key files (lib/token/keyfile.c): the one loader of the 32-byte
+ * symmetric keys the service holds (the operation-id MAC key below, the
+ * redemption sealing key of oncegate/redeem.h). One loader, so that every
+ * such key is refused on the same grounds (F5, F6 there).
+ * ------------------------------------------------------------------------- */
+#define OG_SECRET_KEY_LEN 32        /* bytes of a symmetric key */
+#define OG_SECRET_KEY_FILE_MAX 256  /* bytes of its file */
+
+/* The encodings a key file may use: OG_KEY_HEX is 64 hex digits;
+ * OG_KEY_HEX_OR_BASE64 also takes base64 of the 32 bytes (standard or
+ * URL-safe alphabet, padded or not). */
+typedef enum og_key_encoding { OG_KEY_HEX, OG_KEY_HEX_OR_BASE64 } og_key_encoding;
+
+/* Reads the key file at path into key: a regular file (never followed
+ * through a symlink) that neither group nor others may read, write or
+ * execute (chmod 600), of at most OG_SECRET_KEY_FILE_MAX bytes, holding the
+ * key in encoding enc with surrounding white space ignored. Returns 0 and
+ * key, OG_EKEY_IO (cannot be opened or read), OG_EKEY_INVALID (a symlink,
+ * another file type, a wider mode, too large, or not exactly 32 bytes in
+ * enc), OG_EINVAL (NULL). The file's text is wiped before this returns; on
+ * an error key is wiped too. */
+OG_MUST_CHECK int og_secret_key_file_read(const char *path, og_key_encoding enc,
+                                          unsigned char key[OG_SECRET_KEY_LEN]);
+
+/* ---------------------------------------------------------------------------
  * Server-issued operation ids (lib/token/opid.c; docs/design.md,
  * "Server-issued operation ids"). The party that renders the approval form
  * takes a fresh operation id from the issuer, optionally with a MAC over
@@ -291,7 +316,6 @@ OG_MUST_CHECK int og_validated_grant_admission(const og_validated_grant *v,
  * unpadded base64url.
  * ------------------------------------------------------------------------- */
 #define OG_OPID_MAC_LEN 43          /* base64url of 32 bytes */
-#define OG_OPID_KEY_FILE_MAX 256    /* bytes of a key file */
 
 typedef struct og_opid_key og_opid_key;
 

@@ -54,14 +54,13 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 typedef struct og_redeem_key og_redeem_key;
 
-#define OG_REDEEM_KEY_FILE_MAX 256 /* bytes of a key file */
-
 /* Loads a key file: 32 bytes written as 64 hex digits, or as base64
  * (standard or URL-safe alphabet, padded or not), surrounding white space
  * ignored. The file must be a regular file that neither group nor others
- * may read, write or execute (chmod 600). Returns 0 and *out, OG_EKEY_IO
- * (cannot be read), OG_EREDEMPTION_KEY (mode or content), OG_ENOMEM. The
- * file's text is wiped from memory once read. */
+ * may read, write or execute (chmod 600), read by og_secret_key_file_read
+ * (oncegate/grant.h). Returns 0 and *out, OG_EKEY_IO (cannot be read),
+ * OG_EREDEMPTION_KEY (mode or content), OG_ENOMEM. The file's text is
+ * wiped from memory once read. */
 OG_MUST_CHECK int og_redeem_key_load_file(const char *path,
                                           og_redeem_key **out);
 

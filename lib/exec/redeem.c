@@ -22,17 +22,16 @@
  *       them; the key lives in guarded memory (sodium_malloc).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
 #include "core/core_int.h"
+#include "oncegate/grant.h"
 #include "oncegate/redeem.h"
 #include "oncegate/store.h"
 
@@ -64,87 +63,18 @@ void og_redeem_key_free(og_redeem_key *k)
         sodium_free(k); /* wipes */
 }
 
-/* Decodes text (n bytes, white space trimmed) as 64 hex digits or base64 of
- * 32 bytes into key. 0 or -1. */
-static int key_decode(const char *text, size_t n,
-                      unsigned char key[OG__REDEEM_KEY_LEN])
-{
-    static const int variants[] = {
-        sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
-        sodium_base64_VARIANT_URLSAFE, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
-    size_t len = 0;
-
-    if (n == 2 * OG__REDEEM_KEY_LEN &&
-        sodium_hex2bin(key, OG__REDEEM_KEY_LEN, text, n, NULL, &len, NULL) ==
-            0 &&
-        len == OG__REDEEM_KEY_LEN)
-        return 0;
-    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
-        if (sodium_base642bin(key, OG__REDEEM_KEY_LEN, text, n, NULL, &len,
-                              NULL, variants[i]) == 0 &&
-            len == OG__REDEEM_KEY_LEN)
-            return 0;
-    return -1;
-}
-
-/* Reads at most OG_REDEEM_KEY_FILE_MAX bytes of the owner-only regular file
- * at path into buf (room for one more). Length, or a negative error. */
-static int key_read(const char *path, char *buf)
-{
-    struct stat st;
-    size_t n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc = 0;
-
-    if (fd < 0)
-        return errno == ELOOP ? OG_EREDEMPTION_KEY : OG_EKEY_IO;
-    if (fstat(fd, &st) != 0) {
-        rc = OG_EKEY_IO;
-        goto out;
-    }
-    /* A secret the group or others can touch is no longer a secret. */
-    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
-        rc = OG_EREDEMPTION_KEY;
-        goto out;
-    }
-    while (n <= OG_REDEEM_KEY_FILE_MAX) {
-        ssize_t r = read(fd, buf + n, OG_REDEEM_KEY_FILE_MAX + 1 - n);
-
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = OG_EKEY_IO;
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    rc = n > OG_REDEEM_KEY_FILE_MAX ? OG_EREDEMPTION_KEY : (int)n;
-out:
-    close(fd);
-    return rc;
-}
-
 int og_redeem_key_load_file(const char *path, og_redeem_key **out)
 {
-    char buf[OG_REDEEM_KEY_FILE_MAX + 1];
     unsigned char key[OG__REDEEM_KEY_LEN];
-    size_t a = 0, b;
-    int n, rc;
+    int rc;
 
     if (!path || !out)
         return OG_EINVAL;
-    if ((n = key_read(path, buf)) < 0)
-        return n;
-    b = (size_t)n;
-    while (a < b && strchr(" \t\r\n", buf[a]))
-        a++;
-    while (b > a && strchr(" \t\r\n", buf[b - 1]))
-        b--;
-    rc = key_decode(buf + a, b - a, key) == 0
-             ? og_redeem_key_from_bytes(key, out)
-             : OG_EREDEMPTION_KEY;
-    sodium_memzero(buf, sizeof buf);
+    rc = og_secret_key_file_read(path, OG_KEY_HEX_OR_BASE64, key);
+    if (rc == 0)
+        rc = og_redeem_key_from_bytes(key, out);
+    else if (rc == OG_EKEY_INVALID)
+        rc = OG_EREDEMPTION_KEY; /* this key's own code, as documented */
     sodium_memzero(key, sizeof key);
     return rc;
 }

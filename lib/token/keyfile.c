@@ -1,8 +1,9 @@
 /*
  * keyfile.c — key files: generating them, and loading keysets and signers
- * from them. The only token code that touches the disk (besides the
- * operation-id MAC key's loader in opid.c); everything it reads
- * goes through the parsers of keys.c.
+ * from them, and the one loader of the service's symmetric secret keys
+ * (og_secret_key_file_read). The only token code that touches the disk;
+ * everything it reads goes through the parsers of keys.c or the key
+ * decoder below.
  *
  * Invariants:
  *   F1  A key file is never overwritten or truncated: both files of a key
@@ -14,6 +15,12 @@
  *       removed. One that succeeds has fsync'd both files and the directory.
  *   F4  The private key text is read into, and written from, memory that is
  *       wiped before it is freed.
+ *   F5  A secret key file is read only when it is a regular file reached
+ *       without a symlink that neither group nor others can touch: a key
+ *       others can read is no longer a secret, and a planted link must not
+ *       choose which file is trusted.
+ *   F6  A secret key's file text and a key that failed to load are wiped
+ *       before the loader returns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -90,6 +97,94 @@ out:
             free(buf);
     }
     close(fd);
+    return rc;
+}
+
+/* Reads at most OG_SECRET_KEY_FILE_MAX bytes of the secret key file at path
+ * into buf (room for one more), refusing what F5 refuses. Length, or a
+ * negative error. */
+static int secret_read(const char *path, char *buf)
+{
+    struct stat st;
+    size_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc = 0;
+
+    if (fd < 0)
+        return errno == ELOOP ? OG_EKEY_INVALID : OG_EKEY_IO;
+    if (fstat(fd, &st) != 0) {
+        rc = OG_EKEY_IO;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) { /* F5 */
+        rc = OG_EKEY_INVALID;
+        goto out;
+    }
+    while (n <= OG_SECRET_KEY_FILE_MAX) {
+        ssize_t r = read(fd, buf + n, OG_SECRET_KEY_FILE_MAX + 1 - n);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = OG_EKEY_IO;
+            goto out;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    rc = n > OG_SECRET_KEY_FILE_MAX ? OG_EKEY_INVALID : (int)n;
+out:
+    close(fd);
+    return rc;
+}
+
+/* Decodes text (n bytes, white space trimmed) in enc into exactly
+ * OG_SECRET_KEY_LEN bytes of key. 0 or -1. */
+static int secret_decode(const char *text, size_t n, og_key_encoding enc,
+                         unsigned char key[OG_SECRET_KEY_LEN])
+{
+    static const int variants[] = {
+        sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
+        sodium_base64_VARIANT_URLSAFE, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+    size_t len = 0;
+
+    if (n == 2 * OG_SECRET_KEY_LEN &&
+        sodium_hex2bin(key, OG_SECRET_KEY_LEN, text, n, NULL, &len, NULL) ==
+            0 &&
+        len == OG_SECRET_KEY_LEN)
+        return 0;
+    if (enc != OG_KEY_HEX_OR_BASE64)
+        return -1;
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+        if (sodium_base642bin(key, OG_SECRET_KEY_LEN, text, n, NULL, &len,
+                              NULL, variants[i]) == 0 &&
+            len == OG_SECRET_KEY_LEN)
+            return 0;
+    return -1;
+}
+
+int og_secret_key_file_read(const char *path, og_key_encoding enc,
+                            unsigned char key[OG_SECRET_KEY_LEN])
+{
+    char buf[OG_SECRET_KEY_FILE_MAX + 1];
+    size_t a = 0, b;
+    int n, rc;
+
+    if (!path || !key || (enc != OG_KEY_HEX && enc != OG_KEY_HEX_OR_BASE64))
+        return OG_EINVAL;
+    if ((n = secret_read(path, buf)) < 0) {
+        sodium_memzero(buf, sizeof buf);
+        return n;
+    }
+    b = (size_t)n;
+    while (a < b && strchr(" \t\r\n", buf[a]))
+        a++;
+    while (b > a && strchr(" \t\r\n", buf[b - 1]))
+        b--;
+    rc = secret_decode(buf + a, b - a, enc, key) == 0 ? 0 : OG_EKEY_INVALID;
+    sodium_memzero(buf, sizeof buf); /* F6 */
+    if (rc != 0)
+        sodium_memzero(key, OG_SECRET_KEY_LEN);
     return rc;
 }
 

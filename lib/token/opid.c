@@ -14,18 +14,14 @@
  *       freed; the key file's text and the decoded bytes are wiped on every
  *       path.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <sodium.h>
 
 #include "token/token_int.h"
 
-#define OPID_KEY_LEN 32
+#define OPID_KEY_LEN OG_SECRET_KEY_LEN
 #define OPID_DOMAIN "oncegate operation id mac v1"
 
 struct og_opid_key {
@@ -62,68 +58,15 @@ void og_opid_key_free(og_opid_key *k)
         sodium_free(k); /* wipes */
 }
 
-/* Reads at most OG_OPID_KEY_FILE_MAX bytes of the owner-only regular file
- * at path into buf (room for one more). Length, or a negative error. */
-static int key_read(const char *path, char *buf)
-{
-    struct stat st;
-    size_t n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc = 0;
-
-    if (fd < 0)
-        return errno == ELOOP ? OG_EKEY_INVALID : OG_EKEY_IO;
-    if (fstat(fd, &st) != 0) {
-        rc = OG_EKEY_IO;
-        goto out;
-    }
-    /* A secret the group or others can touch is no longer a secret. */
-    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
-        rc = OG_EKEY_INVALID;
-        goto out;
-    }
-    while (n <= OG_OPID_KEY_FILE_MAX) {
-        ssize_t r = read(fd, buf + n, OG_OPID_KEY_FILE_MAX + 1 - n);
-
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = OG_EKEY_IO;
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    rc = n > OG_OPID_KEY_FILE_MAX ? OG_EKEY_INVALID : (int)n;
-out:
-    close(fd);
-    return rc;
-}
-
 int og_opid_key_load_file(const char *path, og_opid_key **out)
 {
-    char buf[OG_OPID_KEY_FILE_MAX + 1];
-    unsigned char key[OPID_KEY_LEN];
-    size_t a = 0, b, len = 0;
-    int n, rc;
+    unsigned char key[OG_SECRET_KEY_LEN];
+    int rc;
 
     if (!path || !out)
         return OG_EINVAL;
-    if ((n = key_read(path, buf)) < 0)
-        return n;
-    b = (size_t)n;
-    while (a < b && strchr(" \t\r\n", buf[a]))
-        a++;
-    while (b > a && strchr(" \t\r\n", buf[b - 1]))
-        b--;
-    if (b - a == 2 * OPID_KEY_LEN &&
-        sodium_hex2bin(key, sizeof key, buf + a, b - a, NULL, &len, NULL) ==
-            0 &&
-        len == OPID_KEY_LEN)
+    if ((rc = og_secret_key_file_read(path, OG_KEY_HEX, key)) == 0)
         rc = og_opid_key_from_bytes(key, out);
-    else
-        rc = OG_EKEY_INVALID;
-    sodium_memzero(buf, sizeof buf);
     sodium_memzero(key, sizeof key);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "cli.h"
+#include "secret.h"
 
 const char og_usage_payouts[] =
     "usage: oncegate payouts run --provider URL --provider-table FILE\n"
@@ -142,34 +143,8 @@ static int parse_backoff(const char *s, int64_t *b, int max)
  * space trimmed (1..OG_PAYOUT_CREDENTIAL_MAX bytes, or empty: no key). */
 static int credential_from_file(void *arg, char *out, size_t outlen)
 {
-    const char *path = arg;
-    char buf[OG_PAYOUT_CREDENTIAL_MAX + 2];
-    size_t n, a = 0;
-    FILE *f = fopen(path, "rb");
-    int rc = -1;
-
-    if (!f)
-        return -1;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    if (ferror(f) || n > OG_PAYOUT_CREDENTIAL_MAX) {
-        fclose(f);
-        sodium_memzero(buf, sizeof buf);
-        return -1;
-    }
-    fclose(f);
-    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' ||
-                     buf[n - 1] == '\r' || buf[n - 1] == '\n'))
-        n--;
-    while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\r' ||
-                     buf[a] == '\n'))
-        a++;
-    if (n - a + 1 <= outlen && !memchr(buf + a, '\0', n - a)) {
-        memcpy(out, buf + a, n - a);
-        out[n - a] = '\0';
-        rc = 0;
-    }
-    sodium_memzero(buf, sizeof buf);
-    return rc;
+    return og_secret_text_file_read(arg, OG_PAYOUT_CREDENTIAL_MAX, out,
+                                    outlen);
 }
 
 /* ===========================================================================

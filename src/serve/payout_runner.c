@@ -21,6 +21,7 @@
 
 #include "http.h"
 #include "payout_runner.h"
+#include "secret.h"
 
 struct og_srv_payouts {
     og_provider_table *table;
@@ -34,10 +35,6 @@ struct og_srv_payouts {
 static int payouts_credential(void *arg, char *out, size_t outlen)
 {
     const og_srv_payouts *p = arg;
-    char buf[OG_PAYOUT_CREDENTIAL_MAX + 2];
-    size_t n, a = 0;
-    FILE *f;
-    int rc = -1;
 
     if (outlen < 1)
         return -1;
@@ -45,28 +42,8 @@ static int payouts_credential(void *arg, char *out, size_t outlen)
         out[0] = '\0';
         return 0;
     }
-    if (!(f = fopen(p->api_key_file, "rbe")))
-        return -1;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    if (ferror(f) || n > OG_PAYOUT_CREDENTIAL_MAX) {
-        fclose(f);
-        sodium_memzero(buf, sizeof buf);
-        return -1;
-    }
-    fclose(f);
-    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' ||
-                     buf[n - 1] == '\r' || buf[n - 1] == '\n'))
-        n--;
-    while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\r' ||
-                     buf[a] == '\n'))
-        a++;
-    if (n - a + 1 <= outlen && !memchr(buf + a, '\0', n - a)) {
-        memcpy(out, buf + a, n - a);
-        out[n - a] = '\0';
-        rc = 0;
-    }
-    sodium_memzero(buf, sizeof buf);
-    return rc;
+    return og_secret_text_file_read(p->api_key_file, OG_PAYOUT_CREDENTIAL_MAX,
+                                    out, outlen);
 }
 
 /* The runner's on_work: one line per job taken, identifiers and codes. */

@@ -112,4 +112,33 @@ int t_proc_wait_ready(pid_t pid, const char *out_path, const char *prefix,
  * out_path and the last 4 KB of log_path. */
 void t_proc_print_output(const char *out_path, const char *log_path);
 
+/* ---------------------------------------------------------------------------
+ * The sandbox (tests/support/sandbox.c): oncegate-sandbox (docs/sandbox.md)
+ * beside a test, for the programs that drive the provider through the
+ * library. OG_TEST_SANDBOX names the binary.
+ * ------------------------------------------------------------------------- */
+typedef struct t_sbx {
+    pid_t pid;
+    char url[128];   /* http://127.0.0.1:PORT */
+    char dir[96];    /* its state and output, removed by t_sbx_stop */
+} t_sbx;
+
+typedef struct json_t json_t;
+
+/* Starts the sandbox on a free port with a fresh state in a new directory
+ * /tmp/PREFIX-XXXXXX and its control API on; waits for its ready line.
+ * Fails the test when it cannot. */
+void t_sbx_start(t_sbx *sb, const char *prefix);
+
+/* Stops it (SIGTERM, then SIGKILL after 30 s) and removes its directory. */
+void t_sbx_stop(t_sbx *sb);
+
+/* One control request (POST with body when body is not NULL, else GET):
+ * the JSON answer, a new reference. Fails the test on a transport error or
+ * an answer that is not JSON. */
+json_t *t_sbx_control(const t_sbx *sb, const char *path, const char *body);
+
+/* One counter of GET /_control/stats (0 when absent). */
+int64_t t_sbx_stat(const t_sbx *sb, const char *name);
+
 #endif

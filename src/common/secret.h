@@ -1,0 +1,21 @@
+/*
+ * secret.h — reading a secret the service holds as text in a file (a
+ * provider's API key): one reader for `oncegate serve`'s payout pipeline
+ * and `oncegate payouts run`, so both trim, bound and wipe alike.
+ */
+#ifndef OG_COMMON_SECRET_H
+#define OG_COMMON_SECRET_H
+
+#include <stddef.h>
+
+/* Reads the file at path into out (outlen bytes, NUL-terminated): its
+ * content with surrounding white space (space, tab, CR, LF) trimmed, which
+ * may be empty. Refuses (-1, out untouched) a file that cannot be opened or
+ * read, one longer than max bytes, a content with a NUL byte, and one that
+ * does not fit outlen. The bytes read are wiped before it returns, whatever
+ * happened. Returns 0 or -1; never logs (the caller logs the path's
+ * setting name, never the content). */
+int og_secret_text_file_read(const char *path, size_t max, char *out,
+                             size_t outlen);
+
+#endif /* OG_COMMON_SECRET_H */
