@@ -272,10 +272,12 @@ void og_srv_config_doc(FILE *f);
  * (DIR/.lock), so instances started together agree: creates dir (0700)
  * and DIR/keys, generates the issuer key when none exists, creates
  * DIR/dev-credentials.json (0600) with one principal per role and
- * DIR/redemption.key (0600, the redemption sealing key) when absent, else
- * reuses them. Fills c: store (sqlite:DIR/oncegate.db unless store_url is
- * non-NULL), keys_dir, issuer, audience, principals, auto_migrate, and
- * redemption.key_file unless the configuration names one. 0, or a
+ * DIR/redemption.key (0600, the redemption sealing key) and
+ * DIR/operation-id.key (0600, the operation-id MAC key) when absent, else
+ * reuses them (a credentials file lacking a role is completed). Fills c:
+ * store (sqlite:DIR/oncegate.db unless store_url is non-NULL), keys_dir,
+ * issuer, audience, principals, auto_migrate, and redemption.key_file and
+ * operation_ids.mac_key_file unless the configuration names them. 0, or a
  * negative code with one line in err. */
 int og_srv_dev_prepare(og_srv_config *c, const char *dir,
                        const char *store_url, char *err, size_t errlen);
@@ -324,7 +326,7 @@ void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
  * ready-to-paste curl commands that issue a grant, present it (applied at
  * the provider), replay it and read the operation; with sb (a sandbox
  * started here, control endpoint on) also a lost provider answer that
- * recovery settles. */
+ * recovery settles, and the payout path (og_srv_dev_banner_payouts). */
 void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
                        const char *url, const char *argv0,
                        const og_srv_dev_sandbox *sb);
