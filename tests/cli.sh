@@ -110,6 +110,21 @@ expect_err "demo names the reason" 'awaiting an outcome'
 # keygen: files, modes, JSON with paths and never key material, refusals.
 K="$T/keys"; mkdir -p "$K"
 check "recover without a config" 2 "$OG" recover
+# help serve lists every key dev mode changes, with its dev value and its
+# default: each row of docs/config.md's dev mode table (generated from the
+# table dev mode applies) is a line of the help.
+check "help serve" 0 "$OG" help serve; expect_out "serve help has the dev mode block" "Dev mode \(--dev\) sets these keys"
+cp "$T/out" "$T/help-serve"
+check "serve --config-doc" 0 "$OG" serve --config-doc
+sed -n '/^## Dev mode/,$p' "$T/out" | sed -n 's/^| `\([^`]*\)` | `\([^`]*\)` | `\([^`]*\)` |$/\1 \2 \3/p' >"$T/dev-rows"
+if [ "$(wc -l <"$T/dev-rows")" -ge 10 ]; then pass=$((pass+1)); echo "ok   config doc lists the dev overrides"
+else fail=$((fail+1)); echo "FAIL config doc lists the dev overrides"; cat "$T/dev-rows"; fi
+while read -r key val def; do
+    if grep -Eq "^  $key +$(printf '%s' "$val" | sed 's/[].[*^$\\/]/\\&/g') +$(printf '%s' "$def" | sed 's/[].[*^$\\/]/\\&/g')\$" "$T/help-serve"; then
+        pass=$((pass+1)); echo "ok   help serve: $key $val (default $def)"
+    else fail=$((fail+1)); echo "FAIL help serve lacks $key $val $def"; cat "$T/help-serve"; fi
+done <"$T/dev-rows"
+check "serve --help" 0 "$OG" serve --help; expect_out "serve --help has the dev mode block" "payouts.attempt_lease_ms +10000 +120000"
 check "help recover" 0 "$OG" help recover; expect_out "recover help says it never records Failed on not-found" "Never records Failed"
 printf '{"store":"sqlite:%s/r.db","auto_migrate":true}' "$T" > "$T/norecover.json"
 check "recover without a provider is refused" 78 "$OG" recover --config "$T/norecover.json" --once

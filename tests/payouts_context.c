@@ -210,6 +210,104 @@ void context_versions_move_with_every_change(void **state)
 }
 
 /* ===========================================================================
+ * An imported destination (dev mode's scenario): changed_at as given, never
+ * ahead of the store's clock; an existing destination is never changed.
+ * ========================================================================= */
+
+void destination_import_keeps_an_earlier_changed_at_and_never_a_later(
+    void **state)
+{
+    og_store *s = t_store(0, 0);
+    t_raw *raw = t_raw_open();
+    og_payout_put_result pr = {0, 0};
+    og_payout_snapshot snap;
+    og_payout_decide_req r;
+    og_payout_decision d;
+    char id[64], id2[64], dst2[64];
+    int64_t before = t_now_us();
+    p_world w;
+
+    (void)state;
+    p_world_new(s, raw, &w, "imp", 5000000);
+    /* A second destination of w's beneficiary, imported as changed 30
+     * days ago: the policy sees a change long past and allows. */
+    p_id(dst2, &w, "DST", 2);
+    {
+        og_payout_destination_record dr = {dst2, w.ben, "tok_imported"};
+
+        assert_int_equal(og_payout_destination_import(s, &dr,
+                                                      before - 30 * DAY, &pr),
+                         0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+        assert_int_equal(pr.version, 1);
+        /* never a change of an existing one */
+        dr.provider_token = "tok_other";
+        assert_int_equal(og_payout_destination_import(s, &dr, before, &pr),
+                         0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_VERSION_CONFLICT);
+        /* bounds, before any I/O */
+        assert_int_equal(og_payout_destination_import(s, &dr, 0, &pr),
+                         OG_EINVAL);
+        assert_int_equal(og_payout_destination_import(
+                             s, &dr, INT64_C(253402300800000000), &pr),
+                         OG_EINVAL);
+        dr.beneficiary_id = "BEN-nobody";
+        dr.destination_id = "DST-nobody";
+        assert_int_equal(og_payout_destination_import(s, &dr, before, &pr),
+                         0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_NOT_FOUND);
+    }
+    p_id(id, &w, "PAY", 1);
+    {
+        og_payout_draft_req dq = {
+            id, {w.tenant, w.ben, dst2, 1, "4250.00", "EUR", "invoice"},
+            "clerk-22"};
+
+        assert_int_equal(og_payout_draft(s, &dq, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    r = p_req(id);
+    assert_int_equal(og_payout_context_read(s, id, r.not_before_us, &snap), 0);
+    assert_false(snap.ctx.unavailable);
+    if (snap.ctx.destination.changed_at_us > before - 30 * DAY + SEC)
+        fail_msg("changed_at %lld, before %lld", (long long)snap.ctx.destination.changed_at_us, (long long)before);
+    assert_true(snap.ctx.destination.changed_at_us >= before - 30 * DAY - SEC);
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
+
+    /* A time ahead of the store's clock lands as the store's clock: the
+     * change is recent, and the policy says so. */
+    p_id(dst2, &w, "DST", 3);
+    {
+        og_payout_destination_record dr = {dst2, w.ben, "tok_future"};
+
+        assert_int_equal(og_payout_destination_import(s, &dr,
+                                                      before + 365 * DAY, &pr),
+                         0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    p_id(id2, &w, "PAY", 2);
+    {
+        og_payout_draft_req dq = {
+            id2, {w.tenant, w.ben, dst2, 1, "10.00", "EUR", "invoice"},
+            "clerk-22"};
+
+        assert_int_equal(og_payout_draft(s, &dq, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    r = p_req(id2);
+    assert_int_equal(og_payout_context_read(s, id2, r.not_before_us, &snap),
+                     0);
+    assert_true(snap.ctx.destination.changed_at_us <= t_now_us());
+    assert_true(snap.ctx.destination.changed_at_us >= before - SEC);
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.reason,
+                     OG_PAYOUT_REASON_DESTINATION_RECENTLY_CHANGED);
+    t_raw_close(raw);
+    og_store_free(s);
+}
+
+/* ===========================================================================
  * A store that cannot be read or locked: unavailable, nothing decided
  * ========================================================================= */
 void context_that_cannot_be_read_is_unavailable_and_nothing_is_decided(

@@ -971,7 +971,7 @@ int main(void)
         cmocka_unit_test(dev_prepare_reuses_keys_and_credentials),
         cmocka_unit_test(
             dev_prepare_writes_the_sandbox_table_and_dev_timings_hold),
-        cmocka_unit_test(dev_prepare_refuses_a_broken_credentials_file),
+        cmocka_unit_test(dev_prepare_completes_an_old_credentials_file_and_refuses_a_broken_one),
         cmocka_unit_test(dev_banner_shows_no_key_and_its_commands_work),
         cmocka_unit_test(dev_banner_quotes_ipv6_urls_for_the_shell),
         cmocka_unit_test(two_processes_preparing_one_dir_agree),

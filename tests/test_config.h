@@ -57,7 +57,7 @@ void cred_key(const char *dir, const char *role,
 void dev_prepare_creates_credentials_and_one_key(void **state);
 void dev_prepare_reuses_keys_and_credentials(void **state);
 void dev_prepare_writes_the_sandbox_table_and_dev_timings_hold(void **state);
-void dev_prepare_refuses_a_broken_credentials_file(void **state);
+void dev_prepare_completes_an_old_credentials_file_and_refuses_a_broken_one(void **state);
 void dev_banner_shows_no_key_and_its_commands_work(void **state);
 void dev_banner_quotes_ipv6_urls_for_the_shell(void **state);
 void two_processes_preparing_one_dir_agree(void **state);

@@ -36,7 +36,11 @@ static void assert_dev_state(const char *dir, const og_srv_config *c)
         assert_int_equal(strspn(key + 3, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
                                          "klmnopqrstuvwxyz0123456789-_"),
                          43);
-        FMT(id, "dev-%s", role);
+        /* the clerk is the payout scenario's requester (dev_payouts.c) */
+        if ((1u << i) == OG_ROLE_CLERK)
+            FMT(id, "clerk-22");
+        else
+            FMT(id, "dev-%s", role);
         assert_string_equal(c->principals[i].id, id);
         assert_int_equal(c->principals[i].roles, 1u << i);
         sha256(key, h);
@@ -54,6 +58,18 @@ static void assert_dev_state(const char *dir, const og_srv_config *c)
 
         assert_int_equal(og_redeem_key_load_file(path, &k), 0);
         og_redeem_key_free(k);
+    }
+    /* The operation-id MAC key: 0600, loadable, configured, so dev grants
+     * carry operation_mac. */
+    FMT(path, "%s/%s", dir, OG_DEV_OPID_KEY);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_string_equal(c->opid_mac_key_file, path);
+    {
+        og_opid_key *k = NULL;
+
+        assert_int_equal(og_opid_key_load_file(path, &k), 0);
+        og_opid_key_free(k);
     }
 }
 
@@ -98,7 +114,7 @@ void dev_prepare_writes_the_sandbox_table_and_dev_timings_hold(
         fail_msg("OG_TEST_SOURCE_ROOT is not set (run through meson test)");
     scratch(dir, "dev-table");
     assert_int_equal(og_srv_config_defaults(&c), 0);
-    og_srv_dev_timings(&c.timings);
+    assert_int_equal(og_srv_dev_apply(&c, err, sizeof err), 0);
     assert_int_equal(og_timings_check(&c.timings, &why), 0);
     assert_true(c.timings.execution_lease_us <= 10 * 1000000);
     assert_true(c.timings.recovery_delay_us / 2 <= 1000000);
@@ -124,8 +140,8 @@ void dev_prepare_writes_the_sandbox_table_and_dev_timings_hold(
     assert_string_equal(have, want);
     free(have);
     free(want);
-    og_srv_dev_payouts(&c);
     assert_true(c.payouts_runner);
+    assert_string_equal(c.payouts_worker_id, "dev-payout-worker");
     assert_int_equal(og_srv_config_check(&c, err, sizeof err), 0);
     assert_int_equal(og_srv_config_check_payouts(&c, err, sizeof err), 0);
     og_srv_config_free(&c);
@@ -173,7 +189,7 @@ void dev_prepare_reuses_keys_and_credentials(void **state)
     free(second);
 }
 
-void dev_prepare_refuses_a_broken_credentials_file(void **state)
+void dev_prepare_completes_an_old_credentials_file_and_refuses_a_broken_one(void **state)
 {
     og_srv_config c;
     char dir[PATH_MAX], path[PATH_MAX], key[OG_API_KEY_MAX + 1], err[512];
@@ -185,10 +201,14 @@ void dev_prepare_refuses_a_broken_credentials_file(void **state)
     cred_key(dir, "agent", key);
     og_srv_config_free(&c);
 
-    /* A credentials file without the operator role, keeping a real key. */
+    /* A credentials file from before a role existed (no operator, no
+     * payout roles): dev mode adds the missing roles' principals and keeps
+     * the others' ids and keys (D3); dev-env then prints every role. */
     FMT(path, "%s/%s", dir, OG_DEV_CREDENTIALS);
     {
-        char text[1024];
+        char text[1024], k2[OG_API_KEY_MAX + 1];
+        og_srv_config d;
+
         FMT(text, "{\"issuer\": \"oncegate-dev\", \"principals\": {"
                  "\"issuer\": {\"id\": \"i\", \"api_key\": \"k1\"}, "
                  "\"agent\": {\"id\": \"a\", \"api_key\": \"%s\"}, "
@@ -196,12 +216,69 @@ void dev_prepare_refuses_a_broken_credentials_file(void **state)
                  "\"revoker\": {\"id\": \"r\", \"api_key\": \"k4\"}}}",
                  key);
         write_text(path, text);
+        chmod(path, 0600);
+        assert_int_equal(og_srv_config_defaults(&c), 0);
+        err[0] = '\0';
+        assert_int_equal(og_srv_dev_prepare(&c, dir, NULL, err, sizeof err),
+                         0);
+        assert_string_equal(err, "");
+        assert_int_equal(c.n_principals, OG_ROLE_COUNT);
+        assert_string_equal(c.principals[0].id, "i");
+        assert_string_equal(c.principals[1].id, "a");
+        cred_key(dir, "agent", k2);
+        assert_string_equal(k2, key);
+        cred_key(dir, "issuer", k2);
+        assert_string_equal(k2, "k1");
+        for (int i = 0; i < OG_ROLE_COUNT; i++) {
+            unsigned char h[OG_API_KEY_HASH_LEN];
+
+            cred_key(dir, og_role_name(1u << i), k2);
+            sha256(k2, h);
+            assert_memory_equal(c.principals[i].key_hash, h, sizeof h);
+        }
+        assert_string_equal(c.principals[OG_ROLE_IDX_OPERATOR].id,
+                            "dev-operator");
+        assert_string_equal(c.principals[OG_ROLE_IDX_PAYOUT_WORKER].id,
+                            "dev-payout-worker");
+        assert_string_equal(c.principals[OG_ROLE_IDX_CLERK].id, "clerk-22");
+        {
+            struct stat st;
+
+            assert_int_equal(stat(path, &st), 0);
+            assert_int_equal(st.st_mode & 0777, 0600);
+        }
+        /* complete now: a second start changes nothing */
+        {
+            char *before = read_text(path), *after;
+
+            assert_int_equal(og_srv_config_defaults(&d), 0);
+            assert_int_equal(og_srv_dev_prepare(&d, dir, NULL, err,
+                                                sizeof err),
+                             0);
+            after = read_text(path);
+            assert_string_equal(before, after);
+            free(before);
+            free(after);
+            og_srv_config_free(&d);
+        }
+        og_srv_config_free(&c);
+    }
+
+    /* Two roles sharing one key are still refused, naming no key. */
+    {
+        char text[1024];
+
+        FMT(text, "{\"issuer\": \"oncegate-dev\", \"principals\": {"
+                 "\"issuer\": {\"id\": \"i\", \"api_key\": \"%s\"}, "
+                 "\"agent\": {\"id\": \"a\", \"api_key\": \"%s\"}}}",
+                 key, key);
+        write_text(path, text);
     }
     assert_int_equal(og_srv_config_defaults(&c), 0);
     err[0] = '\0';
     assert_int_equal(og_srv_dev_prepare(&c, dir, NULL, err, sizeof err),
                      OG_EINVAL);
-    assert_non_null(strstr(err, "missing role \"operator\""));
+    assert_non_null(strstr(err, "share one api_key"));
     assert_null(strstr(err, key)); /* never a key in an error */
     assert_null(c.principals);     /* c unchanged on failure */
 
@@ -338,7 +415,8 @@ void dev_banner_shows_no_key_and_its_commands_work(void **state)
     fputs(s + strlen("paste in order:\n"), f);
     assert_int_equal(fclose(f), 0);
     FMT(cmd, "cd '%s' && PATH='%s':\"$PATH\" LOGDIR='%s' OG_ISSUER_KEY=ik "
-             "OG_AGENT_KEY=ak bash -eu '%s' >/dev/null 2>&1",
+             "OG_AGENT_KEY=ak OG_OPERATOR_KEY=ok OG_CLERK_KEY=ck "
+             "bash -eu '%s' >/dev/null 2>&1",
              g_dir, bin, logdir, script);
     assert_int_equal(system(cmd), 0);
 
@@ -387,6 +465,53 @@ void dev_banner_shows_no_key_and_its_commands_work(void **state)
     s = call_part(logdir, 7, "url");
     FMT(cmd, "http://127.0.0.1:18080/v1/operations/%s", op2);
     assert_string_equal(s, cmd);
+    free(s);
+    /* The payout path: read PAY-3107 as the operator, arm the lost
+     * answer, the clerk's intent (the record's terms, version 1, a
+     * release time), then reads (the fake never answers Paid). */
+    s = call_part(logdir, 8, "url");
+    assert_string_equal(s, "http://127.0.0.1:18080/v1/admin/payouts/PAY-3107");
+    free(s);
+    s = call_part(logdir, 8, "hdr");
+    assert_non_null(strstr(s, "Authorization: Bearer ok|"));
+    free(s);
+    s = call_part(logdir, 9, "url");
+    assert_string_equal(s, "http://127.0.0.1:18081/_control/faults");
+    free(s);
+    assert_body_member(logdir, 9, "fault", "drop_response_after_effect",
+                       NULL);
+    s = call_part(logdir, 10, "url");
+    assert_string_equal(s,
+                        "http://127.0.0.1:18080/v1/payouts/PAY-3107/submit");
+    free(s);
+    s = call_part(logdir, 10, "hdr");
+    assert_non_null(strstr(s, "Authorization: Bearer ck|"));
+    free(s);
+    assert_body_member(logdir, 10, "beneficiary_id", "BEN-2208", NULL);
+    assert_body_member(logdir, 10, "destination_id", "DST-77", NULL);
+    assert_body_member(logdir, 10, "amount", "4250.00", NULL);
+    assert_body_member(logdir, 10, "currency", "EUR", NULL);
+    assert_body_member(logdir, 10, "purpose", "supplier-invoice INV-9031",
+                       NULL);
+    {
+        char *data = call_part(logdir, 10, "data");
+        json_t *j = json_loads(data, 0, NULL);
+        int64_t at = 0;
+
+        assert_non_null(j);
+        assert_int_equal(json_integer_value(json_object_get(j,
+                                                            "payout_version")),
+                         1);
+        assert_int_equal(og_time_parse_rfc3339(
+                             json_string_value(json_object_get(j,
+                                                               "release_at")),
+                             &at),
+                         0);
+        json_decref(j);
+        free(data);
+    }
+    s = call_part(logdir, 11, "url");
+    assert_string_equal(s, "http://127.0.0.1:18080/v1/admin/payouts/PAY-3107");
     free(s);
     free(buf);
     og_srv_config_free(&c);

@@ -105,6 +105,7 @@ REGISTRY = {
     # serve
     'CF': ('src/serve/config_load.c', 'loading the configuration'),
     'D': ('src/serve/dev.c', 'dev mode'),
+    'DS': ('src/serve/dev_payouts.c', "dev mode's payout scenario"),
     # the sandbox provider
     'SC': ('src/sandbox/core.c', "the sandbox's requests and decisions"),
     'SB': ('src/sandbox/store.c', "the sandbox's store"),

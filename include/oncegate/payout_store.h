@@ -162,6 +162,19 @@ OG_MUST_CHECK int og_payout_destination_put(
     og_store *s, const og_payout_destination_record *d,
     int64_t expected_version, og_payout_put_result *out);
 
+/* Creates a destination that was registered before this store knew it
+ * (dev mode's section-1 scenario, docs/payouts.md: DST-77 registered long
+ * before PAY-3107): as og_payout_destination_put with expected_version 0,
+ * except that changed_at is the EARLIER of changed_at_us and the store's
+ * clock — never a time ahead of the store, so it can only make the
+ * "destination changed in the last 7 days" check see an older change, as
+ * the registry being imported says. Never changes an existing destination
+ * (VERSION_CONFLICT). Errors: as og_payout_destination_put, and OG_EINVAL
+ * for changed_at_us outside 2000-01-01 .. 9999-12-31. */
+OG_MUST_CHECK int og_payout_destination_import(
+    og_store *s, const og_payout_destination_record *d, int64_t changed_at_us,
+    og_payout_put_result *out);
+
 /* The executor's read, and the only read of a provider token: the token of
  * destination_id if the destination is at version (the one the claim
  * fenced), NUL-terminated into out (outlen >= OG_PAYOUT_TOKEN_MAX + 1;

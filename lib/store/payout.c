@@ -117,10 +117,13 @@ static int token_check(const char *t)
     return n >= 1 && n <= OG_PAYOUT_TOKEN_MAX ? 0 : OG_EPAYOUT_TOKEN;
 }
 
-int og_payout_destination_put(og_store *s,
-                              const og_payout_destination_record *d,
-                              int64_t expected_version,
-                              og_payout_put_result *out)
+/* A destination's conditional write; changed_at_us 0: the store's clock
+ * (og_payout_destination_put), else a create whose changed_at is the earlier
+ * of it and the store's clock (og_payout_destination_import). */
+static int destination_write(og_store *s,
+                             const og_payout_destination_record *d,
+                             int64_t expected_version, int64_t changed_at_us,
+                             og_payout_put_result *out)
 {
     og__payout_destination_req r;
     og__payout_put_report rep;
@@ -139,6 +142,7 @@ int og_payout_destination_put(og_store *s,
     og__idcpy(r.beneficiary_id, d->beneficiary_id);
     memcpy(r.provider_token, d->provider_token, strlen(d->provider_token) + 1);
     r.expected_version = expected_version;
+    r.changed_at_us = changed_at_us;
     memset(&rep, 0, sizeof rep);
     rc = s->m->payout_destination_put(s->impl, &r, &rep);
     sodium_memzero(r.provider_token, sizeof r.provider_token); /* S7 */
@@ -146,6 +150,26 @@ int og_payout_destination_put(og_store *s,
         return rc;
     *out = og__payout_put_outcome(expected_version, &rep);
     return 0;
+}
+
+int og_payout_destination_put(og_store *s,
+                              const og_payout_destination_record *d,
+                              int64_t expected_version,
+                              og_payout_put_result *out)
+{
+    return destination_write(s, d, expected_version, 0, out);
+}
+
+int og_payout_destination_import(og_store *s,
+                                 const og_payout_destination_record *d,
+                                 int64_t changed_at_us,
+                                 og_payout_put_result *out)
+{
+    /* 2000-01-01 .. 9999-12-31: a time both engines hold exactly. */
+    if (changed_at_us < INT64_C(946684800000000) ||
+        changed_at_us > INT64_C(253402300799000000))
+        return OG_EINVAL;
+    return destination_write(s, d, 0, changed_at_us, out);
 }
 
 int og_payout_destination_token(og_store *s, const char *destination_id,

@@ -158,6 +158,9 @@ typedef struct og__payout_destination_req {
     char provider_token[OG_PAYOUT_TOKEN_MAX + 1]; /* SECRET: payout.c wipes
                                                      it after the call */
     int64_t expected_version;
+    int64_t changed_at_us; /* 0: the store's clock; else a create only, with
+                              changed_at the earlier of this and the store's
+                              clock (og_payout_destination_import) */
 } og__payout_destination_req;
 
 typedef struct og__payout_draft_req {

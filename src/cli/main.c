@@ -578,6 +578,10 @@ int main(int argc, char **argv)
         for (i = 0; i < sizeof og_commands / sizeof og_commands[0]; i++)
             if (og_commands[i].usage && strcmp(argv[2], og_commands[i].name) == 0) {
                 fputs(og_commands[i].usage, stdout);
+                /* serve's ends with the keys dev mode changes, printed
+                 * from the table dev mode applies (dev.c, D5) */
+                if (og_commands[i].run == og_cli_serve)
+                    og_srv_dev_help(stdout);
                 return OG_EXIT_OK;
             }
         fprintf(stderr, "oncegate: no such command: %s\n", argv[2]);

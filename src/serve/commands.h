@@ -10,6 +10,8 @@
 #ifndef OG_SERVE_COMMANDS_H
 #define OG_SERVE_COMMANDS_H
 
+#include <stdio.h>
+
 #include <jansson.h>
 
 #include "oncegate/store.h"
@@ -17,6 +19,9 @@
 /* `oncegate serve ...`. Returns the process exit code. */
 int og_cli_serve(int argc, char **argv);
 extern const char og_usage_serve[];
+/* What `oncegate help serve` prints after og_usage_serve: the keys dev
+ * mode changes, with their dev values and defaults (dev.c, D5). */
+void og_srv_dev_help(FILE *f);
 
 /* `oncegate recover --config FILE [--once]`. Returns the exit code. */
 int og_cli_recover(int argc, char **argv);

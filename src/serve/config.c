@@ -311,7 +311,7 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "the pipeline runs."},
     {"payouts.runner", OG_CFG_BOOL, 0, 0, "false", AT(payouts_runner),
      "Run the payout pipeline inside `serve` (dev mode: on, with short "
-     "timings: `og_srv_dev_payouts` in src/serve/dev.c). Off: run "
+     "timings: the dev mode section below). Off: run "
      "`oncegate payout-worker --config FILE` instead."},
     {"payouts.provider_url", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"",
      AT(payouts_provider_url),
@@ -581,24 +581,48 @@ static const char *doc_type(const og_srv_cfg_key *k)
     return "?";
 }
 
+/* Row k's default as JSON text into buf: its def, or for a timing
+ * og_timings_default()'s. 0, or -1 when it has none or it does not fit. */
+static int cfg_default_text(const og_srv_cfg_key *k, char *buf, size_t len)
+{
+    og_srv_config d;
+    int n;
+
+    if (k->def)
+        n = snprintf(buf, len, "%s", k->def);
+    else if (k->type == OG_CFG_MS) {
+        memset(&d, 0, sizeof d);
+        og_timings_default(&d.timings);
+        n = snprintf(buf, len, "%" PRId64,
+                     *(const int64_t *)og_srv_cfg_at_const(k, &d) / 1000);
+    } else
+        return -1;
+    return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+int og_srv_config_default_text(const char *name, char *buf, size_t len)
+{
+    for (size_t i = 0; name && i < og_srv_cfg_n_keys; i++)
+        if (strcmp(og_srv_cfg_keys[i].name, name) == 0)
+            return cfg_default_text(&og_srv_cfg_keys[i], buf, len);
+    return -1;
+}
+
 /* Writes the default column of row k; timings show og_timings_default(). */
 static void doc_default(FILE *f, const og_srv_cfg_key *k)
 {
-    og_srv_config d;
-    char buf[64];
+    char buf[4200];
 
     if (k->def) {
         fprintf(f, " `%s` |", k->def);
         return;
     }
-    if (k->type != OG_CFG_MS) {
+    if (cfg_default_text(k, buf + 1, sizeof buf - 2) != 0) {
         doc_cell(f, "-");
         return;
     }
-    memset(&d, 0, sizeof d);
-    og_timings_default(&d.timings);
-    snprintf(buf, sizeof buf, "`%" PRId64 "`",
-             *(const int64_t *)og_srv_cfg_at_const(k, &d) / 1000);
+    buf[0] = '`';
+    strcat(buf, "`");
     doc_cell(f, buf);
 }
 
@@ -736,5 +760,20 @@ void og_srv_config_doc(FILE *f)
           "`store_timeout`: a duplicate redemption waits out the exchange "
           "and the write of the request that is redeeming the same token.\n",
           f);
+    fputs("\n"
+          "## Dev mode\n"
+          "\n"
+          "`oncegate serve --dev` sets these keys before it reads `--config "
+          "FILE` (a file's values win), so recovery, cleanup and the payout "
+          "pipeline are seen within seconds; the relations above hold with "
+          "them. `oncegate help serve` prints the same table (both come from "
+          "`og_srv_dev_overrides` in src/serve/dev.c, the values dev mode "
+          "applies). It also generates the issuer key, the principals "
+          "(`DIR/dev-credentials.json`), `redemption.key_file` "
+          "(`DIR/redemption.key`) and `operation_ids.mac_key_file` "
+          "(`DIR/operation-id.key`) unless the configuration names them.\n"
+          "\n",
+          f);
+    og_srv_dev_overrides_print(f, true);
 }
 

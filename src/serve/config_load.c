@@ -561,6 +561,23 @@ static int cfg_set(const og_srv_cfg_key *k, json_t *v, og_srv_config *c,
     return cfg_fail(err, errlen, OG_EINVAL, "%s: must be an object", k->name);
 }
 
+int og_srv_config_set(og_srv_config *c, const char *name, const char *json,
+                      char *err, size_t errlen)
+{
+    const og_srv_cfg_key *k = name ? cfg_find(name) : NULL;
+    json_t *v;
+    int rc;
+
+    if (!k || k->type == OG_CFG_OBJECT)
+        return cfg_unknown(name ? name : "(none)", err, errlen);
+    if (!json || !(v = json_loads(json, JSON_DECODE_ANY, NULL)))
+        return cfg_fail(err, errlen, OG_EINVAL, "%s: not a JSON value",
+                        k->name);
+    rc = cfg_set(k, v, c, err, errlen);
+    json_decref(v);
+    return rc;
+}
+
 /* Applies every member of obj, whose rows are named prefix + member, to c.
  * Unknown members are refused; object rows recurse. 0 or an error. */
 static int cfg_apply(json_t *obj, const char *prefix, og_srv_config *c,

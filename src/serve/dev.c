@@ -11,6 +11,9 @@
  *                           "principals": {ROLE: {"id", "api_key"}}}
  *   DIR/redemption.key      0600: the key redemption results are sealed
  *                           with (32 bytes, hex)
+ *   DIR/operation-id.key    0600: the operation-id MAC key (32 bytes, hex;
+ *                           operation_ids.mac_key_file), so dev grants
+ *                           carry operation_mac
  *   DIR/oncegate.db         the store (migrated by the server at startup)
  *
  * Invariants:
@@ -25,6 +28,10 @@
  *       complete result and reuse it.
  *   D3  An existing issuer key or credentials file is reused, never
  *       replaced: grants and shells that already use them keep working.
+ *       A credentials file written before a role existed (the payout
+ *       roles came later) is completed: the missing roles get fresh
+ *       principals, the others keep their ids and keys, and the file is
+ *       rewritten atomically under the lock.
  *   D4  Dev mode executes: unless a provider is given (--provider URL or
  *       provider.url), each instance starts `oncegate-sandbox` beside
  *       itself (control endpoint on, loopback, state in DIR/sandbox.db,
@@ -37,6 +44,10 @@
  *       is the copy compiled into the binary, rewritten at every start.
  *       POST /v1/redemptions redeems at the same sandbox (redemption.url
  *       follows provider.url), sealing with DIR/redemption.key.
+ *   D5  Every value dev mode changes is a row of og_srv_dev_overrides,
+ *       set through the configuration table's setter (a key that is not a
+ *       row is refused at startup, and a test), and printed from the same
+ *       rows by `oncegate help serve` and docs/config.md.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -246,11 +257,11 @@ static int dev_parse_role(json_t *p, const char *role, int idx, dev_creds *cr,
 }
 
 /* Validates the document's shape into *cr: {"issuer": str, "principals":
- * {ROLE: {"id", "api_key"}}} with every role exactly once and no key
- * shared by two roles. 0 or OG_EINVAL with err (naming members, never
- * values). */
-static int dev_parse(json_t *root, dev_creds *cr, const char *path, char *err,
-                     size_t errlen)
+ * {ROLE: {"id", "api_key"}}} with each role at most once and no key shared
+ * by two roles; *seen: the roles present (a file older than a role lacks
+ * it, D3). 0 or OG_EINVAL with err (naming members, never values). */
+static int dev_parse(json_t *root, dev_creds *cr, unsigned *seen_out,
+                     const char *path, char *err, size_t errlen)
 {
     json_t *iss = json_object_get(root, "issuer");
     json_t *ps = json_object_get(root, "principals"), *p;
@@ -278,25 +289,26 @@ static int dev_parse(json_t *root, dev_creds *cr, const char *path, char *err,
             return rc;
         seen |= bit;
     }
+    if (seen == 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: principals: none", path);
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
-        if (!(seen & (1u << i)))
-            return dev_fail(err, errlen, OG_EINVAL,
-                            "%s: principals: missing role \"%s\"", path,
-                            og_role_name(1u << i));
         for (int j = 0; j < i; j++)
-            if (strcmp(cr->key[i], cr->key[j]) == 0)
+            if ((seen & (1u << i)) && (seen & (1u << j)) &&
+                strcmp(cr->key[i], cr->key[j]) == 0)
                 return dev_fail(err, errlen, OG_EINVAL,
                                 "%s: principals %s and %s share one api_key",
                                 path, og_role_name(1u << j),
                                 og_role_name(1u << i));
     }
+    *seen_out = seen;
     return 0;
 }
 
-/* Parses len bytes of text (the file at path) into *cr. 0 or OG_EINVAL
- * with err. */
+/* Parses len bytes of text (the file at path) into *cr, the roles present
+ * into *seen. 0 or OG_EINVAL with err. */
 static int dev_creds_parse(const char *text, size_t len, dev_creds *cr,
-                           const char *path, char *err, size_t errlen)
+                           unsigned *seen, const char *path, char *err,
+                           size_t errlen)
 {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -308,16 +320,17 @@ static int dev_creds_parse(const char *text, size_t len, dev_creds *cr,
         return dev_fail(err, errlen, OG_EINVAL,
                         "%s: not valid JSON (line %d, column %d)", path,
                         je.line, je.column);
-    rc = dev_parse(root, cr, path, err, errlen);
+    rc = dev_parse(root, cr, seen, path, err, errlen);
     dev_json_wipe(root);
     json_decref(root);
     return rc;
 }
 
-/* Reads and validates the credentials file at path into *cr. 1 when read,
- * 0 when it does not exist, or a negative code with err. */
-static int dev_creds_read(const char *path, dev_creds *cr, char *err,
-                          size_t errlen)
+/* Reads and validates the credentials file at path into *cr, the roles
+ * it holds into *seen. 1 when read, 0 when it does not exist, or a
+ * negative code with err. */
+static int dev_creds_read(const char *path, dev_creds *cr, unsigned *seen,
+                          char *err, size_t errlen)
 {
     char buf[DEV_CREDS_MAX];
     struct stat st;
@@ -346,24 +359,31 @@ static int dev_creds_read(const char *path, dev_creds *cr, char *err,
     }
     close(fd);
     if (rc == 0)
-        rc = dev_creds_parse(buf, got, cr, path, err, errlen);
+        rc = dev_creds_parse(buf, got, cr, seen, path, err, errlen);
     sodium_memzero(buf, sizeof buf);
     return rc == 0 ? 1 : rc;
 }
 
-/* Fills *cr with fresh credentials: id "dev-ROLE" and a 256-bit random key
- * "og_" + unpadded base64url for each role. */
-static void dev_creds_generate(dev_creds *cr)
+/* Fills *cr with fresh credentials for each role not in have: id
+ * "dev-ROLE" ("clerk-22" for the clerk: the payout scenario's requester,
+ * dev_payouts.c) and a 256-bit random key "og_" + unpadded base64url. */
+static void dev_creds_generate(dev_creds *cr, unsigned have)
 {
     unsigned char raw[DEV_KEY_RANDOM];
     char b64[sodium_base64_ENCODED_LEN(DEV_KEY_RANDOM,
                                        sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
 
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
+        if (have & (1u << i))
+            continue;
         randombytes_buf(raw, sizeof raw);
         sodium_bin2base64(b64, sizeof b64, raw, sizeof raw,
                           sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-        snprintf(cr->id[i], sizeof cr->id[i], "dev-%s", og_role_name(1u << i));
+        if ((1u << i) == OG_ROLE_CLERK)
+            snprintf(cr->id[i], sizeof cr->id[i], "clerk-22");
+        else
+            snprintf(cr->id[i], sizeof cr->id[i], "dev-%s",
+                     og_role_name(1u << i));
         snprintf(cr->key[i], sizeof cr->key[i], DEV_KEY_PREFIX "%s", b64);
     }
     sodium_memzero(raw, sizeof raw);
@@ -466,16 +486,18 @@ static int dev_file_write(const char *dir, const char *name, const char *path,
 }
 
 /* Reads DIR/dev-credentials.json into *cr, creating it first when absent
- * (D3). Called under the lock. 0 or an error with err. */
+ * and completing it when a role is missing (D3). Called under the lock. 0
+ * or an error with err. */
 static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
                             char *err, size_t errlen)
 {
-    char text[2048];
-    int rc = dev_creds_read(path, cr, err, errlen);
+    char text[DEV_CREDS_MAX];
+    unsigned have = 0, all = (1u << OG_ROLE_COUNT) - 1;
+    int rc = dev_creds_read(path, cr, &have, err, errlen);
 
-    if (rc != 0)
+    if (rc < 0 || (rc == 1 && have == all))
         return rc < 0 ? rc : 0;
-    dev_creds_generate(cr);
+    dev_creds_generate(cr, have);
     if (dev_creds_render(cr, text, sizeof text) != 0)
         rc = dev_fail(err, errlen, OG_EINTERNAL, "%s: credentials too long",
                       path);
@@ -487,15 +509,15 @@ static int dev_creds_ensure(const char *dir, const char *path, dev_creds *cr,
 }
 
 /* ===========================================================================
- * The redemption sealing key (D1, D3).
+ * The redemption sealing key and the operation-id MAC key (D1, D3).
  * ========================================================================= */
 
-/* Creates DIR/redemption.key (path), 0600, with 32 random bytes as hex,
- * unless it exists: a key in use is never replaced (D3), or every result
- * sealed with it would become unreadable. Called under the lock. 0 or an
- * error with err. */
-static int dev_redemption_key_ensure(const char *dir, const char *path,
-                                     char *err, size_t errlen)
+/* Creates DIR/name (path), 0600, with 32 random bytes as hex, unless it
+ * exists: a key in use is never replaced (D3) — every result sealed with
+ * the redemption key, every operation MAC handed out with the other,
+ * would stop verifying. Called under the lock. 0 or an error with err. */
+static int dev_secret_key_ensure(const char *dir, const char *name,
+                                 const char *path, char *err, size_t errlen)
 {
     unsigned char key[32];
     char hex[2 * sizeof key + 2];
@@ -510,8 +532,7 @@ static int dev_redemption_key_ensure(const char *dir, const char *path,
     randombytes_buf(key, sizeof key);
     sodium_bin2hex(hex, sizeof hex - 1, key, sizeof key);
     strcat(hex, "\n");
-    rc = dev_file_write(dir, OG_DEV_REDEMPTION_KEY, path, hex, strlen(hex),
-                        0600, err, errlen);
+    rc = dev_file_write(dir, name, path, hex, strlen(hex), 0600, err, errlen);
     sodium_memzero(key, sizeof key);
     sodium_memzero(hex, sizeof hex);
     return rc;
@@ -603,6 +624,16 @@ static int dev_payouts_table_write(const char *dir, char *err, size_t errlen)
                           og_srv_dev_payouts_table_len, 0644, err, errlen);
 }
 
+/* DIR/operation-id.key, created once (D3). 0 or an error with err. */
+static int dev_opid_key_ensure(const char *dir, char *err, size_t errlen)
+{
+    char path[OG_PATH_MAX];
+
+    if (dev_path(path, dir, OG_DEV_OPID_KEY) != 0)
+        return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+    return dev_secret_key_ensure(dir, OG_DEV_OPID_KEY, path, err, errlen);
+}
+
 /* The locked part of og_srv_dev_prepare: keys directory, issuer key,
  * credentials into *cr, and the sandbox's classification table — rewritten
  * from the copy compiled into this binary every time, so the file always
@@ -620,8 +651,9 @@ static int dev_setup_locked(const char *dir, const char *keys_dir,
                              og_srv_dev_table, og_srv_dev_table_len, 0644,
                              err, errlen)) != 0 ||
         (rc = dev_payouts_table_write(dir, err, errlen)) != 0 ||
-        (rc = dev_redemption_key_ensure(dir, redemption_key, err, errlen)) !=
-            0)
+        (rc = dev_secret_key_ensure(dir, OG_DEV_REDEMPTION_KEY,
+                                    redemption_key, err, errlen)) != 0 ||
+        (rc = dev_opid_key_ensure(dir, err, errlen)) != 0)
         return rc;
     return dev_creds_ensure(dir, creds_path, cr, err, errlen);
 }
@@ -656,6 +688,16 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
         rc = dev_fill(c, dir, store_url, keys_dir, table_path, redemption_key,
                       &cr, err, errlen);
     sodium_memzero(&cr, sizeof cr);
+    /* Dev grants carry operation_mac: the MAC key, unless the
+     * configuration names one. */
+    if (rc == 0 && !c->opid_mac_key_file) {
+        char kpath[OG_PATH_MAX];
+
+        if (dev_path(kpath, dir, OG_DEV_OPID_KEY) != 0)
+            return dev_fail(err, errlen, OG_EINVAL, "%s: path too long", dir);
+        if (!(c->opid_mac_key_file = strdup(kpath)))
+            return dev_fail(err, errlen, OG_ENOMEM, "out of memory");
+    }
     /* The payout pipeline's table, unless the configuration names one. */
     if (rc == 0 && !c->payouts_table) {
         char ptable[OG_PATH_MAX];
@@ -668,49 +710,85 @@ int og_srv_dev_prepare(og_srv_config *c, const char *dir,
     return rc;
 }
 
-void og_srv_dev_payouts(og_srv_config *c)
+/* ===========================================================================
+ * Dev mode's values (D5): ONE table, applied through the configuration's
+ * own setters and printed by `oncegate help serve` and docs/config.md from
+ * the same rows, so what dev mode changes cannot drift from what is shown.
+ * ========================================================================= */
+
+/* Seconds instead of minutes, so recovery and the payout pipeline are seen
+ * within seconds. The relations hold with these (test_config_dev.c checks
+ * them): T5: 6 s >= 3 x 1 s + 2 s + 0.5 s; T6: 6 s >= 2 x 2 s + 1 s;
+ * R3: 10 s > 3 x 2 s + 2 s + 1 s; R4: 60 s > 3 x 2 s; R5: 10 s > 3 x 1 s;
+ * R6: 2 s, 5 s >= 1 s; R7: 1 h >= 2 s. The attempt lease is what a lost
+ * answer waits before the reconciler looks it up: 10 s, so the banner's
+ * payout path is Paid about 20 s after its release. */
+const og_srv_dev_override og_srv_dev_overrides[] = {
+    {"timings.store_timeout_ms", "1000"},
+    {"timings.provider_timeout_ms", "2000"},
+    {"timings.lease_margin_ms", "500"},
+    {"timings.execution_lease_ms", "6000"},
+    {"timings.recovery_lease_ms", "6000"},
+    {"timings.recovery_delay_ms", "2000"}, /* a recovery pass every second */
+    /* a cleanup pass every 5 s; the refusal retention (cleanup_margin) is
+     * the production one all the same */
+    {"janitor.interval_ms", "5000"},
+    {"payouts.runner", "true"},
+    {"payouts.worker_id", "\"dev-payout-worker\""}, /* the role's */
+    {"payouts.send_window_ms", "60000"},
+    {"payouts.attempt_lease_ms", "10000"},
+    {"payouts.job_lease_ms", "10000"},
+    {"payouts.record_timeout_ms", "2000"},
+    {"payouts.postpone_ms", "2000"},
+    {"payouts.interval_ms", "1000"},
+    {"payouts.backoff_ms", "\"2000,5000\""},
+};
+const size_t og_srv_dev_n_overrides =
+    sizeof og_srv_dev_overrides / sizeof og_srv_dev_overrides[0];
+
+int og_srv_dev_apply(og_srv_config *c, char *err, size_t errlen)
 {
-    /* The payout pipeline runs (payouts.runner), with seconds instead of
-     * minutes; R3-R7 hold with dev mode's timings (a unit test checks it):
-     * R3: 20 s > 3 x 2 s + 5 s + 1 s; R4: 60 s > 3 x 2 s; R5: 10 s > 3 x
-     * 1 s; R6: 2 s, 5 s >= 1 s; R7: 1 h >= 2 s. */
-    c->payouts_runner = true;
-    free(c->payouts_worker_id);
-    c->payouts_worker_id = strdup("dev-payout-worker"); /* the role's */
-    c->payouts_send_window_us = 60000 * 1000;
-    c->payouts_attempt_lease_us = 20000 * 1000;
-    c->payouts_job_lease_us = 10000 * 1000;
-    c->payouts_record_timeout_us = 5000 * 1000;
-    c->payouts_postpone_us = 2000 * 1000;
-    c->payouts_interval_us = 1000 * 1000;
-    free(c->payouts_backoff);
-    c->payouts_backoff = strdup("2000,5000");
+    for (size_t i = 0; i < og_srv_dev_n_overrides; i++) {
+        int rc = og_srv_config_set(c, og_srv_dev_overrides[i].key,
+                                   og_srv_dev_overrides[i].value, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+void og_srv_dev_overrides_print(FILE *f, bool markdown)
+{
+    if (markdown)
+        fputs("| key | dev mode | default |\n|---|---|---|\n", f);
+    else
+        fprintf(f, "  %-28s %-19s %s\n", "key", "dev mode", "default");
+    for (size_t i = 0; i < og_srv_dev_n_overrides; i++) {
+        const og_srv_dev_override *o = &og_srv_dev_overrides[i];
+        char def[96];
+
+        if (og_srv_config_default_text(o->key, def, sizeof def) != 0)
+            snprintf(def, sizeof def, "-");
+        if (markdown)
+            fprintf(f, "| `%s` | `%s` | `%s` |\n", o->key, o->value, def);
+        else
+            fprintf(f, "  %-28s %-19s %s\n", o->key, o->value, def);
+    }
+}
+
+void og_srv_dev_help(FILE *f)
+{
+    fputs("\n"
+          "Dev mode (--dev) sets these keys before reading --config FILE (a\n"
+          "file's values win); listen is 127.0.0.1:8080 unless --listen:\n"
+          "\n",
+          f);
+    og_srv_dev_overrides_print(f, false);
 }
 
 /* ===========================================================================
- * Short timings and the sandbox provider beside the server (D4).
+ * The sandbox provider beside the server (D4).
  * ========================================================================= */
-
-void og_srv_dev_timings(og_timings *t)
-{
-    /* Seconds instead of minutes, so recovery is seen within seconds; the
-     * relations T1..T12 hold with these (a unit test checks it):
-     * T5: 6 s >= 3 x 1 s + 2 s + 0.5 s; T6: 6 s >= 2 x 2 s + 1 s. */
-    t->store_timeout_us = 1000 * 1000;
-    t->provider_timeout_us = 2000 * 1000;
-    t->lease_margin_us = 500 * 1000;
-    t->execution_lease_us = 6000 * 1000;
-    t->recovery_lease_us = 6000 * 1000;
-    t->recovery_delay_us = 2000 * 1000; /* a recovery pass every second */
-}
-
-void og_srv_dev_janitor(og_srv_config *c)
-{
-    /* A cleanup pass every 5 s, so what the janitor does is seen while
-     * trying things out; the refusal retention (cleanup_margin) is the
-     * production one all the same. */
-    c->janitor_interval_us = 5000 * 1000;
-}
 
 char *og_srv_sandbox_path(void)
 {
@@ -952,8 +1030,7 @@ static void dev_sh_json(FILE *f, const char *s)
     }
 }
 
-/* The id of c's principal whose only role is role, or fallback. */
-static const char *dev_principal_id(const og_srv_config *c, unsigned role,
+const char *og_srv_dev_principal_id(const og_srv_config *c, unsigned role,
                                     const char *fallback)
 {
     for (size_t i = 0; c && i < c->n_principals; i++)
@@ -994,7 +1071,7 @@ static void dev_banner_issue(FILE *f, const og_srv_config *c, const char *url,
           "-H \"Authorization: Bearer $OG_ISSUER_KEY\" \\\n"
           "    -d '{\"subject\": \"",
           f);
-    dev_sh_json(f, dev_principal_id(c, OG_ROLE_AGENT, "dev-agent"));
+    dev_sh_json(f, og_srv_dev_principal_id(c, OG_ROLE_AGENT, "dev-agent"));
     fputs("\", \"action\": \"credit.apply\", " DEV_PARAMS
           ", \"ttl_seconds\": 900, \"family\": \"fam-1\"}' \\\n"
           "    | sed -E 's/.*\"token\": ?\"([^\"]+)\".*/\\1/')\n",
@@ -1045,7 +1122,7 @@ static void dev_banner_steps(FILE *f, const og_srv_config *c, const char *url,
 
     fprintf(f, "  # 1. issue a grant to %s (as the issuer); the token goes to "
                "$TOKEN\n",
-            dev_principal_id(c, OG_ROLE_AGENT, "dev-agent"));
+            og_srv_dev_principal_id(c, OG_ROLE_AGENT, "dev-agent"));
     dev_banner_issue(f, c, url, g);
     fputs(c && c->provider_url
               ? "  # 2. present it with a fresh operation id: 200, applied "
@@ -1095,7 +1172,8 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
     fputs("\n"
           "Load the API keys into your shell as OG_ISSUER_KEY, "
           "OG_AGENT_KEY, OG_ENFORCER_KEY,\n"
-          "OG_REVOKER_KEY and OG_OPERATOR_KEY:\n"
+          "OG_REVOKER_KEY, OG_OPERATOR_KEY, OG_PAYOUT_ADMIN_KEY, "
+          "OG_CLERK_KEY and OG_PAYOUT_WORKER_KEY:\n"
           "\n"
           "  eval \"$(",
           f);
@@ -1108,6 +1186,8 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
           "\n",
           f);
     dev_banner_steps(f, c, url, sb);
+    if (sb && sb->pid > 0) /* the payout path needs the sandbox's faults */
+        og_srv_dev_banner_payouts(f, c, url, sb->url);
     fflush(f);
     free(abs);
 }
@@ -1201,6 +1281,7 @@ static int dev_env_print(const char *dir)
     char path[OG_PATH_MAX], err[512] = "";
     char out[OG_ROLE_COUNT * (4 * OG_API_KEY_MAX + 64)];
     dev_creds cr;
+    unsigned seen = 0;
     ssize_t n;
     int rc;
 
@@ -1209,9 +1290,15 @@ static int dev_env_print(const char *dir)
         return OG_EXIT_USAGE;
     }
     memset(&cr, 0, sizeof cr);
-    if ((rc = dev_creds_read(path, &cr, err, sizeof err)) <= 0) {
+    if ((rc = dev_creds_read(path, &cr, &seen, err, sizeof err)) <= 0 ||
+        seen != (1u << OG_ROLE_COUNT) - 1) {
         sodium_memzero(&cr, sizeof cr); /* a failed parse may fill part */
-        if (rc == 0)
+        if (rc > 0)
+            fprintf(stderr,
+                    "oncegate dev-env: %s: a role is missing; start "
+                    "`oncegate serve --dev --data-dir %s` once to add it\n",
+                    path, dir);
+        else if (rc == 0)
             fprintf(stderr,
                     "oncegate dev-env: %s: not found; start `oncegate serve "
                     "--dev --data-dir %s` first\n",

@@ -212,6 +212,17 @@ int og_srv_config_load_principals(const char *path, og_principal **out,
  * OG_EINVAL. */
 int og_srv_config_set_listen(og_srv_config *c, const char *hostport);
 
+/* Sets key name (a row of the configuration table, not an object) to the
+ * value in JSON text through the row's setter, exactly as a configuration
+ * file would. 0, or OG_EINVAL / OG_ENOMEM with err. */
+int og_srv_config_set(og_srv_config *c, const char *name, const char *json,
+                      char *err, size_t errlen);
+
+/* Writes key name's default as JSON text into buf (timings: from
+ * og_timings_default()). 0, or -1 when there is no such row or no default,
+ * or it does not fit. */
+int og_srv_config_default_text(const char *name, char *buf, size_t len);
+
 /* The token endpoint POST /v1/redemptions redeems at: redemption.url, else
  * provider.url; NULL when redemption is off (no redemption.key_file). */
 const char *og_srv_config_redemption_url(const og_srv_config *c);
@@ -255,30 +266,40 @@ void og_srv_config_doc(FILE *f);
 #define OG_DEV_AUDIENCE "oncegate-dev"
 #define OG_DEV_CREDENTIALS "dev-credentials.json"
 #define OG_DEV_REDEMPTION_KEY "redemption.key"
+#define OG_DEV_OPID_KEY "operation-id.key" /* operation_ids.mac_key_file */
 
 /* Prepares data directory dir for `serve --dev` under an exclusive lock
  * (DIR/.lock), so instances started together agree: creates dir (0700)
  * and DIR/keys, generates the issuer key when none exists, creates
  * DIR/dev-credentials.json (0600) with one principal per role and
- * DIR/redemption.key (0600, the redemption sealing key) when absent, else
- * reuses them. Fills c: store (sqlite:DIR/oncegate.db unless store_url is
- * non-NULL), keys_dir, issuer, audience, principals, auto_migrate, and
- * redemption.key_file unless the configuration names one. 0, or a
+ * DIR/redemption.key (0600, the redemption sealing key) and
+ * DIR/operation-id.key (0600, the operation-id MAC key) when absent, else
+ * reuses them (a credentials file lacking a role is completed). Fills c:
+ * store (sqlite:DIR/oncegate.db unless store_url is non-NULL), keys_dir,
+ * issuer, audience, principals, auto_migrate, and redemption.key_file and
+ * operation_ids.mac_key_file unless the configuration names them. 0, or a
  * negative code with one line in err. */
 int og_srv_dev_prepare(og_srv_config *c, const char *dir,
                        const char *store_url, char *err, size_t errlen);
 
-/* Sets dev mode's short timings in *t (execution lease 6 s, a recovery
- * pass every second), which satisfy T1..T12. */
-void og_srv_dev_timings(og_timings *t);
+/* What dev mode changes (dev.c, D5): one row per configuration key, its
+ * value as JSON text, set through the table's setter. */
+typedef struct og_srv_dev_override {
+    const char *key;   /* a row of the configuration table */
+    const char *value; /* JSON text, as a configuration file writes it */
+} og_srv_dev_override;
+extern const og_srv_dev_override og_srv_dev_overrides[];
+extern const size_t og_srv_dev_n_overrides;
 
-/* Sets dev mode's janitor interval in *c (a cleanup pass every 5 s). */
-void og_srv_dev_janitor(og_srv_config *c);
+/* Sets every dev override in *c (short timings that satisfy T1..T12 and
+ * R3-R7, a janitor pass every 5 s, the payout pipeline on as
+ * dev-payout-worker). 0, or an error with err (a row that is not in the
+ * table: a defect). */
+int og_srv_dev_apply(og_srv_config *c, char *err, size_t errlen);
 
-/* Sets dev mode's payout pipeline in *c: payouts.runner on, with short
- * timings (attempt lease 20 s, a pass every second, backoff 2 s, 5 s)
- * that satisfy R3-R7 with og_srv_dev_timings'. */
-void og_srv_dev_payouts(og_srv_config *c);
+/* Prints the dev overrides as a table: key, dev value, default (markdown:
+ * docs/config.md's; else `oncegate help serve`'s columns). */
+void og_srv_dev_overrides_print(FILE *f, bool markdown);
 
 /* The sandbox provider a dev instance runs beside itself (dev.c, D4). */
 typedef struct og_srv_dev_sandbox {
@@ -305,10 +326,32 @@ void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb);
  * ready-to-paste curl commands that issue a grant, present it (applied at
  * the provider), replay it and read the operation; with sb (a sandbox
  * started here, control endpoint on) also a lost provider answer that
- * recovery settles. */
+ * recovery settles, and the payout path (og_srv_dev_banner_payouts). */
 void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
                        const char *url, const char *argv0,
                        const og_srv_dev_sandbox *sb);
+
+/* Creates dev mode's payout scenario in s (dev_payouts.c: tenant T-0417,
+ * beneficiary BEN-2208, destination DST-77 changed 30 days ago, payout
+ * PAY-3107 in Draft drafted by c's clerk), each record unless it exists,
+ * so a restart or a second instance creates nothing twice. 0, or a
+ * negative code with one line in err (never the destination token). */
+int og_srv_dev_scenario(og_store *s, const og_srv_config *c, char *err,
+                        size_t errlen);
+
+/* The id of c's principal whose only role is role, or fallback. */
+const char *og_srv_dev_principal_id(const og_srv_config *c, unsigned role,
+                                    const char *fallback);
+
+/* The banner line that starts the payout steps (after "  # "). */
+#define OG_DEV_PAYOUT_STEPS "The payout path"
+
+/* Writes the banner's payout steps (dev_payouts.c): read PAY-3107, lose
+ * the sandbox's next answer (sandbox_url: its control endpoint), the
+ * clerk's submission, the wait for Paid through reconciliation, the
+ * history, the sandbox's counters. */
+void og_srv_dev_banner_payouts(FILE *f, const og_srv_config *c,
+                               const char *url, const char *sandbox_url);
 
 /* ===========================================================================
  * Authentication snapshot (auth.c): immutable once built, swapped whole on

@@ -44,9 +44,10 @@ const char og_usage_serve[] =
     "                   executes credit.apply and redeems codes at an\n"
     "                   oncegate-sandbox it starts beside itself (state\n"
     "                   DIR/sandbox.db; results sealed with\n"
-    "                   DIR/redemption.key); short timings\n"
-    "                   (6 s execution lease, a recovery pass every second,\n"
-    "                   a cleanup pass every 5 s);\n"
+    "                   DIR/redemption.key); operation ids with a MAC\n"
+    "                   (DIR/operation-id.key); the payout pipeline and\n"
+    "                   the payout scenario of docs/payouts.md (PAY-3107);\n"
+    "                   short timings (the dev mode block below);\n"
     "                   listens on 127.0.0.1:8080 unless --listen\n"
     "  --data-dir DIR   dev data directory (default ./oncegate-dev)\n"
     "  --provider URL   dev: use the sandbox provider at URL instead of\n"
@@ -93,11 +94,9 @@ static int load_config(og_srv *srv, const serve_args *a)
         return OG_EXIT_INTERNAL;
     if (a->dev && !a->listen)
         og_srv_config_set_listen(&srv->cfg, "127.0.0.1:8080");
-    if (a->dev) { /* before the file: a configuration's values win */
-        og_srv_dev_timings(&srv->cfg.timings);
-        og_srv_dev_janitor(&srv->cfg);
-        og_srv_dev_payouts(&srv->cfg);
-    }
+    /* before the file: a configuration's values win */
+    if (a->dev && og_srv_dev_apply(&srv->cfg, err, sizeof err) != 0)
+        return refuse(err);
     if (a->config &&
         og_srv_config_load(&srv->cfg, a->config, err, sizeof err) != 0)
         return refuse(err);
@@ -724,6 +723,7 @@ static int parse_args(int argc, char **argv, serve_args *a, int *done)
             return OG_EXIT_OK;
         case 'h':
             fputs(og_usage_serve, stdout);
+            og_srv_dev_help(stdout);
             *done = 1;
             return OG_EXIT_OK;
         default:
@@ -815,6 +815,14 @@ int og_cli_serve(int argc, char **argv)
         (rc = open_redemption(&srv)) != OG_EXIT_OK ||
         (rc = open_opid(&srv)) != OG_EXIT_OK)
         goto out;
+    /* Dev mode's payout scenario (dev_payouts.c), created once (DS1). */
+    if (a.dev &&
+        (rc = og_srv_dev_scenario(srv.store, &srv.cfg, err, sizeof err)) !=
+            0) {
+        fprintf(stderr, "oncegate: serve: %s\n", err);
+        rc = og_exit_for_error(rc);
+        goto out;
+    }
     og_grant_policy_init(&srv.policy, srv.cfg.audience, &srv.cfg.timings);
     if (og_srv_auth_build(&srv.cfg, srv.cfg.principals,
                           srv.cfg.n_principals, &srv.auth, err,

@@ -113,6 +113,8 @@ void dev_mode_credentials_are_0600_and_reused_by_a_second_instance(
     void **state);
 void dev_instances_started_together_agree_on_credentials(void **state);
 void dev_banner_commands_admit_then_refuse(void **state);
+void dev_mode_adds_missing_roles_to_an_old_data_directory(void **state);
+void dev_banner_payout_steps_run_as_printed_and_pay_once(void **state);
 
 /* payouts.c */
 void serve_runner_pays_an_allowed_payout_once(void **state);

@@ -6,6 +6,12 @@
 #include "harness.h"
 #include "cases.h"
 
+#include "oncegate/payout_store.h"
+
+/* The banner line that opens the payout path (OG_DEV_PAYOUT_STEPS in
+ * src/serve/serve.h, after "  "). */
+#define DEV_PAYOUT_STEPS "# The payout path"
+
 /* ===========================================================================
  * Dev mode
  * ========================================================================= */
@@ -30,6 +36,10 @@ static void assert_dev_pair_shares_credentials(const srv *a, const srv *b,
          grant_request("dev-agent", NULL, 900));
     assert_http(&r, 201);
     assert_str(jstr(r.json, "issuer"), "oncegate-dev");
+    /* dev mode keys operation ids (DIR/operation-id.key): the grant's
+     * server-issued operation id carries its MAC */
+    assert_non_null(jstr(r.json, "operation_id"));
+    assert_non_null(jstr(r.json, "operation_mac"));
     tok = jstr(r.json, "token");
     assert_non_null(tok);
     secret_add_token(tok);
@@ -128,9 +138,9 @@ void dev_instances_started_together_agree_on_credentials(void **state)
     assert_int_equal(srv_stop(b, SIGTERM, EXIT_MS), 0);
 }
 
-/* The banner's shell commands: every line (after an optional "$ " prompt)
- * that starts with "curl" or assigns a shell variable, with backslash
- * continuations joined. */
+/* The banner's shell commands up to the payout path: every line (after an
+ * optional "$ " prompt) that starts with "curl" or assigns a shell
+ * variable, with backslash continuations joined. */
 static char *banner_script(const char *banner)
 {
     size_t cap = strlen(banner) + 1, n = 0;
@@ -149,6 +159,10 @@ static char *banner_script(const char *banner)
 
         while (sl && (*s == ' ' || *s == '\t'))
             s++, sl--;
+        /* the payout path is a test of its own */
+        if (!cont && strncmp(s, DEV_PAYOUT_STEPS,
+                             strlen(DEV_PAYOUT_STEPS)) == 0)
+            break;
         if (!cont && sl >= 2 && s[0] == '$' && s[1] == ' ')
             s += 2, sl -= 2;
         take = cont || (sl > 5 && strncmp(s, "curl ", 5) == 0);
@@ -323,4 +337,226 @@ void dev_banner_commands_admit_then_refuse(void **state)
     free(cmds);
     free(banner);
     assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+}
+
+/* ===========================================================================
+ * Dev mode and payouts: an old data directory, the scenario, the banner's
+ * payout path run as printed.
+ * ========================================================================= */
+
+/* A data directory from before the payout roles: serve --dev adds their
+ * principals (keeping the old ones' keys) instead of refusing, creates the
+ * scenario, and the new roles' keys work. */
+void dev_mode_adds_missing_roles_to_an_old_data_directory(void **state)
+{
+    static const char *const old[] = {"issuer", "agent", "enforcer",
+                                      "revoker", "operator"};
+    char dir[PATHLEN], path[PATHLEN + 32], text[2048];
+    site *pgsite = NULL;
+    size_t n = 0;
+    json_t *doc;
+    srv *a;
+    hres r;
+
+    (void)state;
+    if (g_pg)
+        assert_non_null(pgsite = site_new("dev-old-pg", false, 0, true));
+    snprintf(dir, sizeof dir, "%s/dev-old", g_tmp);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    n = (size_t)snprintf(text, sizeof text,
+                         "{\"issuer\": \"oncegate-dev\", \"principals\": {");
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n,
+                              "%s\"%s\": {\"id\": \"dev-%s\", \"api_key\": "
+                              "\"og_old_%s_key_0123456789abcdef\"}",
+                              i ? ", " : "", old[i], old[i], old[i]);
+    snprintf(text + n, sizeof text - n, "}}\n");
+    snprintf(path, sizeof path, "%s/dev-credentials.json", dir);
+    assert_int_equal(write_file(path, text), 0);
+    assert_int_equal(chmod(path, 0600), 0);
+
+    a = dev_server(dir, pgsite);
+    if (srv_start(a) != 0) {
+        srv_print_log(a);
+        fail_msg("serve --dev refused a data directory without the payout "
+                 "roles");
+    }
+    free(dev_credentials(dir, &doc)); /* every role now, 0600 */
+    assert_str(dev_key(doc, "operator"), "og_old_operator_key_0123456789abcdef");
+    assert_str(dev_key(doc, "agent"), "og_old_agent_key_0123456789abcdef");
+    /* the new roles' keys work: the operator reads the scenario's payout,
+     * the clerk's key is a principal (403 on an operator route) */
+    get(&r, a, "/v1/admin/payouts/PAY-3107", dev_key(doc, "operator"));
+    assert_http(&r, 200);
+    assert_str(jstr(json_object_get(r.json, "payout"), "state"), "Draft");
+    assert_str(jstr(json_object_get(r.json, "payout"), "requester_id"),
+               "clerk-22");
+    hres_free(&r);
+    get(&r, a, "/v1/admin/payouts/PAY-3107", dev_key(doc, "clerk"));
+    assert_http(&r, 403);
+    hres_free(&r);
+    json_decref(doc);
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+}
+
+/* The store's DST-77 token (a secret) joins those the log scan looks for;
+ * the scenario's records are read back: PAY-3107 at state. */
+static void dev_scenario_check(const char *dir, const site *pgsite,
+                               og_payout_state want)
+{
+    char url[PATHLEN + 16], token[OG_PAYOUT_TOKEN_MAX + 1];
+    og_payout_view v;
+    og_store_options o;
+    og_store *s = NULL;
+
+    if (pgsite)
+        snprintf(url, sizeof url, "%s", pgsite->direct_url);
+    else
+        snprintf(url, sizeof url, "sqlite:%s/oncegate.db", dir);
+    og_store_options_default(&o);
+    assert_int_equal(og_store_open(url, &o, &s), 0);
+    assert_int_equal(og_payout_destination_token(s, "DST-77", 1, token,
+                                                 sizeof token),
+                     1);
+    assert_int_equal(strncmp(token, "dst_dev_", 8), 0);
+    secret_add(token);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(og_payout_get(s, "PAY-3107", &v), 1);
+    assert_int_equal(v.state, want);
+    assert_str(v.tenant_id, "T-0417");
+    assert_str(v.beneficiary_id, "BEN-2208");
+    assert_str(v.destination_id, "DST-77");
+    assert_int_equal(v.amount_minor, 425000);
+    assert_str(v.currency, "EUR");
+    og_store_free(s);
+}
+
+/* The text after needle in hay (from where), or fail naming what. */
+static const char *dev_after(const char *hay, const char *needle,
+                             const char *what, const char *out)
+{
+    const char *p = strstr(hay, needle);
+
+    if (!p)
+        fail_msg("the payout path: %s: no %s in\n%s", what, needle, out);
+    return p + strlen(needle);
+}
+
+/* The banner's payout path, pasted as printed (no substitution: the
+ * banner names the URLs, the keys come from dev-env as it says): read
+ * PAY-3107 (Draft), the lost answer armed, the clerk's submission
+ * (Allowed), the wait for Paid through reconciliation, the history, the
+ * sandbox's counters (one payout, one request) — well within a minute;
+ * then a restart of the same directory creates nothing twice. */
+void dev_banner_payout_steps_run_as_printed_and_pay_once(void **state)
+{
+    char dir[PATHLEN], script_path[PATHLEN], out_path[PATHLEN];
+    char err_path[PATHLEN];
+    char *banner = NULL, *script, *out;
+    const char *steps = NULL, *p;
+    site *pgsite = NULL;
+    int64_t started, took;
+    json_t *doc;
+    size_t sz;
+    srv *a;
+    hres r;
+
+    (void)state;
+    if (g_pg)
+        assert_non_null(pgsite = site_new("dev-payout-steps-pg", false, 0,
+                                          true));
+    snprintf(dir, sizeof dir, "%s/dev-payout-steps", g_tmp);
+    a = dev_server(dir, pgsite);
+    assert_int_equal(srv_start(a), 0);
+    free(dev_credentials(dir, &doc));
+    dev_scenario_check(dir, pgsite, OG_PAYOUT_STATE_DRAFT);
+    {
+        int64_t deadline = t_now_ms() + 10000;
+
+        for (;;) {
+            banner = t_slurp(a->out_path, NULL);
+            assert_non_null(banner);
+            if ((steps = strstr(banner, DEV_PAYOUT_STEPS)) &&
+                strstr(steps, "_control/stats"))
+                break;
+            if (t_now_ms() > deadline)
+                fail_msg("no payout path in the banner:\n%s", banner);
+            free(banner);
+            t_sleep_ms(100);
+        }
+    }
+    /* From the payout path's first line to the banner's end, as printed. */
+    sz = strlen(steps) + 4 * PATHLEN + 256;
+    script = malloc(sz);
+    assert_non_null(script);
+    snprintf(script, sz,
+             "set -e\n"
+             "eval \"$('%s' dev-env --data-dir '%s')\"\n"
+             "  %s",
+             g_bin, dir, steps);
+    snprintf(script_path, sizeof script_path, "%s/payout-steps.sh", g_tmp);
+    snprintf(out_path, sizeof out_path, "%s/payout-steps.out", g_tmp);
+    snprintf(err_path, sizeof err_path, "%s/payout-steps.err", g_tmp);
+    assert_int_equal(write_file(script_path, script), 0);
+    started = t_now_ms();
+    {
+        char *argv[] = {"/bin/bash", script_path, NULL};
+        int code = t_proc_run(argv, out_path, err_path, 120000);
+
+        out = t_slurp(out_path, NULL);
+        if (code != 0 || !out) {
+            char *err = t_slurp(err_path, NULL);
+            fprintf(stderr, "script:\n%s\nstdout:\n%s\nstderr:\n%s\n", script,
+                    out ? out : "", err ? err : "");
+            free(err);
+        }
+        assert_int_equal(code, 0);
+    }
+    took = t_now_ms() - started;
+    assert_non_null(out);
+    /* Each step's answer, in order. */
+    p = dev_after(out, "\"state\":\"Draft\"", "P1 read", out);
+    p = dev_after(p, "\n200\n", "P1 status", out);
+    p = dev_after(p, "\"fault\":\"drop_response_after_effect\"", "P2", out);
+    p = dev_after(p, "\"outcome\":\"Allowed\"", "P3 decision", out);
+    p = dev_after(p, "\"reason\":\"payout.allowed\"", "P3 reason", out);
+    p = dev_after(p, "\n200\n", "P3 status", out);
+    p = dev_after(p, "\"state\":\"Paid\"", "P5 read", out);
+    p = dev_after(p, "\"to_state\":\"Unknown\"", "P5 history: Unknown", out);
+    p = dev_after(p, "\"to_state\":\"Paid\"", "P5 history: Paid", out);
+    p = dev_after(p, "\n200\n", "P5 status", out);
+    p = dev_after(p, "\"payout_requests\":1,", "P6: one payout request", out);
+    (void)dev_after(p, "\"payouts_created\":1,", "P6: one payout", out);
+    if (took > 60000)
+        fail_msg("the payout path took %lld ms, not well under a minute",
+                 (long long)took);
+    print_message("the banner's payout path took %lld ms\n", (long long)took);
+
+    /* The final state, read apart from the banner: Paid, one attempt,
+     * Succeeded by reconciliation, and the sandbox's one payout. */
+    get(&r, a, "/v1/admin/payouts/PAY-3107", dev_key(doc, "operator"));
+    assert_http(&r, 200);
+    assert_str(jstr(json_object_get(r.json, "payout"), "state"), "Paid");
+    assert_int_equal(json_array_size(json_object_get(r.json, "attempts")), 1);
+    assert_str(jstr(json_array_get(json_object_get(r.json, "attempts"), 0),
+                    "status"),
+               "Succeeded");
+    hres_free(&r);
+    dev_scenario_check(dir, pgsite, OG_PAYOUT_STATE_PAID);
+
+    /* A restart of the same directory: the scenario exists, nothing is
+     * created twice, PAY-3107 stays Paid. */
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+    a = dev_server(dir, pgsite);
+    assert_int_equal(srv_start(a), 0);
+    dev_scenario_check(dir, pgsite, OG_PAYOUT_STATE_PAID);
+    get(&r, a, "/v1/admin/payouts/PAY-3107", dev_key(doc, "operator"));
+    assert_http(&r, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "decisions")), 1);
+    hres_free(&r);
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+    json_decref(doc);
+    free(out);
+    free(script);
+    free(banner);
 }

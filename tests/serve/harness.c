@@ -947,7 +947,11 @@ char *dev_credentials(const char *dir, json_t **doc)
     for (size_t i = 0; i < sizeof g_dev_roles / sizeof g_dev_roles[0]; i++) {
         json_t *p = json_object_get(ps, g_dev_roles[i]);
         char id[64];
-        snprintf(id, sizeof id, "dev-%s", g_dev_roles[i]);
+        /* the clerk is the payout scenario's clerk-22 (dev_payouts.c) */
+        if (strcmp(g_dev_roles[i], "clerk") == 0)
+            snprintf(id, sizeof id, "clerk-22");
+        else
+            snprintf(id, sizeof id, "dev-%s", g_dev_roles[i]);
         assert_non_null(p);
         assert_str(jstr(p, "id"), id);
         assert_non_null(jstr(p, "api_key"));
@@ -964,6 +968,22 @@ char *dev_credentials(const char *dir, json_t **doc)
                 secret_add_private_jwk(line);
             }
             pclose(f);
+        }
+    }
+    /* So are the redemption and operation-id MAC keys (64 hex digits). */
+    {
+        const char *keys[] = {"redemption.key", "operation-id.key"};
+
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+            char kp[PATHLEN], *k;
+
+            snprintf(kp, sizeof kp, "%s/%s", dir, keys[i]);
+            if ((k = t_slurp(kp, NULL))) {
+                k[strcspn(k, "\n")] = '\0';
+                if (k[0])
+                    secret_add(k);
+                free(k);
+            }
         }
     }
     return text;

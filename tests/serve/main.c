@@ -205,6 +205,8 @@ int main(int argc, char **argv)
         T(dev_mode_credentials_are_0600_and_reused_by_a_second_instance),
         T(dev_instances_started_together_agree_on_credentials),
         T(dev_banner_commands_admit_then_refuse),
+        T(dev_mode_adds_missing_roles_to_an_old_data_directory),
+        T(dev_banner_payout_steps_run_as_printed_and_pay_once),
         T(store_stopped_while_serving_is_503_then_the_same_operation_retry_gets_the_status),
         /* payouts.c: the payout pipeline inside serve */
         T(serve_runner_pays_an_allowed_payout_once),

@@ -166,11 +166,16 @@ int og__pg_payout_beneficiary_put(void *impl,
 }
 
 /* Destinations: $1 id  $2 beneficiary  $3 provider token (SECRET: a
- * parameter only, S7)  $4 expected. Every write moves changed_at. */
+ * parameter only, S7)  $4 expected  $5 an import's changed_at in
+ * microseconds (0: none). Every write moves changed_at; an import's is
+ * never ahead of the store's clock. */
 static const char pg_payout_destination_put_sql[] =
     "WITH ins AS (\n"
     "  INSERT INTO destinations (destination_id, beneficiary_id, provider_token, version, changed_at)\n"
-    "  SELECT $1::text, b.beneficiary_id, $3::text, 1, clock_timestamp()\n"
+    "  SELECT $1::text, b.beneficiary_id, $3::text, 1,\n"
+    "         CASE WHEN $5::bigint > 0 THEN LEAST(timestamptz 'epoch' +\n"
+    "              $5::bigint * interval '1 microsecond', clock_timestamp())\n"
+    "         ELSE clock_timestamp() END\n"
     "  FROM beneficiaries b WHERE $4::bigint = 0 AND b.beneficiary_id = $2::text\n"
     "  ON CONFLICT DO NOTHING\n"
     "  RETURNING version),\n"
@@ -184,20 +189,21 @@ static const char pg_payout_destination_put_sql[] =
     "       d.version, true, EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = $2::text)\n"
     "FROM (SELECT 1) x LEFT JOIN destinations d ON d.destination_id = $1::text";
 static const og__pg_stmt pg_payout_destination_put_stmt = {
-    "og_payout_destination_put", pg_payout_destination_put_sql, 4,
+    "og_payout_destination_put", pg_payout_destination_put_sql, 5,
     OG_KEYS_AS_STORED};
 
 int og__pg_payout_destination_put(void *impl,
                                   const og__payout_destination_req *r,
                                   og__payout_put_report *out)
 {
-    char expected[24];
+    char expected[24], changed[24];
     /* The token is a parameter only: this backend logs nothing (M7), and
      * libpq keeps no copy once the call returns (S7). */
-    const char *params[4] = {r->destination_id, r->beneficiary_id,
-                             r->provider_token, expected};
+    const char *params[5] = {r->destination_id, r->beneficiary_id,
+                             r->provider_token, expected, changed};
 
     og__pg_fmt_i64(expected, sizeof expected, r->expected_version);
+    og__pg_fmt_i64(changed, sizeof changed, r->changed_at_us);
     return pg_put(impl, &pg_payout_destination_put_stmt, params, out);
 }
 

@@ -233,12 +233,15 @@ int og__sq_payout_beneficiary_put(void *impl,
 
 /* ---- destinations ------------------------------------------------------- */
 
-/* ?1 id, ?2 beneficiary, ?3 token, ?4 expected. Every write moves
- * changed_at (a token rotation is a change). */
+/* ?1 id, ?2 beneficiary, ?3 token, ?4 expected, ?5 an import's changed_at
+ * (0: none). Every write moves changed_at (a token rotation is a change);
+ * an import's is never ahead of the store's clock. */
 static const char sq_payout_destination_create_sql[] =
     "INSERT INTO destinations (destination_id, beneficiary_id,"
     "   provider_token, version, changed_at)"
-    " SELECT ?1, ?2, ?3, 1, " SQ_NOW " FROM beneficiaries"
+    " SELECT ?1, ?2, ?3, 1,"
+    "   CASE WHEN ?5 > 0 THEN MIN(?5, " SQ_NOW ") ELSE " SQ_NOW " END"
+    " FROM beneficiaries"
     " WHERE beneficiary_id = ?2"
     " ON CONFLICT DO NOTHING RETURNING version";
 static const char sq_payout_destination_update_sql[] =
@@ -253,8 +256,8 @@ static const char sq_payout_destination_state_sql[] =
     "       EXISTS (SELECT 1 FROM beneficiaries WHERE beneficiary_id = ?2)"
     " FROM (SELECT 1) LEFT JOIN destinations d ON d.destination_id = ?1";
 
-/* ?1 id, ?2 beneficiary, ?3 token (bound, never copied: S7), ?4 expected
- * (update only); report ?1 id, ?2 beneficiary. */
+/* ?1 id, ?2 beneficiary, ?3 token (bound, never copied: S7), ?4 expected,
+ * ?5 an import's changed_at (create only); report ?1 id, ?2 beneficiary. */
 static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
                                 const void *arg)
 {
@@ -265,6 +268,8 @@ static void sq_bind_destination(sqlite3_stmt *w, sqlite3_stmt *state,
     sqlite3_bind_text(w, 3, r->provider_token, -1, SQLITE_STATIC);
     if (sqlite3_bind_parameter_count(w) >= 4)
         sqlite3_bind_int64(w, 4, r->expected_version);
+    if (sqlite3_bind_parameter_count(w) >= 5) /* the create's */
+        sqlite3_bind_int64(w, 5, r->changed_at_us);
     sqlite3_bind_text(state, 1, r->destination_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(state, 2, r->beneficiary_id, -1, SQLITE_STATIC);
 }
