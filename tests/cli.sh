@@ -78,6 +78,27 @@ expect_out "unavailable JSON" '^\{"outcome":"store_unavailable"\}$'
 # processes; its data directory goes under TMPDIR, removed when it passes.
 demo_logs() { # the kept data directory's logs, when a demo failed
     for f in "$T"/oncegate-demo-*/*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 40 "$f"; }; done; }
+# Incident 3, the payout (src/cli/demo_payout.c): its numbered lines on
+# the engine named, in the last check's stdout.
+demo_payout_checks() { # ENGINE
+expect_out "demo on $1: the payout is decided Allowed, with grant and job" \
+    '→ Allowed payout\.allowed: decision [0-9a-f-]{36}, grant [A-Za-z0-9_-]{22}, job [0-9a-f-]{36}, attempt 1 +✔'
+expect_out "demo on $1: A's worker sends once and the answer is lost" \
+    'attempt Unknown, payout Unknown; A.s /metrics: sent 1, sends 1 +✔ sent once; Unknown, nothing resent'
+expect_out "demo on $1: the job is redelivered on B" \
+    '→ job [0-9a-f-]{36}, naming the same grant [A-Za-z0-9_-]{22} +✔ redelivered'
+expect_out "demo on $1: B's worker is refused and sends nothing" \
+    'B.s /metrics: duplicate 1, sent 0, sends 0 +✔ second worker refused, nothing sent'
+expect_out "demo on $1: the reconciler finds the payout by the attempt's reference" \
+    'history: outcome +Unknown +→ Succeeded +by payout-reconciler \(found\), po_[0-9a-f]{24}'
+expect_out "demo on $1: the payout ends Paid" 'payout PAY-3107-[0-9a-f]{8} +✔ reconciled: Paid'
+expect_out "demo on $1: the sandbox counts one completed payout" \
+    'payout_requests 1, payouts_created 1, payout_lookups [1-9][0-9]* +✔ exactly one completed payout; nothing sent twice'
+expect_out "demo on $1: every step as expected" '3 of 3 replays refused; 17 of 17 steps as expected'
+if grep -Eq 'og_[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}|tok_[0-9a-f]{24}' "$T/out" "$T/err"; then
+    fail=$((fail+1)); echo "FAIL demo on $1 printed an API key, a grant token or a destination token";
+else pass=$((pass+1)); echo "ok   demo on $1 prints no API key, grant token or destination token"; fi
+}
 check "demo" 0 env TMPDIR="$T" "$OG" demo --store "sqlite:$T/demo.db"
 expect_out "demo: the lost answer reaches the agent as pending" \
     '202 (unknown|admitted), result pending, outcome admitted +✔ no final answer reached the agent'
@@ -91,7 +112,7 @@ expect_out "demo: the sandbox counts exactly one credit" \
     'create_requests 1, credits_created 1, lookups [0-9]+ +✔ the sandbox counts exactly one credit'
 expect_out "demo: incident 2 bills once per grant" \
     'create_requests 2, credits_created 2, lookups [0-9]+ +✔ still one credit per grant'
-expect_out "demo refuses every replay" '2 of 2 replays refused; 9 of 9 steps as expected'
+demo_payout_checks sqlite
 if grep -Eq 'og_[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}' "$T/out" "$T/err"; then
     fail=$((fail+1)); echo "FAIL demo printed an API key or a grant token";
 else pass=$((pass+1)); echo "ok   demo prints no API key or grant token"; fi
@@ -102,10 +123,33 @@ if ps -eo args | grep -F -- "$T/oncegate-demo-" | grep -v grep >/dev/null; then
     fail=$((fail+1)); echo "FAIL demo left processes behind"
 else pass=$((pass+1)); echo "ok   demo stopped every process it started"; fi
 check "demo again on the same store" 0 env TMPDIR="$T" "$OG" demo --store "sqlite:$T/demo.db"
-expect_out "demo again refuses every replay" '2 of 2 replays refused'
+expect_out "demo again refuses every replay" '3 of 3 replays refused'
+check "demo on the embedded store (no --store)" 0 env TMPDIR="$T" "$OG" demo
+demo_payout_checks "the embedded store"
 check "demo refuses a store with an operation awaiting its outcome" 78 \
       env TMPDIR="$T" "$OG" demo --store "$S"
 expect_err "demo names the reason" 'awaiting an outcome'
+check "migrate a store for an Unknown payout attempt" 0 "$OG" migrate --store "sqlite:$T/demo-unknown.db"
+check "fixture: an Unknown payout attempt" 0 "$FIX" "sqlite:$T/demo-unknown.db" PAY-3999 unknown
+check "demo refuses a store with a payout attempt awaiting its outcome" 78 \
+      env TMPDIR="$T" "$OG" demo --store "sqlite:$T/demo-unknown.db"
+expect_err "demo names the reason for the payout attempt" 'awaiting an outcome'
+# PostgreSQL: the demo on a database of its own, when there is a cluster.
+if [ -n "${OG_TEST_PG_URL:-}" ] && [ "${OG_TEST_PG_URL#*\?}" = "$OG_TEST_PG_URL" ]; then
+    DEMODB="og_demo_$$_$RANDOM"
+    if psql "$OG_TEST_PG_URL" -qXc "CREATE DATABASE $DEMODB" >/dev/null; then
+        check "demo on postgres" 0 env TMPDIR="$T" "$OG" demo --store "${OG_TEST_PG_URL%/*}/$DEMODB"
+        expect_out "demo on postgres refuses every credit replay" \
+            'create_requests 2, credits_created 2, lookups [0-9]+ +✔ still one credit per grant'
+        demo_payout_checks postgres
+        psql "$OG_TEST_PG_URL" -qXc "DROP DATABASE $DEMODB" >/dev/null
+    else fail=$((fail+1)); echo "FAIL could not create a PostgreSQL database for the demo"; fi
+else
+    echo "skip demo on postgres: OG_TEST_PG_URL not set"
+fi
+if ls -d "$T"/oncegate-demo-* >/dev/null 2>&1; then
+    fail=$((fail+1)); echo "FAIL a demo left its data directory (the logs follow)"; demo_logs
+else pass=$((pass+1)); echo "ok   every demo removed its data directory"; fi
 
 # keygen: files, modes, JSON with paths and never key material, refusals.
 K="$T/keys"; mkdir -p "$K"

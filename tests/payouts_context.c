@@ -209,6 +209,81 @@ void context_versions_move_with_every_change(void **state)
     og_store_free(s);
 }
 
+/* og_payout_destination_age, the seeding call `oncegate demo` uses: a
+ * destination registered just now needs an acknowledgment; aged, the same
+ * draft is Allowed. The version does not move, a retry changes nothing
+ * more, and only the destination at that version is aged. */
+void destination_age_moves_the_last_change_back_and_no_version(void **state)
+{
+    og_store *s = t_store(0, 0);
+    t_raw *raw = t_raw_open();
+    og_payout_put_result pr = {0, 0};
+    og_payout_snapshot snap;
+    og_payout_decide_req r;
+    og_payout_decision d;
+    char id[64], dst[64];
+    int64_t at, aged;
+    p_world w;
+
+    (void)state;
+    p_world_new(s, raw, &w, "age", 5000000);
+    p_id(dst, &w, "DST", 2);
+    {
+        og_payout_destination_record rec = {dst, w.ben, "tok_SECRET_age"};
+
+        assert_int_equal(og_payout_destination_put(s, &rec, 0, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    p_id(id, &w, "PAY", 2);
+    {
+        og_payout_draft_req q = {
+            id, {w.tenant, w.ben, dst, 1, "4250.00", "EUR", "invoice"},
+            "clerk-22"};
+
+        assert_int_equal(og_payout_draft(s, &q, &pr), 0);
+        assert_int_equal(pr.outcome, OG_PAYOUT_WRITTEN);
+    }
+    r = p_req(id);
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.reason,
+                     OG_PAYOUT_REASON_DESTINATION_RECENTLY_CHANGED);
+
+    /* Refused before any I/O. */
+    assert_int_equal(og_payout_destination_age(s, dst, 1, 0), OG_EINVAL);
+    assert_int_equal(
+        og_payout_destination_age(s, dst, 1, OG_PAYOUT_AGE_MAX_US + 1),
+        OG_EINVAL);
+    assert_int_equal(og_payout_destination_age(s, dst, 0, DAY),
+                     OG_EPAYOUT_VERSION);
+    assert_int_equal(og_payout_destination_age(s, "no spaces", 1, DAY),
+                     OG_EPAYOUT_DESTINATION);
+    assert_int_equal(og_payout_destination_age(NULL, dst, 1, DAY),
+                     OG_EINVAL);
+    /* Another version, or no such destination: nothing aged. */
+    assert_int_equal(og_payout_destination_age(s, dst, 2, 8 * DAY), 0);
+    assert_int_equal(og_payout_destination_age(s, "DST-nobody", 1, 8 * DAY),
+                     0);
+
+    assert_int_equal(og_payout_destination_age(s, dst, 1, 8 * DAY), 1);
+    at = r.not_before_us;
+    assert_int_equal(og_payout_context_read(s, id, at, &snap), 0);
+    assert_int_equal(snap.ctx.destination.version, 1);
+    aged = snap.ctx.destination.changed_at_us;
+    assert_true(aged <= t_now_us() - 8 * DAY + SEC);
+    /* A retry, or a shorter age: the last change stays where it is. */
+    assert_int_equal(og_payout_destination_age(s, dst, 1, 8 * DAY), 1);
+    assert_int_equal(og_payout_destination_age(s, dst, 1, DAY), 1);
+    assert_int_equal(og_payout_context_read(s, id, at, &snap), 0);
+    assert_true(snap.ctx.destination.changed_at_us == aged);
+
+    /* The same draft, decided again: Allowed. */
+    r = p_req(id);
+    d = p_decide(s, &r);
+    assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
+    t_raw_close(raw);
+    og_store_free(s);
+}
+
 /* ===========================================================================
  * An imported destination (dev mode's scenario): changed_at as given, never
  * ahead of the store's clock; an existing destination is never changed.

@@ -1,7 +1,8 @@
 /*
- * demo.c — `oncegate demo`: two incidents of replay protection (a lost
- * answer, a restart with empty memory), replayed through two real
- * `oncegate serve --dev` processes and the sandbox billing provider.
+ * demo.c — `oncegate demo`: three incidents of replay protection (a lost
+ * answer, a restart with empty memory, a payout whose answer is lost),
+ * replayed through two real `oncegate serve --dev` processes and the
+ * sandbox provider.
  *
  * The demo starts ONE `oncegate-sandbox` (control endpoint on) and TWO
  * `oncegate serve --dev` processes, "serve A" and "serve B", that share a
@@ -19,9 +20,15 @@
  *   Incident 2  a credit applied on A, then A is killed and restarted with
  *               empty memory; a stale resubmission is refused and the
  *               original operation is answered with its status.
+ *   Incident 3  a payout decided Allowed is sent by A's worker, completed
+ *               and its answer lost; the job comes again and B's worker is
+ *               refused (a duplicate: the grant is consumed); B's
+ *               reconciler finds it: Paid; the sandbox counts one payout
+ *               (src/cli/demo_payout.c).
  *
  * Every child dies with the demo (PR_SET_PDEATHSIG) and is stopped and
- * reaped on every path. API keys and grant tokens are never printed.
+ * reaped on every path. API keys, grant tokens and destination tokens are
+ * never printed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +53,7 @@
 
 #include "cli.h"
 #include "commands.h" /* og_srv_sandbox_path */
+#include "demo.h"
 
 
 /* ===========================================================================
@@ -58,13 +66,6 @@
 #define DEMO_RECOVERY_MS 30000 /* recovery settling the lost answer */
 #define DEMO_HTTP_MS 20000     /* one request of the demo's */
 #define DEMO_BODY_MAX (1 << 20)
-
-typedef struct demo_proc {
-    const char *name; /* "sandbox", "serve A", "serve B" */
-    const char *log;  /* file name of its stderr inside the data dir */
-    pid_t pid;
-    char url[256];
-} demo_proc;
 
 /* Reads lines from fd until one starts with prefix, and copies the rest of
  * that line into url. 0, or -1 on EOF (the child exited), a deadline of
@@ -179,7 +180,7 @@ static int demo_spawn(demo_proc *p, const char *dir, const char *path,
 /* Stops p with sig (SIGTERM: drain; SIGKILL: a crash) and reaps it, within
  * DEMO_STOP_MS (then SIGKILL). Returns true when it exited as expected
  * (0 after SIGTERM, killed by SIGKILL after SIGKILL). */
-static bool demo_reap(demo_proc *p, int sig)
+bool demo_reap(demo_proc *p, int sig)
 {
     int status = 0, waited = 0;
     pid_t r;
@@ -271,11 +272,12 @@ static size_t demo_on_body(char *d, size_t size, size_t nmemb, void *u)
 }
 
 /* One request: method base+path, with Authorization: Bearer key when key,
- * and body (JSON) when body. Returns the HTTP status and *out (the parsed
- * answer, or NULL), or 0 when no answer came. A fresh connection each time,
- * and no proxy from the environment. */
-static long demo_http(const char *method, const char *base, const char *path,
-                      const char *key, json_t *body, json_t **out)
+ * and body (JSON) when body. Returns the HTTP status and the answer's
+ * bytes in *out (the caller frees out->p), or 0 when no answer came. A fresh
+ * connection each time, and no proxy from the environment. */
+static long demo_request(const char *method, const char *base,
+                         const char *path, const char *key, json_t *body,
+                         demo_buf *out)
 {
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL, *more;
@@ -284,7 +286,6 @@ static long demo_http(const char *method, const char *base, const char *path,
     size_t authlen = 0;
     long code = 0;
 
-    *out = NULL;
     if (!c || (size_t)snprintf(url, sizeof url, "%s%s", base, path) >=
                   sizeof url)
         goto done;
@@ -320,8 +321,6 @@ static long demo_http(const char *method, const char *base, const char *path,
     if (curl_easy_perform(c) != CURLE_OK ||
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
         code = 0;
-    else if (b.p)
-        *out = json_loadb(b.p, b.n, 0, NULL);
 done:
     if (auth) {
         sodium_memzero(auth, authlen);
@@ -334,12 +333,37 @@ done:
     curl_slist_free_all(h);
     if (c)
         curl_easy_cleanup(c);
+    if (code == 0) {
+        free(b.p);
+        b = (demo_buf){0};
+    }
+    *out = b;
+    return code;
+}
+
+/* demo_request, the answer parsed: *out (or NULL). */
+long demo_http(const char *method, const char *base, const char *path,
+               const char *key, json_t *body, json_t **out)
+{
+    demo_buf b;
+    long code = demo_request(method, base, path, key, body, &b);
+
+    *out = b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
     free(b.p);
     return code;
 }
 
+long demo_http_text(const char *base, const char *path, char **text)
+{
+    demo_buf b;
+    long code = demo_request("GET", base, path, NULL, NULL, &b);
+
+    *text = b.p;
+    return code;
+}
+
 /* o[k] as a string, or "" when absent or not a string. */
-static const char *demo_str(const json_t *o, const char *k)
+const char *demo_str(const json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));
     return s ? s : "";
@@ -348,19 +372,6 @@ static const char *demo_str(const json_t *o, const char *k)
 /* ===========================================================================
  * The demo driver: the incidents
  * ========================================================================= */
-typedef struct demo_tally {
-    int steps, failed, replays, replays_refused;
-} demo_tally;
-
-typedef struct demo {
-    char dir[PATH_MAX];
-    const char *store; /* --store, or NULL: DIR/oncegate.db */
-    char *sandbox_path;
-    demo_proc sb, a, b;
-    char issuer_key[256], agent_key[256], agent_id[160];
-    demo_tally t;
-} demo;
-
 typedef struct demo_grant {
     char id[160];
     char *token; /* a secret: never printed; wiped and freed */
@@ -376,7 +387,7 @@ static void demo_grant_clear(demo_grant *g)
 }
 
 /* Starts serve p on the shared data dir and store, against the sandbox. */
-static int demo_start_serve(demo *d, demo_proc *p)
+int demo_start_serve(demo *d, demo_proc *p)
 {
     char *argv[] = {(char *)"oncegate", (char *)"serve", (char *)"--dev",
                     (char *)"--data-dir", d->dir, (char *)"--listen",
@@ -409,8 +420,9 @@ static int demo_cred(json_t *cr, const char *role, const char *field,
     return s && (size_t)snprintf(out, n, "%s", s) < n ? 0 : -1;
 }
 
-/* Reads the issuer's and the agent's API keys and the agent's id from
- * DIR/dev-credentials.json (written by the first serve --dev). */
+/* Reads the issuer's and the agent's API keys, the agent's id and the keys
+ * of the payout-admin, clerk and operator from DIR/dev-credentials.json
+ * (written by the first serve --dev, one principal per role). */
 static int demo_read_credentials(demo *d)
 {
     char path[PATH_MAX + 32];
@@ -424,7 +436,13 @@ static int demo_read_credentials(demo *d)
                    sizeof d->issuer_key) |
          demo_cred(cr, "agent", "api_key", d->agent_key,
                    sizeof d->agent_key) |
-         demo_cred(cr, "agent", "id", d->agent_id, sizeof d->agent_id);
+         demo_cred(cr, "agent", "id", d->agent_id, sizeof d->agent_id) |
+         demo_cred(cr, "payout-admin", "api_key", d->payout_admin_key,
+                   sizeof d->payout_admin_key) |
+         demo_cred(cr, "clerk", "api_key", d->clerk_key,
+                   sizeof d->clerk_key) |
+         demo_cred(cr, "operator", "api_key", d->operator_key,
+                   sizeof d->operator_key);
     json_decref(cr);
     return rc;
 }
@@ -495,8 +513,8 @@ static void demo_answer(long code, const json_t *a, char *out, size_t n)
 }
 
 /* Tallies a step and prints its verdict at the end of the current line. */
-static void demo_verdict(demo_tally *t, bool ok, bool replay, const char *yes,
-                         const char *no)
+void demo_verdict(demo_tally *t, bool ok, bool replay, const char *yes,
+                  const char *no)
 {
     t->steps++;
     if (!ok)
@@ -573,13 +591,24 @@ static bool demo_applied_before(long code, const json_t *a)
            strcmp(demo_str(a, "outcome"), "already_admitted") == 0;
 }
 
-static double demo_since(const struct timespec *t0)
+double demo_since(const struct timespec *t0)
 {
     struct timespec t1;
 
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - t0->tv_sec) +
            (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+void demo_history_line(const json_t *e, const char *indent)
+{
+    const char *r = demo_str(e, "provider_reference");
+    const char *why = demo_str(e, "reason");
+
+    printf("%shistory: %-8s  %-9s → %-9s  by %s%s%s%s%s%s\n", indent,
+           demo_str(e, "kind"), demo_str(e, "from"), demo_str(e, "to"),
+           demo_str(e, "actor"), why[0] ? " (" : "", why, why[0] ? ")" : "",
+           r[0] ? ", " : "", r);
 }
 
 /* Polls GET /v1/operations/op as the agent, on B and A in turn, until the
@@ -620,12 +649,8 @@ static void demo_await_recovery(demo *d, const char *op,
     for (size_t k = 0; k < json_array_size(h); k++) {
         const json_t *e = json_array_get(h, k);
         const char *r = demo_str(e, "provider_reference");
-        const char *why = demo_str(e, "reason");
 
-        printf("      history: %-8s  %-9s → %-9s  by %s%s%s%s%s%s\n",
-               demo_str(e, "kind"), demo_str(e, "from"), demo_str(e, "to"),
-               demo_str(e, "actor"), why[0] ? " (" : "", why,
-               why[0] ? ")" : "", r[0] ? ", " : "", r);
+        demo_history_line(e, "      ");
         if (strcmp(demo_str(e, "kind"), "outcome") == 0 &&
             strcmp(demo_str(e, "actor"), "recovery") == 0 &&
             strcmp(demo_str(e, "to"), "succeeded") == 0 && r[0]) {
@@ -675,7 +700,7 @@ static void demo_stats(demo *d, int n, const char *yes)
 
 /* Arms drop_response_after_effect once: the next create takes effect and
  * its answer is lost. */
-static int demo_arm_drop(demo *d)
+int demo_arm_drop(demo *d)
 {
     json_t *req = json_pack("{s:s, s:i}", "fault",
                             "drop_response_after_effect", "count", 1);
@@ -695,7 +720,7 @@ static int demo_arm_drop(demo *d)
 }
 
 /* n random (version 4) UUIDs, for operation ids. */
-static void demo_uuids(char op[][OG_UUID_LEN + 1], size_t n)
+void demo_uuids(char op[][OG_UUID_LEN + 1], size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char b[16];
@@ -789,12 +814,14 @@ static int demo_incident2(demo *d)
     return 0;
 }
 
-/* With --store: the demo's recovery loops would settle any operation the
- * store already holds in Admitted or Unknown against the demo's sandbox.
+/* With --store: the demo's recovery loops and reconcilers would settle any
+ * operation or payout attempt the store already holds in Admitted, Started
+ * or Unknown against the demo's sandbox.
  * Refuses such a store. 0, or an exit code. */
 static int demo_check_store(const char *url)
 {
-    og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_UNKNOWN),
+    og_op_filter f = {OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_STARTED) |
+                          OG_OP_BIT(OG_OP_UNKNOWN),
                       false, 0, 1, 0};
     og_op_list l = {0};
     og_store *s = NULL;
@@ -816,7 +843,8 @@ static int demo_check_store(const char *url)
     if (l.n > 0) {
         fprintf(stderr,
                 "oncegate demo: %s holds operations awaiting an outcome "
-                "(admitted or unknown); the demo's recovery would settle "
+                "(admitted, started or unknown); the demo's recovery would "
+                "settle "
                 "them against its sandbox. Give the demo a store of its own, "
                 "or no --store.\n", url);
         og_op_list_free(&l);
@@ -907,7 +935,8 @@ int og_cli_demo(int argc, char **argv)
            d->store ? d->store : "SQLite, in the data directory", d->dir,
            d->agent_id);
 
-    if (demo_incident1(d) != 0 || demo_incident2(d) != 0) {
+    if (demo_incident1(d) != 0 || demo_incident2(d) != 0 ||
+        demo_payout_incident(d) != 0) {
         fprintf(stderr, "oncegate demo: cannot go on\n");
         clean = false;
         goto out;
@@ -921,9 +950,10 @@ int og_cli_demo(int argc, char **argv)
         rc = OG_EXIT_REFUSED;
         clean = false;
     } else {
-        printf("Every replay was refused and billing counted one credit per "
-               "grant: across instances,\na lost answer, recovery and a "
-               "restart.\n");
+        printf("Every replay was refused, billing counted one credit per "
+               "grant and the payout\nprovider one completed payout: across "
+               "instances, lost answers, recovery,\nreconciliation and "
+               "restarts.\n");
         rc = OG_EXIT_OK;
     }
 out:
