@@ -94,7 +94,7 @@ expect_out "demo on $1: the reconciler finds the payout by the attempt's referen
 expect_out "demo on $1: the payout ends Paid" 'payout PAY-3107-[0-9a-f]{8} +✔ reconciled: Paid'
 expect_out "demo on $1: the sandbox counts one completed payout" \
     'payout_requests 1, payouts_created 1, payout_lookups [1-9][0-9]* +✔ exactly one completed payout; nothing sent twice'
-expect_out "demo on $1: every step as expected" '3 of 3 replays refused; 17 of 17 steps as expected'
+expect_out "demo on $1: every step as expected" '3 of 3 replays refused; 18 of 18 steps as expected'
 if grep -Eq 'og_[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}|tok_[0-9a-f]{24}' "$T/out" "$T/err"; then
     fail=$((fail+1)); echo "FAIL demo on $1 printed an API key, a grant token or a destination token";
 else pass=$((pass+1)); echo "ok   demo on $1 prints no API key, grant token or destination token"; fi

@@ -351,7 +351,6 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(context_versions_move_with_every_change),
     cmocka_unit_test(
         destination_import_keeps_an_earlier_changed_at_and_never_a_later),
-        destination_age_moves_the_last_change_back_and_no_version),
     cmocka_unit_test(bad_payout_input_gets_the_cores_error_and_writes_nothing),
     cmocka_unit_test(
         allowed_decision_writes_decision_grant_reservation_approval_and_job_in_one_transaction),

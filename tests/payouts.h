@@ -183,7 +183,6 @@ void payout_history_lists_every_step_in_order(void **state);
 /* payouts_context.c */
 void context_versions_move_with_every_change(void **state);
 void destination_import_keeps_an_earlier_changed_at_and_never_a_later(
-void destination_age_moves_the_last_change_back_and_no_version(
     void **state);
 void bad_payout_input_gets_the_cores_error_and_writes_nothing(void **state);
 void context_that_cannot_be_read_is_unavailable_and_nothing_is_decided(

@@ -185,24 +185,6 @@ OG_MUST_CHECK int og_payout_destination_token(og_store *s,
                                               int64_t version, char *out,
                                               size_t outlen);
 
-/* Seeding a destination registered before the store knew it (`oncegate
- * demo`'s scenario is docs/payouts.md's running example, where DST-77 last
- * changed more than 7 days ago): puts the last change of destination_id at
- * version at least age_us in the past — changed_at = the earlier of
- * changed_at and the store's now - age_us — in ONE conditional write. It
- * moves no version and changes no term a grant binds; it only makes the
- * policy's "changed in the last 7 days" rule (docs/payouts.md, section 4)
- * see an older change, so it is a privileged seeding call: no HTTP route,
- * no role and no operator command offers it. Idempotent: a retry changes
- * nothing more. Returns 1 (at version, aged), 0 (no such destination at
- * that version), or OG_EPAYOUT_DESTINATION, OG_EPAYOUT_VERSION, OG_EINVAL
- * (age_us outside 1 .. OG_PAYOUT_AGE_MAX_US, checked before any I/O), a
- * store error. */
-#define OG_PAYOUT_AGE_MAX_US (INT64_C(366) * 24 * 3600 * 1000000)
-OG_MUST_CHECK int og_payout_destination_age(og_store *s,
-                                            const char *destination_id,
-                                            int64_t version, int64_t age_us);
-
 /* A clerk's draft: the exact payout, as terms. */
 typedef struct og_payout_draft_req {
     const char *payout_id;    /* og_id_valid(): unique across tenants */

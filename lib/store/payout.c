@@ -192,23 +192,6 @@ int og_payout_destination_token(og_store *s, const char *destination_id,
     return rc;
 }
 
-int og_payout_destination_age(og_store *s, const char *destination_id,
-                              int64_t version, int64_t age_us)
-{
-    int rc;
-
-    if (!s)
-        return OG_EINVAL;
-    if ((rc = checked_id(destination_id, OG_EPAYOUT_DESTINATION)) != 0)
-        return rc;
-    if (version < 1)
-        return OG_EPAYOUT_VERSION;
-    if (age_us < 1 || age_us > OG_PAYOUT_AGE_MAX_US)
-        return OG_EINVAL;
-    return s->m->payout_destination_age(s->impl, destination_id, version,
-                                        age_us);
-}
-
 int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                     og_payout_put_result *out)
 {

@@ -877,12 +877,6 @@ typedef int og__store_payout_destination_token_fn(void *impl,
                                                   const char *destination_id,
                                                   int64_t version, char *out,
                                                   size_t outlen);
-/* og_payout_destination_age: 1 aged, 0 no such destination at version,
- * <0 an error (payout.c checked the inputs). */
-typedef int og__store_payout_destination_age_fn(void *impl,
-                                                const char *destination_id,
-                                                int64_t version,
-                                                int64_t age_us);
 typedef int og__store_payout_draft_fn(void *impl,
                                       const og__payout_draft_req *r,
                                       og__payout_draft_report *out);
@@ -1116,7 +1110,6 @@ typedef struct og__store_methods {
     og__store_payout_beneficiary_put_fn *payout_beneficiary_put;
     og__store_payout_destination_put_fn *payout_destination_put;
     og__store_payout_destination_token_fn *payout_destination_token;
-    og__store_payout_destination_age_fn *payout_destination_age;
     og__store_payout_draft_fn *payout_draft;
     og__store_payout_cancel_fn *payout_cancel;
     og__store_payout_get_fn *payout_get;

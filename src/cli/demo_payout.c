@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -88,18 +89,16 @@ static bool demo_post(const demo_proc *p, const char *path, const char *key,
     return code == want;
 }
 
-/* The tenant, beneficiary, destination and draft over HTTP as the
- * payout-admin, on A. The provider token is random, sent once, wiped. */
-static bool demo_payout_context(demo *d, demo_payout *p)
+/* The tenant, beneficiary and (once the destination exists) the draft over
+ * HTTP as the payout-admin, on A: draft false writes the first two, true
+ * the draft. */
+static bool demo_payout_context(demo *d, demo_payout *p, bool draft)
 {
-    unsigned char raw[12];
-    char token[32];
-    bool ok;
+    bool ok = true;
     char path[160];
 
-    randombytes_buf(raw, sizeof raw);
-    memcpy(token, "tok_", 4);
-    sodium_bin2hex(token + 4, sizeof token - 4, raw, sizeof raw);
+    if (draft)
+        goto draft;
     snprintf(path, sizeof path, "/v1/payout-admin/tenants/%s", p->tenant);
     ok = demo_post(&d->a, path, d->payout_admin_key,
                    json_pack("{s:I, s:s, s:I, s:b}", "expected_version",
@@ -113,13 +112,8 @@ static bool demo_payout_context(demo *d, demo_payout *p)
                                    (json_int_t)0, "tenant_id", p->tenant,
                                    "verified", 1, "status", "Active"),
                          201, NULL);
-    snprintf(path, sizeof path, "/v1/payout-admin/destinations/%s", p->dst);
-    ok = ok && demo_post(&d->a, path, d->payout_admin_key,
-                         json_pack("{s:I, s:s, s:s}", "expected_version",
-                                   (json_int_t)0, "beneficiary_id", p->ben,
-                                   "provider_token", token),
-                         201, NULL);
-    sodium_memzero(token, sizeof token);
+    return ok;
+draft:
     snprintf(path, sizeof path, "/v1/payout-admin/payouts/%s", p->payout);
     ok = ok && demo_post(&d->a, path, d->payout_admin_key,
                          json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
@@ -132,28 +126,46 @@ static bool demo_payout_context(demo *d, demo_payout *p)
     return ok;
 }
 
-/* docs/payouts.md's DST-77 last changed more than 7 days ago; the demo's
- * was registered a moment ago, which the policy answers
- * AcknowledgmentRequired. The store's seeding call puts its last change 30
- * days back (no version moves). 0, or -1. */
-static int demo_payout_age(const demo *d, const demo_payout *p)
+/* docs/payouts.md's DST-77 was registered long before PAY-3107 (its last
+ * change more than 7 days back, so the policy needs no acknowledgment):
+ * the demo imports it into the store as a registry being moved in would,
+ * with its last change 30 days ago (og_payout_destination_import: never
+ * later than the store's clock, never over an existing destination). The
+ * provider token is random, written once, wiped. 0, or -1. */
+static int demo_payout_import(const demo *d, const demo_payout *p)
 {
     char url[PATH_MAX + 32];
+    unsigned char raw[12];
+    char token[32];
     og_store *s = NULL;
+    og_payout_put_result r = {0};
+    struct timespec now;
     int rc;
 
+    randombytes_buf(raw, sizeof raw);
+    memcpy(token, "tok_", 4);
+    sodium_bin2hex(token + 4, sizeof token - 4, raw, sizeof raw);
     if (d->store)
         snprintf(url, sizeof url, "%s", d->store);
     else
         snprintf(url, sizeof url, "sqlite:%s/oncegate.db", d->dir);
+    clock_gettime(CLOCK_REALTIME, &now);
     if ((rc = og_store_open(url, NULL, &s)) == 0) {
-        rc = og_payout_destination_age(s, p->dst, 1, DEMO_AGE_US);
+        og_payout_destination_record dr = {p->dst, p->ben, token};
+        int64_t now_us =
+            (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+
+        rc = og_payout_destination_import(s, &dr, now_us - DEMO_AGE_US, &r);
         og_store_free(s);
     }
-    if (rc != 1)
-        fprintf(stderr, "oncegate demo: cannot age destination %s: %s\n",
-                p->dst, rc < 0 ? og_strerror(rc) : "not found");
-    return rc == 1 ? 0 : -1;
+    sodium_memzero(token, sizeof token);
+    if (rc != 0 || r.outcome != OG_PAYOUT_WRITTEN) {
+        fprintf(stderr, "oncegate demo: cannot import destination %s: %s\n",
+                p->dst, rc < 0 ? og_strerror(rc)
+                               : og_payout_write_name(r.outcome));
+        return -1;
+    }
+    return 0;
 }
 
 /* The number after `name ` on its own line of a Prometheus text, or -1. */
@@ -426,23 +438,27 @@ int demo_payout_incident(demo *d)
            "instances\n", p.payout, p.ben, p.dst);
 
     demo_head(&d->a, "the payout-admin registers tenant %s, beneficiary "
-              "%s,\n        destination %s (its provider token is write-only: "
-              "never printed), draft %s v1", p.tenant, p.ben, p.dst,
-              p.payout);
-    if (!demo_payout_context(d, &p)) {
+              "%s", p.tenant, p.ben);
+    if (!demo_payout_context(d, &p, false)) {
         demo_verdict(&d->t, false, false, "", "context not written");
         goto out;
     }
     demo_verdict(&d->t, true, false, "context written", "");
-    demo_head(NULL, "[store] %s's last change put 30 days back by the "
-              "store's seeding call\n"
-              "        (no version moves), as docs/payouts.md's DST-77",
-              p.dst);
-    if (demo_payout_age(d, &p) != 0) {
-        demo_verdict(&d->t, false, false, "", "not aged");
+    demo_head(NULL, "[store] destination %s imported, registered to %s 30 "
+              "days ago as docs/payouts.md's\n"
+              "        DST-77 (its provider token is write-only: never "
+              "printed)", p.dst, p.ben);
+    if (demo_payout_import(d, &p) != 0) {
+        demo_verdict(&d->t, false, false, "", "not imported");
         goto out;
     }
     demo_verdict(&d->t, true, false, "no acknowledgment needed", "");
+    demo_head(&d->a, "the payout-admin drafts %s v1", p.payout);
+    if (!demo_payout_context(d, &p, true)) {
+        demo_verdict(&d->t, false, false, "", "draft not written");
+        goto out;
+    }
+    demo_verdict(&d->t, true, false, "draft written", "");
 
     old = (long)d->b.pid;
     if (!demo_reap(&d->b, SIGTERM))

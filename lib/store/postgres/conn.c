@@ -945,7 +945,6 @@ const og__store_methods og__postgres_methods = {
     .payout_beneficiary_put = og__pg_payout_beneficiary_put,
     .payout_destination_put = og__pg_payout_destination_put,
     .payout_destination_token = og__pg_payout_destination_token,
-    .payout_destination_age = og__pg_payout_destination_age,
     .payout_draft = og__pg_payout_draft,
     .payout_cancel = og__pg_payout_cancel,
     .payout_get = og__pg_payout_get,

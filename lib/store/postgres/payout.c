@@ -393,43 +393,6 @@ int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
 }
 
 /* ===========================================================================
- * og_payout_destination_age (a seeding call: payout_store.h)
- * ========================================================================= */
-
-/* $1 id  $2 version  $3 age (microseconds). The version does not move. */
-static const char pg_payout_destination_age_sql[] =
-    "UPDATE destinations\n"
-    "SET changed_at = LEAST(changed_at, clock_timestamp() - $3::bigint * interval '1 microsecond')\n"
-    "WHERE destination_id = $1::text AND version = $2::bigint RETURNING version";
-static const og__pg_stmt pg_payout_destination_age_stmt = {
-    "og_payout_destination_age", pg_payout_destination_age_sql, 3,
-    OG_KEYS_AS_STORED};
-
-int og__pg_payout_destination_age(void *impl, const char *id,
-                                  int64_t version, int64_t age_us)
-{
-    og__pg_store *pg = impl;
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    char v[24], age[24];
-    const char *params[3] = {id, v, age};
-    int rc;
-
-    og__pg_fmt_i64(v, sizeof v, version);
-    og__pg_fmt_i64(age, sizeof age, age_us);
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        return rc;
-    rc = og__pg_run(pg, c, &pg_payout_destination_age_stmt, params, &res);
-    if (rc == 0 && (PQntuples(res) > 1 || og__pg_shape(res, 1, 1) != 0))
-        rc = OG_EINTERNAL;
-    if (rc == 0)
-        rc = PQntuples(res);
-    PQclear(res);
-    og__pg_release(pg, c);
-    return rc;
-}
-
-/* ===========================================================================
  * og_payout_get
  * ========================================================================= */
 

@@ -654,7 +654,6 @@ const og__store_methods og__sqlite_methods = {
     .payout_beneficiary_put = og__sq_payout_beneficiary_put,
     .payout_destination_put = og__sq_payout_destination_put,
     .payout_destination_token = og__sq_payout_destination_token,
-    .payout_destination_age = og__sq_payout_destination_age,
     .payout_draft = og__sq_payout_draft,
     .payout_cancel = og__sq_payout_cancel,
     .payout_get = og__sq_payout_get,

@@ -489,39 +489,6 @@ int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
 }
 
 /* ===========================================================================
- * og_payout_destination_age (a seeding call: payout_store.h)
- * ========================================================================= */
-
-/* ?1 id, ?2 version, ?3 age (microseconds). The version does not move. */
-static const char sq_payout_destination_age_sql[] =
-    "UPDATE destinations SET changed_at = MIN(changed_at, " SQ_NOW " - ?3)"
-    " WHERE destination_id = ?1 AND version = ?2 RETURNING version";
-
-int og__sq_payout_destination_age(void *impl, const char *id,
-                                  int64_t version, int64_t age_us)
-{
-    og__sq_store *s = impl;
-    og__sq_conn *c;
-    sqlite3_stmt *st;
-    int64_t v = 0;
-    int rc, found = 0;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    if ((rc = og__sq_stmt(c, sq_payout_destination_age_sql, &st)) == 0) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, version);
-        sqlite3_bind_int64(st, 3, age_us);
-        if ((rc = og__sq_one_i64(c, st, &v)) >= 0) {
-            found = rc;
-            rc = 0;
-        }
-    }
-    rc = og__sq_end(s, c, rc, found == 1);
-    return rc < 0 ? rc : found;
-}
-
-/* ===========================================================================
  * og_payout_get
  * ========================================================================= */
 
