@@ -360,6 +360,12 @@ typedef struct og_payout_decide_req {
     int64_t not_before_us;      /* the grant's window: the release batch */
     int64_t expires_at_us;      /* <= not_before + max_grant_lifetime */
     const char *correlation_id; /* groups records; never authorizes */
+    const char *settles_decision_id; /* NULL: a decision of its own. Else
+                                   an approver's FRESH decision settling
+                                   this payout's pending
+                                   AcknowledgmentRequired or
+                                   EscalationRecommended decision (a
+                                   non-nil UUID); see og_payout_decide */
 } og_payout_decide_req;
 
 /* A decision as written. */
@@ -376,6 +382,8 @@ typedef struct og_payout_decision {
     int64_t executable_payout_version;
     int64_t reserved_minor;
     char release_day[OG_PAYOUT_DAY_LEN + 1];
+    char settles_decision_id[OG_UUID_LEN + 1]; /* "" unless it settled one */
+    int64_t acknowledged_destination_version;  /* 0: none acknowledged */
 } og_payout_decision;
 
 /* Decides on a payout. In ONE transaction (SQLite: BEGIN IMMEDIATE;
@@ -398,9 +406,27 @@ typedef struct og_payout_decision {
  *   - anything else: the decision and its history entry, alone.
  * A missing payout is Deferred context.unavailable (written). Any failure
  * rolls everything back and is returned: nothing of the decision exists.
+ *
+ * Settling (settles_decision_id set; docs/payouts.md, section 4,
+ * "Acknowledgment and escalation"): in the same transaction, after the
+ * payout's row is held, the pending decision is read and the approval
+ * refused with nothing written when it is not this payout's
+ * AcknowledgmentRequired or EscalationRecommended decision
+ * (OG_EPAYOUT_NOT_SETTLEABLE), a decision settled it already
+ * (OG_EPAYOUT_ALREADY_SETTLED; the schema's unique settles_decision_id
+ * backs it), its requester is this requester (OG_EPAYOUT_APPROVER_IS_
+ * REQUESTER: four eyes), or the payout is no longer at the version it
+ * evaluated (OG_EPAYOUT_SETTLE_STALE). Otherwise the policy runs afresh,
+ * in the pending decision's mode, with this requester's (the approver's)
+ * approval limit for rule 8 and, when the pending decision asked for an
+ * acknowledgment (or itself carried one), the destination version it
+ * evaluated acknowledged for rule 7; the fresh decision records both.
+ * The pending decision is never changed.
+ *
  * Returns 0 and *out, or an input error (OG_EPAYOUT_ID, OG_EPAYOUT_VERSION,
  * OG_EPAYOUT_REQUESTER, OG_EPAYOUT_LIMIT, OG_EPAYOUT_WINDOW,
- * OG_EPAYOUT_CORRELATION, OG_EINVAL), OG_EPAYOUT_POLICY_RELEASE,
+ * OG_EPAYOUT_CORRELATION, OG_EPAYOUT_DECISION, OG_EINVAL), a settling
+ * refusal above, OG_EPAYOUT_POLICY_RELEASE,
  * OG_ESTORE_UNAVAILABLE (not known to have committed: read the payout
  * before deciding again), OG_EINTERNAL. */
 OG_MUST_CHECK int og_payout_decide(og_store *s, const og_payout_decide_req *r,
@@ -430,6 +456,12 @@ typedef struct og_payout_decision_view {
     int64_t observed_at_us;              /* the facts' read (store clock) */
     int64_t decided_at_us;               /* the decision's write */
     char correlation_id[OG_ID_MAX + 1];
+    char settles_decision_id[OG_UUID_LEN + 1]; /* schema 14: the pending
+                                            decision this one settled; ""
+                                            when none */
+    int64_t acknowledged_destination_version; /* schema 14: the destination
+                                            version an approver acknowledged
+                                            (the recheck honours it); 0 */
 } og_payout_decision_view;
 
 /* Reads decision decision_id (a non-nil UUID, any case; checked before any

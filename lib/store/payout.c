@@ -334,10 +334,50 @@ int og_payout_context_read(og_store *s, const char *payout_id,
  * counters — taking nothing makes the decision Denied tenant.daily-limit,
  * alone; the decision and its entry at one instant; for Allowed what it
  * enables. The fault points act as the store failing there. */
-static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
+/* An approval's checks on the pending decision r settles (og_payout_decide,
+ * "Settling"), in tx after the facts held the payout's row: 0 with r's
+ * mode and acknowledged destination version taken from it, or the refusal
+ * (nothing written: the caller rolls back) or an error. The order makes a
+ * retried approval read as what it is: settled, before anything else. */
+static int settle_check(og_store *s, void *tx, const og__payout_facts *f,
+                        og__payout_decide_req *r)
+{
+    og_payout_decision_view d;
+    bool settled = false;
+    int rc;
+
+    memset(&d, 0, sizeof d);
+    rc = s->m->payout_settle_read(s->impl, tx, r->settles_decision_id, &d,
+                                  &settled);
+    if (rc < 0)
+        return rc;
+    if (rc == 0 || strcmp(d.payout_id, r->payout_id) != 0 ||
+        (d.outcome != OG_PAYOUT_ACKNOWLEDGMENT_REQUIRED &&
+         d.outcome != OG_PAYOUT_ESCALATION_RECOMMENDED))
+        return OG_EPAYOUT_NOT_SETTLEABLE;
+    if (settled)
+        return OG_EPAYOUT_ALREADY_SETTLED;
+    if (strcmp(d.requester_id, r->requester_id) == 0)
+        return OG_EPAYOUT_APPROVER_IS_REQUESTER;
+    if (!f->found || f->version != d.evaluated.payout ||
+        (r->payout_version != 0 && r->payout_version != f->version))
+        return OG_EPAYOUT_SETTLE_STALE;
+    r->reauthorize = d.reauthorize;
+    /* PC7: the version the approver acknowledges is the one the pending
+     * decision evaluated; an escalation that carried an acknowledgment
+     * (an approval that was itself escalated) carries it on. */
+    r->acknowledged_destination_version =
+        d.outcome == OG_PAYOUT_ACKNOWLEDGMENT_REQUIRED
+            ? d.evaluated.destination
+            : d.acknowledged_destination_version;
+    return 0;
+}
+
+static int decide_in(og_store *s, void *tx, const og__payout_decide_req *req,
                      og_payout_decision *out)
 {
     const og__store_methods *m = s->m;
+    og__payout_decide_req rr = *req, *r = &rr;
     og__payout_facts f;
     og__payout_plan p;
     char release[OG_ID_MAX + 1];
@@ -352,8 +392,12 @@ static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
     if (strcmp(release, OG_PAYOUT_POLICY_VERSION) != 0)
         return OG_EPAYOUT_POLICY_RELEASE;
     if ((rc = m->payout_facts(s->impl, tx, r->payout_id, r->not_before_us,
-                              true, &f)) != 0 ||
-        (rc = og__payout_plan_decide(&f, r, &p)) != 0)
+                              true, &f)) != 0)
+        return rc;
+    if (r->settles_decision_id[0] != '\0' &&
+        (rc = settle_check(s, tx, &f, r)) != 0)
+        return rc;
+    if ((rc = og__payout_plan_decide(&f, r, &p)) != 0)
         return rc;
     if (p.allowed) {
         if ((rc = m->payout_reserve(s->impl, tx, &f, &reserved)) != 0)
@@ -414,6 +458,11 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
     r.not_before_us = d->not_before_us;
     r.expires_at_us = d->expires_at_us;
     og__idcpy(r.correlation_id, d->correlation_id);
+    /* Normalized: the store keeps the lower-case form og__uuid_new made. */
+    if (d->settles_decision_id &&
+        og__uuid_normalize(d->settles_decision_id, r.settles_decision_id) !=
+            0)
+        return OG_EPAYOUT_DECISION;
     if ((rc = og__uuid_new(r.decision_id)) != 0 ||
         (rc = og__uuid_new(r.job_id)) != 0 ||
         (rc = og_grant_new_id(r.grant_id)) != 0)

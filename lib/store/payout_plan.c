@@ -247,6 +247,8 @@ int og__payout_plan_decide(const og__payout_facts *f,
         if (r->payout_version != 0)
             s.ctx.intent.payout_version = r->payout_version; /* PP2 */
         s.ctx.requester.approval_limit = r->approval_limit;
+        s.ctx.acknowledged_destination_version =
+            r->acknowledged_destination_version;
     }
     rc = r->reauthorize
              ? og_payout_evaluate_reauthorization(
@@ -285,6 +287,10 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
     out->observed_at_us = f->observed_at_us;
     out->decided_at_us = decided_at_us;
     out->issued = p->allowed;
+    memcpy(out->settles_decision_id, r->settles_decision_id,
+           sizeof out->settles_decision_id);
+    out->acknowledged_destination_version =
+        r->acknowledged_destination_version;
     if (p->allowed) {
         memcpy(out->grant_id, r->grant_id, sizeof out->grant_id);
         memcpy(out->job_id, r->job_id, sizeof out->job_id);

@@ -187,6 +187,11 @@ typedef struct og__payout_decide_req {
     char decision_id[OG_UUID_LEN + 1];
     char grant_id[OG_ID_MAX + 1];
     char job_id[OG_UUID_LEN + 1];
+    /* an approval (schema 14): the pending decision it settles ("" none),
+     * normalized, and the destination version acknowledged (0 none), which
+     * the decision's step sets from the pending decision it read */
+    char settles_decision_id[OG_UUID_LEN + 1];
+    int64_t acknowledged_destination_version;
 } og__payout_decide_req;
 
 /* Everything a decision reads, as the backend's payout_facts step returns
@@ -958,6 +963,16 @@ typedef int og__store_payout_decision_write_fn(void *impl, void *tx,
                                                const og__payout_facts *f,
                                                const og__payout_plan *p,
                                                int64_t *decided_at_us);
+/* An approval's read of the pending decision decision_id (normalized) in
+ * tx, after the facts' step held the payout's row (schema 14): 1 and *out
+ * with *settled (a decision settling it exists), 0 when there is none, or
+ * an error. Two approvals of one decision are ordered by the payout's row
+ * (PostgreSQL: FOR UPDATE; SQLite: the write lock), so the second reads
+ * the first one's decision. */
+typedef int og__store_payout_settle_read_fn(void *impl, void *tx,
+                                            const char *decision_id,
+                                            og_payout_decision_view *out,
+                                            bool *settled);
 /* What an Allowed decision enables, at decided_at_us (M29, M31): the
  * approval, the grant's row (row form, issuer 'payouts', no family, the
  * window's end its expiry), its bindings, the job, a history entry per
@@ -1121,6 +1136,7 @@ typedef struct og__store_methods {
     og__store_payout_reserve_fn *payout_reserve;
     og__store_payout_decision_write_fn *payout_decision_write;
     og__store_payout_decision_issue_fn *payout_decision_issue;
+    og__store_payout_settle_read_fn *payout_settle_read;
     og__store_payout_claim_facts_fn *payout_claim_facts;
     og__store_payout_claim_write_fn *payout_claim_write;
     og__store_payout_resolve_record_fn *payout_resolve_record;

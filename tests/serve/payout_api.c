@@ -341,6 +341,151 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
 }
 
 /* ===========================================================================
+ * An approver settles an acknowledgment or an escalation with a FRESH
+ * decision (docs/payouts.md, section 4, "Acknowledgment and escalation").
+ * ========================================================================= */
+
+/* POST /v1/payouts/{pay}/approve as key with the intent at version and
+ * settles. */
+static void approve_amount(hres *r, const pctx *c, const char *key,
+                           const char *amount, json_int_t version,
+                           const char *settles)
+{
+    char path[160], release[40];
+
+    snprintf(path, sizeof path, "/v1/payouts/%s/approve", c->pay);
+    og_time_format_rfc3339((int64_t)time(NULL) * 1000000 + 60000000, release,
+                           sizeof release);
+    post(r, g_a, path, key,
+         json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s}",
+                   "beneficiary_id", c->ben, "destination_id", c->dst,
+                   "amount", amount, "currency", "EUR", "purpose",
+                   "supplier invoice", "payout_version", version,
+                   "release_at", release, "settles_decision_id", settles));
+}
+
+static void approve(hres *r, const pctx *c, const char *key,
+                    json_int_t version, const char *settles)
+{
+    approve_amount(r, c, key, "4250.00", version, settles);
+}
+
+static void decision_id_of(const hres *r, char out[OG_UUID_LEN + 1])
+{
+    const char *id = jstr(r->json, "decision_id");
+
+    assert_non_null(id);
+    snprintf(out, OG_UUID_LEN + 1, "%s", id);
+}
+
+void approver_settles_an_acknowledgment_or_an_escalation_afresh(void **state)
+{
+    char ack[OG_UUID_LEN + 1], esc[OG_UUID_LEN + 1], esc2[OG_UUID_LEN + 1];
+    char path[160];
+    json_t *d;
+    pctx c, big, mine;
+    hres r;
+
+    (void)state;
+    /* An acknowledgment: the clerk's AcknowledgmentRequired, then the
+     * approver's fresh Allowed decision with its grant. */
+    pctx_new(&c, "4250.00");
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
+    assert_decision(&r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    decision_id_of(&r, ack);
+    hres_free(&r);
+    /* the intent is checked as for a submission */
+    approve_amount(&r, &c, KEY(P_APPROVER), "4250.01", 1, ack);
+    assert_error(&r, 422, "intent_mismatch");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_APPROVER), 1, "not-a-uuid");
+    assert_error(&r, 400, "input.decision_id_invalid");
+    hres_free(&r);
+    /* the clerk cannot use the route; neither can payout-admin */
+    approve(&r, &c, KEY(P_CLERK), 1, ack);
+    assert_error(&r, 403, "forbidden");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_PAYOUT_ADMIN), 1, ack);
+    assert_error(&r, 403, "forbidden");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_APPROVER), 1, ack);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    assert_str(jstr(r.json, "settles_decision_id"), ack);
+    assert_non_null(jstr(r.json, "grant_id"));
+    assert_string_not_equal(jstr(r.json, "decision_id"), ack);
+    hres_free(&r);
+    /* Retried: settled, whatever version it names; nothing issued twice. */
+    approve(&r, &c, KEY(P_APPROVER), 1, ack);
+    assert_error(&r, 409, "decision_already_settled");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_APPROVER_LOW), 2, ack);
+    assert_error(&r, 409, "decision_already_settled");
+    hres_free(&r);
+    /* The payout shows both decisions, the fresh one naming the first. */
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", c.pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    d = json_object_get(r.json, "decisions");
+    assert_int_equal(json_array_size(d), 2);
+    assert_str(jstr(json_array_get(d, 0), "outcome"),
+               "AcknowledgmentRequired");
+    assert_true(json_is_null(
+        json_object_get(json_array_get(d, 0), "settles_decision_id")));
+    assert_str(jstr(json_array_get(d, 1), "settles_decision_id"), ack);
+    assert_str(jstr(json_array_get(d, 1), "requester_id"), "approver-5");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(d, 1),
+                         "acknowledged_destination_version")),
+                     1);
+    assert_int_equal(json_array_size(json_object_get(r.json, "grants")), 1);
+    hres_free(&r);
+
+    /* An escalation (5,000.01 above clerk-22's 5,000.00): an approver whose limit does not cover it escalates again, as a
+     * fresh decision; one whose limit covers it allows. */
+    pctx_new(&big, "5000.01");
+    pctx_age_destination(&big);
+    submit(&r, &big, KEY(P_CLERK), "5000.01", 1);
+    assert_decision(&r, "EscalationRecommended",
+                    "amount.above-requester-limit", false, __LINE__);
+    decision_id_of(&r, esc);
+    hres_free(&r);
+    approve_amount(&r, &big, KEY(P_APPROVER_LOW), "5000.01", 1, esc);
+    assert_decision(&r, "EscalationRecommended",
+                    "amount.above-requester-limit", false, __LINE__);
+    assert_str(jstr(r.json, "settles_decision_id"), esc);
+    decision_id_of(&r, esc2);
+    hres_free(&r);
+    approve_amount(&r, &big, KEY(P_APPROVER), "5000.01", 1, esc2);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    assert_str(jstr(r.json, "settles_decision_id"), esc2);
+    hres_free(&r);
+
+    /* Four eyes: a clerk that is also an approver cannot settle its own
+     * decision. */
+    pctx_new(&mine, "4250.00");
+    submit(&r, &mine, KEY(P_CLERK_APPROVER), "4250.00", 1);
+    assert_decision(&r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    decision_id_of(&r, ack);
+    hres_free(&r);
+    approve(&r, &mine, KEY(P_CLERK_APPROVER), 1, ack);
+    assert_error(&r, 403, "approver_is_requester");
+    hres_free(&r);
+    /* another payout's decision is not this one's to settle */
+    approve(&r, &mine, KEY(P_APPROVER), 1, esc);
+    assert_error(&r, 409, "decision_not_settleable");
+    hres_free(&r);
+    /* a version the pending decision did not evaluate */
+    approve(&r, &mine, KEY(P_APPROVER), 2, ack);
+    assert_error(&r, 409, "decision_stale");
+    hres_free(&r);
+    approve(&r, &mine, KEY(P_APPROVER), 1, ack);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    hres_free(&r);
+}
+
+/* ===========================================================================
  * Reading, for operators: a payout with its decisions, grants (no
  * credential) and history; the backlog.
  * ========================================================================= */

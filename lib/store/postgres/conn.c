@@ -958,6 +958,7 @@ const og__store_methods og__postgres_methods = {
     .payout_policy_release = og__pg_payout_policy_release,
     .payout_reserve = og__pg_payout_reserve,
     .payout_decision_write = og__pg_payout_decision_write,
+    .payout_settle_read = og__pg_payout_settle_read,
     .payout_decision_issue = og__pg_payout_decision_issue,
     .payout_claim_facts = og__pg_payout_claim_facts,
     .payout_claim_write = og__pg_payout_claim_write,

@@ -432,7 +432,8 @@ static const char pg_payout_decision_get_sql[] =
     "       terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
     "       destination_version, payout_version, requester_id, requester_role,\n"
     "       requester_approval_limit, " PG_EPOCH_US("observed_at") ",\n"
-    "       " PG_EPOCH_US("decided_at") ", correlation_id\n"
+    "       " PG_EPOCH_US("decided_at") ", correlation_id,\n"
+    "       settles_decision_id::text, acknowledged_destination_version\n"
     "FROM payout_decisions WHERE decision_id = $1::uuid";
 static const og__pg_stmt pg_payout_decision_get_stmt = {
     "og_payout_decision_get", pg_payout_decision_get_sql, 1,
@@ -512,6 +513,55 @@ int og__pg_payout_decision_get(void *impl, const char *id,
                  : OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
+    return rc;
+}
+
+/* An approval's read of the decision it settles (schema 14), in the
+ * decision's transaction after the payout's row was locked: the row, and
+ * whether a decision settles it already (payout_decisions_settles_idx).
+ * READ COMMITTED: a second approval waits on the row lock and this
+ * statement then sees the first one's committed decision. $1 decision. */
+static const char pg_payout_settle_read_sql[] =
+    "SELECT d.decision_id::text, d.payout_id, d.tenant_id, d.mode, d.outcome, d.reason,\n"
+    "       d.policy_version, d.terms_fingerprint, d.tenant_settings_version,\n"
+    "       d.beneficiary_version, d.destination_version, d.payout_version, d.requester_id,\n"
+    "       d.requester_role, d.requester_approval_limit, " PG_EPOCH_US("d.observed_at") ",\n"
+    "       " PG_EPOCH_US("d.decided_at") ", d.correlation_id, d.settles_decision_id::text,\n"
+    "       d.acknowledged_destination_version,\n"
+    "       EXISTS (SELECT 1 FROM payout_decisions x WHERE x.settles_decision_id = d.decision_id)\n"
+    "FROM payout_decisions d WHERE d.decision_id = $1::uuid";
+static const og__pg_stmt pg_payout_settle_read_stmt = {
+    "og_payout_settle_read", pg_payout_settle_read_sql, 1,
+    OG_KEYS_AS_STORED};
+
+int og__pg_payout_settle_read(void *impl, void *tx, const char *id,
+                              og_payout_decision_view *out, bool *settled)
+{
+    og__pg_conn *c = tx;
+    og_payout_decision_view v;
+    PGresult *res = NULL;
+    const char *params[1] = {id};
+    const char *x;
+    int rc;
+
+    rc = og__pg_run_in(impl, c, &pg_payout_settle_read_stmt, params, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, PAYOUT_DECISION_NCOLS + 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1) {
+        memset(&v, 0, sizeof v);
+        x = PQgetisnull(res, 0, PAYOUT_DECISION_NCOLS)
+                ? NULL
+                : PQgetvalue(res, 0, PAYOUT_DECISION_NCOLS);
+        if (og__row_payout_decision(og__pg_row(res, 0), &v) != 0 || !x) {
+            rc = OG_EINTERNAL;
+        } else {
+            *settled = strcmp(x, "t") == 0;
+            *out = v;
+            rc = 1;
+        }
+    }
+    PQclear(res);
     return rc;
 }
 
@@ -741,10 +791,11 @@ static const char pg_payout_decision_sql[] =
     "  INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode, outcome, reason,\n"
     "      policy_version, terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
     "      destination_version, payout_version, requester_id, requester_role,\n"
-    "      requester_approval_limit, observed_at, decided_at, correlation_id)\n"
+    "      requester_approval_limit, observed_at, decided_at, correlation_id,\n"
+    "      settles_decision_id, acknowledged_destination_version)\n"
     "  SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text,\n"
     "         $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text, $14::text,\n"
-    "         $15::bigint, " PG_TS("$16") ", t.now, $17::text\n"
+    "         $15::bigint, " PG_TS("$16") ", t.now, $17::text, $18::uuid, $19::bigint\n"
     "  FROM t\n"
     "  RETURNING decision_id, payout_id, decided_at),\n"
     "ev AS (\n"
@@ -753,7 +804,7 @@ static const char pg_payout_decision_sql[] =
     "  RETURNING 1)\n"
     "SELECT " PG_EPOCH_US("decided_at") " FROM dec";
 const og__pg_stmt og__pg_payout_decision_stmt = {
-    "og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
+    "og_payout_decision", pg_payout_decision_sql, 19, OG_KEYS_AS_STORED};
 enum { DECISION_DECIDED_AT, DECISION_NCOLS };
 
 /* The decision row and its "decided" entry; *decided_at_us its instant. */
@@ -767,8 +818,8 @@ int og__pg_payout_decision_write(void *impl, void *tx,
     int64_t decided_at = 0;
     const og_payout_verdict *v = &p->verdict;
     bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
-    char ver[4][24], limit[24], observed[24];
-    const char *params[17];
+    char ver[4][24], limit[24], observed[24], acked[24];
+    const char *params[19];
     PGresult *res = NULL;
     int rc;
 
@@ -793,6 +844,10 @@ int og__pg_payout_decision_write(void *impl, void *tx,
     params[14] = limit;
     params[15] = observed;
     params[16] = r->correlation_id;
+    og__pg_fmt_i64(acked, sizeof acked, r->acknowledged_destination_version);
+    params[17] =
+        r->settles_decision_id[0] != '\0' ? r->settles_decision_id : NULL;
+    params[18] = r->acknowledged_destination_version != 0 ? acked : NULL;
     rc = og__pg_run_in(impl, c, &og__pg_payout_decision_stmt, params, &res,
                        c->txn_deadline_us);
     if (rc == 0 &&

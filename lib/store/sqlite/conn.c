@@ -667,6 +667,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_policy_release = og__sq_payout_policy_release,
     .payout_reserve = og__sq_payout_reserve,
     .payout_decision_write = og__sq_payout_decision_write,
+    .payout_settle_read = og__sq_payout_settle_read,
     .payout_decision_issue = og__sq_payout_decision_issue,
     .payout_claim_facts = og__sq_payout_claim_facts,
     .payout_claim_write = og__sq_payout_claim_write,

@@ -427,6 +427,7 @@ og__store_payout_policy_release_fn og__sq_payout_policy_release;
 og__store_payout_policy_release_set_fn og__sq_payout_policy_release_set;
 og__store_payout_reserve_fn og__sq_payout_reserve;
 og__store_payout_decision_write_fn og__sq_payout_decision_write;
+og__store_payout_settle_read_fn og__sq_payout_settle_read;
 og__store_payout_decision_issue_fn og__sq_payout_decision_issue;
 /* payout_run.c */
 og__store_payout_job_take_fn og__sq_payout_job_take;

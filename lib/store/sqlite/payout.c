@@ -518,7 +518,9 @@ static const char sq_payout_decision_get_sql[] =
     " policy_version, terms_fingerprint, tenant_settings_version,"
     " beneficiary_version, destination_version, payout_version,"
     " requester_id, requester_role, requester_approval_limit, observed_at,"
-    " decided_at, correlation_id FROM payout_decisions WHERE decision_id = ?1";
+    " decided_at, correlation_id, settles_decision_id,"
+    " acknowledged_destination_version"
+    " FROM payout_decisions WHERE decision_id = ?1";
 /* Its columns: PAYOUT_DECISION_* (rows.h). */
 
 static int sq_payout_decision_row(og__sq_store *s, sqlite3_stmt *st,
@@ -533,6 +535,46 @@ int og__sq_payout_decision_get(void *impl, const char *id,
 {
     return og__sq_read_row(impl, sq_payout_decision_get_sql, id, 0,
                            sq_payout_decision_row, out);
+}
+
+/* An approval's read of the decision it settles (schema 14), in the
+ * decision's transaction: the row, and whether a decision settles it
+ * already (payout_decisions_settles_idx). ?1 decision. */
+static const char sq_payout_settle_read_sql[] =
+    "SELECT d.decision_id, d.payout_id, d.tenant_id, d.mode, d.outcome,"
+    " d.reason, d.policy_version, d.terms_fingerprint,"
+    " d.tenant_settings_version, d.beneficiary_version,"
+    " d.destination_version, d.payout_version, d.requester_id,"
+    " d.requester_role, d.requester_approval_limit, d.observed_at,"
+    " d.decided_at, d.correlation_id, d.settles_decision_id,"
+    " d.acknowledged_destination_version,"
+    " EXISTS (SELECT 1 FROM payout_decisions x"
+    "         WHERE x.settles_decision_id = d.decision_id)"
+    " FROM payout_decisions d WHERE d.decision_id = ?1";
+
+int og__sq_payout_settle_read(void *impl, void *tx, const char *id,
+                              og_payout_decision_view *out, bool *settled)
+{
+    og__sq_conn *c = tx;
+    og_payout_decision_view v;
+    sqlite3_stmt *st;
+    int rc;
+
+    (void)impl;
+    if ((rc = og__sq_stmt(c, sq_payout_settle_read_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: none, or the error */
+    }
+    rc = og__row_payout_decision(og__sq_row(st), &v);
+    *settled = sqlite3_column_int64(st, PAYOUT_DECISION_NCOLS) != 0;
+    sqlite3_reset(st);
+    if (rc != 0)
+        return OG_EINTERNAL;
+    *out = v;
+    return 1;
 }
 
 /* ===========================================================================
@@ -766,15 +808,17 @@ int og__sq_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
 /* The decision (append-only): ?1 id, ?2 payout, ?3 tenant or NULL, ?4 mode,
  * ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL, ?9..?12 the
  * versions evaluated or NULL, ?13 requester, ?14 role, ?15 approval limit,
- * ?16 observed_at, ?17 decided_at, ?18 correlation. */
+ * ?16 observed_at, ?17 decided_at, ?18 correlation, ?19 the decision it
+ * settles or NULL, ?20 the destination version acknowledged or NULL. */
 const char og__sq_payout_decision_sql[] =
     "INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode,"
     "   outcome, reason, policy_version, terms_fingerprint,"
     "   tenant_settings_version, beneficiary_version, destination_version,"
     "   payout_version, requester_id, requester_role,"
-    "   requester_approval_limit, observed_at, decided_at, correlation_id)"
+    "   requester_approval_limit, observed_at, decided_at, correlation_id,"
+    "   settles_decision_id, acknowledged_destination_version)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    "         ?15, ?16, ?17, ?18)";
+    "         ?15, ?16, ?17, ?18, ?19, ?20)";
 
 /* The decision row and its history entry, at one instant of SQLite's
  * clock, read once: the one everything the decision writes shares. */
@@ -815,6 +859,10 @@ int og__sq_payout_decision_write(void *impl, void *tx,
     sqlite3_bind_int64(st, 16, f->observed_at_us);
     sqlite3_bind_int64(st, 17, now);
     sqlite3_bind_text(st, 18, r->correlation_id, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 19, r->settles_decision_id[0] != '\0'
+                                ? r->settles_decision_id
+                                : NULL);
+    sq_bind_i64_opt(st, 20, r->acknowledged_destination_version);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     {

@@ -606,6 +606,23 @@ typedef struct sq_migration {
     "CREATE INDEX IF NOT EXISTS operations_archive_payout_grant_idx"          \
     "  ON operations_archive (issuer, grant_id) WHERE kind = 'payout';"
 
+/* Migration 14: an approver's fresh decision names the pending
+ * AcknowledgmentRequired or EscalationRecommended decision it settles, and
+ * the destination version an acknowledgment covers (docs/payouts.md,
+ * section 4, "Acknowledgment and escalation"). Unique where set: one
+ * pending decision is settled once, whatever two approvers race. */
+#define SQ_MIGRATION_14                                                       \
+    "ALTER TABLE payout_decisions ADD COLUMN settles_decision_id TEXT"        \
+    "  CHECK (settles_decision_id IS NULL OR"                                 \
+    "         length(settles_decision_id) = 36);"                             \
+    "ALTER TABLE payout_decisions"                                            \
+    "  ADD COLUMN acknowledged_destination_version INTEGER"                   \
+    "  CHECK (acknowledged_destination_version IS NULL OR"                    \
+    "         acknowledged_destination_version >= 1);"                        \
+    "CREATE UNIQUE INDEX payout_decisions_settles_idx"                        \
+    "  ON payout_decisions (settles_decision_id)"                             \
+    "  WHERE settles_decision_id IS NOT NULL;"
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -864,6 +881,8 @@ static const sq_migration sq_migrations[] = {
      SQ_STEPS(SQ_MIGRATION_12), NULL, NULL},
     {13, "payouts: archived attempts by grant (returns)",
      SQ_STEPS(SQ_MIGRATION_13), NULL, NULL},
+    {14, "payouts: approvals settle acknowledgments and escalations",
+     SQ_STEPS(SQ_MIGRATION_14), NULL, NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
