@@ -363,6 +363,7 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(approval_refuses_what_it_cannot_settle_and_writes_nothing),
     cmocka_unit_test(acknowledgment_is_for_the_destination_version_evaluated),
     cmocka_unit_test(concurrent_approvals_of_one_decision_settle_it_once),
+    cmocka_unit_test(draft_edit_replaces_the_terms_under_a_version_precondition),
     cmocka_unit_test(
         two_payouts_decided_concurrently_cannot_exceed_the_daily_limit),
     cmocka_unit_test(unused_grant_expiry_releases_its_reservation_once),

@@ -234,4 +234,7 @@ void approval_refuses_what_it_cannot_settle_and_writes_nothing(void **state);
 void acknowledgment_is_for_the_destination_version_evaluated(void **state);
 void concurrent_approvals_of_one_decision_settle_it_once(void **state);
 
+/* payouts_edit.c */
+void draft_edit_replaces_the_terms_under_a_version_precondition(void **state);
+
 #endif

@@ -189,6 +189,24 @@ typedef struct og_payout_draft_req {
 OG_MUST_CHECK int og_payout_draft(og_store *s, const og_payout_draft_req *r,
                                   og_payout_put_result *out);
 
+/* Edits a Draft (docs/payouts.md, section 4: a payout's terms change only
+ * while it is a Draft, and every change moves its version): r->terms
+ * replace the payout's beneficiary, destination and its version, amount,
+ * currency and purpose (validated as for og_payout_draft, the purpose
+ * normalized), conditionally on expected_version (>= 1), moving the
+ * version by one, with an "edited" history entry whose actor is
+ * r->requester_id (the payout's own requester, who drafted it, is kept):
+ * ONE conditional write. A decision made before the edit names the old
+ * version, so it can be neither executed nor settled afterwards.
+ * Outcomes: WRITTEN; VERSION_CONFLICT (a retried edit, or another change
+ * first); NOT_FOUND (the payout, the beneficiary within its tenant, or the
+ * destination); REFUSED (not a Draft, another tenant than the payout's, or
+ * a currency not the tenant's). Errors: og_payout_draft's input errors,
+ * OG_EPAYOUT_VERSION, store errors. */
+OG_MUST_CHECK int og_payout_edit(og_store *s, const og_payout_draft_req *r,
+                                 int64_t expected_version,
+                                 og_payout_put_result *out);
+
 /* Cancels the payout at expected_version (>= 1): Draft, or Approved with no
  * active attempt, -> Cancelled at version + 1, with a "cancelled" history
  * entry: ONE conditional write. An issued grant is left as it is: the
@@ -240,6 +258,7 @@ typedef struct og_payout_event {
     char kind[24];                        /* drafted | decided | reserved |
                                              approved | grant-issued |
                                              job-queued | cancelled |
+                                             edited (schema 14) |
                                              grant-revoked |
                                              reservation-released |
                                              job-resubmitted | claimed |

@@ -168,43 +168,76 @@ int og_payout_destination_token(og_store *s, const char *destination_id,
     return rc;
 }
 
+/* d checked and copied into *r (a draft's or an edit's): 0, or the input
+ * error — the payout id, the terms by the pure core's rules in its order
+ * and with its codes (OG_EPAYOUT_TENANT ... OG_EPAYOUT_PURPOSE), the
+ * requester. */
+static int draft_req_build(const og_payout_draft_req *d,
+                           og__payout_draft_req *r)
+{
+    char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
+    int rc;
+
+    if ((rc = checked_id(d->payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    if ((rc = og_payout_terms_fingerprint(&d->terms, fp)) != 0)
+        return rc;
+    if ((rc = checked_id(d->requester_id, OG_EPAYOUT_REQUESTER)) != 0)
+        return rc;
+    memset(r, 0, sizeof *r);
+    og__idcpy(r->payout_id, d->payout_id);
+    og__idcpy(r->tenant_id, d->terms.tenant_id);
+    og__idcpy(r->beneficiary_id, d->terms.beneficiary_id);
+    og__idcpy(r->destination_id, d->terms.destination_id);
+    r->destination_version = d->terms.destination_version;
+    if (og_payout_amount_parse(d->terms.amount, d->terms.currency,
+                               &r->amount_minor) != 0)
+        return OG_EINTERNAL; /* the fingerprint just parsed it */
+    memcpy(r->currency, d->terms.currency, OG_CURRENCY_LEN + 1);
+    r->has_purpose = d->terms.purpose != NULL;
+    if (r->has_purpose &&
+        og_payout_purpose_normalize(d->terms.purpose, r->purpose,
+                                    sizeof r->purpose) != 0)
+        return OG_EINTERNAL; /* likewise */
+    og__idcpy(r->requester_id, d->requester_id);
+    return 0;
+}
+
 int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                     og_payout_put_result *out)
 {
     og__payout_draft_req r;
     og__payout_draft_report rep;
-    char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
     int rc;
 
     if (!s || !d || !out)
         return OG_EINVAL;
-    if ((rc = checked_id(d->payout_id, OG_EPAYOUT_ID)) != 0)
+    if ((rc = draft_req_build(d, &r)) != 0)
         return rc;
-    /* The terms by the pure core's rules, in its order and with its codes
-     * (OG_EPAYOUT_TENANT ... OG_EPAYOUT_PURPOSE). */
-    if ((rc = og_payout_terms_fingerprint(&d->terms, fp)) != 0)
-        return rc;
-    if ((rc = checked_id(d->requester_id, OG_EPAYOUT_REQUESTER)) != 0)
-        return rc;
-    memset(&r, 0, sizeof r);
-    og__idcpy(r.payout_id, d->payout_id);
-    og__idcpy(r.tenant_id, d->terms.tenant_id);
-    og__idcpy(r.beneficiary_id, d->terms.beneficiary_id);
-    og__idcpy(r.destination_id, d->terms.destination_id);
-    r.destination_version = d->terms.destination_version;
-    if (og_payout_amount_parse(d->terms.amount, d->terms.currency,
-                               &r.amount_minor) != 0)
-        return OG_EINTERNAL; /* the fingerprint just parsed it */
-    memcpy(r.currency, d->terms.currency, OG_CURRENCY_LEN + 1);
-    r.has_purpose = d->terms.purpose != NULL;
-    if (r.has_purpose && og_payout_purpose_normalize(
-                             d->terms.purpose, r.purpose, sizeof r.purpose) != 0)
-        return OG_EINTERNAL; /* likewise */
-    og__idcpy(r.requester_id, d->requester_id);
     memset(&rep, 0, sizeof rep);
     if ((rc = s->m->payout_draft(s->impl, &r, &rep)) != 0)
         return rc;
     (void)og__payout_draft_outcome(&rep, out);
+    return 0;
+}
+
+int og_payout_edit(og_store *s, const og_payout_draft_req *d,
+                   int64_t expected_version, og_payout_put_result *out)
+{
+    og__payout_draft_req r;
+    og__payout_edit_report rep;
+    int rc;
+
+    if (!s || !d || !out)
+        return OG_EINVAL;
+    if ((rc = draft_req_build(d, &r)) != 0)
+        return rc;
+    if (expected_version < 1)
+        return OG_EPAYOUT_VERSION;
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_edit(s->impl, &r, expected_version, &rep)) != 0)
+        return rc;
+    *out = og__payout_edit_outcome(expected_version, &rep);
     return 0;
 }
 

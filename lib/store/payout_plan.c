@@ -376,6 +376,30 @@ og_payout_put_result og__payout_cancel_outcome(
     return out;
 }
 
+og_payout_put_result og__payout_edit_outcome(int64_t expected_version,
+                                             const og__payout_edit_report *r)
+{
+    og_payout_put_result out = {OG_PAYOUT_WRITTEN, 0};
+
+    if (r->written)
+        out.version = r->version;
+    else if (!r->found)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else if (r->seen_version != expected_version)
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    else if (!r->draft || !r->tenant_same || !r->currency_matches)
+        /* decided, cancelled or past: its terms are history; a tenant and
+         * its currency are fixed */
+        out.outcome = OG_PAYOUT_REFUSED;
+    else if (!r->beneficiary_exists || !r->destination_exists)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else
+        /* At the version expected when read, yet not changed: a concurrent
+         * change committed in between. */
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    return out;
+}
+
 og_revoke_outcome og__payout_revoke_outcome(const og__payout_revoke_report *r)
 {
     if (r->revoked)

@@ -329,6 +329,23 @@ typedef struct og__payout_cancel_report {
 og_payout_put_result og__payout_cancel_outcome(
     int64_t expected_version, const og__payout_cancel_report *r);
 
+/* A draft's edit (written at version + 1, or why not). */
+typedef struct og__payout_edit_report {
+    bool written;
+    int64_t version;         /* written: the new version */
+    bool found;              /* not written: the payout exists, */
+    int64_t seen_version;    /*   at this version, */
+    bool draft;              /*   in Draft, */
+    bool tenant_same;        /*   of the request's tenant; */
+    bool currency_matches;   /* the tenant's currency is the request's */
+    bool beneficiary_exists; /* a beneficiary of that tenant */
+    bool destination_exists;
+} og__payout_edit_report;
+
+/* An edit's answer, for a request that expected expected_version. */
+og_payout_put_result og__payout_edit_outcome(int64_t expected_version,
+                                             const og__payout_edit_report *r);
+
 /* A payout grant's revocation (a finance hold). */
 typedef struct og__payout_revoke_report {
     bool revoked;      /* this call revoked it */
@@ -882,6 +899,12 @@ typedef int og__store_payout_destination_token_fn(void *impl,
 typedef int og__store_payout_draft_fn(void *impl,
                                       const og__payout_draft_req *r,
                                       og__payout_draft_report *out);
+/* r's terms (its requester the actor) onto the Draft payout r->payout_id
+ * at expected_version: ONE conditional write and its "edited" entry. */
+typedef int og__store_payout_edit_fn(void *impl,
+                                     const og__payout_draft_req *r,
+                                     int64_t expected_version,
+                                     og__payout_edit_report *out);
 typedef int og__store_payout_cancel_fn(void *impl, const char *payout_id,
                                        int64_t expected_version,
                                        const char *actor,
@@ -1124,6 +1147,7 @@ typedef struct og__store_methods {
     og__store_payout_destination_token_fn *payout_destination_token;
     og__store_payout_draft_fn *payout_draft;
     og__store_payout_cancel_fn *payout_cancel;
+    og__store_payout_edit_fn *payout_edit;
     og__store_payout_get_fn *payout_get;
     og__store_payout_decision_get_fn *payout_decision_get;
     og__store_payout_history_fn *payout_history;

@@ -206,22 +206,28 @@ int og_h_payout_destination_put(og_http_req *r)
 
 /* ===========================================================================
  * POST /v1/payout-admin/payouts/{payout_id}: a draft, created once (a
- * retry meets version_conflict). The requester is the authenticated
- * principal, never the body.
+ * retry meets version_conflict), or — with expected_version >= 1, as the
+ * other records of this API change — a Draft's edit (og_payout_edit: its
+ * terms replaced, its version moved; a retry meets version_conflict, a
+ * payout past Draft change_refused). The requester (the editor) is the
+ * authenticated principal, never the body.
  * ========================================================================= */
 int og_h_payout_draft(og_http_req *r)
 {
     static const char *const allowed[] = {
         "tenant_id", "beneficiary_id", "destination_id",
-        "destination_version", "amount", "currency", "purpose", NULL};
+        "destination_version", "amount", "currency", "purpose",
+        "expected_version", NULL};
     og_payout_draft_req d;
     og_payout_put_result res;
-    int64_t dv = 0;
+    int64_t dv = 0, expected = 0;
     int rc;
 
     memset(&d, 0, sizeof d);
     if (path_id(r, OG_EPAYOUT_ID) != 0 ||
         og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_int(r, r->json, "expected_version", false, 0, INT64_MAX,
+                    &expected) != 0 ||
         og_http_str(r, r->json, "tenant_id", true, &d.terms.tenant_id) != 0 ||
         og_http_str(r, r->json, "beneficiary_id", true,
                     &d.terms.beneficiary_id) != 0 ||
@@ -237,9 +243,16 @@ int og_h_payout_draft(og_http_req *r)
     d.terms.destination_version = dv;
     d.requester_id = r->principal->id;
     og_http_log_str(r, "payout_id", r->param);
-    rc = og_payout_draft(r->srv->store, &d, &res);
-    put_answer(r, rc, &res, 0, "payout_id",
-               "the currency is not the tenant's");
+    if (expected == 0) {
+        rc = og_payout_draft(r->srv->store, &d, &res);
+        put_answer(r, rc, &res, 0, "payout_id",
+                   "the currency is not the tenant's");
+        return 0;
+    }
+    rc = og_payout_edit(r->srv->store, &d, expected, &res);
+    put_answer(r, rc, &res, expected, "payout_id",
+               "only a Draft is edited, in its own tenant and the tenant's "
+               "currency");
     return 0;
 }
 

@@ -341,6 +341,69 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
 }
 
 /* ===========================================================================
+ * A Draft's edit: POST /v1/payout-admin/payouts/{id} with expected_version.
+ * ========================================================================= */
+static json_t *edit_body(const pctx *c, json_int_t expected,
+                         const char *amount, const char *currency)
+{
+    return json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s}",
+                     "expected_version", expected, "tenant_id", c->ten,
+                     "beneficiary_id", c->ben, "destination_id", c->dst,
+                     "destination_version", 1, "amount", amount, "currency",
+                     currency, "purpose", "supplier invoice");
+}
+
+void payout_admin_edits_a_draft_under_its_version(void **state)
+{
+    char path[160];
+    pctx c;
+    hres r;
+
+    (void)state;
+    pctx_new(&c, "4000.00");
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 1, "4250.00", "EUR"));
+    assert_written(&r, 200, "payout_id", c.pay, 2, __LINE__);
+    hres_free(&r);
+    /* retried: the version moved, nothing changes twice */
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 1, "4250.00", "EUR"));
+    assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 2, "4250.00", "USD"));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", "PAY-NOSUCH-EDIT", "",
+               edit_body(&c, 1, "4250.00", "EUR"));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, -1, "4250.00", "EUR"));
+    assert_error(&r, 400, "malformed_request");
+    hres_free(&r);
+
+    /* The clerk submits the edited terms at the edited version; once
+     * Approved the draft's terms are history. */
+    pctx_age_destination(&c);
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 2);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 3, "1.00", "EUR"));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", c.pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_str(jstr(json_object_get(r.json, "payout"), "amount"), "4250.00");
+    assert_str(jstr(json_array_get(json_object_get(r.json, "history"), 1),
+                    "kind"),
+               "edited");
+    hres_free(&r);
+}
+
+/* ===========================================================================
  * An approver settles an acknowledgment or an escalation with a FRESH
  * decision (docs/payouts.md, section 4, "Acknowledgment and escalation").
  * ========================================================================= */

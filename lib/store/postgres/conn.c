@@ -947,6 +947,7 @@ const og__store_methods og__postgres_methods = {
     .payout_destination_token = og__pg_payout_destination_token,
     .payout_draft = og__pg_payout_draft,
     .payout_cancel = og__pg_payout_cancel,
+    .payout_edit = og__pg_payout_edit,
     .payout_get = og__pg_payout_get,
     .payout_decision_get = og__pg_payout_decision_get,
     .payout_history = og__pg_payout_history,

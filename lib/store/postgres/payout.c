@@ -386,6 +386,102 @@ int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
     return rc;
 }
 
+/* An edit (schema 14): $1 payout  $2 expected version  $3 beneficiary
+ * $4 destination  $5 destination version  $6 amount  $7 currency  $8 purpose
+ * (NULL: none)  $9 tenant  $10 actor. cur locks the row (a waiter re-reads
+ * its newest version) and gives what it replaces; chk what the new terms
+ * name; upd re-checks the version, the state (Draft), the tenant and chk;
+ * ev records it. One row: the new version (NULL: not edited), then the
+ * report (the version, state and tenant cur saw; chk's three). */
+static const char pg_payout_edit_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT payout_id, state, version, tenant_id FROM payouts WHERE payout_id = $1::text FOR UPDATE),\n"
+    "chk AS MATERIALIZED (\n"
+    "  SELECT EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $9::text AND currency = $7::text) AS cur_ok,\n"
+    "         EXISTS (SELECT 1 FROM beneficiaries\n"
+    "                 WHERE tenant_id = $9::text AND beneficiary_id = $3::text) AS ben_ok,\n"
+    "         EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text) AS dst_ok),\n"
+    "upd AS (\n"
+    "  UPDATE payouts p SET beneficiary_id = $3::text, destination_id = $4::text,\n"
+    "         destination_version = $5::bigint, amount = $6::bigint, currency = $7::text,\n"
+    "         purpose = $8::text, version = p.version + 1, updated_at = clock_timestamp()\n"
+    "  FROM cur, chk\n"
+    "  WHERE p.payout_id = cur.payout_id AND p.version = $2::bigint AND p.state = 'Draft'\n"
+    "    AND p.tenant_id = $9::text AND chk.cur_ok AND chk.ben_ok AND chk.dst_ok\n"
+    "  RETURNING p.payout_id, p.version, p.updated_at, p.amount),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, from_state, to_state, payout_version,\n"
+    "                             amount)\n"
+    "  SELECT payout_id, updated_at, 'edited', $10::text, 'Draft', 'Draft', version, amount FROM upd\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT version FROM upd), (SELECT version FROM cur), (SELECT state FROM cur),\n"
+    "       coalesce((SELECT tenant_id = $9::text FROM cur), false), chk.cur_ok, chk.ben_ok,\n"
+    "       chk.dst_ok\n"
+    "FROM chk";
+static const og__pg_stmt pg_payout_edit_stmt = {
+    "og_payout_edit", pg_payout_edit_sql, 10, OG_KEYS_AS_STORED};
+enum {
+    EDIT_VERSION,
+    EDIT_SEEN,
+    EDIT_STATE,
+    EDIT_TENANT_SAME,
+    EDIT_CURRENCY,
+    EDIT_BENEFICIARY,
+    EDIT_DESTINATION,
+    EDIT_NCOLS
+};
+
+int og__pg_payout_edit(void *impl, const og__payout_draft_req *r,
+                       int64_t expected, og__payout_edit_report *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og__payout_edit_report rep = {0};
+    char ev[24], dv[24], amount[24];
+    const char *params[10] = {r->payout_id,
+                              ev,
+                              r->beneficiary_id,
+                              r->destination_id,
+                              dv,
+                              amount,
+                              r->currency,
+                              r->has_purpose ? r->purpose : NULL,
+                              r->tenant_id,
+                              r->requester_id};
+    int rc;
+
+    og__pg_fmt_i64(ev, sizeof ev, expected);
+    og__pg_fmt_i64(dv, sizeof dv, r->destination_version);
+    og__pg_fmt_i64(amount, sizeof amount, r->amount_minor);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_edit_stmt, params, &res);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, EDIT_NCOLS, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0) {
+        rep.written = !PQgetisnull(res, 0, EDIT_VERSION);
+        rep.found = !PQgetisnull(res, 0, EDIT_SEEN);
+        if ((rep.written &&
+             og__pg_get_i64(res, 0, EDIT_VERSION, &rep.version) != 0) ||
+            (rep.found &&
+             og__pg_get_i64(res, 0, EDIT_SEEN, &rep.seen_version) != 0))
+            rc = OG_EINTERNAL;
+        rep.draft = rep.found &&
+                    strcmp(PQgetvalue(res, 0, EDIT_STATE), "Draft") == 0;
+        rep.tenant_same = og__pg_get_bool(res, 0, EDIT_TENANT_SAME);
+        rep.currency_matches = og__pg_get_bool(res, 0, EDIT_CURRENCY);
+        rep.beneficiary_exists = og__pg_get_bool(res, 0, EDIT_BENEFICIARY);
+        rep.destination_exists = og__pg_get_bool(res, 0, EDIT_DESTINATION);
+    }
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = rep;
+    return rc;
+}
+
 /* ===========================================================================
  * og_payout_get
  * ========================================================================= */

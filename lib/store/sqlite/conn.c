@@ -656,6 +656,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_destination_token = og__sq_payout_destination_token,
     .payout_draft = og__sq_payout_draft,
     .payout_cancel = og__sq_payout_cancel,
+    .payout_edit = og__sq_payout_edit,
     .payout_get = og__sq_payout_get,
     .payout_decision_get = og__sq_payout_decision_get,
     .payout_history = og__sq_payout_history,

@@ -483,6 +483,126 @@ int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
     return rc;
 }
 
+/* An edit (schema 14): the payout as it stands, read under the write lock,
+ * then ?1 payout, ?2 expected version, ?3 beneficiary, ?4 destination,
+ * ?5 destination version, ?6 amount, ?7 currency, ?8 purpose or NULL,
+ * ?9 tenant: only a Draft of that tenant, in its currency, naming that
+ * tenant's beneficiary and an existing destination. */
+static const char sq_payout_edit_state_sql[] =
+    "SELECT p.state, p.version, p.tenant_id = ?9,"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?9"
+    "                 AND currency = ?7),"
+    "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?9"
+    "                 AND beneficiary_id = ?3),"
+    "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)"
+    " FROM payouts p WHERE p.payout_id = ?1";
+enum {
+    EDIT_STATE_STATE,
+    EDIT_STATE_VERSION,
+    EDIT_STATE_TENANT_SAME,
+    EDIT_STATE_CURRENCY,
+    EDIT_STATE_BENEFICIARY,
+    EDIT_STATE_DESTINATION,
+    EDIT_STATE_NCOLS
+};
+static const char sq_payout_edit_sql[] =
+    "UPDATE payouts SET beneficiary_id = ?3, destination_id = ?4,"
+    "   destination_version = ?5, amount = ?6, currency = ?7, purpose = ?8,"
+    "   version = version + 1, updated_at = " SQ_NOW
+    " WHERE payout_id = ?1 AND version = ?2 AND state = 'Draft'"
+    "   AND tenant_id = ?9"
+    "   AND EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?9"
+    "                 AND currency = ?7)"
+    "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?9"
+    "                 AND beneficiary_id = ?3)"
+    "   AND EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)"
+    " RETURNING version, updated_at";
+
+static void sq_bind_edit(sqlite3_stmt *st, const og__payout_draft_req *r,
+                         int64_t expected)
+{
+    sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, expected);
+    sqlite3_bind_text(st, 3, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, r->destination_version);
+    sqlite3_bind_int64(st, 6, r->amount_minor);
+    sqlite3_bind_text(st, 7, r->currency, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 8, r->has_purpose ? r->purpose : NULL);
+    sqlite3_bind_text(st, 9, r->tenant_id, -1, SQLITE_STATIC);
+}
+
+static int sq_payout_edit_in(og__sq_conn *c, const og__payout_draft_req *r,
+                             int64_t expected, og__payout_edit_report *out)
+{
+    char state[16];
+    int64_t version, at;
+    sqlite3_stmt *st;
+    int rc;
+
+    /* What it replaces, read under the write lock (Q1): the report. */
+    if ((rc = og__sq_stmt(c, sq_payout_edit_state_sql, &st)) < 0)
+        return rc;
+    sq_bind_edit(st, r, expected);
+    if ((rc = og__sq_step(c, st)) == 1) {
+        out->seen_version = sqlite3_column_int64(st, EDIT_STATE_VERSION);
+        out->tenant_same = sqlite3_column_int64(st, EDIT_STATE_TENANT_SAME);
+        out->currency_matches = sqlite3_column_int64(st, EDIT_STATE_CURRENCY);
+        out->beneficiary_exists =
+            sqlite3_column_int64(st, EDIT_STATE_BENEFICIARY);
+        out->destination_exists =
+            sqlite3_column_int64(st, EDIT_STATE_DESTINATION);
+        rc = og__sq_text(st, EDIT_STATE_STATE, state, sizeof state) < 0
+                 ? OG_EINTERNAL
+                 : 1;
+    }
+    sqlite3_reset(st);
+    if (rc <= 0)
+        return rc; /* 0: no such payout */
+    out->found = true;
+    out->draft = strcmp(state, "Draft") == 0;
+    if ((rc = og__sq_stmt(c, sq_payout_edit_sql, &st)) < 0)
+        return rc;
+    sq_bind_edit(st, r, expected);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: the report says why */
+    }
+    version = sqlite3_column_int64(st, 0);
+    at = sqlite3_column_int64(st, 1);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    {
+        og__sq_payout_event ev = {.payout_id = r->payout_id, .at = at,
+                                  .kind = "edited", .actor = r->requester_id,
+                                  .from_state = "Draft", .to_state = "Draft",
+                                  .payout_version = version,
+                                  .amount = r->amount_minor};
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    out->written = true;
+    out->version = version;
+    return 0;
+}
+
+int og__sq_payout_edit(void *impl, const og__payout_draft_req *r,
+                       int64_t expected, og__payout_edit_report *out)
+{
+    og__sq_store *s = impl;
+    og__payout_edit_report rep = {0};
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_edit_in(c, r, expected, &rep);
+    rc = og__sq_end(s, c, rc, rep.written);
+    if (rc == 0)
+        *out = rep;
+    return rc;
+}
+
 /* ===========================================================================
  * og_payout_get
  * ========================================================================= */
