@@ -968,6 +968,51 @@ static void acknowledged_recent_destination_is_paid_by_the_worker(
     x_env_stop(&e);
 }
 
+/* The grant's audience is the worker principal (og_payout_decide_req's
+ * audience; serve passes payouts.worker_id): the worker that presents its
+ * own principal sends, a worker of another principal is refused
+ * presenter.not-audience with no provider call. */
+static void grant_names_the_worker_principal_that_may_present_it(
+    void **state)
+{
+    og_payout_worker_cfg other;
+    og_payout_decide_req q;
+    og_payout_decision d;
+    og_payout_grant_view g;
+    og_payout_work w;
+    x_env e;
+    char id[64];
+
+    (void)state;
+    x_env_start(&e, "pxaud");
+    e.wc.audience = e.wc.worker_id; /* as serve's runner presents it */
+    p_id(id, &e.w, "PAY", 1);
+    p_draft(e.s, &e.w, id, "4250");
+    q = p_req(id);
+    q.audience = e.wc.worker_id;
+    q.not_before_us = t_now_us() - SEC;
+    q.expires_at_us = q.not_before_us + 30 * MINUTE;
+    d = p_decide(e.s, &q);
+    assert_true(d.issued);
+    assert_int_equal(og_payout_grant_get(e.s, d.grant_id, &g), 1);
+    assert_string_equal(g.audience, "svc-payout-worker");
+
+    other = e.wc;
+    other.worker_id = "svc-other-worker";
+    other.audience = other.worker_id;
+    w = x_work_expect(&e, &other, OG_PAYOUT_WORK_REFUSED,
+                      OG_PAYOUT_WORKER_PRESENTER_NOT_AUDIENCE, true, true,
+                      __LINE__);
+    assert_string_equal(w.job.payout_id, id);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    /* an audience is required */
+    q.audience = NULL;
+    assert_int_equal(og_payout_decide(e.s, &q, &d), OG_EINVAL);
+    q.audience = "not an id";
+    assert_int_equal(og_payout_decide(e.s, &q, &d), OG_EINVAL);
+    x_env_stop(&e);
+}
+
 const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(bad_configurations_are_refused_before_any_io),
     cmocka_unit_test(worker_sends_once_and_the_payout_is_paid),
@@ -984,6 +1029,7 @@ const struct CMUnitTest t_payout_exec_tests[] = {
         grant_checks_refuse_or_postpone_with_no_provider_call),
     cmocka_unit_test(worker_rechecks_with_the_limit_the_decision_captured),
     cmocka_unit_test(acknowledged_recent_destination_is_paid_by_the_worker),
+    cmocka_unit_test(grant_names_the_worker_principal_that_may_present_it),
 };
 const size_t t_payout_exec_tests_count =
     sizeof t_payout_exec_tests / sizeof t_payout_exec_tests[0];

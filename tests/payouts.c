@@ -123,6 +123,7 @@ og_payout_decide_req p_req(const char *payout_id)
     r.requester_role = "accounts-payable";
     r.requester_approval_limit = 1000000; /* 10,000.00 EUR */
     r.correlation_id = "COR-8812";
+    r.audience = OG_PAYOUT_AUDIENCE;
     p_window(&r, 5);
     return r;
 }

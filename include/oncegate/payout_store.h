@@ -63,6 +63,10 @@ extern "C" {
 /* What a payout grant is, in the grants table and its bindings. */
 #define OG_PAYOUT_ISSUER "payouts"          /* grants.issuer */
 #define OG_PAYOUT_OPERATION "payout.submit" /* the one operation */
+/* The audience a library caller or a test names when it has no worker
+ * principal of its own: a grant's audience is og_payout_decide_req's
+ * (serve passes its worker principal, payouts.worker_id), and a worker
+ * presents its own (og_payout_worker_cfg.audience). */
 #define OG_PAYOUT_AUDIENCE "payout-executor"
 
 /* Limits, checked before the store. */
@@ -379,6 +383,9 @@ typedef struct og_payout_decide_req {
     int64_t not_before_us;      /* the grant's window: the release batch */
     int64_t expires_at_us;      /* <= not_before + max_grant_lifetime */
     const char *correlation_id; /* groups records; never authorizes */
+    const char *audience;       /* the grant's audience: the principal of
+                                   the worker that may present it
+                                   (og_id_valid; required: OG_EINVAL) */
     const char *settles_decision_id; /* NULL: a decision of its own. Else
                                    an approver's FRESH decision settling
                                    this payout's pending
@@ -584,7 +591,8 @@ typedef struct og_payout_grant_view {
     char payout_id[OG_ID_MAX + 1];
     char tenant_id[OG_ID_MAX + 1];
     char operation[OG_ID_MAX + 1];        /* OG_PAYOUT_OPERATION */
-    char audience[OG_ID_MAX + 1];         /* OG_PAYOUT_AUDIENCE */
+    char audience[OG_ID_MAX + 1];         /* the decision's audience: the worker
+                                             principal that may present it */
     char terms_fingerprint[OG_PAYOUT_FINGERPRINT_HEX + 1];
     char policy_version[OG_ID_MAX + 1];
     int64_t executable_payout_version;

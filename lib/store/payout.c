@@ -481,6 +481,10 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
         return OG_EPAYOUT_WINDOW;
     if ((rc = checked_id(d->correlation_id, OG_EPAYOUT_CORRELATION)) != 0)
         return rc;
+    /* The grant's audience: who may present it (docs/payouts.md, section
+     * 5, check 3). */
+    if (og__id_check(d->audience) != 0)
+        return OG_EINVAL;
     memset(&r, 0, sizeof r);
     og__idcpy(r.payout_id, d->payout_id);
     r.payout_version = d->payout_version;
@@ -491,6 +495,7 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
     r.not_before_us = d->not_before_us;
     r.expires_at_us = d->expires_at_us;
     og__idcpy(r.correlation_id, d->correlation_id);
+    og__idcpy(r.audience, d->audience);
     /* Normalized: the store keeps the lower-case form og__uuid_new made. */
     if (d->settles_decision_id &&
         og__uuid_normalize(d->settles_decision_id, r.settles_decision_id) !=

@@ -182,6 +182,7 @@ typedef struct og__payout_decide_req {
     int64_t approval_limit;
     int64_t not_before_us, expires_at_us;
     char correlation_id[OG_ID_MAX + 1];
+    char audience[OG_ID_MAX + 1]; /* the grant's, when Allowed */
     /* fresh identifiers (payout.c), used only when the decision writes
      * them: the decision's always, the grant's and the job's if Allowed */
     char decision_id[OG_UUID_LEN + 1];

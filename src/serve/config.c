@@ -331,12 +331,12 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "The worker's principal: a configured principal with the "
      "`payout-worker` role (checked when the pipeline starts; dev mode: "
      "`dev-payout-worker`), the attempt's caller and every write's actor "
-     "(suffixed `-1`, `-2`, ... with several workers)."},
-    {"payouts.audience", OG_CFG_ID, 1, OG_ID_MAX,
-     "\"" OG_PAYOUT_AUDIENCE "\"", AT(payouts_audience),
-     "The audience the worker presents: a grant naming another is refused "
-     "(`presenter.not-audience`, a security signal). Payout grants are "
-     "issued to `" OG_PAYOUT_AUDIENCE "`."},
+     "(suffixed `-1`, `-2`, ... with several workers). It is also the "
+     "payout grants' audience, the one source of it: the decisions of this "
+     "instance issue grants to it, and its workers present it (a grant "
+     "naming another is refused `presenter.not-audience`, a security "
+     "signal). Instances that decide and a separate `oncegate "
+     "payout-worker` fleet name the same principal."},
     {"payouts.workers", OG_CFG_INT, 0, 64, "1", AT(payouts_workers),
      "Worker threads (0: none; the sweeper and reconciler still run)."},
     {"payouts.send_window_ms", OG_CFG_MS, 1, 86400000, "300000",

@@ -431,6 +431,9 @@ static void decide_and_answer(og_http_req *r, int64_t version,
     d.not_before_us = release_us;
     d.expires_at_us = release_us + r->srv->cfg.timings.max_grant_lifetime_us;
     d.correlation_id = r->correlation_id;
+    /* The grant names the worker principal that may present it
+     * (payouts.worker_id): the one source of the audience. */
+    d.audience = r->srv->cfg.payouts_worker_id;
     d.settles_decision_id = settles;
     rc = og_payout_decide(r->srv->store, &d, &dec);
     if (rc != 0) {

@@ -90,7 +90,7 @@ static json_t *grant_json(const og_payout_grant_view *g)
 
     return json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s?, s:s?,"
-        " s:s?, s:s?, s:s}",
+        " s:s?, s:s?, s:s, s:s}",
         "grant_id", g->grant_id, "decision_id", g->decision_id, "state",
         og_payout_grant_state_name(g->state), "attempt_number",
         (json_int_t)g->attempt_number, "executable_payout_version",
@@ -104,7 +104,7 @@ static json_t *grant_json(const og_payout_grant_view *g)
         g->consumed_by_operation[0] ? g->consumed_by_operation : NULL,
         "revoked_at", when(g->revoked_at_us, rv, sizeof rv), "released_at",
         when(g->released_at_us, rl, sizeof rl), "policy_version",
-        g->policy_version);
+        g->policy_version, "audience", g->audience);
 }
 
 /* One history entry: the columns it has, no others. */

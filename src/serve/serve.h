@@ -159,8 +159,8 @@ typedef struct og_srv_config {
     char *payouts_table;        /* the payouts classification table */
     char *payouts_api_key_file; /* NULL: provider.api_key_file */
     char *payouts_worker_id;    /* the worker's principal: every write's
-                                   actor */
-    char *payouts_audience;     /* the grants' audience the worker checks */
+                                   actor, and the payout grants' audience
+                                   (issued to it, presented by it) */
     int payouts_workers;        /* worker threads */
     int64_t payouts_send_window_us;
     int64_t payouts_attempt_lease_us;

@@ -577,6 +577,9 @@ void operator_reads_a_payout_with_its_decisions_grants_and_history(
     assert_str(jstr(json_array_get(d, 1), "outcome"), "Allowed");
     assert_int_equal(json_array_size(g), 1);
     assert_str(jstr(json_array_get(g, 0), "state"), "Issued");
+    /* issued to the worker principal (payouts.worker_id, its default
+     * here), the one source of the grants' audience */
+    assert_str(jstr(json_array_get(g, 0), "audience"), "payout-worker");
     assert_null(json_object_get(json_array_get(g, 0), "token"));
     assert_true(json_is_array(json_object_get(r.json, "attempts")));
     assert_true(json_array_size(h) >= 3);

@@ -960,7 +960,8 @@ int og__pg_payout_decision_write(void *impl, void *tx,
  * (I24): $1 payout  $2 the version read  $3 the state expected (Draft;
  * Approved for a re-authorization)  $4 release day  $5 the decision's
  * instant (µs)  $6 grant id  $7 not_before  $8 expires_at  $9 decision
- * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester.
+ * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester
+ * $15 audience (the worker principal that may present the grant).
  *  - upd: the payout -> Approved at version + 1, attempt_count + 1 (the
  *    attempt number, allocated by this write: two re-authorizations are
  *    ordered by the payout's row lock and get two numbers), conditional
@@ -988,7 +989,7 @@ static const char pg_payout_approve_sql[] =
     "      audience, terms_fingerprint, executable_payout_version, attempt_number,\n"
     "      policy_version, amount, release_day, not_before, expires_at, created_at)\n"
     "  SELECT gr.grant_id, gr.issuer, $9::uuid, upd.payout_id, upd.tenant_id,\n"
-    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "', $10::text,\n"
+    "         '" OG_PAYOUT_OPERATION "', $15::text, $10::text,\n"
     "         upd.version, upd.attempt_count, $11::text, upd.amount, $4::date,\n"
     "         " PG_TS("$7") ", " PG_TS("$8") ", " PG_TS("$5") "\n"
     "  FROM gr, upd\n"
@@ -1017,7 +1018,7 @@ static const char pg_payout_approve_sql[] =
     "SELECT upd.version, upd.attempt_count, (SELECT count(*) FROM job), (SELECT count(*) FROM ev)\n"
     "FROM upd";
 const og__pg_stmt og__pg_payout_approve_stmt = {
-    "og_payout_approve", pg_payout_approve_sql, 14, OG_KEYS_AS_STORED};
+    "og_payout_approve", pg_payout_approve_sql, 15, OG_KEYS_AS_STORED};
 enum {
     APPROVE_VERSION,
     APPROVE_ATTEMPT,
@@ -1034,7 +1035,7 @@ int og__pg_payout_decision_issue(void *impl, void *tx,
 {
     og__pg_conn *c = tx;
     char version[24], at[24], nb[24], exp[24];
-    const char *params[14] = {r->payout_id,
+    const char *params[15] = {r->payout_id,
                               version,
                               p->from_state,
                               f->release_day,
@@ -1047,7 +1048,8 @@ int og__pg_payout_decision_issue(void *impl, void *tx,
                               p->verdict.policy_version,
                               r->job_id,
                               r->correlation_id,
-                              r->requester_id};
+                              r->requester_id,
+                              r->audience};
     int64_t v = 0, attempt = 0, jobs = 0, events = 0;
     PGresult *res = NULL;
     int rc;

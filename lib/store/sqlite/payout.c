@@ -1016,14 +1016,15 @@ enum {
 };
 /* The grant's bindings: ?1 grant, ?2 decision, ?3 payout, ?4 tenant,
  * ?5 fingerprint, ?6 executable version, ?7 attempt, ?8 policy, ?9 amount,
- * ?10 day, ?11 not_before, ?12 expires_at, ?13 now. */
+ * ?10 day, ?11 not_before, ?12 expires_at, ?13 now, ?14 audience (the
+ * worker principal that may present it). */
 const char og__sq_payout_bind_sql[] =
     "INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id,"
     "   tenant_id, operation, audience, terms_fingerprint,"
     "   executable_payout_version, attempt_number, policy_version, amount,"
     "   release_day, not_before, expires_at, created_at)"
     " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4,"
-    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"
+    "         '" OG_PAYOUT_OPERATION "', ?14,"
     "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 /* The job (Q26): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
 const char og__sq_payout_job_sql[] =
@@ -1084,6 +1085,7 @@ int og__sq_payout_decision_issue(void *impl, void *tx,
     sqlite3_bind_int64(st, 11, r->not_before_us);
     sqlite3_bind_int64(st, 12, r->expires_at_us);
     sqlite3_bind_int64(st, 13, now);
+    sqlite3_bind_text(st, 14, r->audience, -1, SQLITE_STATIC);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     if ((rc = og__sq_stmt(c, og__sq_payout_job_sql, &st)) < 0)
