@@ -160,7 +160,7 @@ int t_concurrent_migrations(const char *url, int n, int from);
 
 /* Drops what migration 13 (the archive's payout attempts by grant) adds
  * and its version row, in one transaction, so a test can take a store
- * back below schema 13 (then t_undo_migration_11; 12's objects go with
+ * back below schema 13 (then t_undo_migration_11; 12's and 14's objects go with
  * t_undo_migration_8). Aborts on failure. */
 void t_undo_migration_13(t_raw *r);
 

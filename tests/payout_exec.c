@@ -17,7 +17,9 @@
  *   - the runner's threads pay three payouts once each;
  *   - the recheck uses the approval limit the grant's decision captured
  *     (PX11): below the amount it refuses, at the amount it sends, and a
- *     grant bound to a decision that did not allow it is postponed.
+ *     grant bound to a decision that did not allow it is postponed;
+ *   - an approver's acknowledgment of a recently changed destination holds
+ *     at the worker: the payout is paid.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -818,6 +820,114 @@ static void bad_configurations_are_refused_before_any_io(void **state)
                         "?");
 }
 
+/* An approver's acknowledgment of a recently changed destination
+ * (docs/payouts.md, section 4, "Acknowledgment and escalation") holds at
+ * the worker: the recheck honours the acknowledgment the issuing decision
+ * recorded for that destination version (PX11, PC7), and the payout is
+ * PAID — one create. A payout whose destination is re-registered after its
+ * approval is refused, with no provider call. */
+/* Payout n of amount on e's (recently changed) destination: clerk-22's
+ * AcknowledgmentRequired, then approver-5's Allowed, its window open now. */
+static void x_acknowledged(x_env *e, char id[64], int n, const char *amount)
+{
+    og_payout_decide_req q;
+    og_payout_decision pending;
+
+    p_id(id, &e->w, "PAY", n);
+    p_draft(e->s, &e->w, id, amount);
+    q = p_req(id);
+    pending = p_decide(e->s, &q);
+    assert_int_equal(pending.verdict.outcome,
+                     OG_PAYOUT_ACKNOWLEDGMENT_REQUIRED);
+    q.requester_id = "approver-5";
+    q.requester_role = "approver";
+    q.settles_decision_id = pending.decision_id;
+    q.not_before_us = t_now_us() - SEC;
+    q.expires_at_us = q.not_before_us + 30 * MINUTE;
+    assert_int_equal(p_decide(e->s, &q).verdict.outcome, OG_PAYOUT_ALLOWED);
+}
+
+static void acknowledged_recent_destination_is_paid_by_the_worker(
+    void **state)
+{
+    og_payout_destination_record dr;
+    og_payout_put_result r;
+    og_payout_work w;
+    x_env e;
+    char id[64], id2[64];
+
+    (void)state;
+    x_env_start(&e, "pxack");
+    p_age_destination(e.raw, e.w.dst, 2);
+    x_acknowledged(&e, id, 1, "4250");
+
+    assert_int_equal(og_payout_work_once(e.s, &e.wc, &w), 0);
+    if (w.end != OG_PAYOUT_WORK_SENT)
+        fail_msg("end %s reason %s error %s", og_payout_work_end_name(w.end),
+                 og_payout_worker_reason_name(w.reason),
+                 og_err_name(w.error));
+    assert_int_equal(w.attempt_status, OG_OP_SUCCEEDED);
+    assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
+    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
+
+    /* The second: approved, then its destination re-registered. */
+    x_acknowledged(&e, id2, 2, "10");
+    dr = (og_payout_destination_record){e.w.dst, e.w.ben, "tok_rotated_9"};
+    assert_int_equal(og_payout_destination_put(e.s, &dr, 1, &r), 0);
+    assert_int_equal(r.outcome, OG_PAYOUT_WRITTEN);
+    w = x_work_expect(&e, &e.wc, OG_PAYOUT_WORK_REFUSED,
+                      OG_PAYOUT_WORKER_POLICY_NO_LONGER_ALLOWS, true, false,
+                      __LINE__);
+    assert_string_equal(w.job.payout_id, id2);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    x_env_stop(&e);
+}
+
+/* The grant's audience is the worker principal (og_payout_decide_req's
+ * audience; serve passes payouts.worker_id): the worker that presents its
+ * own principal sends, a worker of another principal is refused
+ * presenter.not-audience with no provider call. */
+static void grant_names_the_worker_principal_that_may_present_it(
+    void **state)
+{
+    og_payout_worker_cfg other;
+    og_payout_decide_req q;
+    og_payout_decision d;
+    og_payout_grant_view g;
+    og_payout_work w;
+    x_env e;
+    char id[64];
+
+    (void)state;
+    x_env_start(&e, "pxaud");
+    e.wc.audience = e.wc.worker_id; /* as serve's runner presents it */
+    p_id(id, &e.w, "PAY", 1);
+    p_draft(e.s, &e.w, id, "4250");
+    q = p_req(id);
+    q.audience = e.wc.worker_id;
+    q.not_before_us = t_now_us() - SEC;
+    q.expires_at_us = q.not_before_us + 30 * MINUTE;
+    d = p_decide(e.s, &q);
+    assert_true(d.issued);
+    assert_int_equal(og_payout_grant_get(e.s, d.grant_id, &g), 1);
+    assert_string_equal(g.audience, "svc-payout-worker");
+
+    other = e.wc;
+    other.worker_id = "svc-other-worker";
+    other.audience = other.worker_id;
+    w = x_work_expect(&e, &other, OG_PAYOUT_WORK_REFUSED,
+                      OG_PAYOUT_WORKER_PRESENTER_NOT_AUDIENCE, true, true,
+                      __LINE__);
+    assert_string_equal(w.job.payout_id, id);
+    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    /* an audience is required */
+    q.audience = NULL;
+    assert_int_equal(og_payout_decide(e.s, &q, &d), OG_EINVAL);
+    q.audience = "not an id";
+    assert_int_equal(og_payout_decide(e.s, &q, &d), OG_EINVAL);
+    x_env_stop(&e);
+}
+
 const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(bad_configurations_are_refused_before_any_io),
     cmocka_unit_test(worker_sends_once_and_the_payout_is_paid),
@@ -833,6 +943,8 @@ const struct CMUnitTest t_payout_exec_tests[] = {
     cmocka_unit_test(
         grant_checks_refuse_or_postpone_with_no_provider_call),
     cmocka_unit_test(worker_rechecks_with_the_limit_the_decision_captured),
+    cmocka_unit_test(acknowledged_recent_destination_is_paid_by_the_worker),
+    cmocka_unit_test(grant_names_the_worker_principal_that_may_present_it),
 };
 const size_t t_payout_exec_tests_count =
     sizeof t_payout_exec_tests / sizeof t_payout_exec_tests[0];

@@ -154,6 +154,7 @@ int main(int argc, char **argv)
     q.requester_role = "accounts-payable";
     q.requester_approval_limit = 1000000;
     q.correlation_id = "COR-8812";
+    q.audience = OG_PAYOUT_AUDIENCE;
     q.not_before_us = now_us() - SEC;
     q.expires_at_us = q.not_before_us + 30 * 60 * SEC;
     if ((rc = og_payout_decide(s, &q, &d)) != 0 || !d.issued) {

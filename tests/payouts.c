@@ -123,6 +123,7 @@ og_payout_decide_req p_req(const char *payout_id)
     r.requester_role = "accounts-payable";
     r.requester_approval_limit = 1000000; /* 10,000.00 EUR */
     r.correlation_id = "COR-8812";
+    r.audience = OG_PAYOUT_AUDIENCE;
     p_window(&r, 5);
     return r;
 }
@@ -360,6 +361,12 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(reauthorization_is_refused_while_an_attempt_is_active),
     cmocka_unit_test(
         concurrent_reauthorizations_allocate_distinct_attempt_numbers),
+    cmocka_unit_test(approval_settles_an_acknowledgment_with_a_fresh_decision),
+    cmocka_unit_test(approval_of_an_escalation_uses_the_approvers_limit),
+    cmocka_unit_test(approval_refuses_what_it_cannot_settle_and_writes_nothing),
+    cmocka_unit_test(acknowledgment_is_for_the_destination_version_evaluated),
+    cmocka_unit_test(concurrent_approvals_of_one_decision_settle_it_once),
+    cmocka_unit_test(draft_edit_replaces_the_terms_under_a_version_precondition),
     cmocka_unit_test(
         two_payouts_decided_concurrently_cannot_exceed_the_daily_limit),
     cmocka_unit_test(unused_grant_expiry_releases_its_reservation_once),

@@ -229,4 +229,14 @@ void start_ack_lost_leaves_a_started_attempt_the_sweeper_makes_unknown(
 void late_evidence_and_the_reconciler_race_and_exactly_one_resolves(
     void **state);
 
+/* payouts_approve.c */
+void approval_settles_an_acknowledgment_with_a_fresh_decision(void **state);
+void approval_of_an_escalation_uses_the_approvers_limit(void **state);
+void approval_refuses_what_it_cannot_settle_and_writes_nothing(void **state);
+void acknowledgment_is_for_the_destination_version_evaluated(void **state);
+void concurrent_approvals_of_one_decision_settle_it_once(void **state);
+
+/* payouts_edit.c */
+void draft_edit_replaces_the_terms_under_a_version_precondition(void **state);
+
 #endif

@@ -657,7 +657,9 @@ void dev_env_prints_exports_and_refuses_a_missing_file(void **state)
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
         const char *upper[] = {"ISSUER",       "AGENT",    "ENFORCER",
                                "REVOKER",      "OPERATOR", "PAYOUT_ADMIN",
-                               "CLERK",        "PAYOUT_WORKER"};
+                               "CLERK",        "PAYOUT_WORKER", "APPROVER"};
+        _Static_assert(sizeof upper / sizeof upper[0] == OG_ROLE_COUNT,
+                       "one export name per role");
         cred_key(dir, og_role_name(1u << i), key);
         FMT(line, "export OG_%s_KEY='%s'\n", upper[i], key);
         assert_non_null(strstr(out, line));

@@ -100,6 +100,7 @@ int main(void)
         cmocka_unit_test(recently_changed_boundary),
         cmocka_unit_test(requester_limit_boundary),
         cmocka_unit_test(verdict_carries_fingerprint_policy_and_versions),
+        cmocka_unit_test(acknowledgment_covers_the_destination_version),
         cmocka_unit_test(inconsistent_contexts_are_errors),
         cmocka_unit_test(execution_recheck),
         cmocka_unit_test(decision_fingerprint_is_what_the_recheck_compares),

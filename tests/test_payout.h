@@ -78,6 +78,7 @@ void daily_limit_boundary_and_overflow(void **state);
 void recently_changed_boundary(void **state);
 void requester_limit_boundary(void **state);
 void verdict_carries_fingerprint_policy_and_versions(void **state);
+void acknowledgment_covers_the_destination_version(void **state);
 void inconsistent_contexts_are_errors(void **state);
 
 /* test_payout_recheck.c */

@@ -536,3 +536,66 @@ void inconsistent_contexts_are_errors(void **state)
     assert_int_equal(og_payout_evaluate(NULL, &v), OG_EINVAL);
     assert_int_equal(og_payout_evaluate(&c, NULL), OG_EINVAL);
 }
+
+/* An approver's acknowledgment (PC7; docs/payouts.md, section 4,
+ * "Acknowledgment and escalation") covers the destination at exactly the
+ * version the pending decision evaluated, in the decision and in the
+ * worker's recheck alike; the rules before and after rule 7 still run. */
+void acknowledgment_covers_the_destination_version(void **state)
+{
+    static const struct {
+        const char *name;
+        int64_t acked;          /* the context's acknowledged version */
+        int64_t limit;          /* the approver's approval limit */
+        og_payout_reason reason;
+        og_payout_exec_outcome exec;
+    } rows[] = {
+        {"no acknowledgment: rule 7 asks for one", 0, 1000000,
+         OG_PAYOUT_REASON_DESTINATION_RECENTLY_CHANGED,
+         OG_PAYOUT_EXEC_REFUSED},
+        {"acknowledged at the destination's version: allowed", 3, 1000000,
+         OG_PAYOUT_REASON_ALLOWED, OG_PAYOUT_EXEC_VALID},
+        {"acknowledged at an earlier version: asked again", 2, 1000000,
+         OG_PAYOUT_REASON_DESTINATION_RECENTLY_CHANGED,
+         OG_PAYOUT_EXEC_REFUSED},
+        {"acknowledged, above the approver's limit: escalated", 3, 400000,
+         OG_PAYOUT_REASON_ABOVE_REQUESTER_LIMIT, OG_PAYOUT_EXEC_REFUSED},
+    };
+    og_payout_verdict v;
+    og_payout_exec_verdict x;
+    og_payout_grant_binding g = grant_19c();
+
+    (void)state;
+    for (size_t i = 0; i < N(rows); i++) {
+        og_payout_context c = base_context(), e = exec_context();
+
+        print_message("%s\n", rows[i].name);
+        c.destination.changed_at_us = c.observed_at_us - 2 * DAY;
+        c.acknowledged_destination_version = rows[i].acked;
+        c.requester.approval_limit = rows[i].limit;
+        v = evaluate_ok(&c);
+        assert_int_equal(v.reason, rows[i].reason);
+        assert_int_equal(v.outcome, og_payout_reason_outcome(rows[i].reason));
+
+        e.destination.changed_at_us = e.observed_at_us - 2 * DAY;
+        e.acknowledged_destination_version = rows[i].acked;
+        e.requester.approval_limit = rows[i].limit;
+        assert_int_equal(og_payout_evaluate_for_execution(&e, &g, &x), 0);
+        assert_int_equal(x.outcome, rows[i].exec);
+        assert_int_equal(x.recheck.reason, rows[i].reason);
+    }
+    /* An acknowledgment changes nothing where rule 7 passes anyway, and
+     * never lets an earlier rule by. */
+    {
+        og_payout_context c = base_context();
+
+        c.acknowledged_destination_version = 3;
+        assert_int_equal(evaluate_ok(&c).reason, OG_PAYOUT_REASON_ALLOWED);
+        c.tenant.payouts_suspended = true;
+        assert_int_equal(evaluate_ok(&c).reason,
+                         OG_PAYOUT_REASON_TENANT_SUSPENDED);
+        c = base_context();
+        c.acknowledged_destination_version = -1;
+        assert_int_equal(og_payout_evaluate(&c, &v), OG_EPAYOUT_CONTEXT);
+    }
+}

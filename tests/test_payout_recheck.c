@@ -622,6 +622,11 @@ void error_codes_were_appended(void **state)
         {OG_EPAYOUT_POLICY_RELEASE, "policy.release-mismatch"},
         /* the decision read (og_payout_decision_get) */
         {OG_EPAYOUT_DECISION, "input.decision_id_invalid"},
+        /* an approval settling a pending decision (schema 14) */
+        {OG_EPAYOUT_NOT_SETTLEABLE, "decision_not_settleable"},
+        {OG_EPAYOUT_ALREADY_SETTLED, "decision_already_settled"},
+        {OG_EPAYOUT_APPROVER_IS_REQUESTER, "approver_is_requester"},
+        {OG_EPAYOUT_SETTLE_STALE, "decision_stale"},
     };
 
     (void)state;

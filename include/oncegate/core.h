@@ -222,7 +222,20 @@ extern "C" {
       "(og_payout_policy_release_get): nothing was decided; a build of the "   \
       "current release decides, or an operator moves the release")             \
     X(PAYOUT_DECISION, "input.decision_id_invalid",                            \
-      "decision id must be a non-nil UUID (8-4-4-4-12 hex)")
+      "decision id must be a non-nil UUID (8-4-4-4-12 hex)")                   \
+    /* An approval that settles a pending decision (docs/payouts.md,         \
+     * section 4, "Acknowledgment and escalation"): each writes nothing. */  \
+    X(PAYOUT_NOT_SETTLEABLE, "decision_not_settleable",                        \
+      "the decision to settle is not this payout's AcknowledgmentRequired "    \
+      "or EscalationRecommended decision")                                     \
+    X(PAYOUT_ALREADY_SETTLED, "decision_already_settled",                      \
+      "a fresh decision settled that decision already: nothing was written")   \
+    X(PAYOUT_APPROVER_IS_REQUESTER, "approver_is_requester",                   \
+      "the approver requested the decision to settle: four eyes, another "     \
+      "approver settles it")                                                   \
+    X(PAYOUT_SETTLE_STALE, "decision_stale",                                   \
+      "the payout moved past the version the decision to settle evaluated: "   \
+      "submit it again")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,

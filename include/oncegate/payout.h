@@ -290,6 +290,16 @@ typedef struct og_payout_context {
     og_payout_requester requester;
     int64_t observed_at_us;        /* when the facts were read: the caller's
                                       clock, never read here */
+    int64_t acknowledged_destination_version; /* 0: nothing acknowledged.
+                                      Else an authorized approver
+                                      acknowledged the recent change of the
+                                      destination at exactly this version
+                                      (docs/payouts.md, section 4,
+                                      "Acknowledgment and escalation"): rule
+                                      7 is skipped while the destination is
+                                      at it, and applies again once it
+                                      moved. A recheck passes the one the
+                                      issuing decision recorded */
 } og_payout_context;
 
 /* The record versions a verdict relied on: a decision records them, and a
@@ -336,7 +346,8 @@ typedef enum og_payout_outcome {
     X(PAYOUT_NOT_SUBMITTABLE, "payout.not-submittable", DENIED)                \
     /* paid + reserved + amount > daily limit, or the sum overflows */         \
     X(DAILY_LIMIT, "tenant.daily-limit", DENIED)                               \
-    /* observed_at - changed_at < OG_PAYOUT_RECENT_CHANGE_US */                \
+    /* observed_at - changed_at < OG_PAYOUT_RECENT_CHANGE_US, unless the   \
+     * context's acknowledged_destination_version is the destination's */     \
     X(DESTINATION_RECENTLY_CHANGED, "destination.recently-changed",            \
       ACKNOWLEDGMENT_REQUIRED)                                                 \
     X(ABOVE_REQUESTER_LIMIT, "amount.above-requester-limit",                   \

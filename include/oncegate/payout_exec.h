@@ -54,8 +54,12 @@ typedef struct og_payout_worker_cfg {
     const char *worker_id;       /* the presenting principal (og_id_valid):
                                     the attempt's caller, every write's
                                     actor ("svc-payout-worker") */
-    const char *audience;        /* the executor's audience: a grant naming
-                                    another is refused (OG_PAYOUT_AUDIENCE) */
+    const char *audience;        /* the audience this worker presents: its
+                                    principal, the one the deciding side
+                                    issues grants to (serve: payouts.
+                                    worker_id; library callers and tests:
+                                    OG_PAYOUT_AUDIENCE); a grant naming
+                                    another is refused */
     const char *provider_url;    /* the client is opened per attempt, with
                                     the credential fetched only after the
                                     claim committed */

@@ -63,6 +63,10 @@ extern "C" {
 /* What a payout grant is, in the grants table and its bindings. */
 #define OG_PAYOUT_ISSUER "payouts"          /* grants.issuer */
 #define OG_PAYOUT_OPERATION "payout.submit" /* the one operation */
+/* The audience a library caller or a test names when it has no worker
+ * principal of its own: a grant's audience is og_payout_decide_req's
+ * (serve passes its worker principal, payouts.worker_id), and a worker
+ * presents its own (og_payout_worker_cfg.audience). */
 #define OG_PAYOUT_AUDIENCE "payout-executor"
 
 /* Limits, checked before the store. */
@@ -202,6 +206,24 @@ typedef struct og_payout_draft_req {
 OG_MUST_CHECK int og_payout_draft(og_store *s, const og_payout_draft_req *r,
                                   og_payout_put_result *out);
 
+/* Edits a Draft (docs/payouts.md, section 4: a payout's terms change only
+ * while it is a Draft, and every change moves its version): r->terms
+ * replace the payout's beneficiary, destination and its version, amount,
+ * currency and purpose (validated as for og_payout_draft, the purpose
+ * normalized), conditionally on expected_version (>= 1), moving the
+ * version by one, with an "edited" history entry whose actor is
+ * r->requester_id (the payout's own requester, who drafted it, is kept):
+ * ONE conditional write. A decision made before the edit names the old
+ * version, so it can be neither executed nor settled afterwards.
+ * Outcomes: WRITTEN; VERSION_CONFLICT (a retried edit, or another change
+ * first); NOT_FOUND (the payout, the beneficiary within its tenant, or the
+ * destination); REFUSED (not a Draft, another tenant than the payout's, or
+ * a currency not the tenant's). Errors: og_payout_draft's input errors,
+ * OG_EPAYOUT_VERSION, store errors. */
+OG_MUST_CHECK int og_payout_edit(og_store *s, const og_payout_draft_req *r,
+                                 int64_t expected_version,
+                                 og_payout_put_result *out);
+
 /* Cancels the payout at expected_version (>= 1): Draft, or Approved with no
  * active attempt, -> Cancelled at version + 1, with a "cancelled" history
  * entry: ONE conditional write. An issued grant is left as it is: the
@@ -253,6 +275,7 @@ typedef struct og_payout_event {
     char kind[24];                        /* drafted | decided | reserved |
                                              approved | grant-issued |
                                              job-queued | cancelled |
+                                             edited (schema 14) |
                                              grant-revoked |
                                              reservation-released |
                                              job-resubmitted | claimed |
@@ -373,6 +396,15 @@ typedef struct og_payout_decide_req {
     int64_t not_before_us;      /* the grant's window: the release batch */
     int64_t expires_at_us;      /* <= not_before + max_grant_lifetime */
     const char *correlation_id; /* groups records; never authorizes */
+    const char *audience;       /* the grant's audience: the principal of
+                                   the worker that may present it
+                                   (og_id_valid; required: OG_EINVAL) */
+    const char *settles_decision_id; /* NULL: a decision of its own. Else
+                                   an approver's FRESH decision settling
+                                   this payout's pending
+                                   AcknowledgmentRequired or
+                                   EscalationRecommended decision (a
+                                   non-nil UUID); see og_payout_decide */
 } og_payout_decide_req;
 
 /* A decision as written. */
@@ -389,6 +421,8 @@ typedef struct og_payout_decision {
     int64_t executable_payout_version;
     int64_t reserved_minor;
     char release_day[OG_PAYOUT_DAY_LEN + 1];
+    char settles_decision_id[OG_UUID_LEN + 1]; /* "" unless it settled one */
+    int64_t acknowledged_destination_version;  /* 0: none acknowledged */
 } og_payout_decision;
 
 /* Decides on a payout. In ONE transaction (SQLite: BEGIN IMMEDIATE;
@@ -411,9 +445,27 @@ typedef struct og_payout_decision {
  *   - anything else: the decision and its history entry, alone.
  * A missing payout is Deferred context.unavailable (written). Any failure
  * rolls everything back and is returned: nothing of the decision exists.
+ *
+ * Settling (settles_decision_id set; docs/payouts.md, section 4,
+ * "Acknowledgment and escalation"): in the same transaction, after the
+ * payout's row is held, the pending decision is read and the approval
+ * refused with nothing written when it is not this payout's
+ * AcknowledgmentRequired or EscalationRecommended decision
+ * (OG_EPAYOUT_NOT_SETTLEABLE), a decision settled it already
+ * (OG_EPAYOUT_ALREADY_SETTLED; the schema's unique settles_decision_id
+ * backs it), its requester is this requester (OG_EPAYOUT_APPROVER_IS_
+ * REQUESTER: four eyes), or the payout is no longer at the version it
+ * evaluated (OG_EPAYOUT_SETTLE_STALE). Otherwise the policy runs afresh,
+ * in the pending decision's mode, with this requester's (the approver's)
+ * approval limit for rule 8 and, when the pending decision asked for an
+ * acknowledgment (or itself carried one), the destination version it
+ * evaluated acknowledged for rule 7; the fresh decision records both.
+ * The pending decision is never changed.
+ *
  * Returns 0 and *out, or an input error (OG_EPAYOUT_ID, OG_EPAYOUT_VERSION,
  * OG_EPAYOUT_REQUESTER, OG_EPAYOUT_LIMIT, OG_EPAYOUT_WINDOW,
- * OG_EPAYOUT_CORRELATION, OG_EINVAL), OG_EPAYOUT_POLICY_RELEASE,
+ * OG_EPAYOUT_CORRELATION, OG_EPAYOUT_DECISION, OG_EINVAL), a settling
+ * refusal above, OG_EPAYOUT_POLICY_RELEASE,
  * OG_ESTORE_UNAVAILABLE (not known to have committed: read the payout
  * before deciding again), OG_EINTERNAL. */
 OG_MUST_CHECK int og_payout_decide(og_store *s, const og_payout_decide_req *r,
@@ -443,6 +495,12 @@ typedef struct og_payout_decision_view {
     int64_t observed_at_us;              /* the facts' read (store clock) */
     int64_t decided_at_us;               /* the decision's write */
     char correlation_id[OG_ID_MAX + 1];
+    char settles_decision_id[OG_UUID_LEN + 1]; /* schema 14: the pending
+                                            decision this one settled; ""
+                                            when none */
+    int64_t acknowledged_destination_version; /* schema 14: the destination
+                                            version an approver acknowledged
+                                            (the recheck honours it); 0 */
 } og_payout_decision_view;
 
 /* Reads decision decision_id (a non-nil UUID, any case; checked before any
@@ -546,7 +604,8 @@ typedef struct og_payout_grant_view {
     char payout_id[OG_ID_MAX + 1];
     char tenant_id[OG_ID_MAX + 1];
     char operation[OG_ID_MAX + 1];        /* OG_PAYOUT_OPERATION */
-    char audience[OG_ID_MAX + 1];         /* OG_PAYOUT_AUDIENCE */
+    char audience[OG_ID_MAX + 1];         /* the decision's audience: the worker
+                                             principal that may present it */
     char terms_fingerprint[OG_PAYOUT_FINGERPRINT_HEX + 1];
     char policy_version[OG_ID_MAX + 1];
     int64_t executable_payout_version;

@@ -116,7 +116,7 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * "not found" may be final, late evidence and returns), 12 settlement time
  * zones and the payout policy's current release, 13 an index of the
  * archive's payout attempts by grant (a return's read). */
-#define OG_SCHEMA_VERSION 13
+#define OG_SCHEMA_VERSION 14
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the

@@ -26,6 +26,10 @@
  *       an unavailable context decides nothing else.
  *   PC6 Rules run in OG_PAYOUT_REASON_MAP's order (rule_table below lists
  *       them in that order); the first that fails decides.
+ *   PC7 An acknowledgment of a recently changed destination covers that
+ *       destination's version only: rule 7 is skipped exactly while the
+ *       destination is at the acknowledged version, in a decision and in a
+ *       recheck alike.
  */
 #include <sodium.h>
 #include <unicode/ucal.h>
@@ -568,12 +572,17 @@ static bool daily_limit_exceeded(const eval_input *e)
 /* observed_at - changed_at < 7 days, exact for every pair of int64s: a
  * change at or after the observation (clock skew between writers) counts
  * as recent, and a positive difference is computed in uint64, where it
- * cannot overflow. */
+ * cannot overflow. An acknowledgment covers exactly the destination
+ * version its approver saw (PC7): a destination changed again after it
+ * asks for a new one. */
 static bool destination_recently_changed(const eval_input *e)
 {
     int64_t observed = e->ctx->observed_at_us;
     int64_t changed = e->ctx->destination.changed_at_us;
+    int64_t acked = e->ctx->acknowledged_destination_version;
 
+    if (acked != 0 && acked == e->ctx->destination.version)
+        return false;
     if (changed >= observed)
         return true;
     return (uint64_t)observed - (uint64_t)changed <
@@ -636,7 +645,8 @@ static int context_check(const og_payout_context *ctx)
     const og_payout_tenant *t = &ctx->tenant;
 
     if (t->daily_limit < 0 || t->paid_today < 0 || t->reserved_today < 0 ||
-        t->settings_version < 1 || ctx->requester.approval_limit < 0)
+        t->settings_version < 1 || ctx->requester.approval_limit < 0 ||
+        ctx->acknowledged_destination_version < 0)
         return OG_EPAYOUT_CONTEXT;
     if ((unsigned)ctx->beneficiary.status >= COUNT_OF(bstatus_names) ||
         ctx->beneficiary.version < 1)

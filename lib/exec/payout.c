@@ -60,7 +60,8 @@
  *       attempt), never as a refusal of the payout the grant runs.
  *   PX11 The recheck takes the requester's facts from the decision that
  *       issued the grant (og_payout_decision_get of its decision_id): the
- *       approval limit it captured, never one derived from the payout. A
+ *       approval limit it captured, never one derived from the payout,
+ *       and the destination version an approver acknowledged there. A
  *       decision that cannot be read postpones the job (context.unavailable);
  *       one that is missing, not Allowed or another payout's is a defect
  *       (OG_EINTERNAL), postponed too — never allowed, never refused.
@@ -244,7 +245,7 @@ static int consumed(og_store *s, const og_payout_grant_view *g,
  * these is a broken store: a defect to see, never a reason to allow or to
  * refuse a payout. */
 static int decision_facts(og_store *s, const og_payout_grant_view *g,
-                          og_payout_requester *out)
+                          og_payout_context *out)
 {
     og_payout_decision_view d;
     int rc;
@@ -257,7 +258,12 @@ static int decision_facts(og_store *s, const og_payout_grant_view *g,
     if (rc == 0 || d.outcome != OG_PAYOUT_ALLOWED ||
         strcmp(d.payout_id, g->payout_id) != 0)
         return OG_EINTERNAL;
-    out->approval_limit = d.requester_approval_limit;
+    out->requester.approval_limit = d.requester_approval_limit;
+    /* An approver's acknowledgment of the destination at the version it
+     * evaluated (PC7, lib/core/payout.c): the recheck honours it for that
+     * version, and a destination changed since asks again. */
+    out->acknowledged_destination_version =
+        d.acknowledged_destination_version;
     return 0;
 }
 
@@ -324,7 +330,7 @@ static bool validate(og_store *s, const og_payout_worker_cfg *c,
      * section 5; PX11), never read anew: the requester acted then, not
      * now. A decision is never changed, so it needs no common snapshot
      * with the context. */
-    if ((rc = decision_facts(s, g, &snap.ctx.requester)) < 0) {
+    if ((rc = decision_facts(s, g, &snap.ctx)) < 0) {
         postpone(s, w, OG_PAYOUT_WORKER_CONTEXT_UNAVAILABLE, rc,
                  c->postpone_us);
         return false;

@@ -192,43 +192,76 @@ int og_payout_destination_token(og_store *s, const char *destination_id,
     return rc;
 }
 
+/* d checked and copied into *r (a draft's or an edit's): 0, or the input
+ * error — the payout id, the terms by the pure core's rules in its order
+ * and with its codes (OG_EPAYOUT_TENANT ... OG_EPAYOUT_PURPOSE), the
+ * requester. */
+static int draft_req_build(const og_payout_draft_req *d,
+                           og__payout_draft_req *r)
+{
+    char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
+    int rc;
+
+    if ((rc = checked_id(d->payout_id, OG_EPAYOUT_ID)) != 0)
+        return rc;
+    if ((rc = og_payout_terms_fingerprint(&d->terms, fp)) != 0)
+        return rc;
+    if ((rc = checked_id(d->requester_id, OG_EPAYOUT_REQUESTER)) != 0)
+        return rc;
+    memset(r, 0, sizeof *r);
+    og__idcpy(r->payout_id, d->payout_id);
+    og__idcpy(r->tenant_id, d->terms.tenant_id);
+    og__idcpy(r->beneficiary_id, d->terms.beneficiary_id);
+    og__idcpy(r->destination_id, d->terms.destination_id);
+    r->destination_version = d->terms.destination_version;
+    if (og_payout_amount_parse(d->terms.amount, d->terms.currency,
+                               &r->amount_minor) != 0)
+        return OG_EINTERNAL; /* the fingerprint just parsed it */
+    memcpy(r->currency, d->terms.currency, OG_CURRENCY_LEN + 1);
+    r->has_purpose = d->terms.purpose != NULL;
+    if (r->has_purpose &&
+        og_payout_purpose_normalize(d->terms.purpose, r->purpose,
+                                    sizeof r->purpose) != 0)
+        return OG_EINTERNAL; /* likewise */
+    og__idcpy(r->requester_id, d->requester_id);
+    return 0;
+}
+
 int og_payout_draft(og_store *s, const og_payout_draft_req *d,
                     og_payout_put_result *out)
 {
     og__payout_draft_req r;
     og__payout_draft_report rep;
-    char fp[OG_PAYOUT_FINGERPRINT_HEX + 1];
     int rc;
 
     if (!s || !d || !out)
         return OG_EINVAL;
-    if ((rc = checked_id(d->payout_id, OG_EPAYOUT_ID)) != 0)
+    if ((rc = draft_req_build(d, &r)) != 0)
         return rc;
-    /* The terms by the pure core's rules, in its order and with its codes
-     * (OG_EPAYOUT_TENANT ... OG_EPAYOUT_PURPOSE). */
-    if ((rc = og_payout_terms_fingerprint(&d->terms, fp)) != 0)
-        return rc;
-    if ((rc = checked_id(d->requester_id, OG_EPAYOUT_REQUESTER)) != 0)
-        return rc;
-    memset(&r, 0, sizeof r);
-    og__idcpy(r.payout_id, d->payout_id);
-    og__idcpy(r.tenant_id, d->terms.tenant_id);
-    og__idcpy(r.beneficiary_id, d->terms.beneficiary_id);
-    og__idcpy(r.destination_id, d->terms.destination_id);
-    r.destination_version = d->terms.destination_version;
-    if (og_payout_amount_parse(d->terms.amount, d->terms.currency,
-                               &r.amount_minor) != 0)
-        return OG_EINTERNAL; /* the fingerprint just parsed it */
-    memcpy(r.currency, d->terms.currency, OG_CURRENCY_LEN + 1);
-    r.has_purpose = d->terms.purpose != NULL;
-    if (r.has_purpose && og_payout_purpose_normalize(
-                             d->terms.purpose, r.purpose, sizeof r.purpose) != 0)
-        return OG_EINTERNAL; /* likewise */
-    og__idcpy(r.requester_id, d->requester_id);
     memset(&rep, 0, sizeof rep);
     if ((rc = s->m->payout_draft(s->impl, &r, &rep)) != 0)
         return rc;
     (void)og__payout_draft_outcome(&rep, out);
+    return 0;
+}
+
+int og_payout_edit(og_store *s, const og_payout_draft_req *d,
+                   int64_t expected_version, og_payout_put_result *out)
+{
+    og__payout_draft_req r;
+    og__payout_edit_report rep;
+    int rc;
+
+    if (!s || !d || !out)
+        return OG_EINVAL;
+    if ((rc = draft_req_build(d, &r)) != 0)
+        return rc;
+    if (expected_version < 1)
+        return OG_EPAYOUT_VERSION;
+    memset(&rep, 0, sizeof rep);
+    if ((rc = s->m->payout_edit(s->impl, &r, expected_version, &rep)) != 0)
+        return rc;
+    *out = og__payout_edit_outcome(expected_version, &rep);
     return 0;
 }
 
@@ -358,10 +391,50 @@ int og_payout_context_read(og_store *s, const char *payout_id,
  * counters — taking nothing makes the decision Denied tenant.daily-limit,
  * alone; the decision and its entry at one instant; for Allowed what it
  * enables. The fault points act as the store failing there. */
-static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
+/* An approval's checks on the pending decision r settles (og_payout_decide,
+ * "Settling"), in tx after the facts held the payout's row: 0 with r's
+ * mode and acknowledged destination version taken from it, or the refusal
+ * (nothing written: the caller rolls back) or an error. The order makes a
+ * retried approval read as what it is: settled, before anything else. */
+static int settle_check(og_store *s, void *tx, const og__payout_facts *f,
+                        og__payout_decide_req *r)
+{
+    og_payout_decision_view d;
+    bool settled = false;
+    int rc;
+
+    memset(&d, 0, sizeof d);
+    rc = s->m->payout_settle_read(s->impl, tx, r->settles_decision_id, &d,
+                                  &settled);
+    if (rc < 0)
+        return rc;
+    if (rc == 0 || strcmp(d.payout_id, r->payout_id) != 0 ||
+        (d.outcome != OG_PAYOUT_ACKNOWLEDGMENT_REQUIRED &&
+         d.outcome != OG_PAYOUT_ESCALATION_RECOMMENDED))
+        return OG_EPAYOUT_NOT_SETTLEABLE;
+    if (settled)
+        return OG_EPAYOUT_ALREADY_SETTLED;
+    if (strcmp(d.requester_id, r->requester_id) == 0)
+        return OG_EPAYOUT_APPROVER_IS_REQUESTER;
+    if (!f->found || f->version != d.evaluated.payout ||
+        (r->payout_version != 0 && r->payout_version != f->version))
+        return OG_EPAYOUT_SETTLE_STALE;
+    r->reauthorize = d.reauthorize;
+    /* PC7: the version the approver acknowledges is the one the pending
+     * decision evaluated; an escalation that carried an acknowledgment
+     * (an approval that was itself escalated) carries it on. */
+    r->acknowledged_destination_version =
+        d.outcome == OG_PAYOUT_ACKNOWLEDGMENT_REQUIRED
+            ? d.evaluated.destination
+            : d.acknowledged_destination_version;
+    return 0;
+}
+
+static int decide_in(og_store *s, void *tx, const og__payout_decide_req *req,
                      og_payout_decision *out)
 {
     const og__store_methods *m = s->m;
+    og__payout_decide_req rr = *req, *r = &rr;
     og__payout_facts f;
     og__payout_plan p;
     char release[OG_ID_MAX + 1];
@@ -376,8 +449,12 @@ static int decide_in(og_store *s, void *tx, const og__payout_decide_req *r,
     if (strcmp(release, OG_PAYOUT_POLICY_VERSION) != 0)
         return OG_EPAYOUT_POLICY_RELEASE;
     if ((rc = m->payout_facts(s->impl, tx, r->payout_id, r->not_before_us,
-                              true, &f)) != 0 ||
-        (rc = og__payout_plan_decide(&f, r, &p)) != 0)
+                              true, &f)) != 0)
+        return rc;
+    if (r->settles_decision_id[0] != '\0' &&
+        (rc = settle_check(s, tx, &f, r)) != 0)
+        return rc;
+    if ((rc = og__payout_plan_decide(&f, r, &p)) != 0)
         return rc;
     if (p.allowed) {
         if ((rc = m->payout_reserve(s->impl, tx, &f, &reserved)) != 0)
@@ -428,6 +505,10 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
         return OG_EPAYOUT_WINDOW;
     if ((rc = checked_id(d->correlation_id, OG_EPAYOUT_CORRELATION)) != 0)
         return rc;
+    /* The grant's audience: who may present it (docs/payouts.md, section
+     * 5, check 3). */
+    if (og__id_check(d->audience) != 0)
+        return OG_EINVAL;
     memset(&r, 0, sizeof r);
     og__idcpy(r.payout_id, d->payout_id);
     r.payout_version = d->payout_version;
@@ -438,6 +519,12 @@ int og_payout_decide(og_store *s, const og_payout_decide_req *d,
     r.not_before_us = d->not_before_us;
     r.expires_at_us = d->expires_at_us;
     og__idcpy(r.correlation_id, d->correlation_id);
+    og__idcpy(r.audience, d->audience);
+    /* Normalized: the store keeps the lower-case form og__uuid_new made. */
+    if (d->settles_decision_id &&
+        og__uuid_normalize(d->settles_decision_id, r.settles_decision_id) !=
+            0)
+        return OG_EPAYOUT_DECISION;
     if ((rc = og__uuid_new(r.decision_id)) != 0 ||
         (rc = og__uuid_new(r.job_id)) != 0 ||
         (rc = og_grant_new_id(r.grant_id)) != 0)

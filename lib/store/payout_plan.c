@@ -247,6 +247,8 @@ int og__payout_plan_decide(const og__payout_facts *f,
         if (r->payout_version != 0)
             s.ctx.intent.payout_version = r->payout_version; /* PP2 */
         s.ctx.requester.approval_limit = r->approval_limit;
+        s.ctx.acknowledged_destination_version =
+            r->acknowledged_destination_version;
     }
     rc = r->reauthorize
              ? og_payout_evaluate_reauthorization(
@@ -285,6 +287,10 @@ void og__payout_decision_fill(const og__payout_decide_req *r,
     out->observed_at_us = f->observed_at_us;
     out->decided_at_us = decided_at_us;
     out->issued = p->allowed;
+    memcpy(out->settles_decision_id, r->settles_decision_id,
+           sizeof out->settles_decision_id);
+    out->acknowledged_destination_version =
+        r->acknowledged_destination_version;
     if (p->allowed) {
         memcpy(out->grant_id, r->grant_id, sizeof out->grant_id);
         memcpy(out->job_id, r->job_id, sizeof out->job_id);
@@ -367,6 +373,30 @@ og_payout_put_result og__payout_cancel_outcome(
         out.outcome = r->seen_version != expected_version
                           ? OG_PAYOUT_VERSION_CONFLICT
                           : OG_PAYOUT_REFUSED;
+    return out;
+}
+
+og_payout_put_result og__payout_edit_outcome(int64_t expected_version,
+                                             const og__payout_edit_report *r)
+{
+    og_payout_put_result out = {OG_PAYOUT_WRITTEN, 0};
+
+    if (r->written)
+        out.version = r->version;
+    else if (!r->found)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else if (r->seen_version != expected_version)
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
+    else if (!r->draft || !r->tenant_same || !r->currency_matches)
+        /* decided, cancelled or past: its terms are history; a tenant and
+         * its currency are fixed */
+        out.outcome = OG_PAYOUT_REFUSED;
+    else if (!r->beneficiary_exists || !r->destination_exists)
+        out.outcome = OG_PAYOUT_NOT_FOUND;
+    else
+        /* At the version expected when read, yet not changed: a concurrent
+         * change committed in between. */
+        out.outcome = OG_PAYOUT_VERSION_CONFLICT;
     return out;
 }
 

@@ -400,7 +400,11 @@ int og__row_payout_decision(og__row r, og_payout_decision_view *out)
         i64(r, PAYOUT_DECISION_OBSERVED_AT, &v.observed_at_us) ||
         i64(r, PAYOUT_DECISION_DECIDED_AT, &v.decided_at_us) ||
         text(r, PAYOUT_DECISION_CORRELATION_ID, v.correlation_id,
-             sizeof v.correlation_id))
+             sizeof v.correlation_id) ||
+        text_opt(r, PAYOUT_DECISION_SETTLES_DECISION_ID,
+                 v.settles_decision_id, sizeof v.settles_decision_id) ||
+        i64_opt(r, PAYOUT_DECISION_ACKNOWLEDGED_DESTINATION_VERSION,
+                &v.acknowledged_destination_version))
         return OG_EINTERNAL;
     mode = r.ops->text(&r, PAYOUT_DECISION_MODE);
     if (mode && strcmp(mode, "reauthorize") == 0)

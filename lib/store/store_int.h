@@ -185,11 +185,17 @@ typedef struct og__payout_decide_req {
     int64_t approval_limit;
     int64_t not_before_us, expires_at_us;
     char correlation_id[OG_ID_MAX + 1];
+    char audience[OG_ID_MAX + 1]; /* the grant's, when Allowed */
     /* fresh identifiers (payout.c), used only when the decision writes
      * them: the decision's always, the grant's and the job's if Allowed */
     char decision_id[OG_UUID_LEN + 1];
     char grant_id[OG_ID_MAX + 1];
     char job_id[OG_UUID_LEN + 1];
+    /* an approval (schema 14): the pending decision it settles ("" none),
+     * normalized, and the destination version acknowledged (0 none), which
+     * the decision's step sets from the pending decision it read */
+    char settles_decision_id[OG_UUID_LEN + 1];
+    int64_t acknowledged_destination_version;
 } og__payout_decide_req;
 
 /* Everything a decision reads, as the backend's payout_facts step returns
@@ -326,6 +332,23 @@ typedef struct og__payout_cancel_report {
 /* A cancellation's answer, for a request that expected expected_version. */
 og_payout_put_result og__payout_cancel_outcome(
     int64_t expected_version, const og__payout_cancel_report *r);
+
+/* A draft's edit (written at version + 1, or why not). */
+typedef struct og__payout_edit_report {
+    bool written;
+    int64_t version;         /* written: the new version */
+    bool found;              /* not written: the payout exists, */
+    int64_t seen_version;    /*   at this version, */
+    bool draft;              /*   in Draft, */
+    bool tenant_same;        /*   of the request's tenant; */
+    bool currency_matches;   /* the tenant's currency is the request's */
+    bool beneficiary_exists; /* a beneficiary of that tenant */
+    bool destination_exists;
+} og__payout_edit_report;
+
+/* An edit's answer, for a request that expected expected_version. */
+og_payout_put_result og__payout_edit_outcome(int64_t expected_version,
+                                             const og__payout_edit_report *r);
 
 /* A payout grant's revocation (a finance hold). */
 typedef struct og__payout_revoke_report {
@@ -880,6 +903,12 @@ typedef int og__store_payout_destination_token_fn(void *impl,
 typedef int og__store_payout_draft_fn(void *impl,
                                       const og__payout_draft_req *r,
                                       og__payout_draft_report *out);
+/* r's terms (its requester the actor) onto the Draft payout r->payout_id
+ * at expected_version: ONE conditional write and its "edited" entry. */
+typedef int og__store_payout_edit_fn(void *impl,
+                                     const og__payout_draft_req *r,
+                                     int64_t expected_version,
+                                     og__payout_edit_report *out);
 typedef int og__store_payout_cancel_fn(void *impl, const char *payout_id,
                                        int64_t expected_version,
                                        const char *actor,
@@ -961,6 +990,16 @@ typedef int og__store_payout_decision_write_fn(void *impl, void *tx,
                                                const og__payout_facts *f,
                                                const og__payout_plan *p,
                                                int64_t *decided_at_us);
+/* An approval's read of the pending decision decision_id (normalized) in
+ * tx, after the facts' step held the payout's row (schema 14): 1 and *out
+ * with *settled (a decision settling it exists), 0 when there is none, or
+ * an error. Two approvals of one decision are ordered by the payout's row
+ * (PostgreSQL: FOR UPDATE; SQLite: the write lock), so the second reads
+ * the first one's decision. */
+typedef int og__store_payout_settle_read_fn(void *impl, void *tx,
+                                            const char *decision_id,
+                                            og_payout_decision_view *out,
+                                            bool *settled);
 /* What an Allowed decision enables, at decided_at_us (M29, M31): the
  * approval, the grant's row (row form, issuer 'payouts', no family, the
  * window's end its expiry), its bindings, the job, a history entry per
@@ -1112,6 +1151,7 @@ typedef struct og__store_methods {
     og__store_payout_destination_token_fn *payout_destination_token;
     og__store_payout_draft_fn *payout_draft;
     og__store_payout_cancel_fn *payout_cancel;
+    og__store_payout_edit_fn *payout_edit;
     og__store_payout_get_fn *payout_get;
     og__store_payout_decision_get_fn *payout_decision_get;
     og__store_payout_history_fn *payout_history;
@@ -1124,6 +1164,7 @@ typedef struct og__store_methods {
     og__store_payout_reserve_fn *payout_reserve;
     og__store_payout_decision_write_fn *payout_decision_write;
     og__store_payout_decision_issue_fn *payout_decision_issue;
+    og__store_payout_settle_read_fn *payout_settle_read;
     og__store_payout_claim_facts_fn *payout_claim_facts;
     og__store_payout_claim_write_fn *payout_claim_write;
     og__store_payout_resolve_record_fn *payout_resolve_record;

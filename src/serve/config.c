@@ -331,12 +331,12 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "The worker's principal: a configured principal with the "
      "`payout-worker` role (checked when the pipeline starts; dev mode: "
      "`dev-payout-worker`), the attempt's caller and every write's actor "
-     "(suffixed `-1`, `-2`, ... with several workers)."},
-    {"payouts.audience", OG_CFG_ID, 1, OG_ID_MAX,
-     "\"" OG_PAYOUT_AUDIENCE "\"", AT(payouts_audience),
-     "The audience the worker presents: a grant naming another is refused "
-     "(`presenter.not-audience`, a security signal). Payout grants are "
-     "issued to `" OG_PAYOUT_AUDIENCE "`."},
+     "(suffixed `-1`, `-2`, ... with several workers). It is also the "
+     "payout grants' audience, the one source of it: the decisions of this "
+     "instance issue grants to it, and its workers present it (a grant "
+     "naming another is refused `presenter.not-audience`, a security "
+     "signal). Instances that decide and a separate `oncegate "
+     "payout-worker` fleet name the same principal."},
     {"payouts.workers", OG_CFG_INT, 0, 64, "1", AT(payouts_workers),
      "Worker threads (0: none; the sweeper and reconciler still run)."},
     {"payouts.send_window_ms", OG_CFG_MS, 1, 86400000, "300000",
@@ -398,10 +398,11 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "Who may call: objects `{\"id\", \"roles\", \"api_key_sha256\"}`. `id` "
      "follows the identifier rule and is unique; `roles` is a non-empty "
      "list of `issuer`, `agent`, `enforcer`, `revoker`, `operator`, "
-     "`payout-admin`, `clerk`; optional `approval_limit_minor` (a clerk's "
-     "approval limit in minor units of a payout's currency, default 0: "
-     "every payout escalates); `payout-worker` (the payout pipeline's "
-     "principal, `payouts.worker_id`); "
+     "`payout-admin`, `clerk`, `approver`; optional `approval_limit_minor` "
+     "(a clerk's or an approver's approval limit in minor units of a "
+     "payout's currency, default 0: every payout escalates); "
+     "`payout-worker` (the payout pipeline's principal, "
+     "`payouts.worker_id`); "
      "`api_key_sha256` is the SHA-256 of the API key as 64 lower-case hex "
      "characters, unique (the key itself is never configured). Reloaded on "
      "SIGHUP."},

@@ -1057,7 +1057,6 @@ void og_srv_config_free(og_srv_config *c)
     free(c->payouts_table);
     free(c->payouts_api_key_file);
     free(c->payouts_worker_id);
-    free(c->payouts_audience);
     free(c->payouts_backoff);
     free(c->config_path);
     if (c->principals)

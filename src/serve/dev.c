@@ -582,9 +582,12 @@ static int dev_fill(og_srv_config *c, const char *dir, const char *store_url,
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
         snprintf(ps[i].id, sizeof ps[i].id, "%s", cr->id[i]);
         ps[i].roles = 1u << i;
-        /* the dev clerk submits up to 10,000.00 (at scale 2) unescalated */
+        /* the dev clerk submits up to 10,000.00 (at scale 2) unescalated;
+         * the dev approver settles escalations up to 100,000.00 */
         if ((1u << i) == OG_ROLE_CLERK)
             ps[i].approval_limit_minor = 1000000;
+        if ((1u << i) == OG_ROLE_APPROVER)
+            ps[i].approval_limit_minor = 10000000;
         crypto_hash_sha256(ps[i].key_hash, (const unsigned char *)cr->key[i],
                            strlen(cr->key[i]));
     }

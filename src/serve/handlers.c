@@ -1367,6 +1367,9 @@ const og_route og_routes[] = {
     /* payouts: the clerk's submission (payout_http.c) */
     {"POST", "/v1/payouts/{payout_id}/submit", OG_ROLE_CLERK, true, false,
      og_h_payout_submit},
+    /* payouts: an approver settles an acknowledgment or an escalation */
+    {"POST", "/v1/payouts/{payout_id}/approve", OG_ROLE_APPROVER, true, false,
+     og_h_payout_approve},
     /* payouts: reading, for operators (payout_http.c) */
     {"GET", "/v1/admin/payouts/{payout_id}", OG_ROLE_OPERATOR, false, false,
      og_h_payout_get},

@@ -116,6 +116,9 @@ int og_h_payout_draft(og_http_req *r);
 int og_h_payout_cancel(og_http_req *r);
 /* The clerk's submission (role clerk). */
 int og_h_payout_submit(og_http_req *r);
+/* An approver's fresh decision settling an acknowledgment or an escalation
+ * (role approver). */
+int og_h_payout_approve(og_http_req *r);
 /* payouts: reading (role operator) */
 int og_h_payout_get(og_http_req *r);
 int og_h_payout_backlog(og_http_req *r);

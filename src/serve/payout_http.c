@@ -206,22 +206,28 @@ int og_h_payout_destination_put(og_http_req *r)
 
 /* ===========================================================================
  * POST /v1/payout-admin/payouts/{payout_id}: a draft, created once (a
- * retry meets version_conflict). The requester is the authenticated
- * principal, never the body.
+ * retry meets version_conflict), or — with expected_version >= 1, as the
+ * other records of this API change — a Draft's edit (og_payout_edit: its
+ * terms replaced, its version moved; a retry meets version_conflict, a
+ * payout past Draft change_refused). The requester (the editor) is the
+ * authenticated principal, never the body.
  * ========================================================================= */
 int og_h_payout_draft(og_http_req *r)
 {
     static const char *const allowed[] = {
         "tenant_id", "beneficiary_id", "destination_id",
-        "destination_version", "amount", "currency", "purpose", NULL};
+        "destination_version", "amount", "currency", "purpose",
+        "expected_version", NULL};
     og_payout_draft_req d;
     og_payout_put_result res;
-    int64_t dv = 0;
+    int64_t dv = 0, expected = 0;
     int rc;
 
     memset(&d, 0, sizeof d);
     if (path_id(r, OG_EPAYOUT_ID) != 0 ||
         og_http_members_only(r, r->json, allowed, NULL) != 0 ||
+        og_http_int(r, r->json, "expected_version", false, 0, INT64_MAX,
+                    &expected) != 0 ||
         og_http_str(r, r->json, "tenant_id", true, &d.terms.tenant_id) != 0 ||
         og_http_str(r, r->json, "beneficiary_id", true,
                     &d.terms.beneficiary_id) != 0 ||
@@ -237,9 +243,16 @@ int og_h_payout_draft(og_http_req *r)
     d.terms.destination_version = dv;
     d.requester_id = r->principal->id;
     og_http_log_str(r, "payout_id", r->param);
-    rc = og_payout_draft(r->srv->store, &d, &res);
-    put_answer(r, rc, &res, 0, "payout_id",
-               "the currency is not the tenant's");
+    if (expected == 0) {
+        rc = og_payout_draft(r->srv->store, &d, &res);
+        put_answer(r, rc, &res, 0, "payout_id",
+                   "the currency is not the tenant's");
+        return 0;
+    }
+    rc = og_payout_edit(r->srv->store, &d, expected, &res);
+    put_answer(r, rc, &res, expected, "payout_id",
+               "only a Draft is edited, in its own tenant and the tenant's "
+               "currency");
     return 0;
 }
 
@@ -338,10 +351,12 @@ static bool version_mismatch(og_http_req *r, const og_payout_view *p,
 }
 
 /* The body's payout_version and release_at (into *version, *release_us),
- * then the path's payout into *p, at that version: 0, or -1 when it
- * answered (400, 404, 409 payout_version_mismatch, the store's error). */
+ * then the path's payout into *p, at that version when at_version: 0, or
+ * -1 when it answered (400, 404, 409 payout_version_mismatch, the store's
+ * error). */
 static int payout_at_version(og_http_req *r, og_payout_view *p,
-                             int64_t *version, int64_t *release_us)
+                             int64_t *version, int64_t *release_us,
+                             bool at_version)
 {
     const char *release;
     int rc;
@@ -365,16 +380,41 @@ static int payout_at_version(og_http_req *r, og_payout_view *p,
         og_http_error(r, 404, "not_found", "no such payout", NULL);
         return -1;
     }
-    return version_mismatch(r, p, *version) ? -1 : 0;
+    return at_version && version_mismatch(r, p, *version) ? -1 : 0;
+}
+
+/* An approval's refusal by the store (nothing written): true when it
+ * answered — 409 for a decision that cannot be settled, was settled, or
+ * went stale, 403 for the four-eyes rule. */
+static bool settle_refused(og_http_req *r, int rc)
+{
+    unsigned status = 409;
+
+    switch (rc) {
+    case OG_EPAYOUT_APPROVER_IS_REQUESTER:
+        status = 403;
+        break;
+    case OG_EPAYOUT_NOT_SETTLEABLE:
+    case OG_EPAYOUT_ALREADY_SETTLED:
+    case OG_EPAYOUT_SETTLE_STALE:
+        break;
+    default:
+        return false;
+    }
+    og_http_log_str(r, "outcome", og_err_name(rc));
+    og_http_error(r, status, og_err_name(rc), og_strerror(rc),
+                  "settles_decision_id");
+    return true;
 }
 
 /* Decides on the path's payout at version (ONE og_payout_decide; the
  * requester the authenticated principal in role, the grant's window from
- * release_us) and answers the decision: 200 with its outcome and reason,
- * and what an Allowed one issued (never a credential). */
+ * release_us; settles: the pending decision an approval settles, or NULL)
+ * and answers the decision: 200 with its outcome and reason, and what an
+ * Allowed one issued (never a credential). */
 static void decide_and_answer(og_http_req *r, int64_t version,
                               int64_t release_us, bool reauthorize,
-                              const char *role)
+                              const char *role, const char *settles)
 {
     og_payout_decide_req d;
     og_payout_decision dec;
@@ -391,9 +431,14 @@ static void decide_and_answer(og_http_req *r, int64_t version,
     d.not_before_us = release_us;
     d.expires_at_us = release_us + r->srv->cfg.timings.max_grant_lifetime_us;
     d.correlation_id = r->correlation_id;
+    /* The grant names the worker principal that may present it
+     * (payouts.worker_id): the one source of the audience. */
+    d.audience = r->srv->cfg.payouts_worker_id;
+    d.settles_decision_id = settles;
     rc = og_payout_decide(r->srv->store, &d, &dec);
     if (rc != 0) {
-        og_http_lib_error(r, rc);
+        if (!settle_refused(r, rc))
+            og_http_lib_error(r, rc);
         return;
     }
     og_http_log_str(r, "decision_id", dec.decision_id);
@@ -405,6 +450,11 @@ static void decide_and_answer(og_http_req *r, int64_t version,
                   og_payout_outcome_name(dec.verdict.outcome), "reason",
                   og_payout_reason_name(dec.verdict.reason), "policy_version",
                   dec.verdict.policy_version, "issued", dec.issued);
+    if (a && dec.settles_decision_id[0]) {
+        og_http_log_str(r, "settles_decision_id", dec.settles_decision_id);
+        json_object_set_new(a, "settles_decision_id",
+                            json_string(dec.settles_decision_id));
+    }
     if (a && dec.issued) {
         og_http_log_str(r, "grant_id", dec.grant_id);
         json_object_set_new(a, "grant_id", json_string(dec.grant_id));
@@ -418,14 +468,18 @@ static void decide_and_answer(og_http_req *r, int64_t version,
     og_http_json(r, 200, a);
 }
 
-int og_h_payout_submit(og_http_req *r)
+/* The intent of a submission or an approval (allowed: the body's
+ * members), checked against the record before any policy runs: another
+ * version is a conflict (409: read it again) — unless the store is to
+ * judge it (at_version false: an approval, whose retry must read as
+ * settled) —, other terms a request that can never be right for this
+ * payout (422). 0 with *version and *release_us, or -1 when it answered. */
+static int intent_checked(og_http_req *r, const char *const *allowed,
+                          bool at_version, int64_t *version,
+                          int64_t *release_us)
 {
-    static const char *const allowed[] = {
-        "beneficiary_id", "destination_id", "amount",  "currency",
-        "purpose",        "payout_version", "release_at", NULL};
     const char *ben, *dst, *amount, *currency, *purpose, *field;
     og_payout_view p;
-    int64_t version = 0, release_us = 0;
     int err;
 
     if (path_id(r, OG_EPAYOUT_ID) != 0 ||
@@ -435,22 +489,61 @@ int og_h_payout_submit(og_http_req *r)
         og_http_str(r, r->json, "amount", true, &amount) != 0 ||
         og_http_str(r, r->json, "currency", true, &currency) != 0 ||
         og_http_str(r, r->json, "purpose", false, &purpose) != 0)
-        return 0;
-    /* The intent against the record, before policy: another version is a
-     * conflict (409: read it again), other terms a request that can never
-     * be right for this payout (422). */
-    if (payout_at_version(r, &p, &version, &release_us) != 0)
-        return 0;
+        return -1;
+    if (payout_at_version(r, &p, version, release_us, at_version) != 0)
+        return -1;
     field = intent_differs(&p, ben, dst, amount, currency, purpose, &err);
     if (err != 0)
-        return og_http_lib_error(r, err), 0;
+        return og_http_lib_error(r, err), -1;
     if (field) {
         og_http_log_str(r, "outcome", "intent_mismatch");
         og_http_error(r, 422, "intent_mismatch",
                       "the intent differs from the payout record", field);
-        return 0;
+        return -1;
     }
-    decide_and_answer(r, version, release_us, false, "clerk");
+    return 0;
+}
+
+int og_h_payout_submit(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "beneficiary_id", "destination_id", "amount",  "currency",
+        "purpose",        "payout_version", "release_at", NULL};
+    int64_t version = 0, release_us = 0;
+
+    if (intent_checked(r, allowed, true, &version, &release_us) != 0)
+        return 0;
+    decide_and_answer(r, version, release_us, false, "clerk", NULL);
+    return 0;
+}
+
+/* ===========================================================================
+ * POST /v1/payouts/{payout_id}/approve (approver): the submission's intent
+ * and settles_decision_id, the payout's pending AcknowledgmentRequired or
+ * EscalationRecommended decision. ONE fresh decision (og_payout_decide
+ * with settles_decision_id; docs/payouts.md, section 4, "Acknowledgment
+ * and escalation"): the approver is the authenticated principal, with its
+ * configured approval limit, and never the pending decision's requester;
+ * the pending decision is never changed.
+ *
+ * Idempotency: a decision is settled once (the schema's unique
+ * settles_decision_id), so a retried approval is 409
+ * decision_already_settled and issues nothing twice, whatever its version.
+ * ========================================================================= */
+int og_h_payout_approve(og_http_req *r)
+{
+    static const char *const allowed[] = {
+        "beneficiary_id", "destination_id", "amount",
+        "currency",       "purpose",        "payout_version",
+        "release_at",     "settles_decision_id", NULL};
+    const char *settles;
+    int64_t version = 0, release_us = 0;
+
+    if (intent_checked(r, allowed, false, &version, &release_us) != 0 ||
+        og_http_str(r, r->json, "settles_decision_id", true, &settles) != 0)
+        return 0;
+    og_http_log_str(r, "settles_decision_id", settles);
+    decide_and_answer(r, version, release_us, false, "approver", settles);
     return 0;
 }
 
@@ -560,9 +653,9 @@ int og_h_payout_reauthorize(og_http_req *r)
 
     if (path_id(r, OG_EPAYOUT_ID) != 0 ||
         og_http_members_only(r, r->json, allowed, NULL) != 0 ||
-        payout_at_version(r, &p, &version, &release_us) != 0)
+        payout_at_version(r, &p, &version, &release_us, true) != 0)
         return 0;
-    decide_and_answer(r, version, release_us, true, "operator");
+    decide_and_answer(r, version, release_us, true, "operator", NULL);
     return 0;
 }
 

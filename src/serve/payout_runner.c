@@ -134,7 +134,10 @@ int og_srv_payouts_start(og_srv *srv, og_srv_payouts **out, char *err,
 
     memset(&rc, 0, sizeof rc);
     rc.worker.worker_id = c->payouts_worker_id;
-    rc.worker.audience = c->payouts_audience;
+    /* The grants' audience is the worker principal (serve's decisions
+     * issue them to it): one source, whatever suffix each thread's
+     * worker_id gets. */
+    rc.worker.audience = c->payouts_worker_id;
     rc.worker.provider_url = url;
     rc.worker.table = p->table;
     rc.worker.credential = payouts_credential;
@@ -174,7 +177,7 @@ int og_srv_payouts_start(og_srv *srv, og_srv_payouts **out, char *err,
     }
     og_log(OG_LOG_INFO, "payouts_started",
            json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I}", "worker_id",
-                     c->payouts_worker_id, "audience", c->payouts_audience,
+                     c->payouts_worker_id, "audience", c->payouts_worker_id,
                      "workers", c->payouts_workers, "send_window_ms",
                      (json_int_t)(c->payouts_send_window_us / 1000),
                      "attempt_lease_ms",

@@ -60,9 +60,10 @@ static json_t *payout_json(const og_payout_view *v)
 static json_t *decision_json(const og_payout_decision_view *d)
 {
     char o[40], t[40];
+    json_t *j;
 
-    return json_pack(
-        "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:s, s:s, s:s}",
+    j = json_pack(
+        "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s?}",
         "decision_id", d->decision_id, "outcome",
         og_payout_outcome_name(d->outcome), "reason",
         og_payout_reason_name(d->reason), "policy_version", d->policy_version,
@@ -72,7 +73,14 @@ static json_t *decision_json(const og_payout_decision_view *d)
         (json_int_t)d->requester_approval_limit, "observed_at",
         og_time_format_rfc3339(d->observed_at_us, o, sizeof o), "decided_at",
         og_time_format_rfc3339(d->decided_at_us, t, sizeof t),
-        "correlation_id", d->correlation_id);
+        "correlation_id", d->correlation_id, "settles_decision_id",
+        d->settles_decision_id[0] ? d->settles_decision_id : NULL);
+    /* An approval's acknowledgment: the destination version it covers. */
+    if (j && d->acknowledged_destination_version != 0)
+        json_object_set_new(
+            j, "acknowledged_destination_version",
+            json_integer((json_int_t)d->acknowledged_destination_version));
+    return j;
 }
 
 /* A payout grant: its bindings and state — it has no token to leak. */
@@ -82,7 +90,7 @@ static json_t *grant_json(const og_payout_grant_view *g)
 
     return json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s?, s:s?,"
-        " s:s?, s:s?, s:s}",
+        " s:s?, s:s?, s:s, s:s}",
         "grant_id", g->grant_id, "decision_id", g->decision_id, "state",
         og_payout_grant_state_name(g->state), "attempt_number",
         (json_int_t)g->attempt_number, "executable_payout_version",
@@ -96,7 +104,7 @@ static json_t *grant_json(const og_payout_grant_view *g)
         g->consumed_by_operation[0] ? g->consumed_by_operation : NULL,
         "revoked_at", when(g->revoked_at_us, rv, sizeof rv), "released_at",
         when(g->released_at_us, rl, sizeof rl), "policy_version",
-        g->policy_version);
+        g->policy_version, "audience", g->audience);
 }
 
 /* One history entry: the columns it has, no others. */

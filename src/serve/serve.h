@@ -60,7 +60,9 @@
     X(PAYOUT_ADMIN, "payout-admin") /* payouts' context administration */   \
     X(CLERK, "clerk")       /* POST /v1/payouts/{id}/submit */              \
     X(PAYOUT_WORKER, "payout-worker") /* the payout pipeline's principal  \
-                               (payouts.worker_id); no HTTP route */
+                               (payouts.worker_id); no HTTP route */        \
+    X(APPROVER, "approver") /* POST /v1/payouts/{id}/approve: settles an    \
+                               acknowledgment or an escalation */
 
 enum {
 #define OG__ROLE_IDX(name, text) OG_ROLE_IDX_##name,
@@ -87,10 +89,11 @@ typedef struct og_principal {
     char id[OG_ID_MAX + 1];
     unsigned roles;                                /* OR of OG_ROLE_* */
     unsigned char key_hash[OG_API_KEY_HASH_LEN];
-    int64_t approval_limit_minor; /* a clerk's: the largest payout it may
-                                     submit without escalation, in minor
-                                     units of the payout's currency; 0
-                                     (the default): every payout escalates */
+    int64_t approval_limit_minor; /* a clerk's or an approver's: the
+                                     largest payout it may submit or approve
+                                     without escalation, in minor units of
+                                     the payout's currency; 0 (the
+                                     default): every payout escalates */
 } og_principal;
 
 /* ===========================================================================
@@ -156,8 +159,8 @@ typedef struct og_srv_config {
     char *payouts_table;        /* the payouts classification table */
     char *payouts_api_key_file; /* NULL: provider.api_key_file */
     char *payouts_worker_id;    /* the worker's principal: every write's
-                                   actor */
-    char *payouts_audience;     /* the grants' audience the worker checks */
+                                   actor, and the payout grants' audience
+                                   (issued to it, presented by it) */
     int payouts_workers;        /* worker threads */
     int64_t payouts_send_window_us;
     int64_t payouts_attempt_lease_us;

@@ -387,6 +387,7 @@ og_payout_decide_req pl_decide_req(const char *id)
     r.requester_role = "accounts-payable";
     r.requester_approval_limit = 1000000; /* 10,000.00 EUR */
     r.correlation_id = "COR-8812";
+    r.audience = OG_PAYOUT_AUDIENCE;
     r.not_before_us = t_now_us() - PL_SEC;
     r.expires_at_us = r.not_before_us + 30 * PL_MINUTE;
     return r;

@@ -240,6 +240,7 @@ static int seed(const char *url, int tenants, int payouts)
             q.requester_role = "accounts-payable";
             q.requester_approval_limit = 1000000;
             q.correlation_id = "SOAK";
+            q.audience = OG_PAYOUT_AUDIENCE;
             q.not_before_us = now_us() - 1000000;
             q.expires_at_us = q.not_before_us + INT64_C(30) * 60 * 1000000;
             if ((rc = og_payout_decide(s, &q, &dec)) != 0) {

@@ -34,6 +34,8 @@ static const route g_routes[] = {
     {"POST", "/v1/payout-admin/payouts/%s/cancel", R_PAYOUT_ADMIN},
     /* payouts: the clerk's submission */
     {"POST", "/v1/payouts/%s/submit", R_CLERK},
+    /* payouts: an approver settles an acknowledgment or an escalation */
+    {"POST", "/v1/payouts/%s/approve", R_APPROVER},
     /* payouts: reading, for operators */
     {"GET", "/v1/admin/payouts/%s", R_OPERATOR},
     {"GET", "/v1/admin/payout-backlog", R_OPERATOR},

@@ -21,6 +21,8 @@ void janitor_and_archive_loops_run_in_the_background(void **state);
 /* payout_api.c */
 void payout_admin_writes_the_context_under_version_preconditions(
     void **state);
+void approver_settles_an_acknowledgment_or_an_escalation_afresh(void **state);
+void payout_admin_edits_a_draft_under_its_version(void **state);
 void clerk_submission_compares_the_intent_then_answers_the_decision(
     void **state);
 void operator_reads_a_payout_with_its_decisions_grants_and_history(

@@ -120,6 +120,9 @@ struct principal g_p[P_COUNT] = {
     {"operator-1", "operator", R_OPERATOR, "", ""},
     {"payout-admin-1", "payout-admin", R_PAYOUT_ADMIN, "", ""},
     {"clerk-22", "clerk", R_CLERK, "", ""},
+    {"approver-5", "approver", R_APPROVER, "", ""},
+    {"approver-6", "approver", R_APPROVER, "", ""},
+    {"clerk-approver-1", "clerk", R_CLERK | R_APPROVER, "", ""},
 };
 
 /* ---------------------------------------------------------------------------
@@ -696,9 +699,18 @@ static json_t *principals_json(void)
     for (int i = 0; i < P_COUNT; i++) {
         json_t *p = json_pack("{s:s, s:[s], s:s}", "id", g_p[i].id, "roles",
                               g_p[i].role, "api_key_sha256", g_p[i].hash);
-        if (g_p[i].bit == R_CLERK || g_p[i].bit == R_OPERATOR)
+        if (g_p[i].bit & (R_CLERK | R_OPERATOR))
             json_object_set_new(p, "approval_limit_minor",
                                 json_integer(CLERK_APPROVAL_LIMIT));
+        /* a clerk that is an approver too: role names the first role */
+        if ((g_p[i].bit & R_APPROVER) && strcmp(g_p[i].role, "approver") != 0)
+            json_array_append_new(json_object_get(p, "roles"),
+                                  json_string("approver"));
+        if (i == P_APPROVER || i == P_APPROVER_LOW)
+            json_object_set_new(p, "approval_limit_minor",
+                                json_integer(i == P_APPROVER
+                                                 ? APPROVER_APPROVAL_LIMIT
+                                                 : APPROVER_LOW_APPROVAL_LIMIT));
         json_array_append_new(a, p);
     }
     return a;
@@ -913,9 +925,9 @@ void store_up(site *st)
  * Dev mode
  * ========================================================================= */
 
-const char *const g_dev_roles[8] = {
+const char *const g_dev_roles[9] = {
     "issuer",       "agent", "enforcer",     "revoker",
-    "operator",     "payout-admin", "clerk", "payout-worker"};
+    "operator",     "payout-admin", "clerk", "payout-worker", "approver"};
 
 srv *dev_server(const char *dir, const site *pgsite)
 {

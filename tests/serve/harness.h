@@ -128,6 +128,7 @@ extern char g_pub_path[PATHLEN], g_priv_path[PATHLEN];
 enum {
     P_ISSUER, P_AGENT, P_AGENT2, P_ENFORCER, P_REVOKER, P_OPERATOR,
     P_PAYOUT_ADMIN, P_CLERK,
+    P_APPROVER, P_APPROVER_LOW, P_CLERK_APPROVER,
     P_COUNT
 };
 enum {
@@ -138,7 +139,13 @@ enum {
     R_OPERATOR = 16,
     R_PAYOUT_ADMIN = 32,
     R_CLERK = 64,
+    R_APPROVER = 128,
 };
+/* The approvers' approval limits: 10,000.00 (P_APPROVER) and 1,000.00
+ * (P_APPROVER_LOW); P_CLERK_APPROVER is a clerk and an approver, with the
+ * clerk's limit. */
+#define APPROVER_APPROVAL_LIMIT 1000000
+#define APPROVER_LOW_APPROVAL_LIMIT 100000
 /* The clerk's approval limit (approval_limit_minor): 5,000.00 at scale 2. */
 #define CLERK_APPROVAL_LIMIT 500000
 struct principal {
@@ -352,7 +359,7 @@ void store_up(site *st);
 /* ---------------------------------------------------------------------------
  * Dev mode
  * ------------------------------------------------------------------------- */
-extern const char *const g_dev_roles[8];
+extern const char *const g_dev_roles[9];
 
 /* A dev server on dir; in the PostgreSQL run its store is a fresh database
  * (--store), else the data directory's SQLite file. */

@@ -152,6 +152,8 @@ int main(int argc, char **argv)
         T(every_endpoint_with_a_key_lacking_its_role_is_403),
         T(payout_admin_writes_the_context_under_version_preconditions),
         T(clerk_submission_compares_the_intent_then_answers_the_decision),
+        T(approver_settles_an_acknowledgment_or_an_escalation_afresh),
+        T(payout_admin_edits_a_draft_under_its_version),
         T(operator_reads_a_payout_with_its_decisions_grants_and_history),
         T(payout_writes_are_503_retry_later_while_the_store_is_down),
         T(another_callers_operation_is_404_like_a_missing_one),

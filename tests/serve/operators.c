@@ -992,6 +992,7 @@ static void payout_escalated(og_store *s, bool start, int64_t send_window_us,
     dr.not_before_us = (int64_t)time(NULL) * PX_SEC - 2 * PX_SEC;
     dr.expires_at_us = dr.not_before_us + 1800 * PX_SEC;
     dr.correlation_id = "COR-op";
+    dr.audience = OG_PAYOUT_AUDIENCE;
     assert_int_equal(og_payout_decide(s, &dr, &d), 0);
     assert_int_equal(d.verdict.outcome, OG_PAYOUT_ALLOWED);
     memset(&c, 0, sizeof c);

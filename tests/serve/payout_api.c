@@ -341,6 +341,214 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
 }
 
 /* ===========================================================================
+ * A Draft's edit: POST /v1/payout-admin/payouts/{id} with expected_version.
+ * ========================================================================= */
+static json_t *edit_body(const pctx *c, json_int_t expected,
+                         const char *amount, const char *currency)
+{
+    return json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s}",
+                     "expected_version", expected, "tenant_id", c->ten,
+                     "beneficiary_id", c->ben, "destination_id", c->dst,
+                     "destination_version", 1, "amount", amount, "currency",
+                     currency, "purpose", "supplier invoice");
+}
+
+void payout_admin_edits_a_draft_under_its_version(void **state)
+{
+    char path[160];
+    pctx c;
+    hres r;
+
+    (void)state;
+    pctx_new(&c, "4000.00");
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 1, "4250.00", "EUR"));
+    assert_written(&r, 200, "payout_id", c.pay, 2, __LINE__);
+    hres_free(&r);
+    /* retried: the version moved, nothing changes twice */
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 1, "4250.00", "EUR"));
+    assert_error(&r, 409, "version_conflict");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 2, "4250.00", "USD"));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", "PAY-NOSUCH-EDIT", "",
+               edit_body(&c, 1, "4250.00", "EUR"));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, -1, "4250.00", "EUR"));
+    assert_error(&r, 400, "malformed_request");
+    hres_free(&r);
+
+    /* The clerk submits the edited terms at the edited version; once
+     * Approved the draft's terms are history. */
+    pctx_age_destination(&c);
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 2);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    hres_free(&r);
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 3, "1.00", "EUR"));
+    assert_error(&r, 409, "change_refused");
+    hres_free(&r);
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", c.pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_str(jstr(json_object_get(r.json, "payout"), "amount"), "4250.00");
+    assert_str(jstr(json_array_get(json_object_get(r.json, "history"), 1),
+                    "kind"),
+               "edited");
+    hres_free(&r);
+}
+
+/* ===========================================================================
+ * An approver settles an acknowledgment or an escalation with a FRESH
+ * decision (docs/payouts.md, section 4, "Acknowledgment and escalation").
+ * ========================================================================= */
+
+/* POST /v1/payouts/{pay}/approve as key with the intent at version and
+ * settles. */
+static void approve_amount(hres *r, const pctx *c, const char *key,
+                           const char *amount, json_int_t version,
+                           const char *settles)
+{
+    char path[160], release[40];
+
+    snprintf(path, sizeof path, "/v1/payouts/%s/approve", c->pay);
+    og_time_format_rfc3339((int64_t)time(NULL) * 1000000 + 60000000, release,
+                           sizeof release);
+    post(r, g_a, path, key,
+         json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s}",
+                   "beneficiary_id", c->ben, "destination_id", c->dst,
+                   "amount", amount, "currency", "EUR", "purpose",
+                   "supplier invoice", "payout_version", version,
+                   "release_at", release, "settles_decision_id", settles));
+}
+
+static void approve(hres *r, const pctx *c, const char *key,
+                    json_int_t version, const char *settles)
+{
+    approve_amount(r, c, key, "4250.00", version, settles);
+}
+
+static void decision_id_of(const hres *r, char out[OG_UUID_LEN + 1])
+{
+    const char *id = jstr(r->json, "decision_id");
+
+    assert_non_null(id);
+    snprintf(out, OG_UUID_LEN + 1, "%s", id);
+}
+
+void approver_settles_an_acknowledgment_or_an_escalation_afresh(void **state)
+{
+    char ack[OG_UUID_LEN + 1], esc[OG_UUID_LEN + 1], esc2[OG_UUID_LEN + 1];
+    char path[160];
+    json_t *d;
+    pctx c, big, mine;
+    hres r;
+
+    (void)state;
+    /* An acknowledgment: the clerk's AcknowledgmentRequired, then the
+     * approver's fresh Allowed decision with its grant. */
+    pctx_new(&c, "4250.00");
+    submit(&r, &c, KEY(P_CLERK), "4250.00", 1);
+    assert_decision(&r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    decision_id_of(&r, ack);
+    hres_free(&r);
+    /* the intent is checked as for a submission */
+    approve_amount(&r, &c, KEY(P_APPROVER), "4250.01", 1, ack);
+    assert_error(&r, 422, "intent_mismatch");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_APPROVER), 1, "not-a-uuid");
+    assert_error(&r, 400, "input.decision_id_invalid");
+    hres_free(&r);
+    /* the clerk cannot use the route; neither can payout-admin */
+    approve(&r, &c, KEY(P_CLERK), 1, ack);
+    assert_error(&r, 403, "forbidden");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_PAYOUT_ADMIN), 1, ack);
+    assert_error(&r, 403, "forbidden");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_APPROVER), 1, ack);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    assert_str(jstr(r.json, "settles_decision_id"), ack);
+    assert_non_null(jstr(r.json, "grant_id"));
+    assert_string_not_equal(jstr(r.json, "decision_id"), ack);
+    hres_free(&r);
+    /* Retried: settled, whatever version it names; nothing issued twice. */
+    approve(&r, &c, KEY(P_APPROVER), 1, ack);
+    assert_error(&r, 409, "decision_already_settled");
+    hres_free(&r);
+    approve(&r, &c, KEY(P_APPROVER_LOW), 2, ack);
+    assert_error(&r, 409, "decision_already_settled");
+    hres_free(&r);
+    /* The payout shows both decisions, the fresh one naming the first. */
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", c.pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    d = json_object_get(r.json, "decisions");
+    assert_int_equal(json_array_size(d), 2);
+    assert_str(jstr(json_array_get(d, 0), "outcome"),
+               "AcknowledgmentRequired");
+    assert_true(json_is_null(
+        json_object_get(json_array_get(d, 0), "settles_decision_id")));
+    assert_str(jstr(json_array_get(d, 1), "settles_decision_id"), ack);
+    assert_str(jstr(json_array_get(d, 1), "requester_id"), "approver-5");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(d, 1),
+                         "acknowledged_destination_version")),
+                     1);
+    assert_int_equal(json_array_size(json_object_get(r.json, "grants")), 1);
+    hres_free(&r);
+
+    /* An escalation (5,000.01 above clerk-22's 5,000.00): an approver whose limit does not cover it escalates again, as a
+     * fresh decision; one whose limit covers it allows. */
+    pctx_new(&big, "5000.01");
+    pctx_age_destination(&big);
+    submit(&r, &big, KEY(P_CLERK), "5000.01", 1);
+    assert_decision(&r, "EscalationRecommended",
+                    "amount.above-requester-limit", false, __LINE__);
+    decision_id_of(&r, esc);
+    hres_free(&r);
+    approve_amount(&r, &big, KEY(P_APPROVER_LOW), "5000.01", 1, esc);
+    assert_decision(&r, "EscalationRecommended",
+                    "amount.above-requester-limit", false, __LINE__);
+    assert_str(jstr(r.json, "settles_decision_id"), esc);
+    decision_id_of(&r, esc2);
+    hres_free(&r);
+    approve_amount(&r, &big, KEY(P_APPROVER), "5000.01", 1, esc2);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    assert_str(jstr(r.json, "settles_decision_id"), esc2);
+    hres_free(&r);
+
+    /* Four eyes: a clerk that is also an approver cannot settle its own
+     * decision. */
+    pctx_new(&mine, "4250.00");
+    submit(&r, &mine, KEY(P_CLERK_APPROVER), "4250.00", 1);
+    assert_decision(&r, "AcknowledgmentRequired",
+                    "destination.recently-changed", false, __LINE__);
+    decision_id_of(&r, ack);
+    hres_free(&r);
+    approve(&r, &mine, KEY(P_CLERK_APPROVER), 1, ack);
+    assert_error(&r, 403, "approver_is_requester");
+    hres_free(&r);
+    /* another payout's decision is not this one's to settle */
+    approve(&r, &mine, KEY(P_APPROVER), 1, esc);
+    assert_error(&r, 409, "decision_not_settleable");
+    hres_free(&r);
+    /* a version the pending decision did not evaluate */
+    approve(&r, &mine, KEY(P_APPROVER), 2, ack);
+    assert_error(&r, 409, "decision_stale");
+    hres_free(&r);
+    approve(&r, &mine, KEY(P_APPROVER), 1, ack);
+    assert_decision(&r, "Allowed", "payout.allowed", true, __LINE__);
+    hres_free(&r);
+}
+
+/* ===========================================================================
  * Reading, for operators: a payout with its decisions, grants (no
  * credential) and history; the backlog.
  * ========================================================================= */
@@ -369,6 +577,9 @@ void operator_reads_a_payout_with_its_decisions_grants_and_history(
     assert_str(jstr(json_array_get(d, 1), "outcome"), "Allowed");
     assert_int_equal(json_array_size(g), 1);
     assert_str(jstr(json_array_get(g, 0), "state"), "Issued");
+    /* issued to the worker principal (payouts.worker_id, its default
+     * here), the one source of the grants' audience */
+    assert_str(jstr(json_array_get(g, 0), "audience"), "payout-worker");
     assert_null(json_object_get(json_array_get(g, 0), "token"));
     assert_true(json_is_array(json_object_get(r.json, "attempts")));
     assert_true(json_array_size(h) >= 3);

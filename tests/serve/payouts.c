@@ -81,10 +81,13 @@ static void payouts_raw(const site *st, const char *sql)
 
 /* The section 1 context in the store: tenant, beneficiary, a destination
  * registered 30 days ago (so no acknowledgment is required), and payout
- * `id` for 4,250.00 EUR decided Allowed with its window open now. */
+ * `id` for 4,250.00 EUR decided Allowed with its window open now, its
+ * grant issued to `audience`: the site's worker principal
+ * (payouts.worker_id), whose workers present it. */
 static og_payout_decision payouts_seed(const site *st, og_store *s,
                                        const char *tag, const char *id,
-                                       const char *token)
+                                       const char *token,
+                                       const char *audience)
 {
     char tenant[64], ben[64], dst[64], sql[512];
     og_payout_put_result r = {0, 0};
@@ -134,6 +137,7 @@ static og_payout_decision payouts_seed(const site *st, og_store *s,
     q.requester_role = "accounts-payable";
     q.requester_approval_limit = 1000000;
     q.correlation_id = "COR-8812";
+    q.audience = audience;
     q.not_before_us = payouts_wall_us() - 1000000;
     q.expires_at_us = q.not_before_us + 30 * 60 * INT64_C(1000000);
     assert_int_equal(og_payout_decide(s, &q, &d), 0);
@@ -181,7 +185,7 @@ void serve_runner_pays_an_allowed_payout_once(void **state)
 
     og_store_options_default(&o);
     assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
-    d = payouts_seed(x.st, s, tag, id, token);
+    d = payouts_seed(x.st, s, tag, id, token, "payout-worker");
 
     assert_int_equal(payouts_wait_paid(s, id, 60000), OG_PAYOUT_STATE_PAID);
     assert_sbx_stat(&x, "payouts_created", 1);
@@ -262,7 +266,7 @@ void payout_worker_command_pays_an_allowed_payout_once(void **state)
     payouts_conf(&x, false);
     og_store_options_default(&o);
     assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
-    d = payouts_seed(x.st, s, tag, id, token);
+    d = payouts_seed(x.st, s, tag, id, token, "payout-worker");
 
     argv[3] = x.st->config;
     snprintf(out, sizeof out, "%s/payout-worker-%03u.out", g_tmp, n);
@@ -343,7 +347,7 @@ void dev_mode_runs_the_payout_pipeline_and_pays(void **state)
     }
     og_store_options_default(&o);
     assert_int_equal(og_store_open(st->direct_url, &o, &s), 0);
-    (void)payouts_seed(st, s, tag, id, token);
+    (void)payouts_seed(st, s, tag, id, token, "dev-payout-worker");
     assert_int_equal(payouts_wait_paid(s, id, 60000), OG_PAYOUT_STATE_PAID);
     og_store_free(s);
 }
@@ -396,7 +400,7 @@ void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state)
 
     og_store_options_default(&o);
     assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
-    (void)payouts_seed(x.st, s, tag, id, token);
+    (void)payouts_seed(x.st, s, tag, id, token, "payout-worker");
     assert_int_equal(payouts_wait_paid(s, id, 90000), OG_PAYOUT_STATE_PAID);
     /* sent once, found by the lookup: nothing sent twice */
     assert_sbx_stat(&x, "payout_requests", 1);

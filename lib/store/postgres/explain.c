@@ -137,14 +137,15 @@ static int pg_explain_pipeline(og__pg_store *pg, og__pg_conn *c, FILE *out)
     char now[24], later[24], owner[24];
     const char *payout[1] = {"PAY-explain"};
     const char *day[2] = {"T-explain", "2026-01-15"};
-    const char *decision[17] = {
+    const char *decision[19] = {
         DEC, "PAY-explain", "T-explain", "submit", "Allowed",
         "payout.allowed", OG_PAYOUT_POLICY_VERSION, FP, "1", "1", "1", "1",
-        "clerk-1", "accounts-payable", "1000000", now, "COR-explain"};
-    const char *approve[14] = {
+        "clerk-1", "accounts-payable", "1000000", now, "COR-explain",
+        NULL, NULL}; /* a submission's: it settles nothing */
+    const char *approve[15] = {
         "PAY-explain", "1", "Draft", "2026-01-15", now, "pgr-explain", now,
         later, DEC, FP, OG_PAYOUT_POLICY_VERSION, JOB, "COR-explain",
-        "clerk-1"};
+        "clerk-1", OG_PAYOUT_AUDIENCE};
     const char *grant[1] = {"pgr-explain"};
     const char *attempt[1] = {ATT};
     const char *claim[12] = {

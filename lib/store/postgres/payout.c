@@ -392,6 +392,102 @@ int og__pg_payout_cancel(void *impl, const char *id, int64_t expected,
     return rc;
 }
 
+/* An edit (schema 14): $1 payout  $2 expected version  $3 beneficiary
+ * $4 destination  $5 destination version  $6 amount  $7 currency  $8 purpose
+ * (NULL: none)  $9 tenant  $10 actor. cur locks the row (a waiter re-reads
+ * its newest version) and gives what it replaces; chk what the new terms
+ * name; upd re-checks the version, the state (Draft), the tenant and chk;
+ * ev records it. One row: the new version (NULL: not edited), then the
+ * report (the version, state and tenant cur saw; chk's three). */
+static const char pg_payout_edit_sql[] =
+    "WITH cur AS MATERIALIZED (\n"
+    "  SELECT payout_id, state, version, tenant_id FROM payouts WHERE payout_id = $1::text FOR UPDATE),\n"
+    "chk AS MATERIALIZED (\n"
+    "  SELECT EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $9::text AND currency = $7::text) AS cur_ok,\n"
+    "         EXISTS (SELECT 1 FROM beneficiaries\n"
+    "                 WHERE tenant_id = $9::text AND beneficiary_id = $3::text) AS ben_ok,\n"
+    "         EXISTS (SELECT 1 FROM destinations WHERE destination_id = $4::text) AS dst_ok),\n"
+    "upd AS (\n"
+    "  UPDATE payouts p SET beneficiary_id = $3::text, destination_id = $4::text,\n"
+    "         destination_version = $5::bigint, amount = $6::bigint, currency = $7::text,\n"
+    "         purpose = $8::text, version = p.version + 1, updated_at = clock_timestamp()\n"
+    "  FROM cur, chk\n"
+    "  WHERE p.payout_id = cur.payout_id AND p.version = $2::bigint AND p.state = 'Draft'\n"
+    "    AND p.tenant_id = $9::text AND chk.cur_ok AND chk.ben_ok AND chk.dst_ok\n"
+    "  RETURNING p.payout_id, p.version, p.updated_at, p.amount),\n"
+    "ev AS (\n"
+    "  INSERT INTO payout_events (payout_id, at, kind, actor, from_state, to_state, payout_version,\n"
+    "                             amount)\n"
+    "  SELECT payout_id, updated_at, 'edited', $10::text, 'Draft', 'Draft', version, amount FROM upd\n"
+    "  RETURNING 1)\n"
+    "SELECT (SELECT version FROM upd), (SELECT version FROM cur), (SELECT state FROM cur),\n"
+    "       coalesce((SELECT tenant_id = $9::text FROM cur), false), chk.cur_ok, chk.ben_ok,\n"
+    "       chk.dst_ok\n"
+    "FROM chk";
+static const og__pg_stmt pg_payout_edit_stmt = {
+    "og_payout_edit", pg_payout_edit_sql, 10, OG_KEYS_AS_STORED};
+enum {
+    EDIT_VERSION,
+    EDIT_SEEN,
+    EDIT_STATE,
+    EDIT_TENANT_SAME,
+    EDIT_CURRENCY,
+    EDIT_BENEFICIARY,
+    EDIT_DESTINATION,
+    EDIT_NCOLS
+};
+
+int og__pg_payout_edit(void *impl, const og__payout_draft_req *r,
+                       int64_t expected, og__payout_edit_report *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    og__payout_edit_report rep = {0};
+    char ev[24], dv[24], amount[24];
+    const char *params[10] = {r->payout_id,
+                              ev,
+                              r->beneficiary_id,
+                              r->destination_id,
+                              dv,
+                              amount,
+                              r->currency,
+                              r->has_purpose ? r->purpose : NULL,
+                              r->tenant_id,
+                              r->requester_id};
+    int rc;
+
+    og__pg_fmt_i64(ev, sizeof ev, expected);
+    og__pg_fmt_i64(dv, sizeof dv, r->destination_version);
+    og__pg_fmt_i64(amount, sizeof amount, r->amount_minor);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_edit_stmt, params, &res);
+    if (rc == 0 &&
+        (PQntuples(res) != 1 || og__pg_shape(res, EDIT_NCOLS, 1) != 0))
+        rc = OG_EINTERNAL;
+    if (rc == 0) {
+        rep.written = !PQgetisnull(res, 0, EDIT_VERSION);
+        rep.found = !PQgetisnull(res, 0, EDIT_SEEN);
+        if ((rep.written &&
+             og__pg_get_i64(res, 0, EDIT_VERSION, &rep.version) != 0) ||
+            (rep.found &&
+             og__pg_get_i64(res, 0, EDIT_SEEN, &rep.seen_version) != 0))
+            rc = OG_EINTERNAL;
+        rep.draft = rep.found &&
+                    strcmp(PQgetvalue(res, 0, EDIT_STATE), "Draft") == 0;
+        rep.tenant_same = og__pg_get_bool(res, 0, EDIT_TENANT_SAME);
+        rep.currency_matches = og__pg_get_bool(res, 0, EDIT_CURRENCY);
+        rep.beneficiary_exists = og__pg_get_bool(res, 0, EDIT_BENEFICIARY);
+        rep.destination_exists = og__pg_get_bool(res, 0, EDIT_DESTINATION);
+    }
+    PQclear(res);
+    og__pg_release(pg, c);
+    if (rc == 0)
+        *out = rep;
+    return rc;
+}
+
 /* ===========================================================================
  * og_payout_get
  * ========================================================================= */
@@ -438,7 +534,8 @@ static const char pg_payout_decision_get_sql[] =
     "       terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
     "       destination_version, payout_version, requester_id, requester_role,\n"
     "       requester_approval_limit, " PG_EPOCH_US("observed_at") ",\n"
-    "       " PG_EPOCH_US("decided_at") ", correlation_id\n"
+    "       " PG_EPOCH_US("decided_at") ", correlation_id,\n"
+    "       settles_decision_id::text, acknowledged_destination_version\n"
     "FROM payout_decisions WHERE decision_id = $1::uuid";
 static const og__pg_stmt pg_payout_decision_get_stmt = {
     "og_payout_decision_get", pg_payout_decision_get_sql, 1,
@@ -518,6 +615,55 @@ int og__pg_payout_decision_get(void *impl, const char *id,
                  : OG_EINTERNAL;
     PQclear(res);
     og__pg_release(pg, c);
+    return rc;
+}
+
+/* An approval's read of the decision it settles (schema 14), in the
+ * decision's transaction after the payout's row was locked: the row, and
+ * whether a decision settles it already (payout_decisions_settles_idx).
+ * READ COMMITTED: a second approval waits on the row lock and this
+ * statement then sees the first one's committed decision. $1 decision. */
+static const char pg_payout_settle_read_sql[] =
+    "SELECT d.decision_id::text, d.payout_id, d.tenant_id, d.mode, d.outcome, d.reason,\n"
+    "       d.policy_version, d.terms_fingerprint, d.tenant_settings_version,\n"
+    "       d.beneficiary_version, d.destination_version, d.payout_version, d.requester_id,\n"
+    "       d.requester_role, d.requester_approval_limit, " PG_EPOCH_US("d.observed_at") ",\n"
+    "       " PG_EPOCH_US("d.decided_at") ", d.correlation_id, d.settles_decision_id::text,\n"
+    "       d.acknowledged_destination_version,\n"
+    "       EXISTS (SELECT 1 FROM payout_decisions x WHERE x.settles_decision_id = d.decision_id)\n"
+    "FROM payout_decisions d WHERE d.decision_id = $1::uuid";
+static const og__pg_stmt pg_payout_settle_read_stmt = {
+    "og_payout_settle_read", pg_payout_settle_read_sql, 1,
+    OG_KEYS_AS_STORED};
+
+int og__pg_payout_settle_read(void *impl, void *tx, const char *id,
+                              og_payout_decision_view *out, bool *settled)
+{
+    og__pg_conn *c = tx;
+    og_payout_decision_view v;
+    PGresult *res = NULL;
+    const char *params[1] = {id};
+    const char *x;
+    int rc;
+
+    rc = og__pg_run_in(impl, c, &pg_payout_settle_read_stmt, params, &res,
+                       c->txn_deadline_us);
+    if (rc == 0 && og__pg_shape(res, PAYOUT_DECISION_NCOLS + 1, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1) {
+        memset(&v, 0, sizeof v);
+        x = PQgetisnull(res, 0, PAYOUT_DECISION_NCOLS)
+                ? NULL
+                : PQgetvalue(res, 0, PAYOUT_DECISION_NCOLS);
+        if (og__row_payout_decision(og__pg_row(res, 0), &v) != 0 || !x) {
+            rc = OG_EINTERNAL;
+        } else {
+            *settled = strcmp(x, "t") == 0;
+            *out = v;
+            rc = 1;
+        }
+    }
+    PQclear(res);
     return rc;
 }
 
@@ -747,10 +893,11 @@ static const char pg_payout_decision_sql[] =
     "  INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode, outcome, reason,\n"
     "      policy_version, terms_fingerprint, tenant_settings_version, beneficiary_version,\n"
     "      destination_version, payout_version, requester_id, requester_role,\n"
-    "      requester_approval_limit, observed_at, decided_at, correlation_id)\n"
+    "      requester_approval_limit, observed_at, decided_at, correlation_id,\n"
+    "      settles_decision_id, acknowledged_destination_version)\n"
     "  SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text,\n"
     "         $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text, $14::text,\n"
-    "         $15::bigint, " PG_TS("$16") ", t.now, $17::text\n"
+    "         $15::bigint, " PG_TS("$16") ", t.now, $17::text, $18::uuid, $19::bigint\n"
     "  FROM t\n"
     "  RETURNING decision_id, payout_id, decided_at),\n"
     "ev AS (\n"
@@ -759,7 +906,7 @@ static const char pg_payout_decision_sql[] =
     "  RETURNING 1)\n"
     "SELECT " PG_EPOCH_US("decided_at") " FROM dec";
 const og__pg_stmt og__pg_payout_decision_stmt = {
-    "og_payout_decision", pg_payout_decision_sql, 17, OG_KEYS_AS_STORED};
+    "og_payout_decision", pg_payout_decision_sql, 19, OG_KEYS_AS_STORED};
 enum { DECISION_DECIDED_AT, DECISION_NCOLS };
 
 /* The decision row and its "decided" entry; *decided_at_us its instant. */
@@ -773,8 +920,8 @@ int og__pg_payout_decision_write(void *impl, void *tx,
     int64_t decided_at = 0;
     const og_payout_verdict *v = &p->verdict;
     bool read = v->terms_fingerprint[0] != '\0'; /* the facts were there */
-    char ver[4][24], limit[24], observed[24];
-    const char *params[17];
+    char ver[4][24], limit[24], observed[24], acked[24];
+    const char *params[19];
     PGresult *res = NULL;
     int rc;
 
@@ -799,6 +946,10 @@ int og__pg_payout_decision_write(void *impl, void *tx,
     params[14] = limit;
     params[15] = observed;
     params[16] = r->correlation_id;
+    og__pg_fmt_i64(acked, sizeof acked, r->acknowledged_destination_version);
+    params[17] =
+        r->settles_decision_id[0] != '\0' ? r->settles_decision_id : NULL;
+    params[18] = r->acknowledged_destination_version != 0 ? acked : NULL;
     rc = og__pg_run_in(impl, c, &og__pg_payout_decision_stmt, params, &res,
                        c->txn_deadline_us);
     if (rc == 0 &&
@@ -815,7 +966,8 @@ int og__pg_payout_decision_write(void *impl, void *tx,
  * (I24): $1 payout  $2 the version read  $3 the state expected (Draft;
  * Approved for a re-authorization)  $4 release day  $5 the decision's
  * instant (µs)  $6 grant id  $7 not_before  $8 expires_at  $9 decision
- * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester.
+ * $10 fingerprint  $11 policy  $12 job id  $13 correlation  $14 requester
+ * $15 audience (the worker principal that may present the grant).
  *  - upd: the payout -> Approved at version + 1, attempt_count + 1 (the
  *    attempt number, allocated by this write: two re-authorizations are
  *    ordered by the payout's row lock and get two numbers), conditional
@@ -843,7 +995,7 @@ static const char pg_payout_approve_sql[] =
     "      audience, terms_fingerprint, executable_payout_version, attempt_number,\n"
     "      policy_version, amount, release_day, not_before, expires_at, created_at)\n"
     "  SELECT gr.grant_id, gr.issuer, $9::uuid, upd.payout_id, upd.tenant_id,\n"
-    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "', $10::text,\n"
+    "         '" OG_PAYOUT_OPERATION "', $15::text, $10::text,\n"
     "         upd.version, upd.attempt_count, $11::text, upd.amount, $4::date,\n"
     "         " PG_TS("$7") ", " PG_TS("$8") ", " PG_TS("$5") "\n"
     "  FROM gr, upd\n"
@@ -872,7 +1024,7 @@ static const char pg_payout_approve_sql[] =
     "SELECT upd.version, upd.attempt_count, (SELECT count(*) FROM job), (SELECT count(*) FROM ev)\n"
     "FROM upd";
 const og__pg_stmt og__pg_payout_approve_stmt = {
-    "og_payout_approve", pg_payout_approve_sql, 14, OG_KEYS_AS_STORED};
+    "og_payout_approve", pg_payout_approve_sql, 15, OG_KEYS_AS_STORED};
 enum {
     APPROVE_VERSION,
     APPROVE_ATTEMPT,
@@ -889,7 +1041,7 @@ int og__pg_payout_decision_issue(void *impl, void *tx,
 {
     og__pg_conn *c = tx;
     char version[24], at[24], nb[24], exp[24];
-    const char *params[14] = {r->payout_id,
+    const char *params[15] = {r->payout_id,
                               version,
                               p->from_state,
                               f->release_day,
@@ -902,7 +1054,8 @@ int og__pg_payout_decision_issue(void *impl, void *tx,
                               p->verdict.policy_version,
                               r->job_id,
                               r->correlation_id,
-                              r->requester_id};
+                              r->requester_id,
+                              r->audience};
     int64_t v = 0, attempt = 0, jobs = 0, events = 0;
     PGresult *res = NULL;
     int rc;

@@ -596,6 +596,28 @@ static const char pg_migration_13_sql[] =
     "CREATE INDEX IF NOT EXISTS operations_archive_payout_grant_idx\n"
     "    ON operations_archive (issuer, grant_id) WHERE kind = 'payout';\n";
 
+/* Migration 14: an approver's fresh decision names the pending
+ * AcknowledgmentRequired or EscalationRecommended decision it settles, and
+ * the destination version an acknowledgment covers (docs/payouts.md,
+ * section 4, "Acknowledgment and escalation"). Unique where set: one
+ * pending decision is settled once, whatever two approvers race. Adding
+ * nullable columns without a default rewrites no row. And a Draft's edit
+ * gets its history kind. */
+static const char pg_migration_14_sql[] =
+    "ALTER TABLE payout_decisions ADD COLUMN settles_decision_id uuid,\n"
+    "    ADD COLUMN acknowledged_destination_version bigint\n"
+    "        CHECK (acknowledged_destination_version >= 1);\n"
+    "CREATE UNIQUE INDEX payout_decisions_settles_idx ON payout_decisions (settles_decision_id)\n"
+    "    WHERE settles_decision_id IS NOT NULL;\n"
+    /* ... and a Draft's terms are edited (og_payout_edit): the history's
+     * kinds gain 'edited' */
+    "ALTER TABLE payout_events\n"
+    "  DROP CONSTRAINT payout_events_kind_check,\n"
+    "  ADD CONSTRAINT payout_events_kind_check CHECK (kind IN ('drafted','decided','reserved',\n"
+    "      'approved','grant-issued','job-queued','cancelled','grant-revoked',\n"
+    "      'reservation-released','job-resubmitted','claimed','resolved','returned',\n"
+    "      'edited'));\n";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -643,6 +665,9 @@ static const pg_migration pg_migrations[] = {
      PG_STEPS(pg_migration_12_sql), NULL, NULL},
     {13, "payouts: archived attempts by grant (returns)",
      PG_STEPS(pg_migration_13_sql), NULL, NULL},
+    {14, "payouts: approvals settle acknowledgments and escalations; "
+         "drafts are edited",
+     PG_STEPS(pg_migration_14_sql), NULL, NULL},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 

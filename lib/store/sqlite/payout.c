@@ -488,6 +488,126 @@ int og__sq_payout_cancel(void *impl, const char *id, int64_t expected,
     return rc;
 }
 
+/* An edit (schema 14): the payout as it stands, read under the write lock,
+ * then ?1 payout, ?2 expected version, ?3 beneficiary, ?4 destination,
+ * ?5 destination version, ?6 amount, ?7 currency, ?8 purpose or NULL,
+ * ?9 tenant: only a Draft of that tenant, in its currency, naming that
+ * tenant's beneficiary and an existing destination. */
+static const char sq_payout_edit_state_sql[] =
+    "SELECT p.state, p.version, p.tenant_id = ?9,"
+    "       EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?9"
+    "                 AND currency = ?7),"
+    "       EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?9"
+    "                 AND beneficiary_id = ?3),"
+    "       EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)"
+    " FROM payouts p WHERE p.payout_id = ?1";
+enum {
+    EDIT_STATE_STATE,
+    EDIT_STATE_VERSION,
+    EDIT_STATE_TENANT_SAME,
+    EDIT_STATE_CURRENCY,
+    EDIT_STATE_BENEFICIARY,
+    EDIT_STATE_DESTINATION,
+    EDIT_STATE_NCOLS
+};
+static const char sq_payout_edit_sql[] =
+    "UPDATE payouts SET beneficiary_id = ?3, destination_id = ?4,"
+    "   destination_version = ?5, amount = ?6, currency = ?7, purpose = ?8,"
+    "   version = version + 1, updated_at = " SQ_NOW
+    " WHERE payout_id = ?1 AND version = ?2 AND state = 'Draft'"
+    "   AND tenant_id = ?9"
+    "   AND EXISTS (SELECT 1 FROM tenants WHERE tenant_id = ?9"
+    "                 AND currency = ?7)"
+    "   AND EXISTS (SELECT 1 FROM beneficiaries WHERE tenant_id = ?9"
+    "                 AND beneficiary_id = ?3)"
+    "   AND EXISTS (SELECT 1 FROM destinations WHERE destination_id = ?4)"
+    " RETURNING version, updated_at";
+
+static void sq_bind_edit(sqlite3_stmt *st, const og__payout_draft_req *r,
+                         int64_t expected)
+{
+    sqlite3_bind_text(st, 1, r->payout_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, expected);
+    sqlite3_bind_text(st, 3, r->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r->destination_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, r->destination_version);
+    sqlite3_bind_int64(st, 6, r->amount_minor);
+    sqlite3_bind_text(st, 7, r->currency, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 8, r->has_purpose ? r->purpose : NULL);
+    sqlite3_bind_text(st, 9, r->tenant_id, -1, SQLITE_STATIC);
+}
+
+static int sq_payout_edit_in(og__sq_conn *c, const og__payout_draft_req *r,
+                             int64_t expected, og__payout_edit_report *out)
+{
+    char state[16];
+    int64_t version, at;
+    sqlite3_stmt *st;
+    int rc;
+
+    /* What it replaces, read under the write lock (Q1): the report. */
+    if ((rc = og__sq_stmt(c, sq_payout_edit_state_sql, &st)) < 0)
+        return rc;
+    sq_bind_edit(st, r, expected);
+    if ((rc = og__sq_step(c, st)) == 1) {
+        out->seen_version = sqlite3_column_int64(st, EDIT_STATE_VERSION);
+        out->tenant_same = sqlite3_column_int64(st, EDIT_STATE_TENANT_SAME);
+        out->currency_matches = sqlite3_column_int64(st, EDIT_STATE_CURRENCY);
+        out->beneficiary_exists =
+            sqlite3_column_int64(st, EDIT_STATE_BENEFICIARY);
+        out->destination_exists =
+            sqlite3_column_int64(st, EDIT_STATE_DESTINATION);
+        rc = og__sq_text(st, EDIT_STATE_STATE, state, sizeof state) < 0
+                 ? OG_EINTERNAL
+                 : 1;
+    }
+    sqlite3_reset(st);
+    if (rc <= 0)
+        return rc; /* 0: no such payout */
+    out->found = true;
+    out->draft = strcmp(state, "Draft") == 0;
+    if ((rc = og__sq_stmt(c, sq_payout_edit_sql, &st)) < 0)
+        return rc;
+    sq_bind_edit(st, r, expected);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: the report says why */
+    }
+    version = sqlite3_column_int64(st, 0);
+    at = sqlite3_column_int64(st, 1);
+    if ((rc = og__sq_done(c, st)) < 0)
+        return rc;
+    {
+        og__sq_payout_event ev = {.payout_id = r->payout_id, .at = at,
+                                  .kind = "edited", .actor = r->requester_id,
+                                  .from_state = "Draft", .to_state = "Draft",
+                                  .payout_version = version,
+                                  .amount = r->amount_minor};
+        if ((rc = og__sq_payout_event_add(c, &ev)) < 0)
+            return rc;
+    }
+    out->written = true;
+    out->version = version;
+    return 0;
+}
+
+int og__sq_payout_edit(void *impl, const og__payout_draft_req *r,
+                       int64_t expected, og__payout_edit_report *out)
+{
+    og__sq_store *s = impl;
+    og__payout_edit_report rep = {0};
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_begin(s, &c)) < 0)
+        return rc;
+    rc = sq_payout_edit_in(c, r, expected, &rep);
+    rc = og__sq_end(s, c, rc, rep.written);
+    if (rc == 0)
+        *out = rep;
+    return rc;
+}
+
 /* ===========================================================================
  * og_payout_get
  * ========================================================================= */
@@ -523,7 +643,9 @@ static const char sq_payout_decision_get_sql[] =
     " policy_version, terms_fingerprint, tenant_settings_version,"
     " beneficiary_version, destination_version, payout_version,"
     " requester_id, requester_role, requester_approval_limit, observed_at,"
-    " decided_at, correlation_id FROM payout_decisions WHERE decision_id = ?1";
+    " decided_at, correlation_id, settles_decision_id,"
+    " acknowledged_destination_version"
+    " FROM payout_decisions WHERE decision_id = ?1";
 /* Its columns: PAYOUT_DECISION_* (rows.h). */
 
 static int sq_payout_decision_row(og__sq_store *s, sqlite3_stmt *st,
@@ -538,6 +660,46 @@ int og__sq_payout_decision_get(void *impl, const char *id,
 {
     return og__sq_read_row(impl, sq_payout_decision_get_sql, id, 0,
                            sq_payout_decision_row, out);
+}
+
+/* An approval's read of the decision it settles (schema 14), in the
+ * decision's transaction: the row, and whether a decision settles it
+ * already (payout_decisions_settles_idx). ?1 decision. */
+static const char sq_payout_settle_read_sql[] =
+    "SELECT d.decision_id, d.payout_id, d.tenant_id, d.mode, d.outcome,"
+    " d.reason, d.policy_version, d.terms_fingerprint,"
+    " d.tenant_settings_version, d.beneficiary_version,"
+    " d.destination_version, d.payout_version, d.requester_id,"
+    " d.requester_role, d.requester_approval_limit, d.observed_at,"
+    " d.decided_at, d.correlation_id, d.settles_decision_id,"
+    " d.acknowledged_destination_version,"
+    " EXISTS (SELECT 1 FROM payout_decisions x"
+    "         WHERE x.settles_decision_id = d.decision_id)"
+    " FROM payout_decisions d WHERE d.decision_id = ?1";
+
+int og__sq_payout_settle_read(void *impl, void *tx, const char *id,
+                              og_payout_decision_view *out, bool *settled)
+{
+    og__sq_conn *c = tx;
+    og_payout_decision_view v;
+    sqlite3_stmt *st;
+    int rc;
+
+    (void)impl;
+    if ((rc = og__sq_stmt(c, sq_payout_settle_read_sql, &st)) < 0)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = og__sq_step(c, st)) != 1) {
+        sqlite3_reset(st);
+        return rc; /* 0: none, or the error */
+    }
+    rc = og__row_payout_decision(og__sq_row(st), &v);
+    *settled = sqlite3_column_int64(st, PAYOUT_DECISION_NCOLS) != 0;
+    sqlite3_reset(st);
+    if (rc != 0)
+        return OG_EINTERNAL;
+    *out = v;
+    return 1;
 }
 
 /* ===========================================================================
@@ -771,15 +933,17 @@ int og__sq_payout_reserve(void *impl, void *tx, const og__payout_facts *f,
 /* The decision (append-only): ?1 id, ?2 payout, ?3 tenant or NULL, ?4 mode,
  * ?5 outcome, ?6 reason, ?7 policy, ?8 fingerprint or NULL, ?9..?12 the
  * versions evaluated or NULL, ?13 requester, ?14 role, ?15 approval limit,
- * ?16 observed_at, ?17 decided_at, ?18 correlation. */
+ * ?16 observed_at, ?17 decided_at, ?18 correlation, ?19 the decision it
+ * settles or NULL, ?20 the destination version acknowledged or NULL. */
 const char og__sq_payout_decision_sql[] =
     "INSERT INTO payout_decisions (decision_id, payout_id, tenant_id, mode,"
     "   outcome, reason, policy_version, terms_fingerprint,"
     "   tenant_settings_version, beneficiary_version, destination_version,"
     "   payout_version, requester_id, requester_role,"
-    "   requester_approval_limit, observed_at, decided_at, correlation_id)"
+    "   requester_approval_limit, observed_at, decided_at, correlation_id,"
+    "   settles_decision_id, acknowledged_destination_version)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    "         ?15, ?16, ?17, ?18)";
+    "         ?15, ?16, ?17, ?18, ?19, ?20)";
 
 /* The decision row and its history entry, at one instant of SQLite's
  * clock, read once: the one everything the decision writes shares. */
@@ -820,6 +984,10 @@ int og__sq_payout_decision_write(void *impl, void *tx,
     sqlite3_bind_int64(st, 16, f->observed_at_us);
     sqlite3_bind_int64(st, 17, now);
     sqlite3_bind_text(st, 18, r->correlation_id, -1, SQLITE_STATIC);
+    og__sq_bind_opt(st, 19, r->settles_decision_id[0] != '\0'
+                                ? r->settles_decision_id
+                                : NULL);
+    sq_bind_i64_opt(st, 20, r->acknowledged_destination_version);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     {
@@ -853,14 +1021,15 @@ enum {
 };
 /* The grant's bindings: ?1 grant, ?2 decision, ?3 payout, ?4 tenant,
  * ?5 fingerprint, ?6 executable version, ?7 attempt, ?8 policy, ?9 amount,
- * ?10 day, ?11 not_before, ?12 expires_at, ?13 now. */
+ * ?10 day, ?11 not_before, ?12 expires_at, ?13 now, ?14 audience (the
+ * worker principal that may present it). */
 const char og__sq_payout_bind_sql[] =
     "INSERT INTO payout_grants (grant_id, issuer, decision_id, payout_id,"
     "   tenant_id, operation, audience, terms_fingerprint,"
     "   executable_payout_version, attempt_number, policy_version, amount,"
     "   release_day, not_before, expires_at, created_at)"
     " VALUES (?1, '" OG_PAYOUT_ISSUER "', ?2, ?3, ?4,"
-    "         '" OG_PAYOUT_OPERATION "', '" OG_PAYOUT_AUDIENCE "',"
+    "         '" OG_PAYOUT_OPERATION "', ?14,"
     "         ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 /* The job (Q26): ?1 job, ?2 payout, ?3 grant, ?4 correlation, ?5 now. */
 const char og__sq_payout_job_sql[] =
@@ -921,6 +1090,7 @@ int og__sq_payout_decision_issue(void *impl, void *tx,
     sqlite3_bind_int64(st, 11, r->not_before_us);
     sqlite3_bind_int64(st, 12, r->expires_at_us);
     sqlite3_bind_int64(st, 13, now);
+    sqlite3_bind_text(st, 14, r->audience, -1, SQLITE_STATIC);
     if ((rc = og__sq_done(c, st)) < 0)
         return rc;
     if ((rc = og__sq_stmt(c, og__sq_payout_job_sql, &st)) < 0)

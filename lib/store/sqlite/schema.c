@@ -246,8 +246,10 @@ typedef struct sq_migration {
  * AUTOINCREMENT high-water mark, and puts tmp in its place with its index
  * and append-only triggers. */
 #define SQ_PAYOUT_EVENTS_REBUILD(tmp)                                         \
-    "INSERT INTO " tmp " (" SQ_PAYOUT_EVENT_COLS ")"                          \
-    "  SELECT " SQ_PAYOUT_EVENT_COLS " FROM payout_events ORDER BY seq;"      \
+    SQ_PAYOUT_EVENTS_REBUILD_COLS(tmp, SQ_PAYOUT_EVENT_COLS)
+#define SQ_PAYOUT_EVENTS_REBUILD_COLS(tmp, cols)                              \
+    "INSERT INTO " tmp " (" cols ")"                                          \
+    "  SELECT " cols " FROM payout_events ORDER BY seq;"                      \
     "DELETE FROM sqlite_sequence WHERE name = '" tmp "';"                     \
     "INSERT INTO sqlite_sequence (name, seq)"                                 \
     "  SELECT '" tmp "', seq FROM sqlite_sequence"                            \
@@ -606,6 +608,37 @@ typedef struct sq_migration {
     "CREATE INDEX IF NOT EXISTS operations_archive_payout_grant_idx"          \
     "  ON operations_archive (issuer, grant_id) WHERE kind = 'payout';"
 
+/* Migration 14: an approver's fresh decision names the pending
+ * AcknowledgmentRequired or EscalationRecommended decision it settles, and
+ * the destination version an acknowledgment covers (docs/payouts.md,
+ * section 4, "Acknowledgment and escalation"). Unique where set: one
+ * pending decision is settled once, whatever two approvers race. */
+#define SQ_MIGRATION_14_DECISIONS                                             \
+    "ALTER TABLE payout_decisions ADD COLUMN settles_decision_id TEXT"        \
+    "  CHECK (settles_decision_id IS NULL OR"                                 \
+    "         length(settles_decision_id) = 36);"                             \
+    "ALTER TABLE payout_decisions"                                            \
+    "  ADD COLUMN acknowledged_destination_version INTEGER"                   \
+    "  CHECK (acknowledged_destination_version IS NULL OR"                    \
+    "         acknowledged_destination_version >= 1);"                        \
+    "CREATE UNIQUE INDEX payout_decisions_settles_idx"                        \
+    "  ON payout_decisions (settles_decision_id)"                             \
+    "  WHERE settles_decision_id IS NOT NULL;"
+/* ... and a Draft's terms are edited (og_payout_edit): payout_events' kind
+ * CHECK gains 'edited'. SQLite cannot alter a CHECK, so the table is
+ * rebuilt as migration 11 rebuilt it (every row and its evidence copied,
+ * the AUTOINCREMENT high-water mark kept, indexes and triggers again). */
+#define SQ_MIGRATION_14_PAYOUT_EVENTS                                         \
+    SQ_PAYOUT_EVENTS_TABLE_X("payout_events_v14",                            \
+                             ", 'claimed', 'resolved', 'returned', 'edited'", \
+                             ", evidence TEXT CHECK (evidence IS NULL OR"     \
+                             " length(CAST(evidence AS BLOB))"                \
+                             " BETWEEN 1 AND 1024)")                          \
+    SQ_PAYOUT_EVENTS_REBUILD_COLS("payout_events_v14",                       \
+                                  SQ_PAYOUT_EVENT_COLS ", evidence")          \
+    "CREATE UNIQUE INDEX payout_events_returned_key ON payout_events"         \
+    "  (payout_id) WHERE kind = 'returned';"
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -864,6 +897,10 @@ static const sq_migration sq_migrations[] = {
      SQ_STEPS(SQ_MIGRATION_12), NULL, NULL},
     {13, "payouts: archived attempts by grant (returns)",
      SQ_STEPS(SQ_MIGRATION_13), NULL, NULL},
+    {14, "payouts: approvals settle acknowledgments and escalations; "
+         "drafts are edited",
+     SQ_STEPS(SQ_MIGRATION_14_DECISIONS, SQ_MIGRATION_14_PAYOUT_EVENTS), NULL,
+     NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
