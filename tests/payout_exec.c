@@ -868,7 +868,7 @@ static void acknowledged_recent_destination_is_paid_by_the_worker(
                  og_err_name(w.error));
     assert_int_equal(w.attempt_status, OG_OP_SUCCEEDED);
     assert_int_equal(p_get(e.s, id).state, OG_PAYOUT_STATE_PAID);
-    assert_int_equal(x_stat(&e.sb, "payouts_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payouts_created"), 1);
 
     /* The second: approved, then its destination re-registered. */
     x_acknowledged(&e, id2, 2, "10");
@@ -879,7 +879,7 @@ static void acknowledged_recent_destination_is_paid_by_the_worker(
                       OG_PAYOUT_WORKER_POLICY_NO_LONGER_ALLOWS, true, false,
                       __LINE__);
     assert_string_equal(w.job.payout_id, id2);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 1);
     x_env_stop(&e);
 }
 
@@ -919,7 +919,7 @@ static void grant_names_the_worker_principal_that_may_present_it(
                       OG_PAYOUT_WORKER_PRESENTER_NOT_AUDIENCE, true, true,
                       __LINE__);
     assert_string_equal(w.job.payout_id, id);
-    assert_int_equal(x_stat(&e.sb, "payout_requests"), 0);
+    assert_int_equal(t_sbx_stat(&e.sb, "payout_requests"), 0);
     /* an audience is required */
     q.audience = NULL;
     assert_int_equal(og_payout_decide(e.s, &q, &d), OG_EINVAL);
