@@ -354,3 +354,36 @@ int og_payout_expire_grants(og_store *s, int batch, int max_batches,
     return 0;
 }
 
+
+/* ===========================================================================
+ * Operators' statistics: ONE backend read (payout_stats), checked here so
+ * that a backend's answer that does not add up is OG_EINTERNAL, never a
+ * metric.
+ * ========================================================================= */
+
+int og_payout_stats_read(og_store *s, og_payout_stats *out)
+{
+    og_payout_stats v;
+    og_payout_stats_held listed = {0, 0};
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    memset(&v, 0, sizeof v);
+    if ((rc = s->m->payout_stats(s->impl, &v)) != 0)
+        return rc;
+    for (int i = 0; i < v.n_tenants; i++) {
+        listed.reservations += v.tenants[i].held.reservations;
+        listed.reserved_minor += v.tenants[i].held.reserved_minor;
+    }
+    v.other.reservations = v.total.reservations - listed.reservations;
+    v.other.reserved_minor = v.total.reserved_minor - listed.reserved_minor;
+    if (v.n_tenants < 0 || v.n_tenants > OG_PAYOUT_STATS_TENANTS ||
+        v.other.reservations < 0 || v.other.reserved_minor < 0 ||
+        v.grants_pending < 0 || v.grants_open < 0 || v.grants_expired < 0 ||
+        v.grants_pending + v.grants_open + v.grants_expired >
+            v.total.reservations)
+        return OG_EINTERNAL;
+    *out = v;
+    return 0;
+}
