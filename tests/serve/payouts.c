@@ -524,6 +524,26 @@ void metrics_show_reservations_held_and_grants_not_consumed(void **state)
     snprintf(series, sizeof series,
              "oncegate_payout_reservations_held{tenant=\"other tenants\"}");
     assert_true(payouts_metric(x.s, series) >= 0); /* there from the start */
+    get(&r, x.s, "/metrics", NULL);
+    assert_http(&r, 200);
+    {
+        static const char *const fams[] = {
+            "oncegate_payout_reservations_held",
+            "oncegate_payout_reserved_minor",
+            "oncegate_payout_grants_unconsumed"};
+
+        for (size_t i = 0; i < 3; i++) {
+            char want[128];
+            const char *at;
+
+            snprintf(want, sizeof want, "# TYPE %s gauge\n", fams[i]);
+            assert_non_null(at = strstr(r.body, want));
+            assert_null(strstr(at + 1, want)); /* once */
+            snprintf(want, sizeof want, "# HELP %s ", fams[i]);
+            assert_non_null(strstr(r.body, want));
+        }
+    }
+    hres_free(&r);
     assert_true(payouts_metric(x.s, "oncegate_payout_grants_unconsumed{"
                                     "window=\"open\"}") >= 0);
 
@@ -619,12 +639,39 @@ static void payouts_fault_start(xenv *x, const char *name, const char *fault,
     assert_int_equal(og_store_open(x->st->direct_url, &o, s), 0);
 }
 
+/* A job nobody issued, written behind the store's back: payout `payout`
+ * presented with grant `grant_id` (another payout's) — what a forged or
+ * mixed-up queue message looks like to the worker. */
+static void payouts_forge_job(const site *st, const char *payout,
+                              const char *grant_id)
+{
+    char job[OG_UUID_LEN + 1], sql[768];
+
+    uuid4(job);
+    if (g_pg)
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO payout_jobs (job_id, payout_id, grant_id,"
+                 " correlation_id, created_at, available_at, deliveries)"
+                 " VALUES ('%s', '%s', '%s', 'COR-FORGED', clock_timestamp(),"
+                 " clock_timestamp(), 0)",
+                 job, payout, grant_id);
+    else
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO payout_jobs (job_id, payout_id, grant_id,"
+                 " correlation_id, created_at, available_at, deliveries)"
+                 " VALUES ('%s', '%s', '%s', 'COR-FORGED', %lld, %lld, 0)",
+                 job, payout, grant_id, (long long)payouts_wall_us(),
+                 (long long)payouts_wall_us());
+    payouts_raw(st, sql);
+}
+
 /* A claim whose acknowledgment is lost (the fault point
  * payout_claim_ack_lost: the claim committed, the worker told it failed):
  * the worker sends nothing (claim_unconfirmed), the job's redelivery is a
  * duplicate, the sweeper makes the Admitted attempt NotStarted and the
  * payout is Approved again; a job whose grant's window has ended is a
- * validation refusal with its reason code. Each counted on /metrics. */
+ * validation refusal with its reason code, and a job presenting another
+ * payout's grant a security signal. Each counted on /metrics. */
 void payout_failures_are_counted_on_metrics(void **state)
 {
     char id[2][64], tag[2][16], token[2][64], line[160];
@@ -644,9 +691,16 @@ void payout_failures_are_counted_on_metrics(void **state)
     nb = payouts_wall_us() - 31 * 60 * INT64_C(1000000);
     (void)payouts_seed_at(x.st, s, tag[1], id[1], token[1], nb,
                           nb + 30 * 60 * INT64_C(1000000));
+    /* the first payout's grant presented for the second: a security
+     * signal, refused binding.mismatch */
+    payouts_forge_job(x.st, id[1], d.grant_id);
 
     payouts_metric_wait(x.s, "oncegate_payout_jobs_total{end="
                              "\"claim_unconfirmed\"}", 1, 20000);
+    payouts_metric_wait(x.s, "oncegate_payout_job_reasons_total{reason="
+                             "\"binding.mismatch\"}", 1, 20000);
+    payouts_metric_wait(x.s, "oncegate_payout_security_signals_total", 1,
+                        5000);
     payouts_metric_wait(x.s, "oncegate_payout_jobs_total{end=\"duplicate\"}",
                         1, 30000);
     payouts_metric_wait(x.s, "oncegate_payout_sweeper_total{result="
