@@ -124,6 +124,7 @@ void metrics_show_reservations_held_and_grants_not_consumed(void **state);
 void payout_failures_are_counted_on_metrics(void **state);
 void payout_backlog_lists_unknown_attempts_by_age(void **state);
 void payout_finance_is_503_retry_later_while_the_store_is_down(void **state);
+void payout_fence_rollback_is_counted_on_metrics(void **state);
 void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state);
 
 /* execution.c */

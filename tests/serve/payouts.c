@@ -935,3 +935,54 @@ void payout_finance_is_503_retry_later_while_the_store_is_down(void **state)
     assert_http(&r, 200); /* a fresh decision, the first */
     hres_free(&r);
 }
+
+/* A context-fence rollback (claim.context-changed), made deterministic: the
+ * claim fences the store's current policy release, which validation does
+ * not read. A payout decided with its window two seconds ahead is
+ * postponed to it; meanwhile an operator moves the release to a version
+ * this build does not know; when the window opens the worker validates,
+ * claims, and the claim rolls back. Nothing is sent, the payout stays
+ * Approved and its reservation held until a fresh decision. */
+void payout_fence_rollback_is_counted_on_metrics(void **state)
+{
+    char id[64], tag[16], token[64], cur[OG_ID_MAX + 1], series[160];
+    og_payout_write wr;
+    og_store *s = NULL;
+    og_store_options o;
+    og_payout_view v;
+    int64_t nb;
+    xenv x;
+
+    (void)state;
+    payouts_ids(tag, id, token);
+    xenv_prepare(&x, "payout-fence", false, LOADED_STORE_TIMEOUT_MS, 0,
+                 true);
+    payouts_conf(&x, true);
+    assert_int_equal(srv_start(x.s), 0);
+    assert_true(log_wait_for(x.s, "\"event\":\"payouts_started\"", 10000));
+    og_store_options_default(&o);
+    assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
+    nb = payouts_wall_us() + 2 * INT64_C(1000000);
+    (void)payouts_seed_at(x.st, s, tag, id, token, nb,
+                          nb + 30 * 60 * INT64_C(1000000));
+    assert_int_equal(og_payout_policy_release_get(s, cur), 0);
+    assert_string_equal(cur, OG_PAYOUT_POLICY_VERSION);
+    assert_int_equal(og_payout_policy_release_set(s, "payout-policy-next",
+                                                  cur, "ops-1", &wr),
+                     0);
+    assert_int_equal(wr, OG_PAYOUT_WRITTEN);
+
+    payouts_metric_wait(x.s, "oncegate_payout_job_reasons_total{reason="
+                             "\"claim.context-changed\"}", 1, 30000);
+    assert_true(payouts_metric(x.s, "oncegate_payout_jobs_total{end="
+                                    "\"refused\"}") >= 1);
+    assert_true(payouts_metric(x.s, "oncegate_payout_sends_total") == 0);
+    assert_sbx_stat(&x, "payout_requests", 0);
+    memset(&v, 0, sizeof v);
+    assert_int_equal(og_payout_get(s, id, &v), 1);
+    assert_int_equal(v.state, OG_PAYOUT_STATE_APPROVED);
+    snprintf(series, sizeof series,
+             "oncegate_payout_reserved_minor{tenant=\"T-%s\"}", tag);
+    assert_true(payouts_metric(x.s, series) == 425000);
+    og_store_free(s);
+}
