@@ -923,8 +923,9 @@ OG_MUST_CHECK int og_payout_operator_resolve(
 
 /* ---------------------------------------------------------------------------
  * Statistics for operators (docs/http.md, payout metrics): what the store
- * holds now, read at a scrape. docs/payouts.md, section 21's signals
- * "reservations held per tenant" and "grants issued but never consumed".
+ * holds now, read at a scrape: the signals "reservations held per tenant"
+ * and "grants issued but never consumed" (docs/http.md maps each signal to
+ * its series).
  * ------------------------------------------------------------------------- */
 
 /* The tenants og_payout_stats names one by one: the largest holders; the

@@ -447,9 +447,10 @@ static void render_payouts(FILE *f)
 }
 
 /* ===========================================================================
- * The payout store's statistics (docs/payouts.md, section 21: reservations
- * held per tenant, grants issued but never consumed), read at scrape time
- * like the backlog gauges, whether or not the pipeline runs here. The
+ * The payout store's statistics (docs/http.md, payout store statistics:
+ * reservations held per tenant, grants issued but never consumed), read
+ * at scrape time like the backlog gauges, whether or not the pipeline runs
+ * here. The
  * tenants' label set is bounded: the OG_PAYOUT_STATS_TENANTS largest
  * holders by amount, then one series for all the others, whose label value
  * has a space that no tenant id can have (og_id_valid), so it never

@@ -4,7 +4,7 @@
  * decided Allowed in the store is paid by the server's own worker at the
  * sandbox, once, and its log line carries the identifiers and no secret;
  * `oncegate payout-worker --config FILE` does the same as its own process.
- * Section 21's signals on /metrics: the store's gauges (reservations held,
+ * The payout signals on /metrics: the store's gauges (reservations held,
  * grants not consumed) and the runner's counters made non-zero by the
  * failures they count (fault points payout_claim_ack_lost and
  * payout_start_ack_lost: skipped without -Dfault_injection=true); the
@@ -444,7 +444,7 @@ void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state)
 }
 
 /* ===========================================================================
- * Section 21's signals on /metrics (docs/http.md, payout metrics): the
+ * The payout signals on /metrics (docs/http.md, payout metrics): the
  * store's statistics, and the runner's counters made non-zero by the
  * failures they count.
  * ========================================================================= */
