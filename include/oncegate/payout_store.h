@@ -939,6 +939,11 @@ typedef struct og_payout_stats_held {
                              * currency (a tenant has one) */
 } og_payout_stats_held;
 
+typedef struct og_payout_stats_tenant {
+    char tenant_id[OG_ID_MAX + 1];
+    og_payout_stats_held held;
+} og_payout_stats_tenant;
+
 typedef struct og_payout_stats {
     /* Held reservations (a binding not released: its grant unconsumed and
      * not yet expired by the janitor, or consumed by an attempt still
@@ -946,10 +951,7 @@ typedef struct og_payout_stats {
     og_payout_stats_held total;
     int n_tenants; /* 0..OG_PAYOUT_STATS_TENANTS, largest amount first
                     * (ties by tenant id) */
-    struct {
-        char tenant_id[OG_ID_MAX + 1];
-        og_payout_stats_held held;
-    } tenants[OG_PAYOUT_STATS_TENANTS];
+    og_payout_stats_tenant tenants[OG_PAYOUT_STATS_TENANTS];
     og_payout_stats_held other; /* total minus the tenants listed */
     /* Payout grants issued and never consumed nor revoked whose
      * reservation is held, by window on the store's clock: */

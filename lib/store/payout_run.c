@@ -12,6 +12,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/dispatch.h"
@@ -361,6 +362,18 @@ int og_payout_expire_grants(og_store *s, int batch, int max_batches,
  * metric.
  * ========================================================================= */
 
+/* The listed tenants' order, as the header promises it: the largest
+ * amount first, ties by tenant id (a UNION ALL does not promise to keep
+ * its arm's ORDER BY, so it is restored here). */
+static int stats_tenant_cmp(const void *a, const void *b)
+{
+    const og_payout_stats_tenant *l = a, *r = b;
+
+    if (l->held.reserved_minor != r->held.reserved_minor)
+        return l->held.reserved_minor > r->held.reserved_minor ? -1 : 1;
+    return strcmp(l->tenant_id, r->tenant_id);
+}
+
 int og_payout_stats_read(og_store *s, og_payout_stats *out)
 {
     og_payout_stats v;
@@ -384,6 +397,8 @@ int og_payout_stats_read(og_store *s, og_payout_stats *out)
         v.grants_pending + v.grants_open + v.grants_expired >
             v.total.reservations)
         return OG_EINTERNAL;
+    qsort(v.tenants, (size_t)v.n_tenants, sizeof v.tenants[0],
+          stats_tenant_cmp);
     *out = v;
     return 0;
 }
