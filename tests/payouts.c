@@ -378,6 +378,8 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(no_destination_token_in_decisions_grants_jobs_or_events),
     cmocka_unit_test(payout_history_lists_every_step_in_order),
     cmocka_unit_test(
+        payout_stats_count_held_reservations_and_unconsumed_grants),
+    cmocka_unit_test(
         context_that_cannot_be_read_is_unavailable_and_nothing_is_decided),
 };
 const size_t t_payout_tests_count =

@@ -179,6 +179,7 @@ void job_is_redelivered_after_its_delivery_lease_and_acknowledged_once(
 void resubmitted_job_points_at_the_same_grant(void **state);
 void no_destination_token_in_decisions_grants_jobs_or_events(void **state);
 void payout_history_lists_every_step_in_order(void **state);
+void payout_stats_count_held_reservations_and_unconsumed_grants(void **state);
 
 /* payouts_context.c */
 void context_versions_move_with_every_change(void **state);

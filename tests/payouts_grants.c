@@ -645,3 +645,93 @@ void payout_history_lists_every_step_in_order(void **state)
     t_raw_close(raw);
     og_store_free(s);
 }
+
+/* ===========================================================================
+ * Operators' statistics (og_payout_stats_read): held reservations per
+ * tenant, the largest OG_PAYOUT_STATS_TENANTS named and the rest summed,
+ * and the unconsumed grants by window — one snapshot that adds up.
+ * ========================================================================= */
+
+void payout_stats_count_held_reservations_and_unconsumed_grants(void **state)
+{
+    char url[4200], id[64], tag[32];
+    og_store *s = t_fresh_store("pstats", url, sizeof url);
+    t_raw *raw = t_raw_open_url(url);
+    og_payout_decision consumed;
+    og_payout_expiry_stats ex;
+    og_payout_stats st;
+    og_revoke_outcome ro;
+    og_payout_decision open;
+    p_world w, small;
+
+    (void)state;
+    assert_int_equal(og_payout_stats_read(NULL, &st), OG_EINVAL);
+    assert_int_equal(og_payout_stats_read(s, NULL), OG_EINVAL);
+    assert_int_equal(og_payout_stats_read(s, &st), 0); /* nothing yet */
+    assert_int_equal(st.total.reservations, 0);
+    assert_int_equal(st.total.reserved_minor, 0);
+    assert_int_equal(st.n_tenants, 0);
+    assert_int_equal(st.grants_pending + st.grants_open + st.grants_expired,
+                     0);
+
+    /* The big tenant: one grant of each window, and one consumed (its
+     * reservation follows its attempt: held, not an unconsumed grant). */
+    p_world_new(s, raw, &w, "stats", INT64_C(100000000));
+    p_id(id, &w, "PAY", 1);
+    p_draft(s, &w, id, "1000.00");
+    (void)p_decide_allowed(s, id); /* its window lies ahead */
+    p_id(id, &w, "PAY", 2);
+    p_draft(s, &w, id, "2000.00");
+    open = p_decide_now(s, id);
+    p_id(id, &w, "PAY", 3);
+    p_draft(s, &w, id, "4000.00");
+    (void)p_decide_window_past(s, id, 10);
+    p_id(id, &w, "PAY", 4);
+    p_draft(s, &w, id, "8000.00");
+    consumed = p_decide_window_past(s, id, 10);
+    p_consume(raw, consumed.grant_id);
+    /* More tenants than are named: the two smallest go to `other`. */
+    for (int i = 0; i < OG_PAYOUT_STATS_TENANTS + 1; i++) {
+        snprintf(tag, sizeof tag, "stats-%d", i);
+        p_world_new(s, raw, &small, tag, INT64_C(100000000));
+        p_id(id, &small, "PAY", 1);
+        p_draft(s, &small, id, i < 2 ? "0.01" : "10.00");
+        (void)p_decide_allowed(s, id);
+    }
+
+    assert_int_equal(og_payout_stats_read(s, &st), 0);
+    assert_int_equal(st.total.reservations, 4 + OG_PAYOUT_STATS_TENANTS + 1);
+    assert_int_equal(st.total.reserved_minor,
+                     1500000 + (OG_PAYOUT_STATS_TENANTS - 1) * 1000 + 2);
+    assert_int_equal(st.n_tenants, OG_PAYOUT_STATS_TENANTS);
+    assert_string_equal(st.tenants[0].tenant_id, w.tenant);
+    assert_int_equal(st.tenants[0].held.reservations, 4);
+    assert_int_equal(st.tenants[0].held.reserved_minor, 1500000);
+    for (int i = 1; i < st.n_tenants; i++)
+        assert_int_equal(st.tenants[i].held.reserved_minor, 1000);
+    assert_int_equal(st.other.reservations, 2);
+    assert_int_equal(st.other.reserved_minor, 2);
+    assert_int_equal(st.grants_pending, 1 + OG_PAYOUT_STATS_TENANTS + 1);
+    assert_int_equal(st.grants_open, 1);
+    assert_int_equal(st.grants_expired, 1);
+    assert_int_equal(p_reserved(raw, w.tenant), 1500000);
+
+    /* The janitor releases the expired grant, a hold the open one: each
+     * leaves the statistics with its reservation. */
+    assert_int_equal(og_payout_expire_grants(s, 10, 10, &ex), 0);
+    assert_int_equal(ex.grants, 1);
+    assert_int_equal(og_payout_grant_revoke(s, open.grant_id, "finance-1",
+                                            &ro),
+                     0);
+    assert_int_equal(ro, OG_REVOKE_REVOKED);
+    assert_int_equal(og_payout_stats_read(s, &st), 0);
+    assert_string_equal(st.tenants[0].tenant_id, w.tenant);
+    assert_int_equal(st.tenants[0].held.reservations, 2);
+    assert_int_equal(st.tenants[0].held.reserved_minor, 900000);
+    assert_int_equal(st.grants_open, 0);
+    assert_int_equal(st.grants_expired, 0);
+    assert_int_equal(st.total.reserved_minor,
+                     900000 + (OG_PAYOUT_STATS_TENANTS - 1) * 1000 + 2);
+    t_raw_close(raw);
+    og_store_free(s);
+}

@@ -159,6 +159,10 @@ typedef struct og_payout_work {
                                     over, and the answer resolved it through
                                     og_payout_evidence ("late-response") */
     char attempt_id[OG_UUID_LEN + 1]; /* "" when no attempt is known */
+    char decision_id[OG_UUID_LEN + 1]; /* the decision that issued the
+                                          job's grant, once the grant was
+                                          read and is this payout's; ""
+                                          before (logs: docs/http.md) */
     bool security_signal;        /* binding.mismatch, presenter.not-audience,
                                     or a consumed grant that is not this
                                     binding's: someone presents what was not

@@ -994,6 +994,53 @@ OG_MUST_CHECK int og_payout_operator_resolve(
     const char *provider_reference, og_payout_resolution *out);
 
 /* ---------------------------------------------------------------------------
+ * Statistics for operators (docs/http.md, payout metrics): what the store
+ * holds now, read at a scrape: the signals "reservations held per tenant"
+ * and "grants issued but never consumed" (docs/http.md maps each signal to
+ * its series).
+ * ------------------------------------------------------------------------- */
+
+/* The tenants og_payout_stats names one by one: the largest holders; the
+ * rest are summed into `other`, so a metric's label count stays bounded
+ * however many tenants there are. */
+#define OG_PAYOUT_STATS_TENANTS 10
+
+typedef struct og_payout_stats_held {
+    int64_t reservations;   /* bindings whose reservation is held */
+    int64_t reserved_minor; /* their amounts, minor units of the tenant's
+                             * currency (a tenant has one) */
+} og_payout_stats_held;
+
+typedef struct og_payout_stats_tenant {
+    char tenant_id[OG_ID_MAX + 1];
+    og_payout_stats_held held;
+} og_payout_stats_tenant;
+
+typedef struct og_payout_stats {
+    /* Held reservations (a binding not released: its grant unconsumed and
+     * not yet expired by the janitor, or consumed by an attempt still
+     * Admitted, Started, Unknown or NeedsReconciliation). */
+    og_payout_stats_held total;
+    int n_tenants; /* 0..OG_PAYOUT_STATS_TENANTS, largest amount first
+                    * (ties by tenant id) */
+    og_payout_stats_tenant tenants[OG_PAYOUT_STATS_TENANTS];
+    og_payout_stats_held other; /* total minus the tenants listed */
+    /* Payout grants issued and never consumed nor revoked whose
+     * reservation is held, by window on the store's clock: */
+    int64_t grants_pending; /* now < not_before: the release not reached */
+    int64_t grants_open;    /* not_before <= now < expires_at: claimable,
+                             * not claimed yet */
+    int64_t grants_expired; /* expires_at <= now: the window missed, the
+                             * payout waits for a fresh decision and the
+                             * janitor has not released it yet */
+} og_payout_stats;
+
+/* Reads the statistics above in ONE statement (one snapshot: the parts add
+ * up). Returns 0 and *out, or an error (OG_EINVAL, store errors); *out is
+ * written only on success. A read: it writes nothing. */
+OG_MUST_CHECK int og_payout_stats_read(og_store *s, og_payout_stats *out);
+
+/* ---------------------------------------------------------------------------
  * Names: the stable text of each list above, "?" outside it.
  * ------------------------------------------------------------------------- */
 const char *og_payout_write_name(og_payout_write w);

@@ -294,6 +294,9 @@ static bool validate(og_store *s, const og_payout_worker_cfg *c,
         refuse(s, w, OG_PAYOUT_WORKER_BINDING_MISMATCH, true);
         return false;
     }
+    /* The job's payout's grant: its decision is the job's from here on
+     * (another payout's is never reported as this job's). */
+    snprintf(w->decision_id, sizeof w->decision_id, "%s", g->decision_id);
     if (strcmp(g->operation, OG_PAYOUT_OPERATION) != 0 ||
         strcmp(g->audience, c->audience) != 0) {
         refuse(s, w, OG_PAYOUT_WORKER_PRESENTER_NOT_AUDIENCE, true);

@@ -12,6 +12,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/dispatch.h"
@@ -354,3 +355,50 @@ int og_payout_expire_grants(og_store *s, int batch, int max_batches,
     return 0;
 }
 
+
+/* ===========================================================================
+ * Operators' statistics: ONE backend read (payout_stats), checked here so
+ * that a backend's answer that does not add up is OG_EINTERNAL, never a
+ * metric.
+ * ========================================================================= */
+
+/* The listed tenants' order, as the header promises it: the largest
+ * amount first, ties by tenant id (a UNION ALL does not promise to keep
+ * its arm's ORDER BY, so it is restored here). */
+static int stats_tenant_cmp(const void *a, const void *b)
+{
+    const og_payout_stats_tenant *l = a, *r = b;
+
+    if (l->held.reserved_minor != r->held.reserved_minor)
+        return l->held.reserved_minor > r->held.reserved_minor ? -1 : 1;
+    return strcmp(l->tenant_id, r->tenant_id);
+}
+
+int og_payout_stats_read(og_store *s, og_payout_stats *out)
+{
+    og_payout_stats v;
+    og_payout_stats_held listed = {0, 0};
+    int rc;
+
+    if (!s || !out)
+        return OG_EINVAL;
+    memset(&v, 0, sizeof v);
+    if ((rc = s->m->payout_stats(s->impl, &v)) != 0)
+        return rc;
+    for (int i = 0; i < v.n_tenants; i++) {
+        listed.reservations += v.tenants[i].held.reservations;
+        listed.reserved_minor += v.tenants[i].held.reserved_minor;
+    }
+    v.other.reservations = v.total.reservations - listed.reservations;
+    v.other.reserved_minor = v.total.reserved_minor - listed.reserved_minor;
+    if (v.n_tenants < 0 || v.n_tenants > OG_PAYOUT_STATS_TENANTS ||
+        v.other.reservations < 0 || v.other.reserved_minor < 0 ||
+        v.grants_pending < 0 || v.grants_open < 0 || v.grants_expired < 0 ||
+        v.grants_pending + v.grants_open + v.grants_expired >
+            v.total.reservations)
+        return OG_EINTERNAL;
+    qsort(v.tenants, (size_t)v.n_tenants, sizeof v.tenants[0],
+          stats_tenant_cmp);
+    *out = v;
+    return 0;
+}

@@ -1107,6 +1107,10 @@ typedef int og__store_payout_expire_batch_fn(void *impl, int batch,
                                              int64_t *from_us,
                                              int64_t *taken);
 
+/* og_payout_stats_read (payout_run.c): ONE read statement, one snapshot;
+ * out zeroed by the caller; 0 or the error. */
+typedef int og__store_payout_stats_fn(void *impl, og_payout_stats *out);
+
 /* A backend: its name and its methods, in the order of the sections
  * above. */
 typedef struct og__store_methods {
@@ -1178,6 +1182,7 @@ typedef struct og__store_methods {
     og__store_payout_grant_get_fn *payout_grant_get;
     og__store_payout_grant_revoke_fn *payout_grant_revoke;
     og__store_payout_expire_batch_fn *payout_expire_batch;
+    og__store_payout_stats_fn *payout_stats; /* operators' statistics */
     /* after the send (schema 11) */
     og__store_payout_reconcile_later_fn *payout_reconcile_later;
     og__store_payout_attempt_read_fn *payout_attempt_read;

@@ -446,6 +446,79 @@ static void render_payouts(FILE *f)
     sample1(f, er, "where", "pass", (uint64_t)c.pass_errors);
 }
 
+/* ===========================================================================
+ * The payout store's statistics (docs/http.md, payout store statistics:
+ * reservations held per tenant, grants issued but never consumed), read
+ * at scrape time like the backlog gauges, whether or not the pipeline runs
+ * here. The
+ * tenants' label set is bounded: the OG_PAYOUT_STATS_TENANTS largest
+ * holders by amount, then one series for all the others, whose label value
+ * has a space that no tenant id can have (og_id_valid), so it never
+ * collides with a tenant's and the series still sum to the total.
+ * ========================================================================= */
+#define OTHER_TENANTS "other tenants"
+
+/* One family by tenant: the listed holders, then OTHER_TENANTS; amount:
+ * the reserved minor units, else the reservations' count. */
+static void render_held(FILE *f, const char *name, const char *help,
+                        const og_payout_stats *st, bool amount)
+{
+#define HELD(h) ((uint64_t)(amount ? (h).reserved_minor : (h).reservations))
+    family(f, name, "gauge", help);
+    for (int i = 0; i < st->n_tenants; i++)
+        sample1(f, name, "tenant", st->tenants[i].tenant_id,
+                HELD(st->tenants[i].held));
+    sample1(f, name, "tenant", OTHER_TENANTS, HELD(st->other));
+#undef HELD
+}
+
+static void render_payout_stats(FILE *f, const og_payout_stats *st)
+{
+    static const char *const g = "oncegate_payout_grants_unconsumed";
+
+    render_held(f, "oncegate_payout_reservations_held",
+                "Payout reservations held now (decided, not yet paid or "
+                "released), by tenant: the largest holders, then \"other "
+                "tenants\".",
+                st, false);
+    render_held(f, "oncegate_payout_reserved_minor",
+                "Amount of the payout reservations held now, in minor units "
+                "of the tenant's currency, by tenant as "
+                "oncegate_payout_reservations_held.",
+                st, true);
+    family(f, g, "gauge",
+           "Payout grants issued and neither consumed nor revoked, their "
+           "reservations held, by window (pending: before not_before; open: "
+           "claimable, not claimed yet; expired: the window missed, awaiting "
+           "the janitor and a fresh decision).");
+    sample1(f, g, "window", "pending", (uint64_t)st->grants_pending);
+    sample1(f, g, "window", "open", (uint64_t)st->grants_open);
+    sample1(f, g, "window", "expired", (uint64_t)st->grants_expired);
+}
+
+void og_metrics_payout_stats(og_store *s, char **text)
+{
+    og_payout_stats st;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f;
+    int bad;
+
+    if (og_payout_stats_read(s, &st) != 0)
+        return; /* the store is down: no statistics, counters stay */
+    if (!(f = open_memstream(&out, &n)))
+        return;
+    fputs(*text, f);
+    render_payout_stats(f, &st);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(out);
+        return;
+    }
+    free(*text);
+    *text = out;
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */

@@ -8,7 +8,8 @@
  * the design.
  *
  * One log line per job a worker took ("payout_job"): correlation id,
- * payout, job, grant and attempt ids, the end and its reason code — never
+ * payout, job, grant and attempt ids, the decision id once the grant was
+ * read, the end and its reason code — never
  * a destination token, a grant token or the provider credential. The
  * credential file is read only when an attempt is about to be sent or
  * looked up (the library's callback), and wiped after.
@@ -63,6 +64,8 @@ static void payouts_on_work(void *arg, const og_payout_work *w)
                   "attempt_status", og_op_status_name(w->attempt_status),
                   "acknowledged", w->acknowledged, "security_signal",
                   w->security_signal);
+    if (f && w->decision_id[0])
+        json_object_set_new(f, "decision_id", json_string(w->decision_id));
     if (f && w->sends)
         json_object_set_new(f, "answer", json_string(w->answer.reason));
     if (f && w->error)

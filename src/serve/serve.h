@@ -468,5 +468,11 @@ void og_metrics_payout_runner(og_payout_runner *r);
 /* The Prometheus text exposition (version 0.0.4), malloc'd into *out. 0 or
  * OG_ENOMEM. */
 int og_metrics_render(char **out, size_t *len);
+/* Appends to *text (og_metrics_render's, replaced by a longer malloc'd
+ * copy) the payout store's statistics read now (og_payout_stats_read):
+ * oncegate_payout_reservations_held, oncegate_payout_reserved_minor and
+ * oncegate_payout_grants_unconsumed. Nothing when the store cannot be read
+ * or memory runs out: the scrape keeps its counters. */
+void og_metrics_payout_stats(og_store *s, char **text);
 
 #endif /* OG_SERVE_H */

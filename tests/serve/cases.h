@@ -124,6 +124,11 @@ void serve_refuses_a_payout_timing_relation_that_fails(void **state);
 void payout_worker_command_pays_an_allowed_payout_once(void **state);
 void dev_mode_runs_the_payout_pipeline_and_pays(void **state);
 void payout_pipeline_without_its_principal_refuses_to_start(void **state);
+void metrics_show_reservations_held_and_grants_not_consumed(void **state);
+void payout_failures_are_counted_on_metrics(void **state);
+void payout_backlog_lists_unknown_attempts_by_age(void **state);
+void payout_finance_is_503_retry_later_while_the_store_is_down(void **state);
+void payout_fence_rollback_is_counted_on_metrics(void **state);
 void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state);
 
 /* execution.c */

@@ -636,7 +636,9 @@ void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
      * only writers: WAL readers go on, as in outage.c) */
     if (g_pg) {
         /* finance's too (on missing records: under SQLite's lock they
-         * find nothing to write): nothing refused, nothing applied */
+         * find nothing to write; on records that exist they are 503 on
+         * SQLite too: payout_finance_is_503_retry_later_while_the_store_
+         * is_down, payouts.c): nothing refused, nothing applied */
         post(&r, s, "/v1/admin/payout-grants/G-OUTAGE-1/hold", KEY(P_OPERATOR),
              NULL);
         assert_error(&r, 503, "retry_later");

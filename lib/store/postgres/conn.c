@@ -974,6 +974,7 @@ const og__store_methods og__postgres_methods = {
     .payout_grant_get = og__pg_payout_grant_get,
     .payout_grant_revoke = og__pg_payout_grant_revoke,
     .payout_expire_batch = og__pg_payout_expire_batch,
+    .payout_stats = og__pg_payout_stats,
     .payout_reconcile_later = og__pg_payout_reconcile_later,
     .payout_attempt_read = og__pg_payout_attempt_read,
     .payout_operator_record = og__pg_payout_operator_record,

@@ -778,3 +778,89 @@ int og__pg_payout_expire_batch(void *impl, int batch, int64_t *from_us,
     }
     return rc;
 }
+
+/* ===========================================================================
+ * Operators' statistics (og_payout_stats_read)
+ * ========================================================================= */
+
+/* ONE statement, so one snapshot (the parts add up): first the totals row
+ * (tenant NULL) — held reservations over the unreleased bindings (the
+ * janitor's partial index), and of their grants the unconsumed, unrevoked
+ * ones by window on the store's clock, read once — then the $1 largest
+ * holders by tenant. */
+static const char pg_payout_stats_sql[] =
+    "WITH t AS MATERIALIZED (SELECT clock_timestamp() AS now)\n"
+    "SELECT NULL::text, count(*), coalesce(sum(b.amount), 0)::bigint,\n"
+    "       count(*) FILTER (WHERE g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
+    "                          AND t.now < b.not_before),\n"
+    "       count(*) FILTER (WHERE g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
+    "                          AND b.not_before <= t.now AND t.now < g.expires_at),\n"
+    "       count(*) FILTER (WHERE g.consumed_at IS NULL AND g.revoked_at IS NULL\n"
+    "                          AND g.expires_at <= t.now)\n"
+    "FROM t, payout_grants b\n"
+    "JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id\n"
+    "WHERE b.released_at IS NULL\n"
+    "UNION ALL\n"
+    "(SELECT tenant_id, count(*), sum(amount)::bigint, 0, 0, 0\n"
+    " FROM payout_grants WHERE released_at IS NULL\n"
+    " GROUP BY tenant_id ORDER BY 3 DESC, 1 LIMIT $1::int)";
+static const og__pg_stmt pg_payout_stats_stmt = {
+    "og_payout_stats", pg_payout_stats_sql, 1, OG_KEYS_AS_STORED};
+enum {
+    STATS_TENANT,
+    STATS_RESERVATIONS,
+    STATS_AMOUNT,
+    STATS_PENDING,
+    STATS_OPEN,
+    STATS_EXPIRED,
+    STATS_NCOLS
+};
+
+int og__pg_payout_stats(void *impl, og_payout_stats *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    char limit[16];
+    const char *params[1] = {limit};
+    bool totals = false;
+    int rc;
+
+    snprintf(limit, sizeof limit, "%d", OG_PAYOUT_STATS_TENANTS);
+    if ((rc = og__pg_acquire(pg, &c)) != 0)
+        return rc;
+    rc = og__pg_run(pg, c, &pg_payout_stats_stmt, params, &res);
+    if (rc == 0 &&
+        og__pg_shape(res, STATS_NCOLS, OG_PAYOUT_STATS_TENANTS + 1) != 0)
+        rc = OG_EINTERNAL;
+    for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+        og_payout_stats_held h;
+
+        if (og__pg_get_i64(res, i, STATS_RESERVATIONS, &h.reservations) !=
+                0 ||
+            og__pg_get_i64(res, i, STATS_AMOUNT, &h.reserved_minor) != 0) {
+            rc = OG_EINTERNAL;
+        } else if (PQgetisnull(res, i, STATS_TENANT)) {
+            out->total = h;
+            if (og__pg_get_i64(res, i, STATS_PENDING, &out->grants_pending) !=
+                    0 ||
+                og__pg_get_i64(res, i, STATS_OPEN, &out->grants_open) != 0 ||
+                og__pg_get_i64(res, i, STATS_EXPIRED, &out->grants_expired) !=
+                    0)
+                rc = OG_EINTERNAL;
+            totals = true;
+        } else if (out->n_tenants < OG_PAYOUT_STATS_TENANTS &&
+                   og__pg_get_text(res, i, STATS_TENANT,
+                                   out->tenants[out->n_tenants].tenant_id,
+                                   sizeof out->tenants[0].tenant_id) == 0) {
+            out->tenants[out->n_tenants++].held = h;
+        } else {
+            rc = OG_EINTERNAL;
+        }
+    }
+    if (rc == 0 && !totals)
+        rc = OG_EINTERNAL; /* an aggregate always yields its row */
+    PQclear(res);
+    og__pg_release(pg, c);
+    return rc;
+}

@@ -683,6 +683,7 @@ const og__store_methods og__sqlite_methods = {
     .payout_grant_get = og__sq_payout_grant_get,
     .payout_grant_revoke = og__sq_payout_grant_revoke,
     .payout_expire_batch = og__sq_payout_expire_batch,
+    .payout_stats = og__sq_payout_stats,
     .payout_reconcile_later = og__sq_payout_reconcile_later,
     .payout_attempt_read = og__sq_payout_attempt_read,
     .payout_operator_record = og__sq_payout_operator_record,

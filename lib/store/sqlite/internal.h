@@ -443,6 +443,7 @@ og__store_payout_job_resubmit_fn og__sq_payout_job_resubmit;
 og__store_payout_grant_get_fn og__sq_payout_grant_get;
 og__store_payout_grant_revoke_fn og__sq_payout_grant_revoke;
 og__store_payout_expire_batch_fn og__sq_payout_expire_batch;
+og__store_payout_stats_fn og__sq_payout_stats;
 /* ---- payout_after.c (schema 11) ---- */
 og__store_payout_reconcile_later_fn og__sq_payout_reconcile_later;
 og__store_payout_attempt_read_fn og__sq_payout_attempt_read;

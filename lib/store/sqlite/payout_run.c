@@ -850,3 +850,80 @@ int og__sq_payout_expire_batch(void *impl, int batch, int64_t *from_us,
     }
     return rc;
 }
+
+/* ===========================================================================
+ * Operators' statistics (og_payout_stats_read)
+ * ========================================================================= */
+
+/* ONE statement, so one WAL snapshot (the parts add up): first the totals
+ * row (tenant NULL) — held reservations over the unreleased bindings (the
+ * janitor's partial index), and of their grants the unconsumed, unrevoked
+ * ones by window on SQLite's clock, read once — then the ?1 largest
+ * holders by tenant. */
+static const char sq_payout_stats_sql[] =
+    "WITH t AS MATERIALIZED (SELECT " SQ_NOW " AS now)"
+    " SELECT NULL, count(*), coalesce(sum(b.amount), 0),"
+    "   coalesce(sum(g.consumed_at IS NULL AND g.revoked_at IS NULL"
+    "                AND t.now < b.not_before), 0),"
+    "   coalesce(sum(g.consumed_at IS NULL AND g.revoked_at IS NULL"
+    "                AND b.not_before <= t.now AND t.now < g.expires_at), 0),"
+    "   coalesce(sum(g.consumed_at IS NULL AND g.revoked_at IS NULL"
+    "                AND g.expires_at <= t.now), 0)"
+    " FROM t, payout_grants b INDEXED BY payout_grants_unreleased_idx"
+    " JOIN grants g ON g.issuer = b.issuer AND g.grant_id = b.grant_id"
+    " WHERE b.released_at IS NULL"
+    " UNION ALL"
+    " SELECT * FROM (SELECT tenant_id, count(*), sum(amount), 0, 0, 0"
+    "   FROM payout_grants INDEXED BY payout_grants_unreleased_idx"
+    "   WHERE released_at IS NULL"
+    "   GROUP BY tenant_id ORDER BY 3 DESC, 1 LIMIT ?1)";
+enum {
+    STATS_TENANT,
+    STATS_RESERVATIONS,
+    STATS_AMOUNT,
+    STATS_PENDING,
+    STATS_OPEN,
+    STATS_EXPIRED,
+    STATS_NCOLS
+};
+
+int og__sq_payout_stats(void *impl, og_payout_stats *out)
+{
+    og__sq_store *s = impl;
+    bool totals = false;
+    sqlite3_stmt *st;
+    og__sq_conn *c;
+    int rc;
+
+    if ((rc = og__sq_acquire(s, &c)) < 0)
+        return rc;
+    if ((rc = og__sq_stmt(c, sq_payout_stats_sql, &st)) < 0)
+        goto out;
+    sqlite3_bind_int(st, 1, OG_PAYOUT_STATS_TENANTS);
+    while ((rc = og__sq_step(c, st)) == 1) {
+        og_payout_stats_held h = {sqlite3_column_int64(st, STATS_RESERVATIONS),
+                                  sqlite3_column_int64(st, STATS_AMOUNT)};
+
+        if (sqlite3_column_type(st, STATS_TENANT) == SQLITE_NULL) {
+            out->total = h;
+            out->grants_pending = sqlite3_column_int64(st, STATS_PENDING);
+            out->grants_open = sqlite3_column_int64(st, STATS_OPEN);
+            out->grants_expired = sqlite3_column_int64(st, STATS_EXPIRED);
+            totals = true;
+        } else if (out->n_tenants < OG_PAYOUT_STATS_TENANTS &&
+                   og__sq_text(st, STATS_TENANT,
+                               out->tenants[out->n_tenants].tenant_id,
+                               sizeof out->tenants[0].tenant_id) == 0) {
+            out->tenants[out->n_tenants++].held = h;
+        } else {
+            rc = OG_EINTERNAL;
+            break;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc == 0 && !totals)
+        rc = OG_EINTERNAL; /* an aggregate always yields its row */
+out:
+    og__sq_release(s, c, false);
+    return rc;
+}
