@@ -528,21 +528,39 @@ static int exec_or_fail(sqlite3 *db, const char *sql, char *err,
     return OG_SBX_ESTORE;
 }
 
-/* WAL is only in force when journal_mode answers "wal" (SB1). */
+/* WAL is only in force when journal_mode answers "wal" (SB1). Turning a
+ * new file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY
+ * at once, without its busy handler, while another process opening the
+ * same state (two dev instances started together) holds a lock on it; so
+ * the switch is asked again until BUSY_TIMEOUT_MS has passed. */
 static int set_wal(sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3_stmt *q = NULL;
-    int rc = OG_SBX_ESTORE;
+    struct timespec pause = {0, 20 * 1000000L};
+    int waited_ms = 0;
 
-    if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &q, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0) &&
-        strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0)
-        rc = 0;
-    else
-        snprintf(err, errlen, "state: cannot use WAL: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(q);
-    return rc;
+    for (;;) {
+        sqlite3_stmt *q = NULL;
+        int step = SQLITE_ERROR;
+        bool wal = false;
+
+        if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &q, NULL) ==
+            SQLITE_OK) {
+            step = sqlite3_step(q);
+            wal = step == SQLITE_ROW && sqlite3_column_text(q, 0) &&
+                  strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0;
+        }
+        sqlite3_finalize(q);
+        if (wal)
+            return 0;
+        if ((step != SQLITE_BUSY && step != SQLITE_LOCKED) ||
+            waited_ms >= BUSY_TIMEOUT_MS) {
+            snprintf(err, errlen, "state: cannot use WAL: %s",
+                     sqlite3_errmsg(db));
+            return OG_SBX_ESTORE;
+        }
+        nanosleep(&pause, NULL);
+        waited_ms += 20;
+    }
 }
 
 /* The step from version i to i + 1: the resource whose tables it
