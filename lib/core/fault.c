@@ -40,6 +40,14 @@
  *                   a payout attempt's Started write committed: the call
  *                   returns OG_ESTORE_UNAVAILABLE as if the acknowledgment
  *                   was lost; the write stays (tests/payouts_after.c).
+ *   payout_claim_pause
+ *                   og_payout_claim (lib/store/payout_run.c), before its
+ *                   transaction begins: the call waits 1500 ms
+ *                   (OG__FAULT_CLAIM_PAUSE_MS, why that value is there),
+ *                   then runs as usual. It holds open the window between a
+ *                   worker's validation and its claim, so a test consumes
+ *                   the grant in it and the worker's claim is claim.lost
+ *                   every time (tests/serve/payouts.c).
  *                   lib/store/store_int.h names them (OG__FAULT_*).
  */
 #include <stdlib.h>

@@ -10,10 +10,12 @@
  * call is one backend write (M27, M32, M33); the expiry loops as
  * retention does (S4). dispatch.h states S1, S4, S6 and S8.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/dispatch.h"
 #include "store/store_int.h"
@@ -179,6 +181,17 @@ static int claim_in(og_store *s, void *tx, const og__payout_claim_req *r,
     return 0;
 }
 
+/* The fault point payout_claim_pause: the claim waits before it begins,
+ * as a slow worker would between its validation and its claim. */
+static void claim_pause(void)
+{
+    struct timespec ts = {OG__FAULT_CLAIM_PAUSE_MS / 1000,
+                          (OG__FAULT_CLAIM_PAUSE_MS % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 /* S8: the claim, checked, then ONE transaction. */
 int og_payout_claim(og_store *s, const og_payout_claim_req *c,
                     og_payout_claim_result *out)
@@ -215,6 +228,10 @@ int og_payout_claim(og_store *s, const og_payout_claim_req *c,
     if ((rc = og__uuid_new(r.operation_id)) != 0)
         return rc;
     memset(&res, 0, sizeof res);
+    /* Before the transaction, so the pause holds no lock and reads nothing:
+     * whatever lands in it is what the claim's facts find. */
+    if (og__fault(OG__FAULT_CLAIM_PAUSE))
+        claim_pause();
     if ((rc = s->m->txn_begin(s->impl, OG__TXN_WRITE, &tx)) != 0)
         return rc;
     rc = claim_in(s, tx, &r, &res, &claimed);

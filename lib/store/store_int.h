@@ -490,6 +490,18 @@ int og__payout_plan_resolve(const og__payout_resolve_facts *f, og_op_status st,
  * stays — the worker must send nothing, the sweeper settles it. */
 #define OG__FAULT_CLAIM_ACK_LOST "payout_claim_ack_lost"
 #define OG__FAULT_START_ACK_LOST "payout_start_ack_lost"
+/* A claim that waits OG__FAULT_CLAIM_PAUSE_MS before its transaction
+ * begins (og_payout_claim), then runs as usual: the window between a
+ * worker's validation and its claim held open, so a test can consume the
+ * grant in it and the claim is LOST every time, not by a race. 1500 ms:
+ * room for a test polling the job's deliveries every 20 ms to see the job
+ * taken, let the worker's validation finish (a few reads; 600 ms allowed
+ * under sanitizers on a loaded machine) and consume the grant, with as
+ * much again to spare before the claim reads it; and far below the job
+ * lease (payouts.job_lease_ms, 60 s by default), so the job is not
+ * redelivered meanwhile. */
+#define OG__FAULT_CLAIM_PAUSE "payout_claim_pause"
+#define OG__FAULT_CLAIM_PAUSE_MS 1500
 
 /* ===========================================================================
  * Backends, and the method contract

@@ -129,6 +129,7 @@ void payout_failures_are_counted_on_metrics(void **state);
 void payout_backlog_lists_unknown_attempts_by_age(void **state);
 void payout_finance_is_503_retry_later_while_the_store_is_down(void **state);
 void payout_fence_rollback_is_counted_on_metrics(void **state);
+void payout_claim_lost_is_counted_on_metrics(void **state);
 void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state);
 
 /* execution.c */

@@ -221,6 +221,7 @@ int main(int argc, char **argv)
         T(payout_backlog_lists_unknown_attempts_by_age),
         T(payout_finance_is_503_retry_later_while_the_store_is_down),
         T(payout_fence_rollback_is_counted_on_metrics),
+        T(payout_claim_lost_is_counted_on_metrics),
         T(serve_runner_reconciles_a_lost_answer_to_paid_once),
         T(executed_operation_is_applied_once_with_the_operation_id_as_key),
         T(definite_refusal_is_failed_and_the_grant_stays_spent),

@@ -6,8 +6,9 @@
  * `oncegate payout-worker --config FILE` does the same as its own process.
  * The payout signals on /metrics: the store's gauges (reservations held,
  * grants not consumed) and the runner's counters made non-zero by the
- * failures they count (fault points payout_claim_ack_lost and
- * payout_start_ack_lost: skipped without -Dfault_injection=true); the
+ * failures they count (fault points payout_claim_ack_lost,
+ * payout_start_ack_lost and payout_claim_pause: skipped without
+ * -Dfault_injection=true); the
  * operators' backlog with Unknown attempts in it; finance's writes 503
  * while the store is down, on both engines.
  */
@@ -990,5 +991,183 @@ void payout_fence_rollback_is_counted_on_metrics(void **state)
     snprintf(series, sizeof series,
              "oncegate_payout_reserved_minor{tenant=\"T-%s\"}", tag);
     assert_true(payouts_metric(x.s, series) == 425000);
+    og_store_free(s);
+}
+
+/* The job's deliveries (how often a worker took it; -1: no such job), read
+ * behind the library's back on the test's own connection. */
+static int64_t payouts_job_deliveries(const site *st, const char *job_id)
+{
+    char sql[256];
+    int64_t n = -1;
+
+    snprintf(sql, sizeof sql,
+             "SELECT deliveries FROM payout_jobs WHERE job_id = '%s'", job_id);
+    if (g_pg) {
+        PGconn *c = PQconnectdb(st->direct_url);
+        PGresult *r;
+
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            fail_msg("%s: %s", sql, PQerrorMessage(c));
+        if (PQntuples(r) == 1)
+            n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        PQfinish(c);
+    } else {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *q = NULL;
+
+        assert_int_equal(sqlite3_open(st->direct_url + 7, &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, 10000);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+        if (sqlite3_step(q) == SQLITE_ROW)
+            n = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+    }
+    return n;
+}
+
+/* The payout_job line s logged for grant_id (a new reference), or NULL
+ * after timeout_ms. */
+static json_t *payouts_job_line(const srv *s, const char *grant_id,
+                                int timeout_ms)
+{
+    int64_t deadline = t_now_ms() + timeout_ms;
+
+    do {
+        char *log = t_slurp(s->log_path, NULL), *save = NULL;
+
+        for (char *line = log ? strtok_r(log, "\n", &save) : NULL; line;
+             line = strtok_r(NULL, "\n", &save)) {
+            json_t *j, *e, *g;
+
+            if (!strstr(line, grant_id) || !strstr(line, "payout_job"))
+                continue;
+            j = json_loads(line, 0, NULL);
+            e = json_object_get(j, "event");
+            g = json_object_get(j, "grant_id");
+            if (json_is_string(e) &&
+                strcmp(json_string_value(e), "payout_job") == 0 &&
+                json_is_string(g) &&
+                strcmp(json_string_value(g), grant_id) == 0) {
+                free(log);
+                return j;
+            }
+            json_decref(j);
+        }
+        free(log);
+        t_sleep_ms(50);
+    } while (t_now_ms() < deadline);
+    return NULL;
+}
+
+/* A claim lost (claim.lost), made deterministic by the fault point
+ * payout_claim_pause: the server's worker takes the job, validates, and its
+ * claim waits 1500 ms before it begins; in that window the test — a second
+ * claimant on its own store object — spends the payout grant with an
+ * ordinary admission of its row (another binding's attempt). The worker's
+ * claim finds the grant consumed by something that is not its binding's
+ * attempt: LOST, nothing sent, a security signal. (A second og_payout_claim
+ * of the same grant would be the same binding's attempt, and the later
+ * claim a duplicate.) Three rounds, each a claim.lost, never a
+ * grant.consumed: the consumption always lands after the validation. */
+void payout_claim_lost_is_counted_on_metrics(void **state)
+{
+    char id[64], tag[16], token[64], op[OG_UUID_LEN + 1];
+    og_store *s = NULL, *rival = NULL;
+    og_store_options o;
+    og_payout_decision d;
+    og_payout_grant_view g;
+    og_payout_view v;
+    og_admission adm;
+    json_t *j;
+    xenv x;
+    const int rounds = 3;
+
+    (void)state;
+    if (!OG_TEST_FAULT_INJECTION) {
+        fprintf(stderr, "skipped: needs the payout_claim_pause fault point "
+                        "(meson configure -Dfault_injection=true)\n");
+        skip();
+    }
+    xenv_prepare(&x, "payout-claim-lost", false, LOADED_STORE_TIMEOUT_MS, 0,
+                 true);
+    payouts_conf(&x, true);
+    srv_setenv(x.s, "OG_FAULT=payout_claim_pause");
+    assert_int_equal(srv_start(x.s), 0);
+    assert_true(log_wait_for(x.s, "\"event\":\"payouts_started\"", 10000));
+    og_store_options_default(&o);
+    assert_int_equal(og_store_open(x.st->direct_url, &o, &s), 0);
+    assert_int_equal(og_store_open(x.st->direct_url, &o, &rival), 0);
+
+    for (int i = 0; i < rounds; i++) {
+        int64_t deadline;
+
+        payouts_ids(tag, id, token);
+        d = payouts_seed(x.st, s, tag, id, token, "payout-worker");
+        /* the job taken: the worker validates and enters its claim */
+        deadline = t_now_ms() + 20000;
+        while (payouts_job_deliveries(x.st, d.job_id) < 1) {
+            if (t_now_ms() > deadline)
+                fail_msg("job %s not taken within 20 s", d.job_id);
+            t_sleep_ms(20);
+        }
+        /* the validation's reads done (600 ms: OG__FAULT_CLAIM_PAUSE_MS
+         * says why), the claim still waiting: the rival spends the grant */
+        t_sleep_ms(600);
+        {
+            og_grant gr = {OG_PAYOUT_ISSUER, d.grant_id,
+                           payouts_wall_us() + 30 * 60 * INT64_C(1000000),
+                           NULL, OG_FORM_ROW};
+            og_intent in;
+
+            uuid4(op);
+            in.operation_id = op;
+            in.caller_id = "gateway-2";
+            in.account_id = "ACC-2";
+            in.amount = "4250.00";
+            in.currency = "EUR";
+            memset(&adm, 0, sizeof adm);
+            assert_int_equal(og_admit(rival, &gr, &in, &adm), 0);
+            assert_int_equal(adm.outcome, OG_OUTCOME_ADMITTED);
+        }
+        payouts_metric_wait(x.s, "oncegate_payout_job_reasons_total{reason="
+                                 "\"claim.lost\"}", i + 1, 20000);
+        /* the grant is the rival's; the payout waits, nothing sent */
+        memset(&g, 0, sizeof g);
+        assert_int_equal(og_payout_grant_get(s, d.grant_id, &g), 1);
+        assert_string_equal(g.consumed_by_operation, op);
+        memset(&v, 0, sizeof v);
+        assert_int_equal(og_payout_get(s, id, &v), 1);
+        assert_int_equal(v.state, OG_PAYOUT_STATE_APPROVED);
+        /* the worker's line: the reason, no attempt, no send; the token
+         * never (the teardown scans every line for it) */
+        j = payouts_job_line(x.s, d.grant_id, 10000);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "reason")),
+                            "claim.lost");
+        assert_string_equal(json_string_value(json_object_get(j, "end")),
+                            "refused");
+        assert_string_equal(
+            json_string_value(json_object_get(j, "attempt_id")), "");
+        assert_int_equal(json_integer_value(json_object_get(j, "sends")), 0);
+        assert_true(json_is_true(json_object_get(j, "security_signal")));
+        assert_string_equal(
+            json_string_value(json_object_get(j, "decision_id")),
+            d.decision_id);
+        json_decref(j);
+    }
+    assert_true(payouts_metric(x.s, "oncegate_payout_job_reasons_total{reason="
+                                    "\"claim.lost\"}") == rounds);
+    assert_true(payouts_metric(x.s, "oncegate_payout_job_reasons_total{reason="
+                                    "\"grant.consumed\"}") == 0);
+    assert_true(payouts_metric(x.s, "oncegate_payout_jobs_total{end="
+                                    "\"refused\"}") == rounds);
+    assert_true(payouts_metric(x.s, "oncegate_payout_sends_total") == 0);
+    assert_sbx_stat(&x, "payout_requests", 0);
+    og_store_free(rival);
     og_store_free(s);
 }
