@@ -1,7 +1,7 @@
 /*
  * test_execute.c — the operation state machine's decisions
  * (lib/core/execute.c), one table per question, every invariant E2-E5,
- * RV1-RV7, SW1-SW4 (the payout sweeper) and RC1-RC8 (the payout
+ * RV1-RV8, SW1-SW4 (the payout sweeper) and RC1-RC8 (the payout
  * reconciler) by name; and what og_exec_drive
  * decides before any I/O (lib/exec/execute.c). Pure: no store, no
  * provider.
@@ -193,6 +193,40 @@ static void recovery_decides_from_the_lookup(void **state)
             assert_int_equal(d.status, cases[i].want);
             assert_non_null(d.reason);
             assert_int_not_equal(d.status, OG_OP_FAILED); /* RV3 */
+        }
+    }
+}
+
+/* RV8: MaySubmit refused recovery's resubmit. Only a closed window is
+ * "submit_window_passed"; before submit_by the refusal was the owner's
+ * lapsed lease (or a newer owner): nothing recorded, a later pass decides. */
+static void a_refused_resubmit_names_the_reason_that_is_true(void **state)
+{
+    static const struct {
+        const char *name;
+        int64_t submit_by;
+        og_exec_action action;
+    } cases[] = {
+        {"RV8 lease lapsed, submit_by an hour away: later", NOW + 3600 * SEC,
+         OG_EXEC_RETRY_LATER},
+        {"RV8 lease lapsed, submit_by a microsecond away: later", NOW + 1,
+         OG_EXEC_RETRY_LATER},
+        {"RV8 at submit_by: submit_window_passed", NOW, OG_EXEC_RECORD},
+        {"RV8 after submit_by: submit_window_passed", NOW - SEC,
+         OG_EXEC_RECORD},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og_operation op = op_in(OG_OP_ADMITTED, cases[i].submit_by);
+        og_exec_decision d;
+
+        print_message("%s\n", cases[i].name);
+        og_recovery_after_refusal(&op, NOW, &d);
+        assert_int_equal(d.action, cases[i].action);
+        if (d.action == OG_EXEC_RECORD) {
+            assert_int_equal(d.status, OG_OP_NEEDS_RECONCILIATION);
+            assert_string_equal(d.reason, "submit_window_passed");
         }
     }
 }
@@ -610,6 +644,7 @@ int main(void)
         cmocka_unit_test(create_answers_map_to_their_records),
         cmocka_unit_test(missing_answer_is_unknown),
         cmocka_unit_test(recovery_decides_from_the_lookup),
+        cmocka_unit_test(a_refused_resubmit_names_the_reason_that_is_true),
         cmocka_unit_test(
             recovery_never_records_failed_and_submits_only_when_safe),
         cmocka_unit_test(answers_and_names),
