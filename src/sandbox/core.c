@@ -973,15 +973,18 @@ static int match_parse(json_t *body, og_sbx_fault *out, og_sbx_problem *why)
     if (!json_is_object(m) || json_object_size(m) == 0)
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "match");
     json_object_foreach(m, key, v) {
-        char field[80];
+        /* Longer than why->field holds when key is: refuse() then cuts
+         * it on a character boundary (a cut here could split one). */
+        char field[sizeof why->field + 8];
         size_t i;
 
         (void)v;
         for (i = 0; allowed[i]; i++)
             if (strcmp(key, allowed[i]) == 0)
                 break;
-        if (!allowed[i]) { /* named, cut to fit like any field */
-            snprintf(field, sizeof field, "match.%s", key);
+        if (!allowed[i]) {
+            snprintf(field, sizeof field, "match.%.*s",
+                     (int)sizeof why->field, key);
             return refuse(why, OG_SBX_C_INVALID_REQUEST, field);
         }
     }

@@ -268,5 +268,24 @@ void invalid_aimed_faults_are_400_naming_the_match_member_and_arm_nothing(
         assert_int_equal(r.status, 200);
         hres_free(&r);
     }
+    /* An unknown member's long name is cut on a character boundary: the
+     * answer stays JSON ("é" is 2 bytes; the cut lands inside one). */
+    {
+        char name[2 * 60 + 1] = "", *field;
+
+        for (int i = 0; i < 60; i++)
+            strcat(name, "\xc3\xa9");
+        snprintf(body, sizeof body,
+                 "{\"fault\":\"error_500_after_effect\",\"match\":{\"xy%s\":"
+                 "\"k\"}}",
+                 name);
+        post_json(s, "/_control/faults", body, &r);
+        assert_error(&r, 400, "invalid_request");
+        field = (char *)jstr(r.json, "field");
+        assert_non_null(field);
+        assert_true(strncmp(field, "match.xy\xc3\xa9", 10) == 0);
+        assert_true(strlen(field) < 80);
+        hres_free(&r);
+    }
     assert_int_equal(n_armed(s), 3);
 }
