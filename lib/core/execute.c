@@ -60,6 +60,9 @@
  *       owner (a takeover) -> nothing recorded: the operation is still
  *       recoverable, and the next pass takes it over and decides by
  *       RV1-RV7 (an owner past its lease has no business parking it).
+ *       Bounded: once recovery's clock too is past submit_by, RV4 records
+ *       "not_found_after_submit_by" at the lookup (a store clock ahead of
+ *       recovery's only delays that by the difference).
  *
  * A payout attempt (docs/payouts.md) follows the same protocol with one more
  * step, Started, written by og_op_start before its first send:
