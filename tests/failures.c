@@ -643,13 +643,18 @@ static int f_pg_cluster(const char *verb)
 
 /* PostgreSQL stopped under an open store: admissions are unavailable, a new
  * store cannot be opened, and after the restart the same operation is
- * admitted — nothing was admitted meanwhile. SQLite has no server to stop;
- * its equivalent is the locked store in the failures group. */
+ * admitted — nothing was admitted meanwhile. An admission acknowledged
+ * before the stop survives it: after the restart its grant is refused to a
+ * different operation, and a retry of the same operation gets its status
+ * (ALREADY_ADMITTED, its record as acknowledged), through the reconnected
+ * store and through one opened after the restart. SQLite has no server to
+ * stop; its equivalent is the locked store in the failures group. */
 static void stopped_postgres_is_unavailable(void **state)
 {
-    og_store *s, *s2 = NULL;
-    t_case c;
-    og_admission a;
+    og_store *s, *s2 = NULL, *fresh;
+    t_case c, acked;
+    og_admission a, ack;
+    og_store *after[2];
 
     if (t_kind != T_POSTGRES) {
         skip();
@@ -661,11 +666,10 @@ static void stopped_postgres_is_unavailable(void **state)
     }
     t_case_new(&c);
     s = t_store(2, 2000);
-    {
-        t_case warm;
-        t_case_new(&warm);
-        assert_int_equal(og_admit(s, &warm.g, &warm.in, &a), 0);
-    }
+    /* Acknowledged before the stop (and it warms the connections). */
+    t_case_new(&acked);
+    assert_int_equal(og_admit(s, &acked.g, &acked.in, &ack), 0);
+    assert_int_equal(ack.outcome, OG_OUTCOME_ADMITTED);
     assert_int_equal(f_pg_cluster("pause"), 0);
     assert_int_equal(og_admit(s, &c.g, &c.in, &a), OG_ESTORE_UNAVAILABLE);
     assert_int_equal(og_admit(s, &c.g, &c.in, &a), OG_ESTORE_UNAVAILABLE);
@@ -674,6 +678,29 @@ static void stopped_postgres_is_unavailable(void **state)
     /* Broken connections were dropped; the pool reconnects. */
     assert_int_equal(og_admit(s, &c.g, &c.in, &a), 0);
     assert_int_equal(a.outcome, OG_OUTCOME_ADMITTED);
+
+    /* The acknowledged admission was not lost in the restart. */
+    fresh = t_store(1, 2000);
+    after[0] = s;
+    after[1] = fresh;
+    for (int i = 0; i < 2; i++) {
+        og_intent other = acked.in;
+        char op[OG_UUID_LEN + 1];
+
+        t_uuid(op);
+        other.operation_id = op;
+        assert_int_equal(og_admit(after[i], &acked.g, &other, &a), 0);
+        assert_int_equal(a.outcome, OG_OUTCOME_REFUSED);
+        assert_int_equal(a.refusal, OG_REFUSAL_GRANT_SPENT);
+        assert_int_equal(og_admit(after[i], &acked.g, &acked.in, &a), 0);
+        assert_int_equal(a.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+        assert_string_equal(a.operation.operation_id,
+                            ack.operation.operation_id);
+        assert_int_equal(a.operation.status, ack.operation.status);
+        assert_int_equal(a.operation.created_at_us,
+                         ack.operation.created_at_us);
+    }
+    og_store_free(fresh);
     og_store_free(s);
 }
 

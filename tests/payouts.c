@@ -355,6 +355,8 @@ const struct CMUnitTest t_payout_tests[] = {
     cmocka_unit_test(bad_payout_input_gets_the_cores_error_and_writes_nothing),
     cmocka_unit_test(
         allowed_decision_writes_decision_grant_reservation_approval_and_job_in_one_transaction),
+    cmocka_unit_test(
+        allowed_decision_failing_at_any_step_of_its_transaction_writes_nothing),
     cmocka_unit_test(non_allowed_decision_is_written_alone_and_issues_nothing),
     cmocka_unit_test(decision_is_never_rewritten),
     cmocka_unit_test(decision_read_returns_what_the_decision_captured),

@@ -159,6 +159,8 @@ int64_t p_takeover(og_store *s, const char *op, int64_t v);
  * ========================================================================= */
 
 /* payouts_decide.c */
+void allowed_decision_failing_at_any_step_of_its_transaction_writes_nothing(
+    void **state);
 void allowed_decision_writes_decision_grant_reservation_approval_and_job_in_one_transaction(
     void **state);
 void non_allowed_decision_is_written_alone_and_issues_nothing(void **state);

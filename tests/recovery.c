@@ -11,6 +11,10 @@
  *   - without atomic same-key handling recovery never sends a create: it
  *     marks NeedsReconciliation, never Failed;
  *   - after submit_by nothing is sent: NeedsReconciliation;
+ *   - a recoverer paused past its own lease between its lookup and its
+ *     resubmit sends nothing and records nothing (RV8): no false
+ *     "submit_window_passed" while submit_by is an hour away; the next
+ *     pass takes the operation over and finishes it with one create;
  *   - recovery is the credits' only: a payout attempt (schema 7) whose
  *     lease lapsed, Admitted, Started or Unknown, is never taken over,
  *     looked up or resent by it.
@@ -18,6 +22,7 @@
  * sleeping.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +245,74 @@ static void after_submit_by_recovery_never_creates(void **st)
     r_env_stop(&e);
 }
 
+/* One recovery pass in a thread (the recoverer the test pauses). */
+typedef struct r_pass {
+    r_env *e;
+    og_recovery_stats st;
+    int rc;
+} r_pass;
+
+static void *r_pass_main(void *arg)
+{
+    r_pass *rp = arg;
+
+    rp->rc = og_recover_once(rp->e->s, rp->e->p, rp->e->t, 10 * SEC, 1000,
+                             &rp->st);
+    return NULL;
+}
+
+static void a_recoverer_paused_past_its_lease_records_no_false_reason(
+    void **st)
+{
+    r_env e;
+    r_pass rp;
+    og_recovery_stats sum;
+    og_operation op, now;
+    pthread_t th;
+    t_case c;
+    int waited;
+
+    (void)st;
+    r_env_start(&e, true);
+    op = r_admit(e.s, &c); /* the handler died: no call was made */
+    r_set_time(op.operation_id, "lease_until", -1);
+    /* The provider answers nothing while stopped: the pass takes the
+     * operation over and then hangs in its lookup, as a paused recoverer
+     * would. */
+    assert_int_equal(kill(e.sb.pid, SIGSTOP), 0);
+    memset(&rp, 0, sizeof rp);
+    rp.e = &e;
+    assert_int_equal(pthread_create(&th, NULL, r_pass_main, &rp), 0);
+    for (waited = 0; waited < 5000; waited += 20) {
+        assert_int_equal(og_operation_get(e.s, op.operation_id, &now), 1);
+        if (now.owner_version == 2)
+            break;
+        usleep(20000);
+    }
+    assert_int_equal(now.owner_version, 2);
+    /* Its lease lapses during the pause; submit_by is an hour away. */
+    r_set_time(op.operation_id, "lease_until", -1);
+    assert_int_equal(kill(e.sb.pid, SIGCONT), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(rp.rc, 0);
+    assert_int_equal(rp.st.taken, 1);
+    assert_int_equal(rp.st.reconcile, 0);
+    assert_int_equal(rp.st.later, 1);
+    assert_int_equal(rp.st.resubmitted, 0);
+    assert_int_equal(og_operation_get(e.s, op.operation_id, &now), 1);
+    assert_int_equal(now.status, OG_OP_ADMITTED); /* not parked */
+    assert_int_equal(now.owner_version, 2);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 0);
+
+    /* The next pass owns it and finishes it with one create. */
+    now = r_recover(e.s, e.p, e.t, op.operation_id, &sum);
+    assert_int_equal(now.status, OG_OP_SUCCEEDED);
+    assert_int_equal(now.owner_version, 3);
+    assert_int_equal(t_sbx_stat(&e.sb, "credits_created"), 1);
+    assert_int_equal(t_sbx_stat(&e.sb, "create_requests"), 1);
+    r_env_stop(&e);
+}
+
 /* A payout attempt's snapshot: what recovery must leave exactly as it is. */
 typedef struct r_untouched {
     og_operation op;
@@ -326,6 +399,7 @@ const struct CMUnitTest t_recovery_tests[] = {
     cmocka_unit_test(crash_right_after_admission_is_resubmitted_once),
     cmocka_unit_test(without_atomic_same_key_recovery_never_creates),
     cmocka_unit_test(after_submit_by_recovery_never_creates),
+    cmocka_unit_test(a_recoverer_paused_past_its_lease_records_no_false_reason),
     cmocka_unit_test(recovery_never_touches_payout_operations),
 };
 const size_t t_recovery_tests_count =

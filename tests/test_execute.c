@@ -1,7 +1,7 @@
 /*
  * test_execute.c — the operation state machine's decisions
  * (lib/core/execute.c), one table per question, every invariant E2-E5,
- * RV1-RV7, SW1-SW4 (the payout sweeper) and RC1-RC8 (the payout
+ * RV1-RV8, SW1-SW4 (the payout sweeper) and RC1-RC8 (the payout
  * reconciler) by name; and what og_exec_drive
  * decides before any I/O (lib/exec/execute.c). Pure: no store, no
  * provider.
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -193,6 +194,40 @@ static void recovery_decides_from_the_lookup(void **state)
             assert_int_equal(d.status, cases[i].want);
             assert_non_null(d.reason);
             assert_int_not_equal(d.status, OG_OP_FAILED); /* RV3 */
+        }
+    }
+}
+
+/* RV8: MaySubmit refused recovery's resubmit. Only a closed window is
+ * "submit_window_passed"; before submit_by the refusal was the owner's
+ * lapsed lease (or a newer owner): nothing recorded, a later pass decides. */
+static void a_refused_resubmit_names_the_reason_that_is_true(void **state)
+{
+    static const struct {
+        const char *name;
+        int64_t submit_by;
+        og_exec_action action;
+    } cases[] = {
+        {"RV8 lease lapsed, submit_by an hour away: later", NOW + 3600 * SEC,
+         OG_EXEC_RETRY_LATER},
+        {"RV8 lease lapsed, submit_by a microsecond away: later", NOW + 1,
+         OG_EXEC_RETRY_LATER},
+        {"RV8 at submit_by: submit_window_passed", NOW, OG_EXEC_RECORD},
+        {"RV8 after submit_by: submit_window_passed", NOW - SEC,
+         OG_EXEC_RECORD},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        og_operation op = op_in(OG_OP_ADMITTED, cases[i].submit_by);
+        og_exec_decision d;
+
+        print_message("%s\n", cases[i].name);
+        og_recovery_after_refusal(&op, NOW, &d);
+        assert_int_equal(d.action, cases[i].action);
+        if (d.action == OG_EXEC_RECORD) {
+            assert_int_equal(d.status, OG_OP_NEEDS_RECONCILIATION);
+            assert_string_equal(d.reason, "submit_window_passed");
         }
     }
 }
@@ -604,12 +639,98 @@ static void drive_ends_and_refusals_before_io(void **state)
     assert_int_equal(og_exec_admit(NULL, p, &aq, &ares), OG_EINVAL);
 }
 
+/* Every NeedsReconciliation reason the decisions can record is listed, as
+ * `reason`, in docs/reconciliation.md (with its meaning and the
+ * operator's next step): driven over every input grid above, credits
+ * (RV1-RV8) and payout attempts (RC1-RC8), so a new reason cannot ship
+ * without its row. */
+static void every_needs_reconciliation_reason_is_documented(void **state)
+{
+    const char *root = getenv("OG_TEST_SOURCE_ROOT");
+    const og_op_status sts[] = {OG_OP_ADMITTED, OG_OP_UNKNOWN};
+    const int lrcs[] = {1, 0, OG_EINVAL, OG_EPROVIDER_UNAVAILABLE};
+    const og_outcome_class clss[] = {OG_CLASS_UNKNOWN, OG_CLASS_SUCCEEDED,
+                                     OG_CLASS_FAILED, OG_CLASS_TRANSIENT};
+    const char *const reasons[] = {"found", "returned", "pending",
+                                   "terms_mismatch", "not_found", NULL};
+    const int64_t times[] = {NOW - SEC, NOW, NOW + SEC, CUT, ESC, ESC + SEC};
+    const char *seen[32];
+    size_t n_seen = 0;
+    char path[4200], want[96];
+    char *doc;
+
+    (void)state;
+    assert_non_null(root);
+    snprintf(path, sizeof path, "%s/docs/reconciliation.md", root);
+    doc = t_slurp(path, NULL);
+    assert_non_null(doc);
+#define SEEN(r)                                                                \
+    do {                                                                       \
+        size_t k_ = 0;                                                         \
+        while (k_ < n_seen && strcmp(seen[k_], (r)) != 0)                      \
+            k_++;                                                              \
+        if (k_ == n_seen && n_seen < 32)                                       \
+            seen[n_seen++] = (r);                                              \
+    } while (0)
+    for (size_t a = 0; a < 2; a++)
+        for (int atomic = 0; atomic < 2; atomic++)
+            for (unsigned lk = 0; lk < 2; lk++)
+                for (size_t l = 0; l < 4; l++)
+                    for (size_t c = 0; c < 4; c++)
+                        for (size_t t = 0; t < 6; t++) {
+                            og_operation op = op_in(sts[a], times[t]);
+                            og_provider_properties p = props(
+                                atomic, lk ? OG_PROVIDER_LOOKUP_REFERENCE : 0);
+                            og_provider_outcome lo =
+                                outcome(clss[c], "found", "cr_1", -1);
+                            og_exec_decision d;
+
+                            og_recovery_after_lookup(&op, &p, lrcs[l], &lo,
+                                                     NOW, &d);
+                            if (d.action == OG_EXEC_RECORD &&
+                                d.status == OG_OP_NEEDS_RECONCILIATION)
+                                SEEN(d.reason);
+                            og_recovery_after_refusal(&op, NOW, &d);
+                            if (d.action == OG_EXEC_RECORD &&
+                                d.status == OG_OP_NEEDS_RECONCILIATION)
+                                SEEN(d.reason);
+                        }
+    for (size_t l = 0; l < 4; l++)
+        for (size_t c = 0; c < 4; c++)
+            for (size_t r = 0; r < 6; r++)
+                for (int fin = 0; fin < 2; fin++)
+                    for (size_t t = 0; t < 6; t++) {
+                        og_payout_lookup_facts f = {
+                            lrcs[l], clss[c], reasons[r], fin == 1, times[t],
+                            CUT, ESC, 0};
+                        og_payout_lookup_decision d;
+
+                        og_payout_after_lookup(&f, &d);
+                        if (d.action == OG_PAYOUT_LOOKUP_RECORD &&
+                            d.status == OG_OP_NEEDS_RECONCILIATION)
+                            SEEN(d.reason);
+                    }
+#undef SEEN
+    /* the six this version records; a new one adds its row */
+    assert_int_equal(n_seen, 6);
+    for (size_t k = 0; k < n_seen; k++) {
+        snprintf(want, sizeof want, "| `%s` |", seen[k]);
+        print_message("%s\n", seen[k]);
+        if (!strstr(doc, want))
+            fail_msg("docs/reconciliation.md has no row for \"%s\"",
+                     seen[k]);
+    }
+    free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(create_answers_map_to_their_records),
         cmocka_unit_test(missing_answer_is_unknown),
         cmocka_unit_test(recovery_decides_from_the_lookup),
+        cmocka_unit_test(a_refused_resubmit_names_the_reason_that_is_true),
+        cmocka_unit_test(every_needs_reconciliation_reason_is_documented),
         cmocka_unit_test(
             recovery_never_records_failed_and_submits_only_when_safe),
         cmocka_unit_test(answers_and_names),

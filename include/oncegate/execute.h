@@ -59,6 +59,14 @@ void og_recovery_after_lookup(const og_operation *op,
                               const og_provider_outcome *lo, int64_t now_us,
                               og_exec_decision *d);
 
+/* Recovery, after MaySubmit refused its resubmit of op: record
+ * NeedsReconciliation "submit_window_passed" when now_us (the clock
+ * og_recovery_after_lookup read) is at or after submit_by; otherwise
+ * retry_later, nothing recorded — the refusal was this owner's lapsed
+ * lease or a newer owner, and the next pass decides (RV8). */
+void og_recovery_after_refusal(const og_operation *op, int64_t now_us,
+                               og_exec_decision *d);
+
 /* The payout sweeper, after it took over (og_op_takeover) a payout attempt
  * whose lease lapsed: what to record (docs/payouts.md P2, P3; SW1-SW4 in
  * lib/core/execute.c). op is the record the takeover returned.

@@ -53,6 +53,16 @@
  *   RV7 Succeeded and Failed are terminal and NeedsReconciliation waits for
  *       an operator; none of them is ever decided on here (the store's
  *       conditional writes refuse them anyway).
+ *   RV8 A resubmit that MaySubmit refused names the reason that is true:
+ *       at or after submit_by -> NeedsReconciliation
+ *       "submit_window_passed" (E1: no create may be sent any more);
+ *       before it, the refusal is this owner's lease lapsing or a newer
+ *       owner (a takeover) -> nothing recorded: the operation is still
+ *       recoverable, and the next pass takes it over and decides by
+ *       RV1-RV7 (an owner past its lease has no business parking it).
+ *       Bounded: once recovery's clock too is past submit_by, RV4 records
+ *       "not_found_after_submit_by" at the lookup (a store clock ahead of
+ *       recovery's only delays that by the difference).
  *
  * A payout attempt (docs/payouts.md) follows the same protocol with one more
  * step, Started, written by og_op_start before its first send:
@@ -228,6 +238,16 @@ void og_recovery_after_lookup(const og_operation *op,
            p->atomic_same_key ? "not_found_after_submit_by"
                               : "not_found_no_atomic_same_key",
            NULL);
+}
+
+void og_recovery_after_refusal(const og_operation *op, int64_t now_us,
+                               og_exec_decision *d)
+{
+    if (op && now_us >= op->submit_by_us) { /* RV8: the window is shut */
+        record(d, OG_OP_NEEDS_RECONCILIATION, "submit_window_passed", NULL);
+        return;
+    }
+    retry_later(d, 0); /* RV8: the lease lapsed or the owner changed */
 }
 
 void og_payout_after_takeover(const og_operation *op, og_exec_decision *d)

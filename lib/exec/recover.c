@@ -1,6 +1,6 @@
 /*
  * recover.c — one recovery pass: the I/O around the pure decisions of
- * lib/core/execute.c (RV1-RV7). Store calls are the ownership protocol
+ * lib/core/execute.c (RV1-RV8). Store calls are the ownership protocol
  * (oncegate.h, "Execution"); provider calls go through the client
  * (lib/provider/client.c). This file logs nothing: it returns counts, and
  * the caller (oncegate recover, serve's loop) logs identifiers.
@@ -92,11 +92,14 @@ static void resubmit(og_store *s, og_provider *p, const og_operation *op,
         st->resubmitted++;
     switch (run.end) {
     case OG_EXEC_END_MAY_SUBMIT_REFUSED:
-        /* Past submit_by or lost ownership: never send (E1); the
-         * operation waits for an operator. */
-        d = (og_exec_decision){OG_EXEC_RECORD, OG_OP_NEEDS_RECONCILIATION,
-                               "submit_window_passed", NULL, 0};
-        record(s, op, &d, st);
+        /* Nothing was sent (E1). Past submit_by the operation waits for
+         * an operator; before it, only this owner's lease lapsed (or a
+         * newer owner took it): the next pass takes it over (RV8). */
+        og_recovery_after_refusal(op, wall_us(), &d);
+        if (d.action == OG_EXEC_RECORD)
+            record(s, op, &d, st);
+        else
+            st->later++;
         break;
     case OG_EXEC_END_MAY_SUBMIT_FAILED:
     case OG_EXEC_END_NOT_SENT:       /* nothing was sent */

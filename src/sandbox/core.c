@@ -935,15 +935,81 @@ static int member_int(json_t *body, const char *name, int64_t lo, int64_t hi,
     return 0;
 }
 
+/* One member of "match": a string of 1..max bytes, every byte in lo..hi,
+ * into out (max + 1 bytes); refused naming "match.<name>". */
+static int match_str(json_t *m, const char *name, size_t max, unsigned char lo,
+                     char *out, og_sbx_problem *why)
+{
+    json_t *v = json_object_get(m, name);
+    char field[32];
+    size_t n;
+
+    if (!v)
+        return 0;
+    n = json_is_string(v) ? json_string_length(v) : 0;
+    if (n == 0 || n > max || strlen(json_string_value(v)) != n ||
+        !bytes_in(json_string_value(v), n, lo, 0x7e)) {
+        snprintf(field, sizeof field, "match.%s", name);
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, field);
+    }
+    memcpy(out, json_string_value(v), n + 1);
+    return 0;
+}
+
+/* The optional "match" of an aimed fault. Its values follow the rules of
+ * the request members they are compared with (an Idempotency-Key, a
+ * reference, an account), so a fault that no valid request could match is
+ * refused as the mistake it is, instead of staying armed for ever. */
+static int match_parse(json_t *body, og_sbx_fault *out, og_sbx_problem *why)
+{
+    static const char *const allowed[] = {"idempotency_key", "reference",
+                                          "account", NULL};
+    json_t *m = json_object_get(body, "match");
+    const char *key;
+    json_t *v;
+
+    if (!m)
+        return 0;
+    if (!json_is_object(m) || json_object_size(m) == 0)
+        return refuse(why, OG_SBX_C_INVALID_REQUEST, "match");
+    json_object_foreach(m, key, v) {
+        /* Longer than why->field holds when key is: refuse() then cuts
+         * it on a character boundary (a cut here could split one). */
+        char field[sizeof why->field + 8];
+        size_t i;
+
+        (void)v;
+        for (i = 0; allowed[i]; i++)
+            if (strcmp(key, allowed[i]) == 0)
+                break;
+        if (!allowed[i]) {
+            snprintf(field, sizeof field, "match.%.*s",
+                     (int)sizeof why->field, key);
+            return refuse(why, OG_SBX_C_INVALID_REQUEST, field);
+        }
+    }
+    if (match_str(m, "idempotency_key", OG_SBX_KEY_MAX, 0x21,
+                  out->match.key, why) != 0 ||
+        match_str(m, "reference", OG_SBX_REFERENCE_MAX, 0x20,
+                  out->match.reference, why) != 0 ||
+        match_str(m, "account", OG_SBX_TARGET_MAX, 0x21, out->match.account,
+                  why) != 0)
+        return -1;
+    out->aimed = true;
+    return 0;
+}
+
 int og_sbx_fault_parse(json_t *body, og_sbx_fault *out, og_sbx_problem *why)
 {
-    static const char *const allowed[] = {"fault", "count", "ms", NULL};
+    static const char *const allowed[] = {"fault", "count", "ms", "match",
+                                          NULL};
     const char *name;
     int64_t count = 1, ms = -1;
     size_t k;
 
     if (!json_is_object(body))
         return refuse(why, OG_SBX_C_INVALID_JSON, NULL);
+    memset(out, 0, sizeof *out);
     if (members_only(body, allowed, why) != 0 ||
         member_str(body, "fault", 64, &name, why) != 0 ||
         member_int(body, "count", 1, OG_SBX_FAULT_COUNT_MAX, &count, why) ||
@@ -958,6 +1024,8 @@ int og_sbx_fault_parse(json_t *body, og_sbx_fault *out, og_sbx_problem *why)
      * mistake in the test that armed it: refuse rather than guess. */
     if (fault_table[k].delay != (ms >= 0))
         return refuse(why, OG_SBX_C_INVALID_REQUEST, "ms");
+    if (match_parse(body, out, why) != 0)
+        return -1;
     out->kind = (og_sbx_fault_kind)k;
     out->count = (int)count;
     out->ms = ms < 0 ? 0 : ms;
@@ -968,23 +1036,46 @@ int og_sbx_faults_arm(og_sbx_faults *q, const og_sbx_fault *f)
 {
     if (q->n == OG_SBX_FAULTS_MAX)
         return -1;
-    q->q[(q->head + q->n) % OG_SBX_FAULTS_MAX] = *f;
-    q->n++;
+    q->q[q->n++] = *f;
     return 0;
 }
 
-og_sbx_fault og_sbx_faults_take(og_sbx_faults *q)
+/* 1 when want names nothing or exactly have. */
+static bool match_one(const char *want, const char *have)
 {
-    og_sbx_fault one = {OG_SBX_FAULT_NONE, 0, 0};
-    og_sbx_fault *h;
+    return !want[0] || (have && strcmp(want, have) == 0);
+}
 
-    if (q->n == 0)
+static bool fault_matches(const og_sbx_fault *f, const og_sbx_fault_subject *s)
+{
+    return match_one(f->match.key, s ? s->key : NULL) &&
+           match_one(f->match.reference, s ? s->reference : NULL) &&
+           match_one(f->match.account, s ? s->account : NULL);
+}
+
+og_sbx_fault og_sbx_faults_take(og_sbx_faults *q,
+                                const og_sbx_fault_subject *subject)
+{
+    og_sbx_fault one;
+    size_t i, pick = q->n;
+
+    memset(&one, 0, sizeof one);
+    one.kind = OG_SBX_FAULT_NONE;
+    /* An aimed fault the request matches wins over the unaimed head: it
+     * was armed for this request, and the head can fire on any other. */
+    for (i = 0; i < q->n && pick == q->n; i++)
+        if (q->q[i].aimed && fault_matches(&q->q[i], subject))
+            pick = i;
+    for (i = 0; i < q->n && pick == q->n; i++)
+        if (!q->q[i].aimed)
+            pick = i;
+    if (pick == q->n)
         return one;
-    h = &q->q[q->head];
-    one = *h;
+    one = q->q[pick];
     one.count = 1;
-    if (--h->count == 0) {
-        q->head = (q->head + 1) % OG_SBX_FAULTS_MAX;
+    if (--q->q[pick].count == 0) {
+        memmove(&q->q[pick], &q->q[pick + 1],
+                (q->n - pick - 1) * sizeof q->q[0]);
         q->n--;
     }
     return one;
@@ -992,8 +1083,26 @@ og_sbx_fault og_sbx_faults_take(og_sbx_faults *q)
 
 void og_sbx_faults_clear(og_sbx_faults *q)
 {
-    q->head = 0;
     q->n = 0;
+}
+
+/* {"idempotency_key"?, "reference"?, "account"?} of an aimed fault. */
+static json_t *match_json(const og_sbx_fault_match *m)
+{
+    json_t *o = json_object();
+
+    if (o && ((m->key[0] && json_object_set_new(o, "idempotency_key",
+                                                json_string(m->key)) != 0) ||
+              (m->reference[0] &&
+               json_object_set_new(o, "reference",
+                                   json_string(m->reference)) != 0) ||
+              (m->account[0] && json_object_set_new(
+                                    o, "account", json_string(m->account)) !=
+                                    0))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *og_sbx_faults_json(const og_sbx_faults *q)
@@ -1003,12 +1112,17 @@ json_t *og_sbx_faults_json(const og_sbx_faults *q)
     if (!a)
         return NULL;
     for (size_t i = 0; i < q->n; i++) {
-        const og_sbx_fault *f = &q->q[(q->head + i) % OG_SBX_FAULTS_MAX];
+        const og_sbx_fault *f = &q->q[i];
         json_t *o = json_pack("{s:s, s:i}", "fault", og_sbx_fault_name(f->kind),
                               "count", f->count);
 
         if (o && fault_table[f->kind].delay &&
             json_object_set_new(o, "ms", json_integer(f->ms)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (o && f->aimed &&
+            json_object_set_new(o, "match", match_json(&f->match)) != 0) {
             json_decref(o);
             o = NULL;
         }

@@ -96,13 +96,15 @@ static void log_decision(og_sbx_req *r, const og_sbx_resource *res,
     og_sbx_log_str(r, "outcome", w);
 }
 
-/* One firing of the armed faults (NONE when nothing is armed). */
-static og_sbx_fault fault_take(og_sbx_srv *srv)
+/* One firing of the armed faults for a request offering subject (NULL:
+ * nothing an aimed fault can name); NONE when none fires. */
+static og_sbx_fault fault_take(og_sbx_srv *srv,
+                               const og_sbx_fault_subject *subject)
 {
     og_sbx_fault f;
 
     pthread_mutex_lock(&srv->faults_mu);
-    f = og_sbx_faults_take(&srv->faults);
+    f = og_sbx_faults_take(&srv->faults, subject);
     pthread_mutex_unlock(&srv->faults_mu);
     return f;
 }
@@ -201,14 +203,23 @@ static void h_create(og_sbx_req *r)
     og_sbx_srv *srv = r->srv;
     og_sbx_params req;
     og_sbx_result res;
+    og_sbx_fault_subject subject;
     og_sbx_fault f;
     int rc;
 
     if (create_read(r, rs, &req) != 0)
         return;
-    f = fault_take(srv);
-    if (f.kind != OG_SBX_FAULT_NONE)
+    /* A payout's destination is a secret: no fault names it (a payout is
+     * aimed at by its key or reference). */
+    subject.key = r->idem_key;
+    subject.reference = req.reference;
+    subject.account = rs->kind == OG_SBX_CREDIT ? req.target : NULL;
+    f = fault_take(srv, &subject);
+    if (f.kind != OG_SBX_FAULT_NONE) {
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
+        if (f.aimed)
+            og_sbx_log_int(r, "fault_aimed", 1);
+    }
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
         if ((rc = og_sbx_store_count_request(srv->store, rs->c_requests)) !=
             0)
@@ -309,7 +320,7 @@ static void h_token(og_sbx_req *r)
         json_decref(form);
         return;
     }
-    f = fault_take(srv);
+    f = fault_take(srv, NULL); /* an exchange names nothing to aim at */
     if (f.kind != OG_SBX_FAULT_NONE)
         og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     if (f.kind == OG_SBX_FAULT_ERROR_500_BEFORE_EFFECT) {
@@ -446,6 +457,7 @@ static void h_faults_arm(og_sbx_req *r)
     }
     og_sbx_log_str(r, "fault", og_sbx_fault_name(f.kind));
     og_sbx_log_int(r, "count", f.count);
+    og_sbx_log_int(r, "aimed", f.aimed);
     answer_ok(r, body);
 }
 

@@ -397,8 +397,12 @@ json_t *og_sbx_token_json(const char *access_token, const char *refresh_token);
 json_t *og_sbx_oauth_error_json(og_sbx_code c, const char *field);
 
 /* ===========================================================================
- * Faults (core.c, pure): a FIFO of armed entries; each create request
- * takes one firing from the head entry. The caller serializes access.
+ * Faults (core.c, pure): armed entries in arming order. An entry is
+ * unaimed (the FIFO: any create or exchange takes a firing from the first
+ * unaimed entry) or aimed (a match naming an idempotency key, a reference
+ * and/or a credit's account: only a request matching every named member
+ * takes its firing). A request takes the first aimed entry it matches,
+ * else the first unaimed one. The caller serializes access.
  * ========================================================================= */
 #define OG_SBX_FAULT_MAP(X)                                                    \
     X(DROP_RESPONSE_AFTER_EFFECT, "drop_response_after_effect", false)         \
@@ -415,32 +419,57 @@ typedef enum og_sbx_fault_kind {
 #undef OG__SBX_FAULT_ENUM
 } og_sbx_fault_kind;
 
+/* What an aimed fault names; "" members name nothing. At least one
+ * member is set on an aimed fault. */
+typedef struct og_sbx_fault_match {
+    char key[OG_SBX_KEY_MAX + 1];
+    char reference[OG_SBX_REFERENCE_MAX + 1];
+    char account[OG_SBX_TARGET_MAX + 1];
+} og_sbx_fault_match;
+
 typedef struct og_sbx_fault {
     og_sbx_fault_kind kind;
     int count;          /* firings left */
     int64_t ms;         /* delay faults only */
+    bool aimed;         /* match applies */
+    og_sbx_fault_match match;
 } og_sbx_fault;
 
 typedef struct og_sbx_faults {
-    og_sbx_fault q[OG_SBX_FAULTS_MAX];
-    size_t head, n;
+    og_sbx_fault q[OG_SBX_FAULTS_MAX]; /* q[0] armed first */
+    size_t n;
 } og_sbx_faults;
+
+/* What a request offers to aimed faults: its validated key, reference
+ * and account (NULL: the request has none — a payout has no account, a
+ * token exchange none of the three, so only unaimed faults reach it). */
+typedef struct og_sbx_fault_subject {
+    const char *key, *reference, *account;
+} og_sbx_fault_subject;
 
 /* The fault's name ("delay_after_effect"); "none" for NONE. */
 const char *og_sbx_fault_name(og_sbx_fault_kind k);
 
-/* Reads {"fault", "count"?, "ms"?} (body borrowed). 0 and *out, or -1
- * and *why. count defaults to 1 (1..1000); ms is required by the delay
- * faults (0..60000) and refused by the others. */
+/* Reads {"fault", "count"?, "ms"?, "match"?} (body borrowed). 0 and
+ * *out, or -1 and *why. count defaults to 1 (1..1000); ms is required by
+ * the delay faults (0..60000) and refused by the others; match is an
+ * object of one or more of "idempotency_key" (1..255 visible ASCII),
+ * "reference" (1..128 printable ASCII) and "account" (1..128 visible
+ * ASCII) — any other member, type or size is refused naming
+ * "match.<member>" (or "match"). */
 int og_sbx_fault_parse(json_t *body, og_sbx_fault *out, og_sbx_problem *why);
 
 /* Appends f. 0, or -1 when OG_SBX_FAULTS_MAX entries are armed. */
 int og_sbx_faults_arm(og_sbx_faults *q, const og_sbx_fault *f);
-/* One firing of the head entry (kind NONE when nothing is armed); an
- * entry leaves the queue after its last firing. */
-og_sbx_fault og_sbx_faults_take(og_sbx_faults *q);
+/* One firing for a request: of the first aimed entry that subject
+ * matches, else of the first unaimed entry; kind NONE when there is
+ * neither. An entry leaves the queue after its last firing; aimed entries
+ * that do not match stay as they were. */
+og_sbx_fault og_sbx_faults_take(og_sbx_faults *q,
+                                const og_sbx_fault_subject *subject);
 void og_sbx_faults_clear(og_sbx_faults *q);
-/* [{"fault","count","ms"?}, …] in firing order. New reference or NULL. */
+/* [{"fault","count","ms"?,"match"?}, …] in arming order. New reference
+ * or NULL. */
 json_t *og_sbx_faults_json(const og_sbx_faults *q);
 
 /* ===========================================================================

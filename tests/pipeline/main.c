@@ -19,7 +19,8 @@ static const struct CMUnitTest tests[] = {
         timeout_after_acceptance_is_unknown_and_blocks_a_second_payout),
     cmocka_unit_test(
         reconciliation_confirms_success_without_a_duplicate_payout),
-    cmocka_unit_test(started_write_refused_or_unconfirmed_sends_nothing),
+    cmocka_unit_test(started_write_refused_sends_nothing),
+    cmocka_unit_test(started_write_unconfirmed_sends_nothing),
     cmocka_unit_test(
         nothing_resends_after_a_timeout_and_nothing_is_sent_after_submit_by),
     cmocka_unit_test(

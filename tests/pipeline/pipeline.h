@@ -243,7 +243,8 @@ void deterministic_rejection_leaves_the_decision_allowed(void **state);
 void timeout_after_acceptance_is_unknown_and_blocks_a_second_payout(
     void **state);
 void reconciliation_confirms_success_without_a_duplicate_payout(void **state);
-void started_write_refused_or_unconfirmed_sends_nothing(void **state);
+void started_write_refused_sends_nothing(void **state);
+void started_write_unconfirmed_sends_nothing(void **state);
 void nothing_resends_after_a_timeout_and_nothing_is_sent_after_submit_by(
     void **state);
 void reconciliation_resolves_each_of_two_attempts_from_its_own_record(

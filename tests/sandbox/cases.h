@@ -129,4 +129,14 @@ void version_2_state_file_gains_payouts_and_keeps_its_credits_and_codes(
     void **state);
 void logs_name_a_destination_only_by_a_sha256_prefix(void **state);
 
+/* aimed.c */
+void a_fault_aimed_at_the_second_of_two_concurrent_creates_fires_on_the_second_only(
+    void **state);
+void an_aimed_fault_wins_over_the_queue_head_and_leaves_it_for_the_rest(
+    void **state);
+void aimed_faults_match_reference_account_or_both_and_reach_payouts_from_the_same_queue(
+    void **state);
+void invalid_aimed_faults_are_400_naming_the_match_member_and_arm_nothing(
+    void **state);
+
 #endif
