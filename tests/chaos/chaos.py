@@ -34,8 +34,14 @@ suffice, and http.client, threading, json and a psql subprocess are on
 every machine that runs scripts/test — no new dependency, no C client to
 keep beside the service's own.
 
+--lag S stops the primary's walsenders (SIGSTOP) for S seconds right
+before the kill: the standbys fall behind, as a loaded or distant standby
+does. A synchronous primary then acknowledges nothing until the kill; an
+asynchronous one acknowledges commits that no standby has, so the negative
+control loses them for certain instead of by a race of microseconds.
+
 Usage (scripts/chaos wraps it):
-  chaos.py [--async] [--rounds N] [--until-loss] [--presenters N]
+  chaos.py [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
            [--before S] [--after S] [--oncegate PATH] [--out DIR] [--ci]
 """
 
@@ -48,7 +54,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -459,21 +464,24 @@ def outcome_counts(events, upto=None):
 
 
 def unavailability(events, t_kill):
-    """The write-unavailability window: the longest stretch, from the kill
-    on, between two acknowledged fresh admissions (seconds); and the first
-    acknowledged admission whose request started after the kill."""
+    """The write-unavailability window: the longest stretch, from the last
+    acknowledged fresh admission before the kill on, without one (seconds);
+    returns (length, start, end) in history time, or None when no admission
+    was acknowledged after the kill."""
     done = sorted(ev["time"] for ev in events
-                  if ev["type"] == "ok" and ev["f"] == "present" and ev.get("outcome") == "admitted")
+                  if ev["type"] == "ok" and ev["f"] in ("present", "compete")
+                  and ev.get("outcome") == "admitted")
     before = [t for t in done if t <= t_kill]
     after = [t for t in done if t > t_kill]
     if not after:
         return None
     prev = before[-1] if before else t_kill
-    gap = 0.0
+    best = (0.0, prev, prev)
     for t in after:
-        gap = max(gap, t - prev)
+        if t - prev > best[0]:
+            best = (t - prev, prev, t)
         prev = t
-    return round(gap, 2)
+    return best
 
 
 # ---- one round -----------------------------------------------------------------
@@ -497,6 +505,37 @@ def parse_env(text):
             k, v = line.split("=", 1)
             env[k.strip()] = v.strip().strip("'")
     return env
+
+
+def stop_walsenders(cdir):
+    """SIGSTOPs the leader's walsenders: the replication lag of a busy or
+    distant standby, made certain. Until the kill, the primary's commits
+    reach no standby: with a synchronous standby they wait (and are not
+    acknowledged); with an asynchronous one they are acknowledged at once
+    and lost with the primary. Returns the leader and the stopped pids."""
+    r = run([PG_HA, "status", cdir], timeout=60)
+    leader = parse_env(r.stdout).get("OG_PG_HA_LEADER", "")
+    if r.returncode != 0 or not leader.startswith("node"):
+        raise RuntimeError("pg-ha status found no leader:\n" + r.stderr[-2000:])
+    with open(os.path.join(cdir, leader, "data", "postmaster.pid")) as f:
+        pm = f.readline().strip()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if ppid == pm and b"walsender" in cmd:
+            os.kill(int(d), signal.SIGSTOP)
+            pids.append(int(d))
+    if not pids:
+        raise RuntimeError("no walsender under %s's postmaster %s" % (leader, pm))
+    return leader, pids
 
 
 class Serve:
@@ -545,7 +584,7 @@ def one_round(args, n, out):
     serves = []
     started = False
     try:
-        log("round %d: starting a %s cluster in %s" % (n, "asynchronous" if args.async_ else "synchronous", cdir))
+        log("round %d: starting %s cluster in %s" % (n, "an asynchronous" if args.async_ else "a synchronous", cdir))
         cmd = [PG_HA, "start"] + (["--async"] if args.async_ else []) + [cdir]
         r = run(cmd, timeout=300)
         started = True
@@ -579,7 +618,15 @@ def one_round(args, n, out):
         with open(cfgpath, "w") as f:
             json.dump(cfg, f, indent=1)
         os.chmod(cfgpath, 0o600)
-        r = run([args.oncegate, "migrate", "--store", url, "--consumption-keys", "readable"])
+        for _ in range(10):
+            # 75: the store is unavailable (a cluster just started may
+            # still be settling); retried, as its message asks.
+            r = run([args.oncegate, "migrate", "--store", url,
+                     "--consumption-keys", "readable"])
+            if r.returncode != 75:
+                break
+            log("round %d: migrate: %s; retrying" % (n, r.stderr.strip()[:200]))
+            time.sleep(2)
         if r.returncode != 0:
             raise RuntimeError("migrate failed: " + r.stderr)
         for i in range(2):
@@ -591,6 +638,11 @@ def one_round(args, n, out):
         work = Workload(hist, instances, ik, ak, args.presenters)
         work.start()
         time.sleep(args.before)
+        if args.lag > 0:
+            leader, pids = stop_walsenders(cdir)
+            log("round %d: %s's %d walsenders stopped for %.1f s before the kill"
+                % (n, leader, len(pids), args.lag))
+            time.sleep(args.lag)
         t_call = hist.now()
         r = run([PG_HA, "kill-primary", cdir], timeout=300)
         if r.returncode != 0:
@@ -607,10 +659,16 @@ def one_round(args, n, out):
         res = check(work, url)
         hist.close()
         counts = outcome_counts(hist.events)
+        win = unavailability(hist.events, t_kill)
         fig = {
             "round": n, "mode": "async" if args.async_ else "sync",
-            "promotion_s": promo,
-            "unavailable_s": unavailability(hist.events, t_kill),
+            "promotion_s": promo, "lag_s": args.lag,
+            "unavailable_s": round(win[0], 2) if win else None,
+            # Where the window lies: its start after the kill (negative:
+            # the last admission acknowledged before it) and its end after
+            # the new leader first accepted a write.
+            "window_from_kill_s": round(win[1] - t_kill, 2) if win else None,
+            "window_after_promotion_s": round(win[2] - (t_kill + promo), 2) if win else None,
             "load_s": round(t_end, 1),
             "requests": counts,
             "acknowledged": res["acknowledged"],
@@ -636,13 +694,13 @@ def one_round(args, n, out):
 
 
 def print_table(figs):
-    print("| round | mode | promotion s | unavailable s | requests by outcome | "
+    print("| round | mode | lag s | promotion s | unavailable s | requests by outcome | "
           "acknowledged | lost | duplicated | unresolved |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for f in figs:
         req = ", ".join("%s %d" % (k, v) for k, v in sorted(f["requests"].items()))
-        print("| %d | %s | %.2f | %s | %s | %d | %d | %d | %d |" % (
-            f["round"], f["mode"], f["promotion_s"], f["unavailable_s"], req,
+        print("| %d | %s | %.1f | %.2f | %s | %s | %d | %d | %d | %d |" % (
+            f["round"], f["mode"], f["lag_s"], f["promotion_s"], f["unavailable_s"], req,
             f["acknowledged"], f["lost"], f["duplicated"], f["unresolved"]))
     sys.stdout.flush()
 
@@ -660,6 +718,9 @@ def main():
                     help="seconds of load before the kill")
     ap.add_argument("--after", type=float, default=6.0,
                     help="seconds of load after the promotion")
+    ap.add_argument("--lag", type=float, default=0.0,
+                    help="seconds the primary's walsenders are stopped "
+                         "(SIGSTOP) right before the kill: replication lag")
     ap.add_argument("--oncegate", default=os.environ.get("OG_TEST_ONCEGATE",
                                                          os.path.join(ROOT, "build-test", "oncegate")))
     ap.add_argument("--out", default=None, help="keep histories and logs here")
