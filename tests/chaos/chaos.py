@@ -467,23 +467,22 @@ def outcome_counts(events):
 
 
 def unavailability(events, t_kill):
-    """The write-unavailability window: the longest stretch, from the last
-    acknowledged fresh admission before the kill on, without one (seconds);
-    returns (length, start, end) in history time, or None when no admission
-    was acknowledged after the kill."""
+    """The write-unavailability window: the longest stretch of the run
+    between two consecutive acknowledged admissions (the failover's, when
+    one was acknowledged after it: otherwise None). "After" is one second
+    past the kill: an admission whose commit raced the kill can be
+    acknowledged just after it, none can be later until a promotion
+    (Patroni's ttl is 10 s). Returns (length, start, end) in history
+    time."""
     done = sorted(ev["time"] for ev in events
                   if ev["type"] == "ok" and ev["f"] in ("present", "compete")
                   and ev.get("outcome") == "admitted")
-    before = [t for t in done if t <= t_kill]
-    after = [t for t in done if t > t_kill]
-    if not after:
+    if not done or done[-1] <= t_kill + 1.0:
         return None
-    prev = before[-1] if before else t_kill
-    best = (0.0, prev, prev)
-    for t in after:
-        if t - prev > best[0]:
-            best = (t - prev, prev, t)
-        prev = t
+    best = (0.0, done[0], done[0])
+    for a, b in zip(done, done[1:]):
+        if b - a > best[0]:
+            best = (b - a, a, b)
     return best
 
 
@@ -652,7 +651,8 @@ def one_round(args, n, out):
             raise RuntimeError("kill-primary failed:\n" + r.stderr[-3000:])
         kenv = parse_env(r.stdout)
         promo = float(kenv.get("OG_PG_HA_PROMOTION_SECONDS", "0"))
-        t_kill = max(t_call, hist.now() - promo)
+        t_prom = hist.now()
+        t_kill = max(t_call, t_prom - promo)
         log("round %d: %s killed; %s promoted after %.2f s" % (
             n, kenv.get("OG_PG_HA_OLD_LEADER"), kenv.get("OG_PG_HA_NEW_LEADER"), promo))
         # Promotion is not yet write availability: a strict synchronous
@@ -662,7 +662,7 @@ def one_round(args, n, out):
         limit = time.monotonic() + args.recover
         while time.monotonic() < limit and not any(
                 ev["type"] == "ok" and ev["f"] in ("present", "compete")
-                and ev.get("outcome") == "admitted" and ev["time"] > t_kill
+                and ev.get("outcome") == "admitted" and ev["time"] > t_kill + 1.0
                 for ev in hist.events[-2000:]):
             time.sleep(0.2)
         time.sleep(args.after)
@@ -678,10 +678,11 @@ def one_round(args, n, out):
             "promotion_s": promo, "lag_s": args.lag,
             "unavailable_s": round(win[0], 2) if win else None,
             # Where the window lies: its start after the kill (negative:
-            # the last admission acknowledged before it) and its end after
-            # the new leader first accepted a write.
+            # before it) and its end after scripts/pg-ha saw the new leader
+            # out of recovery (negative: before it noticed).
+            "kill_at_s": round(t_kill, 2), "promoted_at_s": round(t_prom, 2),
             "window_from_kill_s": round(win[1] - t_kill, 2) if win else None,
-            "window_after_promotion_s": round(win[2] - (t_kill + promo), 2) if win else None,
+            "window_after_promotion_s": round(win[2] - t_prom, 2) if win else None,
             "load_s": round(t_end, 1),
             "requests": counts,
             "acknowledged": res["acknowledged"],
