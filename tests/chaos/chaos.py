@@ -20,13 +20,17 @@ history AND from the store's tables:
               or their grant admitted to a NEW operation instead of refused;
   unresolved  operations whose last answer was ambiguous (info: 503, a
               timeout, a reset connection) and that a same-operation retry,
-              once the store is back, still cannot settle.
+              once the store is back, still cannot settle;
+  wrongly refused, unexpected
+              a 409 while no other operation holds the grant; an answer the
+              API does not document here (a 5xx but 503, a 4xx but 409).
 
-It prints the three counts and exits 1 when any is above zero (exit 0 for a
-clean verdict; --expect-loss inverts it for the negative control: 0 once a
-round lost an acknowledged admission). Exit 77 (a skip for meson) when
-Patroni or etcd are not installed, 2 for a usage error, 3 when a round
-could not be run at all (the cluster or a server did not start).
+It prints the counts and exits 1 when any is above zero, 0 for a clean
+verdict; --until-loss inverts it for the negative control: 0 once a round
+lost an acknowledged admission, 1 when none of --rounds did. Exit 77 (a
+skip for meson) with --ci when Patroni, etcd or psql are not installed, 2
+for a usage error, 3 when a round could not be run at all (the cluster or
+a server did not start), 143 on SIGTERM (after stopping everything).
 
 Why Python's standard library: this is a test tool, not part of the
 service; its presenters wait on the network, not on the CPU, so threads
@@ -42,7 +46,8 @@ control loses them for certain instead of by a race of microseconds.
 
 Usage (scripts/chaos wraps it):
   chaos.py [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
-           [--before S] [--after S] [--oncegate PATH] [--out DIR] [--ci]
+           [--before S] [--after S] [--recover S] [--oncegate PATH]
+           [--out DIR] [--ci]
 """
 
 import argparse
