@@ -21,6 +21,9 @@ history AND from the store's tables:
   unresolved  operations whose last answer was ambiguous (info: 503, a
               timeout, a reset connection) and that a same-operation retry,
               once the store is back, still cannot settle;
+  billing     with --execute (a sandbox executes the credits): once
+              recovery has settled every operation, the sandbox's credits
+              are exactly the Succeeded operations, none billed twice;
   wrongly refused, unexpected
               a 409 while no other operation holds the grant; an answer the
               API does not document here (a 5xx but 503, a 4xx but 409).
@@ -46,8 +49,8 @@ control loses them for certain instead of by a race of microseconds.
 
 Usage (scripts/chaos wraps it):
   chaos.py [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
-           [--before S] [--after S] [--recover S] [--oncegate PATH]
-           [--out DIR] [--ci]
+           [--before S] [--after S] [--recover S] [--execute]
+           [--oncegate PATH] [--sandbox PATH] [--out DIR] [--ci]
 """
 
 import argparse
@@ -499,6 +502,57 @@ def unavailability(events, t_kill):
     return best
 
 
+def check_billing(url, sandbox_db, wait_s):
+    """With the sandbox executing credits: once recovery has settled every
+    operation (none Admitted or Unknown; at most wait_s), the sandbox's
+    credits must be exactly the Succeeded operations, one each — its
+    idempotency key is the operation id. Reads the sandbox's own state
+    file (SQLite, its credits table) and the store's operations table."""
+    import sqlite3
+    limit = time.monotonic() + wait_s
+    while True:
+        open_ops = int(psql(url, "SELECT count(*) FROM operations WHERE issuer = '%s' "
+                                 "AND status IN ('Admitted', 'Unknown')" % ISSUER)[0][0])
+        if open_ops == 0 or time.monotonic() > limit:
+            break
+        time.sleep(1)
+    status = {}
+    for op, st in psql(url, "SELECT operation_id, status FROM operations WHERE issuer = '%s'" % ISSUER):
+        status[op] = st
+    db = sqlite3.connect("file:%s?mode=ro" % sandbox_db, uri=True, timeout=30)
+    try:
+        per_key = dict(db.execute("SELECT idempotency_key, count(*) FROM credits "
+                                  "GROUP BY idempotency_key").fetchall())
+    finally:
+        db.close()
+    taken = int(psql(url, "SELECT count(DISTINCT e.operation_id) FROM operation_events e "
+                          "JOIN operations o USING (operation_id) WHERE o.issuer = '%s' "
+                          "AND e.kind = 'takeover'" % ISSUER)[0][0])
+    succeeded = set(op for op, st in status.items() if st == "Succeeded")
+    by_status = {}
+    for st in status.values():
+        by_status[st] = by_status.get(st, 0) + 1
+    return {
+        "operations_by_status": by_status,
+        "open_after_wait": open_ops,
+        # Operations the failover left Admitted or Unknown, settled by
+        # serve's recovery loop (a takeover in their history).
+        "taken_over_by_recovery": taken,
+        "credits": sum(per_key.values()),
+        "billed_twice": sorted(k for k, c in per_key.items() if c > 1)[:20],
+        "billed_twice_count": sum(1 for c in per_key.values() if c > 1),
+        "succeeded_unbilled": len(succeeded - set(per_key)),
+        "billed_not_succeeded": len(set(per_key) - succeeded),
+    }
+
+
+def billing_errors(b):
+    if not b:
+        return 0
+    return (b["billed_twice_count"] + b["succeeded_unbilled"] +
+            b["billed_not_succeeded"] + b["open_after_wait"])
+
+
 # ---- one round -----------------------------------------------------------------
 
 def api_key():
@@ -554,10 +608,14 @@ def stop_walsenders(cdir):
 
 
 class Serve:
-    def __init__(self, oncegate, config, logpath):
+    """A server started on port 0 that prints "...: listening on http://H:P"
+    when ready: oncegate serve, or the sandbox (argv given)."""
+
+    def __init__(self, oncegate, config, logpath, argv=None):
         self.logf = open(logpath, "w")
-        self.p = subprocess.Popen([oncegate, "serve", "--config", config,
-                                   "--listen", "127.0.0.1:0"],
+        argv = argv or [oncegate, "serve", "--config", config,
+                        "--listen", "127.0.0.1:0"]
+        self.p = subprocess.Popen(argv,
                                   stdout=subprocess.PIPE, stderr=self.logf,
                                   text=True, start_new_session=True)
         self.addr = None
@@ -571,7 +629,7 @@ class Serve:
         ln = line[0] or ""
         if "listening on http://" not in ln:
             self.stop()
-            raise RuntimeError("oncegate serve did not start (see %s): %r" % (logpath, ln))
+            raise RuntimeError("%s did not start (see %s): %r" % (argv[0], logpath, ln))
         hp = ln.split("http://", 1)[1].strip().rstrip("/")
         host, port = hp.rsplit(":", 1)
         self.addr = (host, int(port))
@@ -624,11 +682,27 @@ def one_round(args, n, out):
             # (docs/config.md). Patroni's ttl (10 s) plus a margin.
             "timings": {"commit_bound_ms": 30000, "store_timeout_ms": 2000},
             "janitor": {"enabled": False},
+            "recovery_loop": True,
             "principals": [
                 {"id": "chaos-issuer", "roles": ["issuer"], "api_key_sha256": sha256hex(ik)},
                 {"id": AGENT, "roles": ["agent"], "api_key_sha256": sha256hex(ak)},
             ],
         }
+        sandbox = None
+        if args.execute:
+            # The sandbox executes every admitted credit; the timings are
+            # short so that recovery settles what the failover left
+            # Admitted or Unknown within seconds (docs/config.md, T3-T7).
+            sandbox = Serve(None, None, os.path.join(rdir, "sandbox.log"),
+                            argv=[args.sandbox, "--listen", "127.0.0.1:0",
+                                  "--state", os.path.join(rdir, "sandbox.db")])
+            serves.append(sandbox)
+            cfg["provider"] = {
+                "url": "http://%s:%d" % sandbox.addr,
+                "table": os.path.join(ROOT, "providers", "sandbox-credits.v1.json")}
+            cfg["timings"].update({"provider_timeout_ms": 2000, "lease_margin_ms": 500,
+                                   "execution_lease_ms": 10000, "recovery_lease_ms": 6000,
+                                   "recovery_delay_ms": 2000})
         cfgpath = os.path.join(rdir, "serve.json")
         with open(cfgpath, "w") as f:
             json.dump(cfg, f, indent=1)
@@ -646,7 +720,7 @@ def one_round(args, n, out):
             raise RuntimeError("migrate failed: " + r.stderr)
         for i in range(2):
             serves.append(Serve(args.oncegate, cfgpath, os.path.join(rdir, "serve%d.log" % i)))
-        instances = [s.addr for s in serves]
+        instances = [s.addr for s in serves if s is not sandbox]
         log("round %d: serve on %s; %d presenters" % (n, instances, args.presenters))
 
         hist = History(os.path.join(rdir, "history.jsonl"))
@@ -683,6 +757,9 @@ def one_round(args, n, out):
         t_end = hist.now()
         log("round %d: load stopped after %.1f s; checking" % (n, t_end))
         res = check(work, url)
+        billing = None
+        if args.execute:
+            billing = check_billing(url, os.path.join(rdir, "sandbox.db"), args.recover)
         hist.close()
         counts = outcome_counts(hist.events)
         win = unavailability(hist.events, t_kill)
@@ -707,6 +784,7 @@ def one_round(args, n, out):
             "lost": len(res["lost"]), "duplicated": len(res["duplicated"]),
             "unresolved": len(res["unresolved"]),
             "wrongly_refused": len(res["refused"]),
+            "billing": billing,
             "wrongly_refused_ids": res["refused"][:20],
             "lost_ids": res["lost"][:20], "lost_why": {k: res["why"][k] for k in res["lost"][:20]},
             "duplicated_grants": res["duplicated"][:20],
@@ -757,6 +835,11 @@ def main():
     ap.add_argument("--lag", type=float, default=0.0,
                     help="seconds the primary's walsenders are stopped "
                          "(SIGSTOP) right before the kill: replication lag")
+    ap.add_argument("--execute", action="store_true",
+                    help="a sandbox executes the credits; the checker also "
+                         "compares its credits with the Succeeded operations")
+    ap.add_argument("--sandbox", default=None,
+                    help="oncegate-sandbox binary (default: beside --oncegate)")
     ap.add_argument("--oncegate", default=os.environ.get("OG_TEST_ONCEGATE",
                                                          os.path.join(ROOT, "build-test", "oncegate")))
     ap.add_argument("--out", default=None, help="keep histories and logs here")
@@ -772,6 +855,8 @@ def main():
         log("SKIP: %s not installed (scripts/deps installs patroni and etcd-server as root)"
             % ", ".join(missing))
         return SKIP if args.ci else 3
+    if args.sandbox is None:
+        args.sandbox = os.path.join(os.path.dirname(args.oncegate), "oncegate-sandbox")
     if not os.access(args.oncegate, os.X_OK):
         log("no oncegate binary at %s (--oncegate)" % args.oncegate)
         return 2
@@ -801,8 +886,13 @@ def main():
         unres = sum(f["unresolved"] for f in figs)
         unexp = sum(f["unexpected"] for f in figs)
         wref = sum(f["wrongly_refused"] for f in figs)
-        print("lost=%d duplicated=%d unresolved=%d unexpected=%d wrongly_refused=%d rounds=%d"
-              % (lost, dup, unres, unexp, wref, len(figs)))
+        bill = sum(billing_errors(f["billing"]) for f in figs)
+        print("lost=%d duplicated=%d unresolved=%d unexpected=%d wrongly_refused=%d%s rounds=%d"
+              % (lost, dup, unres, unexp, wref,
+                 " billing_mismatches=%d" % bill if args.execute else "", len(figs)))
+        for f in figs:
+            if f["billing"]:
+                print("round %d billing: %s" % (f["round"], json.dumps(f["billing"], sort_keys=True)))
         if args.until_loss:
             if lost > 0:
                 print("negative control: the checker caught %d lost acknowledged admission(s) "
@@ -810,7 +900,7 @@ def main():
                 return 0
             print("negative control: no round of %d lost an acknowledged admission" % len(figs))
             return 1
-        return 0 if lost == dup == unres == unexp == wref == 0 else 1
+        return 0 if lost == dup == unres == unexp == wref == bill == 0 else 1
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
