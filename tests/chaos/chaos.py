@@ -1,0 +1,910 @@
+#!/usr/bin/env python3
+"""tests/chaos/chaos.py — chaos runs on a replicated PostgreSQL (scripts/pg-ha)
+and the history checker that judges them (docs/operations.md, "The history
+checker and the chaos runs").
+
+A round: a fresh 3-node Patroni cluster (synchronous, or --async for the
+negative control), two `oncegate serve` instances on its multi-host URL,
+many concurrent presenters, one fault (kill -9 of the primary) under load,
+then the checker. Every client request is recorded as invoke / ok / fail /
+info in a JSON-lines history; after the run the checker verifies, from the
+history AND from the store's tables:
+
+  duplicated  grants with more than one operation admitted (two operations
+              acknowledged for one grant in the history, two rows in the
+              store, or a consumption record naming another operation than
+              the acknowledged one);
+  lost        acknowledged operations (ok in the history) missing after the
+              failover: not in the store's operations and grant_consumptions
+              tables, not readable by their caller (GET /v1/operations/ID),
+              or their grant admitted to a NEW operation instead of refused;
+  unresolved  operations whose last answer was ambiguous (info: 503, a
+              timeout, a reset connection) and that a same-operation retry,
+              once the store is back, still cannot settle;
+  billing     with --execute (a sandbox executes the credits): once
+              recovery has settled every operation, the sandbox's credits
+              are exactly the Succeeded operations, none billed twice;
+  wrongly refused, unexpected
+              a 409 while no other operation holds the grant; an answer the
+              API does not document here (a 5xx but 503, a 4xx but 409).
+
+It prints the counts and exits 1 when any is above zero, 0 for a clean
+verdict; --until-loss inverts it for the negative control: 0 once a round
+lost an acknowledged admission, 1 when none of --rounds did. Exit 77 (a
+skip for meson) with --ci when Patroni, etcd or psql are not installed, 2
+for a usage error, 3 when a round could not be run at all (the cluster or
+a server did not start), 143 on SIGTERM (after stopping everything).
+
+Why Python's standard library: this is a test tool, not part of the
+service; its presenters wait on the network, not on the CPU, so threads
+suffice, and http.client, threading, json and a psql subprocess are on
+every machine that runs scripts/test — no new dependency, no C client to
+keep beside the service's own.
+
+--lag S stops the primary's walsenders (SIGSTOP) for S seconds right
+before the kill: the standbys fall behind, as a loaded or distant standby
+does. A synchronous primary then acknowledges nothing until the kill; an
+asynchronous one acknowledges commits that no standby has, so the negative
+control loses them for certain instead of by a race of microseconds.
+
+Usage (scripts/chaos wraps it):
+  chaos.py [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
+           [--before S] [--after S] [--recover S] [--execute]
+           [--oncegate PATH] [--sandbox PATH] [--out DIR] [--ci]
+"""
+
+import argparse
+import base64
+import hashlib
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PG_HA = os.path.join(ROOT, "scripts", "pg-ha")
+ISSUER = "chaos"
+AGENT = "chaos-agent"
+SKIP = 77
+
+
+def log(msg):
+    print("chaos: " + msg, file=sys.stderr, flush=True)
+
+
+# ---- the history -------------------------------------------------------------
+
+class History:
+    """Every request as Jepsen records it: an invoke, then exactly one of ok
+    (a definite success), fail (a definite refusal: nothing happened) or
+    info (ambiguous: it may or may not have happened). Times are seconds
+    since the round started (monotonic clock). Appended to a JSON-lines file
+    as they happen, so a crashed run still leaves its history."""
+
+    def __init__(self, path):
+        self.t0 = time.monotonic()
+        self.lock = threading.Lock()
+        self.events = []
+        self.f = open(path, "w", encoding="utf-8")
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def add(self, **ev):
+        ev["time"] = round(self.now(), 4)
+        with self.lock:
+            self.events.append(ev)
+            self.f.write(json.dumps(ev, sort_keys=True) + "\n")
+        return ev
+
+    def close(self):
+        with self.lock:
+            self.f.close()
+
+
+# ---- HTTP --------------------------------------------------------------------
+
+class Client:
+    """One keep-alive connection per instance, per thread."""
+
+    def __init__(self, instances, key, timeout):
+        self.instances = instances  # [(host, port)]
+        self.key = key
+        self.timeout = timeout
+        self.conns = {}
+
+    def request(self, inst, method, path, body=None):
+        """(status, json body or None, retry_after) or raises OSError /
+        http.client.HTTPException for an answer that never came."""
+        conn = self.conns.get(inst)
+        if conn is None:
+            host, port = self.instances[inst]
+            conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
+            self.conns[inst] = conn
+        headers = {"Authorization": "Bearer " + self.key}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            self.conns.pop(inst, None)
+            raise
+        try:
+            doc = json.loads(raw) if raw else None
+        except ValueError:
+            doc = None
+        ra = resp.getheader("Retry-After")
+        return resp.status, doc, (float(ra) if ra and ra.isdigit() else None)
+
+    def close(self):
+        for c in self.conns.values():
+            c.close()
+        self.conns = {}
+
+
+def classify_present(status, doc):
+    """(type, outcome) of a POST /v1/operations answer."""
+    if status in (200, 202) and doc and doc.get("outcome") in ("admitted", "already_admitted"):
+        return "ok", doc["outcome"]
+    if status == 409:
+        return "fail", (doc or {}).get("error", "conflict")
+    if status == 503:
+        return "info", "retry_later"
+    if status >= 500:
+        return "info", "unexpected_%d" % status
+    return "fail", "unexpected_%d_%s" % (status, (doc or {}).get("error", ""))
+
+
+# ---- the workload ------------------------------------------------------------
+
+class Workload:
+    def __init__(self, hist, instances, issuer_key, agent_key, presenters,
+                 timeout=10.0):
+        self.hist = hist
+        self.instances = instances
+        self.issuer_key = issuer_key
+        self.agent_key = agent_key
+        self.presenters = presenters
+        self.timeout = timeout
+        self.stop = threading.Event()
+        self.tokens = {}        # grant id -> token
+        self.pending = {}       # operation id -> (grant id) of an unsettled op
+        self.lock = threading.Lock()
+        self.seq = 0
+        self.threads = []
+
+    def _issue(self, proc, issuer, rng):
+        """A new grant, retried (each try a new grant) until issued or
+        stopped. Issuance writes the issuance log, so it fails over too."""
+        while not self.stop.is_set():
+            inst = rng.randrange(len(self.instances))
+            with self.lock:
+                self.seq += 1
+                n = self.seq
+            body = {"subject": AGENT, "action": "credit.apply",
+                    "params": {"account": "A-%d" % n, "amount": "1.00",
+                               "currency": "USD"},
+                    "ttl_seconds": 3600}
+            self.hist.add(type="invoke", f="issue", process=proc, instance=inst)
+            try:
+                st, doc, ra = issuer.request(inst, "POST", "/v1/grants", body)
+            except (OSError, http.client.HTTPException) as e:
+                self.hist.add(type="info", f="issue", process=proc, instance=inst,
+                              error=type(e).__name__)
+                time.sleep(0.05 + rng.random() * 0.1)
+                continue
+            if st == 201 and doc:
+                gid = doc["grant_id"]
+                with self.lock:
+                    self.tokens[gid] = (doc["token"], body["params"])
+                self.hist.add(type="ok", f="issue", process=proc, instance=inst,
+                              grant=gid, status=st)
+                return gid
+            t = "info" if st >= 500 else "fail"
+            self.hist.add(type=t, f="issue", process=proc, instance=inst,
+                          status=st, error=(doc or {}).get("error", ""))
+            time.sleep(min(ra or 0.1, 0.5) * (0.5 + rng.random()))
+        return None
+
+    def present(self, client, proc, inst, gid, op, f="present"):
+        """One POST /v1/operations, recorded; returns (type, outcome, retry_after)."""
+        token, params = self.tokens[gid]
+        body = {"operation_id": op, "token": token, "action": "credit.apply",
+                "params": params}
+        self.hist.add(type="invoke", f=f, process=proc, instance=inst,
+                      grant=gid, op=op)
+        try:
+            st, doc, ra = client.request(inst, "POST", "/v1/operations", body)
+        except (OSError, http.client.HTTPException) as e:
+            self.hist.add(type="info", f=f, process=proc, instance=inst,
+                          grant=gid, op=op, error=type(e).__name__)
+            return "info", type(e).__name__, None
+        t, outcome = classify_present(st, doc)
+        self.hist.add(type=t, f=f, process=proc, instance=inst, grant=gid,
+                      op=op, status=st, outcome=outcome)
+        return t, outcome, ra
+
+    def settle(self, client, proc, gid, op, rng, deadline=None, f="present"):
+        """Presents op until a definite answer (ok or fail), retrying the
+        SAME operation on either instance after an ambiguous one. Stops at
+        the workload's end (the op stays pending for the checker) or at
+        deadline. Returns the last type."""
+        with self.lock:
+            self.pending[op] = gid
+        first = True
+        while True:
+            inst = rng.randrange(len(self.instances))
+            t, _, ra = self.present(client, proc, inst, gid, op, f)
+            if t != "info":
+                with self.lock:
+                    self.pending.pop(op, None)
+                return t
+            if first and f == "present" and rng.random() < 0.3:
+                # A competitor: while op is ambiguous, another operation
+                # presents the same grant. At most one of them may win.
+                first = False
+                op2 = str(uuid.uuid4())
+                self.settle(client, proc, gid, op2, rng, deadline, f="compete")
+            if self.stop.is_set() and deadline is None:
+                return "info"
+            if deadline is not None and time.monotonic() > deadline:
+                return "info"
+            time.sleep(min(ra or 0.2, 0.5) * (0.5 + rng.random()))
+
+    def presenter(self, proc):
+        rng = random.Random(proc * 7919 + int(time.time()))
+        issuer = Client(self.instances, self.issuer_key, self.timeout)
+        agent = Client(self.instances, self.agent_key, self.timeout)
+        try:
+            while not self.stop.is_set():
+                gid = self._issue(proc, issuer, rng)
+                if gid is None:
+                    break
+                op = str(uuid.uuid4())
+                t = self.settle(agent, proc, gid, op, rng)
+                if t == "ok" and rng.random() < 0.1 and not self.stop.is_set():
+                    # The grant presented again by a NEW operation: refused.
+                    self.settle(agent, proc, gid, str(uuid.uuid4()), rng,
+                                f="compete")
+        finally:
+            issuer.close()
+            agent.close()
+
+    def start(self):
+        for p in range(self.presenters):
+            th = threading.Thread(target=self.presenter, args=(p,), daemon=True)
+            th.start()
+            self.threads.append(th)
+
+    def finish(self):
+        self.stop.set()
+        for th in self.threads:
+            th.join(self.timeout + 5)
+
+
+# ---- the store ----------------------------------------------------------------
+
+def psql(url, sql):
+    out = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "|", "-v",
+                          "ON_ERROR_STOP=1", "-d", url, "-c", sql],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError("psql: " + out.stderr.strip())
+    return [line.split("|") for line in out.stdout.splitlines() if line]
+
+
+def read_store(url):
+    """The store's own record, read from its tables (lib/store/postgres/
+    schema.c): operations (one row per admitted operation, unique per
+    grant) and the readable grant_consumptions (the claim of each grant,
+    naming its operation)."""
+    ops = {}
+    by_grant = {}
+    for op, gid, status in psql(url, "SELECT operation_id, grant_id, status "
+                                "FROM operations WHERE issuer = '%s'" % ISSUER):
+        ops[op] = (gid, status)
+        by_grant.setdefault(gid, []).append(op)
+    claims = {}
+    for gid, op, kind in psql(url, "SELECT grant_id, coalesce(operation_id::text, ''), kind "
+                              "FROM grant_consumptions WHERE issuer = '%s'" % ISSUER):
+        claims.setdefault(gid, []).append((op, kind))
+    return ops, by_grant, claims
+
+
+# ---- the checker ---------------------------------------------------------------
+
+def last_by_op(events):
+    last = {}
+    for ev in events:
+        if ev.get("op") and ev["type"] != "invoke":
+            last[ev["op"]] = ev
+    return last
+
+
+def check(work, url, resolve_seconds=60.0, probe_threads=32):
+    """The verdict of a finished run. The store must be back (a leader that
+    accepts writes). Resolves ambiguous operations first, then probes every
+    acknowledged one. Returns a dict of counts and the offending ids."""
+    hist = work.hist
+    work.stop.set()
+    # 1. Every operation still ambiguous is retried (the same operation id,
+    #    token and parameters) until it settles or resolve_seconds pass.
+    pending = [(op, gid) for op, gid in work.pending.items()]
+    infos_before = [op for op, ev in last_by_op(hist.events).items() if ev["type"] == "info"]
+    deadline = time.monotonic() + resolve_seconds
+    agent_key = work.agent_key
+
+    def run_pool(items, fn):
+        idx = [0]
+        lk = threading.Lock()
+
+        def worker(w):
+            client = Client(work.instances, agent_key, work.timeout)
+            rng = random.Random(w)
+            try:
+                while True:
+                    with lk:
+                        if idx[0] >= len(items):
+                            return
+                        it = items[idx[0]]
+                        idx[0] += 1
+                    fn(client, rng, it)
+            finally:
+                client.close()
+        ths = [threading.Thread(target=worker, args=(w,), daemon=True)
+               for w in range(min(probe_threads, max(1, len(items))))]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+
+    work.stop.clear()  # settle() with a deadline runs until it
+    ops_to_resolve = {op: gid for op, gid in pending}
+    for op in infos_before:
+        if op not in ops_to_resolve:
+            ev = last_by_op(hist.events)[op]
+            ops_to_resolve[op] = ev["grant"]
+    run_pool(list(ops_to_resolve.items()),
+             lambda c, rng, it: work.settle(c, "resolver", it[1], it[0], rng,
+                                            deadline=deadline, f="resolve"))
+    work.stop.set()
+
+    last = last_by_op(hist.events)
+    unresolved = sorted(op for op, ev in last.items() if ev["type"] == "info")
+
+    # 2. The acknowledged operations, per grant, from the history.
+    acked = {}  # op -> grant
+    admitted_by_grant = {}
+    for ev in hist.events:
+        if ev["type"] == "ok" and ev.get("op"):
+            acked[ev["op"]] = ev["grant"]
+            admitted_by_grant.setdefault(ev["grant"], set()).add(ev["op"])
+
+    # 3. Every acknowledged operation, from the store's tables.
+    ops, by_grant, claims = read_store(url)
+    lost = set()
+    why = {}
+    for op, gid in acked.items():
+        row = ops.get(op)
+        claim_ops = [o for o, k in claims.get(gid, []) if k == "admission"]
+        if row is None or row[0] != gid or op not in claim_ops:
+            lost.add(op)
+            why[op] = "not in the store (operations: %s, claim: %s)" % (
+                row is not None, claim_ops)
+
+    # 4. Readable by its caller, and its grant refused to a NEW operation.
+    plock = threading.Lock()
+
+    def probe(client, rng, it):
+        op, gid = it
+        st = None
+        for _ in range(40):
+            try:
+                st, doc, _ = client.request(rng.randrange(len(work.instances)),
+                                            "GET", "/v1/operations/" + op)
+            except (OSError, http.client.HTTPException):
+                st = None
+            if st not in (None, 503):
+                break
+            time.sleep(0.25)
+        if st != 200 or not doc or doc.get("grant_id") != gid:
+            with plock:
+                lost.add(op)
+                why.setdefault(op, "GET /v1/operations answered %s" % st)
+        t = work.settle(client, "prober", gid, str(uuid.uuid4()), rng,
+                        deadline=time.monotonic() + 20, f="probe")
+        if t != "fail":
+            with plock:
+                lost.add(op)
+                why.setdefault(op, "its grant was not refused to a new operation (%s)" % t)
+
+    work.stop.clear()
+    run_pool(list(acked.items()), probe)
+    work.stop.set()
+
+    # Probes that were admitted count as admissions of their grant too.
+    for ev in hist.events:
+        if ev["type"] == "ok" and ev.get("op") and ev["f"] == "probe":
+            admitted_by_grant.setdefault(ev["grant"], set()).add(ev["op"])
+    dup = set(g for g, s in admitted_by_grant.items() if len(s) > 1)
+    ops2, by_grant2, claims2 = read_store(url)
+    for gid, lst in by_grant2.items():
+        if len(lst) > 1:
+            dup.add(gid)
+    for gid, cl in claims2.items():
+        adm = [o for o, k in cl if k == "admission"]
+        if len(cl) > 1 or (adm and by_grant2.get(gid) and adm[0] not in by_grant2[gid]):
+            dup.add(gid)
+    unresolved = sorted(op for op, ev in last_by_op(hist.events).items()
+                        if ev["type"] == "info" and ev["f"] in ("present", "compete", "resolve"))
+    # A refusal (409) is right only when another operation holds the grant:
+    # a grant refused to every operation is one a failover spent for
+    # nothing (a 503 must never turn into "refused").
+    refused = sorted(set(
+        ev["op"] for ev in hist.events
+        if ev["type"] == "fail" and ev.get("op")
+        and ev["f"] in ("present", "compete", "resolve")
+        and not admitted_by_grant.get(ev["grant"], set()) - {ev["op"]}))
+    return {"lost": sorted(lost), "why": why, "duplicated": sorted(dup),
+            "unresolved": unresolved, "refused": refused, "acknowledged": len(acked),
+            "store_operations": len(ops2), "ambiguous_resolved": len(ops_to_resolve)}
+
+
+def outcome_counts(events):
+    """Answers to the workload's presentations (POST /v1/operations by the
+    presenters and the resolution's retries; not the checker's probes) by
+    outcome."""
+    counts = {}
+    for ev in events:
+        if ev["type"] == "invoke" or ev["f"] not in ("present", "compete", "resolve"):
+            continue
+        key = ev["type"]
+        if ev["type"] == "ok":
+            key = "ok_" + ev.get("outcome", "")
+        elif ev["type"] == "info":
+            key = "info_" + (ev.get("outcome") or ev.get("error") or "")
+        elif ev["type"] == "fail":
+            key = "fail_" + ev.get("outcome", "")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def unavailability(events, t_kill):
+    """The write-unavailability window: the longest stretch of the run
+    between two consecutive acknowledged admissions (the failover's, when
+    one was acknowledged after it: otherwise None). "After" is one second
+    past the kill: an admission whose commit raced the kill can be
+    acknowledged just after it, none can be later until a promotion
+    (Patroni's ttl is 10 s). Returns (length, start, end) in history
+    time."""
+    done = sorted(ev["time"] for ev in events
+                  if ev["type"] == "ok" and ev["f"] in ("present", "compete")
+                  and ev.get("outcome") == "admitted")
+    if not done or done[-1] <= t_kill + 1.0:
+        return None
+    best = (0.0, done[0], done[0])
+    for a, b in zip(done, done[1:]):
+        if b - a > best[0]:
+            best = (b - a, a, b)
+    return best
+
+
+def check_billing(url, sandbox_db, wait_s):
+    """With the sandbox executing credits: once recovery has settled every
+    operation (none Admitted or Unknown; at most wait_s), the sandbox's
+    credits must be exactly the Succeeded operations, one each — its
+    idempotency key is the operation id. Reads the sandbox's own state
+    file (SQLite, its credits table) and the store's operations table."""
+    import sqlite3
+    limit = time.monotonic() + wait_s
+    while True:
+        open_ops = int(psql(url, "SELECT count(*) FROM operations WHERE issuer = '%s' "
+                                 "AND status IN ('Admitted', 'Unknown')" % ISSUER)[0][0])
+        if open_ops == 0 or time.monotonic() > limit:
+            break
+        time.sleep(1)
+    status = {}
+    for op, st in psql(url, "SELECT operation_id, status FROM operations WHERE issuer = '%s'" % ISSUER):
+        status[op] = st
+    db = sqlite3.connect("file:%s?mode=ro" % sandbox_db, uri=True, timeout=30)
+    try:
+        per_key = dict(db.execute("SELECT idempotency_key, count(*) FROM credits "
+                                  "GROUP BY idempotency_key").fetchall())
+    finally:
+        db.close()
+    taken = int(psql(url, "SELECT count(DISTINCT e.operation_id) FROM operation_events e "
+                          "JOIN operations o USING (operation_id) WHERE o.issuer = '%s' "
+                          "AND e.kind = 'takeover'" % ISSUER)[0][0])
+    succeeded = set(op for op, st in status.items() if st == "Succeeded")
+    by_status = {}
+    for st in status.values():
+        by_status[st] = by_status.get(st, 0) + 1
+    return {
+        "operations_by_status": by_status,
+        "open_after_wait": open_ops,
+        # Operations the failover left Admitted or Unknown, settled by
+        # serve's recovery loop (a takeover in their history).
+        "taken_over_by_recovery": taken,
+        "credits": sum(per_key.values()),
+        "billed_twice": sorted(k for k, c in per_key.items() if c > 1)[:20],
+        "billed_twice_count": sum(1 for c in per_key.values() if c > 1),
+        "succeeded_unbilled": len(succeeded - set(per_key)),
+        "billed_not_succeeded": len(set(per_key) - succeeded),
+    }
+
+
+def billing_errors(b):
+    if not b:
+        return 0
+    return (b["billed_twice_count"] + b["succeeded_unbilled"] +
+            b["billed_not_succeeded"] + b["open_after_wait"])
+
+
+# ---- one round -----------------------------------------------------------------
+
+def api_key():
+    return "og_" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+
+
+def sha256hex(s):
+    return hashlib.sha256(s.encode()).hexdigest()
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def parse_env(text):
+    env = {}
+    for line in text.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            env[k.strip()] = v.strip().strip("'")
+    return env
+
+
+def stop_walsenders(cdir):
+    """SIGSTOPs the leader's walsenders: the replication lag of a busy or
+    distant standby, made certain. Until the kill, the primary's commits
+    reach no standby: with a synchronous standby they wait (and are not
+    acknowledged); with an asynchronous one they are acknowledged at once
+    and lost with the primary. Returns the leader and the stopped pids."""
+    r = run([PG_HA, "status", cdir], timeout=60)
+    leader = parse_env(r.stdout).get("OG_PG_HA_LEADER", "")
+    if r.returncode != 0 or not leader.startswith("node"):
+        raise RuntimeError("pg-ha status found no leader:\n" + r.stderr[-2000:])
+    with open(os.path.join(cdir, leader, "data", "postmaster.pid")) as f:
+        pm = f.readline().strip()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if ppid == pm and b"walsender" in cmd:
+            os.kill(int(d), signal.SIGSTOP)
+            pids.append(int(d))
+    if not pids:
+        raise RuntimeError("no walsender under %s's postmaster %s" % (leader, pm))
+    return leader, pids
+
+
+class Serve:
+    """A server started on port 0 that prints "...: listening on http://H:P"
+    when ready: oncegate serve, or the sandbox (argv given)."""
+
+    def __init__(self, oncegate, config, logpath, argv=None):
+        self.logf = open(logpath, "w")
+        argv = argv or [oncegate, "serve", "--config", config,
+                        "--listen", "127.0.0.1:0"]
+        self.p = subprocess.Popen(argv,
+                                  stdout=subprocess.PIPE, stderr=self.logf,
+                                  text=True, start_new_session=True)
+        self.addr = None
+        line = [None]
+
+        def rd():
+            line[0] = self.p.stdout.readline()
+        th = threading.Thread(target=rd, daemon=True)
+        th.start()
+        th.join(60)
+        ln = line[0] or ""
+        if "listening on http://" not in ln:
+            self.stop()
+            raise RuntimeError("%s did not start (see %s): %r" % (argv[0], logpath, ln))
+        hp = ln.split("http://", 1)[1].strip().rstrip("/")
+        host, port = hp.rsplit(":", 1)
+        self.addr = (host, int(port))
+        # Keep reading stdout so the server never blocks on a full pipe.
+        threading.Thread(target=self.p.stdout.read, daemon=True).start()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.logf.close()
+
+
+def one_round(args, n, out):
+    """Runs round n; returns its figures (dict). Raises RuntimeError when
+    the round cannot run."""
+    rdir = os.path.join(out, "round%d" % n)
+    os.makedirs(rdir, exist_ok=True)
+    cdir = tempfile.mkdtemp(prefix="og-chaos-", dir="/tmp")
+    os.rmdir(cdir)  # pg-ha start makes it
+    serves = []
+    started = False
+    try:
+        log("round %d: starting %s cluster in %s" % (n, "an asynchronous" if args.async_ else "a synchronous", cdir))
+        cmd = [PG_HA, "start"] + (["--async"] if args.async_ else []) + [cdir]
+        r = run(cmd, timeout=300)
+        started = True
+        if r.returncode != 0:
+            raise RuntimeError("pg-ha start failed:\n" + r.stderr[-3000:])
+        env = parse_env(r.stdout)
+        url = env["OG_TEST_PG_HA_URL"]
+        keys = os.path.join(rdir, "keys")
+        if os.path.isdir(keys):
+            shutil.rmtree(keys)
+        os.makedirs(keys, mode=0o700)
+        r = run([args.oncegate, "keygen", "--issuer", ISSUER, "--out", keys])
+        if r.returncode != 0:
+            raise RuntimeError("keygen failed: " + r.stderr)
+        ik, ak = api_key(), api_key()
+        cfg = {
+            "store": url, "issuer": ISSUER, "audience": ISSUER, "keys_dir": keys,
+            "auto_migrate": True, "consumption_keys": "readable",
+            "pool_size": 40,
+            # A synchronous standby makes every commit wait for it, with no
+            # server-side timeout: serve refuses to start without this bound
+            # (docs/config.md). Patroni's ttl (10 s) plus a margin.
+            "timings": {"commit_bound_ms": 30000, "store_timeout_ms": 2000},
+            "janitor": {"enabled": False},
+            "recovery_loop": True,
+            "principals": [
+                {"id": "chaos-issuer", "roles": ["issuer"], "api_key_sha256": sha256hex(ik)},
+                {"id": AGENT, "roles": ["agent"], "api_key_sha256": sha256hex(ak)},
+            ],
+        }
+        sandbox = None
+        if args.execute:
+            # The sandbox executes every admitted credit; the timings are
+            # short so that recovery settles what the failover left
+            # Admitted or Unknown within seconds (docs/config.md, T3-T7).
+            sandbox = Serve(None, None, os.path.join(rdir, "sandbox.log"),
+                            argv=[args.sandbox, "--listen", "127.0.0.1:0",
+                                  "--state", os.path.join(rdir, "sandbox.db")])
+            serves.append(sandbox)
+            cfg["provider"] = {
+                "url": "http://%s:%d" % sandbox.addr,
+                "table": os.path.join(ROOT, "providers", "sandbox-credits.v1.json")}
+            cfg["timings"].update({"provider_timeout_ms": 2000, "lease_margin_ms": 500,
+                                   "execution_lease_ms": 10000, "recovery_lease_ms": 6000,
+                                   "recovery_delay_ms": 2000})
+        cfgpath = os.path.join(rdir, "serve.json")
+        with open(cfgpath, "w") as f:
+            json.dump(cfg, f, indent=1)
+        os.chmod(cfgpath, 0o600)
+        for _ in range(10):
+            # 75: the store is unavailable (a cluster just started may
+            # still be settling); retried, as its message asks.
+            r = run([args.oncegate, "migrate", "--store", url,
+                     "--consumption-keys", "readable"])
+            if r.returncode != 75:
+                break
+            log("round %d: migrate: %s; retrying" % (n, r.stderr.strip()[:200]))
+            time.sleep(2)
+        if r.returncode != 0:
+            raise RuntimeError("migrate failed: " + r.stderr)
+        for i in range(2):
+            serves.append(Serve(args.oncegate, cfgpath, os.path.join(rdir, "serve%d.log" % i)))
+        instances = [s.addr for s in serves if s is not sandbox]
+        log("round %d: serve on %s; %d presenters" % (n, instances, args.presenters))
+
+        hist = History(os.path.join(rdir, "history.jsonl"))
+        work = Workload(hist, instances, ik, ak, args.presenters)
+        work.start()
+        time.sleep(args.before)
+        if args.lag > 0:
+            leader, pids = stop_walsenders(cdir)
+            log("round %d: %s's %d walsenders stopped for %.1f s before the kill"
+                % (n, leader, len(pids), args.lag))
+            time.sleep(args.lag)
+        t_call = hist.now()
+        r = run([PG_HA, "kill-primary", cdir], timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError("kill-primary failed:\n" + r.stderr[-3000:])
+        kenv = parse_env(r.stdout)
+        promo = float(kenv.get("OG_PG_HA_PROMOTION_SECONDS", "0"))
+        t_prom = hist.now()
+        t_kill = max(t_call, t_prom - promo)
+        log("round %d: %s killed; %s promoted after %.2f s" % (
+            n, kenv.get("OG_PG_HA_OLD_LEADER"), kenv.get("OG_PG_HA_NEW_LEADER"), promo))
+        # Promotion is not yet write availability: a strict synchronous
+        # leader acknowledges commits only once a standby streams from it.
+        # The load runs until an admission is acknowledged again (at most
+        # --recover seconds), then --after seconds more.
+        limit = time.monotonic() + args.recover
+        while time.monotonic() < limit and not any(
+                ev["type"] == "ok" and ev["f"] in ("present", "compete")
+                and ev.get("outcome") == "admitted" and ev["time"] > t_kill + 1.0
+                for ev in hist.events[-2000:]):
+            time.sleep(0.2)
+        time.sleep(args.after)
+        work.finish()
+        t_end = hist.now()
+        log("round %d: load stopped after %.1f s; checking" % (n, t_end))
+        res = check(work, url)
+        billing = None
+        if args.execute:
+            billing = check_billing(url, os.path.join(rdir, "sandbox.db"), args.recover)
+        hist.close()
+        counts = outcome_counts(hist.events)
+        win = unavailability(hist.events, t_kill)
+        fig = {
+            "round": n, "mode": "async" if args.async_ else "sync",
+            "promotion_s": promo, "lag_s": args.lag,
+            "unavailable_s": round(win[0], 2) if win else None,
+            # Where the window lies: its start after the kill (negative:
+            # before it) and its end after scripts/pg-ha saw the new leader
+            # out of recovery (negative: before it noticed).
+            "kill_at_s": round(t_kill, 2), "promoted_at_s": round(t_prom, 2),
+            "window_from_kill_s": round(win[1] - t_kill, 2) if win else None,
+            "window_after_promotion_s": round(win[2] - t_prom, 2) if win else None,
+            "load_s": round(t_end, 1),
+            "requests": counts,
+            "acknowledged": res["acknowledged"],
+            "store_operations": res["store_operations"],
+            "ambiguous_resolved": res["ambiguous_resolved"],
+            # Answers the API does not document for this workload (a 500,
+            # a 4xx other than 409): counted apart, and a failed verdict.
+            "unexpected": sum(v for k, v in counts.items() if "unexpected" in k),
+            "lost": len(res["lost"]), "duplicated": len(res["duplicated"]),
+            "unresolved": len(res["unresolved"]),
+            "wrongly_refused": len(res["refused"]),
+            "billing": billing,
+            "wrongly_refused_ids": res["refused"][:20],
+            "lost_ids": res["lost"][:20], "lost_why": {k: res["why"][k] for k in res["lost"][:20]},
+            "duplicated_grants": res["duplicated"][:20],
+            "unresolved_ids": res["unresolved"][:20],
+            "history": os.path.join(rdir, "history.jsonl"),
+        }
+        with open(os.path.join(rdir, "verdict.json"), "w") as f:
+            json.dump(fig, f, indent=1, sort_keys=True)
+        return fig
+    finally:
+        for s in serves:
+            s.stop()
+        if started or os.path.exists(cdir):
+            r = run([PG_HA, "stop", cdir], timeout=120)
+            if r.returncode != 0:
+                log("pg-ha stop %s failed: %s" % (cdir, r.stderr[-500:]))
+
+
+def print_table(figs):
+    print("| round | mode | lag s | promotion s | unavailable s | requests by outcome | "
+          "acknowledged | lost | duplicated | unresolved |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for f in figs:
+        req = ", ".join("%s %d" % (k, v) for k, v in sorted(f["requests"].items()))
+        print("| %d | %s | %.1f | %.2f | %s | %s | %d | %d | %d | %d |" % (
+            f["round"], f["mode"], f["lag_s"], f["promotion_s"], f["unavailable_s"], req,
+            f["acknowledged"], f["lost"], f["duplicated"], f["unresolved"]))
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--async", dest="async_", action="store_true",
+                    help="the negative control: an asynchronous standby")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--until-loss", action="store_true",
+                    help="stop at the first round that loses an acknowledged "
+                         "admission; exit 0 then, 1 when none of --rounds did")
+    ap.add_argument("--presenters", type=int, default=60)
+    ap.add_argument("--before", type=float, default=8.0,
+                    help="seconds of load before the kill")
+    ap.add_argument("--after", type=float, default=6.0,
+                    help="seconds of load once admissions are acknowledged "
+                         "again after the kill")
+    ap.add_argument("--recover", type=float, default=120.0,
+                    help="at most this long after the promotion, the load "
+                         "waits for an acknowledged admission before --after")
+    ap.add_argument("--lag", type=float, default=0.0,
+                    help="seconds the primary's walsenders are stopped "
+                         "(SIGSTOP) right before the kill: replication lag")
+    ap.add_argument("--execute", action="store_true",
+                    help="a sandbox executes the credits; the checker also "
+                         "compares its credits with the Succeeded operations")
+    ap.add_argument("--sandbox", default=None,
+                    help="oncegate-sandbox binary (default: beside --oncegate)")
+    ap.add_argument("--oncegate", default=os.environ.get("OG_TEST_ONCEGATE",
+                                                         os.path.join(ROOT, "build-test", "oncegate")))
+    ap.add_argument("--out", default=None, help="keep histories and logs here")
+    ap.add_argument("--ci", action="store_true",
+                    help="skip (exit 77) when Patroni or etcd are missing")
+    args = ap.parse_args()
+    # meson's timeout and ^C: unwind, so every round's finally stops its
+    # serve instances and its cluster (scripts/pg-ha stop).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    missing = [t for t in ("patroni", "patronictl", "etcd", "psql") if shutil.which(t) is None]
+    if missing:
+        log("SKIP: %s not installed (scripts/deps installs patroni and etcd-server as root)"
+            % ", ".join(missing))
+        return SKIP if args.ci else 3
+    if args.sandbox is None:
+        args.sandbox = os.path.join(os.path.dirname(args.oncegate), "oncegate-sandbox")
+    if not os.access(args.oncegate, os.X_OK):
+        log("no oncegate binary at %s (--oncegate)" % args.oncegate)
+        return 2
+    out = args.out or tempfile.mkdtemp(prefix="og-chaos-out-")
+    os.makedirs(out, exist_ok=True)
+    keep = args.out is not None
+    figs = []
+    try:
+        for n in range(1, args.rounds + 1):
+            try:
+                fig = one_round(args, n, out)
+            except RuntimeError as e:
+                log("round %d could not run: %s" % (n, e))
+                return 3
+            figs.append(fig)
+            log("round %d: lost %d, duplicated %d, unresolved %d (%d acknowledged)" % (
+                n, fig["lost"], fig["duplicated"], fig["unresolved"], fig["acknowledged"]))
+            for k in ("lost_why", "duplicated_grants", "unresolved_ids",
+                      "wrongly_refused_ids"):
+                if fig[k]:
+                    log("  %s: %s" % (k, json.dumps(fig[k])[:2000]))
+            if args.until_loss and fig["lost"] > 0:
+                break
+        print_table(figs)
+        lost = sum(f["lost"] for f in figs)
+        dup = sum(f["duplicated"] for f in figs)
+        unres = sum(f["unresolved"] for f in figs)
+        unexp = sum(f["unexpected"] for f in figs)
+        wref = sum(f["wrongly_refused"] for f in figs)
+        bill = sum(billing_errors(f["billing"]) for f in figs)
+        print("lost=%d duplicated=%d unresolved=%d unexpected=%d wrongly_refused=%d%s rounds=%d"
+              % (lost, dup, unres, unexp, wref,
+                 " billing_mismatches=%d" % bill if args.execute else "", len(figs)))
+        for f in figs:
+            if f["billing"]:
+                print("round %d billing: %s" % (f["round"], json.dumps(f["billing"], sort_keys=True)))
+        if args.until_loss:
+            if lost > 0:
+                print("negative control: the checker caught %d lost acknowledged admission(s) "
+                      "in round %d of at most %d" % (lost, len(figs), args.rounds))
+                return 0
+            print("negative control: no round of %d lost an acknowledged admission" % len(figs))
+            return 1
+        return 0 if lost == dup == unres == unexp == wref == bill == 0 else 1
+    finally:
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
