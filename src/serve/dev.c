@@ -984,6 +984,21 @@ void og_srv_dev_sandbox_stop(og_srv_dev_sandbox *sb)
  * The banner and dev-env.
  * ========================================================================= */
 
+/* A role's name as a shell variable's part: upper case, '-' as '_'
+ * ("payout-admin" is PAYOUT_ADMIN, exported as OG_PAYOUT_ADMIN_KEY).
+ * Writes it NUL-terminated into name (cut to len - 1); its length. */
+static size_t dev_env_shell_name(unsigned role_bit, char *name, size_t len)
+{
+    size_t n = 0;
+
+    for (const char *r = og_role_name(role_bit); *r && n + 1 < len; r++)
+        name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A')
+                    : *r == '-'            ? '_'
+                                           : *r;
+    name[n] = '\0';
+    return n;
+}
+
 /* 1 when s needs no quoting in a POSIX shell. */
 static int dev_sh_safe(const char *s)
 {
@@ -1172,14 +1187,27 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
     else
         fputs("  provider     none: operations are admitted, not executed\n",
               f);
-    fputs("\n"
-          "Load the API keys into your shell as OG_ISSUER_KEY, "
-          "OG_AGENT_KEY, OG_ENFORCER_KEY,\n"
-          "OG_REVOKER_KEY, OG_OPERATOR_KEY, OG_PAYOUT_ADMIN_KEY, "
-          "OG_CLERK_KEY and OG_PAYOUT_WORKER_KEY:\n"
-          "\n"
-          "  eval \"$(",
-          f);
+    /* The variables dev-env exports, named from the same role table
+     * (dev_env_shell_name), so a new role cannot be left out here. */
+    fputs("\nLoad the API keys into your shell as", f);
+    for (int i = 0, col = 35; i < OG_ROLE_COUNT; i++) {
+        char name[32];
+        int w;
+
+        dev_env_shell_name(1u << i, name, sizeof name);
+        w = (int)strlen(name) + 9 + (i == OG_ROLE_COUNT - 1 ? 4 : 1);
+        if (col + w > 78) {
+            fputc('\n', f);
+            col = 0;
+        } else {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%sOG_%s_KEY%s", i == OG_ROLE_COUNT - 1 ? "and " : "",
+                name, i == OG_ROLE_COUNT - 1 ? ":" : ",");
+        col += w;
+    }
+    fputs("\n\n  eval \"$(", f);
     dev_sh_word(f, argv0 && argv0[0] ? argv0 : "oncegate");
     fputs(" dev-env --data-dir ", f);
     dev_sh_word(f, shown);
@@ -1253,15 +1281,8 @@ static ssize_t dev_env_render(const dev_creds *cr, char *buf, size_t len)
 
     for (int i = 0; i < OG_ROLE_COUNT; i++) {
         char name[32];
-        size_t n = 0;
+        size_t n = dev_env_shell_name(1u << i, name, sizeof name);
 
-        /* a shell name: upper case, '-' as '_' ("payout-admin" is
-         * OG_PAYOUT_ADMIN_KEY) */
-        for (const char *r = og_role_name(1u << i); *r && n + 1 < sizeof name;
-             r++)
-            name[n++] = *r >= 'a' && *r <= 'z' ? (char)(*r - 'a' + 'A')
-                        : *r == '-'            ? '_'
-                                               : *r;
         if (dev_append(buf, len, &used, "export OG_", 10) ||
             dev_append(buf, len, &used, name, n) ||
             dev_append(buf, len, &used, "_KEY='", 6))

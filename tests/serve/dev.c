@@ -485,6 +485,25 @@ void dev_banner_payout_steps_run_as_printed_and_pay_once(void **state)
             t_sleep_ms(100);
         }
     }
+    /* The banner names every variable dev-env exports, before its eval. */
+    {
+        const char *load = strstr(banner, "Load the API keys");
+        const char *eval = load ? strstr(load, "eval \"$(") : NULL;
+
+        assert_non_null(eval);
+        for (size_t i = 0; i < sizeof g_dev_roles / sizeof g_dev_roles[0];
+             i++) {
+            char var[64];
+            const char *at;
+
+            snprintf(var, sizeof var, "OG_%s_KEY", g_dev_roles[i]);
+            for (char *c = var; *c; c++)
+                *c = *c == '-' ? '_' : (char)toupper((unsigned char)*c);
+            at = strstr(load, var);
+            if (!at || at > eval)
+                fail_msg("the banner does not name %s before its eval", var);
+        }
+    }
     /* From the payout path's first line to the banner's end, as printed. */
     sz = strlen(steps) + 4 * PATHLEN + 256;
     script = malloc(sz);
