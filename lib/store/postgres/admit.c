@@ -29,6 +29,20 @@
  *      either). Operation ids are fresh per operation, so that needs a
  *      client's reuse of an id it finished long ago, at that very instant;
  *      the grant itself stays single-use either way (its key is the claim).
+ *  I30 An answer read from a key this call did not claim (already
+ *      admitted, a refusal, a consume's denial, an operation read by id)
+ *      is only given once the row it was read from is as durable as a
+ *      commit would have made it: on a server whose commits wait for a
+ *      synchronous standby, the read row may be one that only this server
+ *      holds — committed locally by an earlier call whose wait was
+ *      cancelled (I3), on a primary cut off from its standbys — and a
+ *      failover would discard it. So such a call ends with a read fence
+ *      (og__pg_read_fence): ONE statement that writes WAL in a transaction
+ *      with an xid, so its commit waits for the standby up to a position
+ *      after the row's own commit. A cancelled wait is I3's unavailable,
+ *      never an answer. Without a synchronous standby the fence writes
+ *      nothing. Found by the partition chaos scenario
+ *      (docs/operations.md).
  *
  * Also carried here: I1 (ADMITTED only after ReadyForQuery), I4 (the only
  * refusal a unique violation can make), I5 (the deadline decided in the
@@ -157,6 +171,28 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
     if (have_op != NULL)
         *have_op = hop;
     return 0;
+}
+
+/* The read fence (I30). PostgreSQL waits for a synchronous standby only at
+ * the commit of a transaction that has an xid AND wrote WAL; a
+ * transactional logical message is both (it needs no wal_level = logical,
+ * and is granted to PUBLIC). CASE evaluates it only where commits wait. */
+static const char pg_read_fence_sql[] =
+    "SELECT CASE WHEN current_setting('synchronous_standby_names') <> ''"
+    " AND current_setting('synchronous_commit')"
+    "       IN ('on', 'remote_write', 'remote_apply')"
+    " THEN pg_logical_emit_message(true, 'oncegate', 'read-fence') END";
+static const og__pg_stmt pg_read_fence_stmt = {"og_read_fence",
+                                               pg_read_fence_sql, 0,
+                                               OG_KEYS_AS_STORED};
+
+int og__pg_read_fence(og__pg_store *pg, og__pg_conn *c)
+{
+    PGresult *res = NULL;
+    int rc = og__pg_run(pg, c, &pg_read_fence_stmt, NULL, &res);
+
+    PQclear(res);
+    return rc;
 }
 
 /* After an admission or a consume that claimed nothing: what holds the key
@@ -426,6 +462,8 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
         rc = og__pg_consumption(pg, c, req, true, &cons, &op, &have_op);
     if (rc == 0)
         og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
+    if (rc == 0)
+        rc = og__pg_read_fence(pg, c); /* I30 */
 out:
     PQclear(res);
     if (c != NULL)
@@ -469,6 +507,8 @@ int og__pg_operation_get(void *impl, const char *operation_id,
         goto out;
     }
     rc = og__pg_op_parse(res, 0, 0, &op);
+    if (rc == 0)
+        rc = og__pg_read_fence(pg, c); /* I30 */
     if (rc == 0) {
         *out = op;
         rc = 1;

@@ -454,6 +454,7 @@ int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
     if (rc == 0) {
         result.consumed = false;
         result.refusal = og__classify_consume(&cons);
+        rc = og__pg_read_fence(pg, c); /* I30 (admit.c) */
     }
 out:
     PQclear(res);

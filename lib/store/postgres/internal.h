@@ -433,6 +433,10 @@ int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
  * family blocked the claim and (with_op) the operation row for req's
  * operation id, read by a fresh statement, in the shape
  * og__classify_unclaimed() / og__classify_consume() read. */
+/* The read fence (I30, admit.c): ends a call whose answer was read from a
+ * key it did not claim; 0, or OG_ESTORE_UNAVAILABLE when the wait for a
+ * synchronous standby was cancelled (I3) or the store failed. */
+int og__pg_read_fence(og__pg_store *pg, og__pg_conn *c);
 int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                             const og__admit_req *req, bool with_op,
                             og__consumption *cons, og_operation *op,
