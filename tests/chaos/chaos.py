@@ -515,7 +515,7 @@ def outcome_counts(events):
     return counts
 
 
-def unavailability(events, t_kill):
+def unavailability(events, t_kill, straddlers=True):
     """The write-unavailability window: the longest stretch of the run
     between two consecutive acknowledged admissions (the failover's, when
     one was acknowledged after it: otherwise None). "After" is one second
@@ -523,9 +523,24 @@ def unavailability(events, t_kill):
     acknowledged just after it, none can be later until a promotion
     (Patroni's ttl is 10 s). Returns (length, start, end) in history
     time."""
-    done = sorted(ev["time"] for ev in events
-                  if ev["type"] == "ok" and ev["f"] in ("present", "compete")
-                  and ev.get("outcome") == "admitted")
+    invoked = {}
+    done = []
+    for ev in events:
+        if ev["f"] not in ("present", "compete"):
+            continue
+        if ev["type"] == "invoke":
+            invoked[(ev["op"], ev["process"])] = ev["time"]
+        elif ev["type"] == "ok" and ev.get("outcome") == "admitted":
+            # Without straddlers: an admission invoked before the fault and
+            # answered more than a second after it is not counted — its
+            # commit may lie before the fault, its answer late only because
+            # the outcome's record waited (after a partition: a 202 once
+            # the cut-off primary shut down).
+            t_inv = invoked.get((ev["op"], ev["process"]), ev["time"])
+            if not straddlers and t_inv < t_kill < ev["time"] - 1.0:
+                continue
+            done.append(ev["time"])
+    done.sort()
     if not done or done[-1] <= t_kill + 1.0:
         return None
     best = (0.0, done[0], done[0])
@@ -960,26 +975,44 @@ def one_round(args, n, out):
             log("round %d: switchover %s -> %s, the new leader writes after %.2f s" % (
                 n, kenv.get("OG_PG_HA_OLD_LEADER"), kenv.get("OG_PG_HA_NEW_LEADER"), promo))
         elif scen == "partition":
-            t_kill = hist.now()
             r = run([PG_HA, "partition", cdir], timeout=120)
             if r.returncode != 0:
                 raise RuntimeError("partition failed:\n" + r.stderr[-3000:])
+            # The cut is in place once partition returns.
+            t_kill = hist.now()
             cut = parse_env(r.stdout).get("OG_PG_HA_PARTITIONED")
             extra["partitioned"] = cut
             log("round %d: %s partitioned from the other nodes" % (n, cut))
+            # The majority's side elects a leader once the old one's key
+            # expires (Patroni's ttl); the cut-off node demotes itself
+            # when it cannot reach etcd (retry_timeout).
+            limit = time.monotonic() + args.recover
+            leader = "-"
+            while time.monotonic() < limit:
+                r = run([PG_HA, "status", cdir], timeout=60)
+                leader = parse_env(r.stdout).get("OG_PG_HA_LEADER", "-")
+                if leader not in ("-", cut):
+                    break
+                time.sleep(0.5)
+            if leader in ("-", cut):
+                raise RuntimeError("no leader on the majority's side after the partition")
+            t_prom = hist.now()
+            promo = round(t_prom - t_kill, 2)
+            extra["new_leader"] = leader
+            log("round %d: %s leads the majority's side %.2f s after the cut" % (n, leader, promo))
         else:
             raise RuntimeError("unknown scenario " + scen)
         # Promotion is not yet write availability: a strict synchronous
         # leader acknowledges commits only once a standby streams from it.
         # The load runs until an admission is acknowledged again (at most
         # --recover seconds), then --after seconds more.
-        # A partitioned leader acknowledges nothing once the cut is in
-        # place; 3 s leave the rules time to apply to every connection.
-        margin = 3.0 if scen == "partition" else 1.0
+        # After a partition: an admission acknowledged once the majority
+        # has its leader.
+        t_ready = (t_prom if scen == "partition" else t_kill) + 1.0
         limit = time.monotonic() + args.recover
         while time.monotonic() < limit and not any(
                 ev["type"] == "ok" and ev["f"] in ("present", "compete")
-                and ev.get("outcome") == "admitted" and ev["time"] > t_kill + margin
+                and ev.get("outcome") == "admitted" and ev["time"] > t_ready
                 for ev in hist.events[-2000:]):
             time.sleep(0.2)
         if scen == "partition":
@@ -1007,7 +1040,7 @@ def one_round(args, n, out):
                          args.recover)
         hist.close()
         counts = outcome_counts(hist.events)
-        win = unavailability(hist.events, t_kill)
+        win = unavailability(hist.events, t_kill, straddlers=(scen != "partition"))
         fig = {
             "round": n, "mode": "async" if args.async_ else "sync",
             "scenario": scen,
