@@ -5,8 +5,25 @@ checker and the chaos runs").
 
 A round: a fresh 3-node Patroni cluster (synchronous, or --async for the
 negative control), two `oncegate serve` instances on its multi-host URL,
-many concurrent presenters, one fault (kill -9 of the primary) under load,
-then the checker. Every client request is recorded as invoke / ok / fail /
+many concurrent presenters, one fault under load (--scenario), then the
+checker. The scenarios:
+
+  kill-primary  kill -9 of the primary's Patroni, postmaster and backends
+                (scripts/pg-ha kill-primary): a failover
+  kill-serve    kill -9 of the serve instance holding an in-flight request:
+                the victim operation is admitted and its credit create held
+                in the sandbox by a delay fault aimed at its idempotency key
+                (docs/sandbox.md, "Aimed faults"), so instance 0 is killed
+                while the request is certainly in flight; the SAME request
+                is then answered by the other instance (its status, never a
+                second admission), a new operation on its grant refused, and
+                once recovery settled it, one credit and one store row; any
+                of these not so is a scenario problem, failing the verdict
+                (--also-primary: the primary is killed too, right after)
+  partition     the primary cut off from etcd and the standbys
+                (scripts/pg-ha partition; root) until writes are back on the
+                majority's side, then healed under load
+  switchover    scripts/pg-ha switchover under load Every client request is recorded as invoke / ok / fail /
 info in a JSON-lines history; after the run the checker verifies, from the
 history AND from the store's tables:
 
@@ -41,14 +58,15 @@ suffice, and http.client, threading, json and a psql subprocess are on
 every machine that runs scripts/test — no new dependency, no C client to
 keep beside the service's own.
 
---lag S stops the primary's walsenders (SIGSTOP) for S seconds right
-before the kill: the standbys fall behind, as a loaded or distant standby
+--lag S (kill-primary only) stops the primary's walsenders (SIGSTOP) for S
+seconds right before the kill: the standbys fall behind, as a loaded or distant standby
 does. A synchronous primary then acknowledges nothing until the kill; an
 asynchronous one acknowledges commits that no standby has, so the negative
 control loses them for certain instead of by a race of microseconds.
 
 Usage (scripts/chaos wraps it):
-  chaos.py [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
+  chaos.py [--scenario S[,S…]|all] [--also-primary]
+           [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
            [--before S] [--after S] [--recover S] [--execute]
            [--oncegate PATH] [--sandbox PATH] [--out DIR] [--ci]
 """
@@ -74,6 +92,8 @@ PG_HA = os.path.join(ROOT, "scripts", "pg-ha")
 ISSUER = "chaos"
 AGENT = "chaos-agent"
 SKIP = 77
+# The faults a round can inject (docs/operations.md, "The scenarios").
+SCENARIOS = ("kill-primary", "kill-serve", "partition", "switchover")
 
 
 def log(msg):
@@ -185,12 +205,19 @@ class Workload:
         self.lock = threading.Lock()
         self.seq = 0
         self.threads = []
+        # The instances a request may go to: a dead one leaves the list (a
+        # load balancer's health check), the history keeps its index.
+        self.live = list(range(len(instances)))
+
+    def pick(self, rng):
+        live = self.live
+        return live[rng.randrange(len(live))]
 
     def _issue(self, proc, issuer, rng):
         """A new grant, retried (each try a new grant) until issued or
         stopped. Issuance writes the issuance log, so it fails over too."""
         while not self.stop.is_set():
-            inst = rng.randrange(len(self.instances))
+            inst = self.pick(rng)
             with self.lock:
                 self.seq += 1
                 n = self.seq
@@ -219,8 +246,10 @@ class Workload:
             time.sleep(min(ra or 0.1, 0.5) * (0.5 + rng.random()))
         return None
 
-    def present(self, client, proc, inst, gid, op, f="present"):
-        """One POST /v1/operations, recorded; returns (type, outcome, retry_after)."""
+    def present(self, client, proc, inst, gid, op, f="present", answers=None):
+        """One POST /v1/operations, recorded; returns (type, outcome,
+        retry_after). answers, a list, receives (status, body) or (None,
+        error name)."""
         token, params = self.tokens[gid]
         body = {"operation_id": op, "token": token, "action": "credit.apply",
                 "params": params}
@@ -231,7 +260,11 @@ class Workload:
         except (OSError, http.client.HTTPException) as e:
             self.hist.add(type="info", f=f, process=proc, instance=inst,
                           grant=gid, op=op, error=type(e).__name__)
+            if answers is not None:
+                answers.append((None, type(e).__name__))
             return "info", type(e).__name__, None
+        if answers is not None:
+            answers.append((st, doc))
         t, outcome = classify_present(st, doc)
         self.hist.add(type=t, f=f, process=proc, instance=inst, grant=gid,
                       op=op, status=st, outcome=outcome)
@@ -246,7 +279,7 @@ class Workload:
             self.pending[op] = gid
         first = True
         while True:
-            inst = rng.randrange(len(self.instances))
+            inst = self.pick(rng)
             t, _, ra = self.present(client, proc, inst, gid, op, f)
             if t != "info":
                 with self.lock:
@@ -413,7 +446,7 @@ def check(work, url, resolve_seconds=60.0, probe_threads=32):
         st = None
         for _ in range(40):
             try:
-                st, doc, _ = client.request(rng.randrange(len(work.instances)),
+                st, doc, _ = client.request(work.pick(rng),
                                             "GET", "/v1/operations/" + op)
             except (OSError, http.client.HTTPException):
                 st = None
@@ -482,7 +515,7 @@ def outcome_counts(events):
     return counts
 
 
-def unavailability(events, t_kill):
+def unavailability(events, t_kill, straddlers=True):
     """The write-unavailability window: the longest stretch of the run
     between two consecutive acknowledged admissions (the failover's, when
     one was acknowledged after it: otherwise None). "After" is one second
@@ -490,9 +523,24 @@ def unavailability(events, t_kill):
     acknowledged just after it, none can be later until a promotion
     (Patroni's ttl is 10 s). Returns (length, start, end) in history
     time."""
-    done = sorted(ev["time"] for ev in events
-                  if ev["type"] == "ok" and ev["f"] in ("present", "compete")
-                  and ev.get("outcome") == "admitted")
+    invoked = {}
+    done = []
+    for ev in events:
+        if ev["f"] not in ("present", "compete"):
+            continue
+        if ev["type"] == "invoke":
+            invoked[(ev["op"], ev["process"])] = ev["time"]
+        elif ev["type"] == "ok" and ev.get("outcome") == "admitted":
+            # Without straddlers: an admission invoked before the fault and
+            # answered more than a second after it is not counted — its
+            # commit may lie before the fault, its answer late only because
+            # the outcome's record waited (after a partition: a 202 once
+            # the cut-off primary shut down).
+            t_inv = invoked.get((ev["op"], ev["process"]), ev["time"])
+            if not straddlers and t_inv < t_kill < ev["time"] - 1.0:
+                continue
+            done.append(ev["time"])
+    done.sort()
     if not done or done[-1] <= t_kill + 1.0:
         return None
     best = (0.0, done[0], done[0])
@@ -607,6 +655,160 @@ def stop_walsenders(cdir):
     return leader, pids
 
 
+def sandbox_control(addr, method, path, body=None):
+    """A request to the sandbox's /_control/ routes (docs/sandbox.md)."""
+    conn = http.client.HTTPConnection(addr[0], addr[1], timeout=10)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data,
+                     headers={"Content-Type": "application/json"} if data else {})
+        resp = conn.getresponse()
+        raw = resp.read()
+        return resp.status, (json.loads(raw) if raw else None)
+    finally:
+        conn.close()
+
+
+VICTIM_DELAY_MS = 8000
+
+
+def kill_serve_in_flight(args, work, serves, sandbox, cdir, sandbox_db, url):
+    """Scenario kill-serve: one operation (the victim) is made to be in
+    flight at instance 0 for certain — admitted, its credit create held in
+    the sandbox by a delay fault aimed at its idempotency key (its
+    operation id) — and instance 0 is killed -9 while it waits (with
+    --also-primary, the primary right after). The SAME request is then
+    presented to instance 1 until it answers: it must be the operation's
+    status (already_admitted), never a second admission; a new operation
+    on the victim's grant must be refused. victim_final() checks, once
+    recovery has settled it, one credit for it and one store row."""
+    hist = work.hist
+    rng = random.Random()
+    servers = [s for s in serves if s is not sandbox]
+    issuer = Client(work.instances, work.issuer_key, work.timeout)
+    agent0 = Client(work.instances, work.agent_key, 30.0)
+    agent1 = Client(work.instances, work.agent_key, work.timeout)
+    problems = []
+    try:
+        gid = work._issue("victim", issuer, rng)
+        op = str(uuid.uuid4())
+        st, doc = sandbox_control(sandbox.addr, "POST", "/_control/faults", {
+            "fault": "delay_before_effect", "count": 1, "ms": VICTIM_DELAY_MS,
+            "match": {"idempotency_key": op}})
+        if st != 200:
+            raise RuntimeError("arming the sandbox's aimed fault: %s %s" % (st, doc))
+        first = []
+        th = threading.Thread(target=lambda: work.present(
+            agent0, "victim", 0, gid, op, answers=first), daemon=True)
+        th.start()
+        # In flight: the aimed entry leaves the list when the create for
+        # this key arrives (its firing), then sleeps in the sandbox.
+        limit = time.monotonic() + 20
+        while True:
+            st, doc = sandbox_control(sandbox.addr, "GET", "/_control/faults")
+            if st == 200 and not any((f.get("match") or {}).get("idempotency_key") == op
+                                     for f in doc.get("faults", [])):
+                break
+            if time.monotonic() > limit or not th.is_alive():
+                raise RuntimeError("the victim's create never reached the sandbox "
+                                   "(its request answered %r)" % (first,))
+            time.sleep(0.02)
+        t_kill = hist.now()
+        servers[0].kill9()
+        work.live = [i for i in work.live if i != 0]
+        th.join(15)
+        res = {"killed_at": t_kill, "operation": op, "grant": gid,
+               "killed_instance_answer": (first[0][1] if first and first[0][0] is None
+                                          else first[0] if first else None)}
+        if not first or first[0][0] is not None:
+            problems.append("the killed instance answered %r" % (first,))
+        if args.also_primary:
+            t0 = hist.now()
+            r = run([PG_HA, "kill-primary", cdir], timeout=300)
+            if r.returncode != 0:
+                raise RuntimeError("kill-primary failed:\n" + r.stderr[-3000:])
+            promo = float(parse_env(r.stdout).get("OG_PG_HA_PROMOTION_SECONDS", "0"))
+            res["promotion_s"] = round(max(0.0, hist.now() - promo - t_kill) + promo, 2)
+            res["primary_killed_after_s"] = round(t0 - t_kill, 2)
+        # The same request, to the other instance, until a definite answer.
+        answers = []
+        limit = time.monotonic() + args.recover
+        while True:
+            t, outcome, ra = work.present(agent1, "victim", 1, gid, op, answers=answers)
+            if t != "info" or time.monotonic() > limit:
+                break
+            time.sleep(min(ra or 0.2, 1.0))
+        res["retries"] = len(answers)
+        res["retry_answers"] = ["%s %s/%s" % (a[0], (a[1] or {}).get("outcome"),
+                                              (a[1] or {}).get("status"))
+                                if a[0] is not None else a[1] for a in answers]
+        last = answers[-1]
+        if last[0] is None or last[0] not in (200, 202) or \
+                (last[1] or {}).get("outcome") != "already_admitted":
+            problems.append("the other instance's answer: %r" % (last,))
+        if any(a[0] is not None and (a[1] or {}).get("outcome") == "admitted"
+               for a in answers):
+            problems.append("admitted a second time")
+        res["answered_after_s"] = round(hist.now() - t_kill, 2)
+        # The grant is spent: a new operation on it is refused.
+        t = work.settle(agent1, "victim", gid, str(uuid.uuid4()), rng,
+                        deadline=time.monotonic() + 30, f="compete")
+        res["new_operation"] = t
+        if t != "fail":
+            problems.append("a new operation on the victim's grant: %s" % t)
+        res["problems"] = problems
+        return res
+    finally:
+        issuer.close()
+        agent0.close()
+        agent1.close()
+
+
+def victim_final(work, victim, url, sandbox_db, wait_s):
+    """The victim once recovery has settled it (after check_billing's
+    wait): Succeeded (the delayed create took effect; recovery found it by
+    its key or replayed it), one store row for its grant, exactly one
+    credit for its key."""
+    import sqlite3
+    op, gid = victim["operation"], victim["grant"]
+    client = Client(work.instances, work.agent_key, work.timeout)
+    limit = time.monotonic() + wait_s
+    status, kinds = None, []
+    try:
+        while True:
+            try:
+                st, doc, _ = client.request(work.live[0], "GET", "/v1/operations/" + op)
+            except (OSError, http.client.HTTPException):
+                st, doc = None, None
+            if st == 200 and doc:
+                status = doc.get("status")
+                kinds = [h.get("kind") for h in doc.get("history", [])]
+                if status in ("succeeded", "failed", "needs_reconciliation"):
+                    break
+            if time.monotonic() > limit:
+                break
+            time.sleep(1)
+    finally:
+        client.close()
+    victim["final_status"] = status
+    victim["history_kinds"] = kinds
+    rows = psql(url, "SELECT count(*) FROM operations WHERE issuer = '%s' AND grant_id = '%s'"
+                % (ISSUER, gid))
+    victim["store_rows_for_grant"] = int(rows[0][0])
+    db = sqlite3.connect("file:%s?mode=ro" % sandbox_db, uri=True, timeout=30)
+    try:
+        victim["credits_for_key"] = db.execute(
+            "SELECT count(*) FROM credits WHERE idempotency_key = ?", (op,)).fetchone()[0]
+    finally:
+        db.close()
+    if status != "succeeded":
+        victim["problems"].append("final status %s" % status)
+    if victim["store_rows_for_grant"] != 1:
+        victim["problems"].append("%d store rows for its grant" % victim["store_rows_for_grant"])
+    if victim["credits_for_key"] != 1:
+        victim["problems"].append("%d credits for its key" % victim["credits_for_key"])
+
+
 class Serve:
     """A server started on port 0 that prints "...: listening on http://H:P"
     when ready: oncegate serve, or the sandbox (argv given)."""
@@ -635,6 +837,11 @@ class Serve:
         self.addr = (host, int(port))
         # Keep reading stdout so the server never blocks on a full pipe.
         threading.Thread(target=self.p.stdout.read, daemon=True).start()
+
+    def kill9(self):
+        """kill -9: the instance's machine is gone, mid-request."""
+        self.p.kill()
+        self.p.wait()
 
     def stop(self):
         if self.p.poll() is None:
@@ -695,7 +902,8 @@ def one_round(args, n, out):
             # Admitted or Unknown within seconds (docs/config.md, T3-T7).
             sandbox = Serve(None, None, os.path.join(rdir, "sandbox.log"),
                             argv=[args.sandbox, "--listen", "127.0.0.1:0",
-                                  "--state", os.path.join(rdir, "sandbox.db")])
+                                  "--state", os.path.join(rdir, "sandbox.db")]
+                            + (["--control"] if args.scenario == "kill-serve" else []))
             serves.append(sandbox)
             cfg["provider"] = {
                 "url": "http://%s:%d" % sandbox.addr,
@@ -727,31 +935,98 @@ def one_round(args, n, out):
         work = Workload(hist, instances, ik, ak, args.presenters)
         work.start()
         time.sleep(args.before)
-        if args.lag > 0:
-            leader, pids = stop_walsenders(cdir)
-            log("round %d: %s's %d walsenders stopped for %.1f s before the kill"
-                % (n, leader, len(pids), args.lag))
-            time.sleep(args.lag)
-        t_call = hist.now()
-        r = run([PG_HA, "kill-primary", cdir], timeout=300)
-        if r.returncode != 0:
-            raise RuntimeError("kill-primary failed:\n" + r.stderr[-3000:])
-        kenv = parse_env(r.stdout)
-        promo = float(kenv.get("OG_PG_HA_PROMOTION_SECONDS", "0"))
-        t_prom = hist.now()
-        t_kill = max(t_call, t_prom - promo)
-        log("round %d: %s killed; %s promoted after %.2f s" % (
-            n, kenv.get("OG_PG_HA_OLD_LEADER"), kenv.get("OG_PG_HA_NEW_LEADER"), promo))
+        scen = args.scenario
+        promo = None
+        extra = {}
+        t_prom = None
+        if scen == "kill-primary":
+            if args.lag > 0:
+                leader, pids = stop_walsenders(cdir)
+                log("round %d: %s's %d walsenders stopped for %.1f s before the kill"
+                    % (n, leader, len(pids), args.lag))
+                time.sleep(args.lag)
+            t_call = hist.now()
+            r = run([PG_HA, "kill-primary", cdir], timeout=300)
+            if r.returncode != 0:
+                raise RuntimeError("kill-primary failed:\n" + r.stderr[-3000:])
+            kenv = parse_env(r.stdout)
+            promo = float(kenv.get("OG_PG_HA_PROMOTION_SECONDS", "0"))
+            t_prom = hist.now()
+            t_kill = max(t_call, t_prom - promo)
+            log("round %d: %s killed; %s promoted after %.2f s" % (
+                n, kenv.get("OG_PG_HA_OLD_LEADER"), kenv.get("OG_PG_HA_NEW_LEADER"), promo))
+        elif scen == "kill-serve":
+            victim = kill_serve_in_flight(args, work, serves, sandbox, cdir,
+                                          os.path.join(rdir, "sandbox.db"), url)
+            t_kill = victim.pop("killed_at")
+            promo = victim.get("promotion_s")
+            if promo is not None:
+                t_prom = t_kill + promo
+            extra["victim"] = victim
+            log("round %d: victim %s" % (n, json.dumps(victim, sort_keys=True)))
+        elif scen == "switchover":
+            t_kill = hist.now()
+            r = run([PG_HA, "switchover", cdir], timeout=300)
+            if r.returncode != 0:
+                raise RuntimeError("switchover failed:\n" + r.stderr[-3000:])
+            kenv = parse_env(r.stdout)
+            promo = float(kenv.get("OG_PG_HA_PROMOTION_SECONDS", "0"))
+            t_prom = t_kill + promo
+            log("round %d: switchover %s -> %s, the new leader writes after %.2f s" % (
+                n, kenv.get("OG_PG_HA_OLD_LEADER"), kenv.get("OG_PG_HA_NEW_LEADER"), promo))
+        elif scen == "partition":
+            r = run([PG_HA, "partition", cdir], timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError("partition failed:\n" + r.stderr[-3000:])
+            # The cut is in place once partition returns.
+            t_kill = hist.now()
+            cut = parse_env(r.stdout).get("OG_PG_HA_PARTITIONED")
+            extra["partitioned"] = cut
+            log("round %d: %s partitioned from the other nodes" % (n, cut))
+            # The majority's side elects a leader once the old one's key
+            # expires (Patroni's ttl); the cut-off node demotes itself
+            # when it cannot reach etcd (retry_timeout).
+            limit = time.monotonic() + args.recover
+            leader = "-"
+            while time.monotonic() < limit:
+                r = run([PG_HA, "status", cdir], timeout=60)
+                leader = parse_env(r.stdout).get("OG_PG_HA_LEADER", "-")
+                if leader not in ("-", cut):
+                    break
+                time.sleep(0.5)
+            if leader in ("-", cut):
+                raise RuntimeError("no leader on the majority's side after the partition")
+            t_prom = hist.now()
+            promo = round(t_prom - t_kill, 2)
+            extra["new_leader"] = leader
+            log("round %d: %s leads the majority's side %.2f s after the cut" % (n, leader, promo))
+        else:
+            raise RuntimeError("unknown scenario " + scen)
         # Promotion is not yet write availability: a strict synchronous
         # leader acknowledges commits only once a standby streams from it.
         # The load runs until an admission is acknowledged again (at most
         # --recover seconds), then --after seconds more.
+        # After a partition: an admission acknowledged once the majority
+        # has its leader.
+        t_ready = (t_prom if scen == "partition" else t_kill) + 1.0
         limit = time.monotonic() + args.recover
         while time.monotonic() < limit and not any(
                 ev["type"] == "ok" and ev["f"] in ("present", "compete")
-                and ev.get("outcome") == "admitted" and ev["time"] > t_kill + 1.0
+                and ev.get("outcome") == "admitted" and ev["time"] > t_ready
                 for ev in hist.events[-2000:]):
             time.sleep(0.2)
+        if scen == "partition":
+            # Writes are back on the majority's side; the cut-off node
+            # rejoins under load (pg_rewind discards what it never had
+            # acknowledged) before the load ends.
+            t_back = hist.now()
+            r = run([PG_HA, "heal", cdir], timeout=300)
+            if r.returncode != 0:
+                raise RuntimeError("heal failed:\n" + r.stderr[-3000:])
+            extra["writes_back_after_s"] = round(t_back - t_kill, 2)
+            extra["heal_s"] = round(hist.now() - t_back, 2)
+            log("round %d: writes back %.1f s after the partition; healed in %.1f s"
+                % (n, extra["writes_back_after_s"], extra["heal_s"]))
         time.sleep(args.after)
         work.finish()
         t_end = hist.now()
@@ -760,19 +1035,26 @@ def one_round(args, n, out):
         billing = None
         if args.execute:
             billing = check_billing(url, os.path.join(rdir, "sandbox.db"), args.recover)
+        if "victim" in extra:
+            victim_final(work, extra["victim"], url, os.path.join(rdir, "sandbox.db"),
+                         args.recover)
         hist.close()
         counts = outcome_counts(hist.events)
-        win = unavailability(hist.events, t_kill)
+        win = unavailability(hist.events, t_kill, straddlers=(scen != "partition"))
         fig = {
             "round": n, "mode": "async" if args.async_ else "sync",
-            "promotion_s": promo, "lag_s": args.lag,
+            "scenario": scen,
+            "promotion_s": promo,
+            "lag_s": args.lag if scen == "kill-primary" else 0.0,
             "unavailable_s": round(win[0], 2) if win else None,
             # Where the window lies: its start after the kill (negative:
             # before it) and its end after scripts/pg-ha saw the new leader
             # out of recovery (negative: before it noticed).
-            "kill_at_s": round(t_kill, 2), "promoted_at_s": round(t_prom, 2),
+            "kill_at_s": round(t_kill, 2),
+            "promoted_at_s": round(t_prom, 2) if t_prom is not None else None,
             "window_from_kill_s": round(win[1] - t_kill, 2) if win else None,
-            "window_after_promotion_s": round(win[2] - t_prom, 2) if win else None,
+            "window_after_promotion_s": (round(win[2] - t_prom, 2)
+                                         if win and t_prom is not None else None),
             "load_s": round(t_end, 1),
             "requests": counts,
             "acknowledged": res["acknowledged"],
@@ -791,6 +1073,8 @@ def one_round(args, n, out):
             "unresolved_ids": res["unresolved"][:20],
             "history": os.path.join(rdir, "history.jsonl"),
         }
+        fig.update(extra)
+        fig["scenario_problems"] = len(extra.get("victim", {}).get("problems", []))
         with open(os.path.join(rdir, "verdict.json"), "w") as f:
             json.dump(fig, f, indent=1, sort_keys=True)
         return fig
@@ -804,13 +1088,15 @@ def one_round(args, n, out):
 
 
 def print_table(figs):
-    print("| round | mode | lag s | promotion s | unavailable s | requests by outcome | "
+    print("| scenario | round | mode | lag s | promotion s | unavailable s | requests by outcome | "
           "acknowledged | lost | duplicated | unresolved |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for f in figs:
         req = ", ".join("%s %d" % (k, v) for k, v in sorted(f["requests"].items()))
-        print("| %d | %s | %.1f | %.2f | %s | %s | %d | %d | %d | %d |" % (
-            f["round"], f["mode"], f["lag_s"], f["promotion_s"], f["unavailable_s"], req,
+        print("| %s | %d | %s | %.1f | %s | %s | %s | %d | %d | %d | %d |" % (
+            f["scenario"], f["round"], f["mode"], f["lag_s"],
+            "-" if f["promotion_s"] is None else "%.2f" % f["promotion_s"],
+            f["unavailable_s"], req,
             f["acknowledged"], f["lost"], f["duplicated"], f["unresolved"]))
     sys.stdout.flush()
 
@@ -819,7 +1105,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--async", dest="async_", action="store_true",
                     help="the negative control: an asynchronous standby")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of each scenario")
+    ap.add_argument("--scenario", default="kill-primary",
+                    help="the fault, or a comma-separated list run in turn "
+                         "(--rounds each), or all: " + ", ".join(SCENARIOS))
+    ap.add_argument("--also-primary", action="store_true",
+                    help="kill-serve: kill -9 the primary too, right after "
+                         "the serve instance")
     ap.add_argument("--until-loss", action="store_true",
                     help="stop at the first round that loses an acknowledged "
                          "admission; exit 0 then, 1 when none of --rounds did")
@@ -863,23 +1156,38 @@ def main():
     out = args.out or tempfile.mkdtemp(prefix="og-chaos-out-")
     os.makedirs(out, exist_ok=True)
     keep = args.out is not None
+    scenarios = list(SCENARIOS) if args.scenario == "all" else args.scenario.split(",")
+    for sc in scenarios:
+        if sc not in SCENARIOS:
+            log("unknown scenario %r (%s)" % (sc, ", ".join(SCENARIOS)))
+            return 2
+    if args.async_ and scenarios != ["kill-primary"]:
+        log("--async is the negative control of kill-primary only")
+        return 2
+    if "kill-serve" in scenarios:
+        # The victim is held in flight by the sandbox: credits executed.
+        args.execute = True
     figs = []
     try:
-        for n in range(1, args.rounds + 1):
-            try:
-                fig = one_round(args, n, out)
-            except RuntimeError as e:
-                log("round %d could not run: %s" % (n, e))
-                return 3
-            figs.append(fig)
-            log("round %d: lost %d, duplicated %d, unresolved %d (%d acknowledged)" % (
-                n, fig["lost"], fig["duplicated"], fig["unresolved"], fig["acknowledged"]))
-            for k in ("lost_why", "duplicated_grants", "unresolved_ids",
-                      "wrongly_refused_ids"):
-                if fig[k]:
-                    log("  %s: %s" % (k, json.dumps(fig[k])[:2000]))
-            if args.until_loss and fig["lost"] > 0:
-                break
+        for sc in scenarios:
+            args.scenario = sc
+            for n in range(1, args.rounds + 1):
+                try:
+                    fig = one_round(args, n, os.path.join(out, sc) if len(scenarios) > 1 else out)
+                except RuntimeError as e:
+                    log("%s round %d could not run: %s" % (sc, n, e))
+                    return 3
+                figs.append(fig)
+                log("%s round %d: lost %d, duplicated %d, unresolved %d (%d acknowledged)" % (
+                    sc, n, fig["lost"], fig["duplicated"], fig["unresolved"], fig["acknowledged"]))
+                if fig.get("victim"):
+                    log("  victim: %s" % json.dumps(fig["victim"], sort_keys=True))
+                for k in ("lost_why", "duplicated_grants", "unresolved_ids",
+                          "wrongly_refused_ids"):
+                    if fig[k]:
+                        log("  %s: %s" % (k, json.dumps(fig[k])[:2000]))
+                if args.until_loss and fig["lost"] > 0:
+                    break
         print_table(figs)
         lost = sum(f["lost"] for f in figs)
         dup = sum(f["duplicated"] for f in figs)
@@ -892,7 +1200,13 @@ def main():
                  " billing_mismatches=%d" % bill if args.execute else "", len(figs)))
         for f in figs:
             if f["billing"]:
-                print("round %d billing: %s" % (f["round"], json.dumps(f["billing"], sort_keys=True)))
+                print("%s round %d billing: %s" % (f["scenario"], f["round"],
+                                                   json.dumps(f["billing"], sort_keys=True)))
+        sprob = sum(f["scenario_problems"] for f in figs)
+        for f in figs:
+            if f.get("victim"):
+                print("%s round %d victim: %s" % (f["scenario"], f["round"],
+                                                  json.dumps(f["victim"], sort_keys=True)))
         if args.until_loss:
             if lost > 0:
                 print("negative control: the checker caught %d lost acknowledged admission(s) "
@@ -900,7 +1214,7 @@ def main():
                 return 0
             print("negative control: no round of %d lost an acknowledged admission" % len(figs))
             return 1
-        return 0 if lost == dup == unres == unexp == wref == bill == 0 else 1
+        return 0 if lost == dup == unres == unexp == wref == bill == sprob == 0 else 1
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
