@@ -40,10 +40,12 @@ history AND from the store's tables:
               once the store is back, still cannot settle;
   billing     with --execute (a sandbox executes the credits): once
               recovery has settled every operation, the sandbox's credits
-              are exactly the Succeeded operations, none billed twice;
+              are exactly the Succeeded operations, none billed twice, and
+              no grant credited twice (each grant names its own account);
   wrongly refused, unexpected
               a 409 while no other operation holds the grant; an answer the
-              API does not document here (a 5xx but 503, a 4xx but 409).
+              API does not document here (a 5xx but 503, a 4xx but 409, a
+              503 without `retry_later` and a Retry-After header).
 
 It prints the counts and exits 1 when any is above zero, 0 for a clean
 verdict; --until-loss inverts it for the negative control: 0 once a round
@@ -175,13 +177,16 @@ class Client:
         self.conns = {}
 
 
-def classify_present(status, doc):
-    """(type, outcome) of a POST /v1/operations answer."""
+def classify_present(status, doc, retry_after=None):
+    """(type, outcome) of a POST /v1/operations answer. A 503 is the
+    documented "retry later" only with its code AND a Retry-After header
+    (docs/operations.md, "What a client sees during a failover"); any other
+    503 is counted unexpected (still ambiguous: info)."""
     if status in (200, 202) and doc and doc.get("outcome") in ("admitted", "already_admitted"):
         return "ok", doc["outcome"]
     if status == 409:
         return "fail", (doc or {}).get("error", "conflict")
-    if status == 503:
+    if status == 503 and (doc or {}).get("error") == "retry_later" and retry_after:
         return "info", "retry_later"
     if status >= 500:
         return "info", "unexpected_%d" % status
@@ -265,7 +270,7 @@ class Workload:
             return "info", type(e).__name__, None
         if answers is not None:
             answers.append((st, doc))
-        t, outcome = classify_present(st, doc)
+        t, outcome = classify_present(st, doc, ra)
         self.hist.add(type=t, f=f, process=proc, instance=inst, grant=gid,
                       op=op, status=st, outcome=outcome)
         return t, outcome, ra
@@ -571,6 +576,11 @@ def check_billing(url, sandbox_db, wait_s):
     try:
         per_key = dict(db.execute("SELECT idempotency_key, count(*) FROM credits "
                                   "GROUP BY idempotency_key").fetchall())
+        # Every grant names an account of its own (A-n, one per issuance),
+        # so credits per account are credits per grant: one grant, at most
+        # one credit, whichever operations presented it.
+        per_grant = dict(db.execute("SELECT account, count(*) FROM credits "
+                                    "GROUP BY account").fetchall())
     finally:
         db.close()
     taken = int(psql(url, "SELECT count(DISTINCT e.operation_id) FROM operation_events e "
@@ -589,6 +599,7 @@ def check_billing(url, sandbox_db, wait_s):
         "credits": sum(per_key.values()),
         "billed_twice": sorted(k for k, c in per_key.items() if c > 1)[:20],
         "billed_twice_count": sum(1 for c in per_key.values() if c > 1),
+        "grants_billed_twice": sum(1 for c in per_grant.values() if c > 1),
         "succeeded_unbilled": len(succeeded - set(per_key)),
         "billed_not_succeeded": len(set(per_key) - succeeded),
     }
@@ -597,8 +608,9 @@ def check_billing(url, sandbox_db, wait_s):
 def billing_errors(b):
     if not b:
         return 0
-    return (b["billed_twice_count"] + b["succeeded_unbilled"] +
-            b["billed_not_succeeded"] + b["open_after_wait"])
+    return (b["billed_twice_count"] + b.get("grants_billed_twice", 0) +
+            b["succeeded_unbilled"] + b["billed_not_succeeded"] +
+            b["open_after_wait"])
 
 
 # ---- one round -----------------------------------------------------------------
