@@ -55,7 +55,7 @@ og_srv_auth *og_srv_auth_current(og_srv *srv)
 
 /* Wipes and frees an answer's text (NUL-terminated; NULL is a no-op):
  * answers may carry credentials (a grant, a ticket, a redemption's token
- * response). Also libmicrohttpd's free callback for a queued answer. */
+ * response). */
 static void answer_free(void *text)
 {
     if (!text)

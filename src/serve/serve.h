@@ -16,8 +16,12 @@
  *               the reloadable snapshot of keys and principals
  *   log.c       one JSON object per line; never a token, key or credential
  *   metrics.c   counters and histograms, Prometheus text format
- *   http.c      the libmicrohttpd edge: two-call pattern, body cap, content
- *               type, routing table, correlation ids
+ *   wire.c      HTTP/1.1 request framing (RFC 9112), a pure core
+ *   edge.c      connections: a thread each, early refusals, deadlines,
+ *               caps (wire.h, edge.c: why not libmicrohttpd)
+ *   http.c      the request core: routing, authentication, rate limits
+ *               (ratelimit.c), body cap, content type, correlation ids,
+ *               the answer's bytes
  *   handlers.c  one function per endpoint
  *   janitor.c   the retention passes: cleanup (refusal records) and
  *               archiving (operation records)

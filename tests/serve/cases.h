@@ -211,6 +211,8 @@ void half_closed_connection_gets_its_answer_then_closes(void **state);
 void chunked_body_is_accepted_and_the_connection_kept(void **state);
 void repeated_authorization_is_400(void **state);
 void failed_authentication_is_rate_limited_per_source_with_429(void **state);
-void revocations_are_rate_limited_with_429_and_counted(void **state);
+void failed_authentication_is_rate_limited_per_principal_and_per_source(
+    void **state);
+void revocations_are_rate_limited_per_principal_and_per_source(void **state);
 
 #endif

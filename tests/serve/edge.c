@@ -8,6 +8,7 @@
  * src/serve/edge.c (HE1-HE5) implement them.
  */
 #define _GNU_SOURCE /* strcasestr, vasprintf */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -141,6 +142,76 @@ static void xchg(const srv *s, const char *req, size_t n, bool shut, raw *r)
 
 #define XCHG(s, lit, r) xchg((s), (lit), sizeof(lit) - 1, false, (r))
 
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    va_list ap;
+    char *out = NULL;
+
+    va_start(ap, f);
+    assert_true(vasprintf(&out, f, ap) > 0);
+    va_end(ap);
+    return out;
+}
+
+/* One request from the loopback address from (127.0.0.2, ...: a source
+ * address of its own for the server's per-source limits); the first
+ * answer's status, and its error code into code. */
+static int from_addr(const srv *s, const char *from, const char *req,
+                     char *code, size_t codelen)
+{
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    struct sockaddr_in dst = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)s->port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
+    raw r;
+
+    assert_true(fd >= 0);
+    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+    if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0 ||
+        connect(fd, (struct sockaddr *)&dst, sizeof dst) != 0)
+        fail_msg("from %s: %s", from, strerror(errno));
+    memset(&r, 0, sizeof r);
+    raw_send(fd, req, strlen(req));
+    raw_read(fd, &r, QUIET_MS);
+    close(fd);
+    if (r.responses < 1)
+        fail_msg("from %s: no answer:\n%s", from, r.data ? r.data : "");
+    st = r.status[0];
+    snprintf(code, codelen, "%s",
+             jstr(r.json[0], "error") ? jstr(r.json[0], "error") : "");
+    if (st == 429 && !strcasestr(r.head[0], "\r\nRetry-After: "))
+        fail_msg("429 without Retry-After:\n%s", r.head[0]);
+    raw_free(&r);
+    return st;
+}
+
+/* A request with key (NULL: none), Connection: close; a body {} on POST. */
+static char *keyed(const char *method, const char *path, const char *key)
+{
+    bool post = strcmp(method, "POST") == 0;
+
+    return fmt("%s %s HTTP/1.1\r\nHost: x\r\n%s%s%s%s"
+               "Connection: close\r\n\r\n%s",
+               method, path, key ? "Authorization: Bearer " : "",
+               key ? key : "", key ? "\r\n" : "",
+               post ? "Content-Type: application/json\r\n"
+                      "Content-Length: 2\r\n"
+                    : "",
+               post ? "{}" : "");
+}
+
+#define ASSERT_FROM(s, from, method, path, key, status, err)                   \
+    do {                                                                       \
+        char *q_ = keyed((method), (path), (key)), c_[64];                     \
+        int st_ = from_addr((s), (from), q_, c_, sizeof c_);                   \
+        free(q_);                                                              \
+        if (st_ != (status) || ((err) && strcmp(c_, (err) ? (err) : "")))      \
+            fail_msg("%s %s from %s: expected %d %s, got %d %s", (method),     \
+                     (path), (from), (status), (err) ? (err) : "", st_, c_);   \
+    } while (0)
+
 /* The rule every refusal keeps: exactly one response, framed by its
  * Content-Length, JSON {"error": code, "message": ...} with status, an
  * X-Request-Id, and the connection closed (closed) or kept (!closed). */
@@ -161,18 +232,6 @@ static void expect_one(const raw *r, int status, const char *code,
                  r->responses, r->framed, r->responses ? r->status[0] : 0,
                  e ? e : "(no error member)",
                  r->closed ? "closed" : "open", r->data ? r->data : "");
-}
-
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    va_list ap;
-    char *out = NULL;
-
-    va_start(ap, f);
-    assert_true(vasprintf(&out, f, ap) > 0);
-    va_end(ap);
-    return out;
 }
 
 /* A server on a fresh site whose http and rate_limit objects are as given
@@ -768,43 +827,92 @@ void failed_authentication_is_rate_limited_per_source_with_429(void **state)
                              "auth_failures\",by=\"source\"}") >= 2);
 }
 
-void revocations_are_rate_limited_with_429_and_counted(void **state)
+/* Each limit is kept per principal and per source address: the sources
+ * here are loopback addresses of their own (127.0.0.2, 127.0.0.3). */
+void failed_authentication_is_rate_limited_per_principal_and_per_source(
+    void **state)
 {
-    srv *s = edge_server(NULL, json_pack("{s:i, s:i, s:i, s:i}",
-                                         "revocations_per_minute", 1,
-                                         "revocations_burst", 2,
-                                         "auth_failures_per_minute", 1000000,
-                                         "auth_failures_burst", 1000000));
-    hres h = {0};
+    srv *s = edge_server(NULL, json_pack("{s:i, s:i}",
+                                         "auth_failures_per_minute", 1,
+                                         "auth_failures_burst", 2));
+    char op[OG_UUID_LEN + 1], path[96];
 
     (void)state;
-    for (int i = 0; i < 2; i++) {
-        post(&h, s, "/v1/grants/revoke", KEY(P_REVOKER), json_pack("{}"));
-        assert_http(&h, 400); /* a malformed revocation, counted all the same */
-        hres_free(&h);
-    }
-    post(&h, s, "/v1/grants/revoke", KEY(P_REVOKER), json_pack("{}"));
-    assert_error(&h, 429, "rate_limited");
-    {
-        char ra[16];
+    uuid4(op);
+    snprintf(path, sizeof path, "/v1/operations/%s", op);
+    /* Two failures of the agent (a route of another role) from .2. */
+    ASSERT_FROM(s, "127.0.0.2", "POST", "/v1/grants", KEY(P_AGENT), 403,
+                "forbidden");
+    ASSERT_FROM(s, "127.0.0.2", "POST", "/v1/grants", KEY(P_AGENT), 403,
+                "forbidden");
+    /* The agent's bucket is empty: from a fresh source, even its own
+     * route is 429 ... */
+    ASSERT_FROM(s, "127.0.0.3", "GET", path, KEY(P_AGENT), 429,
+                "rate_limited");
+    /* ... while another principal from that source is served. */
+    ASSERT_FROM(s, "127.0.0.3", "POST", "/v1/grants", KEY(P_ISSUER), 400,
+                NULL);
+    /* .2's bucket is empty too: any key from it is 429, unlooked-at. */
+    ASSERT_FROM(s, "127.0.0.2", "POST", "/v1/grants", KEY(P_ISSUER), 429,
+                "rate_limited");
+    ASSERT_FROM(s, "127.0.0.2", "GET", path, "no-such-key", 429,
+                "rate_limited");
+    assert_true(metric_of(s, "oncegate_rate_limited_total{limit=\""
+                             "auth_failures\",by=\"principal\"}") >= 1);
+    assert_true(metric_of(s, "oncegate_rate_limited_total{limit=\""
+                             "auth_failures\",by=\"source\"}") >= 2);
+}
 
-        assert_true(hdr_value(&h, "Retry-After", ra, sizeof ra));
-        assert_true(atoi(ra) >= 1);
-    }
-    hres_free(&h);
-    post(&h, s, "/v1/families/fam-1/revoke", KEY(P_REVOKER), NULL);
-    assert_error(&h, 429, "rate_limited");
-    hres_free(&h);
+void revocations_are_rate_limited_per_principal_and_per_source(void **state)
+{
+    site *st = site_new("edge", false, 0, true);
+    char key2[API_KEY_LEN], hash2[65];
+    srv *s;
+
+    (void)state;
+    assert_non_null(st);
+    /* A second revoker, so the two limits can be told apart. */
+    api_key_new(key2);
+    sha256_hex(key2, hash2);
+    secret_add(key2);
+    json_array_append_new(json_object_get(st->conf, "principals"),
+                          json_pack("{s:s, s:[s], s:s}", "id", "revoker-2",
+                                    "roles", "revoker", "api_key_sha256",
+                                    hash2));
+    json_object_set_new(st->conf, "rate_limit",
+                        json_pack("{s:i, s:i, s:i, s:i}",
+                                  "revocations_per_minute", 1,
+                                  "revocations_burst", 2,
+                                  "auth_failures_per_minute", 1000000,
+                                  "auth_failures_burst", 1000000));
+    assert_int_equal(site_write(st), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    /* Two revocations (malformed, counted all the same) from .2 ... */
+    ASSERT_FROM(s, "127.0.0.2", "POST", "/v1/grants/revoke", KEY(P_REVOKER),
+                400, "malformed_request");
+    ASSERT_FROM(s, "127.0.0.2", "POST", "/v1/grants/revoke", KEY(P_REVOKER),
+                400, "malformed_request");
+    /* ... empty the revoker's bucket, wherever it comes from ... */
+    ASSERT_FROM(s, "127.0.0.3", "POST", "/v1/grants/revoke", KEY(P_REVOKER),
+                429, "rate_limited");
+    ASSERT_FROM(s, "127.0.0.3", "POST", "/v1/families/fam-1/revoke",
+                KEY(P_REVOKER), 429, "rate_limited");
+    /* ... and .2's: the other revoker is limited there, not from .4. */
+    ASSERT_FROM(s, "127.0.0.2", "POST", "/v1/grants/revoke", key2, 429,
+                "rate_limited");
+    ASSERT_FROM(s, "127.0.0.4", "POST", "/v1/grants/revoke", key2, 400,
+                "malformed_request");
     /* Other routes are not limited by it. */
     {
         char op[OG_UUID_LEN + 1], path[96];
 
         uuid4(op);
         snprintf(path, sizeof path, "/v1/operations/%s", op);
-        get(&h, s, path, KEY(P_AGENT));
-        assert_http(&h, 404);
-        hres_free(&h);
+        ASSERT_FROM(s, "127.0.0.2", "GET", path, KEY(P_AGENT), 404, NULL);
     }
     assert_true(metric_of(s, "oncegate_rate_limited_total{limit=\""
                              "revocations\",by=\"principal\"}") >= 2);
+    assert_true(metric_of(s, "oncegate_rate_limited_total{limit=\""
+                             "revocations\",by=\"source\"}") >= 1);
 }

@@ -158,7 +158,8 @@ static const struct CMUnitTest g_edge_tests[] = {
     T(chunked_body_is_accepted_and_the_connection_kept),
     T(repeated_authorization_is_400),
     T(failed_authentication_is_rate_limited_per_source_with_429),
-    T(revocations_are_rate_limited_with_429_and_counted),
+    T(failed_authentication_is_rate_limited_per_principal_and_per_source),
+    T(revocations_are_rate_limited_per_principal_and_per_source),
     T(every_server_stopped_by_sigterm_exited_0),
     T(logs_are_json_lines_without_tokens_keys_or_credentials),
 #undef T
