@@ -206,6 +206,9 @@ void early_refusals_are_answered_on_the_head_and_close_without_the_body(
     void **state);
 void slow_headers_and_slow_bodies_get_408_after_their_deadlines(void **state);
 void unauthenticated_connections_per_source_are_capped_with_429(void **state);
+void connection_past_max_connections_is_503_retry_later_and_closed(
+    void **state);
+void expect_100_continue_is_answered_only_when_the_head_passes(void **state);
 void pipelined_requests_are_answered_in_order_on_one_connection(void **state);
 void half_closed_connection_gets_its_answer_then_closes(void **state);
 void chunked_body_is_accepted_and_the_connection_kept(void **state);

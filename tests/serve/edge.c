@@ -658,8 +658,7 @@ void unauthenticated_connections_per_source_are_capped_with_429(void **state)
     (void)state;
     for (int i = 0; i < 3; i++)
         held[i] = raw_connect(s);
-    t_sleep_ms(200); /* accepted */
-    fd = raw_connect(s);
+    fd = raw_connect(s); /* accepted after them: the backlog is in order */
     memset(&r, 0, sizeof r);
     raw_read(fd, &r, 10000);
     close(fd);
@@ -683,6 +682,82 @@ void unauthenticated_connections_per_source_are_capped_with_429(void **state)
     for (int i = 0; i < 3; i++)
         close(held[i]);
     free(req);
+}
+
+void connection_past_max_connections_is_503_retry_later_and_closed(
+    void **state)
+{
+    site *st = site_new("edge", false, 0, true);
+    int held[2];
+    srv *s;
+    raw r;
+    int fd;
+
+    (void)state;
+    assert_non_null(st);
+    json_object_set_new(st->conf, "max_connections", json_integer(2));
+    json_object_set_new(st->conf, "pool_size", json_integer(1));
+    assert_int_equal(site_write(st), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    for (int i = 0; i < 2; i++)
+        held[i] = raw_connect(s);
+    fd = raw_connect(s); /* accepted after them: the backlog is in order */
+    memset(&r, 0, sizeof r);
+    raw_read(fd, &r, 10000);
+    close(fd);
+    expect_one(&r, 503, "retry_later", true, "a third connection");
+    assert_non_null(strcasestr(r.head[0], "\r\nRetry-After: "));
+    raw_free(&r);
+    close(held[0]);
+    close(held[1]);
+    /* Their threads end when they see the close: served again then. */
+    for (int i = 0; i < 300; i++) {
+        XCHG(s, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close"
+                "\r\n\r\n", &r);
+        if (r.responses != 1 || r.status[0] != 503)
+            break;
+        raw_free(&r);
+        t_sleep_ms(100);
+    }
+    expect_one(&r, 200, NULL, true, "once they closed");
+    raw_free(&r);
+}
+
+/* 100 Continue only once the head passed every early check; a refusal is
+ * the final answer at once. */
+void expect_100_continue_is_answered_only_when_the_head_passes(void **state)
+{
+    char *ok = fmt("POST /v1/grants/revoke HTTP/1.1\r\nHost: x\r\n"
+                   "Authorization: Bearer %s\r\n"
+                   "Content-Type: application/json\r\n"
+                   "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+                   KEY(P_REVOKER));
+    raw r;
+    int fd;
+
+    (void)state;
+    fd = raw_connect(g_a);
+    memset(&r, 0, sizeof r);
+    raw_send(fd, ok, strlen(ok));
+    raw_read(fd, &r, 1000); /* the interim answer only */
+    assert_int_equal(r.continues, 1);
+    assert_int_equal(r.responses, 0);
+    raw_free(&r);
+    raw_send(fd, "{}", 2);
+    raw_read(fd, &r, 1000);
+    assert_int_equal(r.responses, 1);
+    assert_int_equal(r.status[0], 400); /* the body, read and judged */
+    assert_false(r.closed);
+    raw_free(&r);
+    close(fd);
+    free(ok);
+    XCHG(g_a, "POST /v1/grants/revoke HTTP/1.1\r\nHost: x\r\n"
+              "Content-Type: application/json\r\n"
+              "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n", &r);
+    expect_one(&r, 401, "unauthorized", true, "no key, Expect");
+    assert_int_equal(r.continues, 0);
+    raw_free(&r);
 }
 
 /* ===========================================================================

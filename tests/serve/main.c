@@ -153,6 +153,8 @@ static const struct CMUnitTest g_edge_tests[] = {
     T(early_refusals_are_answered_on_the_head_and_close_without_the_body),
     T(slow_headers_and_slow_bodies_get_408_after_their_deadlines),
     T(unauthenticated_connections_per_source_are_capped_with_429),
+    T(connection_past_max_connections_is_503_retry_later_and_closed),
+    T(expect_100_continue_is_answered_only_when_the_head_passes),
     T(pipelined_requests_are_answered_in_order_on_one_connection),
     T(half_closed_connection_gets_its_answer_then_closes),
     T(chunked_body_is_accepted_and_the_connection_kept),
