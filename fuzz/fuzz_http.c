@@ -1,21 +1,25 @@
 /*
- * fuzz_http.c — the HTTP request edge of `oncegate serve`: routing, path
- * parameters, the Authorization and X-Request-Id headers, content types,
- * the body cap, JSON bodies and every handler's member checks, driven
- * through the same request core libmicrohttpd drives (og_http_req_begin /
- * body / run / end), against a real SQLite store in a temporary directory.
+ * fuzz_http.c — the HTTP edge of `oncegate serve` from raw request bytes:
+ * the framing parser (wire.c: request line, fields, Content-Length,
+ * chunked bodies), the connection loop (edge.c: early refusals, keep-alive,
+ * pipelining), the request core and router (http.c) and every handler's
+ * checks (handlers.c), against a real SQLite store in a temporary
+ * directory. Only the socket is replaced: og_edge_serve reads the input
+ * from memory, in pieces whose sizes the input's first byte sets, and its
+ * answers are checked as they are sent.
  *
- * Input: four lines — method, path, Authorization value, Content-Type —
- * then the body. A first byte of '@' in the Authorization line is replaced
- * by a real key of role (next byte % 5), so the fuzzer reaches the handlers
- * without having to guess a 256-bit key.
+ * Input: a first byte (the read size: 1 + byte, so heads split anywhere),
+ * then the bytes of one connection. "Bearer @" and one more byte are
+ * replaced by "Bearer " and a real key of role (byte % OG_ROLE_COUNT), so
+ * the fuzzer reaches the handlers without having to guess a 256-bit key.
  *
- * Invariants checked on every input: an answer exists, its status is a
- * valid HTTP status, a JSON answer serializes, and no 5xx other than 501
- * (issuing not configured) and 503 (store) is produced: bad input must be a
- * 4xx, never an internal error.
+ * Invariants checked on every answer: it is one HTTP/1.1 status line with
+ * a valid status, headers, a Content-Length that frames exactly the body
+ * sent, a JSON body (but /metrics) that parses, an error body with "error"
+ * and "message"; and no 5xx other than 501 and 503: bad input must be a
+ * 4xx (or 505 for an HTTP version not served), never an internal error.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _GNU_SOURCE /* nftw, memmem */
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #include <sodium.h>
 
 #include "http.h"
+#include "ratelimit.h"
 
 static og_srv srv;
 static char keys[OG_ROLE_COUNT][48];
@@ -90,66 +95,115 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     pthread_mutex_init(&srv.drain_mu, NULL);
     pthread_cond_init(&srv.drain_cv, NULL);
     if (og_srv_auth_build(&srv.cfg, p, OG_ROLE_COUNT, &srv.auth, err,
-                          sizeof err) != 0)
+                          sizeof err) != 0 ||
+        !(srv.limits = og_ratelimit_new(256)))
         abort();
     return 0;
 }
 
-/* Cuts the next '\n'-terminated line out of *data into a NUL-terminated
- * copy (at most cap - 1 bytes); NULL when the input ends first. */
-static char *next_line(const uint8_t **data, size_t *size, char *buf,
-                       size_t cap)
-{
-    const uint8_t *nl = memchr(*data, '\n', *size);
-    size_t n;
+/* One connection in memory. */
+typedef struct mem_io {
+    const char *in;
+    size_t len, at, step;
+} mem_io;
 
-    if (!nl)
-        return NULL;
-    n = (size_t)(nl - *data);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(buf, *data, n);
-    buf[n] = '\0';
-    *size -= (size_t)(nl - *data) + 1;
-    *data = nl + 1;
-    return buf;
+static long mem_recv(void *ctx, char *buf, size_t n, int timeout_ms)
+{
+    mem_io *m = ctx;
+    size_t k = m->len - m->at;
+
+    (void)timeout_ms;
+    if (k == 0)
+        return 0; /* the client's FIN */
+    if (k > n)
+        k = n;
+    if (k > m->step)
+        k = m->step;
+    memcpy(buf, m->in + m->at, k);
+    m->at += k;
+    return (long)k;
+}
+
+/* Checks one whole answer (HTTP/1.1 status line, headers, body framed by
+ * its Content-Length); aborts on a broken invariant. 100 Continue has no
+ * body. */
+static int mem_send(void *ctx, const char *buf, size_t n)
+{
+    const char *end, *cl, *ct;
+    unsigned status;
+    size_t hl, bl;
+
+    (void)ctx;
+    if (n < 12 || memcmp(buf, "HTTP/1.1 ", 9) != 0)
+        abort();
+    status = (unsigned)atoi(buf + 9);
+    if (status < 100 || status > 599)
+        abort();
+    if (status >= 500 && status != 501 && status != 503 && status != 505)
+        abort();
+    if (status == 100)
+        return n == 25 ? 0 : (abort(), -1);
+    if (!(end = memmem(buf, n, "\r\n\r\n", 4)))
+        abort();
+    hl = (size_t)(end - buf) + 4;
+    cl = memmem(buf, hl, "\r\nContent-Length: ", 18);
+    ct = memmem(buf, hl, "\r\nContent-Type: application/json\r\n", 34);
+    if (!cl || sscanf(cl + 18, "%zu", &bl) != 1 || hl + bl != n)
+        abort();
+    if (memmem(buf + 9, hl - 9, "HTTP/1.1 ", 9)) /* a status line, twice */
+        abort();
+    if (ct) {
+        json_t *j = json_loadb(buf + hl, bl, 0, NULL);
+
+        if (!j || (status >= 400 &&
+                   (!json_is_string(json_object_get(j, "error")) ||
+                    (!json_object_get(j, "message") &&
+                     !json_object_get(j, "consumed") &&
+                     !json_object_get(j, "revoked") &&
+                     !json_object_get(j, "ready")))))
+            abort();
+        json_decref(j);
+    }
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char method[16], path[1024], auth[512], ctype[256], bearer[600];
-    const char *authz = auth;
-    og_http_req *r;
+    static const char mark[] = "Bearer @";
+    og_edge_io io;
+    mem_io m;
+    char *in;
+    size_t n = 0;
 
-    if (!next_line(&data, &size, method, sizeof method) ||
-        !next_line(&data, &size, path, sizeof path) ||
-        !next_line(&data, &size, auth, sizeof auth) ||
-        !next_line(&data, &size, ctype, sizeof ctype))
+    if (size < 1 || size > 65536)
         return 0;
-    if (auth[0] == '@') {
-        int role = (unsigned char)auth[1] % OG_ROLE_COUNT;
-
-        snprintf(bearer, sizeof bearer, "Bearer %s", keys[role]);
-        authz = bearer;
-    }
-    r = og_http_req_begin(&srv, method, path, NULL,
-                          ctype[0] ? ctype : NULL);
-    if (!r)
+    m.step = 1 + (size_t)data[0];
+    data++;
+    size--;
+    if (!(in = malloc(size * 8 + 1)))
         return 0;
-    og_http_req_body(r, (const char *)data, size);
-    og_http_req_run(r, authz[0] ? authz : NULL);
-    if (r->status < 200 || r->status > 599)
-        abort();
-    if (r->status >= 500 && r->status != 501 && r->status != 503)
-        abort();
-    if (r->answer) {
-        char *text = json_dumps(r->answer, JSON_COMPACT);
+    for (size_t i = 0; i < size;) {
+        if (size - i > sizeof mark - 1 &&
+            memcmp(data + i, mark, sizeof mark - 1) == 0) {
+            const char *k = keys[data[i + sizeof mark - 1] % OG_ROLE_COUNT];
 
-        if (!text)
-            abort();
-        free(text);
+            memcpy(in + n, "Bearer ", 7);
+            n += 7;
+            memcpy(in + n, k, strlen(k));
+            n += strlen(k);
+            i += sizeof mark;
+            continue;
+        }
+        in[n++] = (char)data[i++];
     }
-    og_http_req_end(r);
+    m.in = in;
+    m.len = n;
+    m.at = 0;
+    io.ctx = &m;
+    io.recv = mem_recv;
+    io.send = mem_send;
+    og_edge_serve(&srv, &io, "fuzz", NULL, NULL);
+    free(in);
     return 0;
 }

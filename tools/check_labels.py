@@ -106,6 +106,10 @@ REGISTRY = {
     'CF': ('src/serve/config_load.c', 'loading the configuration'),
     'D': ('src/serve/dev.c', 'dev mode'),
     'DS': ('src/serve/dev_payouts.c', "dev mode's payout scenario"),
+    'W': ('src/serve/wire.h', 'HTTP/1.1 request framing (RFC 9112)'),
+    'HE': ('src/serve/edge.c', "the HTTP edge's connections: early "
+           'refusals, deadlines, caps'),
+    'RL': ('src/serve/ratelimit.h', "the edge's token buckets"),
     # the sandbox provider
     'SC': ('src/sandbox/core.c', "the sandbox's requests and decisions"),
     'SB': ('src/sandbox/store.c', "the sandbox's store"),

@@ -89,13 +89,60 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "Largest request body accepted; a larger one is 413 `body_too_large` "
      "before any of it is parsed."},
     {"max_connections", OG_CFG_INT, 1, 65536, "1024", AT(max_connections),
-     "Concurrent HTTP connections; more wait in the listen backlog."},
+     "Concurrent HTTP connections (a thread each); one more is answered "
+     "503 `retry_later` and closed when accepted."},
     {"drain_timeout_ms", OG_CFG_MS, 0, 600000, "10000", AT(drain_timeout_us),
      "On SIGTERM, how long requests in flight get to finish after the "
      "listening socket closes; then the process exits."},
     {"retry_after_seconds", OG_CFG_INT, 1, 3600, "1", AT(retry_after_s),
      "`Retry-After` on 503 `retry_later` (store unavailable, timed out or "
      "cancelled)."},
+    {"http", OG_CFG_OBJECT, 0, 0, NULL, AT(http_max_header_bytes),
+     "The HTTP edge's limits and deadlines (the `http.` rows below; "
+     "docs/http.md, \"Framing and early refusals\"). Every refusal is a "
+     "JSON error and closes the connection."},
+    {"http.max_header_bytes", OG_CFG_SIZE, 1024, 65536, "8192",
+     AT(http_max_header_bytes),
+     "Largest request head (request line and header fields); a larger one "
+     "is 431 `headers_too_large`."},
+    {"http.max_url_bytes", OG_CFG_SIZE, 64, 8192, "2048",
+     AT(http_max_url_bytes),
+     "Longest request target; a longer one is 414 `uri_too_long`."},
+    {"http.header_timeout_ms", OG_CFG_MS, 100, 600000, "10000",
+     AT(http_header_timeout_us),
+     "From a request's first byte to the end of its head; past it the "
+     "connection is answered 408 `request_timeout` and closed."},
+    {"http.body_timeout_ms", OG_CFG_MS, 100, 600000, "30000",
+     AT(http_body_timeout_us),
+     "From the end of a request's head to the end of its body; past it 408 "
+     "`request_timeout` and closed."},
+    {"http.idle_timeout_ms", OG_CFG_MS, 100, 3600000, "60000",
+     AT(http_idle_timeout_us),
+     "How long a kept-alive connection waits for its next request."},
+    {"http.max_unauthenticated_per_source", OG_CFG_INT, 1, 65536, "256",
+     AT(http_unauth_per_source),
+     "Concurrent connections from one source address that have not yet "
+     "authenticated a request; one more is answered 429 "
+     "`too_many_connections` and closed when accepted. A connection counts "
+     "until a request on it authenticates."},
+    {"rate_limit", OG_CFG_OBJECT, 0, 0, NULL, AT(rl_auth_per_minute),
+     "Token buckets (the `rate_limit.` rows below), each kept per principal "
+     "and per source address: a request finding its bucket empty is 429 "
+     "`rate_limited` with `Retry-After`, counted in "
+     "`oncegate_rate_limited_total`."},
+    {"rate_limit.auth_failures_per_minute", OG_CFG_INT, 1, 1000000, "600",
+     AT(rl_auth_per_minute),
+     "Failed authentications (401, and 403 for a principal) refilled per "
+     "minute. While a source's bucket is empty its requests to "
+     "authenticated routes are 429 before the key is looked at."},
+    {"rate_limit.auth_failures_burst", OG_CFG_INT, 1, 1000000, "100",
+     AT(rl_auth_burst), "Failed authentications in a burst."},
+    {"rate_limit.revocations_per_minute", OG_CFG_INT, 1, 1000000, "6000",
+     AT(rl_revoke_per_minute),
+     "Revocations (grants and families) refilled per minute, per principal "
+     "and per source."},
+    {"rate_limit.revocations_burst", OG_CFG_INT, 1, 1000000, "1000",
+     AT(rl_revoke_burst), "Revocations in a burst."},
     {"log_file", OG_CFG_STRING, 1, CFG_STR_MAX, "\"-\"", AT(log_file),
      "Where the JSON log lines go: `-` is stderr, else a file opened for "
      "appending (created 0640)."},

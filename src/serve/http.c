@@ -1,35 +1,26 @@
 /*
- * http.c — the libmicrohttpd edge. Everything HTTP-shaped happens here:
- * routing, the body cap, content types, bearer authentication, correlation
- * ids, the request's log line and metrics. Handlers (handlers.c) see a
- * parsed, authenticated og_http_req and set an answer.
+ * http.c — the request core of the HTTP edge: routing, early refusals on
+ * the head (authentication, rate limits, route, method, Content-Type, the
+ * declared length), the body cap, content types, correlation ids, the
+ * request's log line and metrics, and the answer's bytes. Handlers
+ * (handlers.c) see a parsed, authenticated og_http_req and set an answer.
  *
- * libmicrohttpd calls the access handler several times per request (its
- * "two-call pattern"): the first call only announces the request, later
- * calls deliver the body, the last (upload size 0) asks for the response.
- * Answering on the first call would lose keep-alive for requests with a
- * body, so every answer is queued on the last call.
- *
- * Threading: one thread per connection (MHD_USE_THREAD_PER_CONNECTION).
- * Handlers block on the store; a thread per connection lets concurrent
- * requests reach the store concurrently (where SQLite's group commit and
- * PostgreSQL's pool turn concurrency into throughput) without an event loop
- * of our own.
+ * edge.c drives it from a connection (the head parsed by wire.c, then
+ * og_http_req_begin, og_http_req_check before any body byte is read,
+ * og_http_req_body, og_http_req_run, og_http_req_render); fuzz_http drives
+ * the same path from fuzzed bytes.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <microhttpd.h>
 #include <sodium.h>
 
 #include "http.h"
+#include "ratelimit.h"
+#include "wire.h"
 
 int64_t og_http_now_us(void)
 {
@@ -64,7 +55,7 @@ og_srv_auth *og_srv_auth_current(og_srv *srv)
 
 /* Wipes and frees an answer's text (NUL-terminated; NULL is a no-op):
  * answers may carry credentials (a grant, a ticket, a redemption's token
- * response). Also libmicrohttpd's free callback for a queued answer. */
+ * response). */
 static void answer_free(void *text)
 {
     if (!text)
@@ -126,9 +117,19 @@ void og_http_lib_error(og_http_req *r, int err)
 
 const char *og_http_query(og_http_req *r, const char *name)
 {
-    if (!r->conn)
+    char *out;
+    int rc;
+
+    if (!r->query || r->n_qvals == OG_HTTP_QVALS)
         return NULL;
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    out = r->qvals[r->n_qvals];
+    rc = og_wire_query_get(r->query, name, out, sizeof r->qvals[0]);
+    if (rc == 0)
+        return NULL;
+    if (rc < 0)
+        snprintf(out, sizeof r->qvals[0], "%%"); /* fails every check */
+    r->n_qvals++;
+    return out;
 }
 
 void og_http_log_str(og_http_req *r, const char *key, const char *value)
@@ -296,22 +297,35 @@ static int header_id_ok(const char *v)
 }
 
 og_http_req *og_http_req_begin(og_srv *srv, const char *method,
-                               const char *url, const char *request_id,
+                               const char *target, const char *source,
+                               const char *request_id,
                                const char *content_type)
 {
     og_http_req *r = calloc(1, sizeof *r);
-    const char *ct = content_type;
+    const char *ct = content_type, *query = NULL;
     unsigned char rnd[12];
+    bool bad_target;
 
     if (!r)
         return NULL;
     r->srv = srv;
-    r->method = method;
+    snprintf(r->method, sizeof r->method, "%s", method);
+    snprintf(r->source, sizeof r->source, "%s", source ? source : "");
     r->start_us = og_http_mono_us();
     r->log = json_object();
-    if ((size_t)snprintf(r->path, sizeof r->path, "%s", url) >=
-        sizeof r->path)
-        r->path[0] = '\0'; /* an over-long path matches no route */
+    /* A target that does not decode is 400; one whose path does not fit
+     * matches no route (404). */
+    bad_target = false;
+    if (og_wire_target(target, r->path, sizeof r->path, &query) != 0) {
+        bad_target = target[0] != '/' || strlen(target) < sizeof r->path;
+        r->path[0] = '\0';
+        query = NULL;
+    }
+    if (query && !(r->query = strdup(query))) {
+        json_decref(r->log);
+        free(r);
+        return NULL;
+    }
 
     if (request_id && header_id_ok(request_id)) {
         snprintf(r->correlation_id, sizeof r->correlation_id, "%s",
@@ -332,7 +346,12 @@ og_http_req *og_http_req_begin(og_srv *srv, const char *method,
     }
     atomic_fetch_add(&srv->inflight, 1);
     og_metrics_inflight(1);
-    route_find(r);
+    if (bad_target)
+        og_http_error(r, 400, "malformed_request",
+                      "request target: a malformed percent escape or NUL",
+                      NULL);
+    else
+        route_find(r);
     return r;
 }
 
@@ -349,6 +368,7 @@ void og_http_req_end(og_http_req *r)
         free(r->body);
     }
     og_srv_auth_unref(r->auth);
+    free(r->query);
     free(r);
     og_metrics_inflight(-1);
     if (atomic_fetch_sub(&srv->inflight, 1) == 1) {
@@ -396,19 +416,71 @@ void og_http_req_body(og_http_req *r, const char *data, size_t n)
     r->body[r->body_len] = '\0';
 }
 
+/* The kinds of bucket (ratelimit.c) and metrics' labels for them. */
+enum { RL_AUTH = 0, RL_REVOKE = 1 };
+enum { BY_PRINCIPAL = 0, BY_SOURCE = 1 };
+
+/* 429 rate_limited after wait seconds; counted. Returns -1. */
+static int rate_limited(og_http_req *r, int limit, int by, int wait)
+{
+    og_http_error(r, 429, "rate_limited",
+                  limit == RL_AUTH
+                      ? "too many failed authentications; retry after "
+                        "Retry-After seconds"
+                      : "too many revocations; retry after Retry-After "
+                        "seconds",
+                  NULL);
+    og_http_log_str(r, "limited_by", by == BY_PRINCIPAL ? "principal"
+                                                        : "source");
+    r->retry_after = wait;
+    og_metrics_rate_limited(limit, by);
+    return -1;
+}
+
+/* One token of kind from the bucket of key (take) or only a look (!take):
+ * 0, or the seconds until a token. */
+static int rl_use(og_http_req *r, int kind, int by, const char *key,
+                  bool take)
+{
+    const og_srv_config *c = &r->srv->cfg;
+    og_rate rate = kind == RL_AUTH
+                       ? (og_rate){c->rl_auth_per_minute, c->rl_auth_burst}
+                       : (og_rate){c->rl_revoke_per_minute,
+                                   c->rl_revoke_burst};
+
+    return og_ratelimit_use(r->srv->limits, kind * 2 + by, key, rate,
+                            og_http_mono_us(), take);
+}
+
+/* A failed authentication: one token from the source's bucket and, for a
+ * known principal, from its own. */
+static void auth_failed(og_http_req *r)
+{
+    rl_use(r, RL_AUTH, BY_SOURCE, r->source, true);
+    if (r->principal)
+        rl_use(r, RL_AUTH, BY_PRINCIPAL, r->principal->id, true);
+}
+
 /* Authenticates with the Authorization header: 401 without a known key,
- * 403 without one of the route's roles. 0 when the handler may run. */
+ * 403 without one of the route's roles, 429 while the source's (or the
+ * principal's) failed-authentication bucket is empty — looked at before
+ * the key, so a source past its limit learns nothing more about keys.
+ * 0 when the handler may run. */
 static int req_authenticate(og_http_req *r, const char *h)
 {
     const char *key;
+    int wait;
 
     r->auth = og_srv_auth_current(r->srv);
     if (r->route->roles == 0)
         return 0;
+    if ((wait = rl_use(r, RL_AUTH, BY_SOURCE, r->source, false)) > 0)
+        return rate_limited(r, RL_AUTH, BY_SOURCE, wait);
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
         og_http_error(r, 401, "unauthorized",
                       "an API key is required: Authorization: Bearer <key>",
                       NULL);
+        auth_failed(r);
         return -1;
     }
     key = h + 7;
@@ -417,15 +489,41 @@ static int req_authenticate(og_http_req *r, const char *h)
     r->principal = og_srv_auth_lookup(r->auth, key, strlen(key));
     if (!r->principal) {
         og_http_error(r, 401, "unauthorized", "unknown API key", NULL);
+        auth_failed(r);
         return -1;
     }
     og_http_log_str(r, "principal", r->principal->id);
+    if ((wait = rl_use(r, RL_AUTH, BY_PRINCIPAL, r->principal->id, false)) >
+        0) {
+        r->principal = NULL;
+        return rate_limited(r, RL_AUTH, BY_PRINCIPAL, wait);
+    }
     if (!(r->principal->roles & r->route->roles)) {
         og_http_error(r, 403, "forbidden",
                       "this principal's roles do not include this route's",
                       NULL);
+        auth_failed(r);
+        r->principal = NULL;
         return -1;
     }
+    return 0;
+}
+
+/* A revocation route (a grant's, a family's: the patterns ending in
+ * "/revoke"): one token from the principal's and the source's revocation
+ * buckets. 0 when the handler may run. */
+static int req_limit_revocation(og_http_req *r)
+{
+    size_t n = strlen(r->route->pattern);
+    int wait;
+
+    if (n < 7 || strcmp(r->route->pattern + n - 7, "/revoke") != 0)
+        return 0;
+    if ((wait = rl_use(r, RL_REVOKE, BY_PRINCIPAL, r->principal->id, true)) >
+        0)
+        return rate_limited(r, RL_REVOKE, BY_PRINCIPAL, wait);
+    if ((wait = rl_use(r, RL_REVOKE, BY_SOURCE, r->source, true)) > 0)
+        return rate_limited(r, RL_REVOKE, BY_SOURCE, wait);
     return 0;
 }
 
@@ -487,17 +585,46 @@ static int req_parse_body(og_http_req *r)
     return 0;
 }
 
-void og_http_req_run(og_http_req *r, const char *authorization)
+int og_http_req_check(og_http_req *r, const char *authorization,
+                      bool has_body, uint64_t declared)
 {
-    if (r->responded || !r->route)
-        return;
-    if (req_authenticate(r, authorization) != 0 || req_parse_body(r) != 0)
-        return;
-    if (r->param_too_long)
+    if (r->checked)
+        return r->status ? 1 : 0;
+    r->checked = true;
+    if (r->status || !r->route)
+        return 1; /* the target or the route refused it */
+    if (req_authenticate(r, authorization) != 0 ||
+        req_limit_revocation(r) != 0)
+        return 1;
+    if (declared > r->srv->cfg.max_body_bytes) {
+        og_http_error(r, 413, "body_too_large",
+                      "request body exceeds max_body_bytes", NULL);
+        return 1;
+    }
+    if (r->route->body && (has_body || !r->route->optional_body) &&
+        !r->json_content_type) {
+        og_http_error(r, 415, "unsupported_media_type",
+                      "Content-Type must be application/json", NULL);
+        return 1;
+    }
+    if (r->param_too_long) {
         og_http_error(r, 400, "malformed_request",
                       "path parameter longer than 128 bytes", NULL);
-    else
-        r->route->fn(r);
+        return 1;
+    }
+    return 0;
+}
+
+void og_http_req_run(og_http_req *r, const char *authorization)
+{
+    if (r->responded ||
+        og_http_req_check(r, authorization,
+                          r->body_len > 0 || r->body_too_large,
+                          r->body_len) != 0)
+        return;
+    if (req_parse_body(r) != 0)
+        return;
+    r->route->fn(r);
 }
 
 /* Writes the request's log line: identifiers and outcomes only. */
@@ -518,178 +645,97 @@ static void req_log(og_http_req *r)
     og_log(r->status >= 500 ? OG_LOG_WARN : OG_LOG_INFO, "request", f);
 }
 
-/* Queues the answer built in r (og_http_req_answer's text). */
-static enum MHD_Result req_respond(og_http_req *r, struct MHD_Connection *c)
+/* The reason phrase of status (RFC 9110 §15); "" for one not listed. */
+static const char *reason_phrase(unsigned status)
 {
-    struct MHD_Response *resp;
-    enum MHD_Result ret;
-    char *text;
-    size_t len;
-    char num[16];
+    static const struct {
+        unsigned status;
+        const char *text;
+    } t[] = {
+        {200, "OK"}, {201, "Created"}, {202, "Accepted"},
+        {204, "No Content"}, {400, "Bad Request"}, {401, "Unauthorized"},
+        {403, "Forbidden"}, {404, "Not Found"}, {405, "Method Not Allowed"},
+        {408, "Request Timeout"}, {409, "Conflict"}, {410, "Gone"},
+        {412, "Precondition Failed"}, {413, "Content Too Large"},
+        {414, "URI Too Long"}, {415, "Unsupported Media Type"},
+        {417, "Expectation Failed"}, {422, "Unprocessable Content"},
+        {428, "Precondition Required"}, {429, "Too Many Requests"},
+        {431, "Request Header Fields Too Large"},
+        {500, "Internal Server Error"}, {501, "Not Implemented"},
+        {502, "Bad Gateway"}, {503, "Service Unavailable"},
+        {504, "Gateway Timeout"}, {505, "HTTP Version Not Supported"},
+    };
 
-    if (!r->status) {
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i].status == status)
+            return t[i].text;
+    return "";
+}
+
+char *og_http_req_render(og_http_req *r, bool close, size_t *len)
+{
+    char *body, *out = NULL, head[1024], date[64], num[32];
+    size_t blen;
+    struct tm tm;
+    time_t now = time(NULL);
+    int hn;
+
+    if (!r->status)
         og_http_error(r, 500, "internal_error", "no answer", NULL);
-    }
     if (r->text) {
-        text = r->text;
+        body = r->text;
         r->text = NULL;
-        len = strlen(text);
     } else {
-        text = r->answer ? json_dumps(r->answer, JSON_COMPACT) : NULL;
-        if (!text) {
-            text = strdup("{\"error\":\"internal_error\"}");
+        body = r->answer ? json_dumps(r->answer, JSON_COMPACT) : NULL;
+        if (!body) {
+            body = strdup("{\"error\":\"internal_error\",\"message\":"
+                          "\"internal error\"}");
             r->status = 500;
         }
-        if (!text)
-            return MHD_NO;
-        len = strlen(text);
+        if (!body)
+            return NULL;
     }
-    /* Wiped when libmicrohttpd is done with it. */
-    resp = MHD_create_response_from_buffer_with_free_callback(len, text,
-                                                              answer_free);
-    if (!resp) {
-        answer_free(text);
-        return MHD_NO;
+    blen = strlen(body);
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    num[0] = '\0';
+    if (r->retry_after > 0)
+        snprintf(num, sizeof num, "Retry-After: %d\r\n", r->retry_after);
+    hn = snprintf(head, sizeof head,
+                  "HTTP/1.1 %u %s\r\n"
+                  "Date: %s\r\n"
+                  "Content-Type: %s\r\n"
+                  "Content-Length: %zu\r\n"
+                  "X-Request-Id: %s\r\n"
+                  "Cache-Control: no-store\r\n"
+                  "%s%s%s%s%s"
+                  "%s\r\n",
+                  r->status, reason_phrase(r->status), date,
+                  r->text_type ? r->text_type : "application/json", blen,
+                  r->correlation_id,
+                  r->status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
+                  r->allow ? "Allow: " : "", r->allow ? r->allow : "",
+                  r->allow ? "\r\n" : "", num,
+                  close ? "Connection: close\r\n" : "");
+    if (hn > 0 && (size_t)hn < sizeof head &&
+        (out = malloc((size_t)hn + blen + 1))) {
+        memcpy(out, head, (size_t)hn);
+        memcpy(out + hn, body, blen + 1);
+        *len = (size_t)hn + blen;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            r->text_type ? r->text_type : "application/json");
-    MHD_add_response_header(resp, "X-Request-Id", r->correlation_id);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (r->status == 401)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                "Bearer");
-    if (r->allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    if (r->retry_after > 0) {
-        snprintf(num, sizeof num, "%d", r->retry_after);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, num);
-    }
-    if (atomic_load(&r->srv->draining))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    ret = MHD_queue_response(c, r->status, resp);
-    MHD_destroy_response(resp);
+    answer_free(body); /* it may carry a credential */
     og_metrics_response(r->status);
+    if (close)
+        og_http_log_str(r, "connection", "close");
     req_log(r);
     r->responded = true;
-    return ret;
+    return out;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls)
+void og_http_answer_free(char *text, size_t len)
 {
-    og_srv *srv = cls;
-    og_http_req *r = *con_cls;
-
-    (void)version;
-    if (!r) {
-        /* First call: announce only (two-call pattern, see top). */
-        r = og_http_req_begin(
-            srv, method, url,
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"),
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                        MHD_HTTP_HEADER_CONTENT_TYPE));
-        if (!r)
-            return MHD_NO;
-        r->conn = c;
-        *con_cls = r;
-        return MHD_YES;
+    if (text) {
+        sodium_memzero(text, len);
+        free(text);
     }
-    if (*upload_size > 0) {
-        og_http_req_body(r, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    if (r->responded)
-        return MHD_YES;
-    og_http_req_run(r, MHD_lookup_connection_value(
-                           c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
-    return req_respond(r, c);
-}
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    if (*con_cls) {
-        og_http_req_end(*con_cls);
-        *con_cls = NULL;
-    }
-}
-
-/* libmicrohttpd's own diagnostics, as log lines. They carry no request
- * data beyond what libmicrohttpd prints (addresses, protocol errors). The
- * format comes from the library, as a printf-style logger's must. */
-__attribute__((format(printf, 2, 0)))
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    char msg[512];
-
-    (void)cls;
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    msg[strcspn(msg, "\n")] = '\0';
-    og_log(OG_LOG_WARN, "http_library", json_pack("{s:s}", "message", msg));
-}
-
-int og_http_start(og_srv *srv, struct MHD_Daemon **out, int *port, char *err,
-                  size_t errlen)
-{
-    struct sockaddr_storage ss;
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
-    const union MHD_DaemonInfo *info;
-    struct MHD_Daemon *d;
-
-    memset(&ss, 0, sizeof ss);
-    if (inet_pton(AF_INET, srv->cfg.listen_host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)srv->cfg.listen_port);
-    } else if (inet_pton(AF_INET6, srv->cfg.listen_host, &v6->sin6_addr) ==
-               1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)srv->cfg.listen_port);
-        flags |= MHD_USE_IPv6;
-    } else {
-        snprintf(err, errlen, "listen: %s is not an IP address",
-                 srv->cfg.listen_host);
-        return -1;
-    }
-    d = MHD_start_daemon(
-        flags, (uint16_t)srv->cfg.listen_port, NULL, NULL, on_request, srv,
-        /* First, so every message of the library goes through it. */
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg.max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
-    if (!d) {
-        snprintf(err, errlen, "listen: cannot listen on %s:%d: %s",
-                 srv->cfg.listen_host, srv->cfg.listen_port, strerror(errno));
-        return -1;
-    }
-    info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = info ? info->port : srv->cfg.listen_port;
-    *out = d;
-    return 0;
-}
-
-void og_http_quiesce(struct MHD_Daemon *d)
-{
-    MHD_socket fd = MHD_quiesce_daemon(d);
-
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-}
-
-void og_http_stop(struct MHD_Daemon *d)
-{
-    if (d)
-        MHD_stop_daemon(d);
 }

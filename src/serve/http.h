@@ -1,7 +1,7 @@
 /*
- * http.h — what http.c (the libmicrohttpd edge), handlers.c (one function
- * per endpoint) and server.c (startup, signals) share. Private to
- * src/serve/.
+ * http.h — what http.c (the request core), edge.c (connections), handlers.c
+ * (one function per endpoint) and server.c (startup, signals) share.
+ * Private to src/serve/.
  */
 #ifndef OG_SERVE_HTTP_H
 #define OG_SERVE_HTTP_H
@@ -32,6 +32,7 @@ typedef struct og_srv {
     atomic_bool draining;     /* SIGTERM seen: answer with Connection: close */
     pthread_mutex_t drain_mu; /* with drain_cv: inflight reached 0 */
     pthread_cond_t drain_cv;  /* also wakes the background loops */
+    struct og_ratelimit *limits; /* the edge's token buckets; NULL: none */
 } og_srv;
 
 /* The retention passes (janitor.c): ONE library call each with the
@@ -59,10 +60,13 @@ og_srv_auth *og_srv_auth_current(og_srv *srv);
  * Owned by http.c; handlers fill status/body/log fields only. */
 typedef struct og_http_req {
     og_srv *srv;
-    void *conn;                  /* the libmicrohttpd connection; NULL when
-                                    driven directly (fuzz_http) */
-    const char *method;
-    char path[512];              /* the URL path as received (bounded) */
+    char method[32];
+    char path[512];              /* the URL path, percent-decoded (bounded) */
+    char *query;                 /* the raw query string, or NULL */
+    char qvals[4][256];          /* og_http_query's answers */
+    int n_qvals;
+    char source[64];             /* the client's address (rate limits) */
+    bool checked;                /* og_http_req_check ran */
     const struct og_route *route;
     char param[OG_ID_MAX + 1];   /* the route's {param}, when it has one */
     bool param_too_long;         /* the segment exceeded OG_ID_MAX */
@@ -136,7 +140,10 @@ void og_http_error(og_http_req *r, unsigned status, const char *code,
  * (Retry-After), OG_ENOMEM/OG_EINTERNAL/other 500. */
 void og_http_lib_error(og_http_req *r, int err);
 
-/* The query parameter name's value (URL-decoded), or NULL. */
+#define OG_HTTP_QVALS 4
+/* The query parameter name's value (URL-decoded), or NULL; a malformed one
+ * is "%", which no parameter's check accepts. At most OG_HTTP_QVALS
+ * lookups per request. */
 const char *og_http_query(og_http_req *r, const char *name);
 
 /* Adds a string field to the request's log line (value may be NULL: skip). */
@@ -157,29 +164,67 @@ int og_http_obj(og_http_req *r, json_t *obj, const char *name, bool required,
 int64_t og_http_now_us(void);
 int64_t og_http_mono_us(void);
 
-/* The request core, independent of libmicrohttpd (http.c drives it from
- * the library's callbacks; fuzz/fuzz_http.c drives it directly):
- *   begin  routes method+url, takes the X-Request-Id and Content-Type
- *          header values (either may be NULL); NULL on OOM;
- *   body   appends body bytes (capped at cfg.max_body_bytes);
- *   run    authenticates with the Authorization header value (may be
- *          NULL), checks and parses the body and runs the handler: the
- *          answer is then in r->status / r->answer / r->text;
- *   end    frees r and its references. */
+/* The request core (edge.c drives it from a connection; fuzz/fuzz_http.c
+ * from fuzzed bytes through the same parser):
+ *   begin   routes method + target (the request target as received: the
+ *           path is percent-decoded, the query kept), takes the client's
+ *           source address and the X-Request-Id and Content-Type values
+ *           (any may be NULL); NULL on OOM;
+ *   check   the early refusals, on the head alone, before any body byte
+ *           is read: route and method (from begin), authentication and
+ *           its rate limit, the revocation rate limit, the declared
+ *           length (declared; 0 for chunked), Content-Type when a body is
+ *           coming (has_body) or required, the path parameter. 0: read
+ *           the body; 1: the answer is set (the body is not read);
+ *   body    appends body bytes (capped at cfg.max_body_bytes);
+ *   run     check (when not yet run), parses the body and runs the
+ *           handler: the answer is then in r->status / r->answer / r->text;
+ *   render  the whole answer's bytes (status line, headers with
+ *           Connection: close when close, body), malloc'd into the return
+ *           with its length in *len; logs the request line and counts the
+ *           status; NULL on OOM. Free with og_http_answer_free (it wipes:
+ *           an answer may carry a credential);
+ *   end     frees r and its references. */
 og_http_req *og_http_req_begin(og_srv *srv, const char *method,
-                               const char *url, const char *request_id,
+                               const char *target, const char *source,
+                               const char *request_id,
                                const char *content_type);
+int og_http_req_check(og_http_req *r, const char *authorization,
+                      bool has_body, uint64_t declared);
 void og_http_req_body(og_http_req *r, const char *data, size_t n);
 void og_http_req_run(og_http_req *r, const char *authorization);
+char *og_http_req_render(og_http_req *r, bool close, size_t *len);
+void og_http_answer_free(char *text, size_t len);
 void og_http_req_end(og_http_req *r);
 
-/* Starts the daemon on cfg.listen_host:listen_port; *port gets the bound
+/* The HTTP edge (edge.c): a listening socket, one thread per connection
+ * (at most cfg.max_connections), strict framing (wire.c) and deadlines. */
+typedef struct og_edge og_edge;
+
+/* Starts listening on cfg.listen_host:listen_port; *port gets the bound
  * port. 0 or -1 with one line in err. */
-struct MHD_Daemon;
-int og_http_start(og_srv *srv, struct MHD_Daemon **out, int *port, char *err,
+int og_http_start(og_srv *srv, og_edge **out, int *port, char *err,
                   size_t errlen);
-/* Stops accepting (closes the listening socket); connections stay. */
-void og_http_quiesce(struct MHD_Daemon *d);
-void og_http_stop(struct MHD_Daemon *d);
+/* Stops accepting (closes the listening socket); connections stay, and
+ * answer with Connection: close once srv->draining is set. */
+void og_http_quiesce(og_edge *e);
+/* Closes every connection, waits for their threads, frees e (NULL: a
+ * no-op). */
+void og_http_stop(og_edge *e);
+
+/* One connection's byte stream, for og_edge_serve: recv returns > 0
+ * bytes, 0 at the end of the stream, -1 on an error, -2 when timeout_ms
+ * passed first; send returns 0 or -1. */
+typedef struct og_edge_io {
+    void *ctx;
+    long (*recv)(void *ctx, char *buf, size_t n, int timeout_ms);
+    int (*send)(void *ctx, const char *buf, size_t n);
+} og_edge_io;
+
+/* Serves requests on io until it closes or a request asks for, or an
+ * error forces, the close. authenticated (may be NULL) is called once,
+ * with ctx, when a request on it first authenticates. */
+void og_edge_serve(og_srv *srv, const og_edge_io *io, const char *source,
+                   void (*authenticated)(void *ctx), void *ctx);
 
 #endif /* OG_SERVE_HTTP_H */

@@ -190,6 +190,21 @@ void og_metrics_response(unsigned status)
     bump(&responses[status - STATUS_MIN], 1);
 }
 
+static atomic_uint_fast64_t rate_limited[2][2];
+static atomic_uint_fast64_t conn_refused[2];
+
+void og_metrics_rate_limited(int limit, int by)
+{
+    if (limit >= 0 && limit < 2 && by >= 0 && by < 2)
+        bump(&rate_limited[limit][by], 1);
+}
+
+void og_metrics_connection_refused(int reason)
+{
+    if (reason >= 0 && reason < 2)
+        bump(&conn_refused[reason], 1);
+}
+
 /* ===========================================================================
  * The exposition. Every writer appends to f; stream errors are checked
  * once, in og_metrics_render.
@@ -285,6 +300,27 @@ static void render_store(FILE *f)
         sample1(f, un, "op", op_names[op], get(&store_unavailable[op]));
 }
 
+static void render_edge(FILE *f)
+{
+    static const char *const rl = "oncegate_rate_limited_total";
+    static const char *const cr = "oncegate_http_connections_refused_total";
+    static const char *const limits[2] = {"auth_failures", "revocations"};
+    static const char *const by[2] = {"principal", "source"};
+    static const char *const reasons[2] = {"max_connections",
+                                           "unauthenticated_per_source"};
+
+    family(f, rl, "counter", "Requests refused 429 by a rate limit, by "
+                             "limit and by what it is kept per.");
+    for (int l = 0; l < 2; l++)
+        for (int b = 0; b < 2; b++)
+            fprintf(f, "%s{limit=\"%s\",by=\"%s\"} %" PRIu64 "\n", rl,
+                    limits[l], by[b], get(&rate_limited[l][b]));
+    family(f, cr, "counter", "Connections answered and closed when "
+                             "accepted, by reason.");
+    for (int i = 0; i < 2; i++)
+        sample1(f, cr, "reason", reasons[i], get(&conn_refused[i]));
+}
+
 static void render_http(FILE *f)
 {
     static const char *const c = "oncegate_consumes_total";
@@ -308,6 +344,7 @@ static void render_http(FILE *f)
         snprintf(code, sizeof code, "%u", s);
         sample1(f, r, "code", code, v);
     }
+    render_edge(f);
 }
 
 static void render_execution(FILE *f)

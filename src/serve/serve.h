@@ -16,8 +16,12 @@
  *               the reloadable snapshot of keys and principals
  *   log.c       one JSON object per line; never a token, key or credential
  *   metrics.c   counters and histograms, Prometheus text format
- *   http.c      the libmicrohttpd edge: two-call pattern, body cap, content
- *               type, routing table, correlation ids
+ *   wire.c      HTTP/1.1 request framing (RFC 9112), a pure core
+ *   edge.c      connections: a thread each, early refusals, deadlines,
+ *               caps (wire.h, edge.c: why not libmicrohttpd)
+ *   http.c      the request core: routing, authentication, rate limits
+ *               (ratelimit.c), body cap, content type, correlation ids,
+ *               the answer's bytes
  *   handlers.c  one function per endpoint
  *   janitor.c   the retention passes: cleanup (refusal records) and
  *               archiving (operation records)
@@ -138,6 +142,17 @@ typedef struct og_srv_config {
     int max_connections;        /* concurrent HTTP connections */
     int64_t drain_timeout_us;   /* SIGTERM: in-flight requests get this long */
     int retry_after_s;          /* Retry-After on 503 retry_later */
+    /* http.* (edge.c, wire.c): the connection's limits and deadlines. */
+    size_t http_max_header_bytes; /* request line + fields: else 431 */
+    size_t http_max_url_bytes;  /* request target: else 414 */
+    int64_t http_header_timeout_us; /* first byte to the head's end */
+    int64_t http_body_timeout_us;   /* the head's end to the body's end */
+    int64_t http_idle_timeout_us;   /* a kept-alive connection's wait */
+    int http_unauth_per_source; /* unauthenticated connections per source
+                                   address */
+    /* rate_limit.* (http.c): token buckets, per minute and burst. */
+    int rl_auth_per_minute, rl_auth_burst;
+    int rl_revoke_per_minute, rl_revoke_burst;
     char *log_file;             /* "-": stderr */
     bool auto_migrate;          /* apply migrations at startup */
     bool store_bounds_from_role;/* PostgreSQL: the deployment sets the
@@ -461,6 +476,14 @@ void og_metrics_redemption(int outcome);
 void og_metrics_inflight(int delta);
 /* oncegate_http_responses_total{code}, one series per status code seen. */
 void og_metrics_response(unsigned status);
+/* oncegate_rate_limited_total{limit,by}: a request refused 429 by a token
+ * bucket. limit: 0 failed authentication, 1 revocation; by: 0 principal,
+ * 1 source address. */
+void og_metrics_rate_limited(int limit, int by);
+/* oncegate_http_connections_refused_total{reason}: a connection answered
+ * and closed when accepted. reason: 0 max_connections, 1 the per-source
+ * cap on unauthenticated connections. */
+void og_metrics_connection_refused(int reason);
 /* The payout runner whose counters /metrics renders (the oncegate_payout_*
  * families; NULL: none, and they are left out). Borrowed: unregister
  * (NULL) before freeing it. */

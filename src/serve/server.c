@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
 #include <sodium.h>
 
 #include "exit.h" /* the exit codes every subcommand shares */
@@ -586,10 +585,11 @@ static void reload(og_srv *srv, const serve_args *a)
            json_pack("{s:I}", "principals", (json_int_t)n));
 }
 
-/* The stop watchdog. Stopping joins every connection thread
- * (MHD_stop_daemon); once in about twenty suite runs (libmicrohttpd
- * 0.9.75, thread per connection, after quiesce) it never returned although
- * no request was in flight. The watchdog bounds it: 5 s when nothing was
+/* The stop watchdog. Stopping waits for every connection thread
+ * (og_http_stop); a thread inside a store or provider call ends when the
+ * call's own deadline passes, and the watchdog bounds the wait should one
+ * not (under libmicrohttpd, which this edge replaced, a stop once in about
+ * twenty suite runs never returned). The watchdog bounds it: 5 s when nothing was
  * in flight at the drain's end, else the longest a request can still run
  * (a store call and a provider call) plus 5 s. Past it the process ends itself: with nothing in flight
  * every answer given is already in the store, so that is a drained exit
@@ -639,7 +639,7 @@ static void *stop_watchdog(void *arg)
 /* Stops the HTTP server under the watchdog above. The background loops
  * are joined afterwards: a pass running at the drain finishes first (each
  * of its store calls has its own deadline). */
-static void stop_guarded(og_srv *srv, struct MHD_Daemon *d)
+static void stop_guarded(og_srv *srv, og_edge *d)
 {
     stop_watch w = {.srv = srv, .done = false};
     pthread_t th;
@@ -662,7 +662,7 @@ static void stop_guarded(og_srv *srv, struct MHD_Daemon *d)
 
 /* SIGTERM: stop accepting, let in-flight requests finish within the
  * drain bound, then stop. */
-static void drain(og_srv *srv, struct MHD_Daemon *d)
+static void drain(og_srv *srv, og_edge *d)
 {
     struct timespec deadline;
     int left;
@@ -743,7 +743,7 @@ static int parse_args(int argc, char **argv, serve_args *a, int *done)
 
 /* Runs the signal loop until SIGTERM or SIGINT. */
 static void signal_loop(og_srv *srv, const serve_args *a, sigset_t *set,
-                        struct MHD_Daemon *d)
+                        og_edge *d)
 {
     for (;;) {
         int sig = 0;
@@ -772,7 +772,7 @@ int og_cli_serve(int argc, char **argv)
     og_job_run loops[3];
     og_srv_payouts *payouts = NULL;
     og_srv srv;
-    struct MHD_Daemon *d = NULL;
+    og_edge *d = NULL;
     sigset_t set;
     char err[512] = "", url[320];
     int done, rc, port = 0;

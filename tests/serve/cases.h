@@ -189,4 +189,33 @@ void stored_result_is_unreadable_without_the_key(void **state);
 void key_file_readable_by_others_refuses_to_start(void **state);
 void dev_mode_redeems_at_its_sandbox_with_a_generated_key(void **state);
 
+/* edge.c: the HTTP edge over raw sockets (the edge group) */
+void repeated_content_length_is_400_and_the_smuggled_request_is_not_served(
+    void **state);
+void content_length_minus_5_is_one_json_400_sent_once(void **state);
+void chunked_with_content_length_is_400_and_the_pipelined_request_is_not_served(
+    void **state);
+void unknown_transfer_encoding_is_501_at_once_and_closes(void **state);
+void invalid_chunk_size_is_400_at_once_and_closes(void **state);
+void obfuscated_transfer_encoding_names_are_refused_and_close(void **state);
+void transfer_encoding_in_http10_is_400_and_closes(void **state);
+void http11_without_host_or_with_two_is_400(void **state);
+void obs_fold_and_malformed_field_lines_are_400(void **state);
+void library_level_errors_are_json_with_one_status_line(void **state);
+void early_refusals_are_answered_on_the_head_and_close_without_the_body(
+    void **state);
+void slow_headers_and_slow_bodies_get_408_after_their_deadlines(void **state);
+void unauthenticated_connections_per_source_are_capped_with_429(void **state);
+void connection_past_max_connections_is_503_retry_later_and_closed(
+    void **state);
+void expect_100_continue_is_answered_only_when_the_head_passes(void **state);
+void pipelined_requests_are_answered_in_order_on_one_connection(void **state);
+void half_closed_connection_gets_its_answer_then_closes(void **state);
+void chunked_body_is_accepted_and_the_connection_kept(void **state);
+void repeated_authorization_is_400(void **state);
+void failed_authentication_is_rate_limited_per_source_with_429(void **state);
+void failed_authentication_is_rate_limited_per_principal_and_per_source(
+    void **state);
+void revocations_are_rate_limited_per_principal_and_per_source(void **state);
+
 #endif

@@ -135,6 +135,38 @@ static const struct CMUnitTest g_redeem_tests[] = {
         logs_are_json_lines_without_tokens_keys_or_credentials, test_teardown),
 };
 
+/* The edge group (meson: edge-*): the HTTP edge over raw sockets
+ * (edge.c), on the group's instance A and on servers of their own for the
+ * limits a test tightens. */
+static const struct CMUnitTest g_edge_tests[] = {
+#define T(f) cmocka_unit_test_teardown(f, test_teardown)
+    T(repeated_content_length_is_400_and_the_smuggled_request_is_not_served),
+    T(content_length_minus_5_is_one_json_400_sent_once),
+    T(chunked_with_content_length_is_400_and_the_pipelined_request_is_not_served),
+    T(unknown_transfer_encoding_is_501_at_once_and_closes),
+    T(invalid_chunk_size_is_400_at_once_and_closes),
+    T(obfuscated_transfer_encoding_names_are_refused_and_close),
+    T(transfer_encoding_in_http10_is_400_and_closes),
+    T(http11_without_host_or_with_two_is_400),
+    T(obs_fold_and_malformed_field_lines_are_400),
+    T(library_level_errors_are_json_with_one_status_line),
+    T(early_refusals_are_answered_on_the_head_and_close_without_the_body),
+    T(slow_headers_and_slow_bodies_get_408_after_their_deadlines),
+    T(unauthenticated_connections_per_source_are_capped_with_429),
+    T(connection_past_max_connections_is_503_retry_later_and_closed),
+    T(expect_100_continue_is_answered_only_when_the_head_passes),
+    T(pipelined_requests_are_answered_in_order_on_one_connection),
+    T(half_closed_connection_gets_its_answer_then_closes),
+    T(chunked_body_is_accepted_and_the_connection_kept),
+    T(repeated_authorization_is_400),
+    T(failed_authentication_is_rate_limited_per_source_with_429),
+    T(failed_authentication_is_rate_limited_per_principal_and_per_source),
+    T(revocations_are_rate_limited_per_principal_and_per_source),
+    T(every_server_stopped_by_sigterm_exited_0),
+    T(logs_are_json_lines_without_tokens_keys_or_credentials),
+#undef T
+};
+
 int main(int argc, char **argv)
 {
 #define T(f) cmocka_unit_test_teardown(f, test_teardown)
@@ -260,8 +292,10 @@ int main(int argc, char **argv)
     const char *group = argc > 2 ? argv[2] : "serve";
     int rc;
 
-    if (strcmp(group, "serve") != 0 && strcmp(group, "redeem") != 0) {
-        fprintf(stderr, "usage: serve_test sqlite|postgres [serve|redeem]\n");
+    if (strcmp(group, "serve") != 0 && strcmp(group, "redeem") != 0 &&
+        strcmp(group, "edge") != 0) {
+        fprintf(stderr,
+                "usage: serve_test sqlite|postgres [serve|redeem|edge]\n");
         return 1;
     }
     if ((rc = suite_setup(backend)) != 0)
@@ -274,7 +308,12 @@ int main(int argc, char **argv)
         g_min_responses = 0;
         g_min_requests = 0;
     }
-    if (strcmp(group, "redeem") == 0) {
+    if (strcmp(group, "edge") == 0) {
+        g_min_responses = 0;
+        g_min_requests = g_min_requests > 0 ? 10 : 0;
+        rc = t_run_tests(g_pg ? "edge-postgres" : "edge-sqlite",
+                         g_edge_tests, group_setup, group_teardown);
+    } else if (strcmp(group, "redeem") == 0) {
         if (g_min_requests > 0) {
             g_min_responses = 30;
             g_min_requests = 30;
