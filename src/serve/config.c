@@ -301,6 +301,21 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "`operation_mac` for its grant (403 `operation_mac_required` or "
      "`operation_mac_invalid`), so only ids this service handed out are "
      "admitted. Requires `operation_ids.mac_key_file`."},
+    /* ---- tokens: the grant token's explicit type (issue 17) ---- */
+    {"tokens", OG_CFG_OBJECT, 0, 0, NULL, AT(tokens_accept_legacy_typ),
+     "Grant tokens (docs/design.md, \"Explicit token type\"; the `tokens.` "
+     "row below). Grants are issued with `typ` `oncegate-grant+jwt`, "
+     "compared case-insensitively; a token of any other type is refused "
+     "(403 `grant_not_valid`, reason `grant.wrong_type`)."},
+    {"tokens.accept_legacy_typ", OG_CFG_BOOL, 0, 0, "true",
+     AT(tokens_accept_legacy_typ),
+     "true: a grant typed `JWT` (or untyped), as the previous release "
+     "issued them, is still accepted, with every other check unchanged, so "
+     "a rolling upgrade refuses no outstanding grant. Set it to false once "
+     "every instance that issues grants runs this release and "
+     "`timings.max_grant_lifetime_ms` has passed since the last one was "
+     "upgraded: from then on only `oncegate-grant+jwt` passes. The next "
+     "release makes false the default."},
     /* ---- payouts: the payout pipeline (payout_runner.c) ---- */
     {"payouts", OG_CFG_OBJECT, 0, 0, NULL, AT(payouts_runner),
      "The payout pipeline (docs/payouts.md, sections 5 and 6; the "
