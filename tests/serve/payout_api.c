@@ -302,7 +302,7 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
     assert_error(&r, 409, "payout_version_mismatch");
     hres_free(&r);
     submit(&r, &c, KEY(P_CLERK), "4250.000", 1);
-    assert_error(&r, 400, "input.payout_amount_invalid");
+    assert_error(&r, 400, "input.amount_minor_units");
     hres_free(&r);
 
     /* A destination changed today needs an acknowledgment; older than 7
