@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/core_int.h"
+#include "oncegate/payout.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -130,8 +131,13 @@ static int expected_build(const og_grant *g, const og_intent *in)
         return OG_EACCOUNT;
     if (og_amount_canonical(in->amount, amt, sizeof amt) != 0)
         return OG_EAMOUNT;
-    if (og__currency_check(in->currency) != 0)
+    /* The currency's minor units (ISO 4217) bound the canonical fraction. */
+    int scale;
+    if (og_payout_currency_scale(in->currency, &scale) != 0)
         return OG_ECURRENCY;
+    const char *point = strchr(amt, '.');
+    if (point && (int)strlen(point + 1) > scale)
+        return OG_EAMOUNT_MINOR_UNITS;
     return 0;
 }
 

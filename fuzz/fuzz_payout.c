@@ -68,7 +68,7 @@ static bool is_term_error(int rc)
            rc == OG_EPAYOUT_DESTINATION ||
            rc == OG_EPAYOUT_DESTINATION_VERSION ||
            rc == OG_EPAYOUT_CURRENCY || rc == OG_EPAYOUT_AMOUNT ||
-           rc == OG_EPAYOUT_PURPOSE;
+           rc == OG_EAMOUNT_MINOR_UNITS || rc == OG_EPAYOUT_PURPOSE;
 }
 
 /* 1. */
@@ -83,6 +83,15 @@ static void check_amount(const char *text, const char *currency)
         return;
     }
     CHECK(scale >= 0 && scale <= 4);
+    if (rc == OG_EAMOUNT_MINOR_UNITS) {
+        /* Finer than the currency: digits, a point, more than scale
+         * digits (issue 17: the code every route gives it). */
+        const char *point = strchr(text, '.');
+        CHECK(minor == -1 && point && strlen(point + 1) > (size_t)scale);
+        for (const char *p = point + 1; *p; p++)
+            CHECK(*p >= '0' && *p <= '9');
+        return;
+    }
     if (rc != 0) {
         CHECK(rc == OG_EPAYOUT_AMOUNT && minor == -1);
         return;

@@ -77,7 +77,8 @@ static void init_once(void)
 static int is_grant_code(int rc)
 {
     return rc == 0 || rc == OG_ENOMEM ||
-           (rc <= OG_EGRANT_MALFORMED && rc >= OG_EGRANT_BINDING_MISMATCH);
+           (rc <= OG_EGRANT_MALFORMED && rc >= OG_EGRANT_BINDING_MISMATCH) ||
+           rc == OG_EGRANT_TYPE;
 }
 
 /* Invariant 3. */

@@ -67,6 +67,13 @@ check "expired on the store clock" 1 "$OG" admit --store "$S" --issuer support-a
 expect_err "deadline reason logged" 'reason=admission_deadline_passed'
 check "bad amount" 2 admit --grant-id g-3 --operation-id $OP2 --amount 1e5
 expect_out "bad amount code" '"error":"input.amount_invalid"'
+# issue 17: an amount finer than its currency's minor units (ISO 4217)
+check "amount finer than USD" 2 admit --grant-id g-3 --operation-id $OP2 --amount 0.001
+expect_out "finer amount code" '"error":"input.amount_minor_units"'
+check "amount finer than JPY" 2 admit --grant-id g-3 --operation-id $OP2 --amount 1.5 --currency JPY
+expect_out "finer yen code" '"error":"input.amount_minor_units"'
+check "currency not in ISO 4217" 2 admit --grant-id g-3 --operation-id $OP2 --amount 1 --currency ZZZ
+expect_out "unknown currency code" '"error":"input.currency_invalid"'
 check "bad expiry" 2 "$OG" admit --store "$S" --issuer i --grant-id g --expires-at tomorrow \
       --operation-id $OP2 --caller c --account a --amount 1 --currency USD
 expect_out "bad expiry code" '"error":"input.expires_at_invalid"'
@@ -261,6 +268,15 @@ check "consume again" 1 "$OG" consume --store "$S" --issuer support-approvals --
 expect_out "already consumed JSON" '^\{"consumed":false,"error":"already_consumed"\}$'
 check "grant issue row form" 0 gissue --form row
 check "grant issue bad amount" 2 gissue --amount 1e5
+check "grant issue amount finer than USD" 2 gissue --amount 0.001
+expect_out "grant issue finer amount code" '"error":"input.amount_minor_units"'
+check "grant issue amount finer than JPY" 2 gissue --amount 1.5 --currency JPY
+expect_out "grant issue finer yen code" '"error":"input.amount_minor_units"'
+# issue 17: a signing key others may read is refused, naming the code only
+chmod 0640 "$PRIV"
+check "grant issue with a key others may read" 78 gissue
+expect_out "open key code" '"error":"key.mode_too_open"'
+chmod 0600 "$PRIV"
 check "grant issue missing key file" 74 "$OG" grant issue --store "$S" --key "$T/none.jwk" --issuer i \
       --subject s --audience a --action x --account a --amount 1 --currency USD
 check "consume bad grant id" 2 "$OG" consume --store "$S" --issuer i --grant-id "a b" --expires-at "$GEXP"

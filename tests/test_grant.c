@@ -220,7 +220,8 @@ static char *forge(const gcase *c)
     size_t siglen = 0, n;
 
     snprintf(hdr_std, sizeof hdr_std,
-             "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"JWT\"}", k->kid);
+             "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"" OG_GRANT_TYP "\"}",
+             k->kid);
     hdr = c->header ? subst(c->header) : hdr_std;
     pay = payload_text(c, NULL);
     assert_non_null(pay);
@@ -341,7 +342,18 @@ static const gcase cases[] = {
     {.name = "valid: the issuer's second key (rotation)", .key = K_A2, .want = 0},
     {.name = "valid: another issuer with its own key", .key = K_C,
      .patch = "{\"iss\":\"" OTHER_ISSUER "\"}", .want = 0},
-    {.name = "valid: no typ", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\"}",
+    {.name = "valid: no typ (legacy, accepted by default)",
+     .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\"}", .want = 0},
+    {.name = "valid: typ JWT (legacy, accepted by default)", .header = HDR_A,
+     .want = 0},
+    {.name = "valid: typ jwt, compared case-insensitively (legacy)",
+     .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"jwt\"}",
+     .want = 0},
+    {.name = "valid: typ in another case",
+     .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"OnceGate-Grant+JWT\"}",
+     .want = 0},
+    {.name = "valid: typ with application/ (RFC 7515 4.1.9)",
+     .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"Application/oncegate-grant+jwt\"}",
      .want = 0},
     {.name = "valid: nbf and fam", .has_nbf = 1, .nbf = -10,
      .patch = "{\"fam\":\"fam-7\"}", .want = 0},
@@ -398,6 +410,18 @@ static const gcase cases[] = {
     {.name = "b64 false", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"b64\":false}",
      .want = OG_EGRANT_MALFORMED},
     {.name = "typ other", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"at+jwt\"}",
+     .want = OG_EGRANT_TYPE},
+    {.name = "typ of a ticket", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"oncegate-ticket+jwt\"}",
+     .want = OG_EGRANT_TYPE},
+    {.name = "typ a prefix of ours", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"oncegate-grant\"}",
+     .want = OG_EGRANT_TYPE},
+    {.name = "typ ours with a suffix", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"oncegate-grant+jwtx\"}",
+     .want = OG_EGRANT_TYPE},
+    {.name = "typ application/ alone", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"application/\"}",
+     .want = OG_EGRANT_TYPE},
+    {.name = "typ empty", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"\"}",
+     .want = OG_EGRANT_TYPE},
+    {.name = "typ not a string", .header = "{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":1}",
      .want = OG_EGRANT_MALFORMED},
     {.name = "kid missing", .header = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\"}",
      .want = OG_EGRANT_MALFORMED},
@@ -526,6 +550,16 @@ static const gcase cases[] = {
     {.name = "prm currency lower case",
      .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"250\",\"currency\":\"usd\"}}",
      .want = OG_EGRANT_MALFORMED},
+    /* Issue 17: a grant's amount fits its currency's minor units. */
+    {.name = "prm amount finer than USD",
+     .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"0.001\",\"currency\":\"USD\"}}",
+     .req = {.amount = "0.001"}, .want = OG_EGRANT_MALFORMED},
+    {.name = "prm amount finer than JPY",
+     .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"1.5\",\"currency\":\"JPY\"}}",
+     .req = {.amount = "1.5", .currency = "JPY"}, .want = OG_EGRANT_MALFORMED},
+    {.name = "prm currency not in ISO 4217",
+     .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"250\",\"currency\":\"ZZZ\"}}",
+     .req = {.currency = "ZZZ"}, .want = OG_EGRANT_MALFORMED},
     {.name = "prm extra member",
      .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"250\",\"currency\":\"USD\",\"memo\":\"x\"}}",
      .want = OG_EGRANT_MALFORMED},
@@ -843,7 +877,9 @@ static void sign_round_trip(void **state)
                                            (unsigned char *)hdr, sizeof hdr - 1, &n), 0);
         hdr[n] = '\0';
         char want[128];
-        snprintf(want, sizeof want, "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"JWT\"}",
+        snprintf(want, sizeof want,
+                 "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"" OG_GRANT_TYP
+                 "\"}",
                  keys[K_A2].kid);
         assert_string_equal(hdr, want);
     }
@@ -876,9 +912,79 @@ static void sign_round_trip(void **state)
             fail_msg("signing '%s': got %s", bad[i].what, og_err_name(rc));
         assert_null(t);
     }
+    /* An amount finer than its currency is never signed, and the issuer
+     * is told why (issue 17); whole yen and a cent are. */
+    {
+        og_grant_claims fine = {.iss = ISSUER, .jti = "g", .iat = NOW,
+                                .exp = NOW + 1, .sub = "s", .aud = "a",
+                                .act = "x", .prm = {"A", "0.001", "USD"}};
+        char *t = NULL;
+
+        assert_int_equal(og_grant_token_sign(s, &fine, &t),
+                         OG_EAMOUNT_MINOR_UNITS);
+        assert_null(t);
+        fine.prm = (og_grant_params){"A", "1.5", "JPY"};
+        assert_int_equal(og_grant_token_sign(s, &fine, &t),
+                         OG_EAMOUNT_MINOR_UNITS);
+        assert_null(t);
+        fine.prm = (og_grant_params){"A", "15", "JPY"};
+        assert_int_equal(og_grant_token_sign(s, &fine, &t), 0);
+        free(t);
+        t = NULL;
+        fine.prm = (og_grant_params){"A", "0.01", "USD"};
+        assert_int_equal(og_grant_token_sign(s, &fine, &t), 0);
+        free(t);
+    }
     assert_int_equal(og_grant_token_sign(NULL, &gc, &tok), OG_EINVAL);
     og_signer_free(s);
     og_signer_free(NULL);
+}
+
+/* Issue 17: grants are typed explicitly. A legacy grant (typ "JWT", any
+ * case, or none) passes only while the policy accepts legacy types (the
+ * rollout, docs/design.md "Explicit token type"); with it off, it is
+ * grant.wrong_type and admits nothing, while oncegate-grant+jwt passes
+ * either way. Another type never passes. */
+static void legacy_typ_follows_the_policy(void **state)
+{
+    static const struct {
+        const char *header;
+        int legacy_on, legacy_off;
+    } rows[] = {
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"" OG_GRANT_TYP "\"}", 0, 0},
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"ONCEGATE-GRANT+JWT\"}", 0,
+         0},
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"JWT\"}", 0,
+         OG_EGRANT_TYPE},
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"jwt\"}", 0,
+         OG_EGRANT_TYPE},
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"application/jwt\"}", 0,
+         OG_EGRANT_TYPE},
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\"}", 0, OG_EGRANT_TYPE},
+        {"{\"alg\":\"EdDSA\",\"kid\":\"@A\",\"typ\":\"at+jwt\"}",
+         OG_EGRANT_TYPE, OG_EGRANT_TYPE},
+    };
+    og_grant_policy off = policy;
+    og_validated_grant v;
+
+    (void)state;
+    assert_true(policy.accept_legacy_typ); /* og_grant_policy_init's default */
+    off.accept_legacy_typ = false;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        gcase c = {.name = "typ", .header = rows[i].header};
+        char *tok = forge(&c);
+        og_grant_request req = request_for(&c);
+        int on = og_grant_verify(ks, &policy, tok, &req, NOW_US, &v);
+        int no = og_grant_verify(ks, &off, tok, &req, NOW_US, &v);
+
+        if (on != rows[i].legacy_on || no != rows[i].legacy_off)
+            fail_msg("row %zu %s: legacy on %s, off %s", i, rows[i].header,
+                     og_err_name(on), og_err_name(no));
+        /* The unbound verdict (consume, revoke) follows the same rule. */
+        assert_int_equal(og_grant_verify_unbound(ks, &off, tok, NOW_US, &v),
+                         rows[i].legacy_off);
+        free(tok);
+    }
 }
 
 static void grant_ids_are_128_random_bits(void **state)
@@ -1276,6 +1382,94 @@ static void keygen_never_overwrites(void **state)
 }
 
 /* ===========================================================================
+ * Issue 17: files that hold secrets are their owner's only, whatever the
+ * umask, and a signing key others can read is refused before it is read.
+ * ========================================================================= */
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+
+    if (lstat(path, &st) != 0)
+        fail_msg("%s: missing", path);
+    return st.st_mode & 07777;
+}
+
+static void key_and_store_files_are_0600_whatever_the_umask(void **state)
+{
+    char dir[] = "/tmp/og-modes-XXXXXX", db[64], url[80], side[80];
+    unsigned char seed[OG__ED25519_SEED];
+    og_keygen_result r;
+    og_store *s = NULL;
+    sqlite3 *h;
+    mode_t old;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    memset(seed, 0x6d, sizeof seed);
+    old = umask(0); /* the widest: only explicit modes protect anything */
+    assert_int_equal(og__keygen_seed("iss", dir, seed, &r), 0);
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", db);
+    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
+    assert_int_equal(og_store_open(url, NULL, &s), 0);
+    /* A writer holds the WAL and the shared-memory index open. */
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "PRAGMA journal_mode=WAL;"
+                                     "CREATE TABLE t_modes(x);"
+                                     "INSERT INTO t_modes VALUES (1);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    umask(old);
+    assert_int_equal(mode_of(r.private_path), 0600);
+    assert_int_equal(mode_of(r.public_path), 0644); /* public, by design */
+    assert_int_equal(mode_of(db), 0600);
+    snprintf(side, sizeof side, "%s-wal", db);
+    assert_int_equal(mode_of(side), 0600);
+    snprintf(side, sizeof side, "%s-shm", db);
+    assert_int_equal(mode_of(side), 0600);
+    sqlite3_close(h);
+    og_store_free(s);
+
+    /* An existing store file keeps the mode it has. */
+    assert_int_equal(chmod(db, 0640), 0);
+    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
+    assert_int_equal(mode_of(db), 0640);
+    rm_rf(dir);
+}
+
+static void signing_key_readable_by_others_is_refused(void **state)
+{
+    static const mode_t open_modes[] = {0640, 0604, 0620, 0602, 0660, 0644,
+                                        0610};
+    char dir[] = "/tmp/og-keymode-XXXXXX";
+    unsigned char seed[OG__ED25519_SEED];
+    og_keygen_result r;
+    og_signer *sg = NULL;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    memset(seed, 0x5f, sizeof seed);
+    assert_int_equal(og__keygen_seed("iss", dir, seed, &r), 0);
+    for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
+        assert_int_equal(chmod(r.private_path, open_modes[i]), 0);
+        if (og_signer_load_file(r.private_path, &sg) != OG_EKEY_MODE)
+            fail_msg("mode %04o: not refused as key.mode_too_open",
+                     (unsigned)open_modes[i]);
+        assert_null(sg);
+    }
+    assert_string_equal(og_err_name(OG_EKEY_MODE), "key.mode_too_open");
+    /* 0600 and 0400 load; the public key needs no such care. */
+    assert_int_equal(chmod(r.private_path, 0400), 0);
+    assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
+    og_signer_free(sg);
+    sg = NULL;
+    assert_int_equal(chmod(r.private_path, 0600), 0);
+    assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
+    og_signer_free(sg);
+    rm_rf(dir);
+}
+
+/* ===========================================================================
  * The committed TEST key (tests/fixtures/, RFC 8037 Appendix A) and the fuzz
  * seed tokens signed with it: the seeds must keep meaning what their names
  * say, or the fuzzer starts from nowhere.
@@ -1297,6 +1491,8 @@ static void fixture_key_and_fuzz_seeds(void **state)
         {"token_alg_none", OG_EGRANT_UNSUPPORTED_ALG},
         {"token_hs256_pubkey", OG_EGRANT_UNSUPPORTED_ALG},
         {"token_crit", OG_EGRANT_MALFORMED},
+        {"token_typ_grant", 0},
+        {"token_typ_other", OG_EGRANT_TYPE},
     };
 
     if (root == NULL)
@@ -1307,7 +1503,23 @@ static void fixture_key_and_fuzz_seeds(void **state)
     assert_int_equal(added, 1); /* the private file is skipped */
     snprintf(path, sizeof path,
              "%s/rfc8037-test." RFC_KID OG_KEY_PRIVATE_SUFFIX, dir);
-    assert_int_equal(og_signer_load_file(path, &s), 0);
+    /* A checkout gives the committed file its default mode: a signing key
+     * others may read, refused as one (issue 17); a 0600 copy loads. */
+    {
+        struct stat st;
+        char copy[] = "/tmp/og-fixture-XXXXXX";
+        const char *text = read_all(path);
+        int fd;
+
+        assert_int_equal(stat(path, &st), 0);
+        if (st.st_mode & 077)
+            assert_int_equal(og_signer_load_file(path, &s), OG_EKEY_MODE);
+        assert_true((fd = mkstemp(copy)) >= 0); /* 0600 */
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        assert_int_equal(og_signer_load_file(copy, &s), 0);
+        unlink(copy);
+    }
     assert_string_equal(og_signer_kid(s), RFC_KID);
     og_signer_free(s);
 
@@ -1332,12 +1544,15 @@ int main(void)
         cmocka_unit_test(admission_uses_the_grant_only),
         cmocka_unit_test(verify_arguments_and_policy),
         cmocka_unit_test(sign_round_trip),
+        cmocka_unit_test(legacy_typ_follows_the_policy),
         cmocka_unit_test(grant_ids_are_128_random_bits),
         cmocka_unit_test(base64url_table),
         cmocka_unit_test(rfc8037_vectors),
         cmocka_unit_test(jwk_refusals),
         cmocka_unit_test(keygen_files_and_rotation),
         cmocka_unit_test(keygen_never_overwrites),
+        cmocka_unit_test(key_and_store_files_are_0600_whatever_the_umask),
+        cmocka_unit_test(signing_key_readable_by_others_is_refused),
         cmocka_unit_test(fixture_key_and_fuzz_seeds),
     };
     return t_run_tests("grant", tests, setup, teardown);

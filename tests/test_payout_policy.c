@@ -509,7 +509,7 @@ void inconsistent_contexts_are_errors(void **state)
         {"intent payout version 0", m_x_intent_version, OG_EPAYOUT_CONTEXT},
         {"intent tenant empty", m_x_intent_tenant, OG_EPAYOUT_TENANT},
         {"intent amount finer than EUR", m_x_intent_amount,
-         OG_EPAYOUT_AMOUNT},
+         OG_EAMOUNT_MINOR_UNITS},
         {"record purpose with a tab", m_x_record_purpose,
          OG_EPAYOUT_PURPOSE},
         {"record amount differs from the intent's", m_x_record_amount,

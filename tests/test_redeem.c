@@ -398,10 +398,10 @@ static void key_files_hold_32_bytes_readable_by_their_owner_only(void **state)
         {"base64url", "-_8AAQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0", 0600, 0},
         {"group readable", "000102030405060708090a0b0c0d0e0f"
                            "101112131415161718191a1b1c1d1e1f",
-         0640, OG_EREDEMPTION_KEY},
+         0640, OG_EKEY_MODE},
         {"world readable", "000102030405060708090a0b0c0d0e0f"
                            "101112131415161718191a1b1c1d1e1f",
-         0604, OG_EREDEMPTION_KEY},
+         0604, OG_EKEY_MODE},
         {"31 bytes", "000102030405060708090a0b0c0d0e0f"
                      "101112131415161718191a1b1c1d1e",
          0600, OG_EREDEMPTION_KEY},

@@ -177,7 +177,7 @@ static void operation_id_mac_key_file(void **state)
 
     /* Readable by others; not hex; too short; missing. */
     p = opid_key_file(dir, "open.key", hex, 0644);
-    assert_int_equal(og_opid_key_load_file(p, &k), OG_EKEY_INVALID);
+    assert_int_equal(og_opid_key_load_file(p, &k), OG_EKEY_MODE);
     unlink(p);
     p = opid_key_file(dir, "text.key", "not a key at all", 0600);
     assert_int_equal(og_opid_key_load_file(p, &k), OG_EKEY_INVALID);
@@ -254,11 +254,11 @@ static void secret_key_file_table(void **state)
     /* F5: others may read it; group may write it; a symlink to a good one. */
     p = key_file(dir, "open.key", hex, 0604);
     assert_int_equal(og_secret_key_file_read(p, OG_KEY_HEX, key),
-                     OG_EKEY_INVALID);
+                     OG_EKEY_MODE);
     unlink(p);
     p = key_file(dir, "group.key", hex, 0620);
     assert_int_equal(og_secret_key_file_read(p, OG_KEY_HEX, key),
-                     OG_EKEY_INVALID);
+                     OG_EKEY_MODE);
     unlink(p);
     p = key_file(dir, "good.key", hex, 0600);
     snprintf(path, sizeof path, "%s/link.key", dir);
@@ -330,7 +330,7 @@ static void redemption_key_file_codes(void **state)
     k = NULL;
     unlink(p);
     p = key_file(dir, "open.key", hex, 0644);
-    assert_int_equal(og_redeem_key_load_file(p, &k), OG_EREDEMPTION_KEY);
+    assert_int_equal(og_redeem_key_load_file(p, &k), OG_EKEY_MODE);
     assert_null(k);
     unlink(p);
     snprintf(path, sizeof path, "%s/missing.key", dir);

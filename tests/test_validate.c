@@ -151,10 +151,13 @@ static void test_uuid_invalid(void **state)
 
 static void test_currency(void **state)
 {
-    static const char *const ok[] = {"EUR", "USD", "JPY", "AAA", "ZZZ"};
+    static const char *const ok[] = {"EUR", "USD", "JPY", "BHD", "CLF"};
+    /* Well-formed codes outside the ISO 4217 table, and codes without minor
+     * units (metals, funds, testing), are refused too: an amount can only
+     * be checked against a currency whose minor units are known. */
     static const char *const bad[] = {
         "", "E", "EU", "EURO", "eur", "Eur", "EU1", "E R", "EUR ", " EUR",
-        "\xc3\x89UR", "@AA", "[AA",
+        "\xc3\x89UR", "@AA", "[AA", "AAA", "ZZZ", "XAU", "XTS", "XXX",
     };
     for (size_t i = 0; i < N_ELEMS(ok); i++)
         assert_int_equal(og__currency_check(ok[i]), 0);
@@ -167,6 +170,62 @@ static void test_currency(void **state)
 /* ===========================================================================
  * Amounts
  * ========================================================================= */
+
+/* Issue 17: an amount finer than its currency's ISO 4217 minor units is
+ * refused with one code, whatever the route (og_amount_check is what the
+ * grant, operation and CLI paths call; the payout terms give the same code,
+ * tests/test_payout_terms.c). */
+static void amounts_fit_the_currency_minor_units(void **state)
+{
+    static const struct {
+        const char *amount, *currency;
+        int rc;
+    } rows[] = {
+        {"0.01", "USD", 0},
+        {"15", "JPY", 0},
+        {"250.000", "USD", 0},  /* canonical "250": its zeros carry nothing */
+        {"15.0", "JPY", 0},     /* canonical "15" */
+        {"0.001", "BHD", 0},
+        {"1.2345", "CLF", 0},
+        {"0.001", "USD", OG_EAMOUNT_MINOR_UNITS},
+        {"1.5", "JPY", OG_EAMOUNT_MINOR_UNITS},
+        {"250.001", "EUR", OG_EAMOUNT_MINOR_UNITS},
+        {"0.0001", "BHD", OG_EAMOUNT_MINOR_UNITS},
+        {"1.23456", "CLF", OG_EAMOUNT_MINOR_UNITS},
+        {"0.000000000000000001", "USD", OG_EAMOUNT_MINOR_UNITS},
+        {"1e5", "USD", OG_EAMOUNT},  /* the grammar first */
+        {"0", "USD", OG_EAMOUNT},
+        {"1", "ZZZ", OG_ECURRENCY},  /* not in ISO 4217 */
+        {"1", "XAU", OG_ECURRENCY},  /* no minor units */
+        {"1", "usd", OG_ECURRENCY},
+        {"1", NULL, OG_ECURRENCY},
+        {NULL, "USD", OG_EAMOUNT},
+    };
+    (void)state;
+    for (size_t i = 0; i < N_ELEMS(rows); i++)
+        EXPECT_INT(og_amount_check(rows[i].amount, rows[i].currency),
+                   rows[i].rc, i, rows[i].amount ? rows[i].amount : "NULL");
+    assert_string_equal(og_err_name(OG_EAMOUNT_MINOR_UNITS),
+                        "input.amount_minor_units");
+
+    /* What the store writes passes the same rule (og__admit_req_build). */
+    og_grant g = {"issuer.example", "grant-1",
+                  INT64_C(1795949100) * 1000000, NULL, OG_FORM_TOKEN};
+    og_intent in = {"123e4567-e89b-12d3-a456-426614174000", "caller-7",
+                    "acct-42", "0.001", "USD"};
+    og__admit_req req;
+    assert_int_equal(og__admit_req_build(&g, &in, &req),
+                     OG_EAMOUNT_MINOR_UNITS);
+    in.amount = "1.5";
+    in.currency = "JPY";
+    assert_int_equal(og__admit_req_build(&g, &in, &req),
+                     OG_EAMOUNT_MINOR_UNITS);
+    in.amount = "15";
+    assert_int_equal(og__admit_req_build(&g, &in, &req), 0);
+    in.amount = "0.01";
+    in.currency = "USD";
+    assert_int_equal(og__admit_req_build(&g, &in, &req), 0);
+}
 
 static void test_amount_valid(void **state)
 {
@@ -665,6 +724,8 @@ static void test_req_build_each_field(void **state)
     ONE_BAD(in.amount = "1e5", OG_EAMOUNT);
     ONE_BAD(in.currency = NULL, OG_ECURRENCY);
     ONE_BAD(in.currency = "EURO", OG_ECURRENCY);
+    ONE_BAD(in.currency = "ZZZ", OG_ECURRENCY);
+    ONE_BAD(in.amount = "250.505", OG_EAMOUNT_MINOR_UNITS);
 #undef ONE_BAD
 }
 
@@ -702,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_uuid_valid),
         cmocka_unit_test(test_uuid_invalid),
         cmocka_unit_test(test_currency),
+        cmocka_unit_test(amounts_fit_the_currency_minor_units),
         cmocka_unit_test(test_amount_valid),
         cmocka_unit_test(test_amount_equalities),
         cmocka_unit_test(test_amount_invalid),

@@ -58,7 +58,8 @@ extern "C" {
       "amount must be a positive decimal (digits, optional '.' and up to 18 "  \
       "fraction digits, at most 38 significant digits), no sign or exponent")  \
     X(CURRENCY, "input.currency_invalid",                                      \
-      "currency must be an ISO 4217 code: three upper-case letters")           \
+      "currency must be an upper-case ISO 4217 code with minor units "         \
+      "(funds, precious metals and testing codes are refused)")                \
     X(EXPIRES_AT, "input.expires_at_invalid",                                  \
       "expires_at must be an RFC 3339 timestamp with a time zone, "            \
       "between 1970 and 9999")                                                 \
@@ -235,7 +236,20 @@ extern "C" {
       "approver settles it")                                                   \
     X(PAYOUT_SETTLE_STALE, "decision_stale",                                   \
       "the payout moved past the version the decision to settle evaluated: "   \
-      "submit it again")
+      "submit it again")                                                       \
+    /* Issue 17's input rules: an amount finer than its currency, a token  \
+     * of another type. */                                                   \
+    X(AMOUNT_MINOR_UNITS, "input.amount_minor_units",                          \
+      "amount has more fraction digits than its currency's ISO 4217 minor "    \
+      "units allow (USD 2: 0.01 is the finest; JPY 0: whole yen; BHD 3)")      \
+    X(GRANT_TYPE, "grant.wrong_type",                                          \
+      "token typ is not oncegate-grant+jwt (compared case-insensitively): a "  \
+      "token of another kind, or a legacy grant (typ JWT or none) where "      \
+      "tokens.accept_legacy_typ is off")                                       \
+    X(KEY_MODE, "key.mode_too_open",                                           \
+      "a secret key file (signing key, operation-id MAC key, redemption key) " \
+      "gives group or others access: chmod 600, in a directory only its "      \
+      "owner can enter")
 
 enum {
 #define OG__ERR_ENUM(name, code, msg) OG__ERR_IDX_##name,
@@ -622,6 +636,15 @@ OG_MUST_CHECK int og_operation_id_canonical(const char *in,
  * into out (at least OG_AMOUNT_MAX + 1 bytes). Returns 0 or OG_EAMOUNT. */
 OG_MUST_CHECK int og_amount_canonical(const char *in, char *out,
                                       size_t outlen);
+
+/* Checks an amount of a currency the way everything that takes one does
+ * (grants, operations, the payout terms): in the grammar of
+ * og_amount_canonical(), currency an upper-case ISO 4217 code with minor
+ * units (og_payout_currency_scale()), and no more significant fraction
+ * digits than those minor units ("0.001" USD and "1.5" JPY are refused,
+ * "0.01" USD, "250.000" USD and "15" JPY pass). Returns 0, OG_EAMOUNT,
+ * OG_ECURRENCY or OG_EAMOUNT_MINOR_UNITS, in that order of checks. */
+OG_MUST_CHECK int og_amount_check(const char *amount, const char *currency);
 
 #ifdef __cplusplus
 }

@@ -129,7 +129,8 @@ typedef struct og_signer og_signer;
 OG_MUST_CHECK int og_signer_load(const char *private_jwk, og_signer **out);
 
 /* og_signer_load() from a file (at most OG_JWK_MAX bytes); OG_EKEY_IO when it
- * cannot be read. */
+ * cannot be read, OG_EKEY_MODE when group or others have any access to it
+ * (checked before it is read). */
 OG_MUST_CHECK int og_signer_load_file(const char *path, og_signer **out);
 
 /* Wipes and frees s. NULL is a no-op. */
@@ -145,14 +146,22 @@ OG_MUST_CHECK int og_signer_public_jwk(const og_signer *s, char **json);
 /* ---------------------------------------------------------------------------
  * Grant tokens.
  *
- *   header  {"alg":"EdDSA","kid":KID,"typ":"JWT"}   (typ optional)
+ *   header  {"alg":"EdDSA","kid":KID,"typ":"oncegate-grant+jwt"}
  *   claims  {"iss","jti","iat","nbf"?,"exp","sub","aud","act",
  *            "prm":{"account","amount","currency"},"fam"?}
- * iat, nbf and exp are JWT NumericDates: integer seconds, 0 ..
- * 253402300799 (9999-12-31T23:59:59Z). Every string is 1-128 printable ASCII
- * without spaces (the store's identifier rule); amount is a decimal string,
- * currency an upper-case ISO 4217 code. Unknown claims are refused.
+ * typ is explicit (RFC 8725 3.11) and compared case-insensitively, with or
+ * without "application/" (RFC 7515 4.1.9); any other type is
+ * OG_EGRANT_TYPE, and the legacy "JWT" (or no typ) is accepted only under
+ * og_grant_policy.accept_legacy_typ. iat, nbf and exp are JWT
+ * NumericDates: integer seconds, 0 .. 253402300799 (9999-12-31T23:59:59Z).
+ * Every string is 1-128 printable ASCII without spaces (the store's
+ * identifier rule); amount is a decimal string no finer than the minor
+ * units of currency, an upper-case ISO 4217 code with minor units
+ * (og_amount_check()). Unknown claims are refused.
  * ------------------------------------------------------------------------- */
+
+/* The typ every grant is issued with. */
+#define OG_GRANT_TYP "oncegate-grant+jwt"
 
 /* The operation parameters a grant binds. */
 typedef struct og_grant_params {
@@ -201,10 +210,15 @@ typedef struct og_grant_policy {
     int64_t admission_leeway_us; /* 0 .. 1 h */
     int64_t max_lifetime_us;     /* exp - iat may not exceed it; > 0 */
     int64_t issue_skew_us;       /* iat may lead now by at most this; 0..1 h */
+    bool accept_legacy_typ;      /* typ "JWT" or none: a grant issued before
+                                    explicit typing, accepted while true
+                                    (the rollout, docs/design.md); false:
+                                    OG_EGRANT_TYPE */
 } og_grant_policy;
 
 /* Fills *p: audience, the leeway of t (og_timings_default()'s when t is
- * NULL), and the maximum lifetime and issue-time skew from t (defaults 1 h, 30 s).
+ * NULL), the maximum lifetime and issue-time skew from t (defaults 1 h,
+ * 30 s), and accept_legacy_typ true (this release's default).
  * Shortening either limit while grants issued under it are outstanding
  * breaks revocation retention (docs/design.md). */
 void og_grant_policy_init(og_grant_policy *p, const char *audience,
@@ -298,9 +312,9 @@ typedef enum og_key_encoding { OG_KEY_HEX, OG_KEY_HEX_OR_BASE64 } og_key_encodin
  * through a symlink) that neither group nor others may read, write or
  * execute (chmod 600), of at most OG_SECRET_KEY_FILE_MAX bytes, holding the
  * key in encoding enc with surrounding white space ignored. Returns 0 and
- * key, OG_EKEY_IO (cannot be opened or read), OG_EKEY_INVALID (a symlink,
- * another file type, a wider mode, too large, or not exactly 32 bytes in
- * enc), OG_EINVAL (NULL). The file's text is wiped before this returns; on
+ * key, OG_EKEY_IO (cannot be opened or read), OG_EKEY_MODE (a wider mode),
+ * OG_EKEY_INVALID (a symlink, another file type, too large, or not exactly
+ * 32 bytes in enc), OG_EINVAL (NULL). The file's text is wiped before this returns; on
  * an error key is wiped too. */
 OG_MUST_CHECK int og_secret_key_file_read(const char *path, og_key_encoding enc,
                                           unsigned char key[OG_SECRET_KEY_LEN]);
@@ -327,7 +341,8 @@ OG_MUST_CHECK int og_operation_id_new(char out[OG_UUID_LEN + 1]);
  * white space ignored. The file must be a regular file (not a symlink) that
  * neither group nor others may read, write or execute (chmod 600). Returns 0
  * and *out (free with og_opid_key_free()), OG_EKEY_IO (cannot be read),
- * OG_EKEY_INVALID (mode or content), OG_EINVAL, OG_ENOMEM. The key lives in
+ * OG_EKEY_MODE (group or others have access), OG_EKEY_INVALID (file type
+ * or content), OG_EINVAL, OG_ENOMEM. The key lives in
  * guarded memory; the file's text is wiped once read. */
 OG_MUST_CHECK int og_opid_key_load_file(const char *path, og_opid_key **out);
 

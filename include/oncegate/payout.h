@@ -121,13 +121,15 @@ OG_MUST_CHECK int og_payout_currency_scale(const char *currency, int *scale);
  * when the currency has minor units, optionally '.' and 1..scale digits.
  * Fewer fraction digits than the scale are padded ("4250" and "4250.5" EUR
  * are 425000 and 425050); more are refused even when they are zeros
- * ("4250.000" EUR): an amount written at a finer scale than its currency
- * suggests the writer had another currency in mind. Refused: empty text,
+ * ("4250.000" EUR), with OG_EAMOUNT_MINOR_UNITS (the code every route
+ * that takes an amount uses for it): an amount written at a finer scale
+ * than its currency suggests the writer had another currency in mind, and
+ * one that is finer cannot be paid. Refused: empty text,
  * signs, exponents, spaces, leading zeros ("04"), "5." and ".5", zero (a
  * payout of nothing is a mistake), more than OG_PAYOUT_MINOR_MAX minor
  * units (this includes everything beyond int64). Returns 0 and *minor, or
- * OG_EPAYOUT_CURRENCY (checked first), OG_EPAYOUT_AMOUNT, OG_EINVAL (minor
- * NULL). */
+ * OG_EPAYOUT_CURRENCY (checked first), OG_EPAYOUT_AMOUNT,
+ * OG_EAMOUNT_MINOR_UNITS, OG_EINVAL (minor NULL). */
 OG_MUST_CHECK int og_payout_amount_parse(const char *text,
                                          const char *currency,
                                          int64_t *minor);

@@ -59,7 +59,8 @@ typedef struct og_redeem_key og_redeem_key;
  * ignored. The file must be a regular file that neither group nor others
  * may read, write or execute (chmod 600), read by og_secret_key_file_read
  * (oncegate/grant.h). Returns 0 and *out, OG_EKEY_IO (cannot be read),
- * OG_EREDEMPTION_KEY (mode or content), OG_ENOMEM. The file's text is
+ * OG_EKEY_MODE (group or others have access), OG_EREDEMPTION_KEY (file
+ * type or content), OG_ENOMEM. The file's text is
  * wiped from memory once read. */
 OG_MUST_CHECK int og_redeem_key_load_file(const char *path,
                                           og_redeem_key **out);

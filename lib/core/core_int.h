@@ -42,8 +42,14 @@ int og__id_check(const char *s);
  * out (OG_UUID_LEN + 1 bytes). The nil UUID is refused. 0 or -1. */
 int og__uuid_normalize(const char *in, char out[OG_UUID_LEN + 1]);
 
-/* 0 when s is exactly three upper-case ASCII letters; else -1. */
+/* 0 when s is an upper-case ISO 4217 code with minor units (the payout
+ * currency table, og_payout_currency_scale()); else -1. */
 int og__currency_check(const char *s);
+
+/* 0 when canonical (og_amount_canonical()'s output) has at most the minor
+ * units of currency as fraction digits; OG_ECURRENCY for a currency
+ * og__currency_check() refuses; else OG_EAMOUNT_MINOR_UNITS. */
+int og__amount_minor_units_check(const char *canonical, const char *currency);
 
 /* Expires-at bounds: 1970-01-01 .. 9999-12-31T23:59:59.999999Z. */
 #define OG__TIME_MIN_US INT64_C(0)

@@ -257,21 +257,24 @@ int og_payout_amount_parse(const char *text, const char *currency,
                 return OG_EPAYOUT_AMOUNT;
     }
 
-    /* Fraction: '.' and 1..scale digits; none at scale 0. */
+    /* Fraction: '.' and 1..scale digits; none at scale 0. The grammar is
+     * checked first, so "1.5x" is malformed whatever the currency. */
     int frac = 0;
     if (i < n) {
-        if (text[i] != '.' || scale == 0)
-            return OG_EPAYOUT_AMOUNT; /* "1e3", "1 ", "1,0", "5.0" JPY */
-        i++;
-        while (i < n && is_digit(text[i])) {
-            if (frac == scale)
-                return OG_EPAYOUT_AMOUNT; /* finer than the currency */
-            if (!push_digit(&acc, text[i++] - '0'))
-                return OG_EPAYOUT_AMOUNT;
-            frac++;
-        }
-        if (i != n || frac == 0)
+        if (text[i] != '.')
+            return OG_EPAYOUT_AMOUNT; /* "1e3", "1 ", "1,0" */
+        size_t f0 = ++i;
+        while (i < n && is_digit(text[i]))
+            i++;
+        if (i != n || i == f0)
             return OG_EPAYOUT_AMOUNT; /* "1.2.3", "1.", "1.5x" */
+        /* Finer than the currency ("0.001" EUR, "1.5" or "5.0" JPY): the
+         * code every route that takes an amount gives it. */
+        if (i - f0 > (size_t)scale)
+            return OG_EAMOUNT_MINOR_UNITS;
+        for (size_t k = f0; k < i; k++, frac++)
+            if (!push_digit(&acc, text[k] - '0'))
+                return OG_EPAYOUT_AMOUNT;
     }
     for (; frac < scale; frac++)
         if (!push_digit(&acc, 0))

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/core_int.h"
+#include "oncegate/payout.h"
 
 /* ===========================================================================
  * Small helpers
@@ -111,12 +112,36 @@ int og__uuid_normalize(const char *in, char out[OG_UUID_LEN + 1])
 
 int og__currency_check(const char *s)
 {
-    if (s == NULL)
-        return -1;
-    for (int i = 0; i < OG_CURRENCY_LEN; i++)
-        if (s[i] < 'A' || s[i] > 'Z')
-            return -1; /* also stops at the terminator of a short string */
-    return s[OG_CURRENCY_LEN] == '\0' ? 0 : -1;
+    int scale;
+
+    /* The payout core's ISO 4217 table (lib/core/payout_currencies.inc):
+     * a code without minor units cannot say how fine an amount may be, so
+     * it is no currency an amount is checked against. */
+    return og_payout_currency_scale(s, &scale) == 0 ? 0 : -1;
+}
+
+int og__amount_minor_units_check(const char *canonical, const char *currency)
+{
+    const char *point;
+    int scale;
+
+    if (canonical == NULL || og_payout_currency_scale(currency, &scale) != 0)
+        return OG_ECURRENCY;
+    /* Canonical: no trailing fraction zeros, so the digits after the point
+     * are the significant ones ("250.000" is "250" and fits JPY). */
+    point = strchr(canonical, '.');
+    if (point != NULL && strlen(point + 1) > (size_t)scale)
+        return OG_EAMOUNT_MINOR_UNITS;
+    return 0;
+}
+
+int og_amount_check(const char *amount, const char *currency)
+{
+    char canon[OG_AMOUNT_MAX + 1];
+
+    if (og_amount_canonical(amount, canon, sizeof canon) != 0)
+        return OG_EAMOUNT;
+    return og__amount_minor_units_check(canon, currency);
 }
 
 /* ===========================================================================
@@ -453,8 +478,8 @@ int og__admit_req_build(const og_grant *g, const og_intent *in,
         return OG_EACCOUNT;
     if (og_amount_canonical(in->amount, r.amount, sizeof r.amount) != 0)
         return OG_EAMOUNT;
-    if (og__currency_check(in->currency) != 0)
-        return OG_ECURRENCY;
+    if ((rc = og__amount_minor_units_check(r.amount, in->currency)) != 0)
+        return rc; /* OG_ECURRENCY, OG_EAMOUNT_MINOR_UNITS */
     copy_checked(r.caller_id, in->caller_id);
     copy_checked(r.account_id, in->account_id);
     memcpy(r.currency, in->currency, OG_CURRENCY_LEN + 1);

@@ -209,6 +209,7 @@ int og_params_digest(const char *account, const char *amount,
     const char *field[3];
     unsigned char h[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_state st;
+    int rc;
 
     if (!out)
         return OG_EINVAL;
@@ -216,8 +217,8 @@ int og_params_digest(const char *account, const char *amount,
         return OG_EACCOUNT;
     if (og_amount_canonical(amount, canon, sizeof canon) != 0)
         return OG_EAMOUNT;
-    if (og__currency_check(currency) != 0)
-        return OG_ECURRENCY;
+    if ((rc = og__amount_minor_units_check(canon, currency)) != 0)
+        return rc; /* OG_ECURRENCY, OG_EAMOUNT_MINOR_UNITS */
     field[0] = account;
     field[1] = canon;
     field[2] = currency;

@@ -92,8 +92,12 @@ static int parse_params(json_t *prm, claims *c)
         og_amount_canonical(json_string_value(amount), c->amount,
                             sizeof c->amount) != 0)
         return -1;
+    /* An ISO 4217 currency with minor units, and an amount no finer than
+     * them: a grant for "0.001" USD could never be paid as signed. */
     if (!json_is_string(json_object_get(prm, "currency")) ||
-        og__currency_check(json_string_value(json_object_get(prm, "currency"))) != 0)
+        og__amount_minor_units_check(
+            c->amount, json_string_value(json_object_get(prm, "currency"))) !=
+            0)
         return -1;
     memcpy(c->currency, json_string_value(json_object_get(prm, "currency")),
            OG_CURRENCY_LEN + 1);
@@ -153,6 +157,11 @@ int og__grant_claims_json(const og_grant_claims *gc, char **text, size_t *len)
         return OG_EINVAL;
     if (og_amount_canonical(gc->prm.amount, amount, sizeof amount) != 0)
         return OG_EGRANT_MALFORMED;
+    /* The issuer learns which rule its parameters broke; parse_claims()
+     * below would refuse them as malformed all the same (V2). */
+    if (og__amount_minor_units_check(amount, gc->prm.currency) ==
+        OG_EAMOUNT_MINOR_UNITS)
+        return OG_EAMOUNT_MINOR_UNITS;
     /* json_pack fails on a NULL string: a missing claim is malformed. */
     o = json_pack("{s:s, s:s, s:I}", "iss", gc->iss, "jti", gc->jti, "iat",
                   (json_int_t)gc->iat);
@@ -206,6 +215,10 @@ void og_grant_policy_init(og_grant_policy *p, const char *audience,
     /* The same values bound the fallback revocation retention: one place. */
     p->max_lifetime_us = t->max_grant_lifetime_us;
     p->issue_skew_us = t->issue_time_skew_us;
+    /* The rollout default (docs/design.md, "Explicit token type"): grants
+     * an instance of the previous release issued stay valid until they
+     * expire; the deployment turns it off once they have. */
+    p->accept_legacy_typ = true;
 }
 
 static int policy_check(const og_grant_policy *p)
@@ -279,6 +292,12 @@ static int verify(const og_keyset *ks, const og_grant_policy *policy,
     /* Size, structure, header (alg first), payload JSON. */
     if ((rc = og__jws_decode(token, &j)) != 0)
         return rc;
+    /* A grant by its type: a legacy typ only while the policy allows it,
+     * before any key is looked at (another type never got this far). */
+    if (j.typ == OG__TYP_LEGACY && !policy->accept_legacy_typ) {
+        rc = OG_EGRANT_TYPE;
+        goto out;
+    }
     /* V1: the claimed issuer, unverified, picks among its keys. */
     iss = json_object_get(j.payload, "iss");
     if (!json_is_string(iss) || og__id_check(json_string_value(iss)) != 0) {

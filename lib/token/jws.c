@@ -7,10 +7,14 @@
  *   - exactly three parts, each strict unpadded base64url (base64url.c), so
  *     one token has one spelling and nothing trails it;
  *   - a header object with exactly: alg = "EdDSA" (case-sensitive, checked
- *     first, before any key is looked at), kid (required), typ (optional,
- *     "JWT"). crit, jku, jwk, x5u, x5c, b64, zip, cty and every other member
- *     are refused: a header member we do not act on is one we cannot have
- *     checked, and RFC 7515 4.1.11 requires refusing a crit we do not
+ *     first, before any key is looked at), kid (required), typ (explicit
+ *     typing, RFC 8725 3.11: OG_GRANT_TYP, compared case-insensitively with
+ *     or without "application/" as RFC 7515 4.1.9 says; the legacy "JWT" or
+ *     no typ is reported to the validator, whose policy decides; any other
+ *     type is grant.wrong_type, so a token of another kind never passes as
+ *     a grant). crit, jku, jwk, x5u, x5c, b64, zip, cty and every other
+ *     member are refused: a header member we do not act on is one we cannot
+ *     have checked, and RFC 7515 4.1.11 requires refusing a crit we do not
  *     understand;
  *   - duplicate member names refused (JSON_REJECT_DUPLICATES) in the header
  *     and in the payload, so no two parsers can read different claims out
@@ -52,13 +56,54 @@ static json_t *load_object(const unsigned char *buf, size_t len)
     return v;
 }
 
-/* Header members after alg. 0 or OG_EGRANT_MALFORMED. */
-static int check_header(json_t *h, char kid[OG_KID_MAX + 1])
+/* ASCII case-insensitive equality of the n bytes a and the string b. */
+static int ascii_ieq(const char *a, size_t n, const char *b)
+{
+    if (strlen(b) != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+
+        if (x >= 'A' && x <= 'Z')
+            x = (unsigned char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (unsigned char)(y - 'A' + 'a');
+        if (x != y)
+            return 0;
+    }
+    return 1;
+}
+
+/* typ as a media type (RFC 7515 4.1.9): compared case-insensitively, and
+ * "application/" may be left out. 0 and *typ, or OG_EGRANT_TYPE. */
+static int classify_typ(const char *t, size_t n, og__jws_typ *typ)
+{
+    static const char app[] = "application/";
+
+    if (n > sizeof app - 1 && ascii_ieq(t, sizeof app - 1, app)) {
+        t += sizeof app - 1;
+        n -= sizeof app - 1;
+    }
+    if (ascii_ieq(t, n, OG_GRANT_TYP)) {
+        *typ = OG__TYP_GRANT;
+        return 0;
+    }
+    if (ascii_ieq(t, n, "JWT")) {
+        *typ = OG__TYP_LEGACY;
+        return 0;
+    }
+    return OG_EGRANT_TYPE; /* a ticket, an access token, another system's */
+}
+
+/* Header members after alg. 0, OG_EGRANT_MALFORMED or OG_EGRANT_TYPE. */
+static int check_header(json_t *h, char kid[OG_KID_MAX + 1],
+                        og__jws_typ *typ)
 {
     const char *key;
     json_t *v;
     int have_kid = 0;
 
+    *typ = OG__TYP_LEGACY; /* no typ: as issued before explicit typing */
     json_object_foreach(h, key, v) {
         if (strcmp(key, "alg") == 0)
             continue; /* already checked */
@@ -68,8 +113,13 @@ static int check_header(json_t *h, char kid[OG_KID_MAX + 1])
             memcpy(kid, json_string_value(v), json_string_length(v) + 1);
             have_kid = 1;
         } else if (strcmp(key, "typ") == 0) {
-            if (!json_is_string(v) || strcmp(json_string_value(v), "JWT") != 0)
+            int rc;
+
+            if (!json_is_string(v))
                 return OG_EGRANT_MALFORMED;
+            if ((rc = classify_typ(json_string_value(v), json_string_length(v),
+                                   typ)) != 0)
+                return rc;
         } else {
             return OG_EGRANT_MALFORMED; /* crit, jwk, jku, x5u, b64, ... */
         }
@@ -127,7 +177,7 @@ int og__jws_decode(const char *token, og__jws *out)
         goto out;
     }
     memset(&j, 0, sizeof j);
-    if ((rc = check_header(h, j.kid)) != 0)
+    if ((rc = check_header(h, j.kid, &j.typ)) != 0)
         goto out;
     rc = OG_EGRANT_MALFORMED;
     if (sn != OG__ED25519_SIG)
@@ -171,7 +221,7 @@ int og__jws_sign(const og_signer *s, const char *payload, size_t len,
     int rc = OG_ENOMEM;
 
     h = json_pack("{s:s, s:s, s:s}", "alg", "EdDSA", "kid", og_signer_kid(s),
-                  "typ", "JWT");
+                  "typ", OG_GRANT_TYP);
     if (h == NULL || (htext = json_dumps(h, JSON_COMPACT)) == NULL)
         goto out;
     hl = OG__B64URL_LEN(strlen(htext));

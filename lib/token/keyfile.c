@@ -18,7 +18,9 @@
  *   F5  A secret key file is read only when it is a regular file reached
  *       without a symlink that neither group nor others can touch: a key
  *       others can read is no longer a secret, and a planted link must not
- *       choose which file is trusted.
+ *       choose which file is trusted. The signing key (og_signer_load_file)
+ *       likewise. A file too open is OG_EKEY_MODE, checked before a byte
+ *       of it is read.
  *   F6  A secret key's file text and a key that failed to load are wiped
  *       before the loader returns.
  */
@@ -57,6 +59,10 @@ static int read_key_file(const char *path, int secret, char **text)
         return OG_EKEY_IO;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         goto out;
+    if (secret && (st.st_mode & 077) != 0) { /* F5 */
+        rc = OG_EKEY_MODE;
+        goto out;
+    }
     if (st.st_size > OG_JWK_MAX) {
         rc = OG_EKEY_INVALID;
         goto out;
@@ -115,8 +121,12 @@ static int secret_read(const char *path, char *buf)
         rc = OG_EKEY_IO;
         goto out;
     }
-    if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) { /* F5 */
+    if (!S_ISREG(st.st_mode)) {
         rc = OG_EKEY_INVALID;
+        goto out;
+    }
+    if ((st.st_mode & 077) != 0) { /* F5 */
+        rc = OG_EKEY_MODE;
         goto out;
     }
     while (n <= OG_SECRET_KEY_FILE_MAX) {
@@ -351,7 +361,8 @@ static int create_key_file(const char *path, mode_t mode, const char *text)
 
     if (fd < 0)
         return errno == EEXIST ? OG_EKEY_EXISTS : OG_EKEY_IO;
-    if (write_all(fd, text, len) != 0 ||
+    /* F2: exactly mode, whatever the umask took away or not. */
+    if (fchmod(fd, mode) != 0 || write_all(fd, text, len) != 0 ||
         ((len == 0 || text[len - 1] != '\n') && write_all(fd, "\n", 1) != 0) ||
         fsync(fd) != 0) {
         close(fd);

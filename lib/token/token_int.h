@@ -104,9 +104,17 @@ int og__keygen_seed(const char *issuer, const char *dir,
  * ========================================================================= */
 struct json_t;
 
+/* The header's typ, as og__jws_decode() classified it. */
+typedef enum og__jws_typ {
+    OG__TYP_GRANT = 0, /* OG_GRANT_TYP, "application/" prefix or not */
+    OG__TYP_LEGACY,    /* "JWT" or no typ: grants issued before explicit
+                          typing; the policy decides (og_grant_policy) */
+} og__jws_typ;
+
 /* A token split and parsed, nothing verified yet. */
 typedef struct og__jws {
     char kid[OG_KID_MAX + 1];
+    og__jws_typ typ;
     struct json_t *payload;   /* a JSON object; owned: og__jws_clear() */
     size_t signing_input_len; /* "header.payload": token[0, len) */
     unsigned char sig[OG__ED25519_SIG];
@@ -116,9 +124,11 @@ typedef struct og__jws {
  * OG_TOKEN_MAX, measured before anything else), three base64url parts
  * (OG_EGRANT_MALFORMED), the header object (OG_EGRANT_MALFORMED), alg
  * (OG_EGRANT_UNSUPPORTED_ALG unless exactly "EdDSA"), the other header
- * members — kid required, typ optional and "JWT", anything else including
- * crit refused (OG_EGRANT_MALFORMED) — the 64-byte signature and the payload
- * object (OG_EGRANT_MALFORMED). Duplicate member names are refused in both
+ * members — kid required; typ a string, compared case-insensitively (RFC
+ * 7515 4.1.9), OG_GRANT_TYP or the legacy "JWT" or absent (out->typ), any
+ * other type OG_EGRANT_TYPE; anything else including crit refused
+ * (OG_EGRANT_MALFORMED) — the 64-byte signature and the payload object
+ * (OG_EGRANT_MALFORMED). Duplicate member names are refused in both
  * objects. Returns 0 and fills *out, or the code; OG_ENOMEM. */
 int og__jws_decode(const char *token, og__jws *out);
 
@@ -130,9 +140,9 @@ int og__jws_verify(const char *token, const og__jws *j,
 /* Releases what og__jws_decode() allocated. */
 void og__jws_clear(og__jws *j);
 
-/* Signs payload (compact JSON text) as a compact JWS under s into a malloc'd
- * *token. OG_EGRANT_TOO_LARGE when the result would exceed OG_TOKEN_MAX;
- * OG_ENOMEM. */
+/* Signs payload (compact JSON text) as a compact JWS under s, typ
+ * OG_GRANT_TYP, into a malloc'd *token. OG_EGRANT_TOO_LARGE when the result
+ * would exceed OG_TOKEN_MAX; OG_ENOMEM. */
 int og__jws_sign(const og_signer *s, const char *payload, size_t len,
                  char **token);
 

@@ -13,6 +13,7 @@ int og_exit_for_error(int err)
     case OG_EBAD_URL:
     case OG_ETIMINGS:
     case OG_ESTORE_KEYS:
+    case OG_EKEY_MODE: /* a key file others may read: the setup, not usage */
         return OG_EXIT_CONFIG;
     case OG_EINTERNAL:
     case OG_ENOMEM:

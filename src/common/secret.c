@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include <sodium.h>
 
+#include "oncegate/core.h"
 #include "secret.h"
 
 static int is_space(char c)
@@ -47,4 +50,24 @@ int og_secret_text_file_read(const char *path, size_t max, char *out,
     fclose(f);
     sodium_free(buf); /* wipes */
     return rc;
+}
+
+char *og_key_file_refusal(char *buf, size_t n, const char *what,
+                          const char *path, int rc)
+{
+    struct stat st;
+
+    if (!buf || n == 0)
+        return buf;
+    /* lstat: the mode of what is at path, a link's own if it is one (the
+     * loaders never follow a link to a secret). */
+    if (rc == OG_EKEY_MODE && path && lstat(path, &st) == 0)
+        snprintf(buf, n,
+                 "%s %s: %s: mode %04o gives group or others access; "
+                 "chmod 600 it",
+                 what, path, og_err_name(rc), (unsigned)(st.st_mode & 07777));
+    else
+        snprintf(buf, n, "%s %s: %s: %s", what, path ? path : "(none)",
+                 og_err_name(rc), og_strerror(rc));
+    return buf;
 }

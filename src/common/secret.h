@@ -18,4 +18,12 @@
 int og_secret_text_file_read(const char *path, size_t max, char *out,
                              size_t outlen);
 
+/* Writes into buf (n bytes) why the key file at path, the setting what,
+ * did not load with rc (an OG_E* code): "WHAT PATH: CODE: MESSAGE", and for
+ * OG_EKEY_MODE the file's permission bits ("mode 0644") as stat() reads
+ * them now, so an operator sees which file and which mode. Never a byte of
+ * the file. Returns buf. */
+char *og_key_file_refusal(char *buf, size_t n, const char *what,
+                          const char *path, int rc);
+
 #endif /* OG_COMMON_SECRET_H */

@@ -59,10 +59,13 @@
  * SB2 is, and it rests on the transaction, not on the mutex.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 #include <sqlite3.h>
@@ -622,11 +625,31 @@ static int migrate(sqlite3 *db, char *err, size_t errlen)
     return rc;
 }
 
+/* Creates the state file 0600, whatever the umask, unless something is
+ * there (then nothing changes): SQLite would create it 0644 less the
+ * umask, and it gives the -wal and -shm files it creates the database
+ * file's own mode, so the three are 0600 (the oncegate store does the same,
+ * lib/store/sqlite/conn.c). Where it cannot be created, SQLite says why. */
+static void create_owner_only(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+
+    if (fd < 0)
+        return;
+    (void)fchmod(fd, 0600); /* failing, it is 0600 less the umask: no wider */
+    close(fd);
+}
+
 /* Opens the file and applies the pragmas SB1 rests on. */
 static int open_db(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db,
+    int rc;
+
+    if (strcmp(path, ":memory:") != 0 && strncmp(path, "file:", 5) != 0)
+        create_owner_only(path);
+    rc = sqlite3_open_v2(path, &db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                  SQLITE_OPEN_NOMUTEX,
                              NULL);

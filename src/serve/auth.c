@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "secret.h" /* og_key_file_refusal */
 #include "serve.h"
 
 static const char *const role_names[] = {
@@ -137,8 +138,8 @@ int og_srv_auth_build(const og_srv_config *c, const og_principal *principals,
     if (c->signing_key && c->signing_key[0]) {
         rc = og_signer_load_file(c->signing_key, &a->signer);
         if (rc != 0) {
-            snprintf(err, errlen, "signing_key %s: %s", c->signing_key,
-                     og_err_name(rc));
+            og_key_file_refusal(err, errlen, "signing_key", c->signing_key,
+                                rc);
             goto fail;
         }
     } else if (c->keys_dir && c->keys_dir[0] && c->issuer &&
@@ -146,7 +147,7 @@ int og_srv_auth_build(const og_srv_config *c, const og_principal *principals,
                                 sizeof path) == 1) {
         rc = og_signer_load_file(path, &a->signer);
         if (rc != 0) {
-            snprintf(err, errlen, "signing key %s: %s", path, og_err_name(rc));
+            og_key_file_refusal(err, errlen, "signing key", path, rc);
             goto fail;
         }
     }

@@ -63,7 +63,8 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      AT(store_url),
      "The store: `sqlite:PATH`, or PostgreSQL as `postgres://...` or a "
      "`key=value` string. Every instance of one deployment uses the same "
-     "store; it makes every single-use decision. `--store` overrides it."},
+     "store; it makes every single-use decision. `--store` overrides it. A "
+     "SQLite file is created mode 0600 (its -wal and -shm follow it)."},
     {"audience", OG_CFG_ID, 1, OG_ID_MAX, "\"oncegate\"", AT(audience),
      "This service's name: grants must be addressed to it (`aud`), and "
      "`POST /v1/grants` issues grants for it."},
@@ -77,7 +78,10 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
     {"signing_key", OG_CFG_PATH_OPT, 0, CFG_STR_MAX, "\"\"", AT(signing_key),
      "Private JWK file to sign grants with. Empty: the first "
      "`ISSUER.*.private.jwk` in `keys_dir` by name; when there is none, "
-     "`POST /v1/grants` answers 501. Reloaded on SIGHUP."},
+     "`POST /v1/grants` answers 501. Reloaded on SIGHUP. It must be "
+     "readable by its owner only (chmod 600): one group or others can "
+     "access refuses startup (`key.mode_too_open`, naming the file and its "
+     "mode)."},
     {"grant_form", OG_CFG_ENUM, 0, 0, "\"token\"", AT(grant_form),
      "How this issuer's grants are stored: `token` (self-contained tokens; "
      "admission claims the key (issuer, grant_id)) or `row` (issued grants "
@@ -348,6 +352,21 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "`operation_mac` for its grant (403 `operation_mac_required` or "
      "`operation_mac_invalid`), so only ids this service handed out are "
      "admitted. Requires `operation_ids.mac_key_file`."},
+    /* ---- tokens: the grant token's explicit type (issue 17) ---- */
+    {"tokens", OG_CFG_OBJECT, 0, 0, NULL, AT(tokens_accept_legacy_typ),
+     "Grant tokens (docs/design.md, \"Explicit token type\"; the `tokens.` "
+     "row below). Grants are issued with `typ` `oncegate-grant+jwt`, "
+     "compared case-insensitively; a token of any other type is refused "
+     "(403 `grant_not_valid`, reason `grant.wrong_type`)."},
+    {"tokens.accept_legacy_typ", OG_CFG_BOOL, 0, 0, "true",
+     AT(tokens_accept_legacy_typ),
+     "true: a grant typed `JWT` (or untyped), as the previous release "
+     "issued them, is still accepted, with every other check unchanged, so "
+     "a rolling upgrade refuses no outstanding grant. Set it to false once "
+     "every instance that issues grants runs this release and "
+     "`timings.max_grant_lifetime_ms` has passed since the last one was "
+     "upgraded: from then on only `oncegate-grant+jwt` passes. The next "
+     "release makes false the default."},
     /* ---- payouts: the payout pipeline (payout_runner.c) ---- */
     {"payouts", OG_CFG_OBJECT, 0, 0, NULL, AT(payouts_runner),
      "The payout pipeline (docs/payouts.md, sections 5 and 6; the "

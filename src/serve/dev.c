@@ -118,14 +118,19 @@ static int dev_path(char buf[OG_PATH_MAX], const char *dir, const char *name)
  * The directory, its lock and the issuer key.
  * ========================================================================= */
 
-/* Creates directory path (0700) unless it exists as a directory. 0 or
+/* Creates directory path (0700 exactly, whatever the umask) unless it
+ * exists as a directory (then its mode is the owner's choice). 0 or
  * OG_EKEY_IO with err. */
 static int dev_mkdir(const char *path, char *err, size_t errlen)
 {
     struct stat st;
 
-    if (mkdir(path, 0700) == 0)
+    if (mkdir(path, 0700) == 0) {
+        if (chmod(path, 0700) != 0)
+            return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot chmod: %s",
+                            path, strerror(errno));
         return 0;
+    }
     if (errno != EEXIST)
         return dev_fail(err, errlen, OG_EKEY_IO, "%s: cannot create: %s",
                         path, strerror(errno));

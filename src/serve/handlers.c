@@ -101,7 +101,7 @@ static int params_read(og_http_req *r, json_t *params, const char **account,
 {
     static const char *const allowed[] = {"account", "amount", "currency",
                                           NULL};
-    char canon[OG_AMOUNT_MAX + 1];
+    int rc;
 
     if (og_http_members_only(r, params, allowed, "params") != 0 ||
         og_http_str(r, params, "account", true, account) != 0 ||
@@ -112,14 +112,11 @@ static int params_read(og_http_req *r, json_t *params, const char **account,
         og_http_lib_error(r, OG_EACCOUNT);
         return -1;
     }
-    if (og_amount_canonical(*amount, canon, sizeof canon) != 0) {
-        og_http_lib_error(r, OG_EAMOUNT);
-        return -1;
-    }
-    if (strlen(*currency) != 3 || (*currency)[0] < 'A' || (*currency)[0] > 'Z' ||
-        (*currency)[1] < 'A' || (*currency)[1] > 'Z' || (*currency)[2] < 'A' ||
-        (*currency)[2] > 'Z') {
-        og_http_lib_error(r, OG_ECURRENCY);
+    /* The grammar, an ISO 4217 currency with minor units, and no finer
+     * than them (input.amount_minor_units): before the grant, the signer
+     * and the store. */
+    if ((rc = og_amount_check(*amount, *currency)) != 0) {
+        og_http_lib_error(r, rc);
         return -1;
     }
     return 0;

@@ -136,6 +136,9 @@ typedef struct og_srv_config {
     char *opid_mac_key_file;    /* NULL: operation ids without a MAC */
     bool opid_require_mac;      /* admission refuses an operation id
                                    without a valid MAC */
+    bool tokens_accept_legacy_typ; /* grants typed "JWT" or untyped
+                                   (issued before explicit typing) are
+                                   accepted: og_grant_policy */
     og_timings timings;         /* every timing value, one object */
     int pool_size;              /* store connections per instance */
     size_t max_body_bytes;      /* request bodies above it: 413 */

@@ -24,6 +24,7 @@
 #include "exit.h" /* the exit codes every subcommand shares */
 #include "http.h"
 #include "payout_runner.h"
+#include "secret.h" /* og_key_file_refusal */
 
 const char og_usage_serve[] =
     "usage: oncegate serve --config FILE [--listen HOST:PORT] [--store URL]\n"
@@ -327,9 +328,9 @@ static int open_redemption(og_srv *srv)
                       "redeemed?)");
     if ((rc = og_redeem_key_load_file(srv->cfg.redemption_key_file,
                                       &srv->redeem_key)) != 0) {
-        snprintf(msg, sizeof msg, "redemption.key_file: %s: %s",
-                 og_err_name(rc), og_strerror(rc));
-        return refuse(msg);
+        return refuse(og_key_file_refusal(msg, sizeof msg,
+                                          "redemption.key_file",
+                                          srv->cfg.redemption_key_file, rc));
     }
     if ((rc = read_api_key("redemption.api_key_file",
                            srv->cfg.redemption_api_key_file, &key)) !=
@@ -363,9 +364,9 @@ static int open_opid(og_srv *srv)
         return OG_EXIT_OK;
     if ((rc = og_opid_key_load_file(srv->cfg.opid_mac_key_file,
                                     &srv->opid_key)) != 0) {
-        snprintf(msg, sizeof msg, "operation_ids.mac_key_file: %s: %s",
-                 og_err_name(rc), og_strerror(rc));
-        return refuse(msg);
+        return refuse(og_key_file_refusal(msg, sizeof msg,
+                                          "operation_ids.mac_key_file",
+                                          srv->cfg.opid_mac_key_file, rc));
     }
     og_log(OG_LOG_INFO, "operation_ids",
            json_pack("{s:b, s:b}", "mac", 1, "require_mac",
@@ -824,6 +825,7 @@ int og_cli_serve(int argc, char **argv)
         goto out;
     }
     og_grant_policy_init(&srv.policy, srv.cfg.audience, &srv.cfg.timings);
+    srv.policy.accept_legacy_typ = srv.cfg.tokens_accept_legacy_typ;
     if (og_srv_auth_build(&srv.cfg, srv.cfg.principals,
                           srv.cfg.n_principals, &srv.auth, err,
                           sizeof err) != 0) {

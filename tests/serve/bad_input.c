@@ -448,3 +448,198 @@ void grant_refused_by_validation_is_403_with_its_reason_and_changes_nothing(
     assert_admits(g_b, op, tok);
     free(tok);
 }
+
+/* ===========================================================================
+ * Issue 17: amounts fit their currency's minor units (ISO 4217) on every
+ * route that takes one, refused with input.amount_minor_units before the
+ * grant, the signer and the store.
+ * ========================================================================= */
+static json_t *grant_body_amount(const char *amount, const char *currency)
+{
+    json_t *b = grant_request("agent-1", NULL, 900);
+
+    json_object_set_new(json_object_get(b, "params"), "amount",
+                        json_string(amount));
+    json_object_set_new(json_object_get(b, "params"), "currency",
+                        json_string(currency));
+    return b;
+}
+
+void amount_finer_than_its_currency_is_400_amount_minor_units(void **state)
+{
+    static const struct {
+        const char *amount, *currency;
+        long status;
+        const char *error;
+    } rows[] = {
+        {"0.001", "USD", 400, "input.amount_minor_units"},
+        {"1.5", "JPY", 400, "input.amount_minor_units"},
+        {"250.005", "EUR", 400, "input.amount_minor_units"},
+        {"1", "ZZZ", 400, "input.currency_invalid"}, /* not ISO 4217 */
+        {"1", "XAU", 400, "input.currency_invalid"}, /* no minor units */
+        {"0.01", "USD", 201, NULL},
+        {"15", "JPY", 201, NULL},
+        {"15.000", "JPY", 201, NULL}, /* canonical "15" */
+    };
+    char op[OG_UUID_LEN + 1];
+    grant g;
+    hres r;
+    json_t *b;
+
+    (void)state;
+    /* POST /v1/grants: nothing is signed or recorded for a refusal. */
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        post(&r, g_a, "/v1/grants", KEY(P_ISSUER),
+             grant_body_amount(rows[i].amount, rows[i].currency));
+        if (rows[i].error)
+            assert_error(&r, rows[i].status, rows[i].error);
+        else
+            assert_http(&r, rows[i].status);
+        if (rows[i].error)
+            assert_null(json_object_get(r.json, "token"));
+        else
+            secret_add(jstr(r.json, "token"));
+        hres_free(&r);
+    }
+
+    /* POST /v1/operations: the request's amount is checked before the
+     * grant; the grant stays unspent. */
+    issue_grant(g_a, &g);
+    uuid4(op);
+    for (size_t i = 0; i < 5; i++) {
+        b = admit_body(op, g.token);
+        json_object_set_new(json_object_get(b, "params"), "amount",
+                            json_string(rows[i].amount));
+        json_object_set_new(json_object_get(b, "params"), "currency",
+                            json_string(rows[i].currency));
+        post(&r, g_a, "/v1/operations", KEY(P_AGENT), b);
+        assert_error(&r, rows[i].status, rows[i].error);
+        hres_free(&r);
+    }
+    assert_admits(g_a, op, g.token);
+}
+
+/* ===========================================================================
+ * Issue 17: grants carry an explicit type. The validator compares typ
+ * case-insensitively; another type is 403 grant.wrong_type and changes
+ * nothing; a legacy grant (typ "JWT", or none) is accepted while
+ * tokens.accept_legacy_typ is true (the default) and refused when false.
+ * ========================================================================= */
+
+/* The grant's payload under header, signed with the issuer's own key (the
+ * seed of g_priv_path): a token only the type tells apart. malloc'd. */
+static char *resign_with_header(const char *token, const char *header)
+{
+    char h[OG_TOKEN_MAX + 1], p[OG_TOKEN_MAX + 1], s[OG_TOKEN_MAX + 1];
+    char h2[512], input[2 * OG_TOKEN_MAX + 2], sig64[128];
+    unsigned char seed[crypto_sign_SEEDBYTES], pk[crypto_sign_PUBLICKEYBYTES];
+    unsigned char sk[crypto_sign_SECRETKEYBYTES], sig[crypto_sign_BYTES];
+    size_t seedlen = 0;
+    json_error_t je;
+    json_t *jwk = json_load_file(g_priv_path, 0, &je);
+    char *tok;
+
+    assert_non_null(jwk);
+    assert_int_equal(sodium_base642bin(seed, sizeof seed,
+                                       jstr(jwk, "d"), strlen(jstr(jwk, "d")),
+                                       NULL, &seedlen, NULL,
+                                       sodium_base64_VARIANT_URLSAFE_NO_PADDING),
+                     0);
+    json_decref(jwk);
+    assert_int_equal(seedlen, sizeof seed);
+    crypto_sign_seed_keypair(pk, sk, seed);
+    jws_split(token, h, p, s);
+    b64url(header, strlen(header), h2, sizeof h2);
+    snprintf(input, sizeof input, "%s.%s", h2, p);
+    crypto_sign_detached(sig, NULL, (const unsigned char *)input,
+                         strlen(input), sk);
+    sodium_memzero(sk, sizeof sk);
+    sodium_memzero(seed, sizeof seed);
+    b64url(sig, sizeof sig, sig64, sizeof sig64);
+    tok = malloc(strlen(input) + 1 + strlen(sig64) + 1);
+    assert_non_null(tok);
+    sprintf(tok, "%s.%s", input, sig64);
+    secret_add(tok);
+    return tok;
+}
+
+void grant_typ_is_explicit_and_another_type_is_403_wrong_type(void **state)
+{
+    char h[OG_TOKEN_MAX + 1], p[OG_TOKEN_MAX + 1], s[OG_TOKEN_MAX + 1];
+    char hdr[256], op[OG_UUID_LEN + 1];
+    json_t *header;
+    char *tok;
+    grant g;
+    hres r;
+
+    (void)state;
+    issue_grant(g_a, &g);
+    jws_split(g.token, h, p, s);
+    header = b64url_json(h);
+    assert_str(jstr(header, "typ"), "oncegate-grant+jwt");
+    json_decref(header);
+
+    /* Another type, with the issuer's valid signature: refused at
+     * admission and at the consume verdict, nothing spent. */
+    uuid4(op);
+    snprintf(hdr, sizeof hdr,
+             "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"oncegate-ticket+jwt\"}",
+             g_kid);
+    tok = resign_with_header(g.token, hdr);
+    assert_not_valid(tok, op, KEY(P_AGENT), "grant.wrong_type");
+    consume(&r, g_a, tok);
+    assert_error(&r, 403, "grant_not_valid");
+    assert_str(jstr(r.json, "reason"), "grant.wrong_type");
+    hres_free(&r);
+    free(tok);
+
+    /* Our type in another case (RFC 7515: case-insensitive) admits. */
+    snprintf(hdr, sizeof hdr,
+             "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"OnceGate-Grant+JWT\"}",
+             g_kid);
+    tok = resign_with_header(g.token, hdr);
+    assert_admits(g_a, op, tok);
+    free(tok);
+
+    /* A legacy grant, "jwt" in lower case, admits by default. */
+    issue_grant(g_a, &g);
+    uuid4(op);
+    snprintf(hdr, sizeof hdr, "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"jwt\"}",
+             g_kid);
+    tok = resign_with_header(g.token, hdr);
+    assert_admits(g_a, op, tok);
+    free(tok);
+}
+
+void legacy_typ_is_refused_when_tokens_accept_legacy_typ_is_false(
+    void **state)
+{
+    char hdr[256], op[OG_UUID_LEN + 1];
+    site *st = site_new("legacy-typ-off", false, 0, true);
+    char *tok;
+    grant g;
+    srv *s;
+
+    (void)state;
+    assert_non_null(st);
+    json_object_set_new(st->conf, "tokens",
+                        json_pack("{s:b}", "accept_legacy_typ", 0));
+    assert_int_equal(site_write(st), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+
+    issue_grant(s, &g);
+    uuid4(op);
+    snprintf(hdr, sizeof hdr, "{\"alg\":\"EdDSA\",\"kid\":\"%s\",\"typ\":\"JWT\"}",
+             g_kid);
+    tok = resign_with_header(g.token, hdr);
+    assert_not_valid_on(s, tok, op, "grant.wrong_type");
+    free(tok);
+    snprintf(hdr, sizeof hdr, "{\"alg\":\"EdDSA\",\"kid\":\"%s\"}", g_kid);
+    tok = resign_with_header(g.token, hdr);
+    assert_not_valid_on(s, tok, op, "grant.wrong_type");
+    free(tok);
+    /* The grant as issued (oncegate-grant+jwt) admits: nothing was spent. */
+    assert_admits(s, op, g.token);
+    assert_int_equal(srv_stop(s, SIGTERM, EXIT_MS), 0);
+}

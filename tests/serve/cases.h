@@ -23,6 +23,8 @@ void payout_admin_writes_the_context_under_version_preconditions(
     void **state);
 void approver_settles_an_acknowledgment_or_an_escalation_afresh(void **state);
 void payout_admin_edits_a_draft_under_its_version(void **state);
+void payout_amount_finer_than_its_currency_is_400_amount_minor_units(
+    void **state);
 void clerk_submission_compares_the_intent_then_answers_the_decision(
     void **state);
 void operator_reads_a_payout_with_its_decisions_grants_and_history(
@@ -67,6 +69,10 @@ void unknown_missing_or_mistyped_member_is_400_naming_it_and_changes_nothing(
     void **state);
 void tampered_token_is_403_bad_signature_and_changes_nothing(void **state);
 void alg_none_token_is_403_unsupported_alg_and_changes_nothing(void **state);
+void amount_finer_than_its_currency_is_400_amount_minor_units(void **state);
+void grant_typ_is_explicit_and_another_type_is_403_wrong_type(void **state);
+void legacy_typ_is_refused_when_tokens_accept_legacy_typ_is_false(
+    void **state);
 void token_signed_with_another_key_is_403_and_changes_nothing(void **state);
 void grant_refused_by_validation_is_403_with_its_reason_and_changes_nothing(
     void **state);
@@ -88,6 +94,8 @@ void ticket_rotated_before_a_restart_is_409_after_it(void **state);
 void billing_timeout_not_shorter_than_lease_minus_margin_refuses_to_start_naming_T4(
     void **state);
 void unknown_configuration_key_refuses_to_start_naming_it(void **state);
+void signing_key_readable_by_others_refuses_to_start_naming_file_and_mode(
+    void **state);
 void unreachable_store_at_startup_exits_75(void **state);
 void auto_migrate_prepares_an_empty_store(void **state);
 void auto_migrate_with_hashed_consumption_keys_creates_a_hashed_store(
@@ -111,6 +119,7 @@ void store_stopped_while_serving_is_503_then_the_same_operation_retry_gets_the_s
     void **state);
 
 /* dev.c */
+void dev_mode_files_are_owner_only_whatever_the_umask(void **state);
 void dev_mode_credentials_are_0600_and_reused_by_a_second_instance(
     void **state);
 void dev_instances_started_together_agree_on_credentials(void **state);

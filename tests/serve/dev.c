@@ -579,3 +579,79 @@ void dev_banner_payout_steps_run_as_printed_and_pay_once(void **state)
     free(script);
     free(banner);
 }
+
+/* ===========================================================================
+ * Issue 17: what serve --dev creates is its owner's only, whatever the
+ * umask: the directories 0700, every file 0600 — the store and its -wal and
+ * -shm, the keys, the credentials, the sandbox's state.
+ * ========================================================================= */
+static void assert_mode(const char *dir, const char *name, mode_t want,
+                        bool must_exist)
+{
+    char path[PATHLEN + 128];
+    struct stat sb;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (lstat(path, &sb) != 0) {
+        if (must_exist)
+            fail_msg("%s: missing", path);
+        return;
+    }
+    if ((sb.st_mode & 07777) != want)
+        fail_msg("%s: mode %04o, want %04o", path,
+                 (unsigned)(sb.st_mode & 07777), (unsigned)want);
+}
+
+void dev_mode_files_are_owner_only_whatever_the_umask(void **state)
+{
+    char dir[PATHLEN], keys[PATHLEN + 8], line[PATHLEN + 64];
+    site *pgsite = NULL;
+    mode_t old;
+    hres r;
+    srv *a;
+    int n = 0;
+    FILE *ls;
+
+    (void)state;
+    if (g_pg)
+        assert_non_null(pgsite = site_new("dev-modes-pg", false, 0, true));
+    snprintf(dir, sizeof dir, "%s/dev-modes", g_tmp);
+    a = dev_server(dir, pgsite);
+    old = umask(0); /* the widest: only explicit modes protect anything */
+    n = srv_start(a);
+    umask(old);
+    assert_int_equal(n, 0);
+    /* a write, so the store's -wal and -shm exist (SQLite) */
+    get(&r, a, "/readyz", NULL);
+    assert_http(&r, 200);
+    hres_free(&r);
+
+    assert_mode(g_tmp, "dev-modes", 0700, true);
+    assert_mode(dir, "keys", 0700, true);
+    assert_mode(dir, "dev-credentials.json", 0600, true);
+    assert_mode(dir, "redemption.key", 0600, true);
+    assert_mode(dir, "operation-id.key", 0600, true);
+    assert_mode(dir, ".lock", 0600, true);
+    if (!g_pg) {
+        assert_mode(dir, "oncegate.db", 0600, true);
+        assert_mode(dir, "oncegate.db-wal", 0600, false);
+        assert_mode(dir, "oncegate.db-shm", 0600, false);
+    }
+    assert_mode(dir, "sandbox.db", 0600, true);
+    assert_mode(dir, "sandbox.log", 0600, true);
+    assert_mode(dir, "sandbox.db-wal", 0600, false);
+    assert_mode(dir, "sandbox.db-shm", 0600, false);
+    /* the issuer's private key (its name carries the kid) */
+    snprintf(keys, sizeof keys, "%s/keys", dir);
+    snprintf(line, sizeof line, "ls '%s' | grep 'private.jwk$'", keys);
+    assert_non_null(ls = popen(line, "r"));
+    n = 0;
+    while (fgets(line, sizeof line, ls)) {
+        line[strcspn(line, "\n")] = '\0';
+        assert_mode(keys, line, 0600, true);
+        n++;
+    }
+    pclose(ls);
+    assert_int_equal(n, 1);
+    assert_int_equal(srv_stop(a, SIGTERM, EXIT_MS), 0);
+}

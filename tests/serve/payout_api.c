@@ -302,7 +302,7 @@ void clerk_submission_compares_the_intent_then_answers_the_decision(
     assert_error(&r, 409, "payout_version_mismatch");
     hres_free(&r);
     submit(&r, &c, KEY(P_CLERK), "4250.000", 1);
-    assert_error(&r, 400, "input.payout_amount_invalid");
+    assert_error(&r, 400, "input.amount_minor_units");
     hres_free(&r);
 
     /* A destination changed today needs an acknowledgment; older than 7
@@ -673,5 +673,58 @@ void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
     hres_free(&r);
     post(&r, s, path, KEY(P_PAYOUT_ADMIN), tenant_body(1, "EUR", 200000));
     assert_http(&r, 200);
+    hres_free(&r);
+}
+
+/* ===========================================================================
+ * Issue 17: an amount finer than its currency's minor units is refused with
+ * input.amount_minor_units on every payout route that takes one (a draft,
+ * its edit, the clerk's submission), before anything is written.
+ * ========================================================================= */
+void payout_amount_finer_than_its_currency_is_400_amount_minor_units(
+    void **state)
+{
+    char path[160], pay[80];
+    pctx c;
+    hres r;
+
+    (void)state;
+    pctx_new(&c, "4000.00");
+    /* a draft: refused, and no payout of that id exists afterwards */
+    snprintf(pay, sizeof pay, "%s-FINE", c.pay);
+    admin_post(&r, "/v1/payout-admin/payouts/", pay, "",
+               json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "tenant_id",
+                         c.ten, "beneficiary_id", c.ben, "destination_id",
+                         c.dst, "destination_version", 1, "amount",
+                         "4000.001", "currency", "EUR"));
+    assert_error(&r, 400, "input.amount_minor_units");
+    hres_free(&r);
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_error(&r, 404, "not_found");
+    hres_free(&r);
+    /* an edit: refused, the draft stays at version 1 with its amount */
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 1, "4250.005", "EUR"));
+    assert_error(&r, 400, "input.amount_minor_units");
+    hres_free(&r);
+    snprintf(path, sizeof path, "/v1/admin/payouts/%s", c.pay);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_str(jstr(json_object_get(r.json, "payout"), "amount"), "4000.00");
+    assert_int_equal(jint(json_object_get(r.json, "payout"), "version"), 1);
+    hres_free(&r);
+    /* the clerk's submission: refused before any decision */
+    submit(&r, &c, KEY(P_CLERK), "4000.001", 1);
+    assert_error(&r, 400, "input.amount_minor_units");
+    hres_free(&r);
+    get(&r, g_a, path, KEY(P_OPERATOR));
+    assert_http(&r, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "decisions")), 0);
+    hres_free(&r);
+    /* at the currency's scale it passes */
+    admin_post(&r, "/v1/payout-admin/payouts/", c.pay, "",
+               edit_body(&c, 1, "4250.01", "EUR"));
+    assert_written(&r, 200, "payout_id", c.pay, 2, __LINE__);
     hres_free(&r);
 }

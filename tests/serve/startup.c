@@ -211,3 +211,50 @@ void table_retention_shorter_than_config_refuses_to_start(void **state)
     assert_non_null(strstr(log, "provider"));
     free(log);
 }
+
+/* ===========================================================================
+ * Issue 17: a signing key that group or others can read refuses to start,
+ * naming the setting, the file and its mode (never a byte of the key); the
+ * same file at 0600 starts.
+ * ========================================================================= */
+void signing_key_readable_by_others_refuses_to_start_naming_file_and_mode(
+    void **state)
+{
+    static const mode_t modes[] = {0640, 0604, 0660};
+    site *st = site_new("signing-key-mode", false, 0, true);
+    char path[PATHLEN + 32], want[64], *text, *log = NULL;
+    json_error_t je;
+    json_t *jwk;
+    srv *s;
+    int code;
+
+    (void)state;
+    assert_non_null(st);
+    snprintf(path, sizeof path, "%s/issuer.private.jwk", st->dir);
+    assert_non_null(text = t_slurp(g_priv_path, NULL));
+    assert_int_equal(write_file(path, text), 0);
+    free(text);
+    assert_non_null(jwk = json_load_file(path, 0, &je));
+    json_object_set_new(st->conf, "signing_key", json_string(path));
+    assert_int_equal(site_write(st), 0);
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(path, modes[i]), 0);
+        code = run_refused(st, &log);
+        if (code != 78 || !log || !strstr(log, "key.mode_too_open"))
+            fprintf(stderr, "exit %d, stderr:\n%s\n", code, log ? log : "");
+        assert_int_equal(code, 78);
+        assert_non_null(strstr(log, "signing_key"));
+        assert_non_null(strstr(log, path));
+        assert_non_null(strstr(log, "key.mode_too_open"));
+        snprintf(want, sizeof want, "mode %04o", (unsigned)modes[i]);
+        assert_non_null(strstr(log, want));
+        assert_null(strstr(log, jstr(jwk, "d"))); /* never the key */
+        free(log);
+        log = NULL;
+    }
+    json_decref(jwk);
+    assert_int_equal(chmod(path, 0600), 0);
+    s = site_server(st);
+    assert_int_equal(srv_start(s), 0);
+    assert_int_equal(srv_stop(s, SIGTERM, EXIT_MS), 0);
+}

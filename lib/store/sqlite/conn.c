@@ -12,10 +12,22 @@
  * transactions' txn_begin/txn_end, M28), Q6 (og_consumption_key() on every
  * connection) and M7 (nothing is logged but a full statement cache:
  * sq_cache_full).
+ *
+ *   Q30 The database file is created mode 0600, whatever the umask: this
+ *       file creates it (sq_create_file) before SQLite opens it, since
+ *       SQLite would create it 0644 less the umask. SQLite gives the -wal
+ *       and -shm files it creates the database file's own permission bits
+ *       (os_unix.c: robust_open fchmods a new, empty file to them), so the
+ *       three are 0600: the store holds grants, operations and sealed
+ *       redemption results, none of them for other users' eyes. An
+ *       existing file keeps its mode.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -153,13 +165,41 @@ static int sq_configure(sqlite3 *db, const og_store_options *o)
     return 0;
 }
 
+/* Q30: creates the database file at path, empty and exactly 0600, unless
+ * something is there already (then nothing changes) or path is not a plain
+ * file name (":memory:", a "file:" URI). Where it cannot be created,
+ * SQLite's own open reports why. 0, or OG_EINTERNAL when the mode could
+ * not be set (the file is removed again). */
+static int sq_create_file(const char *path)
+{
+    int fd;
+
+    if (path[0] == '\0' || strcmp(path, ":memory:") == 0 ||
+        strncmp(path, "file:", 5) == 0)
+        return 0;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+    if (fd < 0)
+        return 0; /* EEXIST: keep it; anything else: SQLite says */
+    if (fchmod(fd, 0600) != 0) {
+        close(fd);
+        unlink(path);
+        return OG_EINTERNAL;
+    }
+    close(fd);
+    return 0;
+}
+
 int og__sq_open_db(const og__sq_store *s, bool create, sqlite3 **out)
 {
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
                 (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(s->path, &db, flags, NULL);
+    int rc;
 
+    if (create && (rc = sq_create_file(s->path)) != 0)
+        return rc;
+    rc = sqlite3_open_v2(s->path, &db, flags, NULL);
     if (rc != SQLITE_OK) {
         rc = db ? og__sqlite_classify(sqlite3_extended_errcode(db))
                 : OG_ENOMEM;
