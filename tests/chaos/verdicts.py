@@ -457,7 +457,19 @@ def _attempts(events):
     return out
 
 
-def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
+def _held_before(oks, infos, stored, t):
+    """Whether a refusal answered at t is explained by the attempt whose
+    commit holds the grant or ticket: the one that answered 200, else (the
+    store showing it spent) an ambiguous one — invoked before t. A commit
+    invoked after the refusal cannot explain it: the refusal was read from
+    a row the failover then discarded."""
+    if oks:
+        return min(a.t_inv for a in oks) < t
+    return bool(infos) and stored and min(a.t_inv for a in infos) < t
+
+
+def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32,
+                   probe_seconds=180.0):
     """The verdict of a finished verdict load (docs/operations.md, "What the
     verdict checker verifies"). The store must be back. Resolves the
     ambiguous requests, reads the store, probes, then counts per kind
@@ -475,11 +487,6 @@ def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
         fields["resolve"] = True
         work.settle(cl, "resolver", it["f"], fields, rng, deadline=deadline)
     _pool(work, intents, resolve, threads)
-    unresolved = {"consume": [], "rotate": [], "family": []}
-    for it in work.pending.values():
-        kind = {"consume": "consume", "grevoke": "consume",
-                "rotate": "rotate"}.get(it["f"], "family")
-        unresolved[kind].append(it.get("grant") or it.get("ticket") or it.get("family"))
 
     # 2. The store, before any probe.
     claims, fams, tstore = read_verdict_store(url, psql, issuer)
@@ -564,10 +571,26 @@ def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
         if h not in presented:
             probes.append(("rotate", {"ticket": h, "text": ticket_text[h],
                                       "family": fam, "probe": True}))
+    # A store that never comes back must not hold the checker for a
+    # probe's 20 s each: after probe_seconds the rest are left unanswered
+    # (pending: unresolved, the verdict fails).
+    probe_end = time.monotonic() + probe_seconds
+
+    def probe(cl, rng, it):
+        if time.monotonic() > probe_end:
+            with work.lock:
+                work.pending[("probe",) + tuple(sorted(it[1].items()))] = dict(it[1], f=it[0])
+            return
+        work.settle(cl, "prober", it[0], it[1], rng,
+                    deadline=min(time.monotonic() + 20, probe_end))
     work.stop.clear()
-    _pool(work, probes, lambda cl, rng, it: work.settle(
-        cl, "prober", it[0], it[1], rng, deadline=time.monotonic() + 20), threads)
+    _pool(work, probes, probe, threads)
     work.stop.set()
+    unresolved = {"consume": [], "rotate": [], "family": []}
+    for it in work.pending.values():
+        kind = {"consume": "consume", "grevoke": "consume",
+                "rotate": "rotate"}.get(it["f"], "family")
+        unresolved[kind].append(it.get("grant") or it.get("ticket") or it.get("family"))
 
     atts = _attempts(hist.events)
     by_grant, by_ticket, by_fam = index(atts)
@@ -586,7 +609,7 @@ def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
     r = res["consume"]
     for g, lst in by_grant.items():
         oks = [a for a in lst if a.type == "ok"]
-        infos = [a for a in lst if a.type == "info"]
+        infos = [a for a in lst if a.type == "info" and not a.probe]
         fam = grant_fam.get(g)
         mine = [a for a in oks if not a.probe]
         if mine:
@@ -605,7 +628,8 @@ def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
         for a in lst:
             if a.type != "fail":
                 continue
-            ok = bool(oks) or (infos and claims.get(g) in ("consume", "revocation")) or \
+            ok = _held_before(oks, infos, claims.get(g) in ("consume", "revocation"),
+                              a.t_ans) or \
                 (fam is not None and fam_tried_before(fam, a.t_ans))
             if not ok:
                 r["wrongly_refused"].append(g)
@@ -624,7 +648,7 @@ def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
             r["lost"][h] = "an acknowledged ticket the store does not hold"
     for h, lst in by_ticket.items():
         oks = [a for a in lst if a.type == "ok"]
-        infos = [a for a in lst if a.type == "info"]
+        infos = [a for a in lst if a.type == "info" and not a.probe]
         fam = ticket_fam.get(h) or lst[0].ev.get("family")
         if any(not a.probe for a in oks):
             r["acknowledged"] += 1
@@ -637,7 +661,7 @@ def check_verdicts(work, url, psql, issuer, resolve_seconds=60.0, threads=32):
         for a in lst:
             if a.type != "fail":
                 continue
-            ok = bool(oks) or (infos and tstore.get(h, (None, False))[1]) or \
+            ok = _held_before(oks, infos, tstore.get(h, (None, False))[1], a.t_ans) or \
                 fam_tried_before(fam, a.t_ans, not_ticket=h)
             if a.probe and not ok:
                 r["lost"].setdefault(h, "a chain head (acknowledged, never presented) "
