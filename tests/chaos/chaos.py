@@ -23,9 +23,16 @@ checker. The scenarios:
   partition     the primary cut off from etcd and the standbys
                 (scripts/pg-ha partition; root) until writes are back on the
                 majority's side, then healed under load
-  switchover    scripts/pg-ha switchover under load Every client request is recorded as invoke / ok / fail /
-info in a JSON-lines history; after the run the checker verifies, from the
-history AND from the store's tables:
+  switchover    scripts/pg-ha switchover under load
+
+The load (--workload): admission — presenters issuing grants and
+presenting them (POST /v1/operations), judged below; verdicts — the consume
+verdict, ticket rotation and family revocation racing (tests/chaos/
+verdicts.py, which also holds its checker: docs/operations.md, "The verdict
+workload"); both — the two at once, half the threads each. Every client
+request is recorded as invoke / ok / fail / info in a JSON-lines history;
+after the run the checker verifies, from the history AND from the store's
+tables (for the admission load):
 
   duplicated  grants with more than one operation admitted (two operations
               acknowledged for one grant in the history, two rows in the
@@ -60,6 +67,11 @@ suffice, and http.client, threading, json and a psql subprocess are on
 every machine that runs scripts/test — no new dependency, no C client to
 keep beside the service's own.
 
+Beside them: spent by an ambiguous attempt (the verdict load) — a grant
+or ticket refused to the retry of an ambiguous request of its own because
+that first attempt had committed: at-most-once, counted apart, not a
+failure.
+
 --lag S (kill-primary only) stops the primary's walsenders (SIGSTOP) for S
 seconds right before the kill: the standbys fall behind, as a loaded or distant standby
 does. A synchronous primary then acknowledges nothing until the kill; an
@@ -68,6 +80,7 @@ control loses them for certain instead of by a race of microseconds.
 
 Usage (scripts/chaos wraps it):
   chaos.py [--scenario S[,S…]|all] [--also-primary]
+           [--workload admission|verdicts|both]
            [--async] [--rounds N] [--until-loss] [--presenters N] [--lag S]
            [--before S] [--after S] [--recover S] [--execute]
            [--oncegate PATH] [--sandbox PATH] [--out DIR] [--ci]
@@ -89,10 +102,15 @@ import threading
 import time
 import uuid
 
+import verdicts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PG_HA = os.path.join(ROOT, "scripts", "pg-ha")
 ISSUER = "chaos"
 AGENT = "chaos-agent"
+# The loads a round can run (--workload): admissions (POST /v1/operations),
+# the verdict workload (tests/chaos/verdicts.py), or both at once.
+WORKLOADS = ("admission", "verdicts", "both")
 SKIP = 77
 # The faults a round can inject (docs/operations.md, "The scenarios").
 SCENARIOS = ("kill-primary", "kill-serve", "partition", "switchover")
@@ -386,28 +404,9 @@ def check(work, url, resolve_seconds=60.0, probe_threads=32):
     agent_key = work.agent_key
 
     def run_pool(items, fn):
-        idx = [0]
-        lk = threading.Lock()
-
-        def worker(w):
-            client = Client(work.instances, agent_key, work.timeout)
-            rng = random.Random(w)
-            try:
-                while True:
-                    with lk:
-                        if idx[0] >= len(items):
-                            return
-                        it = items[idx[0]]
-                        idx[0] += 1
-                    fn(client, rng, it)
-            finally:
-                client.close()
-        ths = [threading.Thread(target=worker, args=(w,), daemon=True)
-               for w in range(min(probe_threads, max(1, len(items))))]
-        for th in ths:
-            th.start()
-        for th in ths:
-            th.join()
+        verdicts.run_pool(items, fn, probe_threads,
+                          lambda: Client(work.instances, agent_key, work.timeout),
+                          lambda c: c.close())
 
     work.stop.clear()  # settle() with a deadline runs until it
     ops_to_resolve = {op: gid for op, gid in pending}
@@ -520,9 +519,17 @@ def outcome_counts(events):
     return counts
 
 
+def write_ack(ev):
+    """An acknowledged write: an admission, or the verdict workload's
+    consume, rotation, grant or ticket (verdicts.is_write_ack)."""
+    return (ev["type"] == "ok" and ev["f"] in ("present", "compete")
+            and ev.get("outcome") == "admitted") or verdicts.is_write_ack(ev)
+
+
 def unavailability(events, t_kill, straddlers=True):
     """The write-unavailability window: the longest stretch of the run
-    between two consecutive acknowledged admissions (the failover's, when
+    between two consecutive acknowledged writes (admissions, or the
+    verdict workload's write_ack) (the failover's, when
     one was acknowledged after it: otherwise None). "After" is one second
     past the kill: an admission whose commit raced the kill can be
     acknowledged just after it, none can be later until a promotion
@@ -531,17 +538,18 @@ def unavailability(events, t_kill, straddlers=True):
     invoked = {}
     done = []
     for ev in events:
-        if ev["f"] not in ("present", "compete"):
+        if ev["f"] not in ("present", "compete") + verdicts.FUNCS or ev.get("probe"):
             continue
+        rkey = ev.get("rid") or (ev.get("op"), ev["process"])
         if ev["type"] == "invoke":
-            invoked[(ev["op"], ev["process"])] = ev["time"]
-        elif ev["type"] == "ok" and ev.get("outcome") == "admitted":
+            invoked[rkey] = ev["time"]
+        elif write_ack(ev):
             # Without straddlers: an admission invoked before the fault and
             # answered more than a second after it is not counted — its
             # commit may lie before the fault, its answer late only because
             # the outcome's record waited (after a partition: a 202 once
             # the cut-off primary shut down).
-            t_inv = invoked.get((ev["op"], ev["process"]), ev["time"])
+            t_inv = invoked.get(rkey, ev["time"])
             if not straddlers and t_inv < t_kill < ev["time"] - 1.0:
                 continue
             done.append(ev["time"])
@@ -891,7 +899,7 @@ def one_round(args, n, out):
         r = run([args.oncegate, "keygen", "--issuer", ISSUER, "--out", keys])
         if r.returncode != 0:
             raise RuntimeError("keygen failed: " + r.stderr)
-        ik, ak = api_key(), api_key()
+        ik, ak, ek, rk = api_key(), api_key(), api_key(), api_key()
         cfg = {
             "store": url, "issuer": ISSUER, "audience": ISSUER, "keys_dir": keys,
             "auto_migrate": True, "consumption_keys": "readable",
@@ -905,6 +913,9 @@ def one_round(args, n, out):
             "principals": [
                 {"id": "chaos-issuer", "roles": ["issuer"], "api_key_sha256": sha256hex(ik)},
                 {"id": AGENT, "roles": ["agent"], "api_key_sha256": sha256hex(ak)},
+                # The verdict workload's enforcement point and revoker.
+                {"id": "chaos-enforcer", "roles": ["enforcer"], "api_key_sha256": sha256hex(ek)},
+                {"id": "chaos-revoker", "roles": ["revoker"], "api_key_sha256": sha256hex(rk)},
             ],
         }
         sandbox = None
@@ -944,8 +955,18 @@ def one_round(args, n, out):
         log("round %d: serve on %s; %d presenters" % (n, instances, args.presenters))
 
         hist = History(os.path.join(rdir, "history.jsonl"))
-        work = Workload(hist, instances, ik, ak, args.presenters)
-        work.start()
+        nadm = {"admission": args.presenters, "verdicts": 0,
+                "both": args.presenters // 2}[args.workload]
+        work = vwork = None
+        if nadm:
+            work = Workload(hist, instances, ik, ak, nadm)
+            work.start()
+        if args.presenters - nadm:
+            vwork = verdicts.VerdictWorkload(
+                hist, instances, {"issuer": ik, "agent": ak, "enforcer": ek,
+                                  "revoker": rk},
+                args.presenters - nadm, ISSUER, AGENT, Client)
+            vwork.start()
         time.sleep(args.before)
         scen = args.scenario
         promo = None
@@ -1023,9 +1044,7 @@ def one_round(args, n, out):
         t_ready = (t_prom if scen == "partition" else t_kill) + 1.0
         limit = time.monotonic() + args.recover
         while time.monotonic() < limit and not any(
-                ev["type"] == "ok" and ev["f"] in ("present", "compete")
-                and ev.get("outcome") == "admitted" and ev["time"] > t_ready
-                for ev in hist.events[-2000:]):
+                write_ack(ev) and ev["time"] > t_ready for ev in hist.events[-2000:]):
             time.sleep(0.2)
         if scen == "partition":
             # Writes are back on the majority's side; the cut-off node
@@ -1040,10 +1059,18 @@ def one_round(args, n, out):
             log("round %d: writes back %.1f s after the partition; healed in %.1f s"
                 % (n, extra["writes_back_after_s"], extra["heal_s"]))
         time.sleep(args.after)
-        work.finish()
+        for w in (work, vwork):
+            if w is not None:
+                w.finish()
         t_end = hist.now()
         log("round %d: load stopped after %.1f s; checking" % (n, t_end))
-        res = check(work, url)
+        res = {"lost": [], "why": {}, "duplicated": [], "unresolved": [], "refused": [],
+               "acknowledged": 0, "store_operations": 0, "ambiguous_resolved": 0}
+        if work is not None:
+            res = check(work, url)
+        vres = None
+        if vwork is not None:
+            vres = verdicts.check_verdicts(vwork, url, psql, ISSUER)
         billing = None
         if args.execute:
             billing = check_billing(url, os.path.join(rdir, "sandbox.db"), args.recover)
@@ -1052,10 +1079,13 @@ def one_round(args, n, out):
                          args.recover)
         hist.close()
         counts = outcome_counts(hist.events)
+        counts.update(verdicts.verdict_counts(hist.events))
         win = unavailability(hist.events, t_kill, straddlers=(scen != "partition"))
+        vz = vres or {"lost": 0, "duplicated": 0, "unresolved": 0, "wrongly_refused": 0,
+                      "spent_by_ambiguous": 0, "acknowledged": 0}
         fig = {
             "round": n, "mode": "async" if args.async_ else "sync",
-            "scenario": scen,
+            "scenario": scen, "workload": args.workload,
             "promotion_s": promo,
             "lag_s": args.lag if scen == "kill-primary" else 0.0,
             "unavailable_s": round(win[0], 2) if win else None,
@@ -1069,15 +1099,21 @@ def one_round(args, n, out):
                                          if win and t_prom is not None else None),
             "load_s": round(t_end, 1),
             "requests": counts,
-            "acknowledged": res["acknowledged"],
+            "acknowledged": res["acknowledged"] + vz["acknowledged"],
             "store_operations": res["store_operations"],
             "ambiguous_resolved": res["ambiguous_resolved"],
             # Answers the API does not document for this workload (a 500,
             # a 4xx other than 409): counted apart, and a failed verdict.
             "unexpected": sum(v for k, v in counts.items() if "unexpected" in k),
-            "lost": len(res["lost"]), "duplicated": len(res["duplicated"]),
-            "unresolved": len(res["unresolved"]),
-            "wrongly_refused": len(res["refused"]),
+            "lost": len(res["lost"]) + vz["lost"],
+            "duplicated": len(res["duplicated"]) + vz["duplicated"],
+            "unresolved": len(res["unresolved"]) + vz["unresolved"],
+            "wrongly_refused": len(res["refused"]) + vz["wrongly_refused"],
+            # The verdict workload's refusals of a grant or ticket that an
+            # ambiguous attempt of its own had spent: at most once, not a
+            # wrong refusal (docs/operations.md).
+            "spent_by_ambiguous": vz["spent_by_ambiguous"],
+            "verdicts": vres,
             "billing": billing,
             "wrongly_refused_ids": res["refused"][:20],
             "lost_ids": res["lost"][:20], "lost_why": {k: res["why"][k] for k in res["lost"][:20]},
@@ -1100,16 +1136,18 @@ def one_round(args, n, out):
 
 
 def print_table(figs):
-    print("| scenario | round | mode | lag s | promotion s | unavailable s | requests by outcome | "
-          "acknowledged | lost | duplicated | unresolved |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| scenario | workload | round | mode | lag s | promotion s | unavailable s | "
+          "requests by outcome | acknowledged | lost | duplicated | unresolved | "
+          "wrongly refused | spent by an ambiguous attempt |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for f in figs:
         req = ", ".join("%s %d" % (k, v) for k, v in sorted(f["requests"].items()))
-        print("| %s | %d | %s | %.1f | %s | %s | %s | %d | %d | %d | %d |" % (
-            f["scenario"], f["round"], f["mode"], f["lag_s"],
+        print("| %s | %s | %d | %s | %.1f | %s | %s | %s | %d | %d | %d | %d | %d | %d |" % (
+            f["scenario"], f["workload"], f["round"], f["mode"], f["lag_s"],
             "-" if f["promotion_s"] is None else "%.2f" % f["promotion_s"],
             f["unavailable_s"], req,
-            f["acknowledged"], f["lost"], f["duplicated"], f["unresolved"]))
+            f["acknowledged"], f["lost"], f["duplicated"], f["unresolved"],
+            f["wrongly_refused"], f["spent_by_ambiguous"]))
     sys.stdout.flush()
 
 
@@ -1128,7 +1166,12 @@ def main():
     ap.add_argument("--until-loss", action="store_true",
                     help="stop at the first round that loses an acknowledged "
                          "admission; exit 0 then, 1 when none of --rounds did")
-    ap.add_argument("--presenters", type=int, default=60)
+    ap.add_argument("--presenters", type=int, default=60,
+                    help="client threads (with --workload both: half each)")
+    ap.add_argument("--workload", default="admission", choices=WORKLOADS,
+                    help="admission (POST /v1/operations), verdicts (consume, "
+                         "ticket rotation, family revocation racing: "
+                         "tests/chaos/verdicts.py) or both at once")
     ap.add_argument("--before", type=float, default=8.0,
                     help="seconds of load before the kill")
     ap.add_argument("--after", type=float, default=6.0,
@@ -1169,12 +1212,19 @@ def main():
     os.makedirs(out, exist_ok=True)
     keep = args.out is not None
     scenarios = list(SCENARIOS) if args.scenario == "all" else args.scenario.split(",")
+    if args.workload == "verdicts" and args.scenario == "all":
+        # kill-serve's victim is an admission held in flight: it needs
+        # the admission load (--workload both runs every scenario).
+        scenarios.remove("kill-serve")
     for sc in scenarios:
         if sc not in SCENARIOS:
             log("unknown scenario %r (%s)" % (sc, ", ".join(SCENARIOS)))
             return 2
     if args.async_ and scenarios != ["kill-primary"]:
         log("--async is the negative control of kill-primary only")
+        return 2
+    if "kill-serve" in scenarios and args.workload == "verdicts":
+        log("kill-serve needs the admission workload (--workload both)")
         return 2
     if "kill-serve" in scenarios:
         # The victim is held in flight by the sandbox: credits executed.
@@ -1198,6 +1248,13 @@ def main():
                           "wrongly_refused_ids"):
                     if fig[k]:
                         log("  %s: %s" % (k, json.dumps(fig[k])[:2000]))
+                if fig["verdicts"]:
+                    log("  verdicts: %s" % json.dumps(fig["verdicts"]["by_kind"], sort_keys=True))
+                    ids = {k: {x: y for x, y in v.items() if y}
+                           for k, v in fig["verdicts"]["ids"].items()}
+                    ids = {k: v for k, v in ids.items() if v}
+                    if ids:
+                        log("  verdict ids: %s" % json.dumps(ids, sort_keys=True)[:3000])
                 if args.until_loss and fig["lost"] > 0:
                     break
         print_table(figs)
@@ -1207,8 +1264,10 @@ def main():
         unexp = sum(f["unexpected"] for f in figs)
         wref = sum(f["wrongly_refused"] for f in figs)
         bill = sum(billing_errors(f["billing"]) for f in figs)
-        print("lost=%d duplicated=%d unresolved=%d unexpected=%d wrongly_refused=%d%s rounds=%d"
-              % (lost, dup, unres, unexp, wref,
+        spent = sum(f["spent_by_ambiguous"] for f in figs)
+        print("lost=%d duplicated=%d unresolved=%d unexpected=%d wrongly_refused=%d "
+              "spent_by_ambiguous=%d%s rounds=%d"
+              % (lost, dup, unres, unexp, wref, spent,
                  " billing_mismatches=%d" % bill if args.execute else "", len(figs)))
         for f in figs:
             if f["billing"]:
@@ -1221,10 +1280,10 @@ def main():
                                                   json.dumps(f["victim"], sort_keys=True)))
         if args.until_loss:
             if lost > 0:
-                print("negative control: the checker caught %d lost acknowledged admission(s) "
+                print("negative control: the checker caught %d lost acknowledged write(s) "
                       "in round %d of at most %d" % (lost, len(figs), args.rounds))
                 return 0
-            print("negative control: no round of %d lost an acknowledged admission" % len(figs))
+            print("negative control: no round of %d lost an acknowledged write" % len(figs))
             return 1
         return 0 if lost == dup == unres == unexp == wref == bill == sprob == 0 else 1
     finally:

@@ -17,7 +17,18 @@
  * Also carried here: I10 (a revocation and the consume verdict claim the
  * admission's very key or row, so whichever commits first wins), I6 and
  * I7 (the family's row and its fair queue, internal.h), I9 (each
- * statement that names grant_consumptions' key in both consumption keys).
+ * statement that names grant_consumptions' key in both consumption keys),
+ * and I30 (admit.c): every answer read from a row this call did not write
+ * waits for the synchronous standby before it is given — by the read
+ * fence after a grant revocation that changed nothing, a consume's
+ * denial, a rotation refused (unknown ticket, revoked family) and an
+ * issuance refused; by the statement's own commit where it took a row
+ * lock: INSERT ... ON CONFLICT DO UPDATE locks the conflicting row even
+ * when its WHERE rejects it, and a row lock has an xid and writes WAL, so
+ * a family revocation of a revoked family, a ticket created or a grant
+ * issued into one wait at their commit like any write (a reused ticket
+ * revokes its family by that statement too). tests/failures.c proves
+ * each path with a standby that never confirms.
  */
 #include <string.h>
 
@@ -105,6 +116,11 @@ int og__pg_issuance_record(void *impl, const og__issuance_req *req,
         outcome = OG_ISSUE_FAMILY_REVOKED; /* ordered after its revocation */
     else
         outcome = OG_ISSUE_DUPLICATE_ID;
+    /* A refusal read from a row this call did not write: I30. (Into a
+     * revoked family the statement's row lock already waited at its
+     * commit; a duplicate id without a family took none.) */
+    if (outcome != OG_ISSUE_RECORDED)
+        rc = og__pg_read_fence(pg, c);
 out:
     PQclear(res);
     og__pg_release(pg, c);
@@ -227,6 +243,9 @@ int og__pg_revoke(void *impl, const og__revoke_req *req, og_revoke_outcome *out)
                   res, 0, row ? REVOKE_CHECK_ROW_EXISTS : REVOKE_CHECK_KEY_HELD)
                   ? OG_REVOKE_ALREADY_USED_OR_REVOKED
                   : OG_REVOKE_NOT_ISSUED;
+    /* Answered from a key or row an earlier call wrote, perhaps on this
+     * server alone (a cancelled synchronous wait): I30. */
+    rc = og__pg_read_fence(pg, c);
 out:
     PQclear(res);
     og__pg_release(pg, c);
@@ -591,6 +610,7 @@ int og__pg_ticket_rotate(void *impl, const char *old_hash, const char *new_hash,
     }
     if (PQntuples(res) == 0) {
         outcome = OG_TICKET_NOT_FOUND;
+        rc = og__pg_read_fence(pg, c); /* I30 */
         goto out;
     }
     if (og__pg_get_text(res, 0, TICKET_READ_ISSUER, iss, sizeof iss) != 0 ||
@@ -607,7 +627,10 @@ int og__pg_ticket_rotate(void *impl, const char *old_hash, const char *new_hash,
         rc = pg_family_revoke_on(pg, c, iss, fam, &discarded);
         og_strv_free(&discarded);
     } else if (og__pg_get_bool(res, 0, TICKET_READ_FAMILY_REVOKED)) {
+        /* Read from the family's revocation, which may be this server's
+         * alone (a cancelled synchronous wait): I30. */
         outcome = OG_TICKET_FAMILY_REVOKED;
+        rc = og__pg_read_fence(pg, c);
     } else {
         /* Not rotated, family live, yet the rotation's conditions failed:
          * both only ever move one way, so this cannot be. */
