@@ -7,25 +7,7 @@ OG=${1:?usage: cli.sh PATH/TO/oncegate PATH/TO/payout_fixture}
 FIX=${2:?usage: cli.sh PATH/TO/oncegate PATH/TO/payout_fixture}
 T=$(mktemp -d /tmp/og-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0 fail=0 skipped=0
-# A part that cannot run here (no PostgreSQL cluster) is counted: the run
-# then ends as a skip (exit 77), never as a pass that checked less.
-skip_part() { skipped=$((skipped+1)); echo "skip $1"; }
-
-check() { # NAME EXPECTED_EXIT COMMAND... ; stdout in $T/out, stderr in $T/err
-    local name=$1 want=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"; local got=$?
-    if [ "$got" -eq "$want" ]; then pass=$((pass+1)); echo "ok   $name";
-    else fail=$((fail+1)); echo "FAIL $name: exit $got, want $want"; cat "$T/out" "$T/err"; fi
-}
-expect_out() { # NAME PATTERN : the last check's stdout matches
-    if grep -Eq -- "$2" "$T/out"; then pass=$((pass+1)); echo "ok   $1";
-    else fail=$((fail+1)); echo "FAIL $1: stdout lacks /$2/"; cat "$T/out"; fi
-}
-expect_err() {
-    if grep -Eq -- "$2" "$T/err"; then pass=$((pass+1)); echo "ok   $1";
-    else fail=$((fail+1)); echo "FAIL $1: stderr lacks /$2/"; cat "$T/err"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 
 S="sqlite:$T/store.db"
 EXP=$(date -u -d '+15 min' +%Y-%m-%dT%H:%M:%SZ)
@@ -429,6 +411,4 @@ check "payout-worker without --config" 2 "$OG" payout-worker
 printf '{"store": "%s", "payouts": {"provider_url": "http://127.0.0.1:9"}}' "$P" >"$T/pw-notable.json"
 check "payout-worker without a payouts table" 78 "$OG" payout-worker --config "$T/pw-notable.json"
 
-echo "cli: $pass passed, $fail failed, $skipped parts skipped"
-[ "$fail" -eq 0 ] || exit 1
-[ "$skipped" -eq 0 ] || exit 77 # meson: SKIP
+check_summary cli

@@ -30,18 +30,7 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-pass=0 fail=0 skipped=0
-skip_part() { skipped=$((skipped+1)); echo "skip $1"; }
-check() { # NAME EXPECTED_EXIT COMMAND... ; stdout in $T/out, stderr in $T/err
-    local name=$1 want=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"; local got=$?
-    if [ "$got" -eq "$want" ]; then pass=$((pass+1)); echo "ok   $name";
-    else fail=$((fail+1)); echo "FAIL $name: exit $got, want $want"; cat "$T/out" "$T/err"; fi
-}
-expect_out() { # NAME PATTERN : the last check's stdout matches
-    if grep -Eq -- "$2" "$T/out"; then pass=$((pass+1)); echo "ok   $1";
-    else fail=$((fail+1)); echo "FAIL $1: stdout lacks /$2/"; cat "$T/out"; fi
-}
+. "$(dirname "$0")/support/check.sh"
 
 EXP=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 OP1=7b0f3c1e-1a2b-4c3d-8e4f-5a6b7c8d9e01
@@ -135,6 +124,4 @@ else
     skip_part "postgres: OG_TEST_PG_URL not set (or holds a query), or pg_dump/pg_restore missing"
 fi
 
-echo "restore: $pass passed, $fail failed, $skipped parts skipped"
-[ "$fail" -eq 0 ] || exit 1
-[ "$skipped" -eq 0 ] || exit 77 # meson: SKIP
+check_summary restore

@@ -622,6 +622,11 @@ OG_MUST_CHECK int og_time_parse_rfc3339(const char *s, int64_t *out_us);
  * Returns buf. */
 char *og_time_format_rfc3339(int64_t us, char *buf, size_t len);
 
+/* The value of hex digit c (0-9, a-f, A-F), or -1 for any other byte.
+ * Written out rather than isxdigit() so the answer never depends on the
+ * locale; the one hex decoder of the core, the HTTP edge and the sandbox. */
+int og_hex_digit(int c);
+
 /* 1 when s is a valid identifier (issuer, grant id, caller, account,
  * family, subject, action): 1-OG_ID_MAX bytes of printable ASCII without
  * spaces; else 0. */

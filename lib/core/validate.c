@@ -43,9 +43,7 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* Hex digit value, or -1. Written out rather than using isxdigit() so the
- * answer never depends on the locale. */
-static int hex_value(char c)
+int og_hex_digit(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -95,7 +93,7 @@ int og__uuid_normalize(const char *in, char out[OG_UUID_LEN + 1])
             buf[i] = '-';
             continue;
         }
-        int v = hex_value(c);
+        int v = og_hex_digit((unsigned char)c);
         if (v < 0)
             return -1;
         nonzero |= v;

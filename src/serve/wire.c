@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "oncegate/core.h" /* og_hex_digit */
 #include "wire.h"
 
 #define E(e_, st, cd, msg)                                                     \
@@ -28,17 +29,6 @@ static bool is_tchar(unsigned char c)
 static bool is_vbyte(unsigned char c)
 {
     return c == ' ' || c == '\t' || (c >= 0x21 && c != 0x7f);
-}
-
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* The end of the line starting at p (the index of its '\n'); -1 when the
@@ -344,11 +334,11 @@ long og_wire_chunks_feed(og_wire_chunks *c, const char *in, size_t n,
 
         switch (c->state) {
         case C_SIZE:
-            if (hexval(b) >= 0) {
+            if (og_hex_digit(b) >= 0) {
                 if (++c->digits > 8)
                     return E(e, 400, BAD_FRAMING, "chunk size: more than 8 "
                                                   "hex digits");
-                c->left = c->left * 16 + (uint64_t)hexval(b);
+                c->left = c->left * 16 + (uint64_t)og_hex_digit(b);
             } else if (c->digits == 0) {
                 return E(e, 400, BAD_FRAMING, "chunk size: hex digits "
                                               "expected");
@@ -464,11 +454,11 @@ static int pct_decode(const char *s, size_t n, bool plus, char *out,
         if (ch == '%') {
             if (i + 2 >= n)
                 return -1;
-            if (hexval((unsigned char)s[i + 1]) < 0 ||
-                hexval((unsigned char)s[i + 2]) < 0)
+            if (og_hex_digit((unsigned char)s[i + 1]) < 0 ||
+                og_hex_digit((unsigned char)s[i + 2]) < 0)
                 return -1;
-            ch = hexval((unsigned char)s[i + 1]) * 16 +
-                 hexval((unsigned char)s[i + 2]);
+            ch = og_hex_digit((unsigned char)s[i + 1]) * 16 +
+                 og_hex_digit((unsigned char)s[i + 2]);
             i += 2;
             if (ch == 0)
                 return -1;
