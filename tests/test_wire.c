@@ -1,6 +1,6 @@
 /*
  * test_wire.c — the pure cores of the HTTP edge, table-driven: request
- * heads (src/serve/wire.h, W1-W9), chunked bodies (W4), targets and
+ * heads (src/serve/wire.h, W1-W10), chunked bodies (W4), targets and
  * queries, and the token buckets (src/serve/ratelimit.h, RL1-RL2). The
  * same rules over a real socket: tests/serve/edge.c.
  */
@@ -92,6 +92,48 @@ static void heads_are_parsed_or_refused_by_rule(void **state)
                      e.status, e.code ? e.code : "");
         if (rows[i].want > 0 && (size_t)got != strlen(rows[i].head))
             fail_msg("row %zu: head length %ld", i, got);
+    }
+    free(h);
+}
+
+/* W10: the absolute-form is accepted, its path becomes the target; an
+ * authority with userinfo, or no path, is refused. */
+static void absolute_form_targets_are_accepted_as_their_path(void **state)
+{
+    static const struct {
+        const char *head;
+        const char *target; /* NULL: refused 400 malformed_request */
+    } rows[] = {
+        {"GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n", "/healthz"},
+        {"GET HTTPS://x:8080/v1/operations/a?b=c HTTP/1.1\r\nHost: y\r\n\r\n",
+         "/v1/operations/a?b=c"},
+        {"GET http://user@x/healthz HTTP/1.1\r\nHost: x\r\n\r\n", NULL},
+        {"GET http:///healthz HTTP/1.1\r\nHost: x\r\n\r\n", NULL},
+        {"GET http://x HTTP/1.1\r\nHost: x\r\n\r\n", NULL},
+        {"GET ftp://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n", NULL},
+        {"GET healthz HTTP/1.1\r\nHost: x\r\n\r\n", NULL},
+        {"GET * HTTP/1.1\r\nHost: x\r\n\r\n", NULL},
+        /* W5 still holds: the absolute-form does not stand in for Host */
+        {"GET http://x/healthz HTTP/1.1\r\n\r\n", NULL},
+    };
+    og_wire_head *h = malloc(sizeof *h);
+
+    (void)state;
+    assert_non_null(h);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        og_wire_error e = {0};
+        long got = og_wire_head_parse(rows[i].head, strlen(rows[i].head),
+                                      &lim, h, &e);
+
+        if (rows[i].target == NULL) {
+            if (got >= 0 || e.status != 400 ||
+                strcmp(e.code, "malformed_request") != 0)
+                fail_msg("row %zu (%s): got %ld %u", i, rows[i].head, got,
+                         e.status);
+        } else if (got <= 0 || strcmp(h->target, rows[i].target) != 0) {
+            fail_msg("row %zu (%s): got %ld %s", i, rows[i].head, got,
+                     got > 0 ? h->target : e.code);
+        }
     }
     free(h);
 }
@@ -253,6 +295,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(heads_are_parsed_or_refused_by_rule),
+        cmocka_unit_test(absolute_form_targets_are_accepted_as_their_path),
         cmocka_unit_test(head_fields_framing_and_limits),
         cmocka_unit_test(
             chunked_bodies_decode_whole_or_split_and_refuse_bad_sizes),

@@ -17,7 +17,7 @@
  *    |                                         +--1--> answer               |
  *    +-------------------- kept alive (no refusal, no close asked) <--------+
  *
- *   HE1 a refusal on the head (wire.c's W1-W9, or og_http_req_check's) is
+ *   HE1 a refusal on the head (wire.c's W1-W10, or og_http_req_check's) is
  *     answered before any body byte is read; the connection is then
  *     closed when a body was declared (its bytes are never read as a
  *     request) and after every framing refusal (nothing after it can be

@@ -1,6 +1,6 @@
 /*
  * wire.c — HTTP/1.1 request framing (RFC 9112) as a pure core; the rules
- * W1-W9 it enforces are listed in wire.h. No allocation, no I/O: a head is
+ * W1-W10 it enforces are listed in wire.h. No allocation, no I/O: a head is
  * parsed into the caller's og_wire_head, a chunked body is decoded into
  * the caller's sink.
  */
@@ -87,15 +87,43 @@ static int request_line(og_wire_head *h, size_t *at, const char *l, size_t n,
     } else {
         return E(e, 400, MALFORMED, "request line: HTTP version expected");
     }
-    if (tn == 0 || sp1[1] != '/')
-        return E(e, 400, MALFORMED, "request target: an absolute path "
-                                    "expected");
     for (const char *c = sp1 + 1; c < sp2; c++)
         if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e)
             return E(e, 400, MALFORMED, "request target: a byte outside "
                                         "visible ASCII");
+    const char *path = sp1 + 1;
+    size_t pn = tn;
+    if (tn > 0 && path[0] != '/') {
+        /* W10: the absolute-form (http://host/path), which a server must
+         * accept (RFC 9112 section 3.2.2); the authority is only
+         * checked, since nothing here is routed by host, and the path
+         * from its first '/' is the target. No userinfo ('@'): RFC 9110
+         * forbids it in an http URI, and it is how a target is made to
+         * look like another host. */
+        size_t sn = tn >= 7 && strncasecmp(path, "http://", 7) == 0 ? 7
+                    : tn >= 8 && strncasecmp(path, "https://", 8) == 0 ? 8
+                                                                      : 0;
+        const char *auth = path + sn, *end = path + tn, *slash;
+
+        if (sn == 0)
+            return E(e, 400, MALFORMED, "request target: an absolute path "
+                                        "or an http(s) URI expected");
+        slash = memchr(auth, '/', (size_t)(end - auth));
+        if (slash == NULL || slash == auth ||
+            memchr(auth, '@', (size_t)(slash - auth)) != NULL ||
+            memchr(auth, '?', (size_t)(slash - auth)) != NULL ||
+            memchr(auth, '#', (size_t)(slash - auth)) != NULL)
+            return E(e, 400, MALFORMED, "request target: an absolute URI "
+                                        "needs a host without userinfo, "
+                                        "then a path");
+        path = slash;
+        pn = (size_t)(end - slash);
+    }
+    if (pn == 0)
+        return E(e, 400, MALFORMED, "request target: an absolute path "
+                                    "expected");
     h->method = keep(h, at, l, (size_t)(sp1 - l));
-    h->target = keep(h, at, sp1 + 1, tn);
+    h->target = keep(h, at, path, pn);
     h->minor = v[7] - '0';
     return 0;
 }

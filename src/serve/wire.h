@@ -30,7 +30,12 @@
  *   W8  HTTP/1.x other than 1.0 and 1.1, or HTTP/2+, is 505
  *       http_version_not_supported;
  *   W9  a repeated Authorization is 400 malformed_request (which one would
- *       be the caller's?).
+ *       be the caller's?);
+ *   W10 the request target is an absolute path, or the absolute-form
+ *       (http[s]://authority/path, RFC 9112 §3.2.2) whose path from its
+ *       first '/' becomes the target; an authority with userinfo, an empty
+ *       one or no path is 400 malformed_request, and so is any other form
+ *       (asterisk, authority-form: nothing here is OPTIONS * or CONNECT).
  */
 #ifndef OG_SERVE_WIRE_H
 #define OG_SERVE_WIRE_H

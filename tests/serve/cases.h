@@ -209,6 +209,7 @@ void invalid_chunk_size_is_400_at_once_and_closes(void **state);
 void obfuscated_transfer_encoding_names_are_refused_and_close(void **state);
 void transfer_encoding_in_http10_is_400_and_closes(void **state);
 void http11_without_host_or_with_two_is_400(void **state);
+void absolute_form_target_is_served_as_its_path(void **state);
 void obs_fold_and_malformed_field_lines_are_400(void **state);
 void library_level_errors_are_json_with_one_status_line(void **state);
 void early_refusals_are_answered_on_the_head_and_close_without_the_body(

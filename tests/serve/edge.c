@@ -4,7 +4,7 @@
  * client to normalize them. Each case asserts the status, the JSON error
  * body (with a Content-Length that frames it, sent once) and whether the
  * server closed the connection. docs/http.md, "Framing and early
- * refusals", states the rules; src/serve/wire.h (W1-W9) and
+ * refusals", states the rules; src/serve/wire.h (W1-W10) and
  * src/serve/edge.c (HE1-HE5) implement them.
  */
 #define _GNU_SOURCE /* strcasestr, vasprintf */
@@ -463,6 +463,22 @@ void http11_without_host_or_with_two_is_400(void **state)
     /* HTTP/1.0 needs none. */
     XCHG(g_a, "GET /healthz HTTP/1.0\r\n\r\n", &r);
     expect_one(&r, 200, NULL, true, "HTTP/1.0 without Host");
+    raw_free(&r);
+}
+
+/* W10: the absolute-form is served as its path (RFC 9112 §3.2.2: a server
+ * must accept it); with userinfo it is refused. */
+void absolute_form_target_is_served_as_its_path(void **state)
+{
+    raw r;
+
+    (void)state;
+    XCHG(g_a, "GET http://other.example:1/healthz HTTP/1.1\r\nHost: x\r\n"
+              "\r\n", &r);
+    expect_one(&r, 200, NULL, false, "absolute-form /healthz");
+    raw_free(&r);
+    XCHG(g_a, "GET http://user@x/healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r);
+    expect_one(&r, 400, "malformed_request", true, "absolute-form, userinfo");
     raw_free(&r);
 }
 

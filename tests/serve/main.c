@@ -148,6 +148,7 @@ static const struct CMUnitTest g_edge_tests[] = {
     T(obfuscated_transfer_encoding_names_are_refused_and_close),
     T(transfer_encoding_in_http10_is_400_and_closes),
     T(http11_without_host_or_with_two_is_400),
+    T(absolute_form_target_is_served_as_its_path),
     T(obs_fold_and_malformed_field_lines_are_400),
     T(library_level_errors_are_json_with_one_status_line),
     T(early_refusals_are_answered_on_the_head_and_close_without_the_body),
