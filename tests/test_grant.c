@@ -1382,94 +1382,6 @@ static void keygen_never_overwrites(void **state)
 }
 
 /* ===========================================================================
- * Issue 17: files that hold secrets are their owner's only, whatever the
- * umask, and a signing key others can read is refused before it is read.
- * ========================================================================= */
-static mode_t mode_of(const char *path)
-{
-    struct stat st;
-
-    if (lstat(path, &st) != 0)
-        fail_msg("%s: missing", path);
-    return st.st_mode & 07777;
-}
-
-static void key_and_store_files_are_0600_whatever_the_umask(void **state)
-{
-    char dir[] = "/tmp/og-modes-XXXXXX", db[64], url[80], side[80];
-    unsigned char seed[OG__ED25519_SEED];
-    og_keygen_result r;
-    og_store *s = NULL;
-    sqlite3 *h;
-    mode_t old;
-
-    (void)state;
-    assert_non_null(mkdtemp(dir));
-    memset(seed, 0x6d, sizeof seed);
-    old = umask(0); /* the widest: only explicit modes protect anything */
-    assert_int_equal(og__keygen_seed("iss", dir, seed, &r), 0);
-    snprintf(db, sizeof db, "%s/store.db", dir);
-    snprintf(url, sizeof url, "sqlite:%s", db);
-    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
-    assert_int_equal(og_store_open(url, NULL, &s), 0);
-    /* A writer holds the WAL and the shared-memory index open. */
-    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(h, "PRAGMA journal_mode=WAL;"
-                                     "CREATE TABLE t_modes(x);"
-                                     "INSERT INTO t_modes VALUES (1);",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    umask(old);
-    assert_int_equal(mode_of(r.private_path), 0600);
-    assert_int_equal(mode_of(r.public_path), 0644); /* public, by design */
-    assert_int_equal(mode_of(db), 0600);
-    snprintf(side, sizeof side, "%s-wal", db);
-    assert_int_equal(mode_of(side), 0600);
-    snprintf(side, sizeof side, "%s-shm", db);
-    assert_int_equal(mode_of(side), 0600);
-    sqlite3_close(h);
-    og_store_free(s);
-
-    /* An existing store file keeps the mode it has. */
-    assert_int_equal(chmod(db, 0640), 0);
-    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
-    assert_int_equal(mode_of(db), 0640);
-    rm_rf(dir);
-}
-
-static void signing_key_readable_by_others_is_refused(void **state)
-{
-    static const mode_t open_modes[] = {0640, 0604, 0620, 0602, 0660, 0644,
-                                        0610};
-    char dir[] = "/tmp/og-keymode-XXXXXX";
-    unsigned char seed[OG__ED25519_SEED];
-    og_keygen_result r;
-    og_signer *sg = NULL;
-
-    (void)state;
-    assert_non_null(mkdtemp(dir));
-    memset(seed, 0x5f, sizeof seed);
-    assert_int_equal(og__keygen_seed("iss", dir, seed, &r), 0);
-    for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
-        assert_int_equal(chmod(r.private_path, open_modes[i]), 0);
-        if (og_signer_load_file(r.private_path, &sg) != OG_EKEY_MODE)
-            fail_msg("mode %04o: not refused as key.mode_too_open",
-                     (unsigned)open_modes[i]);
-        assert_null(sg);
-    }
-    assert_string_equal(og_err_name(OG_EKEY_MODE), "key.mode_too_open");
-    /* 0600 and 0400 load; the public key needs no such care. */
-    assert_int_equal(chmod(r.private_path, 0400), 0);
-    assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
-    og_signer_free(sg);
-    sg = NULL;
-    assert_int_equal(chmod(r.private_path, 0600), 0);
-    assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
-    og_signer_free(sg);
-    rm_rf(dir);
-}
-
-/* ===========================================================================
  * The committed TEST key (tests/fixtures/, RFC 8037 Appendix A) and the fuzz
  * seed tokens signed with it: the seeds must keep meaning what their names
  * say, or the fuzzer starts from nowhere.
@@ -1551,8 +1463,6 @@ int main(void)
         cmocka_unit_test(jwk_refusals),
         cmocka_unit_test(keygen_files_and_rotation),
         cmocka_unit_test(keygen_never_overwrites),
-        cmocka_unit_test(key_and_store_files_are_0600_whatever_the_umask),
-        cmocka_unit_test(signing_key_readable_by_others_is_refused),
         cmocka_unit_test(fixture_key_and_fuzz_seeds),
     };
     return t_run_tests("grant", tests, setup, teardown);

@@ -1,7 +1,9 @@
 /*
- * test_secret_keys.c — the service's symmetric secret keys: the one key
- * file loader (og_secret_key_file_read, lib/token/keyfile.c, F5-F6) and the
- * server-issued operation ids with their MAC (lib/token/opid.c, OI1-OI3).
+ * test_secret_keys.c — the service's secret keys and the files that hold
+ * them: the one key file loader (og_secret_key_file_read,
+ * lib/token/keyfile.c, F5-F6), the modes of key and store files whatever
+ * the umask, and the server-issued operation ids with their MAC
+ * (lib/token/opid.c, OI1-OI3).
  *
  * Each refusal is its own file, so the code each row expects comes from the
  * rule it names: a symlink, a mode others can read, a size over the cap, an
@@ -13,6 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +23,12 @@
 #include <unistd.h>
 
 #include <sodium.h>
+#include <sqlite3.h>
 
 #include "oncegate/grant.h"
 #include "oncegate/redeem.h"
+#include "oncegate/store.h"
+#include "token/token_int.h"
 #include "support.h"
 
 /* ===========================================================================
@@ -338,10 +344,121 @@ static void redemption_key_file_codes(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* Removes dir and the files directly in it (the tests below make no
+ * deeper trees). */
+static void rm_dir_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[OG_PATH_MAX];
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* ===========================================================================
+ * Files that hold secrets are their owner's only, whatever the umask, and a
+ * signing key others can read is refused before it is read (docs/design.md,
+ * "Keys, key files and rotation").
+ * ========================================================================= */
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+
+    if (lstat(path, &st) != 0)
+        fail_msg("%s: missing", path);
+    return st.st_mode & 07777;
+}
+
+static void key_and_store_files_are_0600_whatever_the_umask(void **state)
+{
+    char dir[] = "/tmp/og-modes-XXXXXX", db[64], url[80], side[80];
+    unsigned char seed[OG__ED25519_SEED];
+    og_keygen_result r;
+    og_store *s = NULL;
+    sqlite3 *h;
+    mode_t old;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    memset(seed, 0x6d, sizeof seed);
+    old = umask(0); /* the widest: only explicit modes protect anything */
+    assert_int_equal(og__keygen_seed("iss", dir, seed, &r), 0);
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", db);
+    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
+    assert_int_equal(og_store_open(url, NULL, &s), 0);
+    /* A writer holds the WAL and the shared-memory index open. */
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "PRAGMA journal_mode=WAL;"
+                                     "CREATE TABLE t_modes(x);"
+                                     "INSERT INTO t_modes VALUES (1);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    umask(old);
+    assert_int_equal(mode_of(r.private_path), 0600);
+    assert_int_equal(mode_of(r.public_path), 0644); /* public, by design */
+    assert_int_equal(mode_of(db), 0600);
+    snprintf(side, sizeof side, "%s-wal", db);
+    assert_int_equal(mode_of(side), 0600);
+    snprintf(side, sizeof side, "%s-shm", db);
+    assert_int_equal(mode_of(side), 0600);
+    sqlite3_close(h);
+    og_store_free(s);
+
+    /* An existing store file keeps the mode it has. */
+    assert_int_equal(chmod(db, 0640), 0);
+    assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
+    assert_int_equal(mode_of(db), 0640);
+    rm_dir_files(dir);
+}
+
+static void signing_key_readable_by_others_is_refused(void **state)
+{
+    static const mode_t open_modes[] = {0640, 0604, 0620, 0602, 0660, 0644,
+                                        0610};
+    char dir[] = "/tmp/og-keymode-XXXXXX";
+    unsigned char seed[OG__ED25519_SEED];
+    og_keygen_result r;
+    og_signer *sg = NULL;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    memset(seed, 0x5f, sizeof seed);
+    assert_int_equal(og__keygen_seed("iss", dir, seed, &r), 0);
+    for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
+        assert_int_equal(chmod(r.private_path, open_modes[i]), 0);
+        if (og_signer_load_file(r.private_path, &sg) != OG_EKEY_MODE)
+            fail_msg("mode %04o: not refused as key.mode_too_open",
+                     (unsigned)open_modes[i]);
+        assert_null(sg);
+    }
+    assert_string_equal(og_err_name(OG_EKEY_MODE), "key.mode_too_open");
+    /* 0600 and 0400 load; the public key needs no such care. */
+    assert_int_equal(chmod(r.private_path, 0400), 0);
+    assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
+    og_signer_free(sg);
+    sg = NULL;
+    assert_int_equal(chmod(r.private_path, 0600), 0);
+    assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
+    og_signer_free(sg);
+    rm_dir_files(dir);
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
         cmocka_unit_test(secret_key_file_table),
+        cmocka_unit_test(key_and_store_files_are_0600_whatever_the_umask),
+        cmocka_unit_test(signing_key_readable_by_others_is_refused),
         cmocka_unit_test(redemption_key_file_codes),
         cmocka_unit_test(operation_id_mac),
         cmocka_unit_test(operation_id_mac_key_file),
