@@ -49,7 +49,7 @@ check "expired on the store clock" 1 "$OG" admit --store "$S" --issuer support-a
 expect_err "deadline reason logged" 'reason=admission_deadline_passed'
 check "bad amount" 2 admit --grant-id g-3 --operation-id $OP2 --amount 1e5
 expect_out "bad amount code" '"error":"input.amount_invalid"'
-# issue 17: an amount finer than its currency's minor units (ISO 4217)
+# An amount finer than its currency's minor units (ISO 4217)
 check "amount finer than USD" 2 admit --grant-id g-3 --operation-id $OP2 --amount 0.001
 expect_out "finer amount code" '"error":"input.amount_minor_units"'
 check "amount finer than JPY" 2 admit --grant-id g-3 --operation-id $OP2 --amount 1.5 --currency JPY
@@ -254,7 +254,7 @@ check "grant issue amount finer than USD" 2 gissue --amount 0.001
 expect_out "grant issue finer amount code" '"error":"input.amount_minor_units"'
 check "grant issue amount finer than JPY" 2 gissue --amount 1.5 --currency JPY
 expect_out "grant issue finer yen code" '"error":"input.amount_minor_units"'
-# issue 17: a signing key others may read is refused, naming the code only
+# A signing key others may read is refused, naming the code only
 chmod 0640 "$PRIV"
 check "grant issue with a key others may read" 78 gissue
 expect_out "open key code" '"error":"key.mode_too_open"'

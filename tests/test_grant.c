@@ -550,7 +550,7 @@ static const gcase cases[] = {
     {.name = "prm currency lower case",
      .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"250\",\"currency\":\"usd\"}}",
      .want = OG_EGRANT_MALFORMED},
-    /* Issue 17: a grant's amount fits its currency's minor units. */
+    /* A grant's amount fits its currency's minor units. */
     {.name = "prm amount finer than USD",
      .patch = "{\"prm\":{\"account\":\"A-1187\",\"amount\":\"0.001\",\"currency\":\"USD\"}}",
      .req = {.amount = "0.001"}, .want = OG_EGRANT_MALFORMED},
@@ -913,7 +913,7 @@ static void sign_round_trip(void **state)
         assert_null(t);
     }
     /* An amount finer than its currency is never signed, and the issuer
-     * is told why (issue 17); whole yen and a cent are. */
+     * is told why; whole yen and a cent are. */
     {
         og_grant_claims fine = {.iss = ISSUER, .jti = "g", .iat = NOW,
                                 .exp = NOW + 1, .sub = "s", .aud = "a",
@@ -940,7 +940,7 @@ static void sign_round_trip(void **state)
     og_signer_free(NULL);
 }
 
-/* Issue 17: grants are typed explicitly. A legacy grant (typ "JWT", any
+/* Grants are typed explicitly. A legacy grant (typ "JWT", any
  * case, or none) passes only while the policy accepts legacy types (the
  * rollout, docs/design.md "Explicit token type"); with it off, it is
  * grant.wrong_type and admits nothing, while oncegate-grant+jwt passes
@@ -1416,7 +1416,7 @@ static void fixture_key_and_fuzz_seeds(void **state)
     snprintf(path, sizeof path,
              "%s/rfc8037-test." RFC_KID OG_KEY_PRIVATE_SUFFIX, dir);
     /* A checkout gives the committed file its default mode: a signing key
-     * others may read, refused as one (issue 17); a 0600 copy loads. */
+     * others may read, refused as one; a 0600 copy loads. */
     {
         struct stat st;
         char copy[] = "/tmp/og-fixture-XXXXXX";

@@ -627,7 +627,7 @@ void error_codes_were_appended(void **state)
         {OG_EPAYOUT_ALREADY_SETTLED, "decision_already_settled"},
         {OG_EPAYOUT_APPROVER_IS_REQUESTER, "approver_is_requester"},
         {OG_EPAYOUT_SETTLE_STALE, "decision_stale"},
-        /* issue 17: an amount finer than its currency, a token's type */
+        /* the input rules: an amount finer than its currency, a token's type */
         {OG_EAMOUNT_MINOR_UNITS, "input.amount_minor_units"},
         {OG_EGRANT_TYPE, "grant.wrong_type"},
     };

@@ -171,7 +171,7 @@ static void test_currency(void **state)
  * Amounts
  * ========================================================================= */
 
-/* Issue 17: an amount finer than its currency's ISO 4217 minor units is
+/* An amount finer than its currency's ISO 4217 minor units is
  * refused with one code, whatever the route (og_amount_check is what the
  * grant, operation and CLI paths call; the payout terms give the same code,
  * tests/test_payout_terms.c). */

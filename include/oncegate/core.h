@@ -237,7 +237,7 @@ extern "C" {
     X(PAYOUT_SETTLE_STALE, "decision_stale",                                   \
       "the payout moved past the version the decision to settle evaluated: "   \
       "submit it again")                                                       \
-    /* Issue 17's input rules: an amount finer than its currency, a token  \
+    /* The input rules: an amount finer than its currency, a token  \
      * of another type. */                                                   \
     X(AMOUNT_MINOR_UNITS, "input.amount_minor_units",                          \
       "amount has more fraction digits than its currency's ISO 4217 minor "    \

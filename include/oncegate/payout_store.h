@@ -263,7 +263,7 @@ OG_MUST_CHECK int og_payout_get(og_store *s, const char *payout_id,
                                 og_payout_view *out);
 
 /* ---------------------------------------------------------------------------
- * A payout's history (issue 15: what an operator's `oncegate payout show`
+ * A payout's history (what an operator's `oncegate payout show`
  * reads): the payout_events rows the writes above append, one per step.
  * ------------------------------------------------------------------------- */
 

@@ -352,7 +352,7 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "`operation_mac` for its grant (403 `operation_mac_required` or "
      "`operation_mac_invalid`), so only ids this service handed out are "
      "admitted. Requires `operation_ids.mac_key_file`."},
-    /* ---- tokens: the grant token's explicit type (issue 17) ---- */
+    /* ---- tokens: the grant token's explicit type ---- */
     {"tokens", OG_CFG_OBJECT, 0, 0, NULL, AT(tokens_accept_legacy_typ),
      "Grant tokens (docs/design.md, \"Explicit token type\"; the `tokens.` "
      "row below). Grants are issued with `typ` `oncegate-grant+jwt`, "

@@ -450,7 +450,7 @@ void grant_refused_by_validation_is_403_with_its_reason_and_changes_nothing(
 }
 
 /* ===========================================================================
- * Issue 17: amounts fit their currency's minor units (ISO 4217) on every
+ * Amounts fit their currency's minor units (ISO 4217) on every
  * route that takes one, refused with input.amount_minor_units before the
  * grant, the signer and the store.
  * ========================================================================= */
@@ -520,7 +520,7 @@ void amount_finer_than_its_currency_is_400_amount_minor_units(void **state)
 }
 
 /* ===========================================================================
- * Issue 17: grants carry an explicit type. The validator compares typ
+ * Grants carry an explicit type. The validator compares typ
  * case-insensitively; another type is 403 grant.wrong_type and changes
  * nothing; a legacy grant (typ "JWT", or none) is accepted while
  * tokens.accept_legacy_typ is true (the default) and refused when false.

@@ -581,7 +581,7 @@ void dev_banner_payout_steps_run_as_printed_and_pay_once(void **state)
 }
 
 /* ===========================================================================
- * Issue 17: what serve --dev creates is its owner's only, whatever the
+ * What serve --dev creates is its owner's only, whatever the
  * umask: the directories 0700, every file 0600 — the store and its -wal and
  * -shm, the keys, the credentials, the sandbox's state.
  * ========================================================================= */

@@ -677,7 +677,7 @@ void payout_writes_are_503_retry_later_while_the_store_is_down(void **state)
 }
 
 /* ===========================================================================
- * Issue 17: an amount finer than its currency's minor units is refused with
+ * An amount finer than its currency's minor units is refused with
  * input.amount_minor_units on every payout route that takes one (a draft,
  * its edit, the clerk's submission), before anything is written.
  * ========================================================================= */

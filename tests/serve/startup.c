@@ -213,7 +213,7 @@ void table_retention_shorter_than_config_refuses_to_start(void **state)
 }
 
 /* ===========================================================================
- * Issue 17: a signing key that group or others can read refuses to start,
+ * A signing key that group or others can read refuses to start,
  * naming the setting, the file and its mode (never a byte of the key); the
  * same file at 0600 starts.
  * ========================================================================= */
