@@ -14,7 +14,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1226,24 +1225,6 @@ static char *read_all(const char *path)
     return b;
 }
 
-static void rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[OG_PATH_MAX];
-
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static void keygen_files_and_rotation(void **state)
 {
     char dir[] = "/tmp/og-keys-XXXXXX";
@@ -1335,7 +1316,7 @@ static void keygen_files_and_rotation(void **state)
         og_keyset_free(k);
     }
     umask(old);
-    rm_rf(dir);
+    t_rm_dir_files(dir);
 }
 
 static void keygen_never_overwrites(void **state)
@@ -1378,7 +1359,7 @@ static void keygen_never_overwrites(void **state)
     assert_int_equal(og__keygen_seed(NULL, dir, seed, &r2), OG_EISSUER);
     assert_int_equal(og_keygen("iss", "/nonexistent/og", &r2), OG_EKEY_IO);
     assert_int_equal(og_keygen("iss", "/dev/null", &r2), OG_EKEY_IO);
-    rm_rf(dir);
+    t_rm_dir_files(dir);
 }
 
 /* ===========================================================================

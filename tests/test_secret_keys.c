@@ -15,7 +15,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,26 +343,6 @@ static void redemption_key_file_codes(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
-/* Removes dir and the files directly in it (the tests below make no
- * deeper trees). */
-static void rm_dir_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[OG_PATH_MAX];
-
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* ===========================================================================
  * Files that hold secrets are their owner's only, whatever the umask, and a
  * signing key others can read is refused before it is read (docs/design.md,
@@ -418,7 +397,7 @@ static void key_and_store_files_are_0600_whatever_the_umask(void **state)
     assert_int_equal(chmod(db, 0640), 0);
     assert_int_equal(og_store_migrate(url, NULL, NULL, NULL), 0);
     assert_int_equal(mode_of(db), 0640);
-    rm_dir_files(dir);
+    t_rm_dir_files(dir);
 }
 
 static void signing_key_readable_by_others_is_refused(void **state)
@@ -450,7 +429,7 @@ static void signing_key_readable_by_others_is_refused(void **state)
     assert_int_equal(chmod(r.private_path, 0600), 0);
     assert_int_equal(og_signer_load_file(r.private_path, &sg), 0);
     og_signer_free(sg);
-    rm_dir_files(dir);
+    t_rm_dir_files(dir);
 }
 
 int main(void)

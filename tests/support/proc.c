@@ -4,6 +4,7 @@
  * suite's recovery tests): spawn with output in files, wait for the ready
  * line, stop, run to completion, read logs. See support.h.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -80,6 +81,24 @@ bool t_file_wait_for(const char *path, const char *needle, int timeout_ms)
         t_sleep_ms(50);
     } while (t_now_ms() < deadline);
     return false;
+}
+
+void t_rm_dir_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[4096];
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
 }
 
 /* In the child between fork and exec: only async-signal-safe calls. */

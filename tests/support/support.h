@@ -66,6 +66,9 @@ char *t_slurp(const char *path, size_t *len);
 /* Polls the file at path until it contains needle: true, or false after
  * timeout_ms (it looks at least once). */
 bool t_file_wait_for(const char *path, const char *needle, int timeout_ms);
+/* Removes dir and the files directly in it (not deeper trees); quietly
+ * does nothing when dir is missing. */
+void t_rm_dir_files(const char *dir);
 
 /* ---------------------------------------------------------------------------
  * Processes
