@@ -110,6 +110,7 @@ REGISTRY = {
     'HE': ('src/serve/edge.c', "the HTTP edge's connections: early "
            'refusals, deadlines, caps'),
     'RL': ('src/serve/ratelimit.h', "the edge's token buckets"),
+    'OC': ('src/serve/console.c', 'the operator console'),
     # the sandbox provider
     'SC': ('src/sandbox/core.c', "the sandbox's requests and decisions"),
     'SB': ('src/sandbox/store.c', "the sandbox's store"),
@@ -141,7 +142,7 @@ NOT_LABELS = {'C89', 'C99', 'C11', 'C17', 'C23', 'P50', 'P90', 'P95', 'P99'}
 TREES = ('include', 'lib', 'src', 'tests', 'fuzz', 'bench', 'tools',
          'scripts', 'docs', 'providers', '.ci')
 TOP_FILES = ('meson.build', 'meson_options.txt', 'README.md')
-SKIP_DIRS = ('corpus', 'vectors', 'fixtures')
+SKIP_DIRS = ('corpus', 'vectors', 'fixtures', 'node_modules')
 SELF = 'tools/check_labels.py'  # holds the registry: every prefix by name
 
 C_SUFFIXES = ('.c', '.h', '.inc')

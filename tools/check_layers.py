@@ -154,7 +154,8 @@ def layer_of(rel):
 def sources(root):
     for tree in TREES:
         for d, dirs, files in os.walk(os.path.join(root, tree)):
-            dirs.sort()
+            # npm's packages (tests/console) are not ours
+            dirs[:] = sorted(x for x in dirs if x != 'node_modules')
             for f in sorted(files):
                 if f.endswith(SUFFIXES):
                     yield os.path.relpath(os.path.join(d, f), root)

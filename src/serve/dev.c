@@ -1176,10 +1176,13 @@ void og_srv_dev_banner(FILE *f, const og_srv_config *c, const char *dir,
             "oncegate: development mode - NOT FOR PRODUCTION (API keys in a "
             "plain file, plain HTTP, issuer and audience %s)\n"
             "  url          %s\n"
+            "  console      %s/console (sign in with the operator's key: "
+            "OG_OPERATOR_KEY below)\n"
             "  data dir     %s\n"
             "  credentials  %s/" OG_DEV_CREDENTIALS
             " (mode 0600; API keys are never printed)\n",
-            c && c->issuer ? c->issuer : OG_DEV_ISSUER, url, shown, shown);
+            c && c->issuer ? c->issuer : OG_DEV_ISSUER, url, url, shown,
+            shown);
     if (sb && sb->pid > 0)
         fprintf(f, "  provider     %s: " OG_SANDBOX_BIN ", started beside "
                    "this instance (state and log %s/" DEV_SANDBOX_STATE

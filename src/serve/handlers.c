@@ -990,13 +990,14 @@ static int64_t query_int(const char *text, int64_t max)
     return *end || v < 0 || v > max ? -1 : v;
 }
 
-/* GET /v1/admin/operations?status=…&older_than_seconds=…&limit=… */
+/* GET /v1/admin/operations?status=…&kind=…&older_than_seconds=…&limit=… */
 static int h_admin_list(og_http_req *r)
 {
     og_srv *srv = r->srv;
     const char *qs = og_http_query(r, "status");
     const char *qo = og_http_query(r, "older_than_seconds");
     const char *ql = og_http_query(r, "limit");
+    const char *qk = og_http_query(r, "kind");
     og_op_filter f = {OG_OP_BIT(OG_OP_UNKNOWN) |
                           OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
                       false, 0, 100, 0};
@@ -1018,6 +1019,16 @@ static int h_admin_list(og_http_req *r)
                    0;
         f.created_before_us = now - v * 1000000;
     }
+    if (qk) {
+        if (strcmp(qk, og_op_kind_name(OG_OP_KIND_CREDIT)) == 0)
+            f.kinds = OG_OP_KIND_BIT(OG_OP_KIND_CREDIT);
+        else if (strcmp(qk, og_op_kind_name(OG_OP_KIND_PAYOUT)) == 0)
+            f.kinds = OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT);
+        else
+            return og_http_error(r, 400, "malformed_request",
+                                 "kind: credit or payout", "kind"),
+                   0;
+    }
     if (ql) {
         if ((v = query_int(ql, 1000)) < 1)
             return og_http_error(r, 400, "malformed_request",
@@ -1036,6 +1047,8 @@ static int h_admin_list(og_http_req *r)
         if (!o)
             continue;
         json_object_set_new(o, "caller", json_string(l.v[i].caller_id));
+        json_object_set_new(o, "kind",
+                            json_string(og_op_kind_name(l.v[i].kind)));
         json_object_set_new(o, "age_seconds",
                             json_integer((now - l.v[i].created_at_us) /
                                          1000000));
@@ -1054,6 +1067,7 @@ static json_t *admin_operation_json(og_http_req *r, const og_operation *op)
 
     if (a) {
         json_object_set_new(a, "caller", json_string(op->caller_id));
+        json_object_set_new(a, "kind", json_string(og_op_kind_name(op->kind)));
         if (h)
             json_object_set_new(a, "history", h);
     } else {
@@ -1383,5 +1397,7 @@ const og_route og_routes[] = {
     {"GET", "/healthz", 0, false, false, h_healthz},
     {"GET", "/readyz", 0, false, false, h_readyz},
     {"GET", "/metrics", 0, false, false, h_metrics},
+    {"GET", "/console", 0, false, false, og_h_console},
+    {"GET", "/console/{asset}", 0, false, false, og_h_console_asset},
 };
 const size_t og_n_routes = sizeof og_routes / sizeof og_routes[0];

@@ -674,7 +674,7 @@ static const char *reason_phrase(unsigned status)
 
 char *og_http_req_render(og_http_req *r, bool close, size_t *len)
 {
-    char *body, *out = NULL, head[1024], date[64], num[32];
+    char *body, *out = NULL, head[2048], date[64], num[32];
     size_t blen;
     struct tm tm;
     time_t now = time(NULL);
@@ -708,7 +708,7 @@ char *og_http_req_render(og_http_req *r, bool close, size_t *len)
                   "Content-Length: %zu\r\n"
                   "X-Request-Id: %s\r\n"
                   "Cache-Control: no-store\r\n"
-                  "%s%s%s%s%s"
+                  "%s%s%s%s%s%s"
                   "%s\r\n",
                   r->status, reason_phrase(r->status), date,
                   r->text_type ? r->text_type : "application/json", blen,
@@ -716,6 +716,7 @@ char *og_http_req_render(og_http_req *r, bool close, size_t *len)
                   r->status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
                   r->allow ? "Allow: " : "", r->allow ? r->allow : "",
                   r->allow ? "\r\n" : "", num,
+                  r->extra_headers ? r->extra_headers : "",
                   close ? "Connection: close\r\n" : "");
     if (hn > 0 && (size_t)hn < sizeof head &&
         (out = malloc((size_t)hn + blen + 1))) {

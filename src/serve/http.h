@@ -90,6 +90,8 @@ typedef struct og_http_req {
     const char *text_type;
     int retry_after;             /* > 0: a Retry-After header */
     const char *allow;           /* 405: the Allow header */
+    const char *extra_headers;   /* static header lines ("Name: v\r\n"...),
+                                    the console's (console.c, OC2) */
     bool responded;
     json_t *log;                 /* fields for the request's log line */
 } og_http_req;
@@ -125,6 +127,9 @@ int og_h_payout_submit(og_http_req *r);
 int og_h_payout_approve(og_http_req *r);
 /* payouts: reading (role operator) */
 int og_h_payout_get(og_http_req *r);
+/* The operator console (console.c). */
+int og_h_console(og_http_req *r);
+int og_h_console_asset(og_http_req *r);
 int og_h_payout_backlog(og_http_req *r);
 /* payouts: finance (role operator) */
 int og_h_payout_hold(og_http_req *r);
