@@ -7,6 +7,7 @@
 // page go to OG_ARTIFACTS.
 import { chromium } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { strict as assert } from 'node:assert';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -265,6 +266,48 @@ await test('a_stale_resolution_is_refused_with_the_apis_error', async () => {
   assert.match(text, /Nothing was changed/);
   assert.equal((await opStatus(nr2.op)).status, 'failed', 'the first resolution stands');
   await shot('resolve-stale');
+});
+
+// Makes the store unavailable to the server for ms — SQLite: another
+// process holds the write lock (BEGIN IMMEDIATE); PostgreSQL: the test's own
+// database refuses connections and the server's are ended — and resolves,
+// once it is, to { released }: a promise of the store's return.
+function holdStoreLock(ms) {
+  const target = env('OG_STORE_LOCK');
+  const admin = process.env.OG_TEST_PG_URL || '';
+  const child = ENGINE === 'postgres'
+    ? spawn('sh', ['-c', `psql -qAt "$1" -c "ALTER DATABASE $2 ALLOW_CONNECTIONS false" -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$2'" > /dev/null && echo held && sleep ${ms / 1000}; psql -qAt "$1" -c "ALTER DATABASE $2 ALLOW_CONNECTIONS true"`, 'sh', admin, target])
+    : spawn('python3', ['-c', `import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(${ms / 1000}); c.execute('COMMIT')`, target]);
+  const done = new Promise((res) => child.on('exit', res));
+  return new Promise((res, rej) => {
+    child.stdout.on('data', (d) => { if (/held/.test(String(d))) res({ released: done }); });
+    child.on('error', rej);
+    setTimeout(() => rej(new Error('the store lock was not taken')), 10000);
+  });
+}
+
+await test('a_store_outage_says_nothing_changed_and_a_retry_applies', async () => {
+  await page.goto(URL_ + '/console#/operation/' + xss.op);
+  await page.waitForSelector('#resolve');
+  await page.selectOption('#r-status', 'failed');
+  await page.fill('#r-reason', 'store_outage_retry');
+  await page.fill('#r-evidence', 'retried after a 503');
+  await page.click('#resolve button[type=submit]');
+  await page.waitForSelector('#r-confirm');
+  const { released } = await holdStoreLock(6000);
+  await page.click('#r-confirm');
+  await page.waitForSelector('#resolve-result .msg.error', { timeout: 10000 });
+  const text = await page.textContent('#resolve-result .msg.error');
+  assert.match(text, /The store is unavailable; nothing was changed\. Retry/);
+  await shot('store-unavailable');
+  await released;
+  assert.equal((await opStatus(xss.op)).status, 'needs_reconciliation', 'nothing was changed');
+  await page.click('#resolve button[type=submit]'); // the same request again
+  await page.click('#r-confirm');
+  await page.waitForSelector('.msg.ok');
+  assert.equal((await opStatus(xss.op)).status, 'failed', 'the retry applied');
 });
 
 await test('grants_and_families_are_revoked_with_a_revoker_key', async () => {

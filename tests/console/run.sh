@@ -73,7 +73,12 @@ grep -q "console      $url/console" "$work/serve.out" \
     || { echo "FAIL: the dev banner does not print the console's URL"; cat "$work/serve.out"; exit 1; }
 eval "$("$bin" dev-env --data-dir "$work/dev")"
 
-OG_URL=$url OG_SANDBOX=$sandbox OG_CHROMIUM=$chromium OG_ARTIFACTS=$artifacts \
+if [ "$engine" = postgres ]; then
+    OG_STORE_LOCK=$db
+else
+    OG_STORE_LOCK="$work/dev/oncegate.db"
+fi
+OG_STORE_LOCK=$OG_STORE_LOCK OG_URL=$url OG_SANDBOX=$sandbox OG_CHROMIUM=$chromium OG_ARTIFACTS=$artifacts \
 OG_ENGINE=$engine OG_OPERATOR_KEY=$OG_OPERATOR_KEY OG_ISSUER_KEY=$OG_ISSUER_KEY \
 OG_AGENT_KEY=$OG_AGENT_KEY OG_REVOKER_KEY=$OG_REVOKER_KEY OG_CLERK_KEY=$OG_CLERK_KEY \
     node "$here/console.test.mjs"
