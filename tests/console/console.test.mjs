@@ -438,6 +438,26 @@ await test('phone_width_and_keyboard', async () => {
   assert.ok(seen.includes('f-kind'), 'the filter is reachable: ' + seen.join(','));
 });
 
+await test('times_show_utc_and_the_viewers_zone', async () => {
+  const ctx = await browser.newContext({ timezoneId: 'Asia/Kolkata' });
+  const p2 = await ctx.newPage();
+  await p2.goto(URL_ + '/console');
+  await p2.fill('#apikey', KEYS.operator);
+  await p2.click('#signin button[type=submit]');
+  await p2.waitForSelector('#backlog-filter');
+  await p2.goto(URL_ + '/console#/operation/' + lost.op);
+  await p2.waitForSelector('#timeline');
+  const created = await p2.locator('dl.kv time').first().textContent();
+  assert.ok(created, 'the page: ' + await p2.textContent('main'));
+  assert.match(created, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(.*Asia\/(Kolkata|Calcutta)\)$/); // ICU may give its old name
+  // 05:30 ahead of UTC: the two readings differ by that much
+  const [, utcH, utcM] = /(\d\d):(\d\d):\d\d UTC/.exec(created);
+  const [, locH, locM] = /, (\d\d):(\d\d):\d\d Asia/.exec(created);
+  const diff = ((Number(locH) * 60 + Number(locM)) - (Number(utcH) * 60 + Number(utcM)) + 1440) % 1440;
+  assert.equal(diff, 330);
+  await ctx.close();
+});
+
 await test('sign_out_forgets_the_key', async () => {
   await page.click('#signout');
   await page.waitForSelector('#apikey');
