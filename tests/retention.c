@@ -971,14 +971,15 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
 
 /* Takes e's store, at the current schema (8) and readable, back to schema
  * `version` (3 or 4) with its data: the objects of the later migrations and
- * their records dropped by hand (migrations 13, 11, 8 and 7 by
- * t_undo_migration_13, t_undo_migration_11, t_undo_migration_8 and
+ * their records dropped by hand (migrations 15, 13, 11, 8 and 7 by
+ * t_undo_migration_15, t_undo_migration_13, t_undo_migration_11, t_undo_migration_8 and
  * t_undo_migration_7).
  * Every store below 5 is readable (5 records the keys). */
 static void r_back_to(r_env *e, int version)
 {
     char sql[2048];
 
+    t_undo_migration_15(e->raw);
     t_undo_migration_13(e->raw);
     t_undo_migration_11(e->raw);
     t_undo_migration_8(e->raw);
