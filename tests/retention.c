@@ -787,6 +787,11 @@ static void r_payout_pipeline_plans(const char *plan)
          "SEARCH operations USING INDEX operations_recovery_scan_idx "
          "(status=? AND lease_until<?)",
          NULL, "operations"},
+        /* schema 15: the backlog index holds no Admitted row, and the
+         * operators' backlog still reads it */
+        {"### Operators' backlog: Unknown and NeedsReconciliation",
+         "SEARCH operations USING INDEX operations_backlog_idx (status=?)",
+         "using operations_backlog_idx on operations", "operations"},
         {"### Payout sweeper and reconciler: the takeover",
          "SEARCH operations USING PRIMARY KEY (operation_id=?)",
          "using operations_pkey on operations", "operations"},
