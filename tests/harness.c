@@ -591,6 +591,79 @@ void t_undo_migration_7(t_raw *r)
     assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
 }
 
+void t_undo_migration_15(t_raw *r)
+{
+    static const char pg[] =
+        "BEGIN;"
+        " DROP INDEX operations_backlog_idx;"
+        " CREATE INDEX operations_backlog_idx"
+        "   ON operations (status, created_at, operation_id);"
+        " ALTER TABLE operations"
+        "   DROP CONSTRAINT operations_payout_status_check,"
+        "   DROP CONSTRAINT operations_not_started_check,"
+        "   ALTER COLUMN caller_id TYPE text, ALTER COLUMN account_id TYPE text,"
+        "   ALTER COLUMN amount TYPE numeric, ALTER COLUMN currency TYPE text,"
+        "   ALTER COLUMN status TYPE text, ALTER COLUMN owner_version TYPE bigint,"
+        "   ALTER COLUMN provider_reference TYPE text,"
+        "   ALTER COLUMN outcome_reason TYPE text, ALTER COLUMN kind TYPE text,"
+        "   ALTER COLUMN idempotency_key TYPE text,"
+        "   ALTER COLUMN client_reference TYPE text,"
+        "   ALTER COLUMN lookups TYPE bigint,"
+        "   ADD CONSTRAINT operations_caller_id_check"
+        "     CHECK (octet_length(caller_id) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT operations_account_id_check"
+        "     CHECK (octet_length(account_id) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT operations_amount_check CHECK (amount > 0),"
+        "   ADD CONSTRAINT operations_currency_check"
+        "     CHECK (currency ~ '^[A-Z]{3}$'),"
+        "   ADD CONSTRAINT operations_status_check CHECK (status IN"
+        "     ('Admitted','Succeeded','Failed','Unknown','NeedsReconciliation',"
+        "      'Started','NotStarted','NotApplied')),"
+        "   ADD CONSTRAINT operations_owner_version_check"
+        "     CHECK (owner_version >= 1),"
+        "   ADD CONSTRAINT operations_provider_reference_check"
+        "     CHECK (octet_length(provider_reference) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT operations_outcome_reason_check"
+        "     CHECK (octet_length(outcome_reason) BETWEEN 1 AND 64),"
+        "   ADD CONSTRAINT operations_kind_check"
+        "     CHECK (kind IN ('credit','payout')),"
+        "   ADD CONSTRAINT operations_idempotency_key_check"
+        "     CHECK (octet_length(idempotency_key) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT operations_client_reference_check"
+        "     CHECK (octet_length(client_reference) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT operations_lookups_check CHECK (lookups >= 0),"
+        "   ADD CONSTRAINT operations_payout_status_check"
+        "     CHECK (kind = 'payout' OR status NOT IN ('Started','NotStarted')),"
+        "   ADD CONSTRAINT operations_not_started_check"
+        "     CHECK (status <> 'NotStarted' OR owner_version > 1);"
+        " ALTER TABLE grant_consumptions"
+        "   DROP CONSTRAINT grant_consumptions_kind_check2,"
+        "   ALTER COLUMN issuer TYPE text, ALTER COLUMN grant_id TYPE text,"
+        "   ALTER COLUMN kind TYPE text,"
+        "   ADD CONSTRAINT grant_consumptions_issuer_check"
+        "     CHECK (octet_length(issuer) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT grant_consumptions_grant_id_check"
+        "     CHECK (octet_length(grant_id) BETWEEN 1 AND 128),"
+        "   ADD CONSTRAINT grant_consumptions_kind_check"
+        "     CHECK (kind IN ('admission', 'revocation', 'consume')),"
+        "   ADD CONSTRAINT grant_consumptions_kind_check2"
+        "     CHECK ((kind = 'admission') = (operation_id IS NOT NULL));"
+        " DROP DOMAIN og_text128, og_text64, og_amount, og_currency, og_op_status,"
+        "   og_owner_version, og_count, og_op_kind, og_claim_kind;"
+        " DELETE FROM og_schema_migrations WHERE version = 15;"
+        " COMMIT";
+    static const char sq[] =
+        "BEGIN;"
+        " DROP INDEX operations_backlog_idx;"
+        " CREATE INDEX operations_backlog_idx ON operations (status, created_at);"
+        " CREATE INDEX operations_recovery_idx ON operations (lease_until)"
+        "   WHERE status IN ('Admitted', 'Started', 'Unknown');"
+        " DELETE FROM og_schema_migrations WHERE version = 15;"
+        " COMMIT";
+
+    assert_int_equal(t_raw_exec(r, t_kind == T_POSTGRES ? pg : sq), 0);
+}
+
 void t_undo_migration_13(t_raw *r)
 {
     assert_int_equal(

@@ -158,6 +158,14 @@ void t_undo_migration_7(t_raw *r);
  * exactly one, when migrations serialize. */
 int t_concurrent_migrations(const char *url, int n, int from);
 
+/* Puts back what migration 15 (the admission's per-row work) changed —
+ * the backlog index over every status; on PostgreSQL the table CHECKs in
+ * place of the domains, on a readable store; on SQLite the lease index of
+ * the owned statuses — and drops its version row, in one transaction, so a
+ * test can take a store back below schema 15 (then t_undo_migration_13).
+ * Aborts on failure. */
+void t_undo_migration_15(t_raw *r);
+
 /* Drops what migration 13 (the archive's payout attempts by grant) adds
  * and its version row, in one transaction, so a test can take a store
  * back below schema 13 (then t_undo_migration_11; 12's and 14's objects go with

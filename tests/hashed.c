@@ -531,8 +531,8 @@ static void store_mode_is_recorded_in_the_store_and_read_on_open(void **state)
 /* A readable store BELOW schema 5 that is migrated hashed gets its claims
  * rewritten under their keys, in migration 5's transaction: every replay
  * that was refused before is refused after. Below-5 is made by undoing
- * migrations 13, 11, 8, 7, 6 and 5 of a readable store by hand (what they
- * add: t_undo_migration_13, t_undo_migration_11, t_undo_migration_8,
+ * migrations 15, 13, 11, 8, 7, 6 and 5 of a readable store by hand (what
+ * they add or change: t_undo_migration_15, t_undo_migration_13, t_undo_migration_11, t_undo_migration_8,
  * t_undo_migration_7; the redemptions table; the settings row and table,
  * the function; their versions). */
 static void readable_store_below_schema_5_migrated_hashed_keeps_every_claim(
@@ -570,6 +570,7 @@ static void readable_store_below_schema_5_migrated_hashed_keeps_every_claim(
     assert_true(cr.consumed);
     og_store_free(s);
 
+    t_undo_migration_15(raw);
     t_undo_migration_13(raw);
     t_undo_migration_11(raw);
     t_undo_migration_8(raw);

@@ -787,6 +787,11 @@ static void r_payout_pipeline_plans(const char *plan)
          "SEARCH operations USING INDEX operations_recovery_scan_idx "
          "(status=? AND lease_until<?)",
          NULL, "operations"},
+        /* schema 15: the backlog index holds no Admitted row, and the
+         * operators' backlog still reads it */
+        {"### Operators' backlog: Unknown and NeedsReconciliation",
+         "SEARCH operations USING INDEX operations_backlog_idx (status=?)",
+         "using operations_backlog_idx on operations", "operations"},
         {"### Payout sweeper and reconciler: the takeover",
          "SEARCH operations USING PRIMARY KEY (operation_id=?)",
          "using operations_pkey on operations", "operations"},
@@ -971,14 +976,15 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
 
 /* Takes e's store, at the current schema (8) and readable, back to schema
  * `version` (3 or 4) with its data: the objects of the later migrations and
- * their records dropped by hand (migrations 13, 11, 8 and 7 by
- * t_undo_migration_13, t_undo_migration_11, t_undo_migration_8 and
+ * their records dropped by hand (migrations 15, 13, 11, 8 and 7 by
+ * t_undo_migration_15, t_undo_migration_13, t_undo_migration_11, t_undo_migration_8 and
  * t_undo_migration_7).
  * Every store below 5 is readable (5 records the keys). */
 static void r_back_to(r_env *e, int version)
 {
     char sql[2048];
 
+    t_undo_migration_15(e->raw);
     t_undo_migration_13(e->raw);
     t_undo_migration_11(e->raw);
     t_undo_migration_8(e->raw);

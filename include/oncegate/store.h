@@ -115,8 +115,11 @@ OG_MUST_CHECK int og_store_session_bounds(og_store *s,
  * reconciliation (the takeover's instant, lookups and their backoff, when
  * "not found" may be final, late evidence and returns), 12 settlement time
  * zones and the payout policy's current release, 13 an index of the
- * archive's payout attempts by grant (a return's read). */
-#define OG_SCHEMA_VERSION 14
+ * archive's payout attempts by grant (a return's read), 14 approvals that
+ * settle acknowledgments and escalations and drafts' edits, 15 fewer index
+ * entries per admission (the backlog index without the statuses in
+ * flight; SQLite: one recovery index). */
+#define OG_SCHEMA_VERSION 15
 
 /* Applies every migration the store at url lacks, each in its own
  * transaction, serialized against concurrent migrators. On success writes the

@@ -52,6 +52,12 @@
 #define OG__OP_OWNED                                                           \
     (OG_OP_BIT(OG_OP_ADMITTED) | OG_OP_BIT(OG_OP_STARTED) |                    \
      OG_OP_BIT(OG_OP_UNKNOWN))
+/* The statuses the backlog indexes hold from schema 15 (both backends'
+ * schema.c): every status but the two an owner holds in flight. */
+#define OG__OP_BACKLOG                                                         \
+    (OG_OP_BIT(OG_OP_UNKNOWN) | OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION) |        \
+     OG_OP_BIT(OG_OP_SUCCEEDED) | OG_OP_BIT(OG_OP_FAILED) |                    \
+     OG_OP_BIT(OG_OP_NOT_STARTED) | OG_OP_BIT(OG_OP_NOT_APPLIED))
 
 /* ===========================================================================
  * Connection pool (lib/store/pool.c). Thread-safe. Connections are created

@@ -419,7 +419,9 @@ int og__pg_op_resolve(void *impl, const char *operation_id, og_op_status to,
  * predicate of operations_recovery_idx, and one status is an equality,
  * which operations_backlog_idx serves already in order (a one-element
  * ANY is not turned into one, and an array condition gives up the
- * index's order on PostgreSQL 15). The ORDER BY names the table's columns:
+ * index's order on PostgreSQL 15) — from schema 15 a status of
+ * PG_V15_BACKLOG; Admitted or Started alone is read over the recovery
+ * index, whose predicate it proves, and sorted (schema.c, migration 15). The ORDER BY names the table's columns:
  * a bare operation_id would mean the output column, its text. */
 static const char pg_op_list_sql[] =
     "SELECT " PG_OP_COLUMNS("") "\n"

@@ -131,9 +131,15 @@ static int pg_explain_pipeline(og__pg_store *pg, og__pg_conn *c, FILE *out)
                                  OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
     const og_op_filter frecon = {OG_OP_BIT(OG_OP_UNKNOWN), true, 0, 100,
                                  OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
+    /* the operators' backlog (GET /v1/admin/operations, /metrics): over
+     * operations_backlog_idx, which from schema 15 holds no Admitted row */
+    const og_op_filter fbacklog = {OG_OP_BIT(OG_OP_UNKNOWN) |
+                                       OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
+                                   false, 0, 100, 0};
     char sst[PG_STATUSES_MAX], sbefore[24], slimit[16];
     char rst[PG_STATUSES_MAX], rbefore[24], rlimit[16];
-    const char *sweep[6], *recon[6];
+    char bst[PG_STATUSES_MAX], bbefore[24], blimit[16];
+    const char *sweep[6], *recon[6], *backlog[6];
     char now[24], later[24], owner[24];
     const char *payout[1] = {"PAY-explain"};
     const char *day[2] = {"T-explain", "2026-01-15"};
@@ -199,6 +205,8 @@ static int pg_explain_pipeline(og__pg_store *pg, og__pg_conn *c, FILE *out)
          &og__pg_op_scan_stmt, sweep, false},
         {"Payout reconciler: the lapsed Unknown attempts",
          &og__pg_op_scan_stmt, recon, false},
+        {"Operators' backlog: Unknown and NeedsReconciliation, oldest first",
+         &og__pg_op_scan_stmt, backlog, false},
         {"Payout sweeper and reconciler: the takeover",
          &og__pg_op_takeover_stmt, takeover, true},
         {"Payout reconciler: later (og_payout_reconcile_later)",
@@ -217,7 +225,9 @@ static int pg_explain_pipeline(og__pg_store *pg, og__pg_conn *c, FILE *out)
     if ((rc = og__pg_op_list_params(&fsweep, sst, sbefore, slimit, sweep)) !=
             0 ||
         (rc = og__pg_op_list_params(&frecon, rst, rbefore, rlimit, recon)) !=
-            0)
+            0 ||
+        (rc = og__pg_op_list_params(&fbacklog, bst, bbefore, blimit,
+                                    backlog)) != 0)
         return rc;
     for (size_t k = 0; rc == 0 && k < sizeof steps / sizeof steps[0]; k++)
         rc = pg_explain_stmt_as(pg, c, steps[k].title, steps[k].stmt,

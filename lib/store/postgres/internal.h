@@ -138,6 +138,13 @@
  * index). */
 #define PG_V7_TERMINAL "('Succeeded','Failed','NotStarted','NotApplied')"
 #define PG_V7_OWNED "('Admitted','Started','Unknown')"
+/* The statuses operations_backlog_idx holds from migration 15: all but
+ * the two an owner holds in flight (Admitted, Started), which
+ * operations_recovery_idx holds — so an admission inserts into one of the
+ * two indexes, not both (schema.c). */
+#define PG_V15_BACKLOG                                                         \
+    "('Unknown','NeedsReconciliation','Succeeded','Failed','NotStarted',"     \
+    "'NotApplied')"
 
 /* When "not found" is final for a payout attempt (I29, docs/payouts.md
  * P6): its final_absence_after (t: the row's alias prefix) is set and lies

@@ -15,7 +15,8 @@
  * (M11, I9), 6 redemption's (M26, I21, redeem.c), 7 the operation kinds
  * (M22, I17, exec.c), 8-10 the payout store's (M27-M35, I22-I28, payout.c
  * and payout_run.c), 11 a payout attempt's reconciliation (M36, I29,
- * payout_after.c). The SQL functions PG_US, PG_TS and
+ * payout_after.c), 12-14 the payout store's again, 15 the admission's
+ * per-row work: domains and a narrower backlog index (docs/performance.md). The SQL functions PG_US, PG_TS and
  * og_consumption_key() the statements use keep microseconds exact (I5) and
  * the key one implementation (I9).
  */
@@ -618,6 +619,163 @@ static const char pg_migration_14_sql[] =
     "      'reservation-released','job-resubmitted','claimed','resolved','returned',\n"
     "      'edited'));\n";
 
+/* Migration 15: an admission does less work per row (docs/performance.md,
+ * "The admission statement, part by part (SLIM)"). Two changes, each
+ * keeping what it replaces.
+ *
+ * The single-column CHECKs of operations and grant_consumptions become
+ * domains with the same conditions. PostgreSQL reads a table's CHECK
+ * constraints from the catalog's text form and compiles them again for
+ * every statement that writes a row (stringToNode and planning of each,
+ * per execution: about a quarter of the admission's CPU in the backend
+ * for the eighteen it had); a domain's constraints are compiled once per
+ * connection and kept in its type cache. The conditions are the same, and
+ * a domain's are checked on every value assigned to the column — each
+ * insert, each UPDATE that sets it — which is when a table CHECK on one
+ * column can fail. The three CHECKs that tie two columns together stay
+ * table CHECKs. Done without rewriting or scanning either table: the
+ * domains are created without constraints, the columns altered to them
+ * (binary-coercible, so only the indexes whose predicates name status are
+ * built again, as migration 7 built them), and the constraints added NOT
+ * VALID — every stored value already met the table CHECK being dropped,
+ * which checked exactly this, and every value written from now on is
+ * checked; pg_migration_15_validate then validates them after the commit
+ * (a scan per domain of the tables that use it, which holds writes to
+ * that table back while it runs). The two-column CHECKs that name an altered column are dropped
+ * and added again NOT VALID so that the ALTER does not scan, and
+ * validated after the commit (migration 7's validate step for operations,
+ * pg_migration_15_validate for grant_consumptions), under locks that do
+ * not block admissions.
+ *
+ * operations_backlog_idx held every operation, so every admission inserted
+ * an entry into it at the index's right edge (status 'Admitted', the
+ * newest created_at), where all concurrent admissions contend. It now
+ * holds the statuses PG_V15_BACKLOG: every status but the two an owner
+ * holds in flight, Admitted and Started, whose rows operations_recovery_idx
+ * (status, lease_until) holds. Every listing og_op_scan runs still has a
+ * partial index whose predicate its status set proves (I16): a set within
+ * PG_V15_BACKLOG (the operators' backlog, Unknown and NeedsReconciliation;
+ * a terminal status) walks the backlog index in scan order, a set within
+ * PG_V7_OWNED (recovery, the payout sweep) the recovery index, as before.
+ * An outcome write leaves Admitted or Started and is not a HOT update
+ * either way (status is indexed): it inserts into the backlog index then,
+ * as it did. Built again under its name in the migration's transaction,
+ * which blocks admissions until it is built, as migration 7's indexes did.
+ * A readable and a hashed store differ only in grant_consumptions'
+ * columns. */
+static const char pg_migration_15_domains_sql[] =
+    "CREATE DOMAIN og_text128 AS text;        -- 1..128 bytes\n"
+    "CREATE DOMAIN og_text64 AS text;         -- 1..64 bytes\n"
+    "CREATE DOMAIN og_amount AS numeric;      -- > 0\n"
+    "CREATE DOMAIN og_currency AS text;       -- ISO 4217 form\n"
+    "CREATE DOMAIN og_op_status AS text;      -- an operation's status\n"
+    "CREATE DOMAIN og_owner_version AS bigint;   -- >= 1\n"
+    "CREATE DOMAIN og_count AS bigint;        -- >= 0\n"
+    "CREATE DOMAIN og_op_kind AS text;        -- credit or payout\n"
+    "CREATE DOMAIN og_claim_kind AS text;     -- what holds a consumption key\n";
+static const char pg_migration_15_operations_sql[] =
+    "ALTER TABLE operations\n"
+    "  DROP CONSTRAINT operations_caller_id_check,\n"
+    "  DROP CONSTRAINT operations_account_id_check,\n"
+    "  DROP CONSTRAINT operations_amount_check,\n"
+    "  DROP CONSTRAINT operations_currency_check,\n"
+    "  DROP CONSTRAINT operations_status_check,\n"
+    "  DROP CONSTRAINT operations_owner_version_check,\n"
+    "  DROP CONSTRAINT operations_provider_reference_check,\n"
+    "  DROP CONSTRAINT operations_outcome_reason_check,\n"
+    "  DROP CONSTRAINT operations_kind_check,\n"
+    "  DROP CONSTRAINT operations_idempotency_key_check,\n"
+    "  DROP CONSTRAINT operations_client_reference_check,\n"
+    "  DROP CONSTRAINT operations_lookups_check,\n"
+    "  DROP CONSTRAINT operations_payout_status_check,\n"
+    "  DROP CONSTRAINT operations_not_started_check,\n"
+    "  ALTER COLUMN caller_id TYPE og_text128,\n"
+    "  ALTER COLUMN account_id TYPE og_text128,\n"
+    "  ALTER COLUMN amount TYPE og_amount,\n"
+    "  ALTER COLUMN currency TYPE og_currency,\n"
+    "  ALTER COLUMN status TYPE og_op_status,\n"
+    "  ALTER COLUMN owner_version TYPE og_owner_version,\n"
+    "  ALTER COLUMN provider_reference TYPE og_text128,\n"
+    "  ALTER COLUMN outcome_reason TYPE og_text64,\n"
+    "  ALTER COLUMN kind TYPE og_op_kind,\n"
+    "  ALTER COLUMN idempotency_key TYPE og_text128,\n"
+    "  ALTER COLUMN client_reference TYPE og_text128,\n"
+    "  ALTER COLUMN lookups TYPE og_count,\n"
+    "  ADD CONSTRAINT operations_payout_status_check\n"
+    "      CHECK (kind = 'payout' OR status NOT IN ('Started','NotStarted')) NOT VALID,\n"
+    "  ADD CONSTRAINT operations_not_started_check\n"
+    "      CHECK (status <> 'NotStarted' OR owner_version > " PG_STR(OG__INITIAL_OWNER_VERSION) ") NOT VALID;\n"
+    "DROP INDEX operations_backlog_idx;\n"
+    "CREATE INDEX operations_backlog_idx ON operations (status, created_at, operation_id)\n"
+    "    WHERE status IN " PG_V15_BACKLOG ";\n";
+#define PG_MIGRATION_15_CLAIMS_SQL(key_checks, key_columns)                   \
+    "ALTER TABLE grant_consumptions\n"                                         \
+    key_checks                                                                 \
+    "  DROP CONSTRAINT grant_consumptions_kind_check,\n"                       \
+    "  DROP CONSTRAINT grant_consumptions_kind_check2,\n"                      \
+    key_columns                                                                \
+    "  ALTER COLUMN kind TYPE og_claim_kind,\n"                                \
+    "  ADD CONSTRAINT grant_consumptions_kind_check2\n"                        \
+    "      CHECK ((kind = 'admission') = (operation_id IS NOT NULL)) NOT VALID;\n" \
+    "ALTER DOMAIN og_text128 ADD CONSTRAINT og_text128_check\n"                \
+    "  CHECK (octet_length(VALUE) BETWEEN 1 AND 128) NOT VALID;\n"             \
+    "ALTER DOMAIN og_text64 ADD CONSTRAINT og_text64_check\n"                  \
+    "  CHECK (octet_length(VALUE) BETWEEN 1 AND 64) NOT VALID;\n"              \
+    "ALTER DOMAIN og_amount ADD CONSTRAINT og_amount_check CHECK (VALUE > 0) NOT VALID;\n" \
+    "ALTER DOMAIN og_currency ADD CONSTRAINT og_currency_check\n"              \
+    "  CHECK (VALUE ~ '^[A-Z]{3}$') NOT VALID;\n"                              \
+    "ALTER DOMAIN og_op_status ADD CONSTRAINT og_op_status_check\n"            \
+    "  CHECK (VALUE IN " PG_V7_STATUSES ") NOT VALID;\n"                       \
+    "ALTER DOMAIN og_owner_version ADD CONSTRAINT og_owner_version_check\n"    \
+    "  CHECK (VALUE >= 1) NOT VALID;\n"                                        \
+    "ALTER DOMAIN og_count ADD CONSTRAINT og_count_check CHECK (VALUE >= 0) NOT VALID;\n" \
+    "ALTER DOMAIN og_op_kind ADD CONSTRAINT og_op_kind_check\n"                \
+    "  CHECK (VALUE IN ('credit','payout')) NOT VALID;\n"                      \
+    "ALTER DOMAIN og_claim_kind ADD CONSTRAINT og_claim_kind_check\n"          \
+    "  CHECK (VALUE IN ('admission','revocation','consume')) NOT VALID;\n"
+static const char pg_migration_15_claims_sql[] = PG_MIGRATION_15_CLAIMS_SQL(
+    "  DROP CONSTRAINT grant_consumptions_issuer_check,\n"
+    "  DROP CONSTRAINT grant_consumptions_grant_id_check,\n",
+    "  ALTER COLUMN issuer TYPE og_text128,\n"
+    "  ALTER COLUMN grant_id TYPE og_text128,\n");
+static const char pg_migration_15_claims_hashed_sql[] =
+    PG_MIGRATION_15_CLAIMS_SQL("", "");
+
+/* After migration 15 committed, in a transaction of its own, as migration
+ * 7's validate step: grant_consumptions' CHECK left NOT VALID (a scan under
+ * SHARE UPDATE EXCLUSIVE, which claims do not wait for), then each domain
+ * constraint left NOT VALID (ALTER DOMAIN ... VALIDATE CONSTRAINT: a scan
+ * of each table with a column of that domain under a SHARE lock, which
+ * DOES hold writes to that table back while it scans — PostgreSQL
+ * validates a domain no other way). Every migrate runs it, so what a
+ * migrator that died after the commit left is validated by the next;
+ * with nothing left to do it is one catalog read. Until then nothing is
+ * unchecked: the stored values met the dropped table CHECKs, and every
+ * value written meets the domain's. */
+static const char pg_migration_15_validate[] =
+    "DO $og$\n"
+    "DECLARE c record;\n"
+    "BEGIN\n"
+    "  FOR c IN SELECT conname FROM pg_constraint\n"
+    "           WHERE contype = 'c' AND NOT convalidated\n"
+    "             AND conrelid = 'grant_consumptions'::regclass\n"
+    "           ORDER BY 1\n"
+    "  LOOP\n"
+    "    EXECUTE format('ALTER TABLE grant_consumptions VALIDATE CONSTRAINT %I', c.conname);\n"
+    "  END LOOP;\n"
+    "  FOR c IN SELECT contypid::regtype AS dom, conname FROM pg_constraint\n"
+    "           WHERE contype = 'c' AND NOT convalidated AND contypid IN\n"
+    "             ('og_text128'::regtype, 'og_text64'::regtype, 'og_amount'::regtype,\n"
+    "              'og_currency'::regtype, 'og_op_status'::regtype,\n"
+    "              'og_owner_version'::regtype, 'og_count'::regtype,\n"
+    "              'og_op_kind'::regtype, 'og_claim_kind'::regtype)\n"
+    "           ORDER BY 1, 2\n"
+    "  LOOP\n"
+    "    EXECUTE format('ALTER DOMAIN %s VALIDATE CONSTRAINT %I', c.dom, c.conname);\n"
+    "  END LOOP;\n"
+    "END\n"
+    "$og$";
+
 typedef struct pg_migration {
     int version;
     const char *description;
@@ -668,6 +826,13 @@ static const pg_migration pg_migrations[] = {
     {14, "payouts: approvals settle acknowledgments and escalations; "
          "drafts are edited",
      PG_STEPS(pg_migration_14_sql), NULL, NULL},
+    {15, "admission: domains for the single-column checks; the backlog "
+         "index without the statuses in flight",
+     PG_STEPS(pg_migration_15_domains_sql, pg_migration_15_operations_sql,
+              pg_migration_15_claims_sql),
+     PG_STEPS(pg_migration_15_domains_sql, pg_migration_15_operations_sql,
+              pg_migration_15_claims_hashed_sql),
+     pg_migration_15_validate},
 };
 #define PG_MIGRATION_COUNT ((int)(sizeof pg_migrations / sizeof pg_migrations[0]))
 

@@ -36,7 +36,8 @@
  *       is the kind. When the status set lies within
  *       Admitted/Started/Unknown, the recovery scan index's predicate
  *       (SQ_OWNED) is repeated verbatim: SQLite uses a partial index only
- *       when the query's WHERE implies the index's.
+ *       when the query's WHERE implies the index's; from schema 15 a set
+ *       within SQ_BACKLOG repeats the backlog index's predicate so.
  *   Q18 Operation kinds (M22, schema 7): the admission's insert
  *       (og__sq_insert_op_sql) writes no new column (a credit is kind's
  *       DEFAULT); og__sq_op_start_sql is the one write to Started, its
@@ -474,16 +475,19 @@ static int sq_cat(char *sql, size_t n, const char *text)
  * table, never caller text; the creation bound (?1) and the limit (?2)
  * bound. When the set lies within the owned statuses, the recovery scan
  * index's own predicate is repeated verbatim so the planner may use that
- * partial index. Its rows are SQ_OP_COLS (OP_*). */
+ * partial index; else when it lies within SQ_BACKLOG, the backlog index's
+ * (schema 15). Its rows are SQ_OP_COLS (OP_*). */
 int og__sq_op_list_sql(const og_op_filter *f, char *sql, size_t n)
 {
-    const unsigned owned = OG__OP_OWNED;
+    const unsigned owned = OG__OP_OWNED, backlog = OG__OP_BACKLOG;
     int bad = 0;
 
     sql[0] = '\0';
     bad |= sq_cat(sql, n, "SELECT " SQ_OP_COLS " FROM operations WHERE 1");
     if (f->statuses != 0 && (f->statuses & ~owned) == 0)
         bad |= sq_cat(sql, n, " AND status IN " SQ_OWNED);
+    else if (f->statuses != 0 && (f->statuses & ~backlog) == 0)
+        bad |= sq_cat(sql, n, " AND status IN " SQ_BACKLOG);
     if (f->statuses != 0 && f->statuses != owned) {
         const char *sep = " AND status IN (";
 

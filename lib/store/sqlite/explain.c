@@ -89,7 +89,12 @@ int og__sq_explain(void *impl, int batch, FILE *out)
                                  OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
     const og_op_filter frecon = {OG_OP_BIT(OG_OP_UNKNOWN), true, 0, 100,
                                  OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT)};
-    char sweep[2048], recon[2048];
+    /* the operators' backlog (GET /v1/admin/operations, /metrics): over
+     * operations_backlog_idx, which from schema 15 holds no Admitted row */
+    const og_op_filter fbacklog = {OG_OP_BIT(OG_OP_UNKNOWN) |
+                                       OG_OP_BIT(OG_OP_NEEDS_RECONCILIATION),
+                                   false, 0, 100, 0};
+    char sweep[2048], recon[2048], backlog[2048];
     const struct {
         const char *title;
         const char *name; /* the heading's (docs/plans.md) */
@@ -155,6 +160,8 @@ int og__sq_explain(void *impl, int batch, FILE *out)
          "OP_SCAN_SWEEPER", sweep},
         {"Payout reconciler: the lapsed Unknown attempts",
          "OP_SCAN_RECONCILER", recon},
+        {"Operators' backlog: Unknown and NeedsReconciliation, oldest first",
+         "OP_SCAN_BACKLOG", backlog},
         {"Payout sweeper and reconciler: the takeover", "OP_TAKEOVER",
          og__sq_op_takeover_sql},
         {"Payout reconciler: later (og_payout_reconcile_later)",
@@ -173,7 +180,8 @@ int og__sq_explain(void *impl, int batch, FILE *out)
 
     (void)batch; /* a LIMIT value: no bearing on SQLite's plan */
     if (og__sq_op_list_sql(&fsweep, sweep, sizeof sweep) < 0 ||
-        og__sq_op_list_sql(&frecon, recon, sizeof recon) < 0)
+        og__sq_op_list_sql(&frecon, recon, sizeof recon) < 0 ||
+        og__sq_op_list_sql(&fbacklog, backlog, sizeof backlog) < 0)
         return OG_EINTERNAL;
     if ((rc = og__sq_acquire(s, &c)) < 0)
         return rc;

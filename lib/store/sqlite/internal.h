@@ -147,6 +147,12 @@
     "(final_absence_after IS NOT NULL AND taken_at >= final_absence_after"    \
     " AND " SQ_NOW " >= final_absence_after)"
 #define SQ_TERMINAL "('Succeeded', 'Failed', 'NotStarted', 'NotApplied')"
+/* The statuses operations_backlog_idx holds from migration 15: all but
+ * Admitted and Started, which operations_recovery_scan_idx holds (schema.c,
+ * Q17). OG__OP_BACKLOG is the same set as bits. */
+#define SQ_BACKLOG                                                            \
+    "('Unknown', 'NeedsReconciliation', 'Succeeded', 'Failed', 'NotStarted'," \
+    " 'NotApplied')"
 
 /* The statements that claim, read or delete a consumption key are written
  * once each as a template of K, READABLE or HASHED (Q6), and declared in

@@ -639,6 +639,22 @@ typedef struct sq_migration {
     "CREATE UNIQUE INDEX payout_events_returned_key ON payout_events"         \
     "  (payout_id) WHERE kind = 'returned';"
 
+/* Migration 15: the admission writes fewer index entries (docs/performance.md,
+ * "The admission statement, part by part (SLIM)"), as PostgreSQL's
+ * migration 15. operations_recovery_idx (lease_until, partial on the owned
+ * statuses) is dropped: operations_recovery_scan_idx (status, lease_until)
+ * has the same predicate and serves every statement that repeats it (Q17;
+ * the takeover reads by primary key). operations_backlog_idx holds the
+ * statuses SQ_BACKLOG only — every status but Admitted and Started, whose
+ * rows the recovery scan index holds — and og__sq_op_list_sql repeats
+ * that predicate for a set within it, as it repeats SQ_OWNED. An admission
+ * inserts into the recovery scan index alone of the three. */
+#define SQ_MIGRATION_15                                                       \
+    "DROP INDEX operations_recovery_idx;"                                     \
+    "DROP INDEX operations_backlog_idx;"                                      \
+    "CREATE INDEX operations_backlog_idx ON operations (status, created_at)"  \
+    "  WHERE status IN " SQ_BACKLOG ";"
+
 static const sq_migration sq_migrations[] = {
     {1, "grant_consumptions and operations (token form)",
      /* One row per claimed grant key, by an admission or a revocation. */
@@ -901,6 +917,9 @@ static const sq_migration sq_migrations[] = {
          "drafts are edited",
      SQ_STEPS(SQ_MIGRATION_14_DECISIONS, SQ_MIGRATION_14_PAYOUT_EVENTS), NULL,
      NULL},
+    {15, "admission: the backlog index without the statuses in flight; one "
+         "recovery index",
+     SQ_STEPS(SQ_MIGRATION_15), NULL, NULL},
 };
 _Static_assert(sizeof sq_migrations / sizeof sq_migrations[0] ==
                    OG_SCHEMA_VERSION,
