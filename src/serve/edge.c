@@ -51,6 +51,7 @@
 
 #include "http.h"
 #include "ratelimit.h"
+#include "refusals.h"
 #include "wire.h"
 
 #define READ_CHUNK 16384
@@ -625,7 +626,11 @@ int og_http_start(og_srv *srv, og_edge **out, int *port, char *err,
     }
     if (!(e = calloc(1, sizeof *e)) ||
         !(e->src = calloc((size_t)srv->cfg.max_connections, sizeof *e->src)) ||
-        !(srv->limits = og_ratelimit_new(RATE_SLOTS))) {
+        !(srv->limits = og_ratelimit_new(RATE_SLOTS)) ||
+        (srv->cfg.http_refusal_cache > 0 &&
+         !(srv->refusals = og_refusals_new(srv->cfg.http_refusal_cache)))) {
+        og_ratelimit_free(srv->limits);
+        srv->limits = NULL;
         if (e)
             free(e->src);
         free(e);
@@ -663,6 +668,8 @@ fail:
     }
     og_ratelimit_free(srv->limits);
     srv->limits = NULL;
+    og_refusals_free(srv->refusals);
+    srv->refusals = NULL;
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e->src);
@@ -698,6 +705,8 @@ void og_http_stop(og_edge *e)
     close(e->wake[1]);
     og_ratelimit_free(e->srv->limits);
     e->srv->limits = NULL;
+    og_refusals_free(e->srv->refusals);
+    e->srv->refusals = NULL;
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e->src);
