@@ -93,9 +93,8 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "Largest request body accepted; a larger one is 413 `body_too_large` "
      "before any of it is parsed."},
     {"max_connections", OG_CFG_INT, 1, 65536, "1024", AT(max_connections),
-     "Concurrent HTTP connections (waiting ones cost no thread: one event "
-     "loop serves them all); one more is answered 503 `retry_later` and "
-     "closed when accepted."},
+     "Concurrent HTTP connections (a thread each); one more is answered "
+     "503 `retry_later` and closed when accepted."},
     {"drain_timeout_ms", OG_CFG_MS, 0, 600000, "10000", AT(drain_timeout_us),
      "On SIGTERM, how long requests in flight get to finish after the "
      "listening socket closes; then the process exits."},
@@ -130,12 +129,6 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "authenticated a request; one more is answered 429 "
      "`too_many_connections` and closed when accepted. A connection counts "
      "until a request on it authenticates."},
-    {"http.workers", OG_CFG_INT, 0, 1024, "0", AT(http_workers),
-     "Threads that run requests' handlers (the event loop reads, frames "
-     "and keeps the deadlines; docs/http.md, \"Connections\"): a request "
-     "whose body is whole waits for a free one. 0 sizes the pool to the "
-     "store: `pool_size` workers (at least 4), since a handler mostly waits "
-     "for a store connection."},
     {"http.refusal_cache_entries", OG_CFG_SIZE, 0, 1048576, "16384",
      AT(http_refusal_cache),
      "Entries of the refusal cache (docs/http.md, \"The refusal cache\"): "

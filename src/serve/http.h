@@ -199,9 +199,8 @@ char *og_http_req_render(og_http_req *r, bool close, size_t *len);
 void og_http_answer_free(char *text, size_t len);
 void og_http_req_end(og_http_req *r);
 
-/* The HTTP edge (loop.c): a listening socket, one event loop for every
- * connection (at most cfg.max_connections), http.workers threads running
- * the handlers, strict framing (wire.c, edge.c) and deadlines. */
+/* The HTTP edge (edge.c): a listening socket, one thread per connection
+ * (at most cfg.max_connections), strict framing (wire.c) and deadlines. */
 typedef struct og_edge og_edge;
 
 /* Starts listening on cfg.listen_host:listen_port; *port gets the bound
@@ -211,8 +210,8 @@ int og_http_start(og_srv *srv, og_edge **out, int *port, char *err,
 /* Stops accepting (closes the listening socket); connections stay, and
  * answer with Connection: close once srv->draining is set. */
 void og_http_quiesce(og_edge *e);
-/* Closes every connection, waits for the loop and the workers (a
- * handler running ends first), frees e (NULL: a no-op). */
+/* Closes every connection, waits for their threads, frees e (NULL: a
+ * no-op). */
 void og_http_stop(og_edge *e);
 
 /* One connection's byte stream, for og_edge_serve: recv returns > 0

@@ -17,10 +17,8 @@
  *   log.c       one JSON object per line; never a token, key or credential
  *   metrics.c   counters and histograms, Prometheus text format
  *   wire.c      HTTP/1.1 request framing (RFC 9112), a pure core
- *   edge.c      one connection's state machine: early refusals,
- *               deadlines (wire.h, edge.c: why not libmicrohttpd)
- *   loop.c      the connections: one epoll loop, a bounded worker pool,
- *               caps
+ *   edge.c      connections: a thread each, early refusals, deadlines,
+ *               caps (wire.h, edge.c: why not libmicrohttpd)
  *   http.c      the request core: routing, authentication, rate limits
  *               (ratelimit.c), body cap, content type, correlation ids,
  *               the answer's bytes
@@ -156,7 +154,6 @@ typedef struct og_srv_config {
     int http_unauth_per_source; /* unauthenticated connections per source
                                    address */
     size_t http_refusal_cache;  /* refusal cache entries (refusals.h); 0 off */
-    int http_workers;           /* handler threads (loop.c); 0: automatic */
     /* rate_limit.* (http.c): token buckets, per minute and burst. */
     int rl_auth_per_minute, rl_auth_burst;
     int rl_revoke_per_minute, rl_revoke_burst;
