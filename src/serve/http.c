@@ -10,6 +10,8 @@
  * og_http_req_body, og_http_req_run, og_http_req_render); fuzz_http drives
  * the same path from fuzzed bytes.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +298,32 @@ static int header_id_ok(const char *v)
     return og_id_valid(v);
 }
 
+/* A correlation id for a request that brought none: 12 bytes, 8 drawn
+ * once per process and a 4-byte counter, so ids are unique within a
+ * process and unlikely to meet another's. It names a log line, not a
+ * secret: no system call per request for it. */
+static unsigned char cid_prefix[8];
+static atomic_uint_fast32_t cid_seq;
+static pthread_once_t cid_once = PTHREAD_ONCE_INIT;
+
+static void cid_draw(void)
+{
+    randombytes_buf(cid_prefix, sizeof cid_prefix);
+}
+
+static void fresh_correlation_id(unsigned char out[12])
+{
+    uint32_t n;
+
+    pthread_once(&cid_once, cid_draw);
+    memcpy(out, cid_prefix, sizeof cid_prefix);
+    n = (uint32_t)atomic_fetch_add(&cid_seq, 1);
+    out[8] = (unsigned char)(n >> 24);
+    out[9] = (unsigned char)(n >> 16);
+    out[10] = (unsigned char)(n >> 8);
+    out[11] = (unsigned char)n;
+}
+
 og_http_req *og_http_req_begin(og_srv *srv, const char *method,
                                const char *target, const char *source,
                                const char *request_id,
@@ -331,7 +359,7 @@ og_http_req *og_http_req_begin(og_srv *srv, const char *method,
         snprintf(r->correlation_id, sizeof r->correlation_id, "%s",
                  request_id);
     } else {
-        randombytes_buf(rnd, sizeof rnd);
+        fresh_correlation_id(rnd);
         sodium_bin2hex(r->correlation_id, sizeof r->correlation_id, rnd,
                        sizeof rnd);
     }
