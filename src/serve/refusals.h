@@ -13,8 +13,9 @@
  * and an operation id that is not the holder's (RF5); it never admits and
  * never says "unused" (RF6).
  *
- * Memory is bounded: entries slots fixed at creation, direct-mapped (a new
- * entry replaces the one in its slot; an evicted token only misses).
+ * Memory is bounded: entries slots fixed at creation, in sets of 4 (a new
+ * entry takes a free way of its set or replaces the set's oldest; an
+ * evicted token only misses).
  */
 #ifndef OG_SERVE_REFUSALS_H
 #define OG_SERVE_REFUSALS_H
