@@ -120,6 +120,10 @@ static void classify_unclaimed_table(void **state)
                         og_outcome_name(out.outcome), og_refusal_name(out.refusal));
         assert_int_equal(out.outcome, more[i].want);
         assert_int_equal(out.refusal, more[i].why);
+        /* A key held without an operation is held for good: the refusal
+         * cache may keep it, with no holder (docs/design.md, RF1, RF5). */
+        assert_int_equal(out.key_held, more[i].c.present);
+        assert_string_equal(out.held_by, "");
     }
     /* The consume verdict's reasons. */
     {
@@ -161,6 +165,17 @@ static void classify_unclaimed_table(void **state)
                         og_outcome_name(out.outcome), og_refusal_name(out.refusal));
         assert_int_equal(out.outcome, cases[i].want);
         assert_int_equal(out.refusal, cases[i].why);
+        /* key_held only for a key another operation (or a revocation)
+         * holds, with the holder's id (docs/design.md, RF1). */
+        if (out.outcome == OG_OUTCOME_REFUSED && c.present &&
+            (!c.has_operation || strcmp(c.operation_id, r.operation_id) != 0)) {
+            assert_true(out.key_held);
+            assert_string_equal(out.held_by,
+                                c.has_operation ? c.operation_id : "");
+        } else {
+            assert_false(out.key_held);
+            assert_string_equal(out.held_by, "");
+        }
         if (out.outcome == OG_OUTCOME_ALREADY_ADMITTED) {
             assert_memory_equal(&out.operation, &op, sizeof op);
         } else {

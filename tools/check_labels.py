@@ -63,6 +63,8 @@ REGISTRY = {
             '(section 8)'),
     'A-T': ('docs/design.md', 'the admission claims the tests prove '
             '("What the tests prove")'),
+    'RF': ('docs/design.md', 'the refusal cache of `oncegate serve` ("The '
+           'refusal cache")'),
     'R': ('docs/config.md', "the configuration's relations beyond the "
           'timings (generated from src/serve/config.c)'),
     # core: pure logic

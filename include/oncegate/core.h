@@ -548,6 +548,15 @@ typedef struct og_admission {
     og_refusal refusal;     /* OG_REFUSAL_NONE unless outcome is REFUSED */
     og_operation operation; /* valid for ADMITTED and ALREADY_ADMITTED;
                                zeroed for REFUSED */
+    /* REFUSED because the grant's key is held (GRANT_SPENT, GRANT_REVOKED,
+     * GRANT_CONSUMED) and the store read that holder as final (on
+     * PostgreSQL after the read fence, I30): the key stays held until
+     * cleanup, which comes only after the grant's admission deadline.
+     * held_by is the operation id holding it (GRANT_SPENT), "" for a
+     * revocation or the consume verdict. For the caller's own process (the
+     * service's refusal cache, docs/http.md); never told to a client. */
+    bool key_held;
+    char held_by[OG_UUID_LEN + 1];
 } og_admission;
 
 /* ---------------------------------------------------------------------------

@@ -14,8 +14,11 @@
  *       never handed to a credit caller as its own. An operation id is not
  *       a credential: matching the id alone reveals nothing.
  *   AD2 Everything else is REFUSED, and the refusal copies no stored field
- *       into the result, so nothing returned to a caller reveals another
- *       operation. The reason is for logs.
+ *       into the result's operation, so nothing returned to a caller
+ *       reveals another operation. The reason is for logs; key_held and
+ *       held_by (a key present: what holds it) are for the caller's own
+ *       process, the service's refusal cache, which never tells them to a
+ *       client (docs/http.md, "The refusal cache").
  *   AD3 A key held by a revocation or by the consume verdict (no operation
  *       id) is refused even when an operation with the request's id exists
  *       elsewhere.
@@ -79,10 +82,14 @@ void og__classify_unclaimed(const og__admit_req *req,
     if (c->present) {
         if (!c->has_operation) {
             refuse(out, held_by(c)); /* AD3 */
+            out->key_held = true;
             return;
         }
         if (strcmp(c->operation_id, req->operation_id) != 0) {
             refuse(out, OG_REFUSAL_GRANT_SPENT);
+            out->key_held = true;
+            memcpy(out->held_by, c->operation_id,
+                   strnlen(c->operation_id, OG_UUID_LEN));
             return;
         }
         if (op && og__operation_matches(req, op)) {

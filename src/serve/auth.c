@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,12 @@ struct og_srv_auth {
     og_signer *signer;        /* NULL: this instance does not issue */
     char **revoker_ids;       /* ids of principals with the revoker role */
     og_revoke_policy revokers;
+    uint64_t generation;      /* unique per snapshot: og_srv_auth_generation */
 };
+
+/* Snapshots' generations: never reused, so a refusal cached under one
+ * snapshot's keys is never taken for another's (refusals.h, RF3). */
+static atomic_uint_fast64_t generations;
 
 static void auth_free(og_srv_auth *a)
 {
@@ -104,6 +110,7 @@ int og_srv_auth_build(const og_srv_config *c, const og_principal *principals,
         return OG_ENOMEM;
     pthread_mutex_init(&a->mu, NULL);
     a->refs = 1;
+    a->generation = atomic_fetch_add(&generations, 1) + 1;
     if (n_principals > 0) {
         a->principals = calloc(n_principals, sizeof *a->principals);
         a->revoker_ids = calloc(n_principals, sizeof *a->revoker_ids);
@@ -203,6 +210,11 @@ const og_principal *og_srv_auth_lookup(const og_srv_auth *a, const char *key,
 const og_keyset *og_srv_auth_keyset(const og_srv_auth *a)
 {
     return a->keyset;
+}
+
+uint64_t og_srv_auth_generation(const og_srv_auth *a)
+{
+    return a->generation;
 }
 
 const og_signer *og_srv_auth_signer(const og_srv_auth *a)

@@ -129,6 +129,12 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "authenticated a request; one more is answered 429 "
      "`too_many_connections` and closed when accepted. A connection counts "
      "until a request on it authenticates."},
+    {"http.refusal_cache_entries", OG_CFG_SIZE, 0, 1048576, "16384",
+     AT(http_refusal_cache),
+     "Entries of the refusal cache (docs/http.md, \"The refusal cache\"): "
+     "grant tokens the store refused as spent or revoked, replays of which "
+     "are refused again without the signature check or a store round trip "
+     "(about 400 bytes each). 0 turns the cache off."},
     {"rate_limit", OG_CFG_OBJECT, 0, 0, NULL, AT(rl_auth_per_minute),
      "Token buckets (the `rate_limit.` rows below), each kept per principal "
      "and per source address: a request finding its bucket empty is 429 "

@@ -51,6 +51,7 @@
 
 #include "http.h"
 #include "ratelimit.h"
+#include "refusals.h"
 #include "wire.h"
 
 #define READ_CHUNK 16384
@@ -373,28 +374,34 @@ static void on_authenticated(void *ctx)
 
 typedef struct sock_io {
     int fd;
+    int rcv_ms; /* the SO_RCVTIMEO set on fd; -1: none yet */
 } sock_io;
 
+/* One blocking recv bounded by SO_RCVTIMEO: a kept-alive connection's
+ * next request costs one system call, not a poll and a recv. The timeout
+ * is set only when it changes (the idle wait's stays the same from request
+ * to request; a head's or body's deadline shrinks). */
 static long sock_recv(void *ctx, char *buf, size_t n, int timeout_ms)
 {
     sock_io *s = ctx;
-    struct pollfd p = {.fd = s->fd, .events = POLLIN};
 
     if (n == 0)
         return -1;
-    for (;;) {
-        int rc = poll(&p, 1, timeout_ms);
-        ssize_t got;
+    if (timeout_ms != s->rcv_ms) {
+        struct timeval tv = {(time_t)(timeout_ms / 1000),
+                             (suseconds_t)(timeout_ms % 1000) * 1000};
 
-        if (rc == 0)
-            return -2;
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc < 0)
+        if (setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
             return -1;
-        got = recv(s->fd, buf, n, 0);
+        s->rcv_ms = timeout_ms;
+    }
+    for (;;) {
+        ssize_t got = recv(s->fd, buf, n, 0);
+
         if (got < 0 && errno == EINTR)
             continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return -2;
         return got < 0 ? -1 : (long)got;
     }
 }
@@ -424,7 +431,7 @@ static void linger_close(int fd)
     int64_t until = og_http_mono_us() + LINGER_MS * 1000;
     size_t dropped = 0;
     char sink[4096];
-    sock_io s = {fd};
+    sock_io s = {fd, -1};
 
     shutdown(fd, SHUT_WR);
     while (dropped < LINGER_BYTES) {
@@ -443,7 +450,7 @@ static void *conn_main(void *arg)
     econn *c = arg;
     og_edge *e = c->e;
     og_edge_io io;
-    sock_io s = {c->fd};
+    sock_io s = {c->fd, -1};
     int64_t snd_us = e->srv->cfg.http_body_timeout_us;
     struct timeval tv = {(time_t)(snd_us / 1000000),
                          (suseconds_t)(snd_us % 1000000)};
@@ -625,7 +632,11 @@ int og_http_start(og_srv *srv, og_edge **out, int *port, char *err,
     }
     if (!(e = calloc(1, sizeof *e)) ||
         !(e->src = calloc((size_t)srv->cfg.max_connections, sizeof *e->src)) ||
-        !(srv->limits = og_ratelimit_new(RATE_SLOTS))) {
+        !(srv->limits = og_ratelimit_new(RATE_SLOTS)) ||
+        (srv->cfg.http_refusal_cache > 0 &&
+         !(srv->refusals = og_refusals_new(srv->cfg.http_refusal_cache)))) {
+        og_ratelimit_free(srv->limits);
+        srv->limits = NULL;
         if (e)
             free(e->src);
         free(e);
@@ -663,6 +674,8 @@ fail:
     }
     og_ratelimit_free(srv->limits);
     srv->limits = NULL;
+    og_refusals_free(srv->refusals);
+    srv->refusals = NULL;
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e->src);
@@ -698,6 +711,8 @@ void og_http_stop(og_edge *e)
     close(e->wake[1]);
     og_ratelimit_free(e->srv->limits);
     e->srv->limits = NULL;
+    og_refusals_free(e->srv->refusals);
+    e->srv->refusals = NULL;
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e->src);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "refusals.h"
 
 #define OG_DEFAULT_ACTION "credit.apply"
 
@@ -582,7 +583,8 @@ static void execution_answer(og_http_req *r, const og_exec_run *run)
  * operation_ids.require_mac is on. 0 to go on, or -1 with the refusal
  * answered. The MAC itself is never logged: only whether it verified. */
 static int operation_mac_check(og_http_req *r, const char *mac,
-                               const og_validated_grant *v, const char *op_id)
+                               const char *issuer, const char *grant_id,
+                               const char *op_id)
 {
     og_srv *srv = r->srv;
 
@@ -603,8 +605,7 @@ static int operation_mac_check(og_http_req *r, const char *mac,
                       "operation_mac");
         return -1;
     }
-    if (!og_opid_mac_valid(srv->opid_key, v->issuer, v->grant_id, op_id,
-                           mac)) {
+    if (!og_opid_mac_valid(srv->opid_key, issuer, grant_id, op_id, mac)) {
         og_http_log_str(r, "operation_mac", "invalid");
         og_http_error(r, 403, "operation_mac_invalid",
                       "operation_mac is not the one issued for this "
@@ -614,6 +615,44 @@ static int operation_mac_check(og_http_req *r, const char *mac,
     }
     og_http_log_str(r, "operation_mac", "valid");
     return 0;
+}
+
+/* The answer to an admission the store refused (or the refusal cache,
+ * for the store: RF1-RF6 in refusals.h). The reason is for operators; the
+ * caller learns only that this grant is not available, never about
+ * another operation. */
+static void admission_refused(og_http_req *r, og_refusal why)
+{
+    og_metrics_admission(OG_OUTCOME_REFUSED, why);
+    og_http_log_str(r, "outcome", og_outcome_name(OG_OUTCOME_REFUSED));
+    og_http_log_str(r, "refusal", og_refusal_name(why));
+    og_http_error(r, 409, "grant_not_available",
+                  "the grant is spent, revoked, or bound to another "
+                  "operation",
+                  NULL);
+}
+
+/* The refusal cache's answer to this request, before the signature check
+ * (refusals.h, RF2-RF5): 1 answered (the operation MAC checked as the
+ * normal path checks it, then the store's refusal), 0 not. */
+static int refused_from_cache(og_http_req *r, const og_refusals_key *k,
+                              const char *op_id, const char *op_mac)
+{
+    og_refusals_hit hit;
+
+    if (!og_refusals_find(r->srv->refusals, k,
+                          og_srv_auth_generation(r->auth), og_http_now_us(),
+                          op_id, &hit)) {
+        og_metrics_refusal_cache(false);
+        return 0;
+    }
+    og_metrics_refusal_cache(true);
+    og_http_log_str(r, "issuer", hit.issuer);
+    og_http_log_str(r, "grant_id", hit.grant_id);
+    og_http_log_str(r, "refusal_cache", "hit");
+    if (operation_mac_check(r, op_mac, hit.issuer, hit.grant_id, op_id) == 0)
+        admission_refused(r, hit.refusal);
+    return 1;
 }
 
 static int h_operations_post(og_http_req *r)
@@ -629,6 +668,7 @@ static int h_operations_post(og_http_req *r)
     og_exec_admit_req q;
     og_exec_admitted res;
     const og_admission *adm = &res.admission;
+    og_refusals_key rkey;
     json_t *params;
     int rc;
 
@@ -664,13 +704,19 @@ static int h_operations_post(og_http_req *r)
     greq.account = account;
     greq.amount = amount;
     greq.currency = currency;
+    if (srv->refusals) {
+        og_refusals_key_of(srv->refusals, token, greq.caller, action, account,
+                           amount, currency, &rkey);
+        if (refused_from_cache(r, &rkey, op_id, op_mac))
+            return 0;
+    }
     rc = og_grant_verify(og_srv_auth_keyset(r->auth), &srv->policy, token,
                          &greq, og_http_now_us(), &v);
     if (rc != 0)
         return grant_invalid(r, rc), 0;
     og_http_log_str(r, "issuer", v.issuer);
     og_http_log_str(r, "grant_id", v.grant_id);
-    if (operation_mac_check(r, op_mac, &v, op_id) != 0)
+    if (operation_mac_check(r, op_mac, v.issuer, v.grant_id, op_id) != 0)
         return 0;
     /* ONE library call admits from the validated grant (never from the
      * request) and, when this request admitted it and a provider is
@@ -684,18 +730,16 @@ static int h_operations_post(og_http_req *r)
     rc = og_exec_admit(srv->store, srv->provider, &q, &res);
     if (rc != 0)
         return og_http_lib_error(r, rc), 0;
-    og_metrics_admission(adm->outcome, adm->refusal);
-    og_http_log_str(r, "outcome", og_outcome_name(adm->outcome));
     if (adm->outcome == OG_OUTCOME_REFUSED) {
-        /* The reason is for operators; the caller learns only that this
-         * grant is not available, never about another operation. */
-        og_http_log_str(r, "refusal", og_refusal_name(adm->refusal));
-        og_http_error(r, 409, "grant_not_available",
-                      "the grant is spent, revoked, or bound to another "
-                      "operation",
-                      NULL);
+        if (srv->refusals) /* RF1: only a key held for good is kept */
+            og_refusals_put(srv->refusals, &rkey,
+                            og_srv_auth_generation(r->auth), v.expires_at_us,
+                            adm, v.issuer, v.grant_id);
+        admission_refused(r, adm->refusal);
         return 0;
     }
+    og_metrics_admission(adm->outcome, adm->refusal);
+    og_http_log_str(r, "outcome", og_outcome_name(adm->outcome));
     if (res.driven) {
         execution_answer(r, &res.run);
         return 0;

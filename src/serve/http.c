@@ -10,6 +10,8 @@
  * og_http_req_body, og_http_req_run, og_http_req_render); fuzz_http drives
  * the same path from fuzzed bytes.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,12 +298,90 @@ static int header_id_ok(const char *v)
     return og_id_valid(v);
 }
 
+/* A correlation id for a request that brought none: 12 bytes, 8 drawn
+ * once per process and a 4-byte counter, so ids are unique within a
+ * process and unlikely to meet another's. It names a log line, not a
+ * secret: no system call per request for it. */
+static unsigned char cid_prefix[8];
+static atomic_uint_fast32_t cid_seq;
+static pthread_once_t cid_once = PTHREAD_ONCE_INIT;
+
+static void cid_draw(void)
+{
+    randombytes_buf(cid_prefix, sizeof cid_prefix);
+}
+
+static void fresh_correlation_id(unsigned char out[12])
+{
+    uint32_t n;
+
+    pthread_once(&cid_once, cid_draw);
+    memcpy(out, cid_prefix, sizeof cid_prefix);
+    n = (uint32_t)atomic_fetch_add(&cid_seq, 1);
+    out[8] = (unsigned char)(n >> 24);
+    out[9] = (unsigned char)(n >> 16);
+    out[10] = (unsigned char)(n >> 8);
+    out[11] = (unsigned char)n;
+}
+
+/* Each thread keeps the last request it ended, with its body buffer, for
+ * its next one: an og_http_req (2 KB) and a body buffer (1 KB and up) are
+ * glibc "large" requests, and every one of them first consolidates the
+ * fastbins that jansson's small frees fill (malloc_consolidate, several
+ * µs a request in docs/performance.md's profiles). The body is wiped when
+ * a request ends, as before; the spare is freed when its thread ends. */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_ok;
+
+static void spare_free(void *p)
+{
+    og_http_req *r = p;
+
+    free(r->body);
+    free(r);
+}
+
+static void spare_init(void)
+{
+    spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* A zeroed request, keeping a spare's body buffer (wiped). */
+static og_http_req *req_new(void)
+{
+    og_http_req *r;
+    char *body;
+    size_t cap;
+
+    pthread_once(&spare_once, spare_init);
+    if (!spare_ok || !(r = pthread_getspecific(spare_key)))
+        return calloc(1, sizeof *r);
+    pthread_setspecific(spare_key, NULL);
+    body = r->body;
+    cap = r->body_cap;
+    memset(r, 0, sizeof *r);
+    r->body = body;
+    r->body_cap = cap;
+    return r;
+}
+
+/* Frees r (its body already wiped), or keeps it as this thread's spare. */
+static void req_free(og_http_req *r)
+{
+    if (spare_ok && !pthread_getspecific(spare_key) &&
+        pthread_setspecific(spare_key, r) == 0)
+        return;
+    free(r->body);
+    free(r);
+}
+
 og_http_req *og_http_req_begin(og_srv *srv, const char *method,
                                const char *target, const char *source,
                                const char *request_id,
                                const char *content_type)
 {
-    og_http_req *r = calloc(1, sizeof *r);
+    og_http_req *r = req_new();
     const char *ct = content_type, *query = NULL;
     unsigned char rnd[12];
     bool bad_target;
@@ -323,7 +403,7 @@ og_http_req *og_http_req_begin(og_srv *srv, const char *method,
     }
     if (query && !(r->query = strdup(query))) {
         json_decref(r->log);
-        free(r);
+        req_free(r);
         return NULL;
     }
 
@@ -331,7 +411,7 @@ og_http_req *og_http_req_begin(og_srv *srv, const char *method,
         snprintf(r->correlation_id, sizeof r->correlation_id, "%s",
                  request_id);
     } else {
-        randombytes_buf(rnd, sizeof rnd);
+        fresh_correlation_id(rnd);
         sodium_bin2hex(r->correlation_id, sizeof r->correlation_id, rnd,
                        sizeof rnd);
     }
@@ -363,13 +443,11 @@ void og_http_req_end(og_http_req *r)
     json_decref(r->answer);
     json_decref(r->log);
     answer_free(r->text);
-    if (r->body) {
+    if (r->body)
         sodium_memzero(r->body, r->body_cap); /* it may hold a token */
-        free(r->body);
-    }
     og_srv_auth_unref(r->auth);
     free(r->query);
-    free(r);
+    req_free(r);
     og_metrics_inflight(-1);
     if (atomic_fetch_sub(&srv->inflight, 1) == 1) {
         pthread_mutex_lock(&srv->drain_mu);

@@ -33,6 +33,8 @@ typedef struct og_srv {
     pthread_mutex_t drain_mu; /* with drain_cv: inflight reached 0 */
     pthread_cond_t drain_cv;  /* also wakes the background loops */
     struct og_ratelimit *limits; /* the edge's token buckets; NULL: none */
+    struct og_refusals *refusals; /* the refusal cache (refusals.h); NULL:
+                                     off */
 } og_srv;
 
 /* The retention passes (janitor.c): ONE library call each with the

@@ -199,6 +199,13 @@ void og_metrics_rate_limited(int limit, int by)
         bump(&rate_limited[limit][by], 1);
 }
 
+static atomic_uint_fast64_t refusal_cache[2]; /* miss, hit */
+
+void og_metrics_refusal_cache(bool hit)
+{
+    bump(&refusal_cache[hit ? 1 : 0], 1);
+}
+
 void og_metrics_connection_refused(int reason)
 {
     if (reason >= 0 && reason < 2)
@@ -304,6 +311,7 @@ static void render_edge(FILE *f)
 {
     static const char *const rl = "oncegate_rate_limited_total";
     static const char *const cr = "oncegate_http_connections_refused_total";
+    static const char *const rc = "oncegate_refusal_cache_total";
     static const char *const limits[2] = {"auth_failures", "revocations"};
     static const char *const by[2] = {"principal", "source"};
     static const char *const reasons[2] = {"max_connections",
@@ -319,6 +327,10 @@ static void render_edge(FILE *f)
                              "accepted, by reason.");
     for (int i = 0; i < 2; i++)
         sample1(f, cr, "reason", reasons[i], get(&conn_refused[i]));
+    family(f, rc, "counter", "Admission requests looked up in the refusal "
+                             "cache: answered from it (hit) or not (miss).");
+    sample1(f, rc, "result", "hit", get(&refusal_cache[1]));
+    sample1(f, rc, "result", "miss", get(&refusal_cache[0]));
 }
 
 static void render_http(FILE *f)

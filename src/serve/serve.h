@@ -153,6 +153,7 @@ typedef struct og_srv_config {
     int64_t http_idle_timeout_us;   /* a kept-alive connection's wait */
     int http_unauth_per_source; /* unauthenticated connections per source
                                    address */
+    size_t http_refusal_cache;  /* refusal cache entries (refusals.h); 0 off */
     /* rate_limit.* (http.c): token buckets, per minute and burst. */
     int rl_auth_per_minute, rl_auth_burst;
     int rl_revoke_per_minute, rl_revoke_burst;
@@ -399,6 +400,8 @@ const og_principal *og_srv_auth_lookup(const og_srv_auth *a, const char *key,
 
 const og_keyset *og_srv_auth_keyset(const og_srv_auth *a);
 const og_signer *og_srv_auth_signer(const og_srv_auth *a); /* may be NULL */
+/* The snapshot's generation: unique among the snapshots of this process. */
+uint64_t og_srv_auth_generation(const og_srv_auth *a);
 /* Revocation policy: the ids of principals with the revoker role. */
 const og_revoke_policy *og_srv_auth_revokers(const og_srv_auth *a);
 
@@ -487,6 +490,9 @@ void og_metrics_rate_limited(int limit, int by);
  * and closed when accepted. reason: 0 max_connections, 1 the per-source
  * cap on unauthenticated connections. */
 void og_metrics_connection_refused(int reason);
+/* oncegate_refusal_cache_total{result}: a lookup of the refusal cache
+ * (refusals.h) that answered the request (hit) or did not (miss). */
+void og_metrics_refusal_cache(bool hit);
 /* The payout runner whose counters /metrics renders (the oncegate_payout_*
  * families; NULL: none, and they are left out). Borrowed: unregister
  * (NULL) before freeing it. */

@@ -57,6 +57,16 @@ void refusal_reason_is_logged_for_operators_but_not_told_to_the_caller(
     void **state);
 void grant_issuing_without_a_signing_key_is_501(void **state);
 
+/* refusals.c: the refusal cache */
+void replay_refused_from_the_cache_answers_as_the_store_and_the_holder_retries_past_it(
+    void **state);
+void token_one_byte_off_or_another_caller_misses_the_refusal_cache(
+    void **state);
+void revoked_grant_is_refused_from_the_cache_for_every_operation(
+    void **state);
+void refusal_cache_of_one_entry_evicts_and_a_disabled_one_is_never_read(
+    void **state);
+
 /* bad_input.c */
 void malformed_json_is_400_malformed_request_and_changes_nothing(void **state);
 void duplicated_member_is_400_naming_it_and_changes_nothing(void **state);

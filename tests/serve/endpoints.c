@@ -272,19 +272,6 @@ void revoked_family_refuses_its_grants_tickets_and_new_issuance(
     hres_free(&r);
 }
 
-static void admit_rid(hres *r, const srv *s, const char *op, const char *token,
-                      const char *rid)
-{
-    json_t *b = admit_body(op, token);
-    char *text = json_dumps(b, JSON_COMPACT);
-    hreq q = {"POST", s->base, "/v1/operations", KEY(P_AGENT), NULL,
-              "application/json", text, strlen(text), false, rid};
-
-    http_do(&q, r);
-    free(text);
-    json_decref(b);
-}
-
 void refusal_reason_is_logged_for_operators_but_not_told_to_the_caller(
     void **state)
 {

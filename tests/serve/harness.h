@@ -511,6 +511,10 @@ json_t *admit_body(const char *op, const char *token);
 void admit(hres *r, const srv *s, const char *key, const char *op,
            const char *token);
 
+/* admit as agent-1 with X-Request-Id rid (its log line is found by it). */
+void admit_rid(hres *r, const srv *s, const char *op, const char *token,
+               const char *rid);
+
 /* The grant admits operation op now: 202 admitted/admitted. */
 void assert_admits(const srv *s, const char *op, const char *token);
 

@@ -392,6 +392,19 @@ void admit(hres *r, const srv *s, const char *key, const char *op,
     post(r, s, "/v1/operations", key, admit_body(op, token));
 }
 
+void admit_rid(hres *r, const srv *s, const char *op, const char *token,
+               const char *rid)
+{
+    json_t *b = admit_body(op, token);
+    char *text = json_dumps(b, JSON_COMPACT);
+    hreq q = {"POST", s->base, "/v1/operations", KEY(P_AGENT), NULL,
+              "application/json", text, strlen(text), false, rid};
+
+    http_do(&q, r);
+    free(text);
+    json_decref(b);
+}
+
 void assert_admits(const srv *s, const char *op, const char *token)
 {
     hres r;
