@@ -2,7 +2,9 @@
  * admit.c — the admission: the claim and the operation insert as ONE
  * statement, the report of a claim that did not happen (the follow-up
  * read the consume verdict shares, og__pg_consumption), and the read
- * of an operation by id.
+ * of an operation by id. The store's admission method is og__pg_admit, the
+ * group commit (admit_batch.c, B1-B6): og__pg_admit_one below is its batch
+ * of one, and what each row of a batch that falls back runs.
  *
  * It keeps M8-M11 (lib/store/store_int.h); how:
  *
@@ -227,8 +229,8 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  *    statement's snapshot — the columns of pg_unclaimed_sql. A replay or a
  *    same-operation retry meets a key committed before the statement began,
  *    so one round trip answers it (I11). The snapshot can miss a holder that
- *    committed while this statement waited; og__pg_admit() then reads again
- *    with a fresh statement. Reporting only: the claim already decided.
+ *    committed while this statement waited; og__pg_admit_one() then reads
+ *    again with a fresh statement. Reporting only: the claim already decided.
  * Parameters $3 and $5..$12 as in pg_admit_sql; f is the family, K the
  * store's consumption keys (I9). */
 #define PG_ADMIT_TAIL(f, K)                                                    \
