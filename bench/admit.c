@@ -29,6 +29,8 @@
  *                        the library's): 1 admits each alone, one statement
  *                        per admission — the A/B reference of group
  *                        commit.
+ *   --in-flight K        og_store_options.admit_batches_in_flight (1..64;
+ *                        default the library's).
  *
  * Every admission must come back ADMITTED (grant ids are unique per run,
  * thread and iteration; operation ids are fresh random UUIDs). Anything else
@@ -403,7 +405,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: og-bench-admit --store URL --callers N --seconds S\n"
             "                      [--mode api|sqlite-floor|migrate]\n"
-            "                      [--consumption-keys readable|hashed]\n");
+            "                      [--consumption-keys readable|hashed]\n"
+            "                      [--batch-max B] [--in-flight K]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -441,6 +444,7 @@ int main(int argc, char **argv)
         {"mode", required_argument, NULL, 'm'},
         {"consumption-keys", required_argument, NULL, 'k'},
         {"batch-max", required_argument, NULL, 'b'},
+        {"in-flight", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -450,13 +454,19 @@ int main(int argc, char **argv)
     bench_mode mode = MODE_API;
     const char *url = NULL;
     int callers = 0, seconds = 0, opt, status = 1, started = 0;
-    int batch_max = 0; /* 0: the library's default */
+    int batch_max = 0, in_flight = 0; /* 0: the library's defaults */
     og_admit_stats st0, st1;
     bool sync_init = false;
     og_consumption_keys keys = OG_KEYS_AS_STORED;
 
-    while ((opt = getopt_long(argc, argv, "u:c:s:m:k:b:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "u:c:s:m:k:b:f:h", longopts, NULL)) != -1) {
         switch (opt) {
+        case 'f':
+            if (parse_int(optarg, 1, 64, &in_flight) != 0) {
+                fprintf(stderr, "og-bench-admit: --in-flight: 1..64\n");
+                return 2;
+            }
+            break;
         case 'b':
             if (parse_int(optarg, 1, OG_ADMIT_BATCH_MAX, &batch_max) != 0) {
                 fprintf(stderr, "og-bench-admit: --batch-max: 1..%d\n",
@@ -520,6 +530,8 @@ int main(int argc, char **argv)
     opts.consumption_keys = keys;
     if (batch_max > 0)
         opts.admit_batch_max = batch_max;
+    if (in_flight > 0)
+        opts.admit_batches_in_flight = in_flight;
 
     if (mode == MODE_MIGRATE)
         return do_migrate(url, &opts) == 0 ? 0 : 1;

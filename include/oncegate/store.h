@@ -50,7 +50,9 @@ typedef struct og_store_options {
                          concurrent og_admit calls are coalesced into one
                          statement (PostgreSQL) or one transaction
                          (SQLite) of at most this many; 1 admits each
-                         alone (docs/design.md, "Group commit") */
+                         alone (PostgreSQL: no queue at all, every
+                         caller's statement at once, as many as the pool
+                         holds) (docs/design.md, "Group commit") */
     int admit_batches_in_flight; /* PostgreSQL: the most batches of this
                          store object running at once, 1..64; a caller
                          that finds fewer running leads a batch at once,

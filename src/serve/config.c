@@ -96,7 +96,8 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "PostgreSQL, one transaction on SQLite (docs/design.md, \"Group "
      "commit\"). A batch closes when it is full or when no more requests "
      "are waiting, never on a timer; every admission still gets the answer "
-     "it would get alone. 1 admits each request on its own."},
+     "it would get alone. 1 admits each request on its own (PostgreSQL: "
+     "no queue, every request's statement at once, up to `pool_size`)."},
     {"admit_batches_in_flight", OG_CFG_INT, 1, 64, "2",
      AT(admit_batches_in_flight),
      "Group commit on PostgreSQL: the most batches of this instance running "

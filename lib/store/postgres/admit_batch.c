@@ -13,7 +13,9 @@
  *     batch closes when it is full or when nobody else is waiting, and a
  *     lone request runs at once, as a batch of one, through the one-row
  *     statement (og__pg_admit_one) unchanged: batching adds no latency to
- *     it. admit_batch_max = 1 turns batching off.
+ *     it. admit_batch_max = 1 turns batching off: every caller runs the
+ *     one-row statement at once, with no queue and no bound but the pool's,
+ *     as before group commit (each call still counted as a batch of one).
  *  B2 Rows never meet. No two rows of a batch share a grant key (issuer,
  *     grant_id) or an operation id, and all rows of a batch are of one
  *     grant form: a request that would break this stays queued, in order,
@@ -666,6 +668,15 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     pgb_waiter w = {.req = req,
                     .deadline_us = og__pg_mono_us() + pg->timeout_us};
 
+    if (b->max_rows == 1) { /* B1: batching off, no queue */
+        int rc = og__pg_admit_one(pg, req, w.deadline_us, out);
+
+        pthread_mutex_lock(&b->mu);
+        b->stats.batches++;
+        b->stats.rows++;
+        pthread_mutex_unlock(&b->mu);
+        return rc;
+    }
     pthread_mutex_lock(&b->mu);
     if (b->tail != NULL)
         b->tail->next = &w;
