@@ -504,12 +504,16 @@ typedef struct pgb_waiter {
     int64_t deadline_us;
     bool taken; /* in a batch: its result is coming */
     bool done;
+    /* Its own condition variable (CLOCK_MONOTONIC): a finished batch wakes
+     * its own callers and the one caller at the head of the queue, who may
+     * lead next, rather than every waiting thread. */
+    pthread_cond_t cv;
     struct pgb_waiter *next;
 } pgb_waiter;
 
 struct og__pg_batcher {
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    pthread_condattr_t ca; /* CLOCK_MONOTONIC, for the waiters' */
     pgb_waiter *head, *tail;
     int running;   /* batches in flight */
     int in_flight; /* at most this many */
@@ -520,7 +524,6 @@ struct og__pg_batcher {
 og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows)
 {
     og__pg_batcher *b = calloc(1, sizeof *b);
-    pthread_condattr_t ca;
 
     pthread_once(&pgb_sql_once, pgb_sql_join);
     if (b == NULL)
@@ -529,10 +532,8 @@ og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows)
     b->max_rows = max_rows < 1 ? 1 : max_rows > PGB_ROWS_MAX ? PGB_ROWS_MAX
                                                              : max_rows;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_condattr_init(&b->ca);
+    pthread_condattr_setclock(&b->ca, CLOCK_MONOTONIC);
     return b;
 }
 
@@ -540,7 +541,7 @@ void og__pg_batcher_free(og__pg_batcher *b)
 {
     if (b == NULL)
         return;
-    pthread_cond_destroy(&b->cv);
+    pthread_condattr_destroy(&b->ca);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }
@@ -586,6 +587,7 @@ static int pgb_take(og__pg_batcher *b, pgb_waiter **batch, int64_t now)
         if (expired) {
             w->rc = OG_ESTORE_UNAVAILABLE;
             w->done = true;
+            pthread_cond_signal(&w->cv);
             continue;
         }
         w->taken = true;
@@ -607,6 +609,14 @@ static void pgb_unqueue(og__pg_batcher *b, pgb_waiter *w)
         if (b->tail == w)
             b->tail = prev;
     }
+}
+
+/* Wakes the caller at the head of the queue when a batch may start (with
+ * mu): it leads next (B1). */
+static void pgb_wake_head(og__pg_batcher *b)
+{
+    if (b->head != NULL && b->running < b->in_flight)
+        pthread_cond_signal(&b->head->cv);
 }
 
 static struct timespec pgb_abs_mono(int64_t us)
@@ -632,6 +642,7 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
     if (n == 0)
         return;
     b->running++;
+    pgb_wake_head(b); /* another batch may start beside this one */
     pthread_mutex_unlock(&b->mu);
 
     deadline = batch[0]->deadline_us;
@@ -652,6 +663,7 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
         if (rcs[i] == 0)
             batch[i]->res = outs[i];
         batch[i]->done = true;
+        pthread_cond_signal(&batch[i]->cv);
     }
     free(outs);
     b->stats.batches++;
@@ -659,6 +671,7 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
     if (fell_back)
         b->stats.fallbacks++;
     b->running--;
+    pgb_wake_head(b);
 }
 
 int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
@@ -677,6 +690,7 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
         pthread_mutex_unlock(&b->mu);
         return rc;
     }
+    pthread_cond_init(&w.cv, &b->ca);
     pthread_mutex_lock(&b->mu);
     if (b->tail != NULL)
         b->tail->next = &w;
@@ -686,22 +700,23 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     while (!w.done) {
         if (!w.taken && b->running < b->in_flight) {
             pgb_lead(pg, b); /* B1: everything queued now */
-            pthread_cond_broadcast(&b->cv);
             continue;
         }
         if (w.taken) {
-            pthread_cond_wait(&b->cv, &b->mu);
+            pthread_cond_wait(&w.cv, &b->mu);
             continue;
         }
         if (og__pg_mono_us() >= w.deadline_us) {
             pgb_unqueue(b, &w); /* B4: never ran */
             w.rc = OG_ESTORE_UNAVAILABLE;
+            pgb_wake_head(b); /* it may have been woken to lead */
             break;
         }
         struct timespec until = pgb_abs_mono(w.deadline_us);
-        pthread_cond_timedwait(&b->cv, &b->mu, &until);
+        pthread_cond_timedwait(&w.cv, &b->mu, &until);
     }
     pthread_mutex_unlock(&b->mu);
+    pthread_cond_destroy(&w.cv);
     if (w.rc == 0)
         *out = w.res;
     return w.rc;
