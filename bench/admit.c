@@ -3,12 +3,17 @@
  * and the SQLite engine's own floor to compare them with.
  *
  *   og-bench-admit --store URL --callers N --seconds S [--mode MODE]
- *                  [--consumption-keys readable|hashed]
+ *                  [--consumption-keys readable|hashed] [--batch-max B]
  *
  *   --mode api           (default) migrates the store, opens ONE og_store with
  *                        pool_size = N and runs N threads, each admitting
  *                        fresh grants in a loop for S seconds. Prints
  *                          api backend=B callers=N seconds=S admitted=K rate=R/s errors=E
+ *                              batches=N rows_per_batch=M fallbacks=F
+ *                        the last three from og_store_admit_stats over the
+ *                        timed run: the store object's group commit
+ *                        coalesces the N callers' admissions, M is the mean
+ *                        batch size (1.00: every admission alone).
  *   --mode sqlite-floor  the cheapest durable write SQLite can do: N threads,
  *                        one connection each to the file of URL (sqlite:PATH;
  *                        WAL, synchronous=FULL, busy_timeout 5000), each
@@ -20,6 +25,12 @@
  *   --consumption-keys   the keys a store gets when migrated (docs/design.md,
  *                        "Hashed consumption keys"); the api line names the
  *                        keys the store records.
+ *   --batch-max B        og_store_options.admit_batch_max (1..256; default
+ *                        the library's): 1 admits each alone, one statement
+ *                        per admission — the A/B reference of group
+ *                        commit.
+ *   --in-flight K        og_store_options.admit_batches_in_flight (1..64;
+ *                        default the library's).
  *
  * Every admission must come back ADMITTED (grant ids are unique per run,
  * thread and iteration; operation ids are fresh random UUIDs). Anything else
@@ -394,7 +405,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: og-bench-admit --store URL --callers N --seconds S\n"
             "                      [--mode api|sqlite-floor|migrate]\n"
-            "                      [--consumption-keys readable|hashed]\n");
+            "                      [--consumption-keys readable|hashed]\n"
+            "                      [--batch-max B] [--in-flight K]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -431,6 +443,8 @@ int main(int argc, char **argv)
         {"seconds", required_argument, NULL, 's'},
         {"mode", required_argument, NULL, 'm'},
         {"consumption-keys", required_argument, NULL, 'k'},
+        {"batch-max", required_argument, NULL, 'b'},
+        {"in-flight", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -440,11 +454,26 @@ int main(int argc, char **argv)
     bench_mode mode = MODE_API;
     const char *url = NULL;
     int callers = 0, seconds = 0, opt, status = 1, started = 0;
+    int batch_max = 0, in_flight = 0; /* 0: the library's defaults */
+    og_admit_stats st0, st1;
     bool sync_init = false;
     og_consumption_keys keys = OG_KEYS_AS_STORED;
 
-    while ((opt = getopt_long(argc, argv, "u:c:s:m:k:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "u:c:s:m:k:b:f:h", longopts, NULL)) != -1) {
         switch (opt) {
+        case 'f':
+            if (parse_int(optarg, 1, 64, &in_flight) != 0) {
+                fprintf(stderr, "og-bench-admit: --in-flight: 1..64\n");
+                return 2;
+            }
+            break;
+        case 'b':
+            if (parse_int(optarg, 1, OG_ADMIT_BATCH_MAX, &batch_max) != 0) {
+                fprintf(stderr, "og-bench-admit: --batch-max: 1..%d\n",
+                        OG_ADMIT_BATCH_MAX);
+                return 2;
+            }
+            break;
         case 'k':
             if (og_consumption_keys_parse(optarg, &keys) != 0) {
                 fprintf(stderr, "og-bench-admit: --consumption-keys: "
@@ -499,6 +528,10 @@ int main(int argc, char **argv)
     if (callers > 0)
         opts.pool_size = callers;
     opts.consumption_keys = keys;
+    if (batch_max > 0)
+        opts.admit_batch_max = batch_max;
+    if (in_flight > 0)
+        opts.admit_batches_in_flight = in_flight;
 
     if (mode == MODE_MIGRATE)
         return do_migrate(url, &opts) == 0 ? 0 : 1;
@@ -569,6 +602,7 @@ int main(int argc, char **argv)
     }
 
     start_gate_open(&run, started);
+    og_store_admit_stats(run.store, &st0); /* after the warm-ups */
     double t0 = now_mono();
     if (started == callers && !atomic_load(&run.stop)) {
         /* Sleep in short steps so a failing thread ends the run early. */
@@ -587,6 +621,7 @@ int main(int argc, char **argv)
         errors += threads[i].errors;
     }
     double elapsed = now_mono() - t0;
+    og_store_admit_stats(run.store, &st1);
     if (errors > BENCH_ERRORS_SHOWN)
         fprintf(stderr, "og-bench-admit: ... and %" PRIu64 " more errors\n",
                 errors - BENCH_ERRORS_SHOWN);
@@ -597,13 +632,17 @@ int main(int argc, char **argv)
         errors++;
     double rate = elapsed > 0 ? (double)done / elapsed : 0.0;
 
-    if (mode == MODE_API)
+    if (mode == MODE_API) {
+        uint64_t nb = st1.batches - st0.batches, nr = st1.rows - st0.rows;
         printf("api backend=%s keys=%s callers=%d seconds=%d admitted=%" PRIu64
-               " rate=%.1f/s errors=%" PRIu64 "\n",
+               " rate=%.1f/s errors=%" PRIu64 " batches=%" PRIu64
+               " rows_per_batch=%.2f fallbacks=%" PRIu64 "\n",
                og_store_backend(run.store),
                og_consumption_keys_name(og_store_consumption_keys(run.store)),
-               callers, seconds, done, rate, errors);
-    else
+               callers, seconds, done, rate, errors, nb,
+               nb ? (double)nr / (double)nb : 0.0,
+               st1.fallbacks - st0.fallbacks);
+    } else
         printf("floor backend=sqlite callers=%d seconds=%d committed=%" PRIu64
                " rate=%.1f/s errors=%" PRIu64 "\n",
                callers, seconds, done, rate, errors);

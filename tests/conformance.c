@@ -867,6 +867,8 @@ static const size_t t_main_tests_count =
 
 /* The groups of the other files, each an array and its length. */
 /* Backend-specific store-failure tests: failures.c. */
+extern const struct CMUnitTest t_batch_tests[];
+extern const size_t t_batch_tests_count;
 extern const struct CMUnitTest t_failure_tests[];
 extern const size_t t_failure_tests_count;
 extern const struct CMUnitTest t_outage_tests[];
@@ -912,6 +914,7 @@ static const struct t_group {
     {"recovery", "recovery", t_recovery_tests, &t_recovery_tests_count},
     {"retention", "retention", t_retention_tests, &t_retention_tests_count},
     {"failures", "failures", t_failure_tests, &t_failure_tests_count},
+    {"batch", "batch", t_batch_tests, &t_batch_tests_count},
     {"hashed", "hashed", t_hashed_tests, &t_hashed_tests_count},
     {"redemption", "redemption", t_redemption_tests,
      &t_redemption_tests_count},

@@ -98,6 +98,8 @@ REGISTRY = {
     'G': ('lib/store/sqlite/admit.c', "SQLite's group commit"),
     'I': ('lib/store/postgres/', 'what the PostgreSQL backend guarantees, '
           'and how'),
+    'B': ('lib/store/postgres/admit_batch.c', "PostgreSQL's group commit "
+          'of admissions'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

@@ -45,10 +45,27 @@ typedef struct og_store_options {
                          store gets when migration 5 runs; og_store_open and
                          og_store_migrate refuse a store recorded otherwise
                          (OG_ESTORE_KEYS). AS_STORED accepts either. */
+    int admit_batch_max; /* group commit: the most admissions of this store
+                         object one batch holds, 1..OG_ADMIT_BATCH_MAX;
+                         concurrent og_admit calls are coalesced into one
+                         statement (PostgreSQL) or one transaction
+                         (SQLite) of at most this many; 1 admits each
+                         alone (PostgreSQL: no queue at all, every
+                         caller's statement at once, as many as the pool
+                         holds) (docs/design.md, "Group commit") */
+    int admit_batches_in_flight; /* PostgreSQL: the most batches of this
+                         store object running at once, 1..64; a caller
+                         that finds fewer running leads a batch at once,
+                         so a lone admission never waits. SQLite runs one
+                         (one writer). */
 } og_store_options;
 
-/* Fills *o with defaults: og_timings_default(), a pool of 16 and
- * OG_KEYS_AS_STORED. */
+/* The largest og_store_options.admit_batch_max. */
+#define OG_ADMIT_BATCH_MAX 256
+
+/* Fills *o with defaults: og_timings_default(), a pool of 16,
+ * OG_KEYS_AS_STORED, batches of at most 64 admissions and 2 batches in
+ * flight. */
 void og_store_options_default(og_store_options *o);
 
 /* Opens a store from a URL:
@@ -167,6 +184,20 @@ OG_MUST_CHECK int og_store_migrate(const char *url,
  * Thread-safe: any number of threads may call it on one store. */
 OG_MUST_CHECK int og_admit(og_store *s, const og_grant *grant,
                            const og_intent *intent, og_admission *result);
+
+/* What the group commit of one store object did since it opened: batches
+ * run (a lone admission is a batch of one), the admissions they held, and
+ * the rounds that fell back to one statement per admission (a unique
+ * violation on operations aborted the batch's statement). rows / batches
+ * is the mean batch size. */
+typedef struct og_admit_stats {
+    uint64_t batches;
+    uint64_t rows;
+    uint64_t fallbacks;
+} og_admit_stats;
+
+/* Fills *out (zeros for NULL s). */
+void og_store_admit_stats(og_store *s, og_admit_stats *out);
 
 /* Reads the operation with this id. Returns 1 and fills *out when it exists,
  * 0 when it does not, or a negative error (OG_EOPERATION_ID,

@@ -26,6 +26,8 @@ void og_store_options_default(og_store_options *o)
     o->pool_size = 16;
     o->session_bounds_from_role = false;
     o->consumption_keys = OG_KEYS_AS_STORED;
+    o->admit_batch_max = 64;
+    o->admit_batches_in_flight = 2;
 }
 
 /* Picks the backend for url and the target string it gets. */
@@ -58,6 +60,9 @@ static int options_check(const og_store_options *in, og_store_options *out)
     else
         og_store_options_default(out);
     if (out->pool_size < 1 || out->pool_size > 1024)
+        return OG_EINVAL;
+    if (out->admit_batch_max < 1 || out->admit_batch_max > OG_ADMIT_BATCH_MAX ||
+        out->admit_batches_in_flight < 1 || out->admit_batches_in_flight > 64)
         return OG_EINVAL;
     if (out->consumption_keys != OG_KEYS_AS_STORED &&
         out->consumption_keys != OG_KEYS_READABLE &&
@@ -189,6 +194,40 @@ int og_admit(og_store *s, const og_grant *grant, const og_intent *intent,
         return rc;
     *result = res;
     return 0;
+}
+
+int og__admit_batch(og_store *s, int n, const og_grant *g,
+                    const og_intent *in, og_admission *out, int *rcs)
+{
+    og__admit_req *reqs;
+    int rc = 0, i, j;
+
+    if (!s || !g || !in || !out || !rcs || n < 1 || n > OG_ADMIT_BATCH_MAX)
+        return OG_EINVAL;
+    if ((reqs = calloc((size_t)n, sizeof *reqs)) == NULL)
+        return OG_ENOMEM;
+    for (i = 0; i < n && rc == 0; i++)
+        rc = og__admit_req_build(&g[i], &in[i], &reqs[i]); /* S1 */
+    for (i = 0; i < n && rc == 0; i++)
+        for (j = 0; j < i && rc == 0; j++)
+            if (reqs[i].form != reqs[j].form ||
+                strcmp(reqs[i].operation_id, reqs[j].operation_id) == 0 ||
+                (strcmp(reqs[i].issuer, reqs[j].issuer) == 0 &&
+                 strcmp(reqs[i].grant_id, reqs[j].grant_id) == 0))
+                rc = OG_EINVAL;
+    if (rc == 0)
+        rc = s->m->admit_batch(s->impl, reqs, n, out, rcs); /* S3 */
+    free(reqs);
+    return rc;
+}
+
+void og_store_admit_stats(og_store *s, og_admit_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (s)
+        s->m->admit_stats(s->impl, out);
 }
 
 int og_store_check(og_store *s)

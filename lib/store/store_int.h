@@ -770,6 +770,15 @@ typedef int og__store_explain_fn(void *impl, int batch, FILE *out);
  * zero rows the follow-up read and og__classify_unclaimed() (M9, M10). */
 typedef int og__store_admit_fn(void *impl, const og__admit_req *req,
                                og_admission *out);
+/* reqs[0..n) (1..OG_ADMIT_BATCH_MAX, of one form, no two sharing a grant
+ * key or an operation id: store.c checks) admitted as ONE batch of the
+ * group commit, bypassing the queue: the test hook og__admit_batch. rcs[i]
+ * is what og__store_admit_fn would return for row i, outs[i] its answer.
+ * 0, or OG_EINVAL. */
+typedef int og__store_admit_batch_fn(void *impl, const og__admit_req *reqs,
+                                     int n, og_admission *outs, int *rcs);
+/* The group commit's counters (og_store_admit_stats). */
+typedef void og__store_admit_stats_fn(void *impl, og_admit_stats *out);
 /* An operation by canonical id: 1 found, 0 not, negative error. */
 typedef int og__store_operation_get_fn(void *impl, const char *operation_id,
                                        og_operation *out);
@@ -1143,6 +1152,8 @@ typedef struct og__store_methods {
     og__store_explain_fn *explain;
     /* the admission */
     og__store_admit_fn *admit;
+    og__store_admit_batch_fn *admit_batch;
+    og__store_admit_stats_fn *admit_stats;
     og__store_operation_get_fn *operation_get;
     /* the grant lifecycle */
     og__store_issuance_record_fn *issuance_record;
@@ -1230,6 +1241,16 @@ extern const og__store_methods og__postgres_methods;
  * OG_ESCHEMA when the store is already beyond version. */
 int og__store_migrate_to(const char *url, const og_store_options *opts,
                          int version, int *from, int *to);
+
+/* Admits (g[i], in[i]) for i in 0..n) as ONE batch of the store's group
+ * commit, whatever else is queued (lib/store/postgres/admit_batch.c,
+ * lib/store/sqlite/admit.c): so tests build a batch deterministically.
+ * n is 1..OG_ADMIT_BATCH_MAX, the grants of one form, no two sharing a
+ * grant key or an operation id (OG_EINVAL otherwise). Returns 0 with
+ * rcs[i] and out[i] as og_admit(g[i], in[i]) would return and fill them,
+ * or an input error (the first bad row's) before anything runs. */
+int og__admit_batch(og_store *s, int n, const og_grant *g,
+                    const og_intent *in, og_admission *out, int *rcs);
 
 /* Inserts an operation of kind k with grant g's issuer and id and in's
  * binding — status Admitted, owner version 1, lease_until and submit_by

@@ -89,6 +89,23 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
     {"pool_size", OG_CFG_INT, 1, 1024, "32", AT(pool_size),
      "Store connections this instance holds; requests beyond it wait for "
      "one. At most `max_connections`, since a request uses one at a time."},
+    {"admit_batch_max", OG_CFG_INT, 1, OG_ADMIT_BATCH_MAX, "64",
+     AT(admit_batch_max),
+     "Group commit: the most admissions this instance's store object "
+     "coalesces into one batch — one statement and one commit on "
+     "PostgreSQL, one transaction on SQLite (docs/design.md, \"Group "
+     "commit\"). A batch closes when it is full or when no more requests "
+     "are waiting, never on a timer; every admission still gets the answer "
+     "it would get alone. 1 admits each request on its own (PostgreSQL: "
+     "no queue, every request's statement at once, up to `pool_size`)."},
+    {"admit_batches_in_flight", OG_CFG_INT, 1, 64, "2",
+     AT(admit_batches_in_flight),
+     "Group commit on PostgreSQL: the most batches of this instance running "
+     "at once, each on a store connection of its own. A request that finds "
+     "fewer running starts one at once, alone, so a lone admission never "
+     "waits for company; the others queue and go together in the next "
+     "batch. About the number of CPU cores of the database is a good start; "
+     "SQLite runs one (one writer)."},
     {"max_body_bytes", OG_CFG_SIZE, 1024, 1048576, "16384", AT(max_body_bytes),
      "Largest request body accepted; a larger one is 413 `body_too_large` "
      "before any of it is parsed."},

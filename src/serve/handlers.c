@@ -1381,6 +1381,7 @@ static int h_metrics(og_http_req *r)
     render_backlog(r->srv, &text, "oncegate_payout_attempts_backlog",
                    OG_OP_KIND_BIT(OG_OP_KIND_PAYOUT), "Payout attempts");
     og_metrics_payout_stats(r->srv->store, &text); /* the same, payouts' */
+    og_metrics_admit_batches(r->srv->store, &text); /* group commit */
     og_http_json(r, 200, NULL);
     r->text = text;
     r->text_type = "text/plain; version=0.0.4; charset=utf-8";

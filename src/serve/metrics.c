@@ -568,6 +568,41 @@ void og_metrics_payout_stats(og_store *s, char **text)
     *text = out;
 }
 
+void og_metrics_admit_batches(og_store *s, char **text)
+{
+    og_admit_stats st;
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f;
+    int bad;
+
+    og_store_admit_stats(s, &st);
+    if (!(f = open_memstream(&out, &n)))
+        return;
+    fputs(*text, f);
+    family(f, "oncegate_admit_batches_total", "counter",
+           "Group commit batches this instance's store object ran (a lone "
+           "admission is a batch of one).");
+    fprintf(f, "oncegate_admit_batches_total %" PRIu64 "\n", st.batches);
+    family(f, "oncegate_admit_batched_admissions_total", "counter",
+           "Admissions those batches held: divided by the batches, the mean "
+           "batch size.");
+    fprintf(f, "oncegate_admit_batched_admissions_total %" PRIu64 "\n",
+            st.rows);
+    family(f, "oncegate_admit_batch_fallbacks_total", "counter",
+           "Batches whose one statement aborted (a unique violation on "
+           "operations) and that were admitted one statement per admission.");
+    fprintf(f, "oncegate_admit_batch_fallbacks_total %" PRIu64 "\n",
+            st.fallbacks);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(out);
+        return;
+    }
+    free(*text);
+    *text = out;
+}
+
 /* Renders every family into a malloc'd buffer (*out, *len bytes, NUL
  * terminated; the caller frees it). 0 or OG_ENOMEM, with nothing written
  * to *out on failure. */

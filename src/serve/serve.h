@@ -141,6 +141,8 @@ typedef struct og_srv_config {
                                    accepted: og_grant_policy */
     og_timings timings;         /* every timing value, one object */
     int pool_size;              /* store connections per instance */
+    int admit_batch_max;        /* group commit: admissions per batch */
+    int admit_batches_in_flight; /* group commit: batches at once (pg) */
     size_t max_body_bytes;      /* request bodies above it: 413 */
     int max_connections;        /* concurrent HTTP connections */
     int64_t drain_timeout_us;   /* SIGTERM: in-flight requests get this long */
@@ -506,5 +508,10 @@ int og_metrics_render(char **out, size_t *len);
  * oncegate_payout_grants_unconsumed. Nothing when the store cannot be read
  * or memory runs out: the scrape keeps its counters. */
 void og_metrics_payout_stats(og_store *s, char **text);
+/* Appends the store object's group commit counters (og_store_admit_stats)
+ * to the exposition in *text: oncegate_admit_batches_total,
+ * oncegate_admit_batched_admissions_total and
+ * oncegate_admit_batch_fallbacks_total. Nothing when memory runs out. */
+void og_metrics_admit_batches(og_store *s, char **text);
 
 #endif /* OG_SERVE_H */

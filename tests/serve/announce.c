@@ -248,7 +248,9 @@ void metrics_count_admissions_refusals_consumes_and_responses(
         "oncegate_http_responses_total{",
     };
     const char *series = "oncegate_admissions_total{outcome=\"admitted\"}";
-    double before, after;
+    /* the group commit's counters: every admission is in one batch */
+    const char *batched = "oncegate_admit_batched_admissions_total";
+    double before, after, rows_before, rows_after, batches;
     char ctype[256], op[OG_UUID_LEN + 1];
     grant g, g2;
     hres r;
@@ -258,9 +260,11 @@ void metrics_count_admissions_refusals_consumes_and_responses(
     assert_true(hdr_value(&r, "Content-Type", ctype, sizeof ctype));
     assert_non_null(strstr(ctype, "text/plain"));
     before = metric_value(r.body, series);
+    rows_before = metric_value(r.body, batched);
     hres_free(&r);
     if (before < 0)
         before = 0;
+    assert_true(rows_before >= 0);
 
     issue_grant(g_a, &g);
     uuid4(op);
@@ -278,6 +282,11 @@ void metrics_count_admissions_refusals_consumes_and_responses(
         fprintf(stderr, "%s: before %g, after %g\n%s\n", series, before, after,
                 r.body);
     assert_true(after >= before + 1);
+    /* the admission and its replay, each in a batch */
+    rows_after = metric_value(r.body, batched);
+    batches = metric_value(r.body, "oncegate_admit_batches_total");
+    assert_true(rows_after >= rows_before + 2);
+    assert_true(batches >= 1 && batches <= rows_after);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strstr(r.body, families[i]))
             fail_msg("metrics lack %s", families[i]);

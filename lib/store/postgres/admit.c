@@ -2,7 +2,9 @@
  * admit.c — the admission: the claim and the operation insert as ONE
  * statement, the report of a claim that did not happen (the follow-up
  * read the consume verdict shares, og__pg_consumption), and the read
- * of an operation by id.
+ * of an operation by id. The store's admission method is og__pg_admit, the
+ * group commit (admit_batch.c, B1-B6): og__pg_admit_one below is its batch
+ * of one, and what each row of a batch that falls back runs.
  *
  * It keeps M8-M11 (lib/store/store_int.h); how:
  *
@@ -57,27 +59,8 @@
  * What holds a key that was not claimed
  * ========================================================================= */
 
-/* The operation with id p, live or archived (I12): one snapshot sees it in
- * exactly one of the two tables. */
-#define PG_OP_LIVE_OR_ARCHIVED(p, cols)                                        \
-    "SELECT " cols " FROM operations WHERE operation_id = " p "::uuid\n"       \
-    "  UNION ALL\n"                                                            \
-    "  SELECT " cols " FROM operations_archive WHERE operation_id = " p "::uuid\n" \
-    "  LIMIT 1"
-/* The claim's condition that an archived operation keeps its id (I12). */
-#define PG_OP_ID_NOT_ARCHIVED(p)                                               \
-    "NOT EXISTS (SELECT 1 FROM operations_archive a WHERE a.operation_id = " p "::uuid)"
-
-/* What holds a key that was not claimed, as columns (UNCLAIMED_*) and their
- * FROM clause: $1 issuer, $2 grant_id, $3 operation_id (NULL: consume), f
- * the family (NULL: none). Shared by pg_unclaimed_sql and the admission
- * statements' tail; K the store's consumption keys (I9). */
-#define PG_UNCLAIMED_COLUMNS(f, K)                                             \
-    PG_KHELD_##K("c.") ", c.kind, c.operation_id::text,\n"                     \
-    "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n" \
-    "       g.revoked_at IS NOT NULL,\n"                                       \
-    "       " f "::text IS NOT NULL AND (fm.issuer IS NULL OR fm.revoked_at IS NOT NULL),\n" \
-    "       o.operation_id IS NOT NULL"
+/* PG_UNCLAIMED_COLUMNS' FROM clause (internal.h): $1 issuer, $2 grant_id,
+ * $3 operation_id (NULL: consume), f the family (NULL: none). */
 #define PG_UNCLAIMED_FROM(f, K) PG_UNCLAIMED_FROM_X(f, K, PG_OP_STORED_COLS)
 /* The admission's tail reports the operation in PG_OP_COLUMNS_REPORT's
  * columns: schema 7's (internal.h). */
@@ -89,30 +72,18 @@
     "LEFT JOIN grants g ON g.issuer = $1::text AND g.grant_id = $2::text\n"   \
     "LEFT JOIN families fm ON fm.issuer = $1::text AND fm.family = " f "::text\n" \
     "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("$3", cols) ") o ON true"
-enum {
-    UNCLAIMED_KEY_HELD,       /* token form: the consumption row exists, */
-    UNCLAIMED_KIND,           /* its kind */
-    UNCLAIMED_HOLDER,         /* and its operation */
-    UNCLAIMED_ROW_EXISTS,     /* row form: the grant's row exists, */
-    UNCLAIMED_ROW_CONSUMED,   /* consumed, */
-    UNCLAIMED_ROW_CONSUMER,   /* by this operation, */
-    UNCLAIMED_ROW_REVOKED,    /* or revoked */
-    UNCLAIMED_FAMILY_BLOCKED, /* the family's row missing or revoked */
-    UNCLAIMED_OP_EXISTS,      /* an operation holds the request's id */
-    UNCLAIMED_NCOLS
-};
 
-/* Parses the PG_UNCLAIMED_COLUMNS of row 0 of res starting at column u,
+/* Parses the PG_UNCLAIMED_COLUMNS of row `row` of res starting at column u,
  * and (with_op) the operation columns starting at column o, into the shape
  * og__classify_unclaimed() / og__classify_consume() read. Token form: the
  * consumption row and its kind. Row form: the grant's row — missing is
  * not_issued, consumed_by_operation set an admission, consumed with no
  * operation the consume verdict, revoked_at a revocation, a live row
  * nothing (the deadline or the family refused). */
-static int pg_unclaimed_parse(const PGresult *res, int u, int o,
-                              const og__admit_req *req, bool with_op,
-                              og__consumption *cons, og_operation *op,
-                              bool *have_op)
+int og__pg_unclaimed_parse(const PGresult *res, int row, int u, int o,
+                           const og__admit_req *req, bool with_op,
+                           og__consumption *cons, og_operation *op,
+                           bool *have_op)
 {
     og__consumption cn;
     og_operation opr;
@@ -123,24 +94,24 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
     memset(&cn, 0, sizeof cn);
     memset(&opr, 0, sizeof opr);
     if (req->form == OG_FORM_ROW) {
-        if (!og__pg_get_bool(res, 0, u + UNCLAIMED_ROW_EXISTS)) {
+        if (!og__pg_get_bool(res, row, u + UNCLAIMED_ROW_EXISTS)) {
             cn.not_issued = true;
-        } else if (!PQgetisnull(res, 0, u + UNCLAIMED_ROW_CONSUMER)) {
+        } else if (!PQgetisnull(res, row, u + UNCLAIMED_ROW_CONSUMER)) {
             cn.present = true;
             cn.kind = OG__CLAIM_ADMISSION;
-            holder = PQgetvalue(res, 0, u + UNCLAIMED_ROW_CONSUMER);
-        } else if (og__pg_get_bool(res, 0, u + UNCLAIMED_ROW_CONSUMED)) {
+            holder = PQgetvalue(res, row, u + UNCLAIMED_ROW_CONSUMER);
+        } else if (og__pg_get_bool(res, row, u + UNCLAIMED_ROW_CONSUMED)) {
             cn.present = true;
             cn.kind = OG__CLAIM_CONSUME;
-        } else if (og__pg_get_bool(res, 0, u + UNCLAIMED_ROW_REVOKED)) {
+        } else if (og__pg_get_bool(res, row, u + UNCLAIMED_ROW_REVOKED)) {
             cn.present = true;
             cn.kind = OG__CLAIM_REVOCATION;
         }
-    } else if (og__pg_get_bool(res, 0, u + UNCLAIMED_KEY_HELD)) {
+    } else if (og__pg_get_bool(res, row, u + UNCLAIMED_KEY_HELD)) {
         cn.present = true;
-        kind = PQgetisnull(res, 0, u + UNCLAIMED_KIND)
+        kind = PQgetisnull(res, row, u + UNCLAIMED_KIND)
                    ? ""
-                   : PQgetvalue(res, 0, u + UNCLAIMED_KIND);
+                   : PQgetvalue(res, row, u + UNCLAIMED_KIND);
         if (strcmp(kind, "admission") == 0)
             cn.kind = OG__CLAIM_ADMISSION;
         else if (strcmp(kind, "revocation") == 0)
@@ -151,9 +122,9 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
             return OG_EINTERNAL;
         if (cn.kind == OG__CLAIM_ADMISSION) {
             /* grant_consumptions_kind_check2: an admission has an id. */
-            if (PQgetisnull(res, 0, u + UNCLAIMED_HOLDER))
+            if (PQgetisnull(res, row, u + UNCLAIMED_HOLDER))
                 return OG_EINTERNAL;
-            holder = PQgetvalue(res, 0, u + UNCLAIMED_HOLDER);
+            holder = PQgetvalue(res, row, u + UNCLAIMED_HOLDER);
         }
     }
     if (holder != NULL) {
@@ -161,9 +132,9 @@ static int pg_unclaimed_parse(const PGresult *res, int u, int o,
         if (og__copy(cn.operation_id, sizeof cn.operation_id, holder) != 0)
             return OG_EINTERNAL;
     }
-    cn.family_blocked = og__pg_get_bool(res, 0, u + UNCLAIMED_FAMILY_BLOCKED);
-    hop = with_op && og__pg_get_bool(res, 0, u + UNCLAIMED_OP_EXISTS);
-    if (hop && (rc = og__pg_op_parse(res, 0, o, &opr)) != 0)
+    cn.family_blocked = og__pg_get_bool(res, row, u + UNCLAIMED_FAMILY_BLOCKED);
+    hop = with_op && og__pg_get_bool(res, row, u + UNCLAIMED_OP_EXISTS);
+    if (hop && (rc = og__pg_op_parse(res, row, o, &opr)) != 0)
         return rc;
     *cons = cn;
     if (op != NULL)
@@ -237,7 +208,8 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                     og__pg_shape(res, UNCLAIMED_READ_NCOLS, 1) != 0))
         rc = OG_EINTERNAL;
     if (rc == 0)
-        rc = pg_unclaimed_parse(res, UNCLAIMED_READ_HOLDER, UNCLAIMED_READ_OP,
+        rc = og__pg_unclaimed_parse(res, 0, UNCLAIMED_READ_HOLDER,
+                                    UNCLAIMED_READ_OP,
                                 req, with_op, cons, op, have_op);
     PQclear(res);
     return rc;
@@ -257,8 +229,8 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  *    statement's snapshot — the columns of pg_unclaimed_sql. A replay or a
  *    same-operation retry meets a key committed before the statement began,
  *    so one round trip answers it (I11). The snapshot can miss a holder that
- *    committed while this statement waited; og__pg_admit() then reads again
- *    with a fresh statement. Reporting only: the claim already decided.
+ *    committed while this statement waited; og__pg_admit_one() then reads
+ *    again with a fresh statement. Reporting only: the claim already decided.
  * Parameters $3 and $5..$12 as in pg_admit_sql; f is the family, K the
  * store's consumption keys (I9). */
 #define PG_ADMIT_TAIL(f, K)                                                    \
@@ -378,9 +350,9 @@ enum {
     ADMIT_NCOLS = ADMIT_HOLDER + UNCLAIMED_NCOLS
 };
 
-int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
+int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
+                     int64_t deadline_us, og_admission *out)
 {
-    og__pg_store *pg = impl;
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_admission result;
@@ -423,8 +395,8 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = og__pg_exec_prepared(pg, c, stmt, params, &res, constraint,
-                              sizeof constraint);
+    rc = og__pg_exec_prepared_until(pg, c, stmt, params, &res, constraint,
+                                    sizeof constraint, deadline_us);
     if (rc == OG__PG_REFUSE) {
         /* The statement aborted whole (I10, I4): nothing was claimed. */
         rc = 0;
@@ -456,8 +428,8 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
      * holder it shows committed before the statement and never changes
      * (I11). When it shows none (a holder that committed while the
      * statement waited, a family, a deadline), a fresh statement says why. */
-    rc = pg_unclaimed_parse(res, ADMIT_HOLDER, ADMIT_OP, req, true, &cons, &op,
-                            &have_op);
+    rc = og__pg_unclaimed_parse(res, 0, ADMIT_HOLDER, ADMIT_OP, req, true,
+                                &cons, &op, &have_op);
     if (rc == 0 && !cons.present)
         rc = og__pg_consumption(pg, c, req, true, &cons, &op, &have_op);
     if (rc == 0)

@@ -559,6 +559,16 @@ int og__pg_exec_prepared(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
                                PQTRANS_IDLE, og__pg_mono_us() + pg->timeout_us);
 }
 
+int og__pg_exec_prepared_until(og__pg_store *pg, og__pg_conn *c,
+                               const og__pg_stmt *s,
+                               const char *const *params, PGresult **rows,
+                               char *constraint, size_t conlen,
+                               int64_t deadline_us)
+{
+    return pg_exec_prepared_in(pg, c, s, params, rows, constraint, conlen,
+                               PQTRANS_IDLE, deadline_us);
+}
+
 /* Only the admission turns a unique violation into a refusal (I4); here
  * every failure is an error. */
 int og__pg_run(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
@@ -794,6 +804,7 @@ static void pg_close(void *impl)
     if (pg == NULL)
         return;
     og__pool_free(pg->pool);
+    og__pg_batcher_free(pg->batcher);
     free(pg->target);
     free(pg);
 }
@@ -876,6 +887,12 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg->values[PG_KW_DBNAME] = pg->target;
     pg->values[PG_KW_COUNT] = NULL;
 
+    pg->batcher = og__pg_batcher_new(opts->admit_batches_in_flight,
+                                     opts->admit_batch_max);
+    if (pg->batcher == NULL) {
+        rc = OG_ENOMEM;
+        goto out;
+    }
     pg->pool = og__pool_new(&pg_pool_ops, pg, opts->pool_size,
                             opts->timings.store_timeout_us);
     if (pg->pool == NULL) {
@@ -917,6 +934,8 @@ const og__store_methods og__postgres_methods = {
     .explain = og__pg_explain,
     /* the admission */
     .admit = og__pg_admit,
+    .admit_batch = og__pg_admit_batch,
+    .admit_stats = og__pg_admit_stats,
     .operation_get = og__pg_operation_get,
     /* the grant lifecycle */
     .issuance_record = og__pg_issuance_record,

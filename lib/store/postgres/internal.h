@@ -276,6 +276,46 @@
     ", operation_id, consumed_at, retain_until, kind)"
 #define PG_ON_KEY_CONFLICT(K) "ON CONFLICT (" PG_KCOLS_##K ") DO NOTHING"
 
+/* ---------------------------------------------------------------------------
+ * The admission's pieces admit.c and admit_batch.c share (I10-I12)
+ * ------------------------------------------------------------------------- */
+
+/* The operation with id p, live or archived (I12): one snapshot sees it in
+ * exactly one of the two tables. */
+#define PG_OP_LIVE_OR_ARCHIVED(p, cols)                                        \
+    "SELECT " cols " FROM operations WHERE operation_id = " p "::uuid\n"       \
+    "  UNION ALL\n"                                                            \
+    "  SELECT " cols " FROM operations_archive WHERE operation_id = " p "::uuid\n" \
+    "  LIMIT 1"
+/* The claim's condition that an archived operation keeps its id (I12). */
+#define PG_OP_ID_NOT_ARCHIVED(p)                                               \
+    "NOT EXISTS (SELECT 1 FROM operations_archive a WHERE a.operation_id = " p "::uuid)"
+
+/* What holds a key that was not claimed, as columns (UNCLAIMED_*), read
+ * after LEFT JOINs that alias the key's row c, the grant's row g, the
+ * family's row fm and the operation o; f the family (NULL: none), K the
+ * store's consumption keys (I9). Shared by pg_unclaimed_sql, the admission
+ * statements' tail (admit.c) and the batched admission's (admit_batch.c). */
+#define PG_UNCLAIMED_COLUMNS(f, K)                                             \
+    PG_KHELD_##K("c.") ", c.kind, c.operation_id::text,\n"                     \
+    "       g.issuer IS NOT NULL, g.consumed_at IS NOT NULL, g.consumed_by_operation::text,\n" \
+    "       g.revoked_at IS NOT NULL,\n"                                       \
+    "       " f "::text IS NOT NULL AND (fm.issuer IS NULL OR fm.revoked_at IS NOT NULL),\n" \
+    "       o.operation_id IS NOT NULL"
+
+enum {
+    UNCLAIMED_KEY_HELD,       /* token form: the consumption row exists, */
+    UNCLAIMED_KIND,           /* its kind */
+    UNCLAIMED_HOLDER,         /* and its operation */
+    UNCLAIMED_ROW_EXISTS,     /* row form: the grant's row exists, */
+    UNCLAIMED_ROW_CONSUMED,   /* consumed, */
+    UNCLAIMED_ROW_CONSUMER,   /* by this operation, */
+    UNCLAIMED_ROW_REVOKED,    /* or revoked */
+    UNCLAIMED_FAMILY_BLOCKED, /* the family's row missing or revoked */
+    UNCLAIMED_OP_EXISTS,      /* an operation holds the request's id */
+    UNCLAIMED_NCOLS
+};
+
 /* ===========================================================================
  * Statements
  * ========================================================================= */
@@ -332,6 +372,7 @@ typedef struct og__pg_store {
                                released (I25) */
     og_consumption_keys keys; /* I9: AS_STORED until og__pg_read_keys, then
                                  the store's; never changes after */
+    struct og__pg_batcher *batcher; /* group commit (admit_batch.c) */
 } og__pg_store;
 
 /* The statements prepared on one connection: a set of descriptors, keyed by
@@ -397,6 +438,14 @@ int og__pg_prepare(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
 int og__pg_exec_prepared(og__pg_store *pg, og__pg_conn *c,
                          const og__pg_stmt *s, const char *const *params,
                          PGresult **rows, char *constraint, size_t conlen);
+/* The same with the client deadline deadline_us (CLOCK_MONOTONIC) instead
+ * of the store timeout from now: a batched admission's, the earliest of its
+ * callers' (admit_batch.c, B4). */
+int og__pg_exec_prepared_until(og__pg_store *pg, og__pg_conn *c,
+                               const og__pg_stmt *s,
+                               const char *const *params, PGresult **rows,
+                               char *constraint, size_t conlen,
+                               int64_t deadline_us);
 /* og__pg_exec_prepared for a statement whose failures are never an outcome:
  * a refusal is OG_EINTERNAL (I4). */
 int og__pg_run(og__pg_store *pg, og__pg_conn *c, const og__pg_stmt *s,
@@ -449,6 +498,28 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                             og__consumption *cons, og_operation *op,
                             bool *have_op);
 
+/* Parses the PG_UNCLAIMED_COLUMNS of row `row` of res starting at column u
+ * and (with_op) the operation's columns starting at column o, into the
+ * shape og__classify_unclaimed() reads (admit.c). */
+int og__pg_unclaimed_parse(const PGresult *res, int row, int u, int o,
+                           const og__admit_req *req, bool with_op,
+                           og__consumption *cons, og_operation *op,
+                           bool *have_op);
+/* The one-row admission (I10-I12, I30) on a connection of its own, with
+ * the client deadline deadline_us: a batch of one, and each row of a
+ * batch that falls back (admit_batch.c, B3). 0 and *out, or the error. */
+int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
+                     int64_t deadline_us, og_admission *out);
+
+/* ---- admit_batch.c: group commit (B1-B6) --------------------------------- */
+
+/* The queue of one store object's admissions. */
+typedef struct og__pg_batcher og__pg_batcher;
+/* A batcher for pg with at most in_flight batches at once and at most
+ * max_rows rows per batch; NULL on out of memory. */
+og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows);
+void og__pg_batcher_free(og__pg_batcher *b);
+
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record's own statement) inside
@@ -481,8 +552,11 @@ og__store_session_bounds_fn og__pg_session_bounds;
 og__store_migrate_fn og__pg_migrate;
 og__store_read_keys_fn og__pg_read_keys;
 /* admit.c */
-og__store_admit_fn og__pg_admit;
 og__store_operation_get_fn og__pg_operation_get;
+/* admit_batch.c */
+og__store_admit_fn og__pg_admit;
+og__store_admit_batch_fn og__pg_admit_batch;
+og__store_admit_stats_fn og__pg_admit_stats;
 /* grants.c */
 og__store_issuance_record_fn og__pg_issuance_record;
 og__store_revoke_fn og__pg_revoke;

@@ -419,8 +419,11 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  * the obvious design — one transaction per admission — spends one fsync per
  * admission and makes concurrent callers poll for the lock. Instead, callers
  * of one store object queue; one of them, the leader, takes every queued
- * admission (up to SQ_BATCH_MAX), runs them in ONE BEGIN IMMEDIATE
- * transaction, each in its own SAVEPOINT, and commits once. Invariants:
+ * admission (up to og_store_options.admit_batch_max, the cap PostgreSQL's
+ * batches share: lib/store/postgres/admit_batch.c, B1), runs them in ONE
+ * BEGIN IMMEDIATE transaction, each in its own SAVEPOINT, and commits
+ * once; the store's counters (og_store_admit_stats) count its batches and
+ * their rows. Invariants:
  *
  *   G1  Each admission is still atomic on its own: its claim and its
  *       operation insert are one savepoint, released together or rolled
@@ -429,7 +432,9 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       outcome only after COMMIT returned SQLITE_OK. An admission refused
  *       because of a batch-mate's claim is therefore refused on committed
  *       state. A failed commit answers OG_ESTORE_UNAVAILABLE to every caller
- *       in the batch — true, since none of their writes is confirmed.
+ *       in the batch — true, since none of their writes is confirmed. So
+ *       does a commit whose acknowledgment is lost (the fault point
+ *       admit_batch_ack_lost, tests only), for every caller alike.
  *   G3  A caller whose deadline passes while it is still queued leaves the
  *       queue with OG_ESTORE_UNAVAILABLE; nothing of it has run. A caller
  *       taken into a batch waits for the batch, which is bounded by the
@@ -442,7 +447,7 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       never between its admissions, and it cannot list a grant the batch
  *       admitted: its claim is committed before the revocation runs.
  * ========================================================================= */
-#define SQ_BATCH_MAX 128
+#define SQ_BATCH_MAX OG_ADMIT_BATCH_MAX
 
 typedef struct og__sq_waiter {
     const og__admit_req *req;
@@ -504,6 +509,10 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
     }
     if ((rc = og__sq_commit(c)) < 0) /* G2 */
         goto fail_all;
+    if (og__fault("admit_batch_ack_lost")) { /* tests only (fault.c) */
+        rc = OG_ESTORE_UNAVAILABLE;
+        goto fail_all;
+    }
     for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
         if (batch[i]->rc == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
             og__fault("admit_ack_lost"))
@@ -519,12 +528,13 @@ fail_all:
         batch[i]->rc = rc;
 }
 
-/* Takes up to SQ_BATCH_MAX waiters off the queue (FIFO). Called with mu. */
+/* Takes up to admit_batch_max waiters off the queue (FIFO). Called with
+ * mu. */
 static int sq_take_batch(og__sq_store *s, sq_waiter **batch)
 {
     int n = 0;
 
-    while (s->head && n < SQ_BATCH_MAX) {
+    while (s->head && n < s->opts.admit_batch_max && n < SQ_BATCH_MAX) {
         sq_waiter *w = s->head;
         s->head = w->next;
         if (!s->head)
@@ -596,6 +606,8 @@ int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
             pthread_mutex_lock(&s->mu);
             for (int i = 0; i < n; i++)
                 batch[i]->done = true;
+            s->admit_stats.batches++;
+            s->admit_stats.rows += (uint64_t)n;
             s->leading = false;
             pthread_cond_broadcast(&s->cv);
             continue;
@@ -616,6 +628,62 @@ int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
     if (w.rc == 0)
         *out = w.res;
     return w.rc;
+}
+
+int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
+                       og_admission *outs, int *rcs)
+{
+    og__sq_store *s = impl;
+    sq_waiter *ws, *batch[SQ_BATCH_MAX];
+    void *conn = NULL;
+    int64_t deadline = og__sq_mono_us() + s->opts.timings.store_timeout_us;
+    int i, rc;
+
+    if (n < 1 || n > SQ_BATCH_MAX)
+        return OG_EINVAL;
+    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
+        return OG_ENOMEM;
+    for (i = 0; i < n; i++) {
+        memset(&ws[i], 0, sizeof ws[i]);
+        ws[i].req = &reqs[i];
+        ws[i].deadline_us = deadline;
+        batch[i] = &ws[i];
+    }
+    /* Leads like og__sq_admit's leader, once the queue's is done. */
+    pthread_mutex_lock(&s->mu);
+    while (s->leading)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->leading = true;
+    pthread_mutex_unlock(&s->mu);
+    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
+        for (i = 0; i < n; i++)
+            ws[i].rc = rc;
+    } else {
+        sq_run_batch(s, conn, batch, n);
+        og__sq_release(s, conn, !og__sq_rollback(conn));
+    }
+    pthread_mutex_lock(&s->mu);
+    s->admit_stats.batches++;
+    s->admit_stats.rows += (uint64_t)n;
+    s->leading = false;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (i = 0; i < n; i++) {
+        rcs[i] = ws[i].rc;
+        if (ws[i].rc == 0)
+            outs[i] = ws[i].res;
+    }
+    free(ws);
+    return 0;
+}
+
+void og__sq_admit_stats(void *impl, og_admit_stats *out)
+{
+    og__sq_store *s = impl;
+
+    pthread_mutex_lock(&s->mu);
+    *out = s->admit_stats;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ===========================================================================

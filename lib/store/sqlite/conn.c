@@ -666,6 +666,8 @@ const og__store_methods og__sqlite_methods = {
     .explain = og__sq_explain,
     /* the admission */
     .admit = og__sq_admit,
+    .admit_batch = og__sq_admit_batch,
+    .admit_stats = og__sq_admit_stats,
     .operation_get = og__sq_operation_get,
     /* the grant lifecycle */
     .issuance_record = og__sq_issuance_record,

@@ -196,6 +196,7 @@ typedef struct og__sq_store {
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     struct og__sq_waiter *head, *tail;
     bool leading;
+    og_admit_stats admit_stats; /* the group commit's counters (with mu) */
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
@@ -393,6 +394,8 @@ og__store_migrate_fn og__sq_migrate;
 og__store_read_keys_fn og__sq_read_keys;
 /* admit.c */
 og__store_admit_fn og__sq_admit;
+og__store_admit_batch_fn og__sq_admit_batch;
+og__store_admit_stats_fn og__sq_admit_stats;
 og__store_operation_get_fn og__sq_operation_get;
 /* grants.c */
 og__store_issuance_record_fn og__sq_issuance_record;
