@@ -63,6 +63,8 @@ REGISTRY = {
             '(section 8)'),
     'A-T': ('docs/design.md', 'the admission claims the tests prove '
             '("What the tests prove")'),
+    'KA': ('docs/design.md', 'kept-alive provider connections: why a '
+           're-send is one request'),
     'R': ('docs/config.md', "the configuration's relations beyond the "
           'timings (generated from src/serve/config.c)'),
     # core: pure logic

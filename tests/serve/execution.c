@@ -436,3 +436,51 @@ void store_unavailable_at_admission_makes_no_billing_call(void **state)
     }
     hres_free(&r);
 }
+
+/* Kept-alive provider connections (provider.keep_alive, on by default;
+ * docs/design.md KA1): the sandbox closes the kept connection under
+ * every other request, before the effect (an idle close meeting the
+ * request) or after it (the answer lost). libcurl re-sends each on a fresh
+ * connection with the same key and body; the sandbox creates it, or
+ * replays the credit the lost answer made: every credit exactly once,
+ * every operation Succeeded, every answer 200 applied. */
+#define KA_ROUNDS 12
+void kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_once(
+    void **state)
+{
+    char ops[KA_ROUNDS][OG_UUID_LEN + 1];
+    int i, drops = 0, closes = 0;
+    xenv x;
+    grant g;
+    hres r;
+
+    (void)state;
+    xenv_start(&x, "exec-keepalive", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    for (i = 0; i < KA_ROUNDS; i++) {
+        /* Round 0 opens the connection the later rounds reuse. */
+        if (i > 0 && i % 2 == 1) {
+            sbx_arm(&x, i % 4 == 1 ? "close_before_effect"
+                                   : "drop_response_after_effect",
+                    -1);
+            if (i % 4 == 1)
+                closes++;
+            else
+                drops++;
+        }
+        issue_grant_account(x.s, &g, ACCOUNT);
+        uuid4(ops[i]);
+        execute(&r, x.s, ops[i], g.token, ACCOUNT);
+        assert_http(&r, 200);
+        assert_str(jstr(r.json, "status"), "succeeded");
+        assert_str(jstr(r.json, "result"), "applied");
+        hres_free(&r);
+    }
+    assert_true(closes > 0 && drops > 0);
+    for (i = 0; i < KA_ROUNDS; i++) {
+        assert_op_status(&r, x.s, ops[i], "succeeded");
+        hres_free(&r);
+    }
+    assert_sbx_stat(&x, "credits_created", KA_ROUNDS);
+    assert_sbx_stat(&x, "idempotent_replays", drops);
+    assert_sbx_stat(&x, "create_requests", KA_ROUNDS + drops);
+}
