@@ -484,3 +484,65 @@ void kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_
     assert_sbx_stat(&x, "idempotent_replays", drops);
     assert_sbx_stat(&x, "create_requests", KA_ROUNDS + drops);
 }
+
+/* The store calls of one execution, from the store latency histogram's
+ * counts (GET /metrics). */
+static double store_calls(const srv *s, const char *op)
+{
+    char series[128];
+    hres m = {0};
+    double v;
+
+    snprintf(series, sizeof series,
+             "oncegate_store_latency_seconds_count{op=\"%s\"}", op);
+    get(&m, s, "/metrics", NULL);
+    assert_http(&m, 200);
+    v = metric_value(m.body, series);
+    hres_free(&m);
+    return v;
+}
+
+/* E6 (lib/core/execute.c): the admitting request's own admission answers
+ * MaySubmit while the time since it plus the margin (lease_margin +
+ * max_clock_step) is inside its lease: with the default timings an
+ * execution is two store writes and no MaySubmit read; with a lease no
+ * longer than that margin the store is asked, as recovery always does.
+ * Either way the credit is applied once. */
+void admission_answers_may_submit_only_when_its_lease_leaves_the_margin(
+    void **state)
+{
+    char op[OG_UUID_LEN + 1];
+    xenv x;
+    grant g;
+    hres r;
+
+    (void)state;
+    xenv_start(&x, "exec-e6", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    uuid4(op);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "result"), "applied");
+    hres_free(&r);
+    assert_true(store_calls(x.s, "admit") == 1);
+    assert_true(store_calls(x.s, "may_submit") == 0);
+    assert_true(store_calls(x.s, "record") == 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+
+    /* A 4.5 s lease, a 10.5 s margin (lease_margin 0.5 s + the default
+     * max_clock_step 10 s): the admission cannot answer. */
+    xenv_prepare(&x, "exec-e6-short", false, 1000, 1000, false);
+    site_exec_timings(x.st, 1000, 1000);
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(srv_start(x.s), 0);
+    issue_grant_account(x.s, &g, ACCOUNT);
+    uuid4(op);
+    execute(&r, x.s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "result"), "applied");
+    hres_free(&r);
+    assert_true(store_calls(x.s, "admit") == 1);
+    assert_true(store_calls(x.s, "may_submit") == 1);
+    assert_true(store_calls(x.s, "record") == 1);
+    assert_sbx_stat(&x, "credits_created", 1);
+}
