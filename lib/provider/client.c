@@ -44,10 +44,16 @@
  *       are freed unwiped, as in CL5).
  *   CL9 Connection reuse (og_provider_set_reuse; docs/design.md, KA1):
  *       off by default — every call on a FRESH connection, closed after
- *       it. On, credit and payout creates and lookups take a connection
- *       from one pool shared by the client's calls (a CURLSH connection
- *       cache under its own locks), idle at most idle_s, at most
- *       max_connections kept. It is on only for a table declaring atomic
+ *       it. On, credit and payout creates and lookups take an easy handle
+ *       from the client's pool of idle ones, each keeping its one
+ *       connection alive between calls (libcurl keeps a handle's live
+ *       connections across curl_easy_reset), idle at most idle_s, at most
+ *       max_connections handles kept. A handle, and so its connection, is
+ *       used by one call at a time: libcurl's shared connection cache
+ *       (CURLSH with CURL_LOCK_DATA_CONNECT) is documented as unsupported
+ *       across concurrent threads, so it is not used. A kept handle may
+ *       hold libcurl's own buffers of its last call until it is freed
+ *       (unwiped, as in CL5). It is on only for a table declaring atomic
  *       same-key handling: libcurl re-sends a request by itself when a
  *       pooled connection yields no byte of an answer (the peer had closed
  *       it), and that re-send is the same request — same Idempotency-Key,
@@ -55,8 +61,8 @@
  *       exchange never reuses a connection (CL7: sent once).
  *
  * Thread-safe: an og_provider is immutable after og_provider_open() and
- * og_provider_set_reuse(); each call has its own easy handle, and the
- * shared connection cache is guarded by share_mu.
+ * og_provider_set_reuse() but for its pool of idle handles, guarded by
+ * pool_mu; each call has an easy handle of its own while it runs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -86,9 +92,11 @@ struct og_provider {
                                        NULL; a secret (CL5) */
     size_t auth_len;
     const og_provider_table *t;     /* borrowed */
-    CURLSH *share;                  /* CL9: the connection pool; NULL: a
+    CURL **pool;                    /* CL9: max_connections slots, idle
+                                       handles in [0, n_idle); NULL: a
                                        fresh connection per call */
-    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST]; /* one per shared kind */
+    int n_idle;
+    pthread_mutex_t pool_mu;        /* guards pool and n_idle */
     long max_connections, idle_s;   /* CL9 */
 };
 
@@ -228,33 +236,10 @@ int og_provider_open_exchange(const char *base_url, const char *api_key,
     return open_client(base_url, api_key, NULL, out);
 }
 
-/* libcurl's lock callbacks for the shared connection cache (CL9). */
-static void share_lock(CURL *c, curl_lock_data data, curl_lock_access a,
-                       void *ud)
-{
-    og_provider *p = ud;
-
-    (void)c;
-    (void)a;
-    if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST)
-        pthread_mutex_lock(&p->share_mu[data]);
-}
-
-static void share_unlock(CURL *c, curl_lock_data data, void *ud)
-{
-    og_provider *p = ud;
-
-    (void)c;
-    if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST)
-        pthread_mutex_unlock(&p->share_mu[data]);
-}
-
 int og_provider_set_reuse(og_provider *p, int max_connections,
                           int64_t idle_us)
 {
-    int i;
-
-    if (!p || p->share || max_connections < 0 ||
+    if (!p || p->pool || max_connections < 0 ||
         max_connections > OG_PROVIDER_REUSE_CONNECTIONS_MAX ||
         (max_connections > 0 &&
          (idle_us < 1000000 || idle_us > OG_PROVIDER_REUSE_IDLE_MAX_US)))
@@ -263,47 +248,62 @@ int og_provider_set_reuse(og_provider *p, int max_connections,
     if (max_connections == 0 || !p->t ||
         !og_provider_table_properties(p->t)->atomic_same_key)
         return 0;
-    for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
-        if (pthread_mutex_init(&p->share_mu[i], NULL) != 0)
-            goto fail;
-    if (!(p->share = curl_share_init()))
-        goto fail;
-    if (curl_share_setopt(p->share, CURLSHOPT_LOCKFUNC, share_lock) !=
-            CURLSHE_OK ||
-        curl_share_setopt(p->share, CURLSHOPT_UNLOCKFUNC, share_unlock) !=
-            CURLSHE_OK ||
-        curl_share_setopt(p->share, CURLSHOPT_USERDATA, p) != CURLSHE_OK ||
-        curl_share_setopt(p->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) !=
-            CURLSHE_OK ||
-        curl_share_setopt(p->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) !=
-            CURLSHE_OK) {
-        curl_share_cleanup(p->share);
-        p->share = NULL;
-        goto fail;
+    if (pthread_mutex_init(&p->pool_mu, NULL) != 0)
+        return OG_ENOMEM;
+    if (!(p->pool = calloc((size_t)max_connections, sizeof *p->pool))) {
+        pthread_mutex_destroy(&p->pool_mu);
+        return OG_ENOMEM;
     }
+    p->n_idle = 0;
     p->max_connections = max_connections;
     p->idle_s = (long)(idle_us / 1000000);
     return 0;
-fail:
-    while (--i >= 0)
-        pthread_mutex_destroy(&p->share_mu[i]);
-    return OG_ENOMEM;
+}
+
+/* CL9: an idle handle (its connection, if still open, comes with it),
+ * reset to no options, or a new one; NULL when out of memory. */
+static CURL *handle_take(og_provider *p)
+{
+    CURL *c = NULL;
+
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_idle > 0)
+        c = p->pool[--p->n_idle];
+    pthread_mutex_unlock(&p->pool_mu);
+    if (!c)
+        return curl_easy_init();
+    curl_easy_reset(c); /* the options go; the live connection stays */
+    return c;
+}
+
+/* CL9: back to the pool, or freed (closing its connection) when the pool
+ * is full. */
+static void handle_give(og_provider *p, CURL *c)
+{
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_idle < p->max_connections) {
+        p->pool[p->n_idle++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&p->pool_mu);
+    curl_easy_cleanup(c); /* NULL is a no-op */
 }
 
 bool og_provider_reuses(const og_provider *p)
 {
-    return p && p->share;
+    return p && p->pool;
 }
 
 void og_provider_free(og_provider *p)
 {
     if (!p)
         return;
-    if (p->share) {
-        /* Closes the pooled connections; every call has returned. */
-        curl_share_cleanup(p->share);
-        for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-            pthread_mutex_destroy(&p->share_mu[i]);
+    if (p->pool) {
+        /* Closes the kept connections; every call has returned. */
+        for (int i = 0; i < p->n_idle; i++)
+            curl_easy_cleanup(p->pool[i]);
+        free(p->pool);
+        pthread_mutex_destroy(&p->pool_mu);
     }
     if (p->auth_header) {
         sodium_memzero(p->auth_header, p->auth_len);
@@ -425,7 +425,7 @@ static og_provider_transport transport_of(const og_provider *p, CURL *c,
  * "Content-Type: ..." header) with extra headers, and
  * fills *resp (pointing into *x). A negative return (OG_ENOMEM) means
  * nothing was sent (CL1); otherwise *resp describes what happened. */
-static int exchange(const og_provider *p, const char *url,
+static int exchange(og_provider *p, const char *url,
                     const char *post_body, const char *content_type,
                     const char *idempotency_key, int64_t timeout_us,
                     bool reuse, http_exchange *x, og_provider_response *resp)
@@ -439,7 +439,9 @@ static int exchange(const og_provider *p, const char *url,
 
     memset(x, 0, sizeof *x);
     x->body = malloc(OG_PROVIDER_BODY_MAX);
-    c = curl_easy_init();
+    /* CL9: a pooled handle and its kept connection, or a fresh one. */
+    reuse = reuse && p->pool;
+    c = reuse ? handle_take(p) : curl_easy_init();
     if (!x->body || !c)
         goto out;
 
@@ -485,11 +487,9 @@ static int exchange(const og_provider *p, const char *url,
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_HEADERDATA, x) != CURLE_OK)
         goto out;
-    /* CL9: the shared pool, or a fresh connection closed after the call. */
-    reuse = reuse && p->share;
-    if (reuse ? curl_easy_setopt(c, CURLOPT_SHARE, p->share) != CURLE_OK ||
-                    curl_easy_setopt(c, CURLOPT_MAXCONNECTS,
-                                     p->max_connections) != CURLE_OK ||
+    /* CL9: one kept connection per handle, or a fresh one closed after
+     * the call. */
+    if (reuse ? curl_easy_setopt(c, CURLOPT_MAXCONNECTS, 1L) != CURLE_OK ||
                     curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, p->idle_s) !=
                         CURLE_OK
               : curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L) != CURLE_OK ||
@@ -516,7 +516,10 @@ static int exchange(const og_provider *p, const char *url,
     resp->retry_after = x->has_retry_after ? x->retry_after : NULL;
     ret = 0;
 out:
-    curl_easy_cleanup(c);
+    if (reuse && c)
+        handle_give(p, c);
+    else
+        curl_easy_cleanup(c);
     /* The list holds a copy of the Authorization header (CL5). */
     for (h2 = h; h2; h2 = h2->next)
         sodium_memzero(h2->data, strlen(h2->data));
