@@ -173,7 +173,7 @@ drop_store() {
 write_config() {
     local file=$1 url=$2 pool=$3 log=$4 provider=""
     [ -z "${5:-}" ] ||
-        provider="\"provider\": {\"url\": \"$5\", \"table\": \"$PWD/providers/sandbox-credits.v1.json\"},"
+        provider="\"provider\": {\"url\": \"$5\", \"table\": \"$PWD/providers/sandbox-credits.v1.json\"${BENCH_KEEP_ALIVE:+, \"keep_alive\": $BENCH_KEEP_ALIVE}},"
     cat >"$file" <<EOF
 {
   "listen": "127.0.0.1:0",

@@ -639,6 +639,65 @@ static void drive_ends_and_refusals_before_io(void **state)
     assert_int_equal(og_exec_admit(NULL, p, &aq, &ares), OG_EINVAL);
 }
 
+/* E6: the admission answers MaySubmit for its own first create only while
+ * the time since it was sent, plus the margin, is inside its lease and its
+ * submission window; every other case asks the store. */
+static void admission_answers_may_submit_only_inside_its_window(void **state)
+{
+    const int64_t lease = 60 * SEC, window = 3600 * SEC, margin = 15 * SEC;
+    og_operation fresh, op;
+    static const struct {
+        const char *name;
+        int64_t elapsed, margin;
+        bool want;
+    } grid[] = {
+        {"just admitted", 0, 15 * SEC, true},
+        {"a slow admission reply", 2 * SEC, 15 * SEC, true},
+        {"the last instant the margin allows", 45 * SEC - 1, 15 * SEC, true},
+        {"lease lost: the margin reaches its end", 45 * SEC, 15 * SEC, false},
+        {"lease lost: past its end", 61 * SEC, 15 * SEC, false},
+        {"margin 0: always ask the store", 0, 0, false},
+        {"a margin as long as the lease", 0, 60 * SEC, false},
+        {"a clock that went backwards", -1, 15 * SEC, false},
+    };
+
+    (void)state;
+    memset(&fresh, 0, sizeof fresh);
+    fresh.kind = OG_OP_KIND_CREDIT;
+    fresh.status = OG_OP_ADMITTED;
+    fresh.owner_version = 1;
+    fresh.created_at_us = NOW;
+    fresh.lease_until_us = NOW + lease;
+    fresh.submit_by_us = NOW + window;
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        print_message("%s\n", grid[i].name);
+        assert_int_equal(og_exec_admission_may_submit(
+                             &fresh, grid[i].elapsed, grid[i].margin),
+                         grid[i].want);
+    }
+    /* submit_by passed: a window shorter than the lease bounds it. */
+    op = fresh;
+    op.submit_by_us = NOW + 20 * SEC;
+    assert_true(og_exec_admission_may_submit(&op, 4 * SEC, margin));
+    assert_false(og_exec_admission_may_submit(&op, 5 * SEC, margin));
+    assert_false(og_exec_admission_may_submit(&op, 21 * SEC, margin));
+    /* Owner version stale: not the admission's own version. */
+    op = fresh;
+    op.owner_version = 2;
+    assert_false(og_exec_admission_may_submit(&op, 0, margin));
+    /* Not Admitted (recorded, or Unknown): not the admission's answer. */
+    op = fresh;
+    op.status = OG_OP_UNKNOWN;
+    assert_false(og_exec_admission_may_submit(&op, 0, margin));
+    op.status = OG_OP_SUCCEEDED;
+    assert_false(og_exec_admission_may_submit(&op, 0, margin));
+    /* A payout attempt is Started first (P1), never sent on this. */
+    op = fresh;
+    op.kind = OG_OP_KIND_PAYOUT;
+    assert_false(og_exec_admission_may_submit(&op, 0, margin));
+    assert_false(og_exec_admission_may_submit(NULL, 0, margin));
+}
+
 /* Every NeedsReconciliation reason the decisions can record is listed, as
  * `reason`, in docs/reconciliation.md (with its meaning and the
  * operator's next step): driven over every input grid above, credits
@@ -739,6 +798,7 @@ int main(void)
         cmocka_unit_test(
             payout_sweeper_never_records_not_started_for_a_started_attempt),
         cmocka_unit_test(drive_ends_and_refusals_before_io),
+        cmocka_unit_test(admission_answers_may_submit_only_inside_its_window),
         cmocka_unit_test(payout_reconciler_decides_from_the_lookup),
         cmocka_unit_test(
             payout_reconciler_never_records_not_applied_before_the_cutoff),

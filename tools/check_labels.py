@@ -65,6 +65,8 @@ REGISTRY = {
             '("What the tests prove")'),
     'RF': ('docs/design.md', 'the refusal cache of `oncegate serve` ("The '
            'refusal cache")'),
+    'KA': ('docs/design.md', 'kept-alive provider connections: why a '
+           're-send is one request'),
     'R': ('docs/config.md', "the configuration's relations beyond the "
           'timings (generated from src/serve/config.c)'),
     # core: pure logic

@@ -107,6 +107,10 @@ typedef struct og_exec_run {
                            are the recorded ones; otherwise as given */
 } og_exec_run;
 
+/* The local clock E6 measures on, in microseconds: one that counts the
+ * time the system was suspended (CLOCK_BOOTTIME). */
+int64_t og_exec_clock_us(void);
+
 /* Drives the credit op, owned by the caller at op->owner_version, through
  * ONE create and its record: og_op_may_submit (E1) -> the create call
  * (og_provider_create_credit: key and reference the operation id, the
@@ -157,7 +161,10 @@ typedef struct og_exec_admitted {
 
 /* Admits q->grant for q->operation_id with og_admit (ONE write) and, when
  * THIS call admitted it and p is not NULL, drives it at once as its owner
- * at version 1: og_exec_drive() expecting Admitted, by q->actor. An
+ * at version 1: og_exec_drive() expecting Admitted, by q->actor — except
+ * that the admission itself answers MaySubmit while the time since it was
+ * sent, plus the store's lease_margin + max_clock_step, is inside its lease
+ * and submission window (E6, lib/core/execute.c). An
  * ALREADY_ADMITTED or REFUSED outcome, or no provider, is reported and
  * never driven: only the admitting request and recovery call the provider.
  *

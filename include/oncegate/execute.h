@@ -49,6 +49,16 @@ const char *og_exec_action_name(og_exec_action a);
  * answer o means (E2-E5). Borrows o's strings into *d. */
 void og_exec_after_create(const og_provider_outcome *o, og_exec_decision *d);
 
+/* E6: whether the admission that just created op answers MaySubmit for
+ * its first create: op as og_admit returned it (a credit, Admitted, the
+ * initial owner version), elapsed_us the time since before the admission
+ * was sent on a local clock that counts suspension, margin_us the allowance
+ * for the store's clock running ahead (0: never — ask the store). True
+ * only while elapsed_us + margin_us < least(lease_until, submit_by) -
+ * created_at. */
+bool og_exec_admission_may_submit(const og_operation *op, int64_t elapsed_us,
+                                  int64_t margin_us);
+
 /* Recovery, after it took op over and looked the effect up: lookup_rc and
  * lo are og_provider_lookup()'s result (1 found, 0 not found, negative:
  * could not ask), or lookup_rc = OG_EINVAL when the provider documents no

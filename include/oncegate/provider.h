@@ -38,11 +38,13 @@ OG_MUST_CHECK int og_provider_table_load_file(const char *path,
 /* ---------------------------------------------------------------------------
  * The client (lib/provider/client.c): libcurl, thread-safe.
  *
- * Each call uses its own fresh connection (no reuse, so libcurl never
- * resends a request on a stale connection by itself), no proxy, no
- * redirects, http and https only, its own timeout (never the caller's
- * request's), and reads at most OG_PROVIDER_BODY_MAX bytes. The client,
- * og_provider, is opaque (named in oncegate/core.h).
+ * By default each call uses its own fresh connection (no reuse, so
+ * libcurl never resends a request on a stale connection by itself);
+ * og_provider_set_reuse() turns on a shared pool of kept-alive connections
+ * for a provider declaring atomic same-key handling (docs/design.md,
+ * KA1). No proxy, no redirects, http and https only, its own timeout
+ * (never the caller's request's), and at most OG_PROVIDER_BODY_MAX bytes
+ * read. The client, og_provider, is opaque (named in oncegate/core.h).
  * ------------------------------------------------------------------------- */
 
 /* Opens a client for base_url ("http://127.0.0.1:8080", no query) using
@@ -53,6 +55,25 @@ OG_MUST_CHECK int og_provider_table_load_file(const char *path,
 OG_MUST_CHECK int og_provider_open(const char *base_url, const char *api_key,
                                    const og_provider_table *t,
                                    og_provider **out);
+
+#define OG_PROVIDER_REUSE_CONNECTIONS_MAX 1024
+#define OG_PROVIDER_REUSE_IDLE_MAX_US (INT64_C(3600) * 1000000)
+
+/* Keeps up to max_connections connections to the provider alive between
+ * calls (0: none, a fresh connection per call, the default), each reused
+ * only while it has been idle less than idle_us (1 s .. 1 h, whole
+ * seconds: libcurl's granularity). Only credit and payout creates and
+ * lookups reuse; a token exchange never does. Silently stays off when the
+ * table does not declare atomic same-key handling: libcurl re-sends a
+ * request on its own when a reused connection turns out dead, and only
+ * such a provider answers the re-send as the same request (KA1). Call
+ * once, before the first call. Returns 0, OG_EINVAL (bad bounds, called
+ * twice) or OG_ENOMEM. */
+OG_MUST_CHECK int og_provider_set_reuse(og_provider *p, int max_connections,
+                                        int64_t idle_us);
+
+/* Whether og_provider_set_reuse() turned reuse on. */
+bool og_provider_reuses(const og_provider *p);
 
 /* Frees p, wiping the API key. NULL is a no-op. */
 void og_provider_free(og_provider *p);

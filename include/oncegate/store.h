@@ -86,6 +86,10 @@ OG_MUST_CHECK int og_store_open(const char *url, const og_store_options *opts,
 /* Closes every connection and frees the store. NULL is a no-op. */
 void og_store_free(og_store *s);
 
+/* The timings s was opened with (checked: og_timings_check), owned by s;
+ * NULL for NULL. */
+const og_timings *og_store_timings(const og_store *s);
+
 /* The backend's name: "sqlite" or "postgres". */
 const char *og_store_backend(const og_store *s);
 

@@ -25,7 +25,9 @@
  * Invariants (each names what protects it):
  *   E1  Nothing here executes: every create call is sent only after
  *       og_op_may_submit() said yes for this owner's version, before
- *       least(lease_until, submit_by) on the store's clock (the store).
+ *       least(lease_until, submit_by) on the store's clock (the store) —
+ *       or, for the first create of a credit, after its own admission
+ *       said the same (E6).
  *   E2  A SUCCEEDED answer is recorded Succeeded with the provider's
  *       reference.
  *   E3  A FAILED answer — a refusal the provider documents as having no
@@ -37,6 +39,21 @@
  *   E5  A TRANSIENT answer (documented: nothing done, nothing recorded by
  *       the provider) records nothing: the operation stays as it was and
  *       the same owner may send the same create again while E1 allows.
+ *   E6  An admission answers MaySubmit for the first create of the credit
+ *       it admitted (og_exec_admission_may_submit): the admission wrote
+ *       Admitted at the initial owner version with lease_until and
+ *       submit_by at created_at + lease and + window, ONE reading of the
+ *       store's clock, so MaySubmit would say yes until least(lease_until,
+ *       submit_by) - created_at has passed on that clock — and nobody can
+ *       move the operation before (a takeover needs the lease ended; only
+ *       its owner records at that version). The caller measures the time
+ *       since before it SENT the admission (so since no later than
+ *       created_at) on a local clock that counts suspension, and the
+ *       answer is yes only while that time plus margin is below the
+ *       window: margin covers the store's clock stepping or running ahead
+ *       of the local one (timings: lease_margin + max_clock_step). margin
+ *       0, another status or version, a payout, or a clock that went
+ *       backwards: no — ask the store.
  *   RV1 Recovery looks up before it acts. Found (final) -> Succeeded.
  *   RV2 Found but not final (pending) -> Unknown with the reference, or,
  *       when already Unknown, decide again later.
@@ -193,6 +210,22 @@ void og_exec_after_create(const og_provider_outcome *o, og_exec_decision *d)
         break;
     }
     record(d, OG_OP_UNKNOWN, reason_or(o, "unknown"), o->reference); /* E4 */
+}
+
+bool og_exec_admission_may_submit(const og_operation *op, int64_t elapsed_us,
+                                  int64_t margin_us)
+{
+    int64_t window;
+
+    if (!op || margin_us <= 0 || elapsed_us < 0 ||
+        op->kind != OG_OP_KIND_CREDIT || op->status != OG_OP_ADMITTED ||
+        op->owner_version != OG__INITIAL_OWNER_VERSION)
+        return false;
+    window = (op->lease_until_us < op->submit_by_us ? op->lease_until_us
+                                                    : op->submit_by_us) -
+             op->created_at_us;
+    /* E6: strictly inside the window, the margin left over. */
+    return elapsed_us < window && margin_us < window - elapsed_us;
 }
 
 void og_recovery_after_lookup(const og_operation *op,

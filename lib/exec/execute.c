@@ -13,13 +13,18 @@
  * (og_exec_observer), for the service's latency metrics.
  *
  * Order, every write expecting the owner version the caller holds:
- *   [og_admit ->] og_op_may_submit -> create -> og_exec_after_create ->
- *     og_op_record (RECORD)  or  nothing (E5)
+ *   [og_admit ->] og_op_may_submit (unless the admission answered it,
+ *     E6) -> create -> og_exec_after_create -> og_op_record (RECORD)  or
+ *     nothing (E5)
  *
  * Invariants (beyond E1-E5):
  *   EX1  At most one create per drive, and only after og_op_may_submit
- *        answered yes for this owner version; a MaySubmit that failed or
- *        said no sends nothing.
+ *        answered yes for this owner version — or, in the drive of the
+ *        request that admitted it, after its admission did (E6: the local
+ *        time since the admission was sent, plus the margin, still inside
+ *        the lease and the submission window; otherwise the store is
+ *        asked as for any drive); a MaySubmit that failed or said no sends
+ *        nothing.
  *   EX2  Nothing is retried here: not the create (a transient answer, an
  *        unknown outcome), not the record (a store error after the
  *        create). What the record could not write is left to recovery,
@@ -59,6 +64,18 @@ static int64_t mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t og_exec_clock_us(void)
+{
+    struct timespec ts;
+
+#ifdef CLOCK_BOOTTIME
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* Tells the observer, if any, that call returned rc, started at t0_us. */
 static void observed(const og_exec_observer *o, og_exec_call call,
                      int64_t t0_us, int rc)
@@ -83,10 +100,23 @@ static int drive_check(const og_operation *op, const og_exec_drive_req *q)
     return 0;
 }
 
+/* E6's margin for store s: the allowance its timings make for the
+ * store's clock running ahead of ours (the lease's margin) and stepping
+ * (docs/design.md, "Timing values"). */
+static int64_t admission_margin_us(const og_store *s)
+{
+    const og_timings *t = og_store_timings(s);
+
+    return t ? t->lease_margin_us + t->max_clock_step_us : 0;
+}
+
 /* The drive itself, its input checked (drive_check). Every end is written
- * to *run; nothing fails. */
+ * to *run; nothing fails. admitted_at_us: og_exec_clock_us() before the
+ * admission of op was sent, when this drive belongs to the request that
+ * admitted it (E6); 0 otherwise. */
 static void drive(og_store *s, og_provider *p, const og_operation *op,
-                  const og_exec_drive_req *q, og_exec_run *run)
+                  const og_exec_drive_req *q, int64_t admitted_at_us,
+                  og_exec_run *run)
 {
     og_exec_decision d;
     og_op_outcome oc;
@@ -97,14 +127,21 @@ static void drive(og_store *s, og_provider *p, const og_operation *op,
     memset(run, 0, sizeof *run);
     run->op = *op;
 
-    /* EX1: ask, for this owner version, on the store's clock (E1). */
-    t0 = mono_us();
-    rc = og_op_may_submit(s, op->operation_id, op->owner_version, &may);
-    observed(q->observe, OG_EXEC_CALL_MAY_SUBMIT, t0, rc);
-    if (rc != 0) {
-        run->end = OG_EXEC_END_MAY_SUBMIT_FAILED;
-        run->error = rc;
-        return;
+    /* EX1: the admission's own answer while it holds (E6), else ask, for
+     * this owner version, on the store's clock (E1). */
+    may = admitted_at_us > 0 &&
+          og_exec_admission_may_submit(op,
+                                       og_exec_clock_us() - admitted_at_us,
+                                       admission_margin_us(s));
+    if (!may) {
+        t0 = mono_us();
+        rc = og_op_may_submit(s, op->operation_id, op->owner_version, &may);
+        observed(q->observe, OG_EXEC_CALL_MAY_SUBMIT, t0, rc);
+        if (rc != 0) {
+            run->end = OG_EXEC_END_MAY_SUBMIT_FAILED;
+            run->error = rc;
+            return;
+        }
     }
     if (!may) {
         run->end = OG_EXEC_END_MAY_SUBMIT_REFUSED;
@@ -200,7 +237,7 @@ int og_exec_drive(og_store *s, og_provider *p, const og_operation *op,
         return OG_EINVAL;
     if ((rc = drive_check(op, q)) != 0)
         return rc;
-    drive(s, p, op, q, &run);
+    drive(s, p, op, q, 0, &run);
     *out = run;
     return 0;
 }
@@ -212,7 +249,7 @@ int og_exec_admit(og_store *s, og_provider *p, const og_exec_admit_req *q,
     og_exec_admitted res;
     og_grant g;
     og_intent in;
-    int64_t t0;
+    int64_t t0, admitted_at;
     int rc;
 
     if (!s || !q || !q->grant || !out)
@@ -230,6 +267,8 @@ int og_exec_admit(og_store *s, og_provider *p, const og_exec_admit_req *q,
         return rc;
     g.form = q->form;
     memset(&res, 0, sizeof res);
+    /* E6: before the admission is sent, so no later than its created_at. */
+    admitted_at = og_exec_clock_us();
     t0 = mono_us();
     rc = og_admit(s, &g, &in, &res.admission);
     observed(q->observe, OG_EXEC_CALL_ADMIT, t0, rc);
@@ -239,7 +278,7 @@ int og_exec_admit(og_store *s, og_provider *p, const og_exec_admit_req *q,
      * same-operation retry or a refusal is only reported. og_admit
      * creates credits only, so drive_check has nothing left to refuse. */
     if (p && res.admission.outcome == OG_OUTCOME_ADMITTED) {
-        drive(s, p, &res.admission.operation, &dq, &res.run);
+        drive(s, p, &res.admission.operation, &dq, admitted_at, &res.run);
         res.driven = true;
     }
     *out = res;

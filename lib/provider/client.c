@@ -11,11 +11,14 @@
  *       classification (UNKNOWN unless the table proves otherwise).
  *   CL2 connect_failed means not one byte of the request reached the
  *       provider: only connect-phase errors (or the timeout) on a connection
- *       that never completed — TCP for http, the TLS handshake for https.
- *       This is provable because every call uses a FRESH connection (no
- *       reuse, so no connect time is inherited and libcurl never resends a
- *       request on a stale pooled connection by itself) and no proxy (whose
- *       own connection would complete first).
+ *       that never completed — TCP for http, the TLS handshake for https —
+ *       in a call that never began a request on any connection (the
+ *       CURLOPT_PREREQFUNCTION count is 0: libcurl calls it before each
+ *       request it sends, on a new or a reused connection). So it holds
+ *       with connection reuse too (CL9): a call that began on a pooled
+ *       connection, or that libcurl re-sent on a fresh one after a pooled
+ *       one died, is never connect_failed. No proxy (whose own connection
+ *       would complete first).
  *   CL3 Every call has its own timeout (timeout_us), never the caller's
  *       request's: a client disconnect does not abandon a create halfway.
  *   CL4 A response is read up to OG_PROVIDER_BODY_MAX bytes; beyond that
@@ -39,9 +42,27 @@
  *       error, never copied into an outcome, and the request text and the
  *       answer that held it are wiped (jansson's and libcurl's own copies
  *       are freed unwiped, as in CL5).
+ *   CL9 Connection reuse (og_provider_set_reuse; docs/design.md, KA1):
+ *       off by default — every call on a FRESH connection, closed after
+ *       it. On, credit and payout creates and lookups take an easy handle
+ *       from the client's pool of idle ones, each keeping its one
+ *       connection alive between calls (libcurl keeps a handle's live
+ *       connections across curl_easy_reset), idle at most idle_s, at most
+ *       max_connections handles kept. A handle, and so its connection, is
+ *       used by one call at a time: libcurl's shared connection cache
+ *       (CURLSH with CURL_LOCK_DATA_CONNECT) is documented as unsupported
+ *       across concurrent threads, so it is not used. A kept handle may
+ *       hold libcurl's own buffers of its last call until it is freed
+ *       (unwiped, as in CL5). It is on only for a table declaring atomic
+ *       same-key handling: libcurl re-sends a request by itself when a
+ *       pooled connection yields no byte of an answer (the peer had closed
+ *       it), and that re-send is the same request — same Idempotency-Key,
+ *       same body (EX3) — which such a provider answers as one. A token
+ *       exchange never reuses a connection (CL7: sent once).
  *
- * Thread-safe: an og_provider is immutable after og_provider_open(); each
- * call has its own easy handle.
+ * Thread-safe: an og_provider is immutable after og_provider_open() and
+ * og_provider_set_reuse() but for its pool of idle handles, guarded by
+ * pool_mu; each call has an easy handle of its own while it runs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -71,6 +92,12 @@ struct og_provider {
                                        NULL; a secret (CL5) */
     size_t auth_len;
     const og_provider_table *t;     /* borrowed */
+    CURL **pool;                    /* CL9: max_connections slots, idle
+                                       handles in [0, n_idle); NULL: a
+                                       fresh connection per call */
+    int n_idle;
+    pthread_mutex_t pool_mu;        /* guards pool and n_idle */
+    long max_connections, idle_s;   /* CL9 */
 };
 
 /* ===========================================================================
@@ -209,10 +236,75 @@ int og_provider_open_exchange(const char *base_url, const char *api_key,
     return open_client(base_url, api_key, NULL, out);
 }
 
+int og_provider_set_reuse(og_provider *p, int max_connections,
+                          int64_t idle_us)
+{
+    if (!p || p->pool || max_connections < 0 ||
+        max_connections > OG_PROVIDER_REUSE_CONNECTIONS_MAX ||
+        (max_connections > 0 &&
+         (idle_us < 1000000 || idle_us > OG_PROVIDER_REUSE_IDLE_MAX_US)))
+        return OG_EINVAL;
+    /* CL9: only where a re-send is one request to the provider. */
+    if (max_connections == 0 || !p->t ||
+        !og_provider_table_properties(p->t)->atomic_same_key)
+        return 0;
+    if (pthread_mutex_init(&p->pool_mu, NULL) != 0)
+        return OG_ENOMEM;
+    if (!(p->pool = calloc((size_t)max_connections, sizeof *p->pool))) {
+        pthread_mutex_destroy(&p->pool_mu);
+        return OG_ENOMEM;
+    }
+    p->n_idle = 0;
+    p->max_connections = max_connections;
+    p->idle_s = (long)(idle_us / 1000000);
+    return 0;
+}
+
+/* CL9: an idle handle (its connection, if still open, comes with it),
+ * reset to no options, or a new one; NULL when out of memory. */
+static CURL *handle_take(og_provider *p)
+{
+    CURL *c = NULL;
+
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_idle > 0)
+        c = p->pool[--p->n_idle];
+    pthread_mutex_unlock(&p->pool_mu);
+    if (!c)
+        return curl_easy_init();
+    curl_easy_reset(c); /* the options go; the live connection stays */
+    return c;
+}
+
+/* CL9: back to the pool, or freed (closing its connection) when the pool
+ * is full. */
+static void handle_give(og_provider *p, CURL *c)
+{
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_idle < p->max_connections) {
+        p->pool[p->n_idle++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&p->pool_mu);
+    curl_easy_cleanup(c); /* NULL is a no-op */
+}
+
+bool og_provider_reuses(const og_provider *p)
+{
+    return p && p->pool;
+}
+
 void og_provider_free(og_provider *p)
 {
     if (!p)
         return;
+    if (p->pool) {
+        /* Closes the kept connections; every call has returned. */
+        for (int i = 0; i < p->n_idle; i++)
+            curl_easy_cleanup(p->pool[i]);
+        free(p->pool);
+        pthread_mutex_destroy(&p->pool_mu);
+    }
     if (p->auth_header) {
         sodium_memzero(p->auth_header, p->auth_len);
         free(p->auth_header);
@@ -224,6 +316,7 @@ void og_provider_free(og_provider *p)
  * One exchange
  * ========================================================================= */
 typedef struct http_exchange {
+    unsigned begun;     /* requests libcurl began to send (CL2) */
     char *body;         /* OG_PROVIDER_BODY_MAX bytes */
     size_t body_len;
     bool over;          /* the body exceeded the cap (CL4) */
@@ -271,6 +364,21 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* libcurl is about to send a request, on a new or a reused connection
+ * (CL2). */
+static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip,
+                     int conn_primary_port, int conn_local_port)
+{
+    http_exchange *x = ud;
+
+    (void)conn_primary_ip;
+    (void)conn_local_ip;
+    (void)conn_primary_port;
+    (void)conn_local_port;
+    x->begun++;
+    return CURL_PREREQFUNC_OK;
+}
+
 /* How the exchange ended (CL2). */
 static og_provider_transport transport_of(const og_provider *p, CURL *c,
                                           CURLcode rc, const http_exchange *x)
@@ -284,8 +392,10 @@ static og_provider_transport transport_of(const og_provider *p, CURL *c,
         curl_easy_getinfo(c, CURLINFO_APPCONNECT_TIME_T, &appconnect_us) !=
             CURLE_OK)
         return OG_TRANSPORT_ERROR; /* cannot prove anything */
-    /* libcurl records a completed phase as at least 1 us; 0 = never. */
-    established = p->https ? appconnect_us > 0 : connect_us > 0;
+    /* libcurl records a completed phase as at least 1 us; 0 = never. A
+     * request begun on any connection counts as established (CL2). */
+    established = (p->https ? appconnect_us > 0 : connect_us > 0) ||
+                  x->begun > 0;
     switch (rc) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
@@ -315,10 +425,10 @@ static og_provider_transport transport_of(const og_provider *p, CURL *c,
  * "Content-Type: ..." header) with extra headers, and
  * fills *resp (pointing into *x). A negative return (OG_ENOMEM) means
  * nothing was sent (CL1); otherwise *resp describes what happened. */
-static int exchange(const og_provider *p, const char *url,
+static int exchange(og_provider *p, const char *url,
                     const char *post_body, const char *content_type,
                     const char *idempotency_key, int64_t timeout_us,
-                    http_exchange *x, og_provider_response *resp)
+                    bool reuse, http_exchange *x, og_provider_response *resp)
 {
     char key_header[32 + OG_PROVIDER_KEY_MAX];
     struct curl_slist *h = NULL, *h2;
@@ -329,7 +439,9 @@ static int exchange(const og_provider *p, const char *url,
 
     memset(x, 0, sizeof *x);
     x->body = malloc(OG_PROVIDER_BODY_MAX);
-    c = curl_easy_init();
+    /* CL9: a pooled handle and its kept connection, or a fresh one. */
+    reuse = reuse && p->pool;
+    c = reuse ? handle_take(p) : curl_easy_init();
     if (!x->body || !c)
         goto out;
 
@@ -363,8 +475,8 @@ static int exchange(const og_provider *p, const char *url,
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_prereq) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_PREREQDATA, x) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
                          (curl_off_t)OG_PROVIDER_BODY_MAX) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_USERAGENT, "oncegate/" OG_VERSION) !=
@@ -374,6 +486,14 @@ static int exchange(const og_provider *p, const char *url,
         curl_easy_setopt(c, CURLOPT_WRITEDATA, x) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_HEADERDATA, x) != CURLE_OK)
+        goto out;
+    /* CL9: one kept connection per handle, or a fresh one closed after
+     * the call. */
+    if (reuse ? curl_easy_setopt(c, CURLOPT_MAXCONNECTS, 1L) != CURLE_OK ||
+                    curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, p->idle_s) !=
+                        CURLE_OK
+              : curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L) != CURLE_OK ||
+                    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L) != CURLE_OK)
         goto out;
     if (post_body) {
         if (curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body) != CURLE_OK ||
@@ -396,7 +516,10 @@ static int exchange(const og_provider *p, const char *url,
     resp->retry_after = x->has_retry_after ? x->retry_after : NULL;
     ret = 0;
 out:
-    curl_easy_cleanup(c);
+    if (reuse && c)
+        handle_give(p, c);
+    else
+        curl_easy_cleanup(c);
     /* The list holds a copy of the Authorization header (CL5). */
     for (h2 = h; h2; h2 = h2->next)
         sodium_memzero(h2->data, strlen(h2->data));
@@ -483,7 +606,7 @@ static int create_effect(og_provider *p, const api_resource *res,
         goto out;
     }
     if ((rc = exchange(p, url, text, "Content-Type: application/json",
-                       idempotency_key, timeout_us, &x, &resp)) < 0)
+                       idempotency_key, timeout_us, true, &x, &resp)) < 0)
         goto out;
     og_provider_classify(p->t, &resp, out);
 out:
@@ -523,7 +646,7 @@ static int lookup_effect(og_provider *p, const api_resource *res,
              esc);
     curl_free(esc);
 
-    if ((rc = exchange(p, url, NULL, NULL, NULL, timeout_us, &x, &resp)) < 0)
+    if ((rc = exchange(p, url, NULL, NULL, NULL, timeout_us, true, &x, &resp)) < 0)
         goto out;
     rc = og_provider_classify_lookup_terms(p->t, &resp, reference, terms,
                                            n_terms, out);
@@ -622,7 +745,7 @@ int og_provider_exchange_code(og_provider *p, const char *code,
     snprintf(url, sizeof url, "%s/oauth/token", p->base_url);
     rc = exchange(p, url, form,
                   "Content-Type: application/x-www-form-urlencoded", NULL,
-                  timeout_us, &x, &resp);
+                  timeout_us, false, &x, &resp); /* CL7, CL9 */
     if (rc == 0)
         og_exchange_classify(&resp, out);
     /* The form holds the code, the body the token response (CL5). */

@@ -123,6 +123,11 @@ void og_store_free(og_store *s)
     free(s);
 }
 
+const og_timings *og_store_timings(const og_store *s)
+{
+    return s ? &s->opts.timings : NULL;
+}
+
 const char *og_store_backend(const og_store *s)
 {
     return s ? s->m->name : "none";

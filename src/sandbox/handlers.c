@@ -9,6 +9,7 @@
  * Where a fault acts on a create request that passed validation:
  *
  *   take one firing ──> error_500_before_effect: count, answer 500, stop
+ *        │              close_before_effect:    close, no answer, stop
  *        │              delay_before_effect:    sleep ms
  *        v
  *   og_sbx_store_create (the effect, or the replay: COMMIT returned)
@@ -228,6 +229,13 @@ static void h_create(og_sbx_req *r)
             og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
         return;
     }
+    if (f.kind == OG_SBX_FAULT_CLOSE_BEFORE_EFFECT) {
+        /* What a client sees when the server closed an idle kept-alive
+         * connection as the request went out: nothing, and nothing done
+         * (not even counted). */
+        r->drop = true;
+        return;
+    }
     if (f.kind == OG_SBX_FAULT_DELAY_BEFORE_EFFECT)
         og_sbx_sleep_us(f.ms * 1000);
     rc = og_sbx_store_create(srv->store, rs, &srv->cfg.policy, r->idem_key,
@@ -329,6 +337,11 @@ static void h_token(og_sbx_req *r)
             store_failed(r, rc);
         else
             og_sbx_fail(r, OG_SBX_C_INTERNAL, NULL);
+        json_decref(form);
+        return;
+    }
+    if (f.kind == OG_SBX_FAULT_CLOSE_BEFORE_EFFECT) {
+        r->drop = true; /* as for a create: nothing spent, nothing counted */
         json_decref(form);
         return;
     }

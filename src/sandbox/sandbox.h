@@ -410,7 +410,8 @@ json_t *og_sbx_oauth_error_json(og_sbx_code c, const char *field);
     X(DELAY_AFTER_EFFECT, "delay_after_effect", true)                          \
     X(ERROR_500_AFTER_EFFECT, "error_500_after_effect", false)                 \
     X(EXIT_AFTER_EFFECT, "exit_after_effect", false)                           \
-    X(ERROR_500_BEFORE_EFFECT, "error_500_before_effect", false)
+    X(ERROR_500_BEFORE_EFFECT, "error_500_before_effect", false)              \
+    X(CLOSE_BEFORE_EFFECT, "close_before_effect", false)
 
 typedef enum og_sbx_fault_kind {
     OG_SBX_FAULT_NONE = 0,

@@ -326,6 +326,20 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      AT(provider_api_key_file),
      "File holding the provider's API key (a secret: read at startup, sent "
      "as a bearer token, never logged). Empty: none."},
+    {"provider.keep_alive", OG_CFG_INT, 0, 1024, /* OG_PROVIDER_REUSE_CONNECTIONS_MAX */
+     "16", AT(provider_keep_alive),
+     "Provider connections kept alive between calls (credit creates and "
+     "lookups), shared by every request and recovery. 0: a fresh "
+     "connection per call. Used only with a table declaring atomic "
+     "same-key handling: libcurl re-sends a request by itself when a kept "
+     "connection turns out closed, and only such a provider answers the "
+     "re-send, which carries the same key and body, as one request "
+     "(docs/design.md, KA1)."},
+    {"provider.keep_alive_idle_ms", OG_CFG_MS, 1000, 3600000, "30000",
+     AT(provider_keep_alive_idle_us),
+     "A kept connection idle this long is closed instead of reused (whole "
+     "seconds): keep it below the provider's own idle timeout, so that a "
+     "request rarely meets a connection the provider is closing."},
     {"redemption", OG_CFG_OBJECT, 0, 0, NULL, AT(redemption_url),
      "Redeeming external single-use tokens (`POST /v1/redemptions`; the "
      "`redemption.` rows below). Off until `redemption.key_file` is set: "

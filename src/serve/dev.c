@@ -741,6 +741,10 @@ const og_srv_dev_override og_srv_dev_overrides[] = {
     /* a cleanup pass every 5 s; the refusal retention (cleanup_margin) is
      * the production one all the same */
     {"janitor.interval_ms", "5000"},
+    /* The banner's step 5 shows a lost answer: on a kept connection
+     * libcurl would re-send the request and the sandbox replay the credit
+     * (docs/design.md, KA1), hiding what the step is there to show. */
+    {"provider.keep_alive", "0"},
     {"payouts.runner", "true"},
     {"payouts.worker_id", "\"dev-payout-worker\""}, /* the role's */
     {"payouts.send_window_ms", "60000"},

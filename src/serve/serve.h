@@ -128,6 +128,10 @@ typedef struct og_srv_config {
     char *provider_url;         /* NULL: no execution (admission only) */
     char *provider_table;       /* the classification table's path */
     char *provider_api_key_file;/* NULL: no provider key */
+    int provider_keep_alive;    /* pooled provider connections; 0: a fresh
+                                   connection per call (KA1) */
+    int64_t provider_keep_alive_idle_us; /* a pooled one idle longer is
+                                   closed, not reused */
     char *redemption_url;       /* the token endpoint's base URL; NULL:
                                    provider_url */
     char *redemption_key_file;  /* NULL: redemption off (501) */

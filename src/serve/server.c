@@ -305,11 +305,20 @@ static int open_provider(og_srv *srv)
     }
     if (rc != 0)
         return refuse("provider.url: not a usable http(s) base URL");
+    /* KA1: on only where the table declares atomic same-key handling
+     * (og_provider_set_reuse decides); the bounds were checked at load. */
+    if (og_provider_set_reuse(srv->provider, srv->cfg.provider_keep_alive,
+                              srv->cfg.provider_keep_alive_idle_us) != 0)
+        return refuse("provider.keep_alive: cannot set up the connection "
+                      "pool");
     og_log(OG_LOG_INFO, "provider",
-           json_pack("{s:s, s:s, s:i, s:I, s:b}", "provider", p->provider,
-                     "api", p->api, "table_version", p->version,
+           json_pack("{s:s, s:s, s:i, s:I, s:b, s:i}", "provider",
+                     p->provider, "api", p->api, "table_version", p->version,
                      "key_retention_s", (json_int_t)p->key_retention_s,
-                     "atomic_same_key", p->atomic_same_key));
+                     "atomic_same_key", p->atomic_same_key, "keep_alive",
+                     og_provider_reuses(srv->provider)
+                         ? srv->cfg.provider_keep_alive
+                         : 0));
     return OG_EXIT_OK;
 }
 

@@ -58,4 +58,11 @@ void codes_are_form_encoded_and_bad_ones_send_nothing(void **state);
 /* payouts.c: the sandbox for the processing window test. */
 int fx_up_payouts_window(void **state);
 
+/* reuse.c */
+void reuse_bounds_are_checked_and_a_table_without_atomic_keys_keeps_it_off(
+    void **state);
+void a_closed_connection_on_a_fresh_call_is_unknown(void **state);
+void kept_alive_connections_closed_by_the_provider_make_every_credit_once(
+    void **state);
+
 #endif

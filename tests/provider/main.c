@@ -131,6 +131,13 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(
             bad_payout_arguments_send_nothing_and_never_echo_the_destination,
             fx_up_payouts, fx_down),
+        cmocka_unit_test(
+            reuse_bounds_are_checked_and_a_table_without_atomic_keys_keeps_it_off),
+        cmocka_unit_test_setup_teardown(
+            a_closed_connection_on_a_fresh_call_is_unknown, fx_up, fx_down),
+        cmocka_unit_test_setup_teardown(
+            kept_alive_connections_closed_by_the_provider_make_every_credit_once,
+            fx_up, fx_down),
     };
 
     signal(SIGPIPE, SIG_IGN);

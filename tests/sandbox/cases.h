@@ -17,6 +17,8 @@ void same_key_with_other_parameters_is_422_idempotency_mismatch_and_changes_noth
 void twenty_concurrent_same_key_creates_make_exactly_one_credit(void **state);
 void without_atomic_same_key_concurrent_creates_can_make_duplicates(
     void **state);
+void concurrent_creates_of_mixed_keys_each_answer_as_alone_and_survive_a_restart(
+    void **state);
 void closed_account_is_422_account_closed_and_a_replay_is_the_same_422(
     void **state);
 void busy_account_is_429_with_retry_after_and_records_nothing(void **state);

@@ -66,6 +66,7 @@ int main(void)
         T(same_key_with_other_parameters_is_422_idempotency_mismatch_and_changes_nothing),
         T(twenty_concurrent_same_key_creates_make_exactly_one_credit),
         T(without_atomic_same_key_concurrent_creates_can_make_duplicates),
+        T(concurrent_creates_of_mixed_keys_each_answer_as_alone_and_survive_a_restart),
         T(closed_account_is_422_account_closed_and_a_replay_is_the_same_422),
         T(busy_account_is_429_with_retry_after_and_records_nothing),
         T(async_account_is_202_pending_then_succeeded_after_the_delay),

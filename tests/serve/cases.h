@@ -152,6 +152,10 @@ void payout_claim_lost_is_counted_on_metrics(void **state);
 void serve_runner_reconciles_a_lost_answer_to_paid_once(void **state);
 
 /* execution.c */
+void kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_once(
+    void **state);
+void admission_answers_may_submit_only_when_its_lease_leaves_the_margin(
+    void **state);
 void executed_operation_is_applied_once_with_the_operation_id_as_key(
     void **state);
 void action_other_than_credit_apply_is_422_and_changes_nothing(void **state);

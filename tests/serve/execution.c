@@ -436,3 +436,112 @@ void store_unavailable_at_admission_makes_no_billing_call(void **state)
     }
     hres_free(&r);
 }
+
+/* Kept-alive provider connections (provider.keep_alive, on by default;
+ * docs/design.md KA1): the sandbox closes the kept connection under
+ * every other request, before the effect (an idle close meeting the
+ * request) or after it (the answer lost). libcurl re-sends each on a fresh
+ * connection with the same key and body; the sandbox creates it, or
+ * replays the credit the lost answer made: every credit exactly once,
+ * every operation Succeeded, every answer 200 applied. */
+#define KA_ROUNDS 12
+void kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_once(
+    void **state)
+{
+    char ops[KA_ROUNDS][OG_UUID_LEN + 1];
+    int i, drops = 0, closes = 0;
+    xenv x;
+    grant g;
+    hres r;
+
+    (void)state;
+    xenv_start(&x, "exec-keepalive", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    for (i = 0; i < KA_ROUNDS; i++) {
+        /* Round 0 opens the connection the later rounds reuse. */
+        if (i > 0 && i % 2 == 1) {
+            sbx_arm(&x, i % 4 == 1 ? "close_before_effect"
+                                   : "drop_response_after_effect",
+                    -1);
+            if (i % 4 == 1)
+                closes++;
+            else
+                drops++;
+        }
+        issue_grant_account(x.s, &g, ACCOUNT);
+        uuid4(ops[i]);
+        execute(&r, x.s, ops[i], g.token, ACCOUNT);
+        assert_http(&r, 200);
+        assert_str(jstr(r.json, "status"), "succeeded");
+        assert_str(jstr(r.json, "result"), "applied");
+        hres_free(&r);
+    }
+    assert_true(closes > 0 && drops > 0);
+    for (i = 0; i < KA_ROUNDS; i++) {
+        assert_op_status(&r, x.s, ops[i], "succeeded");
+        hres_free(&r);
+    }
+    assert_sbx_stat(&x, "credits_created", KA_ROUNDS);
+    assert_sbx_stat(&x, "idempotent_replays", drops);
+    assert_sbx_stat(&x, "create_requests", KA_ROUNDS + drops);
+}
+
+/* The store calls of one execution, from the store latency histogram's
+ * counts (GET /metrics). */
+static double store_calls(const srv *s, const char *op)
+{
+    char series[128];
+    hres m = {0};
+    double v;
+
+    snprintf(series, sizeof series,
+             "oncegate_store_latency_seconds_count{op=\"%s\"}", op);
+    get(&m, s, "/metrics", NULL);
+    assert_http(&m, 200);
+    v = metric_value(m.body, series);
+    hres_free(&m);
+    return v;
+}
+
+/* E6 (lib/core/execute.c): the admitting request's own admission answers
+ * MaySubmit while the time since it plus the margin (lease_margin +
+ * max_clock_step) is inside its lease: with the default timings an
+ * execution is two store writes and no MaySubmit read; with a lease no
+ * longer than that margin the store is asked, as recovery always does.
+ * Either way the credit is applied once. */
+/* Executes one credit on x's server and checks it was applied with one
+ * admission, may_submit MaySubmit reads and one outcome write. */
+static void execute_counting_store_calls(const xenv *x, double may_submit)
+{
+    char op[OG_UUID_LEN + 1];
+    grant g;
+    hres r;
+
+    issue_grant_account(x->s, &g, ACCOUNT);
+    uuid4(op);
+    execute(&r, x->s, op, g.token, ACCOUNT);
+    assert_http(&r, 200);
+    assert_str(jstr(r.json, "result"), "applied");
+    hres_free(&r);
+    assert_true(store_calls(x->s, "admit") == 1);
+    assert_true(store_calls(x->s, "may_submit") == may_submit);
+    assert_true(store_calls(x->s, "record") == 1);
+    assert_sbx_stat(x, "credits_created", 1);
+}
+
+void admission_answers_may_submit_only_when_its_lease_leaves_the_margin(
+    void **state)
+{
+    xenv x;
+
+    (void)state;
+    xenv_start(&x, "exec-e6", false, LOADED_STORE_TIMEOUT_MS, 0, false);
+    execute_counting_store_calls(&x, 0);
+
+    /* A 4.5 s lease, a 10.5 s margin (lease_margin 0.5 s + the default
+     * max_clock_step 10 s): the admission cannot answer. */
+    xenv_prepare(&x, "exec-e6-short", false, 1000, 1000, false);
+    site_exec_timings(x.st, 1000, 1000);
+    assert_int_equal(site_write(x.st), 0);
+    assert_int_equal(srv_start(x.s), 0);
+    execute_counting_store_calls(&x, 1);
+}

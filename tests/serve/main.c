@@ -267,6 +267,8 @@ int main(int argc, char **argv)
         T(payout_claim_lost_is_counted_on_metrics),
         T(serve_runner_reconciles_a_lost_answer_to_paid_once),
         T(executed_operation_is_applied_once_with_the_operation_id_as_key),
+        T(kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_once),
+        T(admission_answers_may_submit_only_when_its_lease_leaves_the_margin),
         T(definite_refusal_is_failed_and_the_grant_stays_spent),
         T(action_other_than_credit_apply_is_422_and_changes_nothing),
         T(deployment_without_the_server_side_bound_is_refused_at_startup),
