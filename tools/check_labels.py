@@ -102,6 +102,8 @@ REGISTRY = {
           'and how'),
     'B': ('lib/store/postgres/admit_batch.c', "PostgreSQL's group commit "
           'of admissions'),
+    'GQ': ('lib/store/batcher.c', "group commit's waiter queue, shared by "
+           'the backends'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

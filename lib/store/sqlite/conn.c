@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "store/batcher.h"
 
 /* ===========================================================================
  * What a store failure means (lib/core/storeerr.c's SE2, SE3 for SQLite)
@@ -622,7 +623,10 @@ static int sq_open(const char *target, const og_store_options *opts,
     s->keys = OG_KEYS_READABLE; /* until og__sq_read_keys */
     s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
                            opts->timings.store_timeout_us);
-    if (!s->path || !s->pool) {
+    s->outcomes = og__batcher_new(&og__sq_outcome_ops, s, 1, /* one writer */
+                                  opts->outcome_batch_max);
+    if (!s->path || !s->pool || !s->outcomes) {
+        og__batcher_free(s->outcomes);
         og__pool_free(s->pool);
         free(s->path);
         free(s);
@@ -644,6 +648,7 @@ static void sq_close(void *impl)
 {
     og__sq_store *s = impl;
 
+    og__batcher_free(s->outcomes);
     og__pool_free(s->pool);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
@@ -680,6 +685,8 @@ const og__store_methods og__sqlite_methods = {
     .op_may_submit = og__sq_op_may_submit,
     .op_start = og__sq_op_start,
     .op_record = og__sq_op_record,
+    .outcome_batch = og__sq_outcome_batch,
+    .outcome_stats = og__sq_outcome_stats,
     .op_takeover = og__sq_op_takeover,
     .op_resolve = og__sq_op_resolve,
     .op_list = og__sq_op_list,

@@ -57,6 +57,10 @@
 #include <string.h>
 
 #include "internal.h"
+#include "store/batcher.h"
+
+static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
+                             bool *hit);
 
 /* ===========================================================================
  * Events and statuses
@@ -192,10 +196,12 @@ static int sq_op_start_in(og__sq_conn *c, const char *id,
     return 0;
 }
 
-int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
-                    const char *actor, bool *started)
+/* og__sq_op_start alone, in a transaction of its own (a batch of one,
+ * Q31). */
+static int sq_op_start_one(og__sq_store *s, const char *id,
+                           int64_t owner_version, const char *actor,
+                           bool *started)
 {
-    og__sq_store *s = impl;
     bool st = false;
     og__sq_conn *c;
     int rc;
@@ -209,6 +215,17 @@ int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
     if (rc == 0)
         *started = st;
     return rc;
+}
+
+int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
+                    const char *actor, bool *started)
+{
+    og__outcome_row row = {.kind = OG__OUTCOME_START,
+                           .operation_id = id,
+                           .owner_version = owner_version,
+                           .actor = actor};
+
+    return sq_outcome_submit(impl, &row, started);
 }
 
 /* ===========================================================================
@@ -296,11 +313,12 @@ int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
     return 0;
 }
 
-int og__sq_op_record(void *impl, const char *id, unsigned expected,
-                     int64_t owner_version, const og_op_outcome *o,
-                     bool *recorded)
+/* og__sq_op_record alone, in a transaction of its own (a batch of one,
+ * Q31). */
+static int sq_op_record_one(og__sq_store *s, const char *id,
+                            unsigned expected, int64_t owner_version,
+                            const og_op_outcome *o, bool *recorded)
 {
-    og__sq_store *s = impl;
     bool r = false;
     og__sq_conn *c;
     int rc;
@@ -313,6 +331,202 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
     if (rc == 0)
         *recorded = r;
     return rc;
+}
+
+int og__sq_op_record(void *impl, const char *id, unsigned expected,
+                     int64_t owner_version, const og_op_outcome *o,
+                     bool *recorded)
+{
+    og__outcome_row row = {.kind = OG__OUTCOME_RECORD,
+                           .operation_id = id,
+                           .owner_version = owner_version,
+                           .expected = expected,
+                           .o = o};
+
+    return sq_outcome_submit(impl, &row, recorded);
+}
+
+/* ===========================================================================
+ * Group commit of outcomes (Q31-Q35)
+ *
+ * Every start and record is a write transaction and an fsync, one writer
+ * at a time (Q2), so concurrent owners of one store object queue for the
+ * write lock one commit each. Instead they queue in the shared waiter
+ * queue (lib/store/batcher.c, GQ1-GQ5: a batch closes when it is full or
+ * nobody else waits, never on a timer), and the leader writes what is
+ * queued, up to og_store_options.outcome_batch_max, in ONE BEGIN
+ * IMMEDIATE transaction, each row in its own SAVEPOINT, and commits once:
+ *
+ *   Q31 Each row is the one-row write, unchanged (sq_op_start_in,
+ *       og__sq_op_record_in: the conditional UPDATE and its event, Q14,
+ *       M16-M18), run under the batch's write lock; a batch of one is the
+ *       one-row transaction itself. The rows of a batch run in queue
+ *       order, so two rows on one operation answer exactly what two
+ *       one-row writes in that order answer — the second sees the first,
+ *       as it would after its commit: the owner version fences them as
+ *       ever (M17), and of two starts for one version one is started.
+ *   Q32 A row that changed nothing (stale owner version, unexpected
+ *       status, lapsed lease) rolls its savepoint back: nothing of it
+ *       stays, as its one-row transaction's ROLLBACK (M16). A row whose
+ *       write fails alone (a CHECK, a defect) rolls back its savepoint
+ *       only and answers its error; the other rows go on. An error that
+ *       ends the transaction (I/O, a full disk, the lock wait past the
+ *       batch's deadline) fails the whole batch.
+ *   Q33 No answer before the commit: a row learns "started" or
+ *       "recorded" only after COMMIT returned SQLITE_OK, so a payout is
+ *       sent only once its Started write is durable (P1). A failed commit
+ *       answers every row OG_ESTORE_UNAVAILABLE, and so does a commit
+ *       whose acknowledgment is lost (the fault point
+ *       outcome_batch_ack_lost, tests only): none of them is confirmed,
+ *       whichever committed, exactly as a one-row write whose answer was
+ *       lost (og_op_start's start-ack-lost stays above, lib/store/exec.c).
+ *   Q34 The batch's deadline is the earliest of its rows' (GQ3), armed
+ *       for the lock wait as a one-row write's (Q4).
+ *   Q35 Outcomes and admissions are separate queues: a batch of outcomes
+ *       waits for the write lock like any other writer (Q2), so an
+ *       admission's batch and an outcome's batch are each one commit.
+ * ========================================================================= */
+
+static const char sq_outcome_savepoint_sql[] = "SAVEPOINT og_outcome";
+static const char sq_outcome_release_sql[] = "RELEASE og_outcome";
+static const char sq_outcome_rollback_to_sql[] = "ROLLBACK TO og_outcome";
+
+/* Runs a savepoint statement; false when the transaction is gone. */
+static bool sq_outcome_sp(og__sq_conn *c, const char *sql)
+{
+    return og__sq_exec(c, sql) == 0 && !sqlite3_get_autocommit(c->db);
+}
+
+/* One row inside the batch's transaction (Q31). */
+static int sq_outcome_in(og__sq_conn *c, og__outcome_row *r)
+{
+    r->hit = false;
+    if (r->kind == OG__OUTCOME_START)
+        return sq_op_start_in(c, r->operation_id, r->owner_version, r->actor,
+                              &r->hit);
+    return og__sq_op_record_in(c, r->operation_id, r->expected,
+                               r->owner_version, r->o, NULL, &r->hit, NULL);
+}
+
+/* One row alone: the one-row transaction (Q31). */
+static int sq_outcome_one(og__sq_store *s, og__outcome_row *r)
+{
+    r->hit = false;
+    if (r->kind == OG__OUTCOME_START)
+        return sq_op_start_one(s, r->operation_id, r->owner_version,
+                               r->actor, &r->hit);
+    return sq_op_record_one(s, r->operation_id, r->expected,
+                            r->owner_version, r->o, &r->hit);
+}
+
+/* Writes rows[0..n) in one transaction on c (Q31-Q34); fills rcs. */
+static void sq_outcome_batch_on(og__sq_conn *c, og__outcome_row *const *rows,
+                                int n, int64_t deadline_us, int *rcs)
+{
+    int rc, i;
+
+    og__sq_arm(c, deadline_us); /* Q34 */
+    if ((rc = og__sq_begin_on(c)) < 0)
+        goto fail_all;
+    for (i = 0; i < n; i++) {
+        if (!sq_outcome_sp(c, sq_outcome_savepoint_sql)) {
+            rc = og__sq_err(c);
+            goto fail_all;
+        }
+        rcs[i] = sq_outcome_in(c, rows[i]);
+        if (sqlite3_get_autocommit(c->db)) { /* Q32: SQLite ended the txn */
+            rc = rcs[i] < 0 ? rcs[i] : OG_ESTORE_UNAVAILABLE;
+            goto fail_all;
+        }
+        og__sq_reset_all(c); /* no statement may stay active */
+        if (rcs[i] < 0 || !rows[i]->hit) {
+            rows[i]->hit = false;
+            if (!sq_outcome_sp(c, sq_outcome_rollback_to_sql)) { /* Q32 */
+                rc = OG_ESTORE_UNAVAILABLE;
+                goto fail_all;
+            }
+        }
+        if (og__sq_exec(c, sq_outcome_release_sql) < 0) {
+            rc = og__sq_err(c);
+            goto fail_all;
+        }
+    }
+    if ((rc = og__sq_commit(c)) < 0) /* Q33 */
+        goto fail_all;
+    if (og__fault("outcome_batch_ack_lost")) { /* tests only (fault.c) */
+        rc = OG_ESTORE_UNAVAILABLE;
+        goto fail_all;
+    }
+    return;
+
+fail_all:
+    if (rc >= 0)
+        rc = OG_ESTORE_UNAVAILABLE;
+    /* Not committed, or not confirmed: every row gets the error that ended
+     * the transaction, never an answer (Q33). */
+    for (i = 0; i < n; i++) {
+        rows[i]->hit = false;
+        rcs[i] = rc;
+    }
+}
+
+/* The queue's run (batcher.h): a batch of one is the one-row write; more
+ * share one transaction. Never falls back: a row's failure is its
+ * savepoint's (Q32). */
+static bool sq_outcome_run(void *ctx, void *const *rows, int n,
+                           int64_t deadline_us, int *rcs)
+{
+    og__sq_store *s = ctx;
+    void *conn = NULL;
+    int rc, i;
+
+    if (n == 1) {
+        rcs[0] = sq_outcome_one(s, rows[0]);
+        return false;
+    }
+    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
+        for (i = 0; i < n; i++)
+            rcs[i] = rc;
+        return false;
+    }
+    sq_outcome_batch_on(conn, (og__outcome_row *const *)rows, n, deadline_us,
+                        rcs);
+    og__sq_release(s, conn, !og__sq_rollback(conn)); /* no-op after COMMIT */
+    return false;
+}
+
+const og__batch_ops og__sq_outcome_ops = {.run = sq_outcome_run,
+                                          .conflicts = NULL};
+
+static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
+                             bool *hit)
+{
+    int rc = og__batcher_submit(
+        s->outcomes, row,
+        og__sq_mono_us() + s->opts.timings.store_timeout_us);
+
+    if (rc == 0)
+        *hit = row->hit;
+    return rc;
+}
+
+int og__sq_outcome_batch(void *impl, og__outcome_row *rows, int n, int *rcs)
+{
+    og__sq_store *s = impl;
+    void *ptrs[OG__BATCH_ROWS_MAX];
+
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
+        return OG_EINVAL;
+    for (int i = 0; i < n; i++)
+        ptrs[i] = &rows[i];
+    return og__batcher_direct(
+        s->outcomes, ptrs, n,
+        og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
+}
+
+void og__sq_outcome_stats(void *impl, og_admit_stats *out)
+{
+    og__batcher_stats(((og__sq_store *)impl)->outcomes, out);
 }
 
 /* ===========================================================================

@@ -197,6 +197,7 @@ typedef struct og__sq_store {
     struct og__sq_waiter *head, *tail;
     bool leading;
     og_admit_stats admit_stats; /* the group commit's counters (with mu) */
+    struct og__batcher *outcomes; /* group commit of outcomes (exec.c) */
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
@@ -408,6 +409,10 @@ og__store_ticket_rotate_fn og__sq_ticket_rotate;
 og__store_op_may_submit_fn og__sq_op_may_submit;
 og__store_op_start_fn og__sq_op_start;
 og__store_op_record_fn og__sq_op_record;
+og__store_outcome_batch_fn og__sq_outcome_batch;
+og__store_outcome_stats_fn og__sq_outcome_stats;
+/* the group commit of outcomes' run (exec.c, Q31-Q35), for conn.c */
+extern const struct og__batch_ops og__sq_outcome_ops;
 og__store_op_takeover_fn og__sq_op_takeover;
 og__store_op_resolve_fn og__sq_op_resolve;
 og__store_op_list_fn og__sq_op_list;
