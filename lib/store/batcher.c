@@ -2,8 +2,10 @@
  * batcher.c — the waiter queue of group commit (batcher.h), one for every
  * backend and every kind of row that batches: what the PostgreSQL
  * admissions' queue (lib/store/postgres/admit_batch.c, B1, B2, B4) and
- * SQLite's (lib/store/sqlite/admit.c, G2, G3) each wrote for themselves,
- * and what the outcome writes (lib/store/sqlite/exec.c, Q31-Q35) use.
+ * SQLite's (lib/store/sqlite/admit.c, G2, G3) each wrote for themselves.
+ * SQLite's admissions and outcome writes (lib/store/sqlite/exec.c,
+ * Q31-Q35) queue here; PostgreSQL's admissions still keep their own copy
+ * (admit_batch.c), the same queue with B2's conflicts, to move here.
  *
  *  GQ1 Coalescing, never a timer. A caller leads when fewer than in_flight
  *      batches run, and takes EVERYTHING queued at that moment that GQ2
@@ -23,6 +25,9 @@
  *  GQ5 max_rows = 1 turns the queue off: every caller runs its row alone,
  *      at once, with no queue and no bound but the backend's own (its
  *      pool), as before group commit; each call counts as a batch of one.
+ *      Unless the backend asks to queue lone rows (ops.queue_lone: SQLite's
+ *      admissions, whose batches of one run one at a time, as they always
+ *      did).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -208,7 +213,7 @@ int og__batcher_submit(og__batcher *b, void *row, int64_t deadline_us)
 {
     og__bwaiter w = {.row = row, .deadline_us = deadline_us};
 
-    if (b->max_rows == 1) { /* GQ5: no queue */
+    if (b->max_rows == 1 && !b->ops->queue_lone) { /* GQ5: no queue */
         int rc;
         bool fell_back = b->ops->run(b->ctx, &row, 1, deadline_us, &rc);
 

@@ -29,6 +29,9 @@ typedef struct og__batch_ops {
                 int *rcs);
     /* Whether row may not join rows[0..n) (GQ2); NULL: every row may. */
     bool (*conflicts)(void *const *rows, int n, const void *row);
+    /* max_rows = 1 still queues, one batch at a time, instead of running
+     * every caller at once (GQ5): SQLite's admissions, one writer. */
+    bool queue_lone;
 } og__batch_ops;
 
 /* A new queue for ops over ctx: at most in_flight batches at once (1..),

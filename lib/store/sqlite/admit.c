@@ -30,9 +30,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
+#include "store/batcher.h"
 
 /* ===========================================================================
  * Families (Q5)
@@ -418,7 +418,8 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  * SQLite has one writer at a time and every commit fsyncs the WAL (Q2), so
  * the obvious design — one transaction per admission — spends one fsync per
  * admission and makes concurrent callers poll for the lock. Instead, callers
- * of one store object queue; one of them, the leader, takes every queued
+ * of one store object queue (the shared queue, lib/store/batcher.c, GQ1-GQ4,
+ * one batch at a time); one of them, the leader, takes every queued
  * admission (up to og_store_options.admit_batch_max, the cap PostgreSQL's
  * batches share: lib/store/postgres/admit_batch.c, B1), runs them in ONE
  * BEGIN IMMEDIATE transaction, each in its own SAVEPOINT, and commits
@@ -447,17 +448,12 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       never between its admissions, and it cannot list a grant the batch
  *       admitted: its claim is committed before the revocation runs.
  * ========================================================================= */
-#define SQ_BATCH_MAX OG_ADMIT_BATCH_MAX
-
-typedef struct og__sq_waiter {
+/* One admission of a batch: its request and its answer (the queue's row,
+ * lib/store/batcher.c). */
+typedef struct sq_admit_row {
     const og__admit_req *req;
     og_admission res;
-    int rc;
-    int64_t deadline_us;
-    bool taken; /* in a batch: its result is coming */
-    bool done;
-    struct og__sq_waiter *next;
-} sq_waiter;
+} sq_admit_row;
 
 static const char sq_savepoint_sql[] = "SAVEPOINT og_admit";
 static const char sq_release_sql[] = "RELEASE og_admit";
@@ -469,18 +465,16 @@ static bool sq_savepoint(og__sq_conn *c, const char *sql)
     return og__sq_exec(c, sql) == 0 && !sqlite3_get_autocommit(c->db);
 }
 
-/* Runs batch[0..n) in one write transaction on c; fills each rc/res. */
-static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
-                         int n)
+/* Runs batch[0..n) in one write transaction on c, bounded by deadline_us
+ * (the earliest of the batch's callers', G3); fills each row's res and
+ * rcs. */
+static void sq_run_batch(og__sq_store *s, og__sq_conn *c,
+                         sq_admit_row *const *batch, int n,
+                         int64_t deadline_us, int *rcs)
 {
-    int64_t deadline = batch[0]->deadline_us;
     int rc, i;
 
-    for (i = 1; i < n; i++)
-        if (batch[i]->deadline_us < deadline)
-            deadline = batch[i]->deadline_us;
-    og__sq_arm(c, deadline);
-
+    og__sq_arm(c, deadline_us);
     if ((rc = og__sq_begin_on(c)) < 0) /* lock wait past the deadline */
         goto fail_all;
     for (i = 0; i < n; i++) {
@@ -490,13 +484,13 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
             rc = og__sq_err(c);
             goto fail_all;
         }
-        batch[i]->rc = sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
+        rcs[i] = sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
         if (sqlite3_get_autocommit(c->db)) { /* G4: SQLite ended the txn */
-            rc = batch[i]->rc < 0 ? batch[i]->rc : OG_ESTORE_UNAVAILABLE;
+            rc = rcs[i] < 0 ? rcs[i] : OG_ESTORE_UNAVAILABLE;
             goto fail_all;
         }
         og__sq_reset_all(c); /* no statement may stay active */
-        if (batch[i]->rc < 0 || !keep) {
+        if (rcs[i] < 0 || !keep) {
             if (!sq_savepoint(c, sq_rollback_to_sql)) { /* G1 */
                 rc = OG_ESTORE_UNAVAILABLE;
                 goto fail_all;
@@ -514,9 +508,9 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
         goto fail_all;
     }
     for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
-        if (batch[i]->rc == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
+        if (rcs[i] == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
             og__fault("admit_ack_lost"))
-            batch[i]->rc = OG_ESTORE_UNAVAILABLE;
+            rcs[i] = OG_ESTORE_UNAVAILABLE;
     return;
 
 fail_all:
@@ -525,165 +519,77 @@ fail_all:
     /* Not committed, or not confirmed: every caller in the batch gets the
      * error that ended the transaction, never an outcome (G2). */
     for (i = 0; i < n; i++)
-        batch[i]->rc = rc;
+        rcs[i] = rc;
 }
 
-/* Takes up to admit_batch_max waiters off the queue (FIFO). Called with
- * mu. */
-static int sq_take_batch(og__sq_store *s, sq_waiter **batch)
+/* The queue's run (lib/store/batcher.c): one batch, one transaction, on a
+ * pool connection. Never falls back: a row's failure is its savepoint's
+ * (G4). */
+static bool sq_admit_run(void *ctx, void *const *rows, int n,
+                         int64_t deadline_us, int *rcs)
 {
-    int n = 0;
+    og__sq_store *s = ctx;
+    void *conn = NULL;
+    int rc;
 
-    while (s->head && n < s->opts.admit_batch_max && n < SQ_BATCH_MAX) {
-        sq_waiter *w = s->head;
-        s->head = w->next;
-        if (!s->head)
-            s->tail = NULL;
-        w->taken = true;
-        batch[n++] = w;
+    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
+        for (int i = 0; i < n; i++)
+            rcs[i] = rc;
+        return false;
     }
-    return n;
+    sq_run_batch(s, conn, (sq_admit_row *const *)rows, n, deadline_us, rcs);
+    og__sq_release(s, conn, !og__sq_rollback(conn)); /* no-op after COMMIT */
+    return false;
 }
 
-/* Removes w from the queue (it gave up before being taken). With mu. */
-static void sq_unqueue(og__sq_store *s, sq_waiter *w)
-{
-    sq_waiter **pp = &s->head, *prev = NULL;
-
-    while (*pp && *pp != w) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (*pp) {
-        *pp = w->next;
-        if (s->tail == w)
-            s->tail = prev;
-    }
-}
-
-static struct timespec sq_abs_mono(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    return ts;
-}
+/* One writer: even batches of one queue, one at a time (queue_lone). */
+const og__batch_ops og__sq_admit_ops = {.run = sq_admit_run,
+                                        .conflicts = NULL,
+                                        .queue_lone = true};
 
 int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
     og__sq_store *s = impl;
-    sq_waiter w = {.req = req, .rc = 0,
-                   .deadline_us = og__sq_mono_us() +
-                                  s->opts.timings.store_timeout_us};
-    sq_waiter *batch[SQ_BATCH_MAX];
+    sq_admit_row row = {.req = req};
+    int rc = og__batcher_submit(
+        s->admissions, &row,
+        og__sq_mono_us() + s->opts.timings.store_timeout_us);
 
-    pthread_mutex_lock(&s->mu);
-    if (s->tail)
-        s->tail->next = &w;
-    else
-        s->head = &w;
-    s->tail = &w;
-
-    while (!w.done) {
-        if (!s->leading) {
-            /* Lead: run everything queued, then hand over. */
-            void *conn = NULL;
-            bool broken = false;
-            int n, rc;
-
-            s->leading = true;
-            n = sq_take_batch(s, batch);
-            pthread_mutex_unlock(&s->mu);
-
-            rc = og__pool_get(s->pool, &conn);
-            if (rc < 0) {
-                for (int i = 0; i < n; i++)
-                    batch[i]->rc = rc;
-            } else {
-                sq_run_batch(s, conn, batch, n);
-                broken = !og__sq_rollback(conn); /* no-op after a commit */
-                og__sq_release(s, conn, broken);
-            }
-
-            pthread_mutex_lock(&s->mu);
-            for (int i = 0; i < n; i++)
-                batch[i]->done = true;
-            s->admit_stats.batches++;
-            s->admit_stats.rows += (uint64_t)n;
-            s->leading = false;
-            pthread_cond_broadcast(&s->cv);
-            continue;
-        }
-        if (!w.taken && og__sq_mono_us() >= w.deadline_us) {
-            sq_unqueue(s, &w); /* G3: never ran */
-            w.rc = OG_ESTORE_UNAVAILABLE;
-            break;
-        }
-        if (w.taken) {
-            pthread_cond_wait(&s->cv, &s->mu);
-        } else {
-            struct timespec until = sq_abs_mono(w.deadline_us);
-            pthread_cond_timedwait(&s->cv, &s->mu, &until);
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (w.rc == 0)
-        *out = w.res;
-    return w.rc;
+    if (rc == 0)
+        *out = row.res;
+    return rc;
 }
 
 int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
     og__sq_store *s = impl;
-    sq_waiter *ws, *batch[SQ_BATCH_MAX];
-    void *conn = NULL;
-    int64_t deadline = og__sq_mono_us() + s->opts.timings.store_timeout_us;
+    sq_admit_row *rows;
+    void *ptrs[OG__BATCH_ROWS_MAX];
     int i, rc;
 
-    if (n < 1 || n > SQ_BATCH_MAX)
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
-    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
+    if ((rows = calloc((size_t)n, sizeof *rows)) == NULL)
         return OG_ENOMEM;
     for (i = 0; i < n; i++) {
-        memset(&ws[i], 0, sizeof ws[i]);
-        ws[i].req = &reqs[i];
-        ws[i].deadline_us = deadline;
-        batch[i] = &ws[i];
+        rows[i].req = &reqs[i];
+        ptrs[i] = &rows[i];
     }
-    /* Leads like og__sq_admit's leader, once the queue's is done. */
-    pthread_mutex_lock(&s->mu);
-    while (s->leading)
-        pthread_cond_wait(&s->cv, &s->mu);
-    s->leading = true;
-    pthread_mutex_unlock(&s->mu);
-    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
-        for (i = 0; i < n; i++)
-            ws[i].rc = rc;
-    } else {
-        sq_run_batch(s, conn, batch, n);
-        og__sq_release(s, conn, !og__sq_rollback(conn));
-    }
-    pthread_mutex_lock(&s->mu);
-    s->admit_stats.batches++;
-    s->admit_stats.rows += (uint64_t)n;
-    s->leading = false;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    for (i = 0; i < n; i++) {
-        rcs[i] = ws[i].rc;
-        if (ws[i].rc == 0)
-            outs[i] = ws[i].res;
-    }
-    free(ws);
-    return 0;
+    /* Waits for the queue's batch in flight, then leads its own. */
+    rc = og__batcher_direct(s->admissions, ptrs, n,
+                            og__sq_mono_us() + s->opts.timings.store_timeout_us,
+                            rcs);
+    for (i = 0; i < n && rc == 0; i++)
+        if (rcs[i] == 0)
+            outs[i] = rows[i].res;
+    free(rows);
+    return rc;
 }
 
 void og__sq_admit_stats(void *impl, og_admit_stats *out)
 {
-    og__sq_store *s = impl;
-
-    pthread_mutex_lock(&s->mu);
-    *out = s->admit_stats;
-    pthread_mutex_unlock(&s->mu);
+    og__batcher_stats(((og__sq_store *)impl)->admissions, out);
 }
 
 /* ===========================================================================

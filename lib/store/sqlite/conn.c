@@ -623,23 +623,18 @@ static int sq_open(const char *target, const og_store_options *opts,
     s->keys = OG_KEYS_READABLE; /* until og__sq_read_keys */
     s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
                            opts->timings.store_timeout_us);
-    s->outcomes = og__batcher_new(&og__sq_outcome_ops, s, 1, /* one writer */
+    s->admissions = og__batcher_new(&og__sq_admit_ops, s, 1, /* one writer */
+                                    opts->admit_batch_max);
+    s->outcomes = og__batcher_new(&og__sq_outcome_ops, s, 1,
                                   opts->outcome_batch_max);
-    if (!s->path || !s->pool || !s->outcomes) {
+    if (!s->path || !s->pool || !s->admissions || !s->outcomes) {
         og__batcher_free(s->outcomes);
+        og__batcher_free(s->admissions);
         og__pool_free(s->pool);
         free(s->path);
         free(s);
         return OG_ENOMEM;
     }
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
-    pthread_mutex_init(&s->mu, NULL);
     *impl = s;
     return 0;
 }
@@ -649,9 +644,8 @@ static void sq_close(void *impl)
     og__sq_store *s = impl;
 
     og__batcher_free(s->outcomes);
+    og__batcher_free(s->admissions);
     og__pool_free(s->pool);
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
     free(s->path);
     free(s);
 }

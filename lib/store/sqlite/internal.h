@@ -190,13 +190,9 @@ typedef struct og__sq_store {
     char *path;
     og_store_options opts;
     og__pool *pool;
-    /* Group commit (admit.c): the queue of admissions waiting for a leader,
-     * and whether one is running a batch. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    struct og__sq_waiter *head, *tail;
-    bool leading;
-    og_admit_stats admit_stats; /* the group commit's counters (with mu) */
+    /* Group commit: the queues (lib/store/batcher.c) of admissions
+     * (admit.c) and of outcome writes (exec.c). */
+    struct og__batcher *admissions;
     struct og__batcher *outcomes; /* group commit of outcomes (exec.c) */
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
@@ -413,6 +409,8 @@ og__store_outcome_batch_fn og__sq_outcome_batch;
 og__store_outcome_stats_fn og__sq_outcome_stats;
 /* the group commit of outcomes' run (exec.c, Q31-Q35), for conn.c */
 extern const struct og__batch_ops og__sq_outcome_ops;
+/* ...and of admissions' (admit.c, G1-G5) */
+extern const struct og__batch_ops og__sq_admit_ops;
 og__store_op_takeover_fn og__sq_op_takeover;
 og__store_op_resolve_fn og__sq_op_resolve;
 og__store_op_list_fn og__sq_op_list;
