@@ -196,27 +196,6 @@ static int sq_op_start_in(og__sq_conn *c, const char *id,
     return 0;
 }
 
-/* og__sq_op_start alone, in a transaction of its own (a batch of one,
- * Q31). */
-static int sq_op_start_one(og__sq_store *s, const char *id,
-                           int64_t owner_version, const char *actor,
-                           bool *started)
-{
-    bool st = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_op_start_in(c, id, owner_version, actor, &st);
-    /* true only after COMMIT returned SQLITE_OK (Q2): then, and only then,
-     * the caller may send (P1) */
-    rc = og__sq_end(s, c, rc, st);
-    if (rc == 0)
-        *started = st;
-    return rc;
-}
-
 int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
                     const char *actor, bool *started)
 {
@@ -313,26 +292,6 @@ int og__sq_op_record_in(og__sq_conn *c, const char *id, unsigned expected,
     return 0;
 }
 
-/* og__sq_op_record alone, in a transaction of its own (a batch of one,
- * Q31). */
-static int sq_op_record_one(og__sq_store *s, const char *id,
-                            unsigned expected, int64_t owner_version,
-                            const og_op_outcome *o, bool *recorded)
-{
-    bool r = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = og__sq_op_record_in(c, id, expected, owner_version, o, NULL, &r,
-                             NULL);
-    rc = og__sq_end(s, c, rc, r); /* nothing hit: ROLLBACK, nothing written */
-    if (rc == 0)
-        *recorded = r;
-    return rc;
-}
-
 int og__sq_op_record(void *impl, const char *id, unsigned expected,
                      int64_t owner_version, const og_op_outcome *o,
                      bool *recorded)
@@ -408,15 +367,30 @@ static int sq_outcome_in(og__sq_conn *c, og__outcome_row *r)
                                r->owner_version, r->o, NULL, &r->hit, NULL);
 }
 
-/* One row alone: the one-row transaction (Q31). */
-static int sq_outcome_one(og__sq_store *s, og__outcome_row *r)
+/* One row alone: the one-row transaction (Q31), bounded by its caller's
+ * deadline (Q34). Nothing hit: ROLLBACK, nothing written; "started" or
+ * "recorded" only after COMMIT returned SQLITE_OK (Q2, P1). */
+static int sq_outcome_one(og__sq_store *s, og__outcome_row *r,
+                          int64_t deadline_us)
 {
+    void *conn;
+    og__sq_conn *c;
+    int rc;
+
     r->hit = false;
-    if (r->kind == OG__OUTCOME_START)
-        return sq_op_start_one(s, r->operation_id, r->owner_version,
-                               r->actor, &r->hit);
-    return sq_op_record_one(s, r->operation_id, r->expected,
-                            r->owner_version, r->o, &r->hit);
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
+        return rc;
+    c = conn;
+    og__sq_arm(c, deadline_us); /* the lock wait ends here (Q4) */
+    if ((rc = og__sq_begin_on(c)) < 0) {
+        og__sq_release(s, c, !og__sq_rollback(c));
+        return rc;
+    }
+    rc = sq_outcome_in(c, r);
+    rc = og__sq_end(s, c, rc, r->hit);
+    if (rc < 0)
+        r->hit = false;
+    return rc;
 }
 
 /* Writes rows[0..n) in one transaction on c (Q31-Q34); fills rcs. */
@@ -481,7 +455,7 @@ static bool sq_outcome_run(void *ctx, void *const *rows, int n,
     int rc, i;
 
     if (n == 1) {
-        rcs[0] = sq_outcome_one(s, rows[0]);
+        rcs[0] = sq_outcome_one(s, rows[0], deadline_us);
         return false;
     }
     if ((rc = og__pool_get(s->pool, &conn)) < 0) {
