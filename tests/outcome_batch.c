@@ -721,6 +721,84 @@ static void queued_outcome_writes_are_each_written_once(void **state)
     ob_queue(1);
 }
 
+/* ===========================================================================
+ * Admissions and outcome writes in one queue (SQLite: one transaction)
+ * ========================================================================= */
+#define MIXED_CALLERS 8
+#define MIXED_EACH 10
+
+typedef struct ob_mixed {
+    og_store *s;
+    char ops[MIXED_EACH][OG_UUID_LEN + 1];
+    int admitted, recorded;
+} ob_mixed;
+
+static void *ob_mixed_run(void *arg)
+{
+    ob_mixed *m = arg;
+
+    for (int i = 0; i < MIXED_EACH; i++) {
+        og_admission a;
+        t_case c;
+        bool hit = false;
+
+        t_case_new(&c); /* issued in row form */
+        if (og_admit(m->s, &c.g, &c.in, &a) != 0 ||
+            a.outcome != OG_OUTCOME_ADMITTED)
+            continue;
+        m->admitted++;
+        memcpy(m->ops[i], c.op, sizeof m->ops[i]);
+        if (og_op_record(m->s, c.op, ADMITTED, 1, &ob_ok, &hit) == 0 && hit)
+            m->recorded++;
+    }
+    return NULL;
+}
+
+/* Callers admitting and recording at once on one store object: on SQLite
+ * both kinds share the queue and its batches (Q35, G6). Each admission and
+ * each record answers as alone, lands once, and is counted once in its
+ * kind's counters. */
+static void admissions_and_outcome_writes_share_the_queue(void **state)
+{
+    og_store *s = ob_store(64, 4);
+    ob_mixed *m = calloc(MIXED_CALLERS, sizeof *m);
+    pthread_t th[MIXED_CALLERS];
+    og_admit_stats as, os;
+    int admitted = 0, recorded = 0;
+
+    (void)state;
+    assert_non_null(m);
+    for (int i = 0; i < MIXED_CALLERS; i++) {
+        m[i].s = s;
+        assert_int_equal(pthread_create(&th[i], NULL, ob_mixed_run, &m[i]),
+                         0);
+    }
+    for (int i = 0; i < MIXED_CALLERS; i++) {
+        pthread_join(th[i], NULL);
+        admitted += m[i].admitted;
+        recorded += m[i].recorded;
+    }
+    assert_int_equal(admitted, MIXED_CALLERS * MIXED_EACH);
+    assert_int_equal(recorded, MIXED_CALLERS * MIXED_EACH);
+    for (int i = 0; i < MIXED_CALLERS; i++)
+        for (int j = 0; j < MIXED_EACH; j++) {
+            assert_int_equal(ob_get(s, m[i].ops[j]).status, OG_OP_SUCCEEDED);
+            assert_int_equal(ob_events(s, m[i].ops[j], NULL), 1);
+        }
+    og_store_admit_stats(s, &as);
+    og_store_outcome_stats(s, &os);
+    assert_true(as.rows == (uint64_t)admitted);
+    assert_true(as.batches >= 1 && as.batches <= as.rows);
+    if (ob_batching()) {
+        assert_true(os.rows == (uint64_t)recorded);
+        assert_true(os.batches >= 1 && os.batches <= os.rows);
+    } else {
+        assert_true(os.rows == 0);
+    }
+    free(m);
+    og_store_free(s);
+}
+
 const struct CMUnitTest t_outcome_batch_tests[] = {
     cmocka_unit_test(mixed_outcome_batch_answers_as_the_one_row_path),
     cmocka_unit_test(outcome_row_that_fails_leaves_the_others_written),
@@ -729,6 +807,7 @@ const struct CMUnitTest t_outcome_batch_tests[] = {
     cmocka_unit_test(outcome_batches_of_two_processes_race),
     cmocka_unit_test(killed_outcome_batches_leave_one_row_states),
     cmocka_unit_test(queued_outcome_writes_are_each_written_once),
+    cmocka_unit_test(admissions_and_outcome_writes_share_the_queue),
 };
 const size_t t_outcome_batch_tests_count =
     sizeof t_outcome_batch_tests / sizeof t_outcome_batch_tests[0];

@@ -60,7 +60,6 @@ struct og__batcher {
     int running;   /* batches in flight */
     int in_flight; /* at most this many */
     int max_rows;  /* rows per batch */
-    og_admit_stats stats;
 };
 
 static int64_t mono_us(void)
@@ -120,7 +119,7 @@ static int take(og__batcher *b, og__bwaiter **batch, void **rows, int64_t now)
         bool expired = now >= w->deadline_us;
 
         if (!expired && n > 0 && b->ops->conflicts &&
-            b->ops->conflicts((void *const *)rows, n, w->row)) {
+            b->ops->conflicts(b->ctx, (void *const *)rows, n, w->row)) {
             prev = w; /* GQ2: stays queued, in order */
             pp = &w->next;
             continue;
@@ -165,13 +164,9 @@ static void wake_head(og__batcher *b)
         pthread_cond_signal(&b->head->cv);
 }
 
-/* Counts a finished batch and lets the next one start (with mu). */
-static void batch_end(og__batcher *b, int n, bool fell_back)
+/* A batch ended: the next one may start (with mu). */
+static void batch_end(og__batcher *b)
 {
-    b->stats.batches++;
-    b->stats.rows += (uint64_t)n;
-    if (fell_back)
-        b->stats.fallbacks++;
     b->running--;
     pthread_cond_broadcast(&b->idle);
     wake_head(b);
@@ -184,7 +179,6 @@ static void lead(og__batcher *b)
     void *rows[OG__BATCH_ROWS_MAX];
     int rcs[OG__BATCH_ROWS_MAX];
     int64_t deadline;
-    bool fell_back;
     int n, i;
 
     n = take(b, batch, rows, mono_us());
@@ -198,7 +192,7 @@ static void lead(og__batcher *b)
     for (i = 1; i < n; i++)
         if (batch[i]->deadline_us < deadline)
             deadline = batch[i]->deadline_us;
-    fell_back = b->ops->run(b->ctx, rows, n, deadline, rcs);
+    b->ops->run(b->ctx, rows, n, deadline, rcs);
 
     pthread_mutex_lock(&b->mu);
     for (i = 0; i < n; i++) {
@@ -206,7 +200,7 @@ static void lead(og__batcher *b)
         batch[i]->done = true;
         pthread_cond_signal(&batch[i]->cv);
     }
-    batch_end(b, n, fell_back);
+    batch_end(b);
 }
 
 int og__batcher_submit(og__batcher *b, void *row, int64_t deadline_us)
@@ -215,14 +209,8 @@ int og__batcher_submit(og__batcher *b, void *row, int64_t deadline_us)
 
     if (b->max_rows == 1 && !b->ops->queue_lone) { /* GQ5: no queue */
         int rc;
-        bool fell_back = b->ops->run(b->ctx, &row, 1, deadline_us, &rc);
 
-        pthread_mutex_lock(&b->mu);
-        b->stats.batches++;
-        b->stats.rows++;
-        if (fell_back)
-            b->stats.fallbacks++;
-        pthread_mutex_unlock(&b->mu);
+        b->ops->run(b->ctx, &row, 1, deadline_us, &rc);
         return rc;
     }
     pthread_cond_init(&w.cv, &b->ca);
@@ -258,8 +246,6 @@ int og__batcher_submit(og__batcher *b, void *row, int64_t deadline_us)
 int og__batcher_direct(og__batcher *b, void *const *rows, int n,
                        int64_t deadline_us, int *rcs)
 {
-    bool fell_back;
-
     if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
     pthread_mutex_lock(&b->mu);
@@ -267,16 +253,9 @@ int og__batcher_direct(og__batcher *b, void *const *rows, int n,
         pthread_cond_wait(&b->idle, &b->mu);
     b->running++;
     pthread_mutex_unlock(&b->mu);
-    fell_back = b->ops->run(b->ctx, rows, n, deadline_us, rcs);
+    b->ops->run(b->ctx, rows, n, deadline_us, rcs);
     pthread_mutex_lock(&b->mu);
-    batch_end(b, n, fell_back);
+    batch_end(b);
     pthread_mutex_unlock(&b->mu);
     return 0;
-}
-
-void og__batcher_stats(og__batcher *b, og_admit_stats *out)
-{
-    pthread_mutex_lock(&b->mu);
-    *out = b->stats;
-    pthread_mutex_unlock(&b->mu);
 }

@@ -23,12 +23,13 @@ typedef struct og__batch_ops {
     /* Runs rows[0..n) (1..max_rows) as one batch, bounded by deadline_us
      * (CLOCK_MONOTONIC µs): writes each row's answer into the row and its
      * return code into rcs[i] (0, or a negative error for that row alone).
-     * Returns true when the round fell back to one write per row. Called
+     * The backend counts its own batches, rows and fallbacks. Called
      * without the queue's lock; at most in_flight calls at once. */
-    bool (*run)(void *ctx, void *const *rows, int n, int64_t deadline_us,
+    void (*run)(void *ctx, void *const *rows, int n, int64_t deadline_us,
                 int *rcs);
-    /* Whether row may not join rows[0..n) (GQ2); NULL: every row may. */
-    bool (*conflicts)(void *const *rows, int n, const void *row);
+    /* Whether row may not join rows[0..n) (GQ2); NULL: every row may.
+     * Called with the queue's lock held. */
+    bool (*conflicts)(void *ctx, void *const *rows, int n, const void *row);
     /* max_rows = 1 still queues, one batch at a time, instead of running
      * every caller at once (GQ5): SQLite's admissions, one writer. */
     bool queue_lone;
@@ -54,8 +55,5 @@ int og__batcher_submit(og__batcher *b, void *row, int64_t deadline_us);
  * 1..OG__BATCH_ROWS_MAX. */
 int og__batcher_direct(og__batcher *b, void *const *rows, int n,
                        int64_t deadline_us, int *rcs);
-
-/* The queue's counters since it was made. */
-void og__batcher_stats(og__batcher *b, og_admit_stats *out);
 
 #endif

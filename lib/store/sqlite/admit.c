@@ -26,7 +26,7 @@
  *       operations, else in operations_archive. Exact here: the write lock
  *       orders the archive (retention.c) and the admission.
  *
- * and the group commit's G1-G5 ("Group commit" below).
+ * and the group commit's G1-G6 ("Group commit" below).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -447,17 +447,18 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       (Q5), so a family revocation comes before or after the whole batch,
  *       never between its admissions, and it cannot list a grant the batch
  *       admitted: its claim is committed before the revocation runs.
+ *   G6  The queue is the store's one queue of writes: outcome writes
+ *       (exec.c, Q31-Q36) join the same batches, each in its own savepoint
+ *       as an admission, so a batch of mixed kinds is one transaction and
+ *       one commit. A batch holds at most admit_batch_max admissions and
+ *       outcome_batch_max outcome writes; a row past its kind's share waits,
+ *       in order, for the next batch (GQ2). Each kind is counted apart
+ *       (og_store_admit_stats, og_store_outcome_stats): a batch holding
+ *       both counts once in each.
  * ========================================================================= */
-/* One admission of a batch: its request and its answer (the queue's row,
- * lib/store/batcher.c). */
-typedef struct sq_admit_row {
-    const og__admit_req *req;
-    og_admission res;
-} sq_admit_row;
-
-static const char sq_savepoint_sql[] = "SAVEPOINT og_admit";
-static const char sq_release_sql[] = "RELEASE og_admit";
-static const char sq_rollback_to_sql[] = "ROLLBACK TO og_admit";
+static const char sq_savepoint_sql[] = "SAVEPOINT og_write";
+static const char sq_release_sql[] = "RELEASE og_write";
+static const char sq_rollback_to_sql[] = "ROLLBACK TO og_write";
 
 /* Runs a savepoint statement; false when the transaction is gone. */
 static bool sq_savepoint(og__sq_conn *c, const char *sql)
@@ -465,11 +466,25 @@ static bool sq_savepoint(og__sq_conn *c, const char *sql)
     return og__sq_exec(c, sql) == 0 && !sqlite3_get_autocommit(c->db);
 }
 
+/* One row of a batch on c, in its savepoint: an admission (G1) or an
+ * outcome write (exec.c, Q31). *keep: whether it wrote something to keep. */
+static int sq_write_one(og__sq_store *s, og__sq_conn *c, og__sq_write *w,
+                        bool *keep)
+{
+    int rc;
+
+    if (w->req)
+        return sq_admit_one(s, c, w->req, &w->res, keep);
+    rc = og__sq_outcome_in(c, w->outcome);
+    *keep = rc == 0 && w->outcome->hit;
+    return rc;
+}
+
 /* Runs batch[0..n) in one write transaction on c, bounded by deadline_us
- * (the earliest of the batch's callers', G3); fills each row's res and
+ * (the earliest of the batch's callers', G3); fills each row's answer and
  * rcs. */
 static void sq_run_batch(og__sq_store *s, og__sq_conn *c,
-                         sq_admit_row *const *batch, int n,
+                         og__sq_write *const *batch, int n,
                          int64_t deadline_us, int *rcs)
 {
     int rc, i;
@@ -484,14 +499,16 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c,
             rc = og__sq_err(c);
             goto fail_all;
         }
-        rcs[i] = sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
+        rcs[i] = sq_write_one(s, c, batch[i], &keep);
         if (sqlite3_get_autocommit(c->db)) { /* G4: SQLite ended the txn */
             rc = rcs[i] < 0 ? rcs[i] : OG_ESTORE_UNAVAILABLE;
             goto fail_all;
         }
         og__sq_reset_all(c); /* no statement may stay active */
         if (rcs[i] < 0 || !keep) {
-            if (!sq_savepoint(c, sq_rollback_to_sql)) { /* G1 */
+            if (batch[i]->outcome)
+                batch[i]->outcome->hit = false;
+            if (!sq_savepoint(c, sq_rollback_to_sql)) { /* G1, Q32 */
                 rc = OG_ESTORE_UNAVAILABLE;
                 goto fail_all;
             }
@@ -501,14 +518,17 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c,
             goto fail_all;
         }
     }
-    if ((rc = og__sq_commit(c)) < 0) /* G2 */
+    if ((rc = og__sq_commit(c)) < 0) /* G2, Q33 */
         goto fail_all;
-    if (og__fault("admit_batch_ack_lost")) { /* tests only (fault.c) */
+    /* tests only (fault.c): committed, the acknowledgment lost */
+    if (og__fault("admit_batch_ack_lost") ||
+        og__fault("outcome_batch_ack_lost")) {
         rc = OG_ESTORE_UNAVAILABLE;
         goto fail_all;
     }
     for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
-        if (rcs[i] == 0 && batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
+        if (rcs[i] == 0 && batch[i]->req &&
+            batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
             og__fault("admit_ack_lost"))
             rcs[i] = OG_ESTORE_UNAVAILABLE;
     return;
@@ -517,46 +537,96 @@ fail_all:
     if (rc >= 0)
         rc = OG_ESTORE_UNAVAILABLE;
     /* Not committed, or not confirmed: every caller in the batch gets the
-     * error that ended the transaction, never an outcome (G2). */
-    for (i = 0; i < n; i++)
+     * error that ended the transaction, never an answer (G2, Q33). */
+    for (i = 0; i < n; i++) {
+        if (batch[i]->outcome)
+            batch[i]->outcome->hit = false;
         rcs[i] = rc;
+    }
 }
 
 /* The queue's run (lib/store/batcher.c): one batch, one transaction, on a
- * pool connection. Never falls back: a row's failure is its savepoint's
- * (G4). */
-static bool sq_admit_run(void *ctx, void *const *rows, int n,
+ * pool connection; a lone outcome write is its one-row transaction (Q31).
+ * Counts each kind's batch. Never falls back: a row's failure is its
+ * savepoint's (G4, Q32). */
+static void sq_write_run(void *ctx, void *const *rows, int n,
                          int64_t deadline_us, int *rcs)
 {
     og__sq_store *s = ctx;
+    og__sq_write *const *ws = (og__sq_write *const *)rows;
     void *conn = NULL;
-    int rc;
+    int admissions = 0, rc, i;
 
-    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
-        for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
+        admissions += ws[i]->req != NULL;
+    if (n == 1 && admissions == 0) {
+        rcs[0] = og__sq_outcome_one(s, ws[0]->outcome, deadline_us);
+    } else if ((rc = og__pool_get(s->pool, &conn)) < 0) {
+        for (i = 0; i < n; i++)
             rcs[i] = rc;
-        return false;
+    } else {
+        sq_run_batch(s, conn, ws, n, deadline_us, rcs);
+        og__sq_release(s, conn, !og__sq_rollback(conn)); /* no-op after
+                                                             COMMIT */
     }
-    sq_run_batch(s, conn, (sq_admit_row *const *)rows, n, deadline_us, rcs);
-    og__sq_release(s, conn, !og__sq_rollback(conn)); /* no-op after COMMIT */
-    return false;
+    if (admissions > 0) {
+        pthread_mutex_lock(&s->stats_mu);
+        s->admit_stats.batches++;
+        s->admit_stats.rows += (uint64_t)admissions;
+        pthread_mutex_unlock(&s->stats_mu);
+    }
+    if (n > admissions)
+        og__sq_outcome_count(s, n - admissions);
+}
+
+/* G6: a row whose kind already fills its share of the batch
+ * (admit_batch_max admissions, outcome_batch_max outcome writes) waits for
+ * the next batch. */
+static bool sq_write_conflicts(void *ctx, void *const *rows, int n,
+                               const void *row)
+{
+    const og__sq_store *s = ctx;
+    bool admission = ((const og__sq_write *)row)->req != NULL;
+    int same = 0;
+
+    for (int i = 0; i < n; i++)
+        same += (((const og__sq_write *)rows[i])->req != NULL) == admission;
+    return same >= (admission ? s->opts.admit_batch_max
+                              : s->opts.outcome_batch_max);
 }
 
 /* One writer: even batches of one queue, one at a time (queue_lone). */
-const og__batch_ops og__sq_admit_ops = {.run = sq_admit_run,
-                                        .conflicts = NULL,
+const og__batch_ops og__sq_write_ops = {.run = sq_write_run,
+                                        .conflicts = sq_write_conflicts,
                                         .queue_lone = true};
+
+int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us)
+{
+    return og__batcher_submit(s->writes, w, deadline_us);
+}
+
+int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
+                        int64_t deadline_us, int *rcs)
+{
+    void *ptrs[OG__BATCH_ROWS_MAX];
+
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
+        return OG_EINVAL;
+    for (int i = 0; i < n; i++)
+        ptrs[i] = &ws[i];
+    /* Waits for the queue's batch in flight, then leads its own. */
+    return og__batcher_direct(s->writes, ptrs, n, deadline_us, rcs);
+}
 
 int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
     og__sq_store *s = impl;
-    sq_admit_row row = {.req = req};
-    int rc = og__batcher_submit(
-        s->admissions, &row,
-        og__sq_mono_us() + s->opts.timings.store_timeout_us);
+    og__sq_write w = {.req = req};
+    int rc = og__sq_write_submit(
+        s, &w, og__sq_mono_us() + s->opts.timings.store_timeout_us);
 
     if (rc == 0)
-        *out = row.res;
+        *out = w.res;
     return rc;
 }
 
@@ -564,32 +634,31 @@ int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
     og__sq_store *s = impl;
-    sq_admit_row *rows;
-    void *ptrs[OG__BATCH_ROWS_MAX];
+    og__sq_write *ws;
     int i, rc;
 
     if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
-    if ((rows = calloc((size_t)n, sizeof *rows)) == NULL)
+    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
         return OG_ENOMEM;
-    for (i = 0; i < n; i++) {
-        rows[i].req = &reqs[i];
-        ptrs[i] = &rows[i];
-    }
-    /* Waits for the queue's batch in flight, then leads its own. */
-    rc = og__batcher_direct(s->admissions, ptrs, n,
-                            og__sq_mono_us() + s->opts.timings.store_timeout_us,
-                            rcs);
+    for (i = 0; i < n; i++)
+        ws[i].req = &reqs[i];
+    rc = og__sq_write_direct(
+        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
     for (i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
-            outs[i] = rows[i].res;
-    free(rows);
+            outs[i] = ws[i].res;
+    free(ws);
     return rc;
 }
 
 void og__sq_admit_stats(void *impl, og_admit_stats *out)
 {
-    og__batcher_stats(((og__sq_store *)impl)->admissions, out);
+    og__sq_store *s = impl;
+
+    pthread_mutex_lock(&s->stats_mu);
+    *out = s->admit_stats;
+    pthread_mutex_unlock(&s->stats_mu);
 }
 
 /* ===========================================================================

@@ -623,18 +623,17 @@ static int sq_open(const char *target, const og_store_options *opts,
     s->keys = OG_KEYS_READABLE; /* until og__sq_read_keys */
     s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
                            opts->timings.store_timeout_us);
-    s->admissions = og__batcher_new(&og__sq_admit_ops, s, 1, /* one writer */
-                                    opts->admit_batch_max);
-    s->outcomes = og__batcher_new(&og__sq_outcome_ops, s, 1,
-                                  opts->outcome_batch_max);
-    if (!s->path || !s->pool || !s->admissions || !s->outcomes) {
-        og__batcher_free(s->outcomes);
-        og__batcher_free(s->admissions);
+    /* one writer: one batch at a time, each kind up to its own cap (G6) */
+    s->writes = og__batcher_new(&og__sq_write_ops, s, 1,
+                                opts->admit_batch_max + opts->outcome_batch_max);
+    if (!s->path || !s->pool || !s->writes) {
+        og__batcher_free(s->writes);
         og__pool_free(s->pool);
         free(s->path);
         free(s);
         return OG_ENOMEM;
     }
+    pthread_mutex_init(&s->stats_mu, NULL);
     *impl = s;
     return 0;
 }
@@ -643,9 +642,9 @@ static void sq_close(void *impl)
 {
     og__sq_store *s = impl;
 
-    og__batcher_free(s->outcomes);
-    og__batcher_free(s->admissions);
+    og__batcher_free(s->writes);
     og__pool_free(s->pool);
+    pthread_mutex_destroy(&s->stats_mu);
     free(s->path);
     free(s);
 }

@@ -310,10 +310,11 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
  *
  * Every start and record is a write transaction and an fsync, one writer
  * at a time (Q2), so concurrent owners of one store object queue for the
- * write lock one commit each. Instead they queue in the shared waiter
- * queue (lib/store/batcher.c, GQ1-GQ5: a batch closes when it is full or
- * nobody else waits, never on a timer), and the leader writes what is
- * queued, up to og_store_options.outcome_batch_max, in ONE BEGIN
+ * write lock one commit each. Instead they queue in the store's one queue
+ * of writes, beside the admissions (admit.c, G6; the shared waiter queue,
+ * lib/store/batcher.c, GQ1-GQ5: a batch closes when it is full or nobody
+ * else waits, never on a timer), and the leader writes what is queued, up
+ * to og_store_options.outcome_batch_max outcome writes, in ONE BEGIN
  * IMMEDIATE transaction, each row in its own SAVEPOINT, and commits once:
  *
  *   Q31 Each row is the one-row write, unchanged (sq_op_start_in,
@@ -341,23 +342,19 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
  *       lost (og_op_start's start-ack-lost stays above, lib/store/exec.c).
  *   Q34 The batch's deadline is the earliest of its rows' (GQ3), armed
  *       for the lock wait as a one-row write's (Q4).
- *   Q35 Outcomes and admissions are separate queues: a batch of outcomes
- *       waits for the write lock like any other writer (Q2), so an
- *       admission's batch and an outcome's batch are each one commit.
+ *   Q35 Outcome writes and admissions share one queue and one
+ *       transaction per batch (G6): each row is its own savepoint either
+ *       way, so an admission and an outcome write of one batch never
+ *       affect each other (an outcome write cannot name an operation its
+ *       batch-mate admits: its caller learns the operation only once that
+ *       admission's commit answered).
+ *   Q36 outcome_batch_max = 1 turns the batching of outcomes off: every
+ *       write runs alone, at once, in its one-row transaction, beside the
+ *       queue (GQ5), as before group commit.
  * ========================================================================= */
 
-static const char sq_outcome_savepoint_sql[] = "SAVEPOINT og_outcome";
-static const char sq_outcome_release_sql[] = "RELEASE og_outcome";
-static const char sq_outcome_rollback_to_sql[] = "ROLLBACK TO og_outcome";
-
-/* Runs a savepoint statement; false when the transaction is gone. */
-static bool sq_outcome_sp(og__sq_conn *c, const char *sql)
-{
-    return og__sq_exec(c, sql) == 0 && !sqlite3_get_autocommit(c->db);
-}
-
 /* One row inside the batch's transaction (Q31). */
-static int sq_outcome_in(og__sq_conn *c, og__outcome_row *r)
+int og__sq_outcome_in(og__sq_conn *c, og__outcome_row *r)
 {
     r->hit = false;
     if (r->kind == OG__OUTCOME_START)
@@ -370,8 +367,8 @@ static int sq_outcome_in(og__sq_conn *c, og__outcome_row *r)
 /* One row alone: the one-row transaction (Q31), bounded by its caller's
  * deadline (Q34). Nothing hit: ROLLBACK, nothing written; "started" or
  * "recorded" only after COMMIT returned SQLITE_OK (Q2, P1). */
-static int sq_outcome_one(og__sq_store *s, og__outcome_row *r,
-                          int64_t deadline_us)
+int og__sq_outcome_one(og__sq_store *s, og__outcome_row *r,
+                       int64_t deadline_us)
 {
     void *conn;
     og__sq_conn *c;
@@ -386,99 +383,37 @@ static int sq_outcome_one(og__sq_store *s, og__outcome_row *r,
         og__sq_release(s, c, !og__sq_rollback(c));
         return rc;
     }
-    rc = sq_outcome_in(c, r);
+    rc = og__sq_outcome_in(c, r);
     rc = og__sq_end(s, c, rc, r->hit);
     if (rc < 0)
         r->hit = false;
     return rc;
 }
 
-/* Writes rows[0..n) in one transaction on c (Q31-Q34); fills rcs. */
-static void sq_outcome_batch_on(og__sq_conn *c, og__outcome_row *const *rows,
-                                int n, int64_t deadline_us, int *rcs)
+/* Counts one batch holding n outcome writes (og_store_outcome_stats). */
+void og__sq_outcome_count(og__sq_store *s, int n)
 {
-    int rc, i;
-
-    og__sq_arm(c, deadline_us); /* Q34 */
-    if ((rc = og__sq_begin_on(c)) < 0)
-        goto fail_all;
-    for (i = 0; i < n; i++) {
-        if (!sq_outcome_sp(c, sq_outcome_savepoint_sql)) {
-            rc = og__sq_err(c);
-            goto fail_all;
-        }
-        rcs[i] = sq_outcome_in(c, rows[i]);
-        if (sqlite3_get_autocommit(c->db)) { /* Q32: SQLite ended the txn */
-            rc = rcs[i] < 0 ? rcs[i] : OG_ESTORE_UNAVAILABLE;
-            goto fail_all;
-        }
-        og__sq_reset_all(c); /* no statement may stay active */
-        if (rcs[i] < 0 || !rows[i]->hit) {
-            rows[i]->hit = false;
-            if (!sq_outcome_sp(c, sq_outcome_rollback_to_sql)) { /* Q32 */
-                rc = OG_ESTORE_UNAVAILABLE;
-                goto fail_all;
-            }
-        }
-        if (og__sq_exec(c, sq_outcome_release_sql) < 0) {
-            rc = og__sq_err(c);
-            goto fail_all;
-        }
-    }
-    if ((rc = og__sq_commit(c)) < 0) /* Q33 */
-        goto fail_all;
-    if (og__fault("outcome_batch_ack_lost")) { /* tests only (fault.c) */
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto fail_all;
-    }
-    return;
-
-fail_all:
-    if (rc >= 0)
-        rc = OG_ESTORE_UNAVAILABLE;
-    /* Not committed, or not confirmed: every row gets the error that ended
-     * the transaction, never an answer (Q33). */
-    for (i = 0; i < n; i++) {
-        rows[i]->hit = false;
-        rcs[i] = rc;
-    }
+    pthread_mutex_lock(&s->stats_mu);
+    s->outcome_stats.batches++;
+    s->outcome_stats.rows += (uint64_t)n;
+    pthread_mutex_unlock(&s->stats_mu);
 }
 
-/* The queue's run (batcher.h): a batch of one is the one-row write; more
- * share one transaction. Never falls back: a row's failure is its
- * savepoint's (Q32). */
-static bool sq_outcome_run(void *ctx, void *const *rows, int n,
-                           int64_t deadline_us, int *rcs)
-{
-    og__sq_store *s = ctx;
-    void *conn = NULL;
-    int rc, i;
-
-    if (n == 1) {
-        rcs[0] = sq_outcome_one(s, rows[0], deadline_us);
-        return false;
-    }
-    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
-        for (i = 0; i < n; i++)
-            rcs[i] = rc;
-        return false;
-    }
-    sq_outcome_batch_on(conn, (og__outcome_row *const *)rows, n, deadline_us,
-                        rcs);
-    og__sq_release(s, conn, !og__sq_rollback(conn)); /* no-op after COMMIT */
-    return false;
-}
-
-const og__batch_ops og__sq_outcome_ops = {.run = sq_outcome_run,
-                                          .conflicts = NULL};
-
+/* Q36: outcome_batch_max = 1 writes each alone, at once, with no queue;
+ * otherwise the write joins the store's one queue of writes (admit.c). */
 static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
                              bool *hit)
 {
-    int rc = og__batcher_submit(
-        s->outcomes, row,
-        og__sq_mono_us() + s->opts.timings.store_timeout_us);
+    int64_t deadline = og__sq_mono_us() + s->opts.timings.store_timeout_us;
+    int rc;
 
+    if (s->opts.outcome_batch_max == 1) {
+        rc = og__sq_outcome_one(s, row, deadline);
+        og__sq_outcome_count(s, 1);
+    } else {
+        og__sq_write w = {.outcome = row};
+        rc = og__sq_write_submit(s, &w, deadline);
+    }
     if (rc == 0)
         *hit = row->hit;
     return rc;
@@ -487,20 +422,28 @@ static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
 int og__sq_outcome_batch(void *impl, og__outcome_row *rows, int n, int *rcs)
 {
     og__sq_store *s = impl;
-    void *ptrs[OG__BATCH_ROWS_MAX];
+    og__sq_write *ws;
+    int rc;
 
     if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
+    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
+        return OG_ENOMEM;
     for (int i = 0; i < n; i++)
-        ptrs[i] = &rows[i];
-    return og__batcher_direct(
-        s->outcomes, ptrs, n,
-        og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
+        ws[i].outcome = &rows[i];
+    rc = og__sq_write_direct(
+        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
+    free(ws);
+    return rc;
 }
 
 void og__sq_outcome_stats(void *impl, og_admit_stats *out)
 {
-    og__batcher_stats(((og__sq_store *)impl)->outcomes, out);
+    og__sq_store *s = impl;
+
+    pthread_mutex_lock(&s->stats_mu);
+    *out = s->outcome_stats;
+    pthread_mutex_unlock(&s->stats_mu);
 }
 
 /* ===========================================================================
