@@ -178,7 +178,15 @@
  * operation (PGB_TAIL_INS), or what holds the key read from the
  * statement's snapshot (I11, PGB_TAIL_REPORT) with the read fence's
  * column, as pg_admit_sql's tail. join ties a claim to its request; K the
- * consumption keys (I9). */
+ * consumption keys (I9).
+ * The report reads each table by the request's key in a LATERAL subquery
+ * with LIMIT 1 (the keys are unique: the same row, or none), which the
+ * planner cannot flatten into a join: each lookup is a probe of the key's
+ * index, as in the one-row statement, whatever the table's statistics say.
+ * As plain joins, a generic plan made while the tables were small (a new
+ * store, statistics not yet gathered) hashed a sequential scan of
+ * grant_consumptions on every batch until the next ANALYZE: the
+ * first-replay regression of docs/performance.md (FENCE). */
 #define PGB_TAIL_INS(join)                                                     \
     PGB_FENCE_CTE                                                              \
     "ins AS (\n"                                                               \
@@ -200,9 +208,12 @@
     "       " PG_UNCLAIMED_COLUMNS("r.family", K) ",\n"                        \
     "       (SELECT f.lsn FROM pgb_fence f)\n"                                 \
     "FROM req r\n"                                                             \
-    "LEFT JOIN grant_consumptions c ON " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") "\n" \
-    "LEFT JOIN grants g ON g.issuer = r.issuer AND g.grant_id = r.grant_id\n"  \
-    "LEFT JOIN families fm ON fm.issuer = r.issuer AND fm.family = r.family\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grant_consumptions c\n"                  \
+    "  WHERE " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") " LIMIT 1) c ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grants g\n"                              \
+    "  WHERE g.issuer = r.issuer AND g.grant_id = r.grant_id LIMIT 1) g ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM families fm\n"                           \
+    "  WHERE fm.issuer = r.issuer AND fm.family = r.family LIMIT 1) fm ON true\n" \
     "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("r.op", PG_OP_STORED_COLS_V7) ") o ON true\n" \
     "WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.k = r.op)"
 
