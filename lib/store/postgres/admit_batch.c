@@ -46,9 +46,15 @@
  *     standby cancelled, I3; the fault point admit_batch_ack_lost) answers
  *     EVERY row OG_ESTORE_UNAVAILABLE, never an outcome: none of them is
  *     known to be committed. A row that claimed nothing and whose holder the
- *     snapshot missed gets the one-row follow-up read (og__pg_consumption),
- *     and ONE read fence (I30) ends a batch that answers any row from a key
- *     it did not claim; a failed fence answers those rows its error.
+ *     snapshot missed gets the one-row follow-up read (og__pg_consumption,
+ *     fenced in its own commit: I30), and a failure of that read answers
+ *     that row its error. The read fence (I30) of every other row that
+ *     claimed nothing is folded into the statement: ONE transactional
+ *     logical message (pgb_fence), emitted only when at least one row
+ *     claimed nothing, makes the batch's own commit wait for a synchronous
+ *     standby even when it wrote nothing else — so a cancelled wait is this
+ *     rule's unconfirmed commit, and an all-replay batch is still one round
+ *     trip.
  *  B6 One lock order. A batch takes its locks in one global order: the
  *     families' advisory locks (sorted by key), the families' rows (sorted),
  *     the grants' rows (row form, sorted), the consumption keys (sorted by
@@ -159,12 +165,30 @@
 #define PGB_CLAIM_ROW_JOIN                                                     \
     "c.issuer = r.issuer AND c.grant_id = r.grant_id AND c.operation_id = r.op"
 
+/* The read fence (I30, B5), once per batch: a CTE that calls a volatile
+ * function is never inlined, so it runs at most once, and only when the
+ * report's rows read it — the scalar subquery over it is an InitPlan,
+ * evaluated when the first report row is projected. A batch whose every
+ * row claimed never emits it; one with any row that claimed nothing emits
+ * exactly one message, and its commit waits for the standby. */
+#define PGB_FENCE_CTE "pgb_fence AS (SELECT " PG_READ_FENCE_EXPR " AS lsn),\n"
+
 /* The tail: each claimed row's operation, from the claim's RETURNING only
  * (I10; in the order of the ids, B6), then one row per request — the new
  * operation (PGB_TAIL_INS), or what holds the key read from the
- * statement's snapshot (I11, PGB_TAIL_REPORT), as pg_admit_sql's tail.
- * join ties a claim to its request; K the consumption keys (I9). */
+ * statement's snapshot (I11, PGB_TAIL_REPORT) with the read fence's
+ * column, as pg_admit_sql's tail. join ties a claim to its request; K the
+ * consumption keys (I9).
+ * The report reads each table by the request's key in a LATERAL subquery
+ * with LIMIT 1 (the keys are unique: the same row, or none), which the
+ * planner cannot flatten into a join: each lookup is a probe of the key's
+ * index, as in the one-row statement, whatever the table's statistics say.
+ * As plain joins, a generic plan made while the tables were small (a new
+ * store, statistics not yet gathered) hashed a sequential scan of
+ * grant_consumptions on every batch until the next ANALYZE: the
+ * first-replay regression of docs/performance.md (FENCE). */
 #define PGB_TAIL_INS(join)                                                     \
+    PGB_FENCE_CTE                                                              \
     "ins AS (\n"                                                               \
     "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
     "    status, owner_version, lease_until, submit_by, created_at)\n"        \
@@ -175,23 +199,29 @@
     "  ORDER BY r.op\n"                                                        \
     "  RETURNING operation_id AS k, " PG_OP_COLUMNS_NEW("") ")\n"              \
     "SELECT r.n, true, ins.*, NULL::bool, NULL::text, NULL::text, NULL::bool,\n" \
-    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool\n"      \
+    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool,\n"     \
+    "       NULL::pg_lsn\n"                                                    \
     "FROM ins JOIN req r ON r.op = ins.k\n"
 #define PGB_TAIL_REPORT(K)                                                     \
     "UNION ALL\n"                                                              \
     "SELECT r.n, false, r.op, " PG_OP_COLUMNS_REPORT("o.") ",\n"               \
-    "       " PG_UNCLAIMED_COLUMNS("r.family", K) "\n"                         \
+    "       " PG_UNCLAIMED_COLUMNS("r.family", K) ",\n"                        \
+    "       (SELECT f.lsn FROM pgb_fence f)\n"                                 \
     "FROM req r\n"                                                             \
-    "LEFT JOIN grant_consumptions c ON " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") "\n" \
-    "LEFT JOIN grants g ON g.issuer = r.issuer AND g.grant_id = r.grant_id\n"  \
-    "LEFT JOIN families fm ON fm.issuer = r.issuer AND fm.family = r.family\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grant_consumptions c\n"                  \
+    "  WHERE " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") " LIMIT 1) c ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grants g\n"                              \
+    "  WHERE g.issuer = r.issuer AND g.grant_id = r.grant_id LIMIT 1) g ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM families fm\n"                           \
+    "  WHERE fm.issuer = r.issuer AND fm.family = r.family LIMIT 1) fm ON true\n" \
     "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("r.op", PG_OP_STORED_COLS_V7) ") o ON true\n" \
     "WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.k = r.op)"
 
 /* Each statement is longer than the 4095 characters of one literal ISO C
  * guarantees, so it is written as three literals (its head, the insert,
  * the report) and joined once, before the first store object opens
- * (og__pg_batcher_new), into a buffer the descriptor names. */
+ * (og__pg_batcher_new, which joins admit.c's one-row statements too), into
+ * a buffer the descriptor names. */
 #define PGB_HEAD_TOKEN(K)                                                      \
     "WITH " PGB_REQ_CTE ",\n" PGB_FAMILY_CTES ",\n" PGB_CLAIM_TOKEN(K) ",\n"
 #define PGB_HEAD_ROW                                                           \
@@ -215,38 +245,30 @@ static pthread_once_t pgb_sql_once = PTHREAD_ONCE_INIT;
 
 static void pgb_sql_join(void)
 {
-    for (int i = 0; i < PGB_NSTMTS; i++) {
-        size_t len = 0;
-
-        for (int p = 0; p < 3; p++) {
-            size_t n = strlen(pgb_parts[i][p]);
-
-            if (len + n >= PGB_SQL_MAX)
-                abort(); /* a defect: the statements are fixed text */
-            memcpy(pgb_sql[i] + len, pgb_parts[i][p], n + 1);
-            len += n;
-        }
-    }
+    for (int i = 0; i < PGB_NSTMTS; i++)
+        og__pg_sql_join(pgb_sql[i], PGB_SQL_MAX, pgb_parts[i], 3);
 }
 
-static const og__pg_stmt og__pg_admit_batch_stmt = {
+const og__pg_stmt og__pg_admit_batch_stmt = {
     "og_admit_batch", pgb_sql[PGB_TOKEN], 13, OG_KEYS_READABLE};
-static const og__pg_stmt og__pg_admit_batch_hashed_stmt = {
+const og__pg_stmt og__pg_admit_batch_hashed_stmt = {
     "og_admit_batch_hashed", pgb_sql[PGB_TOKEN_HASHED], 13, OG_KEYS_HASHED};
-static const og__pg_stmt og__pg_admit_batch_row_stmt = {
+const og__pg_stmt og__pg_admit_batch_row_stmt = {
     "og_admit_batch_row", pgb_sql[PGB_ROW], 13, OG_KEYS_READABLE};
-static const og__pg_stmt og__pg_admit_batch_row_hashed_stmt = {
+const og__pg_stmt og__pg_admit_batch_row_hashed_stmt = {
     "og_admit_batch_row_hashed", pgb_sql[PGB_ROW_HASHED], 13,
     OG_KEYS_HASHED};
 /* Its rows: the request's ordinality, whether it admitted, its operation
- * id, then as pg_admit_sql's row. */
+ * id, then as pg_admit_sql's row (the read fence's column last, not
+ * read). */
 enum {
     BATCH_N,
     BATCH_ADMITTED,
     BATCH_KEY,
     BATCH_OP,
     BATCH_HOLDER = BATCH_OP + OP_NCOLS,
-    BATCH_NCOLS = BATCH_HOLDER + UNCLAIMED_NCOLS
+    BATCH_FENCE = BATCH_HOLDER + UNCLAIMED_NCOLS,
+    BATCH_NCOLS
 };
 
 /* ===========================================================================
@@ -345,11 +367,10 @@ static int pgb_arrays(const og__admit_req *const *reqs, int n,
  * Running one batch
  * ========================================================================= */
 
-/* One row of the result into *out (0), or the error; *fence when the answer
- * was read from a key this batch did not claim (I30). */
+/* One row of the result into *out (0), or the error. A row that claimed
+ * nothing was fenced by the statement's own commit (pgb_fence, I30). */
 static int pgb_row(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
-                   int row, const og__admit_req *req, og_admission *out,
-                   bool *fence)
+                   int row, const og__admit_req *req, og_admission *out)
 {
     og_admission result;
     og__consumption cons;
@@ -367,7 +388,6 @@ static int pgb_row(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
         *out = result;
         return 0;
     }
-    *fence = true;
     rc = og__pg_unclaimed_parse(res, row, BATCH_HOLDER, BATCH_OP, req, true,
                                 &cons, &op, &have_op);
     if (rc == 0 && !cons.present) /* I11: the snapshot missed the holder */
@@ -394,7 +414,7 @@ static int pgb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
     const og__pg_stmt *stmt;
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
-    bool seen[PGB_ROWS_MAX], fence = false;
+    bool seen[PGB_ROWS_MAX];
     int rc, i;
 
     memset(arr, 0, sizeof arr);
@@ -449,13 +469,8 @@ static int pgb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
             goto all;
         }
         seen[k - 1] = true;
-        rcs[k - 1] = pgb_row(pg, c, res, i, reqs[k - 1], &outs[k - 1],
-                             &fence);
+        rcs[k - 1] = pgb_row(pg, c, res, i, reqs[k - 1], &outs[k - 1]);
     }
-    if (fence && (rc = og__pg_read_fence(pg, c)) != 0) /* I30, once (B5) */
-        for (i = 0; i < n; i++)
-            if (rcs[i] == 0 && outs[i].outcome != OG_OUTCOME_ADMITTED)
-                rcs[i] = rc;
     rc = 0;
     goto out;
 all:
@@ -526,6 +541,7 @@ og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows)
     og__pg_batcher *b = calloc(1, sizeof *b);
 
     pthread_once(&pgb_sql_once, pgb_sql_join);
+    og__pg_admit_sql_join();
     if (b == NULL)
         return NULL;
     b->in_flight = in_flight < 1 ? 1 : in_flight;

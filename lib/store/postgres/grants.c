@@ -468,12 +468,12 @@ int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
                      : OG_EINTERNAL;
         goto out;
     }
-    /* Zero rows: a denial, without exception. The read only says why. */
+    /* Zero rows: a denial, without exception. The read only says why,
+     * and its statement carries the read fence (I30, admit.c). */
     rc = og__pg_consumption(pg, c, req, false, &cons, NULL, NULL);
     if (rc == 0) {
         result.consumed = false;
         result.refusal = og__classify_consume(&cons);
-        rc = og__pg_read_fence(pg, c); /* I30 (admit.c) */
     }
 out:
     PQclear(res);

@@ -485,14 +485,25 @@ int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
 
 /* ---- admit.c: what the consume verdict shares with the admission -------- */
 
-/* After a claim that did not happen: what holds req's grant, whether its
- * family blocked the claim and (with_op) the operation row for req's
- * operation id, read by a fresh statement, in the shape
- * og__classify_unclaimed() / og__classify_consume() read. */
 /* The read fence (I30, admit.c): ends a call whose answer was read from a
  * key it did not claim; 0, or OG_ESTORE_UNAVAILABLE when the wait for a
  * synchronous standby was cancelled (I3) or the store failed. */
 int og__pg_read_fence(og__pg_store *pg, og__pg_conn *c);
+/* The read fence as an expression (I30, admit.c), for a statement that
+ * reads in its own implicit transaction and folds the fence in: evaluated,
+ * it emits a transactional logical message where commits wait for a
+ * synchronous standby (NULL elsewhere), so that statement's own commit
+ * waits. Type pg_lsn. */
+#define PG_READ_FENCE_EXPR                                                     \
+    "CASE WHEN current_setting('synchronous_standby_names') <> ''"             \
+    " AND current_setting('synchronous_commit')"                               \
+    " IN ('on', 'remote_write', 'remote_apply')"                               \
+    " THEN pg_logical_emit_message(true, 'oncegate', 'read-fence') END"
+/* After a claim that did not happen: what holds req's grant, whether its
+ * family blocked the claim and (with_op) the operation row for req's
+ * operation id, read by a fresh statement that carries the read fence
+ * (I30) in its own commit, in the shape og__classify_unclaimed() /
+ * og__classify_consume() read. */
 int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                             const og__admit_req *req, bool with_op,
                             og__consumption *cons, og_operation *op,
@@ -505,6 +516,12 @@ int og__pg_unclaimed_parse(const PGresult *res, int row, int u, int o,
                            const og__admit_req *req, bool with_op,
                            og__consumption *cons, og_operation *op,
                            bool *have_op);
+/* dst = parts[0..n) joined (a statement longer than one ISO C literal);
+ * aborts when cap is too small: the statements are fixed text. */
+void og__pg_sql_join(char *dst, size_t cap, const char *const *parts, int n);
+/* Joins the one-row admission statements once (pthread_once); before the
+ * first store object opens (og__pg_batcher_new). */
+void og__pg_admit_sql_join(void);
 /* The one-row admission (I10-I12, I30) on a connection of its own, with
  * the client deadline deadline_us: a batch of one, and each row of a
  * batch that falls back (admit_batch.c, B3). 0 and *out, or the error. */
@@ -629,6 +646,10 @@ extern const og__pg_stmt og__pg_admit_row_stmt;
 extern const og__pg_stmt og__pg_admit_row_hashed_stmt;
 extern const og__pg_stmt og__pg_unclaimed_stmt;
 extern const og__pg_stmt og__pg_unclaimed_hashed_stmt;
+extern const og__pg_stmt og__pg_admit_batch_stmt;      /* admit_batch.c */
+extern const og__pg_stmt og__pg_admit_batch_hashed_stmt;
+extern const og__pg_stmt og__pg_admit_batch_row_stmt;
+extern const og__pg_stmt og__pg_admit_batch_row_hashed_stmt;
 extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */
