@@ -25,9 +25,9 @@
  *                        of admitting them; every verdict must be
  *                        consumed. Prints
  *                          consume backend=B callers=N seconds=S consumed=K rate=R/s errors=E
- *                        (the verdicts share a group commit as admissions
- *                        do, with the same --batch-max; docs/performance.md,
- *                        "VERDICT").
+ *                        (--batch-max sets consume_batch_max too: the
+ *                        verdicts' batches on PostgreSQL, off by default;
+ *                        docs/performance.md, "VERDICT").
  *   --mode migrate       only applies the migrations to URL (used by
  *                        bench/admit before the pgbench floor runs).
  *   --consumption-keys   the keys a store gets when migrated (docs/design.md,
@@ -583,8 +583,8 @@ int main(int argc, char **argv)
     if (callers > 0)
         opts.pool_size = callers;
     opts.consumption_keys = keys;
-    if (batch_max > 0)
-        opts.admit_batch_max = batch_max;
+    if (batch_max > 0) /* consume mode: the verdicts' batches on both */
+        opts.admit_batch_max = opts.consume_batch_max = batch_max;
     if (in_flight > 0)
         opts.admit_batches_in_flight = in_flight;
 
