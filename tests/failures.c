@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "store/store_int.h" /* og__admit_batch: a batch built by the test */
+#include "store/store_int.h" /* og__admit_batch, og__consume_batch: batches built by the test */
 
 #define ISSUER "support-approvals"
 #define SEC INT64_C(1000000)
@@ -791,6 +791,7 @@ typedef enum f_verb {
     F_ADMIT_BATCH,
     F_OPERATION_GET,
     F_CONSUME,
+    F_CONSUME_BATCH, /* c's and c2's verdicts as ONE batch */
     F_REVOKE,
     F_FAMILY_REVOKE,
     F_ISSUE,
@@ -802,15 +803,16 @@ typedef enum f_verb {
 typedef struct f_call {
     og_store *s;
     f_verb verb;
-    t_case *c;            /* F_ADMIT*, F_OPERATION_GET, F_CONSUME, F_REVOKE,
+    t_case *c;            /* F_ADMIT*, F_OPERATION_GET, F_CONSUME*, F_REVOKE,
                              F_ISSUE (its grant id) */
-    t_case *c2;           /* F_ADMIT_BATCH: its second row */
+    t_case *c2;           /* F_ADMIT_BATCH, F_CONSUME_BATCH: its second row */
     const char *family;   /* F_FAMILY_REVOKE, F_ISSUE, F_TICKET_CREATE */
     const char *ticket;   /* F_ROTATE */
     int rc;
     int outcome;
     size_t n_revoked;     /* F_FAMILY_REVOKE */
-    og_consume_result cr; /* F_CONSUME */
+    og_consume_result cr; /* F_CONSUME; F_CONSUME_BATCH: its first row */
+    og_consume_result cr2; /* F_CONSUME_BATCH: its second row */
 } f_call;
 
 static void *f_bg_call(void *arg)
@@ -857,6 +859,20 @@ static void *f_bg_call(void *arg)
         f->rc = og_consume(f->s, &f->c->g, &f->cr);
         f->outcome = f->cr.consumed;
         break;
+    case F_CONSUME_BATCH: {
+        og_consume_result out[2];
+
+        g[0] = f->c->g;
+        g[1] = f->c2->g;
+        f->rc = og__consume_batch(f->s, 2, g, out, rcs);
+        if (f->rc == 0) /* both rows answered alike, or a marker */
+            f->rc = rcs[0] == rcs[1] ? rcs[0] : 2;
+        if (f->rc == 0) {
+            f->cr = out[0];
+            f->cr2 = out[1];
+        }
+        break;
+    }
     case F_REVOKE:
         rv = (og_revocation){ISSUER, f->c->grant_id, "supervisor-3",
                              f->c->g.expires_at_us, t_form};
@@ -1050,6 +1066,31 @@ static void consume_denied_by_an_unconfirmed_consume_is_unavailable(void **state
     f_life_close(&l);
 }
 
+/* The same in a batch of the verdicts' group commit (CB5): both rows
+ * committed locally, their wait cancelled, answer unavailable; asked
+ * again, both denials are read from that local commit and share the
+ * batch's one read fence, which waits, and cancelled, answers every
+ * denied row unavailable. */
+static void consume_batch_denied_by_an_unconfirmed_batch_is_unavailable(
+    void **state)
+{
+    f_life l;
+    f_call f;
+    t_case c2;
+
+    (void)state;
+    if (!f_life_open(&l))
+        return;
+    t_case_new(&c2);
+    f = (f_call){.s = l.s, .verb = F_CONSUME_BATCH, .c = &l.c, .c2 = &c2};
+    f_same_call_twice(&l, &f);
+    assert_false(f.cr.consumed);
+    assert_int_equal(f.cr.refusal, OG_REFUSAL_GRANT_CONSUMED);
+    assert_false(f.cr2.consumed);
+    assert_int_equal(f.cr2.refusal, OG_REFUSAL_GRANT_CONSUMED);
+    f_life_close(&l);
+}
+
 /* A grant's revocation answered already_used_or_revoked from a revocation
  * only this server holds. */
 static void revoke_of_an_unconfirmed_revocation_is_unavailable(void **state)
@@ -1177,6 +1218,8 @@ const struct CMUnitTest t_outage_tests[] = {
     cmocka_unit_test_teardown(
         operation_read_of_an_unconfirmed_admission_is_unavailable,
         f_phantom_standby_teardown),
+    cmocka_unit_test_teardown(consume_batch_denied_by_an_unconfirmed_batch_is_unavailable,
+                              f_phantom_standby_teardown),
     cmocka_unit_test_teardown(consume_denied_by_an_unconfirmed_consume_is_unavailable,
                               f_phantom_standby_teardown),
     cmocka_unit_test_teardown(revoke_of_an_unconfirmed_revocation_is_unavailable,

@@ -102,6 +102,8 @@ REGISTRY = {
           'and how'),
     'B': ('lib/store/postgres/admit_batch.c', "PostgreSQL's group commit "
           'of admissions'),
+    'CB': ('lib/store/postgres/consume_batch.c', "PostgreSQL's group "
+           'commit of the consume verdict'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

@@ -16,6 +16,9 @@
  *     it. admit_batch_max = 1 turns batching off: every caller runs the
  *     one-row statement at once, with no queue and no bound but the pool's,
  *     as before group commit (each call still counted as a batch of one).
+ *     The consume verdict's group commit (consume_batch.c, CB1) is a
+ *     second queue of this shape per store object (og__pg_batcher_new's
+ *     kind); its batches run there.
  *  B2 Rows never meet. No two rows of a batch share a grant key (issuer,
  *     grant_id) or an operation id, and all rows of a batch are of one
  *     grant form: a request that would break this stays queued, in order,
@@ -98,29 +101,6 @@
     "    WITH ORDINALITY AS r (issuer, grant_id, op, expires_at, caller, account,\n" \
     "                          amount, currency, family, n))"
 
-/* PG_FAMILY_CTE for every family of the batch (I6, I7, B6): the advisory
- * locks shared in the order of their keys (count() reads them all, and a
- * volatile call is never dropped from a subquery), then the live families'
- * rows FOR SHARE in their order; famn reads fam to its end, so every family
- * lock is held before the first grant row or key is touched. */
-#define PGB_FAMILY_CTES                                                        \
-    "flk AS (\n"                                                               \
-    "  SELECT count(*) AS held FROM (\n"                                       \
-    "    SELECT pg_advisory_xact_lock_shared(s.k) FROM (\n"                    \
-    "      SELECT DISTINCT " PG_FAMILY_KEY("r.issuer", "r.family") " AS k\n"    \
-    "      FROM req r WHERE r.family IS NOT NULL ORDER BY 1) s) l),\n"          \
-    "fam AS (\n"                                                               \
-    "  SELECT f.issuer, f.family FROM families f\n"                            \
-    "  WHERE (f.issuer, f.family) IN (SELECT r.issuer, r.family FROM req r)\n" \
-    "    AND f.revoked_at IS NULL AND (SELECT held FROM flk) >= 0\n"           \
-    "  ORDER BY f.issuer, f.family\n"                                          \
-    "  FOR SHARE OF f),\n"                                                     \
-    "famn AS (SELECT count(*) AS locked FROM fam)"
-/* PG_FAMILY_LIVE for row r. */
-#define PGB_FAMILY_LIVE                                                        \
-    "(r.family IS NULL OR EXISTS (SELECT 1 FROM fam\n"                         \
-    "       WHERE fam.issuer = r.issuer AND fam.family = r.family))"
-
 /* Token form: each row's own INSERT ... ON CONFLICT DO NOTHING on its key,
  * in the order of the keys (the Sort reads every row, and so evaluates
  * every family check, before the first insert). RETURNING the key and the
@@ -133,7 +113,7 @@
     "  FROM req r CROSS JOIN LATERAL (SELECT " PG_TS("r.expires_at") " + " PG_US("$9") " AS admit_until) d\n" \
     "  WHERE d.admit_until > statement_timestamp()\n"                          \
     "    AND (SELECT locked FROM famn) >= 0\n"                                 \
-    "    AND " PGB_FAMILY_LIVE "\n"                                            \
+    "    AND " PG_BATCH_FAMILY_LIVE "\n"                                            \
     "    AND " PG_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
     "  ORDER BY r.issuer, r.grant_id\n"                                        \
     "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
@@ -159,7 +139,7 @@
     "    AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"                 \
     "    AND g.expires_at + " PG_US("$9") " > statement_timestamp()\n"         \
     "    AND (SELECT count(*) FROM lck) >= 0\n"                                \
-    "    AND " PGB_FAMILY_LIVE "\n"                                            \
+    "    AND " PG_BATCH_FAMILY_LIVE "\n"                                            \
     "    AND " PG_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
     "  RETURNING g.issuer, g.grant_id, r.op AS operation_id)"
 #define PGB_CLAIM_ROW_JOIN                                                     \
@@ -223,9 +203,9 @@
  * (og__pg_batcher_new, which joins admit.c's one-row statements too), into
  * a buffer the descriptor names. */
 #define PGB_HEAD_TOKEN(K)                                                      \
-    "WITH " PGB_REQ_CTE ",\n" PGB_FAMILY_CTES ",\n" PGB_CLAIM_TOKEN(K) ",\n"
+    "WITH " PGB_REQ_CTE ",\n" PG_BATCH_FAMILY_CTES ",\n" PGB_CLAIM_TOKEN(K) ",\n"
 #define PGB_HEAD_ROW                                                           \
-    "WITH " PGB_REQ_CTE ",\n" PGB_FAMILY_CTES ",\n" PGB_CLAIM_ROW ",\n"
+    "WITH " PGB_REQ_CTE ",\n" PG_BATCH_FAMILY_CTES ",\n" PGB_CLAIM_ROW ",\n"
 enum { PGB_TOKEN, PGB_TOKEN_HASHED, PGB_ROW, PGB_ROW_HASHED, PGB_NSTMTS };
 static const char *const pgb_parts[PGB_NSTMTS][3] = {
     [PGB_TOKEN] = {PGB_HEAD_TOKEN(READABLE),
@@ -275,13 +255,7 @@ enum {
  * The parameters: text[] literals
  * ========================================================================= */
 
-typedef struct pgb_buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} pgb_buf;
-
-static void pgb_put(pgb_buf *b, const char *s, size_t n)
+void og__pg_buf_put(og__pg_buf *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
@@ -303,22 +277,20 @@ static void pgb_put(pgb_buf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-/* Element i of an array literal: v double-quoted with '"' and '\'
- * escaped, or (v NULL) the NULL element. */
-static void pgb_elem(pgb_buf *b, int i, const char *v)
+void og__pg_buf_elem(og__pg_buf *b, int i, const char *v)
 {
-    pgb_put(b, i == 0 ? "{" : ",", 1);
+    og__pg_buf_put(b, i == 0 ? "{" : ",", 1);
     if (v == NULL) {
-        pgb_put(b, "NULL", 4);
+        og__pg_buf_put(b, "NULL", 4);
         return;
     }
-    pgb_put(b, "\"", 1);
+    og__pg_buf_put(b, "\"", 1);
     for (; *v; v++) {
         if (*v == '"' || *v == '\\')
-            pgb_put(b, "\\", 1);
-        pgb_put(b, v, 1);
+            og__pg_buf_put(b, "\\", 1);
+        og__pg_buf_put(b, v, 1);
     }
-    pgb_put(b, "\"", 1);
+    og__pg_buf_put(b, "\"", 1);
 }
 
 enum {
@@ -336,7 +308,7 @@ enum {
 
 /* The nine arrays of reqs[0..n) (n >= 1); 0, or OG_ENOMEM. */
 static int pgb_arrays(const og__admit_req *const *reqs, int n,
-                      pgb_buf arr[ARR_COUNT])
+                      og__pg_buf arr[ARR_COUNT])
 {
     char expires[24];
     int i, a;
@@ -345,18 +317,18 @@ static int pgb_arrays(const og__admit_req *const *reqs, int n,
         const og__admit_req *q = reqs[i];
 
         og__pg_fmt_i64(expires, sizeof expires, q->expires_at_us);
-        pgb_elem(&arr[ARR_ISSUER], i, q->issuer);
-        pgb_elem(&arr[ARR_GRANT], i, q->grant_id);
-        pgb_elem(&arr[ARR_OP], i, q->operation_id);
-        pgb_elem(&arr[ARR_EXPIRES], i, expires);
-        pgb_elem(&arr[ARR_CALLER], i, q->caller_id);
-        pgb_elem(&arr[ARR_ACCOUNT], i, q->account_id);
-        pgb_elem(&arr[ARR_AMOUNT], i, q->amount);
-        pgb_elem(&arr[ARR_CURRENCY], i, q->currency);
-        pgb_elem(&arr[ARR_FAMILY], i, q->family[0] ? q->family : NULL);
+        og__pg_buf_elem(&arr[ARR_ISSUER], i, q->issuer);
+        og__pg_buf_elem(&arr[ARR_GRANT], i, q->grant_id);
+        og__pg_buf_elem(&arr[ARR_OP], i, q->operation_id);
+        og__pg_buf_elem(&arr[ARR_EXPIRES], i, expires);
+        og__pg_buf_elem(&arr[ARR_CALLER], i, q->caller_id);
+        og__pg_buf_elem(&arr[ARR_ACCOUNT], i, q->account_id);
+        og__pg_buf_elem(&arr[ARR_AMOUNT], i, q->amount);
+        og__pg_buf_elem(&arr[ARR_CURRENCY], i, q->currency);
+        og__pg_buf_elem(&arr[ARR_FAMILY], i, q->family[0] ? q->family : NULL);
     }
     for (a = 0; a < ARR_COUNT; a++) {
-        pgb_put(&arr[a], "}", 1);
+        og__pg_buf_put(&arr[a], "}", 1);
         if (arr[a].oom)
             return OG_ENOMEM;
     }
@@ -408,7 +380,7 @@ static int pgb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
                          int n, int64_t deadline_us, og_admission *outs,
                          int *rcs)
 {
-    pgb_buf arr[ARR_COUNT];
+    og__pg_buf arr[ARR_COUNT];
     char owner[24], constraint[64];
     const char *params[13];
     const og__pg_stmt *stmt;
@@ -514,7 +486,7 @@ static void pgb_run(og__pg_store *pg, const og__admit_req *const *reqs, int n,
 
 typedef struct pgb_waiter {
     const og__admit_req *req;
-    og_admission res;
+    og__pg_answer res; /* of the batcher's kind */
     int rc;
     int64_t deadline_us;
     bool taken; /* in a batch: its result is coming */
@@ -527,6 +499,7 @@ typedef struct pgb_waiter {
 } pgb_waiter;
 
 struct og__pg_batcher {
+    og__pg_batch_kind kind; /* admissions, or consume verdicts (CB1) */
     pthread_mutex_t mu;
     pthread_condattr_t ca; /* CLOCK_MONOTONIC, for the waiters' */
     pgb_waiter *head, *tail;
@@ -536,7 +509,8 @@ struct og__pg_batcher {
     og_admit_stats stats;
 };
 
-og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows)
+og__pg_batcher *og__pg_batcher_new(og__pg_batch_kind kind, int in_flight,
+                                   int max_rows)
 {
     og__pg_batcher *b = calloc(1, sizeof *b);
 
@@ -544,6 +518,7 @@ og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows)
     og__pg_admit_sql_join();
     if (b == NULL)
         return NULL;
+    b->kind = kind;
     b->in_flight = in_flight < 1 ? 1 : in_flight;
     b->max_rows = max_rows < 1 ? 1 : max_rows > PGB_ROWS_MAX ? PGB_ROWS_MAX
                                                              : max_rows;
@@ -562,14 +537,16 @@ void og__pg_batcher_free(og__pg_batcher *b)
     free(b);
 }
 
-/* Whether q shares a grant key or an operation id with batch[0..n) (B2). */
-static bool pgb_conflicts(pgb_waiter *const *batch, int n,
-                          const og__admit_req *q)
+/* Whether q shares a grant key or (admissions: a consume verdict has no
+ * operation) an operation id with batch[0..n) (B2, CB2). */
+static bool pgb_conflicts(const og__pg_batcher *b, pgb_waiter *const *batch,
+                          int n, const og__admit_req *q)
 {
     for (int i = 0; i < n; i++) {
         const og__admit_req *p = batch[i]->req;
 
-        if (strcmp(p->operation_id, q->operation_id) == 0 ||
+        if ((b->kind == OG__PG_BATCH_ADMIT &&
+             strcmp(p->operation_id, q->operation_id) == 0) ||
             (strcmp(p->grant_id, q->grant_id) == 0 &&
              strcmp(p->issuer, q->issuer) == 0))
             return true;
@@ -591,7 +568,7 @@ static int pgb_take(og__pg_batcher *b, pgb_waiter **batch, int64_t now)
 
         if (!expired && n > 0 &&
             (w->req->form != batch[0]->req->form ||
-             pgb_conflicts(batch, n, w->req))) {
+             pgb_conflicts(b, batch, n, w->req))) {
             prev = w; /* stays queued, in order */
             pp = &w->next;
             continue;
@@ -648,7 +625,8 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
 {
     pgb_waiter *batch[PGB_ROWS_MAX];
     const og__admit_req *reqs[PGB_ROWS_MAX];
-    og_admission *outs;
+    og_admission *outs = NULL;
+    og_consume_result *couts = NULL;
     int rcs[PGB_ROWS_MAX];
     int64_t deadline;
     bool fell_back = false;
@@ -667,21 +645,28 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
         if (batch[i]->deadline_us < deadline)
             deadline = batch[i]->deadline_us;
     }
-    if ((outs = calloc((size_t)n, sizeof *outs)) == NULL)
+    if (b->kind == OG__PG_BATCH_CONSUME
+            ? (couts = calloc((size_t)n, sizeof *couts)) == NULL
+            : (outs = calloc((size_t)n, sizeof *outs)) == NULL)
         for (i = 0; i < n; i++)
             rcs[i] = OG_ENOMEM; /* nothing ran */
+    else if (couts != NULL)
+        og__pg_consume_run(pg, reqs, n, deadline, couts, rcs, &fell_back);
     else
         pgb_run(pg, reqs, n, deadline, outs, rcs, &fell_back);
 
     pthread_mutex_lock(&b->mu);
     for (i = 0; i < n; i++) {
         batch[i]->rc = rcs[i];
-        if (rcs[i] == 0)
-            batch[i]->res = outs[i];
+        if (rcs[i] == 0 && couts != NULL)
+            batch[i]->res.consume = couts[i];
+        else if (rcs[i] == 0)
+            batch[i]->res.admission = outs[i];
         batch[i]->done = true;
         pthread_cond_signal(&batch[i]->cv);
     }
     free(outs);
+    free(couts);
     b->stats.batches++;
     b->stats.rows += (uint64_t)n;
     if (fell_back)
@@ -690,15 +675,18 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
     pgb_wake_head(b);
 }
 
-int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
+int og__pg_batch_submit(og__pg_store *pg, og__pg_batcher *b,
+                        const og__admit_req *req, og__pg_answer *out)
 {
-    og__pg_store *pg = impl;
-    og__pg_batcher *b = pg->batcher;
     pgb_waiter w = {.req = req,
                     .deadline_us = og__pg_mono_us() + pg->timeout_us};
 
     if (b->max_rows == 1) { /* B1: batching off, no queue */
-        int rc = og__pg_admit_one(pg, req, w.deadline_us, out);
+        int rc = b->kind == OG__PG_BATCH_CONSUME
+                     ? og__pg_consume_one(pg, req, w.deadline_us,
+                                          &out->consume)
+                     : og__pg_admit_one(pg, req, w.deadline_us,
+                                        &out->admission);
 
         pthread_mutex_lock(&b->mu);
         b->stats.batches++;
@@ -738,6 +726,34 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     return w.rc;
 }
 
+int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_answer a;
+    int rc = og__pg_batch_submit(pg, pg->batcher, req, &a);
+
+    if (rc == 0)
+        *out = a.admission;
+    return rc;
+}
+
+void og__pg_batch_count(og__pg_batcher *b, int rows, bool fell_back)
+{
+    pthread_mutex_lock(&b->mu);
+    b->stats.batches++;
+    b->stats.rows += (uint64_t)rows;
+    if (fell_back)
+        b->stats.fallbacks++;
+    pthread_mutex_unlock(&b->mu);
+}
+
+void og__pg_batch_stats(og__pg_batcher *b, og_admit_stats *out)
+{
+    pthread_mutex_lock(&b->mu);
+    *out = b->stats;
+    pthread_mutex_unlock(&b->mu);
+}
+
 int og__pg_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
@@ -753,20 +769,11 @@ int og__pg_admit_batch(void *impl, const og__admit_req *reqs, int n,
         rows[i] = &reqs[i];
     pgb_run(pg, rows, n, og__pg_mono_us() + pg->timeout_us, outs, rcs,
             &fell_back);
-    pthread_mutex_lock(&b->mu);
-    b->stats.batches++;
-    b->stats.rows += (uint64_t)n;
-    if (fell_back)
-        b->stats.fallbacks++;
-    pthread_mutex_unlock(&b->mu);
+    og__pg_batch_count(b, n, fell_back);
     return 0;
 }
 
 void og__pg_admit_stats(void *impl, og_admit_stats *out)
 {
-    og__pg_batcher *b = ((og__pg_store *)impl)->batcher;
-
-    pthread_mutex_lock(&b->mu);
-    *out = b->stats;
-    pthread_mutex_unlock(&b->mu);
+    og__pg_batch_stats(((og__pg_store *)impl)->batcher, out);
 }

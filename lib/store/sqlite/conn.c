@@ -674,6 +674,8 @@ const og__store_methods og__sqlite_methods = {
     .revoke = og__sq_revoke,
     .family_revoke = og__sq_family_revoke,
     .consume = og__sq_consume,
+    .consume_batch = og__sq_consume_batch,
+    .consume_stats = og__sq_consume_stats,
     .ticket_create = og__sq_ticket_create,
     .ticket_rotate = og__sq_ticket_rotate,
     /* execution */

@@ -190,13 +190,14 @@ typedef struct og__sq_store {
     char *path;
     og_store_options opts;
     og__pool *pool;
-    /* Group commit (admit.c): the queue of admissions waiting for a leader,
-     * and whether one is running a batch. */
+    /* Group commit (admit.c): the queue of admissions and consume verdicts
+     * waiting for a leader (G6), and whether one is running a batch. */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     struct og__sq_waiter *head, *tail;
     bool leading;
     og_admit_stats admit_stats; /* the group commit's counters (with mu) */
+    og_admit_stats consume_stats; /* ...of its consume verdicts (with mu) */
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
@@ -339,6 +340,12 @@ int og__sq_holder_exists(const og__sq_store *s, og__sq_conn *c,
                          const char *grant_id);
 /* A claim kind as grant_consumptions stores it. 0 or OG_EINTERNAL. */
 int og__sq_claim_kind_parse(const char *text, og__claim_kind *kind);
+/* The consume verdict inside the open write transaction on c (grants.c):
+ * the family's state, the claim with no operation, or the read of what
+ * holds the key. 0 and *out (*keep: a claim to commit), or the error. */
+int og__sq_consume_in(og__sq_store *s, og__sq_conn *c,
+                      const og__admit_req *req, og_consume_result *out,
+                      bool *keep);
 /* Binds ?1..?10 of a new operation's insert (admission's, og__op_insert's):
  * req's binding, the initial owner version, the lease and the window. */
 void og__sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
@@ -396,12 +403,14 @@ og__store_read_keys_fn og__sq_read_keys;
 og__store_admit_fn og__sq_admit;
 og__store_admit_batch_fn og__sq_admit_batch;
 og__store_admit_stats_fn og__sq_admit_stats;
+og__store_consume_fn og__sq_consume;
+og__store_consume_batch_fn og__sq_consume_batch;
+og__store_consume_stats_fn og__sq_consume_stats;
 og__store_operation_get_fn og__sq_operation_get;
 /* grants.c */
 og__store_issuance_record_fn og__sq_issuance_record;
 og__store_revoke_fn og__sq_revoke;
 og__store_family_revoke_fn og__sq_family_revoke;
-og__store_consume_fn og__sq_consume;
 og__store_ticket_create_fn og__sq_ticket_create;
 og__store_ticket_rotate_fn og__sq_ticket_rotate;
 /* exec.c */
