@@ -20,6 +20,14 @@
  *                        transaction BEGIN IMMEDIATE; one INSERT; COMMIT.
  *                        Prints
  *                          floor backend=sqlite callers=N seconds=S committed=K rate=R/s errors=E
+ *   --mode consume       as api, each caller asking the consume verdict
+ *                        (og_consume) of fresh grants (token form) instead
+ *                        of admitting them; every verdict must be
+ *                        consumed. Prints
+ *                          consume backend=B callers=N seconds=S consumed=K rate=R/s errors=E
+ *                        (--batch-max sets consume_batch_max too: the
+ *                        verdicts' batches on PostgreSQL, off by default;
+ *                        docs/performance.md, "VERDICT").
  *   --mode migrate       only applies the migrations to URL (used by
  *                        bench/admit before the pgbench floor runs).
  *   --consumption-keys   the keys a store gets when migrated (docs/design.md,
@@ -75,7 +83,12 @@
 #define BENCH_AMOUNT "250.00"
 #define BENCH_CURRENCY "EUR"
 
-typedef enum bench_mode { MODE_API, MODE_SQLITE_FLOOR, MODE_MIGRATE } bench_mode;
+typedef enum bench_mode {
+    MODE_API,
+    MODE_CONSUME,
+    MODE_SQLITE_FLOOR,
+    MODE_MIGRATE
+} bench_mode;
 
 /* ===========================================================================
  * Shared run state
@@ -256,6 +269,46 @@ static int api_admit_one(bench_thread *t, uint64_t i)
     return 0;
 }
 
+/* One consume verdict of a fresh grant. 0 when consumed. */
+static int api_consume_one(bench_thread *t, uint64_t i)
+{
+    bench_run *r = t->run;
+    char grant_id[OG_ID_MAX + 1];
+    og_consume_result res;
+    int rc;
+
+    snprintf(grant_id, sizeof grant_id, "c-%s-%d-%" PRIu64, r->run_id,
+             t->index, i);
+    og_grant g = {
+        .issuer = BENCH_ISSUER,
+        .grant_id = grant_id,
+        .expires_at_us = now_wall_us() + BENCH_EXPIRES_IN_US,
+    };
+    rc = og_consume(r->store, &g, &res);
+    if (rc < 0 || !res.consumed) {
+        if (thread_fail(t))
+            fprintf(stderr, "og-bench-admit: thread %d: og_consume: %s\n",
+                    t->index,
+                    rc < 0 ? og_err_name(rc) : og_refusal_name(res.refusal));
+        return -1;
+    }
+    return 0;
+}
+
+static void *consume_thread(void *arg)
+{
+    bench_thread *t = arg;
+    uint64_t i = 0;
+
+    (void)api_consume_one(t, i++); /* warm-up: connects; failures count */
+    thread_ready(t);
+    while (!atomic_load_explicit(&t->run->stop, memory_order_relaxed)) {
+        if (api_consume_one(t, i++) == 0)
+            t->done++;
+    }
+    return NULL;
+}
+
 static void *api_thread(void *arg)
 {
     bench_thread *t = arg;
@@ -404,7 +457,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: og-bench-admit --store URL --callers N --seconds S\n"
-            "                      [--mode api|sqlite-floor|migrate]\n"
+            "                      [--mode api|consume|sqlite-floor|migrate]\n"
             "                      [--consumption-keys readable|hashed]\n"
             "                      [--batch-max B] [--in-flight K]\n");
 }
@@ -500,6 +553,8 @@ int main(int argc, char **argv)
         case 'm':
             if (strcmp(optarg, "api") == 0)
                 mode = MODE_API;
+            else if (strcmp(optarg, "consume") == 0)
+                mode = MODE_CONSUME;
             else if (strcmp(optarg, "sqlite-floor") == 0)
                 mode = MODE_SQLITE_FLOOR;
             else if (strcmp(optarg, "migrate") == 0)
@@ -528,8 +583,8 @@ int main(int argc, char **argv)
     if (callers > 0)
         opts.pool_size = callers;
     opts.consumption_keys = keys;
-    if (batch_max > 0)
-        opts.admit_batch_max = batch_max;
+    if (batch_max > 0) /* consume mode: the verdicts' batches on both */
+        opts.admit_batch_max = opts.consume_batch_max = batch_max;
     if (in_flight > 0)
         opts.admit_batches_in_flight = in_flight;
 
@@ -542,7 +597,7 @@ int main(int argc, char **argv)
     atomic_init(&run.stop, false);
     atomic_init(&run.errors, 0);
 
-    if (mode == MODE_API) {
+    if (mode == MODE_API || mode == MODE_CONSUME) {
         if (do_migrate(url, &opts) != 0)
             return 1;
         int rc = og_store_open(url, &opts, &run.store);
@@ -590,7 +645,9 @@ int main(int argc, char **argv)
         if (t->rng == 0)
             t->rng = 1;
         int rc = pthread_create(&t->tid, NULL,
-                                mode == MODE_API ? api_thread : floor_thread,
+                                mode == MODE_API       ? api_thread
+                                : mode == MODE_CONSUME ? consume_thread
+                                                       : floor_thread,
                                 t);
         if (rc != 0) {
             fprintf(stderr, "og-bench-admit: pthread_create: %s\n",
@@ -642,6 +699,11 @@ int main(int argc, char **argv)
                callers, seconds, done, rate, errors, nb,
                nb ? (double)nr / (double)nb : 0.0,
                st1.fallbacks - st0.fallbacks);
+    } else if (mode == MODE_CONSUME) {
+        printf("consume backend=%s callers=%d seconds=%d consumed=%" PRIu64
+               " rate=%.1f/s errors=%" PRIu64 "\n",
+               og_store_backend(run.store), callers, seconds, done, rate,
+               errors);
     } else
         printf("floor backend=sqlite callers=%d seconds=%d committed=%" PRIu64
                " rate=%.1f/s errors=%" PRIu64 "\n",

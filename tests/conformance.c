@@ -872,6 +872,9 @@ extern const size_t t_batch_tests_count;
 /* The group commit of outcomes: outcome_batch.c. */
 extern const struct CMUnitTest t_outcome_batch_tests[];
 extern const size_t t_outcome_batch_tests_count;
+/* The consume verdict's group commit: consume_batch.c. */
+extern const struct CMUnitTest t_consume_batch_tests[];
+extern const size_t t_consume_batch_tests_count;
 extern const struct CMUnitTest t_failure_tests[];
 extern const size_t t_failure_tests_count;
 extern const struct CMUnitTest t_outage_tests[];
@@ -920,6 +923,8 @@ static const struct t_group {
     {"batch", "batch", t_batch_tests, &t_batch_tests_count},
     {"outcome-batch", "outcome-batch", t_outcome_batch_tests,
      &t_outcome_batch_tests_count},
+    {"consume-batch", "consume-batch", t_consume_batch_tests,
+     &t_consume_batch_tests_count},
     {"hashed", "hashed", t_hashed_tests, &t_hashed_tests_count},
     {"redemption", "redemption", t_redemption_tests,
      &t_redemption_tests_count},

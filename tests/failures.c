@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "store/store_int.h" /* og__admit_batch, og__consume_batch: batches built by the test */
 
 #define ISSUER "support-approvals"
 #define SEC INT64_C(1000000)
@@ -786,7 +787,11 @@ static const char *const f_revokers[] = {"supervisor-3"};
 static const og_revoke_policy f_policy = {f_revokers, 1};
 
 typedef enum f_verb {
+    F_ADMIT,
+    F_ADMIT_BATCH,
+    F_OPERATION_GET,
     F_CONSUME,
+    F_CONSUME_BATCH, /* c's and c2's verdicts as ONE batch */
     F_REVOKE,
     F_FAMILY_REVOKE,
     F_ISSUE,
@@ -798,13 +803,16 @@ typedef enum f_verb {
 typedef struct f_call {
     og_store *s;
     f_verb verb;
-    t_case *c;            /* F_CONSUME, F_REVOKE, F_ISSUE (its grant id) */
+    t_case *c;            /* F_ADMIT*, F_OPERATION_GET, F_CONSUME*, F_REVOKE,
+                             F_ISSUE (its grant id) */
+    t_case *c2;           /* F_ADMIT_BATCH, F_CONSUME_BATCH: its second row */
     const char *family;   /* F_FAMILY_REVOKE, F_ISSUE, F_TICKET_CREATE */
     const char *ticket;   /* F_ROTATE */
     int rc;
     int outcome;
     size_t n_revoked;     /* F_FAMILY_REVOKE */
-    og_consume_result cr; /* F_CONSUME */
+    og_consume_result cr; /* F_CONSUME; F_CONSUME_BATCH: its first row */
+    og_consume_result cr2; /* F_CONSUME_BATCH: its second row */
 } f_call;
 
 static void *f_bg_call(void *arg)
@@ -817,12 +825,54 @@ static void *f_bg_call(void *arg)
     og_ticket_result tr;
     og_strv list = {NULL, 0};
     char digest[65];
+    og_grant g[2];
+    og_intent in[2];
+    og_admission a[2];
+    og_operation op;
+    int rcs[2];
 
     switch (f->verb) {
+    case F_ADMIT:
+        f->rc = og_admit(f->s, &f->c->g, &f->c->in, &a[0]);
+        f->outcome = (int)a[0].outcome;
+        break;
+    case F_ADMIT_BATCH:
+        /* ONE batched statement (og__admit_batch); both rows must answer
+         * alike: rc and outcome, else OG_EINTERNAL / -1. */
+        g[0] = f->c->g;
+        g[1] = f->c2->g;
+        in[0] = f->c->in;
+        in[1] = f->c2->in;
+        memset(a, 0, sizeof a);
+        f->rc = og__admit_batch(f->s, 2, g, in, a, rcs);
+        if (f->rc == 0)
+            f->rc = rcs[0] == rcs[1] ? rcs[0] : OG_EINTERNAL;
+        f->outcome = a[0].outcome == a[1].outcome ? (int)a[0].outcome : -1;
+        break;
+    case F_OPERATION_GET:
+        f->rc = og_operation_get(f->s, f->c->in.operation_id, &op);
+        f->outcome = f->rc; /* 1: found */
+        if (f->rc == 1)
+            f->rc = 0;
+        break;
     case F_CONSUME:
         f->rc = og_consume(f->s, &f->c->g, &f->cr);
         f->outcome = f->cr.consumed;
         break;
+    case F_CONSUME_BATCH: {
+        og_consume_result out[2];
+
+        g[0] = f->c->g;
+        g[1] = f->c2->g;
+        f->rc = og__consume_batch(f->s, 2, g, out, rcs);
+        if (f->rc == 0) /* both rows answered alike, or a marker */
+            f->rc = rcs[0] == rcs[1] ? rcs[0] : 2;
+        if (f->rc == 0) {
+            f->cr = out[0];
+            f->cr2 = out[1];
+        }
+        break;
+    }
     case F_REVOKE:
         rv = (og_revocation){ISSUER, f->c->grant_id, "supervisor-3",
                              f->c->g.expires_at_us, t_form};
@@ -959,6 +1009,48 @@ static void f_same_call_twice(f_life *l, f_call *f)
     f_now(f);
 }
 
+/* A batch of replays read from admissions only this server holds: the
+ * batched statement claims nothing, so only its folded read fence (I30, B5
+ * in lib/store/postgres/admit_batch.c) makes its commit wait; cancelled,
+ * every row is unavailable. (The first call, two fresh rows, shows the
+ * same for a batch that claimed: its commit's wait cancelled, B5.) */
+static void batch_of_unconfirmed_replays_is_unavailable(void **state)
+{
+    f_life l;
+    f_call f;
+    t_case d;
+
+    (void)state;
+    if (!f_life_open(&l))
+        return;
+    t_case_new(&d);
+    f = (f_call){.s = l.s, .verb = F_ADMIT_BATCH, .c = &l.c, .c2 = &d};
+    f_same_call_twice(&l, &f);
+    assert_int_equal(f.outcome, OG_OUTCOME_ALREADY_ADMITTED);
+    f_life_close(&l);
+}
+
+/* An operation read by id from an admission only this server holds. */
+static void operation_read_of_an_unconfirmed_admission_is_unavailable(
+    void **state)
+{
+    f_life l;
+    f_call f;
+
+    (void)state;
+    if (!f_life_open(&l))
+        return;
+    f_phantom_standby(l.raw, true);
+    f = (f_call){.s = l.s, .verb = F_ADMIT, .c = &l.c};
+    f_waits_for_the_standby(l.raw, l.app, &f); /* committed, locally */
+    f = (f_call){.s = l.s, .verb = F_OPERATION_GET, .c = &l.c};
+    f_waits_for_the_standby(l.raw, l.app, &f);
+    f_phantom_standby(l.raw, false);
+    f_now(&f);
+    assert_int_equal(f.outcome, 1);
+    f_life_close(&l);
+}
+
 /* A consume's denial read from a consume only this server holds. */
 static void consume_denied_by_an_unconfirmed_consume_is_unavailable(void **state)
 {
@@ -971,6 +1063,31 @@ static void consume_denied_by_an_unconfirmed_consume_is_unavailable(void **state
     f = (f_call){.s = l.s, .verb = F_CONSUME, .c = &l.c};
     f_same_call_twice(&l, &f);
     assert_false(f.cr.consumed);
+    f_life_close(&l);
+}
+
+/* The same in a batch of the verdicts' group commit (CB5): both rows
+ * committed locally, their wait cancelled, answer unavailable; asked
+ * again, both denials are read from that local commit and share the
+ * batch's one read fence, which waits, and cancelled, answers every
+ * denied row unavailable. */
+static void consume_batch_denied_by_an_unconfirmed_batch_is_unavailable(
+    void **state)
+{
+    f_life l;
+    f_call f;
+    t_case c2;
+
+    (void)state;
+    if (!f_life_open(&l))
+        return;
+    t_case_new(&c2);
+    f = (f_call){.s = l.s, .verb = F_CONSUME_BATCH, .c = &l.c, .c2 = &c2};
+    f_same_call_twice(&l, &f);
+    assert_false(f.cr.consumed);
+    assert_int_equal(f.cr.refusal, OG_REFUSAL_GRANT_CONSUMED);
+    assert_false(f.cr2.consumed);
+    assert_int_equal(f.cr2.refusal, OG_REFUSAL_GRANT_CONSUMED);
     f_life_close(&l);
 }
 
@@ -1095,6 +1212,13 @@ static void replay_of_an_unconfirmed_rotation_is_unavailable(void **state)
 const struct CMUnitTest t_outage_tests[] = {
     cmocka_unit_test(stopped_postgres_is_unavailable),
     cmocka_unit_test_teardown(cancelled_synchronous_replication_wait_is_unavailable,
+                              f_phantom_standby_teardown),
+    cmocka_unit_test_teardown(batch_of_unconfirmed_replays_is_unavailable,
+                              f_phantom_standby_teardown),
+    cmocka_unit_test_teardown(
+        operation_read_of_an_unconfirmed_admission_is_unavailable,
+        f_phantom_standby_teardown),
+    cmocka_unit_test_teardown(consume_batch_denied_by_an_unconfirmed_batch_is_unavailable,
                               f_phantom_standby_teardown),
     cmocka_unit_test_teardown(consume_denied_by_an_unconfirmed_consume_is_unavailable,
                               f_phantom_standby_teardown),

@@ -104,6 +104,8 @@ REGISTRY = {
           'of admissions'),
     'GQ': ('lib/store/batcher.c', "group commit's waiter queue, shared by "
            'the backends'),
+    'CB': ('lib/store/postgres/consume_batch.c', "PostgreSQL's group "
+           'commit of the consume verdict'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

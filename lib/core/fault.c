@@ -19,6 +19,17 @@
  *                   succeeded: the admitted callers get
  *                   OG_ESTORE_UNAVAILABLE as if the acknowledgment was lost;
  *                   the commit stays (tests/serve/failures.c).
+ *   consume_batch_ack_lost
+ *                   lib/store/postgres/consume_batch.c and
+ *                   lib/store/sqlite/admit.c, after a batch holding consume
+ *                   verdicts committed: every row of the batch gets
+ *                   OG_ESTORE_UNAVAILABLE; the commit stays
+ *                   (tests/consume_batch.c).
+ *   consume_batch_abort
+ *                   lib/store/postgres/consume_batch.c, before a batch's
+ *                   statement runs: the statement counts as aborted whole,
+ *                   nothing of it ran, and the round falls back to one
+ *                   statement per verdict (tests/consume_batch.c).
  *   payout_decide_after_reservation, payout_decide_after_decision,
  *   payout_decide_before_commit
  *                   og_payout_decide (lib/store/payout.c, once for both

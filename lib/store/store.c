@@ -29,6 +29,7 @@ void og_store_options_default(og_store_options *o)
     o->admit_batch_max = 64;
     o->admit_batches_in_flight = 2;
     o->outcome_batch_max = 64;
+    o->consume_batch_max = 1;
 }
 
 /* Picks the backend for url and the target string it gets. */
@@ -64,7 +65,10 @@ static int options_check(const og_store_options *in, og_store_options *out)
         return OG_EINVAL;
     if (out->admit_batch_max < 1 || out->admit_batch_max > OG_ADMIT_BATCH_MAX ||
         out->admit_batches_in_flight < 1 || out->admit_batches_in_flight > 64 ||
-        out->outcome_batch_max < 1 || out->outcome_batch_max > OG_ADMIT_BATCH_MAX)
+        out->outcome_batch_max < 1 ||
+        out->outcome_batch_max > OG_ADMIT_BATCH_MAX ||
+        out->consume_batch_max < 1 ||
+        out->consume_batch_max > OG_ADMIT_BATCH_MAX)
         return OG_EINVAL;
     if (out->consumption_keys != OG_KEYS_AS_STORED &&
         out->consumption_keys != OG_KEYS_READABLE &&
@@ -226,6 +230,39 @@ int og__admit_batch(og_store *s, int n, const og_grant *g,
         rc = s->m->admit_batch(s->impl, reqs, n, out, rcs); /* S3 */
     free(reqs);
     return rc;
+}
+
+int og__consume_batch(og_store *s, int n, const og_grant *g,
+                      og_consume_result *out, int *rcs)
+{
+    og__admit_req *reqs;
+    int rc = 0, i, j;
+
+    if (!s || !g || !out || !rcs || n < 1 || n > OG_ADMIT_BATCH_MAX)
+        return OG_EINVAL;
+    if ((reqs = calloc((size_t)n, sizeof *reqs)) == NULL)
+        return OG_ENOMEM;
+    for (i = 0; i < n && rc == 0; i++)
+        rc = og__grant_req_build(&g[i], &reqs[i]); /* S1 */
+    for (i = 0; i < n && rc == 0; i++)
+        for (j = 0; j < i && rc == 0; j++)
+            if (reqs[i].form != reqs[j].form ||
+                (strcmp(reqs[i].issuer, reqs[j].issuer) == 0 &&
+                 strcmp(reqs[i].grant_id, reqs[j].grant_id) == 0))
+                rc = OG_EINVAL;
+    if (rc == 0)
+        rc = s->m->consume_batch(s->impl, reqs, n, out, rcs); /* S3 */
+    free(reqs);
+    return rc;
+}
+
+void og__consume_stats(og_store *s, og_admit_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (s)
+        s->m->consume_stats(s->impl, out);
 }
 
 void og_store_admit_stats(og_store *s, og_admit_stats *out)

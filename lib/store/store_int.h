@@ -797,9 +797,21 @@ typedef int og__store_revoke_fn(void *impl, const og__revoke_req *req,
 /* A family's revocation; *out lists the grants this call revoked. */
 typedef int og__store_family_revoke_fn(void *impl, const char *issuer,
                                        const char *family, og_strv *out);
-/* The consume verdict for req's grant (operation fields unused). */
+/* The consume verdict for req's grant (operation fields unused); the
+ * calls of one store object share a group commit as admissions do
+ * (docs/design.md, "The consume verdict in batches"). */
 typedef int og__store_consume_fn(void *impl, const og__admit_req *req,
                                  og_consume_result *out);
+/* reqs[0..n) (1..OG_ADMIT_BATCH_MAX, of one form, no two sharing a grant
+ * key: store.c checks) given the verdict as ONE batch of that group
+ * commit, bypassing the queue: the test hook og__consume_batch. rcs[i] is
+ * what og__store_consume_fn would return for row i, outs[i] its answer.
+ * 0, or OG_EINVAL. */
+typedef int og__store_consume_batch_fn(void *impl, const og__admit_req *reqs,
+                                       int n, og_consume_result *outs,
+                                       int *rcs);
+/* The verdicts' group commit's counters (og__consume_stats). */
+typedef void og__store_consume_stats_fn(void *impl, og_admit_stats *out);
 /* A ticket (stored by hash) in a live family. */
 typedef int og__store_ticket_create_fn(void *impl, const char *issuer,
                                        const char *family, const char *hash,
@@ -1185,6 +1197,8 @@ typedef struct og__store_methods {
     og__store_revoke_fn *revoke;
     og__store_family_revoke_fn *family_revoke;
     og__store_consume_fn *consume;
+    og__store_consume_batch_fn *consume_batch;
+    og__store_consume_stats_fn *consume_stats;
     og__store_ticket_create_fn *ticket_create;
     og__store_ticket_rotate_fn *ticket_rotate;
     /* execution */
@@ -1290,6 +1304,17 @@ int og__admit_batch(og_store *s, int n, const og_grant *g,
  * runs; OG_EINVAL on a backend that does not batch outcomes. */
 int og__op_outcome_batch(og_store *s, og__outcome_row *rows, int n,
                          int *rcs);
+/* The consume verdict of g[i] for i in 0..n) as ONE batch of the store's
+ * group commit (lib/store/postgres/consume_batch.c,
+ * lib/store/sqlite/admit.c), as og__admit_batch: n is
+ * 1..OG_ADMIT_BATCH_MAX, the grants of one form, no two sharing a grant
+ * key (OG_EINVAL otherwise). Returns 0 with rcs[i] and out[i] as
+ * og_consume(g[i]) would return and fill them, or an input error. */
+int og__consume_batch(og_store *s, int n, const og_grant *g,
+                      og_consume_result *out, int *rcs);
+/* What the consume verdicts' group commit of s did (batches, rows,
+ * fallbacks), as og_store_admit_stats for admissions; zeros for NULL s. */
+void og__consume_stats(og_store *s, og_admit_stats *out);
 
 /* Inserts an operation of kind k with grant g's issuer and id and in's
  * binding — status Admitted, owner version 1, lease_until and submit_by

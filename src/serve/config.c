@@ -116,6 +116,16 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "every write still gets the answer it would get alone. 1 writes each "
      "in a transaction of its own. PostgreSQL writes each outcome alone "
      "(one statement) whatever this says."},
+    {"consume_batch_max", OG_CFG_INT, 1, OG_ADMIT_BATCH_MAX, "1",
+     AT(consume_batch_max),
+     "Group commit of consume verdicts (`POST /v1/grants/consume`) on "
+     "PostgreSQL: the most verdicts one batch holds, one statement and one "
+     "commit, `admit_batches_in_flight` batches at once; every verdict "
+     "still gets the answer it would get alone (docs/design.md, \"The "
+     "consume verdict in batches\"). 1, the default, gives each verdict its "
+     "own statement at once: measured, batches did not pay "
+     "(docs/performance.md, \"VERDICT\"). SQLite's verdicts always share "
+     "the admissions' batches (`admit_batch_max`)."},
     {"max_body_bytes", OG_CFG_SIZE, 1024, 1048576, "16384", AT(max_body_bytes),
      "Largest request body accepted; a larger one is 413 `body_too_large` "
      "before any of it is parsed."},

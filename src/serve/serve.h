@@ -148,6 +148,7 @@ typedef struct og_srv_config {
     int admit_batch_max;        /* group commit: admissions per batch */
     int admit_batches_in_flight; /* group commit: batches at once (pg) */
     int outcome_batch_max;      /* group commit of outcomes (sqlite) */
+    int consume_batch_max;      /* group commit: verdicts per batch (pg) */
     size_t max_body_bytes;      /* request bodies above it: 413 */
     int max_connections;        /* concurrent HTTP connections */
     int64_t drain_timeout_us;   /* SIGTERM: in-flight requests get this long */

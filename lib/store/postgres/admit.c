@@ -38,19 +38,27 @@
  *      synchronous standby, the read row may be one that only this server
  *      holds — committed locally by an earlier call whose wait was
  *      cancelled (I3), on a primary cut off from its standbys — and a
- *      failover would discard it. So such a call ends with a read fence
- *      (og__pg_read_fence): ONE statement that writes WAL in a transaction
- *      with an xid, so its commit waits for the standby up to a position
- *      after the row's own commit. A cancelled wait is I3's unavailable,
- *      never an answer. Without a synchronous standby the fence writes
- *      nothing. Found by the partition chaos scenario
- *      (docs/operations.md).
+ *      failover would discard it. So such an answer is fenced: the
+ *      statement that read it also writes WAL in its own transaction with
+ *      an xid (PG_READ_FENCE_EXPR, internal.h: a transactional logical
+ *      message), so its commit waits for the standby up to a position after
+ *      the row's own commit, which the read came after. A cancelled wait is
+ *      I3's unavailable, never an answer. Without a synchronous standby the
+ *      fence writes nothing. The admission folds the fence into its own
+ *      statement's report branch (evaluated only when the row claimed
+ *      nothing: a replay costs ONE round trip), the fresh read
+ *      (og__pg_consumption) and the read by id into theirs; a call whose
+ *      answer comes from a statement that cannot carry it ends with the
+ *      separate fence (og__pg_read_fence). Found by the partition chaos
+ *      scenario (docs/operations.md).
  *
  * Also carried here: I1 (ADMITTED only after ReadyForQuery), I4 (the only
  * refusal a unique violation can make), I5 (the deadline decided in the
  * claiming statement), I6 (the family's row FOR SHARE, internal.h) and I9
  * (each statement in both consumption keys).
  */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -144,15 +152,12 @@ int og__pg_unclaimed_parse(const PGresult *res, int row, int u, int o,
     return 0;
 }
 
-/* The read fence (I30). PostgreSQL waits for a synchronous standby only at
- * the commit of a transaction that has an xid AND wrote WAL; a
- * transactional logical message is both (it needs no wal_level = logical,
- * and is granted to PUBLIC). CASE evaluates it only where commits wait. */
-static const char pg_read_fence_sql[] =
-    "SELECT CASE WHEN current_setting('synchronous_standby_names') <> ''"
-    " AND current_setting('synchronous_commit')"
-    "       IN ('on', 'remote_write', 'remote_apply')"
-    " THEN pg_logical_emit_message(true, 'oncegate', 'read-fence') END";
+/* The read fence (I30), as a statement of its own. PostgreSQL waits for a
+ * synchronous standby only at the commit of a transaction that has an xid
+ * AND wrote WAL; a transactional logical message is both (it needs no
+ * wal_level = logical, and is granted to PUBLIC). PG_READ_FENCE_EXPR's
+ * CASE evaluates it only where commits wait. */
+static const char pg_read_fence_sql[] = "SELECT " PG_READ_FENCE_EXPR;
 static const og__pg_stmt pg_read_fence_stmt = {"og_read_fence",
                                                pg_read_fence_sql, 0,
                                                OG_KEYS_AS_STORED};
@@ -171,11 +176,15 @@ int og__pg_read_fence(og__pg_store *pg, og__pg_conn *c)
  * family blocked the claim, and the operation row for the id, in one
  * statement with a fresh snapshot. Only for reporting — the claim already
  * decided, so nothing read here can turn a refusal into a claim. Always
- * exactly one row.
+ * exactly one row, whose last column is the read fence (I30): every answer
+ * given from this read is one read from a key the call did not claim, so
+ * the statement's own commit waits for the standby, after everything its
+ * snapshot shows.
  *   $1 issuer   $2 grant_id   $3 operation_id (NULL: consume)
  *   $4 family (NULL: none) */
 #define PG_UNCLAIMED_SQL(K)                                                    \
-    "SELECT " PG_UNCLAIMED_COLUMNS("$4", K) ", " PG_OP_COLUMNS("o.") "\n"      \
+    "SELECT " PG_UNCLAIMED_COLUMNS("$4", K) ", " PG_OP_COLUMNS("o.") ",\n"     \
+    "       " PG_READ_FENCE_EXPR "\n"                                          \
     "FROM " PG_UNCLAIMED_FROM("$4", K)
 static const char pg_unclaimed_sql[] = PG_UNCLAIMED_SQL(READABLE);
 static const char pg_unclaimed_hashed_sql[] = PG_UNCLAIMED_SQL(HASHED);
@@ -183,11 +192,12 @@ const og__pg_stmt og__pg_unclaimed_stmt = {"og_unclaimed", pg_unclaimed_sql,
                                            4, OG_KEYS_READABLE};
 const og__pg_stmt og__pg_unclaimed_hashed_stmt = {
     "og_unclaimed_hashed", pg_unclaimed_hashed_sql, 4, OG_KEYS_HASHED};
-/* Its row: the PG_UNCLAIMED_COLUMNS, then the operation's. */
+/* Its row: the PG_UNCLAIMED_COLUMNS, the operation's, the fence's. */
 enum {
     UNCLAIMED_READ_HOLDER = 0,
     UNCLAIMED_READ_OP = UNCLAIMED_NCOLS,
-    UNCLAIMED_READ_NCOLS = UNCLAIMED_READ_OP + OP_NCOLS
+    UNCLAIMED_READ_FENCE = UNCLAIMED_READ_OP + OP_NCOLS,
+    UNCLAIMED_READ_NCOLS
 };
 
 int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
@@ -231,6 +241,15 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  *    so one round trip answers it (I11). The snapshot can miss a holder that
  *    committed while this statement waited; og__pg_admit_one() then reads
  *    again with a fresh statement. Reporting only: the claim already decided.
+ *  - The report's last column is the read fence (I30, PG_READ_FENCE_EXPR):
+ *    evaluated only on the report's row, i.e. only when nothing was claimed,
+ *    it makes this statement's implicit transaction write WAL with an xid,
+ *    so its commit — at Sync, before ReadyForQuery — waits for a
+ *    synchronous standby, after the holder's commit the claim met or the
+ *    snapshot shows. A cancelled wait is reported by pg_collect() as I3's
+ *    unavailable, so no replay is answered from a row only this server
+ *    holds, and it costs no second round trip. An admission that claimed
+ *    writes anyway: its commit waits as every commit does (NULL there).
  * Parameters $3 and $5..$12 as in pg_admit_sql; f is the family, K the
  * store's consumption keys (I9). */
 #define PG_ADMIT_TAIL(f, K)                                                    \
@@ -242,11 +261,13 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
     "  FROM claim c CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t\n"  \
     "  RETURNING " PG_OP_COLUMNS_NEW("") ")\n"                                 \
     "SELECT true, ins.*, NULL::bool, NULL::text, NULL::text, NULL::bool,\n"    \
-    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool\n"      \
+    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool,\n"     \
+    "       NULL::pg_lsn\n"                                                    \
     "FROM ins\n"                                                               \
     "UNION ALL\n"                                                              \
     "SELECT false, " PG_OP_COLUMNS_REPORT("o.") ",\n"                          \
-    "       " PG_UNCLAIMED_COLUMNS(f, K) "\n"                                  \
+    "       " PG_UNCLAIMED_COLUMNS(f, K) ",\n"                                 \
+    "       " PG_READ_FENCE_EXPR "\n"                                          \
     "FROM " PG_UNCLAIMED_FROM_V7(f, K) "\n"                                    \
     "WHERE NOT EXISTS (SELECT 1 FROM ins)"
 
@@ -290,7 +311,7 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  * derives the hashed one from it (hashed_pgbench: the key swapped where the
  * instances differ, each swap checked to apply once).
  * ========================================================================= */
-#define PG_ADMIT_SQL(K)                                                        \
+#define PG_ADMIT_HEAD(K)                                                       \
     "WITH " PG_FAMILY_CTE("$13") ",\n"                                         \
     "claim AS (\n"                                                             \
     "  " PG_CLAIM_INTO(K) "\n"                                                 \
@@ -300,10 +321,7 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
     "    AND " PG_FAMILY_LIVE("$13") "\n"                                      \
     "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"                                \
     "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
-    "  RETURNING " PG_KRET_##K("$1::text", "$2::text") "),\n"                  \
-    PG_ADMIT_TAIL("$13", K)
-static const char pg_admit_sql[] = PG_ADMIT_SQL(READABLE);
-static const char pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
+    "  RETURNING " PG_KRET_##K("$1::text", "$2::text") "),\n"
 
 /* Row form, pg_admit_row_sql. Parameters as pg_admit_sql, except
  * $4 is the family (NULL: none) and there is no $13: the request's
@@ -320,7 +338,7 @@ static const char pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
  *  - AND PG_FAMILY_LIVE and the operation insert as in the token form (I6,
  *    I10, I4): a unique violation on operations aborts the UPDATE too.
  *  - Only the tail's report reads grant_consumptions: K (I9). */
-#define PG_ADMIT_ROW_SQL(K)                                                    \
+#define PG_ADMIT_ROW_HEAD                                                      \
     "WITH " PG_FAMILY_CTE("$4") ",\n"                                          \
     "claim AS (\n"                                                             \
     "  UPDATE grants SET consumed_at = statement_timestamp(), consumed_by_operation = $3::uuid\n" \
@@ -329,25 +347,66 @@ static const char pg_admit_hashed_sql[] = PG_ADMIT_SQL(HASHED);
     "    AND expires_at + " PG_US("$9") " > statement_timestamp()\n"           \
     "    AND " PG_FAMILY_LIVE("$4") "\n"                                       \
     "    AND " PG_OP_ID_NOT_ARCHIVED("$3") "\n"                                \
-    "  RETURNING issuer, grant_id),\n"                                         \
-    PG_ADMIT_TAIL("$4", K)
-static const char pg_admit_row_sql[] = PG_ADMIT_ROW_SQL(READABLE);
-static const char pg_admit_row_hashed_sql[] = PG_ADMIT_ROW_SQL(HASHED);
-const og__pg_stmt og__pg_admit_stmt = {"og_admit", pg_admit_sql, 13,
+    "  RETURNING issuer, grant_id),\n"
+
+/* Each statement, its report carrying the read fence, is longer than the
+ * 4095 characters of one literal ISO C guarantees, so it is written as two
+ * literals (its claim, its tail) and joined once, before the first store
+ * object opens (og__pg_admit_sql_join), into a buffer the descriptor
+ * names. */
+enum { PGA_TOKEN, PGA_TOKEN_HASHED, PGA_ROW, PGA_ROW_HASHED, PGA_NSTMTS };
+static const char *const pga_parts[PGA_NSTMTS][2] = {
+    [PGA_TOKEN] = {PG_ADMIT_HEAD(READABLE), PG_ADMIT_TAIL("$13", READABLE)},
+    [PGA_TOKEN_HASHED] = {PG_ADMIT_HEAD(HASHED), PG_ADMIT_TAIL("$13", HASHED)},
+    [PGA_ROW] = {PG_ADMIT_ROW_HEAD, PG_ADMIT_TAIL("$4", READABLE)},
+    [PGA_ROW_HASHED] = {PG_ADMIT_ROW_HEAD, PG_ADMIT_TAIL("$4", HASHED)},
+};
+#define PGA_SQL_MAX 6144
+static char pga_sql[PGA_NSTMTS][PGA_SQL_MAX];
+static pthread_once_t pga_sql_once = PTHREAD_ONCE_INIT;
+
+void og__pg_sql_join(char *dst, size_t cap, const char *const *parts, int n)
+{
+    size_t len = 0;
+
+    for (int p = 0; p < n; p++) {
+        size_t k = strlen(parts[p]);
+
+        if (len + k >= cap)
+            abort(); /* a defect: the statements are fixed text */
+        memcpy(dst + len, parts[p], k + 1);
+        len += k;
+    }
+}
+
+static void pga_sql_join(void)
+{
+    for (int i = 0; i < PGA_NSTMTS; i++)
+        og__pg_sql_join(pga_sql[i], PGA_SQL_MAX, pga_parts[i], 2);
+}
+
+void og__pg_admit_sql_join(void)
+{
+    pthread_once(&pga_sql_once, pga_sql_join);
+}
+
+const og__pg_stmt og__pg_admit_stmt = {"og_admit", pga_sql[PGA_TOKEN], 13,
                                        OG_KEYS_READABLE};
 const og__pg_stmt og__pg_admit_hashed_stmt = {
-    "og_admit_hashed", pg_admit_hashed_sql, 13, OG_KEYS_HASHED};
-const og__pg_stmt og__pg_admit_row_stmt = {"og_admit_row", pg_admit_row_sql,
+    "og_admit_hashed", pga_sql[PGA_TOKEN_HASHED], 13, OG_KEYS_HASHED};
+const og__pg_stmt og__pg_admit_row_stmt = {"og_admit_row", pga_sql[PGA_ROW],
                                            12, OG_KEYS_READABLE};
 const og__pg_stmt og__pg_admit_row_hashed_stmt = {
-    "og_admit_row_hashed", pg_admit_row_hashed_sql, 12, OG_KEYS_HASHED};
+    "og_admit_row_hashed", pga_sql[PGA_ROW_HASHED], 12, OG_KEYS_HASHED};
 /* Their row: whether it admitted, the operation's columns (the new one, or
- * the one holding the request's id), then the PG_UNCLAIMED_COLUMNS. */
+ * the one holding the request's id), the PG_UNCLAIMED_COLUMNS, then the
+ * read fence's (I30: NULL, or the message's position; not read). */
 enum {
     ADMIT_ADMITTED,
     ADMIT_OP,
     ADMIT_HOLDER = ADMIT_OP + OP_NCOLS,
-    ADMIT_NCOLS = ADMIT_HOLDER + UNCLAIMED_NCOLS
+    ADMIT_FENCE = ADMIT_HOLDER + UNCLAIMED_NCOLS,
+    ADMIT_NCOLS
 };
 
 int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
@@ -426,16 +485,17 @@ int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
     }
     /* Not admitted. The statement's snapshot says what holds the key; a
      * holder it shows committed before the statement and never changes
-     * (I11). When it shows none (a holder that committed while the
-     * statement waited, a family, a deadline), a fresh statement says why. */
+     * (I11), and the statement's commit waited for the standby (its folded
+     * read fence, I30). When it shows none (a holder that committed while
+     * the statement waited, a family, a deadline), a fresh statement says
+     * why, fenced in its own commit: what it read may have committed after
+     * this statement's. */
     rc = og__pg_unclaimed_parse(res, 0, ADMIT_HOLDER, ADMIT_OP, req, true,
                                 &cons, &op, &have_op);
     if (rc == 0 && !cons.present)
         rc = og__pg_consumption(pg, c, req, true, &cons, &op, &have_op);
     if (rc == 0)
         og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
-    if (rc == 0)
-        rc = og__pg_read_fence(pg, c); /* I30 */
 out:
     PQclear(res);
     if (c != NULL)
@@ -449,8 +509,13 @@ out:
  * An operation by id
  * ========================================================================= */
 
+/* The row, and in its last column the read fence (I30): the answer is
+ * read from a row this call did not write, and the fence is evaluated
+ * only for a row found — a miss answers nothing that a failover could
+ * take back. */
 static const char pg_operation_get_sql[] =
-    "SELECT " PG_OP_COLUMNS("") " FROM operations WHERE operation_id = $1::uuid";
+    "SELECT " PG_OP_COLUMNS("") ", " PG_READ_FENCE_EXPR "\n"
+    "FROM operations WHERE operation_id = $1::uuid";
 static const og__pg_stmt pg_operation_get_stmt = {
     "og_operation_get", pg_operation_get_sql, 1, OG_KEYS_AS_STORED};
 
@@ -474,13 +539,11 @@ int og__pg_operation_get(void *impl, const char *operation_id,
         rc = 0;
         goto out;
     }
-    if (PQntuples(res) != 1 || PQnfields(res) != OP_NCOLS) {
+    if (PQntuples(res) != 1 || PQnfields(res) != OP_NCOLS + 1) {
         rc = OG_EINTERNAL;
         goto out;
     }
-    rc = og__pg_op_parse(res, 0, 0, &op);
-    if (rc == 0)
-        rc = og__pg_read_fence(pg, c); /* I30 */
+    rc = og__pg_op_parse(res, 0, 0, &op); /* fenced in its commit (I30) */
     if (rc == 0) {
         *out = op;
         rc = 1;

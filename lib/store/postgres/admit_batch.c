@@ -16,6 +16,9 @@
  *     it. admit_batch_max = 1 turns batching off: every caller runs the
  *     one-row statement at once, with no queue and no bound but the pool's,
  *     as before group commit (each call still counted as a batch of one).
+ *     The consume verdict's group commit (consume_batch.c, CB1) is a
+ *     second queue of this shape per store object (og__pg_batcher_new's
+ *     kind); its batches run there.
  *  B2 Rows never meet. No two rows of a batch share a grant key (issuer,
  *     grant_id) or an operation id, and all rows of a batch are of one
  *     grant form: a request that would break this stays queued, in order,
@@ -46,9 +49,15 @@
  *     standby cancelled, I3; the fault point admit_batch_ack_lost) answers
  *     EVERY row OG_ESTORE_UNAVAILABLE, never an outcome: none of them is
  *     known to be committed. A row that claimed nothing and whose holder the
- *     snapshot missed gets the one-row follow-up read (og__pg_consumption),
- *     and ONE read fence (I30) ends a batch that answers any row from a key
- *     it did not claim; a failed fence answers those rows its error.
+ *     snapshot missed gets the one-row follow-up read (og__pg_consumption,
+ *     fenced in its own commit: I30), and a failure of that read answers
+ *     that row its error. The read fence (I30) of every other row that
+ *     claimed nothing is folded into the statement: ONE transactional
+ *     logical message (pgb_fence), emitted only when at least one row
+ *     claimed nothing, makes the batch's own commit wait for a synchronous
+ *     standby even when it wrote nothing else — so a cancelled wait is this
+ *     rule's unconfirmed commit, and an all-replay batch is still one round
+ *     trip.
  *  B6 One lock order. A batch takes its locks in one global order: the
  *     families' advisory locks (sorted by key), the families' rows (sorted),
  *     the grants' rows (row form, sorted), the consumption keys (sorted by
@@ -92,29 +101,6 @@
     "    WITH ORDINALITY AS r (issuer, grant_id, op, expires_at, caller, account,\n" \
     "                          amount, currency, family, n))"
 
-/* PG_FAMILY_CTE for every family of the batch (I6, I7, B6): the advisory
- * locks shared in the order of their keys (count() reads them all, and a
- * volatile call is never dropped from a subquery), then the live families'
- * rows FOR SHARE in their order; famn reads fam to its end, so every family
- * lock is held before the first grant row or key is touched. */
-#define PGB_FAMILY_CTES                                                        \
-    "flk AS (\n"                                                               \
-    "  SELECT count(*) AS held FROM (\n"                                       \
-    "    SELECT pg_advisory_xact_lock_shared(s.k) FROM (\n"                    \
-    "      SELECT DISTINCT " PG_FAMILY_KEY("r.issuer", "r.family") " AS k\n"    \
-    "      FROM req r WHERE r.family IS NOT NULL ORDER BY 1) s) l),\n"          \
-    "fam AS (\n"                                                               \
-    "  SELECT f.issuer, f.family FROM families f\n"                            \
-    "  WHERE (f.issuer, f.family) IN (SELECT r.issuer, r.family FROM req r)\n" \
-    "    AND f.revoked_at IS NULL AND (SELECT held FROM flk) >= 0\n"           \
-    "  ORDER BY f.issuer, f.family\n"                                          \
-    "  FOR SHARE OF f),\n"                                                     \
-    "famn AS (SELECT count(*) AS locked FROM fam)"
-/* PG_FAMILY_LIVE for row r. */
-#define PGB_FAMILY_LIVE                                                        \
-    "(r.family IS NULL OR EXISTS (SELECT 1 FROM fam\n"                         \
-    "       WHERE fam.issuer = r.issuer AND fam.family = r.family))"
-
 /* Token form: each row's own INSERT ... ON CONFLICT DO NOTHING on its key,
  * in the order of the keys (the Sort reads every row, and so evaluates
  * every family check, before the first insert). RETURNING the key and the
@@ -127,7 +113,7 @@
     "  FROM req r CROSS JOIN LATERAL (SELECT " PG_TS("r.expires_at") " + " PG_US("$9") " AS admit_until) d\n" \
     "  WHERE d.admit_until > statement_timestamp()\n"                          \
     "    AND (SELECT locked FROM famn) >= 0\n"                                 \
-    "    AND " PGB_FAMILY_LIVE "\n"                                            \
+    "    AND " PG_BATCH_FAMILY_LIVE "\n"                                            \
     "    AND " PG_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
     "  ORDER BY r.issuer, r.grant_id\n"                                        \
     "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
@@ -153,18 +139,36 @@
     "    AND g.consumed_at IS NULL AND g.revoked_at IS NULL\n"                 \
     "    AND g.expires_at + " PG_US("$9") " > statement_timestamp()\n"         \
     "    AND (SELECT count(*) FROM lck) >= 0\n"                                \
-    "    AND " PGB_FAMILY_LIVE "\n"                                            \
+    "    AND " PG_BATCH_FAMILY_LIVE "\n"                                            \
     "    AND " PG_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
     "  RETURNING g.issuer, g.grant_id, r.op AS operation_id)"
 #define PGB_CLAIM_ROW_JOIN                                                     \
     "c.issuer = r.issuer AND c.grant_id = r.grant_id AND c.operation_id = r.op"
 
+/* The read fence (I30, B5), once per batch: a CTE that calls a volatile
+ * function is never inlined, so it runs at most once, and only when the
+ * report's rows read it — the scalar subquery over it is an InitPlan,
+ * evaluated when the first report row is projected. A batch whose every
+ * row claimed never emits it; one with any row that claimed nothing emits
+ * exactly one message, and its commit waits for the standby. */
+#define PGB_FENCE_CTE "pgb_fence AS (SELECT " PG_READ_FENCE_EXPR " AS lsn),\n"
+
 /* The tail: each claimed row's operation, from the claim's RETURNING only
  * (I10; in the order of the ids, B6), then one row per request — the new
  * operation (PGB_TAIL_INS), or what holds the key read from the
- * statement's snapshot (I11, PGB_TAIL_REPORT), as pg_admit_sql's tail.
- * join ties a claim to its request; K the consumption keys (I9). */
+ * statement's snapshot (I11, PGB_TAIL_REPORT) with the read fence's
+ * column, as pg_admit_sql's tail. join ties a claim to its request; K the
+ * consumption keys (I9).
+ * The report reads each table by the request's key in a LATERAL subquery
+ * with LIMIT 1 (the keys are unique: the same row, or none), which the
+ * planner cannot flatten into a join: each lookup is a probe of the key's
+ * index, as in the one-row statement, whatever the table's statistics say.
+ * As plain joins, a generic plan made while the tables were small (a new
+ * store, statistics not yet gathered) hashed a sequential scan of
+ * grant_consumptions on every batch until the next ANALYZE: the
+ * first-replay regression of docs/performance.md (FENCE). */
 #define PGB_TAIL_INS(join)                                                     \
+    PGB_FENCE_CTE                                                              \
     "ins AS (\n"                                                               \
     "  INSERT INTO operations (operation_id, issuer, grant_id, caller_id, account_id, amount, currency,\n" \
     "    status, owner_version, lease_until, submit_by, created_at)\n"        \
@@ -175,27 +179,33 @@
     "  ORDER BY r.op\n"                                                        \
     "  RETURNING operation_id AS k, " PG_OP_COLUMNS_NEW("") ")\n"              \
     "SELECT r.n, true, ins.*, NULL::bool, NULL::text, NULL::text, NULL::bool,\n" \
-    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool\n"      \
+    "       NULL::bool, NULL::text, NULL::bool, NULL::bool, NULL::bool,\n"     \
+    "       NULL::pg_lsn\n"                                                    \
     "FROM ins JOIN req r ON r.op = ins.k\n"
 #define PGB_TAIL_REPORT(K)                                                     \
     "UNION ALL\n"                                                              \
     "SELECT r.n, false, r.op, " PG_OP_COLUMNS_REPORT("o.") ",\n"               \
-    "       " PG_UNCLAIMED_COLUMNS("r.family", K) "\n"                         \
+    "       " PG_UNCLAIMED_COLUMNS("r.family", K) ",\n"                        \
+    "       (SELECT f.lsn FROM pgb_fence f)\n"                                 \
     "FROM req r\n"                                                             \
-    "LEFT JOIN grant_consumptions c ON " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") "\n" \
-    "LEFT JOIN grants g ON g.issuer = r.issuer AND g.grant_id = r.grant_id\n"  \
-    "LEFT JOIN families fm ON fm.issuer = r.issuer AND fm.family = r.family\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grant_consumptions c\n"                  \
+    "  WHERE " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") " LIMIT 1) c ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grants g\n"                              \
+    "  WHERE g.issuer = r.issuer AND g.grant_id = r.grant_id LIMIT 1) g ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM families fm\n"                           \
+    "  WHERE fm.issuer = r.issuer AND fm.family = r.family LIMIT 1) fm ON true\n" \
     "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("r.op", PG_OP_STORED_COLS_V7) ") o ON true\n" \
     "WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.k = r.op)"
 
 /* Each statement is longer than the 4095 characters of one literal ISO C
  * guarantees, so it is written as three literals (its head, the insert,
  * the report) and joined once, before the first store object opens
- * (og__pg_batcher_new), into a buffer the descriptor names. */
+ * (og__pg_batcher_new, which joins admit.c's one-row statements too), into
+ * a buffer the descriptor names. */
 #define PGB_HEAD_TOKEN(K)                                                      \
-    "WITH " PGB_REQ_CTE ",\n" PGB_FAMILY_CTES ",\n" PGB_CLAIM_TOKEN(K) ",\n"
+    "WITH " PGB_REQ_CTE ",\n" PG_BATCH_FAMILY_CTES ",\n" PGB_CLAIM_TOKEN(K) ",\n"
 #define PGB_HEAD_ROW                                                           \
-    "WITH " PGB_REQ_CTE ",\n" PGB_FAMILY_CTES ",\n" PGB_CLAIM_ROW ",\n"
+    "WITH " PGB_REQ_CTE ",\n" PG_BATCH_FAMILY_CTES ",\n" PGB_CLAIM_ROW ",\n"
 enum { PGB_TOKEN, PGB_TOKEN_HASHED, PGB_ROW, PGB_ROW_HASHED, PGB_NSTMTS };
 static const char *const pgb_parts[PGB_NSTMTS][3] = {
     [PGB_TOKEN] = {PGB_HEAD_TOKEN(READABLE),
@@ -215,51 +225,37 @@ static pthread_once_t pgb_sql_once = PTHREAD_ONCE_INIT;
 
 static void pgb_sql_join(void)
 {
-    for (int i = 0; i < PGB_NSTMTS; i++) {
-        size_t len = 0;
-
-        for (int p = 0; p < 3; p++) {
-            size_t n = strlen(pgb_parts[i][p]);
-
-            if (len + n >= PGB_SQL_MAX)
-                abort(); /* a defect: the statements are fixed text */
-            memcpy(pgb_sql[i] + len, pgb_parts[i][p], n + 1);
-            len += n;
-        }
-    }
+    for (int i = 0; i < PGB_NSTMTS; i++)
+        og__pg_sql_join(pgb_sql[i], PGB_SQL_MAX, pgb_parts[i], 3);
 }
 
-static const og__pg_stmt og__pg_admit_batch_stmt = {
+const og__pg_stmt og__pg_admit_batch_stmt = {
     "og_admit_batch", pgb_sql[PGB_TOKEN], 13, OG_KEYS_READABLE};
-static const og__pg_stmt og__pg_admit_batch_hashed_stmt = {
+const og__pg_stmt og__pg_admit_batch_hashed_stmt = {
     "og_admit_batch_hashed", pgb_sql[PGB_TOKEN_HASHED], 13, OG_KEYS_HASHED};
-static const og__pg_stmt og__pg_admit_batch_row_stmt = {
+const og__pg_stmt og__pg_admit_batch_row_stmt = {
     "og_admit_batch_row", pgb_sql[PGB_ROW], 13, OG_KEYS_READABLE};
-static const og__pg_stmt og__pg_admit_batch_row_hashed_stmt = {
+const og__pg_stmt og__pg_admit_batch_row_hashed_stmt = {
     "og_admit_batch_row_hashed", pgb_sql[PGB_ROW_HASHED], 13,
     OG_KEYS_HASHED};
 /* Its rows: the request's ordinality, whether it admitted, its operation
- * id, then as pg_admit_sql's row. */
+ * id, then as pg_admit_sql's row (the read fence's column last, not
+ * read). */
 enum {
     BATCH_N,
     BATCH_ADMITTED,
     BATCH_KEY,
     BATCH_OP,
     BATCH_HOLDER = BATCH_OP + OP_NCOLS,
-    BATCH_NCOLS = BATCH_HOLDER + UNCLAIMED_NCOLS
+    BATCH_FENCE = BATCH_HOLDER + UNCLAIMED_NCOLS,
+    BATCH_NCOLS
 };
 
 /* ===========================================================================
  * The parameters: text[] literals
  * ========================================================================= */
 
-typedef struct pgb_buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} pgb_buf;
-
-static void pgb_put(pgb_buf *b, const char *s, size_t n)
+void og__pg_buf_put(og__pg_buf *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
@@ -281,22 +277,20 @@ static void pgb_put(pgb_buf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-/* Element i of an array literal: v double-quoted with '"' and '\'
- * escaped, or (v NULL) the NULL element. */
-static void pgb_elem(pgb_buf *b, int i, const char *v)
+void og__pg_buf_elem(og__pg_buf *b, int i, const char *v)
 {
-    pgb_put(b, i == 0 ? "{" : ",", 1);
+    og__pg_buf_put(b, i == 0 ? "{" : ",", 1);
     if (v == NULL) {
-        pgb_put(b, "NULL", 4);
+        og__pg_buf_put(b, "NULL", 4);
         return;
     }
-    pgb_put(b, "\"", 1);
+    og__pg_buf_put(b, "\"", 1);
     for (; *v; v++) {
         if (*v == '"' || *v == '\\')
-            pgb_put(b, "\\", 1);
-        pgb_put(b, v, 1);
+            og__pg_buf_put(b, "\\", 1);
+        og__pg_buf_put(b, v, 1);
     }
-    pgb_put(b, "\"", 1);
+    og__pg_buf_put(b, "\"", 1);
 }
 
 enum {
@@ -314,7 +308,7 @@ enum {
 
 /* The nine arrays of reqs[0..n) (n >= 1); 0, or OG_ENOMEM. */
 static int pgb_arrays(const og__admit_req *const *reqs, int n,
-                      pgb_buf arr[ARR_COUNT])
+                      og__pg_buf arr[ARR_COUNT])
 {
     char expires[24];
     int i, a;
@@ -323,18 +317,18 @@ static int pgb_arrays(const og__admit_req *const *reqs, int n,
         const og__admit_req *q = reqs[i];
 
         og__pg_fmt_i64(expires, sizeof expires, q->expires_at_us);
-        pgb_elem(&arr[ARR_ISSUER], i, q->issuer);
-        pgb_elem(&arr[ARR_GRANT], i, q->grant_id);
-        pgb_elem(&arr[ARR_OP], i, q->operation_id);
-        pgb_elem(&arr[ARR_EXPIRES], i, expires);
-        pgb_elem(&arr[ARR_CALLER], i, q->caller_id);
-        pgb_elem(&arr[ARR_ACCOUNT], i, q->account_id);
-        pgb_elem(&arr[ARR_AMOUNT], i, q->amount);
-        pgb_elem(&arr[ARR_CURRENCY], i, q->currency);
-        pgb_elem(&arr[ARR_FAMILY], i, q->family[0] ? q->family : NULL);
+        og__pg_buf_elem(&arr[ARR_ISSUER], i, q->issuer);
+        og__pg_buf_elem(&arr[ARR_GRANT], i, q->grant_id);
+        og__pg_buf_elem(&arr[ARR_OP], i, q->operation_id);
+        og__pg_buf_elem(&arr[ARR_EXPIRES], i, expires);
+        og__pg_buf_elem(&arr[ARR_CALLER], i, q->caller_id);
+        og__pg_buf_elem(&arr[ARR_ACCOUNT], i, q->account_id);
+        og__pg_buf_elem(&arr[ARR_AMOUNT], i, q->amount);
+        og__pg_buf_elem(&arr[ARR_CURRENCY], i, q->currency);
+        og__pg_buf_elem(&arr[ARR_FAMILY], i, q->family[0] ? q->family : NULL);
     }
     for (a = 0; a < ARR_COUNT; a++) {
-        pgb_put(&arr[a], "}", 1);
+        og__pg_buf_put(&arr[a], "}", 1);
         if (arr[a].oom)
             return OG_ENOMEM;
     }
@@ -345,11 +339,10 @@ static int pgb_arrays(const og__admit_req *const *reqs, int n,
  * Running one batch
  * ========================================================================= */
 
-/* One row of the result into *out (0), or the error; *fence when the answer
- * was read from a key this batch did not claim (I30). */
+/* One row of the result into *out (0), or the error. A row that claimed
+ * nothing was fenced by the statement's own commit (pgb_fence, I30). */
 static int pgb_row(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
-                   int row, const og__admit_req *req, og_admission *out,
-                   bool *fence)
+                   int row, const og__admit_req *req, og_admission *out)
 {
     og_admission result;
     og__consumption cons;
@@ -367,7 +360,6 @@ static int pgb_row(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
         *out = result;
         return 0;
     }
-    *fence = true;
     rc = og__pg_unclaimed_parse(res, row, BATCH_HOLDER, BATCH_OP, req, true,
                                 &cons, &op, &have_op);
     if (rc == 0 && !cons.present) /* I11: the snapshot missed the holder */
@@ -388,13 +380,13 @@ static int pgb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
                          int n, int64_t deadline_us, og_admission *outs,
                          int *rcs)
 {
-    pgb_buf arr[ARR_COUNT];
+    og__pg_buf arr[ARR_COUNT];
     char owner[24], constraint[64];
     const char *params[13];
     const og__pg_stmt *stmt;
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
-    bool seen[PGB_ROWS_MAX], fence = false;
+    bool seen[PGB_ROWS_MAX];
     int rc, i;
 
     memset(arr, 0, sizeof arr);
@@ -449,13 +441,8 @@ static int pgb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
             goto all;
         }
         seen[k - 1] = true;
-        rcs[k - 1] = pgb_row(pg, c, res, i, reqs[k - 1], &outs[k - 1],
-                             &fence);
+        rcs[k - 1] = pgb_row(pg, c, res, i, reqs[k - 1], &outs[k - 1]);
     }
-    if (fence && (rc = og__pg_read_fence(pg, c)) != 0) /* I30, once (B5) */
-        for (i = 0; i < n; i++)
-            if (rcs[i] == 0 && outs[i].outcome != OG_OUTCOME_ADMITTED)
-                rcs[i] = rc;
     rc = 0;
     goto out;
 all:
@@ -499,7 +486,7 @@ static void pgb_run(og__pg_store *pg, const og__admit_req *const *reqs, int n,
 
 typedef struct pgb_waiter {
     const og__admit_req *req;
-    og_admission res;
+    og__pg_answer res; /* of the batcher's kind */
     int rc;
     int64_t deadline_us;
     bool taken; /* in a batch: its result is coming */
@@ -512,6 +499,7 @@ typedef struct pgb_waiter {
 } pgb_waiter;
 
 struct og__pg_batcher {
+    og__pg_batch_kind kind; /* admissions, or consume verdicts (CB1) */
     pthread_mutex_t mu;
     pthread_condattr_t ca; /* CLOCK_MONOTONIC, for the waiters' */
     pgb_waiter *head, *tail;
@@ -521,13 +509,16 @@ struct og__pg_batcher {
     og_admit_stats stats;
 };
 
-og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows)
+og__pg_batcher *og__pg_batcher_new(og__pg_batch_kind kind, int in_flight,
+                                   int max_rows)
 {
     og__pg_batcher *b = calloc(1, sizeof *b);
 
     pthread_once(&pgb_sql_once, pgb_sql_join);
+    og__pg_admit_sql_join();
     if (b == NULL)
         return NULL;
+    b->kind = kind;
     b->in_flight = in_flight < 1 ? 1 : in_flight;
     b->max_rows = max_rows < 1 ? 1 : max_rows > PGB_ROWS_MAX ? PGB_ROWS_MAX
                                                              : max_rows;
@@ -546,14 +537,16 @@ void og__pg_batcher_free(og__pg_batcher *b)
     free(b);
 }
 
-/* Whether q shares a grant key or an operation id with batch[0..n) (B2). */
-static bool pgb_conflicts(pgb_waiter *const *batch, int n,
-                          const og__admit_req *q)
+/* Whether q shares a grant key or (admissions: a consume verdict has no
+ * operation) an operation id with batch[0..n) (B2, CB2). */
+static bool pgb_conflicts(const og__pg_batcher *b, pgb_waiter *const *batch,
+                          int n, const og__admit_req *q)
 {
     for (int i = 0; i < n; i++) {
         const og__admit_req *p = batch[i]->req;
 
-        if (strcmp(p->operation_id, q->operation_id) == 0 ||
+        if ((b->kind == OG__PG_BATCH_ADMIT &&
+             strcmp(p->operation_id, q->operation_id) == 0) ||
             (strcmp(p->grant_id, q->grant_id) == 0 &&
              strcmp(p->issuer, q->issuer) == 0))
             return true;
@@ -575,7 +568,7 @@ static int pgb_take(og__pg_batcher *b, pgb_waiter **batch, int64_t now)
 
         if (!expired && n > 0 &&
             (w->req->form != batch[0]->req->form ||
-             pgb_conflicts(batch, n, w->req))) {
+             pgb_conflicts(b, batch, n, w->req))) {
             prev = w; /* stays queued, in order */
             pp = &w->next;
             continue;
@@ -632,7 +625,8 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
 {
     pgb_waiter *batch[PGB_ROWS_MAX];
     const og__admit_req *reqs[PGB_ROWS_MAX];
-    og_admission *outs;
+    og_admission *outs = NULL;
+    og_consume_result *couts = NULL;
     int rcs[PGB_ROWS_MAX];
     int64_t deadline;
     bool fell_back = false;
@@ -651,21 +645,28 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
         if (batch[i]->deadline_us < deadline)
             deadline = batch[i]->deadline_us;
     }
-    if ((outs = calloc((size_t)n, sizeof *outs)) == NULL)
+    if (b->kind == OG__PG_BATCH_CONSUME
+            ? (couts = calloc((size_t)n, sizeof *couts)) == NULL
+            : (outs = calloc((size_t)n, sizeof *outs)) == NULL)
         for (i = 0; i < n; i++)
             rcs[i] = OG_ENOMEM; /* nothing ran */
+    else if (couts != NULL)
+        og__pg_consume_run(pg, reqs, n, deadline, couts, rcs, &fell_back);
     else
         pgb_run(pg, reqs, n, deadline, outs, rcs, &fell_back);
 
     pthread_mutex_lock(&b->mu);
     for (i = 0; i < n; i++) {
         batch[i]->rc = rcs[i];
-        if (rcs[i] == 0)
-            batch[i]->res = outs[i];
+        if (rcs[i] == 0 && couts != NULL)
+            batch[i]->res.consume = couts[i];
+        else if (rcs[i] == 0)
+            batch[i]->res.admission = outs[i];
         batch[i]->done = true;
         pthread_cond_signal(&batch[i]->cv);
     }
     free(outs);
+    free(couts);
     b->stats.batches++;
     b->stats.rows += (uint64_t)n;
     if (fell_back)
@@ -674,15 +675,18 @@ static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
     pgb_wake_head(b);
 }
 
-int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
+int og__pg_batch_submit(og__pg_store *pg, og__pg_batcher *b,
+                        const og__admit_req *req, og__pg_answer *out)
 {
-    og__pg_store *pg = impl;
-    og__pg_batcher *b = pg->batcher;
     pgb_waiter w = {.req = req,
                     .deadline_us = og__pg_mono_us() + pg->timeout_us};
 
     if (b->max_rows == 1) { /* B1: batching off, no queue */
-        int rc = og__pg_admit_one(pg, req, w.deadline_us, out);
+        int rc = b->kind == OG__PG_BATCH_CONSUME
+                     ? og__pg_consume_one(pg, req, w.deadline_us,
+                                          &out->consume)
+                     : og__pg_admit_one(pg, req, w.deadline_us,
+                                        &out->admission);
 
         pthread_mutex_lock(&b->mu);
         b->stats.batches++;
@@ -722,6 +726,34 @@ int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
     return w.rc;
 }
 
+int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
+{
+    og__pg_store *pg = impl;
+    og__pg_answer a;
+    int rc = og__pg_batch_submit(pg, pg->batcher, req, &a);
+
+    if (rc == 0)
+        *out = a.admission;
+    return rc;
+}
+
+void og__pg_batch_count(og__pg_batcher *b, int rows, bool fell_back)
+{
+    pthread_mutex_lock(&b->mu);
+    b->stats.batches++;
+    b->stats.rows += (uint64_t)rows;
+    if (fell_back)
+        b->stats.fallbacks++;
+    pthread_mutex_unlock(&b->mu);
+}
+
+void og__pg_batch_stats(og__pg_batcher *b, og_admit_stats *out)
+{
+    pthread_mutex_lock(&b->mu);
+    *out = b->stats;
+    pthread_mutex_unlock(&b->mu);
+}
+
 int og__pg_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
@@ -737,20 +769,11 @@ int og__pg_admit_batch(void *impl, const og__admit_req *reqs, int n,
         rows[i] = &reqs[i];
     pgb_run(pg, rows, n, og__pg_mono_us() + pg->timeout_us, outs, rcs,
             &fell_back);
-    pthread_mutex_lock(&b->mu);
-    b->stats.batches++;
-    b->stats.rows += (uint64_t)n;
-    if (fell_back)
-        b->stats.fallbacks++;
-    pthread_mutex_unlock(&b->mu);
+    og__pg_batch_count(b, n, fell_back);
     return 0;
 }
 
 void og__pg_admit_stats(void *impl, og_admit_stats *out)
 {
-    og__pg_batcher *b = ((og__pg_store *)impl)->batcher;
-
-    pthread_mutex_lock(&b->mu);
-    *out = b->stats;
-    pthread_mutex_unlock(&b->mu);
+    og__pg_batch_stats(((og__pg_store *)impl)->batcher, out);
 }

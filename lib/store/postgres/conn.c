@@ -805,6 +805,7 @@ static void pg_close(void *impl)
         return;
     og__pool_free(pg->pool);
     og__pg_batcher_free(pg->batcher);
+    og__pg_batcher_free(pg->consume_batcher);
     free(pg->target);
     free(pg);
 }
@@ -887,9 +888,13 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg->values[PG_KW_DBNAME] = pg->target;
     pg->values[PG_KW_COUNT] = NULL;
 
-    pg->batcher = og__pg_batcher_new(opts->admit_batches_in_flight,
+    pg->batcher = og__pg_batcher_new(OG__PG_BATCH_ADMIT,
+                                     opts->admit_batches_in_flight,
                                      opts->admit_batch_max);
-    if (pg->batcher == NULL) {
+    pg->consume_batcher = og__pg_batcher_new(OG__PG_BATCH_CONSUME,
+                                             opts->admit_batches_in_flight,
+                                             opts->consume_batch_max);
+    if (pg->batcher == NULL || pg->consume_batcher == NULL) {
         rc = OG_ENOMEM;
         goto out;
     }
@@ -942,6 +947,8 @@ const og__store_methods og__postgres_methods = {
     .revoke = og__pg_revoke,
     .family_revoke = og__pg_family_revoke,
     .consume = og__pg_consume,
+    .consume_batch = og__pg_consume_batch,
+    .consume_stats = og__pg_consume_stats,
     .ticket_create = og__pg_ticket_create,
     .ticket_rotate = og__pg_ticket_rotate,
     /* execution */

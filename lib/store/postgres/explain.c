@@ -2,8 +2,9 @@
  * explain.c — og_store_explain's PostgreSQL part: EXPLAIN EXECUTE of the
  * store's own prepared statements (the descriptors internal.h declares, in
  * the store's consumption keys, I9), with custom and generic plans, so
- * what is shown is what admissions, cleanup and the payout store's hot
- * statements run. docs/plans.md repeats the statements verbatim.
+ * what is shown is what admissions (one-row and batched), cleanup and the
+ * payout store's hot statements run. docs/plans.md repeats the statements
+ * verbatim.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,23 @@ int og__pg_explain(void *impl, int batch, FILE *out)
                            owner};
     const char *unclaimed[4] = {"support-approvals", "g-explain-1",
                                 "00000000-0000-4000-8000-000000000001", NULL};
+    /* A batch of two such first admissions, as the group commit binds it
+     * (admit_batch.c: text[] literals; the row form ignores expires_at). */
+    char bexpires[64];
+    const char *batch2[13] = {"{support-approvals,support-approvals}",
+                              "{g-explain-1,g-explain-2}",
+                              "{00000000-0000-4000-8000-000000000001,"
+                              "00000000-0000-4000-8000-000000000002}",
+                              bexpires,
+                              "{agent-1,agent-1}",
+                              "{acct-1,acct-1}",
+                              "{10.00,10.00}",
+                              "{EUR,EUR}",
+                              pg->leeway,
+                              pg->lease,
+                              pg->window,
+                              owner,
+                              "{NULL,NULL}"};
     const char *cleanup[3] = {pg->cleanup_margin, limit, from};
     /* A tenant's day of no row, a 30 s delivery lease, a janitor batch. */
     const char *reserve[3] = {"T-explain", "2026-01-15", "425000"};
@@ -283,6 +301,7 @@ int og__pg_explain(void *impl, int batch, FILE *out)
     og__pg_fmt_i64(expires, sizeof expires,
                    (int64_t)time(NULL) * 1000000 + INT64_C(900000000));
     og__pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
+    snprintf(bexpires, sizeof bexpires, "{%s,%s}", expires, expires);
     snprintf(limit, sizeof limit, "%d", batch);
     og__pg_fmt_i64(from, sizeof from,
                    OG__TIME_MIN_US); /* a pass's first batch */
@@ -304,6 +323,16 @@ int og__pg_explain(void *impl, int batch, FILE *out)
                              og__pg_keyed(pg, &og__pg_unclaimed_stmt,
                                           &og__pg_unclaimed_hashed_stmt),
                              unclaimed, out);
+    for (int f = 0; rc == 0 && f < 2; f++)
+        rc = pg_explain_stmt(
+            pg, c,
+            f ? "Admission, batched (group commit), row form, a batch of two"
+              : "Admission, batched (group commit), token form, a batch of two",
+            f ? og__pg_keyed(pg, &og__pg_admit_batch_row_stmt,
+                             &og__pg_admit_batch_row_hashed_stmt)
+              : og__pg_keyed(pg, &og__pg_admit_batch_stmt,
+                             &og__pg_admit_batch_hashed_stmt),
+            batch2, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Cleanup, one batch", &og__pg_cleanup_stmt,
                              cleanup, out);

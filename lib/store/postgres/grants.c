@@ -374,7 +374,9 @@ int og__pg_family_revoke(void *impl, const char *issuer, const char *family,
 /* ===========================================================================
  * The consume verdict (docs/design.md, "The grant lifecycle"): the
  * admission's claim without an operation (I10, I5, I6, I14). A returned row
- * is the only "consumed".
+ * is the only "consumed". The store's method (og__pg_consume) is the group
+ * commit's (consume_batch.c, CB1-CB6); og__pg_consume_one below is its batch
+ * of one, and what each row of a batch that falls back runs.
  *
  * Token form: $1 issuer $2 grant_id $3 expires_at $4 leeway $5 family.
  * The same key, deadline and family conditions as pg_admit_sql; kind
@@ -413,9 +415,9 @@ static const og__pg_stmt pg_consume_row_stmt = {
  * there, unread. */
 enum { CONSUME_ROW_FAMILY, CONSUME_NCOLS };
 
-int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
+int og__pg_consume_one(og__pg_store *pg, const og__admit_req *req,
+                       int64_t deadline_us, og_consume_result *out)
 {
-    og__pg_store *pg = impl;
     og__pg_conn *c = NULL;
     PGresult *res = NULL;
     og_consume_result result;
@@ -442,12 +444,14 @@ int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
     rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = og__pg_run(
+    rc = og__pg_exec_prepared_until(
         pg, c,
         req->form == OG_FORM_ROW
             ? &pg_consume_row_stmt
             : og__pg_keyed(pg, &pg_consume_stmt, &pg_consume_hashed_stmt),
-        params, &res);
+        params, &res, NULL, 0, deadline_us);
+    if (rc == OG__PG_REFUSE)
+        rc = OG_EINTERNAL; /* only an admission's violation is an answer */
     if (rc != 0)
         goto out;
     if (og__pg_shape(res, CONSUME_NCOLS, 1) != 0) {
@@ -468,12 +472,12 @@ int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
                      : OG_EINTERNAL;
         goto out;
     }
-    /* Zero rows: a denial, without exception. The read only says why. */
+    /* Zero rows: a denial, without exception. The read only says why,
+     * and its statement carries the read fence (I30, admit.c). */
     rc = og__pg_consumption(pg, c, req, false, &cons, NULL, NULL);
     if (rc == 0) {
         result.consumed = false;
         result.refusal = og__classify_consume(&cons);
-        rc = og__pg_read_fence(pg, c); /* I30 (admit.c) */
     }
 out:
     PQclear(res);

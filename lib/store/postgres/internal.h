@@ -373,6 +373,7 @@ typedef struct og__pg_store {
     og_consumption_keys keys; /* I9: AS_STORED until og__pg_read_keys, then
                                  the store's; never changes after */
     struct og__pg_batcher *batcher; /* group commit (admit_batch.c) */
+    struct og__pg_batcher *consume_batcher; /* the verdicts' (consume_batch.c) */
 } og__pg_store;
 
 /* The statements prepared on one connection: a set of descriptors, keyed by
@@ -485,18 +486,68 @@ int og__pg_op_parse(const PGresult *r, int row, int col, og_operation *out);
 
 /* ---- admit.c: what the consume verdict shares with the admission -------- */
 
-/* After a claim that did not happen: what holds req's grant, whether its
- * family blocked the claim and (with_op) the operation row for req's
- * operation id, read by a fresh statement, in the shape
- * og__classify_unclaimed() / og__classify_consume() read. */
 /* The read fence (I30, admit.c): ends a call whose answer was read from a
  * key it did not claim; 0, or OG_ESTORE_UNAVAILABLE when the wait for a
  * synchronous standby was cancelled (I3) or the store failed. */
 int og__pg_read_fence(og__pg_store *pg, og__pg_conn *c);
+/* The read fence as an expression (I30, admit.c), for a statement that
+ * reads in its own implicit transaction and folds the fence in: evaluated,
+ * it emits a transactional logical message where commits wait for a
+ * synchronous standby (NULL elsewhere), so that statement's own commit
+ * waits. Type pg_lsn. */
+#define PG_READ_FENCE_EXPR                                                     \
+    "CASE WHEN current_setting('synchronous_standby_names') <> ''"             \
+    " AND current_setting('synchronous_commit')"                               \
+    " IN ('on', 'remote_write', 'remote_apply')"                               \
+    " THEN pg_logical_emit_message(true, 'oncegate', 'read-fence') END"
+/* After a claim that did not happen: what holds req's grant, whether its
+ * family blocked the claim and (with_op) the operation row for req's
+ * operation id, read by a fresh statement that carries the read fence
+ * (I30) in its own commit, in the shape og__classify_unclaimed() /
+ * og__classify_consume() read. */
 int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
                             const og__admit_req *req, bool with_op,
                             og__consumption *cons, og_operation *op,
                             bool *have_op);
+
+/* PG_FAMILY_CTE for every family of a batch (I6, I7, B6; the admissions'
+ * batch, admit_batch.c, and the consume verdicts', consume_batch.c), whose
+ * requests are the CTE req with columns issuer and family: the advisory
+ * locks shared in the order of their keys (count() reads them all, and a
+ * volatile call is never dropped from a subquery), then the live families'
+ * rows FOR SHARE in their order; famn reads fam to its end, so every family
+ * lock is held before the first grant row or key is touched. */
+#define PG_BATCH_FAMILY_CTES                                                   \
+    "flk AS (\n"                                                               \
+    "  SELECT count(*) AS held FROM (\n"                                       \
+    "    SELECT pg_advisory_xact_lock_shared(s.k) FROM (\n"                    \
+    "      SELECT DISTINCT " PG_FAMILY_KEY("r.issuer", "r.family") " AS k\n"    \
+    "      FROM req r WHERE r.family IS NOT NULL ORDER BY 1) s) l),\n"          \
+    "fam AS (\n"                                                               \
+    "  SELECT f.issuer, f.family FROM families f\n"                            \
+    "  WHERE (f.issuer, f.family) IN (SELECT r.issuer, r.family FROM req r)\n" \
+    "    AND f.revoked_at IS NULL AND (SELECT held FROM flk) >= 0\n"           \
+    "  ORDER BY f.issuer, f.family\n"                                          \
+    "  FOR SHARE OF f),\n"                                                     \
+    "famn AS (SELECT count(*) AS locked FROM fam)"
+/* PG_FAMILY_LIVE for row r. */
+#define PG_BATCH_FAMILY_LIVE                                                   \
+    "(r.family IS NULL OR EXISTS (SELECT 1 FROM fam\n"                         \
+    "       WHERE fam.issuer = r.issuer AND fam.family = r.family))"
+
+
+/* A text[] literal being built (admit_batch.c, consume_batch.c): the
+ * parameters of a batched statement, one element per row. */
+typedef struct og__pg_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} og__pg_buf;
+/* Appends n bytes of s (oom set on failure: checked once at the end). */
+void og__pg_buf_put(og__pg_buf *b, const char *s, size_t n);
+/* Element i of an array literal: v double-quoted with '"' and '\'
+ * escaped, or (v NULL) the NULL element; "}" ends it. */
+void og__pg_buf_elem(og__pg_buf *b, int i, const char *v);
 
 /* Parses the PG_UNCLAIMED_COLUMNS of row `row` of res starting at column u
  * and (with_op) the operation's columns starting at column o, into the
@@ -505,6 +556,12 @@ int og__pg_unclaimed_parse(const PGresult *res, int row, int u, int o,
                            const og__admit_req *req, bool with_op,
                            og__consumption *cons, og_operation *op,
                            bool *have_op);
+/* dst = parts[0..n) joined (a statement longer than one ISO C literal);
+ * aborts when cap is too small: the statements are fixed text. */
+void og__pg_sql_join(char *dst, size_t cap, const char *const *parts, int n);
+/* Joins the one-row admission statements once (pthread_once); before the
+ * first store object opens (og__pg_batcher_new). */
+void og__pg_admit_sql_join(void);
 /* The one-row admission (I10-I12, I30) on a connection of its own, with
  * the client deadline deadline_us: a batch of one, and each row of a
  * batch that falls back (admit_batch.c, B3). 0 and *out, or the error. */
@@ -513,12 +570,42 @@ int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
 
 /* ---- admit_batch.c: group commit (B1-B6) --------------------------------- */
 
-/* The queue of one store object's admissions. */
+/* The queue of one store object's admissions, or of its consume verdicts
+ * (consume_batch.c, CB1): the same queue, each kind its own. */
 typedef struct og__pg_batcher og__pg_batcher;
-/* A batcher for pg with at most in_flight batches at once and at most
- * max_rows rows per batch; NULL on out of memory. */
-og__pg_batcher *og__pg_batcher_new(int in_flight, int max_rows);
+typedef enum { OG__PG_BATCH_ADMIT, OG__PG_BATCH_CONSUME } og__pg_batch_kind;
+/* One caller's answer, of its batcher's kind. */
+typedef union og__pg_answer {
+    og_admission admission;
+    og_consume_result consume;
+} og__pg_answer;
+/* A batcher of kind for pg with at most in_flight batches at once and at
+ * most max_rows rows per batch; NULL on out of memory. */
+og__pg_batcher *og__pg_batcher_new(og__pg_batch_kind kind, int in_flight,
+                                   int max_rows);
 void og__pg_batcher_free(og__pg_batcher *b);
+/* Queues req on b and waits for its batch (B1, B4): 0 and *out, or the
+ * error. */
+int og__pg_batch_submit(og__pg_store *pg, og__pg_batcher *b,
+                        const og__admit_req *req, og__pg_answer *out);
+/* Counts a batch of rows run past the queue (the test hooks), and reads
+ * b's counters. */
+void og__pg_batch_count(og__pg_batcher *b, int rows, bool fell_back);
+void og__pg_batch_stats(og__pg_batcher *b, og_admit_stats *out);
+
+/* ---- consume_batch.c: the consume verdict's group commit (CB1-CB6) -------- */
+
+/* Runs reqs[0..n) (of one form, no two sharing a grant key) as one batch:
+ * a batch of one through og__pg_consume_one, else the batched statement,
+ * or, when it aborted whole, og__pg_consume_one per row (CB3). Fills
+ * outs/rcs; *fell_back. */
+void og__pg_consume_run(og__pg_store *pg, const og__admit_req *const *reqs,
+                        int n, int64_t deadline_us, og_consume_result *outs,
+                        int *rcs, bool *fell_back);
+/* grants.c: the one-row consume verdict on a connection of its own, with
+ * the client deadline deadline_us. 0 and *out, or the error. */
+int og__pg_consume_one(og__pg_store *pg, const og__admit_req *req,
+                       int64_t deadline_us, og_consume_result *out);
 
 /* ---- exec.c ------------------------------------------------------------- */
 
@@ -561,9 +648,12 @@ og__store_admit_stats_fn og__pg_admit_stats;
 og__store_issuance_record_fn og__pg_issuance_record;
 og__store_revoke_fn og__pg_revoke;
 og__store_family_revoke_fn og__pg_family_revoke;
-og__store_consume_fn og__pg_consume;
 og__store_ticket_create_fn og__pg_ticket_create;
 og__store_ticket_rotate_fn og__pg_ticket_rotate;
+/* consume_batch.c */
+og__store_consume_fn og__pg_consume;
+og__store_consume_batch_fn og__pg_consume_batch;
+og__store_consume_stats_fn og__pg_consume_stats;
 /* exec.c */
 og__store_op_may_submit_fn og__pg_op_may_submit;
 og__store_op_start_fn og__pg_op_start;
@@ -629,6 +719,10 @@ extern const og__pg_stmt og__pg_admit_row_stmt;
 extern const og__pg_stmt og__pg_admit_row_hashed_stmt;
 extern const og__pg_stmt og__pg_unclaimed_stmt;
 extern const og__pg_stmt og__pg_unclaimed_hashed_stmt;
+extern const og__pg_stmt og__pg_admit_batch_stmt;      /* admit_batch.c */
+extern const og__pg_stmt og__pg_admit_batch_hashed_stmt;
+extern const og__pg_stmt og__pg_admit_batch_row_stmt;
+extern const og__pg_stmt og__pg_admit_batch_row_hashed_stmt;
 extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */

@@ -623,7 +623,7 @@ static int sq_open(const char *target, const og_store_options *opts,
     s->keys = OG_KEYS_READABLE; /* until og__sq_read_keys */
     s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
                            opts->timings.store_timeout_us);
-    /* one writer: one batch at a time, each kind up to its own cap (G6) */
+    /* one writer: one batch at a time, each kind up to its own cap (G7) */
     s->writes = og__batcher_new(&og__sq_write_ops, s, 1,
                                 opts->admit_batch_max + opts->outcome_batch_max);
     if (!s->path || !s->pool || !s->writes) {
@@ -672,6 +672,8 @@ const og__store_methods og__sqlite_methods = {
     .revoke = og__sq_revoke,
     .family_revoke = og__sq_family_revoke,
     .consume = og__sq_consume,
+    .consume_batch = og__sq_consume_batch,
+    .consume_stats = og__sq_consume_stats,
     .ticket_create = og__sq_ticket_create,
     .ticket_rotate = og__sq_ticket_rotate,
     /* execution */

@@ -311,7 +311,7 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
  * Every start and record is a write transaction and an fsync, one writer
  * at a time (Q2), so concurrent owners of one store object queue for the
  * write lock one commit each. Instead they queue in the store's one queue
- * of writes, beside the admissions (admit.c, G6; the shared waiter queue,
+ * of writes, beside the admissions (admit.c, G7; the shared waiter queue,
  * lib/store/batcher.c, GQ1-GQ5: a batch closes when it is full or nobody
  * else waits, never on a timer), and the leader writes what is queued, up
  * to og_store_options.outcome_batch_max outcome writes, in ONE BEGIN
@@ -343,7 +343,7 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
  *   Q34 The batch's deadline is the earliest of its rows' (GQ3), armed
  *       for the lock wait as a one-row write's (Q4).
  *   Q35 Outcome writes and admissions share one queue and one
- *       transaction per batch (G6): each row is its own savepoint either
+ *       transaction per batch (G7): each row is its own savepoint either
  *       way, so an admission and an outcome write of one batch never
  *       affect each other (an outcome write cannot name an operation its
  *       batch-mate admits: its caller learns the operation only once that

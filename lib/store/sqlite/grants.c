@@ -6,10 +6,12 @@
  * (internal.h):
  *
  *   Q11 Every write of this backend — here each grant-lifecycle call:
- *       issuance, revocation, family revocation, the consume verdict,
- *       ticket creation and rotation — is ONE BEGIN IMMEDIATE transaction on
- *       a pool connection holding all its statements (og__sq_begin/
- *       og__sq_end), with the admission's deadline (Q4). What it reads and
+ *       issuance, revocation, family revocation, ticket creation and
+ *       rotation — is ONE BEGIN IMMEDIATE transaction on a pool connection
+ *       holding all its statements (og__sq_begin/og__sq_end), with the
+ *       admission's deadline (Q4); the consume verdict is a savepoint of
+ *       the group commit's transaction instead, as an admission is
+ *       (admit.c, G6). What it reads and
  *       what it writes are one state: no other writer runs in between (Q1).
  *       An outcome that wrote nothing rolls back; any other is answered only
  *       after COMMIT returned SQLITE_OK (M12, Q2).
@@ -457,12 +459,14 @@ int og__sq_family_revoke(void *impl, const char *issuer, const char *family,
 }
 
 /* ===========================================================================
- * The consume verdict: the admission's claim with no operation (admit.c)
+ * The consume verdict: the admission's claim with no operation (admit.c),
+ * run by the group commit's leader inside its batch's transaction
+ * (og__sq_consume, admit.c, G6)
  * ========================================================================= */
 
-static int sq_consume_in(og__sq_store *s, og__sq_conn *c,
-                         const og__admit_req *req, og_consume_result *out,
-                         bool *keep)
+int og__sq_consume_in(og__sq_store *s, og__sq_conn *c,
+                      const og__admit_req *req, og_consume_result *out,
+                      bool *keep)
 {
     og__consumption cons;
     og__sq_family fam;
@@ -489,24 +493,6 @@ static int sq_consume_in(og__sq_store *s, og__sq_conn *c,
     out->consumed = false; /* a denial, without exception */
     out->refusal = og__classify_consume(&cons);
     return 0;
-}
-
-int og__sq_consume(void *impl, const og__admit_req *req,
-                   og_consume_result *out)
-{
-    og__sq_store *s = impl;
-    og_consume_result res;
-    bool keep = false;
-    og__sq_conn *c;
-    int rc;
-
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_consume_in(s, c, req, &res, &keep);
-    rc = og__sq_end(s, c, rc, keep);
-    if (rc == 0)
-        *out = res;
-    return rc;
 }
 
 /* ===========================================================================

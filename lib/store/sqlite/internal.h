@@ -16,7 +16,7 @@
  *                 clock, error classification, the method table
  *   schema.c      migrations, the schema version, the consumption keys
  *                 mode (Q7)
- *   admit.c       the admission and the group commit of writes (Q8-Q10, G1-G6)
+ *   admit.c       the admission and the group commit of writes (Q8-Q10, G1-G7)
  *   grants.c      issuance, revocation, families, the consume verdict,
  *                 tickets (Q11-Q13)
  *   exec.c        the ownership protocol (Q14-Q18)
@@ -190,12 +190,12 @@ typedef struct og__sq_store {
     char *path;
     og_store_options opts;
     og__pool *pool;
-    /* Group commit: the one queue (lib/store/batcher.c) of admissions
-     * (admit.c) and outcome writes (exec.c), and each kind's counters
-     * (with stats_mu). */
+    /* Group commit: the one queue (lib/store/batcher.c) of admissions and
+     * consume verdicts (admit.c, G6) and outcome writes (exec.c, G7), and
+     * each kind's counters (with stats_mu). */
     struct og__batcher *writes;
     pthread_mutex_t stats_mu;
-    og_admit_stats admit_stats, outcome_stats;
+    og_admit_stats admit_stats, consume_stats, outcome_stats;
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
@@ -338,6 +338,12 @@ int og__sq_holder_exists(const og__sq_store *s, og__sq_conn *c,
                          const char *grant_id);
 /* A claim kind as grant_consumptions stores it. 0 or OG_EINTERNAL. */
 int og__sq_claim_kind_parse(const char *text, og__claim_kind *kind);
+/* The consume verdict inside the open write transaction on c (grants.c):
+ * the family's state, the claim with no operation, or the read of what
+ * holds the key. 0 and *out (*keep: a claim to commit), or the error. */
+int og__sq_consume_in(og__sq_store *s, og__sq_conn *c,
+                      const og__admit_req *req, og_consume_result *out,
+                      bool *keep);
 /* Binds ?1..?10 of a new operation's insert (admission's, og__op_insert's):
  * req's binding, the initial owner version, the lease and the window. */
 void og__sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
@@ -395,12 +401,14 @@ og__store_read_keys_fn og__sq_read_keys;
 og__store_admit_fn og__sq_admit;
 og__store_admit_batch_fn og__sq_admit_batch;
 og__store_admit_stats_fn og__sq_admit_stats;
+og__store_consume_fn og__sq_consume;
+og__store_consume_batch_fn og__sq_consume_batch;
+og__store_consume_stats_fn og__sq_consume_stats;
 og__store_operation_get_fn og__sq_operation_get;
 /* grants.c */
 og__store_issuance_record_fn og__sq_issuance_record;
 og__store_revoke_fn og__sq_revoke;
 og__store_family_revoke_fn og__sq_family_revoke;
-og__store_consume_fn og__sq_consume;
 og__store_ticket_create_fn og__sq_ticket_create;
 og__store_ticket_rotate_fn og__sq_ticket_rotate;
 /* exec.c */
@@ -409,15 +417,18 @@ og__store_op_start_fn og__sq_op_start;
 og__store_op_record_fn og__sq_op_record;
 og__store_outcome_batch_fn og__sq_outcome_batch;
 og__store_outcome_stats_fn og__sq_outcome_stats;
-/* The one queue's run (admit.c, G1-G6), for conn.c. */
+/* The one queue's run (admit.c, G1-G7), for conn.c. */
 extern const struct og__batch_ops og__sq_write_ops;
 
-/* A row of the store's one queue of writes (admit.c, G6): an admission
- * (req; its answer in res) or an outcome write (outcome; its answer in
+/* A row of the store's one queue of writes (admit.c, G6, G7): an
+ * admission (req; its answer in res), a consume verdict (req and consume;
+ * its answer in cres) or an outcome write (outcome; its answer in
  * outcome->hit). */
 typedef struct og__sq_write {
     const og__admit_req *req;
+    bool consume;
     og_admission res;
+    og_consume_result cres;
     og__outcome_row *outcome;
 } og__sq_write;
 /* Queues w and waits for its batch (GQ1-GQ4): its return code. */
