@@ -170,10 +170,14 @@ drop_store() {
 # write_config FILE STORE_URL POOL LOG [PROVIDER_URL]: a serve config; with
 # PROVIDER_URL, execution against it (an oncegate-sandbox, classified by
 # providers/sandbox-credits.v1.json). BENCH_BATCH_MAX sets the server's
-# admit_batch_max (1: group commit off), BENCH_KEEP_ALIVE provider.keep_alive.
+# admit_batch_max (1: group commit off), BENCH_OUTCOME_BATCH_MAX its
+# outcome_batch_max (1: group commit of outcomes off), BENCH_KEEP_ALIVE
+# provider.keep_alive.
 write_config() {
     local file=$1 url=$2 pool=$3 log=$4 provider="" batch=""
     [ -z "${BENCH_BATCH_MAX:-}" ] || batch=" \"admit_batch_max\": $BENCH_BATCH_MAX,"
+    [ -z "${BENCH_OUTCOME_BATCH_MAX:-}" ] ||
+        batch="$batch \"outcome_batch_max\": $BENCH_OUTCOME_BATCH_MAX,"
     [ -z "${5:-}" ] ||
         provider="\"provider\": {\"url\": \"$5\", \"table\": \"$PWD/providers/sandbox-credits.v1.json\"${BENCH_KEEP_ALIVE:+, \"keep_alive\": $BENCH_KEEP_ALIVE}},"
     cat >"$file" <<EOF

@@ -869,6 +869,9 @@ static const size_t t_main_tests_count =
 /* Backend-specific store-failure tests: failures.c. */
 extern const struct CMUnitTest t_batch_tests[];
 extern const size_t t_batch_tests_count;
+/* The group commit of outcomes: outcome_batch.c. */
+extern const struct CMUnitTest t_outcome_batch_tests[];
+extern const size_t t_outcome_batch_tests_count;
 /* The consume verdict's group commit: consume_batch.c. */
 extern const struct CMUnitTest t_consume_batch_tests[];
 extern const size_t t_consume_batch_tests_count;
@@ -918,6 +921,8 @@ static const struct t_group {
     {"retention", "retention", t_retention_tests, &t_retention_tests_count},
     {"failures", "failures", t_failure_tests, &t_failure_tests_count},
     {"batch", "batch", t_batch_tests, &t_batch_tests_count},
+    {"outcome-batch", "outcome-batch", t_outcome_batch_tests,
+     &t_outcome_batch_tests_count},
     {"consume-batch", "consume-batch", t_consume_batch_tests,
      &t_consume_batch_tests_count},
     {"hashed", "hashed", t_hashed_tests, &t_hashed_tests_count},

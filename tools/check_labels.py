@@ -102,6 +102,8 @@ REGISTRY = {
           'and how'),
     'B': ('lib/store/postgres/admit_batch.c', "PostgreSQL's group commit "
           'of admissions'),
+    'GQ': ('lib/store/batcher.c', "group commit's waiter queue, shared by "
+           'the backends'),
     'CB': ('lib/store/postgres/consume_batch.c', "PostgreSQL's group "
            'commit of the consume verdict'),
     # provider, exec

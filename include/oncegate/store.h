@@ -58,6 +58,13 @@ typedef struct og_store_options {
                          that finds fewer running leads a batch at once,
                          so a lone admission never waits. SQLite runs one
                          (one writer). */
+    int outcome_batch_max; /* group commit of outcomes (SQLite): the most
+                         og_op_start / og_op_record writes of this store
+                         object one transaction holds, 1..OG_ADMIT_BATCH_MAX;
+                         1 writes each alone, in a transaction of its own,
+                         as before. PostgreSQL writes each alone whatever
+                         it says (docs/design.md, "Group commit of
+                         outcomes"). */
     int consume_batch_max; /* PostgreSQL: the most consume verdicts
                          (og_consume) of this store object one batch of
                          their own group commit holds, one statement and
@@ -75,7 +82,8 @@ typedef struct og_store_options {
 
 /* Fills *o with defaults: og_timings_default(), a pool of 16,
  * OG_KEYS_AS_STORED, batches of at most 64 admissions and 2 batches in
- * flight, consume verdicts alone on PostgreSQL (consume_batch_max 1). */
+ * flight, consume verdicts alone on PostgreSQL (consume_batch_max 1),
+ * batches of at most 64 outcome writes. */
 void og_store_options_default(og_store_options *o);
 
 /* Opens a store from a URL:
@@ -212,6 +220,12 @@ typedef struct og_admit_stats {
 
 /* Fills *out (zeros for NULL s). */
 void og_store_admit_stats(og_store *s, og_admit_stats *out);
+
+/* The same counters for the group commit of outcomes (og_op_start,
+ * og_op_record; og_store_options.outcome_batch_max): batches, the writes
+ * they held, fallbacks (always 0 on SQLite, whose rows are savepoints).
+ * Zeros for NULL s and on PostgreSQL, which writes each outcome alone. */
+void og_store_outcome_stats(og_store *s, og_admit_stats *out);
 
 /* Reads the operation with this id. Returns 1 and fills *out when it exists,
  * 0 when it does not, or a negative error (OG_EOPERATION_ID,

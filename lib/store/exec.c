@@ -153,6 +153,63 @@ int og_op_record(og_store *s, const char *operation_id, unsigned expected,
     return rc;
 }
 
+/* The test hook's check of one row: og_op_start's or og_op_record's,
+ * without the transition table (store_int.h, og__op_outcome_batch). */
+static int outcome_row_check(const og__outcome_row *r, char *id)
+{
+    if (r->owner_version < OG__INITIAL_OWNER_VERSION)
+        return OG_EINVAL;
+    if (og__uuid_normalize(r->operation_id, id) < 0)
+        return OG_EOPERATION_ID;
+    if (r->kind == OG__OUTCOME_START)
+        return og__code_ok(r->actor, OG_ID_MAX) ? 0 : OG_EACTOR;
+    if (r->kind != OG__OUTCOME_RECORD || !r->o || r->expected == 0 ||
+        (r->expected & ~(unsigned)OG__OP_OWNED) != 0)
+        return OG_EINVAL;
+    if (r->o->reason && !og__code_ok(r->o->reason, OG_REASON_MAX))
+        return OG_EREASON;
+    if (r->o->provider_reference &&
+        !og__code_ok(r->o->provider_reference, OG_ID_MAX))
+        return OG_EPROVIDER_REFERENCE;
+    if (!og__code_ok(r->o->actor, OG_ID_MAX))
+        return OG_EACTOR;
+    if (r->o->evidence && !og__evidence_ok(r->o->evidence))
+        return OG_EEVIDENCE;
+    return 0;
+}
+
+int og__op_outcome_batch(og_store *s, og__outcome_row *rows, int n, int *rcs)
+{
+    char (*ids)[OG_UUID_LEN + 1];
+    og__outcome_row *canon;
+    int rc = 0, i;
+
+    if (!s || !rows || !rcs || n < 1 || n > OG_ADMIT_BATCH_MAX)
+        return OG_EINVAL;
+    if (!s->m->outcome_batch)
+        return OG_EINVAL; /* this backend writes each outcome alone */
+    ids = calloc((size_t)n, sizeof *ids);
+    canon = calloc((size_t)n, sizeof *canon);
+    if (!ids || !canon) {
+        free(ids);
+        free(canon);
+        return OG_ENOMEM;
+    }
+    for (i = 0; i < n && rc == 0; i++) { /* S1: every row before any I/O */
+        rc = outcome_row_check(&rows[i], ids[i]);
+        canon[i] = rows[i];
+        canon[i].operation_id = ids[i];
+        canon[i].hit = false;
+    }
+    if (rc == 0)
+        rc = s->m->outcome_batch(s->impl, canon, n, rcs);
+    for (i = 0; i < n && rc == 0; i++)
+        rows[i].hit = rcs[i] == 0 && canon[i].hit;
+    free(canon);
+    free(ids);
+    return rc;
+}
+
 int og_op_takeover(og_store *s, const char *operation_id,
                    int64_t expected_owner_version, const char *actor,
                    og_operation *out, bool *taken)

@@ -28,6 +28,7 @@ void og_store_options_default(og_store_options *o)
     o->consumption_keys = OG_KEYS_AS_STORED;
     o->admit_batch_max = 64;
     o->admit_batches_in_flight = 2;
+    o->outcome_batch_max = 64;
     o->consume_batch_max = 1;
 }
 
@@ -64,6 +65,8 @@ static int options_check(const og_store_options *in, og_store_options *out)
         return OG_EINVAL;
     if (out->admit_batch_max < 1 || out->admit_batch_max > OG_ADMIT_BATCH_MAX ||
         out->admit_batches_in_flight < 1 || out->admit_batches_in_flight > 64 ||
+        out->outcome_batch_max < 1 ||
+        out->outcome_batch_max > OG_ADMIT_BATCH_MAX ||
         out->consume_batch_max < 1 ||
         out->consume_batch_max > OG_ADMIT_BATCH_MAX)
         return OG_EINVAL;
@@ -269,6 +272,15 @@ void og_store_admit_stats(og_store *s, og_admit_stats *out)
     memset(out, 0, sizeof *out);
     if (s)
         s->m->admit_stats(s->impl, out);
+}
+
+void og_store_outcome_stats(og_store *s, og_admit_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (s && s->m->outcome_stats)
+        s->m->outcome_stats(s->impl, out);
 }
 
 int og_store_check(og_store *s)

@@ -842,6 +842,31 @@ typedef int og__store_op_start_fn(void *impl, const char *operation_id,
 typedef int og__store_op_record_fn(void *impl, const char *operation_id,
                                    unsigned expected, int64_t owner_version,
                                    const og_op_outcome *o, bool *recorded);
+/* One outcome write of the group commit of outcomes (a backend that
+ * batches them, lib/store/sqlite/exec.c): an op_start (actor) or an
+ * op_record (expected, o) of operation_id at owner_version, its input
+ * checked as og_op_start's or og_op_record's; hit is its answer (started,
+ * recorded), read only when its rc is 0. */
+typedef enum { OG__OUTCOME_START, OG__OUTCOME_RECORD } og__outcome_kind;
+typedef struct og__outcome_row {
+    og__outcome_kind kind;
+    const char *operation_id; /* canonical */
+    int64_t owner_version;
+    const char *actor;        /* OG__OUTCOME_START */
+    unsigned expected;        /* OG__OUTCOME_RECORD */
+    const og_op_outcome *o;   /* OG__OUTCOME_RECORD */
+    bool hit;
+} og__outcome_row;
+/* rows[0..n) (1..OG_ADMIT_BATCH_MAX) written as ONE batch of the group
+ * commit of outcomes, bypassing its queue: the test hook
+ * og__op_outcome_batch. rcs[i] is what op_start or op_record would return
+ * for row i alone, rows[i].hit its answer. 0, or OG_EINVAL. NULL in a
+ * backend that writes each outcome alone. */
+typedef int og__store_outcome_batch_fn(void *impl, og__outcome_row *rows,
+                                       int n, int *rcs);
+/* The group commit of outcomes' counters (og_store_outcome_stats); NULL
+ * in a backend that writes each outcome alone (zeros). */
+typedef void og__store_outcome_stats_fn(void *impl, og_admit_stats *out);
 /* ONE conditional write: status IN (Admitted, Started, Unknown) AND
  * lease_until < now AND owner_version = v -> owner_version + 1,
  * lease_until = now + recovery_lease, + a "takeover" event; *out the new
@@ -1180,6 +1205,8 @@ typedef struct og__store_methods {
     og__store_op_may_submit_fn *op_may_submit;
     og__store_op_start_fn *op_start;
     og__store_op_record_fn *op_record;
+    og__store_outcome_batch_fn *outcome_batch;
+    og__store_outcome_stats_fn *outcome_stats;
     og__store_op_takeover_fn *op_takeover;
     og__store_op_resolve_fn *op_resolve;
     og__store_op_list_fn *op_list;
@@ -1266,6 +1293,17 @@ int og__store_migrate_to(const char *url, const og_store_options *opts,
 int og__admit_batch(og_store *s, int n, const og_grant *g,
                     const og_intent *in, og_admission *out, int *rcs);
 
+/* Writes rows[0..n) (1..OG_ADMIT_BATCH_MAX) as ONE batch of the store's
+ * group commit of outcomes, whatever else is queued (lib/store/sqlite/
+ * exec.c): so tests build a batch deterministically. Each row is checked as
+ * og_op_start or og_op_record checks its input — except the transition
+ * table (og__op_outcome_check's first test), which a test may break to
+ * hand the store a row the schema's CHECK refuses (a row-level error).
+ * Returns 0 with rcs[i] and rows[i].hit as the one-row call would return
+ * and fill them; an input error (the first bad row's) before anything
+ * runs; OG_EINVAL on a backend that does not batch outcomes. */
+int og__op_outcome_batch(og_store *s, og__outcome_row *rows, int n,
+                         int *rcs);
 /* The consume verdict of g[i] for i in 0..n) as ONE batch of the store's
  * group commit (lib/store/postgres/consume_batch.c,
  * lib/store/sqlite/admit.c), as og__admit_batch: n is

@@ -106,6 +106,16 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "waits for company; the others queue and go together in the next "
      "batch. About the number of CPU cores of the database is a good start; "
      "SQLite runs one (one writer)."},
+    {"outcome_batch_max", OG_CFG_INT, 1, OG_ADMIT_BATCH_MAX, "64",
+     AT(outcome_batch_max),
+     "Group commit of outcomes on SQLite: the most execution writes (a "
+     "credit's recorded outcome, a payout attempt's start) this instance's "
+     "store object coalesces into one transaction and one commit "
+     "(docs/design.md, \"Group commit of outcomes\"). A batch closes when "
+     "it is full or when no more writes are waiting, never on a timer; "
+     "every write still gets the answer it would get alone. 1 writes each "
+     "in a transaction of its own. PostgreSQL writes each outcome alone "
+     "(one statement) whatever this says."},
     {"consume_batch_max", OG_CFG_INT, 1, OG_ADMIT_BATCH_MAX, "1",
      AT(consume_batch_max),
      "Group commit of consume verdicts (`POST /v1/grants/consume`) on "

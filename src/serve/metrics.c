@@ -570,13 +570,14 @@ void og_metrics_payout_stats(og_store *s, char **text)
 
 void og_metrics_admit_batches(og_store *s, char **text)
 {
-    og_admit_stats st;
+    og_admit_stats st, oc;
     char *out = NULL;
     size_t n = 0;
     FILE *f;
     int bad;
 
     og_store_admit_stats(s, &st);
+    og_store_outcome_stats(s, &oc);
     if (!(f = open_memstream(&out, &n)))
         return;
     fputs(*text, f);
@@ -594,6 +595,16 @@ void og_metrics_admit_batches(og_store *s, char **text)
            "operations) and that were admitted one statement per admission.");
     fprintf(f, "oncegate_admit_batch_fallbacks_total %" PRIu64 "\n",
             st.fallbacks);
+    family(f, "oncegate_outcome_batches_total", "counter",
+           "Group commit batches of outcome writes (og_op_start, "
+           "og_op_record) this instance's store object ran; a lone write is "
+           "a batch of one. SQLite only.");
+    fprintf(f, "oncegate_outcome_batches_total %" PRIu64 "\n", oc.batches);
+    family(f, "oncegate_outcome_batched_writes_total", "counter",
+           "Outcome writes those batches held: divided by the batches, the "
+           "mean batch size.");
+    fprintf(f, "oncegate_outcome_batched_writes_total %" PRIu64 "\n",
+            oc.rows);
     bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(out);

@@ -205,6 +205,7 @@ static int open_store(og_srv *srv)
     o.pool_size = srv->cfg.pool_size;
     o.admit_batch_max = srv->cfg.admit_batch_max;
     o.admit_batches_in_flight = srv->cfg.admit_batches_in_flight;
+    o.outcome_batch_max = srv->cfg.outcome_batch_max;
     o.consume_batch_max = srv->cfg.consume_batch_max;
     o.session_bounds_from_role = srv->cfg.store_bounds_from_role;
     o.consumption_keys = srv->cfg.consumption_keys; /* S5: agreed or 78 */

@@ -156,6 +156,8 @@ void kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_
     void **state);
 void admission_answers_may_submit_only_when_its_lease_leaves_the_margin(
     void **state);
+void concurrent_executions_each_record_once_through_the_outcome_batches(
+    void **state);
 void executed_operation_is_applied_once_with_the_operation_id_as_key(
     void **state);
 void action_other_than_credit_apply_is_422_and_changes_nothing(void **state);

@@ -65,6 +65,80 @@ void executed_operation_is_applied_once_with_the_operation_id_as_key(
     assert_sbx_stat(&x, "credits_created", 1);
 }
 
+/* Concurrent executions each record their outcome once through the group
+ * commit of outcomes (docs/design.md, "Group commit of outcomes"): every
+ * credit applied exactly once, every operation Succeeded, and on SQLite
+ * every outcome write counted in exactly one batch on /metrics (PostgreSQL
+ * writes each alone: its counters stay 0). */
+#define OUTCOME_RACERS 16
+
+typedef struct outcome_race {
+    grant g[OUTCOME_RACERS];
+    int next;
+} outcome_race;
+
+static char *outcome_body_for(racer *me, const void *arg)
+{
+    outcome_race *o = (outcome_race *)arg;
+    json_t *b = exec_body(me->op, o->g[o->next++].token, ACCOUNT);
+    char *t = json_dumps(b, JSON_COMPACT);
+
+    json_decref(b);
+    return t;
+}
+
+static double outcome_writes(const srv *s)
+{
+    hres r;
+    double v;
+
+    get(&r, s, "/metrics", NULL);
+    assert_http(&r, 200);
+    v = metric_value(r.body, "oncegate_outcome_batched_writes_total");
+    hres_free(&r);
+    return v;
+}
+
+void concurrent_executions_each_record_once_through_the_outcome_batches(
+    void **state)
+{
+    outcome_race *o = calloc(1, sizeof *o);
+    racer *rs = calloc(OUTCOME_RACERS, sizeof *rs);
+    double before, after;
+    xenv x;
+    hres r;
+
+    (void)state;
+    assert_non_null(o);
+    assert_non_null(rs);
+    xenv_start(&x, "exec-outcome-batch", false, LOADED_STORE_TIMEOUT_MS, 0,
+               true);
+    for (int i = 0; i < OUTCOME_RACERS; i++)
+        issue_grant_account(x.s, &o->g[i], ACCOUNT);
+    before = outcome_writes(x.s);
+    assert_true(before >= 0);
+    race(rs, OUTCOME_RACERS, x.s, x.s, "/v1/operations", KEY(P_AGENT),
+         outcome_body_for, o);
+    for (int i = 0; i < OUTCOME_RACERS; i++) {
+        if (rs[i].r.status != 200)
+            race_report("outcome batch", 0, rs, OUTCOME_RACERS);
+        assert_int_equal(rs[i].r.status, 200);
+        assert_str(jstr(rs[i].r.json, "result"), "applied");
+        assert_op_status(&r, x.s, rs[i].op, "succeeded");
+        hres_free(&r);
+    }
+    assert_sbx_stat(&x, "credits_created", OUTCOME_RACERS);
+    assert_sbx_stat(&x, "create_requests", OUTCOME_RACERS);
+    after = outcome_writes(x.s);
+    if (g_pg)
+        assert_true(after == 0);
+    else
+        assert_true(after - before == OUTCOME_RACERS);
+    race_free(rs, OUTCOME_RACERS);
+    free(rs);
+    free(o);
+}
+
 /* With a provider the service executes credit.apply only (recovery would
  * send any stalled operation to the credit provider): a presentation for
  * another action is refused before validation and the store, 422

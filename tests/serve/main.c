@@ -267,6 +267,7 @@ int main(int argc, char **argv)
         T(payout_claim_lost_is_counted_on_metrics),
         T(serve_runner_reconciles_a_lost_answer_to_paid_once),
         T(executed_operation_is_applied_once_with_the_operation_id_as_key),
+        T(concurrent_executions_each_record_once_through_the_outcome_batches),
         T(kept_alive_provider_connections_closed_by_the_sandbox_execute_every_credit_once),
         T(admission_answers_may_submit_only_when_its_lease_leaves_the_margin),
         T(definite_refusal_is_failed_and_the_grant_stays_spent),

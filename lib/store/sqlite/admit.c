@@ -26,13 +26,13 @@
  *       operations, else in operations_archive. Exact here: the write lock
  *       orders the archive (retention.c) and the admission.
  *
- * and the group commit's G1-G5 ("Group commit" below).
+ * and the group commit's G1-G7 ("Group commit" below).
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
+#include "store/batcher.h"
 
 /* ===========================================================================
  * Families (Q5)
@@ -418,7 +418,8 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  * SQLite has one writer at a time and every commit fsyncs the WAL (Q2), so
  * the obvious design — one transaction per admission — spends one fsync per
  * admission and makes concurrent callers poll for the lock. Instead, callers
- * of one store object queue; one of them, the leader, takes every queued
+ * of one store object queue (the shared queue, lib/store/batcher.c, GQ1-GQ4,
+ * one batch at a time); one of them, the leader, takes every queued
  * admission (up to og_store_options.admit_batch_max, the cap PostgreSQL's
  * batches share: lib/store/postgres/admit_batch.c, B1), runs them in ONE
  * BEGIN IMMEDIATE transaction, each in its own SAVEPOINT, and commits
@@ -456,24 +457,19 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       be after that admission alone. The fault point consume_batch_ack_lost
  *       is admit_batch_ack_lost's twin (tests only). Measured: 16 verdicts
  *       per commit against one (docs/performance.md, "VERDICT").
+ *   G7  The queue is the store's one queue of writes: outcome writes
+ *       (exec.c, Q31-Q36) join the same batches, each in its own savepoint
+ *       as an admission, so a batch of mixed kinds is one transaction and
+ *       one commit. A batch holds at most admit_batch_max admissions and
+ *       verdicts together, and outcome_batch_max outcome writes; a row past
+ *       its kind's share waits, in order, for the next batch (GQ2). Each
+ *       kind is counted apart (og_store_admit_stats, og__consume_stats,
+ *       og_store_outcome_stats): a batch holding several counts once in
+ *       each.
  * ========================================================================= */
-#define SQ_BATCH_MAX OG_ADMIT_BATCH_MAX
-
-typedef struct og__sq_waiter {
-    const og__admit_req *req;
-    bool consume;            /* a consume verdict (G6), else an admission */
-    og_admission res;
-    og_consume_result cres;  /* the verdict's answer */
-    int rc;
-    int64_t deadline_us;
-    bool taken; /* in a batch: its result is coming */
-    bool done;
-    struct og__sq_waiter *next;
-} sq_waiter;
-
-static const char sq_savepoint_sql[] = "SAVEPOINT og_admit";
-static const char sq_release_sql[] = "RELEASE og_admit";
-static const char sq_rollback_to_sql[] = "ROLLBACK TO og_admit";
+static const char sq_savepoint_sql[] = "SAVEPOINT og_write";
+static const char sq_release_sql[] = "RELEASE og_write";
+static const char sq_rollback_to_sql[] = "ROLLBACK TO og_write";
 
 /* Runs a savepoint statement; false when the transaction is gone. */
 static bool sq_savepoint(og__sq_conn *c, const char *sql)
@@ -481,18 +477,33 @@ static bool sq_savepoint(og__sq_conn *c, const char *sql)
     return og__sq_exec(c, sql) == 0 && !sqlite3_get_autocommit(c->db);
 }
 
-/* Runs batch[0..n) in one write transaction on c; fills each rc/res. */
-static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
-                         int n)
+/* One row of a batch on c, in its savepoint: an admission (G1), a consume
+ * verdict (G6) or an outcome write (exec.c, Q31). *keep: whether it wrote
+ * something to keep. */
+static int sq_write_one(og__sq_store *s, og__sq_conn *c, og__sq_write *w,
+                        bool *keep)
 {
-    int64_t deadline = batch[0]->deadline_us;
+    int rc;
+
+    if (w->req && w->consume)
+        return og__sq_consume_in(s, c, w->req, &w->cres, keep);
+    if (w->req)
+        return sq_admit_one(s, c, w->req, &w->res, keep);
+    rc = og__sq_outcome_in(c, w->outcome);
+    *keep = rc == 0 && w->outcome->hit;
+    return rc;
+}
+
+/* Runs batch[0..n) in one write transaction on c, bounded by deadline_us
+ * (the earliest of the batch's callers', G3); fills each row's answer and
+ * rcs. */
+static void sq_run_batch(og__sq_store *s, og__sq_conn *c,
+                         og__sq_write *const *batch, int n,
+                         int64_t deadline_us, int *rcs)
+{
     int rc, i;
 
-    for (i = 1; i < n; i++)
-        if (batch[i]->deadline_us < deadline)
-            deadline = batch[i]->deadline_us;
-    og__sq_arm(c, deadline);
-
+    og__sq_arm(c, deadline_us);
     if ((rc = og__sq_begin_on(c)) < 0) /* lock wait past the deadline */
         goto fail_all;
     for (i = 0; i < n; i++) {
@@ -502,18 +513,16 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
             rc = og__sq_err(c);
             goto fail_all;
         }
-        batch[i]->rc =
-            batch[i]->consume
-                ? og__sq_consume_in(s, c, batch[i]->req, &batch[i]->cres,
-                                    &keep)
-                : sq_admit_one(s, c, batch[i]->req, &batch[i]->res, &keep);
+        rcs[i] = sq_write_one(s, c, batch[i], &keep);
         if (sqlite3_get_autocommit(c->db)) { /* G4: SQLite ended the txn */
-            rc = batch[i]->rc < 0 ? batch[i]->rc : OG_ESTORE_UNAVAILABLE;
+            rc = rcs[i] < 0 ? rcs[i] : OG_ESTORE_UNAVAILABLE;
             goto fail_all;
         }
         og__sq_reset_all(c); /* no statement may stay active */
-        if (batch[i]->rc < 0 || !keep) {
-            if (!sq_savepoint(c, sq_rollback_to_sql)) { /* G1 */
+        if (rcs[i] < 0 || !keep) {
+            if (batch[i]->outcome)
+                batch[i]->outcome->hit = false;
+            if (!sq_savepoint(c, sq_rollback_to_sql)) { /* G1, Q32 */
                 rc = OG_ESTORE_UNAVAILABLE;
                 goto fail_all;
             }
@@ -523,258 +532,201 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c, sq_waiter **batch,
             goto fail_all;
         }
     }
-    if ((rc = og__sq_commit(c)) < 0) /* G2 */
+    if ((rc = og__sq_commit(c)) < 0) /* G2, Q33 */
         goto fail_all;
+    /* tests only (fault.c): committed, the acknowledgment lost */
     if (og__fault("admit_batch_ack_lost") ||
-        og__fault("consume_batch_ack_lost")) { /* tests only (fault.c) */
+        og__fault("consume_batch_ack_lost") ||
+        og__fault("outcome_batch_ack_lost")) {
         rc = OG_ESTORE_UNAVAILABLE;
         goto fail_all;
     }
     for (i = 0; i < n; i++) /* tests only (fault.c): committed, ack lost */
-        if (batch[i]->rc == 0 && !batch[i]->consume &&
+        if (rcs[i] == 0 && batch[i]->req && !batch[i]->consume &&
             batch[i]->res.outcome == OG_OUTCOME_ADMITTED &&
             og__fault("admit_ack_lost"))
-            batch[i]->rc = OG_ESTORE_UNAVAILABLE;
+            rcs[i] = OG_ESTORE_UNAVAILABLE;
     return;
 
 fail_all:
     if (rc >= 0)
         rc = OG_ESTORE_UNAVAILABLE;
     /* Not committed, or not confirmed: every caller in the batch gets the
-     * error that ended the transaction, never an outcome (G2). */
-    for (i = 0; i < n; i++)
-        batch[i]->rc = rc;
-}
-
-/* Takes up to admit_batch_max waiters off the queue (FIFO). Called with
- * mu. */
-static int sq_take_batch(og__sq_store *s, sq_waiter **batch)
-{
-    int n = 0;
-
-    while (s->head && n < s->opts.admit_batch_max && n < SQ_BATCH_MAX) {
-        sq_waiter *w = s->head;
-        s->head = w->next;
-        if (!s->head)
-            s->tail = NULL;
-        w->taken = true;
-        batch[n++] = w;
-    }
-    return n;
-}
-
-/* Removes w from the queue (it gave up before being taken). With mu. */
-static void sq_unqueue(og__sq_store *s, sq_waiter *w)
-{
-    sq_waiter **pp = &s->head, *prev = NULL;
-
-    while (*pp && *pp != w) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (*pp) {
-        *pp = w->next;
-        if (s->tail == w)
-            s->tail = prev;
+     * error that ended the transaction, never an answer (G2, Q33). */
+    for (i = 0; i < n; i++) {
+        if (batch[i]->outcome)
+            batch[i]->outcome->hit = false;
+        rcs[i] = rc;
     }
 }
 
-static struct timespec sq_abs_mono(int64_t us)
+/* The queue's run (lib/store/batcher.c): one batch, one transaction, on a
+ * pool connection; a lone outcome write is its one-row transaction (Q31).
+ * Counts each kind's batch. Never falls back: a row's failure is its
+ * savepoint's (G4, Q32). */
+static void sq_write_run(void *ctx, void *const *rows, int n,
+                         int64_t deadline_us, int *rcs)
 {
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    return ts;
-}
+    og__sq_store *s = ctx;
+    og__sq_write *const *ws = (og__sq_write *const *)rows;
+    void *conn = NULL;
+    int admissions = 0, consumes = 0, rc, i;
 
-/* Counts a batch (with mu): in the admissions' counters and, when it held
- * any, the verdicts' (G6). */
-static void sq_count(og__sq_store *s, sq_waiter *const *batch, int n)
-{
-    uint64_t consumes = 0;
-
-    for (int i = 0; i < n; i++)
-        consumes += batch[i]->consume;
-    if ((uint64_t)n > consumes) {
+    for (i = 0; i < n; i++) {
+        admissions += ws[i]->req != NULL && !ws[i]->consume;
+        consumes += ws[i]->req != NULL && ws[i]->consume;
+    }
+    if (n == 1 && admissions + consumes == 0) {
+        rcs[0] = og__sq_outcome_one(s, ws[0]->outcome, deadline_us);
+    } else if ((rc = og__pool_get(s->pool, &conn)) < 0) {
+        for (i = 0; i < n; i++)
+            rcs[i] = rc;
+    } else {
+        sq_run_batch(s, conn, ws, n, deadline_us, rcs);
+        og__sq_release(s, conn, !og__sq_rollback(conn)); /* no-op after
+                                                             COMMIT */
+    }
+    pthread_mutex_lock(&s->stats_mu);
+    if (admissions > 0) {
         s->admit_stats.batches++;
-        s->admit_stats.rows += (uint64_t)n - consumes;
+        s->admit_stats.rows += (uint64_t)admissions;
     }
     if (consumes > 0) {
         s->consume_stats.batches++;
-        s->consume_stats.rows += consumes;
+        s->consume_stats.rows += (uint64_t)consumes;
     }
+    pthread_mutex_unlock(&s->stats_mu);
+    if (n > admissions + consumes)
+        og__sq_outcome_count(s, n - admissions - consumes);
 }
 
-/* Queues w and waits until its batch ran, or its deadline passed while
- * queued (G3): w->rc, and its answer. */
-static void sq_submit(og__sq_store *s, sq_waiter *w)
+/* G7: a row whose kind already fills its share of the batch
+ * (admit_batch_max admissions and verdicts, outcome_batch_max outcome
+ * writes) waits for the next batch. */
+static bool sq_write_conflicts(void *ctx, void *const *rows, int n,
+                               const void *row)
 {
-    sq_waiter *batch[SQ_BATCH_MAX];
+    const og__sq_store *s = ctx;
+    bool admission = ((const og__sq_write *)row)->req != NULL;
+    int same = 0;
 
-    w->deadline_us = og__sq_mono_us() + s->opts.timings.store_timeout_us;
-    pthread_mutex_lock(&s->mu);
-    if (s->tail)
-        s->tail->next = w;
-    else
-        s->head = w;
-    s->tail = w;
+    for (int i = 0; i < n; i++)
+        same += (((const og__sq_write *)rows[i])->req != NULL) == admission;
+    return same >= (admission ? s->opts.admit_batch_max
+                              : s->opts.outcome_batch_max);
+}
 
-    while (!w->done) {
-        if (!s->leading) {
-            /* Lead: run everything queued, then hand over. */
-            void *conn = NULL;
-            bool broken = false;
-            int n, rc;
+/* One writer: even batches of one queue, one at a time (queue_lone). */
+const og__batch_ops og__sq_write_ops = {.run = sq_write_run,
+                                        .conflicts = sq_write_conflicts,
+                                        .queue_lone = true};
 
-            s->leading = true;
-            n = sq_take_batch(s, batch);
-            pthread_mutex_unlock(&s->mu);
+int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us)
+{
+    return og__batcher_submit(s->writes, w, deadline_us);
+}
 
-            rc = og__pool_get(s->pool, &conn);
-            if (rc < 0) {
-                for (int i = 0; i < n; i++)
-                    batch[i]->rc = rc;
-            } else {
-                sq_run_batch(s, conn, batch, n);
-                broken = !og__sq_rollback(conn); /* no-op after a commit */
-                og__sq_release(s, conn, broken);
-            }
+int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
+                        int64_t deadline_us, int *rcs)
+{
+    void *ptrs[OG__BATCH_ROWS_MAX];
 
-            pthread_mutex_lock(&s->mu);
-            for (int i = 0; i < n; i++)
-                batch[i]->done = true;
-            sq_count(s, batch, n);
-            s->leading = false;
-            pthread_cond_broadcast(&s->cv);
-            continue;
-        }
-        if (!w->taken && og__sq_mono_us() >= w->deadline_us) {
-            sq_unqueue(s, w); /* G3: never ran */
-            w->rc = OG_ESTORE_UNAVAILABLE;
-            break;
-        }
-        if (w->taken) {
-            pthread_cond_wait(&s->cv, &s->mu);
-        } else {
-            struct timespec until = sq_abs_mono(w->deadline_us);
-            pthread_cond_timedwait(&s->cv, &s->mu, &until);
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
+        return OG_EINVAL;
+    for (int i = 0; i < n; i++)
+        ptrs[i] = &ws[i];
+    /* Waits for the queue's batch in flight, then leads its own. */
+    return og__batcher_direct(s->writes, ptrs, n, deadline_us, rcs);
 }
 
 int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
-    sq_waiter w = {.req = req};
+    og__sq_store *s = impl;
+    og__sq_write w = {.req = req};
+    int rc = og__sq_write_submit(
+        s, &w, og__sq_mono_us() + s->opts.timings.store_timeout_us);
 
-    sq_submit(impl, &w);
-    if (w.rc == 0)
+    if (rc == 0)
         *out = w.res;
-    return w.rc;
-}
-
-/* The consume verdict (G6): a waiter of the admissions' queue. */
-int og__sq_consume(void *impl, const og__admit_req *req,
-                   og_consume_result *out)
-{
-    sq_waiter w = {.req = req, .consume = true};
-
-    sq_submit(impl, &w);
-    if (w.rc == 0)
-        *out = w.cres;
-    return w.rc;
-}
-
-/* Runs ws[0..n) as ONE batch, past the queue (the test hooks): leads like
- * sq_submit's leader, once the queue's is done. */
-static void sq_run_direct(og__sq_store *s, sq_waiter *ws, int n)
-{
-    sq_waiter *batch[SQ_BATCH_MAX];
-    void *conn = NULL;
-    int64_t deadline = og__sq_mono_us() + s->opts.timings.store_timeout_us;
-    int i, rc;
-
-    for (i = 0; i < n; i++) {
-        ws[i].deadline_us = deadline;
-        batch[i] = &ws[i];
-    }
-    pthread_mutex_lock(&s->mu);
-    while (s->leading)
-        pthread_cond_wait(&s->cv, &s->mu);
-    s->leading = true;
-    pthread_mutex_unlock(&s->mu);
-    if ((rc = og__pool_get(s->pool, &conn)) < 0) {
-        for (i = 0; i < n; i++)
-            ws[i].rc = rc;
-    } else {
-        sq_run_batch(s, conn, batch, n);
-        og__sq_release(s, conn, !og__sq_rollback(conn));
-    }
-    pthread_mutex_lock(&s->mu);
-    sq_count(s, batch, n);
-    s->leading = false;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
-    sq_waiter *ws;
+    og__sq_store *s = impl;
+    og__sq_write *ws;
+    int i, rc;
 
-    if (n < 1 || n > SQ_BATCH_MAX)
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
     if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
         return OG_ENOMEM;
-    for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         ws[i].req = &reqs[i];
-    sq_run_direct(impl, ws, n);
-    for (int i = 0; i < n; i++) {
-        rcs[i] = ws[i].rc;
-        if (ws[i].rc == 0)
+    rc = og__sq_write_direct(
+        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
+    for (i = 0; i < n && rc == 0; i++)
+        if (rcs[i] == 0)
             outs[i] = ws[i].res;
-    }
     free(ws);
-    return 0;
+    return rc;
+}
+
+/* The consume verdict (G6): a row of the queue like an admission. */
+int og__sq_consume(void *impl, const og__admit_req *req,
+                   og_consume_result *out)
+{
+    og__sq_store *s = impl;
+    og__sq_write w = {.req = req, .consume = true};
+    int rc = og__sq_write_submit(
+        s, &w, og__sq_mono_us() + s->opts.timings.store_timeout_us);
+
+    if (rc == 0)
+        *out = w.cres;
+    return rc;
 }
 
 int og__sq_consume_batch(void *impl, const og__admit_req *reqs, int n,
                          og_consume_result *outs, int *rcs)
 {
-    sq_waiter *ws;
+    og__sq_store *s = impl;
+    og__sq_write *ws;
+    int i, rc;
 
-    if (n < 1 || n > SQ_BATCH_MAX)
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
     if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
         return OG_ENOMEM;
-    for (int i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) {
         ws[i].req = &reqs[i];
         ws[i].consume = true;
     }
-    sq_run_direct(impl, ws, n);
-    for (int i = 0; i < n; i++) {
-        rcs[i] = ws[i].rc;
-        if (ws[i].rc == 0)
+    rc = og__sq_write_direct(
+        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
+    for (i = 0; i < n && rc == 0; i++)
+        if (rcs[i] == 0)
             outs[i] = ws[i].cres;
-    }
     free(ws);
-    return 0;
-}
-
-void og__sq_admit_stats(void *impl, og_admit_stats *out)
-{
-    og__sq_store *s = impl;
-
-    pthread_mutex_lock(&s->mu);
-    *out = s->admit_stats;
-    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 void og__sq_consume_stats(void *impl, og_admit_stats *out)
 {
     og__sq_store *s = impl;
 
-    pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&s->stats_mu);
     *out = s->consume_stats;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->stats_mu);
+}
+
+void og__sq_admit_stats(void *impl, og_admit_stats *out)
+{
+    og__sq_store *s = impl;
+
+    pthread_mutex_lock(&s->stats_mu);
+    *out = s->admit_stats;
+    pthread_mutex_unlock(&s->stats_mu);
 }
 
 /* ===========================================================================

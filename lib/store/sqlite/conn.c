@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "store/batcher.h"
 
 /* ===========================================================================
  * What a store failure means (lib/core/storeerr.c's SE2, SE3 for SQLite)
@@ -622,20 +623,17 @@ static int sq_open(const char *target, const og_store_options *opts,
     s->keys = OG_KEYS_READABLE; /* until og__sq_read_keys */
     s->pool = og__pool_new(&sq_pool_ops, s, opts->pool_size,
                            opts->timings.store_timeout_us);
-    if (!s->path || !s->pool) {
+    /* one writer: one batch at a time, each kind up to its own cap (G7) */
+    s->writes = og__batcher_new(&og__sq_write_ops, s, 1,
+                                opts->admit_batch_max + opts->outcome_batch_max);
+    if (!s->path || !s->pool || !s->writes) {
+        og__batcher_free(s->writes);
         og__pool_free(s->pool);
         free(s->path);
         free(s);
         return OG_ENOMEM;
     }
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
-    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->stats_mu, NULL);
     *impl = s;
     return 0;
 }
@@ -644,9 +642,9 @@ static void sq_close(void *impl)
 {
     og__sq_store *s = impl;
 
+    og__batcher_free(s->writes);
     og__pool_free(s->pool);
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->stats_mu);
     free(s->path);
     free(s);
 }
@@ -682,6 +680,8 @@ const og__store_methods og__sqlite_methods = {
     .op_may_submit = og__sq_op_may_submit,
     .op_start = og__sq_op_start,
     .op_record = og__sq_op_record,
+    .outcome_batch = og__sq_outcome_batch,
+    .outcome_stats = og__sq_outcome_stats,
     .op_takeover = og__sq_op_takeover,
     .op_resolve = og__sq_op_resolve,
     .op_list = og__sq_op_list,

@@ -57,6 +57,10 @@
 #include <string.h>
 
 #include "internal.h"
+#include "store/batcher.h"
+
+static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
+                             bool *hit);
 
 /* ===========================================================================
  * Events and statuses
@@ -195,20 +199,12 @@ static int sq_op_start_in(og__sq_conn *c, const char *id,
 int og__sq_op_start(void *impl, const char *id, int64_t owner_version,
                     const char *actor, bool *started)
 {
-    og__sq_store *s = impl;
-    bool st = false;
-    og__sq_conn *c;
-    int rc;
+    og__outcome_row row = {.kind = OG__OUTCOME_START,
+                           .operation_id = id,
+                           .owner_version = owner_version,
+                           .actor = actor};
 
-    if ((rc = og__sq_begin(s, &c)) < 0)
-        return rc;
-    rc = sq_op_start_in(c, id, owner_version, actor, &st);
-    /* true only after COMMIT returned SQLITE_OK (Q2): then, and only then,
-     * the caller may send (P1) */
-    rc = og__sq_end(s, c, rc, st);
-    if (rc == 0)
-        *started = st;
-    return rc;
+    return sq_outcome_submit(impl, &row, started);
 }
 
 /* ===========================================================================
@@ -300,19 +296,154 @@ int og__sq_op_record(void *impl, const char *id, unsigned expected,
                      int64_t owner_version, const og_op_outcome *o,
                      bool *recorded)
 {
-    og__sq_store *s = impl;
-    bool r = false;
+    og__outcome_row row = {.kind = OG__OUTCOME_RECORD,
+                           .operation_id = id,
+                           .owner_version = owner_version,
+                           .expected = expected,
+                           .o = o};
+
+    return sq_outcome_submit(impl, &row, recorded);
+}
+
+/* ===========================================================================
+ * Group commit of outcomes (Q31-Q35)
+ *
+ * Every start and record is a write transaction and an fsync, one writer
+ * at a time (Q2), so concurrent owners of one store object queue for the
+ * write lock one commit each. Instead they queue in the store's one queue
+ * of writes, beside the admissions (admit.c, G7; the shared waiter queue,
+ * lib/store/batcher.c, GQ1-GQ5: a batch closes when it is full or nobody
+ * else waits, never on a timer), and the leader writes what is queued, up
+ * to og_store_options.outcome_batch_max outcome writes, in ONE BEGIN
+ * IMMEDIATE transaction, each row in its own SAVEPOINT, and commits once:
+ *
+ *   Q31 Each row is the one-row write, unchanged (sq_op_start_in,
+ *       og__sq_op_record_in: the conditional UPDATE and its event, Q14,
+ *       M16-M18), run under the batch's write lock; a batch of one is the
+ *       one-row transaction itself. The rows of a batch run in queue
+ *       order, so two rows on one operation answer exactly what two
+ *       one-row writes in that order answer — the second sees the first,
+ *       as it would after its commit: the owner version fences them as
+ *       ever (M17), and of two starts for one version one is started.
+ *   Q32 A row that changed nothing (stale owner version, unexpected
+ *       status, lapsed lease) rolls its savepoint back: nothing of it
+ *       stays, as its one-row transaction's ROLLBACK (M16). A row whose
+ *       write fails alone (a CHECK, a defect) rolls back its savepoint
+ *       only and answers its error; the other rows go on. An error that
+ *       ends the transaction (I/O, a full disk, the lock wait past the
+ *       batch's deadline) fails the whole batch.
+ *   Q33 No answer before the commit: a row learns "started" or
+ *       "recorded" only after COMMIT returned SQLITE_OK, so a payout is
+ *       sent only once its Started write is durable (P1). A failed commit
+ *       answers every row OG_ESTORE_UNAVAILABLE, and so does a commit
+ *       whose acknowledgment is lost (the fault point
+ *       outcome_batch_ack_lost, tests only): none of them is confirmed,
+ *       whichever committed, exactly as a one-row write whose answer was
+ *       lost (og_op_start's start-ack-lost stays above, lib/store/exec.c).
+ *   Q34 The batch's deadline is the earliest of its rows' (GQ3), armed
+ *       for the lock wait as a one-row write's (Q4).
+ *   Q35 Outcome writes and admissions share one queue and one
+ *       transaction per batch (G7): each row is its own savepoint either
+ *       way, so an admission and an outcome write of one batch never
+ *       affect each other (an outcome write cannot name an operation its
+ *       batch-mate admits: its caller learns the operation only once that
+ *       admission's commit answered).
+ *   Q36 outcome_batch_max = 1 turns the batching of outcomes off: every
+ *       write runs alone, at once, in its one-row transaction, beside the
+ *       queue (GQ5), as before group commit.
+ * ========================================================================= */
+
+/* One row inside the batch's transaction (Q31). */
+int og__sq_outcome_in(og__sq_conn *c, og__outcome_row *r)
+{
+    r->hit = false;
+    if (r->kind == OG__OUTCOME_START)
+        return sq_op_start_in(c, r->operation_id, r->owner_version, r->actor,
+                              &r->hit);
+    return og__sq_op_record_in(c, r->operation_id, r->expected,
+                               r->owner_version, r->o, NULL, &r->hit, NULL);
+}
+
+/* One row alone: the one-row transaction (Q31), bounded by its caller's
+ * deadline (Q34). Nothing hit: ROLLBACK, nothing written; "started" or
+ * "recorded" only after COMMIT returned SQLITE_OK (Q2, P1). */
+int og__sq_outcome_one(og__sq_store *s, og__outcome_row *r,
+                       int64_t deadline_us)
+{
+    void *conn;
     og__sq_conn *c;
     int rc;
 
-    if ((rc = og__sq_begin(s, &c)) < 0)
+    r->hit = false;
+    if ((rc = og__pool_get(s->pool, &conn)) < 0)
         return rc;
-    rc = og__sq_op_record_in(c, id, expected, owner_version, o, NULL, &r,
-                             NULL);
-    rc = og__sq_end(s, c, rc, r); /* nothing hit: ROLLBACK, nothing written */
-    if (rc == 0)
-        *recorded = r;
+    c = conn;
+    og__sq_arm(c, deadline_us); /* the lock wait ends here (Q4) */
+    if ((rc = og__sq_begin_on(c)) < 0) {
+        og__sq_release(s, c, !og__sq_rollback(c));
+        return rc;
+    }
+    rc = og__sq_outcome_in(c, r);
+    rc = og__sq_end(s, c, rc, r->hit);
+    if (rc < 0)
+        r->hit = false;
     return rc;
+}
+
+/* Counts one batch holding n outcome writes (og_store_outcome_stats). */
+void og__sq_outcome_count(og__sq_store *s, int n)
+{
+    pthread_mutex_lock(&s->stats_mu);
+    s->outcome_stats.batches++;
+    s->outcome_stats.rows += (uint64_t)n;
+    pthread_mutex_unlock(&s->stats_mu);
+}
+
+/* Q36: outcome_batch_max = 1 writes each alone, at once, with no queue;
+ * otherwise the write joins the store's one queue of writes (admit.c). */
+static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
+                             bool *hit)
+{
+    int64_t deadline = og__sq_mono_us() + s->opts.timings.store_timeout_us;
+    int rc;
+
+    if (s->opts.outcome_batch_max == 1) {
+        rc = og__sq_outcome_one(s, row, deadline);
+        og__sq_outcome_count(s, 1);
+    } else {
+        og__sq_write w = {.outcome = row};
+        rc = og__sq_write_submit(s, &w, deadline);
+    }
+    if (rc == 0)
+        *hit = row->hit;
+    return rc;
+}
+
+int og__sq_outcome_batch(void *impl, og__outcome_row *rows, int n, int *rcs)
+{
+    og__sq_store *s = impl;
+    og__sq_write *ws;
+    int rc;
+
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
+        return OG_EINVAL;
+    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
+        return OG_ENOMEM;
+    for (int i = 0; i < n; i++)
+        ws[i].outcome = &rows[i];
+    rc = og__sq_write_direct(
+        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
+    free(ws);
+    return rc;
+}
+
+void og__sq_outcome_stats(void *impl, og_admit_stats *out)
+{
+    og__sq_store *s = impl;
+
+    pthread_mutex_lock(&s->stats_mu);
+    *out = s->outcome_stats;
+    pthread_mutex_unlock(&s->stats_mu);
 }
 
 /* ===========================================================================

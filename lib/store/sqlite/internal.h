@@ -16,7 +16,7 @@
  *                 clock, error classification, the method table
  *   schema.c      migrations, the schema version, the consumption keys
  *                 mode (Q7)
- *   admit.c       the admission and its group commit (Q8-Q10, G1-G5)
+ *   admit.c       the admission and the group commit of writes (Q8-Q10, G1-G7)
  *   grants.c      issuance, revocation, families, the consume verdict,
  *                 tickets (Q11-Q13)
  *   exec.c        the ownership protocol (Q14-Q18)
@@ -190,14 +190,12 @@ typedef struct og__sq_store {
     char *path;
     og_store_options opts;
     og__pool *pool;
-    /* Group commit (admit.c): the queue of admissions and consume verdicts
-     * waiting for a leader (G6), and whether one is running a batch. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    struct og__sq_waiter *head, *tail;
-    bool leading;
-    og_admit_stats admit_stats; /* the group commit's counters (with mu) */
-    og_admit_stats consume_stats; /* ...of its consume verdicts (with mu) */
+    /* Group commit: the one queue (lib/store/batcher.c) of admissions and
+     * consume verdicts (admit.c, G6) and outcome writes (exec.c, G7), and
+     * each kind's counters (with stats_mu). */
+    struct og__batcher *writes;
+    pthread_mutex_t stats_mu;
+    og_admit_stats admit_stats, consume_stats, outcome_stats;
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
@@ -417,6 +415,35 @@ og__store_ticket_rotate_fn og__sq_ticket_rotate;
 og__store_op_may_submit_fn og__sq_op_may_submit;
 og__store_op_start_fn og__sq_op_start;
 og__store_op_record_fn og__sq_op_record;
+og__store_outcome_batch_fn og__sq_outcome_batch;
+og__store_outcome_stats_fn og__sq_outcome_stats;
+/* The one queue's run (admit.c, G1-G7), for conn.c. */
+extern const struct og__batch_ops og__sq_write_ops;
+
+/* A row of the store's one queue of writes (admit.c, G6, G7): an
+ * admission (req; its answer in res), a consume verdict (req and consume;
+ * its answer in cres) or an outcome write (outcome; its answer in
+ * outcome->hit). */
+typedef struct og__sq_write {
+    const og__admit_req *req;
+    bool consume;
+    og_admission res;
+    og_consume_result cres;
+    og__outcome_row *outcome;
+} og__sq_write;
+/* Queues w and waits for its batch (GQ1-GQ4): its return code. */
+int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us);
+/* ws[0..n) as one batch of their own (the test hooks). 0 with rcs, or
+ * OG_EINVAL. */
+int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
+                        int64_t deadline_us, int *rcs);
+/* exec.c: one outcome write inside c's transaction (Q31), and alone in a
+ * transaction of its own bounded by deadline_us; counting a batch of n
+ * outcome writes. */
+int og__sq_outcome_in(og__sq_conn *c, og__outcome_row *r);
+int og__sq_outcome_one(og__sq_store *s, og__outcome_row *r,
+                       int64_t deadline_us);
+void og__sq_outcome_count(og__sq_store *s, int n);
 og__store_op_takeover_fn og__sq_op_takeover;
 og__store_op_resolve_fn og__sq_op_resolve;
 og__store_op_list_fn og__sq_op_list;
