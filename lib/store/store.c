@@ -28,7 +28,7 @@ void og_store_options_default(og_store_options *o)
     o->consumption_keys = OG_KEYS_AS_STORED;
     o->admit_batch_max = 64;
     o->admit_batches_in_flight = 2;
-    o->consume_batch_max = 1;
+    o->consume_batch_max = 64;
 }
 
 /* Picks the backend for url and the target string it gets. */
