@@ -212,6 +212,11 @@ typedef struct og_admit_stats {
 
 /* Fills *out (zeros for NULL s). */
 void og_store_admit_stats(og_store *s, og_admit_stats *out);
+/* The same counters for the consume verdicts' group commit (og_consume;
+ * PostgreSQL: consume_batch_max, a lone verdict a batch of one; SQLite:
+ * the admissions' batches that held verdicts, and the verdicts in them).
+ * Fills *out (zeros for NULL s). */
+void og_store_consume_stats(og_store *s, og_admit_stats *out);
 
 /* Reads the operation with this id. Returns 1 and fills *out when it exists,
  * 0 when it does not, or a negative error (OG_EOPERATION_ID,

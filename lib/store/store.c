@@ -262,6 +262,11 @@ void og__consume_stats(og_store *s, og_admit_stats *out)
         s->m->consume_stats(s->impl, out);
 }
 
+void og_store_consume_stats(og_store *s, og_admit_stats *out)
+{
+    og__consume_stats(s, out);
+}
+
 void og_store_admit_stats(og_store *s, og_admit_stats *out)
 {
     if (!out)
