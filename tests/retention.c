@@ -983,49 +983,6 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
     r_close(&e);
 }
 
-/* docs/performance.md, "VERDICT2": PostgreSQL keeps a prepared
- * statement's generic plan, and a store's first batches plan it on tables
- * that are empty and never analysed. On such a store every plan of every
- * batched statement (the admissions' and the consume verdicts', both forms,
- * custom and generic) reads every table by key — no sequential scan of any
- * table — and the report probes grant_consumptions_pkey in each. As plain
- * joins, the generic plans hashed sequential scans of grant_consumptions,
- * grants, families and (row form) operations_archive on every batch. */
-static void batched_plans_probe_by_key_on_a_new_store(void **state)
-{
-    static const char *const batched[4] = {
-        "### Admission, batched (group commit), token form",
-        "### Admission, batched (group commit), row form",
-        "### Consume verdict, batched (group commit), token form",
-        "### Consume verdict, batched (group commit), row form"};
-    char *plan = NULL;
-    r_env e;
-
-    (void)state;
-    if (t_kind != T_POSTGRES)
-        skip(); /* SQLite has no batched statement (og_store_explain) */
-    r_open(&e, "ret_new_plans");
-    assert_int_equal(og_store_explain(e.s, 1000, &plan), 0);
-    assert_non_null(plan);
-    for (int f = 0; f < 4; f++) {
-        char *b = r_section(plan, batched[f]);
-
-        assert_non_null(b);
-        if (b != NULL && strstr(b, "Seq Scan") != NULL)
-            fprintf(stderr, "plans:\n%s\n", b);
-        assert_null(strstr(b, "Seq Scan"));
-        /* custom and generic: the report, and the families' lock */
-        assert_true(r_count_of(b, "using grant_consumptions_pkey on "
-                                  "grant_consumptions c") >= 2);
-        assert_true(r_count_of(b, "using families_pkey on families") >= 4);
-        if (f % 2 == 1) /* row form: the grants' locks and claims */
-            assert_true(r_count_of(b, "using grants_pkey on grants") >= 6);
-        free(b);
-    }
-    free(plan);
-    r_close(&e);
-}
-
 /* ===========================================================================
  * Schema 3 or 4 with data -> the current schema, under concurrent migrators
  * ========================================================================= */
@@ -1524,7 +1481,6 @@ const struct CMUnitTest t_retention_tests[] = {
     cmocka_unit_test(
         archived_operation_keeps_its_grant_refused_and_same_operation_retry_is_not_readmitted),
     cmocka_unit_test(admission_and_cleanup_plans_use_indexes),
-    cmocka_unit_test(batched_plans_probe_by_key_on_a_new_store),
     cmocka_unit_test(
         version_3_store_with_data_migrates_to_the_current_schema_once),
     cmocka_unit_test(
