@@ -115,7 +115,7 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "consume verdict in batches\"); a lone verdict runs at once, alone. "
      "1 gives each verdict its own statement at once, with no queue "
      "(docs/performance.md, \"VERDICT2\": batches of 64 ran a median "
-     "1.0x that at 16 callers and 1.9x at 64). SQLite's verdicts always "
+     "0.98x that at 16 callers and 1.7x at 64). SQLite's verdicts always "
      "share the admissions' batches (`admit_batch_max`)."},
     {"max_body_bytes", OG_CFG_SIZE, 1024, 1048576, "16384", AT(max_body_bytes),
      "Largest request body accepted; a larger one is 413 `body_too_large` "

@@ -6,7 +6,7 @@
  * would have answered. Measured: 16 verdicts per statement run 2.6-7.2x
  * the one-row statement's rows/s under pgbench; through the C API, once
  * every plan of the statement probed its tables by key, batches of 64 ran
- * a median 1.0x the one-row statements at 16 callers and 1.9x at 64
+ * a median 0.98x the one-row statements at 16 callers and 1.7x at 64
  * (docs/performance.md, "VERDICT", "VERDICT2"): on by default (CB1).
  *
  *  CB1 The admissions' queue (admit_batch.c, B1, B4), a second instance of
