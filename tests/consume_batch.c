@@ -667,6 +667,65 @@ static void killed_verdict_batches_keep_every_answer(void **state)
     munmap(k, sizeof *k);
 }
 
+/* How many times needle occurs in hay. */
+static int v_count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* docs/performance.md, "VERDICT2": PostgreSQL keeps a prepared
+ * statement's generic plan, and a store's first batches plan it on tables
+ * that are empty and never analysed. On such a store every plan of every
+ * batched statement (the admissions' and the consume verdicts', both forms,
+ * custom and generic, as og_store_explain shows them) reads every table by
+ * key — no sequential scan of any table — and the report probes
+ * grant_consumptions_pkey, the families' locks families_pkey and (row
+ * form) the grants' locks and claims grants_pkey. As plain joins, the
+ * generic plans hashed sequential scans of grant_consumptions, grants,
+ * families and (row form) operations_archive on every batch. */
+static void batched_plans_probe_by_key_on_a_new_store(void **state)
+{
+    static const char *const batched[4] = {
+        "### Admission, batched (group commit), token form",
+        "### Admission, batched (group commit), row form",
+        "### Consume verdict, batched (group commit), token form",
+        "### Consume verdict, batched (group commit), row form"};
+    char *plan = NULL, url[4200];
+    og_store *s;
+
+    (void)state;
+    if (t_kind != T_POSTGRES)
+        skip(); /* SQLite has no batched statement (og_store_explain) */
+    s = t_fresh_store("cb_new_plans", url, sizeof url);
+    assert_int_equal(og_store_explain(s, 1000, &plan), 0);
+    assert_non_null(plan);
+    for (int f = 0; f < 4; f++) {
+        const char *p = strstr(plan, batched[f]), *q;
+        char *b;
+
+        assert_non_null(p);
+        q = strstr(p + 4, "\n### "); /* the section ends at the next */
+        b = strndup(p, q ? (size_t)(q - p) : strlen(p));
+        assert_non_null(b);
+        if (b != NULL && strstr(b, "Seq Scan") != NULL)
+            fprintf(stderr, "plans:\n%s\n", b);
+        assert_null(strstr(b, "Seq Scan"));
+        /* custom and generic: the report, and the families' locks */
+        assert_true(v_count_of(b, "using grant_consumptions_pkey on "
+                                  "grant_consumptions c") >= 2);
+        assert_true(v_count_of(b, "using families_pkey on families") >= 4);
+        if (f % 2 == 1) /* row form: the grants' locks and claims */
+            assert_true(v_count_of(b, "using grants_pkey on grants") >= 6);
+        free(b);
+    }
+    free(plan);
+    og_store_free(s);
+}
+
 const struct CMUnitTest t_consume_batch_tests[] = {
     cmocka_unit_test(mixed_verdict_batch_answers_as_the_one_row_path),
     cmocka_unit_test(aborted_verdict_batch_falls_back_row_by_row),
@@ -675,6 +734,7 @@ const struct CMUnitTest t_consume_batch_tests[] = {
     cmocka_unit_test(verdict_batches_of_two_processes_race),
     cmocka_unit_test(queued_verdicts_consume_each_grant_once),
     cmocka_unit_test(killed_verdict_batches_keep_every_answer),
+    cmocka_unit_test(batched_plans_probe_by_key_on_a_new_store),
 };
 const size_t t_consume_batch_tests_count =
     sizeof t_consume_batch_tests / sizeof t_consume_batch_tests[0];

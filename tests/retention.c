@@ -925,21 +925,23 @@ static void admission_and_cleanup_plans_use_indexes(void **state)
             r_count_of(cleanup, "grant_consumptions_retain_until_idx") < 2)
             fprintf(stderr, "plans:\n%s\n", plan);
         assert_null(strstr(plan, "Seq Scan on grant_consumptions"));
-        /* token form, custom and generic, one-row and batched: the
-         * claim's atomic check */
+        /* token form, custom and generic, one-row, batched and the
+         * consume verdicts' batch: the claim's atomic check */
         assert_int_equal(r_count_of(plan, "Conflict Arbiter Indexes: "
                                           "grant_consumptions_pkey"),
-                         4);
+                         6);
         /* the report of what holds the key, in both admission forms and
          * the follow-up read, each plan */
         assert_true(r_count_of(plan, "using grant_consumptions_pkey on "
                                      "grant_consumptions c") >= 6);
-        /* and in each form of the batched statement, each plan */
-        for (int f = 0; f < 2; f++) {
-            char *b = r_section(plan, f ? "### Admission, batched (group "
-                                          "commit), row form"
-                                        : "### Admission, batched (group "
-                                          "commit), token form");
+        /* and in each form of each batched statement, each plan */
+        for (int f = 0; f < 4; f++) {
+            static const char *const batched[4] = {
+                "### Admission, batched (group commit), token form",
+                "### Admission, batched (group commit), row form",
+                "### Consume verdict, batched (group commit), token form",
+                "### Consume verdict, batched (group commit), row form"};
+            char *b = r_section(plan, batched[f]);
             assert_true(r_count_of(b, "using grant_consumptions_pkey on "
                                       "grant_consumptions c") >= 2);
             free(b);

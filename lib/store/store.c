@@ -29,7 +29,7 @@ void og_store_options_default(og_store_options *o)
     o->admit_batch_max = 64;
     o->admit_batches_in_flight = 2;
     o->outcome_batch_max = 64;
-    o->consume_batch_max = 1;
+    o->consume_batch_max = 64;
 }
 
 /* Picks the backend for url and the target string it gets. */
@@ -263,6 +263,11 @@ void og__consume_stats(og_store *s, og_admit_stats *out)
     memset(out, 0, sizeof *out);
     if (s)
         s->m->consume_stats(s->impl, out);
+}
+
+void og_store_consume_stats(og_store *s, og_admit_stats *out)
+{
+    og__consume_stats(s, out);
 }
 
 void og_store_admit_stats(og_store *s, og_admit_stats *out)

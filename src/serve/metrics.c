@@ -568,33 +568,59 @@ void og_metrics_payout_stats(og_store *s, char **text)
     *text = out;
 }
 
+/* One group commit's three counters (og_admit_stats) as three families:
+ * names[i] and helps[i] for batches, rows and fallbacks. */
+static void render_batch_stats(FILE *f, const og_admit_stats *st,
+                               const char *const names[3],
+                               const char *const helps[3])
+{
+    const uint64_t v[3] = {st->batches, st->rows, st->fallbacks};
+
+    for (int i = 0; i < 3; i++) {
+        family(f, names[i], "counter", helps[i]);
+        fprintf(f, "%s %" PRIu64 "\n", names[i], v[i]);
+    }
+}
+
 void og_metrics_admit_batches(og_store *s, char **text)
 {
-    og_admit_stats st, oc;
+    static const char *const admit[3] = {
+        "oncegate_admit_batches_total",
+        "oncegate_admit_batched_admissions_total",
+        "oncegate_admit_batch_fallbacks_total"};
+    static const char *const admit_help[3] = {
+        "Group commit batches this instance's store object ran (a lone "
+        "admission is a batch of one).",
+        "Admissions those batches held: divided by the batches, the mean "
+        "batch size.",
+        "Batches whose one statement aborted (a unique violation on "
+        "operations) and that were admitted one statement per admission."};
+    /* the consume verdicts' group commit (consume_batch.c, CB1) */
+    static const char *const consume[3] = {
+        "oncegate_consume_batches_total",
+        "oncegate_consume_batched_verdicts_total",
+        "oncegate_consume_batch_fallbacks_total"};
+    static const char *const consume_help[3] = {
+        "Group commit batches of consume verdicts this instance's store "
+        "object ran (a lone verdict is a batch of one).",
+        "Consume verdicts those batches held: divided by the batches, the "
+        "mean batch size.",
+        "Batches of verdicts whose one statement aborted and that were "
+        "answered one statement per verdict."};
+    og_admit_stats st, cst, oc;
     char *out = NULL;
     size_t n = 0;
     FILE *f;
     int bad;
 
     og_store_admit_stats(s, &st);
+    og_store_consume_stats(s, &cst);
     og_store_outcome_stats(s, &oc);
     if (!(f = open_memstream(&out, &n)))
         return;
     fputs(*text, f);
-    family(f, "oncegate_admit_batches_total", "counter",
-           "Group commit batches this instance's store object ran (a lone "
-           "admission is a batch of one).");
-    fprintf(f, "oncegate_admit_batches_total %" PRIu64 "\n", st.batches);
-    family(f, "oncegate_admit_batched_admissions_total", "counter",
-           "Admissions those batches held: divided by the batches, the mean "
-           "batch size.");
-    fprintf(f, "oncegate_admit_batched_admissions_total %" PRIu64 "\n",
-            st.rows);
-    family(f, "oncegate_admit_batch_fallbacks_total", "counter",
-           "Batches whose one statement aborted (a unique violation on "
-           "operations) and that were admitted one statement per admission.");
-    fprintf(f, "oncegate_admit_batch_fallbacks_total %" PRIu64 "\n",
-            st.fallbacks);
+    render_batch_stats(f, &st, admit, admit_help);
+    render_batch_stats(f, &cst, consume, consume_help);
     family(f, "oncegate_outcome_batches_total", "counter",
            "Group commit batches of outcome writes (og_op_start, "
            "og_op_record) this instance's store object ran; a lone write is "

@@ -517,7 +517,10 @@ void og_metrics_payout_stats(og_store *s, char **text);
 /* Appends the store object's group commit counters (og_store_admit_stats)
  * to the exposition in *text: oncegate_admit_batches_total,
  * oncegate_admit_batched_admissions_total and
- * oncegate_admit_batch_fallbacks_total; and the group commit of outcomes'
+ * oncegate_admit_batch_fallbacks_total, then the consume verdicts'
+ * (og_store_consume_stats): oncegate_consume_batches_total,
+ * oncegate_consume_batched_verdicts_total and
+ * oncegate_consume_batch_fallbacks_total; and the group commit of outcomes'
  * (og_store_outcome_stats): oncegate_outcome_batches_total and
  * oncegate_outcome_batched_writes_total (zeros on PostgreSQL, which writes
  * each outcome alone). Nothing when memory runs out. */

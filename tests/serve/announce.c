@@ -250,7 +250,11 @@ void metrics_count_admissions_refusals_consumes_and_responses(
     const char *series = "oncegate_admissions_total{outcome=\"admitted\"}";
     /* the group commit's counters: every admission is in one batch */
     const char *batched = "oncegate_admit_batched_admissions_total";
+    /* and the consume verdicts': the verdict below is in one batch */
+    const char *verdicts = "oncegate_consume_batched_verdicts_total";
+    const char *vbatches = "oncegate_consume_batches_total";
     double before, after, rows_before, rows_after, batches;
+    double v_before, vb_before, v_after, vb_after;
     char ctype[256], op[OG_UUID_LEN + 1];
     grant g, g2;
     hres r;
@@ -261,7 +265,10 @@ void metrics_count_admissions_refusals_consumes_and_responses(
     assert_non_null(strstr(ctype, "text/plain"));
     before = metric_value(r.body, series);
     rows_before = metric_value(r.body, batched);
+    v_before = metric_value(r.body, verdicts);
+    vb_before = metric_value(r.body, vbatches);
     hres_free(&r);
+    assert_true(v_before >= 0 && vb_before >= 0);
     if (before < 0)
         before = 0;
     assert_true(rows_before >= 0);
@@ -287,6 +294,11 @@ void metrics_count_admissions_refusals_consumes_and_responses(
     batches = metric_value(r.body, "oncegate_admit_batches_total");
     assert_true(rows_after >= rows_before + 2);
     assert_true(batches >= 1 && batches <= rows_after);
+    v_after = metric_value(r.body, verdicts);
+    vb_after = metric_value(r.body, vbatches);
+    assert_true(v_after >= v_before + 1);
+    assert_true(vb_after >= vb_before + 1 && vb_after <= v_after);
+    assert_true(metric_value(r.body, "oncegate_consume_batch_fallbacks_total") >= 0);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strstr(r.body, families[i]))
             fail_msg("metrics lack %s", families[i]);

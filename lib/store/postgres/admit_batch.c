@@ -114,7 +114,7 @@
     "  WHERE d.admit_until > statement_timestamp()\n"                          \
     "    AND (SELECT locked FROM famn) >= 0\n"                                 \
     "    AND " PG_BATCH_FAMILY_LIVE "\n"                                            \
-    "    AND " PG_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
+    "    AND " PG_BATCH_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
     "  ORDER BY r.issuer, r.grant_id\n"                                        \
     "  " PG_ON_KEY_CONFLICT(K) "\n"                                            \
     "  RETURNING " PG_KCOLS_##K ", operation_id)"
@@ -126,12 +126,7 @@
  * Committed re-checks on the newest version after any wait, as the one-row
  * UPDATE's (I10). */
 #define PGB_CLAIM_ROW                                                          \
-    "lck AS (\n"                                                               \
-    "  SELECT g.issuer FROM grants g\n"                                        \
-    "  JOIN req r ON g.issuer = r.issuer AND g.grant_id = r.grant_id\n"        \
-    "  WHERE (SELECT locked FROM famn) >= 0\n"                                 \
-    "  ORDER BY g.issuer, g.grant_id\n"                                        \
-    "  FOR NO KEY UPDATE OF g),\n"                                             \
+    PG_BATCH_GRANTS_LCK ",\n"                                                 \
     "claim AS (\n"                                                             \
     "  UPDATE grants g SET consumed_at = statement_timestamp(), consumed_by_operation = r.op\n" \
     "  FROM req r\n"                                                           \
@@ -140,7 +135,7 @@
     "    AND g.expires_at + " PG_US("$9") " > statement_timestamp()\n"         \
     "    AND (SELECT count(*) FROM lck) >= 0\n"                                \
     "    AND " PG_BATCH_FAMILY_LIVE "\n"                                            \
-    "    AND " PG_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
+    "    AND " PG_BATCH_OP_ID_NOT_ARCHIVED("r.op") "\n"                              \
     "  RETURNING g.issuer, g.grant_id, r.op AS operation_id)"
 #define PGB_CLAIM_ROW_JOIN                                                     \
     "c.issuer = r.issuer AND c.grant_id = r.grant_id AND c.operation_id = r.op"
@@ -188,12 +183,7 @@
     "       " PG_UNCLAIMED_COLUMNS("r.family", K) ",\n"                        \
     "       (SELECT f.lsn FROM pgb_fence f)\n"                                 \
     "FROM req r\n"                                                             \
-    "LEFT JOIN LATERAL (SELECT * FROM grant_consumptions c\n"                  \
-    "  WHERE " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") " LIMIT 1) c ON true\n" \
-    "LEFT JOIN LATERAL (SELECT * FROM grants g\n"                              \
-    "  WHERE g.issuer = r.issuer AND g.grant_id = r.grant_id LIMIT 1) g ON true\n" \
-    "LEFT JOIN LATERAL (SELECT * FROM families fm\n"                           \
-    "  WHERE fm.issuer = r.issuer AND fm.family = r.family LIMIT 1) fm ON true\n" \
+    PG_BATCH_REPORT_JOINS(K)                                                   \
     "LEFT JOIN LATERAL (" PG_OP_LIVE_OR_ARCHIVED("r.op", PG_OP_STORED_COLS_V7) ") o ON true\n" \
     "WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.k = r.op)"
 

@@ -291,6 +291,10 @@ int og__pg_explain(void *impl, int batch, FILE *out)
                               pg->window,
                               owner,
                               "{NULL,NULL}"};
+    /* A batch of two first consume verdicts (consume_batch.c). */
+    const char *cbatch2[5] = {"{support-approvals,support-approvals}",
+                              "{g-explain-1,g-explain-2}", bexpires,
+                              pg->leeway, "{NULL,NULL}"};
     const char *cleanup[3] = {pg->cleanup_margin, limit, from};
     /* A tenant's day of no row, a 30 s delivery lease, a janitor batch. */
     const char *reserve[3] = {"T-explain", "2026-01-15", "425000"};
@@ -333,6 +337,18 @@ int og__pg_explain(void *impl, int batch, FILE *out)
               : og__pg_keyed(pg, &og__pg_admit_batch_stmt,
                              &og__pg_admit_batch_hashed_stmt),
             batch2, out);
+    for (int f = 0; rc == 0 && f < 2; f++)
+        rc = pg_explain_stmt(
+            pg, c,
+            f ? "Consume verdict, batched (group commit), row form, a batch "
+                "of two"
+              : "Consume verdict, batched (group commit), token form, a "
+                "batch of two",
+            f ? og__pg_keyed(pg, &og__pg_consume_batch_row_stmt,
+                             &og__pg_consume_batch_row_hashed_stmt)
+              : og__pg_keyed(pg, &og__pg_consume_batch_stmt,
+                             &og__pg_consume_batch_hashed_stmt),
+            cbatch2, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Cleanup, one batch", &og__pg_cleanup_stmt,
                              cleanup, out);

@@ -291,6 +291,15 @@
 #define PG_OP_ID_NOT_ARCHIVED(p)                                               \
     "NOT EXISTS (SELECT 1 FROM operations_archive a WHERE a.operation_id = " p "::uuid)"
 
+/* PG_OP_ID_NOT_ARCHIVED for the batched admission's rows (admit_batch.c):
+ * OFFSET 0 keeps the planner from turning the NOT EXISTS into an anti join
+ * (it never flattens a sublink with an OFFSET), so each row probes
+ * operations_archive_pkey. As an anti join, the generic plan of the row
+ * form, made on a new store's empty tables, hashed a sequential scan of
+ * operations_archive, which only grows (docs/performance.md, "VERDICT2"). */
+#define PG_BATCH_OP_ID_NOT_ARCHIVED(p)                                         \
+    "NOT EXISTS (SELECT 1 FROM operations_archive a WHERE a.operation_id = " p "::uuid OFFSET 0)"
+
 /* What holds a key that was not claimed, as columns (UNCLAIMED_*), read
  * after LEFT JOINs that alias the key's row c, the grant's row g, the
  * family's row fm and the operation o; f the family (NULL: none), K the
@@ -516,7 +525,15 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
  * locks shared in the order of their keys (count() reads them all, and a
  * volatile call is never dropped from a subquery), then the live families'
  * rows FOR SHARE in their order; famn reads fam to its end, so every family
- * lock is held before the first grant row or key is touched. */
+ * lock is held before the first grant row or key is touched.
+ * fam locks each family's row by its key in a LATERAL subquery (LIMIT 1:
+ * the key is unique), the inner side of a nested loop over the batch's
+ * families sorted (a subquery with ORDER BY and DISTINCT is never
+ * flattened): every plan probes families_pkey per family and locks in the
+ * keys' order (B6, CB6). As a join, the generic plan PostgreSQL keeps for
+ * the prepared statement, made on a new store's empty tables, hashed a
+ * sequential scan of families on every batch, families or none
+ * (docs/performance.md, "VERDICT2"); PG_BATCH_GRANTS_LCK likewise. */
 #define PG_BATCH_FAMILY_CTES                                                   \
     "flk AS (\n"                                                               \
     "  SELECT count(*) AS held FROM (\n"                                       \
@@ -524,12 +541,44 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
     "      SELECT DISTINCT " PG_FAMILY_KEY("r.issuer", "r.family") " AS k\n"    \
     "      FROM req r WHERE r.family IS NOT NULL ORDER BY 1) s) l),\n"          \
     "fam AS (\n"                                                               \
-    "  SELECT f.issuer, f.family FROM families f\n"                            \
-    "  WHERE (f.issuer, f.family) IN (SELECT r.issuer, r.family FROM req r)\n" \
-    "    AND f.revoked_at IS NULL AND (SELECT held FROM flk) >= 0\n"           \
-    "  ORDER BY f.issuer, f.family\n"                                          \
-    "  FOR SHARE OF f),\n"                                                     \
+    "  SELECT f.issuer, f.family FROM (\n"                                     \
+    "    SELECT DISTINCT r.issuer, r.family FROM req r\n"                      \
+    "    WHERE r.family IS NOT NULL AND (SELECT held FROM flk) >= 0\n"         \
+    "    ORDER BY r.issuer, r.family) q\n"                                     \
+    "  CROSS JOIN LATERAL (SELECT f.issuer, f.family FROM families f\n"        \
+    "    WHERE f.issuer = q.issuer AND f.family = q.family\n"                  \
+    "      AND f.revoked_at IS NULL\n"                                         \
+    "    LIMIT 1 FOR SHARE OF f) f),\n"                                        \
     "famn AS (SELECT count(*) AS locked FROM fam)"
+/* The batch's grants' rows locked FOR NO KEY UPDATE in the order of their
+ * keys, after every family lock (famn), row form (B6, CB6): each by its
+ * key in a LATERAL subquery, the inner side of a nested loop over the
+ * requests sorted, as fam above (the keys are unique in a batch: B2,
+ * CB2). */
+#define PG_BATCH_GRANTS_LCK                                                    \
+    "lck AS (\n"                                                               \
+    "  SELECT g.issuer FROM (\n"                                               \
+    "    SELECT r.issuer, r.grant_id FROM req r\n"                             \
+    "    WHERE (SELECT locked FROM famn) >= 0\n"                               \
+    "    ORDER BY r.issuer, r.grant_id) q\n"                                   \
+    "  CROSS JOIN LATERAL (SELECT g.issuer FROM grants g\n"                    \
+    "    WHERE g.issuer = q.issuer AND g.grant_id = q.grant_id\n"              \
+    "    LIMIT 1 FOR NO KEY UPDATE OF g) g)"
+/* The batched statements' report (admit_batch.c, consume_batch.c): for
+ * request r, its key's row c, its grant's row g and its family's row fm
+ * (none: NULLs), as PG_UNCLAIMED_COLUMNS reads them, K the consumption
+ * keys (I9). Each read by the request's key in a LATERAL subquery with
+ * LIMIT 1 (the keys are unique: the same row, or none), which the planner
+ * cannot flatten into a join: every plan, custom or generic, probes the
+ * key's index per row whatever the tables' statistics say (FENCE and
+ * VERDICT2 in docs/performance.md). */
+#define PG_BATCH_REPORT_JOINS(K)                                               \
+    "LEFT JOIN LATERAL (SELECT * FROM grant_consumptions c\n"                  \
+    "  WHERE " PG_KEQ_##K("c.", "r.issuer", "r.grant_id") " LIMIT 1) c ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM grants g\n"                              \
+    "  WHERE g.issuer = r.issuer AND g.grant_id = r.grant_id LIMIT 1) g ON true\n" \
+    "LEFT JOIN LATERAL (SELECT * FROM families fm\n"                           \
+    "  WHERE fm.issuer = r.issuer AND fm.family = r.family LIMIT 1) fm ON true\n"
 /* PG_FAMILY_LIVE for row r. */
 #define PG_BATCH_FAMILY_LIVE                                                   \
     "(r.family IS NULL OR EXISTS (SELECT 1 FROM fam\n"                         \
@@ -723,6 +772,10 @@ extern const og__pg_stmt og__pg_admit_batch_stmt;      /* admit_batch.c */
 extern const og__pg_stmt og__pg_admit_batch_hashed_stmt;
 extern const og__pg_stmt og__pg_admit_batch_row_stmt;
 extern const og__pg_stmt og__pg_admit_batch_row_hashed_stmt;
+extern const og__pg_stmt og__pg_consume_batch_stmt;    /* consume_batch.c */
+extern const og__pg_stmt og__pg_consume_batch_hashed_stmt;
+extern const og__pg_stmt og__pg_consume_batch_row_stmt;
+extern const og__pg_stmt og__pg_consume_batch_row_hashed_stmt;
 extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */
