@@ -486,37 +486,23 @@ static void b_race_check(const b_race *r)
     t_raw_close(raw);
 }
 
-typedef struct b_racer {
-    b_race *race;
-    int who;
-} b_racer;
-
-static void *b_racer_thread(void *arg)
+/* Racer who on a store object of its own. */
+static void b_race_in(void *ctx, int who)
 {
-    b_racer *t = arg;
     og_store *s = b_store(64, 2);
 
-    b_race_run(t->race, t->who, s);
+    b_race_run(ctx, who, s);
     og_store_free(s);
-    return NULL;
 }
 
 static void batches_of_two_store_objects_race_on_the_same_keys(void **state)
 {
     b_race *r = calloc(1, sizeof *r);
-    b_racer t[2];
-    pthread_t th[2];
 
     (void)state;
     assert_non_null(r);
     b_race_new(r);
-    for (int w = 0; w < 2; w++) {
-        t[w] = (b_racer){r, w};
-        assert_int_equal(pthread_create(&th[w], NULL, b_racer_thread, &t[w]),
-                         0);
-    }
-    for (int w = 0; w < 2; w++)
-        pthread_join(th[w], NULL);
+    t_race_threads(b_race_in, r);
     b_race_check(r);
     free(r);
 }
@@ -525,26 +511,11 @@ static void batches_of_two_processes_race_on_the_same_keys(void **state)
 {
     b_race *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pid_t pid[2];
-    int status;
 
     (void)state;
     assert_true(r != MAP_FAILED);
     b_race_new(r);
-    for (int w = 0; w < 2; w++) {
-        pid[w] = fork();
-        assert_true(pid[w] >= 0);
-        if (pid[w] == 0) {
-            og_store *s = b_store(64, 2);
-            b_race_run(r, w, s);
-            og_store_free(s);
-            _exit(0);
-        }
-    }
-    for (int w = 0; w < 2; w++) {
-        assert_int_equal(waitpid(pid[w], &status, 0), pid[w]);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
+    t_race_processes(b_race_in, r);
     b_race_check(r);
     munmap(r, sizeof *r);
 }

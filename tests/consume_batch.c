@@ -402,37 +402,23 @@ static void v_race_check(const v_race *r)
     t_raw_close(raw);
 }
 
-typedef struct v_racer {
-    v_race *race;
-    int who;
-} v_racer;
-
-static void *v_racer_thread(void *arg)
+/* Racer who on a store object of its own. */
+static void v_race_in(void *ctx, int who)
 {
-    v_racer *t = arg;
     og_store *s = v_store(64, 2);
 
-    v_race_run(t->race, t->who, s);
+    v_race_run(ctx, who, s);
     og_store_free(s);
-    return NULL;
 }
 
 static void verdict_batches_of_two_store_objects_race(void **state)
 {
     v_race *r = calloc(1, sizeof *r);
-    v_racer t[2];
-    pthread_t th[2];
 
     (void)state;
     assert_non_null(r);
     v_race_new(r);
-    for (int w = 0; w < 2; w++) {
-        t[w] = (v_racer){r, w};
-        assert_int_equal(pthread_create(&th[w], NULL, v_racer_thread, &t[w]),
-                         0);
-    }
-    for (int w = 0; w < 2; w++)
-        pthread_join(th[w], NULL);
+    t_race_threads(v_race_in, r);
     v_race_check(r);
     free(r);
 }
@@ -441,26 +427,11 @@ static void verdict_batches_of_two_processes_race(void **state)
 {
     v_race *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pid_t pid[2];
-    int status;
 
     (void)state;
     assert_true(r != MAP_FAILED);
     v_race_new(r);
-    for (int w = 0; w < 2; w++) {
-        pid[w] = fork();
-        assert_true(pid[w] >= 0);
-        if (pid[w] == 0) {
-            og_store *s = v_store(64, 2);
-            v_race_run(r, w, s);
-            og_store_free(s);
-            _exit(0);
-        }
-    }
-    for (int w = 0; w < 2; w++) {
-        assert_int_equal(waitpid(pid[w], &status, 0), pid[w]);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
+    t_race_processes(v_race_in, r);
     v_race_check(r);
     munmap(r, sizeof *r);
 }

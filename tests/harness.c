@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 #include "store/store_int.h" /* og__sqlite_register_key_function */
@@ -773,4 +775,55 @@ int t_concurrent_migrations(const char *url, int n, int from)
         found += m[i].from == from;
     }
     return found;
+}
+
+/* ===========================================================================
+ * Two racers (harness.h)
+ * ========================================================================= */
+
+typedef struct t_racer {
+    void (*run)(void *ctx, int who);
+    void *ctx;
+    int who;
+} t_racer;
+
+static void *t_racer_thread(void *arg)
+{
+    t_racer *r = arg;
+
+    r->run(r->ctx, r->who);
+    return NULL;
+}
+
+void t_race_threads(void (*run)(void *ctx, int who), void *ctx)
+{
+    t_racer r[2];
+    pthread_t th[2];
+
+    for (int w = 0; w < 2; w++) {
+        r[w] = (t_racer){run, ctx, w};
+        assert_int_equal(pthread_create(&th[w], NULL, t_racer_thread, &r[w]),
+                         0);
+    }
+    for (int w = 0; w < 2; w++)
+        pthread_join(th[w], NULL);
+}
+
+void t_race_processes(void (*run)(void *ctx, int who), void *ctx)
+{
+    pid_t pid[2];
+    int status;
+
+    for (int w = 0; w < 2; w++) {
+        pid[w] = fork();
+        assert_true(pid[w] >= 0);
+        if (pid[w] == 0) {
+            run(ctx, w);
+            _exit(0);
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        assert_int_equal(waitpid(pid[w], &status, 0), pid[w]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
 }

@@ -151,6 +151,15 @@ og_operation t_payout_op(og_store *s);
  * failure. */
 void t_undo_migration_7(t_raw *r);
 
+/* Two racers at once, run(ctx, 0) and run(ctx, 1), each opening its own
+ * store object inside run: in two threads of this process
+ * (t_race_threads), or in two forked children (t_race_processes: ctx must
+ * be in MAP_SHARED memory for the children's answers to reach the parent).
+ * Returns once both finished; a child that did not exit 0 (an abort in
+ * run) fails the test. */
+void t_race_threads(void (*run)(void *ctx, int who), void *ctx);
+void t_race_processes(void (*run)(void *ctx, int who), void *ctx);
+
 /* Runs n (1..16) og_store_migrate() calls on url at once, each on its own
  * thread and store object, asking for the suite's keys (t_keys) with the
  * races' 30 s store timeout; asserts that every one succeeded and left the

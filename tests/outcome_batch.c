@@ -464,36 +464,20 @@ static void ob_race_check(og_store *s, const ob_race *r)
         }
 }
 
-typedef struct ob_racer_arg {
-    ob_race *race;
-    int who;
-} ob_racer_arg;
-
-static void *ob_racer_thread(void *arg)
+static void ob_race_in(void *ctx, int who)
 {
-    ob_racer_arg *a = arg;
-
-    ob_racer(a->race, a->who);
-    return NULL;
+    ob_racer(ctx, who);
 }
 
 static void outcome_batches_of_two_store_objects_race(void **state)
 {
     ob_race *r = calloc(1, sizeof *r);
     og_store *s = ob_store(64, 4);
-    ob_racer_arg a[2];
-    pthread_t th[2];
 
     (void)state;
     assert_non_null(r);
     ob_race_new(s, r);
-    for (int w = 0; w < 2; w++) {
-        a[w] = (ob_racer_arg){r, w};
-        assert_int_equal(pthread_create(&th[w], NULL, ob_racer_thread, &a[w]),
-                         0);
-    }
-    for (int w = 0; w < 2; w++)
-        pthread_join(th[w], NULL);
+    t_race_threads(ob_race_in, r);
     ob_race_check(s, r);
     og_store_free(s);
     free(r);
@@ -504,24 +488,11 @@ static void outcome_batches_of_two_processes_race(void **state)
     ob_race *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     og_store *s = ob_store(64, 4);
-    pid_t pid[2];
-    int status;
 
     (void)state;
     assert_true(r != MAP_FAILED);
     ob_race_new(s, r);
-    for (int w = 0; w < 2; w++) {
-        pid[w] = fork();
-        assert_true(pid[w] >= 0);
-        if (pid[w] == 0) {
-            ob_racer(r, w);
-            _exit(0);
-        }
-    }
-    for (int w = 0; w < 2; w++) {
-        assert_int_equal(waitpid(pid[w], &status, 0), pid[w]);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
+    t_race_processes(ob_race_in, r);
     ob_race_check(s, r);
     og_store_free(s);
     munmap(r, sizeof *r);

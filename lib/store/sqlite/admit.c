@@ -651,22 +651,40 @@ int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
     return rc;
 }
 
-int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
-                       og_admission *outs, int *rcs)
+/* reqs[0..n) as ONE batch of their own, past the queue (the test hooks):
+ * admissions, or consume verdicts when consume. 0 with rcs and *out (the
+ * rows, each with its answer; the caller frees them), or an error. */
+static int sq_req_direct(og__sq_store *s, const og__admit_req *reqs, int n,
+                         bool consume, og__sq_write **out, int *rcs)
 {
-    og__sq_store *s = impl;
     og__sq_write *ws;
-    int i, rc;
+    int rc;
 
     if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
     if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
         return OG_ENOMEM;
-    for (i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         ws[i].req = &reqs[i];
+        ws[i].consume = consume;
+    }
     rc = og__sq_write_direct(
         s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
-    for (i = 0; i < n && rc == 0; i++)
+    if (rc != 0) {
+        free(ws);
+        return rc;
+    }
+    *out = ws;
+    return 0;
+}
+
+int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
+                       og_admission *outs, int *rcs)
+{
+    og__sq_write *ws = NULL;
+    int rc = sq_req_direct(impl, reqs, n, false, &ws, rcs);
+
+    for (int i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
             outs[i] = ws[i].res;
     free(ws);
@@ -690,21 +708,10 @@ int og__sq_consume(void *impl, const og__admit_req *req,
 int og__sq_consume_batch(void *impl, const og__admit_req *reqs, int n,
                          og_consume_result *outs, int *rcs)
 {
-    og__sq_store *s = impl;
-    og__sq_write *ws;
-    int i, rc;
+    og__sq_write *ws = NULL;
+    int rc = sq_req_direct(impl, reqs, n, true, &ws, rcs);
 
-    if (n < 1 || n > OG__BATCH_ROWS_MAX)
-        return OG_EINVAL;
-    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
-        return OG_ENOMEM;
-    for (i = 0; i < n; i++) {
-        ws[i].req = &reqs[i];
-        ws[i].consume = true;
-    }
-    rc = og__sq_write_direct(
-        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
-    for (i = 0; i < n && rc == 0; i++)
+    for (int i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
             outs[i] = ws[i].cres;
     free(ws);
