@@ -814,7 +814,6 @@ extern const og__pg_stmt og__pg_op_start_stmt;         /* exec.c */
 extern const og__pg_stmt og__pg_op_record_stmt;
 extern const og__pg_stmt og__pg_op_takeover_stmt;
 extern const og__pg_stmt og__pg_op_scan_stmt;
-extern const og__pg_stmt og__pg_outcome_batch_stmt;    /* outcome_batch.c */
 /* payout_after.c */
 extern const og__pg_stmt og__pg_payout_reconcile_later_stmt;
 extern const og__pg_stmt og__pg_payout_attempt_read_stmt;

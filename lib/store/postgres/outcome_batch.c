@@ -121,9 +121,8 @@ static const char pob_sql[] =
     "  RETURNING operation_id)\n"
     "SELECT r.n, EXISTS (SELECT 1 FROM ev WHERE ev.operation_id = r.operation_id)\n"
     "FROM req r";
-/* Not static: oncegate explain may show it. */
-const og__pg_stmt og__pg_outcome_batch_stmt = {"og_outcome_batch", pob_sql, 9,
-                                               OG_KEYS_AS_STORED};
+static const og__pg_stmt pob_stmt = {"og_outcome_batch", pob_sql, 9,
+                                    OG_KEYS_AS_STORED};
 enum { POB_N, POB_HIT, POB_NCOLS };
 enum {
     ARR_ID,
@@ -269,7 +268,7 @@ static int pob_statement(og__pg_store *pg, og__outcome_row *const *rows,
         params[i] = arr[i].p;
     if ((rc = og__pg_acquire(pg, &c)) != 0)
         goto all; /* nothing ran */
-    rc = og__pg_exec_prepared_until(pg, c, &og__pg_outcome_batch_stmt, params,
+    rc = og__pg_exec_prepared_until(pg, c, &pob_stmt, params,
                                     &res, NULL, 0, deadline_us);
     if (rc == OG_ESTORE_UNAVAILABLE)
         goto all; /* OB6: not confirmed, whatever it did */
