@@ -14,7 +14,10 @@
  *      reads clock_timestamp() ONCE, after the lock (M18: a lock wait never
  *      eats a lease), then UPDATEs the row with the same conditions (a
  *      start's lease_until and submit_by tests use that instant) and
- *      INSERTs the event from the UPDATE's RETURNING.
+ *      INSERTs the event from the UPDATE's RETURNING. A start and a record
+ *      go through the group commit of outcomes (outcome_batch.c,
+ *      OB1-OB6): alone, these statements; in a batch, one statement of
+ *      the same conditions for every row.
  *  I16 op_list runs as an unnamed statement (M21), planned with its
  *      parameters on every call: a generic plan of a named one could not
  *      prove the partial recovery index's predicate from a status
