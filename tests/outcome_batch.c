@@ -221,6 +221,68 @@ static void mixed_outcome_batch_answers_as_the_one_row_path(void **state)
 }
 
 /* ===========================================================================
+ * NotStarted only for a payout above the initial owner version (P2)
+ * ========================================================================= */
+/* An operation on s taken over once (owner version 2, still Admitted). */
+static og_operation ob_taken(og_store *s, og_operation op)
+{
+    og_operation tk;
+    bool taken = false;
+
+    t_set_op_time(NULL, op.operation_id, "lease_until", -5);
+    assert_int_equal(
+        og_op_takeover(s, op.operation_id, 1, "recovery", &tk, &taken), 0);
+    assert_true(taken);
+    assert_int_equal(tk.owner_version, 2);
+    return tk;
+}
+
+static void not_started_rows_of_a_batch_keep_the_payout_rule(void **state)
+{
+    const og_op_outcome ns = {OG_OP_NOT_STARTED, "provider_not_found", NULL,
+                              "recovery", NULL};
+    og_store *s;
+    og_operation p0, p1, c2;
+    og__outcome_row rows[4];
+    int rcs[4];
+    og_admit_stats st;
+
+    (void)state;
+    s = ob_store(64, 4);
+    p0 = ob_taken(s, t_payout_op(s)); /* a payout above the initial version */
+    p1 = t_payout_op(s);              /* a payout at the initial version */
+    c2 = ob_taken(s, ob_credit(s));   /* a credit above it */
+    rows[0] = (og__outcome_row){OG__OUTCOME_RECORD, p0.operation_id, 2, NULL,
+                                ADMITTED, &ns, false};
+    rows[1] = (og__outcome_row){OG__OUTCOME_RECORD, p1.operation_id, 1, NULL,
+                                ADMITTED, &ns, false};
+    rows[2] = (og__outcome_row){OG__OUTCOME_RECORD, c2.operation_id, 2, NULL,
+                                ADMITTED, &ns, false};
+    rows[3] = (og__outcome_row){OG__OUTCOME_RECORD, c2.operation_id, 2, NULL,
+                                ADMITTED, &ob_ok, false};
+    assert_int_equal(og__op_outcome_batch(s, rows, 4, rcs), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rcs[i], 0);
+    /* M22, P2: NotStarted only for row 0; row 3, the credit's own outcome
+     * after the refused NotStarted, is recorded. */
+    assert_true(rows[0].hit);
+    assert_false(rows[1].hit);
+    assert_false(rows[2].hit);
+    assert_true(rows[3].hit);
+    assert_int_equal(ob_get(s, p0.operation_id).status, OG_OP_NOT_STARTED);
+    assert_int_equal(ob_get(s, p1.operation_id).status, OG_OP_ADMITTED);
+    assert_int_equal(ob_events(s, p1.operation_id, "outcome"), 0);
+    assert_int_equal(ob_get(s, c2.operation_id).status, OG_OP_SUCCEEDED);
+    assert_int_equal(ob_events(s, c2.operation_id, "outcome"), 1);
+    /* PostgreSQL: rows 0-2 one statement, row 3 (c2 again) a round of its
+     * own (OB2); no round fell back. */
+    og_store_outcome_stats(s, &st);
+    assert_true(st.batches == (ob_pg() ? 2u : 1u) && st.rows == 4 &&
+                st.fallbacks == 0);
+    og_store_free(s);
+}
+
+/* ===========================================================================
  * A row whose write fails fails alone
  * ========================================================================= */
 static void outcome_row_that_fails_leaves_the_others_written(void **state)
@@ -796,6 +858,7 @@ static void admissions_and_outcome_writes_share_the_queue(void **state)
 
 const struct CMUnitTest t_outcome_batch_tests[] = {
     cmocka_unit_test(mixed_outcome_batch_answers_as_the_one_row_path),
+    cmocka_unit_test(not_started_rows_of_a_batch_keep_the_payout_rule),
     cmocka_unit_test(outcome_row_that_fails_leaves_the_others_written),
     cmocka_unit_test(unconfirmed_outcome_commit_is_unavailable_for_every_row),
     cmocka_unit_test(outcome_batches_of_two_store_objects_race),
