@@ -6,12 +6,12 @@
  *   conformance sqlite|postgres outcome-batch
  *
  * A batch is built deterministically with og__op_outcome_batch (the test
- * hook: the given writes as ONE batch, lib/store/store_int.h); PostgreSQL
- * writes each outcome alone, so the hook's cases skip there, and the races
- * and the kill -9 run on both: there they hold the one-row path to the same
- * claims. Every claim compares a batched answer with what the one-row path
- * answers (a store object whose outcome batches hold one write), or with
- * the store's rows and events.
+ * hook: the given writes as ONE batch on SQLite; on PostgreSQL as rounds of
+ * rows naming no operation twice, each one statement,
+ * lib/store/postgres/outcome_batch.c, OB2). Both engines batch: every
+ * case runs on both. Every claim compares a batched answer with what the
+ * one-row path answers (a store object whose outcome batches hold one
+ * write), or with the store's rows and events.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -88,9 +88,11 @@ static int ob_events(og_store *s, const char *id, const char *kind)
     return n;
 }
 
-static bool ob_batching(void)
+/* SQLite's batch is one transaction of savepoints (Q31, Q32); PostgreSQL's
+ * one statement, whose abort falls back to one-row statements (OB4). */
+static bool ob_pg(void)
 {
-    return t_kind == T_SQLITE; /* PostgreSQL writes each outcome alone */
+    return t_kind == T_POSTGRES;
 }
 
 /* ===========================================================================
@@ -180,8 +182,6 @@ static void mixed_outcome_batch_answers_as_the_one_row_path(void **state)
     og_admit_stats st;
 
     (void)state;
-    if (!ob_batching())
-        skip(); /* PostgreSQL writes each outcome alone */
     batched = ob_store(64, 4);
     single = ob_store(1, 4);
     ob_mix_new(batched, &a);
@@ -210,11 +210,76 @@ static void mixed_outcome_batch_answers_as_the_one_row_path(void **state)
     assert_int_equal(ob_get(batched, a.id[3]).status, OG_OP_SUCCEEDED);
     assert_int_equal(ob_events(batched, a.id[3], "started"), 1);
     assert_int_equal(ob_events(batched, a.id[3], "outcome"), 1);
-    /* One batch of ten, counted as such. */
+    /* One batch of ten, counted as such; on PostgreSQL three rounds (OB2):
+     * rows 0-3, row 4 (row 3's payout again), rows 5-9 (row 4's payout;
+     * row 8 names row 0's credit, of an earlier round). */
     og_store_outcome_stats(batched, &st);
-    assert_true(st.batches == 1 && st.rows == MIX_ROWS && st.fallbacks == 0);
+    assert_true(st.batches == (ob_pg() ? 3u : 1u) && st.rows == MIX_ROWS &&
+                st.fallbacks == 0);
     og_store_free(batched);
     og_store_free(single);
+}
+
+/* ===========================================================================
+ * NotStarted only for a payout above the initial owner version (P2)
+ * ========================================================================= */
+/* An operation on s taken over once (owner version 2, still Admitted). */
+static og_operation ob_taken(og_store *s, og_operation op)
+{
+    og_operation tk;
+    bool taken = false;
+
+    t_set_op_time(NULL, op.operation_id, "lease_until", -5);
+    assert_int_equal(
+        og_op_takeover(s, op.operation_id, 1, "recovery", &tk, &taken), 0);
+    assert_true(taken);
+    assert_int_equal(tk.owner_version, 2);
+    return tk;
+}
+
+static void not_started_rows_of_a_batch_keep_the_payout_rule(void **state)
+{
+    const og_op_outcome ns = {OG_OP_NOT_STARTED, "provider_not_found", NULL,
+                              "recovery", NULL};
+    og_store *s;
+    og_operation p0, p1, c2;
+    og__outcome_row rows[4];
+    int rcs[4];
+    og_admit_stats st;
+
+    (void)state;
+    s = ob_store(64, 4);
+    p0 = ob_taken(s, t_payout_op(s)); /* a payout above the initial version */
+    p1 = t_payout_op(s);              /* a payout at the initial version */
+    c2 = ob_taken(s, ob_credit(s));   /* a credit above it */
+    rows[0] = (og__outcome_row){OG__OUTCOME_RECORD, p0.operation_id, 2, NULL,
+                                ADMITTED, &ns, false};
+    rows[1] = (og__outcome_row){OG__OUTCOME_RECORD, p1.operation_id, 1, NULL,
+                                ADMITTED, &ns, false};
+    rows[2] = (og__outcome_row){OG__OUTCOME_RECORD, c2.operation_id, 2, NULL,
+                                ADMITTED, &ns, false};
+    rows[3] = (og__outcome_row){OG__OUTCOME_RECORD, c2.operation_id, 2, NULL,
+                                ADMITTED, &ob_ok, false};
+    assert_int_equal(og__op_outcome_batch(s, rows, 4, rcs), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rcs[i], 0);
+    /* M22, P2: NotStarted only for row 0; row 3, the credit's own outcome
+     * after the refused NotStarted, is recorded. */
+    assert_true(rows[0].hit);
+    assert_false(rows[1].hit);
+    assert_false(rows[2].hit);
+    assert_true(rows[3].hit);
+    assert_int_equal(ob_get(s, p0.operation_id).status, OG_OP_NOT_STARTED);
+    assert_int_equal(ob_get(s, p1.operation_id).status, OG_OP_ADMITTED);
+    assert_int_equal(ob_events(s, p1.operation_id, "outcome"), 0);
+    assert_int_equal(ob_get(s, c2.operation_id).status, OG_OP_SUCCEEDED);
+    assert_int_equal(ob_events(s, c2.operation_id, "outcome"), 1);
+    /* PostgreSQL: rows 0-2 one statement, row 3 (c2 again) a round of its
+     * own (OB2); no round fell back. */
+    og_store_outcome_stats(s, &st);
+    assert_true(st.batches == (ob_pg() ? 2u : 1u) && st.rows == 4 &&
+                st.fallbacks == 0);
+    og_store_free(s);
 }
 
 /* ===========================================================================
@@ -233,8 +298,6 @@ static void outcome_row_that_fails_leaves_the_others_written(void **state)
     og_admit_stats st;
 
     (void)state;
-    if (!ob_batching())
-        skip(); /* PostgreSQL writes each outcome alone */
     s = ob_store(64, 4);
     c0 = ob_credit(s);
     c1 = ob_credit(s);
@@ -268,8 +331,12 @@ static void outcome_row_that_fails_leaves_the_others_written(void **state)
                                   &rows[1].hit),
                      0);
     assert_true(rows[1].hit);
+    /* SQLite: savepoints, no round fell back; PostgreSQL: the CHECK
+     * aborted the statement, and the round fell back to one-row
+     * statements (OB4). The lone record above is a batch of its own. */
     og_store_outcome_stats(s, &st);
-    assert_true(st.fallbacks == 0); /* savepoints: no round fell back */
+    assert_true(st.batches == 2 && st.rows == 5);
+    assert_true(st.fallbacks == (ob_pg() ? 1u : 0u));
     og_store_free(s);
 }
 
@@ -288,8 +355,6 @@ static void unconfirmed_outcome_commit_is_unavailable_for_every_row(
     (void)state;
     if (!OG_TEST_FAULT_INJECTION)
         skip(); /* fault points not compiled in (-Dfault_injection=true) */
-    if (!ob_batching())
-        skip(); /* PostgreSQL writes each outcome alone */
     s = ob_store(64, 4);
     c0 = ob_credit(s);
     c1 = ob_credit(s);
@@ -431,7 +496,7 @@ static void ob_racer(ob_race *r, int who)
         pthread_join(th[t], NULL);
     /* Every write of this store object counted in exactly one batch. */
     og_store_outcome_stats(s, &st);
-    if (ob_batching() && st.rows != (uint64_t)RACE_ROUNDS * RACE_OPS * 4)
+    if (st.rows != (uint64_t)RACE_ROUNDS * RACE_OPS * 4)
         abort();
     og_store_free(s);
 }
@@ -672,15 +737,11 @@ static void ob_queue(int batch_max)
             assert_int_equal(ob_events(s, c[i].ops[j].operation_id, NULL), 1);
         }
     og_store_outcome_stats(s, &st);
-    if (ob_batching()) {
-        assert_true(st.rows == (uint64_t)total);
-        assert_true(st.batches >= 1 && st.batches <= st.rows);
-        if (batch_max == 1)
-            assert_true(st.batches == st.rows);
-        assert_true(st.fallbacks == 0);
-    } else {
-        assert_true(st.batches == 0 && st.rows == 0);
-    }
+    assert_true(st.rows == (uint64_t)total);
+    assert_true(st.batches >= 1 && st.batches <= st.rows);
+    if (batch_max == 1)
+        assert_true(st.batches == st.rows);
+    assert_true(st.fallbacks == 0);
     free(c);
     og_store_free(s);
 }
@@ -760,18 +821,15 @@ static void admissions_and_outcome_writes_share_the_queue(void **state)
     og_store_outcome_stats(s, &os);
     assert_true(as.rows == (uint64_t)admitted);
     assert_true(as.batches >= 1 && as.batches <= as.rows);
-    if (ob_batching()) {
-        assert_true(os.rows == (uint64_t)recorded);
-        assert_true(os.batches >= 1 && os.batches <= os.rows);
-    } else {
-        assert_true(os.rows == 0);
-    }
+    assert_true(os.rows == (uint64_t)recorded);
+    assert_true(os.batches >= 1 && os.batches <= os.rows);
     free(m);
     og_store_free(s);
 }
 
 const struct CMUnitTest t_outcome_batch_tests[] = {
     cmocka_unit_test(mixed_outcome_batch_answers_as_the_one_row_path),
+    cmocka_unit_test(not_started_rows_of_a_batch_keep_the_payout_rule),
     cmocka_unit_test(outcome_row_that_fails_leaves_the_others_written),
     cmocka_unit_test(unconfirmed_outcome_commit_is_unavailable_for_every_row),
     cmocka_unit_test(outcome_batches_of_two_store_objects_race),

@@ -106,6 +106,8 @@ REGISTRY = {
            'the backends'),
     'CB': ('lib/store/postgres/consume_batch.c', "PostgreSQL's group "
            'commit of the consume verdict'),
+    'OB': ('lib/store/postgres/outcome_batch.c', "PostgreSQL's group "
+           'commit of outcomes'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

@@ -58,13 +58,14 @@ typedef struct og_store_options {
                          that finds fewer running leads a batch at once,
                          so a lone admission never waits. SQLite runs one
                          (one writer). */
-    int outcome_batch_max; /* group commit of outcomes (SQLite): the most
+    int outcome_batch_max; /* group commit of outcomes: the most
                          og_op_start / og_op_record writes of this store
-                         object one transaction holds, 1..OG_ADMIT_BATCH_MAX;
-                         1 writes each alone, in a transaction of its own,
-                         as before. PostgreSQL writes each alone whatever
-                         it says (docs/design.md, "Group commit of
-                         outcomes"). */
+                         object one transaction holds (SQLite: savepoints;
+                         PostgreSQL: one statement, no two writes of one
+                         operation, admit_batches_in_flight batches at
+                         once), 1..OG_ADMIT_BATCH_MAX; 1 writes each alone,
+                         in a transaction of its own, as before
+                         (docs/design.md, "Group commit of outcomes"). */
     int consume_batch_max; /* PostgreSQL: the most consume verdicts
                          (og_consume) of this store object one batch of
                          their own group commit holds, one statement and
@@ -227,8 +228,9 @@ void og_store_consume_stats(og_store *s, og_admit_stats *out);
 
 /* The same counters for the group commit of outcomes (og_op_start,
  * og_op_record; og_store_options.outcome_batch_max): batches, the writes
- * they held, fallbacks (always 0 on SQLite, whose rows are savepoints).
- * Zeros for NULL s and on PostgreSQL, which writes each outcome alone. */
+ * they held, fallbacks (always 0 on SQLite, whose rows are savepoints; on
+ * PostgreSQL a batch whose statement aborted and whose writes ran one by
+ * one). Zeros for NULL s. */
 void og_store_outcome_stats(og_store *s, og_admit_stats *out);
 
 /* Reads the operation with this id. Returns 1 and fills *out when it exists,

@@ -25,6 +25,12 @@
  *                   verdicts committed: every row of the batch gets
  *                   OG_ESTORE_UNAVAILABLE; the commit stays
  *                   (tests/consume_batch.c).
+ *   outcome_batch_ack_lost
+ *                   lib/store/sqlite/admit.c and
+ *                   lib/store/postgres/outcome_batch.c, after a batch
+ *                   holding outcome writes committed: every row of the
+ *                   batch gets OG_ESTORE_UNAVAILABLE; the commit stays
+ *                   (tests/outcome_batch.c).
  *   consume_batch_abort
  *                   lib/store/postgres/consume_batch.c, before a batch's
  *                   statement runs: the statement counts as aborted whole,

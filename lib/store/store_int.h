@@ -842,8 +842,8 @@ typedef int og__store_op_start_fn(void *impl, const char *operation_id,
 typedef int og__store_op_record_fn(void *impl, const char *operation_id,
                                    unsigned expected, int64_t owner_version,
                                    const og_op_outcome *o, bool *recorded);
-/* One outcome write of the group commit of outcomes (a backend that
- * batches them, lib/store/sqlite/exec.c): an op_start (actor) or an
+/* One outcome write of the group commit of outcomes (lib/store/sqlite/
+ * exec.c, lib/store/postgres/outcome_batch.c): an op_start (actor) or an
  * op_record (expected, o) of operation_id at owner_version, its input
  * checked as og_op_start's or og_op_record's; hit is its answer (started,
  * recorded), read only when its rc is 0. */
@@ -859,9 +859,10 @@ typedef struct og__outcome_row {
 } og__outcome_row;
 /* rows[0..n) (1..OG_ADMIT_BATCH_MAX) written as ONE batch of the group
  * commit of outcomes, bypassing its queue: the test hook
- * og__op_outcome_batch. rcs[i] is what op_start or op_record would return
- * for row i alone, rows[i].hit its answer. 0, or OG_EINVAL. NULL in a
- * backend that writes each outcome alone. */
+ * og__op_outcome_batch (PostgreSQL: as rounds naming no operation twice).
+ * rcs[i] is what op_start or op_record would return for row i alone,
+ * rows[i].hit its answer. 0, or OG_EINVAL. NULL in a backend that writes
+ * each outcome alone. */
 typedef int og__store_outcome_batch_fn(void *impl, og__outcome_row *rows,
                                        int n, int *rcs);
 /* The group commit of outcomes' counters (og_store_outcome_stats); NULL

@@ -108,14 +108,15 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "SQLite runs one (one writer)."},
     {"outcome_batch_max", OG_CFG_INT, 1, OG_ADMIT_BATCH_MAX, "64",
      AT(outcome_batch_max),
-     "Group commit of outcomes on SQLite: the most execution writes (a "
-     "credit's recorded outcome, a payout attempt's start) this instance's "
-     "store object coalesces into one transaction and one commit "
-     "(docs/design.md, \"Group commit of outcomes\"). A batch closes when "
-     "it is full or when no more writes are waiting, never on a timer; "
-     "every write still gets the answer it would get alone. 1 writes each "
-     "in a transaction of its own. PostgreSQL writes each outcome alone "
-     "(one statement) whatever this says."},
+     "Group commit of outcomes: the most execution writes (a credit's "
+     "recorded outcome, a payout attempt's start) this instance's store "
+     "object coalesces into one transaction and one commit: on SQLite one "
+     "transaction of savepoints, on PostgreSQL one statement, two writes "
+     "of one operation never in one batch (docs/design.md, \"Group commit "
+     "of outcomes\"). A batch closes when it is full or when no more "
+     "writes are waiting, never on a timer; every write still gets the "
+     "answer it would get alone. 1 writes each in a transaction of its "
+     "own."},
     {"consume_batch_max", OG_CFG_INT, 1, OG_ADMIT_BATCH_MAX, "64",
      AT(consume_batch_max),
      "Group commit of consume verdicts (`POST /v1/grants/consume`) on "

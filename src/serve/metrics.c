@@ -624,7 +624,7 @@ void og_metrics_admit_batches(og_store *s, char **text)
     family(f, "oncegate_outcome_batches_total", "counter",
            "Group commit batches of outcome writes (og_op_start, "
            "og_op_record) this instance's store object ran; a lone write is "
-           "a batch of one. SQLite only.");
+           "a batch of one.");
     fprintf(f, "oncegate_outcome_batches_total %" PRIu64 "\n", oc.batches);
     family(f, "oncegate_outcome_batched_writes_total", "counter",
            "Outcome writes those batches held: divided by the batches, the "

@@ -147,7 +147,7 @@ typedef struct og_srv_config {
     int pool_size;              /* store connections per instance */
     int admit_batch_max;        /* group commit: admissions per batch */
     int admit_batches_in_flight; /* group commit: batches at once (pg) */
-    int outcome_batch_max;      /* group commit of outcomes (sqlite) */
+    int outcome_batch_max;      /* group commit of outcomes */
     int consume_batch_max;      /* group commit: verdicts per batch (pg) */
     size_t max_body_bytes;      /* request bodies above it: 413 */
     int max_connections;        /* concurrent HTTP connections */
@@ -522,8 +522,7 @@ void og_metrics_payout_stats(og_store *s, char **text);
  * oncegate_consume_batched_verdicts_total and
  * oncegate_consume_batch_fallbacks_total; and the group commit of outcomes'
  * (og_store_outcome_stats): oncegate_outcome_batches_total and
- * oncegate_outcome_batched_writes_total (zeros on PostgreSQL, which writes
- * each outcome alone). Nothing when memory runs out. */
+ * oncegate_outcome_batched_writes_total. Nothing when memory runs out. */
 void og_metrics_admit_batches(og_store *s, char **text);
 
 #endif /* OG_SERVE_H */

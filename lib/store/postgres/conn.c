@@ -806,6 +806,8 @@ static void pg_close(void *impl)
     og__pool_free(pg->pool);
     og__pg_batcher_free(pg->batcher);
     og__pg_batcher_free(pg->consume_batcher);
+    if (pg->outcome_batcher != NULL)
+        og__pg_outcome_close(pg);
     free(pg->target);
     free(pg);
 }
@@ -894,7 +896,9 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg->consume_batcher = og__pg_batcher_new(OG__PG_BATCH_CONSUME,
                                              opts->admit_batches_in_flight,
                                              opts->consume_batch_max);
-    if (pg->batcher == NULL || pg->consume_batcher == NULL) {
+    if (pg->batcher == NULL || pg->consume_batcher == NULL ||
+        og__pg_outcome_open(pg, opts->admit_batches_in_flight,
+                            opts->outcome_batch_max) != 0) {
         rc = OG_ENOMEM;
         goto out;
     }
@@ -955,6 +959,8 @@ const og__store_methods og__postgres_methods = {
     .op_may_submit = og__pg_op_may_submit,
     .op_start = og__pg_op_start,
     .op_record = og__pg_op_record,
+    .outcome_batch = og__pg_outcome_batch,
+    .outcome_stats = og__pg_outcome_stats,
     .op_takeover = og__pg_op_takeover,
     .op_resolve = og__pg_op_resolve,
     .op_list = og__pg_op_list,

@@ -14,7 +14,10 @@
  *      reads clock_timestamp() ONCE, after the lock (M18: a lock wait never
  *      eats a lease), then UPDATEs the row with the same conditions (a
  *      start's lease_until and submit_by tests use that instant) and
- *      INSERTs the event from the UPDATE's RETURNING.
+ *      INSERTs the event from the UPDATE's RETURNING. A start and a record
+ *      go through the group commit of outcomes (outcome_batch.c,
+ *      OB1-OB6): alone, these statements; in a batch, one statement of
+ *      the same conditions for every row.
  *  I16 op_list runs as an unnamed statement (M21), planned with its
  *      parameters on every call: a generic plan of a named one could not
  *      prove the partial recovery index's predicate from a status
@@ -163,13 +166,14 @@ const og__pg_stmt og__pg_op_start_stmt = {"og_op_start", pg_op_start_sql,
 int og__pg_op_start(void *impl, const char *operation_id, int64_t owner_version,
                     const char *actor, bool *started)
 {
-    og__pg_store *pg = impl;
-    char version[24];
-    const char *params[3] = {operation_id, version, actor};
+    og__outcome_row row = {.kind = OG__OUTCOME_START,
+                           .operation_id = operation_id,
+                           .owner_version = owner_version,
+                           .actor = actor};
 
-    og__pg_fmt_i64(version, sizeof version, owner_version);
-    /* true only after ReadyForQuery (I1): the caller may send (P1) */
-    return pg_run_bool(pg, &og__pg_op_start_stmt, params, started);
+    /* Through the group commit of outcomes (outcome_batch.c, OB1); true
+     * only after ReadyForQuery (I1, OB6): the caller may send (P1). */
+    return og__pg_outcome_submit(impl, &row, started);
 }
 
 /* Records an outcome. $1 operation_id  $2 expected statuses (text[] of
@@ -217,10 +221,10 @@ const og__pg_stmt og__pg_op_record_stmt = {
 /* pg_op_record_sql's parameters, into params[9]; version and statuses are
  * the caller's buffers (24 and PG_STATUSES_MAX bytes). Shared by the
  * outcome alone and the resolution (I28), so both run the one statement. */
-static int pg_op_record_params(const char *operation_id, unsigned expected,
-                               int64_t owner_version, const og_op_outcome *o,
-                               const char *source, char *version,
-                               char *statuses, const char *params[9])
+int og__pg_op_record_params(const char *operation_id, unsigned expected,
+                            int64_t owner_version, const og_op_outcome *o,
+                            const char *source, char *version,
+                            char *statuses, const char *params[9])
 {
     const char *to = og_op_status_name(o->status);
     int rc;
@@ -255,7 +259,7 @@ int og__pg_op_record_in(og__pg_store *pg, og__pg_conn *c, const char *id,
     PGresult *res = NULL;
     int rc;
 
-    if ((rc = pg_op_record_params(id, expected, owner_version, o, source,
+    if ((rc = og__pg_op_record_params(id, expected, owner_version, o, source,
                                   version, statuses, params)) != 0)
         return rc;
     rc = og__pg_run_in(pg, c, &og__pg_op_record_stmt, params, &res,
@@ -274,15 +278,14 @@ int og__pg_op_record(void *impl, const char *operation_id, unsigned expected,
                      int64_t owner_version, const og_op_outcome *o,
                      bool *recorded)
 {
-    og__pg_store *pg = impl;
-    char version[24], statuses[PG_STATUSES_MAX];
-    const char *params[9];
-    int rc = pg_op_record_params(operation_id, expected, owner_version, o,
-                                 NULL, version, statuses, params);
+    og__outcome_row row = {.kind = OG__OUTCOME_RECORD,
+                           .operation_id = operation_id,
+                           .owner_version = owner_version,
+                           .expected = expected,
+                           .o = o};
 
-    if (rc != 0)
-        return rc;
-    return pg_run_bool(pg, &og__pg_op_record_stmt, params, recorded);
+    /* Through the group commit of outcomes (outcome_batch.c, OB1). */
+    return og__pg_outcome_submit(impl, &row, recorded);
 }
 
 /* Takes an operation over for recovery (docs/design.md, "Execution: one

@@ -101,6 +101,7 @@
 #ifndef OG_STORE_POSTGRES_INTERNAL_H
 #define OG_STORE_POSTGRES_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -383,6 +384,11 @@ typedef struct og__pg_store {
                                  the store's; never changes after */
     struct og__pg_batcher *batcher; /* group commit (admit_batch.c) */
     struct og__pg_batcher *consume_batcher; /* the verdicts' (consume_batch.c) */
+    /* Group commit of outcomes (outcome_batch.c, OB1): the shared queue
+     * (lib/store/batcher.c) and its counters, under outcome_mu. */
+    struct og__batcher *outcome_batcher;
+    pthread_mutex_t outcome_mu;
+    og_admit_stats outcome_stats;
 } og__pg_store;
 
 /* The statements prepared on one connection: a set of descriptors, keyed by
@@ -699,6 +705,15 @@ og__store_revoke_fn og__pg_revoke;
 og__store_family_revoke_fn og__pg_family_revoke;
 og__store_ticket_create_fn og__pg_ticket_create;
 og__store_ticket_rotate_fn og__pg_ticket_rotate;
+/* outcome_batch.c: group commit of outcomes (OB1-OB6). The queue of pg
+ * with at most in_flight batches of max_rows rows (0 or OG_ENOMEM), and
+ * its end; one write through it (0 and *hit, or the error). */
+int og__pg_outcome_open(og__pg_store *pg, int in_flight, int max_rows);
+void og__pg_outcome_close(og__pg_store *pg);
+int og__pg_outcome_submit(og__pg_store *pg, og__outcome_row *row, bool *hit);
+og__store_outcome_batch_fn og__pg_outcome_batch;
+og__store_outcome_stats_fn og__pg_outcome_stats;
+
 /* consume_batch.c */
 og__store_consume_fn og__pg_consume;
 og__store_consume_batch_fn og__pg_consume_batch;
@@ -811,5 +826,12 @@ extern const og__pg_stmt og__pg_payout_return_stmt;
 int og__pg_op_list_params(const og_op_filter *f,
                           char statuses[PG_STATUSES_MAX], char before[24],
                           char limit[16], const char *params[6]);
+/* pg_op_record_sql's nine values (exec.c): version and statuses are the
+ * caller's buffers (24 and PG_STATUSES_MAX bytes). 0, or OG_EINTERNAL for
+ * an expected set or a status store.c refuses. */
+int og__pg_op_record_params(const char *operation_id, unsigned expected,
+                            int64_t owner_version, const og_op_outcome *o,
+                            const char *source, char *version,
+                            char *statuses, const char *params[9]);
 
 #endif
