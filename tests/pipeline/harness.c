@@ -672,6 +672,48 @@ static void *pl_interposed_worker(void *arg)
     return NULL;
 }
 
+/* The change lands in the window the fault point payout_claim_pause holds
+ * open (OG__FAULT_CLAIM_PAUSE_MS, 1500 ms, after the validation and before
+ * the claim's transaction): the job seen taken, 600 ms for the validation's
+ * few reads, then the change commits with 900 ms to spare. No lock is
+ * held, so it does not depend on who wins a lock race: under load the
+ * worker's take, validation and claim used to run back to back and the
+ * change never got in between. One thing can still defeat it: a
+ * validation slower than 600 ms reads the change itself and refuses with
+ * its own reason — that run did not test the claim, and the caller tries
+ * another world (false). */
+static bool between_paused(pl_world *w, const char *job_id,
+                           const char *change_sql, pl_interpose *ip)
+{
+    pthread_t th;
+    int64_t until = t_now_ms() + 10000;
+    bool taken = false;
+
+    pl_fault("payout_claim_pause");
+    assert_int_equal(pthread_create(&th, NULL, pl_interposed_worker, ip), 0);
+    while (t_now_ms() < until &&
+           !(taken = t_raw_int(w->raw,
+                               "SELECT deliveries FROM payout_jobs WHERE"
+                               " job_id = '%s'",
+                               job_id) >= 1))
+        t_sleep_ms(20);
+    if (taken) {
+        t_sleep_ms(600);
+        if (t_raw_exec(w->raw, change_sql) != 0)
+            fail_msg("raw: %s", change_sql);
+    }
+    pthread_join(th, NULL);
+    pl_fault(NULL);
+    if (ip->rc != 0)
+        fail_msg("og_payout_work_once: %s", og_err_name(ip->rc));
+    if (!taken)
+        fail_msg("the worker never took job %s", job_id);
+    /* refused before the claim: the validation itself saw the change */
+    return !(ip->wk.end == OG_PAYOUT_WORK_REFUSED &&
+             ip->wk.reason != OG_PAYOUT_WORKER_CLAIM_LOST &&
+             ip->wk.reason != OG_PAYOUT_WORKER_CLAIM_CONTEXT_CHANGED);
+}
+
 bool pl_between_validation_and_claim(pl_world *w, const char *job_id,
                                      const char *table, const char *key_col,
                                      const char *key, const char *change_sql,
@@ -682,6 +724,13 @@ bool pl_between_validation_and_claim(pl_world *w, const char *job_id,
     pthread_t th;
     bool ok = false;
 
+    if (OG_TEST_FAULT_INJECTION) {
+        ok = between_paused(w, job_id, change_sql, &ip);
+        *out = ip.wk;
+        return ok;
+    }
+    /* Without the fault point: the lock race below, which a loaded
+     * machine can lose every time (the callers try 8 worlds). */
     if (t_kind == T_POSTGRES) {
         PGconn *pg = PQconnectdb(w->url);
         char lock[512];
