@@ -271,6 +271,9 @@ enum {
     ARR_COUNT
 };
 
+_Static_assert(ARR_COUNT <= OG__PG_BATCH_ARRAYS, "the arrays fit the args");
+_Static_assert(BATCH_N == 0, "the ordinality comes first (BR4)");
+
 /* The batch's statement (B3) over rows[0..n): the nine arrays, the
  * parameters, the statement of the rows' form and keys; 0, or OG_ENOMEM
  * (the round falls back, BR2). */

@@ -181,6 +181,9 @@ static const og__admit_req *pcb_req(const void *row)
 
 enum { ARR_ISSUER, ARR_GRANT, ARR_EXPIRES, ARR_FAMILY, ARR_COUNT };
 
+_Static_assert(ARR_COUNT <= OG__PG_BATCH_ARRAYS, "the arrays fit the args");
+_Static_assert(PCB_N == 0, "the ordinality comes first (BR4)");
+
 /* The batch's statement (CB3) over rows[0..n): the four arrays, the
  * parameters, the statement of the rows' form and keys; 0, or OG_ENOMEM
  * (the round falls back, BR2). */

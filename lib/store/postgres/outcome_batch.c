@@ -240,6 +240,9 @@ static int pob_one(og__pg_store *pg, void *row, int64_t deadline_us)
     return rc;
 }
 
+_Static_assert(ARR_COUNT <= OG__PG_BATCH_ARRAYS, "the arrays fit the args");
+_Static_assert(POB_N == 0, "the ordinality comes first (BR4)");
+
 /* The batch's statement (OB3) over rows[0..n): the nine arrays as its
  * parameters; 0, or the error (the round falls back, OB4). */
 static int pob_bind(og__pg_store *pg, void *const *rows, int n,
