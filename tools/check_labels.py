@@ -108,6 +108,8 @@ REGISTRY = {
            'commit of the consume verdict'),
     'OB': ('lib/store/postgres/outcome_batch.c', "PostgreSQL's group "
            'commit of outcomes'),
+    'BR': ('lib/store/postgres/batch_run.c', "PostgreSQL's batched "
+           'statements, every kind alike: run, fall back, count'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

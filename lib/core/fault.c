@@ -20,22 +20,25 @@
  *                   OG_ESTORE_UNAVAILABLE as if the acknowledgment was lost;
  *                   the commit stays (tests/serve/failures.c).
  *   consume_batch_ack_lost
- *                   lib/store/postgres/consume_batch.c and
+ *                   lib/store/postgres/consume_batch.c (asked by
+ *                   batch_run.c) and
  *                   lib/store/sqlite/admit.c, after a batch holding consume
  *                   verdicts committed: every row of the batch gets
  *                   OG_ESTORE_UNAVAILABLE; the commit stays
  *                   (tests/consume_batch.c).
  *   outcome_batch_ack_lost
  *                   lib/store/sqlite/admit.c and
- *                   lib/store/postgres/outcome_batch.c, after a batch
- *                   holding outcome writes committed: every row of the
- *                   batch gets OG_ESTORE_UNAVAILABLE; the commit stays
+ *                   lib/store/postgres/outcome_batch.c (asked by
+ *                   batch_run.c), after a batch holding outcome writes
+ *                   committed: every row of the batch gets
+ *                   OG_ESTORE_UNAVAILABLE; the commit stays
  *                   (tests/outcome_batch.c).
  *   consume_batch_abort
- *                   lib/store/postgres/consume_batch.c, before a batch's
- *                   statement runs: the statement counts as aborted whole,
- *                   nothing of it ran, and the round falls back to one
- *                   statement per verdict (tests/consume_batch.c).
+ *                   lib/store/postgres/consume_batch.c (asked by
+ *                   batch_run.c), before a batch's statement runs: the
+ *                   statement counts as aborted whole, nothing of it ran,
+ *                   and the round falls back to one statement per verdict
+ *                   (tests/consume_batch.c).
  *   payout_decide_after_reservation, payout_decide_after_decision,
  *   payout_decide_before_commit
  *                   og_payout_decide (lib/store/payout.c, once for both

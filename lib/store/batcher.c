@@ -4,9 +4,9 @@
  * admissions' queue (lib/store/postgres/admit_batch.c, B1, B2, B4) and
  * SQLite's (lib/store/sqlite/admit.c, G2, G3) each wrote for themselves.
  * SQLite's admissions and outcome writes (lib/store/sqlite/exec.c,
- * Q31-Q35) and PostgreSQL's outcome writes (lib/store/postgres/
- * outcome_batch.c, OB1, OB2) queue here; PostgreSQL's admissions still keep their own copy
- * (admit_batch.c), the same queue with B2's conflicts, to move here.
+ * Q31-Q35) and PostgreSQL's admissions, consume verdicts and outcome
+ * writes (lib/store/postgres/batch_run.c, one queue per kind and store
+ * object, with B2's, CB2's and OB2's conflicts) queue here.
  *
  *  GQ1 Coalescing, never a timer. A caller leads when fewer than in_flight
  *      batches run, and takes EVERYTHING queued at that moment that GQ2

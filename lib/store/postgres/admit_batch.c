@@ -4,25 +4,29 @@
  * statement (one round trip, one commit) whose every row answers exactly
  * what the one-row statement (admit.c) would have answered. The store's
  * admission method (og__pg_admit) is here; admit.c keeps the one-row
- * statement, which a lone request still runs unchanged.
+ * statement, which a lone request still runs unchanged. The queue is the
+ * shared one (lib/store/batcher.c, GQ1-GQ5) and a batch runs as every
+ * PostgreSQL batch does (batch_run.c, BR1-BR6); what is the admissions'
+ * own is below: the statement, the rule that rows never meet, the answers.
  *
- *  B1 Coalescing, never a timer. A caller leads when fewer than
+ *  B1 Coalescing, never a timer (GQ1). A caller leads when fewer than
  *     og_store_options.admit_batches_in_flight batches of this store object
  *     run, and takes EVERYTHING queued at that moment that B2 admits, up to
- *     admit_batch_max rows; the others wait on the condition variable. So a
- *     batch closes when it is full or when nobody else is waiting, and a
- *     lone request runs at once, as a batch of one, through the one-row
- *     statement (og__pg_admit_one) unchanged: batching adds no latency to
- *     it. admit_batch_max = 1 turns batching off: every caller runs the
- *     one-row statement at once, with no queue and no bound but the pool's,
- *     as before group commit (each call still counted as a batch of one).
- *     The consume verdict's group commit (consume_batch.c, CB1) is a
- *     second queue of this shape per store object (og__pg_batcher_new's
- *     kind); its batches run there.
+ *     admit_batch_max rows; the others wait, each on its own condition
+ *     variable. So a batch closes when it is full or when nobody else is
+ *     waiting, and a lone request runs at once, as a batch of one, through
+ *     the one-row statement (og__pg_admit_one) unchanged (BR1): batching
+ *     adds no latency to it. admit_batch_max = 1 turns batching off (GQ5):
+ *     every caller runs the one-row statement at once, with no queue and no
+ *     bound but the pool's, as before group commit (each call still
+ *     counted as a batch of one, BR6). The consume verdicts
+ *     (consume_batch.c, CB1) and the outcome writes (outcome_batch.c, OB1)
+ *     have queues of their own per store object, of the same shape.
  *  B2 Rows never meet. No two rows of a batch share a grant key (issuer,
  *     grant_id) or an operation id, and all rows of a batch are of one
- *     grant form: a request that would break this stays queued, in order,
- *     for a later batch. So no row's claim, insert or report can see or
+ *     grant form (og__pg_req_conflicts, the queue's conflicts test): a
+ *     request that would break this stays queued, in order, for a later
+ *     batch (GQ2). So no row's claim, insert or report can see or
  *     wait for another row of its own statement, and each row's answer is
  *     what the one-row statement would have answered at that instant.
  *  B3 One statement, one commit (pg_admit_batch_sql): arrays bound as
@@ -40,15 +44,15 @@
  *     taken by another grant's operation, an operation already holding the
  *     grant), or any other error one row can cause — rolls back every row
  *     (nothing was claimed), and that round falls back to the one-row
- *     statement per row, which answers each exactly.
- *  B4 Deadlines as SQLite's G3: a caller whose deadline (its
+ *     statement per row, which answers each exactly (BR2).
+ *  B4 Deadlines as SQLite's G3 (GQ3): a caller whose deadline (its
  *     store_timeout, from the call) passes while queued leaves with
  *     OG_ESTORE_UNAVAILABLE, nothing of it having run; a batch's statement
- *     runs with the earliest deadline of its rows.
+ *     runs with the earliest deadline of its rows (BR5).
  *  B5 An unconfirmed commit (connection lost, the wait for a synchronous
  *     standby cancelled, I3; the fault point admit_batch_ack_lost) answers
- *     EVERY row OG_ESTORE_UNAVAILABLE, never an outcome: none of them is
- *     known to be committed. A row that claimed nothing and whose holder the
+ *     EVERY row OG_ESTORE_UNAVAILABLE, never an outcome (BR3): none of them
+ *     is known to be committed. A row that claimed nothing and whose holder the
  *     snapshot missed gets the one-row follow-up read (og__pg_consumption,
  *     fenced in its own commit: I30), and a failure of that read answers
  *     that row its error. The read fence (I30) of every other row that
@@ -70,13 +74,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "internal.h"
-
-/* The most rows one batch may hold (og_store_options.admit_batch_max is
- * checked against it by store.c). */
-#define PGB_ROWS_MAX OG_ADMIT_BATCH_MAX
+#include "batch_run.h"
 
 /* ===========================================================================
  * The batched statement (B3, B6)
@@ -190,7 +189,7 @@
 /* Each statement is longer than the 4095 characters of one literal ISO C
  * guarantees, so it is written as three literals (its head, the insert,
  * the report) and joined once, before the first store object opens
- * (og__pg_batcher_new, which joins admit.c's one-row statements too), into
+ * (og__pg_admit_open, which joins admit.c's one-row statements too), into
  * a buffer the descriptor names. */
 #define PGB_HEAD_TOKEN(K)                                                      \
     "WITH " PGB_REQ_CTE ",\n" PG_BATCH_FAMILY_CTES ",\n" PGB_CLAIM_TOKEN(K) ",\n"
@@ -242,45 +241,21 @@ enum {
 };
 
 /* ===========================================================================
- * The parameters: text[] literals
+ * A batch of admissions (batch_run.c, BR1-BR6)
  * ========================================================================= */
 
-void og__pg_buf_put(og__pg_buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        char *p;
+/* One admission in the queue: its request (first, as og__pg_req_conflicts
+ * reads it), and where its answer goes. */
+typedef struct pgb_row {
+    const og__admit_req *req;
+    og_admission *out;
+} pgb_row;
 
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        if ((p = realloc(b->p, cap)) == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-void og__pg_buf_elem(og__pg_buf *b, int i, const char *v)
+/* The request of a row whose first member is its request: an admission's,
+ * a verdict's (consume_batch.c). */
+static const og__admit_req *pgb_req(const void *row)
 {
-    og__pg_buf_put(b, i == 0 ? "{" : ",", 1);
-    if (v == NULL) {
-        og__pg_buf_put(b, "NULL", 4);
-        return;
-    }
-    og__pg_buf_put(b, "\"", 1);
-    for (; *v; v++) {
-        if (*v == '"' || *v == '\\')
-            og__pg_buf_put(b, "\\", 1);
-        og__pg_buf_put(b, v, 1);
-    }
-    og__pg_buf_put(b, "\"", 1);
+    return *(const og__admit_req *const *)row;
 }
 
 enum {
@@ -296,15 +271,21 @@ enum {
     ARR_COUNT
 };
 
-/* The nine arrays of reqs[0..n) (n >= 1); 0, or OG_ENOMEM. */
-static int pgb_arrays(const og__admit_req *const *reqs, int n,
-                      og__pg_buf arr[ARR_COUNT])
-{
-    char expires[24];
-    int i, a;
+_Static_assert(ARR_COUNT <= OG__PG_BATCH_ARRAYS, "the arrays fit the args");
+_Static_assert(BATCH_N == 0, "the ordinality comes first (BR4)");
 
-    for (i = 0; i < n; i++) {
-        const og__admit_req *q = reqs[i];
+/* The batch's statement (B3) over rows[0..n): the nine arrays, the
+ * parameters, the statement of the rows' form and keys; 0, or OG_ENOMEM
+ * (the round falls back, BR2). */
+static int pgb_bind(og__pg_store *pg, void *const *rows, int n,
+                    og__pg_batch_args *a)
+{
+    og__pg_buf *arr = a->arr;
+    char expires[24];
+    int rc;
+
+    for (int i = 0; i < n; i++) {
+        const og__admit_req *q = pgb_req(rows[i]);
 
         og__pg_fmt_i64(expires, sizeof expires, q->expires_at_us);
         og__pg_buf_elem(&arr[ARR_ISSUER], i, q->issuer);
@@ -317,226 +298,82 @@ static int pgb_arrays(const og__admit_req *const *reqs, int n,
         og__pg_buf_elem(&arr[ARR_CURRENCY], i, q->currency);
         og__pg_buf_elem(&arr[ARR_FAMILY], i, q->family[0] ? q->family : NULL);
     }
-    for (a = 0; a < ARR_COUNT; a++) {
-        og__pg_buf_put(&arr[a], "}", 1);
-        if (arr[a].oom)
-            return OG_ENOMEM;
-    }
+    if ((rc = og__pg_bufs_end(arr, ARR_COUNT)) != 0)
+        return rc;
+    a->params[0] = arr[ARR_ISSUER].p;
+    a->params[1] = arr[ARR_GRANT].p;
+    a->params[2] = arr[ARR_OP].p;
+    a->params[3] = arr[ARR_EXPIRES].p;
+    a->params[4] = arr[ARR_CALLER].p;
+    a->params[5] = arr[ARR_ACCOUNT].p;
+    a->params[6] = arr[ARR_AMOUNT].p;
+    a->params[7] = arr[ARR_CURRENCY].p;
+    a->params[8] = pg->leeway;
+    a->params[9] = pg->lease;
+    a->params[10] = pg->window;
+    a->params[11] = PG_STR(OG__INITIAL_OWNER_VERSION);
+    a->params[12] = arr[ARR_FAMILY].p;
+    a->stmt = pgb_req(rows[0])->form == OG_FORM_ROW
+                  ? og__pg_keyed(pg, &og__pg_admit_batch_row_stmt,
+                                 &og__pg_admit_batch_row_hashed_stmt)
+                  : og__pg_keyed(pg, &og__pg_admit_batch_stmt,
+                                 &og__pg_admit_batch_hashed_stmt);
     return 0;
 }
 
-/* ===========================================================================
- * Running one batch
- * ========================================================================= */
-
-/* One row of the result into *out (0), or the error. A row that claimed
- * nothing was fenced by the statement's own commit (pgb_fence, I30). */
-static int pgb_row(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
-                   int row, const og__admit_req *req, og_admission *out)
+/* Result row i answers row (og__pg_batch_kind.answer): its admission, or
+ * its error in *rc. A row that claimed nothing was fenced by the
+ * statement's own commit (pgb_fence, I30, B5). */
+static int pgb_answer(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
+                      int i, void *row, int *rc)
 {
+    const pgb_row *r = row;
     og_admission result;
     og__consumption cons;
     og_operation op;
     bool have_op = false;
-    int rc;
 
     memset(&result, 0, sizeof result);
-    if (og__pg_get_bool(res, row, BATCH_ADMITTED)) {
+    if (og__pg_get_bool(res, i, BATCH_ADMITTED)) {
         /* Confirmed at ReadyForQuery (I1). */
-        if ((rc = og__pg_op_parse(res, row, BATCH_OP, &result.operation)) != 0)
-            return rc;
+        if ((*rc = og__pg_op_parse(res, i, BATCH_OP, &result.operation)) != 0)
+            return 0;
         result.outcome = OG_OUTCOME_ADMITTED;
         result.refusal = OG_REFUSAL_NONE;
-        *out = result;
+        *r->out = result;
         return 0;
     }
-    rc = og__pg_unclaimed_parse(res, row, BATCH_HOLDER, BATCH_OP, req, true,
-                                &cons, &op, &have_op);
-    if (rc == 0 && !cons.present) /* I11: the snapshot missed the holder */
-        rc = og__pg_consumption(pg, c, req, true, &cons, &op, &have_op);
-    if (rc != 0)
-        return rc;
-    og__classify_unclaimed(req, &cons, have_op ? &op : NULL, &result);
-    *out = result;
+    *rc = og__pg_unclaimed_parse(res, i, BATCH_HOLDER, BATCH_OP, r->req, true,
+                                 &cons, &op, &have_op);
+    if (*rc == 0 && !cons.present) /* I11: the snapshot missed the holder */
+        *rc = og__pg_consumption(pg, c, r->req, true, &cons, &op, &have_op);
+    if (*rc != 0)
+        return 0;
+    og__classify_unclaimed(r->req, &cons, have_op ? &op : NULL, &result);
+    *r->out = result;
     return 0;
 }
 
-/* Runs reqs[0..n) (n >= 2, B2 holds) as ONE statement on a connection of
- * its own, with deadline_us (B4). 0 and outs/rcs, or OG__PG_REFUSE /
- * another error when the statement aborted whole and nothing of it is
- * committed (the caller falls back, B3); OG_ESTORE_UNAVAILABLE fills every
- * rcs (B5). */
-static int pgb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
-                         int n, int64_t deadline_us, og_admission *outs,
-                         int *rcs)
+/* A batch of one, and each row of a fallback (B3): the one-row statement
+ * (admit.c). */
+static int pgb_one(og__pg_store *pg, void *row, int64_t deadline_us)
 {
-    og__pg_buf arr[ARR_COUNT];
-    char owner[24], constraint[64];
-    const char *params[13];
-    const og__pg_stmt *stmt;
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    bool seen[PGB_ROWS_MAX];
-    int rc, i;
+    const pgb_row *r = row;
 
-    memset(arr, 0, sizeof arr);
-    memset(seen, 0, sizeof seen);
-    constraint[0] = '\0';
-    if ((rc = pgb_arrays(reqs, n, arr)) != 0)
-        goto out;
-    og__pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
-    params[0] = arr[ARR_ISSUER].p;
-    params[1] = arr[ARR_GRANT].p;
-    params[2] = arr[ARR_OP].p;
-    params[3] = arr[ARR_EXPIRES].p;
-    params[4] = arr[ARR_CALLER].p;
-    params[5] = arr[ARR_ACCOUNT].p;
-    params[6] = arr[ARR_AMOUNT].p;
-    params[7] = arr[ARR_CURRENCY].p;
-    params[8] = pg->leeway;
-    params[9] = pg->lease;
-    params[10] = pg->window;
-    params[11] = owner;
-    params[12] = arr[ARR_FAMILY].p;
-    stmt = reqs[0]->form == OG_FORM_ROW
-               ? og__pg_keyed(pg, &og__pg_admit_batch_row_stmt,
-                              &og__pg_admit_batch_row_hashed_stmt)
-               : og__pg_keyed(pg, &og__pg_admit_batch_stmt,
-                              &og__pg_admit_batch_hashed_stmt);
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        goto all; /* nothing ran */
-    rc = og__pg_exec_prepared_until(pg, c, stmt, params, &res, constraint,
-                                    sizeof constraint, deadline_us);
-    if (rc == OG_ESTORE_UNAVAILABLE)
-        goto all; /* B5: not confirmed, whatever it did */
-    if (rc != 0)
-        goto out; /* aborted whole: nothing is committed (B3) */
-    if (og__fault("admit_batch_ack_lost")) {
-        /* tests only (fault.c): committed, the acknowledgment lost */
-        c->broken = true;
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto all;
-    }
-    if (PQntuples(res) != n || og__pg_shape(res, BATCH_NCOLS, n) != 0) {
-        rc = OG_EINTERNAL;
-        goto all;
-    }
-    for (i = 0; i < n; i++) {
-        int64_t k;
-
-        if (og__pg_get_i64(res, i, BATCH_N, &k) != 0 || k < 1 || k > n ||
-            seen[k - 1]) {
-            rc = OG_EINTERNAL; /* the statement and this file disagree */
-            goto all;
-        }
-        seen[k - 1] = true;
-        rcs[k - 1] = pgb_row(pg, c, res, i, reqs[k - 1], &outs[k - 1]);
-    }
-    rc = 0;
-    goto out;
-all:
-    for (i = 0; i < n; i++)
-        rcs[i] = rc;
-    rc = 0;
-out:
-    PQclear(res);
-    if (c != NULL)
-        og__pg_release(pg, c);
-    for (i = 0; i < ARR_COUNT; i++)
-        free(arr[i].p);
-    return rc;
+    return og__pg_admit_one(pg, r->req, deadline_us, r->out);
 }
 
-/* Admits reqs[0..n) as one batch (B1-B5): a batch of one through the one-row
- * statement; else the batched statement, or, when it aborted whole, the
- * one-row statement per row (B3). Fills outs/rcs; *fell_back. */
-static void pgb_run(og__pg_store *pg, const og__admit_req *const *reqs, int n,
-                    int64_t deadline_us, og_admission *outs, int *rcs,
-                    bool *fell_back)
+bool og__pg_req_conflicts(void *const *rows, int n, const void *row,
+                          bool by_operation)
 {
-    int rc, i;
+    const og__admit_req *q = pgb_req(row);
 
-    *fell_back = false;
-    if (n == 1) {
-        rcs[0] = og__pg_admit_one(pg, reqs[0], deadline_us, &outs[0]);
-        return;
-    }
-    rc = pgb_statement(pg, reqs, n, deadline_us, outs, rcs);
-    if (rc == 0)
-        return;
-    *fell_back = true;
-    for (i = 0; i < n; i++)
-        rcs[i] = og__pg_admit_one(pg, reqs[i], deadline_us, &outs[i]);
-}
-
-/* ===========================================================================
- * The queue (B1, B2, B4)
- * ========================================================================= */
-
-typedef struct pgb_waiter {
-    const og__admit_req *req;
-    og__pg_answer res; /* of the batcher's kind */
-    int rc;
-    int64_t deadline_us;
-    bool taken; /* in a batch: its result is coming */
-    bool done;
-    /* Its own condition variable (CLOCK_MONOTONIC): a finished batch wakes
-     * its own callers and the one caller at the head of the queue, who may
-     * lead next, rather than every waiting thread. */
-    pthread_cond_t cv;
-    struct pgb_waiter *next;
-} pgb_waiter;
-
-struct og__pg_batcher {
-    og__pg_batch_kind kind; /* admissions, or consume verdicts (CB1) */
-    pthread_mutex_t mu;
-    pthread_condattr_t ca; /* CLOCK_MONOTONIC, for the waiters' */
-    pgb_waiter *head, *tail;
-    int running;   /* batches in flight */
-    int in_flight; /* at most this many */
-    int max_rows;  /* rows per batch */
-    og_admit_stats stats;
-};
-
-og__pg_batcher *og__pg_batcher_new(og__pg_batch_kind kind, int in_flight,
-                                   int max_rows)
-{
-    og__pg_batcher *b = calloc(1, sizeof *b);
-
-    pthread_once(&pgb_sql_once, pgb_sql_join);
-    og__pg_admit_sql_join();
-    if (b == NULL)
-        return NULL;
-    b->kind = kind;
-    b->in_flight = in_flight < 1 ? 1 : in_flight;
-    b->max_rows = max_rows < 1 ? 1 : max_rows > PGB_ROWS_MAX ? PGB_ROWS_MAX
-                                                             : max_rows;
-    pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_init(&b->ca);
-    pthread_condattr_setclock(&b->ca, CLOCK_MONOTONIC);
-    return b;
-}
-
-void og__pg_batcher_free(og__pg_batcher *b)
-{
-    if (b == NULL)
-        return;
-    pthread_condattr_destroy(&b->ca);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-/* Whether q shares a grant key or (admissions: a consume verdict has no
- * operation) an operation id with batch[0..n) (B2, CB2). */
-static bool pgb_conflicts(const og__pg_batcher *b, pgb_waiter *const *batch,
-                          int n, const og__admit_req *q)
-{
+    if (pgb_req(rows[0])->form != q->form)
+        return true;
     for (int i = 0; i < n; i++) {
-        const og__admit_req *p = batch[i]->req;
+        const og__admit_req *p = pgb_req(rows[i]);
 
-        if ((b->kind == OG__PG_BATCH_ADMIT &&
-             strcmp(p->operation_id, q->operation_id) == 0) ||
+        if ((by_operation && strcmp(p->operation_id, q->operation_id) == 0) ||
             (strcmp(p->grant_id, q->grant_id) == 0 &&
              strcmp(p->issuer, q->issuer) == 0))
             return true;
@@ -544,226 +381,64 @@ static bool pgb_conflicts(const og__pg_batcher *b, pgb_waiter *const *batch,
     return false;
 }
 
-/* Takes a batch off the queue (with mu): in order, every waiter of the
- * first one's form that B2 admits, up to max_rows; a waiter past its
- * deadline leaves with OG_ESTORE_UNAVAILABLE, nothing of it run (B4). */
-static int pgb_take(og__pg_batcher *b, pgb_waiter **batch, int64_t now)
+/* B2: row may not join rows[0..n) when it is of another form than theirs,
+ * or shares a grant key or an operation id with one of them. */
+static bool pgb_conflicts(void *const *rows, int n, const void *row)
 {
-    pgb_waiter **pp = &b->head, *prev = NULL;
-    int n = 0;
-
-    while (*pp != NULL && n < b->max_rows) {
-        pgb_waiter *w = *pp;
-        bool expired = now >= w->deadline_us;
-
-        if (!expired && n > 0 &&
-            (w->req->form != batch[0]->req->form ||
-             pgb_conflicts(b, batch, n, w->req))) {
-            prev = w; /* stays queued, in order */
-            pp = &w->next;
-            continue;
-        }
-        *pp = w->next;
-        if (b->tail == w)
-            b->tail = prev;
-        w->next = NULL;
-        if (expired) {
-            w->rc = OG_ESTORE_UNAVAILABLE;
-            w->done = true;
-            pthread_cond_signal(&w->cv);
-            continue;
-        }
-        w->taken = true;
-        batch[n++] = w;
-    }
-    return n;
+    return og__pg_req_conflicts(rows, n, row, true);
 }
 
-static void pgb_unqueue(og__pg_batcher *b, pgb_waiter *w)
-{
-    pgb_waiter **pp = &b->head, *prev = NULL;
+static const og__pg_batch_kind pgb_kind = {
+    .one = pgb_one,
+    .bind = pgb_bind,
+    .answer = pgb_answer,
+    .conflicts = pgb_conflicts,
+    .ncols = BATCH_NCOLS,
+    .ack_lost_fault = "admit_batch_ack_lost",
+};
 
-    while (*pp != NULL && *pp != w) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (*pp != NULL) {
-        *pp = w->next;
-        if (b->tail == w)
-            b->tail = prev;
-    }
+/* ===========================================================================
+ * The store's side
+ * ========================================================================= */
+
+int og__pg_admit_open(og__pg_store *pg, int in_flight, int max_rows)
+{
+    pthread_once(&pgb_sql_once, pgb_sql_join);
+    og__pg_admit_sql_join();
+    return og__pg_batch_new(pg, &pgb_kind, in_flight, max_rows,
+                            &pg->admit_batch);
 }
 
-/* Wakes the caller at the head of the queue when a batch may start (with
- * mu): it leads next (B1). */
-static void pgb_wake_head(og__pg_batcher *b)
-{
-    if (b->head != NULL && b->running < b->in_flight)
-        pthread_cond_signal(&b->head->cv);
-}
-
-static struct timespec pgb_abs_mono(int64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    return ts;
-}
-
-/* Leads one batch (with mu, released while it runs). Each row's answer is
- * written into its own waiter, which lives on its caller's stack until
- * done. */
-static void pgb_lead(og__pg_store *pg, og__pg_batcher *b)
-{
-    pgb_waiter *batch[PGB_ROWS_MAX];
-    const og__admit_req *reqs[PGB_ROWS_MAX];
-    og_admission *outs = NULL;
-    og_consume_result *couts = NULL;
-    int rcs[PGB_ROWS_MAX];
-    int64_t deadline;
-    bool fell_back = false;
-    int n, i;
-
-    n = pgb_take(b, batch, og__pg_mono_us());
-    if (n == 0)
-        return;
-    b->running++;
-    pgb_wake_head(b); /* another batch may start beside this one */
-    pthread_mutex_unlock(&b->mu);
-
-    deadline = batch[0]->deadline_us;
-    for (i = 0; i < n; i++) {
-        reqs[i] = batch[i]->req;
-        if (batch[i]->deadline_us < deadline)
-            deadline = batch[i]->deadline_us;
-    }
-    if (b->kind == OG__PG_BATCH_CONSUME
-            ? (couts = calloc((size_t)n, sizeof *couts)) == NULL
-            : (outs = calloc((size_t)n, sizeof *outs)) == NULL)
-        for (i = 0; i < n; i++)
-            rcs[i] = OG_ENOMEM; /* nothing ran */
-    else if (couts != NULL)
-        og__pg_consume_run(pg, reqs, n, deadline, couts, rcs, &fell_back);
-    else
-        pgb_run(pg, reqs, n, deadline, outs, rcs, &fell_back);
-
-    pthread_mutex_lock(&b->mu);
-    for (i = 0; i < n; i++) {
-        batch[i]->rc = rcs[i];
-        if (rcs[i] == 0 && couts != NULL)
-            batch[i]->res.consume = couts[i];
-        else if (rcs[i] == 0)
-            batch[i]->res.admission = outs[i];
-        batch[i]->done = true;
-        pthread_cond_signal(&batch[i]->cv);
-    }
-    free(outs);
-    free(couts);
-    b->stats.batches++;
-    b->stats.rows += (uint64_t)n;
-    if (fell_back)
-        b->stats.fallbacks++;
-    b->running--;
-    pgb_wake_head(b);
-}
-
-int og__pg_batch_submit(og__pg_store *pg, og__pg_batcher *b,
-                        const og__admit_req *req, og__pg_answer *out)
-{
-    pgb_waiter w = {.req = req,
-                    .deadline_us = og__pg_mono_us() + pg->timeout_us};
-
-    if (b->max_rows == 1) { /* B1: batching off, no queue */
-        int rc = b->kind == OG__PG_BATCH_CONSUME
-                     ? og__pg_consume_one(pg, req, w.deadline_us,
-                                          &out->consume)
-                     : og__pg_admit_one(pg, req, w.deadline_us,
-                                        &out->admission);
-
-        pthread_mutex_lock(&b->mu);
-        b->stats.batches++;
-        b->stats.rows++;
-        pthread_mutex_unlock(&b->mu);
-        return rc;
-    }
-    pthread_cond_init(&w.cv, &b->ca);
-    pthread_mutex_lock(&b->mu);
-    if (b->tail != NULL)
-        b->tail->next = &w;
-    else
-        b->head = &w;
-    b->tail = &w;
-    while (!w.done) {
-        if (!w.taken && b->running < b->in_flight) {
-            pgb_lead(pg, b); /* B1: everything queued now */
-            continue;
-        }
-        if (w.taken) {
-            pthread_cond_wait(&w.cv, &b->mu);
-            continue;
-        }
-        if (og__pg_mono_us() >= w.deadline_us) {
-            pgb_unqueue(b, &w); /* B4: never ran */
-            w.rc = OG_ESTORE_UNAVAILABLE;
-            pgb_wake_head(b); /* it may have been woken to lead */
-            break;
-        }
-        struct timespec until = pgb_abs_mono(w.deadline_us);
-        pthread_cond_timedwait(&w.cv, &b->mu, &until);
-    }
-    pthread_mutex_unlock(&b->mu);
-    pthread_cond_destroy(&w.cv);
-    if (w.rc == 0)
-        *out = w.res;
-    return w.rc;
-}
-
+/* One admission through the queue (B1), bounded by the store timeout. */
 int og__pg_admit(void *impl, const og__admit_req *req, og_admission *out)
 {
     og__pg_store *pg = impl;
-    og__pg_answer a;
-    int rc = og__pg_batch_submit(pg, pg->batcher, req, &a);
+    og_admission a;
+    pgb_row r = {req, &a};
+    int rc = og__pg_batch_submit(pg->admit_batch, &r);
 
     if (rc == 0)
-        *out = a.admission;
+        *out = a;
     return rc;
-}
-
-void og__pg_batch_count(og__pg_batcher *b, int rows, bool fell_back)
-{
-    pthread_mutex_lock(&b->mu);
-    b->stats.batches++;
-    b->stats.rows += (uint64_t)rows;
-    if (fell_back)
-        b->stats.fallbacks++;
-    pthread_mutex_unlock(&b->mu);
-}
-
-void og__pg_batch_stats(og__pg_batcher *b, og_admit_stats *out)
-{
-    pthread_mutex_lock(&b->mu);
-    *out = b->stats;
-    pthread_mutex_unlock(&b->mu);
 }
 
 int og__pg_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
     og__pg_store *pg = impl;
-    og__pg_batcher *b = pg->batcher;
-    const og__admit_req *rows[PGB_ROWS_MAX];
-    bool fell_back;
-    int i;
+    pgb_row r[OG__BATCH_ROWS_MAX];
+    void *rows[OG__BATCH_ROWS_MAX];
 
-    if (n < 1 || n > PGB_ROWS_MAX)
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
-    for (i = 0; i < n; i++)
-        rows[i] = &reqs[i];
-    pgb_run(pg, rows, n, og__pg_mono_us() + pg->timeout_us, outs, rcs,
-            &fell_back);
-    og__pg_batch_count(b, n, fell_back);
-    return 0;
+    for (int i = 0; i < n; i++) {
+        r[i] = (pgb_row){&reqs[i], &outs[i]};
+        rows[i] = &r[i];
+    }
+    return og__pg_batch_direct(pg->admit_batch, rows, n, rcs);
 }
 
 void og__pg_admit_stats(void *impl, og_admit_stats *out)
 {
-    og__pg_batch_stats(((og__pg_store *)impl)->batcher, out);
+    og__pg_batch_stats(((og__pg_store *)impl)->admit_batch, out);
 }

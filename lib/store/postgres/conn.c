@@ -26,6 +26,7 @@
 
 #include <sodium.h>
 
+#include "batch_run.h"
 #include "internal.h"
 
 /* ===========================================================================
@@ -804,10 +805,9 @@ static void pg_close(void *impl)
     if (pg == NULL)
         return;
     og__pool_free(pg->pool);
-    og__pg_batcher_free(pg->batcher);
-    og__pg_batcher_free(pg->consume_batcher);
-    if (pg->outcome_batcher != NULL)
-        og__pg_outcome_close(pg);
+    og__pg_batch_free(pg->admit_batch);
+    og__pg_batch_free(pg->consume_batch);
+    og__pg_batch_free(pg->outcome_batch);
     free(pg->target);
     free(pg);
 }
@@ -890,13 +890,10 @@ static int pg_open(const char *target, const og_store_options *opts,
     pg->values[PG_KW_DBNAME] = pg->target;
     pg->values[PG_KW_COUNT] = NULL;
 
-    pg->batcher = og__pg_batcher_new(OG__PG_BATCH_ADMIT,
-                                     opts->admit_batches_in_flight,
-                                     opts->admit_batch_max);
-    pg->consume_batcher = og__pg_batcher_new(OG__PG_BATCH_CONSUME,
-                                             opts->admit_batches_in_flight,
-                                             opts->consume_batch_max);
-    if (pg->batcher == NULL || pg->consume_batcher == NULL ||
+    if (og__pg_admit_open(pg, opts->admit_batches_in_flight,
+                          opts->admit_batch_max) != 0 ||
+        og__pg_consume_open(pg, opts->admit_batches_in_flight,
+                            opts->consume_batch_max) != 0 ||
         og__pg_outcome_open(pg, opts->admit_batches_in_flight,
                             opts->outcome_batch_max) != 0) {
         rc = OG_ENOMEM;

@@ -9,20 +9,21 @@
  * a median 0.98x the one-row statements at 16 callers and 1.7x at 64
  * (docs/performance.md, "VERDICT", "VERDICT2"): on by default (CB1).
  *
- *  CB1 The admissions' queue (admit_batch.c, B1, B4), a second instance of
- *     it per store object (og__pg_store.consume_batcher): at most
+ *  CB1 The shared waiter queue (lib/store/batcher.c, GQ1-GQ5), an instance
+ *     of its own per store object (og__pg_store.consume_batch, batch_run.c),
+ *     as the admissions' (admit_batch.c, B1, B4): at most
  *     og_store_options.consume_batch_max rows per batch, and
  *     admit_batches_in_flight batches at once. A batch closes when it is
  *     full or when nobody else waits, never on a timer; a lone verdict runs
- *     the one-row statement unchanged. consume_batch_max = 64 is the
+ *     the one-row statement unchanged (BR1). consume_batch_max = 64 is the
  *     default; 1 is no queue at all: every verdict its one-row statement at
  *     once, as before this file. (The batches first lost to that through
  *     the C API: their report's generic plan scanned grant_consumptions;
  *     with every table probed by key they pay: docs/performance.md,
  *     "VERDICT2".)
  *  CB2 Rows never meet: no two rows of a batch share a grant key, and all
- *     are of one grant form (the queue keeps a request that would break
- *     this for a later batch). So no row's claim or report can see or wait
+ *     are of one grant form (og__pg_req_conflicts: the queue keeps a
+ *     request that would break this for a later batch, GQ2). So no row's claim or report can see or wait
  *     for another row of its own statement.
  *  CB3 One statement, one commit (pcb_sql): the arrays unnest()ed WITH
  *     ORDINALITY; the families' advisory locks and rows as the admissions'
@@ -35,31 +36,30 @@
  *     from the statement's snapshot (I11). A failure that aborts the
  *     statement and is not unavailability rolls back every row (nothing
  *     was claimed), and that round falls back to the one-row statement per
- *     row, which answers each exactly. (No row of a verdict is known to
+ *     row, which answers each exactly (BR2; the fault point
+ *     consume_batch_abort). (No row of a verdict is known to
  *     abort it: the inputs are validated before; the fallback is there so
  *     that one never could take the others with it.)
- *  CB4 A batch's statement runs with the earliest deadline of its rows.
+ *  CB4 A batch's statement runs with the earliest deadline of its rows
+ *     (BR5).
  *  CB5 An unconfirmed commit (connection lost, the wait for a synchronous
  *     standby cancelled, I3; the fault point consume_batch_ack_lost)
- *     answers EVERY row OG_ESTORE_UNAVAILABLE: none of them is known to be
- *     committed. A denied row whose holder the snapshot missed gets the
+ *     answers EVERY row OG_ESTORE_UNAVAILABLE (BR3): none of them is known
+ *     to be committed. A denied row whose holder the snapshot missed gets the
  *     one-row follow-up read (og__pg_consumption), and ONE read fence
  *     (I30) ends a batch that denies any row: a denial is read from a key
- *     or a row this batch did not write. A failed fence answers those rows
- *     its error; a row consumed is confirmed at ReadyForQuery (I1).
+ *     or a row this batch did not write (pcb_finish). A failed fence
+ *     answers those rows its error; a row consumed is confirmed at ReadyForQuery (I1).
  *  CB6 One lock order, the admissions' batch's (B6): the families' advisory
  *     locks (sorted), the families' rows (sorted), the grants' rows (row
  *     form, sorted), the keys (sorted by issuer, grant_id). A batch waits
  *     only for locks after every lock it holds: two batches, a batch and an
  *     admission's batch, or a batch and a revocation never wait in a cycle.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-#define PCB_ROWS_MAX OG_ADMIT_BATCH_MAX
+#include "batch_run.h"
 
 /* ===========================================================================
  * The batched statement (CB3, CB6)
@@ -162,181 +162,165 @@ enum {
 };
 
 /* ===========================================================================
- * Running one batch
+ * A batch of verdicts (batch_run.c, BR1-BR6)
  * ========================================================================= */
+
+/* One verdict in the queue: its request (first, as og__pg_req_conflicts
+ * reads it), where its answer goes, and whether the batch's statement
+ * denied it (CB5). */
+typedef struct pcb_row {
+    const og__admit_req *req;
+    og_consume_result *out;
+    bool denied;
+} pcb_row;
+
+static const og__admit_req *pcb_req(const void *row)
+{
+    return ((const pcb_row *)row)->req;
+}
 
 enum { ARR_ISSUER, ARR_GRANT, ARR_EXPIRES, ARR_FAMILY, ARR_COUNT };
 
-/* The four arrays of reqs[0..n); 0, or OG_ENOMEM. */
-static int pcb_arrays(const og__admit_req *const *reqs, int n,
-                      og__pg_buf arr[ARR_COUNT])
+_Static_assert(ARR_COUNT <= OG__PG_BATCH_ARRAYS, "the arrays fit the args");
+_Static_assert(PCB_N == 0, "the ordinality comes first (BR4)");
+
+/* The batch's statement (CB3) over rows[0..n): the four arrays, the
+ * parameters, the statement of the rows' form and keys; 0, or OG_ENOMEM
+ * (the round falls back, BR2). */
+static int pcb_bind(og__pg_store *pg, void *const *rows, int n,
+                    og__pg_batch_args *a)
 {
+    og__pg_buf *arr = a->arr;
     char expires[24];
+    int rc;
 
     for (int i = 0; i < n; i++) {
-        og__pg_fmt_i64(expires, sizeof expires, reqs[i]->expires_at_us);
-        og__pg_buf_elem(&arr[ARR_ISSUER], i, reqs[i]->issuer);
-        og__pg_buf_elem(&arr[ARR_GRANT], i, reqs[i]->grant_id);
+        const og__admit_req *q = pcb_req(rows[i]);
+
+        og__pg_fmt_i64(expires, sizeof expires, q->expires_at_us);
+        og__pg_buf_elem(&arr[ARR_ISSUER], i, q->issuer);
+        og__pg_buf_elem(&arr[ARR_GRANT], i, q->grant_id);
         og__pg_buf_elem(&arr[ARR_EXPIRES], i, expires);
-        og__pg_buf_elem(&arr[ARR_FAMILY], i,
-                        reqs[i]->family[0] ? reqs[i]->family : NULL);
+        og__pg_buf_elem(&arr[ARR_FAMILY], i, q->family[0] ? q->family : NULL);
     }
-    for (int a = 0; a < ARR_COUNT; a++) {
-        og__pg_buf_put(&arr[a], "}", 1);
-        if (arr[a].oom)
-            return OG_ENOMEM;
-    }
+    if ((rc = og__pg_bufs_end(arr, ARR_COUNT)) != 0)
+        return rc;
+    a->params[0] = arr[ARR_ISSUER].p;
+    a->params[1] = arr[ARR_GRANT].p;
+    a->params[2] = arr[ARR_EXPIRES].p;
+    a->params[3] = pg->leeway;
+    a->params[4] = arr[ARR_FAMILY].p;
+    a->stmt = pcb_req(rows[0])->form == OG_FORM_ROW
+                  ? og__pg_keyed(pg, &og__pg_consume_batch_row_stmt,
+                                 &og__pg_consume_batch_row_hashed_stmt)
+                  : og__pg_keyed(pg, &og__pg_consume_batch_stmt,
+                                 &og__pg_consume_batch_hashed_stmt);
     return 0;
 }
 
-/* One row of the result into *out (0), or the error; *fence when it is a
- * denial (CB5). */
-static int pcb_row(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
-                   int row, const og__admit_req *req, og_consume_result *out,
-                   bool *fence)
+/* Result row i answers row (og__pg_batch_kind.answer): its verdict, or its
+ * error in *rc; a denial marks the row for the read fence (CB5). */
+static int pcb_answer(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
+                      int i, void *row, int *rc)
 {
+    pcb_row *r = row;
     og_consume_result result;
     og__consumption cons;
-    int rc;
 
     memset(&result, 0, sizeof result);
-    if (og__pg_get_bool(res, row, PCB_CONSUMED)) {
+    if (og__pg_get_bool(res, i, PCB_CONSUMED)) {
         /* This batch spent the grant; confirmed at ReadyForQuery (I1). */
         result.consumed = true;
         result.refusal = OG_REFUSAL_NONE;
-        if ((rc = og__pg_get_text(res, row, PCB_FAMILY, result.family,
-                                  sizeof result.family)) != 0)
-            return rc;
-        *out = result;
+        if ((*rc = og__pg_get_text(res, i, PCB_FAMILY, result.family,
+                                   sizeof result.family)) == 0)
+            *r->out = result;
         return 0;
     }
-    *fence = true;
-    rc = og__pg_unclaimed_parse(res, row, PCB_HOLDER, 0, req, false, &cons,
-                                NULL, NULL);
-    if (rc == 0 && !cons.present) /* I11: the snapshot shows no holder */
-        rc = og__pg_consumption(pg, c, req, false, &cons, NULL, NULL);
-    if (rc != 0)
-        return rc;
+    r->denied = true;
+    *rc = og__pg_unclaimed_parse(res, i, PCB_HOLDER, 0, r->req, false, &cons,
+                                 NULL, NULL);
+    if (*rc == 0 && !cons.present) /* I11: the snapshot shows no holder */
+        *rc = og__pg_consumption(pg, c, r->req, false, &cons, NULL, NULL);
+    if (*rc != 0)
+        return 0;
     result.consumed = false; /* a denial, without exception */
     result.refusal = og__classify_consume(&cons);
-    *out = result;
+    *r->out = result;
     return 0;
 }
 
-/* Runs reqs[0..n) (n >= 2, CB2 holds) as ONE statement on a connection of
- * its own before deadline_us (CB4). 0 and outs/rcs, or an error when the
- * statement aborted whole and nothing of it is committed (the caller falls
- * back, CB3); OG_ESTORE_UNAVAILABLE fills every rcs (CB5). */
-static int pcb_statement(og__pg_store *pg, const og__admit_req *const *reqs,
-                         int n, int64_t deadline_us, og_consume_result *outs,
-                         int *rcs)
+/* CB5: ONE read fence (I30) after a batch that denied any row; its failure
+ * answers the denials that had none of their own. */
+static void pcb_finish(og__pg_store *pg, og__pg_conn *c, void *const *rows,
+                       int n, int *rcs)
 {
-    og__pg_buf arr[ARR_COUNT];
-    const char *params[5];
-    const og__pg_stmt *stmt;
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    bool seen[PCB_ROWS_MAX], fence = false;
+    bool fence = false;
     int rc, i;
 
-    memset(arr, 0, sizeof arr);
-    memset(seen, 0, sizeof seen);
-    if ((rc = pcb_arrays(reqs, n, arr)) != 0)
-        goto out;
-    params[0] = arr[ARR_ISSUER].p;
-    params[1] = arr[ARR_GRANT].p;
-    params[2] = arr[ARR_EXPIRES].p;
-    params[3] = pg->leeway;
-    params[4] = arr[ARR_FAMILY].p;
-    stmt = reqs[0]->form == OG_FORM_ROW
-               ? og__pg_keyed(pg, &og__pg_consume_batch_row_stmt,
-                              &og__pg_consume_batch_row_hashed_stmt)
-               : og__pg_keyed(pg, &og__pg_consume_batch_stmt,
-                              &og__pg_consume_batch_hashed_stmt);
-
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        goto all; /* nothing ran */
-    if (og__fault("consume_batch_abort")) {
-        /* tests only (fault.c): as if one row had aborted the statement
-         * before anything was claimed (CB3) */
-        rc = OG_EINTERNAL;
-        goto out;
-    }
-    rc = og__pg_exec_prepared_until(pg, c, stmt, params, &res, NULL, 0,
-                                    deadline_us);
-    if (rc == OG_ESTORE_UNAVAILABLE)
-        goto all; /* CB5: not confirmed, whatever it did */
-    if (rc != 0)
-        goto out; /* aborted whole: nothing is committed (CB3) */
-    if (og__fault("consume_batch_ack_lost")) {
-        /* tests only (fault.c): committed, the acknowledgment lost */
-        c->broken = true;
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto all;
-    }
-    if (PQntuples(res) != n || og__pg_shape(res, PCB_NCOLS, n) != 0) {
-        rc = OG_EINTERNAL;
-        goto all;
-    }
-    for (i = 0; i < n; i++) {
-        int64_t k;
-
-        if (og__pg_get_i64(res, i, PCB_N, &k) != 0 || k < 1 || k > n ||
-            seen[k - 1]) {
-            rc = OG_EINTERNAL; /* the statement and this file disagree */
-            goto all;
-        }
-        seen[k - 1] = true;
-        rcs[k - 1] = pcb_row(pg, c, res, i, reqs[k - 1], &outs[k - 1],
-                             &fence);
-    }
-    if (fence && (rc = og__pg_read_fence(pg, c)) != 0) /* I30, once (CB5) */
-        for (i = 0; i < n; i++)
-            if (rcs[i] == 0 && !outs[i].consumed)
-                rcs[i] = rc;
-    rc = 0;
-    goto out;
-all:
     for (i = 0; i < n; i++)
-        rcs[i] = rc;
-    rc = 0;
-out:
-    PQclear(res);
-    if (c != NULL)
-        og__pg_release(pg, c);
-    for (i = 0; i < ARR_COUNT; i++)
-        free(arr[i].p);
-    return rc;
+        fence = fence || ((const pcb_row *)rows[i])->denied;
+    if (!fence || (rc = og__pg_read_fence(pg, c)) == 0)
+        return;
+    for (i = 0; i < n; i++)
+        if (rcs[i] == 0 && ((const pcb_row *)rows[i])->denied)
+            rcs[i] = rc;
 }
 
-void og__pg_consume_run(og__pg_store *pg, const og__admit_req *const *reqs,
-                        int n, int64_t deadline_us, og_consume_result *outs,
-                        int *rcs, bool *fell_back)
+/* Before the statement: no row denied yet. */
+static void pcb_clear(void *row)
 {
-    *fell_back = false;
-    if (n == 1) {
-        rcs[0] = og__pg_consume_one(pg, reqs[0], deadline_us, &outs[0]);
-        return;
-    }
-    if (pcb_statement(pg, reqs, n, deadline_us, outs, rcs) == 0)
-        return;
-    *fell_back = true;
-    for (int i = 0; i < n; i++)
-        rcs[i] = og__pg_consume_one(pg, reqs[i], deadline_us, &outs[i]);
+    ((pcb_row *)row)->denied = false;
 }
+
+/* A batch of one, and each row of a fallback (CB3): the one-row verdict
+ * (grants.c). */
+static int pcb_one(og__pg_store *pg, void *row, int64_t deadline_us)
+{
+    const pcb_row *r = row;
+
+    return og__pg_consume_one(pg, r->req, deadline_us, r->out);
+}
+
+/* CB2: row may not join rows[0..n) when it is of another form than theirs
+ * or shares a grant key with one of them. */
+static bool pcb_conflicts(void *const *rows, int n, const void *row)
+{
+    return og__pg_req_conflicts(rows, n, row, false);
+}
+
+static const og__pg_batch_kind pcb_kind = {
+    .one = pcb_one,
+    .bind = pcb_bind,
+    .answer = pcb_answer,
+    .finish = pcb_finish,
+    .clear = pcb_clear,
+    .conflicts = pcb_conflicts,
+    .ncols = PCB_NCOLS,
+    .abort_fault = "consume_batch_abort",
+    .ack_lost_fault = "consume_batch_ack_lost",
+};
 
 /* ===========================================================================
  * The store's methods
  * ========================================================================= */
 
+int og__pg_consume_open(og__pg_store *pg, int in_flight, int max_rows)
+{
+    return og__pg_batch_new(pg, &pcb_kind, in_flight, max_rows,
+                            &pg->consume_batch);
+}
+
+/* One verdict through the queue (CB1), bounded by the store timeout. */
 int og__pg_consume(void *impl, const og__admit_req *req, og_consume_result *out)
 {
     og__pg_store *pg = impl;
-    og__pg_answer a;
-    int rc = og__pg_batch_submit(pg, pg->consume_batcher, req, &a);
+    og_consume_result a;
+    pcb_row r = {req, &a, false};
+    int rc = og__pg_batch_submit(pg->consume_batch, &r);
 
     if (rc == 0)
-        *out = a.consume;
+        *out = a;
     return rc;
 }
 
@@ -344,20 +328,19 @@ int og__pg_consume_batch(void *impl, const og__admit_req *reqs, int n,
                          og_consume_result *outs, int *rcs)
 {
     og__pg_store *pg = impl;
-    const og__admit_req *rows[PCB_ROWS_MAX];
-    bool fell_back;
+    pcb_row r[OG__BATCH_ROWS_MAX];
+    void *rows[OG__BATCH_ROWS_MAX];
 
-    if (n < 1 || n > PCB_ROWS_MAX)
+    if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
-    for (int i = 0; i < n; i++)
-        rows[i] = &reqs[i];
-    og__pg_consume_run(pg, rows, n, og__pg_mono_us() + pg->timeout_us, outs,
-                       rcs, &fell_back);
-    og__pg_batch_count(pg->consume_batcher, n, fell_back);
-    return 0;
+    for (int i = 0; i < n; i++) {
+        r[i] = (pcb_row){&reqs[i], &outs[i], false};
+        rows[i] = &r[i];
+    }
+    return og__pg_batch_direct(pg->consume_batch, rows, n, rcs);
 }
 
 void og__pg_consume_stats(void *impl, og_admit_stats *out)
 {
-    og__pg_batch_stats(((og__pg_store *)impl)->consume_batcher, out);
+    og__pg_batch_stats(((og__pg_store *)impl)->consume_batch, out);
 }

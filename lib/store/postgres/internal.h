@@ -382,13 +382,12 @@ typedef struct og__pg_store {
                                released (I25) */
     og_consumption_keys keys; /* I9: AS_STORED until og__pg_read_keys, then
                                  the store's; never changes after */
-    struct og__pg_batcher *batcher; /* group commit (admit_batch.c) */
-    struct og__pg_batcher *consume_batcher; /* the verdicts' (consume_batch.c) */
-    /* Group commit of outcomes (outcome_batch.c, OB1): the shared queue
-     * (lib/store/batcher.c) and its counters, under outcome_mu. */
-    struct og__batcher *outcome_batcher;
-    pthread_mutex_t outcome_mu;
-    og_admit_stats outcome_stats;
+    /* Group commit (batch_run.c), each on the shared queue
+     * (lib/store/batcher.c) with its counters: admissions (admit_batch.c),
+     * consume verdicts (consume_batch.c), outcomes (outcome_batch.c). */
+    struct og__pg_batch *admit_batch;
+    struct og__pg_batch *consume_batch;
+    struct og__pg_batch *outcome_batch;
 } og__pg_store;
 
 /* The statements prepared on one connection: a set of descriptors, keyed by
@@ -591,19 +590,6 @@ int og__pg_consumption(og__pg_store *pg, og__pg_conn *c,
     "       WHERE fam.issuer = r.issuer AND fam.family = r.family))"
 
 
-/* A text[] literal being built (admit_batch.c, consume_batch.c): the
- * parameters of a batched statement, one element per row. */
-typedef struct og__pg_buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} og__pg_buf;
-/* Appends n bytes of s (oom set on failure: checked once at the end). */
-void og__pg_buf_put(og__pg_buf *b, const char *s, size_t n);
-/* Element i of an array literal: v double-quoted with '"' and '\'
- * escaped, or (v NULL) the NULL element; "}" ends it. */
-void og__pg_buf_elem(og__pg_buf *b, int i, const char *v);
-
 /* Parses the PG_UNCLAIMED_COLUMNS of row `row` of res starting at column u
  * and (with_op) the operation's columns starting at column o, into the
  * shape og__classify_unclaimed() reads (admit.c). */
@@ -615,7 +601,7 @@ int og__pg_unclaimed_parse(const PGresult *res, int row, int u, int o,
  * aborts when cap is too small: the statements are fixed text. */
 void og__pg_sql_join(char *dst, size_t cap, const char *const *parts, int n);
 /* Joins the one-row admission statements once (pthread_once); before the
- * first store object opens (og__pg_batcher_new). */
+ * first store object opens (og__pg_admit_open). */
 void og__pg_admit_sql_join(void);
 /* The one-row admission (I10-I12, I30) on a connection of its own, with
  * the client deadline deadline_us: a batch of one, and each row of a
@@ -623,40 +609,20 @@ void og__pg_admit_sql_join(void);
 int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
                      int64_t deadline_us, og_admission *out);
 
-/* ---- admit_batch.c: group commit (B1-B6) --------------------------------- */
+/* ---- admit_batch.c, consume_batch.c, outcome_batch.c: group commit ----- */
 
-/* The queue of one store object's admissions, or of its consume verdicts
- * (consume_batch.c, CB1): the same queue, each kind its own. */
-typedef struct og__pg_batcher og__pg_batcher;
-typedef enum { OG__PG_BATCH_ADMIT, OG__PG_BATCH_CONSUME } og__pg_batch_kind;
-/* One caller's answer, of its batcher's kind. */
-typedef union og__pg_answer {
-    og_admission admission;
-    og_consume_result consume;
-} og__pg_answer;
-/* A batcher of kind for pg with at most in_flight batches at once and at
- * most max_rows rows per batch; NULL on out of memory. */
-og__pg_batcher *og__pg_batcher_new(og__pg_batch_kind kind, int in_flight,
-                                   int max_rows);
-void og__pg_batcher_free(og__pg_batcher *b);
-/* Queues req on b and waits for its batch (B1, B4): 0 and *out, or the
- * error. */
-int og__pg_batch_submit(og__pg_store *pg, og__pg_batcher *b,
-                        const og__admit_req *req, og__pg_answer *out);
-/* Counts a batch of rows run past the queue (the test hooks), and reads
- * b's counters. */
-void og__pg_batch_count(og__pg_batcher *b, int rows, bool fell_back);
-void og__pg_batch_stats(og__pg_batcher *b, og_admit_stats *out);
-
-/* ---- consume_batch.c: the consume verdict's group commit (CB1-CB6) -------- */
-
-/* Runs reqs[0..n) (of one form, no two sharing a grant key) as one batch:
- * a batch of one through og__pg_consume_one, else the batched statement,
- * or, when it aborted whole, og__pg_consume_one per row (CB3). Fills
- * outs/rcs; *fell_back. */
-void og__pg_consume_run(og__pg_store *pg, const og__admit_req *const *reqs,
-                        int n, int64_t deadline_us, og_consume_result *outs,
-                        int *rcs, bool *fell_back);
+/* Each opens its group commit of pg (batch_run.c) with at most in_flight
+ * batches of at most max_rows rows (0, or OG_ENOMEM); pg_close frees it
+ * (og__pg_batch_free). */
+int og__pg_admit_open(og__pg_store *pg, int in_flight, int max_rows);
+int og__pg_consume_open(og__pg_store *pg, int in_flight, int max_rows);
+int og__pg_outcome_open(og__pg_store *pg, int in_flight, int max_rows);
+/* admit_batch.c: whether row may not join rows[0..n) of a batch of
+ * requests, each row a struct whose first member is its
+ * const og__admit_req *: another form than theirs, or a grant key (and,
+ * by_operation, an operation id) one of them holds (B2, CB2). */
+bool og__pg_req_conflicts(void *const *rows, int n, const void *row,
+                          bool by_operation);
 /* grants.c: the one-row consume verdict on a connection of its own, with
  * the client deadline deadline_us. 0 and *out, or the error. */
 int og__pg_consume_one(og__pg_store *pg, const og__admit_req *req,
@@ -705,11 +671,8 @@ og__store_revoke_fn og__pg_revoke;
 og__store_family_revoke_fn og__pg_family_revoke;
 og__store_ticket_create_fn og__pg_ticket_create;
 og__store_ticket_rotate_fn og__pg_ticket_rotate;
-/* outcome_batch.c: group commit of outcomes (OB1-OB6). The queue of pg
- * with at most in_flight batches of max_rows rows (0 or OG_ENOMEM), and
- * its end; one write through it (0 and *hit, or the error). */
-int og__pg_outcome_open(og__pg_store *pg, int in_flight, int max_rows);
-void og__pg_outcome_close(og__pg_store *pg);
+/* outcome_batch.c: group commit of outcomes (OB1-OB6): one write through
+ * its queue (0 and *hit, or the error). */
 int og__pg_outcome_submit(og__pg_store *pg, og__outcome_row *row, bool *hit);
 og__store_outcome_batch_fn og__pg_outcome_batch;
 og__store_outcome_stats_fn og__pg_outcome_stats;

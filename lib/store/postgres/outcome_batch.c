@@ -6,7 +6,8 @@
  * commit) whose every row answers exactly what its one-row statement
  * (exec.c, pg_op_start_sql, pg_op_record_sql) would have answered. One
  * statement writing 16 outcome rows measured 5.7-12.9x one row per
- * transaction under pgbench (docs/performance.md, "OUTCOME").
+ * transaction under pgbench (docs/performance.md, "OUTCOME"). A batch
+ * runs as every PostgreSQL batch does (batch_run.c, BR1-BR6).
  *
  *  OB1 The queue: og_store_options.outcome_batch_max rows per batch, and
  *      admit_batches_in_flight batches at once; a batch closes when it is
@@ -15,7 +16,8 @@
  *      no queue at all: every write its one-row statement at once (GQ5).
  *  OB2 Rows never meet: no two rows of a batch name one operation (the
  *      queue's conflicts test keeps the later one for a later batch, GQ2;
- *      the test hook splits its rows into rounds in order, pob_rounds). So
+ *      the test hook splits its rows into rounds in order,
+ *      og__pg_outcome_batch). So
  *      no row's lock, condition or event can see another row of its
  *      statement, and each answers as its one-row statement run alone.
  *  OB3 One statement, one commit (pob_sql): the arrays unnest()ed WITH
@@ -37,21 +39,19 @@
  *  OB4 A statement that aborts and is not unavailability (a CHECK a row
  *      breaks, a defect) rolls back every row, and that round falls back
  *      to the one-row statement per row, which answers each exactly: a
- *      failing row fails alone.
+ *      failing row fails alone (BR2).
  *  OB5 The statement runs with the earliest deadline of its rows (GQ3);
- *      so does each one-row statement of a fallback.
+ *      so does each one-row statement of a fallback (BR5).
  *  OB6 No answer before ReadyForQuery (I1): a payout is sent only once
  *      its Started write is durable (P1). An unconfirmed commit
  *      (connection lost, the wait for a synchronous standby cancelled, I3;
  *      the fault point outcome_batch_ack_lost) answers EVERY row
- *      OG_ESTORE_UNAVAILABLE: none of them is known to be committed.
+ *      OG_ESTORE_UNAVAILABLE: none of them is known to be committed (BR3).
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "store/batcher.h"
+#include "batch_run.h"
 
 #define POB_ROWS_MAX OG__BATCH_ROWS_MAX
 
@@ -190,22 +190,18 @@ static int pob_arrays(og__outcome_row *const *rows, int n,
         og__pg_buf_elem(&arr[ARR_ACTOR], i, start ? r->actor : o->actor);
         og__pg_buf_elem(&arr[ARR_EVIDENCE], i, o ? o->evidence : NULL);
     }
-    for (int a = 0; a < ARR_COUNT; a++) {
-        og__pg_buf_put(&arr[a], "}", 1);
-        if (arr[a].oom)
-            return OG_ENOMEM;
-    }
-    return 0;
+    return og__pg_bufs_end(arr, ARR_COUNT);
 }
 
 /* ===========================================================================
- * Running one batch
+ * A batch of outcome writes (batch_run.c, BR1-BR6)
  * ========================================================================= */
 
 /* One row alone: its one-row statement (exec.c) on a connection of its
  * own, before deadline_us (OB5). 0 and r->hit, or the error. */
-static int pob_one(og__pg_store *pg, og__outcome_row *r, int64_t deadline_us)
+static int pob_one(og__pg_store *pg, void *row, int64_t deadline_us)
 {
+    og__outcome_row *r = row;
     char version[24], statuses[PG_STATUSES_MAX];
     const char *params[9];
     const og__pg_stmt *stmt;
@@ -244,117 +240,48 @@ static int pob_one(og__pg_store *pg, og__outcome_row *r, int64_t deadline_us)
     return rc;
 }
 
-/* Runs rows[0..n) (n >= 2, OB2 holds) as ONE statement before deadline_us
- * (OB5). 0 and each row's hit and rcs, or an error when the statement
- * aborted whole and nothing of it is committed (the caller falls back,
- * OB4); OG_ESTORE_UNAVAILABLE fills every rcs (OB6). */
-static int pob_statement(og__pg_store *pg, og__outcome_row *const *rows,
-                         int n, int64_t deadline_us, int *rcs)
+_Static_assert(ARR_COUNT <= OG__PG_BATCH_ARRAYS, "the arrays fit the args");
+_Static_assert(POB_N == 0, "the ordinality comes first (BR4)");
+
+/* The batch's statement (OB3) over rows[0..n): the nine arrays as its
+ * parameters; 0, or the error (the round falls back, OB4). */
+static int pob_bind(og__pg_store *pg, void *const *rows, int n,
+                    og__pg_batch_args *a)
 {
-    og__pg_buf arr[ARR_COUNT];
-    const char *params[ARR_COUNT];
-    og__pg_conn *c = NULL;
-    PGresult *res = NULL;
-    bool seen[POB_ROWS_MAX];
-    int rc, i;
+    int rc = pob_arrays((og__outcome_row *const *)rows, n, a->arr);
 
-    memset(arr, 0, sizeof arr);
-    memset(seen, 0, sizeof seen);
-    for (i = 0; i < n; i++)
-        rows[i]->hit = false;
-    if ((rc = pob_arrays(rows, n, arr)) != 0)
-        goto out;
-    for (i = 0; i < ARR_COUNT; i++)
-        params[i] = arr[i].p;
-    if ((rc = og__pg_acquire(pg, &c)) != 0)
-        goto all; /* nothing ran */
-    rc = og__pg_exec_prepared_until(pg, c, &pob_stmt, params,
-                                    &res, NULL, 0, deadline_us);
-    if (rc == OG_ESTORE_UNAVAILABLE)
-        goto all; /* OB6: not confirmed, whatever it did */
-    if (rc != 0)
-        goto out; /* aborted whole: nothing is committed (OB4) */
-    if (og__fault("outcome_batch_ack_lost")) {
-        /* tests only (fault.c): committed, the acknowledgment lost */
-        c->broken = true;
-        rc = OG_ESTORE_UNAVAILABLE;
-        goto all;
-    }
-    if (PQntuples(res) != n || og__pg_shape(res, POB_NCOLS, n) != 0) {
-        rc = OG_EINTERNAL;
-        goto all;
-    }
-    for (i = 0; i < n; i++) {
-        int64_t k;
-
-        if (og__pg_get_i64(res, i, POB_N, &k) != 0 || k < 1 || k > n ||
-            seen[k - 1] || PQgetisnull(res, i, POB_HIT)) {
-            rc = OG_EINTERNAL; /* the statement and this file disagree */
-            goto all;
-        }
-        seen[k - 1] = true;
-        rows[k - 1]->hit = og__pg_get_bool(res, i, POB_HIT);
-        rcs[k - 1] = 0;
-    }
-    rc = 0;
-    goto out;
-all:
-    for (i = 0; i < n; i++) {
-        rows[i]->hit = false;
-        rcs[i] = rc;
-    }
-    rc = 0;
-out:
-    PQclear(res);
-    if (c != NULL)
-        og__pg_release(pg, c);
-    for (i = 0; i < ARR_COUNT; i++)
-        free(arr[i].p);
+    (void)pg;
+    for (int i = 0; i < ARR_COUNT && rc == 0; i++)
+        a->params[i] = a->arr[i].p;
+    a->stmt = &pob_stmt;
     return rc;
 }
 
-/* Counts one batch of n rows (og_store_outcome_stats). */
-static void pob_count(og__pg_store *pg, int n, bool fell_back)
+/* Result row i answers row (og__pg_batch_kind.answer): whether it wrote,
+ * read after ReadyForQuery (I1, OB6). */
+static int pob_answer(og__pg_store *pg, og__pg_conn *c, const PGresult *res,
+                      int i, void *row, int *rc)
 {
-    pthread_mutex_lock(&pg->outcome_mu);
-    pg->outcome_stats.batches++;
-    pg->outcome_stats.rows += (uint64_t)n;
-    if (fell_back)
-        pg->outcome_stats.fallbacks++;
-    pthread_mutex_unlock(&pg->outcome_mu);
+    (void)pg;
+    (void)c;
+    if (PQgetisnull(res, i, POB_HIT))
+        return OG_EINTERNAL; /* the statement and this file disagree */
+    ((og__outcome_row *)row)->hit = og__pg_get_bool(res, i, POB_HIT);
+    *rc = 0;
+    return 0;
 }
 
-/* Runs rows[0..n) (OB2 holds) as one batch: a batch of one its one-row
- * statement, else the batched statement, or one-row statements when it
- * aborted (OB4). Counted as one batch. */
-static void pob_run_rows(og__pg_store *pg, og__outcome_row *const *rows,
-                         int n, int64_t deadline_us, int *rcs)
+/* No answer yet, or none when every row fails (OB6). */
+static void pob_clear(void *row)
 {
-    bool fell_back = false;
-
-    if (n == 1)
-        rcs[0] = pob_one(pg, rows[0], deadline_us);
-    else if (pob_statement(pg, rows, n, deadline_us, rcs) != 0) {
-        fell_back = true;
-        for (int i = 0; i < n; i++)
-            rcs[i] = pob_one(pg, rows[i], deadline_us);
-    }
-    pob_count(pg, n, fell_back);
-}
-
-/* The queue's run (og__batch_ops.run). */
-static void pob_run(void *ctx, void *const *rows, int n, int64_t deadline_us,
-                    int *rcs)
-{
-    pob_run_rows(ctx, (og__outcome_row *const *)rows, n, deadline_us, rcs);
+    ((og__outcome_row *)row)->hit = false;
 }
 
 /* OB2: row may not join a batch naming its operation already. */
-static bool pob_conflicts(void *ctx, void *const *rows, int n, const void *row)
+static bool pob_conflicts(void *const *rows, int n, const void *row)
 {
     const og__outcome_row *r = row;
 
-    (void)ctx;
     for (int i = 0; i < n; i++)
         if (strcmp(((const og__outcome_row *)rows[i])->operation_id,
                    r->operation_id) == 0)
@@ -362,7 +289,15 @@ static bool pob_conflicts(void *ctx, void *const *rows, int n, const void *row)
     return false;
 }
 
-static const og__batch_ops pob_ops = {pob_run, pob_conflicts, false};
+static const og__pg_batch_kind pob_kind = {
+    .one = pob_one,
+    .bind = pob_bind,
+    .answer = pob_answer,
+    .clear = pob_clear,
+    .conflicts = pob_conflicts,
+    .ncols = POB_NCOLS,
+    .ack_lost_fault = "outcome_batch_ack_lost",
+};
 
 /* ===========================================================================
  * The store's side
@@ -370,22 +305,14 @@ static const og__batch_ops pob_ops = {pob_run, pob_conflicts, false};
 
 int og__pg_outcome_open(og__pg_store *pg, int in_flight, int max_rows)
 {
-    pthread_mutex_init(&pg->outcome_mu, NULL);
-    pg->outcome_batcher = og__batcher_new(&pob_ops, pg, in_flight, max_rows);
-    return pg->outcome_batcher != NULL ? 0 : OG_ENOMEM;
-}
-
-void og__pg_outcome_close(og__pg_store *pg)
-{
-    og__batcher_free(pg->outcome_batcher);
-    pthread_mutex_destroy(&pg->outcome_mu);
+    return og__pg_batch_new(pg, &pob_kind, in_flight, max_rows,
+                            &pg->outcome_batch);
 }
 
 /* One write through the queue (OB1), bounded by the store timeout. */
 int og__pg_outcome_submit(og__pg_store *pg, og__outcome_row *row, bool *hit)
 {
-    int rc = og__batcher_submit(pg->outcome_batcher, row,
-                                og__pg_mono_us() + pg->timeout_us);
+    int rc = og__pg_batch_submit(pg->outcome_batch, row);
 
     if (rc == 0)
         *hit = row->hit;
@@ -408,12 +335,12 @@ int og__pg_outcome_batch(void *impl, og__outcome_row *rows, int n, int *rcs)
         int k = 0;
 
         while (from + k < n &&
-               !pob_conflicts(NULL, (void *const *)round, k, &rows[from + k])) {
+               !pob_conflicts((void *const *)round, k, &rows[from + k])) {
             round[k] = &rows[from + k];
             k++;
         }
-        rc = og__batcher_direct(pg->outcome_batcher, (void *const *)round, k,
-                                og__pg_mono_us() + pg->timeout_us, rcs + from);
+        rc = og__pg_batch_direct(pg->outcome_batch, (void *const *)round, k,
+                                 rcs + from);
         if (rc != 0)
             return rc;
         from += k;
@@ -423,9 +350,5 @@ int og__pg_outcome_batch(void *impl, og__outcome_row *rows, int n, int *rcs)
 
 void og__pg_outcome_stats(void *impl, og_admit_stats *out)
 {
-    og__pg_store *pg = impl;
-
-    pthread_mutex_lock(&pg->outcome_mu);
-    *out = pg->outcome_stats;
-    pthread_mutex_unlock(&pg->outcome_mu);
+    og__pg_batch_stats(((og__pg_store *)impl)->outcome_batch, out);
 }
