@@ -108,6 +108,8 @@ REGISTRY = {
            'commit of the consume verdict'),
     'OB': ('lib/store/postgres/outcome_batch.c', "PostgreSQL's group "
            'commit of outcomes'),
+    'RB': ('lib/store/postgres/rotate_batch.c', "PostgreSQL's group "
+           'commit of ticket rotations'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

@@ -808,6 +808,8 @@ static void pg_close(void *impl)
     og__pg_batcher_free(pg->consume_batcher);
     if (pg->outcome_batcher != NULL)
         og__pg_outcome_close(pg);
+    if (pg->rotate_batcher != NULL)
+        og__pg_rotate_close(pg);
     free(pg->target);
     free(pg);
 }
@@ -898,7 +900,9 @@ static int pg_open(const char *target, const og_store_options *opts,
                                              opts->consume_batch_max);
     if (pg->batcher == NULL || pg->consume_batcher == NULL ||
         og__pg_outcome_open(pg, opts->admit_batches_in_flight,
-                            opts->outcome_batch_max) != 0) {
+                            opts->outcome_batch_max) != 0 ||
+        og__pg_rotate_open(pg, opts->admit_batches_in_flight,
+                           opts->rotate_batch_max) != 0) {
         rc = OG_ENOMEM;
         goto out;
     }
@@ -955,6 +959,8 @@ const og__store_methods og__postgres_methods = {
     .consume_stats = og__pg_consume_stats,
     .ticket_create = og__pg_ticket_create,
     .ticket_rotate = og__pg_ticket_rotate,
+    .rotate_batch = og__pg_rotate_batch,
+    .rotate_stats = og__pg_rotate_stats,
     /* execution */
     .op_may_submit = og__pg_op_may_submit,
     .op_start = og__pg_op_start,

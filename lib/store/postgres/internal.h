@@ -389,6 +389,11 @@ typedef struct og__pg_store {
     struct og__batcher *outcome_batcher;
     pthread_mutex_t outcome_mu;
     og_admit_stats outcome_stats;
+    /* Group commit of ticket rotations (rotate_batch.c, RB1): the shared
+     * queue and its counters, under rotate_mu. */
+    struct og__batcher *rotate_batcher;
+    pthread_mutex_t rotate_mu;
+    og_admit_stats rotate_stats;
 } og__pg_store;
 
 /* The statements prepared on one connection: a set of descriptors, keyed by
@@ -662,6 +667,32 @@ void og__pg_consume_run(og__pg_store *pg, const og__admit_req *const *reqs,
 int og__pg_consume_one(og__pg_store *pg, const og__admit_req *req,
                        int64_t deadline_us, og_consume_result *out);
 
+/* ---- grants.c: a ticket's rotation, alone and its parts (RB3, RB5) ------ */
+
+/* What the state read of a ticket that did not rotate saw. */
+typedef struct og__pg_ticket_seen {
+    bool found, rotated, family_revoked;
+    char issuer[OG_ID_MAX + 1], family[OG_ID_MAX + 1]; /* "" unless found */
+} og__pg_ticket_seen;
+/* The one-row rotation of row (the statement, then the state read, the
+ * reuse's family revocation, the read fence: I14, I30) on a connection of
+ * its own, with the client deadline deadline_us: a batch of one, and each
+ * row of a batch that falls back. 0 and row's answer, or the error. */
+int og__pg_ticket_rotate_one(og__pg_store *pg, og__rotate_row *row,
+                             int64_t deadline_us);
+/* The state read of the ticket hashed hash on c, in a statement of its
+ * own (a snapshot newer than any earlier statement's). 0 or the error. */
+int og__pg_ticket_state(og__pg_store *pg, og__pg_conn *c, const char *hash,
+                        og__pg_ticket_seen *seen);
+/* The answer to a rotation that rotated nothing, from what was seen:
+ * NOT_FOUND or FAMILY_REVOKED (*fence set: the caller owes a read fence
+ * before answering, I30), or REUSED once the family's revocation ran on c
+ * (M15, I14). OG_EINTERNAL for a live, unrotated ticket in a live family:
+ * it would have rotated. */
+int og__pg_ticket_refused(og__pg_store *pg, og__pg_conn *c,
+                          const og__pg_ticket_seen *seen,
+                          og_ticket_outcome *out, bool *fence);
+
 /* ---- exec.c ------------------------------------------------------------- */
 
 /* An outcome's write and its event (og_op_record's own statement) inside
@@ -704,7 +735,14 @@ og__store_issuance_record_fn og__pg_issuance_record;
 og__store_revoke_fn og__pg_revoke;
 og__store_family_revoke_fn og__pg_family_revoke;
 og__store_ticket_create_fn og__pg_ticket_create;
+/* rotate_batch.c: group commit of ticket rotations (RB1-RB6). The queue of
+ * pg with at most in_flight batches of max_rows rows (0 or OG_ENOMEM), and
+ * its end. */
+int og__pg_rotate_open(og__pg_store *pg, int in_flight, int max_rows);
+void og__pg_rotate_close(og__pg_store *pg);
 og__store_ticket_rotate_fn og__pg_ticket_rotate;
+og__store_rotate_batch_fn og__pg_rotate_batch;
+og__store_rotate_stats_fn og__pg_rotate_stats;
 /* outcome_batch.c: group commit of outcomes (OB1-OB6). The queue of pg
  * with at most in_flight batches of max_rows rows (0 or OG_ENOMEM), and
  * its end; one write through it (0 and *hit, or the error). */
@@ -791,6 +829,7 @@ extern const og__pg_stmt og__pg_consume_batch_stmt;    /* consume_batch.c */
 extern const og__pg_stmt og__pg_consume_batch_hashed_stmt;
 extern const og__pg_stmt og__pg_consume_batch_row_stmt;
 extern const og__pg_stmt og__pg_consume_batch_row_hashed_stmt;
+extern const og__pg_stmt og__pg_rotate_batch_stmt;     /* rotate_batch.c */
 extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */
