@@ -915,7 +915,7 @@ static void *f_bg_call(void *arg)
         f->rc = og__rotate_batch(f->s, 2, tickets, out, rcs);
         if (f->rc == 0) /* both rows answered alike, or a marker */
             f->rc = rcs[0] == rcs[1] ? rcs[0] : 2;
-        f->outcome = (int)out[0].outcome;
+        f->outcome = f->rc == 0 ? (int)out[0].outcome : -1;
         break;
     }
     }

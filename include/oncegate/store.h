@@ -80,9 +80,10 @@ typedef struct og_store_options {
                          PostgreSQL: one statement and one commit, no two
                          rotations of one ticket, admit_batches_in_flight
                          batches at once; SQLite: savepoints of the one
-                         queue of writes. 1 rotates each alone at once,
-                         with no queue (docs/design.md, "Ticket rotation
-                         in batches"; docs/performance.md, "ROTATE"). */
+                         queue of writes. 64 by default; 1 rotates each
+                         alone at once, with no queue (docs/design.md,
+                         "Ticket rotation in batches"; docs/performance.md,
+                         "ROTATE"). */
 } og_store_options;
 
 /* The largest og_store_options.admit_batch_max. */

@@ -138,7 +138,9 @@ const og_srv_cfg_key og_srv_cfg_keys[] = {
      "would get alone, a reuse still revokes its family before it is "
      "answered (docs/design.md, \"Ticket rotation in batches\"); a lone "
      "rotation runs at once, alone. 1 gives each rotation its own "
-     "statement at once, with no queue (docs/performance.md, \"ROTATE\")."},
+     "statement at once, with no queue (docs/performance.md, \"ROTATE\": "
+     "batches of 64 ran a median 4.9-10.9x that on SQLite, 1.10-1.42x at "
+     "64 clients and 0.86-0.88x at 16 on PostgreSQL)."},
     {"max_body_bytes", OG_CFG_SIZE, 1024, 1048576, "16384", AT(max_body_bytes),
      "Largest request body accepted; a larger one is 413 `body_too_large` "
      "before any of it is parsed."},

@@ -654,17 +654,36 @@ int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us)
     return og__batcher_submit(s->writes, w, deadline_us);
 }
 
-int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
-                        int64_t deadline_us, int *rcs)
+int og__sq_write_direct(og__sq_store *s, og__sq_kind kind, void *rows,
+                        int n, og__sq_write **out, int *rcs)
 {
     void *ptrs[OG__BATCH_ROWS_MAX];
+    og__sq_write *ws;
+    int rc;
 
     if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
-    for (int i = 0; i < n; i++)
+    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
+        return OG_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        if (kind == SQ_WRITE_OUTCOME)
+            ws[i].outcome = &((og__outcome_row *)rows)[i];
+        else if (kind == SQ_WRITE_ROTATE)
+            ws[i].rotate = &((og__rotate_row *)rows)[i];
+        else
+            ws[i].req = &((const og__admit_req *)rows)[i];
+        ws[i].consume = kind == SQ_WRITE_CONSUME;
         ptrs[i] = &ws[i];
+    }
     /* Waits for the queue's batch in flight, then leads its own. */
-    return og__batcher_direct(s->writes, ptrs, n, deadline_us, rcs);
+    rc = og__batcher_direct(s->writes, ptrs, n,
+                            og__sq_mono_us() + s->opts.timings.store_timeout_us,
+                            rcs);
+    if (rc != 0 || out == NULL)
+        free(ws);
+    else
+        *out = ws;
+    return rc;
 }
 
 int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
@@ -679,38 +698,12 @@ int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
     return rc;
 }
 
-/* reqs[0..n) as ONE batch of their own, past the queue (the test hooks):
- * admissions, or consume verdicts when consume. 0 with rcs and *out (the
- * rows, each with its answer; the caller frees them), or an error. */
-static int sq_req_direct(og__sq_store *s, const og__admit_req *reqs, int n,
-                         bool consume, og__sq_write **out, int *rcs)
-{
-    og__sq_write *ws;
-    int rc;
-
-    if (n < 1 || n > OG__BATCH_ROWS_MAX)
-        return OG_EINVAL;
-    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
-        return OG_ENOMEM;
-    for (int i = 0; i < n; i++) {
-        ws[i].req = &reqs[i];
-        ws[i].consume = consume;
-    }
-    rc = og__sq_write_direct(
-        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
-    if (rc != 0) {
-        free(ws);
-        return rc;
-    }
-    *out = ws;
-    return 0;
-}
-
 int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
     og__sq_write *ws = NULL;
-    int rc = sq_req_direct(impl, reqs, n, false, &ws, rcs);
+    int rc = og__sq_write_direct(impl, SQ_WRITE_ADMIT, (void *)reqs, n, &ws,
+                                 rcs);
 
     for (int i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
@@ -737,7 +730,8 @@ int og__sq_consume_batch(void *impl, const og__admit_req *reqs, int n,
                          og_consume_result *outs, int *rcs)
 {
     og__sq_write *ws = NULL;
-    int rc = sq_req_direct(impl, reqs, n, true, &ws, rcs);
+    int rc = og__sq_write_direct(impl, SQ_WRITE_CONSUME, (void *)reqs, n,
+                                 &ws, rcs);
 
     for (int i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
@@ -749,20 +743,7 @@ int og__sq_consume_batch(void *impl, const og__admit_req *reqs, int n,
 /* The test hook: rows[0..n) rotated as ONE batch of their own (G8). */
 int og__sq_rotate_batch(void *impl, og__rotate_row *rows, int n, int *rcs)
 {
-    og__sq_store *s = impl;
-    og__sq_write *ws;
-    int rc;
-
-    if (n < 1 || n > OG__BATCH_ROWS_MAX)
-        return OG_EINVAL;
-    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
-        return OG_ENOMEM;
-    for (int i = 0; i < n; i++)
-        ws[i].rotate = &rows[i];
-    rc = og__sq_write_direct(
-        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
-    free(ws);
-    return rc;
+    return og__sq_write_direct(impl, SQ_WRITE_ROTATE, rows, n, NULL, rcs);
 }
 
 void og__sq_rotate_stats(void *impl, og_admit_stats *out)

@@ -440,10 +440,19 @@ typedef struct og__sq_write {
 } og__sq_write;
 /* Queues w and waits for its batch (GQ1-GQ4): its return code. */
 int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us);
-/* ws[0..n) as one batch of their own (the test hooks). 0 with rcs, or
- * OG_EINVAL. */
-int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
-                        int64_t deadline_us, int *rcs);
+/* What the rows of og__sq_write_direct are. */
+typedef enum {
+    SQ_WRITE_ADMIT,   /* og__admit_req, admissions */
+    SQ_WRITE_CONSUME, /* og__admit_req, consume verdicts */
+    SQ_WRITE_OUTCOME, /* og__outcome_row */
+    SQ_WRITE_ROTATE   /* og__rotate_row */
+} og__sq_kind;
+/* rows[0..n), of kind, as ONE batch of their own past the queue, bounded
+ * by the store timeout (the test hooks). 0 with rcs and, when out is not
+ * NULL, *out (the writes, each with its answer; the caller frees them),
+ * or OG_EINVAL / OG_ENOMEM. */
+int og__sq_write_direct(og__sq_store *s, og__sq_kind kind, void *rows,
+                        int n, og__sq_write **out, int *rcs);
 /* exec.c: one outcome write inside c's transaction (Q31), and alone in a
  * transaction of its own bounded by deadline_us; counting a batch of n
  * outcome writes. */
