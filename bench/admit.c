@@ -28,6 +28,17 @@
  *                        (--batch-max sets consume_batch_max too: the
  *                        verdicts' batches on PostgreSQL, off by default;
  *                        docs/performance.md, "VERDICT").
+ *   --mode rotate        as api, each caller rotating its own chain of
+ *                        tickets (og_ticket_rotate): a ticket of a family
+ *                        of its own created in the warm-up, then each
+ *                        rotation presents the ticket the previous one
+ *                        returned, as a well-behaved agent does; every
+ *                        rotation must rotate. Prints
+ *                          rotate backend=B callers=N seconds=S rotated=K rate=R/s errors=E
+ *                              batches=N rows_per_batch=M fallbacks=F
+ *                        (--batch-max sets rotate_batch_max too: the
+ *                        rotations' group commit; docs/performance.md,
+ *                        "ROTATE").
  *   --mode migrate       only applies the migrations to URL (used by
  *                        bench/admit before the pgbench floor runs).
  *   --consumption-keys   the keys a store gets when migrated (docs/design.md,
@@ -86,6 +97,7 @@
 typedef enum bench_mode {
     MODE_API,
     MODE_CONSUME,
+    MODE_ROTATE,
     MODE_SQLITE_FLOOR,
     MODE_MIGRATE
 } bench_mode;
@@ -119,6 +131,7 @@ typedef struct bench_thread {
     uint64_t done;             /* timed writes that succeeded */
     uint64_t errors;
     bool reported_ready;
+    char ticket[OG_TICKET_LEN + 1]; /* rotate mode: the chain's live one */
 } bench_thread;
 
 static double now_mono(void)
@@ -309,6 +322,50 @@ static void *consume_thread(void *arg)
     return NULL;
 }
 
+/* One rotation of the thread's live ticket: the successor becomes the live
+ * one. 0 when rotated. */
+static int api_rotate_one(bench_thread *t)
+{
+    og_ticket_result res;
+    int rc = og_ticket_rotate(t->run->store, t->ticket, &res);
+
+    if (rc < 0 || res.outcome != OG_TICKET_ISSUED) {
+        if (thread_fail(t))
+            fprintf(stderr, "og-bench-admit: thread %d: og_ticket_rotate: %s\n",
+                    t->index, rc < 0 ? og_err_name(rc) : "not rotated");
+        return -1;
+    }
+    memcpy(t->ticket, res.ticket, sizeof t->ticket);
+    return 0;
+}
+
+static void *rotate_thread(void *arg)
+{
+    bench_thread *t = arg;
+    char family[OG_ID_MAX + 1];
+    og_ticket_result res;
+    int rc;
+
+    snprintf(family, sizeof family, "r-%s-%d", t->run->run_id, t->index);
+    rc = og_ticket_create(t->run->store, BENCH_ISSUER, family, &res);
+    if (rc < 0 || res.outcome != OG_TICKET_ISSUED) {
+        if (thread_fail(t))
+            fprintf(stderr, "og-bench-admit: thread %d: og_ticket_create: %s\n",
+                    t->index, rc < 0 ? og_err_name(rc) : "refused");
+        atomic_store(&t->run->stop, true);
+        thread_ready(t);
+        return NULL;
+    }
+    memcpy(t->ticket, res.ticket, sizeof t->ticket);
+    (void)api_rotate_one(t); /* warm-up: connects; failures count */
+    thread_ready(t);
+    while (!atomic_load_explicit(&t->run->stop, memory_order_relaxed)) {
+        if (api_rotate_one(t) == 0)
+            t->done++;
+    }
+    return NULL;
+}
+
 static void *api_thread(void *arg)
 {
     bench_thread *t = arg;
@@ -457,7 +514,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: og-bench-admit --store URL --callers N --seconds S\n"
-            "                      [--mode api|consume|sqlite-floor|migrate]\n"
+            "                      [--mode api|consume|rotate|sqlite-floor|migrate]\n"
             "                      [--consumption-keys readable|hashed]\n"
             "                      [--batch-max B] [--in-flight K]\n");
 }
@@ -555,6 +612,8 @@ int main(int argc, char **argv)
                 mode = MODE_API;
             else if (strcmp(optarg, "consume") == 0)
                 mode = MODE_CONSUME;
+            else if (strcmp(optarg, "rotate") == 0)
+                mode = MODE_ROTATE;
             else if (strcmp(optarg, "sqlite-floor") == 0)
                 mode = MODE_SQLITE_FLOOR;
             else if (strcmp(optarg, "migrate") == 0)
@@ -583,8 +642,9 @@ int main(int argc, char **argv)
     if (callers > 0)
         opts.pool_size = callers;
     opts.consumption_keys = keys;
-    if (batch_max > 0) /* consume mode: the verdicts' batches on both */
-        opts.admit_batch_max = opts.consume_batch_max = batch_max;
+    if (batch_max > 0) /* consume, rotate: their batches on both */
+        opts.admit_batch_max = opts.consume_batch_max =
+            opts.rotate_batch_max = batch_max;
     if (in_flight > 0)
         opts.admit_batches_in_flight = in_flight;
 
@@ -597,7 +657,7 @@ int main(int argc, char **argv)
     atomic_init(&run.stop, false);
     atomic_init(&run.errors, 0);
 
-    if (mode == MODE_API || mode == MODE_CONSUME) {
+    if (mode == MODE_API || mode == MODE_CONSUME || mode == MODE_ROTATE) {
         if (do_migrate(url, &opts) != 0)
             return 1;
         int rc = og_store_open(url, &opts, &run.store);
@@ -647,6 +707,7 @@ int main(int argc, char **argv)
         int rc = pthread_create(&t->tid, NULL,
                                 mode == MODE_API       ? api_thread
                                 : mode == MODE_CONSUME ? consume_thread
+                                : mode == MODE_ROTATE  ? rotate_thread
                                                        : floor_thread,
                                 t);
         if (rc != 0) {
@@ -659,7 +720,10 @@ int main(int argc, char **argv)
     }
 
     start_gate_open(&run, started);
-    og_store_admit_stats(run.store, &st0); /* after the warm-ups */
+    if (mode == MODE_ROTATE)
+        og_store_rotate_stats(run.store, &st0);
+    else
+        og_store_admit_stats(run.store, &st0); /* after the warm-ups */
     double t0 = now_mono();
     if (started == callers && !atomic_load(&run.stop)) {
         /* Sleep in short steps so a failing thread ends the run early. */
@@ -678,7 +742,10 @@ int main(int argc, char **argv)
         errors += threads[i].errors;
     }
     double elapsed = now_mono() - t0;
-    og_store_admit_stats(run.store, &st1);
+    if (mode == MODE_ROTATE)
+        og_store_rotate_stats(run.store, &st1);
+    else
+        og_store_admit_stats(run.store, &st1);
     if (errors > BENCH_ERRORS_SHOWN)
         fprintf(stderr, "og-bench-admit: ... and %" PRIu64 " more errors\n",
                 errors - BENCH_ERRORS_SHOWN);
@@ -698,6 +765,14 @@ int main(int argc, char **argv)
                og_consumption_keys_name(og_store_consumption_keys(run.store)),
                callers, seconds, done, rate, errors, nb,
                nb ? (double)nr / (double)nb : 0.0,
+               st1.fallbacks - st0.fallbacks);
+    } else if (mode == MODE_ROTATE) {
+        uint64_t nb = st1.batches - st0.batches, nr = st1.rows - st0.rows;
+        printf("rotate backend=%s callers=%d seconds=%d rotated=%" PRIu64
+               " rate=%.1f/s errors=%" PRIu64 " batches=%" PRIu64
+               " rows_per_batch=%.2f fallbacks=%" PRIu64 "\n",
+               og_store_backend(run.store), callers, seconds, done, rate,
+               errors, nb, nb ? (double)nr / (double)nb : 0.0,
                st1.fallbacks - st0.fallbacks);
     } else if (mode == MODE_CONSUME) {
         printf("consume backend=%s callers=%d seconds=%d consumed=%" PRIu64

@@ -875,6 +875,9 @@ extern const size_t t_outcome_batch_tests_count;
 /* The consume verdict's group commit: consume_batch.c. */
 extern const struct CMUnitTest t_consume_batch_tests[];
 extern const size_t t_consume_batch_tests_count;
+/* Ticket rotations' group commit: rotate_batch.c. */
+extern const struct CMUnitTest t_rotate_batch_tests[];
+extern const size_t t_rotate_batch_tests_count;
 extern const struct CMUnitTest t_failure_tests[];
 extern const size_t t_failure_tests_count;
 extern const struct CMUnitTest t_outage_tests[];
@@ -925,6 +928,8 @@ static const struct t_group {
      &t_outcome_batch_tests_count},
     {"consume-batch", "consume-batch", t_consume_batch_tests,
      &t_consume_batch_tests_count},
+    {"rotate-batch", "rotate-batch", t_rotate_batch_tests,
+     &t_rotate_batch_tests_count},
     {"hashed", "hashed", t_hashed_tests, &t_hashed_tests_count},
     {"redemption", "redemption", t_redemption_tests,
      &t_redemption_tests_count},

@@ -651,7 +651,8 @@ static int v_count_of(const char *hay, const char *needle)
 /* docs/performance.md, "VERDICT2": PostgreSQL keeps a prepared
  * statement's generic plan, and a store's first batches plan it on tables
  * that are empty and never analysed. On such a store every plan of every
- * batched statement (the admissions' and the consume verdicts', both forms,
+ * batched statement (the admissions', the consume verdicts', both forms,
+ * and the ticket rotations', docs/performance.md "ROTATE",
  * custom and generic, as og_store_explain shows them) reads every table by
  * key — no sequential scan of any table — and the report probes
  * grant_consumptions_pkey, the families' locks families_pkey and (row
@@ -691,6 +692,24 @@ static void batched_plans_probe_by_key_on_a_new_store(void **state)
         assert_true(v_count_of(b, "using families_pkey on families") >= 4);
         if (f % 2 == 1) /* row form: the grants' locks and claims */
             assert_true(v_count_of(b, "using grants_pkey on grants") >= 6);
+        free(b);
+    }
+    /* Ticket rotation's batch (rotate_batch.c, RB3): the tickets' locks,
+     * the rotation's UPDATE and the report probe tickets_pkey, the
+     * families' liveness families_pkey, custom and generic. */
+    {
+        const char *p = strstr(plan, "### Ticket rotation, batched"), *q;
+        char *b;
+
+        assert_non_null(p);
+        q = strstr(p + 4, "\n### ");
+        b = strndup(p, q ? (size_t)(q - p) : strlen(p));
+        assert_non_null(b);
+        if (b != NULL && strstr(b, "Seq Scan") != NULL)
+            fprintf(stderr, "plans:\n%s\n", b);
+        assert_null(strstr(b, "Seq Scan"));
+        assert_true(v_count_of(b, "tickets_pkey") >= 6);
+        assert_true(v_count_of(b, "using families_pkey on families") >= 4);
         free(b);
     }
     free(plan);

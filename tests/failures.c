@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "store/store_int.h" /* og__admit_batch, og__consume_batch: batches built by the test */
+#include "store/store_int.h" /* og__*_batch: batches built by the test */
 
 #define ISSUER "support-approvals"
 #define SEC INT64_C(1000000)
@@ -796,7 +796,8 @@ typedef enum f_verb {
     F_FAMILY_REVOKE,
     F_ISSUE,
     F_TICKET_CREATE,
-    F_ROTATE
+    F_ROTATE,
+    F_ROTATE_BATCH   /* ticket's and ticket2's rotations as ONE batch */
 } f_verb;
 
 /* One lifecycle call, run on a thread; rc and the outcome it got. */
@@ -807,7 +808,8 @@ typedef struct f_call {
                              F_ISSUE (its grant id) */
     t_case *c2;           /* F_ADMIT_BATCH, F_CONSUME_BATCH: its second row */
     const char *family;   /* F_FAMILY_REVOKE, F_ISSUE, F_TICKET_CREATE */
-    const char *ticket;   /* F_ROTATE */
+    const char *ticket;   /* F_ROTATE, F_ROTATE_BATCH */
+    const char *ticket2;  /* F_ROTATE_BATCH: its second row */
     int rc;
     int outcome;
     size_t n_revoked;     /* F_FAMILY_REVOKE */
@@ -906,6 +908,16 @@ static void *f_bg_call(void *arg)
         f->rc = og_ticket_rotate(f->s, f->ticket, &tr);
         f->outcome = (int)tr.outcome;
         break;
+    case F_ROTATE_BATCH: {
+        const char *tickets[2] = {f->ticket, f->ticket2};
+        og_ticket_result out[2];
+
+        f->rc = og__rotate_batch(f->s, 2, tickets, out, rcs);
+        if (f->rc == 0) /* both rows answered alike, or a marker */
+            f->rc = rcs[0] == rcs[1] ? rcs[0] : 2;
+        f->outcome = f->rc == 0 ? (int)out[0].outcome : -1;
+        break;
+    }
     }
     return NULL;
 }
@@ -1209,6 +1221,49 @@ static void replay_of_an_unconfirmed_rotation_is_unavailable(void **state)
     f_life_close(&l);
 }
 
+/* A batch of rotations (rotate_batch.c, RB5): its commit's wait
+ * cancelled, every row is unavailable, and the rotations stay (the local
+ * commit): presented again, a ticket is reuse. Then a batch that writes
+ * nothing — a ticket of the family that reuse revoked, and an unknown
+ * one — waits for its one read fence, and cancelled, both rows are
+ * unavailable. */
+static void rotation_batch_unconfirmed_is_unavailable_for_every_row(
+    void **state)
+{
+    og_ticket_result t[3];
+    char unknown[OG_TICKET_LEN + 1];
+    f_life l;
+    f_call f;
+
+    (void)state;
+    if (!f_life_open(&l))
+        return;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(og_ticket_create(l.s, ISSUER, l.family, &t[i]), 0);
+        assert_int_equal(t[i].outcome, OG_TICKET_ISSUED);
+    }
+    f_phantom_standby(l.raw, true);
+    f = (f_call){.s = l.s, .verb = F_ROTATE_BATCH, .ticket = t[0].ticket,
+                 .ticket2 = t[1].ticket};
+    f_waits_for_the_standby(l.raw, l.app, &f); /* committed, locally */
+    f_phantom_standby(l.raw, false);
+    f = (f_call){.s = l.s, .verb = F_ROTATE, .ticket = t[1].ticket};
+    f_now(&f);
+    assert_int_equal(f.outcome, OG_TICKET_REUSED); /* the family goes */
+
+    memcpy(unknown, t[2].ticket, sizeof unknown);
+    unknown[0] = unknown[0] == 'A' ? 'B' : 'A';
+    f_phantom_standby(l.raw, true);
+    f = (f_call){.s = l.s, .verb = F_ROTATE_BATCH, .ticket = t[2].ticket,
+                 .ticket2 = unknown};
+    f_waits_for_the_standby(l.raw, l.app, &f); /* the fence waits */
+    f_phantom_standby(l.raw, false);
+    f = (f_call){.s = l.s, .verb = F_ROTATE, .ticket = t[2].ticket};
+    f_now(&f);
+    assert_int_equal(f.outcome, OG_TICKET_FAMILY_REVOKED);
+    f_life_close(&l);
+}
+
 const struct CMUnitTest t_outage_tests[] = {
     cmocka_unit_test(stopped_postgres_is_unavailable),
     cmocka_unit_test_teardown(cancelled_synchronous_replication_wait_is_unavailable,
@@ -1235,6 +1290,9 @@ const struct CMUnitTest t_outage_tests[] = {
                               f_phantom_standby_teardown),
     cmocka_unit_test_teardown(replay_of_an_unconfirmed_rotation_is_unavailable,
                               f_phantom_standby_teardown),
+    cmocka_unit_test_teardown(
+        rotation_batch_unconfirmed_is_unavailable_for_every_row,
+        f_phantom_standby_teardown),
 };
 const size_t t_outage_tests_count =
     sizeof t_outage_tests / sizeof t_outage_tests[0];

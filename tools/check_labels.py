@@ -110,6 +110,8 @@ REGISTRY = {
            'commit of outcomes'),
     'BR': ('lib/store/postgres/batch_run.c', "PostgreSQL's batched "
            'statements, every kind alike: run, fall back, count'),
+    'RB': ('lib/store/postgres/rotate_batch.c', "PostgreSQL's group "
+           'commit of ticket rotations'),
     # provider, exec
     'CL': ('lib/provider/client.c', 'the provider client'),
     'EX': ('lib/exec/execute.c', 'one create and its record (the drive)'),

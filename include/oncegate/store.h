@@ -75,6 +75,15 @@ typedef struct og_store_options {
                          gives each its one-row statement at once, with
                          no queue. SQLite's verdicts always share the
                          admissions' batches (admit_batch_max). */
+    int rotate_batch_max; /* ticket rotations (og_ticket_rotate) of this
+                         store object one batch holds, 1..OG_ADMIT_BATCH_MAX:
+                         PostgreSQL: one statement and one commit, no two
+                         rotations of one ticket, admit_batches_in_flight
+                         batches at once; SQLite: savepoints of the one
+                         queue of writes. 64 by default; 1 rotates each
+                         alone at once, with no queue (docs/design.md,
+                         "Ticket rotation in batches"; docs/performance.md,
+                         "ROTATE"). */
 } og_store_options;
 
 /* The largest og_store_options.admit_batch_max. */
@@ -83,7 +92,8 @@ typedef struct og_store_options {
 /* Fills *o with defaults: og_timings_default(), a pool of 16,
  * OG_KEYS_AS_STORED, batches of at most 64 admissions and 2 batches in
  * flight, batches of at most 64 consume verdicts on PostgreSQL
- * (consume_batch_max), and batches of at most 64 outcome writes. */
+ * (consume_batch_max), batches of at most 64 outcome writes, and
+ * batches of at most 64 ticket rotations (rotate_batch_max). */
 void og_store_options_default(og_store_options *o);
 
 /* Opens a store from a URL:
@@ -225,6 +235,11 @@ void og_store_admit_stats(og_store *s, og_admit_stats *out);
  * the admissions' batches that held verdicts, and the verdicts in them).
  * Fills *out (zeros for NULL s). */
 void og_store_consume_stats(og_store *s, og_admit_stats *out);
+/* The same counters for ticket rotations (og_ticket_rotate;
+ * rotate_batch_max): batches, the rotations they held, fallbacks
+ * (PostgreSQL: a batch whose statement aborted and whose rotations ran one
+ * by one; always 0 on SQLite). Zeros for NULL s. */
+void og_store_rotate_stats(og_store *s, og_admit_stats *out);
 
 /* The same counters for the group commit of outcomes (og_op_start,
  * og_op_record; og_store_options.outcome_batch_max): batches, the writes

@@ -39,6 +39,19 @@
  *                   statement counts as aborted whole, nothing of it ran,
  *                   and the round falls back to one statement per verdict
  *                   (tests/consume_batch.c).
+ *   rotate_batch_ack_lost
+ *                   lib/store/postgres/rotate_batch.c (asked by
+ *                   batch_run.c) and
+ *                   lib/store/sqlite/admit.c, after a batch holding ticket
+ *                   rotations committed: every row of the batch gets
+ *                   OG_ESTORE_UNAVAILABLE; the commit stays
+ *                   (tests/rotate_batch.c).
+ *   rotate_batch_abort
+ *                   lib/store/postgres/rotate_batch.c (asked by
+ *                   batch_run.c), before a batch's
+ *                   statement runs: the statement counts as aborted whole,
+ *                   nothing of it ran, and the round falls back to one
+ *                   rotation per row (tests/rotate_batch.c).
  *   payout_decide_after_reservation, payout_decide_after_decision,
  *   payout_decide_before_commit
  *                   og_payout_decide (lib/store/payout.c, once for both

@@ -30,6 +30,7 @@ void og_store_options_default(og_store_options *o)
     o->admit_batches_in_flight = 2;
     o->outcome_batch_max = 64;
     o->consume_batch_max = 64;
+    o->rotate_batch_max = 64;
 }
 
 /* Picks the backend for url and the target string it gets. */
@@ -68,7 +69,9 @@ static int options_check(const og_store_options *in, og_store_options *out)
         out->outcome_batch_max < 1 ||
         out->outcome_batch_max > OG_ADMIT_BATCH_MAX ||
         out->consume_batch_max < 1 ||
-        out->consume_batch_max > OG_ADMIT_BATCH_MAX)
+        out->consume_batch_max > OG_ADMIT_BATCH_MAX ||
+        out->rotate_batch_max < 1 ||
+        out->rotate_batch_max > OG_ADMIT_BATCH_MAX)
         return OG_EINVAL;
     if (out->consumption_keys != OG_KEYS_AS_STORED &&
         out->consumption_keys != OG_KEYS_READABLE &&
@@ -268,6 +271,15 @@ void og__consume_stats(og_store *s, og_admit_stats *out)
 void og_store_consume_stats(og_store *s, og_admit_stats *out)
 {
     og__consume_stats(s, out);
+}
+
+void og_store_rotate_stats(og_store *s, og_admit_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (s)
+        s->m->rotate_stats(s->impl, out);
 }
 
 void og_store_admit_stats(og_store *s, og_admit_stats *out)

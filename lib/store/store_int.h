@@ -822,6 +822,22 @@ typedef int og__store_ticket_rotate_fn(void *impl, const char *old_hash,
                                        const char *new_hash,
                                        og_ticket_outcome *out, char *issuer,
                                        char *family);
+/* One rotation of a batch: the hashes in, the answer out (issuer and
+ * family "" when the ticket is unknown). */
+typedef struct og__rotate_row {
+    char old_hash[65], new_hash[65];
+    og_ticket_outcome outcome;
+    char issuer[OG_ID_MAX + 1], family[OG_ID_MAX + 1];
+} og__rotate_row;
+/* rows[0..n) (1..OG_ADMIT_BATCH_MAX, no two sharing an old ticket:
+ * store.c checks) rotated as ONE batch of the rotations' group commit,
+ * bypassing the queue: the test hook og__rotate_batch. rcs[i] is what
+ * og__store_ticket_rotate_fn would return for row i, rows[i] its answer.
+ * 0, or OG_EINVAL. */
+typedef int og__store_rotate_batch_fn(void *impl, og__rotate_row *rows, int n,
+                                      int *rcs);
+/* The rotations' group commit's counters (og_store_rotate_stats). */
+typedef void og__store_rotate_stats_fn(void *impl, og_admit_stats *out);
 
 /* ---- execution (M16-M22) ------------------------------------------------
  * Inputs are validated and canonical (exec.c); the transition is one the
@@ -1202,6 +1218,8 @@ typedef struct og__store_methods {
     og__store_consume_stats_fn *consume_stats;
     og__store_ticket_create_fn *ticket_create;
     og__store_ticket_rotate_fn *ticket_rotate;
+    og__store_rotate_batch_fn *rotate_batch;
+    og__store_rotate_stats_fn *rotate_stats;
     /* execution */
     og__store_op_may_submit_fn *op_may_submit;
     og__store_op_start_fn *op_start;
@@ -1316,6 +1334,14 @@ int og__consume_batch(og_store *s, int n, const og_grant *g,
 /* What the consume verdicts' group commit of s did (batches, rows,
  * fallbacks), as og_store_admit_stats for admissions; zeros for NULL s. */
 void og__consume_stats(og_store *s, og_admit_stats *out);
+/* The rotation of tickets[i] for i in 0..n) as ONE batch of the store's
+ * group commit of rotations (lib/store/postgres/rotate_batch.c,
+ * lib/store/sqlite/admit.c), as og__consume_batch: n is
+ * 1..OG_ADMIT_BATCH_MAX, no two tickets alike (OG_EINVAL otherwise).
+ * Returns 0 with rcs[i] and out[i] as og_ticket_rotate(tickets[i]) would
+ * return and fill them, or an input error. */
+int og__rotate_batch(og_store *s, int n, const char *const *tickets,
+                     og_ticket_result *out, int *rcs);
 
 /* Inserts an operation of kind k with grant g's issuer and id and in's
  * binding — status Admitted, owner version 1, lease_until and submit_by

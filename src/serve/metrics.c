@@ -607,7 +607,19 @@ void og_metrics_admit_batches(og_store *s, char **text)
         "mean batch size.",
         "Batches of verdicts whose one statement aborted and that were "
         "answered one statement per verdict."};
-    og_admit_stats st, cst, oc;
+    /* ticket rotations' group commit (rotate_batch.c, RB1; SQLite's G8) */
+    static const char *const rotate[3] = {
+        "oncegate_rotate_batches_total",
+        "oncegate_rotate_batched_rotations_total",
+        "oncegate_rotate_batch_fallbacks_total"};
+    static const char *const rotate_help[3] = {
+        "Group commit batches of ticket rotations this instance's store "
+        "object ran (a lone rotation is a batch of one).",
+        "Ticket rotations those batches held: divided by the batches, the "
+        "mean batch size.",
+        "Batches of rotations whose one statement aborted and that were "
+        "answered one rotation at a time (PostgreSQL)."};
+    og_admit_stats st, cst, oc, rst;
     char *out = NULL;
     size_t n = 0;
     FILE *f;
@@ -616,11 +628,13 @@ void og_metrics_admit_batches(og_store *s, char **text)
     og_store_admit_stats(s, &st);
     og_store_consume_stats(s, &cst);
     og_store_outcome_stats(s, &oc);
+    og_store_rotate_stats(s, &rst);
     if (!(f = open_memstream(&out, &n)))
         return;
     fputs(*text, f);
     render_batch_stats(f, &st, admit, admit_help);
     render_batch_stats(f, &cst, consume, consume_help);
+    render_batch_stats(f, &rst, rotate, rotate_help);
     family(f, "oncegate_outcome_batches_total", "counter",
            "Group commit batches of outcome writes (og_op_start, "
            "og_op_record) this instance's store object ran; a lone write is "

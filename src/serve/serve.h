@@ -149,6 +149,7 @@ typedef struct og_srv_config {
     int admit_batches_in_flight; /* group commit: batches at once (pg) */
     int outcome_batch_max;      /* group commit of outcomes */
     int consume_batch_max;      /* group commit: verdicts per batch (pg) */
+    int rotate_batch_max;       /* group commit: ticket rotations per batch */
     size_t max_body_bytes;      /* request bodies above it: 413 */
     int max_connections;        /* concurrent HTTP connections */
     int64_t drain_timeout_us;   /* SIGTERM: in-flight requests get this long */
@@ -520,7 +521,10 @@ void og_metrics_payout_stats(og_store *s, char **text);
  * oncegate_admit_batch_fallbacks_total, then the consume verdicts'
  * (og_store_consume_stats): oncegate_consume_batches_total,
  * oncegate_consume_batched_verdicts_total and
- * oncegate_consume_batch_fallbacks_total; and the group commit of outcomes'
+ * oncegate_consume_batch_fallbacks_total; the ticket rotations'
+ * (og_store_rotate_stats): oncegate_rotate_batches_total,
+ * oncegate_rotate_batched_rotations_total and
+ * oncegate_rotate_batch_fallbacks_total; and the group commit of outcomes'
  * (og_store_outcome_stats): oncegate_outcome_batches_total and
  * oncegate_outcome_batched_writes_total. Nothing when memory runs out. */
 void og_metrics_admit_batches(og_store *s, char **text);

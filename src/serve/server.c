@@ -207,6 +207,7 @@ static int open_store(og_srv *srv)
     o.admit_batches_in_flight = srv->cfg.admit_batches_in_flight;
     o.outcome_batch_max = srv->cfg.outcome_batch_max;
     o.consume_batch_max = srv->cfg.consume_batch_max;
+    o.rotate_batch_max = srv->cfg.rotate_batch_max;
     o.session_bounds_from_role = srv->cfg.store_bounds_from_role;
     o.consumption_keys = srv->cfg.consumption_keys; /* S5: agreed or 78 */
     if (srv->cfg.auto_migrate &&

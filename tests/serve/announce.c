@@ -299,6 +299,12 @@ void metrics_count_admissions_refusals_consumes_and_responses(
     assert_true(v_after >= v_before + 1);
     assert_true(vb_after >= vb_before + 1 && vb_after <= v_after);
     assert_true(metric_value(r.body, "oncegate_consume_batch_fallbacks_total") >= 0);
+    /* the ticket rotations' counters, from the start */
+    assert_true(metric_value(r.body, "oncegate_rotate_batches_total") >= 0);
+    assert_true(metric_value(r.body,
+                             "oncegate_rotate_batched_rotations_total") >= 0);
+    assert_true(metric_value(r.body, "oncegate_rotate_batch_fallbacks_total") >=
+                0);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (!strstr(r.body, families[i]))
             fail_msg("metrics lack %s", families[i]);

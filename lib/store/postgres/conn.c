@@ -808,6 +808,7 @@ static void pg_close(void *impl)
     og__pg_batch_free(pg->admit_batch);
     og__pg_batch_free(pg->consume_batch);
     og__pg_batch_free(pg->outcome_batch);
+    og__pg_batch_free(pg->rotate_batch);
     free(pg->target);
     free(pg);
 }
@@ -895,7 +896,9 @@ static int pg_open(const char *target, const og_store_options *opts,
         og__pg_consume_open(pg, opts->admit_batches_in_flight,
                             opts->consume_batch_max) != 0 ||
         og__pg_outcome_open(pg, opts->admit_batches_in_flight,
-                            opts->outcome_batch_max) != 0) {
+                            opts->outcome_batch_max) != 0 ||
+        og__pg_rotate_open(pg, opts->admit_batches_in_flight,
+                           opts->rotate_batch_max) != 0) {
         rc = OG_ENOMEM;
         goto out;
     }
@@ -952,6 +955,8 @@ const og__store_methods og__postgres_methods = {
     .consume_stats = og__pg_consume_stats,
     .ticket_create = og__pg_ticket_create,
     .ticket_rotate = og__pg_ticket_rotate,
+    .rotate_batch = og__pg_rotate_batch,
+    .rotate_stats = og__pg_rotate_stats,
     /* execution */
     .op_may_submit = og__pg_op_may_submit,
     .op_start = og__pg_op_start,

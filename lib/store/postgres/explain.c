@@ -13,6 +13,10 @@
 #include "internal.h"
 
 /* EXPLAIN's one column: a line of the plan. */
+/* A ticket hash (64 hex digits) of one repeated digit. */
+#define EXPLAIN_HASH(d)                                                    \
+    d d d d d d d d d d d d d d d d d d d d d d d d d d d d d d d d           \
+    d d d d d d d d d d d d d d d d d d d d d d d d d d d d d d d d
 enum { EXPLAIN_LINE, EXPLAIN_NCOLS };
 
 /* The plan of prepared statement s on c for the n literal values (NULL:
@@ -295,6 +299,8 @@ int og__pg_explain(void *impl, int batch, FILE *out)
     const char *cbatch2[5] = {"{support-approvals,support-approvals}",
                               "{g-explain-1,g-explain-2}", bexpires,
                               pg->leeway, "{NULL,NULL}"};
+    const char *rbatch2[2] = {"{" EXPLAIN_HASH("a") "," EXPLAIN_HASH("b") "}",
+                              "{" EXPLAIN_HASH("c") "," EXPLAIN_HASH("d") "}"};
     const char *cleanup[3] = {pg->cleanup_margin, limit, from};
     /* A tenant's day of no row, a 30 s delivery lease, a janitor batch. */
     const char *reserve[3] = {"T-explain", "2026-01-15", "425000"};
@@ -349,6 +355,11 @@ int og__pg_explain(void *impl, int batch, FILE *out)
               : og__pg_keyed(pg, &og__pg_consume_batch_stmt,
                              &og__pg_consume_batch_hashed_stmt),
             cbatch2, out);
+    if (rc == 0) /* two rotations of unknown tickets (rotate_batch.c) */
+        rc = pg_explain_stmt(pg, c,
+                             "Ticket rotation, batched (group commit), a "
+                             "batch of two",
+                             &og__pg_rotate_batch_stmt, rbatch2, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Cleanup, one batch", &og__pg_cleanup_stmt,
                              cleanup, out);

@@ -536,7 +536,10 @@ out:
     return rc;
 }
 
-/* Rotation: $1 old hash $2 new hash. The old ticket's row is the unit: the
+/* Rotation: $1 old hash $2 new hash. The store's method (og__pg_ticket_rotate)
+ * is the group commit's (rotate_batch.c, RB1-RB6); og__pg_ticket_rotate_one
+ * below is its batch of one, and what each row of a batch that falls back
+ * runs. The old ticket's row is the unit: the
  * UPDATE row-locks it, so of two presentations of one ticket exactly one
  * rotates it; the other re-checks rotated_at IS NULL on the newest version,
  * rotates nothing, and the follow-up read sees it rotated (reuse). The new
@@ -572,22 +575,88 @@ enum {
     TICKET_READ_NCOLS
 };
 
-int og__pg_ticket_rotate(void *impl, const char *old_hash, const char *new_hash,
-                         og_ticket_outcome *out, char *issuer, char *family)
+int og__pg_ticket_state(og__pg_store *pg, og__pg_conn *c, const char *hash,
+                        og__pg_ticket_seen *seen)
 {
-    og__pg_store *pg = impl;
-    og__pg_conn *c = NULL;
+    const char *params[1] = {hash};
+    og__pg_ticket_seen r;
     PGresult *res = NULL;
-    const char *params[2] = {old_hash, new_hash};
-    og_ticket_outcome outcome = OG_TICKET_NOT_FOUND;
-    og_strv discarded = {NULL, 0};
-    char iss[OG_ID_MAX + 1] = "", fam[OG_ID_MAX + 1] = "";
     int rc;
 
+    memset(&r, 0, sizeof r);
+    rc = og__pg_run(pg, c, &pg_ticket_state_stmt, params, &res);
+    if (rc == 0 && og__pg_shape(res, TICKET_READ_NCOLS, 1) != 0)
+        rc = OG_EINTERNAL;
+    if (rc == 0 && PQntuples(res) == 1) {
+        r.found = true;
+        r.rotated = og__pg_get_bool(res, 0, TICKET_READ_ROTATED);
+        r.family_revoked = og__pg_get_bool(res, 0, TICKET_READ_FAMILY_REVOKED);
+        if (og__pg_get_text(res, 0, TICKET_READ_ISSUER, r.issuer,
+                            sizeof r.issuer) != 0 ||
+            og__pg_get_text(res, 0, TICKET_READ_FAMILY, r.family,
+                            sizeof r.family) != 0)
+            rc = OG_EINTERNAL;
+    }
+    PQclear(res);
+    if (rc == 0)
+        *seen = r;
+    return rc;
+}
+
+int og__pg_ticket_refused(og__pg_store *pg, og__pg_conn *c,
+                          const og__pg_ticket_seen *seen,
+                          og_ticket_outcome *out, bool *fence)
+{
+    og_strv discarded = {NULL, 0};
+    int rc;
+
+    if (!seen->found) {
+        *out = OG_TICKET_NOT_FOUND;
+        *fence = true; /* I30 */
+        return 0;
+    }
+    if (seen->rotated) {
+        /* Reuse of a rotated ticket — a replay, or a concurrent duplicate
+         * that lost the race — is treated as theft: the family goes, in a
+         * second statement (I14). If it fails, the call fails and a retry
+         * finds the ticket rotated again and revokes again. */
+        *out = OG_TICKET_REUSED;
+        rc = pg_family_revoke_on(pg, c, seen->issuer, seen->family,
+                                 &discarded);
+        og_strv_free(&discarded);
+        return rc;
+    }
+    if (seen->family_revoked) {
+        /* Read from the family's revocation, which may be this server's
+         * alone (a cancelled synchronous wait): I30. */
+        *out = OG_TICKET_FAMILY_REVOKED;
+        *fence = true;
+        return 0;
+    }
+    /* Not rotated, family live, yet the rotation's conditions failed:
+     * both only ever move one way, so this cannot be. */
+    return OG_EINTERNAL;
+}
+
+int og__pg_ticket_rotate_one(og__pg_store *pg, og__rotate_row *row,
+                             int64_t deadline_us)
+{
+    og__pg_conn *c = NULL;
+    PGresult *res = NULL;
+    const char *params[2] = {row->old_hash, row->new_hash};
+    og__pg_ticket_seen seen;
+    bool fence = false;
+    int rc;
+
+    row->outcome = OG_TICKET_NOT_FOUND;
+    row->issuer[0] = row->family[0] = '\0';
     rc = og__pg_acquire(pg, &c);
     if (rc != 0)
         return rc;
-    rc = og__pg_run(pg, c, &pg_ticket_rotate_stmt, params, &res);
+    rc = og__pg_exec_prepared_until(pg, c, &pg_ticket_rotate_stmt, params,
+                                    &res, NULL, 0, deadline_us);
+    if (rc == OG__PG_REFUSE)
+        rc = OG_EINTERNAL; /* only an admission's violation is an answer */
     if (rc != 0)
         goto out;
     if (og__pg_shape(res, TICKET_ROTATE_NCOLS, 1) != 0) {
@@ -595,60 +664,24 @@ int og__pg_ticket_rotate(void *impl, const char *old_hash, const char *new_hash,
         goto out;
     }
     if (PQntuples(res) == 1) {
-        outcome = OG_TICKET_ISSUED;
-        if (og__pg_get_text(res, 0, TICKET_ROTATE_ISSUER, iss, sizeof iss) !=
-                0 ||
-            og__pg_get_text(res, 0, TICKET_ROTATE_FAMILY, fam, sizeof fam) != 0)
+        row->outcome = OG_TICKET_ISSUED; /* confirmed at ReadyForQuery (I1) */
+        if (og__pg_get_text(res, 0, TICKET_ROTATE_ISSUER, row->issuer,
+                            sizeof row->issuer) != 0 ||
+            og__pg_get_text(res, 0, TICKET_ROTATE_FAMILY, row->family,
+                            sizeof row->family) != 0)
             rc = OG_EINTERNAL;
         goto out;
     }
     /* Rotated nothing: unknown, already rotated, or its family revoked. */
-    PQclear(res);
-    res = NULL;
-    rc = og__pg_run(pg, c, &pg_ticket_state_stmt, params, &res);
-    if (rc != 0)
+    if ((rc = og__pg_ticket_state(pg, c, row->old_hash, &seen)) != 0)
         goto out;
-    if (og__pg_shape(res, TICKET_READ_NCOLS, 1) != 0) {
-        rc = OG_EINTERNAL;
-        goto out;
-    }
-    if (PQntuples(res) == 0) {
-        outcome = OG_TICKET_NOT_FOUND;
-        rc = og__pg_read_fence(pg, c); /* I30 */
-        goto out;
-    }
-    if (og__pg_get_text(res, 0, TICKET_READ_ISSUER, iss, sizeof iss) != 0 ||
-        og__pg_get_text(res, 0, TICKET_READ_FAMILY, fam, sizeof fam) != 0) {
-        rc = OG_EINTERNAL;
-        goto out;
-    }
-    if (og__pg_get_bool(res, 0, TICKET_READ_ROTATED)) {
-        /* Reuse of a rotated ticket — a replay, or a concurrent duplicate
-         * that lost the race — is treated as theft: the family goes, in a
-         * second statement (I14). If it fails, the call fails and a retry
-         * finds the ticket rotated again and revokes again. */
-        outcome = OG_TICKET_REUSED;
-        rc = pg_family_revoke_on(pg, c, iss, fam, &discarded);
-        og_strv_free(&discarded);
-    } else if (og__pg_get_bool(res, 0, TICKET_READ_FAMILY_REVOKED)) {
-        /* Read from the family's revocation, which may be this server's
-         * alone (a cancelled synchronous wait): I30. */
-        outcome = OG_TICKET_FAMILY_REVOKED;
+    memcpy(row->issuer, seen.issuer, sizeof row->issuer);
+    memcpy(row->family, seen.family, sizeof row->family);
+    rc = og__pg_ticket_refused(pg, c, &seen, &row->outcome, &fence);
+    if (rc == 0 && fence)
         rc = og__pg_read_fence(pg, c);
-    } else {
-        /* Not rotated, family live, yet the rotation's conditions failed:
-         * both only ever move one way, so this cannot be. */
-        rc = OG_EINTERNAL;
-    }
 out:
     PQclear(res);
     og__pg_release(pg, c);
-    if (rc == 0) {
-        *out = outcome;
-        if (issuer != NULL)
-            memcpy(issuer, iss, sizeof iss);
-        if (family != NULL)
-            memcpy(family, fam, sizeof fam);
-    }
     return rc;
 }

@@ -384,10 +384,12 @@ typedef struct og__pg_store {
                                  the store's; never changes after */
     /* Group commit (batch_run.c), each on the shared queue
      * (lib/store/batcher.c) with its counters: admissions (admit_batch.c),
-     * consume verdicts (consume_batch.c), outcomes (outcome_batch.c). */
+     * consume verdicts (consume_batch.c), outcomes (outcome_batch.c),
+     * ticket rotations (rotate_batch.c). */
     struct og__pg_batch *admit_batch;
     struct og__pg_batch *consume_batch;
     struct og__pg_batch *outcome_batch;
+    struct og__pg_batch *rotate_batch;
 } og__pg_store;
 
 /* The statements prepared on one connection: a set of descriptors, keyed by
@@ -609,7 +611,7 @@ void og__pg_admit_sql_join(void);
 int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
                      int64_t deadline_us, og_admission *out);
 
-/* ---- admit_batch.c, consume_batch.c, outcome_batch.c: group commit ----- */
+/* ---- admit_batch.c, consume_batch.c, outcome_batch.c, rotate_batch.c -- */
 
 /* Each opens its group commit of pg (batch_run.c) with at most in_flight
  * batches of at most max_rows rows (0, or OG_ENOMEM); pg_close frees it
@@ -617,6 +619,7 @@ int og__pg_admit_one(og__pg_store *pg, const og__admit_req *req,
 int og__pg_admit_open(og__pg_store *pg, int in_flight, int max_rows);
 int og__pg_consume_open(og__pg_store *pg, int in_flight, int max_rows);
 int og__pg_outcome_open(og__pg_store *pg, int in_flight, int max_rows);
+int og__pg_rotate_open(og__pg_store *pg, int in_flight, int max_rows);
 /* admit_batch.c: whether row may not join rows[0..n) of a batch of
  * requests, each row a struct whose first member is its
  * const og__admit_req *: another form than theirs, or a grant key (and,
@@ -627,6 +630,32 @@ bool og__pg_req_conflicts(void *const *rows, int n, const void *row,
  * the client deadline deadline_us. 0 and *out, or the error. */
 int og__pg_consume_one(og__pg_store *pg, const og__admit_req *req,
                        int64_t deadline_us, og_consume_result *out);
+
+/* ---- grants.c: a ticket's rotation, alone and its parts (RB3, RB5) ------ */
+
+/* What the state read of a ticket that did not rotate saw. */
+typedef struct og__pg_ticket_seen {
+    bool found, rotated, family_revoked;
+    char issuer[OG_ID_MAX + 1], family[OG_ID_MAX + 1]; /* "" unless found */
+} og__pg_ticket_seen;
+/* The one-row rotation of row (the statement, then the state read, the
+ * reuse's family revocation, the read fence: I14, I30) on a connection of
+ * its own, with the client deadline deadline_us: a batch of one, and each
+ * row of a batch that falls back. 0 and row's answer, or the error. */
+int og__pg_ticket_rotate_one(og__pg_store *pg, og__rotate_row *row,
+                             int64_t deadline_us);
+/* The state read of the ticket hashed hash on c, in a statement of its
+ * own (a snapshot newer than any earlier statement's). 0 or the error. */
+int og__pg_ticket_state(og__pg_store *pg, og__pg_conn *c, const char *hash,
+                        og__pg_ticket_seen *seen);
+/* The answer to a rotation that rotated nothing, from what was seen:
+ * NOT_FOUND or FAMILY_REVOKED (*fence set: the caller owes a read fence
+ * before answering, I30), or REUSED once the family's revocation ran on c
+ * (M15, I14). OG_EINTERNAL for a live, unrotated ticket in a live family:
+ * it would have rotated. */
+int og__pg_ticket_refused(og__pg_store *pg, og__pg_conn *c,
+                          const og__pg_ticket_seen *seen,
+                          og_ticket_outcome *out, bool *fence);
 
 /* ---- exec.c ------------------------------------------------------------- */
 
@@ -670,7 +699,10 @@ og__store_issuance_record_fn og__pg_issuance_record;
 og__store_revoke_fn og__pg_revoke;
 og__store_family_revoke_fn og__pg_family_revoke;
 og__store_ticket_create_fn og__pg_ticket_create;
+/* rotate_batch.c: group commit of ticket rotations (RB1-RB6). */
 og__store_ticket_rotate_fn og__pg_ticket_rotate;
+og__store_rotate_batch_fn og__pg_rotate_batch;
+og__store_rotate_stats_fn og__pg_rotate_stats;
 /* outcome_batch.c: group commit of outcomes (OB1-OB6): one write through
  * its queue (0 and *hit, or the error). */
 int og__pg_outcome_submit(og__pg_store *pg, og__outcome_row *row, bool *hit);
@@ -754,6 +786,7 @@ extern const og__pg_stmt og__pg_consume_batch_stmt;    /* consume_batch.c */
 extern const og__pg_stmt og__pg_consume_batch_hashed_stmt;
 extern const og__pg_stmt og__pg_consume_batch_row_stmt;
 extern const og__pg_stmt og__pg_consume_batch_row_hashed_stmt;
+extern const og__pg_stmt og__pg_rotate_batch_stmt;     /* rotate_batch.c */
 extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */

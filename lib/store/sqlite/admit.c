@@ -466,6 +466,19 @@ static int sq_admit_one(og__sq_store *s, og__sq_conn *c,
  *       kind is counted apart (og_store_admit_stats, og__consume_stats,
  *       og_store_outcome_stats): a batch holding several counts once in
  *       each.
+ *   G8  Ticket rotations are a fourth kind of row of the same queue, each
+ *       in its own savepoint (og__sq_rotate_in, grants.c: the old ticket
+ *       marked rotated and its successor created, or the read of why not,
+ *       and on reuse the family's revocation, Q12, all in the savepoint),
+ *       up to rotate_batch_max of them per batch (GQ2, as G7). Rows run
+ *       one after another under the one write lock, so every rotation
+ *       answers as it would alone after its predecessors' commit: two
+ *       presentations of one ticket in one batch rotate it once, and the
+ *       second is reuse, as in two transactions. No answer before the
+ *       commit (G2); the fault point rotate_batch_ack_lost is
+ *       admit_batch_ack_lost's twin (tests only). rotate_batch_max = 1 is
+ *       no queue: each rotation its own transaction at once, as before
+ *       (og__sq_ticket_rotate). Counted apart (og_store_rotate_stats).
  * ========================================================================= */
 static const char sq_savepoint_sql[] = "SAVEPOINT og_write";
 static const char sq_release_sql[] = "RELEASE og_write";
@@ -478,8 +491,8 @@ static bool sq_savepoint(og__sq_conn *c, const char *sql)
 }
 
 /* One row of a batch on c, in its savepoint: an admission (G1), a consume
- * verdict (G6) or an outcome write (exec.c, Q31). *keep: whether it wrote
- * something to keep. */
+ * verdict (G6), an outcome write (exec.c, Q31) or a ticket's rotation
+ * (G8). *keep: whether it wrote something to keep. */
 static int sq_write_one(og__sq_store *s, og__sq_conn *c, og__sq_write *w,
                         bool *keep)
 {
@@ -489,6 +502,8 @@ static int sq_write_one(og__sq_store *s, og__sq_conn *c, og__sq_write *w,
         return og__sq_consume_in(s, c, w->req, &w->cres, keep);
     if (w->req)
         return sq_admit_one(s, c, w->req, &w->res, keep);
+    if (w->rotate)
+        return og__sq_rotate_in(s, c, w->rotate, keep);
     rc = og__sq_outcome_in(c, w->outcome);
     *keep = rc == 0 && w->outcome->hit;
     return rc;
@@ -537,7 +552,8 @@ static void sq_run_batch(og__sq_store *s, og__sq_conn *c,
     /* tests only (fault.c): committed, the acknowledgment lost */
     if (og__fault("admit_batch_ack_lost") ||
         og__fault("consume_batch_ack_lost") ||
-        og__fault("outcome_batch_ack_lost")) {
+        og__fault("outcome_batch_ack_lost") ||
+        og__fault("rotate_batch_ack_lost")) {
         rc = OG_ESTORE_UNAVAILABLE;
         goto fail_all;
     }
@@ -570,13 +586,14 @@ static void sq_write_run(void *ctx, void *const *rows, int n,
     og__sq_store *s = ctx;
     og__sq_write *const *ws = (og__sq_write *const *)rows;
     void *conn = NULL;
-    int admissions = 0, consumes = 0, rc, i;
+    int admissions = 0, consumes = 0, rotations = 0, rc, i;
 
     for (i = 0; i < n; i++) {
         admissions += ws[i]->req != NULL && !ws[i]->consume;
         consumes += ws[i]->req != NULL && ws[i]->consume;
+        rotations += ws[i]->rotate != NULL;
     }
-    if (n == 1 && admissions + consumes == 0) {
+    if (n == 1 && ws[0]->outcome != NULL) {
         rcs[0] = og__sq_outcome_one(s, ws[0]->outcome, deadline_us);
     } else if ((rc = og__pool_get(s->pool, &conn)) < 0) {
         for (i = 0; i < n; i++)
@@ -595,25 +612,36 @@ static void sq_write_run(void *ctx, void *const *rows, int n,
         s->consume_stats.batches++;
         s->consume_stats.rows += (uint64_t)consumes;
     }
+    if (rotations > 0) {
+        s->rotate_stats.batches++;
+        s->rotate_stats.rows += (uint64_t)rotations;
+    }
     pthread_mutex_unlock(&s->stats_mu);
-    if (n > admissions + consumes)
-        og__sq_outcome_count(s, n - admissions - consumes);
+    if (n > admissions + consumes + rotations)
+        og__sq_outcome_count(s, n - admissions - consumes - rotations);
 }
 
-/* G7: a row whose kind already fills its share of the batch
+/* A row's share of a batch (G7, G8): 0 admissions and verdicts, 1
+ * outcome writes, 2 rotations. */
+static int sq_write_share(const og__sq_write *w)
+{
+    return w->req != NULL ? 0 : w->rotate != NULL ? 2 : 1;
+}
+
+/* G7, G8: a row whose kind already fills its share of the batch
  * (admit_batch_max admissions and verdicts, outcome_batch_max outcome
- * writes) waits for the next batch. */
+ * writes, rotate_batch_max rotations) waits for the next batch. */
 static bool sq_write_conflicts(void *ctx, void *const *rows, int n,
                                const void *row)
 {
     const og__sq_store *s = ctx;
-    bool admission = ((const og__sq_write *)row)->req != NULL;
-    int same = 0;
+    const int cap[3] = {s->opts.admit_batch_max, s->opts.outcome_batch_max,
+                        s->opts.rotate_batch_max};
+    int share = sq_write_share(row), same = 0;
 
     for (int i = 0; i < n; i++)
-        same += (((const og__sq_write *)rows[i])->req != NULL) == admission;
-    return same >= (admission ? s->opts.admit_batch_max
-                              : s->opts.outcome_batch_max);
+        same += sq_write_share(rows[i]) == share;
+    return same >= cap[share];
 }
 
 /* One writer: even batches of one queue, one at a time (queue_lone). */
@@ -626,17 +654,36 @@ int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us)
     return og__batcher_submit(s->writes, w, deadline_us);
 }
 
-int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
-                        int64_t deadline_us, int *rcs)
+int og__sq_write_direct(og__sq_store *s, og__sq_kind kind, void *rows,
+                        int n, og__sq_write **out, int *rcs)
 {
     void *ptrs[OG__BATCH_ROWS_MAX];
+    og__sq_write *ws;
+    int rc;
 
     if (n < 1 || n > OG__BATCH_ROWS_MAX)
         return OG_EINVAL;
-    for (int i = 0; i < n; i++)
+    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
+        return OG_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        if (kind == SQ_WRITE_OUTCOME)
+            ws[i].outcome = &((og__outcome_row *)rows)[i];
+        else if (kind == SQ_WRITE_ROTATE)
+            ws[i].rotate = &((og__rotate_row *)rows)[i];
+        else
+            ws[i].req = &((const og__admit_req *)rows)[i];
+        ws[i].consume = kind == SQ_WRITE_CONSUME;
         ptrs[i] = &ws[i];
+    }
     /* Waits for the queue's batch in flight, then leads its own. */
-    return og__batcher_direct(s->writes, ptrs, n, deadline_us, rcs);
+    rc = og__batcher_direct(s->writes, ptrs, n,
+                            og__sq_mono_us() + s->opts.timings.store_timeout_us,
+                            rcs);
+    if (rc != 0 || out == NULL)
+        free(ws);
+    else
+        *out = ws;
+    return rc;
 }
 
 int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
@@ -651,38 +698,12 @@ int og__sq_admit(void *impl, const og__admit_req *req, og_admission *out)
     return rc;
 }
 
-/* reqs[0..n) as ONE batch of their own, past the queue (the test hooks):
- * admissions, or consume verdicts when consume. 0 with rcs and *out (the
- * rows, each with its answer; the caller frees them), or an error. */
-static int sq_req_direct(og__sq_store *s, const og__admit_req *reqs, int n,
-                         bool consume, og__sq_write **out, int *rcs)
-{
-    og__sq_write *ws;
-    int rc;
-
-    if (n < 1 || n > OG__BATCH_ROWS_MAX)
-        return OG_EINVAL;
-    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
-        return OG_ENOMEM;
-    for (int i = 0; i < n; i++) {
-        ws[i].req = &reqs[i];
-        ws[i].consume = consume;
-    }
-    rc = og__sq_write_direct(
-        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
-    if (rc != 0) {
-        free(ws);
-        return rc;
-    }
-    *out = ws;
-    return 0;
-}
-
 int og__sq_admit_batch(void *impl, const og__admit_req *reqs, int n,
                        og_admission *outs, int *rcs)
 {
     og__sq_write *ws = NULL;
-    int rc = sq_req_direct(impl, reqs, n, false, &ws, rcs);
+    int rc = og__sq_write_direct(impl, SQ_WRITE_ADMIT, (void *)reqs, n, &ws,
+                                 rcs);
 
     for (int i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
@@ -709,13 +730,29 @@ int og__sq_consume_batch(void *impl, const og__admit_req *reqs, int n,
                          og_consume_result *outs, int *rcs)
 {
     og__sq_write *ws = NULL;
-    int rc = sq_req_direct(impl, reqs, n, true, &ws, rcs);
+    int rc = og__sq_write_direct(impl, SQ_WRITE_CONSUME, (void *)reqs, n,
+                                 &ws, rcs);
 
     for (int i = 0; i < n && rc == 0; i++)
         if (rcs[i] == 0)
             outs[i] = ws[i].cres;
     free(ws);
     return rc;
+}
+
+/* The test hook: rows[0..n) rotated as ONE batch of their own (G8). */
+int og__sq_rotate_batch(void *impl, og__rotate_row *rows, int n, int *rcs)
+{
+    return og__sq_write_direct(impl, SQ_WRITE_ROTATE, rows, n, NULL, rcs);
+}
+
+void og__sq_rotate_stats(void *impl, og_admit_stats *out)
+{
+    og__sq_store *s = impl;
+
+    pthread_mutex_lock(&s->stats_mu);
+    *out = s->rotate_stats;
+    pthread_mutex_unlock(&s->stats_mu);
 }
 
 void og__sq_consume_stats(void *impl, og_admit_stats *out)

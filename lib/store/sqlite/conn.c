@@ -625,7 +625,8 @@ static int sq_open(const char *target, const og_store_options *opts,
                            opts->timings.store_timeout_us);
     /* one writer: one batch at a time, each kind up to its own cap (G7) */
     s->writes = og__batcher_new(&og__sq_write_ops, s, 1,
-                                opts->admit_batch_max + opts->outcome_batch_max);
+                                opts->admit_batch_max + opts->outcome_batch_max +
+                                    opts->rotate_batch_max);
     if (!s->path || !s->pool || !s->writes) {
         og__batcher_free(s->writes);
         og__pool_free(s->pool);
@@ -676,6 +677,8 @@ const og__store_methods og__sqlite_methods = {
     .consume_stats = og__sq_consume_stats,
     .ticket_create = og__sq_ticket_create,
     .ticket_rotate = og__sq_ticket_rotate,
+    .rotate_batch = og__sq_rotate_batch,
+    .rotate_stats = og__sq_rotate_stats,
     /* execution */
     .op_may_submit = og__sq_op_may_submit,
     .op_start = og__sq_op_start,

@@ -421,20 +421,7 @@ static int sq_outcome_submit(og__sq_store *s, og__outcome_row *row,
 
 int og__sq_outcome_batch(void *impl, og__outcome_row *rows, int n, int *rcs)
 {
-    og__sq_store *s = impl;
-    og__sq_write *ws;
-    int rc;
-
-    if (n < 1 || n > OG__BATCH_ROWS_MAX)
-        return OG_EINVAL;
-    if ((ws = calloc((size_t)n, sizeof *ws)) == NULL)
-        return OG_ENOMEM;
-    for (int i = 0; i < n; i++)
-        ws[i].outcome = &rows[i];
-    rc = og__sq_write_direct(
-        s, ws, n, og__sq_mono_us() + s->opts.timings.store_timeout_us, rcs);
-    free(ws);
-    return rc;
+    return og__sq_write_direct(impl, SQ_WRITE_OUTCOME, rows, n, NULL, rcs);
 }
 
 void og__sq_outcome_stats(void *impl, og_admit_stats *out)

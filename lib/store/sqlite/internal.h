@@ -195,7 +195,7 @@ typedef struct og__sq_store {
      * each kind's counters (with stats_mu). */
     struct og__batcher *writes;
     pthread_mutex_t stats_mu;
-    og_admit_stats admit_stats, consume_stats, outcome_stats;
+    og_admit_stats admit_stats, consume_stats, outcome_stats, rotate_stats;
     og_consumption_keys keys; /* Q6: read by og__sq_read_keys at open */
 } og__sq_store;
 
@@ -344,6 +344,10 @@ int og__sq_claim_kind_parse(const char *text, og__claim_kind *kind);
 int og__sq_consume_in(og__sq_store *s, og__sq_conn *c,
                       const og__admit_req *req, og_consume_result *out,
                       bool *keep);
+/* A ticket's rotation inside the open write transaction on c (grants.c,
+ * Q12): row's answer (*keep: a write to commit), or the error. */
+int og__sq_rotate_in(og__sq_store *s, og__sq_conn *c, og__rotate_row *row,
+                     bool *keep);
 /* Binds ?1..?10 of a new operation's insert (admission's, og__op_insert's):
  * req's binding, the initial owner version, the lease and the window. */
 void og__sq_bind_new_op(sqlite3_stmt *st, const og__admit_req *req,
@@ -411,6 +415,8 @@ og__store_revoke_fn og__sq_revoke;
 og__store_family_revoke_fn og__sq_family_revoke;
 og__store_ticket_create_fn og__sq_ticket_create;
 og__store_ticket_rotate_fn og__sq_ticket_rotate;
+og__store_rotate_batch_fn og__sq_rotate_batch;
+og__store_rotate_stats_fn og__sq_rotate_stats;
 /* exec.c */
 og__store_op_may_submit_fn og__sq_op_may_submit;
 og__store_op_start_fn og__sq_op_start;
@@ -430,13 +436,23 @@ typedef struct og__sq_write {
     og_admission res;
     og_consume_result cres;
     og__outcome_row *outcome;
+    og__rotate_row *rotate; /* a ticket's rotation (G8) */
 } og__sq_write;
 /* Queues w and waits for its batch (GQ1-GQ4): its return code. */
 int og__sq_write_submit(og__sq_store *s, og__sq_write *w, int64_t deadline_us);
-/* ws[0..n) as one batch of their own (the test hooks). 0 with rcs, or
- * OG_EINVAL. */
-int og__sq_write_direct(og__sq_store *s, og__sq_write *ws, int n,
-                        int64_t deadline_us, int *rcs);
+/* What the rows of og__sq_write_direct are. */
+typedef enum {
+    SQ_WRITE_ADMIT,   /* og__admit_req, admissions */
+    SQ_WRITE_CONSUME, /* og__admit_req, consume verdicts */
+    SQ_WRITE_OUTCOME, /* og__outcome_row */
+    SQ_WRITE_ROTATE   /* og__rotate_row */
+} og__sq_kind;
+/* rows[0..n), of kind, as ONE batch of their own past the queue, bounded
+ * by the store timeout (the test hooks). 0 with rcs and, when out is not
+ * NULL, *out (the writes, each with its answer; the caller frees them),
+ * or OG_EINVAL / OG_ENOMEM. */
+int og__sq_write_direct(og__sq_store *s, og__sq_kind kind, void *rows,
+                        int n, og__sq_write **out, int *rcs);
 /* exec.c: one outcome write inside c's transaction (Q31), and alone in a
  * transaction of its own bounded by deadline_us; counting a batch of n
  * outcome writes. */
