@@ -827,6 +827,114 @@ static void admissions_and_outcome_writes_share_the_queue(void **state)
     og_store_free(s);
 }
 
+/* How many times needle occurs in hay. */
+static int ob_count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* Fails on a plan that reads operations other than by its key: any
+ * sequential scan, and fewer than `probes` probes of operations_pkey (the
+ * locks and the UPDATE's rows, per plan shown). */
+static void ob_plan_probes(const char *plan, int probes)
+{
+    bool bad = strstr(plan, "Seq Scan") != NULL ||
+               ob_count_of(plan, "using operations_pkey on operations") <
+                   probes;
+
+    if (bad)
+        fprintf(stderr, "plans:\n%s\n", plan);
+    assert_false(bad);
+}
+
+/* The custom plan of the batched statement sql (its text as
+ * og_store_explain shows it) for a full batch of records on the store at
+ * url: the statement prepared by hand, as the store prepares it. */
+static char *ob_full_batch_plan(const char *url, const char *sql)
+{
+    enum { N = OG_ADMIT_BATCH_MAX };
+    size_t cap = strlen(sql) + (size_t)N * 256 + 1024, len;
+    char *q = malloc(cap), *plan;
+    t_raw *r = t_raw_open_url(url);
+    static const char *const rep[8] = {
+        "record", "1", "\"Started,Unknown\"", "Succeeded", "found", "NULL",
+        "agent-1", "NULL"};
+
+    assert_non_null(q);
+    assert_int_equal(t_raw_exec(r, "SET plan_cache_mode = force_custom_plan"),
+                     0);
+    len = (size_t)snprintf(q, cap, "PREPARE ob_full AS %s", sql);
+    assert_int_equal(t_raw_exec(r, q), 0);
+    len = (size_t)snprintf(q, cap, "EXPLAIN EXECUTE ob_full ('{");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(q + len, cap - len,
+                                "%s00000000-0000-4000-8000-%012d",
+                                i ? "," : "", i + 1);
+    for (int a = 0; a < 8; a++) {
+        len += (size_t)snprintf(q + len, cap - len, "}', '{");
+        for (int i = 0; i < N; i++)
+            len += (size_t)snprintf(q + len, cap - len, "%s%s", i ? "," : "",
+                                    rep[a]);
+    }
+    assert_true(len + 4 < cap);
+    snprintf(q + len, cap - len, "}')");
+    plan = t_raw_lines(r, q);
+    assert_non_null(plan);
+    free(q);
+    t_raw_close(r);
+    return plan;
+}
+
+/* docs/performance.md, "PLAN": a store's first batches plan the batched
+ * outcome statement on an operations table that is empty and never
+ * analysed, and PostgreSQL may keep that generic plan. On such a store
+ * every plan of the statement (og_store_explain's custom and generic plans
+ * of a batch of two, and the custom plan of a full batch) probes
+ * operations_pkey for each row's lock and each row's UPDATE, and scans no
+ * table. The UPDATE joined cur with plain equalities: its generic plan
+ * hash-joined a Seq Scan of operations (custom plans too, from 16 rows). */
+static void outcome_batch_plans_probe_by_key_on_a_new_store(void **state)
+{
+    static const char heading[] =
+        "### Outcome writes, batched (group commit)";
+    char *plan = NULL, *b, *sql, *full, url[4200];
+    const char *p, *q;
+    og_store *s;
+
+    (void)state;
+    if (t_kind != T_POSTGRES)
+        skip(); /* SQLite's outcome batch runs the one-row statements */
+    s = t_fresh_store("ob_new_plans", url, sizeof url);
+    assert_int_equal(og_store_explain(s, 1000, &plan), 0);
+    assert_non_null(plan);
+    p = strstr(plan, heading);
+    assert_non_null(p);
+    q = strstr(p + 4, "\n### "); /* the section ends at the next */
+    b = strndup(p, q ? (size_t)(q - p) : strlen(p));
+    assert_non_null(b);
+    /* custom and generic: the locks and the UPDATE, two rows each */
+    assert_non_null(strstr(b, "Generic plan"));
+    ob_plan_probes(b, 4);
+    /* the statement as the store prepares it, planned for a full batch */
+    p = strstr(b, "```sql\n");
+    assert_non_null(p);
+    q = strstr(p + 7, "\n```");
+    assert_non_null(q);
+    sql = strndup(p + 7, (size_t)(q - (p + 7)));
+    assert_non_null(sql);
+    full = ob_full_batch_plan(url, sql);
+    ob_plan_probes(full, 2);
+    free(full);
+    free(sql);
+    free(b);
+    free(plan);
+    og_store_free(s);
+}
+
 const struct CMUnitTest t_outcome_batch_tests[] = {
     cmocka_unit_test(mixed_outcome_batch_answers_as_the_one_row_path),
     cmocka_unit_test(not_started_rows_of_a_batch_keep_the_payout_rule),
@@ -837,6 +945,7 @@ const struct CMUnitTest t_outcome_batch_tests[] = {
     cmocka_unit_test(killed_outcome_batches_leave_one_row_states),
     cmocka_unit_test(queued_outcome_writes_are_each_written_once),
     cmocka_unit_test(admissions_and_outcome_writes_share_the_queue),
+    cmocka_unit_test(outcome_batch_plans_probe_by_key_on_a_new_store),
 };
 const size_t t_outcome_batch_tests_count =
     sizeof t_outcome_batch_tests / sizeof t_outcome_batch_tests[0];

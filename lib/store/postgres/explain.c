@@ -2,9 +2,9 @@
  * explain.c — og_store_explain's PostgreSQL part: EXPLAIN EXECUTE of the
  * store's own prepared statements (the descriptors internal.h declares, in
  * the store's consumption keys, I9), with custom and generic plans, so
- * what is shown is what admissions (one-row and batched), cleanup and the
- * payout store's hot statements run. docs/plans.md repeats the statements
- * verbatim.
+ * what is shown is what admissions (one-row and batched), consume verdicts
+ * and outcome writes (batched), cleanup and the payout store's hot
+ * statements run. docs/plans.md repeats the statements verbatim.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +301,19 @@ int og__pg_explain(void *impl, int batch, FILE *out)
                               pg->leeway, "{NULL,NULL}"};
     const char *rbatch2[2] = {"{" EXPLAIN_HASH("a") "," EXPLAIN_HASH("b") "}",
                               "{" EXPLAIN_HASH("c") "," EXPLAIN_HASH("d") "}"};
+    /* A batch of two outcome writes (outcome_batch.c): a payout attempt's
+     * start and a credit's outcome, of operations no row holds. */
+    char owners[64];
+    const char *obatch2[9] = {"{00000000-0000-4000-8000-0000000000a1,"
+                              "00000000-0000-4000-8000-0000000000a2}",
+                              "{start,record}",
+                              owners,
+                              "{Admitted,\"Started,Unknown\"}",
+                              "{Started,Succeeded}",
+                              "{NULL,found}",
+                              "{NULL,prv-explain}",
+                              "{svc-payout-worker,agent-1}",
+                              "{NULL,NULL}"};
     const char *cleanup[3] = {pg->cleanup_margin, limit, from};
     /* A tenant's day of no row, a 30 s delivery lease, a janitor batch. */
     const char *reserve[3] = {"T-explain", "2026-01-15", "425000"};
@@ -312,6 +325,7 @@ int og__pg_explain(void *impl, int batch, FILE *out)
                    (int64_t)time(NULL) * 1000000 + INT64_C(900000000));
     og__pg_fmt_i64(owner, sizeof owner, OG__INITIAL_OWNER_VERSION);
     snprintf(bexpires, sizeof bexpires, "{%s,%s}", expires, expires);
+    snprintf(owners, sizeof owners, "{%s,%s}", owner, owner);
     snprintf(limit, sizeof limit, "%d", batch);
     og__pg_fmt_i64(from, sizeof from,
                    OG__TIME_MIN_US); /* a pass's first batch */
@@ -360,6 +374,11 @@ int og__pg_explain(void *impl, int batch, FILE *out)
                              "Ticket rotation, batched (group commit), a "
                              "batch of two",
                              &og__pg_rotate_batch_stmt, rbatch2, out);
+    if (rc == 0)
+        rc = pg_explain_stmt(pg, c,
+                             "Outcome writes, batched (group commit), a batch "
+                             "of two",
+                             &og__pg_outcome_batch_stmt, obatch2, out);
     if (rc == 0)
         rc = pg_explain_stmt(pg, c, "Cleanup, one batch", &og__pg_cleanup_stmt,
                              cleanup, out);

@@ -787,6 +787,7 @@ extern const og__pg_stmt og__pg_consume_batch_hashed_stmt;
 extern const og__pg_stmt og__pg_consume_batch_row_stmt;
 extern const og__pg_stmt og__pg_consume_batch_row_hashed_stmt;
 extern const og__pg_stmt og__pg_rotate_batch_stmt;     /* rotate_batch.c */
+extern const og__pg_stmt og__pg_outcome_batch_stmt;    /* outcome_batch.c */
 extern const og__pg_stmt og__pg_cleanup_stmt;          /* retention.c */
 extern const og__pg_stmt og__pg_payout_reserve_stmt;   /* payout.c */
 extern const og__pg_stmt og__pg_payout_job_take_stmt;  /* payout_run.c */

@@ -28,9 +28,15 @@
  *      by operation id: one lock order, so two batches never wait in a
  *      cycle, and every plan of the locks, custom or generic, probes the
  *      primary key (as admit_batch.c and consume_batch.c,
- *      docs/performance.md "VERDICT2"; the UPDATE joins cur on the key,
- *      probed by the key on a populated store, docs/performance.md
- *      "PGOUTCOME"). Then clock_timestamp() read ONCE, after every lock
+ *      docs/performance.md "VERDICT2"). The UPDATE reaches each of cur's
+ *      rows by its key too: its key and version equalities are written
+ *      x = ANY (ARRAY[y]) (POB_EQ), which no hash or merge join can use,
+ *      so it joins cur in a nested loop whose inner side probes
+ *      operations_pkey per row: a sequential scan, even materialized,
+ *      costs more per row than the probe, on a new store's never analysed
+ *      operations too (docs/performance.md "PLAN"; tests/outcome_batch.c,
+ *      outcome_batch_plans_probe_by_key_on_a_new_store). Then
+ *      clock_timestamp() read ONCE, after every lock
  *      (M18: a lock wait never eats a lease); then each row's conditional
  *      UPDATE repeating its conditions (a start's lease_until and
  *      submit_by, a NotApplied's final absence, PG_FINAL_ABSENCE, at that
@@ -67,11 +73,16 @@
  * Its rows, one per request: the request's ordinality and whether it
  * wrote.
  * ========================================================================= */
+/* Row o's column col equal to request q's (x = ANY (ARRAY[y]) is x = y,
+ * NULL as NULL): a ScalarArrayOpExpr, which no hash or merge join can use,
+ * where upd's plain equalities let a generic plan made on a new store's
+ * never analysed operations hash-join a Seq Scan of it (OB3). */
+#define POB_EQ(o, q, col) o col " = ANY (ARRAY[" q col "])"
 /* The one-row statements' conditions for request q on row o (cur, then
  * repeated in upd): a start's (pg_op_start_sql) or a record's
  * (pg_op_record_sql, PG_NOT_STARTED_OK). */
 #define POB_COND(q, o)                                                         \
-    o "owner_version = " q "owner_version\n"                                   \
+    POB_EQ(o, q, "owner_version") "\n"                                         \
     "      AND CASE WHEN " q "what = 'start'\n"                                \
     "        THEN " o "kind = 'payout' AND " o "status = 'Admitted'\n"         \
     "        ELSE " o "status = ANY (string_to_array(" q "expected, ','))\n"   \
@@ -104,7 +115,7 @@ static const char pob_sql[] =
     "      provider_reference = coalesce(c.provider_reference, o.provider_reference),\n"
     "      updated_at = t.now\n"
     "  FROM cur c, t\n"
-    "  WHERE o.operation_id = c.operation_id\n"
+    "  WHERE " POB_EQ("o.", "c.", "operation_id") "\n"
     "    AND " POB_COND("c.", "o.") "\n"
     "    AND (c.what <> 'start' OR (o.lease_until > t.now AND o.submit_by > t.now))\n"
     "    AND (c.what = 'start' OR c.to_status <> 'NotApplied' OR " PG_FINAL_ABSENCE("o.", "t.now") ")\n"
@@ -121,8 +132,8 @@ static const char pob_sql[] =
     "  RETURNING operation_id)\n"
     "SELECT r.n, EXISTS (SELECT 1 FROM ev WHERE ev.operation_id = r.operation_id)\n"
     "FROM req r";
-static const og__pg_stmt pob_stmt = {"og_outcome_batch", pob_sql, 9,
-                                    OG_KEYS_AS_STORED};
+const og__pg_stmt og__pg_outcome_batch_stmt = {"og_outcome_batch", pob_sql,
+                                               9, OG_KEYS_AS_STORED};
 enum { POB_N, POB_HIT, POB_NCOLS };
 enum {
     ARR_ID,
@@ -253,7 +264,7 @@ static int pob_bind(og__pg_store *pg, void *const *rows, int n,
     (void)pg;
     for (int i = 0; i < ARR_COUNT && rc == 0; i++)
         a->params[i] = a->arr[i].p;
-    a->stmt = &pob_stmt;
+    a->stmt = &og__pg_outcome_batch_stmt;
     return rc;
 }
 
