@@ -354,7 +354,7 @@ static void add_payout(void *arg, int cols, const char *const *v)
 }
 
 typedef struct tally {
-    char name[40];
+    char name[128]; /* holds any reason or state name whole */
     int n;
 } tally;
 

@@ -591,7 +591,8 @@ static void assert_mode(const char *dir, const char *name, mode_t want,
     char path[PATHLEN + 128];
     struct stat sb;
 
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        fail_msg("%s/%s: path too long", dir, name);
     if (lstat(path, &sb) != 0) {
         if (must_exist)
             fail_msg("%s: missing", path);
