@@ -473,13 +473,8 @@ static void b_race_check(const void *ctx)
     t_raw_close(raw);
 }
 
-static t_race_def b_race_def = {
-    .size = sizeof(b_race),
-    .store = b_store,
-    .init = b_race_new,
-    .run = b_race_run,
-    .check = b_race_check,
-};
+static t_race_def b_race_def = {sizeof(b_race), b_store, b_race_new, b_race_run,
+                                b_race_check};
 
 /* ===========================================================================
  * kill -9 in the middle of batches

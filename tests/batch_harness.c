@@ -1,7 +1,6 @@
 /*
  * batch_harness.c — what the group-commit tests share (batch_harness.h).
  */
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,35 +133,6 @@ void t_race_start(volatile int *arrived)
     __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < 2)
         sched_yield();
-}
-
-typedef struct t_caller {
-    void (*call)(void *ctx, int who);
-    void *ctx;
-    int who;
-} t_caller;
-
-static void *t_caller_thread(void *arg)
-{
-    t_caller *c = arg;
-
-    c->call(c->ctx, c->who);
-    return NULL;
-}
-
-void t_callers(int n, void (*call)(void *ctx, int who), void *ctx)
-{
-    t_caller c[64];
-    pthread_t th[64];
-
-    assert_true(n >= 1 && n <= 64);
-    for (int w = 0; w < n; w++) {
-        c[w] = (t_caller){call, ctx, w};
-        assert_int_equal(pthread_create(&th[w], NULL, t_caller_thread, &c[w]),
-                         0);
-    }
-    for (int w = 0; w < n; w++)
-        pthread_join(th[w], NULL);
 }
 
 void t_assert_batch_stats(const og_admit_stats st[2], uint64_t rows,

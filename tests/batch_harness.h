@@ -92,10 +92,6 @@ typedef struct t_queue_def {
  * of its store object (t_assert_batch_stats). */
 void t_queue_in_batches_and_alone(void **state);
 
-/* Runs call(ctx, who) for who 0..n-1 (n at most 64) in n threads at once;
- * returns once every one finished. */
-void t_callers(int n, void (*call)(void *ctx, int who), void *ctx);
-
 /* The counters of two store objects' batches after rows rows between them
  * (st[0], st[1] as og_store_*_stats filled them): each row counted in
  * exactly one batch, no batch fell back, and with batch_max 1 one batch a

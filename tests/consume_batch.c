@@ -244,17 +244,9 @@ static void v_mix_after(og_store *s, void *mix, void *twin_mix)
 }
 
 /* The mix as one batch against the one-row path (t_mix_def). */
-static t_mix_def v_mix_def = {
-    .size = sizeof(v_mix),
-    .rows = MIX_N,
-    .store = v_store,
-    .stats = og__consume_stats,
-    .init = v_mix_new,
-    .batch = v_mix_batch,
-    .row = v_mix_row,
-    .after = v_mix_after,
-    .abort_fault = "consume_batch_abort",
-};
+static t_mix_def v_mix_def = {sizeof(v_mix), MIX_N, v_store, og__consume_stats,
+                              v_mix_new, v_mix_batch, v_mix_row, v_mix_after,
+                              "consume_batch_abort"};
 
 /* ===========================================================================
  * An unconfirmed commit answers every row unavailable
@@ -374,13 +366,8 @@ static void v_race_check(const void *ctx)
     t_raw_close(raw);
 }
 
-static t_race_def v_race_def = {
-    .size = sizeof(v_race),
-    .store = v_store,
-    .init = v_race_new,
-    .run = v_race_run,
-    .check = v_race_check,
-};
+static t_race_def v_race_def = {sizeof(v_race), v_store, v_race_new, v_race_run,
+                                v_race_check};
 
 /* ===========================================================================
  * The queue: many callers on two store objects, the same grants
@@ -423,16 +410,9 @@ static void v_queue_check(void *ctx, t_raw *raw, int i)
     assert_true(t_raw_consumptions(raw, ISSUER, q->c[i].grant_id) == 1);
 }
 
-static t_queue_def v_queue_def = {
-    .size = sizeof(v_queue),
-    .callers = QUEUE_CALLERS,
-    .items = QUEUE_GRANTS,
-    .store = v_store,
-    .stats = og__consume_stats,
-    .init = v_queue_new,
-    .call = v_queue_call,
-    .check = v_queue_check,
-};
+static t_queue_def v_queue_def = {sizeof(v_queue), QUEUE_CALLERS, QUEUE_GRANTS,
+                                  v_store, og__consume_stats, v_queue_new,
+                                  v_queue_call, v_queue_check};
 
 /* ===========================================================================
  * kill -9 in the middle of batches

@@ -208,17 +208,9 @@ static void r_mix_after(og_store *s, void *mix, void *twin_mix)
 }
 
 /* The mix as one batch against the one-row path (t_mix_def). */
-static t_mix_def r_mix_def = {
-    .size = sizeof(r_mix),
-    .rows = MIX_N,
-    .store = r_store,
-    .stats = og_store_rotate_stats,
-    .init = r_mix_new,
-    .batch = r_mix_batch,
-    .row = r_mix_row,
-    .after = r_mix_after,
-    .abort_fault = "rotate_batch_abort",
-};
+static t_mix_def r_mix_def = {sizeof(r_mix), MIX_N, r_store,
+                              og_store_rotate_stats, r_mix_new, r_mix_batch,
+                              r_mix_row, r_mix_after, "rotate_batch_abort"};
 
 /* ===========================================================================
  * An unconfirmed commit answers every row unavailable
@@ -345,13 +337,8 @@ static void r_race_check(const void *ctx)
     t_raw_close(raw);
 }
 
-static t_race_def r_race_def = {
-    .size = sizeof(r_race),
-    .store = r_store,
-    .init = r_race_new,
-    .run = r_race_run,
-    .check = r_race_check,
-};
+static t_race_def r_race_def = {sizeof(r_race), r_store, r_race_new, r_race_run,
+                                r_race_check};
 
 /* ===========================================================================
  * The queue: many callers on two store objects, the same tickets
@@ -396,16 +383,9 @@ static void r_queue_check(void *ctx, t_raw *raw, int i)
     assert_true(r_count(raw, q->fam[i], false) == 2);
 }
 
-static t_queue_def r_queue_def = {
-    .size = sizeof(r_queue),
-    .callers = QUEUE_CALLERS,
-    .items = QUEUE_TICKETS,
-    .store = r_store,
-    .stats = og_store_rotate_stats,
-    .init = r_queue_new,
-    .call = r_queue_call,
-    .check = r_queue_check,
-};
+static t_queue_def r_queue_def = {sizeof(r_queue), QUEUE_CALLERS, QUEUE_TICKETS,
+                                  r_store, og_store_rotate_stats, r_queue_new,
+                                  r_queue_call, r_queue_check};
 
 /* ===========================================================================
  * kill -9 in the middle of batches
