@@ -1,9 +1,10 @@
 /*
  * batch_harness.h — what the group-commit tests share (tests/batch.c,
  * consume_batch.c, outcome_batch.c, rotate_batch.c): their store objects,
- * the race of two store objects, many callers at once, the counters of two
- * store objects' batches, and the kill -9 of a child in the middle of its
- * batches (docs/design.md, the batch sections).
+ * the mixed batch against the one-row path, the race of two store objects,
+ * the queue of many callers, the counters of two store objects' batches,
+ * and the kill -9 of a child in the middle of its batches (docs/design.md,
+ * the batch sections).
  */
 #ifndef OG_TEST_BATCH_HARNESS_H
 #define OG_TEST_BATCH_HARNESS_H
