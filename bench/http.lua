@@ -28,14 +28,12 @@
 -- Lines are read one request at a time (no preloading), so every thread
 -- starts sending at once.
 
-local threads = {}
-local counter = 0
-
-function setup(thread)
-   thread:set("tidx", counter)
-   counter = counter + 1
-   table.insert(threads, thread)
-end
+-- bench/wrk_common.lua, beside this script: setup(), done(), and a
+-- request's sending (or a thread's stop) and an answer's counting.
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+               .. "?.lua;" .. package.path
+local common = require("wrk_common")
+setup, done = common.setup, common.done
 
 -- Per-thread state (each wrk thread has its own Lua state).
 local mode, path, file
@@ -118,50 +116,9 @@ function request()
    else
       line = next_line()
    end
-   if not line then
-      exhausted = 1
-      spill_sent = spill_sent + 1
-      wrk.thread:stop()
-      return wrk.format("GET", "/bench/tokens-exhausted")
-   end
-   issued = issued + 1
-   return build(line)
+   return common.send(line, build)
 end
 
 function response(status, hdrs, body)
-   st[status] = (st[status] or 0) + 1
-end
-
-function done(summary, latency, requests)
-   local out = assert(io.open(os.getenv("OG_BENCH_OUT") or "/dev/stderr", "w"))
-   local e = summary.errors
-   local issued_t, spill_t, exhausted_t, wrapped_t = 0, 0, 0, 0
-   local status = {}
-   for _, t in ipairs(threads) do
-      issued_t = issued_t + (t:get("issued") or 0)
-      spill_t = spill_t + (t:get("spill_sent") or 0)
-      exhausted_t = exhausted_t + (t:get("exhausted") or 0)
-      wrapped_t = wrapped_t + (t:get("wrapped") or 0)
-      out:write(string.format("thread_issued %d %d\n", t:get("tidx"),
-                              t:get("issued") or 0))
-      for code, n in pairs(t:get("st") or {}) do
-         status[code] = (status[code] or 0) + n
-      end
-   end
-   out:write(string.format("duration_us %d\n", summary.duration))
-   out:write(string.format("requests %d\n", summary.requests))
-   out:write(string.format("issued %d\n", issued_t))
-   out:write(string.format("spill_sent %d\n", spill_t))
-   out:write(string.format("exhausted_threads %d\n", exhausted_t))
-   out:write(string.format("wrapped %d\n", wrapped_t))
-   out:write(string.format("err_connect %d\nerr_read %d\nerr_write %d\nerr_timeout %d\n",
-                           e.connect, e.read, e.write, e.timeout))
-   for code, n in pairs(status) do
-      out:write(string.format("status %d %d\n", code, n))
-   end
-   for i = 1, #latency do
-      local v, n = latency(i)
-      out:write(string.format("lat %d %d\n", v, n))
-   end
-   out:close()
+   common.count(status)
 end

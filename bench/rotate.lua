@@ -7,22 +7,20 @@
 --
 --   PREFIX  ticket files PREFIX.<n>, one live ticket a line; the wrk thread
 --           number i (0-based, in setup order) takes PREFIX.<FIRST + i>
---   OG_BENCH_OUT  done() writes the figures there in bench/http.lua's
---           format, which bench/lib.sh's merge_wrk reads (expected 200).
+--   OG_BENCH_OUT  done() (bench/wrk_common.lua) writes the figures there,
+--           which bench/lib.sh's merge_wrk reads (expected 200).
 --
 -- A thread keeps its live tickets in a queue: a request takes one, a 200
 -- puts its successor back (any other answer loses it). A thread needs at
 -- least as many tickets as connections; one that runs out stops, sending
 -- GET /bench/tokens-exhausted once (404, counted as spill).
 
-local threads = {}
-local counter = 0
-
-function setup(thread)
-   thread:set("tidx", counter)
-   counter = counter + 1
-   table.insert(threads, thread)
-end
+-- bench/wrk_common.lua, beside this script: setup(), done(), and a
+-- request's sending (or a thread's stop) and an answer's counting.
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+               .. "?.lua;" .. package.path
+local common = require("wrk_common")
+setup, done = common.setup, common.done
 
 local live = {}       -- the thread's live tickets (a queue)
 local head, tail = 1, 0
@@ -78,55 +76,15 @@ function request()
          return build(t)
       end
    end
-   if not t then
-      exhausted = 1
-      spill_sent = spill_sent + 1
-      wrk.thread:stop()
-      return wrk.format("GET", "/bench/tokens-exhausted")
-   end
-   issued = issued + 1
-   return build(t)
+   return common.send(t, build)
 end
 
 function response(status, hdrs, body)
-   st[status] = (st[status] or 0) + 1
+   common.count(status)
    if status == 200 then
       local t = body:match('"ticket"%s*:%s*"([^"]+)"')
       if t then
          push(t)
       end
    end
-end
-
-function done(summary, latency, requests)
-   local out = assert(io.open(os.getenv("OG_BENCH_OUT") or "/dev/stderr", "w"))
-   local e = summary.errors
-   local issued_t, spill_t, exhausted_t = 0, 0, 0
-   local status = {}
-   for _, t in ipairs(threads) do
-      issued_t = issued_t + (t:get("issued") or 0)
-      spill_t = spill_t + (t:get("spill_sent") or 0)
-      exhausted_t = exhausted_t + (t:get("exhausted") or 0)
-      out:write(string.format("thread_issued %d %d\n", t:get("tidx"),
-                              t:get("issued") or 0))
-      for code, n in pairs(t:get("st") or {}) do
-         status[code] = (status[code] or 0) + n
-      end
-   end
-   out:write(string.format("duration_us %d\n", summary.duration))
-   out:write(string.format("requests %d\n", summary.requests))
-   out:write(string.format("issued %d\n", issued_t))
-   out:write(string.format("spill_sent %d\n", spill_t))
-   out:write(string.format("exhausted_threads %d\n", exhausted_t))
-   out:write("wrapped 0\n")
-   out:write(string.format("err_connect %d\nerr_read %d\nerr_write %d\nerr_timeout %d\n",
-                           e.connect, e.read, e.write, e.timeout))
-   for code, n in pairs(status) do
-      out:write(string.format("status %d %d\n", code, n))
-   end
-   for i = 1, #latency do
-      local v, n = latency(i)
-      out:write(string.format("lat %d %d\n", v, n))
-   end
-   out:close()
 end

@@ -11,18 +11,14 @@
  * path answers (an og_admit on a store object whose batches hold one
  * admission), or with the store's rows.
  */
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "batch_harness.h"
 #include "store/store_int.h" /* og__admit_batch: a batch built by the test */
 
 #define ISSUER "support-approvals"
@@ -36,21 +32,10 @@ static const og_revoke_policy b_policy = {b_revokers, 1};
 static og_store *b_store(int batch_max, int pool)
 {
     og_store_options o;
-    og_store *s = NULL;
-    int rc;
 
-    og_store_options_default(&o);
-    o.consumption_keys = t_keys;
+    t_batch_options(&o, pool);
     o.admit_batch_max = batch_max;
-    o.pool_size = pool;
-    o.timings.store_timeout_us = 30 * SEC; /* atomicity, not latency */
-    og_timings_fit(&o.timings);
-    rc = og_store_open(t_url, &o, &s);
-    if (rc != 0) {
-        fprintf(stderr, "og_store_open(%s): %s\n", t_url, og_err_name(rc));
-        abort();
-    }
-    return s;
+    return t_batch_store(&o);
 }
 
 /* A case with a family (NULL: none) and an expiry, NOT issued. */
@@ -393,8 +378,10 @@ typedef struct b_race {
     volatile int arrived[RACE_ROUNDS]; /* the start line of each round */
 } b_race;
 
-static void b_race_new(b_race *r)
+static void b_race_new(void *ctx)
 {
+    b_race *r = ctx;
+
     memset(r, 0, sizeof *r);
     for (int k = 0; k < RACE_ROUNDS; k++) {
         b_round *d = &r->rounds[k];
@@ -416,8 +403,9 @@ static void b_race_new(b_race *r)
 
 /* Racer `who` (0 or 1) runs every round on store s, each round starting
  * when both arrived. */
-static void b_race_run(b_race *r, int who, og_store *s)
+static void b_race_run(void *ctx, int who, og_store *s)
 {
+    b_race *r = ctx;
     og_grant g[RACE_ROWS];
     og_intent in[RACE_ROWS];
     og_admission out[RACE_ROWS];
@@ -434,9 +422,7 @@ static void b_race_run(b_race *r, int who, og_store *s)
             in[i] = (og_intent){d->ops[who][j], "agent-17", "A-1187",
                                 "250.00", "USD"};
         }
-        __atomic_add_fetch(&r->arrived[k], 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&r->arrived[k], __ATOMIC_SEQ_CST) < 2)
-            sched_yield();
+        t_race_start(&r->arrived[k]);
         int rcs[RACE_ROWS];
         if (og__admit_batch(s, RACE_ROWS, g, in, out, rcs) != 0)
             abort();
@@ -452,8 +438,9 @@ static void b_race_run(b_race *r, int who, og_store *s)
 /* Each grant admitted exactly once; the loser told already_admitted (same
  * operation) or grant_spent (another), and the store holds one claim and
  * one operation per grant. */
-static void b_race_check(const b_race *r)
+static void b_race_check(const void *ctx)
 {
+    const b_race *r = ctx;
     t_raw *raw = t_raw_open();
 
     for (int k = 0; k < RACE_ROUNDS; k++) {
@@ -486,39 +473,8 @@ static void b_race_check(const b_race *r)
     t_raw_close(raw);
 }
 
-/* Racer who on a store object of its own. */
-static void b_race_in(void *ctx, int who)
-{
-    og_store *s = b_store(64, 2);
-
-    b_race_run(ctx, who, s);
-    og_store_free(s);
-}
-
-static void batches_of_two_store_objects_race_on_the_same_keys(void **state)
-{
-    b_race *r = calloc(1, sizeof *r);
-
-    (void)state;
-    assert_non_null(r);
-    b_race_new(r);
-    t_race_threads(b_race_in, r);
-    b_race_check(r);
-    free(r);
-}
-
-static void batches_of_two_processes_race_on_the_same_keys(void **state)
-{
-    b_race *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-    (void)state;
-    assert_true(r != MAP_FAILED);
-    b_race_new(r);
-    t_race_processes(b_race_in, r);
-    b_race_check(r);
-    munmap(r, sizeof *r);
-}
+static t_race_def b_race_def = {sizeof(b_race), b_store, b_race_new, b_race_run,
+                                b_race_check};
 
 /* ===========================================================================
  * kill -9 in the middle of batches
@@ -536,43 +492,45 @@ typedef struct b_killed {
     volatile int batches;
 } b_killed;
 
-static void b_killed_child(b_killed *k)
+/* Grants base.. as ONE batch; answered: 1 + the outcome. */
+static int b_killed_batch(void *ctx, og_store *s, int base)
 {
-    og_store *s = b_store(64, 2);
+    b_killed *k = ctx;
     og_grant g[KILL_ROWS];
     og_intent in[KILL_ROWS];
     og_admission out[KILL_ROWS];
     int rcs[KILL_ROWS];
 
-    for (int base = 0; base + KILL_ROWS <= k->n; base += KILL_ROWS) {
-        for (int i = 0; i < KILL_ROWS; i++) {
-            g[i] = (og_grant){ISSUER, k->grant_id[base + i], k->expires_at_us,
-                              NULL, t_form};
-            in[i] = (og_intent){k->op[base + i], "agent-17", "A-1187",
-                                "250.00", "USD"};
-        }
-        if (og__admit_batch(s, KILL_ROWS, g, in, out, rcs) != 0)
-            _exit(3);
-        for (int i = 0; i < KILL_ROWS; i++)
-            if (rcs[i] == 0)
-                k->answered[base + i] = 1 + (int)out[i].outcome;
-        __atomic_add_fetch(&k->batches, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < KILL_ROWS; i++) {
+        g[i] = (og_grant){ISSUER, k->grant_id[base + i], k->expires_at_us,
+                          NULL, t_form};
+        in[i] = (og_intent){k->op[base + i], "agent-17", "A-1187", "250.00",
+                            "USD"};
     }
-    _exit(0);
+    if (og__admit_batch(s, KILL_ROWS, g, in, out, rcs) != 0)
+        return -1;
+    for (int i = 0; i < KILL_ROWS; i++)
+        if (rcs[i] == 0)
+            k->answered[base + i] = 1 + (int)out[i].outcome;
+    return 0;
+}
+
+static void b_killed_child(void *ctx)
+{
+    b_killed *k = ctx;
+
+    t_batches_until_killed(b_store(64, 2), k->n, KILL_ROWS, b_killed_batch, k,
+                           &k->batches);
 }
 
 static void killed_batches_leave_no_half_admission(void **state)
 {
-    b_killed *k = mmap(NULL, sizeof *k, PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    b_killed *k = t_shared_zeroed(sizeof *k);
     int n = t_form == OG_FORM_ROW ? 1024 : KILL_MAX; /* row form: issued */
     t_raw *raw;
-    int status, told = 0;
-    pid_t pid;
+    int told = 0;
 
     (void)state;
-    assert_true(k != MAP_FAILED);
-    memset(k, 0, sizeof *k);
     snprintf(k->prefix, sizeof k->prefix, "kb%d", (int)getpid());
     k->expires_at_us = t_now_us() + 15 * 60 * SEC;
     k->n = n;
@@ -586,20 +544,8 @@ static void killed_batches_leave_no_half_admission(void **state)
             t_issue(&g, &in);
         }
     }
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        b_killed_child(k);
     /* Kill it once it is admitting, at some point in a batch. */
-    while (__atomic_load_n(&k->batches, __ATOMIC_SEQ_CST) < 3) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            fail_msg("the child ended before it was killed");
-        usleep(1000);
-    }
-    usleep(7000);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
+    t_kill_midway(b_killed_child, k, &k->batches, 3, 7000);
 
     raw = t_raw_open();
     /* No claim without its operation, no operation without its claim. */
@@ -656,25 +602,24 @@ static void killed_batches_leave_no_half_admission(void **state)
 #define QUEUE_CALLERS 12
 #define QUEUE_EACH 20
 
-typedef struct b_caller {
+typedef struct b_queue_ctx {
     og_store *s;
-    int admitted;
-} b_caller;
+    int admitted[QUEUE_CALLERS]; /* per caller */
+} b_queue_ctx;
 
-static void *b_caller_thread(void *arg)
+static void b_caller(void *ctx, int who)
 {
-    b_caller *c = arg;
+    b_queue_ctx *q = ctx;
 
     for (int i = 0; i < QUEUE_EACH; i++) {
         t_case t;
         og_admission a;
 
         t_case_new(&t); /* issued in row form */
-        if (og_admit(c->s, &t.g, &t.in, &a) == 0 &&
+        if (og_admit(q->s, &t.g, &t.in, &a) == 0 &&
             a.outcome == OG_OUTCOME_ADMITTED)
-            c->admitted++;
+            q->admitted[who]++;
     }
-    return NULL;
 }
 
 /* Many callers' admissions through one store object's queue: each is
@@ -683,20 +628,13 @@ static void *b_caller_thread(void *arg)
 static void b_queue(int batch_max)
 {
     og_store *s = b_store(batch_max, 4);
-    b_caller c[QUEUE_CALLERS];
-    pthread_t th[QUEUE_CALLERS];
+    b_queue_ctx q = {s, {0}};
     og_admit_stats st;
     int total = 0;
 
-    for (int i = 0; i < QUEUE_CALLERS; i++) {
-        c[i] = (b_caller){s, 0};
-        assert_int_equal(pthread_create(&th[i], NULL, b_caller_thread, &c[i]),
-                         0);
-    }
-    for (int i = 0; i < QUEUE_CALLERS; i++) {
-        pthread_join(th[i], NULL);
-        total += c[i].admitted;
-    }
+    t_callers(QUEUE_CALLERS, b_caller, &q);
+    for (int i = 0; i < QUEUE_CALLERS; i++)
+        total += q.admitted[i];
     assert_int_equal(total, QUEUE_CALLERS * QUEUE_EACH);
     og_store_admit_stats(s, &st);
     assert_true(st.rows == (uint64_t)total);
@@ -714,12 +652,16 @@ static void queued_callers_are_each_admitted_once(void **state)
     b_queue(1);
 }
 
+/* The cases the shared harness runs (batch_harness.h) carry this file's
+ * description as their initial state. */
 const struct CMUnitTest t_batch_tests[] = {
     cmocka_unit_test(mixed_batch_answers_as_the_one_row_path),
     cmocka_unit_test(batch_with_a_taken_operation_id_falls_back_row_by_row),
     cmocka_unit_test(unconfirmed_batch_commit_is_unavailable_for_every_row),
-    cmocka_unit_test(batches_of_two_store_objects_race_on_the_same_keys),
-    cmocka_unit_test(batches_of_two_processes_race_on_the_same_keys),
+    {"batches_of_two_store_objects_race_on_the_same_keys",
+     t_race_in_threads, NULL, NULL, &b_race_def},
+    {"batches_of_two_processes_race_on_the_same_keys",
+     t_race_in_processes, NULL, NULL, &b_race_def},
     cmocka_unit_test(killed_batches_leave_no_half_admission),
     cmocka_unit_test(queued_callers_are_each_admitted_once),
 };

@@ -12,17 +12,13 @@
  * one-row path answers (og_consume on a store object whose batches hold
  * one verdict), or with the store's rows.
  */
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "batch_harness.h"
 #include "store/store_int.h" /* og__consume_batch: a batch built by the test */
 
 #define ISSUER "support-approvals"
@@ -36,22 +32,11 @@ static const og_revoke_policy v_policy = {v_revokers, 1};
 static og_store *v_store(int batch_max, int pool)
 {
     og_store_options o;
-    og_store *s = NULL;
-    int rc;
 
-    og_store_options_default(&o);
-    o.consumption_keys = t_keys;
+    t_batch_options(&o, pool);
     o.admit_batch_max = batch_max;   /* SQLite's verdicts: its batches */
     o.consume_batch_max = batch_max; /* PostgreSQL's */
-    o.pool_size = pool;
-    o.timings.store_timeout_us = 30 * SEC; /* atomicity, not latency */
-    og_timings_fit(&o.timings);
-    rc = og_store_open(t_url, &o, &s);
-    if (rc != 0) {
-        fprintf(stderr, "og_store_open(%s): %s\n", t_url, og_err_name(rc));
-        abort();
-    }
-    return s;
+    return t_batch_store(&o);
 }
 
 /* The same verdicts, compared (two twins' families differ in name: each
@@ -83,6 +68,7 @@ typedef struct v_mix {
     t_case c[MIX_N];
     og_grant g[MIX_N];
     char fam[2][32]; /* the revoked family, the live one */
+    og_consume_result out[MIX_N]; /* the batch's answers */
 } v_mix;
 
 /* Records c's issuance in the suite's form (t_issue records the row form
@@ -113,8 +99,9 @@ static void v_family(char *out, size_t n)
 }
 
 /* Builds the state of every case on s: what the batch then meets. */
-static void v_mix_new(og_store *s, v_mix *m)
+static void v_mix_new(og_store *s, void *mix)
 {
+    v_mix *m = mix;
     int64_t later = t_now_us() + 15 * 60 * SEC;
     og_revoke_outcome ro;
     og_strv list = {0};
@@ -220,71 +207,46 @@ static void v_mix_expect(const v_mix *m, int i, const og_consume_result *r)
     }
 }
 
-/* Runs the whole mix as one batch (with the fault point fault set, when
- * not NULL) and, on a twin built alike, through the one-row path; compares
- * every answer with the twin's and with the expectation. Returns the
- * fallbacks the batch took. */
-static uint64_t v_mix_run(const char *fault)
+/* The whole mix as ONE batch on s. */
+static int v_mix_batch(og_store *s, void *mix, int *rcs)
 {
-    og_store *s = v_store(64, 4), *one = v_store(1, 2);
-    v_mix *m = calloc(1, sizeof *m), *twin = calloc(1, sizeof *twin);
-    og_consume_result out[MIX_N], alone;
-    og_admit_stats before, after;
-    int rcs[MIX_N];
+    v_mix *m = mix;
 
-    assert_non_null(m);
-    assert_non_null(twin);
-    v_mix_new(s, m);
-    v_mix_new(one, twin);
-    og__consume_stats(s, &before);
-    if (fault)
-        setenv("OG_FAULT", fault, 1);
-    assert_int_equal(og__consume_batch(s, MIX_N, m->g, out, rcs), 0);
-    unsetenv("OG_FAULT");
-    og__consume_stats(s, &after);
-    assert_true(after.batches == before.batches + 1);
-    assert_true(after.rows == before.rows + MIX_N);
+    return og__consume_batch(s, MIX_N, m->g, m->out, rcs);
+}
+
+/* Row i answered as expected, and as the twin's through the one-row
+ * path. */
+static void v_mix_row(void *mix, og_store *one, void *twin_mix, int i)
+{
+    v_mix *m = mix, *twin = twin_mix;
+    og_consume_result alone;
+
+    v_mix_expect(m, i, &m->out[i]);
+    assert_int_equal(og_consume(one, &twin->g[i], &alone), 0);
+    v_same(&m->out[i], &alone);
+}
+
+/* What the batch consumed stays consumed: asked again, denied. */
+static void v_mix_after(og_store *s, void *mix, void *twin_mix)
+{
+    v_mix *m = mix;
+    og_consume_result again;
+
+    (void)twin_mix;
     for (int i = 0; i < MIX_N; i++) {
-        if (rcs[i] != 0)
-            fprintf(stderr, "row %d: %s\n", i, og_err_name(rcs[i]));
-        assert_int_equal(rcs[i], 0);
-        v_mix_expect(m, i, &out[i]);
-        assert_int_equal(og_consume(one, &twin->g[i], &alone), 0);
-        v_same(&out[i], &alone);
-    }
-    /* What the batch consumed stays consumed: asked again, denied. */
-    for (int i = 0; i < MIX_N; i++) {
-        if (!out[i].consumed)
+        if (!m->out[i].consumed)
             continue;
-        assert_int_equal(og_consume(s, &m->g[i], &alone), 0);
-        assert_false(alone.consumed);
-        assert_int_equal(alone.refusal, OG_REFUSAL_GRANT_CONSUMED);
+        assert_int_equal(og_consume(s, &m->g[i], &again), 0);
+        assert_false(again.consumed);
+        assert_int_equal(again.refusal, OG_REFUSAL_GRANT_CONSUMED);
     }
-    free(m);
-    free(twin);
-    og_store_free(one);
-    og_store_free(s);
-    return after.fallbacks - before.fallbacks;
 }
 
-static void mixed_verdict_batch_answers_as_the_one_row_path(void **state)
-{
-    (void)state;
-    assert_true(v_mix_run(NULL) == 0); /* ONE statement, no fallback */
-}
-
-static void aborted_verdict_batch_falls_back_row_by_row(void **state)
-{
-    (void)state;
-    if (!OG_TEST_FAULT_INJECTION)
-        skip(); /* fault points not compiled in (-Dfault_injection=true) */
-    /* PostgreSQL's statement aborted whole (the fault point stands for a
-     * row that aborts it): the round falls back to one statement per row,
-     * every row still answering as alone. SQLite's savepoints keep a row's
-     * error to its row; it never falls back. */
-    assert_true(v_mix_run("consume_batch_abort") ==
-                (t_kind == T_POSTGRES ? 1u : 0u));
-}
+/* The mix as one batch against the one-row path (t_mix_def). */
+static t_mix_def v_mix_def = {sizeof(v_mix), MIX_N, v_store, og__consume_stats,
+                              v_mix_new, v_mix_batch, v_mix_row, v_mix_after,
+                              "consume_batch_abort"};
 
 /* ===========================================================================
  * An unconfirmed commit answers every row unavailable
@@ -339,8 +301,10 @@ typedef struct v_race {
     volatile int arrived[RACE_ROUNDS]; /* the start line of each round */
 } v_race;
 
-static void v_race_new(v_race *r)
+static void v_race_new(void *ctx)
 {
+    v_race *r = ctx;
+
     memset(r, 0, sizeof *r);
     r->expires_at_us = t_now_us() + 15 * 60 * SEC;
     for (int k = 0; k < RACE_ROUNDS; k++)
@@ -354,8 +318,9 @@ static void v_race_new(v_race *r)
 
 /* Racer who (0 or 1) runs every round on s, each round starting when both
  * arrived; the other racer lists the rows backwards (CB6). */
-static void v_race_run(v_race *r, int who, og_store *s)
+static void v_race_run(void *ctx, int who, og_store *s)
 {
+    v_race *r = ctx;
     og_grant g[RACE_ROWS];
     og_consume_result out[RACE_ROWS];
     int rcs[RACE_ROWS];
@@ -366,9 +331,7 @@ static void v_race_run(v_race *r, int who, og_store *s)
             g[i] = (og_grant){ISSUER, r->grant_id[k][j], r->expires_at_us,
                               NULL, t_form};
         }
-        __atomic_add_fetch(&r->arrived[k], 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&r->arrived[k], __ATOMIC_SEQ_CST) < 2)
-            sched_yield();
+        t_race_start(&r->arrived[k]);
         if (og__consume_batch(s, RACE_ROWS, g, out, rcs) != 0)
             abort();
         for (int i = 0; i < RACE_ROWS; i++) {
@@ -382,8 +345,9 @@ static void v_race_run(v_race *r, int who, og_store *s)
 
 /* Each grant consumed exactly once; the loser told grant_consumed; the
  * store holds one claim per grant. */
-static void v_race_check(const v_race *r)
+static void v_race_check(const void *ctx)
 {
+    const v_race *r = ctx;
     t_raw *raw = t_raw_open();
 
     for (int k = 0; k < RACE_ROUNDS; k++)
@@ -402,39 +366,8 @@ static void v_race_check(const v_race *r)
     t_raw_close(raw);
 }
 
-/* Racer who on a store object of its own. */
-static void v_race_in(void *ctx, int who)
-{
-    og_store *s = v_store(64, 2);
-
-    v_race_run(ctx, who, s);
-    og_store_free(s);
-}
-
-static void verdict_batches_of_two_store_objects_race(void **state)
-{
-    v_race *r = calloc(1, sizeof *r);
-
-    (void)state;
-    assert_non_null(r);
-    v_race_new(r);
-    t_race_threads(v_race_in, r);
-    v_race_check(r);
-    free(r);
-}
-
-static void verdict_batches_of_two_processes_race(void **state)
-{
-    v_race *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-    (void)state;
-    assert_true(r != MAP_FAILED);
-    v_race_new(r);
-    t_race_processes(v_race_in, r);
-    v_race_check(r);
-    munmap(r, sizeof *r);
-}
+static t_race_def v_race_def = {sizeof(v_race), v_store, v_race_new, v_race_run,
+                                v_race_check};
 
 /* ===========================================================================
  * The queue: many callers on two store objects, the same grants
@@ -443,85 +376,43 @@ static void verdict_batches_of_two_processes_race(void **state)
 #define QUEUE_GRANTS 24
 
 typedef struct v_queue {
-    og_store *s[2];
     t_case c[QUEUE_GRANTS];
-    int consumed[QUEUE_GRANTS]; /* with __atomic */
-    int errors;
 } v_queue;
 
-typedef struct v_caller {
-    v_queue *q;
-    int who;
-} v_caller;
-
-static void *v_caller_thread(void *arg)
+static void v_queue_new(void *ctx, og_store *s)
 {
-    v_caller *t = arg;
+    v_queue *q = ctx;
 
-    for (int n = 0; n < QUEUE_GRANTS; n++) {
-        /* each caller its own order over the same grants */
-        int i = (n * 7 + t->who * 5) % QUEUE_GRANTS;
-        og_consume_result r;
-
-        if (og_consume(t->q->s[t->who % 2], &t->q->c[i].g, &r) != 0 ||
-            (!r.consumed && r.refusal != OG_REFUSAL_GRANT_CONSUMED))
-            __atomic_add_fetch(&t->q->errors, 1, __ATOMIC_SEQ_CST);
-        else if (r.consumed)
-            __atomic_add_fetch(&t->q->consumed[i], 1, __ATOMIC_SEQ_CST);
-    }
-    return NULL;
-}
-
-/* Every verdict answered, each grant consumed by exactly one caller, each
- * verdict counted in exactly one batch of its store object. */
-static void v_queue_run(int batch_max)
-{
-    v_queue *q = calloc(1, sizeof *q);
-    v_caller t[QUEUE_CALLERS];
-    pthread_t th[QUEUE_CALLERS];
-    og_admit_stats st[2];
-    t_raw *raw;
-
-    assert_non_null(q);
-    q->s[0] = v_store(batch_max, 4);
-    q->s[1] = v_store(batch_max, 4);
+    (void)s;
     for (int i = 0; i < QUEUE_GRANTS; i++)
         t_case_new(&q->c[i]);
-    for (int w = 0; w < QUEUE_CALLERS; w++) {
-        t[w] = (v_caller){q, w};
-        assert_int_equal(pthread_create(&th[w], NULL, v_caller_thread, &t[w]),
-                         0);
-    }
-    for (int w = 0; w < QUEUE_CALLERS; w++)
-        pthread_join(th[w], NULL);
-    assert_int_equal(q->errors, 0);
-    raw = t_raw_open();
-    for (int i = 0; i < QUEUE_GRANTS; i++) {
-        assert_int_equal(q->consumed[i], 1);
-        assert_true(t_raw_consumptions(raw, ISSUER, q->c[i].grant_id) == 1);
-    }
-    t_raw_close(raw);
-    og__consume_stats(q->s[0], &st[0]);
-    og__consume_stats(q->s[1], &st[1]);
-    assert_true(st[0].rows + st[1].rows ==
-                (uint64_t)QUEUE_CALLERS * QUEUE_GRANTS);
-    for (int k = 0; k < 2; k++) {
-        assert_true(st[k].batches >= 1 && st[k].batches <= st[k].rows);
-        if (batch_max == 1)
-            assert_true(st[k].batches == st[k].rows);
-        assert_true(st[k].fallbacks == 0);
-    }
-    og_store_free(q->s[0]);
-    og_store_free(q->s[1]);
-    free(q);
 }
 
-static void queued_verdicts_consume_each_grant_once(void **state)
+/* A grant is consumed once: the caller that consumed it won it; the
+ * others are told grant_consumed. */
+static int v_queue_call(void *ctx, og_store *s, int i)
 {
-    (void)state;
-    v_queue_run(64);
-    v_queue_run(1);
+    v_queue *q = ctx;
+    og_consume_result r;
+
+    if (og_consume(s, &q->c[i].g, &r) != 0)
+        return -1;
+    if (r.consumed)
+        return 1;
+    return r.refusal == OG_REFUSAL_GRANT_CONSUMED ? 0 : -1;
 }
+
+/* One claim per grant. */
+static void v_queue_check(void *ctx, t_raw *raw, int i)
+{
+    v_queue *q = ctx;
+
+    assert_true(t_raw_consumptions(raw, ISSUER, q->c[i].grant_id) == 1);
+}
+
+static t_queue_def v_queue_def = {sizeof(v_queue), QUEUE_CALLERS, QUEUE_GRANTS,
+                                  v_store, og__consume_stats, v_queue_new,
+                                  v_queue_call, v_queue_check};
 
 /* ===========================================================================
  * kill -9 in the middle of batches
@@ -537,39 +428,41 @@ typedef struct v_killed {
     volatile int batches;
 } v_killed;
 
-static void v_killed_child(v_killed *k)
+/* Grants base.. as ONE batch; answered: 1 + consumed. */
+static int v_killed_batch(void *ctx, og_store *s, int base)
 {
-    og_store *s = v_store(64, 2);
+    v_killed *k = ctx;
     og_grant g[KILL_ROWS];
     og_consume_result out[KILL_ROWS];
     int rcs[KILL_ROWS];
 
-    for (int base = 0; base + KILL_ROWS <= KILL_MAX; base += KILL_ROWS) {
-        for (int i = 0; i < KILL_ROWS; i++)
-            g[i] = (og_grant){ISSUER, k->grant_id[base + i], k->expires_at_us,
-                              NULL, t_form};
-        if (og__consume_batch(s, KILL_ROWS, g, out, rcs) != 0)
-            _exit(3);
-        for (int i = 0; i < KILL_ROWS; i++)
-            if (rcs[i] == 0)
-                k->answered[base + i] = 1 + out[i].consumed;
-        __atomic_add_fetch(&k->batches, 1, __ATOMIC_SEQ_CST);
-    }
-    _exit(0);
+    for (int i = 0; i < KILL_ROWS; i++)
+        g[i] = (og_grant){ISSUER, k->grant_id[base + i], k->expires_at_us,
+                          NULL, t_form};
+    if (og__consume_batch(s, KILL_ROWS, g, out, rcs) != 0)
+        return -1;
+    for (int i = 0; i < KILL_ROWS; i++)
+        if (rcs[i] == 0)
+            k->answered[base + i] = 1 + out[i].consumed;
+    return 0;
+}
+
+static void v_killed_child(void *ctx)
+{
+    v_killed *k = ctx;
+
+    t_batches_until_killed(v_store(64, 2), KILL_MAX, KILL_ROWS,
+                           v_killed_batch, k, &k->batches);
 }
 
 static void killed_verdict_batches_keep_every_answer(void **state)
 {
-    v_killed *k = mmap(NULL, sizeof *k, PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    v_killed *k = t_shared_zeroed(sizeof *k);
     og_store *s;
     t_raw *raw;
-    int status, told = 0;
-    pid_t pid;
+    int told = 0;
 
     (void)state;
-    assert_true(k != MAP_FAILED);
-    memset(k, 0, sizeof *k);
     snprintf(k->prefix, sizeof k->prefix, "kv%d", (int)getpid());
     k->expires_at_us = t_now_us() + 15 * 60 * SEC;
     for (int i = 0; i < KILL_MAX; i++) {
@@ -582,19 +475,7 @@ static void killed_verdict_batches_keep_every_answer(void **state)
             t_issue(&g, &in);
         }
     }
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        v_killed_child(k);
-    while (__atomic_load_n(&k->batches, __ATOMIC_SEQ_CST) < 3) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            fail_msg("the child ended before it was killed");
-        usleep(1000);
-    }
-    usleep(7000);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
+    t_kill_midway(v_killed_child, k, &k->batches, 3, 7000);
 
     /* Every verdict the child was told holds; every grant holds at most
      * one claim, and one by the verdict only (no operation). */
@@ -716,13 +597,20 @@ static void batched_plans_probe_by_key_on_a_new_store(void **state)
     og_store_free(s);
 }
 
+/* The cases the shared harness runs (batch_harness.h) carry this file's
+ * description as their initial state. */
 const struct CMUnitTest t_consume_batch_tests[] = {
-    cmocka_unit_test(mixed_verdict_batch_answers_as_the_one_row_path),
-    cmocka_unit_test(aborted_verdict_batch_falls_back_row_by_row),
+    {"mixed_verdict_batch_answers_as_the_one_row_path",
+     t_mix_takes_no_fallback, NULL, NULL, &v_mix_def},
+    {"aborted_verdict_batch_falls_back_row_by_row",
+     t_mix_falls_back_once, NULL, NULL, &v_mix_def},
     cmocka_unit_test(unconfirmed_verdict_batch_is_unavailable_for_every_row),
-    cmocka_unit_test(verdict_batches_of_two_store_objects_race),
-    cmocka_unit_test(verdict_batches_of_two_processes_race),
-    cmocka_unit_test(queued_verdicts_consume_each_grant_once),
+    {"verdict_batches_of_two_store_objects_race",
+     t_race_in_threads, NULL, NULL, &v_race_def},
+    {"verdict_batches_of_two_processes_race",
+     t_race_in_processes, NULL, NULL, &v_race_def},
+    {"queued_verdicts_consume_each_grant_once",
+     t_queue_in_batches_and_alone, NULL, NULL, &v_queue_def},
     cmocka_unit_test(killed_verdict_batches_keep_every_answer),
     cmocka_unit_test(batched_plans_probe_by_key_on_a_new_store),
 };

@@ -795,18 +795,24 @@ static void *t_racer_thread(void *arg)
     return NULL;
 }
 
-void t_race_threads(void (*run)(void *ctx, int who), void *ctx)
+void t_callers(int n, void (*run)(void *ctx, int who), void *ctx)
 {
-    t_racer r[2];
-    pthread_t th[2];
+    t_racer r[64];
+    pthread_t th[64];
 
-    for (int w = 0; w < 2; w++) {
+    assert_true(n >= 1 && n <= 64);
+    for (int w = 0; w < n; w++) {
         r[w] = (t_racer){run, ctx, w};
         assert_int_equal(pthread_create(&th[w], NULL, t_racer_thread, &r[w]),
                          0);
     }
-    for (int w = 0; w < 2; w++)
+    for (int w = 0; w < n; w++)
         pthread_join(th[w], NULL);
+}
+
+void t_race_threads(void (*run)(void *ctx, int who), void *ctx)
+{
+    t_callers(2, run, ctx);
 }
 
 void t_race_processes(void (*run)(void *ctx, int who), void *ctx)

@@ -159,6 +159,9 @@ void t_undo_migration_7(t_raw *r);
  * run) fails the test. */
 void t_race_threads(void (*run)(void *ctx, int who), void *ctx);
 void t_race_processes(void (*run)(void *ctx, int who), void *ctx);
+/* Runs run(ctx, who) for who 0..n-1 (n at most 64) in n threads at once;
+ * returns once every one finished (t_race_threads: n 2). */
+void t_callers(int n, void (*run)(void *ctx, int who), void *ctx);
 
 /* Runs n (1..16) og_store_migrate() calls on url at once, each on its own
  * thread and store object, asking for the suite's keys (t_keys) with the

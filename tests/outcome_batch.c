@@ -15,15 +15,13 @@
  */
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "batch_harness.h"
 #include "store/store_int.h" /* og__op_outcome_batch, og__op_insert */
 
 #define SEC INT64_C(1000000)
@@ -36,21 +34,10 @@
 static og_store *ob_store(int batch_max, int pool)
 {
     og_store_options o;
-    og_store *s = NULL;
-    int rc;
 
-    og_store_options_default(&o);
-    o.consumption_keys = t_keys;
+    t_batch_options(&o, pool);
     o.outcome_batch_max = batch_max;
-    o.pool_size = pool;
-    o.timings.store_timeout_us = 30 * SEC; /* atomicity, not latency */
-    og_timings_fit(&o.timings);
-    rc = og_store_open(t_url, &o, &s);
-    if (rc != 0) {
-        fprintf(stderr, "og_store_open(%s): %s\n", t_url, og_err_name(rc));
-        abort();
-    }
-    return s;
+    return t_batch_store(&o);
 }
 
 /* An admitted credit on s. */
@@ -601,8 +588,9 @@ static void *ob_kworker_run(void *arg)
     return NULL;
 }
 
-static void ob_killed_child(ob_killed *k)
+static void ob_killed_child(void *ctx)
 {
+    ob_killed *k = ctx;
     og_store *s = ob_store(64, 4);
     ob_kworker w[KILL_THREADS];
     pthread_t th[KILL_THREADS];
@@ -619,32 +607,16 @@ static void ob_killed_child(ob_killed *k)
 
 static void killed_outcome_batches_leave_one_row_states(void **state)
 {
-    ob_killed *k = mmap(NULL, sizeof *k, PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ob_killed *k = t_shared_zeroed(sizeof *k);
     og_store *s = ob_store(64, 4);
-    int status, told = 0;
-    pid_t pid;
+    int told = 0;
 
     (void)state;
-    assert_true(k != MAP_FAILED);
-    memset(k, 0, sizeof *k);
     for (int i = 0; i < KILL_OPS; i++) {
         og_operation p = t_payout_op(s);
         memcpy(k->id[i], p.operation_id, sizeof k->id[i]);
     }
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        ob_killed_child(k);
-    while (__atomic_load_n(&k->progress, __ATOMIC_SEQ_CST) < 24) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            fail_msg("the child ended before it was killed");
-        usleep(1000);
-    }
-    usleep(5000);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
+    t_kill_midway(ob_killed_child, k, &k->progress, 24, 5000);
 
     for (int i = 0; i < KILL_OPS; i++) {
         og_operation op = ob_get(s, k->id[i]);
