@@ -48,32 +48,6 @@ static void b_case(t_case *c, const char *family, int64_t expires_at_us)
     c->in = (og_intent){c->op, "agent-17", "A-1187", "250.00", "USD"};
 }
 
-/* Records c's issuance in the suite's form. */
-static void b_issue(og_store *s, const t_case *c)
-{
-    char digest[65];
-    og_issuance iss;
-    og_issue_outcome o;
-    int64_t issued = c->g.expires_at_us - 60 * SEC;
-
-    if (issued > t_now_us() - SEC)
-        issued = t_now_us() - SEC;
-    assert_int_equal(og_params_digest(c->in.account_id, c->in.amount,
-                                      c->in.currency, digest), 0);
-    iss = (og_issuance){ISSUER, c->grant_id, c->g.family, c->in.caller_id,
-                        "credit.apply", digest, issued, c->g.expires_at_us,
-                        t_form};
-    assert_int_equal(og_issuance_record(s, &iss, &o), 0);
-    assert_int_equal(o, OG_ISSUE_RECORDED);
-}
-
-static void b_family(char *out, size_t n)
-{
-    char u[OG_UUID_LEN + 1];
-    t_uuid(u);
-    snprintf(out, n, "fam-%.12s", u);
-}
-
 static og_admission b_admit(og_store *s, const t_case *c)
 {
     og_admission a;
@@ -117,8 +91,8 @@ static void b_mix_new(og_store *s, b_mix *m)
     t_case other, prior;
 
     memset(m, 0, sizeof *m);
-    b_family(m->fam[0], sizeof m->fam[0]);
-    b_family(m->fam[1], sizeof m->fam[1]);
+    t_batch_family(m->fam[0], sizeof m->fam[0]);
+    t_batch_family(m->fam[1], sizeof m->fam[1]);
     for (int i = 0; i < MIX_N; i++)
         b_case(&m->c[i], NULL, later);
     b_case(&m->c[MIX_EXPIRED], NULL, t_now_us() - 3600 * SEC);
@@ -127,17 +101,17 @@ static void b_mix_new(og_store *s, b_mix *m)
     for (int i = 0; i < MIX_N; i++)
         if (t_form == OG_FORM_ROW && i != MIX_FAMILY_REVOKED &&
             i != MIX_FAMILY_LIVE)
-            b_issue(s, &m->c[i]);
+            t_batch_issue(s, ISSUER, &m->c[i]);
 
     /* The family cases. A family exists once a grant is issued into it;
      * in token form the revoked family's case itself is not issued (its
      * family, not a revocation of its key, blocks it). */
-    b_issue(s, &m->c[MIX_FAMILY_LIVE]);
+    t_batch_issue(s, ISSUER, &m->c[MIX_FAMILY_LIVE]);
     if (t_form == OG_FORM_ROW) {
-        b_issue(s, &m->c[MIX_FAMILY_REVOKED]);
+        t_batch_issue(s, ISSUER, &m->c[MIX_FAMILY_REVOKED]);
     } else {
         b_case(&other, m->fam[0], later);
-        b_issue(s, &other);
+        t_batch_issue(s, ISSUER, &other);
     }
     assert_int_equal(og_family_revoke(s, &b_policy, ISSUER, m->fam[0],
                                       "supervisor-3", &ro, &list), 0);

@@ -15,6 +15,32 @@
 
 #define SEC INT64_C(1000000)
 
+void t_batch_issue(og_store *s, const char *issuer, const t_case *c)
+{
+    char digest[65];
+    og_issuance iss;
+    og_issue_outcome o;
+    int64_t issued = c->g.expires_at_us - 60 * SEC;
+
+    if (issued > t_now_us() - SEC)
+        issued = t_now_us() - SEC;
+    assert_int_equal(og_params_digest(c->in.account_id, c->in.amount,
+                                      c->in.currency, digest), 0);
+    iss = (og_issuance){issuer, c->grant_id, c->g.family, c->in.caller_id,
+                        "credit.apply", digest, issued, c->g.expires_at_us,
+                        t_form};
+    assert_int_equal(og_issuance_record(s, &iss, &o), 0);
+    assert_int_equal(o, OG_ISSUE_RECORDED);
+}
+
+void t_batch_family(char *out, size_t n)
+{
+    char u[OG_UUID_LEN + 1];
+
+    t_uuid(u);
+    snprintf(out, n, "fam-%.12s", u);
+}
+
 void t_batch_options(og_store_options *o, int pool)
 {
     og_store_options_default(o);

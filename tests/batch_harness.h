@@ -18,6 +18,12 @@
 /* The options of a batch test's store object: the defaults in the suite's
  * keys, pool connections, and a 30 s store timeout (the tests are about
  * atomicity, not latency). The caller then sets its batch maximum. */
+/* Records c's issuance by issuer in the suite's form (t_issue records the
+ * row form only; a token-form family exists once a grant is issued into
+ * it), asserting it is recorded. */
+void t_batch_issue(og_store *s, const char *issuer, const t_case *c);
+/* A fresh family name, "fam-" and 12 characters of a UUID, into out[n]. */
+void t_batch_family(char *out, size_t n);
 void t_batch_options(og_store_options *o, int pool);
 /* A store object on the suite's store opened with o; aborts on failure. */
 og_store *t_batch_store(const og_store_options *o);

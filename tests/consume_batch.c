@@ -71,33 +71,6 @@ typedef struct v_mix {
     og_consume_result out[MIX_N]; /* the batch's answers */
 } v_mix;
 
-/* Records c's issuance in the suite's form (t_issue records the row form
- * only; a token-form family exists once a grant is issued into it). */
-static void v_issue(og_store *s, const t_case *c)
-{
-    char digest[65];
-    og_issuance iss;
-    og_issue_outcome o;
-    int64_t issued = c->g.expires_at_us - 60 * SEC;
-
-    if (issued > t_now_us() - SEC)
-        issued = t_now_us() - SEC;
-    assert_int_equal(og_params_digest(c->in.account_id, c->in.amount,
-                                      c->in.currency, digest), 0);
-    iss = (og_issuance){ISSUER, c->grant_id, c->g.family, c->in.caller_id,
-                        "credit.apply", digest, issued, c->g.expires_at_us,
-                        t_form};
-    assert_int_equal(og_issuance_record(s, &iss, &o), 0);
-    assert_int_equal(o, OG_ISSUE_RECORDED);
-}
-
-static void v_family(char *out, size_t n)
-{
-    char u[OG_UUID_LEN + 1];
-    t_uuid(u);
-    snprintf(out, n, "fam-%.12s", u);
-}
-
 /* Builds the state of every case on s: what the batch then meets. */
 static void v_mix_new(og_store *s, void *mix)
 {
@@ -110,8 +83,8 @@ static void v_mix_new(og_store *s, void *mix)
     og_admission a;
 
     memset(m, 0, sizeof *m);
-    v_family(m->fam[0], sizeof m->fam[0]);
-    v_family(m->fam[1], sizeof m->fam[1]);
+    t_batch_family(m->fam[0], sizeof m->fam[0]);
+    t_batch_family(m->fam[1], sizeof m->fam[1]);
     for (int i = 0; i < MIX_N; i++) {
         int64_t exp = i == MIX_EXPIRED ? t_now_us() - 3600 * SEC : later;
 
@@ -129,7 +102,7 @@ static void v_mix_new(og_store *s, void *mix)
          * its family, not a revocation of its logged key, blocks it. */
         if (i != MIX_NOT_ISSUED &&
             (i != MIX_FAMILY_REVOKED || t_form == OG_FORM_ROW))
-            v_issue(s, &m->c[i]); /* families exist from here */
+            t_batch_issue(s, ISSUER, &m->c[i]); /* families exist from here */
         m->g[i] = m->c[i].g;
     }
     if (t_form == OG_FORM_TOKEN) { /* the revoked family exists */
@@ -140,7 +113,7 @@ static void v_mix_new(og_store *s, void *mix)
         t_uuid(other.op);
         other.g = (og_grant){ISSUER, other.grant_id, later, m->fam[0], t_form};
         other.in = (og_intent){other.op, "agent-17", "A-1187", "250.00", "USD"};
-        v_issue(s, &other);
+        t_batch_issue(s, ISSUER, &other);
     }
     assert_int_equal(og_family_revoke(s, &v_policy, ISSUER, m->fam[0],
                                       "supervisor-3", &ro, &list), 0);
